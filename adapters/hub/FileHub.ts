@@ -1,0 +1,139 @@
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { parse, stringify } from 'yaml';
+import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
+import { isDns1123Label, isDns1123Subdomain } from '../../core/naming.ts';
+import { matchesSelector } from '../../core/labels.ts';
+import { CLUSTER_PROFILE_API_VERSION, CLUSTER_PROFILE_KIND, type ClusterProfile, type ProfileRef } from '../../core/model/clusterProfile.ts';
+import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
+import { HubConflictError, HubError } from './errors.ts';
+
+export interface FileHubOptions {
+  /** The directory that holds the inventory: `<directory>/<namespace>/<name>.yaml`. */
+  directory: string;
+}
+
+const NAMESPACE_FILE = '_namespace.yaml';
+
+/**
+ * The hub as a directory of YAML files, one per profile, for local runs without a cluster. It keeps
+ * the same rules as the Kubernetes hub where they matter to a sync: a resourceVersion that moves on
+ * every write, delete preconditions, labels merged on apply, status written apart from the object.
+ */
+export class FileHub implements Hub {
+  readonly #directory: string;
+  readonly #counts: HubRequestCounts = { reads: 0, writes: 0 };
+
+  constructor(options: FileHubOptions) {
+    this.#directory = options.directory;
+  }
+
+  requestCounts(): HubRequestCounts {
+    return { ...this.#counts };
+  }
+
+  #path(namespace: string, name?: string): string {
+    if (!isDns1123Label(namespace)) throw new HubError('resolve', namespace, 'is not a valid namespace name');
+    if (name === undefined) return join(this.#directory, namespace);
+    if (!isDns1123Subdomain(name)) throw new HubError('resolve', `${namespace}/${name}`, 'is not a valid object name');
+    return join(this.#directory, namespace, `${name}.yaml`);
+  }
+
+  async #read(ref: ProfileRef): Promise<ClusterProfile | undefined> {
+    try {
+      return parse(await readFile(this.#path(ref.namespace, ref.name), 'utf8')) as ClusterProfile;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new HubError('read', `${ref.namespace}/${ref.name}`, (error as Error).message, undefined, { cause: error });
+    }
+  }
+
+  async #write(profile: ClusterProfile): Promise<ClusterProfile> {
+    const { namespace, name } = profile.metadata;
+    const path = this.#path(namespace, name);
+    await mkdir(this.#path(namespace), { recursive: true });
+    const temporary = `${path}.${process.pid}.tmp`;
+    await writeFile(temporary, stringify(profile, { sortMapEntries: false }), 'utf8');
+    await rename(temporary, path);
+    this.#counts.writes += 1;
+    return profile;
+  }
+
+  #nextVersion(current: ClusterProfile | undefined): string {
+    return String(Number(current?.metadata.resourceVersion ?? '0') + 1);
+  }
+
+  async ensureNamespace(namespace: NamespaceSpec): Promise<void> {
+    const directory = this.#path(namespace.name);
+    await mkdir(directory, { recursive: true });
+    const labels = namespace.clusterSet
+      ? { [LABEL_NAMESPACE_CLUSTERSET]: namespace.clusterSet, [LABEL_NAMESPACE_CLUSTERSET_KEP]: namespace.clusterSet }
+      : {};
+    const body = stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace.name, labels } });
+    const path = join(directory, NAMESPACE_FILE);
+    const existing = await readFile(path, 'utf8').catch(() => undefined);
+    if (existing === body) return;
+    await writeFile(path, body, 'utf8');
+    this.#counts.writes += 1;
+  }
+
+  async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
+    this.#counts.reads += 1;
+    let entries: string[];
+    try {
+      entries = await readdir(this.#path(namespace));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw new HubError('list profiles in', namespace, (error as Error).message, undefined, { cause: error });
+    }
+    const profiles: ClusterProfile[] = [];
+    for (const entry of entries.filter((e) => e.endsWith('.yaml') && e !== NAMESPACE_FILE).sort()) {
+      const profile = await this.#read({ namespace, name: entry.slice(0, -'.yaml'.length) });
+      if (profile && matchesSelector(profile.metadata.labels, selector)) profiles.push(profile);
+    }
+    return profiles;
+  }
+
+  async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
+    const current = await this.#read(profile.metadata);
+    if (current && current.spec.clusterManager.name !== profile.spec.clusterManager.name) {
+      throw new HubError('apply', `${profile.metadata.namespace}/${profile.metadata.name}`, 'spec.clusterManager: ClusterManager is immutable', 422);
+    }
+    return this.#write({
+      apiVersion: CLUSTER_PROFILE_API_VERSION,
+      kind: CLUSTER_PROFILE_KIND,
+      metadata: {
+        name: profile.metadata.name,
+        namespace: profile.metadata.namespace,
+        labels: { ...current?.metadata.labels, ...profile.metadata.labels },
+        annotations: { ...current?.metadata.annotations, ...profile.metadata.annotations },
+        resourceVersion: this.#nextVersion(current),
+        generation: (current?.metadata.generation ?? 0) + 1,
+      },
+      spec: profile.spec,
+      ...(current?.status ? { status: current.status } : {}),
+    });
+  }
+
+  async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
+    const current = await this.#read(profile.metadata);
+    if (!current) {
+      throw new HubError('apply status of', `${profile.metadata.namespace}/${profile.metadata.name}`, 'not found', 404);
+    }
+    return this.#write({
+      ...current,
+      metadata: { ...current.metadata, resourceVersion: this.#nextVersion(current) },
+      status: profile.status ?? {},
+    });
+  }
+
+  async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
+    const current = await this.#read(ref);
+    if (!current) return;
+    if (ref.resourceVersion && current.metadata.resourceVersion !== ref.resourceVersion) {
+      throw new HubConflictError('delete', `${ref.namespace}/${ref.name}`, `resourceVersion is ${current.metadata.resourceVersion}, not ${ref.resourceVersion}`, 409);
+    }
+    await rm(this.#path(ref.namespace, ref.name), { force: true });
+    this.#counts.writes += 1;
+  }
+}

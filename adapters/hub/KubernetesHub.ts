@@ -1,0 +1,223 @@
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  Observable,
+  PatchStrategy,
+  setHeaderOptions,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+  type RequestContext,
+} from '@kubernetes/client-node';
+import { FIELD_MANAGER, LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
+import { selectorString } from '../../core/labels.ts';
+import {
+  CLUSTER_PROFILE_API_VERSION,
+  CLUSTER_PROFILE_GROUP,
+  CLUSTER_PROFILE_KIND,
+  CLUSTER_PROFILE_PLURAL,
+  CLUSTER_PROFILE_VERSION,
+  type ClusterProfile,
+  type ProfileRef,
+} from '../../core/model/clusterProfile.ts';
+import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
+import { HubConflictError, HubError, HubForbiddenError, HubRejectedError, HubUnavailableError } from './errors.ts';
+
+export interface KubernetesHubOptions {
+  /**
+   * How to reach the hub.
+   * @default a KubeConfig loaded from the default places (KUBECONFIG, ~/.kube/config, in-cluster)
+   */
+  kubeConfig?: KubeConfig;
+  /**
+   * Field manager of every server-side apply.
+   * @default 'cpsync'
+   */
+  fieldManager?: string;
+  /**
+   * Profiles per list page.
+   * @default 500
+   */
+  pageSize?: number;
+}
+
+const PROFILE = { group: CLUSTER_PROFILE_GROUP, version: CLUSTER_PROFILE_VERSION, plural: CLUSTER_PROFILE_PLURAL };
+
+interface ProfileList {
+  items: ClusterProfile[];
+  metadata?: { continue?: string };
+}
+
+function translate(error: unknown, operation: string, target: string): Error {
+  if (!(error instanceof ApiException)) {
+    const detail = error instanceof Error ? error.message : String(error);
+    return new HubUnavailableError(operation, target, detail, undefined, { cause: error });
+  }
+  const body = error.body as { message?: string } | string | undefined;
+  const detail = (typeof body === 'object' && body?.message) || (typeof body === 'string' && body) || error.message;
+  const status = error.code;
+  const options = { cause: error };
+  if (status === 401 || status === 403) return new HubForbiddenError(operation, target, detail, status, options);
+  if (status === 409) return new HubConflictError(operation, target, detail, status, options);
+  if (status === 422 || status === 400) return new HubRejectedError(operation, target, detail, status, options);
+  if (status === 429 || status >= 500) return new HubUnavailableError(operation, target, detail, status, options);
+  return new HubError(operation, target, detail, status, options);
+}
+
+/** The object body cpsync applies: owned metadata and spec only. */
+function objectBody(profile: ClusterProfile): object {
+  const { name, namespace, labels, annotations } = profile.metadata;
+  return {
+    apiVersion: CLUSTER_PROFILE_API_VERSION,
+    kind: CLUSTER_PROFILE_KIND,
+    metadata: { name, namespace, labels, annotations },
+    spec: profile.spec,
+  };
+}
+
+/** The status body cpsync applies to the status subresource. */
+function statusBody(profile: ClusterProfile): object {
+  const { name, namespace } = profile.metadata;
+  return { apiVersion: CLUSTER_PROFILE_API_VERSION, kind: CLUSTER_PROFILE_KIND, metadata: { name, namespace }, status: profile.status };
+}
+
+/**
+ * The hub as a Kubernetes API server with the ClusterProfile CRD: lists by label selector (paginated),
+ * writes with server-side apply (object and `/status` separately), deletes with a resourceVersion
+ * precondition. Every HTTP request is counted (GET as a read, anything else as a write).
+ */
+export class KubernetesHub implements Hub {
+  readonly #objects: CustomObjectsApi;
+  readonly #core: CoreV1Api;
+  readonly #fieldManager: string;
+  readonly #pageSize: number;
+  readonly #counts: HubRequestCounts = { reads: 0, writes: 0 };
+  readonly #counter: ObservableMiddleware;
+
+  constructor(options: KubernetesHubOptions = {}) {
+    const kubeConfig =
+      options.kubeConfig ??
+      (() => {
+        const config = new KubeConfig();
+        config.loadFromDefault();
+        return config;
+      })();
+    this.#objects = kubeConfig.makeApiClient(CustomObjectsApi);
+    this.#core = kubeConfig.makeApiClient(CoreV1Api);
+    this.#fieldManager = options.fieldManager ?? FIELD_MANAGER;
+    this.#pageSize = options.pageSize ?? 500;
+    this.#counter = {
+      pre: (context: RequestContext) => {
+        if (context.getHttpMethod() === 'GET') this.#counts.reads += 1;
+        else this.#counts.writes += 1;
+        return new Observable(Promise.resolve(context));
+      },
+      post: (response) => new Observable(Promise.resolve(response)),
+    };
+  }
+
+  requestCounts(): HubRequestCounts {
+    return { ...this.#counts };
+  }
+
+  #options(contentType?: string): ConfigurationOptions {
+    const counted: ConfigurationOptions = { middleware: [this.#counter], middlewareMergeStrategy: 'append' };
+    return contentType ? setHeaderOptions('Content-Type', contentType, counted) : counted;
+  }
+
+  async ensureNamespace(namespace: NamespaceSpec): Promise<void> {
+    const labels: Record<string, string> = {};
+    if (namespace.clusterSet) {
+      labels[LABEL_NAMESPACE_CLUSTERSET] = namespace.clusterSet;
+      labels[LABEL_NAMESPACE_CLUSTERSET_KEP] = namespace.clusterSet;
+    }
+    try {
+      const existing = await this.#core.readNamespace({ name: namespace.name }, this.#options());
+      const current = existing.metadata?.labels ?? {};
+      if (Object.entries(labels).every(([key, value]) => current[key] === value)) return;
+    } catch (error) {
+      if (!(error instanceof ApiException && error.code === 404)) throw translate(error, 'read namespace', namespace.name);
+    }
+    try {
+      await this.#core.patchNamespace(
+        {
+          name: namespace.name,
+          body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace.name, labels } },
+          fieldManager: this.#fieldManager,
+          force: true,
+        },
+        this.#options(PatchStrategy.ServerSideApply),
+      );
+    } catch (error) {
+      throw translate(error, 'apply namespace', namespace.name);
+    }
+  }
+
+  async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
+    const items: ClusterProfile[] = [];
+    let next: string | undefined;
+    do {
+      let page: ProfileList;
+      try {
+        page = (await this.#objects.listNamespacedCustomObject(
+          {
+            ...PROFILE,
+            namespace,
+            labelSelector: selectorString(selector),
+            limit: this.#pageSize,
+            ...(next ? { _continue: next } : {}),
+          },
+          this.#options(),
+        )) as ProfileList;
+      } catch (error) {
+        if (error instanceof ApiException && error.code === 404 && next === undefined) return [];
+        throw translate(error, 'list profiles in', namespace);
+      }
+      items.push(...page.items);
+      next = page.metadata?.continue || undefined;
+    } while (next);
+    return items;
+  }
+
+  async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
+    const { namespace, name } = profile.metadata;
+    try {
+      return (await this.#objects.patchNamespacedCustomObject(
+        { ...PROFILE, namespace, name, body: objectBody(profile), fieldManager: this.#fieldManager, force: true },
+        this.#options(PatchStrategy.ServerSideApply),
+      )) as ClusterProfile;
+    } catch (error) {
+      throw translate(error, 'apply', `${namespace}/${name}`);
+    }
+  }
+
+  async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
+    const { namespace, name } = profile.metadata;
+    try {
+      return (await this.#objects.patchNamespacedCustomObjectStatus(
+        { ...PROFILE, namespace, name, body: statusBody(profile), fieldManager: this.#fieldManager, force: true },
+        this.#options(PatchStrategy.ServerSideApply),
+      )) as ClusterProfile;
+    } catch (error) {
+      throw translate(error, 'apply status of', `${namespace}/${name}`);
+    }
+  }
+
+  async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
+    try {
+      await this.#objects.deleteNamespacedCustomObject(
+        {
+          ...PROFILE,
+          namespace: ref.namespace,
+          name: ref.name,
+          ...(ref.resourceVersion ? { body: { preconditions: { resourceVersion: ref.resourceVersion } } } : {}),
+        },
+        this.#options(),
+      );
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return;
+      throw translate(error, 'delete', `${ref.namespace}/${ref.name}`);
+    }
+  }
+}

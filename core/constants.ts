@@ -1,0 +1,97 @@
+/** Label, annotation, property and condition names cpsync writes. */
+
+/** Required by KEP-4322: the cluster manager's name. */
+export const LABEL_CLUSTER_MANAGER = 'x-k8s.io/cluster-manager';
+export const LABEL_PROVIDER = 'cpsync.io/provider';
+export const LABEL_REGION = 'cpsync.io/region';
+export const LABEL_ACCOUNT = 'cpsync.io/account';
+/** The labels cpsync owns on a profile. */
+export const OWNED_LABELS = [LABEL_CLUSTER_MANAGER, LABEL_PROVIDER, LABEL_REGION, LABEL_ACCOUNT] as const;
+
+/** Namespace label of a ClusterSet (SPEC §3). */
+export const LABEL_NAMESPACE_CLUSTERSET = 'multicluster.x-k8s.io/clusterset';
+/** Namespace label of a ClusterSet as KEP-4322 spells it; written too, so readers of either find it. */
+export const LABEL_NAMESPACE_CLUSTERSET_KEP = 'clusterset.multicluster.x-k8s.io';
+
+export const ANNOTATION_PROVIDER_ID = 'cpsync.io/provider-id';
+/** The annotations cpsync owns on a profile. */
+export const OWNED_ANNOTATIONS = [ANNOTATION_PROVIDER_ID] as const;
+
+export const PROPERTY_ENDPOINTS = 'cluster-endpoints.k8s.io';
+export const PROPERTY_LOCATION = 'location.topology.k8s.io';
+export const PROPERTY_NODE_COUNT = 'count.node.k8s.io';
+export const PROPERTY_NODE_TYPES = 'type.node.k8s.io';
+export const PROPERTY_CLUSTERSET = 'clusterset.k8s.io';
+export const PROPERTY_REGION = 'topology.kubernetes.io/region';
+export const PROPERTY_ZONE = 'topology.kubernetes.io/zone';
+/** Prefix of cpsync's own provider extras. */
+export const PROPERTY_PREFIX = 'cpsync.io/';
+export const PROPERTY_PLATFORM_VERSION = 'cpsync.io/platform-version';
+export const PROPERTY_STATUS = 'cpsync.io/status';
+export const PROPERTY_POWER_STATE = 'cpsync.io/power-state';
+export const PROPERTY_RESOURCE_GROUP = 'cpsync.io/resource-group';
+export const PROPERTY_CREATED_AT = 'cpsync.io/created-at';
+/** How many distinct node types did not fit in `type.node.k8s.io` (present only when some did not). */
+export const PROPERTY_NODE_TYPES_OMITTED = 'cpsync.io/node-types-omitted';
+/** Consecutive complete listings of its scope that did not list the cluster (present only while missing). */
+export const PROPERTY_MISSED_LISTINGS = 'cpsync.io/missed-listings';
+/** Prefix of an allow-listed tag: `cpsync.io/tag.<key>`. */
+export const PROPERTY_TAG_PREFIX = 'cpsync.io/tag.';
+
+/** Standard (non-prefixed) property names cpsync writes and therefore owns. */
+export const OWNED_STANDARD_PROPERTIES: ReadonlySet<string> = new Set([
+  PROPERTY_ENDPOINTS,
+  PROPERTY_LOCATION,
+  PROPERTY_NODE_COUNT,
+  PROPERTY_NODE_TYPES,
+  PROPERTY_CLUSTERSET,
+  PROPERTY_REGION,
+  PROPERTY_ZONE,
+]);
+
+/** Whether cpsync owns (writes and compares) a property of this name. */
+export function isOwnedProperty(name: string): boolean {
+  return OWNED_STANDARD_PROPERTIES.has(name) || name.startsWith(PROPERTY_PREFIX);
+}
+
+/** Upper bound the CRD puts on a property value. */
+export const PROPERTY_VALUE_MAX_LENGTH = 1024;
+/** Upper bound the CRD puts on a property name. */
+export const PROPERTY_NAME_MAX_LENGTH = 253;
+
+export const CONDITION_CONTROL_PLANE_HEALTHY = 'ControlPlaneHealthy';
+export const CONDITION_JOINED = 'Joined';
+/** The condition types cpsync owns. */
+export const OWNED_CONDITIONS: ReadonlySet<string> = new Set([CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED]);
+
+/** Reasons of the `Joined` condition. */
+export const JoinedReason = {
+  ListedByProvider: 'ListedByProvider',
+  NotFoundInProvider: 'NotFoundInProvider',
+} as const;
+
+/** Reasons of the `ControlPlaneHealthy` condition. */
+export const HealthReason = {
+  Running: 'Running',
+  Updating: 'Updating',
+  Provisioning: 'Provisioning',
+  Deleting: 'Deleting',
+  Stopped: 'Stopped',
+  Degraded: 'Degraded',
+  HealthIssues: 'HealthIssues',
+  Failed: 'Failed',
+  StatusUnknown: 'StatusUnknown',
+} as const;
+export type HealthReason = (typeof HealthReason)[keyof typeof HealthReason];
+
+/** The exec-plugin extension name kubeconfig readers look for. */
+export const EXEC_EXTENSION_NAME = 'client.authentication.k8s.io/exec';
+
+/** Default cluster manager name. */
+export const DEFAULT_MANAGER = 'cpsync';
+/** Default inventory namespace. */
+export const DEFAULT_NAMESPACE = 'cluster-inventory';
+/** Default number of consecutive complete listings a cluster may be missing from before its profile goes. */
+export const DEFAULT_DELETION_GRACE_LISTINGS = 2;
+/** Field manager cpsync applies with. */
+export const FIELD_MANAGER = 'cpsync';

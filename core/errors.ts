@@ -1,0 +1,27 @@
+/** Base of every error cpsync's core raises; keeps `cause` and names itself. */
+export class CpsyncError extends Error {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+}
+
+/** An observed cluster that cannot become a profile; `field` names what was wrong. */
+export class InvalidClusterError extends CpsyncError {
+  readonly field: string;
+  readonly providerId: string;
+  constructor(field: string, providerId: string, detail: string, options?: ErrorOptions) {
+    super(`cluster ${providerId || '(no provider id)'}: ${field} ${detail}`, options);
+    this.field = field;
+    this.providerId = providerId;
+  }
+}
+
+/** Options handed to the core that break its rules (e.g. a manager name that is not a DNS-1123 label). */
+export class InvalidOptionError extends CpsyncError {
+  readonly option: string;
+  constructor(option: string, detail: string) {
+    super(`${option} ${detail}`);
+    this.option = option;
+  }
+}

@@ -1,0 +1,37 @@
+import { LABEL_ACCOUNT, LABEL_CLUSTER_MANAGER, LABEL_PROVIDER, LABEL_REGION } from './constants.ts';
+import { ALL_REGIONS, type Scope } from './model/scope.ts';
+
+const LABEL_VALUE_MAX = 63;
+
+/**
+ * A valid label value for any provider string (regions, account ids, project ids): characters outside
+ * `[A-Za-z0-9._-]` become `-`, cut to 63, trimmed to start and end alphanumeric.
+ */
+export function labelValue(value: string): string {
+  return value
+    .replace(/[^A-Za-z0-9._-]+/g, '-')
+    .slice(0, LABEL_VALUE_MAX)
+    .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+}
+
+/** The labels that select every profile a scope of this manager may own. */
+export function scopeSelector(manager: string, scope: Scope): Record<string, string> {
+  const selector: Record<string, string> = {
+    [LABEL_CLUSTER_MANAGER]: manager,
+    [LABEL_PROVIDER]: scope.provider,
+    [LABEL_ACCOUNT]: labelValue(scope.account),
+  };
+  if (scope.region !== ALL_REGIONS) selector[LABEL_REGION] = labelValue(scope.region);
+  return selector;
+}
+
+export function matchesSelector(labels: Record<string, string> | undefined, selector: Record<string, string>): boolean {
+  return Object.entries(selector).every(([key, value]) => labels?.[key] === value);
+}
+
+/** `k=v,k2=v2` form of a selector, as the Kubernetes API takes it. */
+export function selectorString(selector: Record<string, string>): string {
+  return Object.entries(selector)
+    .map(([key, value]) => `${key}=${value}`)
+    .join(',');
+}

@@ -1,0 +1,256 @@
+import {
+  ANNOTATION_PROVIDER_ID,
+  CONDITION_CONTROL_PLANE_HEALTHY,
+  CONDITION_JOINED,
+  EXEC_EXTENSION_NAME,
+  JoinedReason,
+  LABEL_ACCOUNT,
+  LABEL_CLUSTER_MANAGER,
+  LABEL_PROVIDER,
+  LABEL_REGION,
+  PROPERTY_CLUSTERSET,
+  PROPERTY_CREATED_AT,
+  PROPERTY_ENDPOINTS,
+  PROPERTY_LOCATION,
+  PROPERTY_NAME_MAX_LENGTH,
+  PROPERTY_NODE_COUNT,
+  PROPERTY_NODE_TYPES,
+  PROPERTY_NODE_TYPES_OMITTED,
+  PROPERTY_PLATFORM_VERSION,
+  PROPERTY_POWER_STATE,
+  PROPERTY_REGION,
+  PROPERTY_RESOURCE_GROUP,
+  PROPERTY_STATUS,
+  PROPERTY_TAG_PREFIX,
+  PROPERTY_ZONE,
+} from './constants.ts';
+import { InvalidClusterError } from './errors.ts';
+import { controlPlaneHealth } from './health.ts';
+import { labelValue } from './labels.ts';
+import {
+  CLUSTER_PROFILE_API_VERSION,
+  CLUSTER_PROFILE_KIND,
+  type AccessProvider,
+  type ClusterProfile,
+  type Condition,
+  type Property,
+} from './model/clusterProfile.ts';
+import { CLOUD_OF, PROVIDERS, type ObservedCluster, type ObservedEndpoint, type Provider } from './model/observedCluster.ts';
+import { profileName } from './naming.ts';
+import { distinctSorted, fitJsonArray, fitValue } from './properties.ts';
+import type { InventoryOptions, NamespaceRule } from './options.ts';
+
+/** Where a cluster's profile lives, and the ClusterSet that namespace stands for, if any. */
+export interface Placement {
+  namespace: string;
+  clusterSet?: string;
+}
+
+function ruleMatches(rule: NamespaceRule, cluster: ObservedCluster): boolean {
+  if (rule.provider !== undefined && rule.provider !== cluster.provider) return false;
+  if (rule.account !== undefined && rule.account !== cluster.account) return false;
+  if (rule.tag !== undefined) {
+    const value = cluster.tags[rule.tag.key];
+    if (value === undefined) return false;
+    if (rule.tag.value !== undefined && rule.tag.value !== value) return false;
+  }
+  return true;
+}
+
+/** The first namespace rule that matches decides; otherwise the default namespace. */
+export function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Placement {
+  const namespace = options.namespaceRules.find((rule) => ruleMatches(rule, cluster))?.namespace ?? options.namespace;
+  const clusterSet = options.clusterSets[namespace];
+  return clusterSet === undefined ? { namespace } : { namespace, clusterSet };
+}
+
+function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoint[] {
+  const seen = new Set<string>();
+  return endpoints.filter((endpoint) => {
+    if (seen.has(endpoint.url)) return false;
+    seen.add(endpoint.url);
+    try {
+      const url = new URL(endpoint.url);
+      return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '';
+    } catch {
+      return false;
+    }
+  });
+}
+
+function orderEndpoints(endpoints: ObservedEndpoint[], preferPrivate: boolean): ObservedEndpoint[] {
+  const first = preferPrivate ? 'private' : 'public';
+  return [...endpoints.filter((e) => e.visibility === first), ...endpoints.filter((e) => e.visibility !== first)];
+}
+
+function assertCluster(cluster: ObservedCluster): void {
+  const id = cluster.providerId ?? '';
+  if (!PROVIDERS.includes(cluster.provider)) {
+    throw new InvalidClusterError('provider', id, `must be one of ${PROVIDERS.join(', ')}, got ${JSON.stringify(cluster.provider)}`);
+  }
+  for (const field of ['providerId', 'name', 'account', 'region'] as const) {
+    if (typeof cluster[field] !== 'string' || cluster[field].trim() === '') {
+      throw new InvalidClusterError(field, id, 'is required and must be a non-empty string');
+    }
+  }
+  if (!Array.isArray(cluster.endpoints)) throw new InvalidClusterError('endpoints', id, 'must be a list');
+  if (typeof cluster.health !== 'object' || cluster.health === null || !Array.isArray(cluster.health.issues)) {
+    throw new InvalidClusterError('health', id, 'must be an object with a status and a list of issues');
+  }
+  if (typeof cluster.nodes !== 'object' || cluster.nodes === null || !Array.isArray(cluster.nodes.instanceTypes)) {
+    throw new InvalidClusterError('nodes', id, 'must be an object with a list of instance types');
+  }
+  if (typeof cluster.tags !== 'object' || cluster.tags === null) throw new InvalidClusterError('tags', id, 'must be an object');
+  const count = cluster.nodes.count;
+  if (count !== undefined && (!Number.isInteger(count) || count < 0)) {
+    throw new InvalidClusterError('nodes.count', id, `must be a whole number ≥ 0, got ${String(count)}`);
+  }
+}
+
+function execExtension(cluster: ObservedCluster): Record<string, unknown> {
+  switch (cluster.provider) {
+    case 'eks':
+      return { provider: 'eks', clusterName: cluster.name, region: cluster.region, accountId: cluster.account };
+    case 'gke':
+      return {
+        provider: 'gke',
+        clusterName: cluster.name,
+        location: cluster.zone ?? cluster.region,
+        projectId: cluster.account,
+      };
+    case 'aks':
+      return {
+        provider: 'aks',
+        clusterName: cluster.name,
+        resourceGroup: cluster.resourceGroup,
+        subscriptionId: cluster.account,
+        location: cluster.region,
+      };
+  }
+}
+
+function accessProviders(cluster: ObservedCluster, server: string | undefined, names: Record<Provider, string>): AccessProvider[] {
+  if (server === undefined) return [];
+  return [
+    {
+      name: names[cluster.provider],
+      cluster: {
+        server,
+        ...(cluster.certificateAuthorityData ? { 'certificate-authority-data': cluster.certificateAuthorityData } : {}),
+        extensions: [{ name: EXEC_EXTENSION_NAME, extension: execExtension(cluster) }],
+      },
+    },
+  ];
+}
+
+function tagProperties(cluster: ObservedCluster, allowList: readonly string[]): Array<[string, string]> {
+  const allowed = (key: string) =>
+    allowList.some((entry) => (entry.endsWith('*') ? key.startsWith(entry.slice(0, -1)) : entry === key));
+  return Object.entries(cluster.tags)
+    .filter(([key, value]) => allowed(key) && value !== '')
+    .map(([key, value]): [string, string] => [`${PROPERTY_TAG_PREFIX}${key}`, value])
+    .filter(([name]) => name.length <= PROPERTY_NAME_MAX_LENGTH);
+}
+
+function properties(cluster: ObservedCluster, placement: Placement, endpoints: ObservedEndpoint[], options: InventoryOptions): Array<[string, string]> {
+  const cloud = CLOUD_OF[cluster.provider];
+  const entries: Array<[string, string]> = [
+    [PROPERTY_ENDPOINTS, fitJsonArray(endpoints.map((e) => e.url)).json],
+    [PROPERTY_LOCATION, `${cloud}/${cluster.zone ?? cluster.region}`],
+    [PROPERTY_REGION, cluster.region],
+  ];
+  if (cluster.zone) entries.push([PROPERTY_ZONE, cluster.zone]);
+  if (cluster.nodes.count !== undefined) entries.push([PROPERTY_NODE_COUNT, String(cluster.nodes.count)]);
+  const types = distinctSorted(cluster.nodes.instanceTypes);
+  if (types.length > 0) {
+    const fitted = fitJsonArray(types);
+    entries.push([PROPERTY_NODE_TYPES, fitted.json]);
+    if (fitted.omitted > 0) entries.push([PROPERTY_NODE_TYPES_OMITTED, String(fitted.omitted)]);
+  }
+  if (placement.clusterSet) entries.push([PROPERTY_CLUSTERSET, placement.clusterSet]);
+  if (cluster.platformVersion) entries.push([PROPERTY_PLATFORM_VERSION, cluster.platformVersion]);
+  if (cluster.health.status) entries.push([PROPERTY_STATUS, cluster.health.status]);
+  if (cluster.health.powerState) entries.push([PROPERTY_POWER_STATE, cluster.health.powerState]);
+  if (cluster.resourceGroup) entries.push([PROPERTY_RESOURCE_GROUP, cluster.resourceGroup]);
+  if (cluster.createdAt) entries.push([PROPERTY_CREATED_AT, cluster.createdAt]);
+  entries.push(...tagProperties(cluster, options.tagAllowList));
+  return entries;
+}
+
+/**
+ * The ClusterProfile cpsync wants for one observed cluster (SPEC §3). Pure: `now` stamps the
+ * condition and property times; `plan` keeps the hub's times wherever nothing changed.
+ * Throws InvalidClusterError naming the field when the cluster cannot become a profile.
+ */
+export function normalize(cluster: ObservedCluster, options: InventoryOptions, now: string): ClusterProfile {
+  assertCluster(cluster);
+  const placement = placeCluster(cluster, options);
+  const endpoints = orderEndpoints(validEndpoints(cluster.endpoints), options.preferPrivateEndpoints);
+  const health = controlPlaneHealth(cluster);
+
+  const props: Property[] = properties(cluster, placement, endpoints, options)
+    .map(([name, value]) => ({ name, value: fitValue(value), lastObservedTime: now }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+  const conditions: Condition[] = [
+    { type: CONDITION_CONTROL_PLANE_HEALTHY, ...health, lastTransitionTime: now },
+    {
+      type: CONDITION_JOINED,
+      status: 'True',
+      reason: JoinedReason.ListedByProvider,
+      message: `Listed by ${cluster.provider.toUpperCase()} in ${cluster.account}/${cluster.zone ?? cluster.region}`,
+      lastTransitionTime: now,
+    },
+  ];
+
+  const status: ClusterProfile['status'] = {
+    properties: props,
+    conditions,
+    accessProviders: accessProviders(cluster, endpoints[0]?.url, options.accessProviderNames),
+  };
+  if (cluster.kubernetesVersion) status.version = { kubernetes: cluster.kubernetesVersion };
+
+  return {
+    apiVersion: CLUSTER_PROFILE_API_VERSION,
+    kind: CLUSTER_PROFILE_KIND,
+    metadata: {
+      name: profileName(options.manager, cluster),
+      namespace: placement.namespace,
+      labels: {
+        [LABEL_CLUSTER_MANAGER]: options.manager,
+        [LABEL_PROVIDER]: cluster.provider,
+        [LABEL_REGION]: labelValue(cluster.region),
+        [LABEL_ACCOUNT]: labelValue(cluster.account),
+      },
+      annotations: { [ANNOTATION_PROVIDER_ID]: cluster.providerId },
+    },
+    spec: { displayName: cluster.name, clusterManager: { name: options.manager } },
+    status,
+  };
+}
+
+export interface NormalizeResult {
+  profiles: ClusterProfile[];
+  /** Clusters that could not become profiles, each with the field that was wrong. */
+  errors: InvalidClusterError[];
+}
+
+/**
+ * Normalizes many clusters, collecting per-cluster errors instead of stopping at the first.
+ * Two clusters that map to the same profile (the provider listed one twice) keep the first.
+ */
+export function normalizeAll(clusters: readonly ObservedCluster[], options: InventoryOptions, now: string): NormalizeResult {
+  const byKey = new Map<string, ClusterProfile>();
+  const errors: InvalidClusterError[] = [];
+  for (const cluster of clusters) {
+    try {
+      const profile = normalize(cluster, options, now);
+      const key = `${profile.metadata.namespace}/${profile.metadata.name}`;
+      if (!byKey.has(key)) byKey.set(key, profile);
+    } catch (error) {
+      if (error instanceof InvalidClusterError) errors.push(error);
+      else throw error;
+    }
+  }
+  return { profiles: [...byKey.values()], errors };
+}

@@ -1,0 +1,41 @@
+import type { ClusterProfile, ProfileRef } from './model/clusterProfile.ts';
+import type { ObservedCluster } from './model/observedCluster.ts';
+import type { Scope, ScopeOutcome } from './model/scope.ts';
+
+/** What a source adapter reports for one scope. A failed listing carries no clusters. */
+export interface ScopeListing {
+  outcome: ScopeOutcome;
+  clusters: ObservedCluster[];
+}
+
+/** A cloud: turns a scope into the clusters it holds. */
+export interface ClusterSource {
+  listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing>;
+}
+
+/** A namespace the hub must hold, labelled as a ClusterSet when it stands for one. */
+export interface NamespaceSpec {
+  name: string;
+  clusterSet?: string;
+}
+
+/** Counts of the requests a hub adapter made, by kind. */
+export interface HubRequestCounts {
+  reads: number;
+  writes: number;
+}
+
+/** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
+export interface Hub {
+  ensureNamespace(namespace: NamespaceSpec): Promise<void>;
+  /** Every profile in `namespace` whose labels include `selector`. */
+  list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]>;
+  /** Applies labels, annotations and spec (server-side apply); returns the object as stored. */
+  applyObject(profile: ClusterProfile): Promise<ClusterProfile>;
+  /** Applies the status (status subresource); returns the object as stored. */
+  applyStatus(profile: ClusterProfile): Promise<ClusterProfile>;
+  /** Deletes the profile; with `resourceVersion`, only if it is still that version. Absent is not an error. */
+  delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
+  /** Requests made so far. */
+  requestCounts(): HubRequestCounts;
+}

@@ -1,0 +1,239 @@
+/**
+ * A real local hub: etcd + kube-apiserver on loopback, RBAC on, certificates made here, the vendored
+ * ClusterProfile CRD installed unchanged. Used by the tests and by `npm run hub:start`/`hub:stop`.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
+import { createServer } from 'node:net';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ApiextensionsV1Api, KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { ensureBinaries } from './binaries.ts';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const CRD_PATH = join(ROOT, 'adapters/hub/manifests/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
+
+export interface HubState {
+  directory: string;
+  server: string;
+  etcdPid: number;
+  apiserverPid: number;
+  /** Admin kubeconfig (system:masters). */
+  kubeconfig: string;
+  /** Paths of the CA certificate and key, to mint client certificates for other identities. */
+  caCert: string;
+  caKey: string;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+function openssl(args: string[], cwd: string): void {
+  const result = spawnSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+  if (result.status !== 0) throw new Error(`openssl ${args[0]} failed: ${result.stderr?.toString() ?? result.error?.message}`);
+}
+
+/** A client certificate signed by the hub CA for user `cn` (and group `org` when given). */
+export function clientCertificate(state: Pick<HubState, 'caCert' | 'caKey' | 'directory'>, cn: string, org?: string): { cert: string; key: string } {
+  const pki = join(state.directory, 'pki');
+  const base = join(pki, `client-${cn.replace(/[^a-z0-9-]/gi, '_')}`);
+  const subject = org ? `/O=${org}/CN=${cn}` : `/CN=${cn}`;
+  openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', subject], pki);
+  openssl(['x509', '-req', '-in', `${base}.csr`, '-CA', state.caCert, '-CAkey', state.caKey, '-CAcreateserial', '-days', '2', '-out', `${base}.crt`], pki);
+  return { cert: readFileSync(`${base}.crt`, 'utf8'), key: readFileSync(`${base}.key`, 'utf8') };
+}
+
+function makePki(directory: string): { caCert: string; caKey: string } {
+  const pki = join(directory, 'pki');
+  mkdirSync(pki, { recursive: true });
+  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=cpsync-local-hub-ca'], pki);
+  openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'apiserver.key', '-out', 'apiserver.csr', '-subj', '/CN=kube-apiserver'], pki);
+  writeFileSync(join(pki, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n');
+  openssl(['x509', '-req', '-in', 'apiserver.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'san.ext', '-out', 'apiserver.crt'], pki);
+  openssl(['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'sa.key'], pki);
+  openssl(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], pki);
+  return { caCert: join(pki, 'ca.crt'), caKey: join(pki, 'ca.key') };
+}
+
+/** A kubeconfig for `server` with a client certificate. */
+export function kubeconfigYaml(server: string, caCert: string, user: string, cert: string, key: string): string {
+  const b64 = (text: string) => Buffer.from(text).toString('base64');
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: 'local-hub', cluster: { server, 'certificate-authority-data': b64(readFileSync(caCert, 'utf8')) } }],
+    users: [{ name: user, user: { 'client-certificate-data': b64(cert), 'client-key-data': b64(key) } }],
+    contexts: [{ name: user, context: { cluster: 'local-hub', user } }],
+    'current-context': user,
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, logFile: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check().catch(() => false)) return;
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  const tail = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').slice(-30).join('\n') : '';
+  throw new Error(`${what} did not become ready within ${timeoutMs / 1000} s; last log lines:\n${tail}`);
+}
+
+async function installCrd(kubeconfig: string): Promise<void> {
+  const config = new KubeConfig();
+  config.loadFromFile(kubeconfig);
+  const api = config.makeApiClient(ApiextensionsV1Api);
+  const crd = parse(readFileSync(CRD_PATH, 'utf8')) as V1CustomResourceDefinition;
+  await api.createCustomResourceDefinition({ body: crd });
+  const name = crd.metadata!.name!;
+  await waitFor(
+    `CRD ${name}`,
+    async () => {
+      const current = await api.readCustomResourceDefinition({ name });
+      return current.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
+    },
+    30_000,
+    '',
+  );
+}
+
+function stateFile(directory: string): string {
+  return join(directory, 'state.json');
+}
+
+export function readState(directory: string): HubState | undefined {
+  if (!existsSync(stateFile(directory))) return undefined;
+  const state = JSON.parse(readFileSync(stateFile(directory), 'utf8')) as HubState;
+  return alive(state.apiserverPid) && alive(state.etcdPid) ? state : undefined;
+}
+
+/**
+ * Starts a hub whose files live in `directory` (wiped first) and returns once the CRD is established.
+ * Idempotent: a hub already running from `directory` is returned as it is.
+ */
+export async function startHub(directory: string, log: (line: string) => void = () => {}): Promise<HubState> {
+  const running = readState(directory);
+  if (running) return running;
+  await stopHub(directory);
+  rmSync(directory, { recursive: true, force: true });
+  mkdirSync(directory, { recursive: true });
+  const binaries = ensureBinaries(log);
+  const { caCert, caKey } = makePki(directory);
+  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+
+  const etcdLog = join(directory, 'etcd.log');
+  const etcd = spawn(
+    binaries.etcd,
+    [
+      '--name=hub',
+      `--data-dir=${join(directory, 'etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-cluster=hub=http://127.0.0.1:${peerPort}`,
+      '--unsafe-no-fsync',
+      '--log-level=warn',
+    ],
+    { detached: true, stdio: ['ignore', openSync(etcdLog, 'a'), openSync(etcdLog, 'a')] },
+  );
+  etcd.unref();
+
+  const pki = join(directory, 'pki');
+  const apiLog = join(directory, 'kube-apiserver.log');
+  const server = `https://127.0.0.1:${apiPort}`;
+  const apiserver = spawn(
+    binaries.kubeApiserver,
+    [
+      `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      `--tls-cert-file=${join(pki, 'apiserver.crt')}`,
+      `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
+      `--client-ca-file=${caCert}`,
+      '--authorization-mode=RBAC',
+      '--anonymous-auth=false',
+      '--service-account-issuer=https://kubernetes.default.svc',
+      `--service-account-key-file=${join(pki, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
+      '--service-cluster-ip-range=10.96.0.0/24',
+      '--enable-priority-and-fairness=false',
+      '--profiling=false',
+      `--cert-dir=${pki}`,
+      '--v=1',
+    ],
+    { detached: true, stdio: ['ignore', openSync(apiLog, 'a'), openSync(apiLog, 'a')] },
+  );
+  apiserver.unref();
+
+  const admin = clientCertificate({ caCert, caKey, directory }, 'cpsync-admin', 'system:masters');
+  const kubeconfig = join(directory, 'kubeconfig');
+  writeFileSync(kubeconfig, kubeconfigYaml(server, caCert, 'admin', admin.cert, admin.key), { mode: 0o600 });
+  const state: HubState = { directory, server, etcdPid: etcd.pid!, apiserverPid: apiserver.pid!, kubeconfig, caCert, caKey };
+  writeFileSync(stateFile(directory), JSON.stringify(state, null, 2));
+
+  const config = new KubeConfig();
+  config.loadFromFile(kubeconfig);
+  const ready = async () => {
+    if (!alive(apiserver.pid!)) throw new Error('kube-apiserver exited');
+    const options: RequestOptions = { method: 'GET' };
+    await config.applyToHTTPSOptions(options);
+    return new Promise<boolean>((done) => {
+      const request = httpsRequest(`${server}/readyz`, options, (response) => {
+        response.resume();
+        done(response.statusCode === 200);
+      });
+      request.on('error', () => done(false));
+      request.end();
+    });
+  };
+  try {
+    await waitFor('kube-apiserver', ready, 90_000, apiLog);
+    await installCrd(kubeconfig);
+  } catch (error) {
+    await stopHub(directory);
+    throw error;
+  }
+  log(`hub ready at ${server} (kubeconfig ${kubeconfig})`);
+  return state;
+}
+
+async function terminate(pid: number): Promise<void> {
+  if (!alive(pid)) return;
+  try {
+    process.kill(-pid, 'SIGTERM');
+  } catch {
+    process.kill(pid, 'SIGTERM');
+  }
+  for (let i = 0; i < 40 && alive(pid); i++) await new Promise((r) => setTimeout(r, 125));
+  if (alive(pid)) process.kill(pid, 'SIGKILL');
+}
+
+/** Stops the hub running from `directory`, if any. */
+export async function stopHub(directory: string): Promise<void> {
+  if (!existsSync(stateFile(directory))) return;
+  const state = JSON.parse(readFileSync(stateFile(directory), 'utf8')) as HubState;
+  await terminate(state.apiserverPid);
+  await terminate(state.etcdPid);
+  rmSync(stateFile(directory), { force: true });
+}

@@ -54,14 +54,22 @@ export async function applyPlan(hub: Hub, plan: Plan): Promise<ApplyResult> {
       if (update.writeStatus) stored = await hub.applyStatus(update.profile);
       result.applied.push({ kind: 'updated', profile: stored, changes: update.changes });
     } catch (error) {
-      result.failed.push({ kind: 'updated', key: profileKey(update.profile.metadata), error: asError(error) });
+      result.failed.push({
+        kind: 'updated',
+        key: profileKey(update.profile.metadata),
+        error: asError(error),
+      });
     }
   }
   for (const { current } of plan.deletes) {
     try {
       const { namespace, name, resourceVersion } = current.metadata;
       await hub.delete(resourceVersion ? { namespace, name, resourceVersion } : { namespace, name });
-      result.applied.push({ kind: 'deleted', profile: current, changes: [{ field: 'metadata.name', before: name }] });
+      result.applied.push({
+        kind: 'deleted',
+        profile: current,
+        changes: [{ field: 'metadata.name', before: name }],
+      });
     } catch (error) {
       result.failed.push({ kind: 'deleted', key: profileKey(current.metadata), error: asError(error) });
     }

@@ -25,7 +25,7 @@ export const PROPERTY_CLUSTERSET = 'clusterset.k8s.io';
 export const PROPERTY_REGION = 'topology.kubernetes.io/region';
 export const PROPERTY_ZONE = 'topology.kubernetes.io/zone';
 /** Prefix of cpsync's own provider extras. */
-export const PROPERTY_PREFIX = 'cpsync.io/';
+const PROPERTY_PREFIX = 'cpsync.io/';
 export const PROPERTY_PLATFORM_VERSION = 'cpsync.io/platform-version';
 export const PROPERTY_STATUS = 'cpsync.io/status';
 export const PROPERTY_POWER_STATE = 'cpsync.io/power-state';
@@ -39,7 +39,7 @@ export const PROPERTY_MISSED_LISTINGS = 'cpsync.io/missed-listings';
 export const PROPERTY_TAG_PREFIX = 'cpsync.io/tag.';
 
 /** Standard (non-prefixed) property names cpsync writes and therefore owns. */
-export const OWNED_STANDARD_PROPERTIES: ReadonlySet<string> = new Set([
+const OWNED_STANDARD_PROPERTIES: ReadonlySet<string> = new Set([
   PROPERTY_ENDPOINTS,
   PROPERTY_LOCATION,
   PROPERTY_NODE_COUNT,
@@ -62,7 +62,10 @@ export const PROPERTY_NAME_MAX_LENGTH = 253;
 export const CONDITION_CONTROL_PLANE_HEALTHY = 'ControlPlaneHealthy';
 export const CONDITION_JOINED = 'Joined';
 /** The condition types cpsync owns. */
-export const OWNED_CONDITIONS: ReadonlySet<string> = new Set([CONDITION_CONTROL_PLANE_HEALTHY, CONDITION_JOINED]);
+export const OWNED_CONDITIONS: ReadonlySet<string> = new Set([
+  CONDITION_CONTROL_PLANE_HEALTHY,
+  CONDITION_JOINED,
+]);
 
 /** Reasons of the `Joined` condition. */
 export const JoinedReason = {

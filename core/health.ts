@@ -31,7 +31,15 @@ const GKE: Readonly<Record<string, Rule>> = {
   STATUS_UNSPECIFIED: ['Unknown', HealthReason.StatusUnknown],
 };
 /** `google.container.v1.Cluster.Status` numbers. */
-const GKE_STATUS_BY_NUMBER = ['STATUS_UNSPECIFIED', 'PROVISIONING', 'RUNNING', 'RECONCILING', 'STOPPING', 'ERROR', 'DEGRADED'];
+const GKE_STATUS_BY_NUMBER = [
+  'STATUS_UNSPECIFIED',
+  'PROVISIONING',
+  'RUNNING',
+  'RECONCILING',
+  'STOPPING',
+  'ERROR',
+  'DEGRADED',
+];
 
 /** AKS `provisioningState` → verdict (power state is weighed first). */
 const AKS: Readonly<Record<string, Rule>> = {

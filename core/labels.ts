@@ -25,7 +25,10 @@ export function scopeSelector(manager: string, scope: Scope): Record<string, str
   return selector;
 }
 
-export function matchesSelector(labels: Record<string, string> | undefined, selector: Record<string, string>): boolean {
+export function matchesSelector(
+  labels: Record<string, string> | undefined,
+  selector: Record<string, string>,
+): boolean {
   return Object.entries(selector).every(([key, value]) => labels?.[key] === value);
 }
 

@@ -2,9 +2,9 @@ import { createHash } from 'node:crypto';
 import type { ObservedCluster } from './model/observedCluster.ts';
 
 /** DNS-1123 label limit. */
-export const MAX_NAME_LENGTH = 63;
+const MAX_NAME_LENGTH = 63;
 /** Hex digits of the id hash: 40 bits, so 10,000 clusters collide with odds below 1 in 20,000. */
-export const HASH_LENGTH = 10;
+const HASH_LENGTH = 10;
 /** Longest manager name that still leaves room for provider, hash and a readable slug. */
 export const MAX_MANAGER_LENGTH = 30;
 
@@ -36,11 +36,11 @@ export function slugify(value: string): string {
  * The id the name hash is taken over. Azure resource ids are case-insensitive and the API is not
  * consistent about their case, so they are lower-cased first; EKS ARNs and GKE self links are exact.
  */
-export function canonicalProviderId(cluster: Pick<ObservedCluster, 'provider' | 'providerId'>): string {
+function canonicalProviderId(cluster: Pick<ObservedCluster, 'provider' | 'providerId'>): string {
   return cluster.provider === 'aks' ? cluster.providerId.toLowerCase() : cluster.providerId;
 }
 
-export function shortHash(value: string): string {
+function shortHash(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, HASH_LENGTH);
 }
 
@@ -49,7 +49,10 @@ export function shortHash(value: string): string {
  * The hash is of the provider's immutable id, so the same cluster always gets the same name and two
  * clusters with the same display name (other region, other account) never share one.
  */
-export function profileName(manager: string, cluster: Pick<ObservedCluster, 'provider' | 'providerId' | 'name'>): string {
+export function profileName(
+  manager: string,
+  cluster: Pick<ObservedCluster, 'provider' | 'providerId' | 'name'>,
+): string {
   const hash = shortHash(canonicalProviderId(cluster));
   const prefix = `${manager}-${cluster.provider}-`;
   const room = MAX_NAME_LENGTH - prefix.length - hash.length - 1;

@@ -35,7 +35,13 @@ import {
   type Condition,
   type Property,
 } from './model/clusterProfile.ts';
-import { CLOUD_OF, PROVIDERS, type ObservedCluster, type ObservedEndpoint, type Provider } from './model/observedCluster.ts';
+import {
+  CLOUD_OF,
+  PROVIDERS,
+  type ObservedCluster,
+  type ObservedEndpoint,
+  type Provider,
+} from './model/observedCluster.ts';
 import { profileName } from './naming.ts';
 import { distinctSorted, fitJsonArray, fitValue } from './properties.ts';
 import type { InventoryOptions, NamespaceRule } from './options.ts';
@@ -59,7 +65,8 @@ function ruleMatches(rule: NamespaceRule, cluster: ObservedCluster): boolean {
 
 /** The first namespace rule that matches decides; otherwise the default namespace. */
 export function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Placement {
-  const namespace = options.namespaceRules.find((rule) => ruleMatches(rule, cluster))?.namespace ?? options.namespace;
+  const namespace =
+    options.namespaceRules.find((rule) => ruleMatches(rule, cluster))?.namespace ?? options.namespace;
   const clusterSet = options.clusterSets[namespace];
   return clusterSet === undefined ? { namespace } : { namespace, clusterSet };
 }
@@ -80,13 +87,20 @@ function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoin
 
 function orderEndpoints(endpoints: ObservedEndpoint[], preferPrivate: boolean): ObservedEndpoint[] {
   const first = preferPrivate ? 'private' : 'public';
-  return [...endpoints.filter((e) => e.visibility === first), ...endpoints.filter((e) => e.visibility !== first)];
+  return [
+    ...endpoints.filter((e) => e.visibility === first),
+    ...endpoints.filter((e) => e.visibility !== first),
+  ];
 }
 
 function assertCluster(cluster: ObservedCluster): void {
   const id = cluster.providerId ?? '';
   if (!PROVIDERS.includes(cluster.provider)) {
-    throw new InvalidClusterError('provider', id, `must be one of ${PROVIDERS.join(', ')}, got ${JSON.stringify(cluster.provider)}`);
+    throw new InvalidClusterError(
+      'provider',
+      id,
+      `must be one of ${PROVIDERS.join(', ')}, got ${JSON.stringify(cluster.provider)}`,
+    );
   }
   for (const field of ['providerId', 'name', 'account', 'region'] as const) {
     if (typeof cluster[field] !== 'string' || cluster[field].trim() === '') {
@@ -94,13 +108,22 @@ function assertCluster(cluster: ObservedCluster): void {
     }
   }
   if (!Array.isArray(cluster.endpoints)) throw new InvalidClusterError('endpoints', id, 'must be a list');
-  if (typeof cluster.health !== 'object' || cluster.health === null || !Array.isArray(cluster.health.issues)) {
+  if (
+    typeof cluster.health !== 'object' ||
+    cluster.health === null ||
+    !Array.isArray(cluster.health.issues)
+  ) {
     throw new InvalidClusterError('health', id, 'must be an object with a status and a list of issues');
   }
-  if (typeof cluster.nodes !== 'object' || cluster.nodes === null || !Array.isArray(cluster.nodes.instanceTypes)) {
+  if (
+    typeof cluster.nodes !== 'object' ||
+    cluster.nodes === null ||
+    !Array.isArray(cluster.nodes.instanceTypes)
+  ) {
     throw new InvalidClusterError('nodes', id, 'must be an object with a list of instance types');
   }
-  if (typeof cluster.tags !== 'object' || cluster.tags === null) throw new InvalidClusterError('tags', id, 'must be an object');
+  if (typeof cluster.tags !== 'object' || cluster.tags === null)
+    throw new InvalidClusterError('tags', id, 'must be an object');
   const count = cluster.nodes.count;
   if (count !== undefined && (!Number.isInteger(count) || count < 0)) {
     throw new InvalidClusterError('nodes.count', id, `must be a whole number ≥ 0, got ${String(count)}`);
@@ -110,7 +133,12 @@ function assertCluster(cluster: ObservedCluster): void {
 function execExtension(cluster: ObservedCluster): Record<string, unknown> {
   switch (cluster.provider) {
     case 'eks':
-      return { provider: 'eks', clusterName: cluster.name, region: cluster.region, accountId: cluster.account };
+      return {
+        provider: 'eks',
+        clusterName: cluster.name,
+        region: cluster.region,
+        accountId: cluster.account,
+      };
     case 'gke':
       return {
         provider: 'gke',
@@ -129,14 +157,20 @@ function execExtension(cluster: ObservedCluster): Record<string, unknown> {
   }
 }
 
-function accessProviders(cluster: ObservedCluster, server: string | undefined, names: Record<Provider, string>): AccessProvider[] {
+function accessProviders(
+  cluster: ObservedCluster,
+  server: string | undefined,
+  names: Record<Provider, string>,
+): AccessProvider[] {
   if (server === undefined) return [];
   return [
     {
       name: names[cluster.provider],
       cluster: {
         server,
-        ...(cluster.certificateAuthorityData ? { 'certificate-authority-data': cluster.certificateAuthorityData } : {}),
+        ...(cluster.certificateAuthorityData
+          ? { 'certificate-authority-data': cluster.certificateAuthorityData }
+          : {}),
         extensions: [{ name: EXEC_EXTENSION_NAME, extension: execExtension(cluster) }],
       },
     },
@@ -152,7 +186,12 @@ function tagProperties(cluster: ObservedCluster, allowList: readonly string[]): 
     .filter(([name]) => name.length <= PROPERTY_NAME_MAX_LENGTH);
 }
 
-function properties(cluster: ObservedCluster, placement: Placement, endpoints: ObservedEndpoint[], options: InventoryOptions): Array<[string, string]> {
+function properties(
+  cluster: ObservedCluster,
+  placement: Placement,
+  endpoints: ObservedEndpoint[],
+  options: InventoryOptions,
+): Array<[string, string]> {
   const cloud = CLOUD_OF[cluster.provider];
   const entries: Array<[string, string]> = [
     [PROPERTY_ENDPOINTS, fitJsonArray(endpoints.map((e) => e.url)).json],
@@ -239,7 +278,11 @@ export interface NormalizeResult {
  * Normalizes many clusters, collecting per-cluster errors instead of stopping at the first.
  * Two clusters that map to the same profile (the provider listed one twice) keep the first.
  */
-export function normalizeAll(clusters: readonly ObservedCluster[], options: InventoryOptions, now: string): NormalizeResult {
+export function normalizeAll(
+  clusters: readonly ObservedCluster[],
+  options: InventoryOptions,
+  now: string,
+): NormalizeResult {
   const byKey = new Map<string, ClusterProfile>();
   const errors: InvalidClusterError[] = [];
   for (const cluster of clusters) {

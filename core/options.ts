@@ -85,7 +85,11 @@ export function inventoryOptions(overrides: Partial<InventoryOptions> = {}): Inv
       `must be a DNS-1123 label (lower-case letters, digits, '-') of at most ${MAX_MANAGER_LENGTH} characters, got ${JSON.stringify(options.manager)}`,
     );
   }
-  const namespaces = [options.namespace, ...options.namespaceRules.map((rule) => rule.namespace), ...Object.keys(options.clusterSets)];
+  const namespaces = [
+    options.namespace,
+    ...options.namespaceRules.map((rule) => rule.namespace),
+    ...Object.keys(options.clusterSets),
+  ];
   for (const namespace of namespaces) {
     if (!isDns1123Label(namespace)) {
       throw new InvalidOptionError('namespace', `must be a DNS-1123 label, got ${JSON.stringify(namespace)}`);
@@ -93,11 +97,17 @@ export function inventoryOptions(overrides: Partial<InventoryOptions> = {}): Inv
   }
   for (const key of options.tagAllowList) {
     if (key === '' || PROPERTY_TAG_PREFIX.length + key.length > PROPERTY_NAME_MAX_LENGTH) {
-      throw new InvalidOptionError('tagAllowList', `entries must be 1 to ${PROPERTY_NAME_MAX_LENGTH - PROPERTY_TAG_PREFIX.length} characters, got ${JSON.stringify(key)}`);
+      throw new InvalidOptionError(
+        'tagAllowList',
+        `entries must be 1 to ${PROPERTY_NAME_MAX_LENGTH - PROPERTY_TAG_PREFIX.length} characters, got ${JSON.stringify(key)}`,
+      );
     }
   }
   if (!Number.isInteger(options.deletionGraceListings) || options.deletionGraceListings < 1) {
-    throw new InvalidOptionError('deletionGraceListings', `must be a whole number ≥ 1, got ${String(options.deletionGraceListings)}`);
+    throw new InvalidOptionError(
+      'deletionGraceListings',
+      `must be a whole number ≥ 1, got ${String(options.deletionGraceListings)}`,
+    );
   }
   return options;
 }

@@ -89,7 +89,10 @@ export interface PlanInput {
 }
 
 function isManagedBy(profile: ClusterProfile, manager: string): boolean {
-  return profile.metadata.labels?.[LABEL_CLUSTER_MANAGER] === manager && profile.spec?.clusterManager?.name === manager;
+  return (
+    profile.metadata.labels?.[LABEL_CLUSTER_MANAGER] === manager &&
+    profile.spec?.clusterManager?.name === manager
+  );
 }
 
 function pick(record: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
@@ -102,28 +105,41 @@ function pick(record: Record<string, string> | undefined, keys: readonly string[
 }
 
 /** The part of a profile's status that cpsync owns. */
-function ownedStatus(status: ClusterProfileStatus | undefined, accessProviderNames: readonly string[]): Required<Pick<ClusterProfileStatus, 'properties' | 'conditions' | 'accessProviders'>> & Pick<ClusterProfileStatus, 'version'> {
+function ownedStatus(
+  status: ClusterProfileStatus | undefined,
+  accessProviderNames: readonly string[],
+): Required<Pick<ClusterProfileStatus, 'properties' | 'conditions' | 'accessProviders'>> &
+  Pick<ClusterProfileStatus, 'version'> {
   const owned = {
     properties: (status?.properties ?? []).filter((p) => isOwnedProperty(p.name)),
     conditions: (status?.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type)),
     accessProviders: (status?.accessProviders ?? []).filter((a) => accessProviderNames.includes(a.name)),
   };
-  return status?.version?.kubernetes === undefined ? owned : { ...owned, version: { kubernetes: status.version.kubernetes } };
+  return status?.version?.kubernetes === undefined
+    ? owned
+    : { ...owned, version: { kubernetes: status.version.kubernetes } };
 }
 
 /** Keep the hub's times where the value (property) or status (condition) did not change. */
-function keepTimes(desired: ClusterProfileStatus, current: ClusterProfileStatus | undefined): ClusterProfileStatus {
+function keepTimes(
+  desired: ClusterProfileStatus,
+  current: ClusterProfileStatus | undefined,
+): ClusterProfileStatus {
   const currentProps = new Map((current?.properties ?? []).map((p) => [p.name, p]));
   const currentConds = new Map((current?.conditions ?? []).map((c) => [c.type, c]));
   return {
     ...desired,
     properties: desired.properties?.map((p): Property => {
       const before = currentProps.get(p.name);
-      return before?.value === p.value && before.lastObservedTime ? { ...p, lastObservedTime: before.lastObservedTime } : p;
+      return before?.value === p.value && before.lastObservedTime
+        ? { ...p, lastObservedTime: before.lastObservedTime }
+        : p;
     }),
     conditions: desired.conditions?.map((c): Condition => {
       const before = currentConds.get(c.type);
-      return before?.status === c.status && before.lastTransitionTime ? { ...c, lastTransitionTime: before.lastTransitionTime } : c;
+      return before?.status === c.status && before.lastTransitionTime
+        ? { ...c, lastTransitionTime: before.lastTransitionTime }
+        : c;
     }),
   };
 }
@@ -143,12 +159,17 @@ function diffKeyed<T>(
     const a = afterMap.get(name);
     const bv = b === undefined ? undefined : comparable(b);
     const av = a === undefined ? undefined : comparable(a);
-    if (!sameJson(bv, av)) changes.push({ field: `${field}[${name}]`, ...(b ? { before: bv } : {}), ...(a ? { after: av } : {}) });
+    if (!sameJson(bv, av))
+      changes.push({ field: `${field}[${name}]`, ...(b ? { before: bv } : {}), ...(a ? { after: av } : {}) });
   }
   return changes;
 }
 
-function diffRecord(field: string, before: Record<string, string>, after: Record<string, string>): FieldChange[] {
+function diffRecord(
+  field: string,
+  before: Record<string, string>,
+  after: Record<string, string>,
+): FieldChange[] {
   const changes: FieldChange[] = [];
   for (const key of [...new Set([...Object.keys(before), ...Object.keys(after)])].sort()) {
     if (before[key] !== after[key]) {
@@ -170,28 +191,52 @@ function diffValue(field: string, before: unknown, after: unknown): FieldChange[
 const conditionView = (c: Condition) => ({ status: c.status, reason: c.reason, message: c.message });
 
 /** Field-by-field changes of the owned metadata and spec. */
-export function objectChanges(current: ClusterProfile, desired: ClusterProfile): FieldChange[] {
+function objectChanges(current: ClusterProfile, desired: ClusterProfile): FieldChange[] {
   return [
-    ...diffRecord('metadata.labels', pick(current.metadata.labels, OWNED_LABELS), pick(desired.metadata.labels, OWNED_LABELS)),
+    ...diffRecord(
+      'metadata.labels',
+      pick(current.metadata.labels, OWNED_LABELS),
+      pick(desired.metadata.labels, OWNED_LABELS),
+    ),
     ...diffRecord(
       'metadata.annotations',
       pick(current.metadata.annotations, OWNED_ANNOTATIONS),
       pick(desired.metadata.annotations, OWNED_ANNOTATIONS),
     ),
     ...diffValue('spec.displayName', current.spec?.displayName, desired.spec.displayName),
-    ...diffValue('spec.clusterManager.name', current.spec?.clusterManager?.name, desired.spec.clusterManager.name),
+    ...diffValue(
+      'spec.clusterManager.name',
+      current.spec?.clusterManager?.name,
+      desired.spec.clusterManager.name,
+    ),
   ];
 }
 
 /** Field-by-field changes of the owned status (times ignored). */
-export function statusChanges(current: ClusterProfile, desired: ClusterProfile, accessProviderNames: readonly string[]): FieldChange[] {
+function statusChanges(
+  current: ClusterProfile,
+  desired: ClusterProfile,
+  accessProviderNames: readonly string[],
+): FieldChange[] {
   const before = ownedStatus(current.status, accessProviderNames);
   const after = ownedStatus(desired.status, accessProviderNames);
   return [
     ...diffValue('status.version.kubernetes', before.version?.kubernetes, after.version?.kubernetes),
-    ...diffKeyed('status.properties', before.properties, after.properties, (p) => p.name, (p) => p.value),
+    ...diffKeyed(
+      'status.properties',
+      before.properties,
+      after.properties,
+      (p) => p.name,
+      (p) => p.value,
+    ),
     ...diffKeyed('status.conditions', before.conditions, after.conditions, (c) => c.type, conditionView),
-    ...diffKeyed('status.accessProviders', before.accessProviders, after.accessProviders, (a: AccessProvider) => a.name, (a) => a.cluster),
+    ...diffKeyed(
+      'status.accessProviders',
+      before.accessProviders,
+      after.accessProviders,
+      (a: AccessProvider) => a.name,
+      (a) => a.cluster,
+    ),
   ];
 }
 
@@ -231,12 +276,22 @@ function markMissing(current: ClusterProfile, missed: number, input: PlanInput):
   };
 }
 
-function planUpdate(current: ClusterProfile, wanted: ClusterProfile, input: PlanInput): PlannedUpdate | undefined {
+function planUpdate(
+  current: ClusterProfile,
+  wanted: ClusterProfile,
+  input: PlanInput,
+): PlannedUpdate | undefined {
   const profile: ClusterProfile = { ...wanted, status: keepTimes(wanted.status ?? {}, current.status) };
   const object = objectChanges(current, profile);
   const status = statusChanges(current, profile, input.accessProviderNames);
   if (object.length === 0 && status.length === 0) return undefined;
-  return { profile, current, changes: [...object, ...status], writeObject: object.length > 0, writeStatus: status.length > 0 };
+  return {
+    profile,
+    current,
+    changes: [...object, ...status],
+    writeObject: object.length > 0,
+    writeStatus: status.length > 0,
+  };
 }
 
 /**
@@ -249,7 +304,14 @@ function planUpdate(current: ClusterProfile, wanted: ClusterProfile, input: Plan
  * Pure: the same input always gives the same plan.
  */
 export function plan(input: PlanInput): Plan {
-  const result: Plan = { outcome: input.outcome, creates: [], updates: [], deletes: [], skipped: [], unchanged: 0 };
+  const result: Plan = {
+    outcome: input.outcome,
+    creates: [],
+    updates: [],
+    deletes: [],
+    skipped: [],
+    unchanged: 0,
+  };
   const selector = scopeSelector(input.manager, input.outcome.scope);
   const current = new Map(input.current.map((p) => [profileKey(p.metadata), p]));
   const desiredKeys = new Set<string>();
@@ -274,7 +336,12 @@ export function plan(input: PlanInput): Plan {
   }
 
   for (const [key, existing] of current) {
-    if (desiredKeys.has(key) || !isManagedBy(existing, input.manager) || !matchesSelector(existing.metadata.labels, selector)) continue;
+    if (
+      desiredKeys.has(key) ||
+      !isManagedBy(existing, input.manager) ||
+      !matchesSelector(existing.metadata.labels, selector)
+    )
+      continue;
     const providerId = existing.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
     if (providerId !== undefined && input.confirmedGone?.has(providerId)) {
       result.deletes.push({ current: existing, reason: 'ConfirmedNotFound' });

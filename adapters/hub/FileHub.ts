@@ -4,7 +4,12 @@ import { parse, stringify } from 'yaml';
 import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
 import { isDns1123Label, isDns1123Subdomain } from '../../core/naming.ts';
 import { matchesSelector } from '../../core/labels.ts';
-import { CLUSTER_PROFILE_API_VERSION, CLUSTER_PROFILE_KIND, type ClusterProfile, type ProfileRef } from '../../core/model/clusterProfile.ts';
+import {
+  CLUSTER_PROFILE_API_VERSION,
+  CLUSTER_PROFILE_KIND,
+  type ClusterProfile,
+  type ProfileRef,
+} from '../../core/model/clusterProfile.ts';
 import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
 import { HubConflictError, HubError } from './errors.ts';
 
@@ -35,7 +40,8 @@ export class FileHub implements Hub {
   #path(namespace: string, name?: string): string {
     if (!isDns1123Label(namespace)) throw new HubError('resolve', namespace, 'is not a valid namespace name');
     if (name === undefined) return join(this.#directory, namespace);
-    if (!isDns1123Subdomain(name)) throw new HubError('resolve', `${namespace}/${name}`, 'is not a valid object name');
+    if (!isDns1123Subdomain(name))
+      throw new HubError('resolve', `${namespace}/${name}`, 'is not a valid object name');
     return join(this.#directory, namespace, `${name}.yaml`);
   }
 
@@ -44,7 +50,9 @@ export class FileHub implements Hub {
       return parse(await readFile(this.#path(ref.namespace, ref.name), 'utf8')) as ClusterProfile;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw new HubError('read', `${ref.namespace}/${ref.name}`, (error as Error).message, undefined, { cause: error });
+      throw new HubError('read', `${ref.namespace}/${ref.name}`, (error as Error).message, undefined, {
+        cause: error,
+      });
     }
   }
 
@@ -67,9 +75,16 @@ export class FileHub implements Hub {
     const directory = this.#path(namespace.name);
     await mkdir(directory, { recursive: true });
     const labels = namespace.clusterSet
-      ? { [LABEL_NAMESPACE_CLUSTERSET]: namespace.clusterSet, [LABEL_NAMESPACE_CLUSTERSET_KEP]: namespace.clusterSet }
+      ? {
+          [LABEL_NAMESPACE_CLUSTERSET]: namespace.clusterSet,
+          [LABEL_NAMESPACE_CLUSTERSET_KEP]: namespace.clusterSet,
+        }
       : {};
-    const body = stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace.name, labels } });
+    const body = stringify({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: namespace.name, labels },
+    });
     const path = join(directory, NAMESPACE_FILE);
     const existing = await readFile(path, 'utf8').catch(() => undefined);
     if (existing === body) return;
@@ -84,7 +99,9 @@ export class FileHub implements Hub {
       entries = await readdir(this.#path(namespace));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw new HubError('list profiles in', namespace, (error as Error).message, undefined, { cause: error });
+      throw new HubError('list profiles in', namespace, (error as Error).message, undefined, {
+        cause: error,
+      });
     }
     const profiles: ClusterProfile[] = [];
     for (const entry of entries.filter((e) => e.endsWith('.yaml') && e !== NAMESPACE_FILE).sort()) {
@@ -97,7 +114,12 @@ export class FileHub implements Hub {
   async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
     const current = await this.#read(profile.metadata);
     if (current && current.spec.clusterManager.name !== profile.spec.clusterManager.name) {
-      throw new HubError('apply', `${profile.metadata.namespace}/${profile.metadata.name}`, 'spec.clusterManager: ClusterManager is immutable', 422);
+      throw new HubError(
+        'apply',
+        `${profile.metadata.namespace}/${profile.metadata.name}`,
+        'spec.clusterManager: ClusterManager is immutable',
+        422,
+      );
     }
     return this.#write({
       apiVersion: CLUSTER_PROFILE_API_VERSION,
@@ -118,7 +140,12 @@ export class FileHub implements Hub {
   async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
     const current = await this.#read(profile.metadata);
     if (!current) {
-      throw new HubError('apply status of', `${profile.metadata.namespace}/${profile.metadata.name}`, 'not found', 404);
+      throw new HubError(
+        'apply status of',
+        `${profile.metadata.namespace}/${profile.metadata.name}`,
+        'not found',
+        404,
+      );
     }
     return this.#write({
       ...current,
@@ -131,7 +158,12 @@ export class FileHub implements Hub {
     const current = await this.#read(ref);
     if (!current) return;
     if (ref.resourceVersion && current.metadata.resourceVersion !== ref.resourceVersion) {
-      throw new HubConflictError('delete', `${ref.namespace}/${ref.name}`, `resourceVersion is ${current.metadata.resourceVersion}, not ${ref.resourceVersion}`, 409);
+      throw new HubConflictError(
+        'delete',
+        `${ref.namespace}/${ref.name}`,
+        `resourceVersion is ${current.metadata.resourceVersion}, not ${ref.resourceVersion}`,
+        409,
+      );
     }
     await rm(this.#path(ref.namespace, ref.name), { force: true });
     this.#counts.writes += 1;

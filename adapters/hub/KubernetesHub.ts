@@ -10,7 +10,11 @@ import {
   type ObservableMiddleware,
   type RequestContext,
 } from '@kubernetes/client-node';
-import { FIELD_MANAGER, LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
+import {
+  FIELD_MANAGER,
+  LABEL_NAMESPACE_CLUSTERSET,
+  LABEL_NAMESPACE_CLUSTERSET_KEP,
+} from '../../core/constants.ts';
 import { selectorString } from '../../core/labels.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
@@ -22,7 +26,13 @@ import {
   type ProfileRef,
 } from '../../core/model/clusterProfile.ts';
 import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
-import { HubConflictError, HubError, HubForbiddenError, HubRejectedError, HubUnavailableError } from './errors.ts';
+import {
+  HubConflictError,
+  HubError,
+  HubForbiddenError,
+  HubRejectedError,
+  HubUnavailableError,
+} from './errors.ts';
 
 export interface KubernetesHubOptions {
   /**
@@ -42,7 +52,11 @@ export interface KubernetesHubOptions {
   pageSize?: number;
 }
 
-const PROFILE = { group: CLUSTER_PROFILE_GROUP, version: CLUSTER_PROFILE_VERSION, plural: CLUSTER_PROFILE_PLURAL };
+const PROFILE = {
+  group: CLUSTER_PROFILE_GROUP,
+  version: CLUSTER_PROFILE_VERSION,
+  plural: CLUSTER_PROFILE_PLURAL,
+};
 
 interface ProfileList {
   items: ClusterProfile[];
@@ -55,13 +69,17 @@ function translate(error: unknown, operation: string, target: string): Error {
     return new HubUnavailableError(operation, target, detail, undefined, { cause: error });
   }
   const body = error.body as { message?: string } | string | undefined;
-  const detail = (typeof body === 'object' && body?.message) || (typeof body === 'string' && body) || error.message;
+  const detail =
+    (typeof body === 'object' && body?.message) || (typeof body === 'string' && body) || error.message;
   const status = error.code;
   const options = { cause: error };
-  if (status === 401 || status === 403) return new HubForbiddenError(operation, target, detail, status, options);
+  if (status === 401 || status === 403)
+    return new HubForbiddenError(operation, target, detail, status, options);
   if (status === 409) return new HubConflictError(operation, target, detail, status, options);
-  if (status === 422 || status === 400) return new HubRejectedError(operation, target, detail, status, options);
-  if (status === 429 || status >= 500) return new HubUnavailableError(operation, target, detail, status, options);
+  if (status === 422 || status === 400)
+    return new HubRejectedError(operation, target, detail, status, options);
+  if (status === 429 || status >= 500)
+    return new HubUnavailableError(operation, target, detail, status, options);
   return new HubError(operation, target, detail, status, options);
 }
 
@@ -79,7 +97,12 @@ function objectBody(profile: ClusterProfile): object {
 /** The status body cpsync applies to the status subresource. */
 function statusBody(profile: ClusterProfile): object {
   const { name, namespace } = profile.metadata;
-  return { apiVersion: CLUSTER_PROFILE_API_VERSION, kind: CLUSTER_PROFILE_KIND, metadata: { name, namespace }, status: profile.status };
+  return {
+    apiVersion: CLUSTER_PROFILE_API_VERSION,
+    kind: CLUSTER_PROFILE_KIND,
+    metadata: { name, namespace },
+    status: profile.status,
+  };
 }
 
 /**
@@ -137,7 +160,8 @@ export class KubernetesHub implements Hub {
       const current = existing.metadata?.labels ?? {};
       if (Object.entries(labels).every(([key, value]) => current[key] === value)) return;
     } catch (error) {
-      if (!(error instanceof ApiException && error.code === 404)) throw translate(error, 'read namespace', namespace.name);
+      if (!(error instanceof ApiException && error.code === 404))
+        throw translate(error, 'read namespace', namespace.name);
     }
     try {
       await this.#core.patchNamespace(
@@ -184,7 +208,14 @@ export class KubernetesHub implements Hub {
     const { namespace, name } = profile.metadata;
     try {
       return (await this.#objects.patchNamespacedCustomObject(
-        { ...PROFILE, namespace, name, body: objectBody(profile), fieldManager: this.#fieldManager, force: true },
+        {
+          ...PROFILE,
+          namespace,
+          name,
+          body: objectBody(profile),
+          fieldManager: this.#fieldManager,
+          force: true,
+        },
         this.#options(PatchStrategy.ServerSideApply),
       )) as ClusterProfile;
     } catch (error) {
@@ -196,7 +227,14 @@ export class KubernetesHub implements Hub {
     const { namespace, name } = profile.metadata;
     try {
       return (await this.#objects.patchNamespacedCustomObjectStatus(
-        { ...PROFILE, namespace, name, body: statusBody(profile), fieldManager: this.#fieldManager, force: true },
+        {
+          ...PROFILE,
+          namespace,
+          name,
+          body: statusBody(profile),
+          fieldManager: this.#fieldManager,
+          force: true,
+        },
         this.#options(PatchStrategy.ServerSideApply),
       )) as ClusterProfile;
     } catch (error) {
@@ -211,7 +249,9 @@ export class KubernetesHub implements Hub {
           ...PROFILE,
           namespace: ref.namespace,
           name: ref.name,
-          ...(ref.resourceVersion ? { body: { preconditions: { resourceVersion: ref.resourceVersion } } } : {}),
+          ...(ref.resourceVersion
+            ? { body: { preconditions: { resourceVersion: ref.resourceVersion } } }
+            : {}),
         },
         this.#options(),
       );

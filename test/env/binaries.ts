@@ -9,13 +9,14 @@ import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const KUBERNETES_VERSION = 'v1.34.4';
-export const ETCD_VERSION = 'v3.6.16';
+const KUBERNETES_VERSION = 'v1.34.4';
+const ETCD_VERSION = 'v3.6.16';
 
 const TOOLS = join(dirname(fileURLToPath(import.meta.url)), 'tools');
 
-export function binaryDirectory(): string {
-  const base = process.env.CPSYNC_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'cpsync');
+function binaryDirectory(): string {
+  const base =
+    process.env.CPSYNC_CACHE_DIR ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'cpsync');
   return join(base, 'bin');
 }
 
@@ -55,19 +56,27 @@ function build(binary: Binary, target: string, log: (line: string) => void): voi
   log(`building ${binary.name} ${binary.version} (once; cached in ${dirname(target)})`);
   const started = Date.now();
   const partial = `${target}.partial`;
-  const result = spawnSync('go', ['build', '-trimpath', '-mod=readonly', '-ldflags', binary.ldflags, '-o', partial, binary.pkg], {
-    cwd: join(TOOLS, binary.module),
-    env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '' },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const result = spawnSync(
+    'go',
+    ['build', '-trimpath', '-mod=readonly', '-ldflags', binary.ldflags, '-o', partial, binary.pkg],
+    {
+      cwd: join(TOOLS, binary.module),
+      env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '' },
+      stdio: ['ignore', 'inherit', 'inherit'],
+    },
+  );
   if (result.error) throw new Error(`cannot run go to build ${binary.name}: ${result.error.message}`);
-  if (result.status !== 0) throw new Error(`go build of ${binary.name} ${binary.version} failed (exit ${result.status})`);
+  if (result.status !== 0)
+    throw new Error(`go build of ${binary.name} ${binary.version} failed (exit ${result.status})`);
   renameSync(partial, target);
   log(`built ${binary.name} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
 /** Paths of the hub binaries, building any that are not cached yet. */
-export function ensureBinaries(log: (line: string) => void = () => {}): { etcd: string; kubeApiserver: string } {
+export function ensureBinaries(log: (line: string) => void = () => {}): {
+  etcd: string;
+  kubeApiserver: string;
+} {
   const directory = binaryDirectory();
   mkdirSync(directory, { recursive: true });
   const paths: Record<string, string> = {};

@@ -8,12 +8,12 @@ import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ApiextensionsV1Api, KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { ensureBinaries } from './binaries.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
-export const CRD_PATH = join(ROOT, 'adapters/hub/manifests/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
+const CRD_PATH = join(ROOT, 'adapters/hub/manifests/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
 
 export interface HubState {
   directory: string;
@@ -34,45 +34,155 @@ async function freePort(): Promise<number> {
     server.on('error', reject);
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
 
 function openssl(args: string[], cwd: string): void {
   const result = spawnSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-  if (result.status !== 0) throw new Error(`openssl ${args[0]} failed: ${result.stderr?.toString() ?? result.error?.message}`);
+  if (result.status !== 0)
+    throw new Error(`openssl ${args[0]} failed: ${result.stderr?.toString() ?? result.error?.message}`);
 }
 
 /** A client certificate signed by the hub CA for user `cn` (and group `org` when given). */
-export function clientCertificate(state: Pick<HubState, 'caCert' | 'caKey' | 'directory'>, cn: string, org?: string): { cert: string; key: string } {
+export function clientCertificate(
+  state: Pick<HubState, 'caCert' | 'caKey' | 'directory'>,
+  cn: string,
+  org?: string,
+): { cert: string; key: string } {
   const pki = join(state.directory, 'pki');
   const base = join(pki, `client-${cn.replace(/[^a-z0-9-]/gi, '_')}`);
   const subject = org ? `/O=${org}/CN=${cn}` : `/CN=${cn}`;
-  openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', subject], pki);
-  openssl(['x509', '-req', '-in', `${base}.csr`, '-CA', state.caCert, '-CAkey', state.caKey, '-CAcreateserial', '-days', '2', '-out', `${base}.crt`], pki);
+  openssl(
+    [
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      `${base}.key`,
+      '-out',
+      `${base}.csr`,
+      '-subj',
+      subject,
+    ],
+    pki,
+  );
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      `${base}.csr`,
+      '-CA',
+      state.caCert,
+      '-CAkey',
+      state.caKey,
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-out',
+      `${base}.crt`,
+    ],
+    pki,
+  );
   return { cert: readFileSync(`${base}.crt`, 'utf8'), key: readFileSync(`${base}.key`, 'utf8') };
 }
 
 function makePki(directory: string): { caCert: string; caKey: string } {
   const pki = join(directory, 'pki');
   mkdirSync(pki, { recursive: true });
-  openssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '2', '-keyout', 'ca.key', '-out', 'ca.crt', '-subj', '/CN=cpsync-local-hub-ca'], pki);
-  openssl(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'apiserver.key', '-out', 'apiserver.csr', '-subj', '/CN=kube-apiserver'], pki);
-  writeFileSync(join(pki, 'san.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n');
-  openssl(['x509', '-req', '-in', 'apiserver.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'san.ext', '-out', 'apiserver.crt'], pki);
+  openssl(
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-days',
+      '2',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-subj',
+      '/CN=cpsync-local-hub-ca',
+    ],
+    pki,
+  );
+  openssl(
+    [
+      'req',
+      '-new',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'apiserver.key',
+      '-out',
+      'apiserver.csr',
+      '-subj',
+      '/CN=kube-apiserver',
+    ],
+    pki,
+  );
+  writeFileSync(
+    join(pki, 'san.ext'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n',
+  );
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      'apiserver.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-extfile',
+      'san.ext',
+      '-out',
+      'apiserver.crt',
+    ],
+    pki,
+  );
   openssl(['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'sa.key'], pki);
   openssl(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], pki);
   return { caCert: join(pki, 'ca.crt'), caKey: join(pki, 'ca.key') };
 }
 
 /** A kubeconfig for `server` with a client certificate. */
-export function kubeconfigYaml(server: string, caCert: string, user: string, cert: string, key: string): string {
+export function kubeconfigYaml(
+  server: string,
+  caCert: string,
+  user: string,
+  cert: string,
+  key: string,
+): string {
   const b64 = (text: string) => Buffer.from(text).toString('base64');
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'local-hub', cluster: { server, 'certificate-authority-data': b64(readFileSync(caCert, 'utf8')) } }],
+    clusters: [
+      {
+        name: 'local-hub',
+        cluster: { server, 'certificate-authority-data': b64(readFileSync(caCert, 'utf8')) },
+      },
+    ],
     users: [{ name: user, user: { 'client-certificate-data': b64(cert), 'client-key-data': b64(key) } }],
     contexts: [{ name: user, context: { cluster: 'local-hub', user } }],
     'current-context': user,
@@ -88,7 +198,12 @@ function alive(pid: number): boolean {
   }
 }
 
-async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: number, logFile: string): Promise<void> {
+async function waitFor(
+  what: string,
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  logFile: string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await check().catch(() => false)) return;
@@ -98,19 +213,79 @@ async function waitFor(what: string, check: () => Promise<boolean>, timeoutMs: n
   throw new Error(`${what} did not become ready within ${timeoutMs / 1000} s; last log lines:\n${tail}`);
 }
 
+/** One request to the hub with the kubeconfig's credentials, the body sent as it is (no typed model in between). */
+async function rawRequest(
+  config: KubeConfig,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
+  const server = config.getCurrentCluster()!.server;
+  const options: RequestOptions = {
+    method,
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+  };
+  await config.applyToHTTPSOptions(options);
+  return new Promise((done, fail) => {
+    const request = httpsRequest(`${server}${path}`, options, (response) => {
+      let text = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (text += chunk));
+      response.on('end', () => done({ status: response.statusCode ?? 0, text }));
+    });
+    request.on('error', fail);
+    request.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+/**
+ * Installs the vendored CRD byte-for-byte in meaning: the YAML is sent as JSON without passing through
+ * the client's typed model, which would drop the `x-kubernetes-*` extensions (and with them the
+ * `spec.clusterManager` immutability rule and the list-map keys).
+ */
 async function installCrd(kubeconfig: string): Promise<void> {
   const config = new KubeConfig();
   config.loadFromFile(kubeconfig);
-  const api = config.makeApiClient(ApiextensionsV1Api);
-  const crd = parse(readFileSync(CRD_PATH, 'utf8')) as V1CustomResourceDefinition;
-  await api.createCustomResourceDefinition({ body: crd });
-  const name = crd.metadata!.name!;
+  const crd = parse(readFileSync(CRD_PATH, 'utf8')) as {
+    metadata: { name: string };
+    spec: { group: string; names: { plural: string } };
+  };
+  const created = await rawRequest(
+    config,
+    'POST',
+    '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
+    crd,
+  );
+  if (created.status !== 201)
+    throw new Error(`installing the CRD failed (${created.status}): ${created.text}`);
+  const name = crd.metadata.name;
   await waitFor(
     `CRD ${name}`,
     async () => {
-      const current = await api.readCustomResourceDefinition({ name });
-      return current.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
+      const current = await rawRequest(
+        config,
+        'GET',
+        `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`,
+      );
+      const status = JSON.parse(current.text) as {
+        status?: { conditions?: Array<{ type: string; status: string }> };
+      };
+      return status.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True') ?? false;
     },
+    30_000,
+    '',
+  );
+  // Established is not yet servable: the resource's storage comes up a moment later (429 until then).
+  await waitFor(
+    'ClusterProfile storage',
+    async () =>
+      (
+        await rawRequest(
+          config,
+          'GET',
+          `/apis/${crd.spec.group}/v1alpha1/namespaces/default/${crd.spec.names.plural}`,
+        )
+      ).status === 200,
     30_000,
     '',
   );
@@ -189,7 +364,15 @@ export async function startHub(directory: string, log: (line: string) => void = 
   const admin = clientCertificate({ caCert, caKey, directory }, 'cpsync-admin', 'system:masters');
   const kubeconfig = join(directory, 'kubeconfig');
   writeFileSync(kubeconfig, kubeconfigYaml(server, caCert, 'admin', admin.cert, admin.key), { mode: 0o600 });
-  const state: HubState = { directory, server, etcdPid: etcd.pid!, apiserverPid: apiserver.pid!, kubeconfig, caCert, caKey };
+  const state: HubState = {
+    directory,
+    server,
+    etcdPid: etcd.pid!,
+    apiserverPid: apiserver.pid!,
+    kubeconfig,
+    caCert,
+    caKey,
+  };
   writeFileSync(stateFile(directory), JSON.stringify(state, null, 2));
 
   const config = new KubeConfig();
@@ -236,4 +419,18 @@ export async function stopHub(directory: string): Promise<void> {
   await terminate(state.apiserverPid);
   await terminate(state.etcdPid);
   rmSync(stateFile(directory), { force: true });
+}
+
+/** Signals the hub's processes to stop without waiting: for process exit handlers, which cannot wait. */
+export function stopHubNow(directory: string): void {
+  if (!existsSync(stateFile(directory))) return;
+  const state = JSON.parse(readFileSync(stateFile(directory), 'utf8')) as HubState;
+  for (const pid of [state.apiserverPid, state.etcdPid]) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(directory, { recursive: true, force: true });
 }

@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { HubConflictError } from '../../../adapters/hub/errors.ts';
+import { FileHub } from '../../../adapters/hub/FileHub.ts';
+import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
+import type { ClusterProfile } from '../../../core/model/clusterProfile.ts';
+import type { ObservedCluster } from '../../../core/model/observedCluster.ts';
+import type { ScopeOutcomeKind } from '../../../core/model/scope.ts';
+import { inventoryOptions } from '../../../core/options.ts';
+import type { Plan } from '../../../core/plan.ts';
+import type { Hub } from '../../../core/ports.ts';
+import { syncScope } from '../../../core/syncScope.ts';
+import { aksCluster, eksCluster } from '../../support/fixtures.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
+
+const scope = { provider: 'aks' as const, account: '00000000-1111-2222-3333-444444444444', region: '*' };
+const selector = { 'x-k8s.io/cluster-manager': 'cpsync' };
+
+/** A run of listings that exercises create, update, miss, return, failure and delete. */
+const web = aksCluster({ name: 'web' });
+const api = aksCluster({ name: 'api', resourceGroup: 'rg-api' });
+const batch = aksCluster({
+  name: 'batch',
+  resourceGroup: 'rg-batch',
+  health: { status: 'Succeeded', powerState: 'Stopped', issues: [] },
+});
+const steps: Array<[ScopeOutcomeKind, ObservedCluster[]]> = [
+  ['complete', [web, api, batch]],
+  ['complete', [web, api, batch]],
+  ['complete', [{ ...web, kubernetesVersion: '1.31.1' }, api]],
+  ['failed', []],
+  [
+    'complete',
+    [
+      { ...web, kubernetesVersion: '1.31.1' },
+      { ...api, nodes: { count: 5, instanceTypes: ['Standard_D8s_v5'] } },
+    ],
+  ],
+  [
+    'complete',
+    [
+      { ...web, kubernetesVersion: '1.31.1' },
+      { ...api, nodes: { count: 5, instanceTypes: ['Standard_D8s_v5'] } },
+      eksCluster({ name: 'x', provider: 'aks', account: scope.account, region: 'westeurope' }),
+    ],
+  ],
+];
+
+function summary(plan: Plan) {
+  return {
+    creates: plan.creates.map((c) => c.profile.metadata.name).sort(),
+    updates: plan.updates
+      .map((u) => [u.profile.metadata.name, u.changes, u.writeObject, u.writeStatus])
+      .sort(),
+    deletes: plan.deletes.map((d) => [d.current.metadata.name, d.reason]).sort(),
+    unchanged: plan.unchanged,
+  };
+}
+
+function owned(profiles: ClusterProfile[]) {
+  return profiles
+    .map((p) => ({
+      name: p.metadata.name,
+      labels: p.metadata.labels,
+      annotations: p.metadata.annotations,
+      spec: p.spec,
+      status: p.status,
+    }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+async function replay(hub: Hub, namespace: string) {
+  const options = inventoryOptions({ namespace });
+  const plans = [];
+  for (const [index, [kind, clusters]] of steps.entries()) {
+    const result = await syncScope({
+      hub,
+      listing: { outcome: { scope, kind }, clusters },
+      options,
+      now: `2026-04-01T00:0${index}:00Z`,
+    });
+    assert.deepEqual(result.applied.failed, []);
+    plans.push(summary(result.plan));
+  }
+  return { plans, profiles: owned(await hub.list(namespace, selector)) };
+}
+
+describe('file hub', () => {
+  let directory: string;
+  let kube: KubernetesHub;
+
+  before(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'cpsync-files-'));
+    kube = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+  });
+
+  it('round-trips the same profiles and the same plans as the Kubernetes hub', async () => {
+    const namespace = uniqueNamespace('parity');
+    const files = await replay(new FileHub({ directory }), namespace);
+    const cluster = await replay(kube, namespace);
+    assert.deepEqual(files.plans, cluster.plans);
+    assert.deepEqual(files.profiles, cluster.profiles);
+    assert.equal(files.profiles.length, 3);
+  });
+
+  it('keeps one readable YAML file per profile', async () => {
+    const namespace = uniqueNamespace('files');
+    const hub = new FileHub({ directory });
+    await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' }, clusters: [web, api] },
+      options: inventoryOptions({ namespace }),
+      now: '2026-04-01T00:00:00Z',
+    });
+    const names = readdirSync(join(directory, namespace))
+      .filter((f) => f !== '_namespace.yaml')
+      .sort();
+    assert.equal(names.length, 2);
+    const profile = parse(readFileSync(join(directory, namespace, names[0]!), 'utf8')) as ClusterProfile;
+    assert.equal(profile.apiVersion, 'multicluster.x-k8s.io/v1alpha1');
+    assert.equal(`${profile.metadata.name}.yaml`, names[0]);
+  });
+
+  it('performs zero writes when nothing changed', async () => {
+    const namespace = uniqueNamespace('files-zero');
+    const options = inventoryOptions({ namespace });
+    const listing = { outcome: { scope, kind: 'complete' as const }, clusters: [web, api] };
+    await syncScope({ hub: new FileHub({ directory }), listing, options, now: '2026-04-01T00:00:00Z' });
+    const again = new FileHub({ directory });
+    await syncScope({ hub: again, listing, options, now: '2026-04-01T00:15:00Z' });
+    assert.deepEqual(again.requestCounts(), { reads: 1, writes: 0 });
+  });
+
+  it('refuses a delete whose precondition no longer holds', async () => {
+    const namespace = uniqueNamespace('files-rv');
+    const hub = new FileHub({ directory });
+    await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' }, clusters: [web] },
+      options: inventoryOptions({ namespace }),
+      now: '2026-04-01T00:00:00Z',
+    });
+    const [profile] = await hub.list(namespace, selector);
+    await assert.rejects(
+      hub.delete({ namespace, name: profile!.metadata.name, resourceVersion: '999' }),
+      HubConflictError,
+    );
+    await hub.delete({
+      namespace,
+      name: profile!.metadata.name,
+      resourceVersion: profile!.metadata.resourceVersion!,
+    });
+    assert.deepEqual(await hub.list(namespace, selector), []);
+  });
+
+  it('refuses names that could escape its directory', async () => {
+    const hub = new FileHub({ directory });
+    await assert.rejects(hub.list('../etc', {}), /not a valid namespace name/);
+    await assert.rejects(hub.delete({ namespace: 'ok', name: '../../x' }), /not a valid object name/);
+  });
+});

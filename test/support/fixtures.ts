@@ -1,0 +1,76 @@
+import type { ObservedCluster } from '../../core/model/observedCluster.ts';
+
+/** An EKS cluster as the EKS adapter reports it; override any field. */
+export function eksCluster(overrides: Partial<ObservedCluster> = {}): ObservedCluster {
+  const name = overrides.name ?? 'payments';
+  const account = overrides.account ?? '111122223333';
+  const region = overrides.region ?? 'us-east-1';
+  return {
+    provider: 'eks',
+    providerId: `arn:aws:eks:${region}:${account}:cluster/${name}`,
+    name,
+    account,
+    region,
+    endpoints: [
+      { url: `https://${name.toUpperCase()}1234.gr7.${region}.eks.amazonaws.com`, visibility: 'public' },
+    ],
+    certificateAuthorityData: Buffer.from(
+      `-----BEGIN CERTIFICATE-----\n${name}\n-----END CERTIFICATE-----\n`,
+    ).toString('base64'),
+    kubernetesVersion: '1.31',
+    platformVersion: 'eks.12',
+    health: { status: 'ACTIVE', issues: [] },
+    nodes: { count: 6, instanceTypes: ['m6i.large', 'm6i.large', 'c6i.xlarge'] },
+    tags: { team: 'payments', env: 'prod' },
+    createdAt: '2024-05-01T10:00:00Z',
+    ...overrides,
+  };
+}
+
+/** A GKE cluster (regional unless `zone` is given). */
+export function gkeCluster(overrides: Partial<ObservedCluster> = {}): ObservedCluster {
+  const name = overrides.name ?? 'analytics';
+  const account = overrides.account ?? 'acme-data';
+  const location = overrides.zone ?? overrides.region ?? 'europe-west1';
+  return {
+    provider: 'gke',
+    providerId: `https://container.googleapis.com/v1/projects/${account}/locations/${location}/clusters/${name}`,
+    name,
+    account,
+    region: 'europe-west1',
+    endpoints: [
+      { url: 'https://34.76.10.20', visibility: 'public' },
+      { url: 'https://10.0.0.2', visibility: 'private' },
+    ],
+    certificateAuthorityData: Buffer.from('gke-ca').toString('base64'),
+    kubernetesVersion: '1.30.5-gke.1014001',
+    health: { status: 'RUNNING', issues: [] },
+    nodes: { count: 9, instanceTypes: ['e2-standard-4'] },
+    tags: { team: 'data' },
+    ...overrides,
+  };
+}
+
+/** An AKS cluster. */
+export function aksCluster(overrides: Partial<ObservedCluster> = {}): ObservedCluster {
+  const name = overrides.name ?? 'web';
+  const account = overrides.account ?? '00000000-1111-2222-3333-444444444444';
+  const group = overrides.resourceGroup ?? 'rg-web';
+  return {
+    provider: 'aks',
+    providerId: `/subscriptions/${account}/resourceGroups/${group}/providers/Microsoft.ContainerService/managedClusters/${name}`,
+    name,
+    account,
+    region: 'westeurope',
+    resourceGroup: group,
+    endpoints: [{ url: `https://${name}-dns-abc123.hcp.westeurope.azmk8s.io:443`, visibility: 'public' }],
+    kubernetesVersion: '1.30.4',
+    health: { status: 'Succeeded', powerState: 'Running', issues: [] },
+    nodes: { count: 3, instanceTypes: ['Standard_D4s_v5'] },
+    tags: { team: 'web' },
+    ...overrides,
+  };
+}
+
+export const NOW = '2026-01-01T00:00:00Z';
+export const LATER = '2026-01-01T00:15:00Z';

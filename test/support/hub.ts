@@ -1,0 +1,52 @@
+/**
+ * The real local hub for integration tests. `test/run.ts` starts one for the whole run and names its
+ * directory in CPSYNC_TEST_HUB_DIR; a test file run on its own starts (and stops) its own.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import {
+  clientCertificate,
+  kubeconfigYaml,
+  readState,
+  startHub,
+  stopHubNow,
+  type HubState,
+} from '../env/hub.ts';
+
+let shared: Promise<HubState> | undefined;
+
+export async function localHub(): Promise<HubState> {
+  const directory = process.env.CPSYNC_TEST_HUB_DIR;
+  if (directory) {
+    const state = readState(directory);
+    if (!state) throw new Error(`CPSYNC_TEST_HUB_DIR=${directory} names no running hub`);
+    return state;
+  }
+  if (!shared) {
+    const own = mkdtempSync(join(tmpdir(), 'cpsync-hub-'));
+    shared = startHub(own, (line) => console.error(line));
+    process.once('exit', () => stopHubNow(own));
+  }
+  return shared;
+}
+
+export function adminKubeConfig(state: HubState): KubeConfig {
+  const config = new KubeConfig();
+  config.loadFromFile(state.kubeconfig);
+  return config;
+}
+
+/** A KubeConfig that authenticates as `user` (no groups) with a fresh client certificate. */
+export function userKubeConfig(state: HubState, user: string): KubeConfig {
+  const { cert, key } = clientCertificate(state, user);
+  const config = new KubeConfig();
+  config.loadFromString(kubeconfigYaml(state.server, state.caCert, user, cert, key));
+  return config;
+}
+
+/** A namespace name no other test uses. */
+export function uniqueNamespace(prefix: string): string {
+  return `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+}

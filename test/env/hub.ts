@@ -5,12 +5,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
-import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { ensureBinaries } from './binaries.ts';
+import { freePort } from './net.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CRD_PATH = join(ROOT, 'adapters/hub/manifests/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
@@ -25,20 +25,6 @@ export interface HubState {
   /** Paths of the CA certificate and key, to mint client certificates for other identities. */
   caCert: string;
   caKey: string;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolvePort, reject) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 function openssl(args: string[], cwd: string): void {

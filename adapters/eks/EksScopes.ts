@@ -1,0 +1,105 @@
+import {
+  paginateListAccounts,
+  paginateListAccountsForParent,
+  paginateListOrganizationalUnitsForParent,
+  type Account,
+  type OrganizationsClient,
+} from '@aws-sdk/client-organizations';
+import { ALL_REGIONS, type Scope } from '../../core/model/scope.ts';
+import type { EksSource } from './EksSource.ts';
+
+/** How to find the AWS accounts to list. */
+export type AccountSelection =
+  | { accounts: string[] }
+  | {
+      organization: {
+        /** Only accounts under these OUs (or roots), searched recursively. @default every account */
+        includeOus?: string[];
+        /** No account under these OUs, searched recursively. @default none */
+        excludeOus?: string[];
+      };
+    };
+
+export interface EksScopesOptions {
+  accounts: AccountSelection;
+  /** Regions to list in every account. @default every region enabled for the account */
+  regions?: string[];
+  /** The Organizations client (management or delegated administrator account). */
+  organizations?: OrganizationsClient;
+}
+
+/** Where a scope enumeration gave up on an account (e.g. its role cannot be assumed to list its regions). */
+export interface EnumerationProblem {
+  account: string;
+  message: string;
+}
+
+function isActive(account: Account): boolean {
+  const state = (account as { State?: string }).State ?? account.Status;
+  return state === undefined || state === 'ACTIVE';
+}
+
+async function accountsUnder(client: OrganizationsClient, parentIds: string[]): Promise<Account[]> {
+  const found: Account[] = [];
+  const queue = [...parentIds];
+  while (queue.length > 0) {
+    const parent = queue.shift()!;
+    for await (const page of paginateListAccountsForParent({ client }, { ParentId: parent }))
+      found.push(...(page.Accounts ?? []));
+    for await (const page of paginateListOrganizationalUnitsForParent({ client }, { ParentId: parent })) {
+      queue.push(...(page.OrganizationalUnits ?? []).map((ou) => ou.Id!).filter(Boolean));
+    }
+  }
+  return found;
+}
+
+/** The account ids selected: explicit, or the organization's active accounts with the OU filters applied. */
+export async function selectAccounts(
+  selection: AccountSelection,
+  organizations?: OrganizationsClient,
+): Promise<string[]> {
+  if ('accounts' in selection) return [...new Set(selection.accounts)].sort();
+  if (!organizations) throw new Error('accounts.organization needs an Organizations client');
+  const { includeOus, excludeOus } = selection.organization;
+  let accounts: Account[] = [];
+  if (includeOus && includeOus.length > 0) accounts = await accountsUnder(organizations, includeOus);
+  else
+    for await (const page of paginateListAccounts({ client: organizations }, {}))
+      accounts.push(...(page.Accounts ?? []));
+  const excluded = new Set(
+    excludeOus && excludeOus.length > 0
+      ? (await accountsUnder(organizations, excludeOus)).map((a) => a.Id)
+      : [],
+  );
+  return [
+    ...new Set(accounts.filter((a) => isActive(a) && a.Id && !excluded.has(a.Id)).map((a) => a.Id!)),
+  ].sort();
+}
+
+/**
+ * Every (account, region) scope to list: the selected accounts × the configured regions, or × each
+ * account's enabled regions. An account whose regions cannot be read is reported, not dropped silently.
+ */
+export async function enumerateEksScopes(
+  source: EksSource,
+  options: EksScopesOptions,
+): Promise<{ scopes: Scope[]; problems: EnumerationProblem[] }> {
+  const accounts = await selectAccounts(options.accounts, options.organizations);
+  const scopes: Scope[] = [];
+  const problems: EnumerationProblem[] = [];
+  for (const account of accounts) {
+    let regions = options.regions;
+    if (!regions) {
+      try {
+        regions = await source.enabledRegions(account);
+      } catch (error) {
+        // Listed as one account-wide scope: its listing fails the same way and is reported as a failed scope.
+        problems.push({ account, message: error instanceof Error ? error.message : String(error) });
+        scopes.push({ provider: 'eks', account, region: ALL_REGIONS });
+        continue;
+      }
+    }
+    for (const region of [...new Set(regions)].sort()) scopes.push({ provider: 'eks', account, region });
+  }
+  return { scopes, problems };
+}

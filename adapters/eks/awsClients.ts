@@ -1,0 +1,120 @@
+import { EC2Client } from '@aws-sdk/client-ec2';
+import { EKSClient } from '@aws-sdk/client-eks';
+import { OrganizationsClient } from '@aws-sdk/client-organizations';
+import { STSClient } from '@aws-sdk/client-sts';
+import { fromTemporaryCredentials } from '@aws-sdk/credential-providers';
+import type { AwsCredentialIdentityProvider } from '@smithy/types';
+
+export type AwsService = 'eks' | 'sts' | 'ec2' | 'organizations';
+
+export interface AwsClientOptions {
+  /**
+   * Endpoint override: one URL for every service (an emulator or proxy), or one per service
+   * (VPC interface endpoints).
+   * @default the public regional endpoints
+   */
+  endpoint?: string | Partial<Record<AwsService, string>>;
+  /**
+   * Credentials cpsync runs with (the function role).
+   * @default the SDK's default provider chain
+   */
+  credentials?: AwsCredentialIdentityProvider;
+  /**
+   * Attempts per call, throttling included; the SDK's retry strategy spaces them.
+   * @default 8
+   */
+  maxAttempts?: number;
+  /**
+   * The SDK's retry mode: `adaptive` also rate-limits the client when it is throttled.
+   * @default 'adaptive'
+   */
+  retryMode?: 'standard' | 'adaptive';
+}
+
+export const DEFAULT_MAX_ATTEMPTS = 8;
+
+function endpointFor(options: AwsClientOptions, service: AwsService): string | undefined {
+  return typeof options.endpoint === 'string' ? options.endpoint : options.endpoint?.[service];
+}
+
+/** Client configuration shared by every AWS client cpsync makes. */
+export function clientConfig(
+  options: AwsClientOptions,
+  service: AwsService,
+  region: string,
+  credentials?: AwsCredentialIdentityProvider,
+) {
+  const endpoint = endpointFor(options, service);
+  const chosen = credentials ?? options.credentials;
+  return {
+    region,
+    maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
+    retryMode: options.retryMode ?? 'adaptive',
+    ...(endpoint ? { endpoint } : {}),
+    ...(chosen ? { credentials: chosen } : {}),
+  };
+}
+
+/** Makes the clients the EKS adapter uses; replace it to inject clients. */
+export interface AwsClientFactory {
+  eks(region: string, credentials?: AwsCredentialIdentityProvider): EKSClient;
+  ec2(region: string, credentials?: AwsCredentialIdentityProvider): EC2Client;
+  sts(region: string, credentials?: AwsCredentialIdentityProvider): STSClient;
+  organizations(credentials?: AwsCredentialIdentityProvider): OrganizationsClient;
+  /** Credentials of `roleArn`, assumed with the base credentials and refreshed before they expire. */
+  assumeRole(
+    roleArn: string,
+    externalId: string | undefined,
+    sessionName: string,
+  ): AwsCredentialIdentityProvider;
+}
+
+/** The default factory: real SDK clients, one per (service, region, credentials), reused. */
+export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFactory {
+  const cache = new Map<string, unknown>();
+  const ids = new WeakMap<object, number>();
+  let nextId = 0;
+  const idOf = (credentials?: AwsCredentialIdentityProvider) => {
+    if (!credentials) return 0;
+    if (!ids.has(credentials)) ids.set(credentials, ++nextId);
+    return ids.get(credentials)!;
+  };
+  function cached<T>(key: string, make: () => T): T {
+    if (!cache.has(key)) cache.set(key, make());
+    return cache.get(key) as T;
+  }
+  return {
+    eks: (region, credentials) =>
+      cached(
+        `eks:${region}:${idOf(credentials)}`,
+        () => new EKSClient(clientConfig(options, 'eks', region, credentials)),
+      ),
+    ec2: (region, credentials) =>
+      cached(
+        `ec2:${region}:${idOf(credentials)}`,
+        () => new EC2Client(clientConfig(options, 'ec2', region, credentials)),
+      ),
+    sts: (region, credentials) =>
+      cached(
+        `sts:${region}:${idOf(credentials)}`,
+        () => new STSClient(clientConfig(options, 'sts', region, credentials)),
+      ),
+    organizations: (credentials) =>
+      cached(
+        `organizations:${idOf(credentials)}`,
+        () => new OrganizationsClient(clientConfig(options, 'organizations', 'us-east-1', credentials)),
+      ),
+    assumeRole: (roleArn, externalId, sessionName) =>
+      cached(`role:${roleArn}:${externalId ?? ''}`, () =>
+        fromTemporaryCredentials({
+          params: {
+            RoleArn: roleArn,
+            RoleSessionName: sessionName,
+            ...(externalId ? { ExternalId: externalId } : {}),
+          },
+          clientConfig: clientConfig(options, 'sts', 'us-east-1'),
+          ...(options.credentials ? { masterCredentials: options.credentials } : {}),
+        }),
+      ),
+  };
+}

@@ -31,14 +31,14 @@ export interface AwsClientOptions {
   retryMode?: 'standard' | 'adaptive';
 }
 
-export const DEFAULT_MAX_ATTEMPTS = 8;
+const DEFAULT_MAX_ATTEMPTS = 8;
 
 function endpointFor(options: AwsClientOptions, service: AwsService): string | undefined {
   return typeof options.endpoint === 'string' ? options.endpoint : options.endpoint?.[service];
 }
 
 /** Client configuration shared by every AWS client cpsync makes. */
-export function clientConfig(
+function clientConfig(
   options: AwsClientOptions,
   service: AwsService,
   region: string,

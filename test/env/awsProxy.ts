@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { freePort } from './net.ts';
 
-export interface AwsCall {
+interface AwsCall {
   method: string;
   path: string;
   /** From the SigV4 credential scope. */
@@ -25,9 +25,9 @@ export interface CannedResponse {
 }
 
 /** Returns a response to answer instead of moto, or undefined to forward. */
-export type Interceptor = (call: AwsCall) => CannedResponse | undefined;
+type Interceptor = (call: AwsCall) => CannedResponse | undefined;
 /** Returns a replacement body for moto's answer, or undefined to keep it. */
-export type Rewriter = (call: AwsCall, status: number, body: string) => string | undefined;
+type Rewriter = (call: AwsCall, status: number, body: string) => string | undefined;
 
 export interface AwsProxy {
   endpoint: string;

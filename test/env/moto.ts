@@ -23,7 +23,7 @@ export async function startMoto(log: (line: string) => void = () => {}): Promise
     await waitForHttp(`${endpoint}/moto-api/`, 60_000, () => child.exitCode === null);
   } catch (error) {
     child.kill('SIGKILL');
-    throw new Error(`moto server did not start: ${(error as Error).message}\n${stderr}`);
+    throw new Error(`moto server did not start: ${(error as Error).message}\n${stderr}`, { cause: error });
   }
   return {
     endpoint,

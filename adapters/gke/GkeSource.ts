@@ -1,0 +1,170 @@
+import { ClusterManagerClient } from '@google-cloud/container';
+import { ProjectsClient } from '@google-cloud/resource-manager';
+import { ExternalAccountClient, GoogleAuth, JWT, type AuthClient } from 'google-auth-library';
+import type { CallOptions, ClientOptions } from 'google-gax';
+import { InvalidOptionError } from '../../core/errors.ts';
+import { ALL_REGIONS, type Scope } from '../../core/model/scope.ts';
+import type { ClusterSource, ScopeListing } from '../../core/ports.ts';
+import { classifyGoogleError, GrpcCode } from './classify.ts';
+import { mapGkeCluster } from './mapCluster.ts';
+
+const SCOPES = ['https://www.googleapis.com/auth/cloud-platform'];
+
+export interface GkeSourceOptions {
+  /**
+   * A Google credential configuration: an `external_account` (workload identity federation, e.g.
+   * from AWS) or a `service_account` key.
+   * @default Application Default Credentials
+   */
+  credentials?: Record<string, unknown>;
+  /**
+   * Endpoint override for the Google APIs (`https://host[:port]`, or `http://` for an emulator).
+   * @default the public endpoints
+   */
+  endpoint?: string;
+  /**
+   * Retries of a listing answered RESOURCE_EXHAUSTED (429) or UNAVAILABLE, spaced by the client's backoff.
+   * @default 5
+   */
+  maxRetries?: number;
+  /**
+   * Time allowed for one listing, retries included.
+   * @default 60000
+   */
+  timeoutMillis?: number;
+  /** @default a ClusterManagerClient over the REST transport, built from these options */
+  client?: ClusterManagerClient;
+  /** @default a ProjectsClient over the REST transport, built from these options */
+  projectsClient?: ProjectsClient;
+}
+
+/** How to find the GCP projects to list. */
+export type ProjectSelection = { projects: string[] } | { search: { query?: string } };
+
+/** The auth client of a credential configuration: a service-account key or an external account (WIF). */
+function authClientFor(credentials: Record<string, unknown>): AuthClient {
+  if (credentials.type === 'service_account') {
+    const {
+      client_email: email,
+      private_key: key,
+      private_key_id: keyId,
+    } = credentials as Record<string, string>;
+    if (!email || !key)
+      throw new InvalidOptionError(
+        'gke.credentials',
+        'a service_account key needs client_email and private_key',
+      );
+    return new JWT({ email, key, ...(keyId ? { keyId } : {}), scopes: SCOPES });
+  }
+  if (credentials.type === 'external_account') {
+    const client = ExternalAccountClient.fromJSON({
+      ...(credentials as object),
+      scopes: SCOPES,
+    } as Parameters<typeof ExternalAccountClient.fromJSON>[0]);
+    if (!client)
+      throw new InvalidOptionError('gke.credentials', 'is not a valid external_account configuration');
+    return client;
+  }
+  throw new InvalidOptionError(
+    'gke.credentials',
+    `type must be service_account or external_account, got ${JSON.stringify(credentials.type)}`,
+  );
+}
+
+function clientOptions(options: GkeSourceOptions): ClientOptions {
+  const base: ClientOptions = {
+    fallback: true,
+    ...(options.credentials
+      ? { authClient: authClientFor(options.credentials) }
+      : { auth: new GoogleAuth({ scopes: SCOPES }) }),
+  };
+  if (!options.endpoint) return base;
+  const url = new URL(options.endpoint);
+  const protocol = url.protocol.replace(':', '');
+  return {
+    ...base,
+    apiEndpoint: url.hostname,
+    port: Number(url.port || (protocol === 'http' ? 80 : 443)),
+    protocol,
+  };
+}
+
+/**
+ * GKE clusters of one project, all locations at once (`locations/-`) or one location. A listing
+ * with `missingZones` is partial: the zones that did not answer may hold clusters.
+ */
+export class GkeSource implements ClusterSource {
+  readonly #client: ClusterManagerClient;
+  readonly #projects: ProjectsClient;
+  readonly #callOptions: CallOptions;
+
+  constructor(options: GkeSourceOptions = {}) {
+    const made = options.client && options.projectsClient ? undefined : clientOptions(options);
+    this.#client = options.client ?? new ClusterManagerClient(made);
+    // Resource Manager ships an older google-gax; the options object is the same shape.
+    this.#projects =
+      options.projectsClient ?? new ProjectsClient(made as ConstructorParameters<typeof ProjectsClient>[0]);
+    this.#callOptions = {
+      timeout: options.timeoutMillis ?? 60_000,
+      retry: {
+        retryCodes: [GrpcCode.RESOURCE_EXHAUSTED, GrpcCode.UNAVAILABLE, GrpcCode.DEADLINE_EXCEEDED],
+        backoffSettings: {
+          initialRetryDelayMillis: 200,
+          retryDelayMultiplier: 2,
+          maxRetryDelayMillis: 5_000,
+          initialRpcTimeoutMillis: 20_000,
+          rpcTimeoutMultiplier: 1,
+          maxRpcTimeoutMillis: 20_000,
+          maxRetries: options.maxRetries ?? 5,
+        },
+      },
+    };
+  }
+
+  async listScope(scope: Scope): Promise<ScopeListing> {
+    const location = scope.region === ALL_REGIONS ? '-' : scope.region;
+    try {
+      const [answer] = await this.#client.listClusters(
+        { parent: `projects/${scope.account}/locations/${location}` },
+        this.#callOptions,
+      );
+      const clusters = (answer.clusters ?? []).map((cluster) => mapGkeCluster(cluster, scope.account));
+      const missing = [...(answer.missingZones ?? [])].sort();
+      return {
+        outcome: missing.length > 0 ? { scope, kind: 'partial', missing } : { scope, kind: 'complete' },
+        clusters,
+      };
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return {
+        outcome: { scope, kind: 'failed', failure: { reason: classifyGoogleError(error), message } },
+        clusters: [],
+      };
+    }
+  }
+
+  /** Active projects matching the selection: explicit, or found with Resource Manager's project search. */
+  async selectProjects(selection: ProjectSelection): Promise<string[]> {
+    if ('projects' in selection) return [...new Set(selection.projects)].sort();
+    const found: string[] = [];
+    for await (const project of this.#projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
+      const state = project.state as unknown;
+      if ((state === 'ACTIVE' || state === 1 || state === undefined || state === null) && project.projectId)
+        found.push(project.projectId);
+    }
+    return [...new Set(found)].sort();
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([this.#client.close(), this.#projects.close()]);
+  }
+}
+
+/** One all-locations scope per selected project. */
+export async function enumerateGkeScopes(source: GkeSource, selection: ProjectSelection): Promise<Scope[]> {
+  return (await source.selectProjects(selection)).map((project) => ({
+    provider: 'gke',
+    account: project,
+    region: ALL_REGIONS,
+  }));
+}

@@ -1,0 +1,172 @@
+/**
+ * A local server speaking the GKE (container.googleapis.com v1) and Resource Manager v3 REST shapes that
+ * `@google-cloud/container` and `@google-cloud/resource-manager` use over their REST transport, plus the
+ * OAuth token endpoint google-auth-library posts its signed JWT to. Enums are answered as numbers, as
+ * the real API does when the client asks for `enum-encoding=int`.
+ */
+import { generateKeyPairSync, verify } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { freePort } from '../net.ts';
+
+/** A cluster as the GKE REST API returns it (camelCase JSON of google.container.v1.Cluster). */
+export type GkeClusterJson = Record<string, unknown> & { name: string; location: string };
+
+export interface GkeProjectJson {
+  projectId: string;
+  name?: string;
+  displayName?: string;
+  state?: number | string;
+  parent?: string;
+  labels?: Record<string, string>;
+}
+
+export interface GoogleError {
+  status: number;
+  /** google.rpc.Code name, e.g. PERMISSION_DENIED. */
+  code: string;
+  message: string;
+  /** google.rpc.ErrorInfo reason, e.g. SERVICE_DISABLED. */
+  reason?: string;
+}
+
+export interface GkeServer {
+  endpoint: string;
+  port: number;
+  /** A service-account key whose token_uri points at this server. */
+  serviceAccountKey: Record<string, string>;
+  clusters: Map<string, GkeClusterJson[]>;
+  missingZones: Map<string, string[]>;
+  projects: GkeProjectJson[];
+  /** Errors to answer for a project's cluster listing: each request takes the next one; when empty, it answers normally. */
+  failures: Map<string, GoogleError[]>;
+  requests: Array<{ method: string; path: string }>;
+  stop(): Promise<void>;
+}
+
+function send(response: ServerResponse, status: number, body: unknown): void {
+  response.writeHead(status, { 'content-type': 'application/json' });
+  response.end(JSON.stringify(body));
+}
+
+function sendError(response: ServerResponse, error: GoogleError): void {
+  send(response, error.status, {
+    error: {
+      code: error.status,
+      message: error.message,
+      status: error.code,
+      ...(error.reason
+        ? {
+            details: [
+              {
+                '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+                reason: error.reason,
+                domain: 'googleapis.com',
+                metadata: { service: 'container.googleapis.com' },
+              },
+            ],
+          }
+        : {}),
+    },
+  });
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+export async function startGkeServer(): Promise<GkeServer> {
+  const port = await freePort();
+  const endpoint = `http://127.0.0.1:${port}`;
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const token = `ya29.local-${Math.random().toString(36).slice(2)}`;
+  const clientEmail = 'cpsync@cpsync-hub.iam.gserviceaccount.com';
+  /** An access token this server issued, or a JWT the service account signed itself (as google-auth-library sends). */
+  const authorized = (header: string | undefined): boolean => {
+    const bearer = /^Bearer (.+)$/.exec(header ?? '')?.[1];
+    if (!bearer) return false;
+    if (bearer === token) return true;
+    const [head, payload, signature] = bearer.split('.');
+    if (!head || !payload || !signature) return false;
+    if (
+      !verify('RSA-SHA256', Buffer.from(`${head}.${payload}`), publicKey, Buffer.from(signature, 'base64url'))
+    )
+      return false;
+    const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
+      iss?: string;
+      exp?: number;
+    };
+    return claims.iss === clientEmail && (claims.exp ?? 0) * 1000 > Date.now();
+  };
+  const state: Omit<GkeServer, 'stop'> = {
+    endpoint,
+    port,
+    serviceAccountKey: {
+      type: 'service_account',
+      project_id: 'cpsync-hub',
+      private_key_id: 'local',
+      private_key: privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+      client_email: clientEmail,
+      client_id: '1',
+      token_uri: `${endpoint}/token`,
+    },
+    clusters: new Map(),
+    missingZones: new Map(),
+    projects: [],
+    failures: new Map(),
+    requests: [],
+  };
+
+  const server = createServer(async (request, response) => {
+    const url = new URL(request.url ?? '/', endpoint);
+    state.requests.push({ method: request.method ?? 'GET', path: url.pathname });
+    const body = await readBody(request);
+    if (request.method === 'POST' && url.pathname === '/token') {
+      if (!new URLSearchParams(body).get('assertion')) return send(response, 400, { error: 'invalid_grant' });
+      return send(response, 200, { access_token: token, expires_in: 3600, token_type: 'Bearer' });
+    }
+    if (!authorized(request.headers.authorization)) {
+      return sendError(response, {
+        status: 401,
+        code: 'UNAUTHENTICATED',
+        message: 'Request had invalid authentication credentials.',
+      });
+    }
+    const list = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/clusters$/.exec(url.pathname);
+    if (request.method === 'GET' && list) {
+      const project = decodeURIComponent(list[1]!);
+      const failure = state.failures.get(project)?.shift();
+      if (failure) return sendError(response, failure);
+      const location = decodeURIComponent(list[2]!);
+      const clusters = (state.clusters.get(project) ?? []).filter(
+        (c) => location === '-' || c.location === location,
+      );
+      return send(response, 200, { clusters, missingZones: state.missingZones.get(project) ?? [] });
+    }
+    if (request.method === 'GET' && url.pathname === '/v3/projects:search') {
+      const query = url.searchParams.get('query') ?? '';
+      const pageSize = Number(url.searchParams.get('pageSize') ?? '2');
+      const offset = Number(url.searchParams.get('pageToken') || '0');
+      const wantedParent = /parent:(\S+)/.exec(query)?.[1];
+      const matching = state.projects.filter((p) => !wantedParent || p.parent === wantedParent);
+      const page = matching.slice(offset, offset + pageSize);
+      const next = offset + pageSize < matching.length ? String(offset + pageSize) : '';
+      return send(response, 200, { projects: page, ...(next ? { nextPageToken: next } : {}) });
+    }
+    return sendError(response, {
+      status: 404,
+      code: 'NOT_FOUND',
+      message: `no route ${request.method} ${url.pathname}`,
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    ...state,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

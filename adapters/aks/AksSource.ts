@@ -1,0 +1,164 @@
+import { ContainerServiceClient, type ManagedCluster } from '@azure/arm-containerservice';
+import { SubscriptionClient } from '@azure/arm-resources-subscriptions';
+import type { TokenCredential } from '@azure/core-auth';
+import { DefaultAzureCredential } from '@azure/identity';
+import { parse } from 'yaml';
+import type { ObservedCluster } from '../../core/model/observedCluster.ts';
+import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/model/scope.ts';
+import type { ClusterSource, ScopeListing } from '../../core/ports.ts';
+import { azureErrorDetails, classifyAzureError } from './classify.ts';
+import { mapAksCluster, resourceGroupOf } from './mapCluster.ts';
+
+export interface AksSourceOptions {
+  /**
+   * The identity cpsync uses in Azure (a federated workload identity, or a client secret).
+   * @default DefaultAzureCredential
+   */
+  credential?: TokenCredential;
+  /**
+   * Azure Resource Manager endpoint override (private link, proxies, emulators).
+   * @default https://management.azure.com
+   */
+  endpoint?: string;
+  /**
+   * Read each cluster's CA bundle with listClusterUserCredential (needs
+   * `Microsoft.ContainerService/managedClusters/listClusterUserCredential/action`). Only the CA data is
+   * kept from the returned kubeconfig; nothing else of it is stored.
+   * @default false
+   */
+  fetchCertificateAuthority?: boolean;
+  /** @default a ContainerServiceClient per subscription, built from these options */
+  clientFor?: (subscriptionId: string) => ContainerServiceClient;
+  /** @default a SubscriptionClient built from these options */
+  subscriptionClient?: SubscriptionClient;
+}
+
+/** How to find the Azure subscriptions to list. */
+export type SubscriptionSelection = { subscriptions: string[] } | { all: true };
+
+/** Subscription states in which clusters can be listed. */
+const USABLE_STATES = new Set(['Enabled', 'Warned', 'PastDue']);
+
+/**
+ * AKS managed clusters of one subscription (every page of `managedClusters.list`), optionally
+ * filtered to one location. The SDK follows nextLink and honours 429 Retry-After by itself.
+ */
+export class AksSource implements ClusterSource {
+  readonly #options: AksSourceOptions;
+  readonly #credential: TokenCredential;
+  readonly #clients = new Map<string, ContainerServiceClient>();
+
+  constructor(options: AksSourceOptions = {}) {
+    this.#options = options;
+    this.#credential = options.credential ?? new DefaultAzureCredential();
+  }
+
+  #client(subscriptionId: string): ContainerServiceClient {
+    if (this.#options.clientFor) return this.#options.clientFor(subscriptionId);
+    let client = this.#clients.get(subscriptionId);
+    if (!client) {
+      client = new ContainerServiceClient(
+        this.#credential,
+        subscriptionId,
+        this.#options.endpoint ? { endpoint: this.#options.endpoint } : {},
+      );
+      this.#clients.set(subscriptionId, client);
+    }
+    return client;
+  }
+
+  async #caData(client: ContainerServiceClient, cluster: ManagedCluster): Promise<string | undefined> {
+    const group = resourceGroupOf(cluster.id ?? '');
+    if (!group || !cluster.name) return undefined;
+    const result = await client.managedClusters.listClusterUserCredentials(group, cluster.name);
+    const value = result.kubeconfigs?.[0]?.value;
+    if (!value) return undefined;
+    const kubeconfig = parse(Buffer.from(value).toString('utf8')) as {
+      clusters?: Array<{ cluster?: Record<string, string> }>;
+    };
+    return kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] || undefined;
+  }
+
+  async listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing> {
+    const client = this.#client(scope.account);
+    const found: ManagedCluster[] = [];
+    try {
+      for await (const cluster of client.managedClusters.list({ abortSignal: signal })) {
+        if (scope.region === ALL_REGIONS || cluster.location?.toLowerCase() === scope.region.toLowerCase())
+          found.push(cluster);
+      }
+    } catch (error) {
+      return {
+        outcome: {
+          scope,
+          kind: 'failed',
+          failure: { reason: classifyAzureError(error), message: azureErrorDetails(error).message },
+        },
+        clusters: [],
+      };
+    }
+    const missing: string[] = [];
+    let caFailure: ScopeOutcome['failure'];
+    const clusters: ObservedCluster[] = [];
+    await Promise.all(
+      found.map(async (cluster) => {
+        let ca: string | undefined;
+        if (this.#options.fetchCertificateAuthority) {
+          try {
+            ca = await this.#caData(client, cluster);
+          } catch (error) {
+            // Not fully observed: leave the cluster out and make the listing partial, so its profile is kept as it is.
+            missing.push(cluster.name ?? cluster.id ?? '?');
+            caFailure ??= {
+              reason: classifyAzureError(error),
+              message: `cannot read the CA of ${cluster.name}: ${azureErrorDetails(error).message}`,
+            };
+            return;
+          }
+        }
+        clusters.push(mapAksCluster(cluster, scope.account, ca));
+      }),
+    );
+    clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
+    if (missing.length > 0)
+      return {
+        outcome: {
+          scope,
+          kind: 'partial',
+          missing: missing.sort(),
+          ...(caFailure ? { failure: caFailure } : {}),
+        },
+        clusters,
+      };
+    return { outcome: { scope, kind: 'complete' }, clusters };
+  }
+
+  /** Subscriptions the identity can use: explicit, or every one it can see in a usable state. */
+  async selectSubscriptions(selection: SubscriptionSelection): Promise<string[]> {
+    if ('subscriptions' in selection) return [...new Set(selection.subscriptions)].sort();
+    const client =
+      this.#options.subscriptionClient ??
+      new SubscriptionClient(
+        this.#credential,
+        this.#options.endpoint ? { endpoint: this.#options.endpoint } : {},
+      );
+    const found: string[] = [];
+    for await (const subscription of client.subscriptions.list()) {
+      if (subscription.subscriptionId && (!subscription.state || USABLE_STATES.has(subscription.state)))
+        found.push(subscription.subscriptionId);
+    }
+    return [...new Set(found)].sort();
+  }
+}
+
+/** One scope per selected subscription, every location at once. */
+export async function enumerateAksScopes(
+  source: AksSource,
+  selection: SubscriptionSelection,
+): Promise<Scope[]> {
+  return (await source.selectSubscriptions(selection)).map((subscription) => ({
+    provider: 'aks',
+    account: subscription,
+    region: ALL_REGIONS,
+  }));
+}

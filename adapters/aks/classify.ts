@@ -1,0 +1,61 @@
+import type { ScopeFailureReason } from '../../core/model/scope.ts';
+
+const BY_CODE: Readonly<Record<string, ScopeFailureReason>> = {
+  AuthorizationFailed: 'AccessDenied',
+  InvalidAuthenticationToken: 'AccessDenied',
+  InvalidAuthenticationTokenTenant: 'AccessDenied',
+  AuthenticationFailed: 'AccessDenied',
+  LinkedAuthorizationFailed: 'AccessDenied',
+  MissingSubscriptionRegistration: 'NotRegistered',
+  SubscriptionNotRegistered: 'NotRegistered',
+  DisallowedProvider: 'NotRegistered',
+  SubscriptionNotFound: 'NotFound',
+  ReadOnlyDisabledSubscription: 'NotRegistered',
+  TooManyRequests: 'Throttled',
+  SubscriptionRequestsThrottled: 'Throttled',
+  TenantRequestsThrottled: 'Throttled',
+  GatewayTimeout: 'Timeout',
+  RequestTimeout: 'Timeout',
+};
+
+interface AzureErrorLike {
+  code?: string;
+  statusCode?: number;
+  name?: string;
+  message?: string;
+  response?: { bodyAsText?: string | null };
+}
+
+/**
+ * The ARM error code and message of an SDK error. Paged listings report only "Pagination failed with
+ * unexpected statusCode …", so the ARM error body is read from the response when it is there.
+ */
+export function azureErrorDetails(error: unknown): { code?: string; message: string } {
+  const e = (error ?? {}) as AzureErrorLike;
+  try {
+    const body = JSON.parse(e.response?.bodyAsText ?? '') as { error?: { code?: string; message?: string } };
+    if (body.error?.code || body.error?.message) {
+      return { ...(body.error.code ? { code: body.error.code } : {}), message: `${body.error.code ?? ''}: ${body.error.message ?? ''}`.replace(/^: /, '') };
+    }
+  } catch {
+    // not a JSON body
+  }
+  const status = e.statusCode ? ` (HTTP ${e.statusCode})` : '';
+  const message = e.message ?? String(error);
+  return e.code ? { code: e.code, message: `${e.code}${status}: ${message}` } : { message: `${message}${status}` };
+}
+
+/** The scope failure reason of an Azure SDK error: by its ARM error code, then by HTTP status. */
+export function classifyAzureError(error: unknown): ScopeFailureReason {
+  const e = { ...((error ?? {}) as AzureErrorLike), code: azureErrorDetails(error).code };
+  const known = e.code ? BY_CODE[e.code] : undefined;
+  if (known) return known;
+  if (e.name   if (e.name === 'CredentialUnavailableError' || e.name === 'AuthenticationError') return 'AccessDenied';  if (e.name === 'CredentialUnavailableError' || e.name === 'AuthenticationError') return 'AccessDenied'; ['CredentialUnavailableError', 'AuthenticationError', 'AuthenticationRequiredError', 'AggregateAuthenticationError'].includes(e.name)) {
+    return 'AccessDenied';
+  }
+  if (e.statusCode === 401 || e.statusCode === 403) return 'AccessDenied';
+  if (e.statusCode === 429) return 'Throttled';
+  if (e.statusCode === 408 || e.statusCode === 504 || e.name === 'AbortError') return 'Timeout';
+  if (e.statusCode === 404) return 'NotFound';
+  return 'Unknown';
+}

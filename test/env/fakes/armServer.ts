@@ -1,0 +1,207 @@
+/**
+ * A local Azure Resource Manager over TLS speaking the shapes `@azure/arm-containerservice`,
+ * `@azure/arm-resources-subscriptions` and `@azure/identity` use: the Entra ID OpenID configuration and
+ * token endpoints (client credentials), subscriptions, managed clusters (paged with nextLink) and
+ * listClusterUserCredential. The ARM SDK refuses bearer tokens over plain HTTP, hence TLS.
+ */
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { freePort } from '../net.ts';
+import { makeLocalCertificate, trustCertificate } from '../tlsCert.ts';
+
+/** A managed cluster as ARM returns it on the wire (properties nested, `privateFQDN` spelled so). */
+export type ManagedClusterJson = {
+  id: string;
+  name: string;
+  location: string;
+  tags?: Record<string, string>;
+  properties: Record<string, unknown>;
+  systemData?: Record<string, unknown>;
+};
+
+export interface ArmError {
+  status: number;
+  code: string;
+  message: string;
+  retryAfterSeconds?: number;
+}
+
+export interface ArmServer {
+  endpoint: string;
+  tenantId: string;
+  clientId: string;
+  clientSecret: string;
+  subscriptions: Array<{ subscriptionId: string; displayName: string; state: string }>;
+  clusters: Map<string, ManagedClusterJson[]>;
+  /** Clusters per page of the managed cluster listing. */
+  pageSize: number;
+  /** Errors to answer for a subscription's listing, one per request, before answering normally. */
+  failures: Map<string, ArmError[]>;
+  /** CA data returned in each cluster's user kubeconfig, by resource id (lower case). */
+  caData: Map<string, string>;
+  requests: Array<{ method: string; path: string; query: string }>;
+  stop(): Promise<void>;
+}
+
+function send(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
+  response.end(JSON.stringify(body));
+}
+
+async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+function armError(response: ServerResponse, error: ArmError): void {
+  send(
+    response,
+    error.status,
+    { error: { code: error.code, message: error.message } },
+    error.retryAfterSeconds !== undefined ? { 'retry-after': String(error.retryAfterSeconds) } : {},
+  );
+}
+
+export async function startArmServer(): Promise<ArmServer> {
+  const { cert, key } = makeLocalCertificate();
+  trustCertificate(cert);
+  const port = await freePort();
+  const endpoint = `https://localhost:${port}`;
+  const token = `eyJ.local-${Math.random().toString(36).slice(2)}`;
+  const state: Omit<ArmServer, 'stop'> = {
+    endpoint,
+    tenantId: '72f988bf-0000-4000-8000-000000000001',
+    clientId: '0b1f0000-0000-4000-8000-00000000c9c9',
+    clientSecret: 'local-secret-value',
+    subscriptions: [],
+    clusters: new Map(),
+    pageSize: 2,
+    failures: new Map(),
+    caData: new Map(),
+    requests: [],
+  };
+
+  const server: Server = createServer({ cert, key }, async (request, response) => {
+    const url = new URL(request.url ?? '/', endpoint);
+    state.requests.push({ method: request.method ?? 'GET', path: url.pathname, query: url.search });
+    const body = await readBody(request);
+    const tenant = state.tenantId;
+    if (url.pathname === `/${tenant}/v2.0/.well-known/openid-configuration`) {
+      return send(response, 200, {
+        issuer: `${endpoint}/${tenant}/v2.0`,
+        authorization_endpoint: `${endpoint}/${tenant}/oauth2/v2.0/authorize`,
+        token_endpoint: `${endpoint}/${tenant}/oauth2/v2.0/token`,
+        jwks_uri: `${endpoint}/${tenant}/discovery/v2.0/keys`,
+        response_types_supported: ['code', 'id_token', 'token'],
+        subject_types_supported: ['pairwise'],
+        id_token_signing_alg_values_supported: ['RS256'],
+        tenant_region_scope: 'EU',
+      });
+    }
+    if (request.method === 'POST' && url.pathname === `/${tenant}/oauth2/v2.0/token`) {
+      const form = new URLSearchParams(body);
+      if (form.get('client_id') !== state.clientId || form.get('client_secret') !== state.clientSecret) {
+        return send(response, 401, {
+          error: 'invalid_client',
+          error_description: 'AADSTS7000215: Invalid client secret provided.',
+        });
+      }
+      return send(response, 200, {
+        token_type: 'Bearer',
+        expires_in: 3599,
+        ext_expires_in: 3599,
+        access_token: token,
+      });
+    }
+    if (request.headers.authorization !== `Bearer ${token}`) {
+      return armError(response, {
+        status: 401,
+        code: 'InvalidAuthenticationToken',
+        message: 'The access token is invalid.',
+      });
+    }
+    if (!url.searchParams.get('api-version')) {
+      return armError(response, {
+        status: 400,
+        code: 'MissingApiVersionParameter',
+        message: 'The api-version query parameter (?api-version=) is required for all requests.',
+      });
+    }
+    if (request.method === 'GET' && url.pathname === '/subscriptions') {
+      return send(response, 200, {
+        value: state.subscriptions.map((s) => ({
+          id: `/subscriptions/${s.subscriptionId}`,
+          ...s,
+          tenantId: tenant,
+        })),
+      });
+    }
+    const list = /^\/subscriptions\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters$/i.exec(
+      url.pathname,
+    );
+    if (request.method === 'GET' && list) {
+      const subscription = list[1]!;
+      const failure = state.failures.get(subscription)?.shift();
+      if (failure) return armError(response, failure);
+      const all = state.clusters.get(subscription) ?? [];
+      const skip = Number(url.searchParams.get('$skiptoken') ?? '0');
+      const page = all.slice(skip, skip + state.pageSize);
+      const next =
+        skip + state.pageSize < all.length
+          ? `${endpoint}${url.pathname}?api-version=${url.searchParams.get('api-version')}&$skiptoken=${skip + state.pageSize}`
+          : undefined;
+      return send(response, 200, { value: page, ...(next ? { nextLink: next } : {}) });
+    }
+    const credential =
+      /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)\/listClusterUserCredential$/i.exec(
+        url.pathname,
+      );
+    if (request.method === 'POST' && credential) {
+      const id = url.pathname.replace(/\/listClusterUserCredential$/i, '').toLowerCase();
+      const cluster = [...state.clusters.values()].flat().find((c) => c.id.toLowerCase() === id);
+      if (!cluster)
+        return armError(response, {
+          status: 404,
+          code: 'ResourceNotFound',
+          message: `The Resource '${credential[3]}' was not found.`,
+        });
+      const kubeconfig = [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters:',
+        '- cluster:',
+        `    certificate-authority-data: ${state.caData.get(id) ?? ''}`,
+        `    server: https://${String(cluster.properties.fqdn ?? cluster.properties.privateFQDN)}:443`,
+        `  name: ${cluster.name}`,
+        'users:',
+        `- name: clusterUser_${credential[2]}_${cluster.name}`,
+        '  user:',
+        '    token: local-user-token-never-to-be-stored',
+        '',
+      ].join('\n');
+      return send(response, 200, {
+        kubeconfigs: [{ name: 'clusterUser', value: Buffer.from(kubeconfig).toString('base64') }],
+      });
+    }
+    return armError(response, {
+      status: 404,
+      code: 'NotFound',
+      message: `no route ${request.method} ${url.pathname}`,
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return {
+    ...state,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * A self-signed certificate for a local TLS server (localhost and 127.0.0.1), made with openssl, and
+ * a way for this process's TLS clients to trust it without restarting Node.
+ */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getCACertificates, setDefaultCACertificates } from 'node:tls';
+
+export interface LocalCertificate {
+  cert: string;
+  key: string;
+}
+
+export function makeLocalCertificate(commonName = 'localhost'): LocalCertificate {
+  const directory = mkdtempSync(join(tmpdir(), 'cpsync-tls-'));
+  try {
+    const result = spawnSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-days',
+        '2',
+        '-subj',
+        `/CN=${commonName}`,
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        '-addext',
+        'basicConstraints=critical,CA:TRUE',
+        '-keyout',
+        'key.pem',
+        '-out',
+        'cert.pem',
+      ],
+      { cwd: directory, stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    if (result.status !== 0)
+      throw new Error(`openssl failed: ${result.stderr?.toString() ?? result.error?.message}`);
+    return {
+      cert: readFileSync(join(directory, 'cert.pem'), 'utf8'),
+      key: readFileSync(join(directory, 'key.pem'), 'utf8'),
+    };
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** Adds `cert` to the CA certificates this process's TLS clients trust by default. */
+export function trustCertificate(cert: string): void {
+  setDefaultCACertificates([...getCACertificates('default'), cert]);
+}

@@ -18,6 +18,14 @@ const BY_CODE: Readonly<Record<string, ScopeFailureReason>> = {
   RequestTimeout: 'Timeout',
 };
 
+/** @azure/identity errors that mean the identity could not sign in. */
+const AUTH_ERROR_NAMES = new Set([
+  'CredentialUnavailableError',
+  'AuthenticationError',
+  'AuthenticationRequiredError',
+  'AggregateAuthenticationError',
+]);
+
 interface AzureErrorLike {
   code?: string;
   statusCode?: number;
@@ -35,14 +43,19 @@ export function azureErrorDetails(error: unknown): { code?: string; message: str
   try {
     const body = JSON.parse(e.response?.bodyAsText ?? '') as { error?: { code?: string; message?: string } };
     if (body.error?.code || body.error?.message) {
-      return { ...(body.error.code ? { code: body.error.code } : {}), message: `${body.error.code ?? ''}: ${body.error.message ?? ''}`.replace(/^: /, '') };
+      return {
+        ...(body.error.code ? { code: body.error.code } : {}),
+        message: `${body.error.code ?? ''}: ${body.error.message ?? ''}`.replace(/^: /, ''),
+      };
     }
   } catch {
     // not a JSON body
   }
   const status = e.statusCode ? ` (HTTP ${e.statusCode})` : '';
   const message = e.message ?? String(error);
-  return e.code ? { code: e.code, message: `${e.code}${status}: ${message}` } : { message: `${message}${status}` };
+  return e.code
+    ? { code: e.code, message: `${e.code}${status}: ${message}` }
+    : { message: `${message}${status}` };
 }
 
 /** The scope failure reason of an Azure SDK error: by its ARM error code, then by HTTP status. */
@@ -50,7 +63,7 @@ export function classifyAzureError(error: unknown): ScopeFailureReason {
   const e = { ...((error ?? {}) as AzureErrorLike), code: azureErrorDetails(error).code };
   const known = e.code ? BY_CODE[e.code] : undefined;
   if (known) return known;
-  if (e.name   if (e.name === 'CredentialUnavailableError' || e.name === 'AuthenticationError') return 'AccessDenied';  if (e.name === 'CredentialUnavailableError' || e.name === 'AuthenticationError') return 'AccessDenied'; ['CredentialUnavailableError', 'AuthenticationError', 'AuthenticationRequiredError', 'AggregateAuthenticationError'].includes(e.name)) {
+  if (e.name && AUTH_ERROR_NAMES.has(e.name)) {
     return 'AccessDenied';
   }
   if (e.statusCode === 401 || e.statusCode === 403) return 'AccessDenied';

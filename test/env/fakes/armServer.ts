@@ -19,7 +19,7 @@ export type ManagedClusterJson = {
   systemData?: Record<string, unknown>;
 };
 
-export interface ArmError {
+interface ArmError {
   status: number;
   code: string;
   message: string;

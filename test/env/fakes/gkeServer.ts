@@ -11,7 +11,7 @@ import { freePort } from '../net.ts';
 /** A cluster as the GKE REST API returns it (camelCase JSON of google.container.v1.Cluster). */
 export type GkeClusterJson = Record<string, unknown> & { name: string; location: string };
 
-export interface GkeProjectJson {
+interface GkeProjectJson {
   projectId: string;
   name?: string;
   displayName?: string;
@@ -20,7 +20,7 @@ export interface GkeProjectJson {
   labels?: Record<string, string>;
 }
 
-export interface GoogleError {
+interface GoogleError {
   status: number;
   /** google.rpc.Code name, e.g. PERMISSION_DENIED. */
   code: string;

@@ -33,6 +33,9 @@ export const PROPERTY_RESOURCE_GROUP = 'cpsync.io/resource-group';
 export const PROPERTY_CREATED_AT = 'cpsync.io/created-at';
 /** How many distinct node types did not fit in `type.node.k8s.io` (present only when some did not). */
 export const PROPERTY_NODE_TYPES_OMITTED = 'cpsync.io/node-types-omitted';
+/** Autoscaling bounds of the total node count (present only when some pool autoscales). */
+export const PROPERTY_NODE_COUNT_MIN = 'cpsync.io/node-count-min';
+export const PROPERTY_NODE_COUNT_MAX = 'cpsync.io/node-count-max';
 /** Consecutive complete listings of its scope that did not list the cluster (present only while missing). */
 export const PROPERTY_MISSED_LISTINGS = 'cpsync.io/missed-listings';
 /** Prefix of an allow-listed tag: `cpsync.io/tag.<key>`. */

@@ -14,6 +14,8 @@ import {
   PROPERTY_LOCATION,
   PROPERTY_NAME_MAX_LENGTH,
   PROPERTY_NODE_COUNT,
+  PROPERTY_NODE_COUNT_MAX,
+  PROPERTY_NODE_COUNT_MIN,
   PROPERTY_NODE_TYPES,
   PROPERTY_NODE_TYPES_OMITTED,
   PROPERTY_PLATFORM_VERSION,
@@ -200,6 +202,12 @@ function properties(
   ];
   if (cluster.zone) entries.push([PROPERTY_ZONE, cluster.zone]);
   if (cluster.nodes.count !== undefined) entries.push([PROPERTY_NODE_COUNT, String(cluster.nodes.count)]);
+  if (cluster.nodes.autoscaling) {
+    entries.push(
+      [PROPERTY_NODE_COUNT_MIN, String(cluster.nodes.autoscaling.min)],
+      [PROPERTY_NODE_COUNT_MAX, String(cluster.nodes.autoscaling.max)],
+    );
+  }
   const types = distinctSorted(cluster.nodes.instanceTypes);
   if (types.length > 0) {
     const fitted = fitJsonArray(types);

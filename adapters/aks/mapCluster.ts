@@ -25,6 +25,9 @@ export function mapAksCluster(
     .map((pool) => pool.count)
     .filter((count): count is number => typeof count === 'number');
   const error = cluster.status?.provisioningError;
+  const autoscales = pools.some((pool) => pool.enableAutoScaling);
+  const bound = (pick: 'minCount' | 'maxCount') =>
+    pools.reduce((sum, pool) => sum + ((pool.enableAutoScaling ? pool[pick] : pool.count) ?? 0), 0);
   const resourceGroup = resourceGroupOf(id);
   const version = cluster.currentKubernetesVersion || cluster.kubernetesVersion;
   return {
@@ -45,6 +48,7 @@ export function mapAksCluster(
     nodes: {
       ...(counts.length > 0 ? { count: counts.reduce((a, b) => a + b, 0) } : {}),
       instanceTypes: pools.map((pool) => pool.vmSize ?? '').filter(Boolean),
+      ...(autoscales ? { autoscaling: { min: bound('minCount'), max: bound('maxCount') } } : {}),
     },
     tags: { ...(cluster.tags ?? {}) },
     ...(cluster.systemData?.createdAt

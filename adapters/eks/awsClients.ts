@@ -3,6 +3,7 @@ import { EKSClient } from '@aws-sdk/client-eks';
 import { OrganizationsClient } from '@aws-sdk/client-organizations';
 import { STSClient } from '@aws-sdk/client-sts';
 import { fromTemporaryCredentials } from '@aws-sdk/credential-providers';
+import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 
 export type AwsService = 'eks' | 'sts' | 'ec2' | 'organizations';
@@ -29,6 +30,11 @@ export interface AwsClientOptions {
    * @default 'adaptive'
    */
   retryMode?: 'standard' | 'adaptive';
+  /**
+   * Time one HTTP request may take before it is abandoned (and retried, within maxAttempts).
+   * @default 30000
+   */
+  requestTimeoutMillis?: number;
 }
 
 const DEFAULT_MAX_ATTEMPTS = 8;
@@ -50,6 +56,11 @@ function clientConfig(
     region,
     maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     retryMode: options.retryMode ?? 'adaptive',
+    requestHandler: new NodeHttpHandler({
+      requestTimeout: options.requestTimeoutMillis ?? 30_000,
+      throwOnRequestTimeout: true,
+      connectionTimeout: 5_000,
+    }),
     ...(endpoint ? { endpoint } : {}),
     ...(chosen ? { credentials: chosen } : {}),
   };

@@ -13,6 +13,9 @@ export function mapEksCluster(
 ): ObservedCluster {
   const vpc = cluster.resourcesVpcConfig;
   const visibility = vpc?.endpointPublicAccess === false && vpc.endpointPrivateAccess ? 'private' : 'public';
+  const scaling = nodegroups.map((group) => group.scalingConfig).filter((c) => c !== undefined);
+  const autoscales = scaling.some((c) => c.minSize !== c.maxSize);
+  const sum = (values: Array<number | undefined>) => values.reduce<number>((a, b) => a + (b ?? 0), 0);
   const sizes = nodegroups
     .map((group) => group.scalingConfig?.desiredSize)
     .filter((size): size is number => typeof size === 'number');
@@ -38,6 +41,11 @@ export function mapEksCluster(
     nodes: {
       ...(sizes.length > 0 ? { count: sizes.reduce((a, b) => a + b, 0) } : {}),
       instanceTypes: nodegroups.flatMap((group) => group.instanceTypes ?? []),
+      ...(autoscales
+        ? {
+            autoscaling: { min: sum(scaling.map((c) => c.minSize)), max: sum(scaling.map((c) => c.maxSize)) },
+          }
+        : {}),
     },
     tags: { ...cluster.tags },
     ...(cluster.createdAt ? { createdAt: new Date(cluster.createdAt).toISOString() } : {}),

@@ -46,11 +46,33 @@ function nodeCount(cluster: Cluster): number | undefined {
   );
 }
 
+/** Bounds of the node count over all pools, when some pool autoscales (per-zone limits × the pool's zones). */
+function autoscaling(cluster: Cluster): { min: number; max: number } | undefined {
+  const pools = cluster.nodePools ?? [];
+  if (!pools.some((pool) => pool.autoscaling?.enabled)) return undefined;
+  let min = 0;
+  let max = 0;
+  for (const pool of pools) {
+    const zones = Math.max(1, (pool.locations ?? []).length);
+    const a = pool.autoscaling;
+    if (a?.enabled) {
+      min += a.totalMinNodeCount ? Number(a.totalMinNodeCount) : Number(a.minNodeCount ?? 0) * zones;
+      max += a.totalMaxNodeCount ? Number(a.totalMaxNodeCount) : Number(a.maxNodeCount ?? 0) * zones;
+    } else {
+      const fixed = Number(pool.initialNodeCount ?? 0) * zones;
+      min += fixed;
+      max += fixed;
+    }
+  }
+  return { min, max };
+}
+
 /** A GKE cluster (REST JSON as the client returns it) as an ObservedCluster of `project`. */
 export function mapGkeCluster(cluster: Cluster, project: string): ObservedCluster {
   const location = cluster.location || cluster.zone || '';
   const zonal = ZONE.exec(location);
   const count = nodeCount(cluster);
+  const bounds = autoscaling(cluster);
   return {
     provider: 'gke',
     providerId:
@@ -75,6 +97,7 @@ export function mapGkeCluster(cluster: Cluster, project: string): ObservedCluste
     nodes: {
       ...(count !== undefined ? { count } : {}),
       instanceTypes: (cluster.nodePools ?? []).map((pool) => pool.config?.machineType ?? '').filter(present),
+      ...(bounds ? { autoscaling: bounds } : {}),
     },
     tags: { ...(cluster.resourceLabels ?? {}) },
     ...(present(cluster.createTime) ? { createdAt: new Date(cluster.createTime).toISOString() } : {}),

@@ -42,6 +42,11 @@ export interface ObservedNodes {
   count?: number;
   /** Instance/machine/VM sizes in use, in any order, duplicates allowed. */
   instanceTypes: string[];
+  /**
+   * Bounds of the total node count when some pool/group autoscales (pools that do not count their
+   * fixed size in both bounds). Absent when nothing autoscales.
+   */
+  autoscaling?: { min: number; max: number };
 }
 
 export interface ObservedCluster {

@@ -111,7 +111,11 @@ describe('AKS adapter against a local Azure Resource Manager over TLS', () => {
       certificateAuthorityData: undefined,
       kubernetesVersion: '1.30.4',
       health: { status: 'Succeeded', powerState: 'Running', issues: [] },
-      nodes: { count: 5, instanceTypes: ['Standard_D4s_v5', 'Standard_E8s_v5'] },
+      nodes: {
+        count: 5,
+        instanceTypes: ['Standard_D4s_v5', 'Standard_E8s_v5'],
+        autoscaling: { min: 3, max: 7 },
+      },
       tags: { team: 'web' },
       createdAt: '2024-06-01T08:30:00.000Z',
     };

@@ -165,7 +165,11 @@ describe('EKS adapter against moto server', () => {
       kubernetesVersion: '1.31',
       platformVersion: 'eks.4',
       health: { status: 'ACTIVE', issues: [] },
-      nodes: { count: 5, instanceTypes: ['m6i.large', 'c6i.xlarge', 'c6i.2xlarge'].sort() },
+      nodes: {
+        count: 5,
+        instanceTypes: ['m6i.large', 'c6i.xlarge', 'c6i.2xlarge'].sort(),
+        autoscaling: { min: 0, max: 9 },
+      },
       tags: { team: 'payments', env: 'prod' },
     };
     for (const [field, value] of Object.entries(expected)) {
@@ -309,6 +313,28 @@ describe('EKS adapter against moto server', () => {
     assert.equal(failed.outcome.kind, 'failed');
     assert.equal(failed.outcome.failure!.reason, 'Throttled');
     removeList();
+  });
+
+  it('fails a scope whose calls time out, classified as Timeout', async () => {
+    const stalled = await startAwsProxy(moto.endpoint, { latencyMs: 1500 });
+    try {
+      const listing = await new EksSource({
+        endpoint: stalled.endpoint,
+        credentials,
+        requestTimeoutMillis: 200,
+        maxAttempts: 1,
+      }).listScope({
+        provider: 'eks',
+        account: HUB_ACCOUNT,
+        region: 'us-east-1',
+      });
+      assert.deepEqual(
+        [listing.outcome.kind, listing.outcome.failure?.reason, listing.clusters],
+        ['failed', 'Timeout', []],
+      );
+    } finally {
+      await stalled.stop();
+    }
   });
 
   it('bounds the calls in flight against one account', async () => {

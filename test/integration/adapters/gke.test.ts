@@ -124,7 +124,7 @@ describe('GKE adapter against a local server speaking the GKE REST shapes', () =
       certificateAuthorityData: CA,
       kubernetesVersion: '1.30.5-gke.1014001',
       health: { status: 'RUNNING', issues: [] },
-      nodes: { count: 9, instanceTypes: ['e2-standard-4', 'n2-highmem-8'] },
+      nodes: { count: 9, instanceTypes: ['e2-standard-4', 'n2-highmem-8'], autoscaling: { min: 3, max: 18 } },
       tags: { team: 'data', env: 'prod' },
       createdAt: '2024-03-01T09:00:00.000Z',
     };

@@ -132,6 +132,14 @@ describe('normalize: status', () => {
     const profile = normalize(eksCluster(), options, NOW);
     assert.equal(prop(profile, 'count.node.k8s.io'), '6');
     assert.equal(prop(profile, 'type.node.k8s.io'), '["c6i.xlarge","m6i.large"]');
+    assert.equal(prop(profile, 'cpsync.io/node-count-min'), undefined);
+  });
+
+  it('writes the autoscaling bounds of the node count when some pool autoscales', () => {
+    const nodes = { count: 6, instanceTypes: ['m6i.large'], autoscaling: { min: 2, max: 20 } };
+    const profile = normalize(eksCluster({ nodes }), options, NOW);
+    assert.equal(prop(profile, 'cpsync.io/node-count-min'), '2');
+    assert.equal(prop(profile, 'cpsync.io/node-count-max'), '20');
   });
 
   it('keeps a node type list too long for one value as valid JSON and says how many were left out', () => {

@@ -11,6 +11,8 @@ export interface AppliedChange {
   /** As stored after the write; for `deleted`, as it was before. */
   profile: ClusterProfile;
   changes: FieldChange[];
+  /** For `updated`: the resourceVersion the change was made from. */
+  previousResourceVersion?: string;
 }
 
 export interface ApplyFailure {
@@ -52,7 +54,13 @@ export async function applyPlan(hub: Hub, plan: Plan): Promise<ApplyResult> {
       let stored = update.current;
       if (update.writeObject) stored = await hub.applyObject(update.profile);
       if (update.writeStatus) stored = await hub.applyStatus(update.profile);
-      result.applied.push({ kind: 'updated', profile: stored, changes: update.changes });
+      const previous = update.current.metadata.resourceVersion;
+      result.applied.push({
+        kind: 'updated',
+        profile: stored,
+        changes: update.changes,
+        ...(previous ? { previousResourceVersion: previous } : {}),
+      });
     } catch (error) {
       result.failed.push({
         kind: 'updated',

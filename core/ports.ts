@@ -1,6 +1,7 @@
 import type { ClusterProfile, ProfileRef } from './model/clusterProfile.ts';
 import type { ObservedCluster } from './model/observedCluster.ts';
 import type { Scope, ScopeOutcome } from './model/scope.ts';
+import type { CpsyncEvent } from '../events/types.ts';
 
 /** What a source adapter reports for one scope. A failed listing carries no clusters. */
 export interface ScopeListing {
@@ -38,4 +39,30 @@ export interface Hub {
   delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
   /** Requests made so far. */
   requestCounts(): HubRequestCounts;
+}
+
+/** An event the bus did not take. `retryable` failures stay pending; the others are given up on. */
+export interface PublishFailure {
+  eventId: string;
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface PublishResult {
+  /** Event ids the bus accepted. */
+  published: string[];
+  failed: PublishFailure[];
+}
+
+/** Where change events go: EventBridge, or JSON lines. */
+export interface EventSink {
+  publish(events: readonly CpsyncEvent[]): Promise<PublishResult>;
+}
+
+/** Events not yet published, kept durably until the bus takes them. */
+export interface Outbox {
+  add(events: readonly CpsyncEvent[]): Promise<void>;
+  pending(): Promise<CpsyncEvent[]>;
+  remove(eventIds: readonly string[]): Promise<void>;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
@@ -130,6 +131,7 @@ export class FileHub implements Hub {
         labels: { ...current?.metadata.labels, ...profile.metadata.labels },
         annotations: { ...current?.metadata.annotations, ...profile.metadata.annotations },
         resourceVersion: this.#nextVersion(current),
+        uid: current?.metadata.uid ?? randomUUID(),
         generation: (current?.metadata.generation ?? 0) + 1,
       },
       spec: profile.spec,

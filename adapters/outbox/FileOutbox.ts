@@ -1,0 +1,48 @@
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Outbox } from '../../core/ports.ts';
+import type { CpsyncEvent } from '../../events/types.ts';
+
+const EVENT_ID = /^[0-9a-f-]{36}$/;
+
+/** Pending events as one JSON file each in a directory; written atomically, removed once published. */
+export class FileOutbox implements Outbox {
+  readonly #directory: string;
+
+  constructor(directory: string) {
+    this.#directory = directory;
+  }
+
+  async add(events: readonly CpsyncEvent[]): Promise<void> {
+    if (events.length === 0) return;
+    await mkdir(this.#directory, { recursive: true });
+    for (const event of events) {
+      const id = event.detail.eventId;
+      if (!EVENT_ID.test(id))
+        throw new Error(`outbox: event id ${JSON.stringify(id)} is not a cpsync event id`);
+      const path = join(this.#directory, `${id}.json`);
+      await writeFile(`${path}.tmp`, JSON.stringify(event), 'utf8');
+      await rename(`${path}.tmp`, path);
+    }
+  }
+
+  async pending(): Promise<CpsyncEvent[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.#directory);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const events: CpsyncEvent[] = [];
+    for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
+      events.push(JSON.parse(await readFile(join(this.#directory, name), 'utf8')) as CpsyncEvent);
+    }
+    return events.sort((a, b) => a.time.localeCompare(b.time));
+  }
+
+  async remove(eventIds: readonly string[]): Promise<void> {
+    for (const id of eventIds)
+      if (EVENT_ID.test(id)) await rm(join(this.#directory, `${id}.json`), { force: true });
+  }
+}

@@ -1,0 +1,140 @@
+import { stringify } from 'yaml';
+import {
+  CONDITION_CONTROL_PLANE_HEALTHY,
+  LABEL_PROVIDER,
+  PROPERTY_LOCATION,
+  PROPERTY_NODE_COUNT,
+} from '../core/constants.ts';
+import type { ScopeReport, SyncReport } from '../core/engine.ts';
+import type { ClusterProfile } from '../core/model/clusterProfile.ts';
+import { scopeKey } from '../core/model/scope.ts';
+import type { FieldChange } from '../core/plan.ts';
+
+/** One planned or applied change, as the CLI prints it (`--output json`). */
+export interface ChangeLine {
+  kind: 'create' | 'update' | 'delete';
+  namespace: string;
+  name: string;
+  displayName: string;
+  changedFields: string[];
+  reason?: string;
+}
+
+export function planLines(report: ScopeReport): ChangeLine[] {
+  const plan = report.plan;
+  if (!plan) return [];
+  const line = (
+    kind: ChangeLine['kind'],
+    p: ClusterProfile,
+    changes: FieldChange[],
+    reason?: string,
+  ): ChangeLine => ({
+    kind,
+    namespace: p.metadata.namespace,
+    name: p.metadata.name,
+    displayName: p.spec?.displayName ?? '',
+    changedFields: changes.map((c) => c.field),
+    ...(reason ? { reason } : {}),
+  });
+  return [
+    ...plan.creates.map((c) =>
+      line('create', c.profile, [{ field: 'metadata.name', after: c.profile.metadata.name }]),
+    ),
+    ...plan.updates.map((u) => line('update', u.profile, u.changes)),
+    ...plan.deletes.map((d) =>
+      line('delete', d.current, [{ field: 'metadata.name', before: d.current.metadata.name }], d.reason),
+    ),
+  ];
+}
+
+function show(value: unknown): string {
+  if (value === undefined) return '(none)';
+  const text = typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value);
+  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+}
+
+/** A plan as a readable diff: `+` create, `~` update (with each field's before → after), `-` delete. */
+export function formatPlan(report: SyncReport): string {
+  const out: string[] = [];
+  for (const scope of report.scopes) {
+    const plan = scope.plan;
+    const counts = plan
+      ? `${plan.creates.length} to create, ${plan.updates.length} to update, ${plan.deletes.length} to delete, ${plan.unchanged} unchanged`
+      : 'nothing planned';
+    out.push(
+      `${scopeKey(scope.scope)} (${scope.outcome.kind}${scope.outcome.failure ? `: ${scope.outcome.failure.reason}` : ''}): ${counts}`,
+    );
+    if (!plan) continue;
+    for (const c of plan.creates)
+      out.push(
+        `  + ${c.profile.metadata.namespace}/${c.profile.metadata.name}  ${c.profile.spec.displayName ?? ''}`,
+      );
+    for (const u of plan.updates) {
+      out.push(
+        `  ~ ${u.profile.metadata.namespace}/${u.profile.metadata.name}  ${u.profile.spec.displayName ?? ''}`,
+      );
+      for (const change of u.changes)
+        out.push(`      ${change.field}: ${show(change.before)} → ${show(change.after)}`);
+    }
+    for (const d of plan.deletes)
+      out.push(
+        `  - ${d.current.metadata.namespace}/${d.current.metadata.name}  ${d.current.spec?.displayName ?? ''} (${d.reason})`,
+      );
+    for (const s of plan.skipped) out.push(`  ! ${s.namespace}/${s.name}  skipped: ${s.detail}`);
+  }
+  return `${out.join('\n')}\n`;
+}
+
+/** The closing summary of a run. */
+export function formatSummary(report: SyncReport): string {
+  const totals = { created: 0, updated: 0, deleted: 0, unchanged: 0 };
+  for (const s of report.scopes)
+    for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += s.summary.counts[k];
+  const lines = report.scopes
+    .filter((s) => s.outcome.kind !== 'complete' || s.summary.error)
+    .map(
+      (s) =>
+        `  ${scopeKey(s.scope)}: ${s.outcome.kind}${s.summary.error ? ` — ${s.summary.error.reason}: ${s.summary.error.message}` : s.outcome.missing ? ` — missing ${s.outcome.missing.join(', ')}` : ''}`,
+    );
+  const complete = report.scopes.filter((s) => s.outcome.kind === 'complete').length;
+  return [
+    `sync ${report.syncId}: ${report.scopes.length} scope(s), ${complete} complete; ${totals.created} created, ${totals.updated} updated, ${totals.deleted} deleted, ${totals.unchanged} unchanged`,
+    `hub: ${report.hub.reads} read(s), ${report.hub.writes} write(s); events: ${report.events.published} published, ${report.events.republished} from earlier runs, ${report.events.pending} pending`,
+    ...lines,
+  ].join('\n');
+}
+
+/** A profile as one row of `cpsync list`. */
+export function listRow(profile: ClusterProfile) {
+  const prop = (name: string) => profile.status?.properties?.find((p) => p.name === name)?.value;
+  const healthy = profile.status?.conditions?.find((c) => c.type === CONDITION_CONTROL_PLANE_HEALTHY);
+  return {
+    name: profile.metadata.name,
+    namespace: profile.metadata.namespace,
+    displayName: profile.spec?.displayName ?? '',
+    provider: profile.metadata.labels?.[LABEL_PROVIDER] ?? '',
+    location: prop(PROPERTY_LOCATION) ?? '',
+    version: profile.status?.version?.kubernetes ?? '',
+    healthy: healthy ? `${healthy.status}${healthy.reason ? ` (${healthy.reason})` : ''}` : '',
+    nodes: prop(PROPERTY_NODE_COUNT) ?? '',
+  };
+}
+
+export function formatTable(
+  rows: Array<Record<string, string>>,
+  columns: Array<[key: string, title: string]>,
+): string {
+  const widths = columns.map(([key, title]) =>
+    Math.max(title.length, ...rows.map((r) => (r[key] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  return `${[line(columns.map(([, t]) => t)), ...rows.map((r) => line(columns.map(([k]) => r[k] ?? '')))].join('\n')}\n`;
+}
+
+export function formatYaml(value: unknown): string {
+  return stringify(value);
+}

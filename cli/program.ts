@@ -1,0 +1,176 @@
+import { randomUUID } from 'node:crypto';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import {
+  buildBus,
+  buildHub,
+  buildOutbox,
+  buildSources,
+  enumerateScopes,
+  eventSourceOf,
+} from '../adapters/compose.ts';
+import { inventoryOptionsOf, type CpsyncConfig } from '../core/config.ts';
+import { runSync } from '../core/engine.ts';
+import { CpsyncError } from '../core/errors.ts';
+import { LABEL_CLUSTER_MANAGER } from '../core/constants.ts';
+import { PROVIDERS, type Provider } from '../core/model/observedCluster.ts';
+import { scopeKey, type Scope } from '../core/model/scope.ts';
+import { inventoryNamespaces } from '../core/syncScope.ts';
+import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
+import { loadConfig } from './loadConfig.ts';
+
+/** Exit codes: 0 every scope complete, 1 some scope failed or partial, 2 bad usage or configuration. */
+export const ExitCode = { Ok: 0, Incomplete: 1, Usage: 2 } as const;
+
+export interface Io {
+  stdout: NodeJS.WritableStream & { isTTY?: boolean };
+  stderr: NodeJS.WritableStream & { isTTY?: boolean };
+}
+
+function parseScope(value: string, previous: Scope[] = []): Scope[] {
+  const [provider, account, region = '*', ...rest] = value.split('/');
+  if (!provider || !account || rest.length > 0 || !PROVIDERS.includes(provider as Provider)) {
+    throw new InvalidArgumentError(
+      `expected <provider>/<account>[/<region>] with provider one of ${PROVIDERS.join(', ')}, got ${JSON.stringify(value)}`,
+    );
+  }
+  return [...previous, { provider: provider as Provider, account, region }];
+}
+
+function parseProvider(value: string, previous: Provider[] = []): Provider[] {
+  if (!PROVIDERS.includes(value as Provider))
+    throw new InvalidArgumentError(`expected one of ${PROVIDERS.join(', ')}, got ${JSON.stringify(value)}`);
+  return [...previous, value as Provider];
+}
+
+async function syncCommand(
+  config: CpsyncConfig,
+  options: { provider?: Provider[]; scope?: Scope[]; dryRun?: boolean; output: string },
+  io: Io,
+): Promise<number> {
+  const sources = await buildSources(config);
+  try {
+    const scopes = options.scope ?? (await enumerateScopes(config, sources, options.provider));
+    const hub = buildHub(config);
+    const bus = buildBus(config, io.stdout);
+    const progress = io.stderr.isTTY === true && !options.dryRun;
+    const report = await runSync(
+      { sources: sources.sources, hub, bus, outbox: buildOutbox(config) },
+      {
+        syncId: randomUUID(),
+        scopes,
+        options: inventoryOptionsOf(config),
+        concurrency: config.sync.concurrency,
+        eventSource: eventSourceOf(config),
+        ...(options.dryRun ? { dryRun: true } : {}),
+        ...(progress
+          ? {
+              onScope: (s, done, total) =>
+                io.stderr.write(`\r\x1b[K[${done}/${total}] ${scopeKey(s.scope)} ${s.outcome.kind}`),
+            }
+          : {}),
+      },
+    );
+    if (progress) io.stderr.write('\r\x1b[K');
+    if (options.dryRun) {
+      io.stdout.write(
+        options.output === 'json'
+          ? `${JSON.stringify(report.scopes.flatMap(planLines), null, 2)}\n`
+          : formatPlan(report),
+      );
+    }
+    io.stderr.write(`${formatSummary(report)}\n`);
+    return report.scopes.every((s) => s.outcome.kind === 'complete') ? ExitCode.Ok : ExitCode.Incomplete;
+  } finally {
+    await sources.close();
+  }
+}
+
+async function listCommand(config: CpsyncConfig, output: string, io: Io): Promise<number> {
+  const hub = buildHub(config);
+  const options = inventoryOptionsOf(config);
+  const profiles = [];
+  for (const namespace of inventoryNamespaces(options))
+    profiles.push(...(await hub.list(namespace.name, { [LABEL_CLUSTER_MANAGER]: options.manager })));
+  const rows = profiles.map(listRow).sort((a, b) => a.name.localeCompare(b.name));
+  if (output === 'json') io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  else if (output === 'yaml') io.stdout.write(formatYaml(rows));
+  else {
+    io.stdout.write(
+      formatTable(rows, [
+        ['name', 'NAME'],
+        ['provider', 'PROVIDER'],
+        ['location', 'LOCATION'],
+        ['version', 'VERSION'],
+        ['healthy', 'HEALTHY'],
+        ['nodes', 'NODES'],
+      ]),
+    );
+  }
+  return ExitCode.Ok;
+}
+
+/** Runs the `cpsync` command line; resolves to the exit code. */
+export async function main(
+  argv: string[],
+  io: Io = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  let code: number = ExitCode.Ok;
+  const program = new Command('cpsync')
+    .description("Keep a hub cluster's ClusterProfile inventory in step with your EKS, GKE and AKS clusters.")
+    .option('-c, --config <file>', 'configuration file (YAML)', undefined)
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .showHelpAfterError();
+
+  program
+    .command('sync')
+    .description('sync every configured scope (or some) into the hub and publish the changes')
+    .option('-p, --provider <provider>', 'only this provider (eks, gke, aks); repeatable', parseProvider)
+    .option('-s, --scope <provider/account[/region]>', 'only this scope; repeatable', parseScope)
+    .option('--dry-run', 'print the plan as a diff; write nothing to the hub or the bus')
+    .addOption(
+      new Option('-o, --output <format>', 'plan format with --dry-run')
+        .choices(['text', 'json'])
+        .default('text'),
+    )
+    .action(async (options) => {
+      code = await syncCommand(loadConfig(program.opts().config).config, options, io);
+    });
+
+  program
+    .command('list')
+    .description("list the hub's profiles")
+    .addOption(
+      new Option('-o, --output <format>', 'output format')
+        .choices(['table', 'json', 'yaml'])
+        .default('table'),
+    )
+    .action(async (options: { output: string }) => {
+      code = await listCommand(loadConfig(program.opts().config).config, options.output, io);
+    });
+
+  program
+    .command('validate-config')
+    .description('check the configuration and say what is wrong')
+    .action(() => {
+      const { source } = loadConfig(program.opts().config);
+      io.stdout.write(`${source}: valid\n`);
+    });
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
+    if (error instanceof CpsyncError && error.name === 'ConfigError') {
+      io.stderr.write(`${error.message}\n`);
+      return ExitCode.Usage;
+    }
+    if (error instanceof CpsyncError) {
+      io.stderr.write(`cpsync: ${error.message}\n`);
+      return ExitCode.Usage;
+    }
+    io.stderr.write(`cpsync: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return ExitCode.Incomplete;
+  }
+}

@@ -1,0 +1,208 @@
+import pLimit from 'p-limit';
+import { buildChangeEvent, buildScopeEvent, type ScopeSummary } from '../events/builders.ts';
+import type { CpsyncEvent } from '../events/types.ts';
+import type { InventoryOptions } from './options.ts';
+import type { Plan } from './plan.ts';
+import type { ClusterSource, EventSink, Hub, Outbox, PublishFailure, ScopeListing } from './ports.ts';
+import { scopeKey, type Scope, type ScopeOutcome } from './model/scope.ts';
+import type { Provider } from './model/observedCluster.ts';
+import { syncScope } from './syncScope.ts';
+import { timestamp } from './time.ts';
+
+export interface EnginePorts {
+  sources: Partial<Record<Provider, ClusterSource>>;
+  hub: Hub;
+  bus: EventSink;
+  outbox: Outbox;
+  /** @default () => new Date() */
+  clock?: () => Date;
+}
+
+export interface SyncRequest {
+  /** Identifies the run in every event; derive it from the trigger so a redelivered trigger keeps it. */
+  syncId: string;
+  scopes: Scope[];
+  options: InventoryOptions;
+  /**
+   * Scopes listed at once.
+   * @default 4
+   */
+  concurrency?: number;
+  /** Plan and report only: the hub and the bus are left untouched. */
+  dryRun?: boolean;
+  /** Provider ids the provider confirmed gone: their profiles go at once. */
+  confirmedGone?: ReadonlySet<string>;
+  /** Event source. @default 'cpsync' */
+  eventSource?: string;
+  /** Called as each scope finishes (progress displays). */
+  onScope?: (report: ScopeReport, done: number, total: number) => void;
+}
+
+export interface ScopeReport {
+  scope: Scope;
+  outcome: ScopeOutcome;
+  summary: ScopeSummary;
+  plan?: Plan;
+  /** Change events of this scope (those published and those left pending). */
+  events: CpsyncEvent[];
+}
+
+export interface SyncReport {
+  syncId: string;
+  scopes: ScopeReport[];
+  events: { published: number; pending: number; failed: PublishFailure[]; republished: number };
+  hub: { reads: number; writes: number };
+  durationMs: number;
+}
+
+function emptyCounts(listed: number): ScopeSummary['counts'] {
+  return { listed, created: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0, invalid: 0 };
+}
+
+/**
+ * The sync engine: lists each scope through its cloud's source, plans against the hub, applies,
+ * and publishes one event per applied change plus one scope summary. Events go to the outbox
+ * before the bus and leave it only once the bus took them, so a change whose event could not be
+ * published is published by a later run. Events left from earlier runs are published first.
+ */
+export async function runSync(ports: EnginePorts, request: SyncRequest): Promise<SyncReport> {
+  const clock = ports.clock ?? (() => new Date());
+  const started = clock().getTime();
+  const hubBefore = ports.hub.requestCounts();
+  const report: SyncReport = {
+    syncId: request.syncId,
+    scopes: [],
+    events: { published: 0, pending: 0, failed: [], republished: 0 },
+    hub: { reads: 0, writes: 0 },
+    durationMs: 0,
+  };
+
+  const publish = async (events: CpsyncEvent[]) => {
+    if (events.length === 0) return { published: [] as string[], failed: [] as PublishFailure[] };
+    const result = await ports.bus.publish(events);
+    await ports.outbox.remove(result.published);
+    const givenUp = result.failed.filter((f) => !f.retryable).map((f) => f.eventId);
+    if (givenUp.length > 0) await ports.outbox.remove(givenUp);
+    return result;
+  };
+
+  if (!request.dryRun) {
+    const leftover = await ports.outbox.pending();
+    const result = await publish(leftover);
+    report.events.republished = result.published.length;
+    report.events.failed.push(...result.failed);
+  }
+
+  const limit = pLimit(request.concurrency ?? 4);
+  let done = 0;
+  await Promise.all(
+    request.scopes.map((scope) =>
+      limit(async () => {
+        const scopeReport = await syncOne(ports, request, scope, clock);
+        if (!request.dryRun) {
+          await ports.outbox.add(scopeReport.events);
+          const result = await publish(scopeReport.events);
+          report.events.published += result.published.length;
+          report.events.failed.push(...result.failed);
+        }
+        report.scopes.push(scopeReport);
+        request.onScope?.(scopeReport, ++done, request.scopes.length);
+      }),
+    ),
+  );
+  report.scopes.sort((a, b) => scopeKey(a.scope).localeCompare(scopeKey(b.scope)));
+  report.events.pending = request.dryRun ? 0 : (await ports.outbox.pending()).length;
+  const hubAfter = ports.hub.requestCounts();
+  report.hub = { reads: hubAfter.reads - hubBefore.reads, writes: hubAfter.writes - hubBefore.writes };
+  report.durationMs = clock().getTime() - started;
+  return report;
+}
+
+async function syncOne(
+  ports: EnginePorts,
+  request: SyncRequest,
+  scope: Scope,
+  clock: () => Date,
+): Promise<ScopeReport> {
+  const started = clock().getTime();
+  const source = ports.sources[scope.provider];
+  let listing: ScopeListing;
+  if (!source) {
+    listing = {
+      outcome: {
+        scope,
+        kind: 'failed',
+        failure: { reason: 'Unknown', message: `no ${scope.provider} source is configured` },
+      },
+      clusters: [],
+    };
+  } else {
+    try {
+      listing = await source.listScope(scope);
+    } catch (error) {
+      listing = {
+        outcome: {
+          scope,
+          kind: 'failed',
+          failure: { reason: 'Unknown', message: error instanceof Error ? error.message : String(error) },
+        },
+        clusters: [],
+      };
+    }
+  }
+  const now = timestamp(clock());
+  const context = {
+    syncId: request.syncId,
+    occurredAt: now,
+    scope,
+    ...(request.eventSource ? { source: request.eventSource } : {}),
+  };
+  const counts = emptyCounts(listing.clusters.length);
+  let outcome = listing.outcome;
+  let error: ScopeSummary['error'];
+  let plan: Plan | undefined;
+  const events: CpsyncEvent[] = [];
+  try {
+    const result = await syncScope({
+      hub: ports.hub,
+      listing,
+      options: request.options,
+      now,
+      ...(request.confirmedGone ? { confirmedGone: request.confirmedGone } : {}),
+      ...(request.dryRun ? { dryRun: true } : {}),
+    });
+    plan = result.plan;
+    counts.unchanged = result.plan.unchanged;
+    counts.invalid = result.invalid.length;
+    counts.failed = result.applied.failed.length;
+    for (const change of result.applied.applied) {
+      counts[change.kind] += 1;
+      events.push(buildChangeEvent(change, context));
+    }
+    if (request.dryRun) {
+      counts.created = plan.creates.length;
+      counts.updated = plan.updates.length;
+      counts.deleted = plan.deletes.length;
+    }
+    const firstFailure = result.applied.failed[0];
+    if (firstFailure)
+      error = {
+        reason: 'HubError',
+        message: `${result.applied.failed.length} write(s) failed; first: ${firstFailure.key}: ${firstFailure.error.message}`,
+      };
+    else if (result.invalid[0])
+      error = { reason: 'InvalidCluster', message: result.invalid.map((e) => e.message).join('; ') };
+  } catch (failure) {
+    const message = failure instanceof Error ? failure.message : String(failure);
+    outcome = { scope, kind: 'failed', failure: { reason: 'Unknown', message } };
+    error = { reason: 'HubError', message };
+  }
+  const summary: ScopeSummary = {
+    outcome,
+    counts,
+    durationMs: clock().getTime() - started,
+    ...(error ? { error } : {}),
+  };
+  events.push(buildScopeEvent(summary, context));
+  return { scope, outcome, summary, ...(plan ? { plan } : {}), events };
+}

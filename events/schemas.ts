@@ -1,0 +1,13 @@
+import created from './schemas/clusterprofile-created.json' with { type: 'json' };
+import deleted from './schemas/clusterprofile-deleted.json' with { type: 'json' };
+import updated from './schemas/clusterprofile-updated.json' with { type: 'json' };
+import scopeSynced from './schemas/inventory-scope-synced.json' with { type: 'json' };
+import { DetailType } from './detailTypes.ts';
+
+/** The JSON Schema (draft-04, as the EventBridge schema registry takes it) of each detail-type's detail. */
+export const DETAIL_SCHEMAS: Readonly<Record<DetailType, object>> = {
+  [DetailType.Created]: created,
+  [DetailType.Updated]: updated,
+  [DetailType.Deleted]: deleted,
+  [DetailType.ScopeSynced]: scopeSynced,
+};

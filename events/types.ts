@@ -1,0 +1,72 @@
+import type { ClusterProfile } from '../core/model/clusterProfile.ts';
+import type { Provider } from '../core/model/observedCluster.ts';
+import type { ScopeFailureReason, ScopeOutcomeKind } from '../core/model/scope.ts';
+import type { DetailType } from './detailTypes.ts';
+
+export interface EventScope {
+  provider: Provider;
+  account: string;
+  region: string;
+}
+
+interface DetailBase {
+  schemaVersion: string;
+  /** Deterministic: the same change published again carries the same id. */
+  eventId: string;
+  syncId: string;
+  occurredAt: string;
+  scope: EventScope;
+}
+
+export interface EventFieldChange {
+  field: string;
+  before?: unknown;
+  after?: unknown;
+}
+
+/** Detail of ClusterProfile Created / Updated / Deleted. */
+export interface ProfileChangeDetail extends DetailBase {
+  namespace: string;
+  name: string;
+  cluster: {
+    provider: Provider;
+    region: string;
+    displayName: string;
+    providerId: string;
+    account: string;
+  };
+  /** Flat list of the fields that changed, for EventBridge patterns (e.g. `status.version.kubernetes`). */
+  changedFields: string[];
+  changes: EventFieldChange[];
+  /** The profile as written; absent for Deleted, or when it would make the event too large. */
+  profile?: ClusterProfile;
+  /** True when the profile was left out for size. */
+  profileOmitted?: boolean;
+}
+
+/** Detail of Inventory Scope Synced. */
+export interface ScopeSyncedDetail extends DetailBase {
+  outcome: ScopeOutcomeKind;
+  counts: {
+    listed: number;
+    created: number;
+    updated: number;
+    deleted: number;
+    unchanged: number;
+    failed: number;
+    invalid: number;
+  };
+  durationMs: number;
+  missing?: string[];
+  error?: { reason: ScopeFailureReason | 'HubError' | 'InvalidCluster'; message: string };
+}
+
+/** One event as cpsync hands it to a bus. */
+export interface CpsyncEvent<D = ProfileChangeDetail | ScopeSyncedDetail> {
+  source: string;
+  detailType: DetailType;
+  detail: D;
+  /** Resources the event is about (the provider id), as EventBridge carries them. */
+  resources: string[];
+  time: string;
+}

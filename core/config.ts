@@ -8,11 +8,9 @@ import { DEFAULT_DELETION_GRACE_LISTINGS, DEFAULT_MANAGER, DEFAULT_NAMESPACE } f
 import { isDns1123Label, MAX_MANAGER_LENGTH } from './naming.ts';
 import type { InventoryOptions } from './options.ts';
 
-const dnsLabel = z
-  .string()
-  .refine(isDns1123Label, {
-    message: 'must be a DNS-1123 label (lower-case letters, digits and -, at most 63 characters)',
-  });
+const dnsLabel = z.string().refine(isDns1123Label, {
+  message: 'must be a DNS-1123 label (lower-case letters, digits and -, at most 63 characters)',
+});
 const awsAccount = z.string().regex(/^\d{12}$/, 'must be a 12-digit AWS account id');
 const url = z.url({ message: 'must be a URL' });
 const provider = z.enum(['eks', 'gke', 'aks']);
@@ -62,7 +60,7 @@ const gke = z.strictObject({
 
 const aks = z.strictObject({
   subscriptions: z.union([
-    z.array(z.uuid({ message: 'must be a subscription id (a GUID)' })).min(1),
+    z.array(z.guid({ message: 'must be a subscription id (a GUID)' })).min(1),
     z.strictObject({ all: z.literal(true) }),
   ]),
   credential: z

@@ -28,6 +28,8 @@ interface ArmError {
 
 export interface ArmServer {
   endpoint: string;
+  /** PEM of the server's self-signed certificate, for clients in other processes (NODE_EXTRA_CA_CERTS). */
+  certificate: string;
   tenantId: string;
   clientId: string;
   clientSecret: string;
@@ -76,6 +78,7 @@ export async function startArmServer(): Promise<ArmServer> {
   const token = `eyJ.local-${Math.random().toString(36).slice(2)}`;
   const state: Omit<ArmServer, 'stop'> = {
     endpoint,
+    certificate: cert,
     tenantId: '72f988bf-0000-4000-8000-000000000001',
     clientId: '0b1f0000-0000-4000-8000-00000000c9c9',
     clientSecret: 'local-secret-value',

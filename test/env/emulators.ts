@@ -1,0 +1,229 @@
+/**
+ * The whole local estate: moto (EKS, STS, Organizations, EventBridge → SQS) behind the shaping proxy,
+ * the local GKE and ARM servers, optionally the real hub, seeded with a small estate, plus a cpsync
+ * configuration pointing at all of them. Used by the end-to-end tests and by `npm run emulators`.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  CreateEventBusCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { stringify } from 'yaml';
+import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import { startAwsProxy, type AwsProxy } from './awsProxy.ts';
+import { startArmServer, type ArmServer, type ManagedClusterJson } from './fakes/armServer.ts';
+import { startGkeServer, type GkeClusterJson, type GkeServer } from './fakes/gkeServer.ts';
+import { startHub, stopHub, type HubState } from './hub.ts';
+import { startMoto, type MotoServer } from './moto.ts';
+
+export const EKS_ACCOUNT = '210987654321';
+export const GCP_PROJECT = 'acme-data';
+export const AZURE_SUBSCRIPTION = '00000000-1111-2222-3333-444444444444';
+export const BUS_NAME = 'cpsync-events';
+export const QUEUE_NAME = 'cpsync-subscriber';
+
+export function gkeCluster(
+  name: string,
+  location: string,
+  extra: Record<string, unknown> = {},
+): GkeClusterJson {
+  const kind = /-[a-z]$/.test(location) ? 'zones' : 'locations';
+  return {
+    name,
+    location,
+    selfLink: `https://container.googleapis.com/v1/projects/${GCP_PROJECT}/${kind}/${location}/clusters/${name}`,
+    id: `${name}-4f1e2d3c`,
+    endpoint: '34.76.10.20',
+    masterAuth: { clusterCaCertificate: Buffer.from(`${name}-ca`).toString('base64') },
+    currentMasterVersion: '1.30.5-gke.1014001',
+    status: 2,
+    currentNodeCount: 3,
+    nodePools: [
+      {
+        name: 'default-pool',
+        config: { machineType: 'e2-standard-4' },
+        initialNodeCount: 1,
+        locations: ['a', 'b', 'c'],
+      },
+    ],
+    resourceLabels: { team: 'data' },
+    createTime: '2024-03-01T09:00:00+00:00',
+    ...extra,
+  };
+}
+
+export function aksCluster(
+  name: string,
+  group: string,
+  properties: Record<string, unknown> = {},
+): ManagedClusterJson {
+  return {
+    id: `/subscriptions/${AZURE_SUBSCRIPTION}/resourcegroups/${group}/providers/Microsoft.ContainerService/managedClusters/${name}`,
+    name,
+    location: 'westeurope',
+    tags: { team: 'web' },
+    systemData: { createdAt: '2024-06-01T08:30:00Z' },
+    properties: {
+      provisioningState: 'Succeeded',
+      powerState: { code: 'Running' },
+      kubernetesVersion: '1.30',
+      currentKubernetesVersion: '1.30.4',
+      fqdn: `${name}-dns.hcp.westeurope.azmk8s.io`,
+      agentPoolProfiles: [{ name: 'system', count: 3, vmSize: 'Standard_D4s_v5', mode: 'System' }],
+      ...properties,
+    },
+  };
+}
+
+export interface Emulators {
+  directory: string;
+  moto: MotoServer;
+  proxy: AwsProxy;
+  gke: GkeServer;
+  arm: ArmServer;
+  hub?: HubState;
+  queueUrl: string;
+  /** Path of the generated cpsync configuration. */
+  configPath: string;
+  /** Environment a cpsync process needs to reach the emulators (AWS credentials, the ARM certificate). */
+  env: Record<string, string>;
+  /** Number of clusters seeded. */
+  clusters: number;
+  stop(): Promise<void>;
+}
+
+export interface EmulatorOptions {
+  directory: string;
+  /** Start the real hub and write profiles there (else the file hub in `<directory>/inventory`). */
+  withHub?: boolean;
+  /** Namespace of the inventory. @default cluster-inventory */
+  namespace?: string;
+  log?: (line: string) => void;
+}
+
+export async function startEmulators(options: EmulatorOptions): Promise<Emulators> {
+  const log = options.log ?? (() => {});
+  const directory = options.directory;
+  mkdirSync(directory, { recursive: true });
+  const moto = await startMoto(log);
+  const proxy = await startAwsProxy(moto.endpoint);
+  const gke = await startGkeServer();
+  const arm = await startArmServer();
+  const hub = options.withHub ? await startHub(join(directory, 'hub'), log) : undefined;
+
+  await createEksClusters(moto.endpoint, EKS_ACCOUNT, 'us-east-1', [
+    {
+      name: 'payments',
+      tags: { team: 'payments' },
+      nodegroups: [
+        { name: 'general', instanceTypes: ['m6i.large'], desiredSize: 3 },
+        { name: 'compute', instanceTypes: ['c6i.xlarge'], desiredSize: 2 },
+      ],
+    },
+    { name: 'checkout', tags: { team: 'payments' } },
+  ]);
+  await createEksClusters(moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'payments' }]);
+  gke.clusters.set(GCP_PROJECT, [
+    gkeCluster('analytics', 'europe-west1'),
+    gkeCluster('edge', 'europe-west1-c'),
+  ]);
+  arm.clusters.set(AZURE_SUBSCRIPTION, [aksCluster('web', 'rg-web'), aksCluster('batch', 'rg-batch')]);
+
+  const aws = { endpoint: moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
+  const events = new EventBridgeClient(aws);
+  const sqs = new SQSClient(aws);
+  const bus = await events.send(new CreateEventBusCommand({ Name: BUS_NAME }));
+  const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: QUEUE_NAME }))).QueueUrl!;
+  const queueArn = (
+    await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }))
+  ).Attributes!.QueueArn!;
+  await events.send(
+    new PutRuleCommand({
+      Name: 'all-cpsync-events',
+      EventBusName: BUS_NAME,
+      EventPattern: JSON.stringify({ source: ['cpsync'] }),
+    }),
+  );
+  await events.send(
+    new PutTargetsCommand({
+      Rule: 'all-cpsync-events',
+      EventBusName: BUS_NAME,
+      Targets: [{ Id: 'subscriber', Arn: queueArn }],
+    }),
+  );
+  void bus;
+
+  const serviceAccountFile = join(directory, 'gcp-service-account.json');
+  writeFileSync(serviceAccountFile, JSON.stringify(gke.serviceAccountKey), { mode: 0o600 });
+  const azureSecretFile = join(directory, 'azure-client-secret');
+  writeFileSync(azureSecretFile, arm.clientSecret, { mode: 0o600 });
+  const certificateFile = join(directory, 'arm-certificate.pem');
+  writeFileSync(certificateFile, arm.certificate);
+
+  const config = {
+    manager: 'cpsync',
+    inventory: { namespace: options.namespace ?? 'cluster-inventory', tagAllowList: ['team'] },
+    providers: {
+      eks: {
+        accounts: [EKS_ACCOUNT],
+        regions: ['eu-west-1', 'us-east-1'],
+        endpoint: proxy.endpoint,
+        maxAttempts: 3,
+      },
+      gke: {
+        projects: [GCP_PROJECT],
+        credentials: { file: serviceAccountFile },
+        endpoint: gke.endpoint,
+        maxRetries: 2,
+      },
+      aks: {
+        subscriptions: [AZURE_SUBSCRIPTION],
+        credential: {
+          tenantId: arm.tenantId,
+          clientId: arm.clientId,
+          clientSecret: { file: azureSecretFile },
+        },
+        endpoint: arm.endpoint,
+        authorityHost: arm.endpoint,
+      },
+    },
+    hub: hub ? { kubeconfig: hub.kubeconfig } : { directory: join(directory, 'inventory') },
+    bus: { eventBridge: { busName: BUS_NAME, region: 'us-east-1', endpoint: proxy.endpoint } },
+    outbox: { directory: join(directory, 'outbox') },
+  };
+  const configPath = join(directory, 'cpsync.yaml');
+  writeFileSync(configPath, stringify(config));
+  const env = {
+    AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+    AWS_REGION: 'us-east-1',
+    NODE_EXTRA_CA_CERTS: certificateFile,
+  };
+  writeFileSync(
+    join(directory, 'env'),
+    Object.entries(env)
+      .map(([k, v]) => `export ${k}=${v}\n`)
+      .join(''),
+  );
+  return {
+    directory,
+    moto,
+    proxy,
+    gke,
+    arm,
+    ...(hub ? { hub } : {}),
+    queueUrl,
+    configPath,
+    env,
+    clusters: 7,
+    async stop() {
+      await Promise.allSettled([proxy.stop(), gke.stop(), arm.stop()]);
+      await moto.stop();
+      if (hub) await stopHub(hub.directory);
+    },
+  };
+}

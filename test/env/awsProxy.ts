@@ -25,7 +25,10 @@ export interface CannedResponse {
 }
 
 /** Returns a response to answer instead of moto, or undefined to forward. */
-type Interceptor = (call: AwsCall) => CannedResponse | undefined;
+type Interceptor = (
+  call: AwsCall,
+  forward: (body: string) => Promise<{ status: number; body: string }>,
+) => CannedResponse | undefined | Promise<CannedResponse | undefined>;
 /** Returns a replacement body for moto's answer, or undefined to keep it. */
 type Rewriter = (call: AwsCall, status: number, body: string) => string | undefined;
 
@@ -78,18 +81,23 @@ export async function startAwsProxy(
     peak = Math.max(peak, inFlight);
     response.once('close', () => (inFlight -= 1));
     if (options.latencyMs) await new Promise((r) => setTimeout(r, options.latencyMs));
-    for (const interceptor of interceptors) {
-      const canned = interceptor(call);
+    const headers: Record<string, string> = {};
+    for (const [key, value] of Object.entries(request.headers)) {
+      if (value !== undefined && key !== 'host' && key !== 'connection' && key !== 'content-length')
+        headers[key] = Array.isArray(value) ? value.join(', ') : value;
+    }
+    /** Sends `body` (instead of the original) to moto; for interceptors that answer in part themselves. */
+    const forward = async (body: string) => {
+      const answer = await fetch(`${upstream}${call.path}`, { method: call.method, headers, body });
+      return { status: answer.status, body: await answer.text() };
+    };
+    for (const interceptor of [...interceptors]) {
+      const canned = await interceptor(call, forward);
       if (canned) {
         response.writeHead(canned.status, { 'content-type': 'application/json', ...canned.headers });
         response.end(canned.body);
         return;
       }
-    }
-    const headers: Record<string, string> = {};
-    for (const [key, value] of Object.entries(request.headers)) {
-      if (value !== undefined && key !== 'host' && key !== 'connection')
-        headers[key] = Array.isArray(value) ? value.join(', ') : value;
     }
     try {
       const answer = await fetch(`${upstream}${call.path}`, {

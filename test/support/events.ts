@@ -1,0 +1,74 @@
+/** Reading what subscribers of the bus receive: the SQS queue a rule delivers to. */
+import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { HUB_CREDENTIALS } from './aws.ts';
+
+export interface ReceivedEvent {
+  'detail-type': string;
+  source: string;
+  resources: string[];
+  detail: Record<string, unknown> & { eventId: string };
+}
+
+/** Every message now in the queue (then removed from it). */
+export async function drainQueue(queueUrl: string): Promise<ReceivedEvent[]> {
+  const sqs = new SQSClient({
+    endpoint: new URL(queueUrl).origin,
+    region: 'us-east-1',
+    credentials: HUB_CREDENTIALS,
+  });
+  const events: ReceivedEvent[] = [];
+  for (;;) {
+    const answer = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+    );
+    const messages = answer.Messages ?? [];
+    if (messages.length === 0) break;
+    events.push(...messages.map((m) => JSON.parse(m.Body!) as ReceivedEvent));
+    await sqs.send(
+      new DeleteMessageBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+      }),
+    );
+  }
+  sqs.destroy();
+  return events;
+}
+
+interface PutEventsBody {
+  Entries: Array<Record<string, unknown>>;
+}
+
+/**
+ * An interceptor for the AWS proxy that makes PutEvents fail for the entries `fails` picks (with
+ * `code`) and forwards the others to moto, answering as EventBridge does for a partial failure.
+ */
+export function failSomeEntries(
+  fails: (entry: Record<string, unknown>, index: number) => boolean,
+  code = 'InternalFailure',
+) {
+  return async (
+    call: { operation: string; body: string },
+    forward: (body: string) => Promise<{ status: number; body: string }>,
+  ) => {
+    if (call.operation !== 'AWSEvents.PutEvents') return undefined;
+    const request = JSON.parse(call.body) as PutEventsBody;
+    const failing = request.Entries.map((entry, index) => fails(entry, index));
+    const passing = request.Entries.filter((_, index) => !failing[index]);
+    const forwarded =
+      passing.length > 0
+        ? (JSON.parse((await forward(JSON.stringify({ Entries: passing }))).body) as {
+            Entries: Array<{ EventId: string }>;
+          })
+        : { Entries: [] };
+    let next = 0;
+    const entries = failing.map((failed) =>
+      failed ? { ErrorCode: code, ErrorMessage: `${code} injected by the test` } : forwarded.Entries[next++],
+    );
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/x-amz-json-1.1' },
+      body: JSON.stringify({ FailedEntryCount: failing.filter(Boolean).length, Entries: entries }),
+    };
+  };
+}

@@ -92,10 +92,15 @@ export function formatSummary(report: SyncReport): string {
     for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += s.summary.counts[k];
   const lines = report.scopes
     .filter((s) => s.outcome.kind !== 'complete' || s.summary.error)
-    .map(
-      (s) =>
-        `  ${scopeKey(s.scope)}: ${s.outcome.kind}${s.summary.error ? ` — ${s.summary.error.reason}: ${s.summary.error.message}` : s.outcome.missing ? ` — missing ${s.outcome.missing.join(', ')}` : ''}`,
-    );
+    .map((s) => {
+      const error = s.summary.error ?? s.outcome.failure;
+      const detail = error
+        ? ` — ${error.reason}: ${error.message}`
+        : s.outcome.missing
+          ? ` — missing ${s.outcome.missing.join(', ')}`
+          : '';
+      return `  ${scopeKey(s.scope)}: ${s.outcome.kind}${detail}`;
+    });
   const complete = report.scopes.filter((s) => s.outcome.kind === 'complete').length;
   return [
     `sync ${report.syncId}: ${report.scopes.length} scope(s), ${complete} complete; ${totals.created} created, ${totals.updated} updated, ${totals.deleted} deleted, ${totals.unchanged} unchanged`,

@@ -1,0 +1,306 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
+import type { ClusterProfile } from '../../core/model/clusterProfile.ts';
+import { DetailValidator } from '../../events/validate.ts';
+import { stsAccessDenied, restJsonError } from '../env/awsProxy.ts';
+import {
+  aksCluster,
+  AZURE_SUBSCRIPTION,
+  EKS_ACCOUNT,
+  GCP_PROJECT,
+  gkeCluster,
+  startEmulators,
+  type Emulators,
+} from '../env/emulators.ts';
+import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../support/hub.ts';
+
+const CLI = fileURLToPath(new URL('../../cli/bin.ts', import.meta.url));
+const validator = new DetailValidator();
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub → EventBridge → SQS', () => {
+  let emulators: Emulators;
+  let hub: KubernetesHub;
+  let namespace: string;
+
+  const cli = (...args: string[]): Promise<Run> =>
+    new Promise((resolve) => {
+      const child = spawn(
+        process.execPath,
+        [CLI, ...args, ...(args.includes('--config') ? [] : ['--config', emulators.configPath])],
+        {
+          cwd: emulators.directory,
+          env: { ...process.env, ...emulators.env },
+        },
+      );
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    });
+  const sync = (...extra: string[]) => cli('sync', ...extra);
+  const profiles = async (): Promise<ClusterProfile[]> =>
+    hub.list(namespace, { 'x-k8s.io/cluster-manager': 'cpsync' });
+  const versions = async () =>
+    Object.fromEntries((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion]));
+  const changes = (events: ReceivedEvent[]) =>
+    events.filter((e) => e['detail-type'] !== 'Inventory Scope Synced');
+  const summaries = (events: ReceivedEvent[]) =>
+    events.filter((e) => e['detail-type'] === 'Inventory Scope Synced');
+  const assertValid = (events: ReceivedEvent[]) => {
+    for (const event of events)
+      assert.deepEqual(
+        validator.errors(event['detail-type'], event.detail),
+        [],
+        `${event['detail-type']} ${event.detail.eventId}`,
+      );
+  };
+  const pendingEvents = () => {
+    try {
+      return readdirSync(join(emulators.directory, 'outbox')).filter((f) => f.endsWith('.json')).length;
+    } catch {
+      return 0;
+    }
+  };
+
+  before(async () => {
+    const state = await localHub();
+    namespace = uniqueNamespace('e2e');
+    emulators = await startEmulators({
+      directory: mkdtempSync(join(tmpdir(), 'cpsync-e2e-')),
+      namespace,
+      log: (line) => console.log(line),
+    });
+    // Point the generated configuration at the shared test hub.
+    const { readFileSync, writeFileSync } = await import('node:fs');
+    writeFileSync(
+      emulators.configPath,
+      readFileSync(emulators.configPath, 'utf8').replace(
+        /hub:\n\s+directory: .*\n/,
+        `hub:\n  kubeconfig: ${state.kubeconfig}\n`,
+      ),
+    );
+    hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
+  });
+
+  after(async () => emulators?.stop());
+
+  it('validates the configuration', async () => {
+    const run = await cli('validate-config');
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stdout, /valid/);
+  });
+
+  it('creates every profile on the first sync and publishes one valid Created event each, plus one summary per scope', async () => {
+    const run = await sync();
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((await profiles()).length, emulators.clusters);
+    const events = await drainQueue(emulators.queueUrl);
+    assertValid(events);
+    const created = changes(events);
+    assert.equal(created.length, emulators.clusters);
+    assert.ok(created.every((e) => e['detail-type'] === 'ClusterProfile Created'));
+    assert.deepEqual(
+      summaries(events)
+        .map((e) => `${(e.detail.scope as { provider: string }).provider}:${e.detail.outcome as string}`)
+        .sort(),
+      ['aks:complete', 'eks:complete', 'eks:complete', 'gke:complete'],
+    );
+  });
+
+  it('writes nothing and publishes only scope summaries when nothing changed', async () => {
+    const before = await versions();
+    const run = await sync();
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /hub: \d+ read\(s\), 0 write\(s\)/);
+    assert.deepEqual(await versions(), before);
+    const events = await drainQueue(emulators.queueUrl);
+    assertValid(events);
+    assert.equal(changes(events).length, 0);
+    assert.equal(summaries(events).length, 4);
+  });
+
+  it('publishes one Updated event naming the version when a cluster is upgraded', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', { currentMasterVersion: '1.31.2-gke.1100000' }),
+      gkeCluster('edge', 'europe-west1-c'),
+    ]);
+    const run = await sync();
+    assert.equal(run.code, 0, run.stderr);
+    const updated = changes(await drainQueue(emulators.queueUrl));
+    assertValid(updated);
+    assert.equal(updated.length, 1);
+    assert.equal(updated[0]!['detail-type'], 'ClusterProfile Updated');
+    assert.deepEqual(updated[0]!.detail.changedFields, ['status.version.kubernetes']);
+    assert.equal((updated[0]!.detail.cluster as { displayName: string }).displayName, 'analytics');
+  });
+
+  it('prints the plan on --dry-run without touching the hub or the bus, and the real run applies that same plan', async () => {
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
+      aksCluster('web', 'rg-web', { currentKubernetesVersion: '1.31.1' }),
+    ]);
+    const before = await versions();
+    const dry = await sync('--dry-run', '--output', 'json');
+    assert.equal(dry.code, 0, dry.stderr);
+    const planned = (JSON.parse(dry.stdout) as Array<{ kind: string; name: string; changedFields: string[] }>)
+      .map((c) => `${c.kind} ${c.name} ${c.changedFields.join(',')}`)
+      .sort();
+    assert.equal(planned.length, 2, dry.stdout);
+    assert.deepEqual(await versions(), before);
+    assert.deepEqual(await drainQueue(emulators.queueUrl), []);
+    assert.equal(pendingEvents(), 0);
+
+    const text = await sync('--dry-run');
+    assert.match(text.stdout, /~ .*web\n\s+status\.version\.kubernetes: "1\.30\.4" → "1\.31\.1"/);
+
+    const real = await sync();
+    assert.equal(real.code, 0, real.stderr);
+    const applied = changes(await drainQueue(emulators.queueUrl)).map(
+      (e) =>
+        `${e['detail-type'] === 'ClusterProfile Updated' ? 'update' : e['detail-type'] === 'ClusterProfile Created' ? 'create' : 'delete'} ${e.detail.name as string} ${(e.detail.changedFields as string[]).join(',')}`,
+    );
+    assert.deepEqual(applied.sort(), planned);
+  });
+
+  it('deletes a cluster gone from the cloud only after the grace of complete listings', async () => {
+    // The previous run was the first complete listing without "batch": it is marked, not deleted.
+    const batch = (await profiles()).find((p) => p.spec.displayName === 'batch')!;
+    assert.equal(batch.status!.conditions!.find((c) => c.type === 'Joined')!.reason, 'NotFoundInProvider');
+    const run = await sync();
+    assert.equal(run.code, 0, run.stderr);
+    const deleted = changes(await drainQueue(emulators.queueUrl));
+    assertValid(deleted);
+    assert.deepEqual(
+      deleted.map((e) => [e['detail-type'], e.detail.name]),
+      [['ClusterProfile Deleted', batch.metadata.name]],
+    );
+    assert.equal(deleted[0]!.detail.profile, undefined);
+    assert.ok(!(await profiles()).some((p) => p.spec.displayName === 'batch'));
+  });
+
+  it('keeps every profile of a scope whose role cannot be assumed, reports it failed and exits 1', async () => {
+    const eksBefore = (await profiles()).filter((p) => p.metadata.labels?.['cpsync.io/provider'] === 'eks');
+    const remove = emulators.proxy.intercept((call) =>
+      call.operation === 'AssumeRole'
+        ? stsAccessDenied(`arn:aws:iam::${EKS_ACCOUNT}:role/cpsync-reader`)
+        : undefined,
+    );
+    const run = await sync();
+    remove();
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /eks\/210987654321\/us-east-1: failed — AccessDenied/);
+    const eksAfter = (await profiles()).filter((p) => p.metadata.labels?.['cpsync.io/provider'] === 'eks');
+    assert.deepEqual(
+      eksAfter.map((p) => p.metadata.resourceVersion),
+      eksBefore.map((p) => p.metadata.resourceVersion),
+    );
+    const events = await drainQueue(emulators.queueUrl);
+    assertValid(events);
+    const failed = summaries(events).filter((e) => e.detail.outcome === 'failed');
+    assert.equal(failed.length, 2);
+    assert.ok(failed.every((e) => (e.detail.error as { reason: string }).reason === 'AccessDenied'));
+    assert.equal(changes(events).length, 0);
+  });
+
+  it('loses no change event when EventBridge fails some entries, or whole calls: the next run publishes them', async () => {
+    const expected: string[] = [];
+    // Run 1: every Updated entry keeps failing (retryable) through all retry rounds.
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', {
+        currentMasterVersion: '1.31.2-gke.1100000',
+        currentNodeCount: 7,
+      }),
+      gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 5 }),
+    ]);
+    const partial = emulators.proxy.intercept(
+      failSomeEntries((entry) => entry.DetailType === 'ClusterProfile Updated', 'InternalFailure'),
+    );
+    const first = await sync();
+    partial();
+    assert.equal(first.code, 0, first.stderr);
+    assert.match(first.stderr, /2 pending/);
+    const afterFirst = await drainQueue(emulators.queueUrl);
+    assert.equal(changes(afterFirst).length, 0, 'the failed entries were not delivered');
+    assert.equal(summaries(afterFirst).length, 4, 'the entries that did not fail were');
+
+    // Run 2: EventBridge refuses every call; a new change joins the pending ones.
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
+      aksCluster('web', 'rg-web', {
+        currentKubernetesVersion: '1.31.1',
+        agentPoolProfiles: [{ name: 'system', count: 4, vmSize: 'Standard_D4s_v5', mode: 'System' }],
+      }),
+    ]);
+    const down = emulators.proxy.intercept((call) =>
+      call.operation === 'AWSEvents.PutEvents'
+        ? restJsonError(500, 'InternalException', 'injected outage')
+        : undefined,
+    );
+    const second = await sync();
+    down();
+    assert.equal(second.code, 0, second.stderr);
+    assert.deepEqual(await drainQueue(emulators.queueUrl), []);
+    assert.ok(pendingEvents() >= 3 + 4, `pending: ${pendingEvents()}`);
+
+    // Run 3: the bus is back; nothing changed in the clouds, yet every pending change arrives.
+    const third = await sync();
+    assert.equal(third.code, 0, third.stderr);
+    const delivered = await drainQueue(emulators.queueUrl);
+    assertValid(delivered);
+    for (const e of changes(delivered))
+      expected.push(`${e.detail.name as string}:${(e.detail.changedFields as string[]).join(',')}`);
+    assert.deepEqual(
+      expected.sort(),
+      [
+        expect('analytics', 'status.properties[count.node.k8s.io]'),
+        expect('edge', 'status.properties[count.node.k8s.io]'),
+        expect('web', 'status.properties[count.node.k8s.io]'),
+      ].sort(),
+    );
+    assert.equal(new Set(changes(delivered).map((e) => e.detail.eventId)).size, 3);
+    assert.equal(pendingEvents(), 0);
+
+    function expect(display: string, field: string) {
+      const name = changes(delivered).find(
+        (e) => (e.detail.cluster as { displayName: string }).displayName === display,
+      )?.detail.name as string;
+      return `${name}:${field}`;
+    }
+  });
+
+  it('lists the hub as a table, JSON or YAML', async () => {
+    const table = await cli('list');
+    assert.equal(table.code, 0, table.stderr);
+    assert.match(table.stdout, /^NAME\s+PROVIDER\s+LOCATION\s+VERSION\s+HEALTHY\s+NODES/);
+    assert.match(
+      table.stdout,
+      /cpsync-gke-analytics-\w+\s+gke\s+gcp\/europe-west1\s+1\.31\.2-gke\.1100000\s+True \(Running\)\s+7/,
+    );
+    const json = JSON.parse((await cli('list', '--output', 'json')).stdout) as Array<{ provider: string }>;
+    assert.equal(json.length, 6);
+    assert.match((await cli('list', '-o', 'yaml')).stdout, /- name: cpsync-/);
+  });
+
+  it('refuses a bad configuration with exit code 2 and names the field', async () => {
+    const { writeFileSync } = await import('node:fs');
+    const bad = join(emulators.directory, 'bad.yaml');
+    writeFileSync(bad, 'providers:\n  eks:\n    accounts: ["12345"]\n');
+    const run = await cli('sync', '--config', bad);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /providers\.eks\.accounts\[0\]: must be a 12-digit AWS account id/);
+    const usage = await cli('sync', '--scope', 'oci/x');
+    assert.equal(usage.code, 2);
+  });
+});

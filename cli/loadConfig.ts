@@ -3,7 +3,7 @@ import { parse } from 'yaml';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../core/config.ts';
 
 /** The file read when no --config is given (an empty configuration when it does not exist). */
-export const DEFAULT_CONFIG_FILE = 'cpsync.yaml';
+const DEFAULT_CONFIG_FILE = 'cpsync.yaml';
 
 /** Reads and validates a YAML configuration; a missing default file means the embedded defaults. */
 export function loadConfig(path: string | undefined): { config: CpsyncConfig; source: string } {

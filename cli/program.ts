@@ -19,7 +19,7 @@ import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines 
 import { loadConfig } from './loadConfig.ts';
 
 /** Exit codes: 0 every scope complete, 1 some scope failed or partial, 2 bad usage or configuration. */
-export const ExitCode = { Ok: 0, Incomplete: 1, Usage: 2 } as const;
+const ExitCode = { Ok: 0, Incomplete: 1, Usage: 2 } as const;
 
 export interface Io {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };

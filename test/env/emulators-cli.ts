@@ -20,7 +20,7 @@ console.log(`Local estate ready (${emulators.clusters} clusters: EKS, GKE, AKS).
   npx cpsync sync --config .emulators/cpsync.yaml
   npx cpsync list --config .emulators/cpsync.yaml
 ${emulators.hub ? `\nThe hub is a real kube-apiserver: export KUBECONFIG=${emulators.hub.kubeconfig}\n` : ''}
-Events reach the EventBridge bus "${'cpsync-events'}" and, through a rule, the SQS queue ${emulators.queueUrl}.
+Events reach the EventBridge bus "cpsync-events" and, through a rule, the SQS queue ${emulators.queueUrl}.
 Press Ctrl-C to stop.`);
 
 const stop = async () => {

@@ -23,8 +23,8 @@ import { startMoto, type MotoServer } from './moto.ts';
 export const EKS_ACCOUNT = '210987654321';
 export const GCP_PROJECT = 'acme-data';
 export const AZURE_SUBSCRIPTION = '00000000-1111-2222-3333-444444444444';
-export const BUS_NAME = 'cpsync-events';
-export const QUEUE_NAME = 'cpsync-subscriber';
+const BUS_NAME = 'cpsync-events';
+const QUEUE_NAME = 'cpsync-subscriber';
 
 export function gkeCluster(
   name: string,

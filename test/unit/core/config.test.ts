@@ -1,0 +1,94 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { ConfigError, inventoryOptionsOf, parseConfig } from '../../../core/config.ts';
+
+const EXAMPLE = new URL('../../../cpsync.example.yaml', import.meta.url);
+
+function issues(document: unknown): string[] {
+  try {
+    parseConfig(document, 'test.yaml');
+  } catch (error) {
+    assert.ok(error instanceof ConfigError);
+    assert.match(error.message, /^invalid configuration in test\.yaml:/);
+    return error.issues;
+  }
+  assert.fail('expected the configuration to be refused');
+}
+
+describe('configuration', () => {
+  it('accepts the documented example, every option of it', () => {
+    const config = parseConfig(parse(readFileSync(EXAMPLE, 'utf8')), 'cpsync.example.yaml');
+    assert.equal(config.providers.eks?.roleName, 'cpsync-reader');
+    assert.equal(config.inventory.namespaceRules.length, 3);
+    assert.deepEqual(inventoryOptionsOf(config).clusterSets, { 'cluster-inventory': 'production' });
+  });
+
+  it('fills every default from an empty document', () => {
+    const config = parseConfig({});
+    assert.equal(config.manager, 'cpsync');
+    assert.equal(config.inventory.namespace, 'cluster-inventory');
+    assert.equal(config.inventory.deletionGraceListings, 2);
+    assert.deepEqual(config.providers, {});
+    assert.equal(config.hub, undefined);
+  });
+
+  const bad: Array<[string, unknown, RegExp]> = [
+    ['an invalid manager name', { manager: 'Fleet_Manager' }, /^manager: must be a DNS-1123 label/],
+    [
+      'an AWS account id that is not 12 digits',
+      { providers: { eks: { accounts: ['1234'] } } },
+      /^providers\.eks\.accounts\[0\]: must be a 12-digit AWS account id/,
+    ],
+    [
+      'a region that is not one',
+      { providers: { eks: { accounts: ['111122223333'], regions: ['mars-1'] } } },
+      /^providers\.eks\.regions\[0\]: must be an AWS region/,
+    ],
+    [
+      'a subscription id that is not a GUID',
+      { providers: { aks: { subscriptions: ['prod'] } } },
+      /^providers\.aks\.subscriptions\[0\]: must be a subscription id/,
+    ],
+    [
+      'a secret given inline',
+      { providers: { gke: { projects: ['acme-data'], credentials: { json: '{}' } } } },
+      /^providers\.gke\.credentials/,
+    ],
+    [
+      'an unknown option',
+      { inventory: { namespace: 'x', colour: 'blue' } },
+      /^inventory: Unrecognized key: "colour"/,
+    ],
+    [
+      'a namespace that is not a DNS label',
+      { inventory: { namespace: 'Cluster Inventory' } },
+      /^inventory\.namespace: must be a DNS-1123 label/,
+    ],
+    [
+      'a grace of zero listings',
+      { inventory: { deletionGraceListings: 0 } },
+      /^inventory\.deletionGraceListings: /,
+    ],
+    ['a bus without a bus name', { bus: { eventBridge: {} } }, /^bus\.eventBridge\.busName: /],
+    [
+      'a ClusterSet for a namespace nothing uses',
+      { inventory: { clusterSets: { elsewhere: 'prod' } } },
+      /^inventory\.clusterSets: elsewhere/,
+    ],
+  ];
+  for (const [title, document, expected] of bad) {
+    it(`refuses ${title}, naming the field`, () => {
+      const found = issues(document);
+      assert.ok(
+        found.some((issue) => expected.test(issue)),
+        found.join('\n'),
+      );
+    });
+  }
+
+  it('reports every bad field at once', () => {
+    assert.equal(issues({ manager: 'X', inventory: { deletionGraceListings: -1 } }).length, 2);
+  });
+});

@@ -12,6 +12,21 @@ export interface ScopeListing {
 /** A cloud: turns a scope into the clusters it holds. */
 export interface ClusterSource {
   listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing>;
+  /**
+   * One cluster, for event-triggered syncs: the cluster as it is now, or `undefined` when the provider
+   * answers that it does not exist (not found). Any other failure throws.
+   */
+  getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined>;
+}
+
+/** Names one cluster within a scope: EKS/GKE by name (GKE with its location), AKS with its resource group. */
+export interface ClusterRef {
+  scope: Scope;
+  name: string;
+  /** GKE: the cluster's location (region or zone). */
+  location?: string;
+  /** AKS: the cluster's resource group. */
+  resourceGroup?: string;
 }
 
 /** A namespace the hub must hold, labelled as a ClusterSet when it stands for one. */

@@ -5,7 +5,8 @@ import { DefaultAzureCredential } from '@azure/identity';
 import { parse } from 'yaml';
 import type { ObservedCluster } from '../../core/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/model/scope.ts';
-import type { ClusterSource, ScopeListing } from '../../core/ports.ts';
+import { InvalidOptionError } from '../../core/errors.ts';
+import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.ts';
 import { azureErrorDetails, classifyAzureError } from './classify.ts';
 import { mapAksCluster, resourceGroupOf } from './mapCluster.ts';
 
@@ -131,6 +132,20 @@ export class AksSource implements ClusterSource {
         clusters,
       };
     return { outcome: { scope, kind: 'complete' }, clusters };
+  }
+
+  async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {
+    if (!ref.resourceGroup) throw new InvalidOptionError('resourceGroup', 'is needed to find an AKS cluster');
+    const client = this.#client(ref.scope.account);
+    let cluster: ManagedCluster;
+    try {
+      cluster = await client.managedClusters.get(ref.resourceGroup, ref.name);
+    } catch (error) {
+      if (classifyAzureError(error) === 'NotFound') return undefined;
+      throw error;
+    }
+    const ca = this.#options.fetchCertificateAuthority ? await this.#caData(client, cluster) : undefined;
+    return mapAksCluster(cluster, ref.scope.account, ca);
   }
 
   /** Subscriptions the identity can use: explicit, or every one it can see in a usable state. */

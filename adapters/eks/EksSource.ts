@@ -13,7 +13,7 @@ import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { ObservedCluster } from '../../core/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/model/scope.ts';
-import type { ClusterSource, ScopeListing } from '../../core/ports.ts';
+import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.ts';
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
 import { classifyAwsError, errorMessage } from './classify.ts';
 import { mapEksCluster } from './mapCluster.ts';
@@ -138,6 +138,11 @@ export class EksSource implements ClusterSource {
       .map((r) => r.RegionName ?? '')
       .filter(Boolean)
       .sort();
+  }
+
+  async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {
+    const credentials = await this.credentialsFor(ref.scope.account);
+    return this.#describe(this.#clients.eks(ref.scope.region, credentials), ref.scope.account, ref.scope.region, ref.name);
   }
 
   async listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing> {

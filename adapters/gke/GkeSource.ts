@@ -4,7 +4,8 @@ import { ExternalAccountClient, GoogleAuth, JWT, type AuthClient } from 'google-
 import type { CallOptions, ClientOptions } from 'google-gax';
 import { InvalidOptionError } from '../../core/errors.ts';
 import { ALL_REGIONS, type Scope } from '../../core/model/scope.ts';
-import type { ClusterSource, ScopeListing } from '../../core/ports.ts';
+import type { ObservedCluster } from '../../core/model/observedCluster.ts';
+import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.ts';
 import { classifyGoogleError, GrpcCode } from './classify.ts';
 import { mapGkeCluster } from './mapCluster.ts';
 
@@ -140,6 +141,17 @@ export class GkeSource implements ClusterSource {
         outcome: { scope, kind: 'failed', failure: { reason: classifyGoogleError(error), message } },
         clusters: [],
       };
+    }
+  }
+
+  async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {
+    if (!ref.location) throw new InvalidOptionError('location', 'is needed to find a GKE cluster');
+    try {
+      const [cluster] = await this.#client.getCluster({ name: `projects/${ref.scope.account}/locations/${ref.location}/clusters/${ref.name}` }, this.#callOptions);
+      return mapGkeCluster(cluster, ref.scope.account);
+    } catch (error) {
+      if (classifyGoogleError(error) === 'NotFound') return undefined;
+      throw error;
     }
   }
 

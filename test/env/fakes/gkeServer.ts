@@ -144,6 +144,13 @@ export async function startGkeServer(): Promise<GkeServer> {
       );
       return send(response, 200, { clusters, missingZones: state.missingZones.get(project) ?? [] });
     }
+    const one = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/clusters\/([^/]+)$/.exec(url.pathname);
+    if (request.method === 'GET' && one) {
+      const [project, location, name] = [one[1]!, one[2]!, one[3]!].map(decodeURIComponent);
+      const cluster = (state.clusters.get(project!) ?? []).find((c) => c.name === name && c.location === location);
+      if (!cluster) return sendError(response, { status: 404, code: 'NOT_FOUND', message: `Not found: projects/${project}/locations/${location}/clusters/${name}.` });
+      return send(response, 200, cluster);
+    }
     if (request.method === 'GET' && url.pathname === '/v3/projects:search') {
       const query = url.searchParams.get('query') ?? '';
       const pageSize = Number(url.searchParams.get('pageSize') ?? '2');

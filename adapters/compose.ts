@@ -24,6 +24,11 @@ import { enumerateGkeScopes, GkeSource } from './gke/GkeSource.ts';
 import { FileHub } from './hub/FileHub.ts';
 import { KubernetesHub } from './hub/KubernetesHub.ts';
 import { FileOutbox } from './outbox/FileOutbox.ts';
+import { DynamoOutbox } from './outbox/DynamoOutbox.ts';
+import { eksToken, TOKEN_REFRESH_MILLIS } from './hub/eksToken.ts';
+import { RefreshingHub } from './hub/RefreshingHub.ts';
+import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
+import type { AwsCredentialIdentityProvider } from '@smithy/types';
 
 /** A configured part that cannot be built here (e.g. a hub kind the runtime does not support). */
 export class CompositionError extends CpsyncError {}
@@ -167,9 +172,46 @@ export function buildHub(config: CpsyncConfig): Hub {
     if (hub.context) kubeConfig.setCurrentContext(hub.context);
     return new KubernetesHub({ kubeConfig });
   }
-  throw new CompositionError(
-    `hub.${Object.keys(hub)[0]} is for the Lambda functions; from the command line use hub.kubeconfig or hub.directory`,
-  );
+  throw new CompositionError(`hub.${Object.keys(hub)[0]} needs AWS at start-up; build it with connectHub()`);
+}
+
+/** A KubeConfig for an EKS cluster with a fresh IAM token (endpoint and CA from DescribeCluster). */
+export async function eksHubKubeConfig(
+  hub: { clusterName: string; region: string; endpoint?: string; stsEndpoint?: string },
+  credentials?: AwsCredentialIdentityProvider,
+): Promise<KubeConfig> {
+  const eks = new EKSClient({ region: hub.region, ...(hub.endpoint ? { endpoint: hub.endpoint } : {}), ...(credentials ? { credentials } : {}) });
+  const { cluster } = await eks.send(new DescribeClusterCommand({ name: hub.clusterName }));
+  if (!cluster?.endpoint) throw new CompositionError(`hub EKS cluster ${hub.clusterName} has no endpoint (status ${cluster?.status ?? 'unknown'})`);
+  const token = await eksToken({
+    clusterName: hub.clusterName,
+    region: hub.region,
+    credentials: credentials ?? eks.config.credentials,
+    ...(hub.stsEndpoint ? { stsEndpoint: hub.stsEndpoint } : {}),
+  });
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: hub.clusterName, server: cluster.endpoint, ...(cluster.certificateAuthority?.data ? { caData: cluster.certificateAuthority.data } : {}), skipTLSVerify: false }],
+    users: [{ name: 'cpsync', token }],
+    contexts: [{ name: 'hub', cluster: hub.clusterName, user: 'cpsync' }],
+    currentContext: 'hub',
+  });
+  return kubeConfig;
+}
+
+/**
+ * Any configured hub, including those the Lambda functions use: an EKS hub reached with IAM-signed
+ * tokens (renewed every 10 minutes), or a kubeconfig kept in AWS Secrets Manager.
+ */
+export async function connectHub(config: CpsyncConfig): Promise<Hub> {
+  const hub = config.hub;
+  if (hub && 'eks' in hub) return new RefreshingHub(async () => new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks) }), TOKEN_REFRESH_MILLIS);
+  if (hub && 'kubeconfigSecretArn' in hub) {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(await readSecret({ secretArn: hub.kubeconfigSecretArn }));
+    return new KubernetesHub({ kubeConfig });
+  }
+  return buildHub(config);
 }
 
 /** The bus: EventBridge, a JSON-lines file, or JSON lines on stdout (the default). */
@@ -191,7 +233,9 @@ export function eventSourceOf(config: CpsyncConfig): string {
   return config.bus && 'eventBridge' in config.bus ? config.bus.eventBridge.source : 'cpsync';
 }
 
-/** Where unpublished events wait: `outbox.directory`, by default `.cpsync/outbox`. */
+/** Where unpublished events wait: a DynamoDB table, or a directory (by default `.cpsync/outbox`). */
 export function buildOutbox(config: CpsyncConfig): Outbox {
-  return new FileOutbox(resolve(config.outbox?.directory ?? '.cpsync/outbox'));
+  const outbox = config.outbox ?? { directory: '.cpsync/outbox' };
+  if ('table' in outbox) return new DynamoOutbox({ tableName: outbox.table, ...(outbox.endpoint ? { endpoint: outbox.endpoint } : {}) });
+  return new FileOutbox(resolve(outbox.directory));
 }

@@ -83,6 +83,7 @@ const hub = z.union([
   z.strictObject({
     eks: z.strictObject({
       clusterName: z.string().min(1),
+      stsEndpoint: url.optional(),
       region: z.string().min(1),
       endpoint: url.optional(),
     }),
@@ -140,7 +141,23 @@ export const configSchema = z.strictObject({
   providers: z.strictObject({ eks: eks.optional(), gke: gke.optional(), aks: aks.optional() }).prefault({}),
   hub: hub.optional(),
   bus: bus.optional(),
-  outbox: z.strictObject({ directory: z.string().min(1) }).optional(),
+  outbox: z.union([z.strictObject({ directory: z.string().min(1) }), z.strictObject({ table: z.string().min(1), endpoint: url.optional() })]).optional(),
+  /** What the webhook function accepts (SPEC §5). */
+  webhook: z
+    .strictObject({
+      /** Azure Event Grid: deliveries must carry this key (`?key=` on the endpoint URL, or the `x-cpsync-key` header). */
+      azure: z.strictObject({ key: secretRef }).optional(),
+      /** GCP Pub/Sub push: the Google-signed OIDC token must have this audience and service-account email. */
+      gcp: z
+        .strictObject({
+          audience: z.string().min(1),
+          serviceAccountEmail: z.email({ message: 'must be a service-account email' }),
+          jwksUri: url.default('https://www.googleapis.com/oauth2/v3/certs'),
+          issuers: z.array(z.string().min(1)).default(['https://accounts.google.com', 'accounts.google.com']),
+        })
+        .optional(),
+    })
+    .prefault({}),
   sync: z.strictObject({ concurrency: z.number().int().min(1).max(64).default(4) }).prefault({}),
 });
 

@@ -1,0 +1,57 @@
+import type { ClusterProfile, ProfileRef } from '../../core/model/clusterProfile.ts';
+import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
+
+/**
+ * A hub whose credentials expire: `connect()` makes a fresh hub (e.g. with a new EKS token), used
+ * until `maxAgeMillis` have passed. Request counts add up over every hub it made.
+ */
+export class RefreshingHub implements Hub {
+  readonly #connect: () => Promise<Hub>;
+  readonly #maxAge: number;
+  readonly #clock: () => number;
+  #current: { hub: Hub; madeAt: number } | undefined;
+  #retired: HubRequestCounts = { reads: 0, writes: 0 };
+
+  constructor(connect: () => Promise<Hub>, maxAgeMillis: number, clock: () => number = Date.now) {
+    this.#connect = connect;
+    this.#maxAge = maxAgeMillis;
+    this.#clock = clock;
+  }
+
+  async #hub(): Promise<Hub> {
+    const now = this.#clock();
+    if (!this.#current || now - this.#current.madeAt >= this.#maxAge) {
+      if (this.#current) {
+        const counts = this.#current.hub.requestCounts();
+        this.#retired = { reads: this.#retired.reads + counts.reads, writes: this.#retired.writes + counts.writes };
+      }
+      this.#current = { hub: await this.#connect(), madeAt: now };
+    }
+    return this.#current.hub;
+  }
+
+  requestCounts(): HubRequestCounts {
+    const counts = this.#current?.hub.requestCounts() ?? { reads: 0, writes: 0 };
+    return { reads: this.#retired.reads + counts.reads, writes: this.#retired.writes + counts.writes };
+  }
+
+  async ensureNamespace(namespace: NamespaceSpec): Promise<void> {
+    return (await this.#hub()).ensureNamespace(namespace);
+  }
+
+  async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
+    return (await this.#hub()).list(namespace, selector);
+  }
+
+  async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
+    return (await this.#hub()).applyObject(profile);
+  }
+
+  async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
+    return (await this.#hub()).applyStatus(profile);
+  }
+
+  async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
+    return (await this.#hub()).delete(ref);
+  }
+}

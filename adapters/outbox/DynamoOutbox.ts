@@ -1,0 +1,54 @@
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchWriteCommand, DynamoDBDocumentClient, paginateScan, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { Outbox } from '../../core/ports.ts';
+import type { CpsyncEvent } from '../../events/types.ts';
+
+/** Days an unpublished event is kept before DynamoDB's TTL removes it. */
+export const OUTBOX_RETENTION_DAYS = 14;
+
+export interface DynamoOutboxOptions {
+  tableName: string;
+  /** @default a client for the function's region */
+  client?: DynamoDBClient;
+  endpoint?: string;
+  region?: string;
+}
+
+/** Pending events in a DynamoDB table (partition key `eventId`), for the Lambda functions. */
+export class DynamoOutbox implements Outbox {
+  readonly #table: string;
+  readonly #documents: DynamoDBDocumentClient;
+
+  constructor(options: DynamoOutboxOptions) {
+    this.#table = options.tableName;
+    const client =
+      options.client ?? new DynamoDBClient({ ...(options.endpoint ? { endpoint: options.endpoint } : {}), ...(options.region ? { region: options.region } : {}) });
+    this.#documents = DynamoDBDocumentClient.from(client);
+  }
+
+  async add(events: readonly CpsyncEvent[]): Promise<void> {
+    const expiresAt = Math.floor(Date.now() / 1000) + OUTBOX_RETENTION_DAYS * 86_400;
+    for (const event of events) {
+      await this.#documents.send(new PutCommand({ TableName: this.#table, Item: { eventId: event.detail.eventId, time: event.time, event: JSON.stringify(event), expiresAt } }));
+    }
+  }
+
+  async pending(): Promise<CpsyncEvent[]> {
+    const events: CpsyncEvent[] = [];
+    for await (const page of paginateScan({ client: this.#documents }, { TableName: this.#table })) {
+      for (const item of page.Items ?? []) events.push(JSON.parse(item.event as string) as CpsyncEvent);
+    }
+    return events.sort((a, b) => a.time.localeCompare(b.time));
+  }
+
+  async remove(eventIds: readonly string[]): Promise<void> {
+    for (let i = 0; i < eventIds.length; i += 25) {
+      const chunk = eventIds.slice(i, i + 25);
+      let requests: Record<string, unknown[]> | undefined = { [this.#table]: chunk.map((eventId) => ({ DeleteRequest: { Key: { eventId } } })) };
+      for (let attempt = 0; requests && Object.keys(requests).length > 0 && attempt < 5; attempt++) {
+        const answer = await this.#documents.send(new BatchWriteCommand({ RequestItems: requests as never }));
+        requests = answer.UnprocessedItems as Record<string, unknown[]> | undefined;
+      }
+    }
+  }
+}

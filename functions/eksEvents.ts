@@ -1,0 +1,60 @@
+/**
+ * EventBridge (default bus): CloudTrail `AWS API Call via CloudTrail` events from eks.amazonaws.com.
+ * Syncs the one cluster the call concerned; a cluster DescribeCluster no longer finds is deleted at once.
+ */
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { parser } from '@aws-lambda-powertools/parser/middleware';
+import { EventBridgeSchema } from '@aws-lambda-powertools/parser/schemas/eventbridge';
+import type { Context } from 'aws-lambda';
+import { z } from 'zod';
+import { inventoryOptionsOf } from '../core/config.ts';
+import { syncCluster } from '../core/engine.ts';
+import { defaultDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { coversAccount } from './targets.ts';
+
+/** The CloudTrail record as EventBridge carries it in `detail` (the fields cpsync reads). */
+const CloudTrailDetail = z.looseObject({
+  eventSource: z.literal('eks.amazonaws.com'),
+  eventName: z.string().min(1),
+  awsRegion: z.string().min(1),
+  recipientAccountId: z.string().regex(/^\d{12}$/),
+  errorCode: z.string().optional(),
+  requestParameters: z
+    .looseObject({ name: z.string().optional(), clusterName: z.string().optional(), resourceArn: z.string().optional() })
+    .nullish(),
+});
+
+export const EksCloudTrailEvent = EventBridgeSchema.extend({ detail: CloudTrailDetail });
+export type EksCloudTrailEvent = z.infer<typeof EksCloudTrailEvent>;
+
+/** The cluster a call is about: its `name`/`clusterName` parameter, or the cluster in a tagged resource's ARN. */
+export function clusterNameOf(detail: z.infer<typeof CloudTrailDetail>): string | undefined {
+  const parameters = detail.requestParameters ?? {};
+  if (parameters.clusterName) return parameters.clusterName;
+  if (parameters.name && !/Addon|FargateProfile|AccessEntry|PodIdentity/.test(detail.eventName)) return parameters.name;
+  const arn = /^arn:[^:]+:eks:[^:]+:\d{12}:(?:cluster|nodegroup|addon|fargateprofile)\/([^/]+)/.exec(parameters.resourceArn ?? '');
+  return arn?.[1] ?? parameters.name;
+}
+
+export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = defaultDeps) {
+  return withPowertools(async (event: EksCloudTrailEvent, _context: Context) => {
+    const deps = await getDeps();
+    const { detail } = event;
+    const name = clusterNameOf(detail);
+    if (detail.errorCode || !name) {
+      logger.info('ignored: the call failed or names no cluster', { eventId: event.id, eventName: detail.eventName, errorCode: detail.errorCode });
+      return { result: 'ignored' as const };
+    }
+    const scope = { provider: 'eks' as const, account: detail.recipientAccountId, region: detail.awsRegion };
+    if (!coversAccount(deps.config, 'eks', scope.account, scope.region)) {
+      logger.warn('ignored: account or region outside the configuration', { eventId: event.id, ...scope });
+      return { result: 'ignored' as const };
+    }
+    const report = await syncCluster(deps.ports, { syncId: event.id, ref: { scope, name }, options: inventoryOptionsOf(deps.config), eventSource: deps.eventSource });
+    metrics.addMetric('ClusterEventsApplied', MetricUnit.Count, report.result === 'unchanged' || report.result === 'absent' ? 0 : 1);
+    logger.info('cluster synced from event', { eventId: event.id, eventName: detail.eventName, cluster: name, result: report.result });
+    return { result: report.result, published: report.published, pending: report.pending };
+  }).use(parser({ schema: EksCloudTrailEvent }));
+}
+
+export const handler = makeEksEventHandler();

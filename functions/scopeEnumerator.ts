@@ -1,0 +1,48 @@
+/** Scheduled: lists the scopes the configuration covers and sends one SQS message per scope. */
+import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Context } from 'aws-lambda';
+import { enumerateScopes } from '../adapters/compose.ts';
+import { scopeKey } from '../core/model/scope.ts';
+import { defaultDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+
+/** What EventBridge Scheduler passes (the stack sets it from the schedule's context attributes). */
+export interface ScheduleInput {
+  executionId?: string;
+  scheduledTime?: string;
+}
+
+export interface EnumeratorOptions {
+  queueUrl?: string;
+  sqs?: SQSClient;
+}
+
+/** Bounded re-sends of messages SQS did not take. */
+const MAX_SEND_ATTEMPTS = 3;
+
+export function makeScopeEnumerator(getDeps: () => Promise<FunctionDeps> = defaultDeps, options: EnumeratorOptions = {}) {
+  const sqs = options.sqs ?? new SQSClient({});
+  return withPowertools(async (event: ScheduleInput, context: Context) => {
+    const queueUrl = options.queueUrl ?? process.env.CPSYNC_SCOPE_QUEUE_URL;
+    if (!queueUrl) throw new Error('CPSYNC_SCOPE_QUEUE_URL is not set');
+    const deps = await getDeps();
+    const syncId = event?.executionId ?? context.awsRequestId;
+    const scopes = await enumerateScopes(deps.config, deps.sources);
+    let pending = scopes.map((scope, index) => ({ Id: String(index), MessageBody: JSON.stringify({ syncId, scope }) }));
+    for (let attempt = 1; pending.length > 0; attempt++) {
+      const failed: typeof pending = [];
+      for (let i = 0; i < pending.length; i += 10) {
+        const batch = pending.slice(i, i + 10);
+        const answer = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch }));
+        for (const failure of answer.Failed ?? []) failed.push(batch.find((m) => m.Id === failure.Id)!);
+      }
+      if (failed.length > 0 && attempt >= MAX_SEND_ATTEMPTS) throw new Error(`SQS refused ${failed.length} scope message(s) after ${attempt} attempts`);
+      pending = failed;
+    }
+    metrics.addMetric('ScopesEnqueued', MetricUnit.Count, scopes.length);
+    logger.info('scopes enqueued', { syncId, scopes: scopes.map(scopeKey) });
+    return { syncId, scopes: scopes.length };
+  });
+}
+
+export const handler = makeScopeEnumerator();

@@ -180,9 +180,16 @@ export async function eksHubKubeConfig(
   hub: { clusterName: string; region: string; endpoint?: string; stsEndpoint?: string },
   credentials?: AwsCredentialIdentityProvider,
 ): Promise<KubeConfig> {
-  const eks = new EKSClient({ region: hub.region, ...(hub.endpoint ? { endpoint: hub.endpoint } : {}), ...(credentials ? { credentials } : {}) });
+  const eks = new EKSClient({
+    region: hub.region,
+    ...(hub.endpoint ? { endpoint: hub.endpoint } : {}),
+    ...(credentials ? { credentials } : {}),
+  });
   const { cluster } = await eks.send(new DescribeClusterCommand({ name: hub.clusterName }));
-  if (!cluster?.endpoint) throw new CompositionError(`hub EKS cluster ${hub.clusterName} has no endpoint (status ${cluster?.status ?? 'unknown'})`);
+  if (!cluster?.endpoint)
+    throw new CompositionError(
+      `hub EKS cluster ${hub.clusterName} has no endpoint (status ${cluster?.status ?? 'unknown'})`,
+    );
   const token = await eksToken({
     clusterName: hub.clusterName,
     region: hub.region,
@@ -191,7 +198,14 @@ export async function eksHubKubeConfig(
   });
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
-    clusters: [{ name: hub.clusterName, server: cluster.endpoint, ...(cluster.certificateAuthority?.data ? { caData: cluster.certificateAuthority.data } : {}), skipTLSVerify: false }],
+    clusters: [
+      {
+        name: hub.clusterName,
+        server: cluster.endpoint,
+        ...(cluster.certificateAuthority?.data ? { caData: cluster.certificateAuthority.data } : {}),
+        skipTLSVerify: false,
+      },
+    ],
     users: [{ name: 'cpsync', token }],
     contexts: [{ name: 'hub', cluster: hub.clusterName, user: 'cpsync' }],
     currentContext: 'hub',
@@ -205,7 +219,11 @@ export async function eksHubKubeConfig(
  */
 export async function connectHub(config: CpsyncConfig): Promise<Hub> {
   const hub = config.hub;
-  if (hub && 'eks' in hub) return new RefreshingHub(async () => new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks) }), TOKEN_REFRESH_MILLIS);
+  if (hub && 'eks' in hub)
+    return new RefreshingHub(
+      async () => new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks) }),
+      TOKEN_REFRESH_MILLIS,
+    );
   if (hub && 'kubeconfigSecretArn' in hub) {
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(await readSecret({ secretArn: hub.kubeconfigSecretArn }));
@@ -236,6 +254,10 @@ export function eventSourceOf(config: CpsyncConfig): string {
 /** Where unpublished events wait: a DynamoDB table, or a directory (by default `.cpsync/outbox`). */
 export function buildOutbox(config: CpsyncConfig): Outbox {
   const outbox = config.outbox ?? { directory: '.cpsync/outbox' };
-  if ('table' in outbox) return new DynamoOutbox({ tableName: outbox.table, ...(outbox.endpoint ? { endpoint: outbox.endpoint } : {}) });
+  if ('table' in outbox)
+    return new DynamoOutbox({
+      tableName: outbox.table,
+      ...(outbox.endpoint ? { endpoint: outbox.endpoint } : {}),
+    });
   return new FileOutbox(resolve(outbox.directory));
 }

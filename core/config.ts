@@ -141,7 +141,12 @@ export const configSchema = z.strictObject({
   providers: z.strictObject({ eks: eks.optional(), gke: gke.optional(), aks: aks.optional() }).prefault({}),
   hub: hub.optional(),
   bus: bus.optional(),
-  outbox: z.union([z.strictObject({ directory: z.string().min(1) }), z.strictObject({ table: z.string().min(1), endpoint: url.optional() })]).optional(),
+  outbox: z
+    .union([
+      z.strictObject({ directory: z.string().min(1) }),
+      z.strictObject({ table: z.string().min(1), endpoint: url.optional() }),
+    ])
+    .optional(),
   /** What the webhook function accepts (SPEC §5). */
   webhook: z
     .strictObject({

@@ -3,7 +3,15 @@ import { buildChangeEvent, buildScopeEvent, type ScopeSummary } from '../events/
 import type { CpsyncEvent } from '../events/types.ts';
 import type { InventoryOptions } from './options.ts';
 import type { Plan } from './plan.ts';
-import type { ClusterRef, ClusterSource, EventSink, Hub, Outbox, PublishFailure, ScopeListing } from './ports.ts';
+import type {
+  ClusterRef,
+  ClusterSource,
+  EventSink,
+  Hub,
+  Outbox,
+  PublishFailure,
+  ScopeListing,
+} from './ports.ts';
 import { ANNOTATION_PROVIDER_ID } from './constants.ts';
 import { CpsyncError } from './errors.ts';
 import { scopeSelector } from './labels.ts';
@@ -233,11 +241,20 @@ export function providerIdMatches(providerId: string, ref: ClusterRef): boolean 
   const name = ref.name.toLowerCase();
   switch (ref.scope.provider) {
     case 'eks':
-      return id.startsWith('arn:') && id.endsWith(`:${ref.scope.account}:cluster/${name}`) && id.includes(`:eks:${ref.scope.region.toLowerCase()}:`);
+      return (
+        id.startsWith('arn:') &&
+        id.endsWith(`:${ref.scope.account}:cluster/${name}`) &&
+        id.includes(`:eks:${ref.scope.region.toLowerCase()}:`)
+      );
     case 'gke':
-      return id.endsWith(`/projects/${ref.scope.account.toLowerCase()}/${id.includes('/zones/') ? 'zones' : 'locations'}/${(ref.location ?? '').toLowerCase()}/clusters/${name}`);
+      return id.endsWith(
+        `/projects/${ref.scope.account.toLowerCase()}/${id.includes('/zones/') ? 'zones' : 'locations'}/${(ref.location ?? '').toLowerCase()}/clusters/${name}`,
+      );
     case 'aks':
-      return id === `/subscriptions/${ref.scope.account}/resourcegroups/${ref.resourceGroup ?? ''}/providers/microsoft.containerservice/managedclusters/${name}`.toLowerCase();
+      return (
+        id ===
+        `/subscriptions/${ref.scope.account}/resourcegroups/${ref.resourceGroup ?? ''}/providers/microsoft.containerservice/managedclusters/${name}`.toLowerCase()
+      );
   }
 }
 
@@ -246,32 +263,60 @@ export function providerIdMatches(providerId: string, ref: ClusterRef): boolean 
  * answers not found — deleted at once. Nothing else in the scope is touched, and no scope summary is
  * published (it is not a listing of the scope).
  */
-export async function syncCluster(ports: EnginePorts, request: ClusterSyncRequest): Promise<ClusterSyncReport> {
+export async function syncCluster(
+  ports: EnginePorts,
+  request: ClusterSyncRequest,
+): Promise<ClusterSyncReport> {
   const clock = ports.clock ?? (() => new Date());
   const { ref } = request;
   const source = ports.sources[ref.scope.provider];
   if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
   const observed = await source.getCluster(ref);
   const now = timestamp(clock());
-  const listing: ScopeListing = { outcome: { scope: ref.scope, kind: 'partial', missing: [] }, clusters: observed ? [observed] : [] };
+  const listing: ScopeListing = {
+    outcome: { scope: ref.scope, kind: 'partial', missing: [] },
+    clusters: observed ? [observed] : [],
+  };
   let confirmedGone: Set<string> | undefined;
   if (!observed) {
     const selector = scopeSelector(request.options.manager, ref.scope);
     const current: ClusterProfile[] = [];
-    for (const namespace of inventoryNamespaces(request.options)) current.push(...(await ports.hub.list(namespace.name, selector)));
+    for (const namespace of inventoryNamespaces(request.options))
+      current.push(...(await ports.hub.list(namespace.name, selector)));
     confirmedGone = new Set(
-      current.map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '').filter((id) => id !== '' && providerIdMatches(id, ref)),
+      current
+        .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
+        .filter((id) => id !== '' && providerIdMatches(id, ref)),
     );
     if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
   }
-  const result = await syncScope({ hub: ports.hub, listing, options: request.options, now, ...(confirmedGone ? { confirmedGone } : {}) });
+  const result = await syncScope({
+    hub: ports.hub,
+    listing,
+    options: request.options,
+    now,
+    ...(confirmedGone ? { confirmedGone } : {}),
+  });
   const failure = result.applied.failed[0];
   if (failure) throw failure.error;
-  const context = { syncId: request.syncId, occurredAt: now, scope: ref.scope, ...(request.eventSource ? { source: request.eventSource } : {}) };
+  const context = {
+    syncId: request.syncId,
+    occurredAt: now,
+    scope: ref.scope,
+    ...(request.eventSource ? { source: request.eventSource } : {}),
+  };
   const events = result.applied.applied.map((change) => buildChangeEvent(change, context));
   await ports.outbox.add(events);
   const published = events.length > 0 ? await ports.bus.publish(events) : { published: [], failed: [] };
-  await ports.outbox.remove([...published.published, ...published.failed.filter((f) => !f.retryable).map((f) => f.eventId)]);
+  await ports.outbox.remove([
+    ...published.published,
+    ...published.failed.filter((f) => !f.retryable).map((f) => f.eventId),
+  ]);
   const kind = result.applied.applied[0]?.kind;
-  return { result: kind ?? 'unchanged', events, published: published.published.length, pending: events.length - published.published.length };
+  return {
+    result: kind ?? 'unchanged',
+    events,
+    published: published.published.length,
+    pending: events.length - published.published.length,
+  };
 }

@@ -20,7 +20,11 @@ const CloudTrailDetail = z.looseObject({
   recipientAccountId: z.string().regex(/^\d{12}$/),
   errorCode: z.string().optional(),
   requestParameters: z
-    .looseObject({ name: z.string().optional(), clusterName: z.string().optional(), resourceArn: z.string().optional() })
+    .looseObject({
+      name: z.string().optional(),
+      clusterName: z.string().optional(),
+      resourceArn: z.string().optional(),
+    })
     .nullish(),
 });
 
@@ -31,8 +35,11 @@ export type EksCloudTrailEvent = z.infer<typeof EksCloudTrailEvent>;
 export function clusterNameOf(detail: z.infer<typeof CloudTrailDetail>): string | undefined {
   const parameters = detail.requestParameters ?? {};
   if (parameters.clusterName) return parameters.clusterName;
-  if (parameters.name && !/Addon|FargateProfile|AccessEntry|PodIdentity/.test(detail.eventName)) return parameters.name;
-  const arn = /^arn:[^:]+:eks:[^:]+:\d{12}:(?:cluster|nodegroup|addon|fargateprofile)\/([^/]+)/.exec(parameters.resourceArn ?? '');
+  if (parameters.name && !/Addon|FargateProfile|AccessEntry|PodIdentity/.test(detail.eventName))
+    return parameters.name;
+  const arn = /^arn:[^:]+:eks:[^:]+:\d{12}:(?:cluster|nodegroup|addon|fargateprofile)\/([^/]+)/.exec(
+    parameters.resourceArn ?? '',
+  );
   return arn?.[1] ?? parameters.name;
 }
 
@@ -42,7 +49,11 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = defau
     const { detail } = event;
     const name = clusterNameOf(detail);
     if (detail.errorCode || !name) {
-      logger.info('ignored: the call failed or names no cluster', { eventId: event.id, eventName: detail.eventName, errorCode: detail.errorCode });
+      logger.info('ignored: the call failed or names no cluster', {
+        eventId: event.id,
+        eventName: detail.eventName,
+        errorCode: detail.errorCode,
+      });
       return { result: 'ignored' as const };
     }
     const scope = { provider: 'eks' as const, account: detail.recipientAccountId, region: detail.awsRegion };
@@ -50,9 +61,23 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = defau
       logger.warn('ignored: account or region outside the configuration', { eventId: event.id, ...scope });
       return { result: 'ignored' as const };
     }
-    const report = await syncCluster(deps.ports, { syncId: event.id, ref: { scope, name }, options: inventoryOptionsOf(deps.config), eventSource: deps.eventSource });
-    metrics.addMetric('ClusterEventsApplied', MetricUnit.Count, report.result === 'unchanged' || report.result === 'absent' ? 0 : 1);
-    logger.info('cluster synced from event', { eventId: event.id, eventName: detail.eventName, cluster: name, result: report.result });
+    const report = await syncCluster(deps.ports, {
+      syncId: event.id,
+      ref: { scope, name },
+      options: inventoryOptionsOf(deps.config),
+      eventSource: deps.eventSource,
+    });
+    metrics.addMetric(
+      'ClusterEventsApplied',
+      MetricUnit.Count,
+      report.result === 'unchanged' || report.result === 'absent' ? 0 : 1,
+    );
+    logger.info('cluster synced from event', {
+      eventId: event.id,
+      eventName: detail.eventName,
+      cluster: name,
+      result: report.result,
+    });
     return { result: report.result, published: report.published, pending: report.pending };
   }).use(parser({ schema: EksCloudTrailEvent }));
 }

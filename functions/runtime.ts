@@ -10,7 +10,14 @@ import { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import type { Context } from 'aws-lambda';
-import { buildBus, buildOutbox, buildSources, connectHub, eventSourceOf, type Sources } from '../adapters/compose.ts';
+import {
+  buildBus,
+  buildOutbox,
+  buildSources,
+  connectHub,
+  eventSourceOf,
+  type Sources,
+} from '../adapters/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../core/config.ts';
 import type { EnginePorts } from '../core/engine.ts';
 
@@ -41,7 +48,12 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Cps
 /** Builds the adapters a configuration names. */
 export async function depsFor(config: CpsyncConfig): Promise<FunctionDeps> {
   const sources = await buildSources(config);
-  const ports: EnginePorts = { sources: sources.sources, hub: await connectHub(config), bus: buildBus(config), outbox: buildOutbox(config) };
+  const ports: EnginePorts = {
+    sources: sources.sources,
+    hub: await connectHub(config),
+    bus: buildBus(config),
+    outbox: buildOutbox(config),
+  };
   return { config, ports, sources, eventSource: eventSourceOf(config) };
 }
 

@@ -20,7 +20,10 @@ export interface EnumeratorOptions {
 /** Bounded re-sends of messages SQS did not take. */
 const MAX_SEND_ATTEMPTS = 3;
 
-export function makeScopeEnumerator(getDeps: () => Promise<FunctionDeps> = defaultDeps, options: EnumeratorOptions = {}) {
+export function makeScopeEnumerator(
+  getDeps: () => Promise<FunctionDeps> = defaultDeps,
+  options: EnumeratorOptions = {},
+) {
   const sqs = options.sqs ?? new SQSClient({});
   return withPowertools(async (event: ScheduleInput, context: Context) => {
     const queueUrl = options.queueUrl ?? process.env.CPSYNC_SCOPE_QUEUE_URL;
@@ -28,7 +31,10 @@ export function makeScopeEnumerator(getDeps: () => Promise<FunctionDeps> = defau
     const deps = await getDeps();
     const syncId = event?.executionId ?? context.awsRequestId;
     const scopes = await enumerateScopes(deps.config, deps.sources);
-    let pending = scopes.map((scope, index) => ({ Id: String(index), MessageBody: JSON.stringify({ syncId, scope }) }));
+    let pending = scopes.map((scope, index) => ({
+      Id: String(index),
+      MessageBody: JSON.stringify({ syncId, scope }),
+    }));
     for (let attempt = 1; pending.length > 0; attempt++) {
       const failed: typeof pending = [];
       for (let i = 0; i < pending.length; i += 10) {
@@ -36,7 +42,8 @@ export function makeScopeEnumerator(getDeps: () => Promise<FunctionDeps> = defau
         const answer = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch }));
         for (const failure of answer.Failed ?? []) failed.push(batch.find((m) => m.Id === failure.Id)!);
       }
-      if (failed.length > 0 && attempt >= MAX_SEND_ATTEMPTS) throw new Error(`SQS refused ${failed.length} scope message(s) after ${attempt} attempts`);
+      if (failed.length > 0 && attempt >= MAX_SEND_ATTEMPTS)
+        throw new Error(`SQS refused ${failed.length} scope message(s) after ${attempt} attempts`);
       pending = failed;
     }
     metrics.addMetric('ScopesEnqueued', MetricUnit.Count, scopes.length);

@@ -10,7 +10,11 @@ import { defaultDeps, logger, metrics, withPowertools, type FunctionDeps } from 
 
 const message = z.strictObject({
   syncId: z.string().min(1),
-  scope: z.strictObject({ provider: z.enum(['eks', 'gke', 'aks']), account: z.string().min(1), region: z.string().min(1) }),
+  scope: z.strictObject({
+    provider: z.enum(['eks', 'gke', 'aks']),
+    account: z.string().min(1),
+    region: z.string().min(1),
+  }),
 });
 
 /** A scope message whose scope's sync could not finish (hub unreachable, …): SQS delivers it again. */
@@ -22,18 +26,32 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = defaultDe
     const processor = new BatchProcessor(EventType.SQS);
     const record = async (item: SQSRecord) => {
       const parsed = message.safeParse(JSON.parse(item.body));
-      if (!parsed.success) throw new Error(`malformed scope message ${item.messageId}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      if (!parsed.success)
+        throw new Error(
+          `malformed scope message ${item.messageId}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+        );
       const { scope, syncId } = parsed.data;
       // A redelivered message keeps its sync id: its events keep their ids, and the sync itself is idempotent.
-      const report = await runSync(deps.ports, { syncId: `${syncId}/${scopeKey(scope)}`, scopes: [scope], options: inventoryOptionsOf(deps.config), eventSource: deps.eventSource });
+      const report = await runSync(deps.ports, {
+        syncId: `${syncId}/${scopeKey(scope)}`,
+        scopes: [scope],
+        options: inventoryOptionsOf(deps.config),
+        eventSource: deps.eventSource,
+      });
       const result = report.scopes[0]!;
       metrics.addMetric('ScopesSynced', MetricUnit.Count, 1);
       if (result.outcome.kind === 'failed') metrics.addMetric('FailedScopes', MetricUnit.Count, 1);
       if (result.outcome.kind === 'partial') metrics.addMetric('PartialScopes', MetricUnit.Count, 1);
       const { created, updated, deleted } = result.summary.counts;
       metrics.addMetric('ProfilesChanged', MetricUnit.Count, created + updated + deleted);
-      logger.info('scope synced', { scope: scopeKey(scope), outcome: result.outcome.kind, counts: result.summary.counts, error: result.summary.error });
-      if (result.summary.error?.reason === 'HubError') throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);
+      logger.info('scope synced', {
+        scope: scopeKey(scope),
+        outcome: result.outcome.kind,
+        counts: result.summary.counts,
+        error: result.summary.error,
+      });
+      if (result.summary.error?.reason === 'HubError')
+        throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);
     };
     return processPartialResponse(event, record, processor, { context });
   });

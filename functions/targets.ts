@@ -2,7 +2,12 @@ import type { CpsyncConfig } from '../core/config.ts';
 import type { Provider } from '../core/model/observedCluster.ts';
 
 /** Whether the configuration covers `account` (and `region`) of `provider`: events for others are ignored. */
-export function coversAccount(config: CpsyncConfig, provider: Provider, account: string, region?: string): boolean {
+export function coversAccount(
+  config: CpsyncConfig,
+  provider: Provider,
+  account: string,
+  region?: string,
+): boolean {
   if (provider === 'eks') {
     const eks = config.providers.eks;
     if (!eks) return false;
@@ -14,5 +19,9 @@ export function coversAccount(config: CpsyncConfig, provider: Provider, account:
     return !!gke && (!Array.isArray(gke.projects) || gke.projects.includes(account));
   }
   const aks = config.providers.aks;
-  return !!aks && (!Array.isArray(aks.subscriptions) || aks.subscriptions.some((s) => s.toLowerCase() === account.toLowerCase()));
+  return (
+    !!aks &&
+    (!Array.isArray(aks.subscriptions) ||
+      aks.subscriptions.some((s) => s.toLowerCase() === account.toLowerCase()))
+  );
 }

@@ -28,7 +28,12 @@ const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResul
 });
 
 function bodyOf(event: APIGatewayProxyEventV2): unknown {
-  const text = event.body === undefined ? '' : event.isBase64Encoded ? Buffer.from(event.body, 'base64').toString('utf8') : event.body;
+  const text =
+    event.body === undefined
+      ? ''
+      : event.isBase64Encoded
+        ? Buffer.from(event.body, 'base64').toString('utf8')
+        : event.body;
   try {
     return JSON.parse(text);
   } catch {
@@ -52,12 +57,22 @@ const EventGridEvent = z.looseObject({
   id: z.string().min(1),
   eventType: z.string().min(1),
   subject: z.string().default(''),
-  data: z.looseObject({ validationCode: z.string().optional(), resourceUri: z.string().optional(), operationName: z.string().optional() }).default({}),
+  data: z
+    .looseObject({
+      validationCode: z.string().optional(),
+      resourceUri: z.string().optional(),
+      operationName: z.string().optional(),
+    })
+    .default({}),
 });
 const EventGridDelivery = z.array(EventGridEvent).min(1);
 
-const MANAGED_CLUSTER = /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)/i;
-const RESOURCE_EVENTS = new Set(['Microsoft.Resources.ResourceWriteSuccess', 'Microsoft.Resources.ResourceDeleteSuccess']);
+const MANAGED_CLUSTER =
+  /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)/i;
+const RESOURCE_EVENTS = new Set([
+  'Microsoft.Resources.ResourceWriteSuccess',
+  'Microsoft.Resources.ResourceDeleteSuccess',
+]);
 
 const PubSubPush = z.looseObject({
   message: z.looseObject({ data: z.string().min(1), messageId: z.string().min(1) }),
@@ -74,26 +89,51 @@ export interface WebhookOptions {
   googleKeys?: JWTVerifyGetKey;
 }
 
-export function makeWebhook(getDeps: () => Promise<FunctionDeps> = defaultDeps, options: WebhookOptions = {}) {
+export function makeWebhook(
+  getDeps: () => Promise<FunctionDeps> = defaultDeps,
+  options: WebhookOptions = {},
+) {
   let azureKey: Promise<string> | undefined;
   let googleKeys = options.googleKeys;
 
-  async function sync(deps: FunctionDeps, syncId: string, ref: ClusterRef): Promise<ClusterSyncReport['result']> {
-    const report = await syncCluster(deps.ports, { syncId, ref, options: inventoryOptionsOf(deps.config), eventSource: deps.eventSource });
-    logger.info('cluster synced from event', { syncId, provider: ref.scope.provider, cluster: ref.name, result: report.result });
+  async function sync(
+    deps: FunctionDeps,
+    syncId: string,
+    ref: ClusterRef,
+  ): Promise<ClusterSyncReport['result']> {
+    const report = await syncCluster(deps.ports, {
+      syncId,
+      ref,
+      options: inventoryOptionsOf(deps.config),
+      eventSource: deps.eventSource,
+    });
+    logger.info('cluster synced from event', {
+      syncId,
+      provider: ref.scope.provider,
+      cluster: ref.name,
+      result: report.result,
+    });
     return report.result;
   }
 
-  async function azure(deps: FunctionDeps, event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> {
+  async function azure(
+    deps: FunctionDeps,
+    event: APIGatewayProxyEventV2,
+  ): Promise<APIGatewayProxyStructuredResultV2> {
     const settings = deps.config.webhook.azure;
     if (!settings) throw new HttpError(404, 'Azure events are not configured');
     azureKey ??= readSecret(settings.key).then((k) => k.trim());
-    if (!sameSecret(event.queryStringParameters?.key ?? header(event, 'x-cpsync-key'), await azureKey)) throw new HttpError(401, 'missing or wrong key');
+    if (!sameSecret(event.queryStringParameters?.key ?? header(event, 'x-cpsync-key'), await azureKey))
+      throw new HttpError(401, 'missing or wrong key');
     const delivery = EventGridDelivery.safeParse(bodyOf(event));
-    if (!delivery.success) throw new HttpError(400, `not an Event Grid delivery: ${delivery.error.issues[0]?.message ?? ''}`);
-    const validation = delivery.data.find((e) => e.eventType === 'Microsoft.EventGrid.SubscriptionValidationEvent');
+    if (!delivery.success)
+      throw new HttpError(400, `not an Event Grid delivery: ${delivery.error.issues[0]?.message ?? ''}`);
+    const validation = delivery.data.find(
+      (e) => e.eventType === 'Microsoft.EventGrid.SubscriptionValidationEvent',
+    );
     if (validation) {
-      if (!validation.data.validationCode) throw new HttpError(400, 'validation event without validationCode');
+      if (!validation.data.validationCode)
+        throw new HttpError(400, 'validation event without validationCode');
       return json(200, { validationResponse: validation.data.validationCode });
     }
     const results: Record<string, string> = {};
@@ -111,20 +151,31 @@ export function makeWebhook(getDeps: () => Promise<FunctionDeps> = defaultDeps, 
         ignored += 1;
         continue;
       }
-      results[key] = await sync(deps, item.id, { scope: { provider: 'aks', account: subscription, region: '*' }, name, resourceGroup });
+      results[key] = await sync(deps, item.id, {
+        scope: { provider: 'aks', account: subscription, region: '*' },
+        name,
+        resourceGroup,
+      });
     }
     return json(200, { synced: results, ignored });
   }
 
-  async function gcp(deps: FunctionDeps, event: APIGatewayProxyEventV2): Promise<APIGatewayProxyStructuredResultV2> {
+  async function gcp(
+    deps: FunctionDeps,
+    event: APIGatewayProxyEventV2,
+  ): Promise<APIGatewayProxyStructuredResultV2> {
     const settings = deps.config.webhook.gcp;
     if (!settings) throw new HttpError(404, 'GCP events are not configured');
     const token = /^Bearer (.+)$/.exec(header(event, 'authorization') ?? '')?.[1];
     if (!token) throw new HttpError(401, 'missing bearer token');
     googleKeys ??= createRemoteJWKSet(new URL(settings.jwksUri));
     try {
-      const { payload } = await jwtVerify(token, googleKeys, { issuer: settings.issuers, audience: settings.audience });
-      if (payload.email !== settings.serviceAccountEmail || payload.email_verified !== true) throw new Error('unexpected service account');
+      const { payload } = await jwtVerify(token, googleKeys, {
+        issuer: settings.issuers,
+        audience: settings.audience,
+      });
+      if (payload.email !== settings.serviceAccountEmail || payload.email_verified !== true)
+        throw new Error('unexpected service account');
     } catch (error) {
       logger.warn('refused a Pub/Sub push', { reason: (error as Error).message });
       throw new HttpError(401, 'invalid token');
@@ -139,26 +190,33 @@ export function makeWebhook(getDeps: () => Promise<FunctionDeps> = defaultDeps, 
     }
     const { serviceName, methodName, resourceName } = entry.protoPayload;
     const match = GKE_CLUSTER.exec(resourceName);
-    if (serviceName !== 'container.googleapis.com' || !GKE_METHODS.test(methodName) || !match) return json(200, { ignored: 1 });
+    if (serviceName !== 'container.googleapis.com' || !GKE_METHODS.test(methodName) || !match)
+      return json(200, { ignored: 1 });
     const [, project, location, name] = match as unknown as [string, string, string, string];
     if (!coversAccount(deps.config, 'gke', project)) return json(200, { ignored: 1 });
-    const result = await sync(deps, push.data.message.messageId, { scope: { provider: 'gke', account: project, region: '*' }, name, location });
+    const result = await sync(deps, push.data.message.messageId, {
+      scope: { provider: 'gke', account: project, region: '*' },
+      name,
+      location,
+    });
     return json(200, { synced: { [`${project}/${location}/${name}`]: result } });
   }
 
-  return withPowertools(async (event: APIGatewayProxyEventV2, _context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
-    try {
-      if (event.requestContext?.http?.method !== 'POST') throw new HttpError(405, 'POST only');
-      const deps = await getDeps();
-      if (event.rawPath === '/azure') return await azure(deps, event);
-      if (event.rawPath === '/gcp') return await gcp(deps, event);
-      throw new HttpError(404, `no route ${event.rawPath}`);
-    } catch (error) {
-      if (error instanceof HttpError) return json(error.statusCode, { message: error.message });
-      logger.error('webhook failed', error as Error);
-      return json(500, { message: 'internal error' });
-    }
-  });
+  return withPowertools(
+    async (event: APIGatewayProxyEventV2, _context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
+      try {
+        if (event.requestContext?.http?.method !== 'POST') throw new HttpError(405, 'POST only');
+        const deps = await getDeps();
+        if (event.rawPath === '/azure') return await azure(deps, event);
+        if (event.rawPath === '/gcp') return await gcp(deps, event);
+        throw new HttpError(404, `no route ${event.rawPath}`);
+      } catch (error) {
+        if (error instanceof HttpError) return json(error.statusCode, { message: error.message });
+        logger.error('webhook failed', error as Error);
+        return json(500, { message: 'internal error' });
+      }
+    },
+  );
 }
 
 export const handler = makeWebhook();

@@ -142,7 +142,12 @@ export class EksSource implements ClusterSource {
 
   async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {
     const credentials = await this.credentialsFor(ref.scope.account);
-    return this.#describe(this.#clients.eks(ref.scope.region, credentials), ref.scope.account, ref.scope.region, ref.name);
+    return this.#describe(
+      this.#clients.eks(ref.scope.region, credentials),
+      ref.scope.account,
+      ref.scope.region,
+      ref.name,
+    );
   }
 
   async listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing> {

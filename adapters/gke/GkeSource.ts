@@ -147,7 +147,10 @@ export class GkeSource implements ClusterSource {
   async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {
     if (!ref.location) throw new InvalidOptionError('location', 'is needed to find a GKE cluster');
     try {
-      const [cluster] = await this.#client.getCluster({ name: `projects/${ref.scope.account}/locations/${ref.location}/clusters/${ref.name}` }, this.#callOptions);
+      const [cluster] = await this.#client.getCluster(
+        { name: `projects/${ref.scope.account}/locations/${ref.location}/clusters/${ref.name}` },
+        this.#callOptions,
+      );
       return mapGkeCluster(cluster, ref.scope.account);
     } catch (error) {
       if (classifyGoogleError(error) === 'NotFound') return undefined;

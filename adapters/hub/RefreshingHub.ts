@@ -23,7 +23,10 @@ export class RefreshingHub implements Hub {
     if (!this.#current || now - this.#current.madeAt >= this.#maxAge) {
       if (this.#current) {
         const counts = this.#current.hub.requestCounts();
-        this.#retired = { reads: this.#retired.reads + counts.reads, writes: this.#retired.writes + counts.writes };
+        this.#retired = {
+          reads: this.#retired.reads + counts.reads,
+          writes: this.#retired.writes + counts.writes,
+        };
       }
       this.#current = { hub: await this.#connect(), madeAt: now };
     }

@@ -34,8 +34,16 @@ export async function eksToken(options: EksTokenOptions): Promise<string> {
     query: { Action: 'GetCallerIdentity', Version: '2011-06-15' },
     headers: { host: endpoint.host, 'x-k8s-aws-id': options.clusterName },
   });
-  const signer = new SignatureV4({ credentials: options.credentials, region: options.region, service: 'sts', sha256: Sha256 });
-  const signed = await signer.presign(request, { expiresIn: TOKEN_LIFETIME_SECONDS, ...(options.signingDate ? { signingDate: options.signingDate } : {}) });
+  const signer = new SignatureV4({
+    credentials: options.credentials,
+    region: options.region,
+    service: 'sts',
+    sha256: Sha256,
+  });
+  const signed = await signer.presign(request, {
+    expiresIn: TOKEN_LIFETIME_SECONDS,
+    ...(options.signingDate ? { signingDate: options.signingDate } : {}),
+  });
   const query = Object.entries(signed.query ?? {})
     .map(([key, value]) => `${encodeURIComponent(key)}=${encodeURIComponent(String(value))}`)
     .join('&');

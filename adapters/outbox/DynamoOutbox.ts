@@ -22,14 +22,23 @@ export class DynamoOutbox implements Outbox {
   constructor(options: DynamoOutboxOptions) {
     this.#table = options.tableName;
     const client =
-      options.client ?? new DynamoDBClient({ ...(options.endpoint ? { endpoint: options.endpoint } : {}), ...(options.region ? { region: options.region } : {}) });
+      options.client ??
+      new DynamoDBClient({
+        ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+        ...(options.region ? { region: options.region } : {}),
+      });
     this.#documents = DynamoDBDocumentClient.from(client);
   }
 
   async add(events: readonly CpsyncEvent[]): Promise<void> {
     const expiresAt = Math.floor(Date.now() / 1000) + OUTBOX_RETENTION_DAYS * 86_400;
     for (const event of events) {
-      await this.#documents.send(new PutCommand({ TableName: this.#table, Item: { eventId: event.detail.eventId, time: event.time, event: JSON.stringify(event), expiresAt } }));
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: { eventId: event.detail.eventId, time: event.time, event: JSON.stringify(event), expiresAt },
+        }),
+      );
     }
   }
 
@@ -44,7 +53,9 @@ export class DynamoOutbox implements Outbox {
   async remove(eventIds: readonly string[]): Promise<void> {
     for (let i = 0; i < eventIds.length; i += 25) {
       const chunk = eventIds.slice(i, i + 25);
-      let requests: Record<string, unknown[]> | undefined = { [this.#table]: chunk.map((eventId) => ({ DeleteRequest: { Key: { eventId } } })) };
+      let requests: Record<string, unknown[]> | undefined = {
+        [this.#table]: chunk.map((eventId) => ({ DeleteRequest: { Key: { eventId } } })),
+      };
       for (let attempt = 0; requests && Object.keys(requests).length > 0 && attempt < 5; attempt++) {
         const answer = await this.#documents.send(new BatchWriteCommand({ RequestItems: requests as never }));
         requests = answer.UnprocessedItems as Record<string, unknown[]> | undefined;

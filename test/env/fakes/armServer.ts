@@ -161,11 +161,19 @@ export async function startArmServer(): Promise<ArmServer> {
           : undefined;
       return send(response, 200, { value: page, ...(next ? { nextLink: next } : {}) });
     }
-    const single = /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)$/i.exec(url.pathname);
+    const single =
+      /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)$/i.exec(
+        url.pathname,
+      );
     if (request.method === 'GET' && single) {
       const id = url.pathname.toLowerCase();
       const cluster = [...state.clusters.values()].flat().find((c) => c.id.toLowerCase() === id);
-      if (!cluster) return armError(response, { status: 404, code: 'ResourceNotFound', message: `The Resource 'Microsoft.ContainerService/managedClusters/${single[3]}' under resource group '${single[2]}' was not found.` });
+      if (!cluster)
+        return armError(response, {
+          status: 404,
+          code: 'ResourceNotFound',
+          message: `The Resource 'Microsoft.ContainerService/managedClusters/${single[3]}' under resource group '${single[2]}' was not found.`,
+        });
       return send(response, 200, cluster);
     }
     const credential =

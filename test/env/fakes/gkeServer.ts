@@ -147,8 +147,15 @@ export async function startGkeServer(): Promise<GkeServer> {
     const one = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/clusters\/([^/]+)$/.exec(url.pathname);
     if (request.method === 'GET' && one) {
       const [project, location, name] = [one[1]!, one[2]!, one[3]!].map(decodeURIComponent);
-      const cluster = (state.clusters.get(project!) ?? []).find((c) => c.name === name && c.location === location);
-      if (!cluster) return sendError(response, { status: 404, code: 'NOT_FOUND', message: `Not found: projects/${project}/locations/${location}/clusters/${name}.` });
+      const cluster = (state.clusters.get(project!) ?? []).find(
+        (c) => c.name === name && c.location === location,
+      );
+      if (!cluster)
+        return sendError(response, {
+          status: 404,
+          code: 'NOT_FOUND',
+          message: `Not found: projects/${project}/locations/${location}/clusters/${name}.`,
+        });
       return send(response, 200, cluster);
     }
     if (request.method === 'GET' && url.pathname === '/v3/projects:search') {

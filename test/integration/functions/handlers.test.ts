@@ -1,0 +1,556 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSEvent } from 'aws-lambda';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { parse } from 'yaml';
+import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
+import { parseConfig } from '../../../core/config.ts';
+import type { ClusterProfile } from '../../../core/model/clusterProfile.ts';
+import { makeEksEventHandler } from '../../../functions/eksEvents.ts';
+import { depsFor, type FunctionDeps } from '../../../functions/runtime.ts';
+import { makeScopeEnumerator } from '../../../functions/scopeEnumerator.ts';
+import { makeScopeWorker } from '../../../functions/scopeWorker.ts';
+import { makeWebhook } from '../../../functions/webhook.ts';
+import { DetailValidator } from '../../../events/validate.ts';
+import { freePort } from '../../env/net.ts';
+import {
+  aksCluster,
+  AZURE_SUBSCRIPTION,
+  EKS_ACCOUNT,
+  GCP_PROJECT,
+  gkeCluster,
+  startEmulators,
+  type Emulators,
+} from '../../env/emulators.ts';
+import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
+import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
+import { cloudTrailEvent, functionUrlRequest, lambdaContext } from '../../support/lambda.ts';
+
+const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
+const PUSHER = 'pubsub-push@acme-data.iam.gserviceaccount.com';
+const validator = new DetailValidator();
+
+describe('Lambda handlers against the real hub, moto and the local cloud servers', () => {
+  let emulators: Emulators;
+  let deps: FunctionDeps;
+  let hub: KubernetesHub;
+  let namespace: string;
+  let scopeQueueUrl: string;
+  let jwks: Server;
+  let signToken: (claims: Record<string, unknown>, audience?: string) => Promise<string>;
+  const azureKey = 'event-grid-key-0123456789';
+  const getDeps = async () => deps;
+  const context = lambdaContext();
+
+  const profiles = async (): Promise<ClusterProfile[]> =>
+    hub.list(namespace, { 'x-k8s.io/cluster-manager': 'cpsync' });
+  const versions = async () =>
+    Object.fromEntries((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion]));
+  const changeEvents = async (): Promise<ReceivedEvent[]> => {
+    const events = (await drainQueue(emulators.queueUrl)).filter(
+      (e) => e['detail-type'] !== 'Inventory Scope Synced',
+    );
+    for (const e of events) assert.deepEqual(validator.errors(e['detail-type'], e.detail), []);
+    return events;
+  };
+
+  before(async () => {
+    process.env.AWS_ACCESS_KEY_ID = HUB_CREDENTIALS.accessKeyId;
+    process.env.AWS_SECRET_ACCESS_KEY = HUB_CREDENTIALS.secretAccessKey;
+    process.env.AWS_REGION = 'us-east-1';
+    process.env.POWERTOOLS_METRICS_DISABLED = 'true';
+    process.env.POWERTOOLS_TRACE_ENABLED = 'false';
+    process.env.POWERTOOLS_LOG_LEVEL = 'WARN';
+    const state = await localHub();
+    namespace = uniqueNamespace('fn');
+    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-fn-')), namespace });
+    const aws = { endpoint: emulators.moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
+    await new DynamoDBClient(aws).send(
+      new CreateTableCommand({
+        TableName: 'cpsync-outbox',
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'eventId', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'eventId', KeyType: 'HASH' }],
+      }),
+    );
+    scopeQueueUrl = (await new SQSClient(aws).send(new CreateQueueCommand({ QueueName: 'cpsync-scopes' })))
+      .QueueUrl!;
+
+    const { publicKey, privateKey } = await generateKeyPair('RS256');
+    const jwk = { ...(await exportJWK(publicKey)), kid: 'local-1', alg: 'RS256', use: 'sig' };
+    const port = await freePort();
+    jwks = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify({ keys: [jwk] }));
+    });
+    await new Promise<void>((resolve) => jwks.listen(port, '127.0.0.1', resolve));
+    signToken = (claims, audience = AUDIENCE) =>
+      new SignJWT({ email: PUSHER, email_verified: true, ...claims })
+        .setProtectedHeader({ alg: 'RS256', kid: 'local-1' })
+        .setIssuer('https://accounts.google.com')
+        .setAudience(audience)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey);
+
+    const keyFile = join(emulators.directory, 'event-grid-key');
+    writeFileSync(keyFile, azureKey);
+    const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+    const config = parseConfig(
+      {
+        ...document,
+        hub: { kubeconfig: state.kubeconfig },
+        outbox: { table: 'cpsync-outbox', endpoint: emulators.moto.endpoint },
+        webhook: {
+          azure: { key: { file: keyFile } },
+          gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: `http://127.0.0.1:${port}/certs` },
+        },
+      },
+      'functions test',
+    );
+    deps = await depsFor(config);
+    hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
+  });
+
+  after(async () => {
+    await emulators?.stop();
+    await new Promise((resolve) => jwks?.close(resolve));
+  });
+
+  it('enumerates the scopes and sends one SQS message per scope', async () => {
+    const result = await makeScopeEnumerator(getDeps, {
+      queueUrl: scopeQueueUrl,
+      sqs: new SQSClient({ endpoint: emulators.moto.endpoint, region: 'us-east-1' }),
+    })({ executionId: 'exec-1' }, context);
+    assert.deepEqual(result, { syncId: 'exec-1', scopes: 4 });
+  });
+
+  it('syncs each scope from its message, reports malformed messages as batch item failures, and shrugs off redelivery', async () => {
+    const sqs = new SQSClient({ endpoint: emulators.moto.endpoint, region: 'us-east-1' });
+    const received = await sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: scopeQueueUrl, MaxNumberOfMessages: 10 }),
+    );
+    const records = (received.Messages ?? []).map((m) => ({
+      messageId: m.MessageId!,
+      receiptHandle: m.ReceiptHandle!,
+      body: m.Body!,
+      attributes: {
+        ApproximateReceiveCount: '1',
+        SentTimestamp: '0',
+        SenderId: 'x',
+        ApproximateFirstReceiveTimestamp: '0',
+      },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cpsync-scopes',
+      awsRegion: 'us-east-1',
+    }));
+    assert.equal(records.length, 4);
+    const malformed = {
+      ...records[0]!,
+      messageId: 'broken-1',
+      body: JSON.stringify({ scope: { provider: 'oci' } }),
+    };
+    const event: SQSEvent = { Records: [...records, malformed] };
+    const worker = makeScopeWorker(getDeps);
+    const first = await worker(event, context);
+    assert.deepEqual(first, { batchItemFailures: [{ itemIdentifier: 'broken-1' }] });
+    assert.equal((await profiles()).length, emulators.clusters);
+    assert.equal((await changeEvents()).length, emulators.clusters);
+
+    const before = await versions();
+    const again = await worker({ Records: records }, context);
+    assert.deepEqual(again, { batchItemFailures: [] });
+    assert.deepEqual(await versions(), before);
+    assert.deepEqual(await changeEvents(), []);
+  });
+
+  it('syncs the one cluster a CloudTrail CreateCluster event names', async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [
+      { name: 'fresh', tags: { team: 'new' } },
+    ]);
+    const handler = makeEksEventHandler(getDeps);
+    const result = await handler(
+      cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'fresh', version: '1.31' }) as never,
+      context,
+    );
+    assert.equal(result.result, 'created');
+    const events = await changeEvents();
+    assert.deepEqual(
+      events.map((e) => [e['detail-type'], (e.detail.cluster as { displayName: string }).displayName]),
+      [['ClusterProfile Created', 'fresh']],
+    );
+  });
+
+  it('applies an UpdateClusterVersion event, once even when delivered twice', async () => {
+    const remove = emulators.proxy.rewrite((call, status, body) => {
+      if (status !== 200 || call.path !== '/clusters/payments' || call.region !== 'us-east-1')
+        return undefined;
+      const answer = JSON.parse(body);
+      answer.cluster.version = '1.32';
+      return JSON.stringify(answer);
+    });
+    const handler = makeEksEventHandler(getDeps);
+    const event = cloudTrailEvent('UpdateClusterVersion', EKS_ACCOUNT, 'us-east-1', {
+      name: 'payments',
+      version: '1.32',
+    });
+    assert.equal((await handler(event as never, context)).result, 'updated');
+    const before = await versions();
+    assert.equal((await handler(event as never, context)).result, 'unchanged');
+    remove();
+    assert.deepEqual(await versions(), before);
+    const events = await changeEvents();
+    assert.equal(events.length, 1);
+    assert.deepEqual(events[0]!.detail.changedFields, ['status.version.kubernetes']);
+  });
+
+  it('deletes at once when DeleteCluster is confirmed by DescribeCluster answering not found', async () => {
+    const member = new EKSClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: await memberCredentials(emulators.moto.endpoint),
+    });
+    await member.send(new DeleteClusterCommand({ name: 'fresh' }));
+    member.destroy();
+    const result = await makeEksEventHandler(getDeps)(
+      cloudTrailEvent('DeleteCluster', EKS_ACCOUNT, 'us-east-1', { name: 'fresh' }) as never,
+      context,
+    );
+    assert.equal(result.result, 'deleted');
+    assert.ok(!(await profiles()).some((p) => p.spec.displayName === 'fresh'));
+    assert.deepEqual(
+      (await changeEvents()).map((e) => e['detail-type']),
+      ['ClusterProfile Deleted'],
+    );
+  });
+
+  it('ignores events for accounts outside the configuration and calls that failed, and refuses malformed ones', async () => {
+    const handler = makeEksEventHandler(getDeps);
+    const before = await versions();
+    assert.equal(
+      (
+        await handler(
+          cloudTrailEvent('CreateCluster', '999988887777', 'us-east-1', { name: 'foreign' }) as never,
+          context,
+        )
+      ).result,
+      'ignored',
+    );
+    const failedCall = cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'nope' });
+    (failedCall.detail as Record<string, unknown>).errorCode = 'InvalidParameterException';
+    assert.equal((await handler(failedCall as never, context)).result, 'ignored');
+    await assert.rejects(
+      handler(
+        {
+          'detail-type': 'AWS API Call via CloudTrail',
+          detail: { eventSource: 'eks.amazonaws.com' },
+        } as never,
+        context,
+      ),
+    );
+    assert.deepEqual(await versions(), before);
+  });
+
+  it('answers the Event Grid subscription validation handshake', async () => {
+    const webhook = makeWebhook(getDeps);
+    const response = await webhook(
+      functionUrlRequest(
+        '/azure',
+        [
+          {
+            id: 'v1',
+            eventType: 'Microsoft.EventGrid.SubscriptionValidationEvent',
+            subject: '',
+            data: { validationCode: '512d38b6-c7b8-40c8-89fe-f46f9e9622b6' },
+            eventTime: '2026-01-01T00:00:00Z',
+            dataVersion: '2',
+          },
+        ],
+        {},
+        { key: azureKey },
+      ),
+      context,
+    );
+    assert.equal(response.statusCode, 200);
+    assert.deepEqual(JSON.parse(response.body as string), {
+      validationResponse: '512d38b6-c7b8-40c8-89fe-f46f9e9622b6',
+    });
+  });
+
+  it('refuses Event Grid deliveries without the key (401) and malformed ones (400)', async () => {
+    const webhook = makeWebhook(getDeps);
+    assert.equal(
+      (
+        await webhook(
+          functionUrlRequest('/azure', [{ id: 'x', eventType: 'Microsoft.Resources.ResourceWriteSuccess' }]),
+          context,
+        )
+      ).statusCode,
+      401,
+    );
+    assert.equal(
+      (await webhook(functionUrlRequest('/azure', [], {}, { key: 'wrong' }), context)).statusCode,
+      401,
+    );
+    assert.equal(
+      (await webhook(functionUrlRequest('/azure', '{not json', {}, { key: azureKey }), context)).statusCode,
+      400,
+    );
+    assert.equal(
+      (await webhook(functionUrlRequest('/azure', { not: 'an array' }, {}, { key: azureKey }), context))
+        .statusCode,
+      400,
+    );
+  });
+
+  it('syncs an AKS cluster on ResourceWriteSuccess and deletes it on ResourceDeleteSuccess, ignoring other resources', async () => {
+    const webhook = makeWebhook(getDeps);
+    const id = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-web/providers/Microsoft.ContainerService/managedClusters/web`;
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
+      aksCluster('web', 'rg-web', { currentKubernetesVersion: '1.31.2' }),
+      aksCluster('batch', 'rg-batch'),
+    ]);
+    const write = (eventType: string, subject: string, eventId: string) => ({
+      id: eventId,
+      eventType,
+      subject,
+      eventTime: '2026-01-01T00:00:00Z',
+      dataVersion: '2',
+      data: {
+        resourceUri: subject,
+        operationName: 'Microsoft.ContainerService/managedClusters/write',
+        status: 'Succeeded',
+        subscriptionId: AZURE_SUBSCRIPTION,
+      },
+    });
+    const storage = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-web/providers/Microsoft.Storage/storageAccounts/logs`;
+    const response = await webhook(
+      functionUrlRequest(
+        '/azure',
+        [
+          write('Microsoft.Resources.ResourceWriteSuccess', id, 'eg-1'),
+          write('Microsoft.Resources.ResourceWriteSuccess', storage, 'eg-2'),
+        ],
+        {},
+        { key: azureKey },
+      ),
+      context,
+    );
+    assert.equal(response.statusCode, 200);
+    assert.deepEqual(JSON.parse(response.body as string), {
+      synced: { [`${AZURE_SUBSCRIPTION}/rg-web/web`]: 'updated' },
+      ignored: 1,
+    });
+    assert.deepEqual(
+      (await changeEvents()).map((e) => e.detail.changedFields),
+      [['status.version.kubernetes']],
+    );
+
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [aksCluster('batch', 'rg-batch')]);
+    const deleted = await webhook(
+      functionUrlRequest('/azure', [write('Microsoft.Resources.ResourceDeleteSuccess', id, 'eg-3')], {
+        'x-cpsync-key': azureKey,
+      }),
+      context,
+    );
+    assert.deepEqual(JSON.parse(deleted.body as string).synced, {
+      [`${AZURE_SUBSCRIPTION}/rg-web/web`]: 'deleted',
+    });
+    assert.ok(!(await profiles()).some((p) => p.spec.displayName === 'web'));
+    assert.deepEqual(
+      (await changeEvents()).map((e) => e['detail-type']),
+      ['ClusterProfile Deleted'],
+    );
+  });
+
+  const auditEntry = (methodName: string, resourceName: string) => ({
+    protoPayload: {
+      '@type': 'type.googleapis.com/google.cloud.audit.AuditLog',
+      serviceName: 'container.googleapis.com',
+      methodName,
+      resourceName,
+    },
+    resource: { type: 'gke_cluster', labels: { project_id: GCP_PROJECT } },
+    logName: `projects/${GCP_PROJECT}/logs/cloudaudit.googleapis.com%2Factivity`,
+  });
+  const push = (entry: unknown, messageId: string) => ({
+    message: {
+      data: Buffer.from(JSON.stringify(entry)).toString('base64'),
+      messageId,
+      publishTime: '2026-01-01T00:00:00Z',
+      attributes: {},
+    },
+    subscription: 'projects/acme-data/subscriptions/cpsync',
+  });
+
+  it('syncs a GKE cluster from a Pub/Sub push with a Google-signed token, once even when replayed', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      ...emulators.gke.clusters.get(GCP_PROJECT)!,
+      gkeCluster('ml', 'us-central1'),
+    ]);
+    const webhook = makeWebhook(getDeps);
+    const body = push(
+      auditEntry(
+        'google.container.v1.ClusterManager.CreateCluster',
+        `projects/${GCP_PROJECT}/locations/us-central1/clusters/ml`,
+      ),
+      'ps-1',
+    );
+    const request = functionUrlRequest('/gcp', body, { authorization: `Bearer ${await signToken({})}` });
+    const first = await webhook(request, context);
+    assert.equal(first.statusCode, 200, first.body as string);
+    assert.deepEqual(JSON.parse(first.body as string).synced, {
+      [`${GCP_PROJECT}/us-central1/ml`]: 'created',
+    });
+    const before = await versions();
+    const replay = await webhook(request, context);
+    assert.deepEqual(JSON.parse(replay.body as string).synced, {
+      [`${GCP_PROJECT}/us-central1/ml`]: 'unchanged',
+    });
+    assert.deepEqual(await versions(), before);
+    assert.deepEqual(
+      (await changeEvents()).map((e) => e['detail-type']),
+      ['ClusterProfile Created'],
+    );
+  });
+
+  it('refuses Pub/Sub pushes without a valid token for the audience and service account', async () => {
+    const webhook = makeWebhook(getDeps);
+    const body = push(
+      auditEntry(
+        'google.container.v1.ClusterManager.DeleteCluster',
+        `projects/${GCP_PROJECT}/locations/us-central1/clusters/ml`,
+      ),
+      'ps-2',
+    );
+    assert.equal((await webhook(functionUrlRequest('/gcp', body), context)).statusCode, 401);
+    assert.equal(
+      (
+        await webhook(
+          functionUrlRequest('/gcp', body, {
+            authorization: `Bearer ${await signToken({}, 'https://elsewhere')}`,
+          }),
+          context,
+        )
+      ).statusCode,
+      401,
+    );
+    assert.equal(
+      (
+        await webhook(
+          functionUrlRequest('/gcp', body, {
+            authorization: `Bearer ${await signToken({ email: 'intruder@evil.example' })}`,
+          }),
+          context,
+        )
+      ).statusCode,
+      401,
+    );
+    assert.equal(
+      (await webhook(functionUrlRequest('/gcp', body, { authorization: 'Bearer not.a.jwt' }), context))
+        .statusCode,
+      401,
+    );
+    const { publicKey: _p, privateKey: otherKey } = await generateKeyPair('RS256');
+    const forged = await new SignJWT({ email: PUSHER, email_verified: true })
+      .setProtectedHeader({ alg: 'RS256', kid: 'local-1' })
+      .setIssuer('https://accounts.google.com')
+      .setAudience(AUDIENCE)
+      .setExpirationTime('5m')
+      .sign(otherKey);
+    assert.equal(
+      (await webhook(functionUrlRequest('/gcp', body, { authorization: `Bearer ${forged}` }), context))
+        .statusCode,
+      401,
+    );
+    assert.ok(
+      (await profiles()).some((p) => p.spec.displayName === 'ml'),
+      'nothing was deleted',
+    );
+  });
+
+  it('answers 400 to a malformed push, ignores unrelated audit entries and deletes on a confirmed DeleteCluster', async () => {
+    const webhook = makeWebhook(getDeps);
+    const auth = { authorization: `Bearer ${await signToken({})}` };
+    assert.equal(
+      (
+        await webhook(
+          functionUrlRequest('/gcp', { message: { data: 'bm90IGpzb24=', messageId: 'ps-3' } }, auth),
+          context,
+        )
+      ).statusCode,
+      400,
+    );
+    assert.equal(
+      (await webhook(functionUrlRequest('/gcp', { nothing: true }, auth), context)).statusCode,
+      400,
+    );
+    const unrelated = push(
+      {
+        protoPayload: {
+          serviceName: 'storage.googleapis.com',
+          methodName: 'storage.buckets.create',
+          resourceName: 'projects/_/buckets/b',
+        },
+      },
+      'ps-4',
+    );
+    assert.deepEqual(
+      JSON.parse((await webhook(functionUrlRequest('/gcp', unrelated, auth), context)).body as string),
+      { ignored: 1 },
+    );
+
+    emulators.gke.clusters.set(
+      GCP_PROJECT,
+      emulators.gke.clusters.get(GCP_PROJECT)!.filter((c) => c.name !== 'ml'),
+    );
+    const gone = push(
+      auditEntry(
+        'google.container.v1.ClusterManager.DeleteCluster',
+        `projects/${GCP_PROJECT}/locations/us-central1/clusters/ml`,
+      ),
+      'ps-5',
+    );
+    const response = await webhook(functionUrlRequest('/gcp', gone, auth), context);
+    assert.deepEqual(JSON.parse(response.body as string).synced, {
+      [`${GCP_PROJECT}/us-central1/ml`]: 'deleted',
+    });
+    assert.deepEqual(
+      (await changeEvents()).map((e) => e['detail-type']),
+      ['ClusterProfile Deleted'],
+    );
+  });
+
+  it('answers 404 to unknown routes and 405 to other methods, never crashing', async () => {
+    const webhook = makeWebhook(getDeps);
+    assert.equal((await webhook(functionUrlRequest('/elsewhere', {}), context)).statusCode, 404);
+    const get = functionUrlRequest('/azure', {});
+    get.requestContext.http.method = 'GET';
+    assert.equal((await webhook(get, context)).statusCode, 405);
+  });
+});
+
+async function memberCredentials(endpoint: string) {
+  const { STSClient, AssumeRoleCommand } = await import('@aws-sdk/client-sts');
+  const sts = new STSClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS });
+  const c = (
+    await sts.send(
+      new AssumeRoleCommand({
+        RoleArn: `arn:aws:iam::${EKS_ACCOUNT}:role/estate-builder`,
+        RoleSessionName: 'test',
+      }),
+    )
+  ).Credentials!;
+  return { accessKeyId: c.AccessKeyId!, secretAccessKey: c.SecretAccessKey!, sessionToken: c.SessionToken! };
+}

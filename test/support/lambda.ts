@@ -1,0 +1,89 @@
+/** Real-shaped Lambda inputs for invoking handlers in tests. */
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+
+export function lambdaContext(functionName = 'cpsync-test'): Context {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName,
+    functionVersion: '$LATEST',
+    invokedFunctionArn: `arn:aws:lambda:us-east-1:123456789012:function:${functionName}`,
+    memoryLimitInMB: '512',
+    awsRequestId: `req-${Math.random().toString(36).slice(2)}`,
+    logGroupName: `/aws/lambda/${functionName}`,
+    logStreamName: '2026/01/01/[$LATEST]abc',
+    getRemainingTimeInMillis: () => 60_000,
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}
+
+/** A Lambda Function URL request (payload format 2.0). */
+export function functionUrlRequest(
+  path: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  query: Record<string, string> = {},
+): APIGatewayProxyEventV2 {
+  const text = typeof body === 'string' ? body : JSON.stringify(body);
+  return {
+    version: '2.0',
+    routeKey: '$default',
+    rawPath: path,
+    rawQueryString: new URLSearchParams(query).toString(),
+    headers: { 'content-type': 'application/json', ...headers },
+    ...(Object.keys(query).length > 0 ? { queryStringParameters: query } : {}),
+    requestContext: {
+      accountId: 'anonymous',
+      apiId: 'abc123',
+      domainName: 'abc123.lambda-url.us-east-1.on.aws',
+      domainPrefix: 'abc123',
+      http: { method: 'POST', path, protocol: 'HTTP/1.1', sourceIp: '203.0.113.7', userAgent: 'test' },
+      requestId: `r-${Math.random().toString(36).slice(2)}`,
+      routeKey: '$default',
+      stage: '$default',
+      time: '01/Jan/2026:00:00:00 +0000',
+      timeEpoch: 1767225600000,
+    },
+    body: text,
+    isBase64Encoded: false,
+  };
+}
+
+/** An EventBridge event for a CloudTrail record of an EKS API call. */
+export function cloudTrailEvent(
+  eventName: string,
+  account: string,
+  region: string,
+  requestParameters: Record<string, unknown>,
+  id = `ct-${Math.random().toString(36).slice(2)}`,
+) {
+  return {
+    version: '0',
+    id,
+    'detail-type': 'AWS API Call via CloudTrail',
+    source: 'aws.eks',
+    account,
+    time: '2026-01-01T00:00:00Z',
+    region,
+    resources: [],
+    detail: {
+      eventVersion: '1.09',
+      userIdentity: { type: 'AssumedRole', arn: `arn:aws:sts::${account}:assumed-role/admin/someone` },
+      eventTime: '2026-01-01T00:00:00Z',
+      eventSource: 'eks.amazonaws.com',
+      eventName,
+      awsRegion: region,
+      sourceIPAddress: '203.0.113.7',
+      userAgent: 'aws-cli/2.0',
+      requestParameters,
+      responseElements: null,
+      requestID: 'a1b2',
+      eventID: id,
+      readOnly: false,
+      eventType: 'AwsApiCall',
+      managementEvent: true,
+      recipientAccountId: account,
+    },
+  };
+}

@@ -1,5 +1,6 @@
-import { ClusterManagerClient } from '@google-cloud/container';
-import { ProjectsClient } from '@google-cloud/resource-manager';
+// Deep imports: the package index also loads the static protobuf code (about 3 MB), which the REST transport does not use.
+import { ClusterManagerClient } from '@google-cloud/container/build/src/v1/cluster_manager_client.js';
+import { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import { ExternalAccountClient, GoogleAuth, JWT, type AuthClient } from 'google-auth-library';
 import type { CallOptions, ClientOptions } from 'google-gax';
 import { InvalidOptionError } from '../../core/errors.ts';

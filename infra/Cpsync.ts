@@ -1,0 +1,397 @@
+/**
+ * The cpsync L3 construct: event bus, schedule, fan-out queue with DLQ, the four functions, the EKS
+ * CloudTrail rule, the webhook Function URL, the outbox table, least-privilege IAM, alarms, the event
+ * schemas in an EventBridge schema registry and an optional archive.
+ */
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { EventBus, Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction as LambdaTarget } from 'aws-cdk-lib/aws-events-targets';
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Architecture, FunctionUrlAuthType, Runtime, type FunctionUrl } from 'aws-cdk-lib/aws-lambda';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import { CfnRegistry, CfnSchema } from 'aws-cdk-lib/aws-eventschemas';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { parseConfig, type CpsyncConfig } from '../core/config.ts';
+import { DETAIL_SCHEMAS } from '../events/schemas.ts';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** CloudTrail event names of EKS calls that change what a profile shows. */
+export const EKS_EVENT_NAMES = [
+  'CreateCluster',
+  'DeleteCluster',
+  'UpdateClusterVersion',
+  'UpdateClusterConfig',
+  'CreateNodegroup',
+  'DeleteNodegroup',
+  'UpdateNodegroupConfig',
+  'UpdateNodegroupVersion',
+  'TagResource',
+  'UntagResource',
+] as const;
+
+export interface CpsyncProps {
+  /**
+   * The cpsync configuration document (as in cpsync.example.yaml). Checked when the construct is
+   * made; `bus` and `outbox` are filled in by the construct.
+   */
+  readonly config: unknown;
+  /**
+   * An existing event bus to publish to. Exclusive with `eventBusName`.
+   * @default a new bus
+   */
+  readonly eventBus?: IEventBus;
+  /**
+   * Name of the new event bus. Exclusive with `eventBus`.
+   * @default 'cpsync'
+   */
+  readonly eventBusName?: string;
+  /**
+   * How often the full sync runs.
+   * @default Duration.minutes(15)
+   */
+  readonly syncInterval?: Duration;
+  /**
+   * Keep an archive of every event published, for this long.
+   * @default no archive
+   */
+  readonly archiveRetention?: Duration;
+  /**
+   * Make the Event Grid key secret (the webhook's `azure.key`), when the configuration has none.
+   * @default true when `providers.aks` is configured
+   */
+  readonly azureWebhook?: boolean;
+  /**
+   * How long function logs are kept.
+   * @default RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: RetentionDays;
+}
+
+const DEFAULTS = {
+  eventBusName: 'cpsync',
+  syncInterval: Duration.minutes(15),
+  logRetention: RetentionDays.ONE_MONTH,
+} as const;
+
+export class Cpsync extends Construct {
+  public readonly eventBus: IEventBus;
+  public readonly scopeQueue: Queue;
+  public readonly deadLetterQueue: Queue;
+  public readonly outboxTable: Table;
+  public readonly scopeEnumerator: NodejsFunction;
+  public readonly scopeWorker: NodejsFunction;
+  public readonly eksEventHandler: NodejsFunction;
+  public readonly webhook: NodejsFunction;
+  public readonly webhookUrl: FunctionUrl;
+  public readonly schedule: Schedule;
+  public readonly eksRule: Rule;
+  public readonly azureWebhookKey?: Secret;
+  public readonly alarms: Alarm[] = [];
+  /** The role assumed in member accounts, when EKS is configured. */
+  public readonly memberRoleName?: string;
+
+  constructor(scope: Construct, id: string, props: CpsyncProps) {
+    super(scope, id);
+    if (props.eventBus && props.eventBusName)
+      throw new Error('Cpsync: give either eventBus or eventBusName, not both');
+    const config = parseConfig(props.config, 'Cpsync props.config');
+    if (config.providers.eks) this.memberRoleName = config.providers.eks.roleName;
+    if (!config.hub || 'directory' in config.hub || 'kubeconfig' in config.hub) {
+      throw new Error(
+        'Cpsync: config.hub must be hub.eks (IAM-signed tokens) or hub.kubeconfigSecretArn for the Lambda functions',
+      );
+    }
+    const stack = Stack.of(this);
+
+    this.eventBus =
+      props.eventBus ??
+      new EventBus(this, 'Bus', { eventBusName: props.eventBusName ?? DEFAULTS.eventBusName });
+    if (props.archiveRetention) {
+      this.eventBus.archive('Archive', {
+        eventPattern: { source: ['cpsync'] },
+        retention: props.archiveRetention,
+        description: 'Every cpsync event',
+      });
+    }
+
+    this.outboxTable = new Table(this, 'Outbox', {
+      partitionKey: { name: 'eventId', type: AttributeType.STRING },
+      billingMode: BillingMode.PAY_PER_REQUEST,
+      encryption: TableEncryption.AWS_MANAGED,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      timeToLiveAttribute: 'expiresAt',
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    const webhookConfig = { ...config.webhook };
+    if (!webhookConfig.azure && (props.azureWebhook ?? config.providers.aks !== undefined)) {
+      this.azureWebhookKey = new Secret(this, 'AzureWebhookKey', {
+        description: 'Key Azure Event Grid deliveries to the cpsync webhook must carry (?key=...)',
+        generateSecretString: { passwordLength: 40, excludePunctuation: true },
+      });
+      webhookConfig.azure = { key: { secretArn: this.azureWebhookKey.secretArn } };
+    }
+    const document: CpsyncConfig = {
+      ...config,
+      bus: {
+        eventBridge: {
+          busName: this.eventBus.eventBusName,
+          source: config.bus && 'eventBridge' in config.bus ? config.bus.eventBridge.source : 'cpsync',
+        },
+      },
+      outbox: { table: this.outboxTable.tableName },
+      webhook: webhookConfig,
+    };
+
+    this.deadLetterQueue = new Queue(this, 'ScopeDeadLetters', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    this.scopeQueue = new Queue(this, 'Scopes', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: Duration.minutes(6 * 5),
+      deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: 3 },
+    });
+
+    const logRetention = props.logRetention ?? DEFAULTS.logRetention;
+    const make = (name: string, entry: string, timeout: Duration, memorySize: number) =>
+      new NodejsFunction(this, name, {
+        entry: join(ROOT, 'functions', entry),
+        handler: 'handler',
+        runtime: Runtime.NODEJS_24_X,
+        architecture: Architecture.ARM_64,
+        memorySize,
+        timeout,
+        logGroup: new LogGroup(this, `${name}Logs`, {
+          retention: logRetention,
+          removalPolicy: RemovalPolicy.DESTROY,
+        }),
+        environment: {
+          CPSYNC_CONFIG: JSON.stringify(document),
+          POWERTOOLS_SERVICE_NAME: 'cpsync',
+          POWERTOOLS_METRICS_NAMESPACE: 'cpsync',
+          NODE_OPTIONS: '--enable-source-maps',
+        },
+        bundling: {
+          minify: true,
+          sourceMap: true,
+          format: OutputFormat.ESM,
+          target: 'node24',
+          mainFields: ['module', 'main'],
+          banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
+          externalModules: ['@aws-sdk/*'],
+          forceDockerBundling: false,
+        },
+      });
+
+    this.scopeEnumerator = make('ScopeEnumerator', 'scopeEnumerator.ts', Duration.minutes(2), 512);
+    this.scopeEnumerator.addEnvironment('CPSYNC_SCOPE_QUEUE_URL', this.scopeQueue.queueUrl);
+    this.scopeWorker = make('ScopeWorker', 'scopeWorker.ts', Duration.minutes(5), 1024);
+    this.eksEventHandler = make('EksEventHandler', 'eksEvents.ts', Duration.minutes(1), 512);
+    this.webhook = make('Webhook', 'webhook.ts', Duration.seconds(30), 512);
+    const all = [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook];
+
+    this.scopeQueue.grantSendMessages(this.scopeEnumerator);
+    this.scopeWorker.addEventSource(
+      new SqsEventSource(this.scopeQueue, { batchSize: 1, reportBatchItemFailures: true }),
+    );
+
+    this.schedule = new Schedule(this, 'FullSync', {
+      schedule: ScheduleExpression.rate(props.syncInterval ?? DEFAULTS.syncInterval),
+      description: 'cpsync full sync: enumerate scopes and fan out',
+      target: new LambdaInvoke(this.scopeEnumerator, {
+        input: ScheduleTargetInput.fromObject({
+          executionId: '<aws.scheduler.execution-id>',
+          scheduledTime: '<aws.scheduler.scheduled-time>',
+        }),
+        retryAttempts: 2,
+      }),
+    });
+
+    this.eksRule = new Rule(this, 'EksApiCalls', {
+      description: 'EKS API calls that change a cluster: targeted sync',
+      eventPattern: {
+        source: ['aws.eks'],
+        detailType: ['AWS API Call via CloudTrail'],
+        detail: { eventSource: ['eks.amazonaws.com'], eventName: [...EKS_EVENT_NAMES] },
+      },
+      targets: [new LambdaTarget(this.eksEventHandler, { retryAttempts: 4, maxEventAge: Duration.hours(1) })],
+    });
+
+    // The webhook authenticates each caller itself (Event Grid key, Google-signed OIDC token).
+    this.webhookUrl = this.webhook.addFunctionUrl({ authType: FunctionUrlAuthType.NONE });
+
+    for (const fn of all) {
+      this.eventBus.grantPutEventsTo(fn);
+      this.outboxTable.grantReadWriteData(fn);
+    }
+    this.#grantCloudReads(
+      config,
+      [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook],
+      stack,
+    );
+    this.#grantSecrets(document, all);
+
+    this.#registerSchemas();
+    this.#alarms(all);
+  }
+
+  /** Read-only cloud access: assume the member role; list/describe in cpsync's own account. */
+  #grantCloudReads(config: CpsyncConfig, functions: NodejsFunction[], stack: Stack): void {
+    const eks = config.providers.eks;
+    if (!eks) return;
+    const statements = [
+      new PolicyStatement({
+        actions: ['sts:AssumeRole'],
+        resources: [`arn:${stack.partition}:iam::*:role/${eks.roleName}`],
+      }),
+      new PolicyStatement({
+        actions: ['eks:DescribeCluster', 'eks:ListNodegroups'],
+        resources: [
+          stack.formatArn({
+            service: 'eks',
+            region: '*',
+            resource: 'cluster',
+            resourceName: '*',
+            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+          }),
+        ],
+      }),
+      new PolicyStatement({
+        actions: ['eks:DescribeNodegroup'],
+        resources: [
+          stack.formatArn({
+            service: 'eks',
+            region: '*',
+            resource: 'nodegroup',
+            resourceName: '*/*/*',
+            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+          }),
+        ],
+      }),
+      new PolicyStatement({
+        actions: ['eks:ListClusters', 'ec2:DescribeRegions', 'sts:GetCallerIdentity'],
+        resources: ['*'],
+      }),
+    ];
+    if (!Array.isArray(eks.accounts)) {
+      statements.push(
+        new PolicyStatement({
+          actions: [
+            'organizations:ListAccounts',
+            'organizations:ListAccountsForParent',
+            'organizations:ListOrganizationalUnitsForParent',
+          ],
+          resources: ['*'],
+        }),
+      );
+    }
+    for (const fn of functions) for (const statement of statements) fn.addToRolePolicy(statement);
+    const hub = config.hub;
+    if (hub && 'eks' in hub) {
+      const arn = stack.formatArn({
+        service: 'eks',
+        region: hub.eks.region,
+        resource: 'cluster',
+        resourceName: hub.eks.clusterName,
+        arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+      });
+      for (const fn of functions)
+        fn.addToRolePolicy(new PolicyStatement({ actions: ['eks:DescribeCluster'], resources: [arn] }));
+    }
+  }
+
+  /** Read access to exactly the secrets the configuration names. */
+  #grantSecrets(config: CpsyncConfig, functions: NodejsFunction[]): void {
+    const arns = new Set<string>();
+    const add = (ref: { secretArn?: string } | { file: string } | undefined) => {
+      if (ref && 'secretArn' in ref && ref.secretArn) arns.add(ref.secretArn);
+    };
+    add(config.providers.gke?.credentials);
+    const aks = config.providers.aks?.credential;
+    if (aks && 'clientSecret' in aks) add(aks.clientSecret);
+    add(config.webhook.azure?.key);
+    if (config.hub && 'kubeconfigSecretArn' in config.hub) arns.add(config.hub.kubeconfigSecretArn);
+    [...arns].forEach((arn, index) => {
+      const complete = /-[A-Za-z0-9]{6}$/.test(arn);
+      const secret =
+        arn === this.azureWebhookKey?.secretArn
+          ? this.azureWebhookKey
+          : complete
+            ? Secret.fromSecretCompleteArn(this, `ConfiguredSecret${index}`, arn)
+            : Secret.fromSecretPartialArn(this, `ConfiguredSecret${index}`, arn);
+      for (const fn of functions) secret.grantRead(fn);
+    });
+  }
+
+  #registerSchemas(): void {
+    const registry = new CfnRegistry(this, 'Schemas', {
+      description: 'cpsync event schemas (detail of each detail-type)',
+    });
+    for (const [detailType, schema] of Object.entries(DETAIL_SCHEMAS)) {
+      const name = `cpsync@${detailType.replace(/\s+/g, '')}`;
+      new CfnSchema(this, `Schema${detailType.replace(/\s+/g, '')}`, {
+        registryName: registry.attrRegistryName,
+        schemaName: name,
+        type: 'JSONSchemaDraft4',
+        content: JSON.stringify(schema),
+        description: `Detail of "${detailType}"`,
+      });
+    }
+  }
+
+  #alarms(functions: NodejsFunction[]): void {
+    this.alarms.push(
+      new Alarm(this, 'DeadLetters', {
+        alarmDescription: 'Scope messages that failed three times',
+        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+          period: Duration.minutes(5),
+        }),
+        threshold: 0,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+      new Alarm(this, 'FailedScopes', {
+        alarmDescription:
+          'Scopes whose listing failed (access denied, API disabled, throttled past retries, timeouts)',
+        metric: new Metric({
+          namespace: 'cpsync',
+          metricName: 'FailedScopes',
+          dimensionsMap: { service: 'cpsync' },
+          statistic: 'Sum',
+          period: Duration.minutes(15),
+        }),
+        threshold: 0,
+        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 2,
+        treatMissingData: TreatMissingData.NOT_BREACHING,
+      }),
+    );
+    for (const fn of functions) {
+      this.alarms.push(
+        new Alarm(this, `${fn.node.id}Errors`, {
+          alarmDescription: `${fn.node.id} errors`,
+          metric: fn.metricErrors({ period: Duration.minutes(5) }),
+          threshold: 0,
+          comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: TreatMissingData.NOT_BREACHING,
+        }),
+      );
+    }
+  }
+}

@@ -1,0 +1,57 @@
+import { Stack, Token, Validations } from 'aws-cdk-lib';
+import type { CfnElement } from 'aws-cdk-lib';
+import type { Cpsync } from './Cpsync.ts';
+
+const REASONS = {
+  managedLogsPolicy:
+    'AWSLambdaBasicExecutionRole only lets a function write its own CloudWatch logs; it is the policy AWS maintains for exactly that.',
+  assumeMemberRole:
+    'cpsync reads clusters in member accounts through one named role; the account cannot be known in advance, the role name is fixed.',
+  ownEksReads:
+    "DescribeCluster, ListNodegroups and DescribeNodegroup in cpsync's own account, on any of its clusters (which cpsync discovers).",
+  listCalls:
+    'eks:ListClusters, ec2:DescribeRegions, sts:GetCallerIdentity and the Organizations List* calls support no resource-level permissions.',
+  schedulerInvoke:
+    'The scheduler role may invoke the enumerator function and its versions/aliases (the CDK scheduler target grant).',
+  webhookKeyRotation:
+    'The Event Grid key is rotated by updating the event subscription with a new key; automatic rotation would break deliveries in flight.',
+} as const;
+
+/** The cdk-nag (AwsSolutions) findings cpsync accepts, each with its reason, acknowledged one by one. */
+export function acknowledgeFindings(cpsync: Cpsync, memberRoleName: string | undefined): void {
+  const stack = Stack.of(cpsync);
+  const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+  const functions = [cpsync.scopeEnumerator, cpsync.scopeWorker, cpsync.eksEventHandler, cpsync.webhook];
+  for (const fn of functions) {
+    const scope = Validations.of(fn);
+    scope.acknowledge({
+      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+      reason: REASONS.managedLogsPolicy,
+    });
+    if (memberRoleName) {
+      scope.acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/${memberRoleName}]`,
+        reason: REASONS.assumeMemberRole,
+      });
+      scope.acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:cluster/*]`,
+        reason: REASONS.ownEksReads,
+      });
+      scope.acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:nodegroup/*/*/*]`,
+        reason: REASONS.ownEksReads,
+      });
+      scope.acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: REASONS.listCalls });
+    }
+  }
+  const enumerator = stack.getLogicalId(cpsync.scopeEnumerator.node.defaultChild as CfnElement);
+  Validations.of(stack).acknowledge({
+    id: `AwsSolutions-IAM5[Resource::<${enumerator}.Arn>:*]`,
+    reason: REASONS.schedulerInvoke,
+  });
+  if (cpsync.azureWebhookKey)
+    Validations.of(cpsync.azureWebhookKey).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: REASONS.webhookKeyRotation,
+    });
+}

@@ -1,0 +1,294 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { EventBus } from 'aws-cdk-lib/aws-events';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { parse } from 'yaml';
+import { Cpsync } from '../../infra/Cpsync.ts';
+import { CpsyncStack } from '../../infra/CpsyncStack.ts';
+import { venvBin } from '../env/python.ts';
+
+const EXAMPLE = parse(readFileSync(new URL('../../cpsync.example.yaml', import.meta.url), 'utf8')) as Record<
+  string,
+  unknown
+>;
+const CONFIG = { ...EXAMPLE, hub: { eks: { clusterName: 'hub', region: 'us-east-1' } } };
+const ENV = { account: '123456789012', region: 'us-east-1' };
+/** Skips asset bundling for tests that only look at the template's shape. */
+const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+const MAX_BUNDLE_BYTES_BUDGET = 8 * 1024 * 1024;
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+function lightStack(props: Partial<ConstructorParameters<typeof Cpsync>[2]> = {}) {
+  const app = new App({ context: NO_BUNDLING });
+  const stack = new CpsyncStack(app, 'Test', { env: ENV, cpsync: { config: CONFIG, ...props } });
+  return Template.fromStack(stack);
+}
+
+describe('the CDK app', () => {
+  let outdir: string;
+  let template: Template;
+  let json: Record<string, unknown>;
+
+  before(() => {
+    outdir = mkdtempSync(join(tmpdir(), 'cpsync-cdk-'));
+    const app = new App({ outdir });
+    const stack = new CpsyncStack(app, 'Cpsync', {
+      env: ENV,
+      cpsync: { config: CONFIG, archiveRetention: Duration.days(30) },
+    });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    app.synth();
+    template = Template.fromStack(stack);
+    json = JSON.parse(readFileSync(join(outdir, 'Cpsync.template.json'), 'utf8')) as Record<string, unknown>;
+  });
+
+  it('synthesizes with zero unacknowledged cdk-nag AwsSolutions findings', () => {
+    const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {
+      pluginReports: unknown[];
+    };
+    assert.deepEqual(report.pluginReports, []);
+  });
+
+  it('cdk-nag does report findings when nothing is acknowledged (the checks really run)', () => {
+    const app = new App({ context: NO_BUNDLING });
+    const stack = new Stack(app, 'Bare', { env: ENV });
+    new Cpsync(stack, 'Cpsync', { config: CONFIG });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    assert.throws(() => app.synth(), /Validation failed/);
+  });
+
+  it('creates the bus, an archive, the 15-minute schedule, the queue with its DLQ and the outbox table', () => {
+    template.hasResourceProperties('AWS::Events::EventBus', { Name: 'cpsync' });
+    template.hasResourceProperties('AWS::Events::Archive', {
+      RetentionDays: 30,
+      EventPattern: { source: ['cpsync'] },
+    });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(15 minutes)',
+      Target: Match.objectLike({
+        Input: Match.stringLikeRegexp('aws.scheduler.execution-id'),
+        RetryPolicy: Match.objectLike({ MaximumRetryAttempts: 2 }),
+      }),
+    });
+    template.resourceCountIs('AWS::SQS::Queue', 2);
+    template.hasResourceProperties('AWS::SQS::Queue', {
+      RedrivePolicy: Match.objectLike({ maxReceiveCount: 3 }),
+      SqsManagedSseEnabled: true,
+    });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 1,
+    });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: 'eventId', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
+  });
+
+  it('runs four Node 24 arm64 functions with retained logs and the configuration in their environment', () => {
+    template.resourcePropertiesCountIs(
+      'AWS::Lambda::Function',
+      { Runtime: 'nodejs24.x', Architectures: ['arm64'] },
+      4,
+    );
+    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 4);
+    const functions = template.findResources('AWS::Lambda::Function');
+    for (const fn of Object.values(functions)) {
+      const variables = (fn as { Properties: { Environment: { Variables: Record<string, unknown> } } })
+        .Properties.Environment.Variables;
+      const document = JSON.stringify(variables.CPSYNC_CONFIG);
+      assert.match(document, /\\"outbox\\":\{\\"table\\":/);
+      assert.match(document, /\\"eventBridge\\":\{\\"busName\\":/);
+      assert.match(document, /cpsync-reader/);
+    }
+  });
+
+  it('routes EKS CloudTrail calls from the default bus to the EKS handler', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.eks'],
+        'detail-type': ['AWS API Call via CloudTrail'],
+        detail: {
+          eventSource: ['eks.amazonaws.com'],
+          eventName: Match.arrayWith([
+            'CreateCluster',
+            'DeleteCluster',
+            'UpdateClusterVersion',
+            'TagResource',
+          ]),
+        },
+      },
+      Targets: [
+        Match.objectLike({ RetryPolicy: { MaximumRetryAttempts: 4, MaximumEventAgeInSeconds: 3600 } }),
+      ],
+    });
+    const rule = Object.values(template.findResources('AWS::Events::Rule'))[0] as {
+      Properties: Record<string, unknown>;
+    };
+    assert.equal(rule.Properties.EventBusName, undefined, 'the default bus');
+  });
+
+  it('exposes the webhook as a Function URL that authenticates callers itself, and makes the Event Grid key secret', () => {
+    template.hasResourceProperties('AWS::Lambda::Url', { AuthType: 'NONE' });
+    template.hasResourceProperties('AWS::SecretsManager::Secret', {
+      GenerateSecretString: { PasswordLength: 40, ExcludePunctuation: true },
+    });
+    template.hasOutput('WebhookUrl', {});
+  });
+
+  it('grants exactly: sts:AssumeRole into the member role name, EKS reads in its own account, PutEvents on its bus only', () => {
+    const policies = Object.values(template.findResources('AWS::IAM::Policy')).map((p) => JSON.stringify(p));
+    const worker = policies.find((p) => p.includes('ScopeWorkerServiceRole'))!;
+    const statements = (
+      JSON.parse(worker) as {
+        Properties: {
+          PolicyDocument: { Statement: Array<{ Action: string | string[]; Resource: unknown }> };
+        };
+      }
+    ).Properties.PolicyDocument.Statement;
+    const find = (action: string) =>
+      statements.filter((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]).includes(action));
+    assert.deepEqual(
+      find('sts:AssumeRole').map((s) => s.Resource),
+      [{ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::*:role/cpsync-reader']] }],
+    );
+    const busId = Object.keys(template.findResources('AWS::Events::EventBus'))[0]!;
+    assert.deepEqual(
+      find('events:PutEvents').map((s) => s.Resource),
+      [{ 'Fn::GetAtt': [busId, 'Arn'] }],
+    );
+    assert.deepEqual(
+      find('eks:DescribeNodegroup').map((s) => s.Action),
+      ['eks:DescribeNodegroup'],
+    );
+    assert.deepEqual(find('eks:ListClusters')[0]!.Action, [
+      'eks:ListClusters',
+      'ec2:DescribeRegions',
+      'sts:GetCallerIdentity',
+    ]);
+    const all = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
+    assert.ok(!all.some((a) => a === '*' || a.endsWith(':*')), `no wildcard actions: ${all.join(', ')}`);
+    assert.ok(
+      !all.includes('organizations:ListAccounts'),
+      'explicit account lists need no Organizations access',
+    );
+  });
+
+  it('registers a draft-04 JSON Schema per detail-type, and alarms on the DLQ, failed scopes and function errors', () => {
+    template.resourceCountIs('AWS::EventSchemas::Registry', 1);
+    template.resourcePropertiesCountIs('AWS::EventSchemas::Schema', { Type: 'JSONSchemaDraft4' }, 4);
+    template.hasResourceProperties('AWS::EventSchemas::Schema', {
+      SchemaName: 'cpsync@InventoryScopeSynced',
+    });
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 6);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'FailedScopes',
+      Namespace: 'cpsync',
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+    });
+  });
+
+  it('is clean under cfn-lint', () => {
+    const file = join(outdir, 'Cpsync.template.json');
+    writeFileSync(file, JSON.stringify(json));
+    // W3005: the CDK adds DependsOn on each function's role although Fn::GetAtt already orders them.
+    const result = spawnSync(venvBin('cfn-lint'), ['--ignore-checks', 'W3005', '--', file], {
+      encoding: 'utf8',
+    });
+    assert.equal(result.status, 0, result.stdout + result.stderr);
+  });
+
+  it('reports each function bundle size', () => {
+    const sizes: Record<string, number> = {};
+    const functions = template.findResources('AWS::Lambda::Function');
+    for (const [id, fn] of Object.entries(functions)) {
+      const key = (fn as { Properties: { Code: { S3Key?: string } } }).Properties.Code.S3Key;
+      if (!key) continue;
+      const directory = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
+      const bundle = readdirSync(directory).find((f) => f.endsWith('.mjs'))!;
+      sizes[id.replace(/^Cpsync|[0-9A-F]{8}$/g, '')] = statSync(join(directory, bundle)).size;
+    }
+    console.log(
+      `function bundle sizes (minified, AWS SDK v3 from the runtime): ${Object.entries(sizes)
+        .map(([k, v]) => `${k} ${(v / 1024 / 1024).toFixed(2)} MB`)
+        .join(', ')}`,
+    );
+    assert.equal(Object.keys(sizes).length, 4);
+    for (const [name, size] of Object.entries(sizes))
+      assert.ok(size < MAX_BUNDLE_BYTES_BUDGET, `${name}: ${size} bytes`);
+  });
+
+  it('synthesizes with `npx cdk synth`, offline and without AWS credentials', () => {
+    const out = mkdtempSync(join(tmpdir(), 'cpsync-synth-'));
+    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('AWS_')));
+    const result = spawnSync(
+      join(ROOT, 'node_modules/.bin/cdk'),
+      ['synth', '--quiet', '--no-notices', '--output', out],
+      {
+        cwd: ROOT,
+        env: { ...env, AWS_EC2_METADATA_DISABLED: 'true', CDK_DISABLE_CLI_TELEMETRY: 'true' },
+        encoding: 'utf8',
+      },
+    );
+    assert.equal(result.status, 0, result.stderr.slice(-3000));
+    const synthesized = JSON.parse(readFileSync(join(out, 'Cpsync.template.json'), 'utf8')) as {
+      Resources: Record<string, { Type: string }>;
+    };
+    assert.equal(
+      Object.values(synthesized.Resources).filter((r) => r.Type === 'AWS::Lambda::Function').length,
+      4,
+    );
+  });
+
+  it('publishes to an existing bus instead of making one', () => {
+    const app = new App({ context: NO_BUNDLING });
+    const stack = new Stack(app, 'Existing', { env: ENV });
+    const bus = EventBus.fromEventBusName(stack, 'Shared', 'platform-events');
+    new Cpsync(stack, 'Cpsync', { config: CONFIG, eventBus: bus });
+    const existing = Template.fromStack(stack);
+    existing.resourceCountIs('AWS::Events::EventBus', 0);
+    existing.resourceCountIs('AWS::Events::Archive', 0);
+  });
+
+  it('grants Organizations listing only when accounts are discovered, and DescribeCluster on the EKS hub', () => {
+    const discovered = lightStack({
+      config: { ...CONFIG, providers: { eks: { accounts: { organization: {} } } } },
+    });
+    const text = JSON.stringify(discovered.findResources('AWS::IAM::Policy'));
+    assert.match(text, /organizations:ListAccounts/);
+    assert.match(text, /cluster\/hub/);
+  });
+
+  it('refuses bad props with a message that names them', () => {
+    const app = new App({ context: NO_BUNDLING });
+    const stack = new Stack(app, 'Bad', { env: ENV });
+    assert.throws(
+      () =>
+        new Cpsync(stack, 'A', {
+          config: CONFIG,
+          eventBus: EventBus.fromEventBusName(stack, 'B', 'x'),
+          eventBusName: 'y',
+        }),
+      /either eventBus or eventBusName, not both/,
+    );
+    assert.throws(
+      () => new Cpsync(stack, 'C', { config: { manager: 'Not Valid' } }),
+      /Cpsync props\.config:\n\s+- manager: must be a DNS-1123 label/,
+    );
+    assert.throws(
+      () => new Cpsync(stack, 'D', { config: { ...CONFIG, hub: { directory: './inventory' } } }),
+      /config\.hub must be hub\.eks .* or hub\.kubeconfigSecretArn/,
+    );
+  });
+});

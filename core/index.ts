@@ -20,4 +20,14 @@ export type * from './ports.ts';
 export { inventoryNamespaces, syncScope, type SyncScopeInput, type SyncScopeResult } from './syncScope.ts';
 export { timestamp } from './time.ts';
 export { ConfigError, configSchema, inventoryOptionsOf, parseConfig, type CpsyncConfig } from './config.ts';
-export { runSync, type EnginePorts, type ScopeReport, type SyncReport, type SyncRequest } from './engine.ts';
+export {
+  providerIdMatches,
+  runSync,
+  syncCluster,
+  type ClusterSyncReport,
+  type ClusterSyncRequest,
+  type EnginePorts,
+  type ScopeReport,
+  type SyncReport,
+  type SyncRequest,
+} from './engine.ts';

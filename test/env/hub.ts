@@ -2,7 +2,7 @@
  * A real local hub: etcd + kube-apiserver on loopback, RBAC on, certificates made here, the vendored
  * ClusterProfile CRD installed unchanged. Used by the tests and by `npm run hub:start`/`hub:stop`.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { dirname, join, resolve } from 'node:path';
@@ -11,6 +11,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { ensureBinaries } from './binaries.ts';
 import { freePort } from './net.ts';
+import { NEW_EC_KEY, openssl } from './openssl.ts';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const CRD_PATH = join(ROOT, 'adapters/hub/manifests/crd/multicluster.x-k8s.io_clusterprofiles.yaml');
@@ -27,12 +28,6 @@ export interface HubState {
   caKey: string;
 }
 
-function openssl(args: string[], cwd: string): void {
-  const result = spawnSync('openssl', args, { cwd, stdio: ['ignore', 'ignore', 'pipe'] });
-  if (result.status !== 0)
-    throw new Error(`openssl ${args[0]} failed: ${result.stderr?.toString() ?? result.error?.message}`);
-}
-
 /** A client certificate signed by the hub CA for user `cn` (and group `org` when given). */
 export function clientCertificate(
   state: Pick<HubState, 'caCert' | 'caKey' | 'directory'>,
@@ -43,21 +38,7 @@ export function clientCertificate(
   const base = join(pki, `client-${cn.replace(/[^a-z0-9-]/gi, '_')}`);
   const subject = org ? `/O=${org}/CN=${cn}` : `/CN=${cn}`;
   openssl(
-    [
-      'req',
-      '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      `${base}.key`,
-      '-out',
-      `${base}.csr`,
-      '-subj',
-      subject,
-    ],
+    ['req', '-new', ...NEW_EC_KEY, '-keyout', `${base}.key`, '-out', `${base}.csr`, '-subj', subject],
     pki,
   );
   openssl(
@@ -88,11 +69,7 @@ function makePki(directory: string): { caCert: string; caKey: string } {
     [
       'req',
       '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
+      ...NEW_EC_KEY,
       '-days',
       '2',
       '-keyout',
@@ -108,11 +85,7 @@ function makePki(directory: string): { caCert: string; caKey: string } {
     [
       'req',
       '-new',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
+      ...NEW_EC_KEY,
       '-keyout',
       'apiserver.key',
       '-out',

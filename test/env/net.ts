@@ -1,3 +1,4 @@
+import type { Server } from 'node:http';
 import { createServer } from 'node:net';
 
 /** A TCP port free on loopback right now. */
@@ -33,4 +34,14 @@ export async function waitForHttp(
     await new Promise((r) => setTimeout(r, 200));
   }
   throw new Error(`${url} did not answer within ${timeoutMs / 1000} s`);
+}
+
+/** Listens on loopback; resolves to a stop function that also drops kept-alive connections. */
+export async function serveOnLoopback(server: Server, port: number): Promise<() => Promise<void>> {
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return () =>
+    new Promise<void>((resolve) => {
+      server.closeAllConnections();
+      server.close(() => resolve());
+    });
 }

@@ -2,7 +2,7 @@
  * A self-signed certificate for a local TLS server (localhost and 127.0.0.1), made with openssl, and
  * a way for this process's TLS clients to trust it without restarting Node.
  */
-import { spawnSync } from 'node:child_process';
+import { NEW_EC_KEY, openssl } from './openssl.ts';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,16 +16,11 @@ export interface LocalCertificate {
 export function makeLocalCertificate(commonName = 'localhost'): LocalCertificate {
   const directory = mkdtempSync(join(tmpdir(), 'cpsync-tls-'));
   try {
-    const result = spawnSync(
-      'openssl',
+    openssl(
       [
         'req',
         '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:P-256',
-        '-nodes',
+        ...NEW_EC_KEY,
         '-days',
         '2',
         '-subj',
@@ -39,10 +34,8 @@ export function makeLocalCertificate(commonName = 'localhost'): LocalCertificate
         '-out',
         'cert.pem',
       ],
-      { cwd: directory, stdio: ['ignore', 'ignore', 'pipe'] },
+      directory,
     );
-    if (result.status !== 0)
-      throw new Error(`openssl failed: ${result.stderr?.toString() ?? result.error?.message}`);
     return {
       cert: readFileSync(join(directory, 'cert.pem'), 'utf8'),
       key: readFileSync(join(directory, 'key.pem'), 'utf8'),

@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { freePort } from '../net.ts';
+import { freePort, serveOnLoopback } from '../net.ts';
 import { makeLocalCertificate, trustCertificate } from '../tlsCert.ts';
 
 /** A managed cluster as ARM returns it on the wire (properties nested, `privateFQDN` spelled so). */
@@ -213,13 +213,6 @@ export async function startArmServer(): Promise<ArmServer> {
       message: `no route ${request.method} ${url.pathname}`,
     });
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return {
-    ...state,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const stop = await serveOnLoopback(server, port);
+  return { ...state, stop };
 }

@@ -6,7 +6,7 @@
  */
 import { generateKeyPairSync, verify } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { freePort } from '../net.ts';
+import { freePort, serveOnLoopback } from '../net.ts';
 
 /** A cluster as the GKE REST API returns it (camelCase JSON of google.container.v1.Cluster). */
 export type GkeClusterJson = Record<string, unknown> & { name: string; location: string };
@@ -174,13 +174,6 @@ export async function startGkeServer(): Promise<GkeServer> {
       message: `no route ${request.method} ${url.pathname}`,
     });
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  return {
-    ...state,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  const stop = await serveOnLoopback(server, port);
+  return { ...state, stop };
 }

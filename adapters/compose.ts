@@ -5,22 +5,14 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { ClientAssertionCredential, ClientSecretCredential } from '@azure/identity';
-import type { TokenCredential } from '@azure/core-auth';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { CpsyncConfig } from '../core/config.ts';
 import { CpsyncError } from '../core/errors.ts';
 import type { Provider } from '../core/model/observedCluster.ts';
 import type { Scope } from '../core/model/scope.ts';
 import type { ClusterSource, EventSink, Hub, Outbox } from '../core/ports.ts';
-import { AksSource } from './aks/AksSource.ts';
-import { enumerateAksScopes } from './aks/AksSource.ts';
 import { EventBridgeBus } from './bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from './bus/JsonLinesBus.ts';
-import { awsClientFactory } from './eks/awsClients.ts';
-import { enumerateEksScopes } from './eks/EksScopes.ts';
-import { EksSource } from './eks/EksSource.ts';
-import { enumerateGkeScopes, GkeSource } from './gke/GkeSource.ts';
 import { FileHub } from './hub/FileHub.ts';
 import { KubernetesHub } from './hub/KubernetesHub.ts';
 import { FileOutbox } from './outbox/FileOutbox.ts';
@@ -45,75 +37,44 @@ export async function readSecret(ref: SecretRef, secrets?: SecretsManagerClient)
   return answer.SecretString;
 }
 
-async function azureCredential(
-  config: NonNullable<CpsyncConfig['providers']['aks']>,
-): Promise<TokenCredential | undefined> {
-  const credential = config.credential;
-  if (!credential) return undefined;
-  const options = {
-    ...(config.authorityHost ? { authorityHost: config.authorityHost, disableInstanceDiscovery: true } : {}),
-  };
-  if ('federatedTokenFile' in credential) {
-    const file = resolve(credential.federatedTokenFile);
-    return new ClientAssertionCredential(
-      credential.tenantId,
-      credential.clientId,
-      async () => (await readFile(file, 'utf8')).trim(),
-      options,
-    );
-  }
-  const secret = (await readSecret(credential.clientSecret)).trim();
-  return new ClientSecretCredential(credential.tenantId, credential.clientId, secret, options);
+export interface ProviderModule {
+  provider: Provider;
+  /** The provider's source, when the configuration has the provider. */
+  build(config: CpsyncConfig): Promise<ClusterSource | undefined>;
+  /** Every scope of the provider the configuration covers. */
+  scopes(config: CpsyncConfig, source: ClusterSource): Promise<Scope[]>;
+  close?(source: ClusterSource): Promise<void>;
 }
 
 export interface Sources {
   sources: Partial<Record<Provider, ClusterSource>>;
-  eks?: EksSource;
-  gke?: GkeSource;
-  aks?: AksSource;
+  modules: readonly ProviderModule[];
   close(): Promise<void>;
 }
 
-/** The cloud sources of the configured providers. */
-export async function buildSources(config: CpsyncConfig): Promise<Sources> {
-  const built: Sources = { sources: {}, close: async () => {} };
-  const { eks, gke, aks } = config.providers;
-  if (eks) {
-    built.eks = new EksSource({
-      roleName: eks.roleName,
-      homeRegion: eks.homeRegion,
-      maxAttempts: eks.maxAttempts,
-      perAccountConcurrency: eks.perAccountConcurrency,
-      overallConcurrency: eks.overallConcurrency,
-      ...(eks.externalId ? { externalId: eks.externalId } : {}),
-      ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
-    });
-    built.sources.eks = built.eks;
+/**
+ * The cloud sources of the configured providers, from the provider modules given: a function
+ * passes only those it needs, so its bundle carries no other cloud's SDK.
+ */
+export async function buildSources(
+  config: CpsyncConfig,
+  modules: readonly ProviderModule[],
+): Promise<Sources> {
+  const sources: Partial<Record<Provider, ClusterSource>> = {};
+  for (const module of modules) {
+    const source = await module.build(config);
+    if (source) sources[module.provider] = source;
   }
-  if (gke) {
-    const credentials = gke.credentials
-      ? (JSON.parse(await readSecret(gke.credentials)) as Record<string, unknown>)
-      : undefined;
-    built.gke = new GkeSource({
-      maxRetries: gke.maxRetries,
-      ...(credentials ? { credentials } : {}),
-      ...(gke.endpoint ? { endpoint: gke.endpoint } : {}),
-    });
-    built.sources.gke = built.gke;
-  }
-  if (aks) {
-    const credential = await azureCredential(aks);
-    built.aks = new AksSource({
-      fetchCertificateAuthority: aks.fetchCertificateAuthority,
-      ...(credential ? { credential } : {}),
-      ...(aks.endpoint ? { endpoint: aks.endpoint } : {}),
-    });
-    built.sources.aks = built.aks;
-  }
-  built.close = async () => {
-    await built.gke?.close();
+  return {
+    sources,
+    modules,
+    close: async () => {
+      for (const module of modules) {
+        const source = sources[module.provider];
+        if (source && module.close) await module.close(source);
+      }
+    },
   };
-  return built;
 }
 
 /** Every scope the configuration covers, optionally only those of some providers. */
@@ -122,39 +83,11 @@ export async function enumerateScopes(
   sources: Sources,
   providers?: readonly Provider[],
 ): Promise<Scope[]> {
-  const wanted = (p: Provider) => !providers || providers.length === 0 || providers.includes(p);
   const scopes: Scope[] = [];
-  const { eks, gke, aks } = config.providers;
-  if (eks && sources.eks && wanted('eks')) {
-    const organizations =
-      'organization' in eks.accounts
-        ? awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()
-        : undefined;
-    const selection = Array.isArray(eks.accounts)
-      ? { accounts: eks.accounts }
-      : { organization: eks.accounts.organization };
-    const found = await enumerateEksScopes(sources.eks, {
-      accounts: selection,
-      ...(eks.regions ? { regions: eks.regions } : {}),
-      ...(organizations ? { organizations } : {}),
-    });
-    scopes.push(...found.scopes);
-  }
-  if (gke && sources.gke && wanted('gke')) {
-    scopes.push(
-      ...(await enumerateGkeScopes(
-        sources.gke,
-        Array.isArray(gke.projects) ? { projects: gke.projects } : { search: gke.projects.search },
-      )),
-    );
-  }
-  if (aks && sources.aks && wanted('aks')) {
-    scopes.push(
-      ...(await enumerateAksScopes(
-        sources.aks,
-        Array.isArray(aks.subscriptions) ? { subscriptions: aks.subscriptions } : { all: true },
-      )),
-    );
+  for (const module of sources.modules) {
+    const source = sources.sources[module.provider];
+    if (!source || (providers && providers.length > 0 && !providers.includes(module.provider))) continue;
+    scopes.push(...(await module.scopes(config, source)));
   }
   return scopes;
 }

@@ -17,6 +17,7 @@ import { scopeKey, type Scope } from '../core/model/scope.ts';
 import { inventoryNamespaces } from '../core/syncScope.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
 import { loadConfig } from './loadConfig.ts';
+import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
 
 /** Exit codes: 0 every scope complete, 1 some scope failed or partial, 2 bad usage or configuration. */
 const ExitCode = { Ok: 0, Incomplete: 1, Usage: 2 } as const;
@@ -47,7 +48,7 @@ async function syncCommand(
   options: { provider?: Provider[]; scope?: Scope[]; dryRun?: boolean; output: string },
   io: Io,
 ): Promise<number> {
-  const sources = await buildSources(config);
+  const sources = await buildSources(config, ALL_PROVIDERS);
   try {
     const scopes = options.scope ?? (await enumerateScopes(config, sources, options.provider));
     const hub = buildHub(config);

@@ -9,7 +9,8 @@ import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { inventoryOptionsOf } from '../core/config.ts';
 import { syncCluster } from '../core/engine.ts';
-import { defaultDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { eksProvider } from '../adapters/providers/eks.ts';
 import { coversAccount } from './targets.ts';
 
 /** The CloudTrail record as EventBridge carries it in `detail` (the fields cpsync reads). */
@@ -43,7 +44,7 @@ export function clusterNameOf(detail: z.infer<typeof CloudTrailDetail>): string 
   return arn?.[1] ?? parameters.name;
 }
 
-export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = defaultDeps) {
+export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyDeps([eksProvider])) {
   return withPowertools(async (event: EksCloudTrailEvent, _context: Context) => {
     const deps = await getDeps();
     const { detail } = event;

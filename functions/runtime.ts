@@ -16,6 +16,7 @@ import {
   buildSources,
   connectHub,
   eventSourceOf,
+  type ProviderModule,
   type Sources,
 } from '../adapters/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../core/config.ts';
@@ -45,9 +46,12 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Cps
   return parseConfig(document, 'CPSYNC_CONFIG');
 }
 
-/** Builds the adapters a configuration names. */
-export async function depsFor(config: CpsyncConfig): Promise<FunctionDeps> {
-  const sources = await buildSources(config);
+/** Builds the adapters a configuration names, with the sources of the given provider modules. */
+export async function depsFor(
+  config: CpsyncConfig,
+  providers: readonly ProviderModule[],
+): Promise<FunctionDeps> {
+  const sources = await buildSources(config, providers);
   const ports: EnginePorts = {
     sources: sources.sources,
     hub: await connectHub(config),
@@ -57,15 +61,19 @@ export async function depsFor(config: CpsyncConfig): Promise<FunctionDeps> {
   return { config, ports, sources, eventSource: eventSourceOf(config) };
 }
 
-let cached: Promise<FunctionDeps> | undefined;
-
-/** The adapters of this container, built on first use from the environment's configuration. */
-export function defaultDeps(): Promise<FunctionDeps> {
-  cached ??= depsFor(configFromEnvironment()).catch((error: unknown) => {
-    cached = undefined;
-    throw error;
-  });
-  return cached;
+/**
+ * The adapters of this container, built on first use from the environment's configuration, with the
+ * sources of `providers` only (so each function bundles only the cloud SDKs it uses).
+ */
+export function lazyDeps(providers: readonly ProviderModule[]): () => Promise<FunctionDeps> {
+  let cached: Promise<FunctionDeps> | undefined;
+  return () => {
+    cached ??= depsFor(configFromEnvironment(), providers).catch((error: unknown) => {
+      cached = undefined;
+      throw error;
+    });
+    return cached;
+  };
 }
 
 /** Wraps a handler with the Powertools middlewares every function uses. */

@@ -4,7 +4,8 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { enumerateScopes } from '../adapters/compose.ts';
 import { scopeKey } from '../core/model/scope.ts';
-import { defaultDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
 
 /** What EventBridge Scheduler passes (the stack sets it from the schedule's context attributes). */
 export interface ScheduleInput {
@@ -21,7 +22,7 @@ export interface EnumeratorOptions {
 const MAX_SEND_ATTEMPTS = 3;
 
 export function makeScopeEnumerator(
-  getDeps: () => Promise<FunctionDeps> = defaultDeps,
+  getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS),
   options: EnumeratorOptions = {},
 ) {
   const sqs = options.sqs ?? new SQSClient({});

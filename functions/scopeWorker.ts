@@ -6,7 +6,8 @@ import { z } from 'zod';
 import { runSync } from '../core/engine.ts';
 import { inventoryOptionsOf } from '../core/config.ts';
 import { scopeKey } from '../core/model/scope.ts';
-import { defaultDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
 
 const message = z.strictObject({
   syncId: z.string().min(1),
@@ -20,7 +21,7 @@ const message = z.strictObject({
 /** A scope message whose scope's sync could not finish (hub unreachable, …): SQS delivers it again. */
 class ScopeRetryError extends Error {}
 
-export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = defaultDeps) {
+export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS)) {
   return withPowertools(async (event: SQSEvent, context: Context) => {
     const deps = await getDeps();
     const processor = new BatchProcessor(EventType.SQS);

@@ -10,7 +10,9 @@ import { readSecret } from '../adapters/compose.ts';
 import { inventoryOptionsOf } from '../core/config.ts';
 import { syncCluster, type ClusterSyncReport } from '../core/engine.ts';
 import type { ClusterRef } from '../core/ports.ts';
-import { defaultDeps, logger, withPowertools, type FunctionDeps } from './runtime.ts';
+import { lazyDeps, logger, withPowertools, type FunctionDeps } from './runtime.ts';
+import { aksProvider } from '../adapters/providers/aks.ts';
+import { gkeProvider } from '../adapters/providers/gke.ts';
 import { coversAccount } from './targets.ts';
 
 class HttpError extends Error {
@@ -90,7 +92,7 @@ export interface WebhookOptions {
 }
 
 export function makeWebhook(
-  getDeps: () => Promise<FunctionDeps> = defaultDeps,
+  getDeps: () => Promise<FunctionDeps> = lazyDeps([gkeProvider, aksProvider]),
   options: WebhookOptions = {},
 ) {
   let azureKey: Promise<string> | undefined;

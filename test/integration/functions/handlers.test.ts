@@ -12,6 +12,7 @@ import type { SQSEvent } from 'aws-lambda';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
+import { ALL_PROVIDERS } from '../../../adapters/providers/index.ts';
 import { parseConfig } from '../../../core/config.ts';
 import type { ClusterProfile } from '../../../core/model/clusterProfile.ts';
 import { makeEksEventHandler } from '../../../functions/eksEvents.ts';
@@ -117,7 +118,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       },
       'functions test',
     );
-    deps = await depsFor(config);
+    deps = await depsFor(config, ALL_PROVIDERS);
     hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
   });
 

@@ -1,0 +1,40 @@
+import type { CpsyncConfig } from '../../core/config.ts';
+import type { ClusterSource } from '../../core/ports.ts';
+import type { ProviderModule } from '../compose.ts';
+import { awsClientFactory } from '../eks/awsClients.ts';
+import { enumerateEksScopes } from '../eks/EksScopes.ts';
+import { EksSource } from '../eks/EksSource.ts';
+
+/** EKS from `providers.eks`. */
+export const eksProvider: ProviderModule = {
+  provider: 'eks',
+  async build(config: CpsyncConfig) {
+    const eks = config.providers.eks;
+    if (!eks) return undefined;
+    return new EksSource({
+      roleName: eks.roleName,
+      homeRegion: eks.homeRegion,
+      maxAttempts: eks.maxAttempts,
+      perAccountConcurrency: eks.perAccountConcurrency,
+      overallConcurrency: eks.overallConcurrency,
+      ...(eks.externalId ? { externalId: eks.externalId } : {}),
+      ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
+    });
+  },
+  async scopes(config: CpsyncConfig, source: ClusterSource) {
+    const eks = config.providers.eks!;
+    const organizations =
+      'organization' in eks.accounts
+        ? awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()
+        : undefined;
+    const accounts = Array.isArray(eks.accounts)
+      ? { accounts: eks.accounts }
+      : { organization: eks.accounts.organization };
+    const found = await enumerateEksScopes(source as EksSource, {
+      accounts,
+      ...(eks.regions ? { regions: eks.regions } : {}),
+      ...(organizations ? { organizations } : {}),
+    });
+    return found.scopes;
+  },
+};

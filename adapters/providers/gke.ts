@@ -1,0 +1,31 @@
+import type { CpsyncConfig } from '../../core/config.ts';
+import type { ClusterSource } from '../../core/ports.ts';
+import { readSecret, type ProviderModule } from '../compose.ts';
+import { enumerateGkeScopes, GkeSource } from '../gke/GkeSource.ts';
+
+/** GKE from `providers.gke`; the credential configuration is read from its file or secret. */
+export const gkeProvider: ProviderModule = {
+  provider: 'gke',
+  async build(config: CpsyncConfig) {
+    const gke = config.providers.gke;
+    if (!gke) return undefined;
+    const credentials = gke.credentials
+      ? (JSON.parse(await readSecret(gke.credentials)) as Record<string, unknown>)
+      : undefined;
+    return new GkeSource({
+      maxRetries: gke.maxRetries,
+      ...(credentials ? { credentials } : {}),
+      ...(gke.endpoint ? { endpoint: gke.endpoint } : {}),
+    });
+  },
+  async scopes(config: CpsyncConfig, source: ClusterSource) {
+    const { projects } = config.providers.gke!;
+    return enumerateGkeScopes(
+      source as GkeSource,
+      Array.isArray(projects) ? { projects } : { search: projects.search },
+    );
+  },
+  async close(source: ClusterSource) {
+    await (source as GkeSource).close();
+  },
+};

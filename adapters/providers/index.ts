@@ -1,0 +1,7 @@
+/** Every cloud cpsync knows; entry points that need only some import those modules alone. */
+import { aksProvider } from './aks.ts';
+import { eksProvider } from './eks.ts';
+import { gkeProvider } from './gke.ts';
+
+export { aksProvider, eksProvider, gkeProvider };
+export const ALL_PROVIDERS = [eksProvider, gkeProvider, aksProvider] as const;

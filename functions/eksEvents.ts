@@ -11,7 +11,7 @@ import { inventoryOptionsOf } from '../core/config.ts';
 import { syncCluster } from '../core/engine.ts';
 import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { eksProvider } from '../adapters/providers/eks.ts';
-import { coversAccount } from './targets.ts';
+import { coversAccount, validClusterName } from './targets.ts';
 
 /** The CloudTrail record as EventBridge carries it in `detail` (the fields cpsync reads). */
 const CloudTrailDetail = z.looseObject({
@@ -49,7 +49,7 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
     const deps = await getDeps();
     const { detail } = event;
     const name = clusterNameOf(detail);
-    if (detail.errorCode || !name) {
+    if (detail.errorCode || !name || !validClusterName('eks', name)) {
       logger.info('ignored: the call failed or names no cluster', {
         eventId: event.id,
         eventName: detail.eventName,

@@ -13,7 +13,7 @@ import type { ClusterRef } from '../core/ports.ts';
 import { lazyDeps, logger, withPowertools, type FunctionDeps } from './runtime.ts';
 import { aksProvider } from '../adapters/providers/aks.ts';
 import { gkeProvider } from '../adapters/providers/gke.ts';
-import { coversAccount } from './targets.ts';
+import { coversAccount, validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
 
 class HttpError extends Error {
   readonly statusCode: number;
@@ -149,7 +149,11 @@ export function makeWebhook(
       const [, subscription, resourceGroup, name] = match as unknown as [string, string, string, string];
       const key = `${subscription}/${resourceGroup}/${name}`.toLowerCase();
       if (results[key]) continue;
-      if (!coversAccount(deps.config, 'aks', subscription)) {
+      if (
+        !coversAccount(deps.config, 'aks', subscription) ||
+        !validClusterName('aks', name) ||
+        !validResourceGroup(resourceGroup)
+      ) {
         ignored += 1;
         continue;
       }
@@ -195,7 +199,12 @@ export function makeWebhook(
     if (serviceName !== 'container.googleapis.com' || !GKE_METHODS.test(methodName) || !match)
       return json(200, { ignored: 1 });
     const [, project, location, name] = match as unknown as [string, string, string, string];
-    if (!coversAccount(deps.config, 'gke', project)) return json(200, { ignored: 1 });
+    if (
+      !coversAccount(deps.config, 'gke', project) ||
+      !validClusterName('gke', name) ||
+      !validGcpLocation(location)
+    )
+      return json(200, { ignored: 1 });
     const result = await sync(deps, push.data.message.messageId, {
       scope: { provider: 'gke', account: project, region: '*' },
       name,

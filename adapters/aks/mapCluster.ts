@@ -1,58 +1,66 @@
 import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { ObservedCluster, ObservedEndpoint } from '../../core/model/observedCluster.ts';
+import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
 /** The resource group of an ARM resource id (`/subscriptions/s/resourceGroups/<rg>/providers/...`). */
 export function resourceGroupOf(id: string): string | undefined {
   return /\/resourceGroups\/([^/]+)\//i.exec(id)?.[1];
 }
 
-function endpoints(cluster: ManagedCluster): ObservedEndpoint[] {
+function endpoints(cluster: Record<string, unknown>): ObservedEndpoint[] {
   const found: ObservedEndpoint[] = [];
-  if (cluster.fqdn) found.push({ url: `https://${cluster.fqdn}:443`, visibility: 'public' });
-  if (cluster.privateFqdn) found.push({ url: `https://${cluster.privateFqdn}:443`, visibility: 'private' });
+  const fqdn = str(cluster.fqdn);
+  const privateFqdn = str(cluster.privateFqdn);
+  if (fqdn) found.push({ url: `https://${fqdn}:443`, visibility: 'public' });
+  if (privateFqdn) found.push({ url: `https://${privateFqdn}:443`, visibility: 'private' });
   return found;
 }
 
-/** An AKS managed cluster (as the SDK returns it) as an ObservedCluster of `subscription`. */
+/** An AKS managed cluster (as the SDK returns it) as an ObservedCluster of `subscription`. Never throws. */
 export function mapAksCluster(
   cluster: ManagedCluster,
   subscription: string,
   certificateAuthorityData?: string,
 ): ObservedCluster {
-  const id = cluster.id ?? '';
-  const pools = cluster.agentPoolProfiles ?? [];
-  const counts = pools
-    .map((pool) => pool.count)
-    .filter((count): count is number => typeof count === 'number');
-  const error = cluster.status?.provisioningError;
-  const autoscales = pools.some((pool) => pool.enableAutoScaling);
-  const bound = (pick: 'minCount' | 'maxCount') =>
-    pools.reduce((sum, pool) => sum + ((pool.enableAutoScaling ? pool[pick] : pool.count) ?? 0), 0);
+  const c = obj(cluster);
+  const id = str(c.id) ?? '';
+  const pools = arr(c.agentPoolProfiles).map(obj);
+  const counts = pools.map((pool) => num(pool.count)).filter((n): n is number => n !== undefined);
+  const error = obj(obj(c.status).provisioningError);
   const resourceGroup = resourceGroupOf(id);
-  const version = cluster.currentKubernetesVersion || cluster.kubernetesVersion;
+  const version = str(c.currentKubernetesVersion) || str(c.kubernetesVersion);
+  const powerState = str(obj(c.powerState).code);
+  const autoscales = pools.some((pool) => pool.enableAutoScaling === true);
+  const bound = (pick: 'minCount' | 'maxCount') =>
+    pools.reduce(
+      (sum, pool) => sum + ((pool.enableAutoScaling === true ? num(pool[pick]) : num(pool.count)) ?? 0),
+      0,
+    );
+  const createdAt = isoTime(obj(c.systemData).createdAt);
   return {
     provider: 'aks',
     providerId: id,
-    name: cluster.name ?? '',
+    name: str(c.name) ?? '',
     account: subscription,
-    region: cluster.location ?? '',
+    region: str(c.location) ?? '',
     ...(resourceGroup ? { resourceGroup } : {}),
-    endpoints: endpoints(cluster),
+    endpoints: endpoints(c),
     ...(certificateAuthorityData ? { certificateAuthorityData } : {}),
     ...(version ? { kubernetesVersion: version } : {}),
     health: {
-      status: cluster.provisioningState ?? '',
-      ...(cluster.powerState?.code ? { powerState: cluster.powerState.code } : {}),
-      issues: error ? [{ code: error.code ?? 'ProvisioningError', message: error.message ?? '' }] : [],
+      status: str(c.provisioningState) ?? '',
+      ...(powerState ? { powerState } : {}),
+      issues:
+        Object.keys(error).length > 0
+          ? [{ code: str(error.code) ?? 'ProvisioningError', message: str(error.message) ?? '' }]
+          : [],
     },
     nodes: {
       ...(counts.length > 0 ? { count: counts.reduce((a, b) => a + b, 0) } : {}),
-      instanceTypes: pools.map((pool) => pool.vmSize ?? '').filter(Boolean),
+      instanceTypes: pools.map((pool) => str(pool.vmSize)).filter((t): t is string => !!t),
       ...(autoscales ? { autoscaling: { min: bound('minCount'), max: bound('maxCount') } } : {}),
     },
-    tags: { ...(cluster.tags ?? {}) },
-    ...(cluster.systemData?.createdAt
-      ? { createdAt: new Date(cluster.systemData.createdAt).toISOString() }
-      : {}),
+    tags: strings(c.tags),
+    ...(createdAt ? { createdAt } : {}),
   };
 }

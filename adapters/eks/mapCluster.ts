@@ -1,9 +1,11 @@
 import type { Cluster, Nodegroup } from '@aws-sdk/client-eks';
 import type { ObservedCluster } from '../../core/model/observedCluster.ts';
+import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
 /**
  * An EKS cluster and its managed node groups as an ObservedCluster. `account` and `region` are the
  * scope's; the ARN is the provider id. A cluster still being created has no endpoint yet.
+ * Never throws: unreadable fields are left out.
  */
 export function mapEksCluster(
   cluster: Cluster,
@@ -11,43 +13,54 @@ export function mapEksCluster(
   account: string,
   region: string,
 ): ObservedCluster {
-  const vpc = cluster.resourcesVpcConfig;
-  const visibility = vpc?.endpointPublicAccess === false && vpc.endpointPrivateAccess ? 'private' : 'public';
-  const scaling = nodegroups.map((group) => group.scalingConfig).filter((c) => c !== undefined);
-  const autoscales = scaling.some((c) => c.minSize !== c.maxSize);
+  const c = obj(cluster);
+  const vpc = obj(c.resourcesVpcConfig);
+  const visibility =
+    vpc.endpointPublicAccess === false && vpc.endpointPrivateAccess === true ? 'private' : 'public';
+  const groups = arr(nodegroups).map(obj);
+  const scaling = groups.map((g) => obj(g.scalingConfig)).filter((s) => Object.keys(s).length > 0);
+  const sizes = scaling.map((s) => num(s.desiredSize)).filter((n): n is number => n !== undefined);
+  const autoscales = scaling.some((s) => num(s.minSize) !== num(s.maxSize));
   const sum = (values: Array<number | undefined>) => values.reduce<number>((a, b) => a + (b ?? 0), 0);
-  const sizes = nodegroups
-    .map((group) => group.scalingConfig?.desiredSize)
-    .filter((size): size is number => typeof size === 'number');
+  const endpoint = str(c.endpoint)?.replace(/\/+$/, '');
+  const ca = str(obj(c.certificateAuthority).data);
+  const version = str(c.version);
+  const platformVersion = str(c.platformVersion);
+  const createdAt = isoTime(c.createdAt);
   return {
     provider: 'eks',
-    providerId: cluster.arn ?? '',
-    name: cluster.name ?? '',
+    providerId: str(c.arn) ?? '',
+    name: str(c.name) ?? '',
     account,
     region,
-    endpoints: cluster.endpoint ? [{ url: cluster.endpoint.replace(/\/+$/, ''), visibility }] : [],
-    ...(cluster.certificateAuthority?.data
-      ? { certificateAuthorityData: cluster.certificateAuthority.data }
-      : {}),
-    ...(cluster.version ? { kubernetesVersion: cluster.version } : {}),
-    ...(cluster.platformVersion ? { platformVersion: cluster.platformVersion } : {}),
+    endpoints: endpoint ? [{ url: endpoint, visibility }] : [],
+    ...(ca ? { certificateAuthorityData: ca } : {}),
+    ...(version ? { kubernetesVersion: version } : {}),
+    ...(platformVersion ? { platformVersion } : {}),
     health: {
-      status: cluster.status ?? '',
-      issues: (cluster.health?.issues ?? []).map((issue) => ({
-        code: issue.code ?? 'Unknown',
-        message: issue.message ?? '',
+      status: str(c.status) ?? '',
+      issues: arr(obj(c.health).issues).map((issue) => ({
+        code: str(obj(issue).code) ?? 'Unknown',
+        message: str(obj(issue).message) ?? '',
       })),
     },
     nodes: {
-      ...(sizes.length > 0 ? { count: sizes.reduce((a, b) => a + b, 0) } : {}),
-      instanceTypes: nodegroups.flatMap((group) => group.instanceTypes ?? []),
+      ...(sizes.length > 0 ? { count: sum(sizes) } : {}),
+      instanceTypes: groups.flatMap((g) =>
+        arr(g.instanceTypes)
+          .map(str)
+          .filter((t): t is string => t !== undefined),
+      ),
       ...(autoscales
         ? {
-            autoscaling: { min: sum(scaling.map((c) => c.minSize)), max: sum(scaling.map((c) => c.maxSize)) },
+            autoscaling: {
+              min: sum(scaling.map((s) => num(s.minSize))),
+              max: sum(scaling.map((s) => num(s.maxSize))),
+            },
           }
         : {}),
     },
-    tags: { ...cluster.tags },
-    ...(cluster.createdAt ? { createdAt: new Date(cluster.createdAt).toISOString() } : {}),
+    tags: strings(c.tags),
+    ...(createdAt ? { createdAt } : {}),
   };
 }

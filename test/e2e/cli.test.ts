@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -49,9 +49,19 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
       child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+      child.on('close', (code) => {
+        captured.push(stdout, stderr);
+        resolve({ code: code ?? -1, stdout, stderr });
+      });
     });
   const sync = (...extra: string[]) => cli('sync', ...extra);
+  /** Everything a run showed the world: CLI output, events received, profiles written. Scanned for secrets at the end. */
+  const captured: string[] = [];
+  const drain = async () => {
+    const events = await drain();
+    captured.push(JSON.stringify(events));
+    return events;
+  };
   const profiles = async (): Promise<ClusterProfile[]> =>
     hub.list(namespace, { 'x-k8s.io/cluster-manager': 'cpsync' });
   const versions = async () =>
@@ -85,7 +95,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       log: (line) => console.log(line),
     });
     // Point the generated configuration at the shared test hub.
-    const { readFileSync, writeFileSync } = await import('node:fs');
+    const { writeFileSync } = await import('node:fs');
     writeFileSync(
       emulators.configPath,
       readFileSync(emulators.configPath, 'utf8').replace(
@@ -108,7 +118,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     const run = await sync();
     assert.equal(run.code, 0, run.stderr);
     assert.equal((await profiles()).length, emulators.clusters);
-    const events = await drainQueue(emulators.queueUrl);
+    const events = await drain();
     assertValid(events);
     const created = changes(events);
     assert.equal(created.length, emulators.clusters);
@@ -127,7 +137,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     assert.equal(run.code, 0, run.stderr);
     assert.match(run.stderr, /hub: \d+ read\(s\), 0 write\(s\)/);
     assert.deepEqual(await versions(), before);
-    const events = await drainQueue(emulators.queueUrl);
+    const events = await drain();
     assertValid(events);
     assert.equal(changes(events).length, 0);
     assert.equal(summaries(events).length, 4);
@@ -140,7 +150,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     ]);
     const run = await sync();
     assert.equal(run.code, 0, run.stderr);
-    const updated = changes(await drainQueue(emulators.queueUrl));
+    const updated = changes(await drain());
     assertValid(updated);
     assert.equal(updated.length, 1);
     assert.equal(updated[0]!['detail-type'], 'ClusterProfile Updated');
@@ -160,7 +170,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       .sort();
     assert.equal(planned.length, 2, dry.stdout);
     assert.deepEqual(await versions(), before);
-    assert.deepEqual(await drainQueue(emulators.queueUrl), []);
+    assert.deepEqual(await drain(), []);
     assert.equal(pendingEvents(), 0);
 
     const text = await sync('--dry-run');
@@ -168,7 +178,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
 
     const real = await sync();
     assert.equal(real.code, 0, real.stderr);
-    const applied = changes(await drainQueue(emulators.queueUrl)).map(
+    const applied = changes(await drain()).map(
       (e) =>
         `${e['detail-type'] === 'ClusterProfile Updated' ? 'update' : e['detail-type'] === 'ClusterProfile Created' ? 'create' : 'delete'} ${e.detail.name as string} ${(e.detail.changedFields as string[]).join(',')}`,
     );
@@ -181,7 +191,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     assert.equal(batch.status!.conditions!.find((c) => c.type === 'Joined')!.reason, 'NotFoundInProvider');
     const run = await sync();
     assert.equal(run.code, 0, run.stderr);
-    const deleted = changes(await drainQueue(emulators.queueUrl));
+    const deleted = changes(await drain());
     assertValid(deleted);
     assert.deepEqual(
       deleted.map((e) => [e['detail-type'], e.detail.name]),
@@ -207,7 +217,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       eksAfter.map((p) => p.metadata.resourceVersion),
       eksBefore.map((p) => p.metadata.resourceVersion),
     );
-    const events = await drainQueue(emulators.queueUrl);
+    const events = await drain();
     assertValid(events);
     const failed = summaries(events).filter((e) => e.detail.outcome === 'failed');
     assert.equal(failed.length, 2);
@@ -232,7 +242,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     partial();
     assert.equal(first.code, 0, first.stderr);
     assert.match(first.stderr, /2 pending/);
-    const afterFirst = await drainQueue(emulators.queueUrl);
+    const afterFirst = await drain();
     assert.equal(changes(afterFirst).length, 0, 'the failed entries were not delivered');
     assert.equal(summaries(afterFirst).length, 4, 'the entries that did not fail were');
 
@@ -251,13 +261,13 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     const second = await sync();
     down();
     assert.equal(second.code, 0, second.stderr);
-    assert.deepEqual(await drainQueue(emulators.queueUrl), []);
+    assert.deepEqual(await drain(), []);
     assert.ok(pendingEvents() >= 3 + 4, `pending: ${pendingEvents()}`);
 
     // Run 3: the bus is back; nothing changed in the clouds, yet every pending change arrives.
     const third = await sync();
     assert.equal(third.code, 0, third.stderr);
-    const delivered = await drainQueue(emulators.queueUrl);
+    const delivered = await drain();
     assertValid(delivered);
     for (const e of changes(delivered))
       expected.push(`${e.detail.name as string}:${(e.detail.changedFields as string[]).join(',')}`);
@@ -291,6 +301,23 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     const json = JSON.parse((await cli('list', '--output', 'json')).stdout) as Array<{ provider: string }>;
     assert.equal(json.length, 6);
     assert.match((await cli('list', '-o', 'yaml')).stdout, /- name: cpsync-/);
+  });
+
+  it('leaks no credential into output, events or profiles', async () => {
+    captured.push(JSON.stringify(await profiles()));
+    await drain();
+    const privateKeyLine = (emulators.gke.serviceAccountKey.private_key ?? '').split('\n')[1]!;
+    const secrets = {
+      'Azure client secret': emulators.arm.clientSecret,
+      'GCP private key': privateKeyLine,
+      'AWS secret key': emulators.env.AWS_SECRET_ACCESS_KEY!,
+      'hub client key': JSON.parse(readFileSync((await localHub()).kubeconfig, 'utf8')).users[0].user[
+        'client-key-data'
+      ] as string,
+    };
+    assert.ok(privateKeyLine.length > 20 && captured.length > 10);
+    const all = captured.join('\n');
+    for (const [what, secret] of Object.entries(secrets)) assert.ok(!all.includes(secret), `${what} leaked`);
   });
 
   it('refuses a bad configuration with exit code 2 and names the field', async () => {

@@ -9,6 +9,7 @@ import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
+import fc from 'fast-check';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
@@ -531,6 +532,106 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       (await changeEvents()).map((e) => e['detail-type']),
       ['ClusterProfile Deleted'],
     );
+  });
+
+  it('answers 200 generated webhook deliveries with 200 or 400, never an error or a crash', async () => {
+    const webhook = makeWebhook(getDeps);
+    const token = await signToken({});
+    const before = await versions();
+    const clusterEvent = fc.record({
+      id: fc.string({ minLength: 1, maxLength: 20 }),
+      eventType: fc.constantFrom(
+        'Microsoft.Resources.ResourceWriteSuccess',
+        'Microsoft.Resources.ResourceDeleteSuccess',
+        'Microsoft.Resources.ResourceActionSuccess',
+        'x',
+      ),
+      subject: fc
+        .tuple(fc.string({ maxLength: 40 }), fc.string({ maxLength: 70 }))
+        .map(
+          ([group, name]) =>
+            `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/${group}/providers/Microsoft.ContainerService/managedClusters/${name}`,
+        ),
+      data: fc.anything(),
+    });
+    const auditPush = fc
+      .tuple(fc.string({ maxLength: 30 }), fc.string({ maxLength: 30 }), fc.string({ maxLength: 50 }))
+      .map(([method, location, name]) =>
+        push(
+          {
+            protoPayload: {
+              serviceName: 'container.googleapis.com',
+              methodName: `google.container.v1.ClusterManager.${method}`,
+              resourceName: `projects/${GCP_PROJECT}/locations/${location}/clusters/${name}`,
+            },
+          },
+          'gen',
+        ),
+      );
+    const delivery = fc.oneof(
+      fc.record({ path: fc.constant('/azure'), body: fc.jsonValue() }),
+      fc.record({
+        path: fc.constant('/azure'),
+        body: fc.array(clusterEvent, { minLength: 1, maxLength: 3 }),
+      }),
+      fc.record({ path: fc.constant('/gcp'), body: fc.jsonValue() }),
+      fc.record({ path: fc.constant('/gcp'), body: auditPush }),
+    );
+    await fc.assert(
+      fc.asyncProperty(delivery, async ({ path, body }) => {
+        const request =
+          path === '/azure'
+            ? functionUrlRequest(path, body as never, {}, { key: azureKey })
+            : functionUrlRequest(path, body as never, { authorization: `Bearer ${token}` });
+        const response = await webhook(request, context);
+        assert.ok(
+          [200, 400].includes(response.statusCode!),
+          `${response.statusCode} ${response.body} for ${JSON.stringify(body).slice(0, 300)}`,
+        );
+      }),
+      { numRuns: 200 },
+    );
+    assert.deepEqual(await versions(), before, 'no generated delivery changed the hub');
+  });
+
+  it('ends 200 generated CloudTrail events in "ignored" or a parse error, never anything else', async () => {
+    const handler = makeEksEventHandler(getDeps);
+    const before = await versions();
+    const detail = fc.record(
+      {
+        eventSource: fc.constantFrom('eks.amazonaws.com', 'ec2.amazonaws.com'),
+        eventName: fc.string({ maxLength: 30 }),
+        awsRegion: fc.constantFrom('us-east-1', 'eu-west-1', ''),
+        recipientAccountId: fc.constantFrom(EKS_ACCOUNT, '999988887777', 'x'),
+        errorCode: fc.option(fc.string(), { nil: undefined }),
+        requestParameters: fc.option(
+          fc.record(
+            {
+              name: fc.string({ maxLength: 120 }),
+              clusterName: fc.option(fc.string({ maxLength: 40 }), { nil: undefined }),
+              resourceArn: fc.option(fc.string(), { nil: undefined }),
+            },
+            { requiredKeys: [] },
+          ),
+          { nil: null },
+        ),
+      },
+      { requiredKeys: ['eventSource'] },
+    );
+    await fc.assert(
+      fc.asyncProperty(detail, async (d) => {
+        const event = { ...cloudTrailEvent('Generated', EKS_ACCOUNT, 'us-east-1', {}), detail: d };
+        try {
+          const result = await handler(event as never, context);
+          assert.ok(['ignored', 'absent'].includes(result.result), JSON.stringify(result));
+        } catch (error) {
+          assert.equal((error as Error).name, 'ParseError', String(error));
+        }
+      }),
+      { numRuns: 200 },
+    );
+    assert.deepEqual(await versions(), before);
+    assert.deepEqual(await changeEvents(), []);
   });
 
   it('answers 404 to unknown routes and 405 to other methods, never crashing', async () => {

@@ -57,8 +57,8 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   const sync = (...extra: string[]) => cli('sync', ...extra);
   /** Everything a run showed the world: CLI output, events received, profiles written. Scanned for secrets at the end. */
   const captured: string[] = [];
-  const drain = async () => {
-    const events = await drain();
+  const drain = async (): Promise<ReceivedEvent[]> => {
+    const events = await drainQueue(emulators.queueUrl);
     captured.push(JSON.stringify(events));
     return events;
   };

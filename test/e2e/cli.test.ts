@@ -4,6 +4,7 @@ import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { parse, stringify } from 'yaml';
 import { fileURLToPath } from 'node:url';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
 import type { ClusterProfile } from '../../core/model/clusterProfile.ts';
@@ -301,6 +302,47 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     const json = JSON.parse((await cli('list', '--output', 'json')).stdout) as Array<{ provider: string }>;
     assert.equal(json.length, 6);
     assert.match((await cli('list', '-o', 'yaml')).stdout, /- name: cpsync-/);
+  });
+
+  it('falls back to the file hub in ./inventory and JSON lines on stdout when neither is configured', async () => {
+    const { writeFileSync, mkdirSync } = await import('node:fs');
+    const directory = join(emulators.directory, 'defaults');
+    mkdirSync(directory, { recursive: true });
+    const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+    delete document.hub;
+    delete document.bus;
+    delete document.outbox;
+    const file = join(directory, 'cpsync.yaml');
+    writeFileSync(file, stringify(document));
+    const run = await new Promise<Run>((resolve) => {
+      const child = spawn(process.execPath, [CLI, 'sync', '--provider', 'gke'], {
+        cwd: directory,
+        env: { ...process.env, ...emulators.env },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
+    });
+    captured.push(run.stdout, run.stderr);
+    assert.equal(run.code, 0, run.stderr);
+    const lines = run.stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as ReceivedEvent);
+    assert.deepEqual(lines.map((e) => e['detail-type']).sort(), [
+      'ClusterProfile Created',
+      'ClusterProfile Created',
+      'Inventory Scope Synced',
+    ]);
+    assertValid(lines);
+    assert.equal(
+      readdirSync(join(directory, 'inventory', namespace)).filter(
+        (f) => f.endsWith('.yaml') && f !== '_namespace.yaml',
+      ).length,
+      2,
+    );
   });
 
   it('leaks no credential into output, events or profiles', async () => {

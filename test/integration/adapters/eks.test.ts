@@ -349,6 +349,25 @@ describe('EKS adapter against moto server', () => {
       const peak = slow.maxInFlight();
       assert.ok(peak <= 4, `peak in flight ${peak}`);
       assert.ok(peak >= 3, `peak in flight ${peak}`);
+      slow.clear();
+      const overall = new EksSource({
+        endpoint: slow.endpoint,
+        credentials,
+        perAccountConcurrency: 8,
+        overallConcurrency: 2,
+      });
+      const both = await Promise.all([
+        overall.listScope({ provider: 'eks', account: accounts.a, region: 'eu-west-1' }),
+        overall.listScope({ provider: 'eks', account: accounts.b, region: 'us-east-1' }),
+      ]);
+      assert.deepEqual(
+        both.map((l) => l.clusters.length),
+        [2, 1],
+      );
+      assert.ok(
+        slow.maxInFlight() <= 2 + 2,
+        `peak in flight over two accounts ${slow.maxInFlight()} (2 describe slots + the 2 unbounded list calls)`,
+      );
     } finally {
       await slow.stop();
     }

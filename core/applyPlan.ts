@@ -41,27 +41,42 @@ function createdChanges(profile: ClusterProfile): FieldChange[] {
 export async function applyPlan(hub: Hub, plan: Plan): Promise<ApplyResult> {
   const result: ApplyResult = { applied: [], failed: [] };
   for (const { profile } of plan.creates) {
+    let created: ClusterProfile | undefined;
     try {
-      await hub.applyObject(profile);
+      created = await hub.applyObject(profile);
       const stored = await hub.applyStatus(profile);
       result.applied.push({ kind: 'created', profile: stored, changes: createdChanges(profile) });
     } catch (error) {
+      // The object exists even if its status write failed: that creation is announced now, the status
+      // follows as an update in the next run.
+      if (created)
+        result.applied.push({ kind: 'created', profile: created, changes: createdChanges(profile) });
       result.failed.push({ kind: 'created', key: profileKey(profile.metadata), error: asError(error) });
     }
   }
   for (const update of plan.updates) {
+    const previous = update.current.metadata.resourceVersion;
+    const applied = (stored: ClusterProfile, changes: FieldChange[]): AppliedChange => ({
+      kind: 'updated',
+      profile: stored,
+      changes,
+      ...(previous ? { previousResourceVersion: previous } : {}),
+    });
+    let objectStored: ClusterProfile | undefined;
     try {
       let stored = update.current;
-      if (update.writeObject) stored = await hub.applyObject(update.profile);
+      if (update.writeObject) stored = objectStored = await hub.applyObject(update.profile);
       if (update.writeStatus) stored = await hub.applyStatus(update.profile);
-      const previous = update.current.metadata.resourceVersion;
-      result.applied.push({
-        kind: 'updated',
-        profile: stored,
-        changes: update.changes,
-        ...(previous ? { previousResourceVersion: previous } : {}),
-      });
+      result.applied.push(applied(stored, update.changes));
     } catch (error) {
+      // What did reach the hub (the object part) is announced; the rest is retried by the next run.
+      if (objectStored)
+        result.applied.push(
+          applied(
+            objectStored,
+            update.changes.filter((c) => !c.field.startsWith('status.')),
+          ),
+        );
       result.failed.push({
         kind: 'updated',
         key: profileKey(update.profile.metadata),

@@ -29,10 +29,18 @@ export interface HubState {
 }
 
 /** A client certificate signed by the hub CA for user `cn` (and group `org` when given). */
+function writeExtension(pki: string, cn: string, san: string): string {
+  const path = join(pki, `${cn.replace(/[^a-z0-9-]/gi, '_')}.ext`);
+  writeFileSync(path, `subjectAltName=${san}\n`);
+  return path;
+}
+
 export function clientCertificate(
   state: Pick<HubState, 'caCert' | 'caKey' | 'directory'>,
   cn: string,
   org?: string,
+  /** Subject alternative names (e.g. `IP:127.0.0.1`): makes a certificate a server can present. */
+  san?: string,
 ): { cert: string; key: string } {
   const pki = join(state.directory, 'pki');
   const base = join(pki, `client-${cn.replace(/[^a-z0-9-]/gi, '_')}`);
@@ -54,6 +62,7 @@ export function clientCertificate(
       '-CAcreateserial',
       '-days',
       '2',
+      ...(san ? ['-extfile', writeExtension(pki, cn, san)] : []),
       '-out',
       `${base}.crt`,
     ],

@@ -1,0 +1,388 @@
+/**
+ * Fault matrix: each fault is injected into one sync, then one clean sync runs. After each pair:
+ * (a) no profile of a cluster that still exists was deleted, (b) every change that reached the hub was
+ * published (compared with the hub's before/after), (c) the hub matches an oracle: a fresh complete
+ * listing of every scope plans nothing. Deletion grace is 1 listing here, the least forgiving setting.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { KubeConfig } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { buildBus, buildSources, enumerateScopes, type Sources } from '../../adapters/compose.ts';
+import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
+import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
+import { ALL_PROVIDERS } from '../../adapters/providers/index.ts';
+import { inventoryOptionsOf, parseConfig, type CpsyncConfig } from '../../core/config.ts';
+import { runSync, syncCluster, type EnginePorts } from '../../core/engine.ts';
+import { scopeSelector } from '../../core/labels.ts';
+import type { ClusterProfile } from '../../core/model/clusterProfile.ts';
+import type { Scope } from '../../core/model/scope.ts';
+import { normalizeAll } from '../../core/normalize.ts';
+import { plan } from '../../core/plan.ts';
+import { restJsonError, stsAccessDenied } from '../env/awsProxy.ts';
+import {
+  aksCluster,
+  AZURE_SUBSCRIPTION,
+  EKS_ACCOUNT,
+  GCP_PROJECT,
+  gkeCluster,
+  startEmulators,
+  type Emulators,
+} from '../env/emulators.ts';
+import { startHubProxy, type HubProxy } from '../env/hubProxy.ts';
+import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
+import { localHub, uniqueNamespace } from '../support/hub.ts';
+
+const SELECTOR = { 'x-k8s.io/cluster-manager': 'cpsync' };
+
+describe('fault matrix', () => {
+  let emulators: Emulators;
+  let hubProxy: HubProxy;
+  let config: CpsyncConfig;
+  let sources: Sources;
+  let ports: EnginePorts;
+  let direct: KubernetesHub;
+  let namespace: string;
+  let scopes: Scope[];
+  let runs = 0;
+  let clock = () => new Date();
+
+  const owned = (p: ClusterProfile) =>
+    JSON.stringify({
+      labels: p.metadata.labels,
+      spec: p.spec,
+      version: p.status?.version,
+      properties: p.status?.properties?.map((x) => [x.name, x.value]),
+      conditions: p.status?.conditions?.map((c) => [c.type, c.status, c.reason]),
+    });
+  const snapshot = async () =>
+    new Map((await direct.list(namespace, SELECTOR)).map((p) => [p.metadata.name, owned(p)]));
+  const sync = () =>
+    runSync(
+      { ...ports, clock: () => clock() },
+      { syncId: `fault-${++runs}`, scopes, options: inventoryOptionsOf(config) },
+    );
+
+  /** Runs one sync under `fault`, then one clean sync, and checks (a), (b) and (c). */
+  async function faulted(inject: () => () => void, stillExisting: () => Promise<string[]>) {
+    const before = await snapshot();
+    const remove = inject();
+    let faultedReport;
+    try {
+      faultedReport = await sync();
+    } finally {
+      remove();
+    }
+    const duringFault = await snapshot();
+    const existing = new Set(await stillExisting());
+    for (const name of before.keys())
+      if (existing.has(name)) assert.ok(duringFault.has(name), `(a) ${name} was deleted during the fault`);
+
+    await sync();
+    const after = await snapshot();
+    const events = (await drainQueue(emulators.queueUrl)).filter(
+      (e) => e['detail-type'] !== 'Inventory Scope Synced',
+    );
+    const published = (type: string, name: string) =>
+      events.some((e: ReceivedEvent) => e['detail-type'] === type && e.detail.name === name);
+    for (const name of after.keys())
+      if (!before.has(name))
+        assert.ok(published('ClusterProfile Created', name), `(b) no Created event for ${name}`);
+    for (const name of before.keys())
+      if (!after.has(name))
+        assert.ok(published('ClusterProfile Deleted', name), `(b) no Deleted event for ${name}`);
+    for (const [name, state] of after)
+      if (before.has(name) && before.get(name) !== state)
+        assert.ok(published('ClusterProfile Updated', name), `(b) no Updated event for ${name}`);
+    await assertConverged();
+    return faultedReport;
+  }
+
+  /** (c) A fresh complete listing of every scope plans nothing against the hub. */
+  async function assertConverged() {
+    const options = inventoryOptionsOf(config);
+    for (const scope of scopes) {
+      const listing = await sources.sources[scope.provider]!.listScope(scope);
+      assert.equal(listing.outcome.kind, 'complete', `oracle listing of ${scope.provider}`);
+      const desired = normalizeAll(listing.clusters, options, '2026-01-01T00:00:00Z').profiles;
+      const current = await direct.list(namespace, scopeSelector(options.manager, scope));
+      const result = plan({
+        outcome: listing.outcome,
+        desired,
+        current,
+        manager: options.manager,
+        deletionGraceListings: 1,
+        accessProviderNames: ['eks', 'gke', 'aks'],
+        now: '2026-01-01T00:00:00Z',
+      });
+      assert.deepEqual(
+        {
+          creates: result.creates.length,
+          updates: result.updates.map((u) => [u.profile.metadata.name, u.changes.map((c) => c.field)]),
+          deletes: result.deletes.length,
+        },
+        { creates: 0, updates: [], deletes: 0 },
+        `(c) ${scope.provider}/${scope.account}/${scope.region} has not converged`,
+      );
+    }
+  }
+
+  const names = async () => (await direct.list(namespace, SELECTOR)).map((p) => p.metadata.name);
+  const nameOf = async (display: string) =>
+    (await direct.list(namespace, SELECTOR)).find((p) => p.spec.displayName === display)?.metadata.name;
+  const existingExcept =
+    (...gone: Array<string | undefined>) =>
+    async () =>
+      (await names()).filter((n) => !gone.includes(n));
+
+  async function memberEks(region = 'us-east-1') {
+    const sts = new STSClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: HUB_CREDENTIALS,
+    });
+    const c = (
+      await sts.send(
+        new AssumeRoleCommand({
+          RoleArn: `arn:aws:iam::${EKS_ACCOUNT}:role/builder`,
+          RoleSessionName: 'faults',
+        }),
+      )
+    ).Credentials!;
+    return new EKSClient({
+      endpoint: emulators.moto.endpoint,
+      region,
+      credentials: {
+        accessKeyId: c.AccessKeyId!,
+        secretAccessKey: c.SecretAccessKey!,
+        sessionToken: c.SessionToken!,
+      },
+    });
+  }
+
+  before(async () => {
+    Object.assign(process.env, {
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+    });
+    const state = await localHub();
+    namespace = uniqueNamespace('faults');
+    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-faults-')), namespace });
+    hubProxy = await startHubProxy(state);
+    const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+    config = parseConfig(
+      {
+        ...document,
+        hub: undefined,
+        inventory: { namespace, tagAllowList: ['team'], deletionGraceListings: 1 },
+      },
+      'faults',
+    );
+    sources = await buildSources(config, ALL_PROVIDERS);
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(hubProxy.kubeconfig);
+    const admin = new KubeConfig();
+    admin.loadFromFile(state.kubeconfig);
+    direct = new KubernetesHub({ kubeConfig: admin });
+    ports = {
+      sources: sources.sources,
+      hub: new KubernetesHub({ kubeConfig }),
+      bus: buildBus(config),
+      outbox: new FileOutbox(join(emulators.directory, 'fault-outbox')),
+    };
+    scopes = await enumerateScopes(config, sources);
+    await sync();
+    assert.equal((await names()).length, emulators.clusters);
+    await drainQueue(emulators.queueUrl);
+  });
+
+  after(async () => {
+    await sources?.close();
+    await hubProxy?.stop();
+    await emulators?.stop();
+  });
+
+  it('1. throttling on a third of the EKS calls', async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'extra' }]);
+    let calls = 0;
+    await faulted(
+      () =>
+        emulators.proxy.intercept((call) =>
+          call.service === 'eks' && ++calls % 3 === 0
+            ? restJsonError(429, 'ThrottlingException', 'Rate exceeded')
+            : undefined,
+        ),
+      names,
+    );
+  });
+
+  it('2. AccessDenied in the EKS account while a cluster is deleted there', async () => {
+    const extra = await nameOf('extra');
+    await (await memberEks()).send(new DeleteClusterCommand({ name: 'extra' }));
+    const report = await faulted(
+      () =>
+        emulators.proxy.intercept((call) =>
+          call.operation === 'AssumeRole'
+            ? stsAccessDenied(`arn:aws:iam::${EKS_ACCOUNT}:role/cpsync-reader`)
+            : undefined,
+        ),
+      existingExcept(extra),
+    );
+    assert.ok(
+      report.scopes.filter((s) => s.scope.provider === 'eks').every((s) => s.outcome.kind === 'failed'),
+    );
+    assert.ok(!(await names()).includes(extra!), 'deleted by the clean run');
+  });
+
+  it('3. GKE missingZones while a cluster in the missing zone disappears', async () => {
+    const edge = await nameOf('edge');
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', { currentNodeCount: 4 }),
+    ]);
+    emulators.gke.missingZones.set(GCP_PROJECT, ['europe-west1-c']);
+    await faulted(() => () => emulators.gke.missingZones.delete(GCP_PROJECT), existingExcept(edge));
+  });
+
+  it('4. ARM answering 500 while an AKS cluster is deleted', async () => {
+    const batch = await nameOf('batch');
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
+      aksCluster('web', 'rg-web', { currentKubernetesVersion: '1.31.0' }),
+    ]);
+    await faulted(() => {
+      emulators.arm.failures.set(
+        AZURE_SUBSCRIPTION,
+        Array.from({ length: 20 }, () => ({ status: 500, code: 'InternalServerError', message: 'injected' })),
+      );
+      return () => emulators.arm.failures.delete(AZURE_SUBSCRIPTION);
+    }, existingExcept(batch));
+  });
+
+  it('5. the hub answering 503 to a third of the requests', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', { currentNodeCount: 5 }),
+      gkeCluster('edge', 'europe-west1-c'),
+    ]);
+    await faulted(() => {
+      hubProxy.rule = ({ index }) => (index % 3 === 1 ? { status: 503 } : undefined);
+      return () => (hubProxy.rule = undefined);
+    }, names);
+  });
+
+  it('6. 409 conflicts on status writes', async () => {
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
+      aksCluster('web', 'rg-web', { currentKubernetesVersion: '1.31.1' }),
+      aksCluster('batch', 'rg-batch'),
+    ]);
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', { currentNodeCount: 6 }),
+      gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 2 }),
+    ]);
+    await faulted(() => {
+      let statusWrites = 0;
+      hubProxy.rule = ({ method, path }) =>
+        method === 'PATCH' && path.includes('/status') && ++statusWrites % 2 === 1
+          ? { status: 409 }
+          : undefined;
+      return () => (hubProxy.rule = undefined);
+    }, names);
+  });
+
+  it('7. the hub dropping connections', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', { currentNodeCount: 7 }),
+      gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 3 }),
+    ]);
+    await faulted(() => {
+      hubProxy.rule = ({ index }) => (index % 4 === 2 ? { drop: true } : undefined);
+      return () => (hubProxy.rule = undefined);
+    }, names);
+  });
+
+  it('8. EventBridge failing a fifth of the entries through every retry', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', { currentNodeCount: 8 }),
+      gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 4 }),
+    ]);
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
+      aksCluster('web', 'rg-web', { currentKubernetesVersion: '1.31.2' }),
+      aksCluster('batch', 'rg-batch'),
+    ]);
+    let entries = 0;
+    await faulted(
+      () => emulators.proxy.intercept(failSomeEntries(() => ++entries % 5 === 0, 'InternalFailure')),
+      names,
+    );
+  });
+
+  it('9. duplicate and out-of-order cloud events', async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'late' }]);
+    const ref = {
+      scope: { provider: 'eks' as const, account: EKS_ACCOUNT, region: 'us-east-1' },
+      name: 'late',
+    };
+    const request = { syncId: 'evt-create', ref, options: inventoryOptionsOf(config) };
+    assert.equal((await syncCluster(ports, request)).result, 'created');
+    assert.equal((await syncCluster(ports, request)).result, 'unchanged', 'a duplicate writes nothing');
+    await (await memberEks()).send(new DeleteClusterCommand({ name: 'late' }));
+    // An UpdateClusterVersion that arrives after the cluster is gone: the provider decides, not the event.
+    assert.equal((await syncCluster(ports, { ...request, syncId: 'evt-late-update' })).result, 'deleted');
+    assert.equal((await syncCluster(ports, { ...request, syncId: 'evt-create-again' })).result, 'absent');
+    const events = await drainQueue(emulators.queueUrl);
+    assert.deepEqual(
+      events.map((e) => e['detail-type']),
+      ['ClusterProfile Created', 'ClusterProfile Deleted'],
+    );
+    await assertConverged();
+  });
+
+  it('10. a cluster re-created with the same name keeps its profile, updated', async () => {
+    const analytics = await nameOf('analytics');
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', {
+        currentNodeCount: 8,
+        createTime: '2026-06-01T00:00:00+00:00',
+        id: 'analytics-new',
+      }),
+      gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 4 }),
+    ]);
+    await faulted(() => () => {}, names);
+    assert.equal(await nameOf('analytics'), analytics);
+  });
+
+  it('11. a cloud answering an invalid, then a missing endpoint', async () => {
+    await faulted(
+      () =>
+        emulators.proxy.rewrite((call, status, body) => {
+          if (status !== 200 || !/^\/clusters\/(payments|checkout)$/.test(call.path)) return undefined;
+          const answer = JSON.parse(body);
+          if (call.path.endsWith('payments')) answer.cluster.endpoint = 'not a url';
+          else delete answer.cluster.endpoint;
+          return JSON.stringify(answer);
+        }),
+      names,
+    );
+  });
+
+  it('12. clock skew between runs changes nothing', async () => {
+    const before = await snapshot();
+    const writes = ports.hub.requestCounts().writes;
+    clock = () => new Date(Date.now() - 86_400_000);
+    await sync();
+    clock = () => new Date(Date.now() + 86_400_000);
+    await sync();
+    clock = () => new Date();
+    assert.equal(ports.hub.requestCounts().writes, writes);
+    assert.deepEqual(await snapshot(), before);
+    assert.deepEqual(
+      (await drainQueue(emulators.queueUrl)).filter((e) => e['detail-type'] !== 'Inventory Scope Synced'),
+      [],
+    );
+  });
+});

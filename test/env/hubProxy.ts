@@ -9,10 +9,10 @@ import type { IncomingMessage } from 'node:http';
 import { clientCertificate, kubeconfigYaml, type HubState } from './hub.ts';
 import { freePort, serveOnLoopback } from './net.ts';
 
-export type HubFault = { status: 503 | 409 | 500 } | { drop: true };
+type HubFault = { status: 503 | 409 | 500 } | { drop: true };
 
 /** Decides, per request, whether to answer with a fault (undefined: forward). */
-export type HubFaultRule = (request: { method: string; path: string; index: number }) => HubFault | undefined;
+type HubFaultRule = (request: { method: string; path: string; index: number }) => HubFault | undefined;
 
 export interface HubProxy {
   server: string;

@@ -19,6 +19,7 @@ import type { ClusterProfile } from './model/clusterProfile.ts';
 import { scopeKey, type Scope, type ScopeOutcome } from './model/scope.ts';
 import type { Provider } from './model/observedCluster.ts';
 import { inventoryNamespaces, syncScope } from './syncScope.ts';
+import { planIntents, recoverIntents, type ChangeIntent } from './intents.ts';
 import { timestamp } from './time.ts';
 
 export interface EnginePorts {
@@ -99,6 +100,7 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
   };
 
   if (!request.dryRun) {
+    await recoverIntents(ports.hub, ports.outbox, Object.values(request.options.accessProviderNames));
     const leftover = await ports.outbox.pending();
     const result = await publish(leftover);
     report.events.republished = result.published.length;
@@ -175,6 +177,7 @@ async function syncOne(
   let plan: Plan | undefined;
   const events: CpsyncEvent[] = [];
   try {
+    let intents: ChangeIntent[] = [];
     const result = await syncScope({
       hub: ports.hub,
       listing,
@@ -182,6 +185,10 @@ async function syncOne(
       now,
       ...(request.confirmedGone ? { confirmedGone: request.confirmedGone } : {}),
       ...(request.dryRun ? { dryRun: true } : {}),
+      beforeApply: async (planned) => {
+        intents = planIntents(planned, context, Object.values(request.options.accessProviderNames));
+        await ports.outbox.addIntents(intents);
+      },
     });
     plan = result.plan;
     counts.unchanged = result.plan.unchanged;
@@ -190,6 +197,11 @@ async function syncOne(
     for (const change of result.applied.applied) {
       counts[change.kind] += 1;
       events.push(buildChangeEvent(change, context));
+    }
+    // The change events are durable before their intents go (the scope summary joins them later).
+    if (!request.dryRun) {
+      await ports.outbox.add(events);
+      await ports.outbox.removeIntents(intents.map((i) => i.id));
     }
     if (request.dryRun) {
       counts.created = plan.creates.length;
@@ -271,8 +283,16 @@ export async function syncCluster(
   const { ref } = request;
   const source = ports.sources[ref.scope.provider];
   if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
+  const accessProviderNames = Object.values(request.options.accessProviderNames);
+  await recoverIntents(ports.hub, ports.outbox, accessProviderNames);
   const observed = await source.getCluster(ref);
   const now = timestamp(clock());
+  const context = {
+    syncId: request.syncId,
+    occurredAt: now,
+    scope: ref.scope,
+    ...(request.eventSource ? { source: request.eventSource } : {}),
+  };
   const listing: ScopeListing = {
     outcome: { scope: ref.scope, kind: 'partial', missing: [] },
     clusters: observed ? [observed] : [],
@@ -290,23 +310,23 @@ export async function syncCluster(
     );
     if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
   }
+  let intents: ChangeIntent[] = [];
   const result = await syncScope({
     hub: ports.hub,
     listing,
     options: request.options,
     now,
     ...(confirmedGone ? { confirmedGone } : {}),
+    beforeApply: async (planned) => {
+      intents = planIntents(planned, context, accessProviderNames);
+      await ports.outbox.addIntents(intents);
+    },
   });
-  const failure = result.applied.failed[0];
-  if (failure) throw failure.error;
-  const context = {
-    syncId: request.syncId,
-    occurredAt: now,
-    scope: ref.scope,
-    ...(request.eventSource ? { source: request.eventSource } : {}),
-  };
   const events = result.applied.applied.map((change) => buildChangeEvent(change, context));
   await ports.outbox.add(events);
+  await ports.outbox.removeIntents(intents.map((i) => i.id));
+  const failure = result.applied.failed[0];
+  if (failure) throw failure.error;
   const published = events.length > 0 ? await ports.bus.publish(events) : { published: [], failed: [] };
   await ports.outbox.remove([
     ...published.published,

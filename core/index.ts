@@ -31,3 +31,4 @@ export {
   type SyncReport,
   type SyncRequest,
 } from './engine.ts';
+export { fingerprint, planIntents, recoverIntents, type ChangeIntent } from './intents.ts';

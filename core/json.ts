@@ -1,5 +1,5 @@
 /** JSON with object keys sorted and `undefined` members dropped: equal values give equal text. */
-function canonicalJson(value: unknown): string {
+export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, member: unknown) => {
     if (member === null || typeof member !== 'object' || Array.isArray(member)) return member;
     const sorted: Record<string, unknown> = {};

@@ -105,7 +105,7 @@ function pick(record: Record<string, string> | undefined, keys: readonly string[
 }
 
 /** The part of a profile's status that cpsync owns. */
-function ownedStatus(
+export function ownedStatusOf(
   status: ClusterProfileStatus | undefined,
   accessProviderNames: readonly string[],
 ): Required<Pick<ClusterProfileStatus, 'properties' | 'conditions' | 'accessProviders'>> &
@@ -218,8 +218,8 @@ function statusChanges(
   desired: ClusterProfile,
   accessProviderNames: readonly string[],
 ): FieldChange[] {
-  const before = ownedStatus(current.status, accessProviderNames);
-  const after = ownedStatus(desired.status, accessProviderNames);
+  const before = ownedStatusOf(current.status, accessProviderNames);
+  const after = ownedStatusOf(desired.status, accessProviderNames);
   return [
     ...diffValue('status.version.kubernetes', before.version?.kubernetes, after.version?.kubernetes),
     ...diffKeyed(
@@ -248,7 +248,7 @@ function missedListings(profile: ClusterProfile): number {
 
 /** The profile's owned state with Joined=False/NotFoundInProvider and the miss count raised to `missed`. */
 function markMissing(current: ClusterProfile, missed: number, input: PlanInput): ClusterProfile {
-  const owned = ownedStatus(current.status, input.accessProviderNames);
+  const owned = ownedStatusOf(current.status, input.accessProviderNames);
   const s = missed === 1 ? '' : 's';
   const joined: Condition = {
     type: CONDITION_JOINED,

@@ -2,6 +2,7 @@ import type { ClusterProfile, ProfileRef } from './model/clusterProfile.ts';
 import type { ObservedCluster } from './model/observedCluster.ts';
 import type { Scope, ScopeOutcome } from './model/scope.ts';
 import type { CpsyncEvent } from '../events/types.ts';
+import type { ChangeIntent } from './intents.ts';
 
 /** What a source adapter reports for one scope. A failed listing carries no clusters. */
 export interface ScopeListing {
@@ -44,6 +45,8 @@ export interface HubRequestCounts {
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
 export interface Hub {
   ensureNamespace(namespace: NamespaceSpec): Promise<void>;
+  /** One profile, or undefined when there is none. */
+  get(ref: ProfileRef): Promise<ClusterProfile | undefined>;
   /** Every profile in `namespace` whose labels include `selector`. */
   list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]>;
   /** Applies labels, annotations and spec (server-side apply); returns the object as stored. */
@@ -80,4 +83,8 @@ export interface Outbox {
   add(events: readonly CpsyncEvent[]): Promise<void>;
   pending(): Promise<CpsyncEvent[]>;
   remove(eventIds: readonly string[]): Promise<void>;
+  /** Write-ahead records of changes about to be made (see core/intents.ts). */
+  addIntents(intents: readonly ChangeIntent[]): Promise<void>;
+  intents(): Promise<ChangeIntent[]>;
+  removeIntents(ids: readonly string[]): Promise<void>;
 }

@@ -17,6 +17,8 @@ export interface SyncScopeInput {
   confirmedGone?: ReadonlySet<string>;
   /** Plan only: read the hub, write nothing. */
   dryRun?: boolean;
+  /** Called with the plan just before it is applied (write-ahead intents). */
+  beforeApply?: (plan: Plan) => Promise<void>;
 }
 
 export interface SyncScopeResult {
@@ -61,5 +63,6 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
 
   const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
   for (const namespace of namespaces.filter((ns) => used.has(ns.name))) await hub.ensureNamespace(namespace);
+  await input.beforeApply?.(result);
   return { plan: result, applied: await applyPlan(hub, result), invalid };
 }

@@ -93,6 +93,11 @@ export class FileHub implements Hub {
     this.#counts.writes += 1;
   }
 
+  async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
+    this.#counts.reads += 1;
+    return this.#read(ref);
+  }
+
   async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
     this.#counts.reads += 1;
     let entries: string[];

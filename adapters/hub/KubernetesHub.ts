@@ -178,6 +178,18 @@ export class KubernetesHub implements Hub {
     }
   }
 
+  async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
+    try {
+      return (await this.#objects.getNamespacedCustomObject(
+        { ...PROFILE, namespace: ref.namespace, name: ref.name },
+        this.#options(),
+      )) as ClusterProfile;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      throw translate(error, 'read', `${ref.namespace}/${ref.name}`);
+    }
+  }
+
   async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
     const items: ClusterProfile[] = [];
     let next: string | undefined;

@@ -42,6 +42,10 @@ export class RefreshingHub implements Hub {
     return (await this.#hub()).ensureNamespace(namespace);
   }
 
+  async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
+    return (await this.#hub()).get(ref);
+  }
+
   async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
     return (await this.#hub()).list(namespace, selector);
   }

@@ -1,10 +1,13 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient, paginateScan, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Outbox } from '../../core/ports.ts';
+import type { ChangeIntent } from '../../core/intents.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 
 /** Days an unpublished event is kept before DynamoDB's TTL removes it. */
 export const OUTBOX_RETENTION_DAYS = 14;
+/** Intents share the table, under keys with this prefix. */
+const INTENT_PREFIX = 'intent#';
 
 export interface DynamoOutboxOptions {
   tableName: string;
@@ -42,12 +45,40 @@ export class DynamoOutbox implements Outbox {
     }
   }
 
+  async #items(): Promise<Array<Record<string, unknown>>> {
+    const items: Array<Record<string, unknown>> = [];
+    for await (const page of paginateScan({ client: this.#documents }, { TableName: this.#table }))
+      items.push(...(page.Items ?? []));
+    return items;
+  }
+
   async pending(): Promise<CpsyncEvent[]> {
-    const events: CpsyncEvent[] = [];
-    for await (const page of paginateScan({ client: this.#documents }, { TableName: this.#table })) {
-      for (const item of page.Items ?? []) events.push(JSON.parse(item.event as string) as CpsyncEvent);
-    }
+    const events = (await this.#items())
+      .filter((item) => typeof item.event === 'string')
+      .map((item) => JSON.parse(item.event as string) as CpsyncEvent);
     return events.sort((a, b) => a.time.localeCompare(b.time));
+  }
+
+  async addIntents(intents: readonly ChangeIntent[]): Promise<void> {
+    const expiresAt = Math.floor(Date.now() / 1000) + OUTBOX_RETENTION_DAYS * 86_400;
+    for (const intent of intents) {
+      await this.#documents.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: { eventId: `${INTENT_PREFIX}${intent.id}`, intent: JSON.stringify(intent), expiresAt },
+        }),
+      );
+    }
+  }
+
+  async intents(): Promise<ChangeIntent[]> {
+    return (await this.#items())
+      .filter((item) => typeof item.intent === 'string')
+      .map((item) => JSON.parse(item.intent as string) as ChangeIntent);
+  }
+
+  async removeIntents(ids: readonly string[]): Promise<void> {
+    await this.remove(ids.map((id) => `${INTENT_PREFIX}${id}`));
   }
 
   async remove(eventIds: readonly string[]): Promise<void> {

@@ -1,9 +1,12 @@
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Outbox } from '../../core/ports.ts';
+import type { ChangeIntent } from '../../core/intents.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 
 const EVENT_ID = /^[0-9a-f-]{36}$/;
+const INTENT_ID = /^[0-9a-f]{32}$/;
+const INTENTS = 'intents';
 
 /** Pending events as one JSON file each in a directory; written atomically, removed once published. */
 export class FileOutbox implements Outbox {
@@ -44,5 +47,38 @@ export class FileOutbox implements Outbox {
   async remove(eventIds: readonly string[]): Promise<void> {
     for (const id of eventIds)
       if (EVENT_ID.test(id)) await rm(join(this.#directory, `${id}.json`), { force: true });
+  }
+
+  async addIntents(intents: readonly ChangeIntent[]): Promise<void> {
+    if (intents.length === 0) return;
+    const directory = join(this.#directory, INTENTS);
+    await mkdir(directory, { recursive: true });
+    for (const intent of intents) {
+      if (!INTENT_ID.test(intent.id))
+        throw new Error(`outbox: intent id ${JSON.stringify(intent.id)} is not a cpsync intent id`);
+      const path = join(directory, `${intent.id}.json`);
+      await writeFile(`${path}.tmp`, JSON.stringify(intent), 'utf8');
+      await rename(`${path}.tmp`, path);
+    }
+  }
+
+  async intents(): Promise<ChangeIntent[]> {
+    const directory = join(this.#directory, INTENTS);
+    let names: string[];
+    try {
+      names = await readdir(directory);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const intents: ChangeIntent[] = [];
+    for (const name of names.filter((n) => n.endsWith('.json')).sort())
+      intents.push(JSON.parse(await readFile(join(directory, name), 'utf8')) as ChangeIntent);
+    return intents;
+  }
+
+  async removeIntents(ids: readonly string[]): Promise<void> {
+    for (const id of ids)
+      if (INTENT_ID.test(id)) await rm(join(this.#directory, INTENTS, `${id}.json`), { force: true });
   }
 }

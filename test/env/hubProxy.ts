@@ -19,6 +19,8 @@ export interface HubProxy {
   /** A kubeconfig (YAML text) for the proxy. */
   kubeconfig: string;
   rule: HubFaultRule | undefined;
+  /** Called once the hub has answered a forwarded request, before the answer goes back. */
+  onAnswered: ((request: { method: string; path: string }) => void) | undefined;
   requests: Array<{ method: string; path: string; fault?: string }>;
   stop(): Promise<void>;
 }
@@ -37,6 +39,7 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
     server: `https://127.0.0.1:${port}`,
     kubeconfig: '',
     rule: undefined,
+    onAnswered: undefined,
     requests: [],
     stop: async () => {},
   };
@@ -79,6 +82,7 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
           ca,
         },
         (answer) => {
+          proxy.onAnswered?.(entry);
           response.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(response);
         },

@@ -370,6 +370,64 @@ describe('fault matrix', () => {
     );
   });
 
+  it('13. a run killed right after a hub write: the next run announces it, nothing is lost', async () => {
+    const { writeFileSync } = await import('node:fs');
+    const { spawn } = await import('node:child_process');
+    const { stringify } = await import('yaml');
+    const directory = join(emulators.directory, 'killed');
+    const kubeconfig = join(emulators.directory, 'hub-proxy.kubeconfig');
+    writeFileSync(kubeconfig, hubProxy.kubeconfig);
+    const file = join(emulators.directory, 'killed.yaml');
+    writeFileSync(
+      file,
+      stringify({
+        ...parse(readFileSync(emulators.configPath, 'utf8')),
+        hub: { kubeconfig },
+        outbox: { directory },
+        inventory: { namespace, tagAllowList: ['team'], deletionGraceListings: 1 },
+      }),
+    );
+    const cli = () =>
+      spawn(
+        process.execPath,
+        [new URL('../../cli/bin.ts', import.meta.url).pathname, 'sync', '--config', file],
+        { env: { ...process.env, ...emulators.env }, stdio: 'ignore' },
+      );
+    const exited = (child: ReturnType<typeof cli>) =>
+      new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+        child.on('exit', (code, signal) => resolve({ code, signal })),
+      );
+
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'interrupted' }]);
+    const before = await snapshot();
+    const victim = cli();
+    hubProxy.onAnswered = ({ method, path }) => {
+      if (method === 'PATCH' && path.includes('/status')) {
+        victim.kill('SIGKILL');
+        hubProxy.onAnswered = undefined;
+      }
+    };
+    const killed = await exited(victim);
+    hubProxy.onAnswered = undefined;
+    assert.equal(killed.signal, 'SIGKILL');
+    const written = [...(await snapshot()).keys()].filter((name) => !before.has(name));
+    assert.equal(written.length, 1, 'the killed run wrote its first new profile');
+
+    const clean = await exited(cli());
+    assert.equal(clean.code, 0);
+    const events = (await drainQueue(emulators.queueUrl)).filter(
+      (e) => e['detail-type'] === 'ClusterProfile Created',
+    );
+    assert.deepEqual(
+      events.map((e) => e.detail.name),
+      written,
+      'the write the killed run made is announced, once',
+    );
+    const after = await snapshot();
+    for (const name of before.keys()) assert.ok(after.has(name), `(a) ${name}`);
+    await assertConverged();
+  });
+
   it('12. clock skew between runs changes nothing', async () => {
     const before = await snapshot();
     const writes = ports.hub.requestCounts().writes;

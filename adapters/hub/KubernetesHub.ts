@@ -50,6 +50,11 @@ export interface KubernetesHubOptions {
    * @default 500
    */
   pageSize?: number;
+  /**
+   * Time one request to the hub may take before it is abandoned (as HubUnavailableError).
+   * @default 30000
+   */
+  requestTimeoutMillis?: number;
 }
 
 const PROFILE = {
@@ -130,10 +135,12 @@ export class KubernetesHub implements Hub {
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#fieldManager = options.fieldManager ?? FIELD_MANAGER;
     this.#pageSize = options.pageSize ?? 500;
+    const timeout = options.requestTimeoutMillis ?? 30_000;
     this.#counter = {
       pre: (context: RequestContext) => {
         if (context.getHttpMethod() === 'GET') this.#counts.reads += 1;
         else this.#counts.writes += 1;
+        context.setSignal(AbortSignal.timeout(timeout));
         return new Observable(Promise.resolve(context));
       },
       post: (response) => new Observable(Promise.resolve(response)),

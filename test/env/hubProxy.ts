@@ -9,7 +9,7 @@ import type { IncomingMessage } from 'node:http';
 import { clientCertificate, kubeconfigYaml, type HubState } from './hub.ts';
 import { freePort, serveOnLoopback } from './net.ts';
 
-type HubFault = { status: 503 | 409 | 500 } | { drop: true };
+type HubFault = { status: 503 | 409 | 500 } | { drop: true } | { hang: true };
 
 /** Decides, per request, whether to answer with a fault (undefined: forward). */
 type HubFaultRule = (request: { method: string; path: string; index: number }) => HubFault | undefined;
@@ -50,6 +50,7 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
       const entry = { method: request.method ?? 'GET', path: request.url ?? '/' };
       const fault = proxy.rule?.({ ...entry, index: proxy.requests.length });
       proxy.requests.push({ ...entry, ...(fault ? { fault: JSON.stringify(fault) } : {}) });
+      if (fault && 'hang' in fault) return; // never answers
       if (fault && 'drop' in fault) {
         request.socket.destroy();
         return;

@@ -305,7 +305,26 @@ describe('fault matrix', () => {
     }, names);
   });
 
-  it('8. EventBridge failing a fifth of the entries through every retry', async () => {
+  it('8. the hub not answering at all (requests time out)', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', { currentNodeCount: 9 }),
+      gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 3 }),
+    ]);
+    const regular = ports.hub;
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(hubProxy.kubeconfig);
+    ports.hub = new KubernetesHub({ kubeConfig, requestTimeoutMillis: 500 });
+    try {
+      await faulted(() => {
+        hubProxy.rule = ({ index }) => (index % 3 === 0 ? { hang: true } : undefined);
+        return () => (hubProxy.rule = undefined);
+      }, names);
+    } finally {
+      ports.hub = regular;
+    }
+  });
+
+  it('9. EventBridge failing a fifth of the entries through every retry', async () => {
     emulators.gke.clusters.set(GCP_PROJECT, [
       gkeCluster('analytics', 'europe-west1', { currentNodeCount: 8 }),
       gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 4 }),
@@ -321,7 +340,7 @@ describe('fault matrix', () => {
     );
   });
 
-  it('9. duplicate and out-of-order cloud events', async () => {
+  it('10. duplicate and out-of-order cloud events', async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'late' }]);
     const ref = {
       scope: { provider: 'eks' as const, account: EKS_ACCOUNT, region: 'us-east-1' },
@@ -342,7 +361,7 @@ describe('fault matrix', () => {
     await assertConverged();
   });
 
-  it('10. a cluster re-created with the same name keeps its profile, updated', async () => {
+  it('11. a cluster re-created with the same name keeps its profile, updated', async () => {
     const analytics = await nameOf('analytics');
     emulators.gke.clusters.set(GCP_PROJECT, [
       gkeCluster('analytics', 'europe-west1', {
@@ -356,7 +375,7 @@ describe('fault matrix', () => {
     assert.equal(await nameOf('analytics'), analytics);
   });
 
-  it('11. a cloud answering an invalid, then a missing endpoint', async () => {
+  it('12. a cloud answering an invalid, then a missing endpoint', async () => {
     await faulted(
       () =>
         emulators.proxy.rewrite((call, status, body) => {
@@ -428,7 +447,7 @@ describe('fault matrix', () => {
     await assertConverged();
   });
 
-  it('12. clock skew between runs changes nothing', async () => {
+  it('14. clock skew between runs changes nothing', async () => {
     const before = await snapshot();
     const writes = ports.hub.requestCounts().writes;
     clock = () => new Date(Date.now() - 86_400_000);

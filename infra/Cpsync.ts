@@ -23,6 +23,7 @@ import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { parseConfig, type CpsyncConfig } from '../core/config.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
+import { BUNDLE_BANNER, BUNDLE_EXTERNALS } from './bundling.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -191,8 +192,8 @@ export class Cpsync extends Construct {
           format: OutputFormat.ESM,
           target: 'node24',
           mainFields: ['module', 'main'],
-          banner: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);",
-          externalModules: ['@aws-sdk/*'],
+          banner: BUNDLE_BANNER,
+          externalModules: BUNDLE_EXTERNALS,
           forceDockerBundling: false,
         },
       });

@@ -61,6 +61,7 @@ async function syncCommand(
         scopes,
         options: inventoryOptionsOf(config),
         concurrency: config.sync.concurrency,
+        intentLeaseMillis: config.sync.intentLeaseSeconds * 1000,
         eventSource: eventSourceOf(config),
         ...(options.dryRun ? { dryRun: true } : {}),
         ...(progress

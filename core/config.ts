@@ -163,7 +163,13 @@ export const configSchema = z.strictObject({
         .optional(),
     })
     .prefault({}),
-  sync: z.strictObject({ concurrency: z.number().int().min(1).max(64).default(4) }).prefault({}),
+  sync: z
+    .strictObject({
+      concurrency: z.number().int().min(1).max(64).default(4),
+      /** How long a run's write-ahead intents stay its own (longer than any run's apply phase). */
+      intentLeaseSeconds: z.number().int().min(0).max(86_400).default(900),
+    })
+    .prefault({}),
 });
 
 export type CpsyncConfig = z.infer<typeof configSchema>;

@@ -1,5 +1,10 @@
 import pLimit from 'p-limit';
-import { buildChangeEvent, buildScopeEvent, type ScopeSummary } from '../events/builders.ts';
+import {
+  buildChangeEvent,
+  buildScopeEvent,
+  type EventContext,
+  type ScopeSummary,
+} from '../events/builders.ts';
 import type { CpsyncEvent } from '../events/types.ts';
 import type { InventoryOptions } from './options.ts';
 import type { Plan } from './plan.ts';
@@ -47,6 +52,11 @@ export interface SyncRequest {
   confirmedGone?: ReadonlySet<string>;
   /** Event source. @default 'cpsync' */
   eventSource?: string;
+  /**
+   * How long this run's write-ahead intents stay its own before another run may settle them.
+   * @default 15 minutes
+   */
+  intentLeaseMillis?: number;
   /** Called as each scope finishes (progress displays). */
   onScope?: (report: ScopeReport, done: number, total: number) => void;
 }
@@ -100,7 +110,12 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
   };
 
   if (!request.dryRun) {
-    await recoverIntents(ports.hub, ports.outbox, Object.values(request.options.accessProviderNames));
+    await recoverIntents(
+      ports.hub,
+      ports.outbox,
+      Object.values(request.options.accessProviderNames),
+      clock(),
+    );
     const leftover = await ports.outbox.pending();
     const result = await publish(leftover);
     report.events.republished = result.published.length;
@@ -130,6 +145,24 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
   report.hub = { reads: hubAfter.reads - hubBefore.reads, writes: hubAfter.writes - hubBefore.writes };
   report.durationMs = clock().getTime() - started;
   return report;
+}
+
+/** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
+function writeAhead(
+  outbox: Outbox,
+  context: EventContext,
+  accessProviderNames: readonly string[],
+  leaseMillis?: number,
+) {
+  let intents: ChangeIntent[] = [];
+  return {
+    beforeApply: async (planned: Plan) => {
+      intents = planIntents(planned, context, accessProviderNames, leaseMillis);
+      await outbox.addIntents(intents);
+    },
+    settle: (events: CpsyncEvent[]) =>
+      outbox.add(events).then(() => outbox.removeIntents(intents.map((i) => i.id))),
+  };
 }
 
 async function syncOne(
@@ -177,7 +210,12 @@ async function syncOne(
   let plan: Plan | undefined;
   const events: CpsyncEvent[] = [];
   try {
-    let intents: ChangeIntent[] = [];
+    const ahead = writeAhead(
+      ports.outbox,
+      context,
+      Object.values(request.options.accessProviderNames),
+      request.intentLeaseMillis,
+    );
     const result = await syncScope({
       hub: ports.hub,
       listing,
@@ -185,10 +223,7 @@ async function syncOne(
       now,
       ...(request.confirmedGone ? { confirmedGone: request.confirmedGone } : {}),
       ...(request.dryRun ? { dryRun: true } : {}),
-      beforeApply: async (planned) => {
-        intents = planIntents(planned, context, Object.values(request.options.accessProviderNames));
-        await ports.outbox.addIntents(intents);
-      },
+      beforeApply: ahead.beforeApply,
     });
     plan = result.plan;
     counts.unchanged = result.plan.unchanged;
@@ -199,10 +234,7 @@ async function syncOne(
       events.push(buildChangeEvent(change, context));
     }
     // The change events are durable before their intents go (the scope summary joins them later).
-    if (!request.dryRun) {
-      await ports.outbox.add(events);
-      await ports.outbox.removeIntents(intents.map((i) => i.id));
-    }
+    if (!request.dryRun) await ahead.settle(events);
     if (request.dryRun) {
       counts.created = plan.creates.length;
       counts.updated = plan.updates.length;
@@ -233,6 +265,8 @@ async function syncOne(
 
 export interface ClusterSyncRequest {
   syncId: string;
+  /** See SyncRequest.intentLeaseMillis. */
+  intentLeaseMillis?: number;
   ref: ClusterRef;
   options: InventoryOptions;
   /** Event source. @default 'cpsync' */
@@ -284,7 +318,7 @@ export async function syncCluster(
   const source = ports.sources[ref.scope.provider];
   if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
   const accessProviderNames = Object.values(request.options.accessProviderNames);
-  await recoverIntents(ports.hub, ports.outbox, accessProviderNames);
+  await recoverIntents(ports.hub, ports.outbox, accessProviderNames, clock());
   const observed = await source.getCluster(ref);
   const now = timestamp(clock());
   const context = {
@@ -310,21 +344,17 @@ export async function syncCluster(
     );
     if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
   }
-  let intents: ChangeIntent[] = [];
+  const ahead = writeAhead(ports.outbox, context, accessProviderNames, request.intentLeaseMillis);
   const result = await syncScope({
     hub: ports.hub,
     listing,
     options: request.options,
     now,
     ...(confirmedGone ? { confirmedGone } : {}),
-    beforeApply: async (planned) => {
-      intents = planIntents(planned, context, accessProviderNames);
-      await ports.outbox.addIntents(intents);
-    },
+    beforeApply: ahead.beforeApply,
   });
   const events = result.applied.applied.map((change) => buildChangeEvent(change, context));
-  await ports.outbox.add(events);
-  await ports.outbox.removeIntents(intents.map((i) => i.id));
+  await ahead.settle(events);
   const failure = result.applied.failed[0];
   if (failure) throw failure.error;
   const published = events.length > 0 ? await ports.bus.publish(events) : { published: [], failed: [] };

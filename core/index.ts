@@ -31,4 +31,10 @@ export {
   type SyncReport,
   type SyncRequest,
 } from './engine.ts';
-export { fingerprint, planIntents, recoverIntents, type ChangeIntent } from './intents.ts';
+export {
+  DEFAULT_INTENT_LEASE_MILLIS,
+  fingerprint,
+  planIntents,
+  recoverIntents,
+  type ChangeIntent,
+} from './intents.ts';

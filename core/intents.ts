@@ -26,7 +26,15 @@ export interface ChangeIntent {
   /** For deletes: the profile as it was, to announce it. */
   previous?: ClusterProfile;
   context: EventContext;
+  /**
+   * Until then the intent belongs to a run that may still be going (here or in another process); only
+   * later may another run settle it.
+   */
+  notBefore: string;
 }
+
+/** How long an intent belongs to its run: longer than any run's apply phase (a Lambda runs 15 minutes at most). */
+export const DEFAULT_INTENT_LEASE_MILLIS = 15 * 60 * 1000;
 
 function pick(record: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
   return Object.fromEntries(keys.filter((k) => record?.[k] !== undefined).map((k) => [k, record![k]!]));
@@ -52,7 +60,9 @@ export function planIntents(
   plan: Plan,
   context: EventContext,
   accessProviderNames: readonly string[],
+  leaseMillis: number = DEFAULT_INTENT_LEASE_MILLIS,
 ): ChangeIntent[] {
+  const notBefore = new Date(Date.parse(context.occurredAt) + leaseMillis).toISOString();
   const id = (kind: string, namespace: string, name: string) =>
     createHash('sha256').update(`${context.syncId}|${kind}|${namespace}/${name}`).digest('hex').slice(0, 32);
   return [
@@ -64,6 +74,7 @@ export function planIntents(
       changes: [{ field: 'metadata.name', after: profile.metadata.name }],
       target: fingerprint(profile, accessProviderNames, true),
       context,
+      notBefore,
     })),
     ...plan.updates.map((update): ChangeIntent => ({
       id: id('updated', update.profile.metadata.namespace, update.profile.metadata.name),
@@ -76,6 +87,7 @@ export function planIntents(
         ? { previousResourceVersion: update.current.metadata.resourceVersion }
         : {}),
       context,
+      notBefore,
     })),
     ...plan.deletes.map(({ current }): ChangeIntent => ({
       id: id('deleted', current.metadata.namespace, current.metadata.name),
@@ -86,6 +98,7 @@ export function planIntents(
       target: '',
       previous: current,
       context,
+      notBefore,
     })),
   ];
 }
@@ -98,8 +111,9 @@ export async function recoverIntents(
   hub: Hub,
   outbox: Outbox,
   accessProviderNames: readonly string[],
+  now: Date,
 ): Promise<CpsyncEvent[]> {
-  const intents = await outbox.intents();
+  const intents = (await outbox.intents()).filter((intent) => Date.parse(intent.notBefore) <= now.getTime());
   const recovered: CpsyncEvent[] = [];
   for (const intent of intents) {
     const stored = await hub.get({ namespace: intent.namespace, name: intent.name });

@@ -67,6 +67,7 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
       ref: { scope, name },
       options: inventoryOptionsOf(deps.config),
       eventSource: deps.eventSource,
+      intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
     });
     metrics.addMetric(
       'ClusterEventsApplied',

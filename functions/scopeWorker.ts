@@ -38,6 +38,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
         scopes: [scope],
         options: inventoryOptionsOf(deps.config),
         eventSource: deps.eventSource,
+        intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
       });
       const result = report.scopes[0]!;
       metrics.addMetric('ScopesSynced', MetricUnit.Count, 1);

@@ -108,6 +108,7 @@ export function makeWebhook(
       ref,
       options: inventoryOptionsOf(deps.config),
       eventSource: deps.eventSource,
+      intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
     });
     logger.info('cluster synced from event', {
       syncId,

@@ -8,6 +8,16 @@ const EVENT_ID = /^[0-9a-f-]{36}$/;
 const INTENT_ID = /^[0-9a-f]{32}$/;
 const INTENTS = 'intents';
 
+/** A file's text, or undefined when another run removed it in the meantime. */
+async function readIfThere(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
 /** Pending events as one JSON file each in a directory; written atomically, removed once published. */
 export class FileOutbox implements Outbox {
   readonly #directory: string;
@@ -39,7 +49,8 @@ export class FileOutbox implements Outbox {
     }
     const events: CpsyncEvent[] = [];
     for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
-      events.push(JSON.parse(await readFile(join(this.#directory, name), 'utf8')) as CpsyncEvent);
+      const text = await readIfThere(join(this.#directory, name));
+      if (text !== undefined) events.push(JSON.parse(text) as CpsyncEvent);
     }
     return events.sort((a, b) => a.time.localeCompare(b.time));
   }
@@ -72,8 +83,10 @@ export class FileOutbox implements Outbox {
       throw error;
     }
     const intents: ChangeIntent[] = [];
-    for (const name of names.filter((n) => n.endsWith('.json')).sort())
-      intents.push(JSON.parse(await readFile(join(directory, name), 'utf8')) as ChangeIntent);
+    for (const name of names.filter((n) => n.endsWith('.json')).sort()) {
+      const text = await readIfThere(join(directory, name));
+      if (text !== undefined) intents.push(JSON.parse(text) as ChangeIntent);
+    }
     return intents;
   }
 

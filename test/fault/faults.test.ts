@@ -403,6 +403,7 @@ describe('fault matrix', () => {
         ...parse(readFileSync(emulators.configPath, 'utf8')),
         hub: { kubeconfig },
         outbox: { directory },
+        sync: { intentLeaseSeconds: 1 },
         inventory: { namespace, tagAllowList: ['team'], deletionGraceListings: 1 },
       }),
     );
@@ -432,6 +433,7 @@ describe('fault matrix', () => {
     const written = [...(await snapshot()).keys()].filter((name) => !before.has(name));
     assert.equal(written.length, 1, 'the killed run wrote its first new profile');
 
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // the killed run's lease runs out
     const clean = await exited(cli());
     assert.equal(clean.code, 0);
     const events = (await drainQueue(emulators.queueUrl)).filter(

@@ -84,4 +84,29 @@ describe('write-ahead intents', () => {
     assert.deepEqual(await outbox.intents(), []);
     assert.deepEqual(await outbox.pending(), []);
   });
+
+  it("leaves another run's intents alone while their lease lasts", async () => {
+    const hub = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+    const options = inventoryOptions({ namespace: uniqueNamespace('lease') });
+    const outbox = new FileOutbox(mkdtempSync(join(tmpdir(), 'cpsync-lease-')));
+    const planned = await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' as const }, clusters: [eksCluster({ name: 'busy' })] },
+      options,
+      now: '2026-05-01T00:00:00Z',
+      dryRun: true,
+    });
+    await outbox.addIntents(
+      planIntents(
+        planned.plan,
+        { syncId: 'running-elsewhere', occurredAt: new Date().toISOString(), scope },
+        ['eks', 'gke', 'aks'],
+      ),
+    );
+    await runSync(
+      { sources: {}, hub, bus: new JsonLinesFileBus(join(tmpdir(), 'unused.jsonl')), outbox },
+      { syncId: 'concurrent', scopes: [], options },
+    );
+    assert.equal((await outbox.intents()).length, 1, 'still leased to its run');
+  });
 });

@@ -5,6 +5,7 @@ import {
   type EventContext,
   type ScopeSummary,
 } from '../events/builders.ts';
+import { DetailType } from '../events/detailTypes.ts';
 import type { CpsyncEvent } from '../events/types.ts';
 import type { InventoryOptions } from './options.ts';
 import type { Plan } from './plan.ts';
@@ -15,6 +16,7 @@ import type {
   Hub,
   Outbox,
   PublishFailure,
+  PublishResult,
   ScopeListing,
 } from './ports.ts';
 import { ANNOTATION_PROVIDER_ID } from './constants.ts';
@@ -100,15 +102,6 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
     durationMs: 0,
   };
 
-  const publish = async (events: CpsyncEvent[]) => {
-    if (events.length === 0) return { published: [] as string[], failed: [] as PublishFailure[] };
-    const result = await ports.bus.publish(events);
-    await ports.outbox.remove(result.published);
-    const givenUp = result.failed.filter((f) => !f.retryable).map((f) => f.eventId);
-    if (givenUp.length > 0) await ports.outbox.remove(givenUp);
-    return result;
-  };
-
   if (!request.dryRun) {
     await recoverIntents(
       ports.hub,
@@ -117,7 +110,7 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
       clock(),
     );
     const leftover = await ports.outbox.pending();
-    const result = await publish(leftover);
+    const result = await publishFromOutbox(ports, leftover);
     report.events.republished = result.published.length;
     report.events.failed.push(...result.failed);
   }
@@ -129,8 +122,9 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
       limit(async () => {
         const scopeReport = await syncOne(ports, request, scope, clock);
         if (!request.dryRun) {
-          await ports.outbox.add(scopeReport.events);
-          const result = await publish(scopeReport.events);
+          // The change events are in the outbox already (syncOne); the scope summary joins them.
+          await ports.outbox.add(scopeReport.events.filter((e) => e.detailType === DetailType.ScopeSynced));
+          const result = await publishFromOutbox(ports, scopeReport.events);
           report.events.published += result.published.length;
           report.events.failed.push(...result.failed);
         }
@@ -145,6 +139,20 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
   report.hub = { reads: hubAfter.reads - hubBefore.reads, writes: hubAfter.writes - hubBefore.writes };
   report.durationMs = clock().getTime() - started;
   return report;
+}
+
+/**
+ * Publishes events that are in the outbox and takes out those the bus accepted, or refused for good;
+ * retryable failures stay for a later run.
+ */
+async function publishFromOutbox(ports: EnginePorts, events: CpsyncEvent[]): Promise<PublishResult> {
+  if (events.length === 0) return { published: [], failed: [] };
+  const result = await ports.bus.publish(events);
+  await ports.outbox.remove([
+    ...result.published,
+    ...result.failed.filter((f) => !f.retryable).map((f) => f.eventId),
+  ]);
+  return result;
 }
 
 /** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
@@ -357,11 +365,7 @@ export async function syncCluster(
   await ahead.settle(events);
   const failure = result.applied.failed[0];
   if (failure) throw failure.error;
-  const published = events.length > 0 ? await ports.bus.publish(events) : { published: [], failed: [] };
-  await ports.outbox.remove([
-    ...published.published,
-    ...published.failed.filter((f) => !f.retryable).map((f) => f.eventId),
-  ]);
+  const published = await publishFromOutbox(ports, events);
   const kind = result.applied.applied[0]?.kind;
   return {
     result: kind ?? 'unchanged',

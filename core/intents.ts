@@ -11,7 +11,7 @@ import type { AppliedKind } from './applyPlan.ts';
 import { OWNED_ANNOTATIONS, OWNED_LABELS } from './constants.ts';
 import { canonicalJson } from './json.ts';
 import type { ClusterProfile } from './model/clusterProfile.ts';
-import { ownedStatusOf, type FieldChange, type Plan } from './plan.ts';
+import { ownedStatusOf, pick, type FieldChange, type Plan } from './plan.ts';
 import type { Hub, Outbox } from './ports.ts';
 
 export interface ChangeIntent {
@@ -35,10 +35,6 @@ export interface ChangeIntent {
 
 /** How long an intent belongs to its run: longer than any run's apply phase (a Lambda runs 15 minutes at most). */
 export const DEFAULT_INTENT_LEASE_MILLIS = 15 * 60 * 1000;
-
-function pick(record: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
-  return Object.fromEntries(keys.filter((k) => record?.[k] !== undefined).map((k) => [k, record![k]!]));
-}
 
 /** A fingerprint of what cpsync owns in a profile (times left out); `objectOnly` leaves the status out too. */
 export function fingerprint(

@@ -95,7 +95,11 @@ function isManagedBy(profile: ClusterProfile, manager: string): boolean {
   );
 }
 
-function pick(record: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
+/** The entries of `record` under `keys` (those that are set). */
+export function pick(
+  record: Record<string, string> | undefined,
+  keys: readonly string[],
+): Record<string, string> {
   const picked: Record<string, string> = {};
   for (const key of keys) {
     const value = record?.[key];

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { AppliedChange } from '../core/applyPlan.ts';
+import { canonicalJson } from '../core/json.ts';
 import { ANNOTATION_PROVIDER_ID, LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from '../core/constants.ts';
 import type { ClusterProfile } from '../core/model/clusterProfile.ts';
 import type { Provider } from '../core/model/observedCluster.ts';
@@ -15,19 +16,9 @@ export interface EventContext {
   source?: string;
 }
 
-function stable(value: unknown): string {
-  return JSON.stringify(value, (_key, member: unknown) =>
-    member && typeof member === 'object' && !Array.isArray(member)
-      ? Object.fromEntries(
-          Object.entries(member as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : 1)),
-        )
-      : member,
-  );
-}
-
 /** A UUID-shaped id hashed from `parts`: the same parts always give the same id. */
 export function deterministicId(...parts: unknown[]): string {
-  const hex = createHash('sha256').update(stable(parts)).digest('hex');
+  const hex = createHash('sha256').update(canonicalJson(parts)).digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }
 

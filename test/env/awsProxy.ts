@@ -4,7 +4,7 @@
  * It forwards everything else to moto unchanged; the SDKs under test talk to it as to any endpoint.
  */
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import { freePort } from './net.ts';
+import { freePort, serveOnLoopback } from './net.ts';
 
 interface AwsCall {
   method: string;
@@ -120,7 +120,7 @@ export async function startAwsProxy(
     }
   });
   const port = await freePort();
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  const stop = await serveOnLoopback(server, port);
   return {
     endpoint: `http://127.0.0.1:${port}`,
     calls,
@@ -137,11 +137,7 @@ export async function startAwsProxy(
       calls.length = 0;
       peak = inFlight;
     },
-    stop: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    stop,
   };
 }
 

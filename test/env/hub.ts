@@ -347,16 +347,7 @@ export async function startHub(directory: string, log: (line: string) => void = 
   config.loadFromFile(kubeconfig);
   const ready = async () => {
     if (!alive(apiserver.pid!)) throw new Error('kube-apiserver exited');
-    const options: RequestOptions = { method: 'GET' };
-    await config.applyToHTTPSOptions(options);
-    return new Promise<boolean>((done) => {
-      const request = httpsRequest(`${server}/readyz`, options, (response) => {
-        response.resume();
-        done(response.statusCode === 200);
-      });
-      request.on('error', () => done(false));
-      request.end();
-    });
+    return (await rawRequest(config, 'GET', '/readyz')).status === 200;
   };
   try {
     await waitFor('kube-apiserver', ready, 90_000, apiLog);

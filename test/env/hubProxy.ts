@@ -92,7 +92,7 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
       request.pipe(forwarded);
     },
   );
-  proxy.stop = await serveOnLoopback(server as never, port);
+  proxy.stop = await serveOnLoopback(server, port);
   const client = clientCertificate(state, 'hub-proxy-client');
   proxy.kubeconfig = kubeconfigYaml(proxy.server, state.caCert, 'via-proxy', client.cert, client.key);
   return proxy;

@@ -1,4 +1,5 @@
 import type { Server } from 'node:http';
+import type { Server as TlsServer } from 'node:https';
 import { createServer } from 'node:net';
 
 /** A TCP port free on loopback right now. */
@@ -37,7 +38,10 @@ export async function waitForHttp(
 }
 
 /** Listens on loopback; resolves to a stop function that also drops kept-alive connections. */
-export async function serveOnLoopback(server: Server, port: number): Promise<() => Promise<void>> {
+export async function serveOnLoopback(
+  server: Server | TlsServer,
+  port: number,
+): Promise<() => Promise<void>> {
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return () =>
     new Promise<void>((resolve) => {

@@ -103,7 +103,7 @@ export function formatSummary(report: SyncReport): string {
     });
   const complete = report.scopes.filter((s) => s.outcome.kind === 'complete').length;
   return [
-    `sync ${report.syncId}: ${report.scopes.length} scope(s), ${complete} complete; ${totals.created} created, ${totals.updated} updated, ${totals.deleted} deleted, ${totals.unchanged} unchanged`,
+    `sync ${report.syncId}: ${report.scopes.length} scope(s), ${complete} complete; ${totals.created} created, ${totals.updated} updated, ${totals.deleted} deleted, ${totals.unchanged} unchanged; ${(report.durationMs / 1000).toFixed(1)} s`,
     `hub: ${report.hub.reads} read(s), ${report.hub.writes} write(s); events: ${report.events.published} published, ${report.events.republished} from earlier runs, ${report.events.pending} pending`,
     ...lines,
   ].join('\n');

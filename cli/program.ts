@@ -81,7 +81,8 @@ async function syncCommand(
       );
     }
     io.stderr.write(`${formatSummary(report)}\n`);
-    return report.scopes.every((s) => s.outcome.kind === 'complete') ? ExitCode.Ok : ExitCode.Incomplete;
+    const clean = report.scopes.every((s) => s.outcome.kind === 'complete' && s.summary.counts.failed === 0);
+    return clean ? ExitCode.Ok : ExitCode.Incomplete;
   } finally {
     await sources.close();
   }

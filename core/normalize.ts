@@ -159,6 +159,19 @@ function execExtension(cluster: ObservedCluster): Record<string, unknown> {
   }
 }
 
+/**
+ * Standard, padded base64 — what the CRD's `format: byte` accepts. CA data that is not is left out
+ * (clients then fall back to their own trust) rather than making the hub refuse the whole status.
+ */
+function isBase64(value: unknown): value is string {
+  return (
+    typeof value === 'string' &&
+    value.length > 0 &&
+    value.length % 4 === 0 &&
+    /^[A-Za-z0-9+/]*={0,2}$/.test(value)
+  );
+}
+
 function accessProviders(
   cluster: ObservedCluster,
   server: string | undefined,
@@ -170,7 +183,7 @@ function accessProviders(
       name: names[cluster.provider],
       cluster: {
         server,
-        ...(cluster.certificateAuthorityData
+        ...(isBase64(cluster.certificateAuthorityData)
           ? { 'certificate-authority-data': cluster.certificateAuthorityData }
           : {}),
         extensions: [{ name: EXEC_EXTENSION_NAME, extension: execExtension(cluster) }],

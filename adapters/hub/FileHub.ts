@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parse, stringify } from 'yaml';
 import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
@@ -21,14 +21,28 @@ export interface FileHubOptions {
 
 const NAMESPACE_FILE = '_namespace.yaml';
 
+/** A namespace's profiles as last read or written, and the directory's mtime that matches them. */
+interface NamespaceIndex {
+  profiles: Map<string, ClusterProfile>;
+  mtimeMs: number;
+}
+
 /**
  * The hub as a directory of YAML files, one per profile, for local runs without a cluster. It keeps
  * the same rules as the Kubernetes hub where they matter to a sync: a resourceVersion that moves on
  * every write, delete preconditions, labels merged on apply, status written apart from the object.
+ *
+ * Each namespace is read (and its YAML parsed) once and then served from an index the hub keeps up
+ * to date with its own writes; the index is read again whenever the directory changed otherwise
+ * (its mtime moved), so edits by hand or by another process are seen by the next list.
  */
 export class FileHub implements Hub {
   readonly #directory: string;
   readonly #counts: HubRequestCounts = { reads: 0, writes: 0 };
+  readonly #indexes = new Map<string, NamespaceIndex>();
+  readonly #loading = new Map<string, Promise<NamespaceIndex>>();
+  /** The hub's own changes in flight, by namespace. */
+  readonly #busy = new Map<string, number>();
 
   constructor(options: FileHubOptions) {
     this.#directory = options.directory;
@@ -61,11 +75,84 @@ export class FileHub implements Hub {
     const { namespace, name } = profile.metadata;
     const path = this.#path(namespace, name);
     await mkdir(this.#path(namespace), { recursive: true });
-    const temporary = `${path}.${process.pid}.tmp`;
-    await writeFile(temporary, stringify(profile, { sortMapEntries: false }), 'utf8');
-    await rename(temporary, path);
+    await this.#changing(namespace, async (index) => {
+      const temporary = `${path}.${process.pid}.tmp`;
+      await writeFile(temporary, stringify(profile, { sortMapEntries: false }), 'utf8');
+      // As it reads back: a plain JSON document, undefined members dropped.
+      index?.profiles.set(name, JSON.parse(JSON.stringify(profile)) as ClusterProfile);
+      await rename(temporary, path);
+    });
     this.#counts.writes += 1;
     return profile;
+  }
+
+  /**
+   * Runs one of the hub's own changes to a namespace's directory, keeping its index in step. The
+   * directory's mtime is recorded once the last change in flight is done, so that only changes made
+   * by others make the next list read the files again.
+   */
+  async #changing(
+    namespace: string,
+    change: (index: NamespaceIndex | undefined) => Promise<void>,
+  ): Promise<void> {
+    // Taken before the change begins: a read of the files never overlaps the hub's own changes.
+    const index = await this.#index(namespace);
+    this.#busy.set(namespace, (this.#busy.get(namespace) ?? 0) + 1);
+    try {
+      await change(index);
+    } finally {
+      // Read while still counted as busy, so no list in between takes the hub's own change for another's.
+      const mtimeMs = await stat(this.#path(namespace)).then(
+        (stats) => stats.mtimeMs,
+        () => undefined,
+      );
+      const left = this.#busy.get(namespace)! - 1;
+      this.#busy.set(namespace, left);
+      if (left === 0 && index && mtimeMs !== undefined) index.mtimeMs = mtimeMs;
+    }
+  }
+
+  /**
+   * The namespace's index; read from the files the first time, and again whenever the directory
+   * changed behind the hub's back. Lists arriving together share one read.
+   */
+  async #index(namespace: string): Promise<NamespaceIndex | undefined> {
+    let mtimeMs: number;
+    try {
+      mtimeMs = (await stat(this.#path(namespace))).mtimeMs;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw new HubError('list profiles in', namespace, (error as Error).message, undefined, {
+        cause: error,
+      });
+    }
+    const known = this.#indexes.get(namespace);
+    if (known && (known.mtimeMs === mtimeMs || (this.#busy.get(namespace) ?? 0) > 0)) return known;
+    let loading = this.#loading.get(namespace);
+    if (!loading) {
+      loading = this.#load(namespace, mtimeMs).finally(() => this.#loading.delete(namespace));
+      this.#loading.set(namespace, loading);
+    }
+    return loading;
+  }
+
+  /** What the hub holds for `ref`, from the namespace's index (kept fresh as for lists). */
+  async #current(ref: ProfileRef): Promise<ClusterProfile | undefined> {
+    this.#path(ref.namespace, ref.name);
+    const stored = (await this.#index(ref.namespace))?.profiles.get(ref.name);
+    return stored && structuredClone(stored);
+  }
+
+  async #load(namespace: string, mtimeMs: number): Promise<NamespaceIndex> {
+    const index: NamespaceIndex = { profiles: new Map(), mtimeMs };
+    const entries = await readdir(this.#path(namespace));
+    for (const entry of entries.filter((e) => e.endsWith('.yaml') && e !== NAMESPACE_FILE)) {
+      const name = entry.slice(0, -'.yaml'.length);
+      const profile = await this.#read({ namespace, name });
+      if (profile) index.profiles.set(name, profile);
+    }
+    this.#indexes.set(namespace, index);
+    return index;
   }
 
   #nextVersion(current: ClusterProfile | undefined): string {
@@ -100,25 +187,16 @@ export class FileHub implements Hub {
 
   async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
     this.#counts.reads += 1;
-    let entries: string[];
-    try {
-      entries = await readdir(this.#path(namespace));
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
-      throw new HubError('list profiles in', namespace, (error as Error).message, undefined, {
-        cause: error,
-      });
-    }
-    const profiles: ClusterProfile[] = [];
-    for (const entry of entries.filter((e) => e.endsWith('.yaml') && e !== NAMESPACE_FILE).sort()) {
-      const profile = await this.#read({ namespace, name: entry.slice(0, -'.yaml'.length) });
-      if (profile && matchesSelector(profile.metadata.labels, selector)) profiles.push(profile);
-    }
-    return profiles;
+    const index = await this.#index(namespace);
+    if (!index) return [];
+    return [...index.profiles.entries()]
+      .filter(([, profile]) => matchesSelector(profile.metadata.labels, selector))
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, profile]) => structuredClone(profile));
   }
 
   async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
-    const current = await this.#read(profile.metadata);
+    const current = await this.#current(profile.metadata);
     if (current && current.spec.clusterManager.name !== profile.spec.clusterManager.name) {
       throw new HubError(
         'apply',
@@ -145,7 +223,7 @@ export class FileHub implements Hub {
   }
 
   async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
-    const current = await this.#read(profile.metadata);
+    const current = await this.#current(profile.metadata);
     if (!current) {
       throw new HubError(
         'apply status of',
@@ -162,7 +240,7 @@ export class FileHub implements Hub {
   }
 
   async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
-    const current = await this.#read(ref);
+    const current = await this.#current(ref);
     if (!current) return;
     if (ref.resourceVersion && current.metadata.resourceVersion !== ref.resourceVersion) {
       throw new HubConflictError(
@@ -172,7 +250,10 @@ export class FileHub implements Hub {
         409,
       );
     }
-    await rm(this.#path(ref.namespace, ref.name), { force: true });
+    await this.#changing(ref.namespace, async (index) => {
+      index?.profiles.delete(ref.name);
+      await rm(this.#path(ref.namespace, ref.name), { force: true });
+    });
     this.#counts.writes += 1;
   }
 }

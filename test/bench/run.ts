@@ -22,6 +22,8 @@ import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
 import { drainQueue } from '../support/events.ts';
 import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
 import { esbuildArgs } from '../../infra/bundling.ts';
+import { parseArgs } from 'node:util';
+import { fullSyncAtScale } from './scale.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FUNCTIONS = ['scopeEnumerator', 'scopeWorker', 'eksEvents', 'webhook'];
@@ -172,21 +174,35 @@ async function withEstate(): Promise<void> {
   }
 }
 
+const { values: flags } = parseArgs({
+  options: {
+    'file-hub': { type: 'boolean', default: false },
+    scale: { type: 'string', default: '1' },
+    'latency-ms': { type: 'string', default: '50' },
+    'scope-concurrency': { type: 'string', default: '64' },
+    only: { type: 'string' },
+  },
+});
+const parts = new Set((flags.only ?? 'cold-start,estate,scale').split(','));
+
 say('# cpsync benchmarks');
 say('');
 say(
-  `Produced by \`npm run bench\` on ${new Date().toISOString().slice(0, 10)} (${process.platform}/${process.arch}, Node ${process.versions.node}, ${(await import('node:os')).cpus().length} cores).`,
+  `Produced by \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\` on ${new Date().toISOString().slice(0, 10)} (${process.platform}/${process.arch}, Node ${process.versions.node}, ${(await import('node:os')).cpus().length} cores).`,
 );
 say('');
-coldStart();
-await withEstate();
-say('## Not measured yet');
-say('');
-say(
-  'The full sync of a 10,000-cluster synthetic estate behind latency-adding servers (wall time against the round-trip',
+if (parts.has('cold-start')) coldStart();
+if (parts.has('estate')) await withEstate();
+if (parts.has('scale'))
+  await fullSyncAtScale({
+    directory: mkdtempSync(join(tmpdir(), 'cpsync-scale-')),
+    scale: Number(flags.scale),
+    latencyMillis: Number(flags['latency-ms']),
+    scopeConcurrency: Number(flags['scope-concurrency']),
+    fileHub: flags['file-hub'],
+    say,
+  });
+writeFileSync(
+  join(ROOT, flags.only ? join('.cache', 'bench', 'BENCHMARKS.partial.md') : 'BENCHMARKS.md'),
+  `${lines.join('\n')}\n`,
 );
-say(
-  'lower bound, hub reads and writes, peak RSS) needs a fast fake of the EKS API: moto is too slow to stand in for',
-);
-say('4,000 clusters at 50 ms per call.');
-writeFileSync(join(ROOT, 'BENCHMARKS.md'), `${lines.join('\n')}\n`);

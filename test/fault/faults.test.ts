@@ -36,6 +36,8 @@ import {
 } from '../env/emulators.ts';
 import { startHubProxy, type HubProxy } from '../env/hubProxy.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
+import { makeEksEventHandler } from '../../functions/eksEvents.ts';
 import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
 import { localHub, uniqueNamespace } from '../support/hub.ts';
 
@@ -389,20 +391,20 @@ describe('fault matrix', () => {
     );
   });
 
-  it('13. a run killed right after a hub write: the next run announces it, nothing is lost', async () => {
+  /** A real `cpsync sync` process talking to the hub through the fault proxy, with its own outbox. */
+  const cliRun = async (label: string) => {
     const { writeFileSync } = await import('node:fs');
     const { spawn } = await import('node:child_process');
     const { stringify } = await import('yaml');
-    const directory = join(emulators.directory, 'killed');
     const kubeconfig = join(emulators.directory, 'hub-proxy.kubeconfig');
     writeFileSync(kubeconfig, hubProxy.kubeconfig);
-    const file = join(emulators.directory, 'killed.yaml');
+    const file = join(emulators.directory, `${label}.yaml`);
     writeFileSync(
       file,
       stringify({
         ...parse(readFileSync(emulators.configPath, 'utf8')),
         hub: { kubeconfig },
-        outbox: { directory },
+        outbox: { directory: join(emulators.directory, label) },
         sync: { intentLeaseSeconds: 1 },
         inventory: { namespace, tagAllowList: ['team'], deletionGraceListings: 1 },
       }),
@@ -411,12 +413,19 @@ describe('fault matrix', () => {
       spawn(
         process.execPath,
         [new URL('../../cli/bin.ts', import.meta.url).pathname, 'sync', '--config', file],
-        { env: { ...process.env, ...emulators.env }, stdio: 'ignore' },
+        { env: { ...process.env, ...emulators.env }, stdio: ['ignore', 'ignore', 'pipe'] },
       );
     const exited = (child: ReturnType<typeof cli>) =>
-      new Promise<{ code: number | null; signal: string | null }>((resolve) =>
-        child.on('exit', (code, signal) => resolve({ code, signal })),
-      );
+      new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve) => {
+        let stderr = '';
+        child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+        child.on('close', (code, signal) => resolve({ code, signal, stderr }));
+      });
+    return { cli, exited };
+  };
+
+  it('13. a run killed right after a hub write: the next run announces it, nothing is lost', async () => {
+    const { cli, exited } = await cliRun('killed');
 
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'interrupted' }]);
     const before = await snapshot();
@@ -463,5 +472,50 @@ describe('fault matrix', () => {
       (await drainQueue(emulators.queueUrl)).filter((e) => e['detail-type'] !== 'Inventory Scope Synced'),
       [],
     );
+  });
+
+  it("15. a hub refusing one profile's writes: the CLI exits 1 naming it, the next run converges", async () => {
+    const { cli, exited } = await cliRun('refused');
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'refused' }]);
+    const before = await snapshot();
+    hubProxy.rule = ({ method, path }) =>
+      method === 'PATCH' && path.includes('-refused-') ? { status: 500 } : undefined;
+    const refused = await exited(cli());
+    hubProxy.rule = undefined;
+    assert.equal(refused.code, 1, refused.stderr);
+    assert.match(
+      refused.stderr,
+      /eks\/210987654321\/eu-west-1: complete — HubError: 1 write\(s\) failed; first: \S+-refused-/,
+    );
+    const after = await snapshot();
+    for (const name of before.keys()) assert.ok(after.has(name), `(a) ${name}`);
+    const clean = await exited(cli());
+    assert.equal(clean.code, 0, clean.stderr);
+    const created = (await drainQueue(emulators.queueUrl)).filter(
+      (e) => e['detail-type'] === 'ClusterProfile Created',
+    );
+    assert.equal(created.length, 1, '(b) announced once, by the run that wrote it');
+    assert.match(String(created[0]!.detail.name), /-refused-/);
+    await assertConverged();
+  });
+
+  it('16. a CloudTrail event for a cluster in an account outside the configuration', async () => {
+    const outsider = '999988887777';
+    await createEksClusters(emulators.moto.endpoint, outsider, 'us-east-1', [{ name: 'foreign' }]);
+    const before = await snapshot();
+    const writes = ports.hub.requestCounts().writes;
+    const handler = makeEksEventHandler(async () => ({ config, ports, sources, eventSource: 'cpsync' }));
+    for (const name of ['CreateCluster', 'UpdateClusterVersion', 'DeleteCluster'])
+      assert.deepEqual(
+        await handler(
+          cloudTrailEvent(name, outsider, 'us-east-1', { name: 'foreign' }) as never,
+          lambdaContext(),
+        ),
+        { result: 'ignored' },
+      );
+    assert.equal(ports.hub.requestCounts().writes, writes, 'nothing written');
+    assert.deepEqual(await snapshot(), before, '(a) nothing deleted or changed');
+    assert.deepEqual(await drainQueue(emulators.queueUrl), [], '(b) no event for it');
+    await assertConverged();
   });
 });

@@ -32,7 +32,12 @@ export function crdViolations(profile: ClusterProfile): string[] {
   for (const p of profile.status?.properties ?? [])
     if (p.value.length < 1 || p.value.length > 1024)
       problems.push(`property ${p.name} length ${p.value.length}`);
-  for (const a of profile.status?.accessProviders ?? [])
+  for (const a of profile.status?.accessProviders ?? []) {
     if (!a.cluster?.server) problems.push(`accessProvider ${a.name} without server`);
+    // `format: byte`: the apiserver decodes it as standard, padded base64.
+    const ca = a.cluster?.['certificate-authority-data'];
+    if (ca !== undefined && (ca.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(ca)))
+      problems.push(`accessProvider ${a.name} certificate-authority-data is not base64`);
+  }
   return problems;
 }

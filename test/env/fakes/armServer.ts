@@ -6,6 +6,7 @@
  */
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, serveOnLoopback } from '../net.ts';
 import { makeLocalCertificate, trustCertificate } from '../tlsCert.ts';
 
@@ -70,7 +71,7 @@ function armError(response: ServerResponse, error: ArmError): void {
   );
 }
 
-export async function startArmServer(): Promise<ArmServer> {
+export async function startArmServer(options: { latencyMillis?: number } = {}): Promise<ArmServer> {
   const { cert, key } = makeLocalCertificate();
   trustCertificate(cert);
   const port = await freePort();
@@ -94,6 +95,7 @@ export async function startArmServer(): Promise<ArmServer> {
     const url = new URL(request.url ?? '/', endpoint);
     state.requests.push({ method: request.method ?? 'GET', path: url.pathname, query: url.search });
     const body = await readBody(request);
+    if (options.latencyMillis) await sleep(options.latencyMillis);
     const tenant = state.tenantId;
     if (url.pathname === `/${tenant}/v2.0/.well-known/openid-configuration`) {
       return send(response, 200, {
@@ -214,5 +216,5 @@ export async function startArmServer(): Promise<ArmServer> {
     });
   });
   const stop = await serveOnLoopback(server, port);
-  return { ...state, stop };
+  return Object.assign(state, { stop });
 }

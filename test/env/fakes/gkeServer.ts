@@ -6,6 +6,7 @@
  */
 import { generateKeyPairSync, verify } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, serveOnLoopback } from '../net.ts';
 
 /** A cluster as the GKE REST API returns it (camelCase JSON of google.container.v1.Cluster). */
@@ -76,7 +77,7 @@ async function readBody(request: IncomingMessage): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
-export async function startGkeServer(): Promise<GkeServer> {
+export async function startGkeServer(options: { latencyMillis?: number } = {}): Promise<GkeServer> {
   const port = await freePort();
   const endpoint = `http://127.0.0.1:${port}`;
   const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
@@ -122,6 +123,7 @@ export async function startGkeServer(): Promise<GkeServer> {
     const url = new URL(request.url ?? '/', endpoint);
     state.requests.push({ method: request.method ?? 'GET', path: url.pathname });
     const body = await readBody(request);
+    if (options.latencyMillis) await sleep(options.latencyMillis);
     if (request.method === 'POST' && url.pathname === '/token') {
       if (!new URLSearchParams(body).get('assertion')) return send(response, 400, { error: 'invalid_grant' });
       return send(response, 200, { access_token: token, expires_in: 3600, token_type: 'Bearer' });
@@ -175,5 +177,5 @@ export async function startGkeServer(): Promise<GkeServer> {
     });
   });
   const stop = await serveOnLoopback(server, port);
-  return { ...state, stop };
+  return Object.assign(state, { stop });
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -155,6 +155,44 @@ describe('file hub', () => {
       resourceVersion: profile!.metadata.resourceVersion!,
     });
     assert.deepEqual(await hub.list(namespace, selector), []);
+  });
+
+  it('serves lists from memory yet sees what another process changed in the directory', async () => {
+    const namespace = uniqueNamespace('files-index');
+    const options = inventoryOptions({ namespace });
+    const hub = new FileHub({ directory });
+    await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' }, clusters: [web] },
+      options,
+      now: '2026-04-01T00:00:00Z',
+    });
+    assert.deepEqual(
+      (await hub.list(namespace, selector)).map((p) => p.spec.displayName),
+      ['web'],
+    );
+    // Another process (its own FileHub) adds a profile and removes one by hand.
+    const other = new FileHub({ directory });
+    await syncScope({
+      hub: other,
+      listing: { outcome: { scope, kind: 'complete' }, clusters: [web, api] },
+      options,
+      now: '2026-04-01T00:15:00Z',
+    });
+    assert.deepEqual((await hub.list(namespace, selector)).map((p) => p.spec.displayName).sort(), [
+      'api',
+      'web',
+    ]);
+    const webFile = readdirSync(join(directory, namespace)).find((f) => f.includes('-web-'))!;
+    rmSync(join(directory, namespace, webFile));
+    assert.deepEqual(
+      (await hub.list(namespace, selector)).map((p) => p.spec.displayName),
+      ['api'],
+    );
+    // What a caller does with a listed profile does not leak into the next list.
+    const [listed] = await hub.list(namespace, selector);
+    listed!.metadata.labels = {};
+    assert.equal((await hub.list(namespace, selector)).length, 1);
   });
 
   it('refuses names that could escape its directory', async () => {

@@ -5,6 +5,7 @@ import type { ClusterProfile } from '../../../core/model/clusterProfile.ts';
 import { normalize, normalizeAll } from '../../../core/normalize.ts';
 import { inventoryOptions } from '../../../core/options.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
+import { crdViolations } from '../../support/crdSchema.ts';
 
 const options = inventoryOptions();
 
@@ -260,6 +261,19 @@ describe('normalize: status', () => {
       location: 'europe-west1-b',
       projectId: 'acme-data',
     });
+  });
+
+  it('leaves out CA data that is not base64, which the hub would refuse', () => {
+    for (const bad of ['not base64!', 'YWJj=ZGVm', 'YWJjZA', ' YWJj']) {
+      const profile = normalize(eksCluster({ certificateAuthorityData: bad }), options, NOW);
+      const cluster = profile.status!.accessProviders![0]!.cluster!;
+      assert.equal(cluster['certificate-authority-data'], undefined, bad);
+      assert.equal(cluster.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
+      assert.deepEqual(crdViolations(profile), []);
+    }
+    const good = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n').toString('base64');
+    const profile = normalize(eksCluster({ certificateAuthorityData: good }), options, NOW);
+    assert.equal(profile.status!.accessProviders![0]!.cluster!['certificate-authority-data'], good);
   });
 
   it('names access providers as configured', () => {

@@ -1,0 +1,381 @@
+/**
+ * The full sync at scale: a synthetic estate (by default 10,000 clusters: 4,000 EKS in 100 accounts ×
+ * 4 regions, 3,000 GKE in 100 projects, 3,000 AKS in 50 subscriptions) served by local servers that add
+ * a fixed latency to every call, synced by the real `cpsync sync` CLI into the real hub (or the file
+ * hub), then re-synced unchanged. Reports wall time against the lower bound the provider round trips
+ * set at the configured concurrency, hub reads and writes, events published and peak RSS.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { stringify } from 'yaml';
+import { aksCluster, gkeCluster } from '../env/emulators.ts';
+import { startArmServer } from '../env/fakes/armServer.ts';
+import { startFakeAws, type EksClusterJson, type EksNodegroupJson } from '../env/fakes/awsServer.ts';
+import { startGkeServer } from '../env/fakes/gkeServer.ts';
+import { startHub, stopHub } from '../env/hub.ts';
+import { HUB_ACCOUNT, HUB_CREDENTIALS } from '../support/aws.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CLI = join(ROOT, 'cli/bin.ts');
+const EKS_REGIONS = ['ap-southeast-1', 'eu-west-1', 'us-east-1', 'us-west-2'];
+const GKE_LOCATIONS = ['europe-west1', 'us-central1-a', 'us-east4', 'asia-east1-b'];
+
+export interface ScaleOptions {
+  directory: string;
+  /** Multiplies the number of accounts, projects and subscriptions. @default 1 */
+  scale?: number;
+  latencyMillis?: number;
+  /** Sync into the file hub instead of the real kube-apiserver. */
+  fileHub?: boolean;
+  /** `sync.concurrency`: scopes in flight at once. */
+  scopeConcurrency?: number;
+  say: (line?: string) => void;
+}
+
+/** The estate's shape: what the lower bound is computed from. */
+interface Shape {
+  accounts: number;
+  clustersPerEksScope: number;
+  nodegroupsPerCluster: number;
+  projects: number;
+  clustersPerProject: number;
+  subscriptions: number;
+  clustersPerSubscription: number;
+  armPageSize: number;
+}
+
+interface Limits {
+  latencyMillis: number;
+  scopeConcurrency: number;
+  eksPerAccount: number;
+  eksOverall: number;
+}
+
+/** Deterministic filler of a given length, standing in for a certificate authority bundle. */
+function blob(seed: string, length: number): string {
+  const bytes: Buffer[] = [];
+  for (let i = 0; i * 32 < length; i++) bytes.push(createHash('sha256').update(`${seed}/${i}`).digest());
+  return Buffer.concat(bytes).subarray(0, length).toString('base64');
+}
+
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
+function eksCluster(account: string, region: string, name: string, index: number) {
+  const createdAt = 1_700_000_000 + index * 3600;
+  const cluster: EksClusterJson = {
+    name,
+    arn: `arn:aws:eks:${region}:${account}:cluster/${name}`,
+    createdAt,
+    version: index % 3 === 0 ? '1.30' : '1.31',
+    endpoint: `https://${createHash('md5').update(`${account}/${region}/${name}`).digest('hex').toUpperCase()}.gr7.${region}.eks.amazonaws.com`,
+    roleArn: `arn:aws:iam::${account}:role/eks-cluster`,
+    resourcesVpcConfig: {
+      subnetIds: ['subnet-0a1b2c3d4e5f60001', 'subnet-0a1b2c3d4e5f60002'],
+      securityGroupIds: [],
+      clusterSecurityGroupId: 'sg-0a1b2c3d4e5f60003',
+      vpcId: 'vpc-0a1b2c3d4e5f60004',
+      endpointPublicAccess: index % 4 !== 0,
+      endpointPrivateAccess: true,
+      publicAccessCidrs: ['0.0.0.0/0'],
+    },
+    kubernetesNetworkConfig: { serviceIpv4Cidr: '10.100.0.0/16', ipFamily: 'ipv4' },
+    identity: { oidc: { issuer: `https://oidc.eks.${region}.amazonaws.com/id/${pad(index, 32)}` } },
+    status: 'ACTIVE',
+    certificateAuthority: { data: blob(`${account}/${region}/${name}`, 1100) },
+    platformVersion: 'eks.12',
+    tags: { team: ['payments', 'search', 'data', 'web'][index % 4]!, env: index % 2 ? 'prod' : 'staging' },
+    health: { issues: [] },
+    accessConfig: { authenticationMode: 'API_AND_CONFIG_MAP' },
+  };
+  const nodegroups: EksNodegroupJson[] = [
+    {
+      nodegroupName: 'general',
+      nodegroupArn: `arn:aws:eks:${region}:${account}:nodegroup/${name}/general/${pad(index, 8)}`,
+      clusterName: name,
+      version: cluster.version,
+      releaseVersion: '1.31.0-20241024',
+      createdAt,
+      status: 'ACTIVE',
+      capacityType: 'ON_DEMAND',
+      scalingConfig: { minSize: 2, maxSize: 6, desiredSize: 3 },
+      instanceTypes: ['m6i.large'],
+      subnets: ['subnet-0a1b2c3d4e5f60001'],
+      amiType: 'AL2023_x86_64_STANDARD',
+      nodeRole: `arn:aws:iam::${account}:role/eks-node`,
+      health: { issues: [] },
+    },
+  ];
+  return { cluster, nodegroups };
+}
+
+/**
+ * The least wall time the provider round trips alone allow, each taking `latency` and nothing else
+ * taking any time, under the configured limits. The largest of four necessary bounds:
+ * - EKS calls under the overall limit: ⌈calls / overall⌉ rounds;
+ * - one account's calls under its own limit, after AssumeRole and a ListClusters: 2 + ⌈calls / perAccount⌉ rounds;
+ * - scope slots: every scope holds one of `scopeConcurrency` slots for at least its own chain of calls
+ *   (EKS: ListClusters → DescribeCluster → ListNodegroups → DescribeNodegroup; GKE: one listing;
+ *   AKS: its pages one after another), so Σ chains / slots;
+ * - the longest single chain.
+ * Token and credential fetches are left out (they only lengthen the real run), so this is a true lower bound.
+ */
+function lowerBound(shape: Shape, limits: Limits) {
+  const L = limits.latencyMillis;
+  const eksScopes = shape.accounts * EKS_REGIONS.length;
+  const limitedPerCluster = 2 + shape.nodegroupsPerCluster;
+  const limitedPerAccount = EKS_REGIONS.length * shape.clustersPerEksScope * limitedPerCluster;
+  const eksChain = (1 + 2 + (shape.nodegroupsPerCluster > 0 ? 1 : 0)) * L;
+  const aksChain = Math.max(1, Math.ceil(shape.clustersPerSubscription / shape.armPageSize)) * L;
+  const gkeChain = L;
+  const overall = Math.ceil((shape.accounts * limitedPerAccount) / limits.eksOverall) * L;
+  const perAccount = (2 + Math.ceil(limitedPerAccount / limits.eksPerAccount)) * L;
+  const slots =
+    (eksScopes * eksChain + shape.projects * gkeChain + shape.subscriptions * aksChain) /
+    limits.scopeConcurrency;
+  const chain = Math.max(eksChain, aksChain, gkeChain);
+  const bounds = { overall, perAccount, slots, chain };
+  const [binding, value] = Object.entries(bounds).sort((a, b) => b[1] - a[1])[0]!;
+  return { millis: value, binding, bounds };
+}
+
+interface RunResult {
+  wallMillis: number;
+  engineMillis: number;
+  reads: number;
+  writes: number;
+  published: number;
+  created: number;
+  unchanged: number;
+  complete: number;
+  scopes: number;
+  peakRssBytes: number;
+  stderr: string;
+}
+
+async function runCli(configPath: string, env: Record<string, string>): Promise<RunResult> {
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    ['--import', join(ROOT, 'test/bench/peakRss.ts'), CLI, '-c', configPath, 'sync'],
+    {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const code = await new Promise<number>((done) => child.on('close', (c) => done(c ?? -1)));
+  const wallMillis = performance.now() - started;
+  const summary =
+    /(\d+) scope\(s\), (\d+) complete; (\d+) created, \d+ updated, \d+ deleted, (\d+) unchanged; ([\d.]+) s\nhub: (\d+) read\(s\), (\d+) write\(s\); events: (\d+) published/.exec(
+      stderr,
+    );
+  const rss = /peak-rss-bytes (\d+)/.exec(stderr);
+  if (code !== 0 || !summary || !rss) throw new Error(`cpsync sync exited ${code}:\n${stderr.slice(-3000)}`);
+  const n = (i: number) => Number(summary[i]);
+  return {
+    wallMillis,
+    engineMillis: n(5) * 1000,
+    scopes: n(1),
+    complete: n(2),
+    created: n(3),
+    unchanged: n(4),
+    reads: n(6),
+    writes: n(7),
+    published: n(8),
+    peakRssBytes: Number(rss[1]),
+    stderr,
+  };
+}
+
+export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
+  const { say, directory } = options;
+  const scale = options.scale ?? 1;
+  const limits: Limits = {
+    latencyMillis: options.latencyMillis ?? 50,
+    scopeConcurrency: options.scopeConcurrency ?? 64,
+    eksPerAccount: 8,
+    eksOverall: 32,
+  };
+  const shape: Shape = {
+    accounts: Math.max(1, Math.round(100 * scale)),
+    clustersPerEksScope: 10,
+    nodegroupsPerCluster: 1,
+    projects: Math.max(1, Math.round(100 * scale)),
+    clustersPerProject: 30,
+    subscriptions: Math.max(1, Math.round(50 * scale)),
+    clustersPerSubscription: 60,
+    armPageSize: 50,
+  };
+  mkdirSync(directory, { recursive: true });
+  const aws = await startFakeAws({ latencyMillis: limits.latencyMillis, hubAccount: HUB_ACCOUNT });
+  const gke = await startGkeServer({ latencyMillis: limits.latencyMillis });
+  const arm = await startArmServer({ latencyMillis: limits.latencyMillis });
+  arm.pageSize = shape.armPageSize;
+  const hub = options.fileHub ? undefined : await startHub(join(directory, 'hub'));
+  try {
+    const accounts = Array.from({ length: shape.accounts }, (_, i) => String(300_000_000_000 + i));
+    let index = 0;
+    for (const account of accounts)
+      for (const region of EKS_REGIONS)
+        aws.clusters.set(
+          `${account}/${region}`,
+          Array.from({ length: shape.clustersPerEksScope }, (_, i) =>
+            eksCluster(account, region, `eks-${pad(i, 3)}`, index++),
+          ),
+        );
+    const projects = Array.from({ length: shape.projects }, (_, i) => `bench-project-${pad(i, 3)}`);
+    for (const project of projects)
+      gke.clusters.set(
+        project,
+        Array.from({ length: shape.clustersPerProject }, (_, i) => {
+          const location = GKE_LOCATIONS[i % GKE_LOCATIONS.length]!;
+          const kind = /-[a-z]$/.test(location) ? 'zones' : 'locations';
+          const name = `gke-${pad(i, 3)}`;
+          return gkeCluster(name, location, {
+            selfLink: `https://container.googleapis.com/v1/projects/${project}/${kind}/${location}/clusters/${name}`,
+            masterAuth: { clusterCaCertificate: blob(`${project}/${name}`, 1100) },
+          });
+        }),
+      );
+    const subscriptions = Array.from(
+      { length: shape.subscriptions },
+      (_, i) => `00000000-0000-4000-8000-${pad(i, 12)}`,
+    );
+    for (const subscription of subscriptions)
+      arm.clusters.set(
+        subscription,
+        Array.from({ length: shape.clustersPerSubscription }, (_, i) => {
+          const name = `aks-${pad(i, 3)}`;
+          const group = `rg-${pad(i % 6, 2)}`;
+          return {
+            ...aksCluster(name, group),
+            id: `/subscriptions/${subscription}/resourcegroups/${group}/providers/Microsoft.ContainerService/managedClusters/${name}`,
+          };
+        }),
+      );
+    const total =
+      shape.accounts * EKS_REGIONS.length * shape.clustersPerEksScope +
+      shape.projects * shape.clustersPerProject +
+      shape.subscriptions * shape.clustersPerSubscription;
+
+    const serviceAccountFile = join(directory, 'gcp-service-account.json');
+    writeFileSync(serviceAccountFile, JSON.stringify(gke.serviceAccountKey), { mode: 0o600 });
+    const azureSecretFile = join(directory, 'azure-client-secret');
+    writeFileSync(azureSecretFile, arm.clientSecret, { mode: 0o600 });
+    const certificateFile = join(directory, 'arm-certificate.pem');
+    writeFileSync(certificateFile, arm.certificate);
+    const configPath = join(directory, 'cpsync.yaml');
+    writeFileSync(
+      configPath,
+      stringify({
+        inventory: { tagAllowList: ['team', 'env'] },
+        providers: {
+          eks: {
+            accounts,
+            regions: EKS_REGIONS,
+            endpoint: aws.endpoint,
+            perAccountConcurrency: limits.eksPerAccount,
+            overallConcurrency: limits.eksOverall,
+          },
+          gke: { projects, credentials: { file: serviceAccountFile }, endpoint: gke.endpoint },
+          aks: {
+            subscriptions,
+            credential: {
+              tenantId: arm.tenantId,
+              clientId: arm.clientId,
+              clientSecret: { file: azureSecretFile },
+            },
+            endpoint: arm.endpoint,
+            authorityHost: arm.endpoint,
+          },
+        },
+        hub: hub ? { kubeconfig: hub.kubeconfig } : { directory: join(directory, 'inventory') },
+        bus: { eventBridge: { busName: 'cpsync-events', region: 'us-east-1', endpoint: aws.endpoint } },
+        outbox: { directory: join(directory, 'outbox') },
+        sync: { concurrency: limits.scopeConcurrency },
+      }),
+    );
+    const env = {
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+      NODE_EXTRA_CA_CERTS: certificateFile,
+    };
+
+    const bound = lowerBound(shape, limits);
+    const eksScopes = shape.accounts * EKS_REGIONS.length;
+    const scopes = eksScopes + shape.projects + shape.subscriptions;
+    say(`## Full sync at scale${options.fileHub ? ' (file hub)' : ''}`);
+    say('');
+    say(
+      `Estate: ${total.toLocaleString('en')} clusters — ${(eksScopes * shape.clustersPerEksScope).toLocaleString('en')} EKS in ${shape.accounts} accounts × ${EKS_REGIONS.length} regions (${shape.nodegroupsPerCluster} node group each), ${(shape.projects * shape.clustersPerProject).toLocaleString('en')} GKE in ${shape.projects} projects, ${(shape.subscriptions * shape.clustersPerSubscription).toLocaleString('en')} AKS in ${shape.subscriptions} subscriptions (${shape.armPageSize} per page): ${scopes} scopes.`,
+    );
+    say(
+      `Every call to the local EKS/STS/EventBridge, GKE and ARM servers waits ${limits.latencyMillis} ms. Configuration: \`sync.concurrency: ${limits.scopeConcurrency}\`, EKS \`perAccountConcurrency: ${limits.eksPerAccount}\`, \`overallConcurrency: ${limits.eksOverall}\` (the defaults). Hub: ${hub ? 'the real kube-apiserver + etcd' : 'the file hub'}; outbox: files; run by the \`cpsync sync\` CLI in its own process.`,
+    );
+    say('');
+
+    const eventsBefore = aws.events;
+    const first = await runCli(configPath, env);
+    const firstEvents = aws.events - eventsBefore;
+    const calls = Object.fromEntries(aws.calls);
+    const providerCalls =
+      [...aws.calls.entries()].filter(([op]) => op !== 'PutEvents').reduce((a, [, n]) => a + n, 0) +
+      gke.requests.length +
+      arm.requests.length;
+    if (first.created !== total || first.complete !== scopes)
+      throw new Error(
+        `first sync created ${first.created}/${total}, ${first.complete}/${scopes} scopes complete`,
+      );
+
+    const steadyEventsBefore = aws.events;
+    const steady = await runCli(configPath, env);
+    const steadyEvents = aws.events - steadyEventsBefore;
+
+    const s = (millis: number) => `${(millis / 1000).toFixed(2)} s`;
+    const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
+    say('| | full sync | steady-state re-sync |');
+    say('| --- | --- | --- |');
+    say(
+      `| wall time of \`cpsync sync\` (process start to exit) | ${s(first.wallMillis)} | ${s(steady.wallMillis)} |`,
+    );
+    say(`| engine run (listing, hub, events) | ${s(first.engineMillis)} | ${s(steady.engineMillis)} |`);
+    say(`| provider round-trip lower bound (${bound.binding}) | ${s(bound.millis)} | ${s(bound.millis)} |`);
+    say(
+      `| ratio, wall time / bound (target ≤ 1.25) | ${(first.wallMillis / bound.millis).toFixed(2)} | ${(steady.wallMillis / bound.millis).toFixed(2)} |`,
+    );
+    say(
+      `| ratio, engine run / bound | ${(first.engineMillis / bound.millis).toFixed(2)} | ${(steady.engineMillis / bound.millis).toFixed(2)} |`,
+    );
+    say(`| hub reads | ${first.reads} | ${steady.reads} |`);
+    say(`| hub writes | ${first.writes} | ${steady.writes} |`);
+    say(
+      `| events published (change events + ${scopes} scope summaries) | ${first.published} (${first.published - scopes} + ${scopes}) | ${steady.published} (${steady.published - scopes} + ${scopes}) |`,
+    );
+    say(`| entries the EventBridge server received | ${firstEvents} | ${steadyEvents} |`);
+    say(
+      `| peak RSS of the cpsync process (target ≤ 512 MB) | ${mb(first.peakRssBytes)} | ${mb(steady.peakRssBytes)} |`,
+    );
+    say('');
+    say(
+      `Lower bound terms: EKS overall limit ${s(bound.bounds.overall)}, one account's limit ${s(bound.bounds.perAccount)}, scope slots ${s(bound.bounds.slots)}, longest chain ${s(bound.bounds.chain)}. Provider calls in the full sync: ${providerCalls.toLocaleString('en')} (${Object.entries(
+        calls,
+      )
+        .map(([op, n]) => `${op} ${n}`)
+        .join(
+          ', ',
+        )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}.`,
+    );
+    say(
+      `Steady state: ${steady.writes} hub writes, ${steady.published - scopes} change events, ${steady.reads} hub reads for ${scopes} scopes (one paginated list each), ${steady.unchanged.toLocaleString('en')} profiles unchanged.`,
+    );
+    say('');
+  } finally {
+    await Promise.allSettled([aws.stop(), gke.stop(), arm.stop()]);
+    if (hub) await stopHub(hub.directory);
+  }
+}

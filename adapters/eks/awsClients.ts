@@ -4,7 +4,7 @@ import { OrganizationsClient } from '@aws-sdk/client-organizations';
 import { STSClient } from '@aws-sdk/client-sts';
 import { fromTemporaryCredentials } from '@aws-sdk/credential-providers';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
-import type { AwsCredentialIdentityProvider } from '@smithy/types';
+import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 
 export type AwsService = 'eks' | 'sts' | 'ec2' | 'organizations';
 
@@ -117,15 +117,39 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
       ),
     assumeRole: (roleArn, externalId, sessionName) =>
       cached(`role:${roleArn}:${externalId ?? ''}`, () =>
-        fromTemporaryCredentials({
-          params: {
-            RoleArn: roleArn,
-            RoleSessionName: sessionName,
-            ...(externalId ? { ExternalId: externalId } : {}),
-          },
-          clientConfig: clientConfig(options, 'sts', 'us-east-1'),
-          ...(options.credentials ? { masterCredentials: options.credentials } : {}),
-        }),
+        sharedCredentials(
+          fromTemporaryCredentials({
+            params: {
+              RoleArn: roleArn,
+              RoleSessionName: sessionName,
+              ...(externalId ? { ExternalId: externalId } : {}),
+            },
+            clientConfig: clientConfig(options, 'sts', 'us-east-1'),
+            ...(options.credentials ? { masterCredentials: options.credentials } : {}),
+          }),
+        ),
       ),
+  };
+}
+
+/** Credentials are renewed this long before they expire. */
+const RENEW_BEFORE_MILLIS = 5 * 60 * 1000;
+
+/**
+ * One role's credentials shared by every client and caller: the SDK caches credentials per client,
+ * so without this each region's client (and each caller awaiting them at once) made its own
+ * AssumeRole call — eight per account for four regions.
+ */
+function sharedCredentials(provider: AwsCredentialIdentityProvider): AwsCredentialIdentityProvider {
+  let current: Promise<AwsCredentialIdentity> | undefined;
+  const fresh = (credentials: AwsCredentialIdentity) =>
+    !credentials.expiration || credentials.expiration.getTime() - Date.now() > RENEW_BEFORE_MILLIS;
+  return async () => {
+    if (current) {
+      const credentials = await current.catch(() => undefined);
+      if (credentials && fresh(credentials)) return credentials;
+    }
+    current = provider();
+    return current;
   };
 }

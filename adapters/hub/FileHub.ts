@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parse, stringify } from 'yaml';
+import { dump, load } from 'js-yaml';
 import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
 import { isDns1123Label, isDns1123Subdomain } from '../../core/naming.ts';
 import { matchesSelector } from '../../core/labels.ts';
@@ -20,6 +20,15 @@ export interface FileHubOptions {
 }
 
 const NAMESPACE_FILE = '_namespace.yaml';
+
+/**
+ * js-yaml (YAML 1.2 core schema) rather than the `yaml` package used for configuration files: a
+ * 10,000-profile inventory is read and written several times faster (about 0.13 ms against 1 ms a
+ * profile to read), and the files need no comments or error positions.
+ */
+function toYaml(value: unknown): string {
+  return dump(value, { lineWidth: -1, noRefs: true });
+}
 
 /** A namespace's profiles as last read or written, and the directory's mtime that matches them. */
 interface NamespaceIndex {
@@ -62,7 +71,7 @@ export class FileHub implements Hub {
 
   async #read(ref: ProfileRef): Promise<ClusterProfile | undefined> {
     try {
-      return parse(await readFile(this.#path(ref.namespace, ref.name), 'utf8')) as ClusterProfile;
+      return load(await readFile(this.#path(ref.namespace, ref.name), 'utf8')) as ClusterProfile;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
       throw new HubError('read', `${ref.namespace}/${ref.name}`, (error as Error).message, undefined, {
@@ -77,7 +86,7 @@ export class FileHub implements Hub {
     await mkdir(this.#path(namespace), { recursive: true });
     await this.#changing(namespace, async (index) => {
       const temporary = `${path}.${process.pid}.tmp`;
-      await writeFile(temporary, stringify(profile, { sortMapEntries: false }), 'utf8');
+      await writeFile(temporary, toYaml(profile), 'utf8');
       // As it reads back: a plain JSON document, undefined members dropped.
       index?.profiles.set(name, JSON.parse(JSON.stringify(profile)) as ClusterProfile);
       await rename(temporary, path);
@@ -168,7 +177,7 @@ export class FileHub implements Hub {
           [LABEL_NAMESPACE_CLUSTERSET_KEP]: namespace.clusterSet,
         }
       : {};
-    const body = stringify({
+    const body = toYaml({
       apiVersion: 'v1',
       kind: 'Namespace',
       metadata: { name: namespace.name, labels },

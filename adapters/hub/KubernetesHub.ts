@@ -122,6 +122,8 @@ export class KubernetesHub implements Hub {
   readonly #pageSize: number;
   readonly #counts: HubRequestCounts = { reads: 0, writes: 0 };
   readonly #counter: ObservableMiddleware;
+  /** The connection pool every request shares (see the constructor). */
+  #dispatcher: ReturnType<RequestContext['getDispatcher']>;
 
   constructor(options: KubernetesHubOptions = {}) {
     const kubeConfig =
@@ -138,6 +140,12 @@ export class KubernetesHub implements Hub {
     const timeout = options.requestTimeoutMillis ?? 30_000;
     this.#counter = {
       pre: (context: RequestContext) => {
+        // client-node makes a new undici Agent (its own TLS connections) for every request, so nothing
+        // is ever reused: a new TLS handshake per request, and idle connections piling up. Every
+        // request of this hub goes through the first one's Agent instead; TLS settings come from the
+        // kubeconfig, which a hub does not change (credentials travel in headers, set per request).
+        this.#dispatcher ??= context.getDispatcher();
+        if (this.#dispatcher) context.setDispatcher(this.#dispatcher);
         if (context.getHttpMethod() === 'GET') this.#counts.reads += 1;
         else this.#counts.writes += 1;
         context.setSignal(AbortSignal.timeout(timeout));

@@ -1,4 +1,6 @@
-/** Preloaded (`node --import`) into a benchmarked process: reports its peak resident set size on exit. */
+/** Preloaded (`node --import`) into a benchmarked process: reports its peak resident set size and CPU time on exit. */
 process.on('exit', () => {
-  process.stderr.write(`peak-rss-bytes ${process.resourceUsage().maxRSS * 1024}\n`);
+  const usage = process.resourceUsage();
+  process.stderr.write(`peak-rss-bytes ${usage.maxRSS * 1024}\n`);
+  process.stderr.write(`cpu-micros ${usage.userCPUTime + usage.systemCPUTime}\n`);
 });

@@ -7,7 +7,8 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
 import { aksCluster, gkeCluster } from '../env/emulators.ts';
@@ -151,10 +152,29 @@ interface RunResult {
   complete: number;
   scopes: number;
   peakRssBytes: number;
+  cpuMillis: number;
+  /** CPU time the hub's processes (kube-apiserver, etcd) used meanwhile. */
+  hubCpuMillis: number;
   stderr: string;
 }
 
-async function runCli(configPath: string, env: Record<string, string>): Promise<RunResult> {
+/** CPU time (user + system) a process has used so far, from /proc. */
+function processCpuMillis(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return 0;
+  }
+}
+
+async function runCli(
+  configPath: string,
+  env: Record<string, string>,
+  hubPids: number[],
+): Promise<RunResult> {
+  const hubCpu = () => hubPids.reduce((sum, pid) => sum + processCpuMillis(pid), 0);
+  const hubCpuBefore = hubCpu();
   const started = performance.now();
   const child = spawn(
     process.execPath,
@@ -174,6 +194,7 @@ async function runCli(configPath: string, env: Record<string, string>): Promise<
       stderr,
     );
   const rss = /peak-rss-bytes (\d+)/.exec(stderr);
+  const cpu = /cpu-micros (\d+)/.exec(stderr);
   if (code !== 0 || !summary || !rss) throw new Error(`cpsync sync exited ${code}:\n${stderr.slice(-3000)}`);
   const n = (i: number) => Number(summary[i]);
   return {
@@ -187,6 +208,8 @@ async function runCli(configPath: string, env: Record<string, string>): Promise<
     writes: n(7),
     published: n(8),
     peakRssBytes: Number(rss[1]),
+    cpuMillis: Number(cpu?.[1] ?? 0) / 1000,
+    hubCpuMillis: hubCpu() - hubCpuBefore,
     stderr,
   };
 }
@@ -320,7 +343,10 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
     say('');
 
     const eventsBefore = aws.events;
-    const first = await runCli(configPath, env);
+    const hubPids = hub ? [hub.apiserverPid, hub.etcdPid] : [];
+    const ownCpuBefore = process.cpuUsage();
+    const first = await runCli(configPath, env, hubPids);
+    const ownCpu = process.cpuUsage(ownCpuBefore);
     const firstEvents = aws.events - eventsBefore;
     const calls = Object.fromEntries(aws.calls);
     const providerCalls =
@@ -333,7 +359,7 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
       );
 
     const steadyEventsBefore = aws.events;
-    const steady = await runCli(configPath, env);
+    const steady = await runCli(configPath, env, hubPids);
     const steadyEvents = aws.events - steadyEventsBefore;
 
     const s = (millis: number) => `${(millis / 1000).toFixed(2)} s`;
@@ -360,6 +386,9 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
     say(
       `| peak RSS of the cpsync process (target ≤ 512 MB) | ${mb(first.peakRssBytes)} | ${mb(steady.peakRssBytes)} |`,
     );
+    say(
+      `| CPU time: cpsync process / hub (apiserver + etcd) | ${s(first.cpuMillis)} / ${hub ? s(first.hubCpuMillis) : '–'} | ${s(steady.cpuMillis)} / ${hub ? s(steady.hubCpuMillis) : '–'} |`,
+    );
     say('');
     say(
       `Lower bound terms: EKS overall limit ${s(bound.bounds.overall)}, one account's limit ${s(bound.bounds.perAccount)}, scope slots ${s(bound.bounds.slots)}, longest chain ${s(bound.bounds.chain)}. Provider calls in the full sync: ${providerCalls.toLocaleString('en')} (${Object.entries(
@@ -368,7 +397,7 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
         .map(([op, n]) => `${op} ${n}`)
         .join(
           ', ',
-        )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}.`,
+        )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}; the local servers used ${s((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
     );
     say(
       `Steady state: ${steady.writes} hub writes, ${steady.published - scopes} change events, ${steady.reads} hub reads for ${scopes} scopes (one paginated list each), ${steady.unchanged.toLocaleString('en')} profiles unchanged.`,

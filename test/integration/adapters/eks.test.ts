@@ -264,6 +264,17 @@ describe('EKS adapter against moto server', () => {
     );
   });
 
+  it('assumes a member role once for all of its regions and callers', async () => {
+    proxy.clear();
+    const shared = source();
+    const regions = ['us-east-1', 'eu-west-1', 'us-west-2', 'ap-southeast-1'];
+    const listings = await Promise.all(
+      regions.map((region) => shared.listScope({ provider: 'eks', account: accounts.b, region })),
+    );
+    assert.ok(listings.every((l) => l.outcome.kind === 'complete'));
+    assert.equal(proxy.calls.filter((c) => c.operation === 'AssumeRole').length, 1);
+  });
+
   it('rides out throttling with the SDK retry strategy', async () => {
     proxy.clear();
     let throttled = 0;

@@ -63,7 +63,7 @@ async function syncCommand(
         concurrency: config.sync.concurrency,
         intentLeaseMillis: config.sync.intentLeaseSeconds * 1000,
         eventSource: eventSourceOf(config),
-        ...(options.dryRun ? { dryRun: true } : {}),
+        ...(options.dryRun ? { dryRun: true } : { retainDetails: false }),
         ...(progress
           ? {
               onScope: (s, done, total) =>

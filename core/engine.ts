@@ -61,6 +61,12 @@ export interface SyncRequest {
   intentLeaseMillis?: number;
   /** Called as each scope finishes (progress displays). */
   onScope?: (report: ScopeReport, done: number, total: number) => void;
+  /**
+   * Keep each scope's plan and events in the report. A run over thousands of clusters that only
+   * needs the summaries turns this off: the profiles then go once their scope is done.
+   * @default true
+   */
+  retainDetails?: boolean;
 }
 
 export interface ScopeReport {
@@ -118,7 +124,7 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
   const limit = pLimit(request.concurrency ?? 4);
   let done = 0;
   await Promise.all(
-    request.scopes.map((scope) =>
+    interleaveProviders(request.scopes).map((scope) =>
       limit(async () => {
         const scopeReport = await syncOne(ports, request, scope, clock);
         if (!request.dryRun) {
@@ -128,8 +134,9 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
           report.events.published += result.published.length;
           report.events.failed.push(...result.failed);
         }
-        report.scopes.push(scopeReport);
         request.onScope?.(scopeReport, ++done, request.scopes.length);
+        const { plan: _plan, events: _events, ...brief } = scopeReport;
+        report.scopes.push(request.retainDetails === false ? { ...brief, events: [] } : scopeReport);
       }),
     ),
   );
@@ -139,6 +146,23 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
   report.hub = { reads: hubAfter.reads - hubBefore.reads, writes: hubAfter.writes - hubBefore.writes };
   report.durationMs = clock().getTime() - started;
   return report;
+}
+
+/**
+ * The scopes in the order they are started: the clouds take turns, so that one cloud's limits (or a
+ * slow one) do not keep the others waiting behind its scopes; within a cloud, the given order.
+ */
+function interleaveProviders(scopes: readonly Scope[]): Scope[] {
+  const queues = new Map<Provider, Scope[]>();
+  for (const scope of scopes) {
+    const queue = queues.get(scope.provider);
+    if (queue) queue.push(scope);
+    else queues.set(scope.provider, [scope]);
+  }
+  const ordered: Scope[] = [];
+  for (let i = 0; ordered.length < scopes.length; i++)
+    for (const queue of queues.values()) if (i < queue.length) ordered.push(queue[i]!);
+  return ordered;
 }
 
 /**

@@ -178,7 +178,16 @@ async function runCli(
   const started = performance.now();
   const child = spawn(
     process.execPath,
-    ['--import', join(ROOT, 'test/bench/peakRss.ts'), CLI, '-c', configPath, 'sync'],
+    [
+      // Extra Node flags for the measured process, e.g. CPSYNC_BENCH_NODE_FLAGS=--max-old-space-size=256.
+      ...(process.env.CPSYNC_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+      '--import',
+      join(ROOT, 'test/bench/peakRss.ts'),
+      CLI,
+      '-c',
+      configPath,
+      'sync',
+    ],
     {
       cwd: ROOT,
       env: { ...process.env, ...env },
@@ -345,10 +354,15 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
     const eventsBefore = aws.events;
     const hubPids = hub ? [hub.apiserverPid, hub.etcdPid] : [];
     const ownCpuBefore = process.cpuUsage();
+    const fullStarted = performance.now();
     const first = await runCli(configPath, env, hubPids);
     const ownCpu = process.cpuUsage(ownCpuBefore);
     const firstEvents = aws.events - eventsBefore;
     const calls = Object.fromEntries(aws.calls);
+    const spans = aws.eksSpans.splice(0);
+    const eksStart = Math.min(...spans.map(([a]) => a));
+    const eksEnd = Math.max(...spans.map(([, b]) => b));
+    const eksBusy = spans.reduce((sum, [a, b]) => sum + (b - a), 0) / (eksEnd - eksStart);
     const providerCalls =
       [...aws.calls.entries()].filter(([op]) => op !== 'PutEvents').reduce((a, [, n]) => a + n, 0) +
       gke.requests.length +
@@ -397,7 +411,7 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
         .map(([op, n]) => `${op} ${n}`)
         .join(
           ', ',
-        )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}; the local servers used ${s((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
+        )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}; EKS calls went on from ${s(eksStart - fullStarted)} after the start for ${s(eksEnd - eksStart)}, ${eksBusy.toFixed(1)} in flight on average (the limit is ${limits.eksOverall}); the local servers used ${s((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
     );
     say(
       `Steady state: ${steady.writes} hub writes, ${steady.published - scopes} change events, ${steady.reads} hub reads for ${scopes} scopes (one paginated list each), ${steady.unchanged.toLocaleString('en')} profiles unchanged.`,

@@ -230,10 +230,18 @@ describe('fault matrix', () => {
     await (await memberEks()).send(new DeleteClusterCommand({ name: 'extra' }));
     const report = await faulted(
       () =>
+        // The role's trust and permissions withdrawn: new sessions are refused, and sessions already
+        // issued (cpsync reuses one until it nears expiry) are denied at once, as IAM does.
         emulators.proxy.intercept((call) =>
           call.operation === 'AssumeRole'
             ? stsAccessDenied(`arn:aws:iam::${EKS_ACCOUNT}:role/cpsync-reader`)
-            : undefined,
+            : call.service === 'eks'
+              ? restJsonError(
+                  403,
+                  'AccessDeniedException',
+                  `User: arn:aws:sts::${EKS_ACCOUNT}:assumed-role/cpsync-reader/cpsync is not authorized to perform: eks:ListClusters`,
+                )
+              : undefined,
         ),
       existingExcept(extra),
     );

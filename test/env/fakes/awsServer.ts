@@ -35,6 +35,8 @@ export interface FakeAws {
   events: number;
   /** Most calls in flight at once. */
   peakInFlight: number;
+  /** When each EKS call arrived and was answered (performance.now()), for concurrency timelines. */
+  eksSpans: Array<[number, number]>;
   stop(): Promise<void>;
 }
 
@@ -75,12 +77,16 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
     calls: new Map(),
     events: 0,
     peakInFlight: 0,
+    eksSpans: [],
   };
   const count = (operation: string) => state.calls.set(operation, (state.calls.get(operation) ?? 0) + 1);
   const notFound = (response: ServerResponse, message: string) =>
     json(response, 404, { message }, { 'x-amzn-errortype': 'ResourceNotFoundException' });
 
   const server = createServer(async (request, response) => {
+    const arrived = performance.now();
+    if (request.url?.startsWith('/clusters'))
+      response.on('finish', () => state.eksSpans.push([arrived, performance.now()]));
     inFlight++;
     state.peakInFlight = Math.max(state.peakInFlight, inFlight);
     try {

@@ -1,0 +1,84 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { JsonLinesFileBus } from '../../../adapters/bus/JsonLinesBus.ts';
+import { FileHub } from '../../../adapters/hub/FileHub.ts';
+import { FileOutbox } from '../../../adapters/outbox/FileOutbox.ts';
+import { runSync } from '../../../core/engine.ts';
+import { scopeKey, type Scope } from '../../../core/model/scope.ts';
+import { inventoryOptions } from '../../../core/options.ts';
+import type { ClusterSource } from '../../../core/ports.ts';
+import { eksCluster, gkeCluster } from '../../support/fixtures.ts';
+
+/** A cloud whose every scope holds one cluster named after the scope. */
+function cloud(make: typeof eksCluster): ClusterSource {
+  return {
+    listScope: async (scope) => ({
+      outcome: { scope, kind: 'complete' },
+      clusters: [make({ name: `c-${scope.account}`, account: scope.account })],
+    }),
+    getCluster: async () => undefined,
+  };
+}
+
+describe('runSync over many scopes', () => {
+  const eks = ['111111111111', '222222222222', '333333333333'].map((account): Scope => ({
+    provider: 'eks',
+    account,
+    region: 'us-east-1',
+  }));
+  const gke: Scope = { provider: 'gke', account: 'acme-data', region: '*' };
+
+  const ports = () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-run-'));
+    return {
+      directory,
+      ports: {
+        sources: { eks: cloud(eksCluster), gke: cloud(gkeCluster) },
+        hub: new FileHub({ directory: join(directory, 'hub') }),
+        bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
+        outbox: new FileOutbox(join(directory, 'outbox')),
+      },
+    };
+  };
+
+  it('lets the clouds take turns, whatever order the scopes come in', async () => {
+    const started: string[] = [];
+    const { ports: p } = ports();
+    for (const source of [p.sources.eks, p.sources.gke]) {
+      const list = source.listScope;
+      source.listScope = (scope, signal) => (started.push(scopeKey(scope)), list(scope, signal));
+    }
+    await runSync(p, {
+      syncId: 'turns',
+      scopes: [...eks, gke],
+      options: inventoryOptions({ namespace: 'turns' }),
+      concurrency: 1,
+    });
+    assert.deepEqual(
+      started,
+      [eks[0], gke, eks[1], eks[2]].map((s) => scopeKey(s!)),
+    );
+  });
+
+  it('keeps only the summaries when asked to, yet publishes and reports the same', async () => {
+    const { ports: p, directory } = ports();
+    const report = await runSync(p, {
+      syncId: 'brief',
+      scopes: [...eks, gke],
+      options: inventoryOptions({ namespace: 'brief' }),
+      retainDetails: false,
+    });
+    assert.equal(report.scopes.length, 4);
+    assert.ok(report.scopes.every((s) => s.plan === undefined && s.events.length === 0));
+    assert.deepEqual(
+      report.scopes.map((s) => s.summary.counts.created),
+      [1, 1, 1, 1],
+    );
+    assert.equal(report.events.published, 8, '4 Created + 4 scope summaries');
+    const published = readFileSync(join(directory, 'events.jsonl'), 'utf8').trim().split('\n');
+    assert.equal(published.length, 8);
+  });
+});

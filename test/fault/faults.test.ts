@@ -38,10 +38,22 @@ import { startHubProxy, type HubProxy } from '../env/hubProxy.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
 import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
 import { makeEksEventHandler } from '../../functions/eksEvents.ts';
-import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
+import {
+  drainQueue as drainSubscriberQueue,
+  failSomeEntries,
+  type ReceivedEvent,
+} from '../support/events.ts';
 import { localHub, uniqueNamespace } from '../support/hub.ts';
 
 const SELECTOR = { 'x-k8s.io/cluster-manager': 'cpsync' };
+
+/** Everything the fault runs showed the world (events, CLI output, profiles): scanned for credentials at the end. */
+const captured: string[] = [];
+async function drainQueue(queueUrl: string): Promise<ReceivedEvent[]> {
+  const events = await drainSubscriberQueue(queueUrl);
+  captured.push(JSON.stringify(events));
+  return events;
+}
 
 describe('fault matrix', () => {
   let emulators: Emulators;
@@ -427,7 +439,10 @@ describe('fault matrix', () => {
       new Promise<{ code: number | null; signal: string | null; stderr: string }>((resolve) => {
         let stderr = '';
         child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-        child.on('close', (code, signal) => resolve({ code, signal, stderr }));
+        child.on('close', (code, signal) => {
+          captured.push(stderr);
+          resolve({ code, signal, stderr });
+        });
       });
     return { cli, exited };
   };
@@ -525,5 +540,25 @@ describe('fault matrix', () => {
     assert.deepEqual(await snapshot(), before, '(a) nothing deleted or changed');
     assert.deepEqual(await drainQueue(emulators.queueUrl), [], '(b) no event for it');
     await assertConverged();
+  });
+
+  it('17. leaks no credential into anything the fault runs showed: events, CLI output, profiles', async () => {
+    captured.push(JSON.stringify(await ports.hub.list(namespace, { 'x-k8s.io/cluster-manager': 'cpsync' })));
+    const privateKeyLine = (emulators.gke.serviceAccountKey.private_key ?? '').split('\n')[1]!;
+    const secrets = {
+      'Azure client secret': emulators.arm.clientSecret,
+      'GCP private key': privateKeyLine,
+      'AWS secret key': emulators.env.AWS_SECRET_ACCESS_KEY!,
+      'hub client key': JSON.parse(readFileSync((await localHub()).kubeconfig, 'utf8')).users[0].user[
+        'client-key-data'
+      ] as string,
+    };
+    assert.ok(privateKeyLine.length > 20 && captured.length > 10);
+    const all = captured.join('\n');
+    assert.ok(
+      all.includes('ClusterProfile Created') && all.includes('sync '),
+      'events and CLI output were captured',
+    );
+    for (const [what, secret] of Object.entries(secrets)) assert.ok(!all.includes(secret), `${what} leaked`);
   });
 });

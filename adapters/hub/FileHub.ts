@@ -147,7 +147,7 @@ export class FileHub implements Hub {
 
   /** What the hub holds for `ref`, from the namespace's index (kept fresh as for lists). */
   async #current(ref: ProfileRef): Promise<ClusterProfile | undefined> {
-    this.#path(ref.namespace, ref.name);
+    this.#path(ref.namespace, ref.name); // refuses names that could leave the directory
     const stored = (await this.#index(ref.namespace))?.profiles.get(ref.name);
     return stored && structuredClone(stored);
   }

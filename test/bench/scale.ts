@@ -11,12 +11,12 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
-import { aksCluster, gkeCluster } from '../env/emulators.ts';
+import { aksCluster, gkeCluster, localCloudAccess } from '../env/emulators.ts';
 import { startArmServer } from '../env/fakes/armServer.ts';
 import { startFakeAws, type EksClusterJson, type EksNodegroupJson } from '../env/fakes/awsServer.ts';
 import { startGkeServer } from '../env/fakes/gkeServer.ts';
 import { startHub, stopHub } from '../env/hub.ts';
-import { HUB_ACCOUNT, HUB_CREDENTIALS } from '../support/aws.ts';
+import { HUB_ACCOUNT } from '../support/aws.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'cli/bin.ts');
@@ -294,12 +294,7 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
       shape.projects * shape.clustersPerProject +
       shape.subscriptions * shape.clustersPerSubscription;
 
-    const serviceAccountFile = join(directory, 'gcp-service-account.json');
-    writeFileSync(serviceAccountFile, JSON.stringify(gke.serviceAccountKey), { mode: 0o600 });
-    const azureSecretFile = join(directory, 'azure-client-secret');
-    writeFileSync(azureSecretFile, arm.clientSecret, { mode: 0o600 });
-    const certificateFile = join(directory, 'arm-certificate.pem');
-    writeFileSync(certificateFile, arm.certificate);
+    const access = localCloudAccess(directory, gke, arm);
     const configPath = join(directory, 'cpsync.yaml');
     writeFileSync(
       configPath,
@@ -313,17 +308,8 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
             perAccountConcurrency: limits.eksPerAccount,
             overallConcurrency: limits.eksOverall,
           },
-          gke: { projects, credentials: { file: serviceAccountFile }, endpoint: gke.endpoint },
-          aks: {
-            subscriptions,
-            credential: {
-              tenantId: arm.tenantId,
-              clientId: arm.clientId,
-              clientSecret: { file: azureSecretFile },
-            },
-            endpoint: arm.endpoint,
-            authorityHost: arm.endpoint,
-          },
+          gke: { projects, ...access.gke },
+          aks: { subscriptions, ...access.aks },
         },
         hub: hub ? { kubeconfig: hub.kubeconfig } : { directory: join(directory, 'inventory') },
         bus: { eventBridge: { busName: 'cpsync-events', region: 'us-east-1', endpoint: aws.endpoint } },
@@ -331,12 +317,7 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
         sync: { concurrency: limits.scopeConcurrency },
       }),
     );
-    const env = {
-      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
-      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
-      AWS_REGION: 'us-east-1',
-      NODE_EXTRA_CA_CERTS: certificateFile,
-    };
+    const env = access.env;
 
     const bound = lowerBound(shape, limits);
     const eksScopes = shape.accounts * EKS_REGIONS.length;

@@ -105,6 +105,34 @@ export interface EmulatorOptions {
   log?: (line: string) => void;
 }
 
+/**
+ * What a cpsync process needs to reach the local GKE and ARM servers and the AWS endpoints: the GCP
+ * service-account key and the Azure client secret written to files (never inline in the configuration),
+ * the ARM server's certificate to trust, and the environment (AWS credentials, NODE_EXTRA_CA_CERTS).
+ */
+export function localCloudAccess(directory: string, gke: GkeServer, arm: ArmServer) {
+  const serviceAccountFile = join(directory, 'gcp-service-account.json');
+  writeFileSync(serviceAccountFile, JSON.stringify(gke.serviceAccountKey), { mode: 0o600 });
+  const azureSecretFile = join(directory, 'azure-client-secret');
+  writeFileSync(azureSecretFile, arm.clientSecret, { mode: 0o600 });
+  const certificateFile = join(directory, 'arm-certificate.pem');
+  writeFileSync(certificateFile, arm.certificate);
+  return {
+    gke: { credentials: { file: serviceAccountFile }, endpoint: gke.endpoint },
+    aks: {
+      credential: { tenantId: arm.tenantId, clientId: arm.clientId, clientSecret: { file: azureSecretFile } },
+      endpoint: arm.endpoint,
+      authorityHost: arm.endpoint,
+    },
+    env: {
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+      NODE_EXTRA_CA_CERTS: certificateFile,
+    },
+  };
+}
+
 export async function startEmulators(options: EmulatorOptions): Promise<Emulators> {
   const log = options.log ?? (() => {});
   const directory = options.directory;
@@ -157,12 +185,7 @@ export async function startEmulators(options: EmulatorOptions): Promise<Emulator
   );
   void bus;
 
-  const serviceAccountFile = join(directory, 'gcp-service-account.json');
-  writeFileSync(serviceAccountFile, JSON.stringify(gke.serviceAccountKey), { mode: 0o600 });
-  const azureSecretFile = join(directory, 'azure-client-secret');
-  writeFileSync(azureSecretFile, arm.clientSecret, { mode: 0o600 });
-  const certificateFile = join(directory, 'arm-certificate.pem');
-  writeFileSync(certificateFile, arm.certificate);
+  const access = localCloudAccess(directory, gke, arm);
 
   const config = {
     manager: 'cpsync',
@@ -174,22 +197,8 @@ export async function startEmulators(options: EmulatorOptions): Promise<Emulator
         endpoint: proxy.endpoint,
         maxAttempts: 3,
       },
-      gke: {
-        projects: [GCP_PROJECT],
-        credentials: { file: serviceAccountFile },
-        endpoint: gke.endpoint,
-        maxRetries: 2,
-      },
-      aks: {
-        subscriptions: [AZURE_SUBSCRIPTION],
-        credential: {
-          tenantId: arm.tenantId,
-          clientId: arm.clientId,
-          clientSecret: { file: azureSecretFile },
-        },
-        endpoint: arm.endpoint,
-        authorityHost: arm.endpoint,
-      },
+      gke: { projects: [GCP_PROJECT], ...access.gke, maxRetries: 2 },
+      aks: { subscriptions: [AZURE_SUBSCRIPTION], ...access.aks },
     },
     hub: hub ? { kubeconfig: hub.kubeconfig } : { directory: join(directory, 'inventory') },
     bus: { eventBridge: { busName: BUS_NAME, region: 'us-east-1', endpoint: proxy.endpoint } },
@@ -197,12 +206,7 @@ export async function startEmulators(options: EmulatorOptions): Promise<Emulator
   };
   const configPath = join(directory, 'cpsync.yaml');
   writeFileSync(configPath, stringify(config));
-  const env = {
-    AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
-    AWS_REGION: 'us-east-1',
-    NODE_EXTRA_CA_CERTS: certificateFile,
-  };
+  const env = access.env;
   writeFileSync(
     join(directory, 'env'),
     Object.entries(env)

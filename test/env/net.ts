@@ -1,4 +1,4 @@
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Server as TlsServer } from 'node:https';
 import { createServer } from 'node:net';
 
@@ -48,4 +48,22 @@ export async function serveOnLoopback(
       server.closeAllConnections();
       server.close(() => resolve());
     });
+}
+
+/** A request's whole body as text. */
+export async function readBody(request: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of request) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Answers with `body` as JSON. */
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, { 'content-type': 'application/json', ...headers });
+  response.end(JSON.stringify(body));
 }

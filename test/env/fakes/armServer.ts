@@ -5,9 +5,9 @@
  * listClusterUserCredential. The ARM SDK refuses bearer tokens over plain HTTP, hence TLS.
  */
 import { createServer, type Server } from 'node:https';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, serveOnLoopback } from '../net.ts';
+import { freePort, readBody, sendJson, serveOnLoopback } from '../net.ts';
 import { makeLocalCertificate, trustCertificate } from '../tlsCert.ts';
 
 /** A managed cluster as ARM returns it on the wire (properties nested, `privateFQDN` spelled so). */
@@ -46,24 +46,8 @@ export interface ArmServer {
   stop(): Promise<void>;
 }
 
-function send(
-  response: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  response.writeHead(status, { 'content-type': 'application/json', ...headers });
-  response.end(JSON.stringify(body));
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function armError(response: ServerResponse, error: ArmError): void {
-  send(
+  sendJson(
     response,
     error.status,
     { error: { code: error.code, message: error.message } },
@@ -98,7 +82,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     if (options.latencyMillis) await sleep(options.latencyMillis);
     const tenant = state.tenantId;
     if (url.pathname === `/${tenant}/v2.0/.well-known/openid-configuration`) {
-      return send(response, 200, {
+      return sendJson(response, 200, {
         issuer: `${endpoint}/${tenant}/v2.0`,
         authorization_endpoint: `${endpoint}/${tenant}/oauth2/v2.0/authorize`,
         token_endpoint: `${endpoint}/${tenant}/oauth2/v2.0/token`,
@@ -112,12 +96,12 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     if (request.method === 'POST' && url.pathname === `/${tenant}/oauth2/v2.0/token`) {
       const form = new URLSearchParams(body);
       if (form.get('client_id') !== state.clientId || form.get('client_secret') !== state.clientSecret) {
-        return send(response, 401, {
+        return sendJson(response, 401, {
           error: 'invalid_client',
           error_description: 'AADSTS7000215: Invalid client secret provided.',
         });
       }
-      return send(response, 200, {
+      return sendJson(response, 200, {
         token_type: 'Bearer',
         expires_in: 3599,
         ext_expires_in: 3599,
@@ -139,7 +123,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       });
     }
     if (request.method === 'GET' && url.pathname === '/subscriptions') {
-      return send(response, 200, {
+      return sendJson(response, 200, {
         value: state.subscriptions.map((s) => ({
           id: `/subscriptions/${s.subscriptionId}`,
           ...s,
@@ -161,7 +145,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
         skip + state.pageSize < all.length
           ? `${endpoint}${url.pathname}?api-version=${url.searchParams.get('api-version')}&$skiptoken=${skip + state.pageSize}`
           : undefined;
-      return send(response, 200, { value: page, ...(next ? { nextLink: next } : {}) });
+      return sendJson(response, 200, { value: page, ...(next ? { nextLink: next } : {}) });
     }
     const single =
       /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)$/i.exec(
@@ -176,7 +160,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
           code: 'ResourceNotFound',
           message: `The Resource 'Microsoft.ContainerService/managedClusters/${single[3]}' under resource group '${single[2]}' was not found.`,
         });
-      return send(response, 200, cluster);
+      return sendJson(response, 200, cluster);
     }
     const credential =
       /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)\/listClusterUserCredential$/i.exec(
@@ -205,7 +189,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
         '    token: local-user-token-never-to-be-stored',
         '',
       ].join('\n');
-      return send(response, 200, {
+      return sendJson(response, 200, {
         kubeconfigs: [{ name: 'clusterUser', value: Buffer.from(kubeconfig).toString('base64') }],
       });
     }

@@ -8,9 +8,9 @@
  * as AWS does: AssumeRole hands out keys that remember the account of the role.
  */
 import { randomUUID } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, serveOnLoopback } from '../net.ts';
+import { freePort, readBody, sendJson, serveOnLoopback } from '../net.ts';
 
 /** An EKS cluster as DescribeCluster returns it (REST-JSON; times in epoch seconds). */
 export type EksClusterJson = Record<string, unknown> & { name: string; arn: string };
@@ -42,20 +42,9 @@ export interface FakeAws {
 
 const STS_NS = 'https://sts.amazonaws.com/doc/2011-06-15/';
 
-function json(response: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  response.writeHead(status, { 'content-type': 'application/json', ...headers });
-  response.end(JSON.stringify(body));
-}
-
 function xml(response: ServerResponse, body: string) {
   response.writeHead(200, { 'content-type': 'text/xml' });
   response.end(body);
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** `Credential=<key>/<date>/<region>/<service>/aws4_request` of a SigV4 Authorization header. */
@@ -81,7 +70,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
   };
   const count = (operation: string) => state.calls.set(operation, (state.calls.get(operation) ?? 0) + 1);
   const notFound = (response: ServerResponse, message: string) =>
-    json(response, 404, { message }, { 'x-amzn-errortype': 'ResourceNotFoundException' });
+    sendJson(response, 404, { message }, { 'x-amzn-errortype': 'ResourceNotFoundException' });
 
   const server = createServer(async (request, response) => {
     const arrived = performance.now();
@@ -95,7 +84,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
       const url = new URL(request.url ?? '/', endpoint);
       const scope = credentialScope(request.headers.authorization);
       if (!scope)
-        return json(
+        return sendJson(
           response,
           403,
           { message: 'missing SigV4 authorization' },
@@ -108,7 +97,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
         count('PutEvents');
         const entries = (JSON.parse(body) as { Entries?: unknown[] }).Entries ?? [];
         state.events += entries.length;
-        return json(
+        return sendJson(
           response,
           200,
           {
@@ -125,7 +114,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
         if (action === 'AssumeRole') {
           const roleArn = form.get('RoleArn') ?? '';
           const roleAccount = /^arn:aws:iam::(\d{12}):role\//.exec(roleArn)?.[1];
-          if (!roleAccount) return json(response, 400, { message: `bad RoleArn ${roleArn}` });
+          if (!roleAccount) return sendJson(response, 400, { message: `bad RoleArn ${roleArn}` });
           const key = `ASIA${roleAccount}${String(keys.size % 10_000).padStart(4, '0')}`;
           keys.set(key, roleAccount);
           const expiration = new Date(Date.now() + 3600_000).toISOString();
@@ -140,20 +129,20 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
             `<GetCallerIdentityResponse xmlns="${STS_NS}"><GetCallerIdentityResult><Arn>arn:aws:iam::${account}:user/cpsync</Arn><UserId>AIDALOCAL</UserId><Account>${account}</Account></GetCallerIdentityResult><ResponseMetadata><RequestId>${randomUUID()}</RequestId></ResponseMetadata></GetCallerIdentityResponse>`,
           );
         }
-        return json(response, 400, { message: `unsupported action ${action}` });
+        return sendJson(response, 400, { message: `unsupported action ${action}` });
       }
 
       const clusters = state.clusters.get(`${account}/${scope.region}`) ?? [];
       const path = url.pathname.split('/').filter(Boolean).map(decodeURIComponent);
       if (request.method !== 'GET' || path[0] !== 'clusters')
-        return json(response, 404, { message: `no route ${request.method} ${url.pathname}` });
+        return sendJson(response, 404, { message: `no route ${request.method} ${url.pathname}` });
       if (path.length === 1) {
         count('ListClusters');
         const offset = Number(url.searchParams.get('nextToken') ?? '0');
         const size = Number(url.searchParams.get('maxResults') ?? pageSize);
         const page = clusters.slice(offset, offset + Math.min(size, pageSize));
         const next = offset + page.length < clusters.length ? String(offset + page.length) : undefined;
-        return json(response, 200, {
+        return sendJson(response, 200, {
           clusters: page.map((c) => c.cluster.name),
           ...(next ? { nextToken: next } : {}),
         });
@@ -162,20 +151,20 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
       if (path.length === 2) {
         count('DescribeCluster');
         if (!entry) return notFound(response, `No cluster found for name: ${path[1]}.`);
-        return json(response, 200, { cluster: entry.cluster });
+        return sendJson(response, 200, { cluster: entry.cluster });
       }
       if (path[2] === 'node-groups' && path.length === 3) {
         count('ListNodegroups');
         if (!entry) return notFound(response, `No cluster found for name: ${path[1]}.`);
-        return json(response, 200, { nodegroups: entry.nodegroups.map((g) => g.nodegroupName) });
+        return sendJson(response, 200, { nodegroups: entry.nodegroups.map((g) => g.nodegroupName) });
       }
       if (path[2] === 'node-groups' && path.length === 4) {
         count('DescribeNodegroup');
         const group = entry?.nodegroups.find((g) => g.nodegroupName === path[3]);
         if (!group) return notFound(response, `No node group found for name: ${path[3]}.`);
-        return json(response, 200, { nodegroup: group });
+        return sendJson(response, 200, { nodegroup: group });
       }
-      return json(response, 404, { message: `no route ${request.method} ${url.pathname}` });
+      return sendJson(response, 404, { message: `no route ${request.method} ${url.pathname}` });
     } finally {
       inFlight--;
     }

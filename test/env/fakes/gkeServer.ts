@@ -5,9 +5,9 @@
  * the real API does when the client asks for `enum-encoding=int`.
  */
 import { generateKeyPairSync, verify } from 'node:crypto';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, serveOnLoopback } from '../net.ts';
+import { freePort, readBody, sendJson, serveOnLoopback } from '../net.ts';
 
 /** A cluster as the GKE REST API returns it (camelCase JSON of google.container.v1.Cluster). */
 export type GkeClusterJson = Record<string, unknown> & { name: string; location: string };
@@ -44,13 +44,8 @@ export interface GkeServer {
   stop(): Promise<void>;
 }
 
-function send(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json' });
-  response.end(JSON.stringify(body));
-}
-
 function sendError(response: ServerResponse, error: GoogleError): void {
-  send(response, error.status, {
+  sendJson(response, error.status, {
     error: {
       code: error.status,
       message: error.message,
@@ -69,12 +64,6 @@ function sendError(response: ServerResponse, error: GoogleError): void {
         : {}),
     },
   });
-}
-
-async function readBody(request: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of request) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function startGkeServer(options: { latencyMillis?: number } = {}): Promise<GkeServer> {
@@ -125,8 +114,9 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     const body = await readBody(request);
     if (options.latencyMillis) await sleep(options.latencyMillis);
     if (request.method === 'POST' && url.pathname === '/token') {
-      if (!new URLSearchParams(body).get('assertion')) return send(response, 400, { error: 'invalid_grant' });
-      return send(response, 200, { access_token: token, expires_in: 3600, token_type: 'Bearer' });
+      if (!new URLSearchParams(body).get('assertion'))
+        return sendJson(response, 400, { error: 'invalid_grant' });
+      return sendJson(response, 200, { access_token: token, expires_in: 3600, token_type: 'Bearer' });
     }
     if (!authorized(request.headers.authorization)) {
       return sendError(response, {
@@ -144,7 +134,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
       const clusters = (state.clusters.get(project) ?? []).filter(
         (c) => location === '-' || c.location === location,
       );
-      return send(response, 200, { clusters, missingZones: state.missingZones.get(project) ?? [] });
+      return sendJson(response, 200, { clusters, missingZones: state.missingZones.get(project) ?? [] });
     }
     const one = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/clusters\/([^/]+)$/.exec(url.pathname);
     if (request.method === 'GET' && one) {
@@ -158,7 +148,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
           code: 'NOT_FOUND',
           message: `Not found: projects/${project}/locations/${location}/clusters/${name}.`,
         });
-      return send(response, 200, cluster);
+      return sendJson(response, 200, cluster);
     }
     if (request.method === 'GET' && url.pathname === '/v3/projects:search') {
       const query = url.searchParams.get('query') ?? '';
@@ -168,7 +158,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
       const matching = state.projects.filter((p) => !wantedParent || p.parent === wantedParent);
       const page = matching.slice(offset, offset + pageSize);
       const next = offset + pageSize < matching.length ? String(offset + pageSize) : '';
-      return send(response, 200, { projects: page, ...(next ? { nextPageToken: next } : {}) });
+      return sendJson(response, 200, { projects: page, ...(next ? { nextPageToken: next } : {}) });
     }
     return sendError(response, {
       status: 404,

@@ -147,6 +147,19 @@ export const configSchema = z.strictObject({
       z.strictObject({ table: z.string().min(1), endpoint: url.optional() }),
     ])
     .optional(),
+  /**
+   * Lambda functions only: where duplicate deliveries are recognised (Powertools idempotency records in a
+   * DynamoDB table with partition key `id` and TTL attribute `expiration`). Unset: every delivery is
+   * processed, which is harmless (an unchanged cluster is neither written nor announced) but not free.
+   */
+  idempotency: z
+    .strictObject({
+      table: z.string().min(1),
+      endpoint: url.optional(),
+      /** How long a processed delivery is remembered. */
+      expiresAfterSeconds: z.number().int().min(60).max(604_800).default(3600),
+    })
+    .optional(),
   /** What the webhook function accepts (SPEC §5). */
   webhook: z
     .strictObject({

@@ -2,6 +2,12 @@
  * What every cpsync function shares: Powertools logger, metrics and tracer; the configuration (the
  * CPSYNC_CONFIG document the stack sets); and the adapters built from it once per container.
  */
+import {
+  IdempotencyAlreadyInProgressError,
+  IdempotencyConfig,
+  makeIdempotent,
+} from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics } from '@aws-lambda-powertools/metrics';
@@ -9,6 +15,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
+import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import {
   buildBus,
@@ -73,6 +80,59 @@ export function lazyDeps(providers: readonly ProviderModule[]): () => Promise<Fu
       throw error;
     });
     return cached;
+  };
+}
+
+/** A payload of once-only work: `key` names the delivery (event id, message id, …). */
+export interface Keyed {
+  key: string;
+}
+
+export { IdempotencyAlreadyInProgressError };
+
+/**
+ * `work` done at most once per payload key while the key is remembered (Powertools idempotency with
+ * records in the configured DynamoDB table): a duplicate delivery gets the first delivery's result back
+ * and touches neither the clouds, the hub nor the bus. A delivery whose work failed is not remembered, so
+ * its retry runs again; a duplicate arriving while the first is still running gets
+ * `IdempotencyAlreadyInProgressError` (the caller answers "retry later"). Without `idempotency` in the
+ * configuration the work runs every time.
+ */
+export function once<P extends Keyed, R>(
+  name: string,
+  work: (payload: P) => Promise<R>,
+): (deps: FunctionDeps, payload: P, context: Context) => Promise<{ value: R; replayed: boolean }> {
+  // The stored result carries the id of the call that did the work, so a replayed result is recognisable.
+  // Stored as JSON: fields left undefined are dropped, as DynamoDB cannot hold them.
+  const recorded = async (payload: P & { call: string }) => ({
+    value: JSON.parse(JSON.stringify((await work(payload)) ?? null)) as R,
+    call: payload.call,
+  });
+  const wrapped = new WeakMap<FunctionDeps, { run: typeof recorded; config: IdempotencyConfig }>();
+  return async (deps, payload, context) => {
+    const call = randomUUID();
+    const settings = deps.config.idempotency;
+    if (!settings) return { value: await work(payload), replayed: false };
+    let entry = wrapped.get(deps);
+    if (!entry) {
+      const config = new IdempotencyConfig({
+        eventKeyJmesPath: 'key',
+        throwOnNoIdempotencyKey: true,
+        expiresAfterSeconds: settings.expiresAfterSeconds,
+      });
+      const persistenceStore = new DynamoDBPersistenceLayer({
+        tableName: settings.table,
+        ...(settings.endpoint ? { clientConfig: { endpoint: settings.endpoint } } : {}),
+      });
+      entry = {
+        run: makeIdempotent(recorded, { persistenceStore, config, keyPrefix: `cpsync.${name}` }),
+        config,
+      };
+      wrapped.set(deps, entry);
+    }
+    entry.config.registerLambdaContext(context);
+    const result = await entry.run({ ...payload, call });
+    return { value: result.value, replayed: result.call !== call };
   };
 }
 

@@ -5,8 +5,8 @@ import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { z } from 'zod';
 import { runSync } from '../core/engine.ts';
 import { inventoryOptionsOf } from '../core/config.ts';
-import { scopeKey } from '../core/model/scope.ts';
-import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { scopeKey, type Scope } from '../core/model/scope.ts';
+import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
 
 const message = z.strictObject({
@@ -22,6 +22,22 @@ const message = z.strictObject({
 class ScopeRetryError extends Error {}
 
 export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS)) {
+  // Keyed by the run and the scope: a message delivered twice (SQS is at-least-once) or sent twice for
+  // the same run syncs its scope once. A scope whose hub writes failed is not remembered, so it runs again.
+  const syncScope = once('scope', async ({ key, scope }: { key: string; scope: Scope }) => {
+    const deps = await getDeps();
+    const report = await runSync(deps.ports, {
+      syncId: key,
+      scopes: [scope],
+      options: inventoryOptionsOf(deps.config),
+      eventSource: deps.eventSource,
+      intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
+    });
+    const result = report.scopes[0]!;
+    if (result.summary.error?.reason === 'HubError')
+      throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);
+    return { outcome: result.outcome.kind, counts: result.summary.counts, error: result.summary.error };
+  });
   return withPowertools(async (event: SQSEvent, context: Context) => {
     const deps = await getDeps();
     const processor = new BatchProcessor(EventType.SQS);
@@ -33,27 +49,27 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
         );
       const { scope, syncId } = parsed.data;
       // A redelivered message keeps its sync id: its events keep their ids, and the sync itself is idempotent.
-      const report = await runSync(deps.ports, {
-        syncId: `${syncId}/${scopeKey(scope)}`,
-        scopes: [scope],
-        options: inventoryOptionsOf(deps.config),
-        eventSource: deps.eventSource,
-        intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
-      });
-      const result = report.scopes[0]!;
+      const key = `${syncId}/${scopeKey(scope)}`;
+      const { value: result, replayed } = await syncScope(deps, { key, scope }, context);
+      if (replayed) {
+        logger.info('duplicate delivery: answered from the idempotency record', {
+          scope: scopeKey(scope),
+          syncId,
+        });
+        metrics.addMetric('DuplicateDeliveries', MetricUnit.Count, 1);
+        return;
+      }
       metrics.addMetric('ScopesSynced', MetricUnit.Count, 1);
-      if (result.outcome.kind === 'failed') metrics.addMetric('FailedScopes', MetricUnit.Count, 1);
-      if (result.outcome.kind === 'partial') metrics.addMetric('PartialScopes', MetricUnit.Count, 1);
-      const { created, updated, deleted } = result.summary.counts;
+      if (result.outcome === 'failed') metrics.addMetric('FailedScopes', MetricUnit.Count, 1);
+      if (result.outcome === 'partial') metrics.addMetric('PartialScopes', MetricUnit.Count, 1);
+      const { created, updated, deleted } = result.counts;
       metrics.addMetric('ProfilesChanged', MetricUnit.Count, created + updated + deleted);
       logger.info('scope synced', {
         scope: scopeKey(scope),
-        outcome: result.outcome.kind,
-        counts: result.summary.counts,
-        error: result.summary.error,
+        outcome: result.outcome,
+        counts: result.counts,
+        error: result.error,
       });
-      if (result.summary.error?.reason === 'HubError')
-        throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);
     };
     return processPartialResponse(event, record, processor, { context });
   });

@@ -10,7 +10,14 @@ import { readSecret } from '../adapters/compose.ts';
 import { inventoryOptionsOf } from '../core/config.ts';
 import { syncCluster, type ClusterSyncReport } from '../core/engine.ts';
 import type { ClusterRef } from '../core/ports.ts';
-import { lazyDeps, logger, withPowertools, type FunctionDeps } from './runtime.ts';
+import {
+  IdempotencyAlreadyInProgressError,
+  lazyDeps,
+  logger,
+  once,
+  withPowertools,
+  type FunctionDeps,
+} from './runtime.ts';
 import { aksProvider } from '../adapters/providers/aks.ts';
 import { gkeProvider } from '../adapters/providers/gke.ts';
 import { coversAccount, validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
@@ -98,29 +105,51 @@ export function makeWebhook(
   let azureKey: Promise<string> | undefined;
   let googleKeys = options.googleKeys;
 
-  async function sync(
-    deps: FunctionDeps,
-    syncId: string,
-    ref: ClusterRef,
-  ): Promise<ClusterSyncReport['result']> {
+  // Keyed by the delivery's own id (Event Grid event id, Pub/Sub message id): a redelivery is recognised.
+  const apply = once('webhook', async (target: { key: string; ref: ClusterRef }) => {
+    const deps = await getDeps();
     const report = await syncCluster(deps.ports, {
-      syncId,
-      ref,
+      syncId: target.key,
+      ref: target.ref,
       options: inventoryOptionsOf(deps.config),
       eventSource: deps.eventSource,
       intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
     });
-    logger.info('cluster synced from event', {
-      syncId,
-      provider: ref.scope.provider,
-      cluster: ref.name,
-      result: report.result,
-    });
     return report.result;
+  });
+
+  async function sync(
+    deps: FunctionDeps,
+    context: Context,
+    deliveryId: string,
+    ref: ClusterRef,
+  ): Promise<{ result: ClusterSyncReport['result']; duplicate: boolean }> {
+    const key = `${ref.scope.provider}:${deliveryId}`;
+    let outcome;
+    try {
+      outcome = await apply(deps, { key, ref }, context);
+    } catch (error) {
+      if (error instanceof IdempotencyAlreadyInProgressError)
+        throw new HttpError(429, `delivery ${deliveryId} is being processed; retry later`);
+      throw error;
+    }
+    logger.info(
+      outcome.replayed
+        ? 'duplicate delivery: answered from the idempotency record'
+        : 'cluster synced from event',
+      {
+        deliveryId,
+        provider: ref.scope.provider,
+        cluster: ref.name,
+        result: outcome.value,
+      },
+    );
+    return { result: outcome.value, duplicate: outcome.replayed };
   }
 
   async function azure(
     deps: FunctionDeps,
+    context: Context,
     event: APIGatewayProxyEventV2,
   ): Promise<APIGatewayProxyStructuredResultV2> {
     const settings = deps.config.webhook.azure;
@@ -140,6 +169,7 @@ export function makeWebhook(
       return json(200, { validationResponse: validation.data.validationCode });
     }
     const results: Record<string, string> = {};
+    const duplicates: string[] = [];
     let ignored = 0;
     for (const item of delivery.data) {
       const match = MANAGED_CLUSTER.exec(item.data.resourceUri ?? item.subject);
@@ -158,17 +188,20 @@ export function makeWebhook(
         ignored += 1;
         continue;
       }
-      results[key] = await sync(deps, item.id, {
+      const { result, duplicate } = await sync(deps, context, item.id, {
         scope: { provider: 'aks', account: subscription, region: '*' },
         name,
         resourceGroup,
       });
+      results[key] = result;
+      if (duplicate) duplicates.push(key);
     }
-    return json(200, { synced: results, ignored });
+    return json(200, { synced: results, ignored, ...(duplicates.length ? { duplicates } : {}) });
   }
 
   async function gcp(
     deps: FunctionDeps,
+    context: Context,
     event: APIGatewayProxyEventV2,
   ): Promise<APIGatewayProxyStructuredResultV2> {
     const settings = deps.config.webhook.gcp;
@@ -206,21 +239,22 @@ export function makeWebhook(
       !validGcpLocation(location)
     )
       return json(200, { ignored: 1 });
-    const result = await sync(deps, push.data.message.messageId, {
+    const key = `${project}/${location}/${name}`;
+    const { result, duplicate } = await sync(deps, context, push.data.message.messageId, {
       scope: { provider: 'gke', account: project, region: '*' },
       name,
       location,
     });
-    return json(200, { synced: { [`${project}/${location}/${name}`]: result } });
+    return json(200, { synced: { [key]: result }, ...(duplicate ? { duplicates: [key] } : {}) });
   }
 
   return withPowertools(
-    async (event: APIGatewayProxyEventV2, _context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
+    async (event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
       try {
         if (event.requestContext?.http?.method !== 'POST') throw new HttpError(405, 'POST only');
         const deps = await getDeps();
-        if (event.rawPath === '/azure') return await azure(deps, event);
-        if (event.rawPath === '/gcp') return await gcp(deps, event);
+        if (event.rawPath === '/azure') return await azure(deps, context, event);
+        if (event.rawPath === '/gcp') return await gcp(deps, context, event);
         throw new HttpError(404, `no route ${event.rawPath}`);
       } catch (error) {
         if (error instanceof HttpError) return json(error.statusCode, { message: error.message });

@@ -90,6 +90,8 @@ export class Cpsync extends Construct {
   public readonly scopeQueue: Queue;
   public readonly deadLetterQueue: Queue;
   public readonly outboxTable: Table;
+  /** Powertools idempotency records: deliveries already processed, remembered for an hour. */
+  public readonly idempotencyTable: Table;
   public readonly scopeEnumerator: NodejsFunction;
   public readonly scopeWorker: NodejsFunction;
   public readonly eksEventHandler: NodejsFunction;
@@ -126,14 +128,18 @@ export class Cpsync extends Construct {
       });
     }
 
-    this.outboxTable = new Table(this, 'Outbox', {
-      partitionKey: { name: 'eventId', type: AttributeType.STRING },
-      billingMode: BillingMode.PAY_PER_REQUEST,
-      encryption: TableEncryption.AWS_MANAGED,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      timeToLiveAttribute: 'expiresAt',
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
+    /** An on-demand, encrypted table of records that expire (DynamoDB TTL). */
+    const expiringTable = (id: string, key: string, timeToLiveAttribute: string) =>
+      new Table(this, id, {
+        partitionKey: { name: key, type: AttributeType.STRING },
+        billingMode: BillingMode.PAY_PER_REQUEST,
+        encryption: TableEncryption.AWS_MANAGED,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        timeToLiveAttribute,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
+    this.outboxTable = expiringTable('Outbox', 'eventId', 'expiresAt');
+    this.idempotencyTable = expiringTable('Idempotency', 'id', 'expiration');
 
     const webhookConfig = { ...config.webhook };
     if (!webhookConfig.azure && (props.azureWebhook ?? config.providers.aks !== undefined)) {
@@ -152,6 +158,10 @@ export class Cpsync extends Construct {
         },
       },
       outbox: { table: this.outboxTable.tableName },
+      idempotency: {
+        table: this.idempotencyTable.tableName,
+        expiresAfterSeconds: config.idempotency?.expiresAfterSeconds ?? 3600,
+      },
       webhook: webhookConfig,
     };
 
@@ -239,6 +249,15 @@ export class Cpsync extends Construct {
       this.eventBus.grantPutEventsTo(fn);
       this.outboxTable.grantReadWriteData(fn);
     }
+    // What Powertools idempotency does with its records, and nothing more.
+    for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook])
+      this.idempotencyTable.grant(
+        fn,
+        'dynamodb:GetItem',
+        'dynamodb:PutItem',
+        'dynamodb:UpdateItem',
+        'dynamodb:DeleteItem',
+      );
     this.#grantCloudReads(
       config,
       [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook],

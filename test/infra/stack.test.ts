@@ -64,7 +64,7 @@ describe('the CDK app', () => {
     assert.throws(() => app.synth(), /Validation failed/);
   });
 
-  it('creates the bus, an archive, the 15-minute schedule, the queue with its DLQ and the outbox table', () => {
+  it('creates the bus, an archive, the 15-minute schedule, the queue with its DLQ, the outbox and the idempotency tables', () => {
     template.hasResourceProperties('AWS::Events::EventBus', { Name: 'cpsync' });
     template.hasResourceProperties('AWS::Events::Archive', {
       RetentionDays: 30,
@@ -92,6 +92,12 @@ describe('the CDK app', () => {
       TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
       PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
     });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      BillingMode: 'PAY_PER_REQUEST',
+      TimeToLiveSpecification: { AttributeName: 'expiration', Enabled: true },
+      PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+    });
   });
 
   it('runs four Node 24 arm64 functions with retained logs and the configuration in their environment', () => {
@@ -107,6 +113,7 @@ describe('the CDK app', () => {
         .Properties.Environment.Variables;
       const document = JSON.stringify(variables.CPSYNC_CONFIG);
       assert.match(document, /\\"outbox\\":\{\\"table\\":/);
+      assert.match(document, /\\"idempotency\\":\{\\"table\\":/);
       assert.match(document, /\\"eventBridge\\":\{\\"busName\\":/);
       assert.match(document, /cpsync-reader/);
     }
@@ -175,6 +182,22 @@ describe('the CDK app', () => {
       'ec2:DescribeRegions',
       'sts:GetCallerIdentity',
     ]);
+    const idempotencyId = Object.keys(template.findResources('AWS::DynamoDB::Table')).find((id) =>
+      id.includes('Idempotency'),
+    )!;
+    assert.deepEqual(
+      statements
+        .filter((s) => JSON.stringify(s.Resource).includes(idempotencyId))
+        .map((s) => [s.Action, s.Resource]),
+      [
+        [
+          ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+          [{ 'Fn::GetAtt': [idempotencyId, 'Arn'] }],
+        ],
+      ],
+    );
+    const enumerator = policies.find((p) => p.includes('ScopeEnumeratorServiceRole'))!;
+    assert.ok(!enumerator.includes(idempotencyId), 'the enumerator keeps no idempotency records');
     const all = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
     assert.ok(!all.some((a) => a === '*' || a.endsWith(':*')), `no wildcard actions: ${all.join(', ')}`);
     assert.ok(

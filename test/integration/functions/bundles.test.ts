@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
@@ -48,6 +49,18 @@ describe('the bundled functions', () => {
         credentials: HUB_CREDENTIALS,
       }).send(new CreateQueueCommand({ QueueName: 'bundle-scopes' }))
     ).QueueUrl!;
+    await new DynamoDBClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: HUB_CREDENTIALS,
+    }).send(
+      new CreateTableCommand({
+        TableName: 'bundle-idempotency',
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      }),
+    );
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
     Object.assign(process.env, {
       ...emulators.env,
@@ -60,6 +73,7 @@ describe('the bundled functions', () => {
         ...document,
         hub: { kubeconfig: state.kubeconfig },
         outbox: { directory: join(emulators.directory, 'bundle-outbox') },
+        idempotency: { table: 'bundle-idempotency', endpoint: emulators.moto.endpoint },
       }),
     });
     // Under the project, so the bundles find the AWS SDK the Lambda runtime would provide.
@@ -119,11 +133,14 @@ describe('the bundled functions', () => {
 
   it('handle a CloudTrail event and a webhook delivery', async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'bundled' }]);
-    const eks = (await handlers.eksEvents!(
-      cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'bundled' }),
-      lambdaContext(),
-    )) as { result: string };
+    const event = cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'bundled' });
+    const eks = (await handlers.eksEvents!(event, lambdaContext())) as { result: string };
     assert.equal(eks.result, 'created');
+    const again = (await handlers.eksEvents!(event, lambdaContext())) as {
+      result: string;
+      duplicate?: boolean;
+    };
+    assert.deepEqual([again.result, again.duplicate], ['created', true], 'the redelivery is recognised');
     const webhook = (await handlers.webhook!(
       functionUrlRequest('/gcp', { message: { data: 'e30=', messageId: 'x' } }),
       lambdaContext(),

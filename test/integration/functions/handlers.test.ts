@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
@@ -55,6 +56,17 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
   const profiles = async (): Promise<ClusterProfile[]> =>
     hub.list(namespace, { 'x-k8s.io/cluster-manager': 'cpsync' });
+  const idempotencyRecords = async () => {
+    const documents = DynamoDBDocumentClient.from(
+      new DynamoDBClient({
+        endpoint: emulators.moto.endpoint,
+        region: 'us-east-1',
+        credentials: HUB_CREDENTIALS,
+      }),
+    );
+    const { Items = [] } = await documents.send(new ScanCommand({ TableName: 'cpsync-idempotency' }));
+    return Items as Array<{ id?: string; status?: string; expiration?: number }>;
+  };
   const versions = async () =>
     Object.fromEntries((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion]));
   const changeEvents = async (): Promise<ReceivedEvent[]> => {
@@ -82,6 +94,14 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
         BillingMode: 'PAY_PER_REQUEST',
         AttributeDefinitions: [{ AttributeName: 'eventId', AttributeType: 'S' }],
         KeySchema: [{ AttributeName: 'eventId', KeyType: 'HASH' }],
+      }),
+    );
+    await new DynamoDBClient(aws).send(
+      new CreateTableCommand({
+        TableName: 'cpsync-idempotency',
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
       }),
     );
     scopeQueueUrl = (await new SQSClient(aws).send(new CreateQueueCommand({ QueueName: 'cpsync-scopes' })))
@@ -112,6 +132,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
         ...document,
         hub: { kubeconfig: state.kubeconfig },
         outbox: { table: 'cpsync-outbox', endpoint: emulators.moto.endpoint },
+        idempotency: { table: 'cpsync-idempotency', endpoint: emulators.moto.endpoint },
         webhook: {
           azure: { key: { file: keyFile } },
           gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: `http://127.0.0.1:${port}/certs` },
@@ -171,10 +192,20 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     assert.equal((await changeEvents()).length, emulators.clusters);
 
     const before = await versions();
+    const cloudCalls =
+      emulators.proxy.calls.length + emulators.gke.requests.length + emulators.arm.requests.length;
     const again = await worker({ Records: records }, context);
     assert.deepEqual(again, { batchItemFailures: [] });
     assert.deepEqual(await versions(), before);
     assert.deepEqual(await changeEvents(), []);
+    // Answered from the idempotency records: no cloud was asked again.
+    assert.equal(
+      emulators.proxy.calls.length + emulators.gke.requests.length + emulators.arm.requests.length,
+      cloudCalls,
+    );
+    const recordsKept = await idempotencyRecords();
+    assert.equal(recordsKept.filter((r) => r.id!.startsWith('cpsync.scope#')).length, 4);
+    assert.ok(recordsKept.every((r) => r.status === 'COMPLETED' && Number(r.expiration) > Date.now() / 1000));
   });
 
   it('syncs the one cluster a CloudTrail CreateCluster event names', async () => {
@@ -207,9 +238,22 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       name: 'payments',
       version: '1.32',
     });
-    assert.equal((await handler(event as never, context)).result, 'updated');
+    assert.deepEqual(await handler(event as never, context), { result: 'updated', published: 1, pending: 0 });
     const before = await versions();
-    assert.equal((await handler(event as never, context)).result, 'unchanged');
+    const calls = emulators.proxy.calls.length;
+    // The redelivery is answered from the idempotency record: the first result, no EKS call.
+    assert.deepEqual(await handler(event as never, context), {
+      result: 'updated',
+      published: 1,
+      pending: 0,
+      duplicate: true,
+    });
+    assert.equal(emulators.proxy.calls.length, calls);
+    // Without the record (a new event id for the same change) the sync itself finds nothing to do.
+    assert.equal(
+      (await handler({ ...event, id: `${event.id}-other` } as never, context)).result,
+      'unchanged',
+    );
     remove();
     assert.deepEqual(await versions(), before);
     const events = await changeEvents();
@@ -416,11 +460,39 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       [`${GCP_PROJECT}/us-central1/ml`]: 'created',
     });
     const before = await versions();
+    const requests = emulators.gke.requests.length;
     const replay = await webhook(request, context);
-    assert.deepEqual(JSON.parse(replay.body as string).synced, {
-      [`${GCP_PROJECT}/us-central1/ml`]: 'unchanged',
+    assert.deepEqual(JSON.parse(replay.body as string), {
+      synced: { [`${GCP_PROJECT}/us-central1/ml`]: 'created' },
+      duplicates: [`${GCP_PROJECT}/us-central1/ml`],
     });
+    assert.equal(emulators.gke.requests.length, requests);
     assert.deepEqual(await versions(), before);
+    assert.deepEqual(
+      (await changeEvents()).map((e) => e['detail-type']),
+      ['ClusterProfile Created'],
+    );
+  });
+
+  it('answers 429 to a duplicate push that arrives while the first is still being applied', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      ...emulators.gke.clusters.get(GCP_PROJECT)!,
+      gkeCluster('batch', 'us-central1'),
+    ]);
+    const webhook = makeWebhook(getDeps);
+    const body = push(
+      auditEntry(
+        'google.container.v1.ClusterManager.CreateCluster',
+        `projects/${GCP_PROJECT}/locations/us-central1/clusters/batch`,
+      ),
+      'ps-concurrent',
+    );
+    const request = functionUrlRequest('/gcp', body, { authorization: `Bearer ${await signToken({})}` });
+    const answers = await Promise.all([webhook(request, context), webhook(request, context)]);
+    assert.deepEqual(answers.map((a) => a.statusCode).sort(), [200, 429], JSON.stringify(answers));
+    const retried = await webhook(request, context);
+    assert.equal(retried.statusCode, 200);
+    assert.deepEqual(JSON.parse(retried.body as string).duplicates, [`${GCP_PROJECT}/us-central1/batch`]);
     assert.deepEqual(
       (await changeEvents()).map((e) => e['detail-type']),
       ['ClusterProfile Created'],

@@ -74,6 +74,45 @@ function coldStart(): void {
     say(`| ${name} | ${(statSync(out).size / 1024 / 1024).toFixed(2)} MB | ${ms(percentile(times, 50))} |`);
   }
   say('');
+  libraryFloors(directory);
+}
+
+/**
+ * What the libraries the functions must use weigh on their own: the least program that uses each, bundled
+ * exactly as the functions are. A function that writes to the hub carries at least the first; one that
+ * syncs GKE clusters carries the second as well.
+ */
+const FLOORS: Record<string, string> = {
+  '`@kubernetes/client-node`: a KubeConfig and the CustomObjectsApi (every hub writer)': `
+    import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromDefault();
+    export const api = kubeConfig.makeApiClient(CustomObjectsApi);`,
+  '`@google-cloud/container`: a ClusterManagerClient over REST (GKE)': `
+    import { ClusterManagerClient } from '@google-cloud/container';
+    export const client = new ClusterManagerClient({ fallback: true });`,
+  '`@azure/arm-containerservice` with an `@azure/identity` credential (AKS)': `
+    import { ContainerServiceClient } from '@azure/arm-containerservice';
+    import { DefaultAzureCredential } from '@azure/identity';
+    export const client = new ContainerServiceClient(new DefaultAzureCredential(), 'subscription');`,
+  '`zod`: one object schema (configuration and event parsing)': `
+    import { z } from 'zod';
+    export const parse = (value) => z.object({ name: z.string() }).parse(value);`,
+};
+
+function libraryFloors(directory: string): void {
+  say('The required libraries alone, each in the least program that uses it, bundled the same way:');
+  say('');
+  say('| library | bundle (minified) |');
+  say('| --- | --- |');
+  Object.entries(FLOORS).forEach(([library, source], index) => {
+    const entry = join(directory, `floor-${index}.mjs`);
+    const out = join(directory, `floor-${index}.out.mjs`);
+    writeFileSync(entry, source);
+    execFileSync(join(ROOT, 'node_modules/.bin/esbuild'), esbuildArgs(entry, out), { cwd: ROOT });
+    say(`| ${library} | ${(statSync(out).size / 1024 / 1024).toFixed(2)} MB |`);
+  });
+  say('');
 }
 
 async function withEstate(): Promise<void> {

@@ -5,7 +5,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { CpsyncConfig } from '../core/config.ts';
 import { CpsyncError } from '../core/errors.ts';
 import type { Provider } from '../core/model/observedCluster.ts';
@@ -14,7 +14,6 @@ import type { ClusterSource, EventSink, Hub, Outbox } from '../core/ports.ts';
 import { EventBridgeBus } from './bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from './bus/JsonLinesBus.ts';
 import { FileHub } from './hub/FileHub.ts';
-import { KubernetesHub } from './hub/KubernetesHub.ts';
 import { FileOutbox } from './outbox/FileOutbox.ts';
 import { DynamoOutbox } from './outbox/DynamoOutbox.ts';
 import { eksToken, TOKEN_REFRESH_MILLIS } from './hub/eksToken.ts';
@@ -95,11 +94,21 @@ export async function enumerateScopes(
 /** Where cpsync keeps profiles locally when no hub is configured. */
 export const DEFAULT_FILE_HUB_DIRECTORY = 'inventory';
 
+/** The Kubernetes client and hub, loaded only when a Kubernetes hub is configured (the library is large). */
+async function kubernetes() {
+  const [{ KubeConfig }, { KubernetesHub }] = await Promise.all([
+    import('@kubernetes/client-node'),
+    import('./hub/KubernetesHub.ts'),
+  ]);
+  return { KubeConfig, KubernetesHub };
+}
+
 /** The hub: a kubeconfig's cluster, or a directory of files (the default: ./inventory). */
-export function buildHub(config: CpsyncConfig): Hub {
+export async function buildHub(config: CpsyncConfig): Promise<Hub> {
   const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
   if ('directory' in hub) return new FileHub({ directory: resolve(hub.directory) });
   if ('kubeconfig' in hub) {
+    const { KubeConfig, KubernetesHub } = await kubernetes();
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(resolve(hub.kubeconfig));
     if (hub.context) kubeConfig.setCurrentContext(hub.context);
@@ -129,6 +138,7 @@ export async function eksHubKubeConfig(
     credentials: credentials ?? eks.config.credentials,
     ...(hub.stsEndpoint ? { stsEndpoint: hub.stsEndpoint } : {}),
   });
+  const { KubeConfig } = await kubernetes();
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [
@@ -152,12 +162,15 @@ export async function eksHubKubeConfig(
  */
 export async function connectHub(config: CpsyncConfig): Promise<Hub> {
   const hub = config.hub;
-  if (hub && 'eks' in hub)
+  if (hub && 'eks' in hub) {
+    const { KubernetesHub } = await kubernetes();
     return new RefreshingHub(
       async () => new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks) }),
       TOKEN_REFRESH_MILLIS,
     );
+  }
   if (hub && 'kubeconfigSecretArn' in hub) {
+    const { KubeConfig, KubernetesHub } = await kubernetes();
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(await readSecret({ secretArn: hub.kubeconfigSecretArn }));
     return new KubernetesHub({ kubeConfig });

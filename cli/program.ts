@@ -51,7 +51,7 @@ async function syncCommand(
   const sources = await buildSources(config, ALL_PROVIDERS);
   try {
     const scopes = options.scope ?? (await enumerateScopes(config, sources, options.provider));
-    const hub = buildHub(config);
+    const hub = await buildHub(config);
     const bus = buildBus(config, io.stdout);
     const progress = io.stderr.isTTY === true && !options.dryRun;
     const report = await runSync(
@@ -89,7 +89,7 @@ async function syncCommand(
 }
 
 async function listCommand(config: CpsyncConfig, output: string, io: Io): Promise<number> {
-  const hub = buildHub(config);
+  const hub = await buildHub(config);
   const options = inventoryOptionsOf(config);
   const profiles = [];
   for (const namespace of inventoryNamespaces(options))

@@ -1,6 +1,6 @@
 // Deep imports: the package index also loads the static protobuf code (about 3 MB), which the REST transport does not use.
 import { ClusterManagerClient } from '@google-cloud/container/build/src/v1/cluster_manager_client.js';
-import { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
+import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import { ExternalAccountClient, GoogleAuth, JWT, type AuthClient } from 'google-auth-library';
 import type { CallOptions, ClientOptions } from 'google-gax';
 import { InvalidOptionError } from '../../core/errors.ts';
@@ -97,15 +97,17 @@ function clientOptions(options: GkeSourceOptions): ClientOptions {
  */
 export class GkeSource implements ClusterSource {
   readonly #client: ClusterManagerClient;
-  readonly #projects: ProjectsClient;
+  readonly #options: GkeSourceOptions;
+  /** One set of client options (hence one auth client and token cache) for both clients. */
+  #made: ClientOptions | undefined;
+  /** Made on the first project search: Resource Manager's client is large, and most setups list projects. */
+  #projects: Promise<ProjectsClient> | undefined;
   readonly #callOptions: CallOptions;
 
   constructor(options: GkeSourceOptions = {}) {
-    const made = options.client && options.projectsClient ? undefined : clientOptions(options);
-    this.#client = options.client ?? new ClusterManagerClient(made);
-    // Resource Manager ships an older google-gax; the options object is the same shape.
-    this.#projects =
-      options.projectsClient ?? new ProjectsClient(made as ConstructorParameters<typeof ProjectsClient>[0]);
+    this.#options = options;
+    this.#client = options.client ?? new ClusterManagerClient(this.#clientOptions());
+    if (options.projectsClient) this.#projects = Promise.resolve(options.projectsClient);
     this.#callOptions = {
       timeout: options.timeoutMillis ?? 60_000,
       retry: {
@@ -121,6 +123,11 @@ export class GkeSource implements ClusterSource {
         },
       },
     };
+  }
+
+  #clientOptions(): ClientOptions {
+    this.#made ??= clientOptions(this.#options);
+    return this.#made;
   }
 
   async listScope(scope: Scope): Promise<ScopeListing> {
@@ -163,7 +170,13 @@ export class GkeSource implements ClusterSource {
   async selectProjects(selection: ProjectSelection): Promise<string[]> {
     if ('projects' in selection) return [...new Set(selection.projects)].sort();
     const found: string[] = [];
-    for await (const project of this.#projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
+    this.#projects ??= import('@google-cloud/resource-manager/build/src/v3/projects_client.js').then(
+      // Resource Manager ships an older google-gax; the options object is the same shape.
+      ({ ProjectsClient }) =>
+        new ProjectsClient(this.#clientOptions() as ConstructorParameters<typeof ProjectsClient>[0]),
+    );
+    const projects = await this.#projects;
+    for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
       const state = project.state as unknown;
       if ((state === 'ACTIVE' || state === 1 || state === undefined || state === null) && project.projectId)
         found.push(project.projectId);
@@ -172,7 +185,7 @@ export class GkeSource implements ClusterSource {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#client.close(), this.#projects.close()]);
+    await Promise.all([this.#client.close(), this.#projects?.then((projects) => projects.close())]);
   }
 }
 

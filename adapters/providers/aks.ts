@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { TokenCredential } from '@azure/core-auth';
-import { ClientAssertionCredential, ClientSecretCredential } from '@azure/identity';
 import type { CpsyncConfig } from '../../core/config.ts';
 import type { ClusterSource } from '../../core/ports.ts';
-import { AksSource, enumerateAksScopes } from '../aks/AksSource.ts';
+import type { AksSource } from '../aks/AksSource.ts';
 import { readSecret, type ProviderModule } from '../compose.ts';
 
 /** The Azure identity: a federated credential (a token file) or a client secret (file or Secrets Manager). */
@@ -13,6 +12,7 @@ async function azureCredential(
 ): Promise<TokenCredential | undefined> {
   const credential = config.credential;
   if (!credential) return undefined;
+  const { ClientAssertionCredential, ClientSecretCredential } = await import('@azure/identity');
   const options = config.authorityHost
     ? { authorityHost: config.authorityHost, disableInstanceDiscovery: true }
     : {};
@@ -36,6 +36,7 @@ export const aksProvider: ProviderModule = {
     const aks = config.providers.aks;
     if (!aks) return undefined;
     const credential = await azureCredential(aks);
+    const { AksSource } = await import('../aks/AksSource.ts');
     return new AksSource({
       fetchCertificateAuthority: aks.fetchCertificateAuthority,
       ...(credential ? { credential } : {}),
@@ -44,6 +45,7 @@ export const aksProvider: ProviderModule = {
   },
   async scopes(config: CpsyncConfig, source: ClusterSource) {
     const { subscriptions } = config.providers.aks!;
+    const { enumerateAksScopes } = await import('../aks/AksSource.ts');
     return enumerateAksScopes(
       source as AksSource,
       Array.isArray(subscriptions) ? { subscriptions } : { all: true },

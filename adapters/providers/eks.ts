@@ -1,9 +1,7 @@
 import type { CpsyncConfig } from '../../core/config.ts';
 import type { ClusterSource } from '../../core/ports.ts';
 import type { ProviderModule } from '../compose.ts';
-import { awsClientFactory } from '../eks/awsClients.ts';
-import { enumerateEksScopes } from '../eks/EksScopes.ts';
-import { EksSource } from '../eks/EksSource.ts';
+import type { EksSource } from '../eks/EksSource.ts';
 
 /** EKS from `providers.eks`. */
 export const eksProvider: ProviderModule = {
@@ -11,6 +9,8 @@ export const eksProvider: ProviderModule = {
   async build(config: CpsyncConfig) {
     const eks = config.providers.eks;
     if (!eks) return undefined;
+    // Each cloud's SDK is loaded only when that cloud is configured.
+    const { EksSource } = await import('../eks/EksSource.ts');
     return new EksSource({
       roleName: eks.roleName,
       homeRegion: eks.homeRegion,
@@ -23,6 +23,10 @@ export const eksProvider: ProviderModule = {
   },
   async scopes(config: CpsyncConfig, source: ClusterSource) {
     const eks = config.providers.eks!;
+    const [{ awsClientFactory }, { enumerateEksScopes }] = await Promise.all([
+      import('../eks/awsClients.ts'),
+      import('../eks/EksScopes.ts'),
+    ]);
     const organizations =
       'organization' in eks.accounts
         ? awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()

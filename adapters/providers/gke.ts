@@ -1,7 +1,7 @@
 import type { CpsyncConfig } from '../../core/config.ts';
 import type { ClusterSource } from '../../core/ports.ts';
 import { readSecret, type ProviderModule } from '../compose.ts';
-import { enumerateGkeScopes, GkeSource } from '../gke/GkeSource.ts';
+import type { GkeSource } from '../gke/GkeSource.ts';
 
 /** GKE from `providers.gke`; the credential configuration is read from its file or secret. */
 export const gkeProvider: ProviderModule = {
@@ -12,6 +12,7 @@ export const gkeProvider: ProviderModule = {
     const credentials = gke.credentials
       ? (JSON.parse(await readSecret(gke.credentials)) as Record<string, unknown>)
       : undefined;
+    const { GkeSource } = await import('../gke/GkeSource.ts');
     return new GkeSource({
       maxRetries: gke.maxRetries,
       ...(credentials ? { credentials } : {}),
@@ -20,6 +21,7 @@ export const gkeProvider: ProviderModule = {
   },
   async scopes(config: CpsyncConfig, source: ClusterSource) {
     const { projects } = config.providers.gke!;
+    const { enumerateGkeScopes } = await import('../gke/GkeSource.ts');
     return enumerateGkeScopes(
       source as GkeSource,
       Array.isArray(projects) ? { projects } : { search: projects.search },

@@ -95,12 +95,8 @@ export async function enumerateScopes(
 export const DEFAULT_FILE_HUB_DIRECTORY = 'inventory';
 
 /** The Kubernetes client and hub, loaded only when a Kubernetes hub is configured (the library is large). */
-async function kubernetes() {
-  const [{ KubeConfig }, { KubernetesHub }] = await Promise.all([
-    import('@kubernetes/client-node'),
-    import('./hub/KubernetesHub.ts'),
-  ]);
-  return { KubeConfig, KubernetesHub };
+function kubernetes() {
+  return import('./hub/kubernetes.ts');
 }
 
 /** The hub: a kubeconfig's cluster, or a directory of files (the default: ./inventory). */

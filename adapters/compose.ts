@@ -6,7 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { CpsyncConfig } from '../core/config.ts';
+import { inventoryOptionsOf, type CpsyncConfig } from '../core/config.ts';
 import { CpsyncError } from '../core/errors.ts';
 import type { Provider } from '../core/model/observedCluster.ts';
 import type { Scope } from '../core/model/scope.ts';
@@ -186,6 +186,15 @@ export function buildBus(config: CpsyncConfig, stdout: NodeJS.WritableStream = p
   }
   if ('jsonl' in bus) return new JsonLinesFileBus(resolve(bus.jsonl));
   return new StreamBus(stdout as never);
+}
+
+/** What every engine run takes from the configuration: the inventory options, event source and intent lease. */
+export function engineSettings(config: CpsyncConfig) {
+  return {
+    options: inventoryOptionsOf(config),
+    eventSource: eventSourceOf(config),
+    intentLeaseMillis: config.sync.intentLeaseSeconds * 1000,
+  };
 }
 
 /** The event source name events carry. */

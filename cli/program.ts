@@ -6,7 +6,7 @@ import {
   buildOutbox,
   buildSources,
   enumerateScopes,
-  eventSourceOf,
+  engineSettings,
 } from '../adapters/compose.ts';
 import { inventoryOptionsOf, type CpsyncConfig } from '../core/config.ts';
 import { runSync } from '../core/engine.ts';
@@ -59,10 +59,8 @@ async function syncCommand(
       {
         syncId: randomUUID(),
         scopes,
-        options: inventoryOptionsOf(config),
+        ...engineSettings(config),
         concurrency: config.sync.concurrency,
-        intentLeaseMillis: config.sync.intentLeaseSeconds * 1000,
-        eventSource: eventSourceOf(config),
         ...(options.dryRun ? { dryRun: true } : { retainDetails: false }),
         ...(progress
           ? {

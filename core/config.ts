@@ -105,6 +105,9 @@ const bus = z.union([
   z.strictObject({ jsonl: z.string().min(1) }),
 ]);
 
+/** How long a processed delivery is remembered by default (seconds). */
+export const DEFAULT_IDEMPOTENCY_SECONDS = 3600;
+
 export const configSchema = z.strictObject({
   manager: z
     .string()
@@ -157,7 +160,7 @@ export const configSchema = z.strictObject({
       table: z.string().min(1),
       endpoint: url.optional(),
       /** How long a processed delivery is remembered. */
-      expiresAfterSeconds: z.number().int().min(60).max(604_800).default(3600),
+      expiresAfterSeconds: z.number().int().min(60).max(604_800).default(DEFAULT_IDEMPOTENCY_SECONDS),
     })
     .optional(),
   /** What the webhook function accepts (SPEC §5). */

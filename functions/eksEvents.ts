@@ -7,10 +7,7 @@ import { parser } from '@aws-lambda-powertools/parser/middleware';
 import { EventBridgeSchema } from '@aws-lambda-powertools/parser/schemas/eventbridge';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
-import { inventoryOptionsOf } from '../core/config.ts';
-import { syncCluster } from '../core/engine.ts';
-import type { Scope } from '../core/model/scope.ts';
-import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
+import { clusterSyncOnce, lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { eksProvider } from '../adapters/providers/eks.ts';
 import { coversAccount, validClusterName } from './targets.ts';
 
@@ -47,17 +44,7 @@ export function clusterNameOf(detail: z.infer<typeof CloudTrailDetail>): string 
 
 export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyDeps([eksProvider])) {
   // Keyed by the EventBridge event id: a redelivered event (EventBridge retries, at-least-once) is recognised.
-  const apply = once('eks-event', async (target: { key: string; scope: Scope; name: string }) => {
-    const deps = await getDeps();
-    const report = await syncCluster(deps.ports, {
-      syncId: target.key,
-      ref: { scope: target.scope, name: target.name },
-      options: inventoryOptionsOf(deps.config),
-      eventSource: deps.eventSource,
-      intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
-    });
-    return { result: report.result, published: report.published, pending: report.pending };
-  });
+  const apply = clusterSyncOnce('eks-event', getDeps);
   return withPowertools(async (event: EksCloudTrailEvent, context: Context) => {
     const deps = await getDeps();
     const { detail } = event;
@@ -75,15 +62,8 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
       logger.warn('ignored: account or region outside the configuration', { eventId: event.id, ...scope });
       return { result: 'ignored' as const };
     }
-    const { value: outcome, replayed } = await apply(deps, { key: event.id, scope, name }, context);
-    if (replayed) {
-      logger.info('duplicate delivery: answered from the idempotency record', {
-        eventId: event.id,
-        cluster: name,
-      });
-      metrics.addMetric('DuplicateDeliveries', MetricUnit.Count, 1);
-      return { ...outcome, duplicate: true };
-    }
+    const { value: outcome, replayed } = await apply(deps, { key: event.id, ref: { scope, name } }, context);
+    if (replayed) return { ...outcome, duplicate: true };
     metrics.addMetric(
       'ClusterEventsApplied',
       MetricUnit.Count,

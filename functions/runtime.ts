@@ -10,7 +10,7 @@ import {
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
-import { Metrics } from '@aws-lambda-powertools/metrics';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import { Tracer } from '@aws-lambda-powertools/tracer';
 import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
@@ -22,12 +22,13 @@ import {
   buildOutbox,
   buildSources,
   connectHub,
-  eventSourceOf,
+  engineSettings,
   type ProviderModule,
   type Sources,
 } from '../adapters/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../core/config.ts';
-import type { EnginePorts } from '../core/engine.ts';
+import { syncCluster, type EnginePorts } from '../core/engine.ts';
+import type { ClusterRef } from '../core/ports.ts';
 
 export const logger = new Logger({ serviceName: 'cpsync' });
 export const metrics = new Metrics({ namespace: 'cpsync', serviceName: 'cpsync' });
@@ -37,7 +38,6 @@ export interface FunctionDeps {
   config: CpsyncConfig;
   ports: EnginePorts;
   sources: Sources;
-  eventSource: string;
 }
 
 /** The configuration document from `CPSYNC_CONFIG` (JSON); refused with every bad field named. */
@@ -65,7 +65,7 @@ export async function depsFor(
     bus: buildBus(config),
     outbox: buildOutbox(config),
   };
-  return { config, ports, sources, eventSource: eventSourceOf(config) };
+  return { config, ports, sources };
 }
 
 /**
@@ -132,8 +132,25 @@ export function once<P extends Keyed, R>(
     }
     entry.config.registerLambdaContext(context);
     const result = await entry.run({ ...payload, call });
-    return { value: result.value, replayed: result.call !== call };
+    const replayed = result.call !== call;
+    if (replayed) {
+      logger.info('duplicate delivery: answered from the idempotency record', {
+        work: name,
+        key: payload.key,
+      });
+      metrics.addMetric('DuplicateDeliveries', MetricUnit.Count, 1);
+    }
+    return { value: result.value, replayed };
   };
+}
+
+/** A targeted sync of one cluster, once per delivery key (the EKS event handler, the webhook). */
+export function clusterSyncOnce(name: string, getDeps: () => Promise<FunctionDeps>) {
+  return once(name, async ({ key, ref }: { key: string; ref: ClusterRef }) => {
+    const deps = await getDeps();
+    const report = await syncCluster(deps.ports, { syncId: key, ref, ...engineSettings(deps.config) });
+    return { result: report.result, published: report.published, pending: report.pending };
+  });
 }
 
 /** Wraps a handler with the Powertools middlewares every function uses. */

@@ -4,7 +4,7 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { z } from 'zod';
 import { runSync } from '../core/engine.ts';
-import { inventoryOptionsOf } from '../core/config.ts';
+import { engineSettings } from '../adapters/compose.ts';
 import { scopeKey, type Scope } from '../core/model/scope.ts';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
@@ -29,9 +29,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
     const report = await runSync(deps.ports, {
       syncId: key,
       scopes: [scope],
-      options: inventoryOptionsOf(deps.config),
-      eventSource: deps.eventSource,
-      intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
+      ...engineSettings(deps.config),
     });
     const result = report.scopes[0]!;
     if (result.summary.error?.reason === 'HubError')
@@ -51,14 +49,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
       // A redelivered message keeps its sync id: its events keep their ids, and the sync itself is idempotent.
       const key = `${syncId}/${scopeKey(scope)}`;
       const { value: result, replayed } = await syncScope(deps, { key, scope }, context);
-      if (replayed) {
-        logger.info('duplicate delivery: answered from the idempotency record', {
-          scope: scopeKey(scope),
-          syncId,
-        });
-        metrics.addMetric('DuplicateDeliveries', MetricUnit.Count, 1);
-        return;
-      }
+      if (replayed) return;
       metrics.addMetric('ScopesSynced', MetricUnit.Count, 1);
       if (result.outcome === 'failed') metrics.addMetric('FailedScopes', MetricUnit.Count, 1);
       if (result.outcome === 'partial') metrics.addMetric('PartialScopes', MetricUnit.Count, 1);

@@ -7,14 +7,13 @@ import type { Context, APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
 import { readSecret } from '../adapters/compose.ts';
-import { inventoryOptionsOf } from '../core/config.ts';
-import { syncCluster, type ClusterSyncReport } from '../core/engine.ts';
+import type { ClusterSyncReport } from '../core/engine.ts';
 import type { ClusterRef } from '../core/ports.ts';
 import {
   IdempotencyAlreadyInProgressError,
+  clusterSyncOnce,
   lazyDeps,
   logger,
-  once,
   withPowertools,
   type FunctionDeps,
 } from './runtime.ts';
@@ -106,17 +105,7 @@ export function makeWebhook(
   let googleKeys = options.googleKeys;
 
   // Keyed by the delivery's own id (Event Grid event id, Pub/Sub message id): a redelivery is recognised.
-  const apply = once('webhook', async (target: { key: string; ref: ClusterRef }) => {
-    const deps = await getDeps();
-    const report = await syncCluster(deps.ports, {
-      syncId: target.key,
-      ref: target.ref,
-      options: inventoryOptionsOf(deps.config),
-      eventSource: deps.eventSource,
-      intentLeaseMillis: deps.config.sync.intentLeaseSeconds * 1000,
-    });
-    return report.result;
-  });
+  const apply = clusterSyncOnce('webhook', getDeps);
 
   async function sync(
     deps: FunctionDeps,
@@ -133,18 +122,14 @@ export function makeWebhook(
         throw new HttpError(429, `delivery ${deliveryId} is being processed; retry later`);
       throw error;
     }
-    logger.info(
-      outcome.replayed
-        ? 'duplicate delivery: answered from the idempotency record'
-        : 'cluster synced from event',
-      {
+    if (!outcome.replayed)
+      logger.info('cluster synced from event', {
         deliveryId,
         provider: ref.scope.provider,
         cluster: ref.name,
-        result: outcome.value,
-      },
-    );
-    return { result: outcome.value, duplicate: outcome.replayed };
+        result: outcome.value.result,
+      });
+    return { result: outcome.value.result, duplicate: outcome.replayed };
   }
 
   async function azure(

@@ -528,7 +528,7 @@ describe('fault matrix', () => {
     await createEksClusters(emulators.moto.endpoint, outsider, 'us-east-1', [{ name: 'foreign' }]);
     const before = await snapshot();
     const writes = ports.hub.requestCounts().writes;
-    const handler = makeEksEventHandler(async () => ({ config, ports, sources, eventSource: 'cpsync' }));
+    const handler = makeEksEventHandler(async () => ({ config, ports, sources }));
     for (const name of ['CreateCluster', 'UpdateClusterVersion', 'DeleteCluster'])
       assert.deepEqual(
         await handler(

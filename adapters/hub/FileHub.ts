@@ -33,7 +33,38 @@ function toYaml(value: unknown): string {
 /** A namespace's profiles as last read or written, and the directory's mtime that matches them. */
 interface NamespaceIndex {
   profiles: Map<string, ClusterProfile>;
+  /** The names of the profiles that carry each label (`key=value`), so a list by selector reads only those. */
+  byLabel: Map<string, Set<string>>;
   mtimeMs: number;
+}
+
+const NONE: ReadonlySet<string> = new Set();
+
+function labelPairs(profile: ClusterProfile): string[] {
+  return Object.entries(profile.metadata.labels ?? {}).map(([key, value]) => `${key}=${value}`);
+}
+
+/** Takes a profile out of an index. */
+function forget(index: NamespaceIndex, name: string): void {
+  const old = index.profiles.get(name);
+  if (!old) return;
+  for (const pair of labelPairs(old)) {
+    const names = index.byLabel.get(pair);
+    names?.delete(name);
+    if (names?.size === 0) index.byLabel.delete(pair);
+  }
+  index.profiles.delete(name);
+}
+
+/** Puts a profile into an index, in place of what it held under that name. */
+function remember(index: NamespaceIndex, name: string, profile: ClusterProfile): void {
+  forget(index, name);
+  index.profiles.set(name, profile);
+  for (const pair of labelPairs(profile)) {
+    const names = index.byLabel.get(pair);
+    if (names) names.add(name);
+    else index.byLabel.set(pair, new Set([name]));
+  }
 }
 
 /**
@@ -83,12 +114,13 @@ export class FileHub implements Hub {
   async #write(profile: ClusterProfile): Promise<ClusterProfile> {
     const { namespace, name } = profile.metadata;
     const path = this.#path(namespace, name);
-    await mkdir(this.#path(namespace), { recursive: true });
     await this.#changing(namespace, async (index) => {
+      // A namespace with an index has its directory already.
+      if (!index) await mkdir(this.#path(namespace), { recursive: true });
       const temporary = `${path}.${process.pid}.tmp`;
       await writeFile(temporary, toYaml(profile), 'utf8');
       // As it reads back: a plain JSON document, undefined members dropped.
-      index?.profiles.set(name, JSON.parse(JSON.stringify(profile)) as ClusterProfile);
+      if (index) remember(index, name, JSON.parse(JSON.stringify(profile)) as ClusterProfile);
       await rename(temporary, path);
     });
     this.#counts.writes += 1;
@@ -126,6 +158,13 @@ export class FileHub implements Hub {
    * changed behind the hub's back. Lists arriving together share one read.
    */
   async #index(namespace: string): Promise<NamespaceIndex | undefined> {
+    // A read of the files under way is what every caller waits for: no change overlaps it.
+    const loading = this.#loading.get(namespace);
+    if (loading) return loading;
+    const known = this.#indexes.get(namespace);
+    // While the hub's own changes are in flight the directory's mtime says nothing about others'.
+    const busy = () => (this.#busy.get(namespace) ?? 0) > 0;
+    if (known && busy()) return known;
     let mtimeMs: number;
     try {
       mtimeMs = (await stat(this.#path(namespace))).mtimeMs;
@@ -135,14 +174,13 @@ export class FileHub implements Hub {
         cause: error,
       });
     }
-    const known = this.#indexes.get(namespace);
-    if (known && (known.mtimeMs === mtimeMs || (this.#busy.get(namespace) ?? 0) > 0)) return known;
-    let loading = this.#loading.get(namespace);
-    if (!loading) {
-      loading = this.#load(namespace, mtimeMs).finally(() => this.#loading.delete(namespace));
-      this.#loading.set(namespace, loading);
-    }
-    return loading;
+    // Checked again after the wait: a change may have begun, or a read, in the meantime.
+    if (known && (known.mtimeMs === mtimeMs || busy())) return known;
+    const started = this.#loading.get(namespace);
+    if (started) return started;
+    const load = this.#load(namespace, mtimeMs).finally(() => this.#loading.delete(namespace));
+    this.#loading.set(namespace, load);
+    return load;
   }
 
   /** What the hub holds for `ref`, from the namespace's index (kept fresh as for lists). */
@@ -153,12 +191,12 @@ export class FileHub implements Hub {
   }
 
   async #load(namespace: string, mtimeMs: number): Promise<NamespaceIndex> {
-    const index: NamespaceIndex = { profiles: new Map(), mtimeMs };
+    const index: NamespaceIndex = { profiles: new Map(), byLabel: new Map(), mtimeMs };
     const entries = await readdir(this.#path(namespace));
     for (const entry of entries.filter((e) => e.endsWith('.yaml') && e !== NAMESPACE_FILE)) {
       const name = entry.slice(0, -'.yaml'.length);
       const profile = await this.#read({ namespace, name });
-      if (profile) index.profiles.set(name, profile);
+      if (profile) remember(index, name, profile);
     }
     this.#indexes.set(namespace, index);
     return index;
@@ -198,7 +236,16 @@ export class FileHub implements Hub {
     this.#counts.reads += 1;
     const index = await this.#index(namespace);
     if (!index) return [];
-    return [...index.profiles.entries()]
+    // The profiles that carry the rarest of the selector's labels, then checked against all of them.
+    const carrying = Object.entries(selector).map(
+      ([key, value]) => index.byLabel.get(`${key}=${value}`) ?? NONE,
+    );
+    const candidates: Iterable<string> =
+      carrying.length === 0
+        ? index.profiles.keys()
+        : carrying.reduce((fewest, names) => (names.size < fewest.size ? names : fewest));
+    return [...candidates]
+      .map((name) => [name, index.profiles.get(name)!] as const)
       .filter(([, profile]) => matchesSelector(profile.metadata.labels, selector))
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, profile]) => structuredClone(profile));
@@ -260,7 +307,7 @@ export class FileHub implements Hub {
       );
     }
     await this.#changing(ref.namespace, async (index) => {
-      index?.profiles.delete(ref.name);
+      if (index) forget(index, ref.name);
       await rm(this.#path(ref.namespace, ref.name), { force: true });
     });
     this.#counts.writes += 1;

@@ -80,12 +80,18 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
         `${event['detail-type']} ${event.detail.eventId}`,
       );
   };
+  /** Events waiting in the CLI's file outbox (JSON files, each one event or a batch of them). */
   const pendingEvents = () => {
+    const directory = join(emulators.directory, 'outbox');
+    let files: string[];
     try {
-      return readdirSync(join(emulators.directory, 'outbox')).filter((f) => f.endsWith('.json')).length;
+      files = readdirSync(directory).filter((f) => f.endsWith('.json'));
     } catch {
       return 0;
     }
+    return files
+      .map((f) => [JSON.parse(readFileSync(join(directory, f), 'utf8')) as unknown].flat().length)
+      .reduce((a, b) => a + b, 0);
   };
 
   before(async () => {

@@ -321,7 +321,7 @@ export async function startHub(directory: string, log: (line: string) => void = 
       `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
       '--service-cluster-ip-range=10.96.0.0/24',
       '--enable-priority-and-fairness=false',
-      '--profiling=false',
+      process.env.CPSYNC_HUB_PROFILING ? '--profiling=true' : '--profiling=false',
       `--cert-dir=${pki}`,
       '--v=1',
     ],

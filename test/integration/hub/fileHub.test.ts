@@ -195,6 +195,66 @@ describe('file hub', () => {
     assert.equal((await hub.list(namespace, selector)).length, 1);
   });
 
+  it('lists by every label of the selector as labels change, from its index and from the files', async () => {
+    const namespace = uniqueNamespace('files-labels');
+    const hub = new FileHub({ directory });
+    await hub.ensureNamespace({ name: namespace });
+    const profile = (name: string, labels: Record<string, string>): ClusterProfile => ({
+      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+      kind: 'ClusterProfile',
+      metadata: { name, namespace, labels },
+      spec: { displayName: name, clusterManager: { name: 'cpsync' } },
+    });
+    await hub.applyObject(profile('a', { team: 'web', env: 'prod' }));
+    await hub.applyObject(profile('b', { team: 'web', env: 'dev' }));
+    await hub.applyObject(profile('c', { team: 'data', env: 'prod' }));
+    const names = async (selector: Record<string, string>, from: FileHub = hub) =>
+      (await from.list(namespace, selector)).map((p) => p.metadata.name);
+    assert.deepEqual(await names({}), ['a', 'b', 'c']);
+    assert.deepEqual(await names({ team: 'web' }), ['a', 'b']);
+    assert.deepEqual(await names({ team: 'web', env: 'prod' }), ['a']);
+    assert.deepEqual(await names({ team: 'web', env: 'test' }), []);
+    assert.deepEqual(await names({ owner: 'nobody' }), []);
+    await hub.applyObject(profile('b', { team: 'data' }));
+    await hub.delete({ namespace, name: 'c' });
+    assert.deepEqual(await names({ team: 'web' }), ['a']);
+    assert.deepEqual(await names({ team: 'data' }), ['b']);
+    assert.deepEqual(await names({ env: 'dev' }), ['b']);
+    assert.deepEqual(await names({ env: 'prod' }), ['a']);
+    // A hub that reads the same files builds the same index.
+    const fresh = new FileHub({ directory });
+    assert.deepEqual(await names({ team: 'data', env: 'dev' }, fresh), ['b']);
+    assert.deepEqual(await names({ env: 'prod' }, fresh), ['a']);
+  });
+
+  it('keeps every one of many concurrent writes while it reads again what another process changed', async () => {
+    const namespace = uniqueNamespace('files-race');
+    const hub = new FileHub({ directory });
+    await hub.ensureNamespace({ name: namespace });
+    const profile = (name: string): ClusterProfile => ({
+      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+      kind: 'ClusterProfile',
+      metadata: { name, namespace, labels: { team: 'web' } },
+      spec: { displayName: name, clusterManager: { name: 'cpsync' } },
+      status: { version: { kubernetes: '1.31' } },
+    });
+    await hub.applyObject(profile('first'));
+    assert.equal((await hub.list(namespace, {})).length, 1);
+    // Another process writes to the same directory: the hub must read it again, with writes arriving.
+    await new FileHub({ directory }).applyObject(profile('other'));
+    const names = Array.from({ length: 60 }, (_, i) => `p-${i}`);
+    await Promise.all(
+      names.map(async (name) => {
+        await hub.applyObject(profile(name));
+        await hub.applyStatus(profile(name));
+      }),
+    );
+    const listed = await hub.list(namespace, { team: 'web' });
+    assert.equal(listed.length, 62);
+    assert.ok(listed.filter((p) => p.metadata.name.startsWith('p-')).every((p) => p.status?.version));
+    assert.equal((await new FileHub({ directory }).list(namespace, { team: 'web' })).length, 62);
+  });
+
   it('refuses names that could escape its directory', async () => {
     const hub = new FileHub({ directory });
     await assert.rejects(hub.list('../etc', {}), /not a valid namespace name/);

@@ -3,6 +3,8 @@ import { EKSClient } from '@aws-sdk/client-eks';
 import { OrganizationsClient } from '@aws-sdk/client-organizations';
 import { STSClient } from '@aws-sdk/client-sts';
 import { fromTemporaryCredentials } from '@aws-sdk/credential-providers';
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 
@@ -43,9 +45,19 @@ function endpointFor(options: AwsClientOptions, service: AwsService): string | u
   return typeof options.endpoint === 'string' ? options.endpoint : options.endpoint?.[service];
 }
 
+/**
+ * The connection pools a factory's clients share: kept-alive sockets, as many per endpoint as calls
+ * in flight (cpsync's own per-account and overall limits bound those, not the pool).
+ */
+interface Agents {
+  httpAgent: HttpAgent;
+  httpsAgent: HttpsAgent;
+}
+
 /** Client configuration shared by every AWS client cpsync makes. */
 function clientConfig(
   options: AwsClientOptions,
+  agents: Agents,
   service: AwsService,
   region: string,
   credentials?: AwsCredentialIdentityProvider,
@@ -60,6 +72,7 @@ function clientConfig(
       requestTimeout: options.requestTimeoutMillis ?? 30_000,
       throwOnRequestTimeout: true,
       connectionTimeout: 5_000,
+      ...agents,
     }),
     ...(endpoint ? { endpoint } : {}),
     ...(chosen ? { credentials: chosen } : {}),
@@ -83,6 +96,13 @@ export interface AwsClientFactory {
 /** The default factory: real SDK clients, one per (service, region, credentials), reused. */
 export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFactory {
   const cache = new Map<string, unknown>();
+  // One pool for all clients rather than one per client: an account's scopes (a client per region
+  // and role) and every account's calls to the same regional endpoint reuse the same connections,
+  // instead of each client opening (and handshaking) its own.
+  const agents: Agents = {
+    httpAgent: new HttpAgent({ keepAlive: true }),
+    httpsAgent: new HttpsAgent({ keepAlive: true }),
+  };
   const ids = new WeakMap<object, number>();
   let nextId = 0;
   const idOf = (credentials?: AwsCredentialIdentityProvider) => {
@@ -98,22 +118,23 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
     eks: (region, credentials) =>
       cached(
         `eks:${region}:${idOf(credentials)}`,
-        () => new EKSClient(clientConfig(options, 'eks', region, credentials)),
+        () => new EKSClient(clientConfig(options, agents, 'eks', region, credentials)),
       ),
     ec2: (region, credentials) =>
       cached(
         `ec2:${region}:${idOf(credentials)}`,
-        () => new EC2Client(clientConfig(options, 'ec2', region, credentials)),
+        () => new EC2Client(clientConfig(options, agents, 'ec2', region, credentials)),
       ),
     sts: (region, credentials) =>
       cached(
         `sts:${region}:${idOf(credentials)}`,
-        () => new STSClient(clientConfig(options, 'sts', region, credentials)),
+        () => new STSClient(clientConfig(options, agents, 'sts', region, credentials)),
       ),
     organizations: (credentials) =>
       cached(
         `organizations:${idOf(credentials)}`,
-        () => new OrganizationsClient(clientConfig(options, 'organizations', 'us-east-1', credentials)),
+        () =>
+          new OrganizationsClient(clientConfig(options, agents, 'organizations', 'us-east-1', credentials)),
       ),
     assumeRole: (roleArn, externalId, sessionName) =>
       cached(`role:${roleArn}:${externalId ?? ''}`, () =>
@@ -124,7 +145,7 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
               RoleSessionName: sessionName,
               ...(externalId ? { ExternalId: externalId } : {}),
             },
-            clientConfig: clientConfig(options, 'sts', 'us-east-1'),
+            clientConfig: clientConfig(options, agents, 'sts', 'us-east-1'),
             ...(options.credentials ? { masterCredentials: options.credentials } : {}),
           }),
         ),

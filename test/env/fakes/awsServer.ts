@@ -35,6 +35,8 @@ export interface FakeAws {
   events: number;
   /** Most calls in flight at once. */
   peakInFlight: number;
+  /** TCP connections clients opened. */
+  connections: number;
   /** When each EKS call arrived and was answered (performance.now()), for concurrency timelines. */
   eksSpans: Array<[number, number]>;
   stop(): Promise<void>;
@@ -66,6 +68,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
     calls: new Map(),
     events: 0,
     peakInFlight: 0,
+    connections: 0,
     eksSpans: [],
   };
   const count = (operation: string) => state.calls.set(operation, (state.calls.get(operation) ?? 0) + 1);
@@ -170,6 +173,7 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
     }
   });
   server.keepAliveTimeout = 60_000;
+  server.on('connection', () => (state.connections += 1));
   const stop = await serveOnLoopback(server, port);
   return Object.assign(state, { stop });
 }

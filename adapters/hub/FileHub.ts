@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
@@ -12,6 +12,7 @@ import {
   type ProfileRef,
 } from '../../core/model/clusterProfile.ts';
 import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
+import { replaceFile } from '../shared/files.ts';
 import { HubConflictError, HubError } from './errors.ts';
 
 export interface FileHubOptions {
@@ -117,11 +118,9 @@ export class FileHub implements Hub {
     await this.#changing(namespace, async (index) => {
       // A namespace with an index has its directory already.
       if (!index) await mkdir(this.#path(namespace), { recursive: true });
-      const temporary = `${path}.${process.pid}.tmp`;
-      await writeFile(temporary, toYaml(profile), 'utf8');
+      await replaceFile(path, toYaml(profile));
       // As it reads back: a plain JSON document, undefined members dropped.
       if (index) remember(index, name, JSON.parse(JSON.stringify(profile)) as ClusterProfile);
-      await rename(temporary, path);
     });
     this.#counts.writes += 1;
     return profile;

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Outbox } from '../../core/ports.ts';
+import { replaceFile } from '../shared/files.ts';
 import type { ChangeIntent } from '../../core/intents.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 
@@ -17,12 +18,6 @@ async function readIfThere(path: string): Promise<string | undefined> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw error;
   }
-}
-
-/** Writes a whole file or leaves the old one: the text goes to a temporary file that is renamed over it. */
-async function replaceFile(path: string, text: string): Promise<void> {
-  await writeFile(`${path}.tmp`, text, 'utf8');
-  await rename(`${path}.tmp`, path);
 }
 
 /**

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { fileURLToPath } from 'node:url';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
+import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import type { ClusterProfile } from '../../core/model/clusterProfile.ts';
 import { DetailValidator } from '../../events/validate.ts';
 import { stsAccessDenied, restJsonError } from '../env/awsProxy.ts';
@@ -16,12 +16,12 @@ import {
   EKS_ACCOUNT,
   GCP_PROJECT,
   gkeCluster,
-  startEmulators,
   type Emulators,
 } from '../env/emulators.ts';
 import { assertNoCredentials } from '../support/secrets.ts';
 import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
-import { adminKubeConfig, localHub, uniqueNamespace } from '../support/hub.ts';
+import { adminKubeConfig } from '../support/hub.ts';
+import { estateOnHub } from '../support/estate.ts';
 
 const CLI = fileURLToPath(new URL('../../cli/bin.ts', import.meta.url));
 const validator = new DetailValidator();
@@ -80,28 +80,13 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
         `${event['detail-type']} ${event.detail.eventId}`,
       );
   };
-  /** Events waiting in the CLI's file outbox (JSON files, each one event or a batch of them). */
-  const pendingEvents = () => {
-    const directory = join(emulators.directory, 'outbox');
-    let files: string[];
-    try {
-      files = readdirSync(directory).filter((f) => f.endsWith('.json'));
-    } catch {
-      return 0;
-    }
-    return files
-      .map((f) => [JSON.parse(readFileSync(join(directory, f), 'utf8')) as unknown].flat().length)
-      .reduce((a, b) => a + b, 0);
-  };
+  /** Events waiting in the CLI's file outbox. */
+  const pendingEvents = async () =>
+    (await new FileOutbox(join(emulators.directory, 'outbox')).pending()).length;
 
   before(async () => {
-    const state = await localHub();
-    namespace = uniqueNamespace('e2e');
-    emulators = await startEmulators({
-      directory: mkdtempSync(join(tmpdir(), 'cpsync-e2e-')),
-      namespace,
-      log: (line) => console.log(line),
-    });
+    const { state, ...estate } = await estateOnHub('e2e', (line) => console.log(line));
+    ({ namespace, emulators } = estate);
     // Point the generated configuration at the shared test hub.
     const { writeFileSync } = await import('node:fs');
     writeFileSync(
@@ -179,7 +164,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     assert.equal(planned.length, 2, dry.stdout);
     assert.deepEqual(await versions(), before);
     assert.deepEqual(await drain(), []);
-    assert.equal(pendingEvents(), 0);
+    assert.equal(await pendingEvents(), 0);
 
     const text = await sync('--dry-run');
     assert.match(text.stdout, /~ .*web\n\s+status\.version\.kubernetes: "1\.30\.4" → "1\.31\.1"/);
@@ -270,7 +255,8 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     down();
     assert.equal(second.code, 0, second.stderr);
     assert.deepEqual(await drain(), []);
-    assert.ok(pendingEvents() >= 3 + 4, `pending: ${pendingEvents()}`);
+    const pending = await pendingEvents();
+    assert.ok(pending >= 3 + 4, `pending: ${pending}`);
 
     // Run 3: the bus is back; nothing changed in the clouds, yet every pending change arrives.
     const third = await sync();
@@ -288,7 +274,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       ].sort(),
     );
     assert.equal(new Set(changes(delivered).map((e) => e.detail.eventId)).size, 3);
-    assert.equal(pendingEvents(), 0);
+    assert.equal(await pendingEvents(), 0);
 
     function expect(display: string, field: string) {
       const name = changes(delivered).find(

@@ -5,8 +5,7 @@
  * listing of every scope plans nothing. Deletion grace is 1 listing here, the least forgiving setting.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -31,7 +30,6 @@ import {
   EKS_ACCOUNT,
   GCP_PROJECT,
   gkeCluster,
-  startEmulators,
   type Emulators,
 } from '../env/emulators.ts';
 import { startHubProxy, type HubProxy } from '../env/hubProxy.ts';
@@ -44,7 +42,7 @@ import {
   failSomeEntries,
   type ReceivedEvent,
 } from '../support/events.ts';
-import { localHub, uniqueNamespace } from '../support/hub.ts';
+import { estateOnHub } from '../support/estate.ts';
 
 const SELECTOR = { 'x-k8s.io/cluster-manager': 'cpsync' };
 
@@ -187,9 +185,8 @@ describe('fault matrix', () => {
       AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
       AWS_REGION: 'us-east-1',
     });
-    const state = await localHub();
-    namespace = uniqueNamespace('faults');
-    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-faults-')), namespace });
+    const { state, ...estate } = await estateOnHub('faults');
+    ({ namespace, emulators } = estate);
     hubProxy = await startHubProxy(state);
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
     config = parseConfig(

@@ -4,8 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -14,16 +13,11 @@ import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
 import { esbuildArgs } from '../../../infra/bundling.ts';
-import {
-  AZURE_SUBSCRIPTION,
-  EKS_ACCOUNT,
-  GCP_PROJECT,
-  startEmulators,
-  type Emulators,
-} from '../../env/emulators.ts';
+import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from '../../env/emulators.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
-import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
+import { adminKubeConfig } from '../../support/hub.ts';
 import { cloudTrailEvent, functionUrlRequest, lambdaContext } from '../../support/lambda.ts';
+import { estateOnHub } from '../../support/estate.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
@@ -35,12 +29,8 @@ describe('the bundled functions', () => {
   const handlers: Record<string, Handler> = {};
 
   before(async () => {
-    const state = await localHub();
-    namespace = uniqueNamespace('bundles');
-    emulators = await startEmulators({
-      directory: mkdtempSync(join(tmpdir(), 'cpsync-bundles-')),
-      namespace,
-    });
+    const { state, ...estate } = await estateOnHub('bundles');
+    ({ namespace, emulators } = estate);
     hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
     const queueUrl = (
       await new SQSClient({

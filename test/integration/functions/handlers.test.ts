@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -30,13 +28,13 @@ import {
   EKS_ACCOUNT,
   GCP_PROJECT,
   gkeCluster,
-  startEmulators,
   type Emulators,
 } from '../../env/emulators.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
-import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
+import { adminKubeConfig } from '../../support/hub.ts';
 import { cloudTrailEvent, functionUrlRequest, lambdaContext } from '../../support/lambda.ts';
+import { estateOnHub } from '../../support/estate.ts';
 
 const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
 const PUSHER = 'pubsub-push@acme-data.iam.gserviceaccount.com';
@@ -84,26 +82,22 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     process.env.POWERTOOLS_METRICS_DISABLED = 'true';
     process.env.POWERTOOLS_TRACE_ENABLED = 'false';
     process.env.POWERTOOLS_LOG_LEVEL = 'WARN';
-    const state = await localHub();
-    namespace = uniqueNamespace('fn');
-    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-fn-')), namespace });
+    const { state, ...estate } = await estateOnHub('fn');
+    ({ namespace, emulators } = estate);
     const aws = { endpoint: emulators.moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
-    await new DynamoDBClient(aws).send(
-      new CreateTableCommand({
-        TableName: 'cpsync-outbox',
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'eventId', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'eventId', KeyType: 'HASH' }],
-      }),
-    );
-    await new DynamoDBClient(aws).send(
-      new CreateTableCommand({
-        TableName: 'cpsync-idempotency',
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-      }),
-    );
+    // The outbox table (key eventId) and the idempotency table (key id), as the stack creates them.
+    for (const [TableName, key] of [
+      ['cpsync-outbox', 'eventId'],
+      ['cpsync-idempotency', 'id'],
+    ] as const)
+      await new DynamoDBClient(aws).send(
+        new CreateTableCommand({
+          TableName,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [{ AttributeName: key, AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: key, KeyType: 'HASH' }],
+        }),
+      );
     scopeQueueUrl = (await new SQSClient(aws).send(new CreateQueueCommand({ QueueName: 'cpsync-scopes' })))
       .QueueUrl!;
 
@@ -439,21 +433,25 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     },
     subscription: 'projects/acme-data/subscriptions/cpsync',
   });
-
-  it('syncs a GKE cluster from a Pub/Sub push with a Google-signed token, once even when replayed', async () => {
+  /** A new GKE cluster in the local project, and the signed Pub/Sub push that announces its creation. */
+  const createdClusterPush = async (name: string, messageId: string) => {
     emulators.gke.clusters.set(GCP_PROJECT, [
       ...emulators.gke.clusters.get(GCP_PROJECT)!,
-      gkeCluster('ml', 'us-central1'),
+      gkeCluster(name, 'us-central1'),
     ]);
-    const webhook = makeWebhook(getDeps);
     const body = push(
       auditEntry(
         'google.container.v1.ClusterManager.CreateCluster',
-        `projects/${GCP_PROJECT}/locations/us-central1/clusters/ml`,
+        `projects/${GCP_PROJECT}/locations/us-central1/clusters/${name}`,
       ),
-      'ps-1',
+      messageId,
     );
-    const request = functionUrlRequest('/gcp', body, { authorization: `Bearer ${await signToken({})}` });
+    return functionUrlRequest('/gcp', body, { authorization: `Bearer ${await signToken({})}` });
+  };
+
+  it('syncs a GKE cluster from a Pub/Sub push with a Google-signed token, once even when replayed', async () => {
+    const webhook = makeWebhook(getDeps);
+    const request = await createdClusterPush('ml', 'ps-1');
     const first = await webhook(request, context);
     assert.equal(first.statusCode, 200, first.body as string);
     assert.deepEqual(JSON.parse(first.body as string).synced, {
@@ -475,19 +473,8 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
   });
 
   it('answers 429 to a duplicate push that arrives while the first is still being applied', async () => {
-    emulators.gke.clusters.set(GCP_PROJECT, [
-      ...emulators.gke.clusters.get(GCP_PROJECT)!,
-      gkeCluster('batch', 'us-central1'),
-    ]);
     const webhook = makeWebhook(getDeps);
-    const body = push(
-      auditEntry(
-        'google.container.v1.ClusterManager.CreateCluster',
-        `projects/${GCP_PROJECT}/locations/us-central1/clusters/batch`,
-      ),
-      'ps-concurrent',
-    );
-    const request = functionUrlRequest('/gcp', body, { authorization: `Bearer ${await signToken({})}` });
+    const request = await createdClusterPush('batch', 'ps-concurrent');
     const answers = await Promise.all([webhook(request, context), webhook(request, context)]);
     assert.deepEqual(answers.map((a) => a.statusCode).sort(), [200, 429], JSON.stringify(answers));
     const retried = await webhook(request, context);

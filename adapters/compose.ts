@@ -10,10 +10,11 @@ import { inventoryOptionsOf, type CpsyncConfig } from '../core/config.ts';
 import { CpsyncError } from '../core/errors.ts';
 import type { Provider } from '../core/model/observedCluster.ts';
 import type { Scope } from '../core/model/scope.ts';
-import type { ClusterSource, EventSink, Hub, Outbox } from '../core/ports.ts';
+import type { ClusterSource, EventSink, Hub, LeaseStore, Outbox } from '../core/ports.ts';
 import { EventBridgeBus } from './bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from './bus/JsonLinesBus.ts';
 import { FileHub } from './hub/FileHub.ts';
+import { FileLeaseStore } from './hub/FileLeases.ts';
 import { FileOutbox } from './outbox/FileOutbox.ts';
 import { DynamoOutbox } from './outbox/DynamoOutbox.ts';
 import { eksToken, TOKEN_REFRESH_MILLIS } from './hub/eksToken.ts';
@@ -24,7 +25,7 @@ import type { AwsCredentialIdentityProvider } from '@smithy/types';
 /** A configured part that cannot be built here (e.g. a hub kind the runtime does not support). */
 export class CompositionError extends CpsyncError {}
 
-type SecretRef = { file: string } | { secretArn: string };
+export type SecretRef = { file: string } | { secretArn: string };
 
 /** The text of a secret: a file, or an AWS Secrets Manager secret. Never logged. */
 export async function readSecret(ref: SecretRef, secrets?: SecretsManagerClient): Promise<string> {
@@ -40,8 +41,11 @@ export interface ProviderModule {
   provider: Provider;
   /** The provider's source, when the configuration has the provider. */
   build(config: CpsyncConfig): Promise<ClusterSource | undefined>;
-  /** Every scope of the provider the configuration covers. */
-  scopes(config: CpsyncConfig, source: ClusterSource): Promise<Scope[]>;
+  /**
+   * Every scope of the provider the configuration covers; with `accounts`, only those of these
+   * accounts (canonical ids) that the configuration covers.
+   */
+  scopes(config: CpsyncConfig, source: ClusterSource, accounts?: readonly string[]): Promise<Scope[]>;
   close?(source: ClusterSource): Promise<void>;
 }
 
@@ -76,21 +80,6 @@ export async function buildSources(
   };
 }
 
-/** Every scope the configuration covers, optionally only those of some providers. */
-export async function enumerateScopes(
-  config: CpsyncConfig,
-  sources: Sources,
-  providers?: readonly Provider[],
-): Promise<Scope[]> {
-  const scopes: Scope[] = [];
-  for (const module of sources.modules) {
-    const source = sources.sources[module.provider];
-    if (!source || (providers && providers.length > 0 && !providers.includes(module.provider))) continue;
-    scopes.push(...(await module.scopes(config, source)));
-  }
-  return scopes;
-}
-
 /** Where cpsync keeps profiles locally when no hub is configured. */
 export const DEFAULT_FILE_HUB_DIRECTORY = 'inventory';
 
@@ -99,18 +88,85 @@ function kubernetes() {
   return import('./hub/kubernetes.ts');
 }
 
-/** The hub: a kubeconfig's cluster, or a directory of files (the default: ./inventory). */
-export async function buildHub(config: CpsyncConfig): Promise<Hub> {
-  const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
-  if ('directory' in hub) return new FileHub({ directory: resolve(hub.directory) });
-  if ('kubeconfig' in hub) {
-    const { KubeConfig, KubernetesHub } = await kubernetes();
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(resolve(hub.kubeconfig));
-    if (hub.context) kubeConfig.setCurrentContext(hub.context);
-    return new KubernetesHub({ kubeConfig });
+/** The hub, and the leases that keep two runs from applying the same account at once. */
+export interface HubPorts {
+  hub: Hub;
+  leases: LeaseStore;
+}
+
+/** A KubeConfig from a kubeconfig file; errors name the file and never quote it (it may hold credentials). */
+async function kubeConfigFromFile(path: string, context?: string): Promise<KubeConfig> {
+  const { KubeConfig } = await kubernetes();
+  const kubeConfig = new KubeConfig();
+  try {
+    kubeConfig.loadFromFile(resolve(path));
+  } catch (error) {
+    throw new CompositionError(`hub.kubeconfig ${path}: ${safeReason(error)}`);
   }
-  throw new CompositionError(`hub.${Object.keys(hub)[0]} needs AWS at start-up; build it with connectHub()`);
+  if (context) {
+    if (!kubeConfig.getContexts().some((c) => c.name === context))
+      throw new CompositionError(`hub.context ${JSON.stringify(context)} is not a context of ${path}`);
+    kubeConfig.setCurrentContext(context);
+  }
+  return kubeConfig;
+}
+
+/**
+ * Why a credential-bearing document could not be read, without quoting it: parsers put the text
+ * around the fault in their messages, and that text may be a key or a token.
+ */
+export function safeReason(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException).code;
+  if (code === 'ENOENT') return 'no such file';
+  if (code === 'EACCES' || code === 'EPERM') return 'cannot be read (permission denied)';
+  if (code === 'EISDIR') return 'is a directory, not a file';
+  const name = error instanceof Error ? error.name : '';
+  if (name === 'SyntaxError' || name === 'YAMLException' || /YAML|JSON/i.test(name))
+    return 'is not valid YAML or JSON';
+  return 'cannot be read';
+}
+
+/**
+ * The hub a configuration names, with its leases: a directory of files (the default: ./inventory), a
+ * kubeconfig's cluster, a kubeconfig kept in AWS Secrets Manager, or an EKS hub reached with
+ * IAM-signed tokens (renewed every 10 minutes). The CLI and the functions build it the same way.
+ */
+export async function connectHubPorts(config: CpsyncConfig): Promise<HubPorts> {
+  const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
+  const namespace = config.inventory.namespace;
+  if ('directory' in hub) {
+    const directory = resolve(hub.directory);
+    return { hub: new FileHub({ directory }), leases: new FileLeaseStore(directory) };
+  }
+  const { KubeConfig, KubernetesHub, KubernetesLeaseStore } = await kubernetes();
+  if ('eks' in hub) {
+    const refreshing = new RefreshingHub(
+      async () => new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks) }),
+      TOKEN_REFRESH_MILLIS,
+    );
+    const kubeConfig = async () =>
+      ((await refreshing.current()) as InstanceType<typeof KubernetesHub>).kubeConfig;
+    return { hub: refreshing, leases: new KubernetesLeaseStore({ kubeConfig, namespace }) };
+  }
+  let kubeConfig: KubeConfig;
+  if ('kubeconfigSecretArn' in hub) {
+    kubeConfig = new KubeConfig();
+    const text = await readSecret({ secretArn: hub.kubeconfigSecretArn });
+    try {
+      kubeConfig.loadFromString(text);
+    } catch (error) {
+      throw new CompositionError(`hub.kubeconfigSecretArn ${hub.kubeconfigSecretArn}: ${safeReason(error)}`);
+    }
+  } else kubeConfig = await kubeConfigFromFile(hub.kubeconfig, hub.context);
+  return {
+    hub: new KubernetesHub({ kubeConfig }),
+    leases: new KubernetesLeaseStore({ kubeConfig, namespace }),
+  };
+}
+
+/** The hub a configuration names (see connectHubPorts). */
+export async function connectHub(config: CpsyncConfig): Promise<Hub> {
+  return (await connectHubPorts(config)).hub;
 }
 
 /** A KubeConfig for an EKS cluster with a fresh IAM token (endpoint and CA from DescribeCluster). */
@@ -152,28 +208,6 @@ export async function eksHubKubeConfig(
   return kubeConfig;
 }
 
-/**
- * Any configured hub, including those the Lambda functions use: an EKS hub reached with IAM-signed
- * tokens (renewed every 10 minutes), or a kubeconfig kept in AWS Secrets Manager.
- */
-export async function connectHub(config: CpsyncConfig): Promise<Hub> {
-  const hub = config.hub;
-  if (hub && 'eks' in hub) {
-    const { KubernetesHub } = await kubernetes();
-    return new RefreshingHub(
-      async () => new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks) }),
-      TOKEN_REFRESH_MILLIS,
-    );
-  }
-  if (hub && 'kubeconfigSecretArn' in hub) {
-    const { KubeConfig, KubernetesHub } = await kubernetes();
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromString(await readSecret({ secretArn: hub.kubeconfigSecretArn }));
-    return new KubernetesHub({ kubeConfig });
-  }
-  return buildHub(config);
-}
-
 /** The bus: EventBridge, a JSON-lines file, or JSON lines on stdout (the default). */
 export function buildBus(config: CpsyncConfig, stdout: NodeJS.WritableStream = process.stdout): EventSink {
   const bus = config.bus ?? { stdout: true as const };
@@ -188,12 +222,14 @@ export function buildBus(config: CpsyncConfig, stdout: NodeJS.WritableStream = p
   return new StreamBus(stdout as never);
 }
 
-/** What every engine run takes from the configuration: the inventory options, event source and intent lease. */
+/** What every engine run takes from the configuration: inventory options, event source, intent lease and limits. */
 export function engineSettings(config: CpsyncConfig) {
   return {
     options: inventoryOptionsOf(config),
     eventSource: eventSourceOf(config),
     intentLeaseMillis: config.sync.intentLeaseSeconds * 1000,
+    scopeTimeoutMillis: config.sync.scopeTimeoutSeconds * 1000,
+    leaseWaitMillis: config.sync.leaseWaitSeconds * 1000,
   };
 }
 

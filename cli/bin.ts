@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { setFlagsFromString } from 'node:v8';
+import { removeTemporaryFiles } from '../adapters/shared/files.ts';
 import { main } from './program.ts';
 
 // V8 lets the heap grow to several times what is live before it collects; a sync allocates a lot of
@@ -11,4 +12,28 @@ const given = [...process.execArgv, process.env.NODE_OPTIONS ?? ''].some((flag) 
 );
 if (!given) setFlagsFromString('--heap-growing-percent=30');
 
-process.exitCode = await main(process.argv.slice(2));
+// SIGINT/SIGTERM stop a run cleanly: no new scope starts, the write in flight finishes, what was applied
+// is announced, intents and leases are settled and the summary is printed (exit 130/143). A second
+// signal stops at once; what that leaves is settled by the next run.
+const stop = new AbortController();
+const EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.on(signal, () => {
+    if (!stop.signal.aborted) {
+      process.stderr.write(
+        `\ncpsync: ${signal}: stopping after the writes in flight (again to stop at once)\n`,
+      );
+      stop.abort(signal);
+      return;
+    }
+    void removeTemporaryFiles().finally(() => process.exit(EXIT[signal]));
+  });
+// A reader that goes away (`| head`) is a publishing failure the run reports, not a crash.
+for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
+
+process.exitCode = await main(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  signal: stop.signal,
+});
+await removeTemporaryFiles();

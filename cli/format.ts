@@ -106,7 +106,45 @@ export function formatSummary(report: SyncReport): string {
     `sync ${report.syncId}: ${report.scopes.length} scope(s), ${complete} complete; ${totals.created} created, ${totals.updated} updated, ${totals.deleted} deleted, ${totals.unchanged} unchanged; ${(report.durationMs / 1000).toFixed(1)} s`,
     `hub: ${report.hub.reads} read(s), ${report.hub.writes} write(s); events: ${report.events.published} published, ${report.events.republished} from earlier runs, ${report.events.pending} pending`,
     ...lines,
+    ...runProblems(report),
   ].join('\n');
+}
+
+/** Why events are still pending: the bus's own words for the first refusal of each kind. */
+function pendingReason(report: SyncReport): string | undefined {
+  const causes = new Map<string, number>();
+  for (const failure of report.events.failed) {
+    const cause = `${failure.code}: ${failure.message}`;
+    causes.set(cause, (causes.get(cause) ?? 0) + 1);
+  }
+  if (causes.size === 0) return undefined;
+  return [...causes]
+    .slice(0, 3)
+    .map(([cause, count]) => `${count} × ${cause.length > 300 ? `${cause.slice(0, 297)}...` : cause}`)
+    .join('; ');
+}
+
+/** What went wrong outside the scopes: the bus, the outbox, intents waiting, malformed objects, a stop. */
+function runProblems(report: SyncReport): string[] {
+  const lines: string[] = [];
+  const refused = pendingReason(report);
+  if (refused) lines.push(`  the bus refused events (they stay in the outbox for the next run): ${refused}`);
+  for (const problem of report.problems) lines.push(`  ${problem}`);
+  if (report.intents.waiting > 0)
+    lines.push(
+      `  ${report.intents.waiting} intent(s) of unfinished changes wait in the outbox; settled by the first run once the run that wrote them is over (at the latest from ${report.intents.settledFrom ?? 'now'})`,
+    );
+  for (const record of report.quarantined)
+    lines.push(`  unreadable outbox record moved aside: ${record.path} (${record.reason})`);
+  for (const object of report.malformed)
+    lines.push(
+      `  malformed object in the hub, left untouched: ${object.namespace}/${object.name} (${object.reason})`,
+    );
+  if (report.interrupted)
+    lines.push(
+      `  stopped by ${report.interrupted.reason}: ${report.interrupted.notStarted} scope(s) not started; what was applied is announced`,
+    );
+  return lines;
 }
 
 /** A profile as one row of `cpsync list`. */

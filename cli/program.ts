@@ -2,31 +2,42 @@ import { randomUUID } from 'node:crypto';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import {
   buildBus,
-  buildHub,
   buildOutbox,
   buildSources,
-  enumerateScopes,
+  CompositionError,
+  connectHubPorts,
   engineSettings,
 } from '../adapters/compose.ts';
+import { resolveScopes } from '../adapters/scopeCoverage.ts';
 import { inventoryOptionsOf, type CpsyncConfig } from '../core/config.ts';
-import { runSync } from '../core/engine.ts';
+import { runSync, type SyncReport } from '../core/engine.ts';
 import { CpsyncError } from '../core/errors.ts';
 import { LABEL_CLUSTER_MANAGER } from '../core/constants.ts';
+import { profileProblem } from '../core/model/validate.ts';
 import { PROVIDERS, type Provider } from '../core/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/model/scope.ts';
+import type { MalformedObject } from '../core/ports.ts';
 import { inventoryNamespaces } from '../core/syncScope.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
 import { loadConfig } from './loadConfig.ts';
 import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
 
-/** Exit codes: 0 every scope complete, 1 some scope failed or partial, 2 bad usage or configuration. */
+/**
+ * Exit codes: 0 every scope complete and every change published, 1 something incomplete (a scope
+ * failed or was partial, a write was refused, events wait in the outbox), 2 bad usage or
+ * configuration, 130/143 stopped by SIGINT/SIGTERM.
+ */
 const ExitCode = { Ok: 0, Incomplete: 1, Usage: 2 } as const;
+const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
 export interface Io {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
   stderr: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Aborted (with the signal's name as its reason) when the run is to stop. */
+  signal?: AbortSignal;
 }
 
+/** A `--scope` as given; made canonical and checked against the configuration later. */
 function parseScope(value: string, previous: Scope[] = []): Scope[] {
   const [provider, account, region = '*', ...rest] = value.split('/');
   if (!provider || !account || rest.length > 0 || !PROVIDERS.includes(provider as Provider)) {
@@ -43,6 +54,17 @@ function parseProvider(value: string, previous: Provider[] = []): Provider[] {
   return [...previous, value as Provider];
 }
 
+/** Whether a run left nothing for a person to look at. */
+function clean(report: SyncReport): boolean {
+  return (
+    report.scopes.every((s) => s.outcome.kind === 'complete' && s.summary.counts.failed === 0) &&
+    report.events.failed.length === 0 &&
+    report.problems.length === 0 &&
+    report.malformed.length === 0 &&
+    report.quarantined.length === 0
+  );
+}
+
 async function syncCommand(
   config: CpsyncConfig,
   options: { provider?: Provider[]; scope?: Scope[]; dryRun?: boolean; output: string },
@@ -50,18 +72,29 @@ async function syncCommand(
 ): Promise<number> {
   const sources = await buildSources(config, ALL_PROVIDERS);
   try {
-    const scopes = options.scope ?? (await enumerateScopes(config, sources, options.provider));
-    const hub = await buildHub(config);
+    const resolved = await resolveScopes(config, sources, {
+      ...(options.provider ? { providers: options.provider } : {}),
+      ...(options.scope ? { scopes: options.scope } : {}),
+    });
+    if (options.scope && resolved.refused.length > 0) {
+      for (const refusal of resolved.refused)
+        io.stderr.write(`cpsync: --scope ${refusal.requested}: ${refusal.reason}\n`);
+      return ExitCode.Usage;
+    }
+    for (const failure of resolved.failures)
+      io.stderr.write(`cpsync: cannot enumerate the ${failure.provider} scopes: ${failure.message}\n`);
+    const { hub, leases } = await connectHubPorts(config);
     const bus = buildBus(config, io.stdout);
     const progress = io.stderr.isTTY === true && !options.dryRun;
     const report = await runSync(
-      { sources: sources.sources, hub, bus, outbox: buildOutbox(config) },
+      { sources: sources.sources, hub, bus, outbox: buildOutbox(config), leases },
       {
         syncId: randomUUID(),
-        scopes,
+        scopes: resolved.scopes,
         ...engineSettings(config),
         concurrency: config.sync.concurrency,
         ...(options.dryRun ? { dryRun: true } : { retainDetails: false }),
+        ...(io.signal ? { signal: io.signal } : {}),
         ...(progress
           ? {
               onScope: (s, done, total) =>
@@ -79,19 +112,26 @@ async function syncCommand(
       );
     }
     io.stderr.write(`${formatSummary(report)}\n`);
-    const clean = report.scopes.every((s) => s.outcome.kind === 'complete' && s.summary.counts.failed === 0);
-    return clean ? ExitCode.Ok : ExitCode.Incomplete;
+    if (report.interrupted) return SIGNAL_EXIT[report.interrupted.reason] ?? ExitCode.Incomplete;
+    return clean(report) && resolved.failures.length === 0 ? ExitCode.Ok : ExitCode.Incomplete;
   } finally {
     await sources.close();
   }
 }
 
 async function listCommand(config: CpsyncConfig, output: string, io: Io): Promise<number> {
-  const hub = await buildHub(config);
+  const { hub } = await connectHubPorts(config);
   const options = inventoryOptionsOf(config);
   const profiles = [];
+  const malformed: MalformedObject[] = [];
   for (const namespace of inventoryNamespaces(options))
-    profiles.push(...(await hub.list(namespace.name, { [LABEL_CLUSTER_MANAGER]: options.manager })));
+    for (const profile of await hub.list(namespace.name, { [LABEL_CLUSTER_MANAGER]: options.manager })) {
+      const problem = profileProblem(profile);
+      if (problem)
+        malformed.push({ namespace: namespace.name, name: String(profile.metadata?.name), reason: problem });
+      else profiles.push(profile);
+    }
+  malformed.push(...(hub.malformed?.() ?? []));
   const rows = profiles.map(listRow).sort((a, b) => a.name.localeCompare(b.name));
   if (output === 'json') io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   else if (output === 'yaml') io.stdout.write(formatYaml(rows));
@@ -107,7 +147,11 @@ async function listCommand(config: CpsyncConfig, output: string, io: Io): Promis
       ]),
     );
   }
-  return ExitCode.Ok;
+  for (const object of malformed)
+    io.stderr.write(
+      `cpsync: malformed object in the hub, not listed: ${object.namespace}/${object.name} (${object.reason})\n`,
+    );
+  return malformed.length > 0 ? ExitCode.Incomplete : ExitCode.Ok;
 }
 
 /** Runs the `cpsync` command line; resolves to the exit code. */
@@ -167,11 +211,15 @@ export async function main(
       io.stderr.write(`${error.message}\n`);
       return ExitCode.Usage;
     }
-    if (error instanceof CpsyncError) {
+    // Bad configuration found on contact (a file, a secret, a kubeconfig): one line, never a stack trace.
+    if (error instanceof CpsyncError || error instanceof CompositionError) {
       io.stderr.write(`cpsync: ${error.message}\n`);
       return ExitCode.Usage;
     }
-    io.stderr.write(`cpsync: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    const text = error instanceof Error ? error.message : String(error);
+    io.stderr.write(
+      `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? text) : text.split('\n')[0]}\n`,
+    );
     return ExitCode.Incomplete;
   }
 }

@@ -19,11 +19,19 @@ export interface ApplyFailure {
   kind: AppliedKind;
   key: string;
   error: Error;
+  /**
+   * Set when the object write reached the hub and the status write then failed: the status change
+   * that may or may not have reached it (a write that timed out can have), to be settled as an update
+   * from the object's version.
+   */
+  remainder?: { profile: ClusterProfile; previousResourceVersion: string; changes: FieldChange[] };
 }
 
 export interface ApplyResult {
   applied: AppliedChange[];
   failed: ApplyFailure[];
+  /** Changes not attempted because the run was stopped (`signal`); they did not reach the hub. */
+  notAttempted?: number;
 }
 
 function asError(error: unknown): Error {
@@ -36,11 +44,20 @@ function createdChanges(profile: ClusterProfile): FieldChange[] {
 
 /**
  * Applies a plan item by item: objects before status, errors collected per profile rather than
- * stopping at the first. A profile whose object write failed gets no status write.
+ * stopping at the first. A profile whose object write failed gets no status write. Once `signal`
+ * aborts, the write in flight finishes and no further one is started.
  */
-export async function applyPlan(hub: Hub, plan: Plan): Promise<ApplyResult> {
+export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Promise<ApplyResult> {
   const result: ApplyResult = { applied: [], failed: [] };
-  for (const { profile } of plan.creates) {
+  const total = plan.creates.length + plan.updates.length + plan.deletes.length;
+  let attempted = 0;
+  const stopped = () => {
+    if (!signal?.aborted) return ((attempted += 1), false);
+    result.notAttempted = total - attempted;
+    return true;
+  };
+  for (const { profile, statusChanges } of plan.creates) {
+    if (stopped()) return result;
     let created: ClusterProfile | undefined;
     try {
       created = await hub.applyObject(profile);
@@ -48,13 +65,22 @@ export async function applyPlan(hub: Hub, plan: Plan): Promise<ApplyResult> {
       result.applied.push({ kind: 'created', profile: stored, changes: createdChanges(profile) });
     } catch (error) {
       // The object exists even if its status write failed: that creation is announced now, the status
-      // follows as an update in the next run.
+      // follows as an update (from the created version) in the next run.
       if (created)
         result.applied.push({ kind: 'created', profile: created, changes: createdChanges(profile) });
-      result.failed.push({ kind: 'created', key: profileKey(profile.metadata), error: asError(error) });
+      const version = created?.metadata.resourceVersion;
+      result.failed.push({
+        kind: 'created',
+        key: profileKey(profile.metadata),
+        error: asError(error),
+        ...(version
+          ? { remainder: { profile, previousResourceVersion: version, changes: statusChanges } }
+          : {}),
+      });
     }
   }
   for (const update of plan.updates) {
+    if (stopped()) return result;
     const previous = update.current.metadata.resourceVersion;
     const applied = (stored: ClusterProfile, changes: FieldChange[]): AppliedChange => ({
       kind: 'updated',
@@ -77,14 +103,25 @@ export async function applyPlan(hub: Hub, plan: Plan): Promise<ApplyResult> {
             update.changes.filter((c) => !c.field.startsWith('status.')),
           ),
         );
+      const version = objectStored?.metadata.resourceVersion;
       result.failed.push({
         kind: 'updated',
         key: profileKey(update.profile.metadata),
         error: asError(error),
+        ...(version && update.writeStatus
+          ? {
+              remainder: {
+                profile: update.profile,
+                previousResourceVersion: version,
+                changes: update.changes.filter((c) => c.field.startsWith('status.')),
+              },
+            }
+          : {}),
       });
     }
   }
   for (const { current } of plan.deletes) {
+    if (stopped()) return result;
     try {
       const { namespace, name, resourceVersion } = current.metadata;
       await hub.delete(resourceVersion ? { namespace, name, resourceVersion } : { namespace, name });

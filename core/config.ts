@@ -12,7 +12,34 @@ const dnsLabel = z.string().refine(isDns1123Label, {
   message: 'must be a DNS-1123 label (lower-case letters, digits and -, at most 63 characters)',
 });
 const awsAccount = z.string().regex(/^\d{12}$/, 'must be a 12-digit AWS account id');
-const url = z.url({ message: 'must be a URL' });
+const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be an AWS region such as us-east-1');
+
+const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * An endpoint cpsync sends credentials to: https, or plain http to this machine only (local emulators
+ * and proxies). Anything else (`file:`, `ftp:`, http to another host) is refused when the
+ * configuration is read, not when the first request fails.
+ */
+const url = z.string().superRefine((value, context) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    context.addIssue({ code: 'custom', message: `must be a URL, got ${JSON.stringify(value)}` });
+    return;
+  }
+  const loopback = LOOPBACK.test(parsed.hostname);
+  if (parsed.protocol === 'https:' || (parsed.protocol === 'http:' && loopback)) return;
+  context.addIssue({
+    code: 'custom',
+    message:
+      parsed.protocol === 'http:'
+        ? `must be https:// (plain http:// only to this machine: localhost, 127.0.0.1), got ${JSON.stringify(value)}`
+        : `must be an https:// URL, got ${JSON.stringify(value)}`,
+  });
+});
+
 const provider = z.enum(['eks', 'gke', 'aks']);
 
 /** Where a secret comes from: a file (mounted or local) or an AWS Secrets Manager secret. Never inline. */
@@ -31,17 +58,14 @@ const eks = z.strictObject({
       }),
     }),
   ]),
-  regions: z
-    .array(z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'must be an AWS region such as us-east-1'))
-    .min(1)
-    .optional(),
+  regions: z.array(awsRegion).min(1).optional(),
   roleName: z
     .string()
     .regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name')
     .default('cpsync-reader'),
   externalId: z.string().min(2).max(1224).optional(),
   endpoint: url.optional(),
-  homeRegion: z.string().default('us-east-1'),
+  homeRegion: awsRegion.default('us-east-1'),
   maxAttempts: z.number().int().min(1).max(20).default(8),
   perAccountConcurrency: z.number().int().min(1).max(64).default(8),
   overallConcurrency: z.number().int().min(1).max(256).default(32),
@@ -60,7 +84,9 @@ const gke = z.strictObject({
 
 const aks = z.strictObject({
   subscriptions: z.union([
-    z.array(z.guid({ message: 'must be a subscription id (a GUID)' })).min(1),
+    z
+      .array(z.guid({ message: 'must be a subscription id (a GUID)' }).transform((id) => id.toLowerCase()))
+      .min(1),
     z.strictObject({ all: z.literal(true) }),
   ]),
   credential: z
@@ -84,7 +110,7 @@ const hub = z.union([
     eks: z.strictObject({
       clusterName: z.string().min(1),
       stsEndpoint: url.optional(),
-      region: z.string().min(1),
+      region: awsRegion,
       endpoint: url.optional(),
     }),
   }),
@@ -96,7 +122,7 @@ const bus = z.union([
   z.strictObject({
     eventBridge: z.strictObject({
       busName: z.string().min(1),
-      region: z.string().optional(),
+      region: awsRegion.optional(),
       endpoint: url.optional(),
       source: z.string().min(1).default('cpsync'),
     }),
@@ -184,6 +210,12 @@ export const configSchema = z.strictObject({
       concurrency: z.number().int().min(1).max(64).default(4),
       /** How long a run's write-ahead intents stay its own (longer than any run's apply phase). */
       intentLeaseSeconds: z.number().int().min(0).max(86_400).default(900),
+      /** Time one scope's listing may take, every call and retry included; then the scope fails (Timeout). */
+      scopeTimeoutSeconds: z.number().int().min(1).max(3600).default(300),
+      /** Time one request to a cloud may take before it is abandoned (and retried by the SDK). */
+      requestTimeoutSeconds: z.number().int().min(1).max(600).default(30),
+      /** Time to wait for an account another run is applying before its scopes fail (Busy). */
+      leaseWaitSeconds: z.number().int().min(0).max(900).default(60),
     })
     .prefault({}),
 });

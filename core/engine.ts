@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
 import {
   buildChangeEvent,
@@ -14,19 +15,27 @@ import type {
   ClusterSource,
   EventSink,
   Hub,
+  LeaseStore,
+  MalformedObject,
   Outbox,
   PublishFailure,
   PublishResult,
+  QuarantinedRecord,
   ScopeListing,
 } from './ports.ts';
 import { ANNOTATION_PROVIDER_ID } from './constants.ts';
+import { DeadlineError, InterruptedError, withDeadline } from './deadline.ts';
 import { CpsyncError } from './errors.ts';
 import { scopeSelector } from './labels.ts';
 import type { ClusterProfile } from './model/clusterProfile.ts';
-import { scopeKey, type Scope, type ScopeOutcome } from './model/scope.ts';
+import { profileKey } from './model/clusterProfile.ts';
+import { scopeKey, type Scope, type ScopeFailureReason, type ScopeOutcome } from './model/scope.ts';
 import type { Provider } from './model/observedCluster.ts';
+import { canonicalScope } from './scopes.ts';
 import { inventoryNamespaces, syncScope } from './syncScope.ts';
-import { planIntents, recoverIntents, type ChangeIntent } from './intents.ts';
+import { planIntents, recoverIntents, remainderIntent, type ChangeIntent } from './intents.ts';
+import type { ApplyFailure } from './applyPlan.ts';
+import { LeaseBusyError, leaseName, RunLeases } from './runLeases.ts';
 import { timestamp } from './time.ts';
 
 export interface EnginePorts {
@@ -34,11 +43,33 @@ export interface EnginePorts {
   hub: Hub;
   bus: EventSink;
   outbox: Outbox;
+  /** Leases that keep two runs from applying the same account at once. @default none (one run at a time is assumed) */
+  leases?: LeaseStore;
   /** @default () => new Date() */
   clock?: () => Date;
 }
 
-export interface SyncRequest {
+/** How long a run waits for an account's lease, holds it unrenewed, and gives a scope's listing. */
+interface RunLimits {
+  /**
+   * Time one scope's listing may take (every call to the cloud, retries included); a listing that
+   * has not finished by then ends the scope `failed` (Timeout), and the other scopes go on.
+   * @default 300000
+   */
+  scopeTimeoutMillis?: number;
+  /**
+   * Time to wait for an account's lease held by another run before the scope fails (Busy).
+   * @default 60000
+   */
+  leaseWaitMillis?: number;
+  /**
+   * How long a lease lasts unless renewed (it is renewed at a third of that while held).
+   * @default 60000
+   */
+  leaseDurationMillis?: number;
+}
+
+export interface SyncRequest extends RunLimits {
   /** Identifies the run in every event; derive it from the trigger so a redelivered trigger keeps it. */
   syncId: string;
   scopes: Scope[];
@@ -55,7 +86,8 @@ export interface SyncRequest {
   /** Event source. @default 'cpsync' */
   eventSource?: string;
   /**
-   * How long this run's write-ahead intents stay its own before another run may settle them.
+   * How long this run's write-ahead intents stay its own before another run may settle them (sooner
+   * once the run has given up its lease).
    * @default 15 minutes
    */
   intentLeaseMillis?: number;
@@ -67,6 +99,12 @@ export interface SyncRequest {
    * @default true
    */
   retainDetails?: boolean;
+  /**
+   * Stops the run (SIGINT, SIGTERM): no scope is started after it aborts, listings under way are
+   * abandoned, applies finish the write in flight and stop; what was applied is announced, intents and
+   * leases are settled, and the report says what was left.
+   */
+  signal?: AbortSignal;
 }
 
 export interface ScopeReport {
@@ -81,13 +119,51 @@ export interface ScopeReport {
 export interface SyncReport {
   syncId: string;
   scopes: ScopeReport[];
-  events: { published: number; pending: number; failed: PublishFailure[]; republished: number };
+  events: {
+    published: number;
+    /** Events waiting in the outbox when the run ended (this run's and earlier runs'). */
+    pending: number;
+    failed: PublishFailure[];
+    republished: number;
+  };
+  /** Write-ahead intents left in the outbox: changes whose events a later run settles. */
+  intents: { waiting: number; settledFrom?: string };
   hub: { reads: number; writes: number };
   durationMs: number;
+  /** What went wrong outside any one scope: the outbox, the bus, the hub during recovery. */
+  problems: string[];
+  /** Objects of the hub that are not well-formed profiles: left untouched. */
+  malformed: MalformedObject[];
+  /** Outbox records that could not be read and were moved aside. */
+  quarantined: QuarantinedRecord[];
+  /** Set when the run was stopped: the signal's reason, and the scopes not started. */
+  interrupted?: { reason: string; notStarted: number };
 }
 
 function emptyCounts(listed: number): ScopeSummary['counts'] {
   return { listed, created: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0, invalid: 0 };
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+function failedListing(scope: Scope, reason: ScopeFailureReason, text: string): ScopeListing {
+  return { outcome: { scope, kind: 'failed', failure: { reason, message: text } }, clusters: [] };
+}
+
+/** What one run shares between its scopes. */
+interface RunContext {
+  ports: EnginePorts;
+  request: SyncRequest;
+  clock: () => Date;
+  leases?: RunLeases;
+  report: SyncReport;
+}
+
+const DEFAULTS = { scopeTimeoutMillis: 300_000, leaseWaitMillis: 60_000, leaseDurationMillis: 60_000 };
+
+/** A run's lease holder id: the run, and this process's part in it. */
+function holderId(syncId: string): string {
+  return `${syncId.slice(0, 100)}#${randomUUID().slice(0, 8)}`;
 }
 
 /**
@@ -95,6 +171,7 @@ function emptyCounts(listed: number): ScopeSummary['counts'] {
  * and publishes one event per applied change plus one scope summary. Events go to the outbox
  * before the bus and leave it only once the bus took them, so a change whose event could not be
  * published is published by a later run. Events left from earlier runs are published first.
+ * Nothing that goes wrong (a cloud, the hub, the outbox, the bus) ends the run without a report.
  */
 export async function runSync(ports: EnginePorts, request: SyncRequest): Promise<SyncReport> {
   const clock = ports.clock ?? (() => new Date());
@@ -104,48 +181,121 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
     syncId: request.syncId,
     scopes: [],
     events: { published: 0, pending: 0, failed: [], republished: 0 },
+    intents: { waiting: 0 },
     hub: { reads: 0, writes: 0 },
     durationMs: 0,
+    problems: [],
+    malformed: [],
+    quarantined: [],
   };
+  const leases =
+    ports.leases && !request.dryRun
+      ? new RunLeases(ports.leases, holderId(request.syncId), {
+          durationMillis: request.leaseDurationMillis ?? DEFAULTS.leaseDurationMillis,
+          waitMillis: request.leaseWaitMillis ?? DEFAULTS.leaseWaitMillis,
+          ...(request.signal ? { signal: request.signal } : {}),
+        })
+      : undefined;
+  const run: RunContext = { ports, request, clock, report, ...(leases ? { leases } : {}) };
 
-  if (!request.dryRun) {
-    await recoverIntents(
-      ports.hub,
-      ports.outbox,
-      Object.values(request.options.accessProviderNames),
-      clock(),
+  try {
+    if (!request.dryRun) {
+      // Leases live in the inventory namespace, so it exists before the first is taken.
+      if (leases)
+        await attempt(run, 'create the inventory namespace', () =>
+          ensureInventoryNamespace(ports.hub, request.options),
+        );
+      await recover(run);
+      const leftover = await attempt(run, 'read the outbox', () => ports.outbox.pending());
+      const result = await publishFromOutbox(run, leftover ?? []);
+      report.events.republished = result.published.length;
+    }
+
+    const limit = pLimit(request.concurrency ?? 4);
+    let done = 0;
+    let notStarted = 0;
+    await Promise.all(
+      interleaveProviders(request.scopes).map((scope) =>
+        limit(async () => {
+          if (request.signal?.aborted) {
+            notStarted += 1;
+            return;
+          }
+          const scopeReport = await syncOne(run, scope);
+          if (!request.dryRun) {
+            const summary = scopeReport.events.filter((e) => e.detailType === DetailType.ScopeSynced);
+            // The change events are in the outbox already (syncOne); the scope summary joins them.
+            const stored = await attempt(run, 'write the scope summary to the outbox', async () => {
+              await ports.outbox.add(summary);
+              return true;
+            });
+            if (stored) {
+              const { published } = await publishFromOutbox(run, scopeReport.events);
+              report.events.published += published.length;
+            } else await publishDirectly(run, scopeReport.events);
+          }
+          request.onScope?.(scopeReport, ++done, request.scopes.length);
+          const { plan: _plan, events: _events, ...brief } = scopeReport;
+          report.scopes.push(request.retainDetails === false ? { ...brief, events: [] } : scopeReport);
+        }),
+      ),
     );
-    const leftover = await ports.outbox.pending();
-    const result = await publishFromOutbox(ports, leftover);
-    report.events.republished = result.published.length;
-    report.events.failed.push(...result.failed);
+    if (request.signal?.aborted)
+      report.interrupted = { reason: String(request.signal.reason ?? 'interrupted'), notStarted };
+  } finally {
+    await leases?.releaseAll();
   }
 
-  const limit = pLimit(request.concurrency ?? 4);
-  let done = 0;
-  await Promise.all(
-    interleaveProviders(request.scopes).map((scope) =>
-      limit(async () => {
-        const scopeReport = await syncOne(ports, request, scope, clock);
-        if (!request.dryRun) {
-          // The change events are in the outbox already (syncOne); the scope summary joins them.
-          await ports.outbox.add(scopeReport.events.filter((e) => e.detailType === DetailType.ScopeSynced));
-          const result = await publishFromOutbox(ports, scopeReport.events);
-          report.events.published += result.published.length;
-          report.events.failed.push(...result.failed);
-        }
-        request.onScope?.(scopeReport, ++done, request.scopes.length);
-        const { plan: _plan, events: _events, ...brief } = scopeReport;
-        report.scopes.push(request.retainDetails === false ? { ...brief, events: [] } : scopeReport);
-      }),
-    ),
-  );
   report.scopes.sort((a, b) => scopeKey(a.scope).localeCompare(scopeKey(b.scope)));
-  report.events.pending = request.dryRun ? 0 : (await ports.outbox.pending()).length;
+  if (!request.dryRun) await takeStock(run);
   const hubAfter = ports.hub.requestCounts();
   report.hub = { reads: hubAfter.reads - hubBefore.reads, writes: hubAfter.writes - hubBefore.writes };
   report.durationMs = clock().getTime() - started;
   return report;
+}
+
+function ensureInventoryNamespace(hub: Hub, options: InventoryOptions): Promise<void> {
+  return hub.ensureNamespace(inventoryNamespaces(options).find((ns) => ns.name === options.namespace)!);
+}
+
+/** Runs `work`; a failure is named in the report's problems instead of ending the run. Undefined on failure. */
+async function attempt<T>(run: RunContext, what: string, work: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await work();
+  } catch (error) {
+    run.report.problems.push(`cannot ${what}: ${message(error)}`);
+    return undefined;
+  }
+}
+
+/** Settles what stopped runs left (intents of changes whose events were not yet made). */
+async function recover(run: RunContext): Promise<void> {
+  const { ports, request, clock, leases } = run;
+  const recovery = await attempt(run, 'settle the intents of earlier runs', () =>
+    recoverIntents(
+      ports.hub,
+      ports.outbox,
+      Object.values(request.options.accessProviderNames),
+      clock(),
+      leases && ports.leases ? { store: ports.leases, ownHolder: leases.holder } : undefined,
+    ),
+  );
+  run.report.problems.push(...(recovery?.problems ?? []));
+}
+
+/** What is left when the run ends: events and intents waiting, records moved aside, malformed objects met. */
+async function takeStock(run: RunContext): Promise<void> {
+  const { ports, report } = run;
+  report.events.pending =
+    (await attempt(run, 'count pending events', () => ports.outbox.pending()))?.length ?? 0;
+  const intents = (await attempt(run, 'count waiting intents', () => ports.outbox.intents())) ?? [];
+  report.intents.waiting = intents.length;
+  if (intents.length > 0) report.intents.settledFrom = intents.map((i) => i.notBefore).sort()[0]!;
+  report.quarantined = ports.outbox.quarantined?.() ?? [];
+  const seen = new Map<string, MalformedObject>();
+  for (const object of [...report.malformed, ...(ports.hub.malformed?.() ?? [])])
+    seen.set(profileKey(object), object);
+  report.malformed = [...seen.values()].sort((a, b) => profileKey(a).localeCompare(profileKey(b)));
 }
 
 /**
@@ -165,18 +315,50 @@ function interleaveProviders(scopes: readonly Scope[]): Scope[] {
   return ordered;
 }
 
+/** Hands `events` to the bus; a bus that throws refuses them all (retryably) with its error. */
+async function publish(run: RunContext, events: CpsyncEvent[]): Promise<PublishResult> {
+  try {
+    return await run.ports.bus.publish(events);
+  } catch (error) {
+    return {
+      published: [],
+      failed: events.map((e) => ({
+        eventId: e.detail.eventId,
+        code: (error as { code?: string; name?: string }).code ?? (error as Error).name ?? 'Error',
+        message: message(error),
+        retryable: true,
+      })),
+    };
+  }
+}
+
 /**
  * Publishes events that are in the outbox and takes out those the bus accepted, or refused for good;
  * retryable failures stay for a later run.
  */
-async function publishFromOutbox(ports: EnginePorts, events: CpsyncEvent[]): Promise<PublishResult> {
+async function publishFromOutbox(run: RunContext, events: CpsyncEvent[]): Promise<PublishResult> {
   if (events.length === 0) return { published: [], failed: [] };
-  const result = await ports.bus.publish(events);
-  await ports.outbox.remove([
-    ...result.published,
-    ...result.failed.filter((f) => !f.retryable).map((f) => f.eventId),
-  ]);
+  const result = await publish(run, events);
+  run.report.events.failed.push(...result.failed);
+  await attempt(run, 'take published events out of the outbox', () =>
+    run.ports.outbox.remove([
+      ...result.published,
+      ...result.failed.filter((f) => !f.retryable).map((f) => f.eventId),
+    ]),
+  );
   return result;
+}
+
+/**
+ * Events the outbox could not take (a full disk): handed to the bus now, as they would otherwise
+ * wait for the intents they stand for to be settled by a later run (which announces them again, with
+ * the same ids).
+ */
+async function publishDirectly(run: RunContext, events: CpsyncEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const result = await publish(run, events);
+  run.report.events.failed.push(...result.failed);
+  run.report.events.published += result.published.length;
 }
 
 /** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
@@ -185,52 +367,77 @@ function writeAhead(
   context: EventContext,
   accessProviderNames: readonly string[],
   leaseMillis?: number,
+  held?: { holder: string; lease: string },
 ) {
   let intents: ChangeIntent[] = [];
   return {
     beforeApply: async (planned: Plan) => {
-      intents = planIntents(planned, context, accessProviderNames, leaseMillis);
+      intents = planIntents(planned, context, accessProviderNames, leaseMillis, held);
       await outbox.addIntents(intents);
     },
-    settle: (events: CpsyncEvent[]) =>
-      outbox.add(events).then(() => outbox.removeIntents(intents.map((i) => i.id))),
+    /**
+     * The events of what was applied go to the outbox, then the intents go — but not those of
+     * changes whose write failed: a write that timed out may still have reached the hub, and a later
+     * run announces it if it did. A change whose object write reached the hub and whose status write
+     * failed keeps an intent for its status half.
+     */
+    settle: async (events: CpsyncEvent[], failures: readonly ApplyFailure[]) => {
+      const unknown = new Set(failures.filter((f) => !f.remainder).map((f) => f.key));
+      const remainders = failures
+        .filter(
+          (f): f is ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> } => !!f.remainder,
+        )
+        .map((f) => remainderIntent(f, context, accessProviderNames, leaseMillis, held));
+      await outbox.add(events);
+      if (remainders.length > 0) await outbox.addIntents(remainders);
+      await outbox.removeIntents(
+        intents.filter((i) => !unknown.has(`${i.namespace}/${i.name}`)).map((i) => i.id),
+      );
+    },
   };
 }
 
-async function syncOne(
-  ports: EnginePorts,
-  request: SyncRequest,
-  scope: Scope,
-  clock: () => Date,
-): Promise<ScopeReport> {
+function failureReason(error: unknown): ScopeFailureReason {
+  if (error instanceof DeadlineError) return 'Timeout';
+  if (error instanceof InterruptedError) return 'Interrupted';
+  if (error instanceof LeaseBusyError) return 'Busy';
+  return 'Unknown';
+}
+
+async function list(run: RunContext, scope: Scope): Promise<ScopeListing> {
+  const source = run.ports.sources[scope.provider];
+  if (!source) return failedListing(scope, 'Unknown', `no ${scope.provider} source is configured`);
+  const timeout = run.request.scopeTimeoutMillis ?? DEFAULTS.scopeTimeoutMillis;
+  try {
+    return await withDeadline(
+      `listing ${scopeKey(scope)}`,
+      timeout,
+      (signal) => source.listScope(scope, signal),
+      run.request.signal,
+    );
+  } catch (error) {
+    return failedListing(scope, failureReason(error), message(error));
+  }
+}
+
+async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> {
+  const { ports, request, clock, leases } = run;
   const started = clock().getTime();
-  const source = ports.sources[scope.provider];
+  let scope = requested;
   let listing: ScopeListing;
-  if (!source) {
-    listing = {
-      outcome: {
-        scope,
-        kind: 'failed',
-        failure: { reason: 'Unknown', message: `no ${scope.provider} source is configured` },
-      },
-      clusters: [],
-    };
-  } else {
-    try {
-      listing = await source.listScope(scope);
-    } catch (error) {
-      listing = {
-        outcome: {
-          scope,
-          kind: 'failed',
-          failure: { reason: 'Unknown', message: error instanceof Error ? error.message : String(error) },
-        },
-        clusters: [],
-      };
+  let lease: { name: string; lost: AbortSignal } | undefined;
+  try {
+    scope = canonicalScope(requested);
+    if (leases) {
+      const name = leaseName(request.options.manager, scope);
+      lease = { name, lost: await leases.enter(name) };
     }
+    listing = await list(run, scope);
+  } catch (error) {
+    listing = failedListing(scope, failureReason(error), message(error));
   }
   const now = timestamp(clock());
-  const context = {
+  const context: EventContext = {
     syncId: request.syncId,
     occurredAt: now,
     scope,
@@ -241,12 +448,17 @@ async function syncOne(
   let error: ScopeSummary['error'];
   let plan: Plan | undefined;
   const events: CpsyncEvent[] = [];
+  // A scope another run is applying, or one the run was stopped before it listed, is not planned.
+  const skipped = outcome.failure?.reason === 'Busy' || outcome.failure?.reason === 'Interrupted';
   try {
+    if (skipped) return scopeReport(run, scope, outcome, counts, started, context, events);
+    const signals = [request.signal, lease?.lost].filter((s): s is AbortSignal => s !== undefined);
     const ahead = writeAhead(
       ports.outbox,
       context,
       Object.values(request.options.accessProviderNames),
       request.intentLeaseMillis,
+      lease && leases ? { holder: leases.holder, lease: lease.name } : undefined,
     );
     const result = await syncScope({
       hub: ports.hub,
@@ -255,9 +467,11 @@ async function syncOne(
       now,
       ...(request.confirmedGone ? { confirmedGone: request.confirmedGone } : {}),
       ...(request.dryRun ? { dryRun: true } : {}),
+      ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
       beforeApply: ahead.beforeApply,
     });
     plan = result.plan;
+    run.report.malformed.push(...result.malformed);
     counts.unchanged = result.plan.unchanged;
     counts.invalid = result.invalid.length;
     counts.failed = result.applied.failed.length;
@@ -265,8 +479,17 @@ async function syncOne(
       counts[change.kind] += 1;
       events.push(buildChangeEvent(change, context));
     }
-    // The change events are durable before their intents go (the scope summary joins them later).
-    if (!request.dryRun) await ahead.settle(events);
+    if (!request.dryRun) {
+      // The change events are durable before their intents go (the scope summary joins them later).
+      try {
+        await ahead.settle(events, result.applied.failed);
+      } catch (settleError) {
+        run.report.problems.push(
+          `cannot write the events of ${scopeKey(scope)} to the outbox (their intents stay; a later run announces them again): ${message(settleError)}`,
+        );
+        await publishDirectly(run, events);
+      }
+    }
     if (request.dryRun) {
       counts.created = plan.creates.length;
       counts.updated = plan.updates.length;
@@ -278,24 +501,51 @@ async function syncOne(
         reason: 'HubError',
         message: `${result.applied.failed.length} write(s) failed; first: ${firstFailure.key}: ${firstFailure.error.message}`,
       };
+    else if (result.applied.notAttempted)
+      error = {
+        reason: lease?.lost.aborted ? 'Busy' : 'Interrupted',
+        message: `${result.applied.notAttempted} change(s) not applied: ${lease?.lost.aborted ? message(lease.lost.reason) : 'the run was stopped'}`,
+      };
     else if (result.invalid[0])
       error = { reason: 'InvalidCluster', message: result.invalid.map((e) => e.message).join('; ') };
+    if (result.applied.notAttempted && outcome.kind === 'complete')
+      outcome = { ...outcome, kind: 'partial', missing: [] };
   } catch (failure) {
-    const message = failure instanceof Error ? failure.message : String(failure);
-    outcome = { scope, kind: 'failed', failure: { reason: 'Unknown', message } };
-    error = { reason: 'HubError', message };
+    const text = message(failure);
+    outcome = { scope, kind: 'failed', failure: { reason: 'Unknown', message: text } };
+    error = { reason: 'HubError', message: text };
+  } finally {
+    if (lease && leases)
+      await leases.exit(lease.name).catch((releaseError: unknown) => {
+        run.report.problems.push(`cannot give up lease ${lease.name}: ${message(releaseError)}`);
+      });
   }
+  return scopeReport(run, scope, outcome, counts, started, context, events, error, plan);
+}
+
+/** A scope's report, with its `Inventory Scope Synced` event after its change events. */
+function scopeReport(
+  run: RunContext,
+  scope: Scope,
+  outcome: ScopeOutcome,
+  counts: ScopeSummary['counts'],
+  started: number,
+  context: EventContext,
+  events: CpsyncEvent[],
+  error?: ScopeSummary['error'],
+  plan?: Plan,
+): ScopeReport {
   const summary: ScopeSummary = {
     outcome,
     counts,
-    durationMs: clock().getTime() - started,
+    durationMs: run.clock().getTime() - started,
     ...(error ? { error } : {}),
   };
   events.push(buildScopeEvent(summary, context));
   return { scope, outcome, summary, ...(plan ? { plan } : {}), events };
 }
 
-export interface ClusterSyncRequest {
+export interface ClusterSyncRequest extends Pick<RunLimits, 'leaseWaitMillis' | 'leaseDurationMillis'> {
   syncId: string;
   /** See SyncRequest.intentLeaseMillis. */
   intentLeaseMillis?: number;
@@ -339,62 +589,94 @@ export function providerIdMatches(providerId: string, ref: ClusterRef): boolean 
 /**
  * An event-triggered sync of one cluster: its profile is created, updated, or — when the provider
  * answers not found — deleted at once. Nothing else in the scope is touched, and no scope summary is
- * published (it is not a listing of the scope).
+ * published (it is not a listing of the scope). It holds the account's lease like a scope sync, so it
+ * never applies at the same time as a run over the same account.
  */
 export async function syncCluster(
   ports: EnginePorts,
   request: ClusterSyncRequest,
 ): Promise<ClusterSyncReport> {
   const clock = ports.clock ?? (() => new Date());
-  const { ref } = request;
+  const ref: ClusterRef = { ...request.ref, scope: canonicalScope(request.ref.scope) };
   const source = ports.sources[ref.scope.provider];
   if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
   const accessProviderNames = Object.values(request.options.accessProviderNames);
-  await recoverIntents(ports.hub, ports.outbox, accessProviderNames, clock());
-  const observed = await source.getCluster(ref);
-  const now = timestamp(clock());
-  const context = {
-    syncId: request.syncId,
-    occurredAt: now,
-    scope: ref.scope,
-    ...(request.eventSource ? { source: request.eventSource } : {}),
-  };
-  const listing: ScopeListing = {
-    outcome: { scope: ref.scope, kind: 'partial', missing: [] },
-    clusters: observed ? [observed] : [],
-  };
-  let confirmedGone: Set<string> | undefined;
-  if (!observed) {
-    const selector = scopeSelector(request.options.manager, ref.scope);
-    const current: ClusterProfile[] = [];
-    for (const namespace of inventoryNamespaces(request.options))
-      current.push(...(await ports.hub.list(namespace.name, selector)));
-    confirmedGone = new Set(
-      current
-        .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
-        .filter((id) => id !== '' && providerIdMatches(id, ref)),
-    );
-    if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
+  const leases = ports.leases
+    ? new RunLeases(ports.leases, holderId(request.syncId), {
+        durationMillis: request.leaseDurationMillis ?? DEFAULTS.leaseDurationMillis,
+        waitMillis: request.leaseWaitMillis ?? DEFAULTS.leaseWaitMillis,
+      })
+    : undefined;
+  await recoverIntents(
+    ports.hub,
+    ports.outbox,
+    accessProviderNames,
+    clock(),
+    leases && ports.leases ? { store: ports.leases, ownHolder: leases.holder } : undefined,
+  );
+  const lease = leaseName(request.options.manager, ref.scope);
+  if (leases) {
+    await ensureInventoryNamespace(ports.hub, request.options);
+    await leases.enter(lease);
   }
-  const ahead = writeAhead(ports.outbox, context, accessProviderNames, request.intentLeaseMillis);
-  const result = await syncScope({
-    hub: ports.hub,
-    listing,
-    options: request.options,
-    now,
-    ...(confirmedGone ? { confirmedGone } : {}),
-    beforeApply: ahead.beforeApply,
-  });
-  const events = result.applied.applied.map((change) => buildChangeEvent(change, context));
-  await ahead.settle(events);
-  const failure = result.applied.failed[0];
-  if (failure) throw failure.error;
-  const published = await publishFromOutbox(ports, events);
-  const kind = result.applied.applied[0]?.kind;
-  return {
-    result: kind ?? 'unchanged',
-    events,
-    published: published.published.length,
-    pending: events.length - published.published.length,
-  };
+  try {
+    const observed = await source.getCluster(ref);
+    const now = timestamp(clock());
+    const context = {
+      syncId: request.syncId,
+      occurredAt: now,
+      scope: ref.scope,
+      ...(request.eventSource ? { source: request.eventSource } : {}),
+    };
+    const listing: ScopeListing = {
+      outcome: { scope: ref.scope, kind: 'partial', missing: [] },
+      clusters: observed ? [observed] : [],
+    };
+    let confirmedGone: Set<string> | undefined;
+    if (!observed) {
+      const selector = scopeSelector(request.options.manager, ref.scope);
+      const current: ClusterProfile[] = [];
+      for (const namespace of inventoryNamespaces(request.options))
+        current.push(...(await ports.hub.list(namespace.name, selector)));
+      confirmedGone = new Set(
+        current
+          .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
+          .filter((id) => id !== '' && providerIdMatches(id, ref)),
+      );
+      if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
+    }
+    const ahead = writeAhead(
+      ports.outbox,
+      context,
+      accessProviderNames,
+      request.intentLeaseMillis,
+      leases ? { holder: leases.holder, lease } : undefined,
+    );
+    const result = await syncScope({
+      hub: ports.hub,
+      listing,
+      options: request.options,
+      now,
+      ...(confirmedGone ? { confirmedGone } : {}),
+      beforeApply: ahead.beforeApply,
+    });
+    const events = result.applied.applied.map((change) => buildChangeEvent(change, context));
+    await ahead.settle(events, result.applied.failed);
+    const failure = result.applied.failed[0];
+    if (failure) throw failure.error;
+    const published = await ports.bus.publish(events);
+    await ports.outbox.remove([
+      ...published.published,
+      ...published.failed.filter((f) => !f.retryable).map((f) => f.eventId),
+    ]);
+    const kind = result.applied.applied[0]?.kind;
+    return {
+      result: kind ?? 'unchanged',
+      events,
+      published: published.published.length,
+      pending: events.length - published.published.length,
+    };
+  } finally {
+    await leases?.releaseAll();
+  }
 }

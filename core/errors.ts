@@ -25,3 +25,16 @@ export class InvalidOptionError extends CpsyncError {
     this.option = option;
   }
 }
+
+/** An object in the hub that is not a well-formed ClusterProfile; `malformed` says what is wrong. It is left untouched. */
+export class MalformedObjectError extends CpsyncError {
+  readonly namespace: string;
+  readonly objectName: string;
+  readonly malformed: string;
+  constructor(namespace: string, name: string, malformed: string) {
+    super(`${namespace}/${name} in the hub is malformed (${malformed}); left untouched — fix or remove it`);
+    this.namespace = namespace;
+    this.objectName = name;
+    this.malformed = malformed;
+  }
+}

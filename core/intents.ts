@@ -7,12 +7,12 @@
 import { createHash } from 'node:crypto';
 import { buildChangeEvent, type EventContext } from '../events/builders.ts';
 import type { CpsyncEvent } from '../events/types.ts';
-import type { AppliedKind } from './applyPlan.ts';
+import type { AppliedKind, ApplyFailure } from './applyPlan.ts';
 import { OWNED_ANNOTATIONS, OWNED_LABELS } from './constants.ts';
 import { canonicalJson } from './json.ts';
 import type { ClusterProfile } from './model/clusterProfile.ts';
 import { ownedStatusOf, pick, type FieldChange, type Plan } from './plan.ts';
-import type { Hub, Outbox } from './ports.ts';
+import type { Hub, LeaseHolder, LeaseStore, Outbox } from './ports.ts';
 
 export interface ChangeIntent {
   id: string;
@@ -28,9 +28,13 @@ export interface ChangeIntent {
   context: EventContext;
   /**
    * Until then the intent belongs to a run that may still be going (here or in another process); only
-   * later may another run settle it.
+   * later may another run settle it — or sooner, once the run no longer holds `lease`.
    */
   notBefore: string;
+  /** The run (its lease holder id) that wrote the intent. */
+  holder?: string;
+  /** The lease the run held while it applied the change. */
+  lease?: string;
 }
 
 /** How long an intent belongs to its run: longer than any run's apply phase (a Lambda runs 15 minutes at most). */
@@ -57,8 +61,10 @@ export function planIntents(
   context: EventContext,
   accessProviderNames: readonly string[],
   leaseMillis: number = DEFAULT_INTENT_LEASE_MILLIS,
+  held?: { holder: string; lease: string },
 ): ChangeIntent[] {
   const notBefore = new Date(Date.parse(context.occurredAt) + leaseMillis).toISOString();
+  const owner = held ? { holder: held.holder, lease: held.lease } : {};
   const id = (kind: string, namespace: string, name: string) =>
     createHash('sha256').update(`${context.syncId}|${kind}|${namespace}/${name}`).digest('hex').slice(0, 32);
   return [
@@ -71,6 +77,7 @@ export function planIntents(
       target: fingerprint(profile, accessProviderNames, true),
       context,
       notBefore,
+      ...owner,
     })),
     ...plan.updates.map((update): ChangeIntent => ({
       id: id('updated', update.profile.metadata.namespace, update.profile.metadata.name),
@@ -84,6 +91,7 @@ export function planIntents(
         : {}),
       context,
       notBefore,
+      ...owner,
     })),
     ...plan.deletes.map(({ current }): ChangeIntent => ({
       id: id('deleted', current.metadata.namespace, current.metadata.name),
@@ -95,24 +103,98 @@ export function planIntents(
       previous: current,
       context,
       notBefore,
+      ...owner,
     })),
   ];
 }
 
 /**
- * Settles intents a stopped run left: the events of changes that reached the hub go to the outbox;
- * every intent is then removed. Returns the events recovered.
+ * The intent of the status half of a change whose object write reached the hub and whose status write
+ * failed: a status write that timed out may still have reached it, and must then be announced (as an
+ * update from the object's version — the event the next run would make if it redid the write).
+ */
+export function remainderIntent(
+  failure: ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> },
+  context: EventContext,
+  accessProviderNames: readonly string[],
+  leaseMillis: number = DEFAULT_INTENT_LEASE_MILLIS,
+  held?: { holder: string; lease: string },
+): ChangeIntent {
+  const { profile, previousResourceVersion, changes } = failure.remainder;
+  const { namespace, name } = profile.metadata;
+  return {
+    id: createHash('sha256')
+      .update(`${context.syncId}|status|${namespace}/${name}`)
+      .digest('hex')
+      .slice(0, 32),
+    kind: 'updated',
+    namespace,
+    name,
+    changes,
+    target: fingerprint(profile, accessProviderNames),
+    previousResourceVersion,
+    context,
+    notBefore: new Date(Date.parse(context.occurredAt) + leaseMillis).toISOString(),
+    ...(held ? { holder: held.holder, lease: held.lease } : {}),
+  };
+}
+
+/** The intents that runs which are over left behind: their lease time is up, or their run gave up its lease. */
+async function abandonedIntents(
+  intents: readonly ChangeIntent[],
+  now: Date,
+  leases?: LeaseStore,
+  ownHolder?: string,
+): Promise<ChangeIntent[]> {
+  const holders = new Map<string, Promise<LeaseHolder | undefined>>();
+  const abandoned: ChangeIntent[] = [];
+  for (const intent of intents) {
+    if (ownHolder !== undefined && intent.holder === ownHolder) continue;
+    if (Date.parse(intent.notBefore) <= now.getTime()) {
+      abandoned.push(intent);
+      continue;
+    }
+    if (!leases || !intent.lease || !intent.holder) continue;
+    let holder = holders.get(intent.lease);
+    if (!holder) holders.set(intent.lease, (holder = leases.holderOf(intent.lease)));
+    if ((await holder)?.holder !== intent.holder) abandoned.push(intent);
+  }
+  return abandoned;
+}
+
+export interface Recovery {
+  /** Events of changes that reached the hub, now in the outbox. */
+  recovered: CpsyncEvent[];
+  /** Intents that could not be settled now (the hub did not answer); the next run tries again. */
+  problems: string[];
+}
+
+/**
+ * Settles intents that stopped runs left: the events of changes that reached the hub go to the
+ * outbox; every settled intent is then removed. An intent whose profile cannot be read is kept.
  */
 export async function recoverIntents(
   hub: Hub,
   outbox: Outbox,
   accessProviderNames: readonly string[],
   now: Date,
-): Promise<CpsyncEvent[]> {
-  const intents = (await outbox.intents()).filter((intent) => Date.parse(intent.notBefore) <= now.getTime());
+  leases?: { store: LeaseStore; ownHolder: string },
+): Promise<Recovery> {
+  const intents = await abandonedIntents(await outbox.intents(), now, leases?.store, leases?.ownHolder);
   const recovered: CpsyncEvent[] = [];
+  const settled: string[] = [];
+  const problems: string[] = [];
   for (const intent of intents) {
-    const stored = await hub.get({ namespace: intent.namespace, name: intent.name });
+    let stored: ClusterProfile | undefined;
+    try {
+      stored = await hub.get({ namespace: intent.namespace, name: intent.name });
+    } catch (error) {
+      problems.push(
+        `intent for ${intent.namespace}/${intent.name} kept: ${error instanceof Error ? error.message : String(error)}`,
+      );
+      continue;
+    }
+    settled.push(intent.id);
     let reached = false;
     if (intent.kind === 'deleted') reached = stored === undefined;
     else if (stored)
@@ -135,6 +217,6 @@ export async function recoverIntents(
     }
   }
   await outbox.add(recovered);
-  await outbox.removeIntents(intents.map((i) => i.id));
-  return recovered;
+  await outbox.removeIntents(settled);
+  return { recovered, problems };
 }

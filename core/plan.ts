@@ -31,6 +31,8 @@ export interface FieldChange {
 
 export interface PlannedCreate {
   profile: ClusterProfile;
+  /** The status fields the create's status write sets (as an update of the new object would name them). */
+  statusChanges: FieldChange[];
 }
 
 export interface PlannedUpdate {
@@ -51,7 +53,7 @@ export interface PlannedDelete {
   reason: DeleteReason;
 }
 
-export type SkipReason = 'OwnedByAnotherManager';
+export type SkipReason = 'OwnedByAnotherManager' | 'Malformed';
 
 export interface Skipped {
   namespace: string;
@@ -325,7 +327,10 @@ export function plan(input: PlanInput): Plan {
     desiredKeys.add(key);
     const existing = current.get(key);
     if (existing === undefined) {
-      result.creates.push({ profile: wanted });
+      result.creates.push({
+        profile: wanted,
+        statusChanges: statusChanges({ ...wanted, status: undefined }, wanted, input.accessProviderNames),
+      });
     } else if (!isManagedBy(existing, input.manager)) {
       result.skipped.push({
         ...wanted.metadata,

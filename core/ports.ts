@@ -57,6 +57,8 @@ export interface Hub {
   delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
   /** Requests made so far. */
   requestCounts(): HubRequestCounts;
+  /** Malformed objects met so far (they are left out of lists and never written over). */
+  malformed?(): MalformedObject[];
 }
 
 /** An event the bus did not take. `retryable` failures stay pending; the others are given up on. */
@@ -75,16 +77,55 @@ export interface PublishResult {
 
 /** Where change events go: EventBridge, or JSON lines. */
 export interface EventSink {
+  /** An event counts as published only once it is really out (written, flushed, accepted). Never throws for a refused event. */
   publish(events: readonly CpsyncEvent[]): Promise<PublishResult>;
+}
+
+/** A stored record the outbox could not read (a truncated or empty file): moved aside, never fatal. */
+export interface QuarantinedRecord {
+  /** Where it was moved to. */
+  path: string;
+  reason: string;
 }
 
 /** Events not yet published, kept durably until the bus takes them. */
 export interface Outbox {
+  /** Durable once it resolves. */
   add(events: readonly CpsyncEvent[]): Promise<void>;
   pending(): Promise<CpsyncEvent[]>;
   remove(eventIds: readonly string[]): Promise<void>;
-  /** Write-ahead records of changes about to be made (see core/intents.ts). */
+  /** Write-ahead records of changes about to be made (see core/intents.ts). Durable once it resolves. */
   addIntents(intents: readonly ChangeIntent[]): Promise<void>;
   intents(): Promise<ChangeIntent[]>;
   removeIntents(ids: readonly string[]): Promise<void>;
+  /** Records found unreadable (and moved aside) so far. */
+  quarantined?(): QuarantinedRecord[];
+}
+
+/** Who holds a lease, and until when (RFC 3339). */
+export interface LeaseHolder {
+  holder: string;
+  until: string;
+}
+
+export type LeaseAnswer = { acquired: true } | { acquired: false; heldBy: LeaseHolder };
+
+/**
+ * Leases on the hub that keep two runs from applying the same account's scopes at once (a
+ * `coordination.k8s.io` Lease, or a lock file beside the file hub).
+ */
+export interface LeaseStore {
+  /** Takes `name` for `holder` for `durationMillis` (renews it when `holder` has it), or says who has it. */
+  acquire(name: string, holder: string, durationMillis: number): Promise<LeaseAnswer>;
+  /** Gives `name` up if `holder` still has it. */
+  release(name: string, holder: string): Promise<void>;
+  /** Who has `name` now; an expired lease, or one whose process is gone, is nobody's. */
+  holderOf(name: string): Promise<LeaseHolder | undefined>;
+}
+
+/** An object in the hub that is not a well-formed ClusterProfile: named, left untouched, counted. */
+export interface MalformedObject {
+  namespace: string;
+  name: string;
+  reason: string;
 }

@@ -33,8 +33,10 @@ function bytes(value: unknown): number {
 }
 
 /**
- * The event for one change applied to the hub. Its id is derived from the object's identity and
- * version and from the change itself, so re-publishing the same change gives the same id.
+ * The event for one change applied to the hub. Its id is a function of the change itself: the
+ * object's identity (namespace, name, uid) and, for an update, the version it was made from and the
+ * fields it changed. The same change announced again — after a retry, by recovery, or by a second run
+ * that made it at the same moment — has the same id, so subscribers can de-duplicate.
  */
 export function buildChangeEvent(
   change: AppliedChange,
@@ -45,11 +47,14 @@ export function buildChangeEvent(
   const labels = profile.metadata.labels ?? {};
   const providerId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '';
   const detailType = DETAIL_TYPE_OF[change.kind];
-  const version =
-    change.kind === 'updated' ? change.previousResourceVersion : profile.metadata.resourceVersion;
+  // A creation or deletion happens once per object (uid); an update, once per version it starts from.
+  const identity =
+    change.kind === 'updated'
+      ? [detailType, namespace, name, uid ?? '', change.previousResourceVersion ?? '', change.changes]
+      : [detailType, namespace, name, uid ?? ''];
   const detail: ProfileChangeDetail = {
     schemaVersion: SCHEMA_VERSION,
-    eventId: deterministicId(detailType, namespace, name, uid ?? '', version ?? '', change.changes),
+    eventId: deterministicId(...identity),
     syncId: context.syncId,
     occurredAt: context.occurredAt,
     scope: context.scope,

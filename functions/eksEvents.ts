@@ -9,7 +9,8 @@ import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { clusterSyncOnce, lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { eksProvider } from '../adapters/providers/eks.ts';
-import { coversAccount, validClusterName } from './targets.ts';
+import { validClusterName } from './targets.ts';
+import { resolveScopes } from '../adapters/scopeCoverage.ts';
 
 /** The CloudTrail record as EventBridge carries it in `detail` (the fields cpsync reads). */
 const CloudTrailDetail = z.looseObject({
@@ -57,9 +58,15 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
       });
       return { result: 'ignored' as const };
     }
-    const scope = { provider: 'eks' as const, account: detail.recipientAccountId, region: detail.awsRegion };
-    if (!coversAccount(deps.config, 'eks', scope.account, scope.region)) {
-      logger.warn('ignored: account or region outside the configuration', { eventId: event.id, ...scope });
+    const asked = { provider: 'eks' as const, account: detail.recipientAccountId, region: detail.awsRegion };
+    const resolved = await resolveScopes(deps.config, deps.sources, { scopes: [asked] });
+    const scope = resolved.scopes[0];
+    if (!scope || resolved.refused.length > 0) {
+      logger.warn('ignored: account or region outside the configuration', {
+        eventId: event.id,
+        ...asked,
+        reason: resolved.refused[0]?.reason,
+      });
       return { result: 'ignored' as const };
     }
     const { value: outcome, replayed } = await apply(deps, { key: event.id, ref: { scope, name } }, context);

@@ -21,12 +21,13 @@ import {
   buildBus,
   buildOutbox,
   buildSources,
-  connectHub,
+  connectHubPorts,
   engineSettings,
   type ProviderModule,
   type Sources,
 } from '../adapters/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../core/config.ts';
+import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import { syncCluster, type EnginePorts } from '../core/engine.ts';
 import type { ClusterRef } from '../core/ports.ts';
 
@@ -59,9 +60,11 @@ export async function depsFor(
   providers: readonly ProviderModule[],
 ): Promise<FunctionDeps> {
   const sources = await buildSources(config, providers);
+  const { hub, leases } = await connectHubPorts(config);
   const ports: EnginePorts = {
     sources: sources.sources,
-    hub: await connectHub(config),
+    hub,
+    leases,
     bus: buildBus(config),
     outbox: buildOutbox(config),
   };
@@ -73,14 +76,7 @@ export async function depsFor(
  * sources of `providers` only (so each function bundles only the cloud SDKs it uses).
  */
 export function lazyDeps(providers: readonly ProviderModule[]): () => Promise<FunctionDeps> {
-  let cached: Promise<FunctionDeps> | undefined;
-  return () => {
-    cached ??= depsFor(configFromEnvironment(), providers).catch((error: unknown) => {
-      cached = undefined;
-      throw error;
-    });
-    return cached;
-  };
+  return memoizeUntilFailure(async () => depsFor(configFromEnvironment(), providers));
 }
 
 /** A payload of once-only work: `key` names the delivery (event id, message id, …). */

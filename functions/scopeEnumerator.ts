@@ -2,7 +2,7 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
-import { enumerateScopes } from '../adapters/compose.ts';
+import { resolveScopes } from '../adapters/scopeCoverage.ts';
 import { scopeKey } from '../core/model/scope.ts';
 import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
@@ -31,7 +31,7 @@ export function makeScopeEnumerator(
     if (!queueUrl) throw new Error('CPSYNC_SCOPE_QUEUE_URL is not set');
     const deps = await getDeps();
     const syncId = event?.executionId ?? context.awsRequestId;
-    const scopes = await enumerateScopes(deps.config, deps.sources);
+    const { scopes, failures } = await resolveScopes(deps.config, deps.sources);
     let pending = scopes.map((scope, index) => ({
       Id: String(index),
       MessageBody: JSON.stringify({ syncId, scope }),
@@ -49,6 +49,13 @@ export function makeScopeEnumerator(
     }
     metrics.addMetric('ScopesEnqueued', MetricUnit.Count, scopes.length);
     logger.info('scopes enqueued', { syncId, scopes: scopes.map(scopeKey) });
+    if (failures.length > 0) {
+      // What could be enumerated is enqueued; the run still fails, so its error alarm names the rest.
+      metrics.addMetric('FailedEnumerations', MetricUnit.Count, failures.length);
+      throw new Error(
+        `cannot enumerate the scopes of ${failures.map((f) => `${f.provider} (${f.message})`).join('; ')}`,
+      );
+    }
     return { syncId, scopes: scopes.length };
   });
 }

@@ -8,15 +8,19 @@ import { engineSettings } from '../adapters/compose.ts';
 import { scopeKey, type Scope } from '../core/model/scope.ts';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
+import { resolveScopes } from '../adapters/scopeCoverage.ts';
 
 const message = z.strictObject({
-  syncId: z.string().min(1),
+  syncId: z.string().min(1).max(256),
   scope: z.strictObject({
     provider: z.enum(['eks', 'gke', 'aks']),
     account: z.string().min(1),
     region: z.string().min(1),
   }),
 });
+
+/** A scope message the configuration does not cover (or cannot be checked now): the item fails, nothing is synced. */
+class ScopeRefusedError extends Error {}
 
 /** A scope message whose scope's sync could not finish (hub unreachable, …): SQS delivers it again. */
 class ScopeRetryError extends Error {}
@@ -45,7 +49,15 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
         throw new Error(
           `malformed scope message ${item.messageId}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
         );
-      const { scope, syncId } = parsed.data;
+      const { syncId } = parsed.data;
+      // Only what the configuration covers, in its canonical spelling: a message is input like any other.
+      const resolved = await resolveScopes(deps.config, deps.sources, { scopes: [parsed.data.scope] });
+      const refusal = resolved.refused[0];
+      if (refusal || resolved.scopes.length !== 1)
+        throw new ScopeRefusedError(
+          `scope message ${item.messageId} (${refusal?.requested ?? scopeKey(parsed.data.scope)}) refused: ${refusal?.reason ?? 'it stands for more than one configured scope'}`,
+        );
+      const scope = resolved.scopes[0]!;
       // A redelivered message keeps its sync id: its events keep their ids, and the sync itself is idempotent.
       const key = `${syncId}/${scopeKey(scope)}`;
       const { value: result, replayed } = await syncScope(deps, { key, scope }, context);

@@ -7,6 +7,7 @@ import type { Context, APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
 import { readSecret } from '../adapters/compose.ts';
+import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import type { ClusterSyncReport } from '../core/engine.ts';
 import type { ClusterRef } from '../core/ports.ts';
 import {
@@ -19,7 +20,20 @@ import {
 } from './runtime.ts';
 import { aksProvider } from '../adapters/providers/aks.ts';
 import { gkeProvider } from '../adapters/providers/gke.ts';
-import { coversAccount, validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
+import { validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
+import { resolveScopes } from '../adapters/scopeCoverage.ts';
+import type { Scope } from '../core/model/scope.ts';
+
+/** The configured account-wide scope an event's account falls in, or undefined when the configuration does not cover it. */
+async function coveredScope(
+  deps: FunctionDeps,
+  provider: 'gke' | 'aks',
+  account: string,
+): Promise<Scope | undefined> {
+  const resolved = await resolveScopes(deps.config, deps.sources, { scopes: [{ provider, account }] });
+  if (resolved.refused.length > 0 || resolved.scopes.length === 0) return undefined;
+  return { provider, account: resolved.scopes[0]!.account, region: '*' };
+}
 
 class HttpError extends Error {
   readonly statusCode: number;
@@ -101,7 +115,8 @@ export function makeWebhook(
   getDeps: () => Promise<FunctionDeps> = lazyDeps([gkeProvider, aksProvider]),
   options: WebhookOptions = {},
 ) {
-  let azureKey: Promise<string> | undefined;
+  // Read once per container — but a read that failed is not kept: the next delivery reads again.
+  let azureKey: (() => Promise<string>) | undefined;
   let googleKeys = options.googleKeys;
 
   // Keyed by the delivery's own id (Event Grid event id, Pub/Sub message id): a redelivery is recognised.
@@ -139,8 +154,8 @@ export function makeWebhook(
   ): Promise<APIGatewayProxyStructuredResultV2> {
     const settings = deps.config.webhook.azure;
     if (!settings) throw new HttpError(404, 'Azure events are not configured');
-    azureKey ??= readSecret(settings.key).then((k) => k.trim());
-    if (!sameSecret(event.queryStringParameters?.key ?? header(event, 'x-cpsync-key'), await azureKey))
+    azureKey ??= memoizeUntilFailure(() => readSecret(settings.key).then((k) => k.trim()));
+    if (!sameSecret(event.queryStringParameters?.key ?? header(event, 'x-cpsync-key'), await azureKey()))
       throw new HttpError(401, 'missing or wrong key');
     const delivery = EventGridDelivery.safeParse(bodyOf(event));
     if (!delivery.success)
@@ -165,19 +180,15 @@ export function makeWebhook(
       const [, subscription, resourceGroup, name] = match as unknown as [string, string, string, string];
       const key = `${subscription}/${resourceGroup}/${name}`.toLowerCase();
       if (results[key]) continue;
-      if (
-        !coversAccount(deps.config, 'aks', subscription) ||
-        !validClusterName('aks', name) ||
-        !validResourceGroup(resourceGroup)
-      ) {
+      const scope =
+        validClusterName('aks', name) && validResourceGroup(resourceGroup)
+          ? await coveredScope(deps, 'aks', subscription)
+          : undefined;
+      if (!scope) {
         ignored += 1;
         continue;
       }
-      const { result, duplicate } = await sync(deps, context, item.id, {
-        scope: { provider: 'aks', account: subscription, region: '*' },
-        name,
-        resourceGroup,
-      });
+      const { result, duplicate } = await sync(deps, context, item.id, { scope, name, resourceGroup });
       results[key] = result;
       if (duplicate) duplicates.push(key);
     }
@@ -218,15 +229,14 @@ export function makeWebhook(
     if (serviceName !== 'container.googleapis.com' || !GKE_METHODS.test(methodName) || !match)
       return json(200, { ignored: 1 });
     const [, project, location, name] = match as unknown as [string, string, string, string];
-    if (
-      !coversAccount(deps.config, 'gke', project) ||
-      !validClusterName('gke', name) ||
-      !validGcpLocation(location)
-    )
-      return json(200, { ignored: 1 });
+    const scope =
+      validClusterName('gke', name) && validGcpLocation(location)
+        ? await coveredScope(deps, 'gke', project)
+        : undefined;
+    if (!scope) return json(200, { ignored: 1 });
     const key = `${project}/${location}/${name}`;
     const { result, duplicate } = await sync(deps, context, push.data.message.messageId, {
-      scope: { provider: 'gke', account: project, region: '*' },
+      scope,
       name,
       location,
     });

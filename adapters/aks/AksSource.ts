@@ -28,6 +28,11 @@ export interface AksSourceOptions {
    * @default false
    */
   fetchCertificateAuthority?: boolean;
+  /**
+   * Time one request to ARM may take before it is abandoned.
+   * @default 30000
+   */
+  requestTimeoutMillis?: number;
   /** @default a ContainerServiceClient per subscription, built from these options */
   clientFor?: (subscriptionId: string) => ContainerServiceClient;
   /** @default a SubscriptionClient built from these options */
@@ -54,6 +59,12 @@ export class AksSource implements ClusterSource {
     this.#credential = options.credential ?? new DefaultAzureCredential();
   }
 
+  /** Options of every ARM call: its deadline, and the scope's signal. */
+  #call(signal?: AbortSignal) {
+    const timeout = this.#options.requestTimeoutMillis ?? 30_000;
+    return { requestOptions: { timeout }, ...(signal ? { abortSignal: signal } : {}) };
+  }
+
   #client(subscriptionId: string): ContainerServiceClient {
     if (this.#options.clientFor) return this.#options.clientFor(subscriptionId);
     let client = this.#clients.get(subscriptionId);
@@ -68,23 +79,36 @@ export class AksSource implements ClusterSource {
     return client;
   }
 
-  async #caData(client: ContainerServiceClient, cluster: ManagedCluster): Promise<string | undefined> {
+  async #caData(
+    client: ContainerServiceClient,
+    cluster: ManagedCluster,
+    signal?: AbortSignal,
+  ): Promise<string | undefined> {
     const group = resourceGroupOf(cluster.id ?? '');
     if (!group || !cluster.name) return undefined;
-    const result = await client.managedClusters.listClusterUserCredentials(group, cluster.name);
+    const result = await client.managedClusters.listClusterUserCredentials(
+      group,
+      cluster.name,
+      this.#call(signal),
+    );
     const value = result.kubeconfigs?.[0]?.value;
     if (!value) return undefined;
-    const kubeconfig = parse(Buffer.from(value).toString('utf8')) as {
-      clusters?: Array<{ cluster?: Record<string, string> }>;
-    };
-    return kubeconfig.clusters?.[0]?.cluster?.['certificate-authority-data'] || undefined;
+    let kubeconfig: { clusters?: Array<{ cluster?: Record<string, string> }> } | undefined;
+    try {
+      kubeconfig = parse(Buffer.from(value).toString('utf8')) as typeof kubeconfig;
+    } catch {
+      // The user kubeconfig holds credentials: its text is never quoted in an error.
+      throw new Error(`the user kubeconfig of ${cluster.name} is not valid YAML`);
+    }
+    const ca = kubeconfig?.clusters?.[0]?.cluster?.['certificate-authority-data'];
+    return typeof ca === 'string' && ca !== '' ? ca : undefined;
   }
 
   async listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing> {
     const client = this.#client(scope.account);
     const found: ManagedCluster[] = [];
     try {
-      for await (const cluster of client.managedClusters.list({ abortSignal: signal })) {
+      for await (const cluster of client.managedClusters.list(this.#call(signal))) {
         if (scope.region === ALL_REGIONS || cluster.location?.toLowerCase() === scope.region.toLowerCase())
           found.push(cluster);
       }
@@ -106,7 +130,7 @@ export class AksSource implements ClusterSource {
         let ca: string | undefined;
         if (this.#options.fetchCertificateAuthority) {
           try {
-            ca = await this.#caData(client, cluster);
+            ca = await this.#caData(client, cluster, signal);
           } catch (error) {
             // Not fully observed: leave the cluster out and make the listing partial, so its profile is kept as it is.
             missing.push(cluster.name ?? cluster.id ?? '?');
@@ -139,7 +163,7 @@ export class AksSource implements ClusterSource {
     const client = this.#client(ref.scope.account);
     let cluster: ManagedCluster;
     try {
-      cluster = await client.managedClusters.get(ref.resourceGroup, ref.name);
+      cluster = await client.managedClusters.get(ref.resourceGroup, ref.name, this.#call());
     } catch (error) {
       if (classifyAzureError(error) === 'NotFound') return undefined;
       throw error;
@@ -150,7 +174,8 @@ export class AksSource implements ClusterSource {
 
   /** Subscriptions the identity can use: explicit, or every one it can see in a usable state. */
   async selectSubscriptions(selection: SubscriptionSelection): Promise<string[]> {
-    if ('subscriptions' in selection) return [...new Set(selection.subscriptions)].sort();
+    if ('subscriptions' in selection)
+      return [...new Set(selection.subscriptions.map((s) => s.toLowerCase()))].sort();
     const client =
       this.#options.subscriptionClient ??
       new SubscriptionClient(
@@ -158,9 +183,9 @@ export class AksSource implements ClusterSource {
         this.#options.endpoint ? { endpoint: this.#options.endpoint } : {},
       );
     const found: string[] = [];
-    for await (const subscription of client.subscriptions.list()) {
+    for await (const subscription of client.subscriptions.list(this.#call())) {
       if (subscription.subscriptionId && (!subscription.state || USABLE_STATES.has(subscription.state)))
-        found.push(subscription.subscriptionId);
+        found.push(subscription.subscriptionId.toLowerCase());
     }
     return [...new Set(found)].sort();
   }

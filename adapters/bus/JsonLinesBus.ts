@@ -1,6 +1,6 @@
-import { appendFile } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
-import type { EventSink, PublishResult } from '../../core/ports.ts';
+import type { EventSink, PublishFailure, PublishResult } from '../../core/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 
 /** One JSON object per line, EventBridge-shaped (`source`, `detail-type`, `detail`, …). */
@@ -8,24 +8,73 @@ export function jsonLine(event: CpsyncEvent): string {
   return `${JSON.stringify({ source: event.source, 'detail-type': event.detailType, time: event.time, resources: event.resources, detail: event.detail })}\n`;
 }
 
-/** Writes events as JSON lines to a stream (stdout by default): the local default bus. */
+function refused(events: readonly CpsyncEvent[], error: unknown, what: string): PublishFailure[] {
+  const code = (error as NodeJS.ErrnoException).code ?? 'WriteError';
+  const reason =
+    code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED'
+      ? 'its reader closed it'
+      : error instanceof Error
+        ? error.message
+        : String(error);
+  return events.map((event) => ({
+    eventId: event.detail.eventId,
+    code,
+    message: `cannot write to ${what}: ${reason}`,
+    retryable: true,
+  }));
+}
+
+/**
+ * Writes events as JSON lines to a stream (stdout by default): the local default bus. An event
+ * counts as published only once the stream has taken it (its write callback); once the stream is
+ * closed (its reader went away: EPIPE) every further event is refused, and stays in the outbox.
+ */
 export class StreamBus implements EventSink {
   readonly #stream: Writable;
+  readonly #name: string;
+  #closed: Error | undefined;
 
-  constructor(stream: Writable = process.stdout) {
+  constructor(stream: Writable = process.stdout, name = 'standard output') {
     this.#stream = stream;
+    this.#name = name;
+    // A closed pipe is a publishing failure, not a crash of the whole run.
+    stream.on('error', (error: Error) => {
+      this.#closed ??= error;
+    });
+  }
+
+  #write(line: string): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (this.#stream.destroyed || this.#stream.writableEnded)
+        return reject(Object.assign(new Error('the stream is closed'), { code: 'ERR_STREAM_DESTROYED' }));
+      this.#stream.write(line, (error) => (error ? reject(error) : resolve()));
+    });
   }
 
   async publish(events: readonly CpsyncEvent[]): Promise<PublishResult> {
-    for (const event of events) {
-      const line = jsonLine(event);
-      if (!this.#stream.write(line)) await new Promise((resolve) => this.#stream.once('drain', resolve));
+    const result: PublishResult = { published: [], failed: [] };
+    for (const [index, event] of events.entries()) {
+      if (this.#closed) {
+        result.failed.push(...refused(events.slice(index), this.#closed, this.#name));
+        break;
+      }
+      try {
+        await this.#write(jsonLine(event));
+        result.published.push(event.detail.eventId);
+      } catch (error) {
+        this.#closed ??= error as Error;
+        result.failed.push(...refused(events.slice(index), error, this.#name));
+        break;
+      }
     }
-    return { published: events.map((e) => e.detail.eventId), failed: [] };
+    return result;
   }
 }
 
-/** Appends events as JSON lines to a file. */
+/**
+ * Appends events as JSON lines to a file; they count as published once the file is flushed to the
+ * disk. An append that fails half-way (a full disk) is cut back, so the file never holds half a line.
+ */
 export class JsonLinesFileBus implements EventSink {
   readonly #path: string;
 
@@ -34,7 +83,22 @@ export class JsonLinesFileBus implements EventSink {
   }
 
   async publish(events: readonly CpsyncEvent[]): Promise<PublishResult> {
-    if (events.length > 0) await appendFile(this.#path, events.map(jsonLine).join(''), 'utf8');
+    if (events.length === 0) return { published: [], failed: [] };
+    try {
+      const handle = await open(this.#path, 'a');
+      const { size } = await handle.stat();
+      try {
+        await handle.appendFile(events.map(jsonLine).join(''), 'utf8');
+        await handle.sync();
+      } catch (error) {
+        await handle.truncate(size).catch(() => {});
+        throw error;
+      } finally {
+        await handle.close();
+      }
+    } catch (error) {
+      return { published: [], failed: refused(events, error, this.#path) };
+    }
     return { published: events.map((e) => e.detail.eventId), failed: [] };
   }
 }

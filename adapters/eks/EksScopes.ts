@@ -26,6 +26,8 @@ export interface EksScopesOptions {
   regions?: string[];
   /** The Organizations client (management or delegated administrator account). */
   organizations?: OrganizationsClient;
+  /** Only these of the selected accounts (e.g. to check what a requested scope is covered by). */
+  onlyAccounts?: readonly string[];
 }
 
 /** Where a scope enumeration gave up on an account (e.g. its role cannot be assumed to list its regions). */
@@ -84,7 +86,10 @@ export async function enumerateEksScopes(
   source: EksSource,
   options: EksScopesOptions,
 ): Promise<{ scopes: Scope[]; problems: EnumerationProblem[] }> {
-  const accounts = await selectAccounts(options.accounts, options.organizations);
+  const only = options.onlyAccounts && new Set(options.onlyAccounts);
+  const accounts = (await selectAccounts(options.accounts, options.organizations)).filter(
+    (account) => !only || only.has(account),
+  );
   const scopes: Scope[] = [];
   const problems: EnumerationProblem[] = [];
   for (const account of accounts) {

@@ -17,6 +17,7 @@ import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.t
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
 import { classifyAwsError, errorMessage } from './classify.ts';
 import { mapEksCluster } from './mapCluster.ts';
+import { memoizeUntilFailure } from '../shared/memo.ts';
 
 export interface EksSourceOptions extends AwsClientOptions {
   /**
@@ -81,13 +82,20 @@ export class EksSource implements ClusterSource {
   readonly #clients: AwsClientFactory;
   readonly #overall: LimitFunction;
   readonly #perAccount = new Map<string, LimitFunction>();
-  #hubAccount: Promise<string> | undefined;
+  readonly #hubAccount: () => Promise<string>;
 
   constructor(options: EksSourceOptions = {}) {
     this.#options = options;
     this.#clients = options.clients ?? awsClientFactory(options);
     this.#overall = pLimit(options.overallConcurrency ?? 32);
-    if (options.hubAccountId) this.#hubAccount = Promise.resolve(options.hubAccountId);
+    this.#hubAccount = options.hubAccountId
+      ? () => Promise.resolve(options.hubAccountId!)
+      : memoizeUntilFailure(() =>
+          this.#clients
+            .sts(this.#homeRegion)
+            .send(new GetCallerIdentityCommand({}))
+            .then((identity) => identity.Account ?? ''),
+        );
   }
 
   get #homeRegion(): string {
@@ -96,11 +104,7 @@ export class EksSource implements ClusterSource {
 
   /** The account cpsync's own credentials belong to. */
   hubAccountId(): Promise<string> {
-    this.#hubAccount ??= this.#clients
-      .sts(this.#homeRegion)
-      .send(new GetCallerIdentityCommand({}))
-      .then((identity) => identity.Account ?? '');
-    return this.#hubAccount;
+    return this.#hubAccount();
   }
 
   /** The ARN of the role assumed in `account`. */

@@ -5,10 +5,12 @@ import { ExternalAccountClient, GoogleAuth, JWT, type AuthClient } from 'google-
 import type { CallOptions, ClientOptions } from 'google-gax';
 import { InvalidOptionError } from '../../core/errors.ts';
 import { ALL_REGIONS, type Scope } from '../../core/model/scope.ts';
+import { regionOfZone } from '../../core/scopes.ts';
 import type { ObservedCluster } from '../../core/model/observedCluster.ts';
 import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.ts';
 import { classifyGoogleError, GrpcCode } from './classify.ts';
 import { mapGkeCluster } from './mapCluster.ts';
+import { memoizeUntilFailure } from '../shared/memo.ts';
 
 const SCOPES = ['https://www.googleapis.com/auth/cloud-platform'];
 
@@ -34,6 +36,11 @@ export interface GkeSourceOptions {
    * @default 60000
    */
   timeoutMillis?: number;
+  /**
+   * Time one request may take before it is abandoned (and retried).
+   * @default 20000
+   */
+  requestTimeoutMillis?: number;
   /** @default a ClusterManagerClient over the REST transport, built from these options */
   client?: ClusterManagerClient;
   /** @default a ProjectsClient over the REST transport, built from these options */
@@ -101,13 +108,22 @@ export class GkeSource implements ClusterSource {
   /** One set of client options (hence one auth client and token cache) for both clients. */
   #made: ClientOptions | undefined;
   /** Made on the first project search: Resource Manager's client is large, and most setups list projects. */
-  #projects: Promise<ProjectsClient> | undefined;
+  readonly #projects: () => Promise<ProjectsClient>;
+  #projectsMade = false;
   readonly #callOptions: CallOptions;
 
   constructor(options: GkeSourceOptions = {}) {
     this.#options = options;
     this.#client = options.client ?? new ClusterManagerClient(this.#clientOptions());
-    if (options.projectsClient) this.#projects = Promise.resolve(options.projectsClient);
+    this.#projects = options.projectsClient
+      ? () => Promise.resolve(options.projectsClient!)
+      : memoizeUntilFailure(() =>
+          import('@google-cloud/resource-manager/build/src/v3/projects_client.js').then(
+            // Resource Manager ships an older google-gax; the options object is the same shape.
+            ({ ProjectsClient }) =>
+              new ProjectsClient(this.#clientOptions() as ConstructorParameters<typeof ProjectsClient>[0]),
+          ),
+        );
     this.#callOptions = {
       timeout: options.timeoutMillis ?? 60_000,
       retry: {
@@ -116,9 +132,9 @@ export class GkeSource implements ClusterSource {
           initialRetryDelayMillis: 200,
           retryDelayMultiplier: 2,
           maxRetryDelayMillis: 5_000,
-          initialRpcTimeoutMillis: 20_000,
+          initialRpcTimeoutMillis: options.requestTimeoutMillis ?? 20_000,
           rpcTimeoutMultiplier: 1,
-          maxRpcTimeoutMillis: 20_000,
+          maxRpcTimeoutMillis: options.requestTimeoutMillis ?? 20_000,
           maxRetries: options.maxRetries ?? 5,
         },
       },
@@ -130,15 +146,23 @@ export class GkeSource implements ClusterSource {
     return this.#made;
   }
 
+  /**
+   * A project's clusters, every location at once. A region scope lists them all too and keeps those of
+   * the region, zonal ones included: `locations/<region>` would leave out the clusters of its zones,
+   * whose profiles the region's labels select (and would then take for deleted).
+   */
   async listScope(scope: Scope): Promise<ScopeListing> {
-    const location = scope.region === ALL_REGIONS ? '-' : scope.region;
+    const inScope = (location: string) =>
+      scope.region === ALL_REGIONS || regionOfZone(location) === scope.region;
     try {
       const [answer] = await this.#client.listClusters(
-        { parent: `projects/${scope.account}/locations/${location}` },
+        { parent: `projects/${scope.account}/locations/-` },
         this.#callOptions,
       );
-      const clusters = (answer.clusters ?? []).map((cluster) => mapGkeCluster(cluster, scope.account));
-      const missing = [...(answer.missingZones ?? [])].sort();
+      const clusters = (answer.clusters ?? [])
+        .map((cluster) => mapGkeCluster(cluster, scope.account))
+        .filter((cluster) => inScope(cluster.region));
+      const missing = [...(answer.missingZones ?? [])].filter(inScope).sort();
       return {
         outcome: missing.length > 0 ? { scope, kind: 'partial', missing } : { scope, kind: 'complete' },
         clusters,
@@ -170,12 +194,8 @@ export class GkeSource implements ClusterSource {
   async selectProjects(selection: ProjectSelection): Promise<string[]> {
     if ('projects' in selection) return [...new Set(selection.projects)].sort();
     const found: string[] = [];
-    this.#projects ??= import('@google-cloud/resource-manager/build/src/v3/projects_client.js').then(
-      // Resource Manager ships an older google-gax; the options object is the same shape.
-      ({ ProjectsClient }) =>
-        new ProjectsClient(this.#clientOptions() as ConstructorParameters<typeof ProjectsClient>[0]),
-    );
-    const projects = await this.#projects;
+    const projects = await this.#projects();
+    this.#projectsMade = true;
     for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
       const state = project.state as unknown;
       if ((state === 'ACTIVE' || state === 1 || state === undefined || state === null) && project.projectId)
@@ -185,7 +205,10 @@ export class GkeSource implements ClusterSource {
   }
 
   async close(): Promise<void> {
-    await Promise.all([this.#client.close(), this.#projects?.then((projects) => projects.close())]);
+    await Promise.all([
+      this.#client.close(),
+      this.#projectsMade ? this.#projects().then((projects) => projects.close()) : undefined,
+    ]);
   }
 }
 

@@ -12,6 +12,7 @@ export const GrpcCode = {
 } as const;
 
 interface GoogleErrorLike {
+  name?: string;
   code?: number | string;
   httpStatusCode?: number;
   reason?: string;
@@ -26,6 +27,13 @@ export function classifyGoogleError(error: unknown): ScopeFailureReason {
   const e = (error ?? {}) as GoogleErrorLike;
   const code = typeof e.code === 'number' ? e.code : Number(e.code);
   const http = e.httpStatusCode ?? (code >= 100 ? code : undefined);
+  // An answer that is not the API's JSON (an HTML page from a proxy, a truncated body). The REST
+  // transport reports it as unavailable and retries it; when retries run out its message still names it.
+  if (
+    e.name === 'SyntaxError' ||
+    /is not valid JSON|could not be decoded|Unexpected (token|end of JSON)/i.test(e.message ?? '')
+  )
+    return 'InvalidResponse';
   // When retries run out the client reports DEADLINE_EXCEEDED and names the last error in its message.
   if (
     /maximum number of retries/i.test(e.message ?? '') &&

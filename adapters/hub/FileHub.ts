@@ -4,6 +4,8 @@ import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
 import { isDns1123Label, isDns1123Subdomain } from '../../core/naming.ts';
+import { MalformedObjectError } from '../../core/errors.ts';
+import { profileProblem } from '../../core/model/validate.ts';
 import { matchesSelector } from '../../core/labels.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
@@ -11,8 +13,8 @@ import {
   type ClusterProfile,
   type ProfileRef,
 } from '../../core/model/clusterProfile.ts';
-import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
-import { replaceFile } from '../shared/files.ts';
+import type { Hub, HubRequestCounts, MalformedObject, NamespaceSpec } from '../../core/ports.ts';
+import { removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
 import { HubConflictError, HubError } from './errors.ts';
 
 export interface FileHubOptions {
@@ -84,6 +86,8 @@ export class FileHub implements Hub {
   readonly #loading = new Map<string, Promise<NamespaceIndex>>();
   /** The hub's own changes in flight, by namespace. */
   readonly #busy = new Map<string, number>();
+  /** Files that are not well-formed profiles (`namespace/name` → what is wrong): left untouched. */
+  readonly #malformed = new Map<string, MalformedObject>();
 
   constructor(options: FileHubOptions) {
     this.#directory = options.directory;
@@ -101,15 +105,51 @@ export class FileHub implements Hub {
     return join(this.#directory, namespace, `${name}.yaml`);
   }
 
+  /**
+   * The profile in a file, or undefined when there is none. A file that is not a well-formed profile
+   * of that name and namespace (edited by hand, cut short) is recorded as malformed and reported with
+   * MalformedObjectError; it is never written over or deleted.
+   */
   async #read(ref: ProfileRef): Promise<ClusterProfile | undefined> {
+    const key = `${ref.namespace}/${ref.name}`;
+    let text: string;
     try {
-      return load(await readFile(this.#path(ref.namespace, ref.name), 'utf8')) as ClusterProfile;
+      text = await readFile(this.#path(ref.namespace, ref.name), 'utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw new HubError('read', `${ref.namespace}/${ref.name}`, (error as Error).message, undefined, {
-        cause: error,
-      });
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
+        this.#malformed.delete(key);
+        return undefined;
+      }
+      throw new HubError('read', key, (error as Error).message, undefined, { cause: error });
     }
+    let document: unknown;
+    let problem: string | undefined;
+    try {
+      document = load(text);
+      problem = profileProblem(document);
+    } catch (error) {
+      const line = (error as { mark?: { line?: number } }).mark?.line;
+      problem = `not valid YAML${line === undefined ? '' : ` (line ${line + 1})`}`;
+    }
+    const metadata = (document as ClusterProfile | undefined)?.metadata;
+    if (!problem && (metadata?.name !== ref.name || metadata.namespace !== ref.namespace))
+      problem = `its metadata names ${metadata?.namespace}/${metadata?.name}, not the file's ${key}`;
+    if (problem) {
+      this.#malformed.set(key, { namespace: ref.namespace, name: ref.name, reason: problem });
+      throw new MalformedObjectError(ref.namespace, ref.name, problem);
+    }
+    this.#malformed.delete(key);
+    return document as ClusterProfile;
+  }
+
+  /** Refuses to change an object that is malformed: a person edited it, and what they meant is theirs to fix. */
+  #untouchable(ref: ProfileRef): void {
+    const known = this.#malformed.get(`${ref.namespace}/${ref.name}`);
+    if (known) throw new MalformedObjectError(ref.namespace, ref.name, known.reason);
+  }
+
+  malformed(): MalformedObject[] {
+    return [...this.#malformed.values()];
   }
 
   async #write(profile: ClusterProfile): Promise<ClusterProfile> {
@@ -191,11 +231,27 @@ export class FileHub implements Hub {
 
   async #load(namespace: string, mtimeMs: number): Promise<NamespaceIndex> {
     const index: NamespaceIndex = { profiles: new Map(), byLabel: new Map(), mtimeMs };
+    if (!this.#indexes.has(namespace)) await removeAbandonedTemporaryFiles(this.#path(namespace));
     const entries = await readdir(this.#path(namespace));
+    for (const key of [...this.#malformed.keys()])
+      if (key.startsWith(`${namespace}/`)) this.#malformed.delete(key);
     for (const entry of entries.filter((e) => e.endsWith('.yaml') && e !== NAMESPACE_FILE)) {
       const name = entry.slice(0, -'.yaml'.length);
-      const profile = await this.#read({ namespace, name });
-      if (profile) remember(index, name, profile);
+      if (!isDns1123Subdomain(name)) {
+        this.#malformed.set(`${namespace}/${name}`, {
+          namespace,
+          name,
+          reason: 'the file name is not a valid object name',
+        });
+        continue;
+      }
+      try {
+        const profile = await this.#read({ namespace, name });
+        if (profile) remember(index, name, profile);
+      } catch (error) {
+        // Recorded by #read; the rest of the namespace is read as usual.
+        if (!(error instanceof MalformedObjectError)) throw error;
+      }
     }
     this.#indexes.set(namespace, index);
     return index;
@@ -252,6 +308,7 @@ export class FileHub implements Hub {
 
   async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
     const current = await this.#current(profile.metadata);
+    this.#untouchable(profile.metadata);
     if (current && current.spec.clusterManager.name !== profile.spec.clusterManager.name) {
       throw new HubError(
         'apply',
@@ -279,6 +336,7 @@ export class FileHub implements Hub {
 
   async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
     const current = await this.#current(profile.metadata);
+    this.#untouchable(profile.metadata);
     if (!current) {
       throw new HubError(
         'apply status of',
@@ -296,6 +354,7 @@ export class FileHub implements Hub {
 
   async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
     const current = await this.#current(ref);
+    this.#untouchable(ref);
     if (!current) return;
     if (ref.resourceVersion && current.metadata.resourceVersion !== ref.resourceVersion) {
       throw new HubConflictError(

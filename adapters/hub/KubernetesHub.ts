@@ -68,7 +68,8 @@ interface ProfileList {
   metadata?: { continue?: string };
 }
 
-function translate(error: unknown, operation: string, target: string): Error {
+/** A hub error naming the operation and its target, with the API server's own message (not the raw response). */
+export function translate(error: unknown, operation: string, target: string): Error {
   if (!(error instanceof ApiException)) {
     const detail = error instanceof Error ? error.message : String(error);
     return new HubUnavailableError(operation, target, detail, undefined, { cause: error });
@@ -122,6 +123,8 @@ export class KubernetesHub implements Hub {
   readonly #pageSize: number;
   readonly #counts: HubRequestCounts = { reads: 0, writes: 0 };
   readonly #counter: ObservableMiddleware;
+  /** How this hub is reached (its leases are reached the same way). */
+  readonly kubeConfig: KubeConfig;
   /** The connection pool every request shares (see the constructor). */
   #dispatcher: ReturnType<RequestContext['getDispatcher']>;
 
@@ -133,6 +136,7 @@ export class KubernetesHub implements Hub {
         config.loadFromDefault();
         return config;
       })();
+    this.kubeConfig = kubeConfig;
     this.#objects = kubeConfig.makeApiClient(CustomObjectsApi);
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#fieldManager = options.fieldManager ?? FIELD_MANAGER;

@@ -18,7 +18,8 @@ export class RefreshingHub implements Hub {
     this.#clock = clock;
   }
 
-  async #hub(): Promise<Hub> {
+  /** The hub in use now (a fresh one once the last is too old). */
+  async current(): Promise<Hub> {
     const now = this.#clock();
     if (!this.#current || now - this.#current.madeAt >= this.#maxAge) {
       if (this.#current) {
@@ -39,26 +40,26 @@ export class RefreshingHub implements Hub {
   }
 
   async ensureNamespace(namespace: NamespaceSpec): Promise<void> {
-    return (await this.#hub()).ensureNamespace(namespace);
+    return (await this.current()).ensureNamespace(namespace);
   }
 
   async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
-    return (await this.#hub()).get(ref);
+    return (await this.current()).get(ref);
   }
 
   async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
-    return (await this.#hub()).list(namespace, selector);
+    return (await this.current()).list(namespace, selector);
   }
 
   async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
-    return (await this.#hub()).applyObject(profile);
+    return (await this.current()).applyObject(profile);
   }
 
   async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
-    return (await this.#hub()).applyStatus(profile);
+    return (await this.current()).applyStatus(profile);
   }
 
   async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
-    return (await this.#hub()).delete(ref);
+    return (await this.current()).delete(ref);
   }
 }

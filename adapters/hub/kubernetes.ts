@@ -4,3 +4,4 @@
  */
 export { KubeConfig } from '@kubernetes/client-node';
 export { KubernetesHub } from './KubernetesHub.ts';
+export { KubernetesLeaseStore } from './KubernetesLeases.ts';

@@ -17,16 +17,18 @@ export const aksProvider: ProviderModule = {
     const credential = await azureCredential(aks);
     return new AksSource({
       fetchCertificateAuthority: aks.fetchCertificateAuthority,
+      requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
       ...(credential ? { credential } : {}),
       ...(aks.endpoint ? { endpoint: aks.endpoint } : {}),
     });
   },
-  async scopes(config: CpsyncConfig, source: ClusterSource) {
+  async scopes(config: CpsyncConfig, source: ClusterSource, only?: readonly string[]) {
     const { subscriptions } = config.providers.aks!;
     const { enumerateAksScopes } = await import('../aks/AksSource.ts');
-    return enumerateAksScopes(
+    const scopes = await enumerateAksScopes(
       source as AksSource,
       Array.isArray(subscriptions) ? { subscriptions } : { all: true },
     );
+    return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
   },
 };

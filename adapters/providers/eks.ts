@@ -17,11 +17,12 @@ export const eksProvider: ProviderModule = {
       maxAttempts: eks.maxAttempts,
       perAccountConcurrency: eks.perAccountConcurrency,
       overallConcurrency: eks.overallConcurrency,
+      requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
       ...(eks.externalId ? { externalId: eks.externalId } : {}),
       ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
     });
   },
-  async scopes(config: CpsyncConfig, source: ClusterSource) {
+  async scopes(config: CpsyncConfig, source: ClusterSource, only?: readonly string[]) {
     const eks = config.providers.eks!;
     const [{ awsClientFactory }, { enumerateEksScopes }] = await Promise.all([
       import('../eks/awsClients.ts'),
@@ -38,6 +39,7 @@ export const eksProvider: ProviderModule = {
       accounts,
       ...(eks.regions ? { regions: eks.regions } : {}),
       ...(organizations ? { organizations } : {}),
+      ...(only ? { onlyAccounts: only } : {}),
     });
     return found.scopes;
   },

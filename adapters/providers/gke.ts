@@ -1,7 +1,30 @@
 import type { CpsyncConfig } from '../../core/config.ts';
 import type { ClusterSource } from '../../core/ports.ts';
-import { readSecret, type ProviderModule } from '../compose.ts';
+import { CompositionError, readSecret, safeReason, type ProviderModule, type SecretRef } from '../compose.ts';
 import type { GkeSource } from '../gke/GkeSource.ts';
+
+/**
+ * The credential configuration (a JSON document) from its file or secret. Errors name where it came
+ * from and never quote it: it may be a private key.
+ */
+async function credentialConfiguration(ref: SecretRef): Promise<Record<string, unknown>> {
+  const where = 'file' in ref ? `file ${ref.file}` : `secret ${ref.secretArn}`;
+  let text: string;
+  try {
+    text = await readSecret(ref);
+  } catch (error) {
+    throw new CompositionError(`providers.gke.credentials (${where}): ${safeReason(error)}`);
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    throw new CompositionError(`providers.gke.credentials (${where}): is not valid JSON`);
+  }
+  if (typeof document !== 'object' || document === null || Array.isArray(document))
+    throw new CompositionError(`providers.gke.credentials (${where}): is not a JSON object`);
+  return document as Record<string, unknown>;
+}
 
 /** GKE from `providers.gke`; the credential configuration is read from its file or secret. */
 export const gkeProvider: ProviderModule = {
@@ -9,23 +32,23 @@ export const gkeProvider: ProviderModule = {
   async build(config: CpsyncConfig) {
     const gke = config.providers.gke;
     if (!gke) return undefined;
-    const credentials = gke.credentials
-      ? (JSON.parse(await readSecret(gke.credentials)) as Record<string, unknown>)
-      : undefined;
+    const credentials = gke.credentials ? await credentialConfiguration(gke.credentials) : undefined;
     const { GkeSource } = await import('../gke/GkeSource.ts');
     return new GkeSource({
       maxRetries: gke.maxRetries,
+      requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
       ...(credentials ? { credentials } : {}),
       ...(gke.endpoint ? { endpoint: gke.endpoint } : {}),
     });
   },
-  async scopes(config: CpsyncConfig, source: ClusterSource) {
+  async scopes(config: CpsyncConfig, source: ClusterSource, only?: readonly string[]) {
     const { projects } = config.providers.gke!;
     const { enumerateGkeScopes } = await import('../gke/GkeSource.ts');
-    return enumerateGkeScopes(
+    const scopes = await enumerateGkeScopes(
       source as GkeSource,
       Array.isArray(projects) ? { projects } : { search: projects.search },
     );
+    return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
   },
   async close(source: ClusterSource) {
     await (source as GkeSource).close();

@@ -21,6 +21,10 @@ export type ScopeFailureReason =
   | 'Timeout'
   | 'NotFound'
   | 'InvalidResponse'
+  /** Another run was applying the same account (its lease was held beyond the wait). */
+  | 'Busy'
+  /** The run was stopped (SIGINT, SIGTERM) before the scope finished. */
+  | 'Interrupted'
   | 'Unknown';
 
 export interface ScopeOutcome {

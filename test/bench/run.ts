@@ -140,14 +140,16 @@ async function withEstate(): Promise<void> {
     say('');
     await runSync(deps.ports, {
       syncId: 'bench-1',
-      scopes: await (await import('../../adapters/compose.ts')).enumerateScopes(config, deps.sources),
+      scopes: (await (await import('../../adapters/scopeCoverage.ts')).resolveScopes(config, deps.sources))
+        .scopes,
       options: inventoryOptionsOf(config),
     });
     await drainQueue(emulators.queueUrl);
     const started = performance.now();
     const steady = await runSync(deps.ports, {
       syncId: 'bench-2',
-      scopes: await (await import('../../adapters/compose.ts')).enumerateScopes(config, deps.sources),
+      scopes: (await (await import('../../adapters/scopeCoverage.ts')).resolveScopes(config, deps.sources))
+        .scopes,
       options: inventoryOptionsOf(config),
     });
     const events = await drainQueue(emulators.queueUrl);

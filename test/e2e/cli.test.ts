@@ -233,8 +233,13 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     );
     const first = await sync();
     partial();
-    assert.equal(first.code, 0, first.stderr);
+    // Events left pending make the run incomplete, and the summary says why.
+    assert.equal(first.code, 1, first.stderr);
     assert.match(first.stderr, /2 pending/);
+    assert.match(
+      first.stderr,
+      /the bus refused events .*2 × InternalFailure: InternalFailure injected by the test/,
+    );
     const afterFirst = await drain();
     assert.equal(changes(afterFirst).length, 0, 'the failed entries were not delivered');
     assert.equal(summaries(afterFirst).length, 4, 'the entries that did not fail were');
@@ -253,7 +258,8 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     );
     const second = await sync();
     down();
-    assert.equal(second.code, 0, second.stderr);
+    assert.equal(second.code, 1, second.stderr);
+    assert.match(second.stderr, /the bus refused events .*InternalException: injected outage/);
     assert.deepEqual(await drain(), []);
     const pending = await pendingEvents();
     assert.ok(pending >= 3 + 4, `pending: ${pending}`);

@@ -12,8 +12,10 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import { buildBus, buildSources, enumerateScopes, type Sources } from '../../adapters/compose.ts';
+import { buildBus, buildSources, type Sources } from '../../adapters/compose.ts';
+import { resolveScopes } from '../../adapters/scopeCoverage.ts';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
+import { KubernetesLeaseStore } from '../../adapters/hub/KubernetesLeases.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import { ALL_PROVIDERS } from '../../adapters/providers/index.ts';
 import { inventoryOptionsOf, parseConfig, type CpsyncConfig } from '../../core/config.ts';
@@ -208,8 +210,10 @@ describe('fault matrix', () => {
       hub: new KubernetesHub({ kubeConfig }),
       bus: buildBus(config),
       outbox: new FileOutbox(join(emulators.directory, 'fault-outbox')),
+      // Leases through the same faulty proxy: a run settles what the one before it left as soon as it starts.
+      leases: new KubernetesLeaseStore({ kubeConfig, namespace, requestTimeoutMillis: 2000 }),
     };
-    scopes = await enumerateScopes(config, sources);
+    scopes = (await resolveScopes(config, sources)).scopes;
     await sync();
     assert.equal((await names()).length, emulators.clusters);
     await drainQueue(emulators.queueUrl);
@@ -331,9 +335,11 @@ describe('fault matrix', () => {
       gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 3 }),
     ]);
     const regular = ports.hub;
+    const regularLeases = ports.leases;
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(hubProxy.kubeconfig);
     ports.hub = new KubernetesHub({ kubeConfig, requestTimeoutMillis: 500 });
+    ports.leases = new KubernetesLeaseStore({ kubeConfig, namespace, requestTimeoutMillis: 500 });
     try {
       await faulted(() => {
         hubProxy.rule = ({ index }) => (index % 3 === 0 ? { hang: true } : undefined);
@@ -341,6 +347,7 @@ describe('fault matrix', () => {
       }, names);
     } finally {
       ports.hub = regular;
+      ports.leases = regularLeases;
     }
   });
 

@@ -194,10 +194,11 @@ describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', (
         now: `2026-02-01T00:${run}0:00Z`,
       });
       assert.equal(result.plan.deletes.length, 0);
-      // cpsync's create of the clashing name reaches the hub, which refuses it: the other manager keeps it.
+      // The clashing name is found before a create is tried, and skipped: no write to it at all.
+      assert.deepEqual(result.applied.failed, []);
       assert.deepEqual(
-        result.applied.failed.map((f) => [f.key, f.error.name]),
-        [[`${ns}/${clash.metadata.name}`, 'HubRejectedError']],
+        result.plan.skipped.map((s) => [`${s.namespace}/${s.name}`, s.reason]),
+        [[`${ns}/${clash.metadata.name}`, 'OwnedByAnotherManager']],
       );
     }
     const allAfter = versions(await ocm.list(ns, {}));

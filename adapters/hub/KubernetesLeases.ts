@@ -1,0 +1,222 @@
+import {
+  ApiException,
+  CustomObjectsApi,
+  Observable,
+  type ConfigurationOptions,
+  type KubeConfig,
+  type RequestContext,
+} from '@kubernetes/client-node';
+import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/ports.ts';
+import { HOST, holderGone, leaseReleased, leaseTaken } from '../shared/files.ts';
+import { translate } from './KubernetesHub.ts';
+
+interface Lease {
+  metadata: {
+    name: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    acquireTime?: string;
+    renewTime?: string;
+  };
+}
+
+const LEASE = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
+/** Where the holder runs: a lease of a process of this machine that is gone is free at once. */
+const HOLDER_HOST = 'cpsync.io/holder-host';
+const HOLDER_PID = 'cpsync.io/holder-pid';
+/** Attempts at a lease whose resourceVersion keeps moving under us. */
+const MAX_ATTEMPTS = 5;
+
+/** MicroTime, as the Lease API stores renewTime and acquireTime. */
+function microTime(millis: number): string {
+  return new Date(millis).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
+}
+
+function status(error: unknown): number | undefined {
+  return error instanceof ApiException ? error.code : undefined;
+}
+
+export interface KubernetesLeaseStoreOptions {
+  /** How to reach the hub; a function for credentials that are renewed (an EKS hub). */
+  kubeConfig: KubeConfig | (() => Promise<KubeConfig>);
+  /** Namespace of the leases (the inventory namespace). */
+  namespace: string;
+  /** @default Date.now */
+  clock?: () => number;
+  /**
+   * Time one request may take before it is abandoned.
+   * @default 30000
+   */
+  requestTimeoutMillis?: number;
+}
+
+/**
+ * Leases of a Kubernetes hub: `coordination.k8s.io/v1` Lease objects in the inventory namespace, taken
+ * and renewed with resourceVersion preconditions, so of two runs racing for one only one gets it. A
+ * lease whose renewTime + leaseDurationSeconds has passed is free.
+ */
+export class KubernetesLeaseStore implements LeaseStore {
+  readonly #kubeConfig: KubernetesLeaseStoreOptions['kubeConfig'];
+  readonly #namespace: string;
+  readonly #clock: () => number;
+  readonly #options: ConfigurationOptions;
+  #api: { config: KubeConfig; api: CustomObjectsApi } | undefined;
+
+  constructor(options: KubernetesLeaseStoreOptions) {
+    this.#kubeConfig = options.kubeConfig;
+    this.#namespace = options.namespace;
+    this.#clock = options.clock ?? Date.now;
+    const timeout = options.requestTimeoutMillis ?? 30_000;
+    this.#options = {
+      middleware: [
+        {
+          pre: (context: RequestContext) => {
+            context.setSignal(AbortSignal.timeout(timeout));
+            return new Observable(Promise.resolve(context));
+          },
+          post: (response) => new Observable(Promise.resolve(response)),
+        },
+      ],
+      middlewareMergeStrategy: 'append',
+    };
+  }
+
+  async #client(): Promise<CustomObjectsApi> {
+    const config = typeof this.#kubeConfig === 'function' ? await this.#kubeConfig() : this.#kubeConfig;
+    if (this.#api?.config !== config) this.#api = { config, api: config.makeApiClient(CustomObjectsApi) };
+    return this.#api.api;
+  }
+
+  async #get(name: string): Promise<Lease | undefined> {
+    try {
+      return (await (
+        await this.#client()
+      ).getNamespacedCustomObject({ ...LEASE, namespace: this.#namespace, name }, this.#options)) as Lease;
+    } catch (error) {
+      if (status(error) === 404) return undefined;
+      throw translate(error, 'read lease', `${this.#namespace}/${name}`);
+    }
+  }
+
+  #until(lease: Lease): number {
+    const renewed = Date.parse(lease.spec?.renewTime ?? lease.spec?.acquireTime ?? '');
+    return Number.isNaN(renewed) ? 0 : renewed + (lease.spec?.leaseDurationSeconds ?? 0) * 1000;
+  }
+
+  #heldBy(lease: Lease, name = lease.metadata.name): LeaseHolder | undefined {
+    const holder = lease.spec?.holderIdentity;
+    const until = this.#until(lease);
+    if (!holder || until <= this.#clock()) return undefined;
+    const annotations = lease.metadata.annotations ?? {};
+    // A run of this machine that was killed (or is over) holds nothing: nobody need wait for the lease to run out.
+    if (holderGone(annotations[HOLDER_HOST], Number(annotations[HOLDER_PID]), name, holder)) return undefined;
+    return { holder, until: new Date(until).toISOString() };
+  }
+
+  #annotations(current?: Lease): Record<string, string> {
+    return { ...current?.metadata.annotations, [HOLDER_HOST]: HOST, [HOLDER_PID]: String(process.pid) };
+  }
+
+  #spec(holder: string, durationMillis: number, acquired: number) {
+    const now = this.#clock();
+    return {
+      holderIdentity: holder,
+      leaseDurationSeconds: Math.max(1, Math.ceil(durationMillis / 1000)),
+      acquireTime: microTime(acquired),
+      renewTime: microTime(now),
+    };
+  }
+
+  async acquire(name: string, holder: string, durationMillis: number): Promise<LeaseAnswer> {
+    const client = await this.#client();
+    for (let attempt = 1; ; attempt++) {
+      const current = await this.#get(name);
+      try {
+        if (!current) {
+          await client.createNamespacedCustomObject(
+            {
+              ...LEASE,
+              namespace: this.#namespace,
+              body: {
+                apiVersion: 'coordination.k8s.io/v1',
+                kind: 'Lease',
+                metadata: {
+                  name,
+                  namespace: this.#namespace,
+                  labels: { 'app.kubernetes.io/managed-by': 'cpsync' },
+                  annotations: this.#annotations(),
+                },
+                spec: this.#spec(holder, durationMillis, this.#clock()),
+              },
+            },
+            this.#options,
+          );
+          leaseTaken(name, holder);
+          return { acquired: true };
+        }
+        const heldBy = this.#heldBy(current);
+        if (heldBy && heldBy.holder !== holder) return { acquired: false, heldBy };
+        const acquired =
+          heldBy?.holder === holder
+            ? Date.parse(current.spec?.acquireTime ?? '') || this.#clock()
+            : this.#clock();
+        await client.replaceNamespacedCustomObject(
+          {
+            ...LEASE,
+            namespace: this.#namespace,
+            name,
+            body: {
+              ...current,
+              metadata: { ...current.metadata, annotations: this.#annotations(current) },
+              spec: this.#spec(holder, durationMillis, acquired),
+            },
+          },
+          this.#options,
+        );
+        leaseTaken(name, holder);
+        return { acquired: true };
+      } catch (error) {
+        // Someone else created or changed it first: look again.
+        if ((status(error) === 409 || status(error) === 422) && attempt < MAX_ATTEMPTS) continue;
+        if (status(error) === 409) {
+          const now = await this.#get(name);
+          const heldBy = now && this.#heldBy(now);
+          if (heldBy) return { acquired: false, heldBy };
+        }
+        throw translate(error, 'take lease', `${this.#namespace}/${name}`);
+      }
+    }
+  }
+
+  async release(name: string, holder: string): Promise<void> {
+    leaseReleased(name, holder);
+    const current = await this.#get(name);
+    if (!current || current.spec?.holderIdentity !== holder) return;
+    try {
+      await (
+        await this.#client()
+      ).deleteNamespacedCustomObject(
+        {
+          ...LEASE,
+          namespace: this.#namespace,
+          name,
+          body: { preconditions: { resourceVersion: current.metadata.resourceVersion } },
+        },
+        this.#options,
+      );
+    } catch (error) {
+      if (status(error) !== 404 && status(error) !== 409)
+        throw translate(error, 'give up lease', `${this.#namespace}/${name}`);
+    }
+  }
+
+  async holderOf(name: string): Promise<LeaseHolder | undefined> {
+    const current = await this.#get(name);
+    return current && this.#heldBy(current);
+  }
+}

@@ -1,0 +1,17 @@
+/**
+ * A value made on first use and shared by every caller after — but forgotten if making it failed, so
+ * that the next caller tries again. A rejected promise is never kept: one failed read of a secret or
+ * a discovery call must not fail every later request of a long-lived process (a warm Lambda container).
+ */
+export function memoizeUntilFailure<T>(make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined;
+  return () => {
+    if (made) return made;
+    const attempt = make();
+    made = attempt;
+    attempt.catch(() => {
+      if (made === attempt) made = undefined;
+    });
+    return attempt;
+  };
+}

@@ -1,0 +1,136 @@
+/**
+ * The leases one run holds: one per (manager, provider, account), taken when the run starts applying
+ * a scope of that account and given up when its last scope of that account is done, so two runs
+ * (the schedule and an event, two CLI runs) never plan and apply the same profiles at once. Scopes of
+ * one run share their account's lease. A lease is renewed while held; one that could not be renewed
+ * (another run took it after it ran out) aborts the scopes that relied on it.
+ */
+import { createHash } from 'node:crypto';
+import { CpsyncError } from './errors.ts';
+import type { Scope } from './model/scope.ts';
+import type { LeaseHolder, LeaseStore } from './ports.ts';
+
+/** A lease another run holds beyond the time this run waits for it. */
+export class LeaseBusyError extends CpsyncError {
+  readonly heldBy: LeaseHolder;
+  constructor(name: string, heldBy: LeaseHolder) {
+    super(
+      `another run (${heldBy.holder}) is applying this account (lease ${name}, held until ${heldBy.until})`,
+    );
+    this.heldBy = heldBy;
+  }
+}
+
+export interface RunLeaseOptions {
+  /** How long a lease lasts unless renewed (renewed at a third of it). */
+  durationMillis: number;
+  /** How long to wait for a lease another run holds. */
+  waitMillis: number;
+  /** Pause between attempts while waiting. @default 500 */
+  pollMillis?: number;
+  /** Stops waiting. */
+  signal?: AbortSignal;
+}
+
+interface Held {
+  count: number;
+  /** Aborted when the lease is lost. */
+  lost: AbortController;
+  timer?: NodeJS.Timeout;
+  ready: Promise<void>;
+}
+
+/** The lease name of a scope's account: a DNS-1123 label, the same in every process. */
+export function leaseName(manager: string, scope: Pick<Scope, 'provider' | 'account'>): string {
+  const hash = createHash('sha256').update(`${manager}/${scope.provider}/${scope.account}`).digest('hex');
+  return `${manager}-lease-${scope.provider}-${hash.slice(0, 16)}`;
+}
+
+export class RunLeases {
+  readonly #store: LeaseStore;
+  readonly #holder: string;
+  readonly #options: RunLeaseOptions;
+  readonly #held = new Map<string, Held>();
+
+  constructor(store: LeaseStore, holder: string, options: RunLeaseOptions) {
+    this.#store = store;
+    this.#holder = holder;
+    this.#options = options;
+  }
+
+  get holder(): string {
+    return this.#holder;
+  }
+
+  /**
+   * Holds `name` for one more scope of this run, waiting for another run to give it up; throws
+   * LeaseBusyError when the wait runs out. Returns a signal that aborts if the lease is lost.
+   */
+  async enter(name: string): Promise<AbortSignal> {
+    let held = this.#held.get(name);
+    if (held) {
+      held.count += 1;
+    } else {
+      held = { count: 1, lost: new AbortController(), ready: Promise.resolve() };
+      const entry = held;
+      this.#held.set(name, entry);
+      entry.ready = this.#take(name).then(
+        () => {
+          entry.timer = setInterval(() => void this.#renew(name, entry), this.#options.durationMillis / 3);
+          entry.timer.unref();
+        },
+        (error: unknown) => {
+          if (this.#held.get(name) === entry) this.#held.delete(name);
+          throw error;
+        },
+      );
+    }
+    try {
+      await held.ready;
+    } catch (error) {
+      held.count -= 1;
+      throw error;
+    }
+    return held.lost.signal;
+  }
+
+  /** One scope of this run is done with `name`; the lease goes when the last one is. */
+  async exit(name: string): Promise<void> {
+    const held = this.#held.get(name);
+    if (!held) return;
+    held.count -= 1;
+    if (held.count > 0) return;
+    this.#held.delete(name);
+    clearInterval(held.timer);
+    await this.#store.release(name, this.#holder);
+  }
+
+  /** Gives up every lease this run still holds (at the end of a run, or when it is stopped). */
+  async releaseAll(): Promise<void> {
+    const names = [...this.#held.keys()];
+    for (const name of names) clearInterval(this.#held.get(name)!.timer);
+    this.#held.clear();
+    await Promise.allSettled(names.map((name) => this.#store.release(name, this.#holder)));
+  }
+
+  async #take(name: string): Promise<void> {
+    const { durationMillis, waitMillis, pollMillis = 500, signal } = this.#options;
+    const deadline = Date.now() + waitMillis;
+    for (;;) {
+      const answer = await this.#store.acquire(name, this.#holder, durationMillis);
+      if (answer.acquired) return;
+      if (Date.now() + pollMillis > deadline || signal?.aborted)
+        throw new LeaseBusyError(name, answer.heldBy);
+      await new Promise((resolve) => setTimeout(resolve, pollMillis * (0.5 + Math.random())));
+    }
+  }
+
+  async #renew(name: string, held: Held): Promise<void> {
+    try {
+      const answer = await this.#store.acquire(name, this.#holder, this.#options.durationMillis);
+      if (!answer.acquired) held.lost.abort(new LeaseBusyError(name, answer.heldBy));
+    } catch {
+      // A renewal that failed (hub briefly unreachable) is tried again at the next tick.
+    }
+  }
+}

@@ -1,0 +1,107 @@
+/**
+ * Scope identity. A scope names what one listing sees, and its labels select the profiles that listing
+ * may delete, so two spellings of one scope must never be two scopes: every scope is made canonical
+ * (one spelling per account and region) before it is listed, compared or selected by.
+ */
+import { CpsyncError } from './errors.ts';
+import { PROVIDERS, type ObservedCluster, type Provider } from './model/observedCluster.ts';
+import { ALL_REGIONS, type Scope } from './model/scope.ts';
+
+/** A scope that names no real account or region of its provider; `field` says which part is wrong. */
+export class InvalidScopeError extends CpsyncError {
+  readonly field: 'provider' | 'account' | 'region';
+  constructor(field: 'provider' | 'account' | 'region', detail: string) {
+    super(detail);
+    this.field = field;
+  }
+}
+
+const AWS_ACCOUNT = /^\d{12}$/;
+const AWS_REGION = /^[a-z]{2}(-[a-z]+)+-\d+$/;
+/** A project id, optionally domain-scoped (`example.com:my-project`). */
+const GCP_PROJECT = /^(?:[a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
+const GCP_REGION = /^[a-z]+-[a-z]+\d+$/;
+const GCP_ZONE = /^([a-z]+-[a-z]+\d+)-[a-z]$/;
+const AZURE_SUBSCRIPTION = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const AZURE_LOCATION = /^[a-z0-9]+$/;
+
+/** The account as each cloud spells it canonically: AWS ids as given, GCP project ids and Azure subscription ids lower-cased. */
+function canonicalAccount(provider: Provider, account: string): string {
+  const trimmed = account.trim();
+  return provider === 'eks' ? trimmed : trimmed.toLowerCase();
+}
+
+/**
+ * The region as cpsync spells it: lower case, and for Azure without spaces (`West Europe` and
+ * `WestEurope` are both `westeurope`, the name ARM lists clusters under).
+ */
+function canonicalRegion(provider: Provider, region: string): string {
+  const lower = region.trim().toLowerCase();
+  return provider === 'aks' ? lower.replace(/\s+/g, '') : lower;
+}
+
+/** The region a GCP zone belongs to (`us-central1-a` → `us-central1`); anything else as it is. */
+export function regionOfZone(location: string): string {
+  return GCP_ZONE.exec(location)?.[1] ?? location;
+}
+
+/**
+ * The one spelling of a scope, or InvalidScopeError naming what is wrong. A GKE scope is a project, or
+ * a project and a region (which covers the region's zonal clusters too); a zone is refused, as
+ * profiles are selected by region.
+ */
+export function canonicalScope(scope: { provider: string; account: string; region?: string }): Scope {
+  const provider = scope.provider as Provider;
+  if (!PROVIDERS.includes(provider))
+    throw new InvalidScopeError(
+      'provider',
+      `provider must be one of ${PROVIDERS.join(', ')}, got ${JSON.stringify(scope.provider)}`,
+    );
+  const account = canonicalAccount(provider, scope.account ?? '');
+  const given = scope.region === undefined || scope.region.trim() === '' ? ALL_REGIONS : scope.region;
+  const region = given === ALL_REGIONS ? ALL_REGIONS : canonicalRegion(provider, given);
+  const bad = (field: 'account' | 'region', expected: string) =>
+    new InvalidScopeError(
+      field,
+      `${provider} ${field} ${JSON.stringify(field === 'account' ? scope.account : scope.region)} is not ${expected}`,
+    );
+  switch (provider) {
+    case 'eks':
+      if (!AWS_ACCOUNT.test(account)) throw bad('account', 'a 12-digit AWS account id');
+      if (region !== ALL_REGIONS && !AWS_REGION.test(region))
+        throw bad('region', 'an AWS region such as us-east-1');
+      break;
+    case 'gke':
+      if (!GCP_PROJECT.test(account)) throw bad('account', 'a GCP project id');
+      if (region !== ALL_REGIONS && GCP_ZONE.test(region))
+        throw new InvalidScopeError(
+          'region',
+          `gke region ${JSON.stringify(scope.region)} is a zone: a GKE scope is a project or a project and a region (${regionOfZone(region)} covers the clusters of its zones too)`,
+        );
+      if (region !== ALL_REGIONS && !GCP_REGION.test(region))
+        throw bad('region', 'a GCP region such as europe-west1');
+      break;
+    case 'aks':
+      if (!AZURE_SUBSCRIPTION.test(account)) throw bad('account', 'an Azure subscription id (a GUID)');
+      if (region !== ALL_REGIONS && !AZURE_LOCATION.test(region))
+        throw bad('region', 'an Azure location such as westeurope');
+      break;
+  }
+  return { provider, account, region };
+}
+
+/**
+ * Whether a listed cluster belongs to a scope: the same provider, account and (unless the scope is
+ * account-wide) region, compared canonically. What a scope lists must lie within what its labels
+ * select, and the other way round; a cluster outside is never planned against the scope.
+ */
+export function clusterInScope(
+  cluster: Pick<ObservedCluster, 'provider' | 'account' | 'region'>,
+  scope: Scope,
+): boolean {
+  return (
+    cluster.provider === scope.provider &&
+    canonicalAccount(scope.provider, cluster.account) === scope.account &&
+    (scope.region === ALL_REGIONS || canonicalRegion(scope.provider, cluster.region) === scope.region)
+  );
+}

@@ -31,9 +31,18 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
 // A reader that goes away (`| head`) is a publishing failure the run reports, not a crash.
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
 
-process.exitCode = await main(process.argv.slice(2), {
+const code = await main(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
   signal: stop.signal,
 });
 await removeTemporaryFiles();
+// Once the run is over the process ends, even if a cloud SDK still holds a socket that never answered
+// (its request was abandoned at the scope's deadline, but some SDKs close the socket only at their own timeout).
+const flushed = (stream: NodeJS.WriteStream) =>
+  new Promise<void>((resolve) => {
+    if (stream.destroyed) return resolve();
+    stream.write('', () => resolve());
+  });
+await Promise.all([flushed(process.stdout), flushed(process.stderr)]);
+process.exit(code);

@@ -4,7 +4,7 @@
  * cache, so a second run (or a fresh clone on the same machine) does not rebuild.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,9 +20,10 @@ function binaryDirectory(): string {
   return join(base, 'bin');
 }
 
-interface Binary {
+export interface Binary {
   name: string;
   version: string;
+  /** Directory of the Go module (go.mod + go.sum) the binary is built in. */
   module: string;
   pkg: string;
   ldflags: string;
@@ -33,14 +34,14 @@ const BINARIES: Binary[] = [
   {
     name: 'etcd',
     version: ETCD_VERSION,
-    module: 'etcd',
+    module: join(TOOLS, 'etcd'),
     pkg: 'go.etcd.io/etcd/server/v3',
     ldflags: '-s -w',
   },
   {
     name: 'kube-apiserver',
     version: KUBERNETES_VERSION,
-    module: 'kube-apiserver',
+    module: join(TOOLS, 'kube-apiserver'),
     pkg: 'k8s.io/kubernetes/cmd/kube-apiserver',
     ldflags: [
       '-s -w',
@@ -52,24 +53,45 @@ const BINARIES: Binary[] = [
   },
 ];
 
+/**
+ * Builds one binary to a temporary name of this process and renames it into place, so two test runs
+ * building at the same moment never share a half-written file; if the other one finished first, its
+ * binary is kept.
+ */
 function build(binary: Binary, target: string, log: (line: string) => void): void {
   log(`building ${binary.name} ${binary.version} (once; cached in ${dirname(target)})`);
   const started = Date.now();
-  const partial = `${target}.partial`;
+  const partial = `${target}.${process.pid}.${Date.now()}.partial`;
   const result = spawnSync(
     'go',
     ['build', '-trimpath', '-mod=readonly', '-ldflags', binary.ldflags, '-o', partial, binary.pkg],
     {
-      cwd: join(TOOLS, binary.module),
+      cwd: binary.module,
       env: { ...process.env, CGO_ENABLED: '0', GOFLAGS: '' },
       stdio: ['ignore', 'inherit', 'inherit'],
     },
   );
-  if (result.error) throw new Error(`cannot run go to build ${binary.name}: ${result.error.message}`);
-  if (result.status !== 0)
+  if (result.error || result.status !== 0) {
+    rmSync(partial, { force: true });
+    if (existsSync(target)) return; // another run built it meanwhile
+    if (result.error) throw new Error(`cannot run go to build ${binary.name}: ${result.error.message}`);
     throw new Error(`go build of ${binary.name} ${binary.version} failed (exit ${result.status})`);
+  }
+  // rename() replaces atomically: a binary another run put there meanwhile is the same build.
   renameSync(partial, target);
   log(`built ${binary.name} in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+/** The path of a binary in `directory`, built first if it is not there yet. */
+export function ensureBinary(
+  binary: Binary,
+  directory: string,
+  log: (line: string) => void = () => {},
+): string {
+  mkdirSync(directory, { recursive: true });
+  const target = join(directory, `${binary.name}-${binary.version}`);
+  if (!existsSync(target)) build(binary, target, log);
+  return target;
 }
 
 /** Paths of the hub binaries, building any that are not cached yet. */
@@ -77,13 +99,6 @@ export function ensureBinaries(log: (line: string) => void = () => {}): {
   etcd: string;
   kubeApiserver: string;
 } {
-  const directory = binaryDirectory();
-  mkdirSync(directory, { recursive: true });
-  const paths: Record<string, string> = {};
-  for (const binary of BINARIES) {
-    const target = join(directory, `${binary.name}-${binary.version}`);
-    if (!existsSync(target)) build(binary, target, log);
-    paths[binary.name] = target;
-  }
-  return { etcd: paths.etcd!, kubeApiserver: paths['kube-apiserver']! };
+  const [etcd, kubeApiserver] = BINARIES.map((binary) => ensureBinary(binary, binaryDirectory(), log));
+  return { etcd: etcd!, kubeApiserver: kubeApiserver! };
 }

@@ -1,0 +1,398 @@
+/**
+ * The two promises at the edges: a profile is deleted only when its cluster is gone, and every change
+ * that reached the hub is announced — along every path a user, a pipe, a second run, a signal or a
+ * full disk can take. Each test is the regression test of one way they were broken. The CLI runs for
+ * real against the local estate with the file hub and the stdout bus; the oracle reads the clouds,
+ * the hub's files and the delivered lines itself.
+ */
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { parse, stringify } from 'yaml';
+import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
+import { createEksClusters } from '../support/aws.ts';
+import { CLI, hasStackTrace, jsonLines, runCli, type CliOptions, type CliRun } from '../support/cli.ts';
+import { readInventory, type DeliveredEvent } from '../support/oracle.ts';
+import {
+  aksCluster,
+  AZURE_SUBSCRIPTION,
+  EKS_ACCOUNT,
+  GCP_PROJECT,
+  gkeCluster,
+  startEmulators,
+  type Emulators,
+} from '../env/emulators.ts';
+import { freePort } from '../env/net.ts';
+
+describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
+  let emulators: Emulators;
+  let base: Record<string, unknown>;
+  let counter = 0;
+
+  /** A fresh inventory (hub, outbox) and a configuration for it; `change` edits the document. */
+  const workspace = (change: (document: Record<string, any>) => void = () => {}) => {
+    const directory = join(emulators.directory, `ws-${++counter}`);
+    mkdirSync(directory, { recursive: true });
+    const document: Record<string, any> = structuredClone(base);
+    delete document.bus;
+    document.hub = { directory: join(directory, 'inventory') };
+    document.outbox = { directory: join(directory, 'outbox') };
+    document.inventory = { namespace: 'edges', tagAllowList: ['team'] };
+    change(document);
+    const config = join(directory, 'cpsync.yaml');
+    writeFileSync(config, stringify(document));
+    const run = (args: string[], options: CliOptions = {}) =>
+      runCli([...args, '--config', config], { cwd: directory, env: emulators.env, ...options });
+    return {
+      directory,
+      config,
+      inventory: () => readInventory(join(directory, 'inventory')),
+      pending: async () => (await new FileOutbox(join(directory, 'outbox')).pending()).length,
+      sync: (...args: string[]) => run(['sync', ...args]),
+      /** A sync that `signal`s itself once its first event is out. */
+      syncStoppedBy: (signal: NodeJS.Signals) => {
+        let sent = false;
+        return run(['sync'], {
+          onStdout: (_text, child) => {
+            if (!sent) child.kill(signal);
+            sent = true;
+          },
+        });
+      },
+      run,
+    };
+  };
+  const changes = (run: CliRun) =>
+    jsonLines<DeliveredEvent>(run.stdout).filter((e) => e['detail-type'] !== 'Inventory Scope Synced');
+  const clean = (run: CliRun) => {
+    assert.ok(!hasStackTrace(run.stderr), `a stack trace was printed:\n${run.stderr}`);
+    return run;
+  };
+
+  before(async () => {
+    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-edges-')) });
+    base = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+  });
+  after(async () => emulators?.stop());
+
+  it('1. keeps the events a closed stdout did not take in the outbox, and the next run announces them', async () => {
+    const ws = workspace();
+    const closed = clean(await ws.run(['sync'], { started: (child) => child.stdout.destroy() }));
+    assert.equal(closed.code, 1, closed.stderr);
+    assert.match(closed.stderr, /cannot write to standard output: its reader closed it/);
+    const written = ws.inventory();
+    assert.ok(written.size >= 7, 'the run reached the hub');
+    assert.ok((await ws.pending()) >= written.size, 'every event is still in the outbox');
+
+    const next = clean(await ws.sync());
+    assert.equal(next.code, 0, next.stderr);
+    const created = changes(next).filter((e) => e['detail-type'] === 'ClusterProfile Created');
+    assert.deepEqual(
+      created.map((e) => `${e.detail.namespace}/${e.detail.name}`).sort(),
+      [...written.keys()].sort(),
+      'every creation is announced, by the next run',
+    );
+    assert.equal(await ws.pending(), 0);
+  });
+
+  it('2. a regional GKE scope sees the zonal clusters of its region and deletes none of them', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1'),
+      gkeCluster('edge', 'europe-west1-c'),
+      gkeCluster('zonal-b', 'europe-west1-b'),
+      gkeCluster('elsewhere', 'us-central1-a'),
+    ]);
+    const ws = workspace();
+    assert.equal(clean(await ws.sync()).code, 0);
+    const before = ws.inventory();
+    for (let run = 0; run < 3; run++) {
+      const scoped = clean(await ws.sync('--scope', `gke/${GCP_PROJECT}/europe-west1`));
+      assert.equal(scoped.code, 0, scoped.stderr);
+      assert.deepEqual(changes(scoped), [], 'nothing changed, nothing announced');
+    }
+    assert.deepEqual(ws.inventory(), before, 'every profile kept, same uid, same version');
+    const zone = clean(await ws.sync('--scope', `gke/${GCP_PROJECT}/europe-west1-b`));
+    assert.equal(zone.code, 2);
+    assert.match(
+      zone.stderr,
+      /europe-west1-b.* is a zone: a GKE scope is a project or a project and a region/,
+    );
+  });
+
+  it('3. a scope spelled in another case is the same scope: nothing is created again', async () => {
+    const ws = workspace();
+    assert.equal(clean(await ws.sync()).code, 0);
+    const before = ws.inventory();
+    for (const scope of [
+      `aks/${AZURE_SUBSCRIPTION.toUpperCase()}/WestEurope`,
+      `aks/${AZURE_SUBSCRIPTION}/West Europe`,
+      `gke/${GCP_PROJECT.toUpperCase()}`,
+    ]) {
+      const run = clean(await ws.sync('--scope', scope));
+      assert.equal(run.code, 0, `${scope}: ${run.stderr}`);
+      assert.deepEqual(changes(run), [], `${scope} announced changes`);
+    }
+    assert.deepEqual(ws.inventory(), before);
+  });
+
+  it('4. refuses a scope the configuration does not cover (exit 2, named), and never widens it', async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'ap-south-1', [{ name: 'unconfigured' }]);
+    const ws = workspace();
+    for (const [scope, reason] of [
+      [
+        `eks/${EKS_ACCOUNT}/ap-south-1`,
+        /region ap-south-1 is not configured for eks\/210987654321 \(configured: eu-west-1, us-east-1\)/,
+      ],
+      ['eks/123456789012', /123456789012 is not covered by providers\.eks\.accounts/],
+      ['gke/other-project', /other-project is not covered by providers\.gke\.projects/],
+      ['aks/11111111-2222-3333-4444-555555555555', /is not covered by providers\.aks\.subscriptions/],
+      [`eks/${EKS_ACCOUNT}/nowhere`, /eks region "nowhere" is not an AWS region/],
+    ] as const) {
+      const run = clean(await ws.sync('--scope', scope));
+      assert.equal(run.code, 2, `${scope}: ${run.stderr}`);
+      assert.match(run.stderr, reason);
+      assert.equal(ws.inventory().size, 0, 'nothing was synced');
+    }
+    // The account-wide scope stands for the configured regions of the account, and no other.
+    const wide = clean(await ws.sync('--scope', `eks/${EKS_ACCOUNT}`));
+    assert.equal(wide.code, 0, wide.stderr);
+    assert.match(wide.stderr, /2 scope\(s\), 2 complete/);
+    const names = [...ws.inventory().values()].map((p) => p.displayName);
+    assert.ok(names.length > 0 && !names.includes('unconfigured'), names.join(', '));
+  });
+
+  it('5. two runs at once announce each change with one event id, and apply one after the other', async () => {
+    const ws = workspace();
+    const [a, b] = await Promise.all([ws.sync(), ws.sync()]);
+    for (const run of [a, b]) assert.equal(clean(run).code, 0, run.stderr);
+    const byProfile = new Map<string, Set<string>>();
+    for (const event of [...changes(a), ...changes(b)]) {
+      const key = `${event['detail-type']} ${event.detail.namespace}/${event.detail.name}`;
+      byProfile.set(key, (byProfile.get(key) ?? new Set()).add(event.detail.eventId));
+    }
+    for (const [key, ids] of byProfile) assert.equal(ids.size, 1, `${key} announced with ${ids.size} ids`);
+    const stored = ws.inventory();
+    for (const profile of stored.values())
+      assert.ok(byProfile.has(`ClusterProfile Created ${profile.namespace}/${profile.name}`));
+    assert.equal(
+      [...byProfile.keys()].filter((k) => k.startsWith('ClusterProfile Created')).length,
+      stored.size,
+    );
+  });
+
+  it('6. a cloud endpoint that accepts but never answers ends its scope failed (Timeout); the others finish', async () => {
+    // A port that takes connections and never says a word (not even its side of the TLS handshake).
+    const silent = createServer(() => {});
+    const port = await freePort();
+    await new Promise<void>((resolve) => silent.listen(port, '127.0.0.1', resolve));
+    try {
+      const ws = workspace((d) => {
+        d.providers.aks.endpoint = `https://127.0.0.1:${port}`;
+        d.sync = { requestTimeoutSeconds: 60, scopeTimeoutSeconds: 3 };
+      });
+      const started = Date.now();
+      const run = clean(await ws.sync());
+      assert.ok(Date.now() - started < 30_000, `took ${Date.now() - started} ms`);
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(
+        run.stderr,
+        /aks\/00000000-1111-2222-3333-444444444444\/\*: failed — Timeout: listing .*no answer within 3 s/,
+      );
+      assert.match(run.stderr, /4 scope\(s\), 3 complete/);
+    } finally {
+      silent.close();
+    }
+  });
+
+  it('7. moves unreadable outbox files aside and names them; they never stop a run', async () => {
+    const ws = workspace();
+    const outbox = join(ws.directory, 'outbox');
+    mkdirSync(join(outbox, 'intents'), { recursive: true });
+    writeFileSync(join(outbox, '00000000-empty.json'), '');
+    writeFileSync(join(outbox, '00000001-truncated.json'), '[{"source":"cpsync","detailType":"Cluster');
+    writeFileSync(join(outbox, 'intents', '00000002-truncated.json'), '[{"id":"');
+    const run = clean(await ws.sync());
+    assert.equal(run.code, 1, run.stderr);
+    for (const file of ['00000000-empty.json', '00000001-truncated.json', '00000002-truncated.json'])
+      assert.match(run.stderr, new RegExp(`unreadable outbox record moved aside: \\S+${file} \\(`));
+    assert.equal(readdirSync(join(outbox, 'quarantine')).length, 3);
+    assert.ok(ws.inventory().size >= 7);
+    assert.equal(changes(run).length, ws.inventory().size, 'every change announced');
+    const again = clean(await ws.sync());
+    assert.equal(again.code, 0, again.stderr);
+  });
+
+  it('8. a bus that cannot be written (a full disk) ends in a summary and exit 1, and loses nothing', async () => {
+    const ws = workspace((d) => (d.bus = { jsonl: '/dev/full' }));
+    const full = clean(await ws.sync());
+    assert.equal(full.code, 1, full.stderr);
+    assert.match(full.stderr, /events: 0 published/);
+    assert.match(full.stderr, /the bus refused events .* ENOSPC: cannot write to \/dev\/full: ENOSPC/);
+    const stored = ws.inventory().size;
+    assert.ok(stored >= 7);
+    assert.ok((await ws.pending()) >= stored);
+    // The same inventory, the bus writable again: every change arrives.
+    const events = join(ws.directory, 'events.jsonl');
+    const document = parse(readFileSync(ws.config, 'utf8'));
+    writeFileSync(ws.config, stringify({ ...document, bus: { jsonl: events } }));
+    const next = clean(await ws.sync());
+    assert.equal(next.code, 0, next.stderr);
+    const delivered = jsonLines<DeliveredEvent>(readFileSync(events, 'utf8'));
+    assert.equal(delivered.filter((e) => e['detail-type'] === 'ClusterProfile Created').length, stored);
+  });
+
+  it('8b. an outbox on a full disk: the run ends in a summary and exit 1, and nothing is lost once there is room', async () => {
+    const ws = workspace();
+    const outbox = join(ws.directory, 'outbox');
+    mkdirSync(outbox);
+    const out = (name: string) => join(ws.directory, name);
+    // In a mount namespace of its own: an outbox of two pages, full after its first files; then room again.
+    const script = [
+      `mount -t tmpfs -o size=8k tmpfs "${outbox}" || exit 90`,
+      `"$@" > "${out('out1')}" 2> "${out('err1')}"; echo $? > "${out('code1')}"`,
+      `find "${outbox}" -name '*.tmp' > "${out('tmp1')}"`,
+      `mount -o remount,size=4m "${outbox}"`,
+      `"$@" > "${out('out2')}" 2> "${out('err2')}"; echo $? > "${out('code2')}"`,
+    ].join('\n');
+    // Not spawnSync: the local clouds answer from this process, whose event loop must keep running.
+    const { spawn } = await import('node:child_process');
+    const child = spawn(
+      'unshare',
+      ['-rm', 'sh', '-c', script, 'sh', process.execPath, CLI, 'sync', '--config', ws.config],
+      { cwd: ws.directory, env: { ...process.env, ...emulators.env } },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(status, 0, `unshare: ${stderr}`);
+    const [code1, err1, out1, tmp1, code2, err2, out2] = [
+      'code1',
+      'err1',
+      'out1',
+      'tmp1',
+      'code2',
+      'err2',
+      'out2',
+    ].map((name) => readFileSync(out(name), 'utf8')) as [
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    assert.equal(code1.trim(), '1', err1);
+    assert.ok(!hasStackTrace(err1), err1);
+    assert.match(err1, /^sync \S+: /m, 'the summary was printed');
+    assert.match(err1, /ENOSPC/);
+    assert.equal(tmp1, '', 'no temporary file left behind');
+    assert.equal(code2.trim(), '0', err2);
+    const announced = new Set(
+      jsonLines<DeliveredEvent>(out1 + out2)
+        .filter((e) => e['detail-type'] === 'ClusterProfile Created')
+        .map((e) => `${e.detail.namespace}/${e.detail.name}`),
+    );
+    assert.deepEqual([...announced].sort(), [...ws.inventory().keys()].sort());
+  });
+
+  it('9. SIGTERM and SIGINT stop a run cleanly: exit 143/130, a summary, nothing left waiting or behind', async () => {
+    for (const [signal, code] of [
+      ['SIGTERM', 143],
+      ['SIGINT', 130],
+    ] as const) {
+      const ws = workspace();
+      const stopped = clean(await ws.syncStoppedBy(signal));
+      assert.equal(stopped.code, code, stopped.stderr);
+      assert.match(stopped.stderr, new RegExp(`stopped by ${signal}`));
+      assert.match(stopped.stderr, /^sync \S+: /m, 'the summary was printed');
+      assert.doesNotMatch(stopped.stderr, /intent\(s\) of unfinished changes wait/);
+      const leftovers = [join(ws.directory, 'outbox'), join(ws.directory, 'inventory', 'edges')]
+        .filter(existsSync)
+        .flatMap((d) => readdirSync(d))
+        .filter((f) => f.endsWith('.tmp'));
+      assert.deepEqual(leftovers, []);
+      const next = clean(await ws.sync());
+      assert.equal(next.code, 0, next.stderr);
+      const announced = new Set(
+        [...changes(stopped), ...changes(next)]
+          .filter((e) => e['detail-type'] === 'ClusterProfile Created')
+          .map((e) => `${e.detail.namespace}/${e.detail.name}`),
+      );
+      assert.deepEqual([...announced].sort(), [...ws.inventory().keys()].sort());
+    }
+  });
+
+  it('9b. after a run killed outright, the next run settles its intents at once and says what waits', async () => {
+    const ws = workspace();
+    const killed = await ws.syncStoppedBy('SIGKILL');
+    assert.equal(killed.signal, 'SIGKILL');
+    const next = clean(await ws.sync());
+    assert.equal(next.code, 0, next.stderr);
+    assert.doesNotMatch(next.stderr, /intent\(s\) of unfinished changes wait/);
+    const announced = new Set(
+      [...changes(killed), ...changes(next)]
+        .filter((e) => e['detail-type'] === 'ClusterProfile Created')
+        .map((e) => `${e.detail.namespace}/${e.detail.name}`),
+    );
+    assert.deepEqual([...announced].sort(), [...ws.inventory().keys()].sort());
+  });
+
+  it('12. names malformed hub files, leaves them untouched, and syncs every other cluster', async () => {
+    const ws = workspace();
+    assert.equal(clean(await ws.sync()).code, 0);
+    const namespace = join(ws.directory, 'inventory', 'edges');
+    const files = readdirSync(namespace);
+    const noSpec = files.find((f) => f.startsWith('cpsync-aks-batch-'))!;
+    const badConditions = files.find((f) => f.startsWith('cpsync-eks-checkout-'))!;
+    const edit = (file: string, change: (p: Record<string, any>) => void) => {
+      const profile = parse(readFileSync(join(namespace, file), 'utf8'));
+      change(profile);
+      writeFileSync(join(namespace, file), stringify(profile));
+    };
+    edit(noSpec, (p) => delete p.spec);
+    edit(badConditions, (p) => (p.status.conditions = 7));
+    writeFileSync(join(namespace, 'scalar.yaml'), '7\n');
+    writeFileSync(join(namespace, 'list.yaml'), '- a\n- b\n');
+    const before = Object.fromEntries(
+      [noSpec, badConditions, 'scalar.yaml', 'list.yaml'].map((f) => [
+        f,
+        readFileSync(join(namespace, f), 'utf8'),
+      ]),
+    );
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
+      aksCluster('web', 'rg-web', { currentKubernetesVersion: '1.31.9' }),
+      aksCluster('batch', 'rg-batch'),
+    ]);
+    const run = clean(await ws.sync());
+    assert.equal(run.code, 1, run.stderr);
+    for (const [file, reason] of [
+      [noSpec, 'has no spec'],
+      [badConditions, 'status.conditions is not a list'],
+      ['scalar.yaml', 'is a number, not an object'],
+      ['list.yaml', 'is a list, not an object'],
+    ] as const)
+      assert.match(
+        run.stderr,
+        new RegExp(`malformed object in the hub, left untouched: edges/${file.slice(0, -5)} \\(${reason}`),
+      );
+    for (const [file, text] of Object.entries(before))
+      assert.equal(readFileSync(join(namespace, file), 'utf8'), text, `${file} was changed`);
+    assert.ok(
+      changes(run).some(
+        (e) =>
+          e['detail-type'] === 'ClusterProfile Updated' &&
+          e.detail.changedFields?.includes('status.version.kubernetes'),
+      ),
+      'the other clusters were synced',
+    );
+    assert.ok(!changes(run).some((e) => e['detail-type'] === 'ClusterProfile Deleted'));
+    const list = clean(await ws.run(['list']));
+    assert.equal(list.code, 1);
+    assert.match(list.stdout, /cpsync-aks-web-/);
+    assert.match(list.stderr, /malformed object in the hub, not listed: edges\/scalar/);
+  });
+});

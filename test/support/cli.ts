@@ -1,0 +1,57 @@
+/** Runs the real `cpsync` command in a child process, as a user (or a script, or a pipe) would. */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const CLI = fileURLToPath(new URL('../../cli/bin.ts', import.meta.url));
+
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Called with the child as soon as it is started (to kill it, close its stdout, …). */
+  started?: (child: ChildProcessWithoutNullStreams) => void;
+  /** Called with each chunk of stdout. */
+  onStdout?: (text: string, child: ChildProcessWithoutNullStreams) => void;
+  /** Prefix the command (e.g. `unshare …`); the CLI's own arguments follow. */
+  wrapper?: string[];
+}
+
+/** The CLI's exit, with everything it printed. */
+export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const command = [...(options.wrapper ?? []), process.execPath, CLI, ...args];
+    const child = spawn(command[0]!, command.slice(1), {
+      ...(options.cwd ? { cwd: options.cwd } : {}),
+      env: { ...process.env, ...options.env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString('utf8');
+      options.onStdout?.(chunk.toString('utf8'), child);
+    });
+    child.stdout.on('error', () => {});
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
+    options.started?.(child);
+  });
+}
+
+/** JSON lines a run printed on stdout (the stdout bus). */
+export function jsonLines<T = Record<string, unknown>>(stdout: string): T[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line.trim().startsWith('{'))
+    .map((line) => JSON.parse(line) as T);
+}
+
+/** Whether `text` holds a stack trace (what a user must never be shown). */
+export function hasStackTrace(text: string): boolean {
+  return /^\s+at .+\(.*:\d+:\d+\)$/m.test(text) || /^\s+at (async )?\S+ \(/m.test(text);
+}

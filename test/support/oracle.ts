@@ -1,0 +1,156 @@
+/**
+ * An oracle written apart from cpsync's own code: what the clouds really hold (read from the local
+ * servers' state and from moto through the plain SDK), what the file hub really holds (its YAML files,
+ * read with a YAML parser), and what the bus really delivered (the JSON lines a run printed).
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DescribeClusterCommand, EKSClient, paginateListClusters } from '@aws-sdk/client-eks';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { parse } from 'yaml';
+import type { Emulators } from '../env/emulators.ts';
+import { HUB_CREDENTIALS } from './aws.ts';
+
+/** A cluster as its cloud reports it: the id a profile must carry, and the facts the oracle compares. */
+export interface LiveCluster {
+  providerId: string;
+  name: string;
+  version: string;
+  /** Region, or zone for a zonal GKE cluster. */
+  location: string;
+}
+
+async function eksClusters(endpoint: string, account: string, regions: readonly string[]) {
+  const sts = new STSClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS });
+  const assumed = await sts.send(
+    new AssumeRoleCommand({ RoleArn: `arn:aws:iam::${account}:role/oracle`, RoleSessionName: 'oracle' }),
+  );
+  const c = assumed.Credentials!;
+  const credentials = {
+    accessKeyId: c.AccessKeyId!,
+    secretAccessKey: c.SecretAccessKey!,
+    sessionToken: c.SessionToken!,
+  };
+  const found: LiveCluster[] = [];
+  for (const region of regions) {
+    const client = new EKSClient({ endpoint, region, credentials });
+    for await (const page of paginateListClusters({ client }, {}))
+      for (const name of page.clusters ?? []) {
+        const { cluster } = await client.send(new DescribeClusterCommand({ name }));
+        found.push({ providerId: cluster!.arn!, name, version: cluster!.version!, location: region });
+      }
+    client.destroy();
+  }
+  sts.destroy();
+  return found;
+}
+
+/** Every cluster the local clouds hold, in the accounts and regions given, keyed by provider id. */
+export async function liveClusters(
+  emulators: Emulators,
+  eks: { account: string; regions: readonly string[] },
+): Promise<Map<string, LiveCluster>> {
+  const all: LiveCluster[] = await eksClusters(emulators.moto.endpoint, eks.account, eks.regions);
+  for (const clusters of emulators.gke.clusters.values())
+    for (const c of clusters)
+      all.push({
+        providerId: String(c.selfLink),
+        name: c.name,
+        version: String(c.currentMasterVersion),
+        location: c.location,
+      });
+  for (const clusters of emulators.arm.clusters.values())
+    for (const c of clusters)
+      all.push({
+        providerId: c.id,
+        name: c.name,
+        version: String(c.properties.currentKubernetesVersion ?? c.properties.kubernetesVersion),
+        location: c.location,
+      });
+  return new Map(all.map((c) => [c.providerId.toLowerCase(), c]));
+}
+
+/** A profile as its file says, with the fields the oracle compares. */
+export interface StoredProfile {
+  namespace: string;
+  name: string;
+  uid: string;
+  resourceVersion: string;
+  providerId: string;
+  version?: string;
+  joined?: string;
+  displayName?: string;
+}
+
+/** Every profile file of a file hub directory, read with a plain YAML parser; unreadable files are skipped. */
+export function readInventory(directory: string): Map<string, StoredProfile> {
+  const profiles = new Map<string, StoredProfile>();
+  let namespaces: string[] = [];
+  try {
+    namespaces = readdirSync(directory).filter((n) => !n.startsWith('.'));
+  } catch {
+    return profiles;
+  }
+  for (const namespace of namespaces) {
+    let files: string[] = [];
+    try {
+      files = readdirSync(join(directory, namespace)).filter(
+        (f) => f.endsWith('.yaml') && f !== '_namespace.yaml',
+      );
+    } catch {
+      continue;
+    }
+    for (const file of files) {
+      let document: {
+        metadata?: {
+          name?: string;
+          uid?: string;
+          resourceVersion?: string;
+          annotations?: Record<string, string>;
+        };
+        spec?: { displayName?: string };
+        status?: {
+          version?: { kubernetes?: string };
+          conditions?: Array<{ type?: string; status?: string }>;
+        };
+      };
+      try {
+        document = parse(readFileSync(join(directory, namespace, file), 'utf8'));
+      } catch {
+        continue;
+      }
+      const providerId = document?.metadata?.annotations?.['cpsync.io/provider-id'];
+      if (!providerId || !document.metadata?.uid) continue;
+      const joined = Array.isArray(document.status?.conditions)
+        ? document.status.conditions.find((c) => c?.type === 'Joined')?.status
+        : undefined;
+      profiles.set(`${namespace}/${file.slice(0, -5)}`, {
+        namespace,
+        name: file.slice(0, -5),
+        uid: document.metadata.uid,
+        resourceVersion: String(document.metadata.resourceVersion),
+        providerId,
+        ...(document.status?.version?.kubernetes ? { version: document.status.version.kubernetes } : {}),
+        ...(joined ? { joined } : {}),
+        ...(document.spec?.displayName ? { displayName: document.spec.displayName } : {}),
+      });
+    }
+  }
+  return profiles;
+}
+
+/** An event as the stdout bus delivers it. */
+export interface DeliveredEvent {
+  'detail-type': string;
+  detail: {
+    eventId: string;
+    namespace?: string;
+    name?: string;
+    changedFields?: string[];
+    cluster?: { providerId?: string };
+    profile?: { metadata?: { uid?: string; resourceVersion?: string } };
+    outcome?: string;
+    scope?: { provider: string; account: string; region: string };
+    error?: { reason: string; message: string };
+  };
+}

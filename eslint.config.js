@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 const testModifier = /^(skip|only|todo)$/;
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'cdk.out/', '.hub/', '.cache/', '.venv/'] },
+  { ignores: ['node_modules/', 'dist/', 'cdk.out/', '.hub/', '.cache/', '.venv/', '.scratch/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -27,6 +27,11 @@ export class CompositionError extends CpsyncError {}
 
 export type SecretRef = { file: string } | { secretArn: string };
 
+/** Where a secret comes from, as errors name it (never what it holds). */
+export function secretSource(ref: SecretRef): string {
+  return 'file' in ref ? `file ${ref.file}` : `secret ${ref.secretArn}`;
+}
+
 /** The text of a secret: a file, or an AWS Secrets Manager secret. Never logged. */
 export async function readSecret(ref: SecretRef, secrets?: SecretsManagerClient): Promise<string> {
   if ('file' in ref) return readFile(resolve(ref.file), 'utf8');
@@ -116,6 +121,9 @@ async function kubeConfigFromFile(path: string, context?: string): Promise<KubeC
  * around the fault in their messages, and that text may be a key or a token.
  */
 export function safeReason(error: unknown): string {
+  // An AWS SDK error (Secrets Manager) names the call's failure, never the secret's value.
+  if ((error as { $metadata?: unknown }).$metadata !== undefined)
+    return `cannot be read: ${(error as Error).name}: ${(error as Error).message}`;
   const code = (error as NodeJS.ErrnoException).code;
   if (code === 'ENOENT') return 'no such file';
   if (code === 'EACCES' || code === 'EPERM') return 'cannot be read (permission denied)';
@@ -151,7 +159,12 @@ export async function connectHubPorts(config: CpsyncConfig): Promise<HubPorts> {
   let kubeConfig: KubeConfig;
   if ('kubeconfigSecretArn' in hub) {
     kubeConfig = new KubeConfig();
-    const text = await readSecret({ secretArn: hub.kubeconfigSecretArn });
+    let text: string;
+    try {
+      text = await readSecret({ secretArn: hub.kubeconfigSecretArn });
+    } catch (error) {
+      throw new CompositionError(`hub.kubeconfigSecretArn ${hub.kubeconfigSecretArn}: ${safeReason(error)}`);
+    }
     try {
       kubeConfig.loadFromString(text);
     } catch (error) {

@@ -74,10 +74,8 @@ function authClientFor(credentials: Record<string, unknown>): AuthClient {
       throw new InvalidOptionError('gke.credentials', 'is not a valid external_account configuration');
     return client;
   }
-  throw new InvalidOptionError(
-    'gke.credentials',
-    `type must be service_account or external_account, got ${JSON.stringify(credentials.type)}`,
-  );
+  // The value is not quoted: whatever the file holds may be key material.
+  throw new InvalidOptionError('gke.credentials', 'type must be service_account or external_account');
 }
 
 function clientOptions(options: GkeSourceOptions): ClientOptions {

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import type { TokenCredential } from '@azure/core-auth';
 import { ClientAssertionCredential, ClientSecretCredential } from '@azure/identity';
 import type { CpsyncConfig } from '../../core/config.ts';
-import { readSecret } from '../compose.ts';
+import { CompositionError, readSecret, safeReason, secretSource } from '../compose.ts';
 
 /** The Azure identity: a federated credential (a token file) or a client secret (file or Secrets Manager). */
 export async function azureCredential(
@@ -23,6 +23,13 @@ export async function azureCredential(
       options,
     );
   }
-  const secret = (await readSecret(credential.clientSecret)).trim();
+  let secret: string;
+  try {
+    secret = (await readSecret(credential.clientSecret)).trim();
+  } catch (error) {
+    throw new CompositionError(
+      `providers.aks.credential.clientSecret (${secretSource(credential.clientSecret)}): ${safeReason(error)}`,
+    );
+  }
   return new ClientSecretCredential(credential.tenantId, credential.clientId, secret, options);
 }

@@ -1,6 +1,14 @@
 import type { CpsyncConfig } from '../../core/config.ts';
+import { InvalidOptionError } from '../../core/errors.ts';
 import type { ClusterSource } from '../../core/ports.ts';
-import { CompositionError, readSecret, safeReason, type ProviderModule, type SecretRef } from '../compose.ts';
+import {
+  CompositionError,
+  readSecret,
+  safeReason,
+  secretSource,
+  type ProviderModule,
+  type SecretRef,
+} from '../compose.ts';
 import type { GkeSource } from '../gke/GkeSource.ts';
 
 /**
@@ -8,21 +16,20 @@ import type { GkeSource } from '../gke/GkeSource.ts';
  * from and never quote it: it may be a private key.
  */
 async function credentialConfiguration(ref: SecretRef): Promise<Record<string, unknown>> {
-  const where = 'file' in ref ? `file ${ref.file}` : `secret ${ref.secretArn}`;
   let text: string;
   try {
     text = await readSecret(ref);
   } catch (error) {
-    throw new CompositionError(`providers.gke.credentials (${where}): ${safeReason(error)}`);
+    throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): ${safeReason(error)}`);
   }
   let document: unknown;
   try {
     document = JSON.parse(text);
   } catch {
-    throw new CompositionError(`providers.gke.credentials (${where}): is not valid JSON`);
+    throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): is not valid JSON`);
   }
   if (typeof document !== 'object' || document === null || Array.isArray(document))
-    throw new CompositionError(`providers.gke.credentials (${where}): is not a JSON object`);
+    throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): is not a JSON object`);
   return document as Record<string, unknown>;
 }
 
@@ -32,14 +39,25 @@ export const gkeProvider: ProviderModule = {
   async build(config: CpsyncConfig) {
     const gke = config.providers.gke;
     if (!gke) return undefined;
-    const credentials = gke.credentials ? await credentialConfiguration(gke.credentials) : undefined;
+    const ref = gke.credentials;
+    const credentials = ref ? await credentialConfiguration(ref) : undefined;
     const { GkeSource } = await import('../gke/GkeSource.ts');
-    return new GkeSource({
-      maxRetries: gke.maxRetries,
-      requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
-      ...(credentials ? { credentials } : {}),
-      ...(gke.endpoint ? { endpoint: gke.endpoint } : {}),
-    });
+    try {
+      return new GkeSource({
+        maxRetries: gke.maxRetries,
+        requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
+        ...(credentials ? { credentials } : {}),
+        ...(gke.endpoint ? { endpoint: gke.endpoint } : {}),
+      });
+    } catch (error) {
+      if (!ref) throw error;
+      // The auth client is made from the document here: what it refuses is named without quoting it.
+      const reason =
+        error instanceof InvalidOptionError
+          ? error.message.replace(/^gke\.credentials /, '')
+          : 'is not a usable credential configuration';
+      throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): ${reason}`);
+    }
   },
   async scopes(config: CpsyncConfig, source: ClusterSource, only?: readonly string[]) {
     const { projects } = config.providers.gke!;

@@ -9,11 +9,13 @@ import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
-import { createEksClusters } from '../support/aws.ts';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
 import { CLI, hasStackTrace, jsonLines, runCli, type CliOptions, type CliRun } from '../support/cli.ts';
 import { readInventory, type DeliveredEvent } from '../support/oracle.ts';
 import {
@@ -27,16 +29,19 @@ import {
 } from '../env/emulators.ts';
 import { freePort } from '../env/net.ts';
 
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration and profile documents are edited freely here
+type Doc = Record<string, any>;
+
 describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
   let emulators: Emulators;
   let base: Record<string, unknown>;
   let counter = 0;
 
   /** A fresh inventory (hub, outbox) and a configuration for it; `change` edits the document. */
-  const workspace = (change: (document: Record<string, any>) => void = () => {}) => {
+  const workspace = (change: (document: Doc) => void = () => {}) => {
     const directory = join(emulators.directory, `ws-${++counter}`);
     mkdirSync(directory, { recursive: true });
-    const document: Record<string, any> = structuredClone(base);
+    const document: Doc = structuredClone(base);
     delete document.bus;
     document.hub = { directory: join(directory, 'inventory') };
     document.outbox = { directory: join(directory, 'outbox') };
@@ -341,6 +346,140 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     assert.deepEqual([...announced].sort(), [...ws.inventory().keys()].sort());
   });
 
+  it('11. quotes no credential in any error: every way of reading one fails, and the output is scanned', async () => {
+    const canary = `CANARY${randomUUID().replaceAll('-', '')}SECRET`;
+    const pem = `-----BEGIN PRIVATE KEY-----\n${canary}\n-----END PRIVATE KEY-----\n`;
+    const files = join(emulators.directory, 'leaky');
+    mkdirSync(files, { recursive: true });
+    const file = (name: string, text: string) => {
+      writeFileSync(join(files, name), text, { mode: 0o600 });
+      return join(files, name);
+    };
+    const secrets = new SecretsManagerClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: HUB_CREDENTIALS,
+    });
+    const secret = async (name: string, text: string) =>
+      (await secrets.send(new CreateSecretCommand({ Name: `${name}-${counter}`, SecretString: text }))).ARN!;
+    const kubeconfig = (token: string) =>
+      stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'hub', cluster: { server: 'https://127.0.0.1:1' } }],
+        users: [{ name: 'u', user: { token } }],
+        contexts: [{ name: 'hub', context: { cluster: 'hub', user: 'u' } }],
+        'current-context': 'hub',
+      });
+    const gkeOnly = (d: Doc, credentials: unknown) => {
+      d.providers = { gke: { ...d.providers.gke, credentials } };
+    };
+    const cases: Array<[string, (d: Doc) => void | Promise<void>]> = [
+      ['a GCP credential file that is not JSON', (d) => gkeOnly(d, { file: file('gcp-text', pem) })],
+      [
+        'a GCP credential file that is a JSON list',
+        (d) => gkeOnly(d, { file: file('gcp-list', JSON.stringify([canary])) }),
+      ],
+      [
+        'a GCP credential of an unknown type',
+        (d) => gkeOnly(d, { file: file('gcp-type', JSON.stringify({ type: canary, private_key: pem })) }),
+      ],
+      [
+        'a GCP service-account key that is not a key',
+        (d) =>
+          gkeOnly(d, {
+            file: file(
+              'gcp-key',
+              JSON.stringify({
+                ...emulators.gke.serviceAccountKey,
+                private_key: pem,
+                private_key_id: canary,
+              }),
+            ),
+          }),
+      ],
+      [
+        'a GCP external account that cannot be used',
+        (d) =>
+          gkeOnly(d, {
+            file: file(
+              'gcp-external',
+              JSON.stringify({
+                type: 'external_account',
+                audience: canary,
+                subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+                token_url: `${emulators.gke.endpoint}/token`,
+                credential_source: { file: join(files, 'missing-token') },
+              }),
+            ),
+          }),
+      ],
+      [
+        'a GCP credential in Secrets Manager that is not JSON',
+        async (d) => gkeOnly(d, { secretArn: await secret('gcp', pem) }),
+      ],
+      [
+        'an Azure client secret that is wrong',
+        (d) => {
+          d.providers = {
+            aks: {
+              ...d.providers.aks,
+              credential: { ...d.providers.aks.credential, clientSecret: { file: file('azure', canary) } },
+            },
+          };
+        },
+      ],
+      [
+        'a hub kubeconfig that is not YAML',
+        (d) => (d.hub = { kubeconfig: file('kube-text', `${pem}: : [`) }),
+      ],
+      [
+        'a hub kubeconfig without the context asked for',
+        (d) => (d.hub = { kubeconfig: file('kube-context', kubeconfig(canary)), context: 'other' }),
+      ],
+      [
+        'a hub kubeconfig in Secrets Manager that is not YAML',
+        async (d) => (d.hub = { kubeconfigSecretArn: await secret('kube', `${pem}: : [`) }),
+      ],
+    ];
+    const env = { ...emulators.env, AWS_ENDPOINT_URL_SECRETS_MANAGER: emulators.moto.endpoint };
+    const shown: string[] = [];
+    for (const [what, change] of cases) {
+      let document: Doc = {};
+      const ws = workspace((d) => void (document = d));
+      await change(document);
+      writeFileSync(ws.config, stringify(document));
+      for (const command of [['validate-config'], ['sync'], ['list']]) {
+        const run = await runCli([...command, '--config', ws.config], { cwd: ws.directory, env });
+        shown.push(run.stdout, run.stderr);
+        assert.ok(!hasStackTrace(run.stderr), `${what}: ${command[0]} printed a stack trace:\n${run.stderr}`);
+        assert.ok(
+          !run.stdout.includes(canary) && !run.stderr.includes(canary),
+          `${what}: ${command[0]} quoted the credential:\n${run.stderr}`,
+        );
+      }
+    }
+    // The AKS user kubeconfig (it carries a user token) read for CA data, when it does not parse.
+    const ws = workspace((d) => {
+      d.providers = { aks: { ...d.providers.aks, fetchCertificateAuthority: true } };
+    });
+    const webId = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)![0]!.id.toLowerCase();
+    emulators.arm.caData.set(webId, `${canary}\n  : - [`);
+    try {
+      const run = await ws.sync();
+      shown.push(run.stdout, run.stderr);
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(run.stderr, /the user kubeconfig of web is not valid YAML/);
+    } finally {
+      emulators.arm.caData.delete(webId);
+    }
+    const all = shown.join('\n');
+    assert.ok(!all.includes(canary), 'a credential was quoted');
+    assert.ok(!all.includes('local-user-token-never-to-be-stored'), 'the AKS user token was quoted');
+    assert.match(all, /providers\.gke\.credentials \(file \S+gcp-text\): is not valid JSON/);
+    assert.match(all, /hub\.context: context "other" is not in /);
+  });
+
   it('12. names malformed hub files, leaves them untouched, and syncs every other cluster', async () => {
     const ws = workspace();
     assert.equal(clean(await ws.sync()).code, 0);
@@ -348,7 +487,7 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     const files = readdirSync(namespace);
     const noSpec = files.find((f) => f.startsWith('cpsync-aks-batch-'))!;
     const badConditions = files.find((f) => f.startsWith('cpsync-eks-checkout-'))!;
-    const edit = (file: string, change: (p: Record<string, any>) => void) => {
+    const edit = (file: string, change: (p: Doc) => void) => {
       const profile = parse(readFileSync(join(namespace, file), 'utf8'));
       change(profile);
       writeFileSync(join(namespace, file), stringify(profile));

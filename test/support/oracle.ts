@@ -85,14 +85,14 @@ export interface StoredProfile {
 /** Every profile file of a file hub directory, read with a plain YAML parser; unreadable files are skipped. */
 export function readInventory(directory: string): Map<string, StoredProfile> {
   const profiles = new Map<string, StoredProfile>();
-  let namespaces: string[] = [];
+  let namespaces: string[];
   try {
     namespaces = readdirSync(directory).filter((n) => !n.startsWith('.'));
   } catch {
     return profiles;
   }
   for (const namespace of namespaces) {
-    let files: string[] = [];
+    let files: string[];
     try {
       files = readdirSync(join(directory, namespace)).filter(
         (f) => f.endsWith('.yaml') && f !== '_namespace.yaml',

@@ -480,6 +480,98 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     assert.match(all, /hub\.context: context "other" is not in /);
   });
 
+  it('13. finds on reading what would fail at run time (exit 2, the field named), and refuses huge files early', async () => {
+    const missing = join(emulators.directory, 'no-such-file');
+    const cases: Array<[string, (d: Doc) => void, RegExp]> = [
+      [
+        'a credentials file that is not there',
+        (d) => (d.providers.gke.credentials = { file: missing }),
+        /providers\.gke\.credentials\.file: \S+no-such-file: no such file/,
+      ],
+      [
+        'a client secret file that is not there',
+        (d) => (d.providers.aks.credential.clientSecret = { file: missing }),
+        /providers\.aks\.credential\.clientSecret\.file: \S+no-such-file: no such file/,
+      ],
+      [
+        'a kubeconfig that is not there',
+        (d) => (d.hub = { kubeconfig: missing }),
+        /hub\.kubeconfig: \S+no-such-file: no such file/,
+      ],
+      [
+        'a kubeconfig context that is not in it',
+        (d) => {
+          const kubeconfig = join(emulators.directory, 'context.kubeconfig');
+          writeFileSync(
+            kubeconfig,
+            stringify({
+              contexts: [{ name: 'hub', context: {} }],
+              clusters: [],
+              users: [],
+              'current-context': 'hub',
+            }),
+          );
+          d.hub = { kubeconfig, context: 'elsewhere' };
+        },
+        /hub\.context: context "elsewhere" is not in \S+ \(it has: hub\)/,
+      ],
+      [
+        'a home region that is no region',
+        (d) => (d.providers.eks.homeRegion = 'nowhere'),
+        /providers\.eks\.homeRegion: must be an AWS region/,
+      ],
+      [
+        'a file: endpoint',
+        (d) => (d.providers.eks.endpoint = 'file:///etc/passwd'),
+        /providers\.eks\.endpoint: must be an https:\/\/ URL/,
+      ],
+      [
+        'an ftp: endpoint',
+        (d) => (d.providers.gke.endpoint = 'ftp://example.com/'),
+        /providers\.gke\.endpoint: must be an https:\/\/ URL/,
+      ],
+      [
+        'an http: authority host elsewhere',
+        (d) => (d.providers.aks.authorityHost = 'http://login.example.com'),
+        /providers\.aks\.authorityHost: must be https:\/\//,
+      ],
+    ];
+    for (const [what, change, expected] of cases) {
+      const ws = workspace(change);
+      for (const command of ['validate-config', 'sync']) {
+        const run = clean(await ws.run([command]));
+        assert.equal(run.code, 2, `${what} (${command}): ${run.stderr}`);
+        assert.match(run.stderr, expected, what);
+      }
+      assert.equal(ws.inventory().size, 0);
+    }
+    // What only fails on contact: one line, exit 2.
+    const contact = workspace((d) => {
+      d.providers.gke.credentials = {
+        secretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:absent-AbCdEf',
+      };
+    });
+    const absent = clean(
+      await contact.run(['sync'], {
+        env: { ...emulators.env, AWS_ENDPOINT_URL_SECRETS_MANAGER: emulators.moto.endpoint },
+      }),
+    );
+    assert.equal(absent.code, 2, absent.stderr);
+    assert.match(
+      absent.stderr,
+      /^cpsync: providers\.gke\.credentials \(secret arn:\S+absent-AbCdEf\): cannot be read: ResourceNotFoundException/m,
+    );
+    assert.equal(absent.stderr.trim().split('\n').length, 1, absent.stderr);
+    // A configuration of 50 MB is refused before it is parsed.
+    const huge = join(emulators.directory, 'huge.yaml');
+    writeFileSync(huge, `# ${'x'.repeat(50 * 1024 * 1024)}\n`);
+    const started = Date.now();
+    const refused = clean(await runCli(['validate-config', '--config', huge], { env: emulators.env }));
+    assert.equal(refused.code, 2);
+    assert.match(refused.stderr, /the file is 50\.0 MiB; a configuration is at most 1 MiB/);
+    assert.ok(Date.now() - started < 10_000, `took ${Date.now() - started} ms`);
+  });
+
   it('12. names malformed hub files, leaves them untouched, and syncs every other cluster', async () => {
     const ws = workspace();
     assert.equal(clean(await ws.sync()).code, 0);

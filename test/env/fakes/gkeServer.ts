@@ -28,6 +28,8 @@ interface GoogleError {
   message: string;
   /** google.rpc.ErrorInfo reason, e.g. SERVICE_DISABLED. */
   reason?: string;
+  /** Answer this body (as text/html) instead of an error document: what a proxy in the way sends. */
+  raw?: string;
 }
 
 export interface GkeServer {
@@ -45,6 +47,11 @@ export interface GkeServer {
 }
 
 function sendError(response: ServerResponse, error: GoogleError): void {
+  if (error.raw !== undefined) {
+    response.writeHead(error.status, { 'content-type': 'text/html' });
+    response.end(error.raw);
+    return;
+  }
   sendJson(response, error.status, {
     error: {
       code: error.status,

@@ -167,6 +167,20 @@ describe('GKE adapter against a local server speaking the GKE REST shapes', () =
     );
   });
 
+  it('lists a region scope with the zonal clusters of its zones, and only its own missing zones', async () => {
+    const region = await source.listScope({ provider: 'gke', account: 'acme-data', region: 'europe-west1' });
+    assert.equal(region.outcome.kind, 'complete');
+    assert.deepEqual(region.clusters.map((c) => c.name).sort(), ['analytics', 'edge']);
+    const web = await source.listScope({ provider: 'gke', account: 'acme-web', region: 'us-central1' });
+    assert.deepEqual([web.outcome.kind, web.outcome.missing], ['partial', ['us-central1-f']]);
+    const elsewhere = await source.listScope({
+      provider: 'gke',
+      account: 'acme-web',
+      region: 'europe-west1',
+    });
+    assert.deepEqual([elsewhere.outcome.kind, elsewhere.clusters], ['complete', []]);
+  });
+
   it('classifies 403 PERMISSION_DENIED as AccessDenied and a disabled API as ApiNotEnabled', async () => {
     server.failures.set('acme-locked', [
       {
@@ -192,6 +206,26 @@ describe('GKE adapter against a local server speaking the GKE REST shapes', () =
     ]);
     const disabled = await source.listScope({ provider: 'gke', account: 'acme-new', region: '*' });
     assert.deepEqual([disabled.outcome.kind, disabled.outcome.failure?.reason], ['failed', 'ApiNotEnabled']);
+  });
+
+  it("names an answer that is not the API's JSON (a proxy's HTML page) InvalidResponse, not a timeout", async () => {
+    const page = {
+      status: 200,
+      code: 'OK',
+      message: '',
+      raw: '<html><body>Gateway says hello</body></html>',
+    };
+    server.failures.set(
+      'acme-proxied',
+      Array.from({ length: 10 }, () => page),
+    );
+    const listing = await source.listScope({ provider: 'gke', account: 'acme-proxied', region: '*' });
+    server.failures.delete('acme-proxied');
+    assert.deepEqual(
+      [listing.outcome.kind, listing.outcome.failure?.reason, listing.clusters],
+      ['failed', 'InvalidResponse', []],
+    );
+    assert.match(listing.outcome.failure!.message, /not valid JSON/);
   });
 
   it('retries 429 answers with the client backoff, and fails the scope as Throttled when they outlast the retries', async () => {

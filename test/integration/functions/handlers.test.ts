@@ -202,6 +202,44 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     assert.ok(recordsKept.every((r) => r.status === 'COMPLETED' && Number(r.expiration) > Date.now() / 1000));
   });
 
+  it('refuses scope messages the configuration does not cover (failed items, nothing synced), and takes any spelling of one it does', async () => {
+    const message = (messageId: string, scope: Record<string, string>) => ({
+      messageId,
+      receiptHandle: messageId,
+      body: JSON.stringify({ syncId: 'exec-uncovered', scope }),
+      attributes: {
+        ApproximateReceiveCount: '1',
+        SentTimestamp: '0',
+        SenderId: 'x',
+        ApproximateFirstReceiveTimestamp: '0',
+      },
+      messageAttributes: {},
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cpsync-scopes',
+      awsRegion: 'us-east-1',
+    });
+    const before = await versions();
+    const result = await makeScopeWorker(getDeps)(
+      {
+        Records: [
+          message('other-account', { provider: 'eks', account: '123456789012', region: 'us-east-1' }),
+          message('other-region', { provider: 'eks', account: EKS_ACCOUNT, region: 'ap-south-1' }),
+          message('other-project', { provider: 'gke', account: 'other-project', region: '*' }),
+          message('a-zone', { provider: 'gke', account: GCP_PROJECT, region: 'europe-west1-c' }),
+          message('upper-case', { provider: 'aks', account: AZURE_SUBSCRIPTION.toUpperCase(), region: '*' }),
+        ],
+      },
+      context,
+    );
+    assert.deepEqual(
+      result.batchItemFailures.map((f) => f.itemIdentifier).sort(),
+      ['a-zone', 'other-account', 'other-region', 'other-project'].sort(),
+    );
+    assert.deepEqual(await versions(), before, 'nothing written');
+    assert.deepEqual(await changeEvents(), [], 'the covered scope, spelled otherwise, is the same scope');
+  });
+
   it('syncs the one cluster a CloudTrail CreateCluster event names', async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [
       { name: 'fresh', tags: { team: 'new' } },
@@ -328,6 +366,39 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     });
   });
 
+  it('reads the Event Grid key again after a read that failed: no failure is kept for the life of a container', async () => {
+    const keyFile = join(emulators.directory, 'late-event-grid-key');
+    const late: FunctionDeps = {
+      ...deps,
+      config: { ...deps.config, webhook: { ...deps.config.webhook, azure: { key: { file: keyFile } } } },
+    };
+    const webhook = makeWebhook(async () => late);
+    const handshake = () =>
+      webhook(
+        functionUrlRequest(
+          '/azure',
+          [
+            {
+              id: 'v-late',
+              eventType: 'Microsoft.EventGrid.SubscriptionValidationEvent',
+              subject: '',
+              data: { validationCode: 'late-code' },
+              eventTime: '2026-01-01T00:00:00Z',
+              dataVersion: '2',
+            },
+          ],
+          {},
+          { key: 'late-key-value' },
+        ),
+        context,
+      );
+    assert.equal((await handshake()).statusCode, 500, 'the key cannot be read yet');
+    writeFileSync(keyFile, 'late-key-value');
+    const answered = await handshake();
+    assert.equal(answered.statusCode, 200, String(answered.body));
+    assert.deepEqual(JSON.parse(answered.body as string), { validationResponse: 'late-code' });
+  });
+
   it('refuses Event Grid deliveries without the key (401) and malformed ones (400)', async () => {
     const webhook = makeWebhook(getDeps);
     assert.equal(
@@ -396,6 +467,24 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       (await changeEvents()).map((e) => e.detail.changedFields),
       [['status.version.kubernetes']],
     );
+    // The same cluster named in another case (Azure ids are not case-sensitive) is the same profile.
+    const shouted = await webhook(
+      functionUrlRequest(
+        '/azure',
+        [
+          write(
+            'Microsoft.Resources.ResourceWriteSuccess',
+            id.replace(AZURE_SUBSCRIPTION, AZURE_SUBSCRIPTION.toUpperCase()),
+            'eg-1b',
+          ),
+        ],
+        {},
+        { key: azureKey },
+      ),
+      context,
+    );
+    assert.deepEqual(Object.values(JSON.parse(shouted.body as string).synced), ['unchanged']);
+    assert.deepEqual(await changeEvents(), []);
 
     emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [aksCluster('batch', 'rg-batch')]);
     const deleted = await webhook(

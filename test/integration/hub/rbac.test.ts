@@ -4,12 +4,14 @@ import { before, describe, it } from 'node:test';
 import {
   CoreV1Api,
   KubernetesObjectApi,
+  type KubeConfig,
   type KubernetesObject,
   type V1ConfigMap,
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { HubForbiddenError } from '../../../adapters/hub/errors.ts';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
+import { KubernetesLeaseStore } from '../../../adapters/hub/KubernetesLeases.ts';
 import type { ObservedCluster } from '../../../core/model/observedCluster.ts';
 import { inventoryOptions } from '../../../core/options.ts';
 import { syncScope } from '../../../core/syncScope.ts';
@@ -35,6 +37,7 @@ async function forbidden(call: Promise<unknown>): Promise<number> {
 describe('the shipped hub RBAC', () => {
   let hub: KubernetesHub;
   let core: CoreV1Api;
+  let identity: KubeConfig;
 
   before(async () => {
     const state = await localHub();
@@ -42,7 +45,7 @@ describe('the shipped hub RBAC', () => {
     for (const document of parseAllDocuments(readFileSync(RBAC, 'utf8'))) {
       await objects.create(document.toJS() as KubernetesObject);
     }
-    const identity = userKubeConfig(state, 'cpsync');
+    identity = userKubeConfig(state, 'cpsync');
     hub = new KubernetesHub({ kubeConfig: identity });
     core = identity.makeApiClient(CoreV1Api);
   });
@@ -72,6 +75,17 @@ describe('the shipped hub RBAC', () => {
     );
     const ns = await core.readNamespace({ name: 'cluster-inventory' });
     assert.equal(ns.metadata?.labels?.['multicluster.x-k8s.io/clusterset'], 'prod');
+  });
+
+  it('lets a cpsync identity take, renew and give up its leases in the inventory namespace, and nowhere else', async () => {
+    const leases = new KubernetesLeaseStore({ kubeConfig: identity, namespace: 'cluster-inventory' });
+    assert.deepEqual(await leases.acquire('cpsync-lease-rbac', 'run-1', 30_000), { acquired: true });
+    assert.deepEqual(await leases.acquire('cpsync-lease-rbac', 'run-1', 30_000), { acquired: true });
+    await leases.release('cpsync-lease-rbac', 'run-1');
+    assert.equal(await leases.holderOf('cpsync-lease-rbac'), undefined);
+    const elsewhere = new KubernetesLeaseStore({ kubeConfig: identity, namespace: 'kube-system' });
+    const refused = await elsewhere.acquire('cpsync-lease-rbac', 'run-1', 30_000).catch((e: unknown) => e);
+    assert.ok(refused instanceof HubForbiddenError, String(refused));
   });
 
   it('is forbidden from reading Secrets, here or anywhere', async () => {

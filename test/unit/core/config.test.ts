@@ -73,6 +73,50 @@ describe('configuration', () => {
     ],
     ['a bus without a bus name', { bus: { eventBridge: {} } }, /^bus\.eventBridge\.busName: /],
     [
+      'a home region that is not an AWS region',
+      { providers: { eks: { accounts: ['111122223333'], homeRegion: 'nowhere' } } },
+      /^providers\.eks\.homeRegion: must be an AWS region/,
+    ],
+    [
+      'a file: endpoint',
+      { providers: { eks: { accounts: ['111122223333'], endpoint: 'file:///etc/passwd' } } },
+      /^providers\.eks\.endpoint: must be an https:\/\/ URL, got "file:\/\/\/etc\/passwd"/,
+    ],
+    [
+      'an ftp: endpoint',
+      { providers: { gke: { projects: ['acme-data'], endpoint: 'ftp://example.com' } } },
+      /^providers\.gke\.endpoint: must be an https:\/\/ URL/,
+    ],
+    [
+      'a plain http endpoint to another machine',
+      {
+        providers: {
+          aks: {
+            subscriptions: ['00000000-0000-0000-0000-000000000000'],
+            endpoint: 'http://arm.example.com',
+          },
+        },
+      },
+      /^providers\.aks\.endpoint: must be https:\/\/ \(plain http:\/\/ only to this machine/,
+    ],
+    [
+      'a plain http authority host to another machine',
+      {
+        providers: {
+          aks: {
+            subscriptions: ['00000000-0000-0000-0000-000000000000'],
+            authorityHost: 'http://login.example.com',
+          },
+        },
+      },
+      /^providers\.aks\.authorityHost: must be https:\/\//,
+    ],
+    [
+      'an EventBridge region that is not one',
+      { bus: { eventBridge: { busName: 'b', region: 'eu' } } },
+      /^bus\.eventBridge\.region: must be an AWS region/,
+    ],
+    [
       'a ClusterSet for a namespace nothing uses',
       { inventory: { clusterSets: { elsewhere: 'prod' } } },
       /^inventory\.clusterSets: elsewhere/,
@@ -87,6 +131,16 @@ describe('configuration', () => {
       );
     });
   }
+
+  it('takes plain http to this machine (local emulators), and Azure subscriptions in one spelling', () => {
+    const config = parseConfig({
+      providers: {
+        gke: { projects: ['acme-data'], endpoint: 'http://127.0.0.1:8080' },
+        aks: { subscriptions: ['AAAAAAAA-0000-0000-0000-000000000000'], endpoint: 'http://localhost:9000' },
+      },
+    });
+    assert.deepEqual(config.providers.aks?.subscriptions, ['aaaaaaaa-0000-0000-0000-000000000000']);
+  });
 
   it('reports every bad field at once', () => {
     assert.equal(issues({ manager: 'X', inventory: { deletionGraceListings: -1 } }).length, 2);

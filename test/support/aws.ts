@@ -11,7 +11,7 @@ export const HUB_CREDENTIALS: AwsCredentialIdentity = {
 export const HUB_ACCOUNT = '123456789012';
 
 /** Credentials inside `account`, assumed the way cpsync's member-account role is. */
-async function accountCredentials(endpoint: string, account: string): Promise<AwsCredentialIdentity> {
+export async function accountCredentials(endpoint: string, account: string): Promise<AwsCredentialIdentity> {
   if (account === HUB_ACCOUNT) return HUB_CREDENTIALS;
   const sts = new STSClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS });
   const answer = await sts.send(

@@ -43,12 +43,20 @@ export function runCli(args: readonly string[], options: CliOptions = {}): Promi
   });
 }
 
-/** JSON lines a run printed on stdout (the stdout bus). */
+/**
+ * The JSON lines a run printed on stdout (the stdout bus): whole lines only — a run killed in the middle
+ * of a write leaves half a line, an event that was not delivered.
+ */
 export function jsonLines<T = Record<string, unknown>>(stdout: string): T[] {
-  return stdout
-    .split('\n')
-    .filter((line) => line.trim().startsWith('{'))
-    .map((line) => JSON.parse(line) as T);
+  const lines = stdout.split('\n').slice(0, -1);
+  return lines.flatMap((line) => {
+    if (!line.trim().startsWith('{')) return [];
+    try {
+      return [JSON.parse(line) as T];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** Whether `text` holds a stack trace (what a user must never be shown). */

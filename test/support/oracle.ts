@@ -6,10 +6,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DescribeClusterCommand, EKSClient, paginateListClusters } from '@aws-sdk/client-eks';
-import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { parse } from 'yaml';
 import type { Emulators } from '../env/emulators.ts';
-import { HUB_CREDENTIALS } from './aws.ts';
+import { accountCredentials } from './aws.ts';
 
 /** A cluster as its cloud reports it: the id a profile must carry, and the facts the oracle compares. */
 export interface LiveCluster {
@@ -21,16 +20,7 @@ export interface LiveCluster {
 }
 
 async function eksClusters(endpoint: string, account: string, regions: readonly string[]) {
-  const sts = new STSClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS });
-  const assumed = await sts.send(
-    new AssumeRoleCommand({ RoleArn: `arn:aws:iam::${account}:role/oracle`, RoleSessionName: 'oracle' }),
-  );
-  const c = assumed.Credentials!;
-  const credentials = {
-    accessKeyId: c.AccessKeyId!,
-    secretAccessKey: c.SecretAccessKey!,
-    sessionToken: c.SessionToken!,
-  };
+  const credentials = await accountCredentials(endpoint, account);
   const found: LiveCluster[] = [];
   for (const region of regions) {
     const client = new EKSClient({ endpoint, region, credentials });
@@ -41,7 +31,6 @@ async function eksClusters(endpoint: string, account: string, regions: readonly 
       }
     client.destroy();
   }
-  sts.destroy();
   return found;
 }
 

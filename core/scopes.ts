@@ -35,7 +35,7 @@ function canonicalAccount(provider: Provider, account: string): string {
  * The region as cpsync spells it: lower case, and for Azure without spaces (`West Europe` and
  * `WestEurope` are both `westeurope`, the name ARM lists clusters under).
  */
-function canonicalRegion(provider: Provider, region: string): string {
+export function canonicalRegion(provider: Provider, region: string): string {
   const lower = region.trim().toLowerCase();
   return provider === 'aks' ? lower.replace(/\s+/g, '') : lower;
 }

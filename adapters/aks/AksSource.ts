@@ -6,6 +6,7 @@ import { parse } from 'yaml';
 import type { ObservedCluster } from '../../core/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/model/scope.ts';
 import { InvalidOptionError } from '../../core/errors.ts';
+import { canonicalRegion } from '../../core/scopes.ts';
 import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.ts';
 import { azureErrorDetails, classifyAzureError } from './classify.ts';
 import { mapAksCluster, resourceGroupOf } from './mapCluster.ts';
@@ -109,7 +110,7 @@ export class AksSource implements ClusterSource {
     const found: ManagedCluster[] = [];
     try {
       for await (const cluster of client.managedClusters.list(this.#call(signal))) {
-        if (scope.region === ALL_REGIONS || cluster.location?.toLowerCase() === scope.region.toLowerCase())
+        if (scope.region === ALL_REGIONS || canonicalRegion('aks', cluster.location ?? '') === scope.region)
           found.push(cluster);
       }
     } catch (error) {

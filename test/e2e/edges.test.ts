@@ -344,6 +344,36 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
         .map((e) => `${e.detail.namespace}/${e.detail.name}`),
     );
     assert.deepEqual([...announced].sort(), [...ws.inventory().keys()].sort());
+
+    // An intent of a run that may still be going (its time is not up, it names no lease) waits, and the summary says until when.
+    const until = new Date(Date.now() + 10 * 60_000).toISOString();
+    mkdirSync(join(ws.directory, 'outbox', 'intents'), { recursive: true });
+    writeFileSync(
+      join(ws.directory, 'outbox', 'intents', 'waiting.json'),
+      JSON.stringify([
+        {
+          id: 'a'.repeat(32),
+          kind: 'created',
+          namespace: 'edges',
+          name: 'cpsync-eks-elsewhere-0000000000',
+          changes: [],
+          target: '',
+          context: {
+            syncId: 'elsewhere',
+            occurredAt: new Date().toISOString(),
+            scope: { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
+          },
+          notBefore: until,
+        },
+      ]),
+    );
+    const waiting = clean(await ws.sync());
+    assert.match(
+      waiting.stderr,
+      new RegExp(
+        `1 intent\\(s\\) of unfinished changes wait in the outbox; .*at the latest from ${until.replace(/[.]/g, '\\.')}`,
+      ),
+    );
   });
 
   it('11. quotes no credential in any error: every way of reading one fails, and the output is scanned', async () => {

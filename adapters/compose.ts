@@ -243,8 +243,13 @@ export function engineSettings(config: CpsyncConfig) {
     intentLeaseMillis: config.sync.intentLeaseSeconds * 1000,
     scopeTimeoutMillis: config.sync.scopeTimeoutSeconds * 1000,
     leaseWaitMillis: config.sync.leaseWaitSeconds * 1000,
+    // A Kubernetes hub may still carry out a write whose client has gone; files are written or not.
+    intentSettleDelayMillis: config.hub && !('directory' in config.hub) ? KUBERNETES_SETTLE_DELAY_MILLIS : 0,
   };
 }
+
+/** How long a Kubernetes hub is given to finish requests of a run that gave up its lease. */
+const KUBERNETES_SETTLE_DELAY_MILLIS = 10_000;
 
 /** The event source name events carry. */
 export function eventSourceOf(config: CpsyncConfig): string {

@@ -15,6 +15,8 @@ export interface ScopeRefusal {
   /** The scope as it was asked for (`provider/account[/region]`). */
   requested: string;
   reason: string;
+  /** Coverage could not be told (discovery failed): asking again later may succeed. */
+  undetermined?: true;
 }
 
 /** A provider whose scopes could not be enumerated (its discovery failed): it is left out of the run. */
@@ -148,7 +150,11 @@ export async function resolveScopes(
     try {
       configured = await configuredScopes(config, sources, module, [scope.account]);
     } catch (error) {
-      refuse(`cannot tell whether the configuration covers it: ${message(error)}`);
+      result.refused.push({
+        requested,
+        reason: `cannot tell whether the configuration covers it: ${message(error)}`,
+        undetermined: true,
+      });
       continue;
     }
     if (configured.length === 0) {

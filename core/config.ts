@@ -26,7 +26,21 @@ const url = z.string().superRefine((value, context) => {
   try {
     parsed = new URL(value);
   } catch {
-    context.addIssue({ code: 'custom', message: `must be a URL, got ${JSON.stringify(value)}` });
+    context.addIssue({
+      code: 'custom',
+      message: `must be a URL, got ${JSON.stringify(value.replace(/\/\/[^@/]*@/, '//***@'))}`,
+    });
+    return;
+  }
+  // Shown without any user:password@ it may carry (and refused for carrying one).
+  const shown = JSON.stringify(
+    parsed.username || parsed.password ? value.replace(/\/\/[^@/]*@/, '//***@') : value,
+  );
+  if (parsed.username || parsed.password) {
+    context.addIssue({
+      code: 'custom',
+      message: `must not carry credentials (user:password@), got ${shown}`,
+    });
     return;
   }
   const loopback = LOOPBACK.test(parsed.hostname);
@@ -35,8 +49,8 @@ const url = z.string().superRefine((value, context) => {
     code: 'custom',
     message:
       parsed.protocol === 'http:'
-        ? `must be https:// (plain http:// only to this machine: localhost, 127.0.0.1), got ${JSON.stringify(value)}`
-        : `must be an https:// URL, got ${JSON.stringify(value)}`,
+        ? `must be https:// (plain http:// only to this machine: localhost, 127.0.0.1), got ${shown}`
+        : `must be an https:// URL, got ${shown}`,
   });
 });
 

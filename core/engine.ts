@@ -33,9 +33,15 @@ import { scopeKey, type Scope, type ScopeFailureReason, type ScopeOutcome } from
 import type { Provider } from './model/observedCluster.ts';
 import { canonicalScope } from './scopes.ts';
 import { inventoryNamespaces, syncScope } from './syncScope.ts';
-import { planIntents, recoverIntents, remainderIntent, type ChangeIntent } from './intents.ts';
+import {
+  planIntents,
+  recoverIntents,
+  remainderIntent,
+  type ChangeIntent,
+  type IntentOwner,
+} from './intents.ts';
 import type { ApplyFailure } from './applyPlan.ts';
-import { LeaseBusyError, leaseName, RunLeases } from './runLeases.ts';
+import { LeaseBusyError, leaseName, RunLeases, type LeaseHold } from './runLeases.ts';
 import { timestamp } from './time.ts';
 
 export interface EnginePorts {
@@ -91,6 +97,12 @@ export interface SyncRequest extends RunLimits {
    * @default 15 minutes
    */
   intentLeaseMillis?: number;
+  /**
+   * How long after its change an intent of a run that gave up its lease is still left alone: a write
+   * that run sent may yet land on the hub (a Kubernetes hub finishes requests its clients abandoned).
+   * @default 0
+   */
+  intentSettleDelayMillis?: number;
   /** Called as each scope finishes (progress displays). */
   onScope?: (report: ScopeReport, done: number, total: number) => void;
   /**
@@ -234,7 +246,11 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
               report.events.published += published.length;
             } else await publishDirectly(run, scopeReport.events);
           }
-          request.onScope?.(scopeReport, ++done, request.scopes.length);
+          try {
+            request.onScope?.(scopeReport, ++done, request.scopes.length);
+          } catch (error) {
+            report.problems.push(`the progress display failed: ${message(error)}`);
+          }
           const { plan: _plan, events: _events, ...brief } = scopeReport;
           report.scopes.push(request.retainDetails === false ? { ...brief, events: [] } : scopeReport);
         }),
@@ -270,15 +286,14 @@ async function attempt<T>(run: RunContext, what: string, work: () => Promise<T>)
 
 /** Settles what stopped runs left (intents of changes whose events were not yet made). */
 async function recover(run: RunContext): Promise<void> {
-  const { ports, request, clock, leases } = run;
+  const { ports, request, clock } = run;
   const recovery = await attempt(run, 'settle the intents of earlier runs', () =>
-    recoverIntents(
-      ports.hub,
-      ports.outbox,
-      Object.values(request.options.accessProviderNames),
-      clock(),
-      leases && ports.leases ? { store: ports.leases, ownHolder: leases.holder } : undefined,
-    ),
+    recoverIntents(ports.hub, ports.outbox, Object.values(request.options.accessProviderNames), clock(), {
+      ...(ports.leases ? { leases: ports.leases } : {}),
+      ...(request.intentSettleDelayMillis !== undefined
+        ? { settleDelayMillis: request.intentSettleDelayMillis }
+        : {}),
+    }),
   );
   run.report.problems.push(...(recovery?.problems ?? []));
 }
@@ -362,17 +377,11 @@ async function publishDirectly(run: RunContext, events: CpsyncEvent[]): Promise<
 }
 
 /** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
-function writeAhead(
-  outbox: Outbox,
-  context: EventContext,
-  accessProviderNames: readonly string[],
-  leaseMillis?: number,
-  held?: { holder: string; lease: string },
-) {
+function writeAhead(outbox: Outbox, owner: IntentOwner) {
   let intents: ChangeIntent[] = [];
   return {
     beforeApply: async (planned: Plan) => {
-      intents = planIntents(planned, context, accessProviderNames, leaseMillis, held);
+      intents = planIntents(planned, owner);
       await outbox.addIntents(intents);
     },
     /**
@@ -387,7 +396,7 @@ function writeAhead(
         .filter(
           (f): f is ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> } => !!f.remainder,
         )
-        .map((f) => remainderIntent(f, context, accessProviderNames, leaseMillis, held));
+        .map((f) => remainderIntent(f, owner));
       await outbox.add(events);
       if (remainders.length > 0) await outbox.addIntents(remainders);
       await outbox.removeIntents(
@@ -425,12 +434,12 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
   const started = clock().getTime();
   let scope = requested;
   let listing: ScopeListing;
-  let lease: { name: string; lost: AbortSignal } | undefined;
+  let lease: { name: string; hold: LeaseHold } | undefined;
   try {
     scope = canonicalScope(requested);
     if (leases) {
       const name = leaseName(request.options.manager, scope);
-      lease = { name, lost: await leases.enter(name) };
+      lease = { name, hold: await leases.enter(name) };
     }
     listing = await list(run, scope);
   } catch (error) {
@@ -452,14 +461,13 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
   const skipped = outcome.failure?.reason === 'Busy' || outcome.failure?.reason === 'Interrupted';
   try {
     if (skipped) return scopeReport(run, scope, outcome, counts, started, context, events);
-    const signals = [request.signal, lease?.lost].filter((s): s is AbortSignal => s !== undefined);
-    const ahead = writeAhead(
-      ports.outbox,
+    const signals = [request.signal, lease?.hold.signal].filter((s): s is AbortSignal => s !== undefined);
+    const ahead = writeAhead(ports.outbox, {
       context,
-      Object.values(request.options.accessProviderNames),
-      request.intentLeaseMillis,
-      lease && leases ? { holder: leases.holder, lease: lease.name } : undefined,
-    );
+      accessProviderNames: Object.values(request.options.accessProviderNames),
+      ...(request.intentLeaseMillis !== undefined ? { leaseMillis: request.intentLeaseMillis } : {}),
+      ...(lease && leases ? { held: { holder: leases.holder, lease: lease.name } } : {}),
+    });
     const result = await syncScope({
       hub: ports.hub,
       listing,
@@ -471,6 +479,8 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       beforeApply: ahead.beforeApply,
     });
     plan = result.plan;
+    // Clusters it could not read make a complete listing partial (their profiles are kept).
+    if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
     run.report.malformed.push(...result.malformed);
     counts.unchanged = result.plan.unchanged;
     counts.invalid = result.invalid.length;
@@ -484,10 +494,11 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       try {
         await ahead.settle(events, result.applied.failed);
       } catch (settleError) {
+        // They are handed to the bus with the scope summary; their intents stay, so that a later run
+        // announces them (again, with the same ids) should the bus not take them now.
         run.report.problems.push(
           `cannot write the events of ${scopeKey(scope)} to the outbox (their intents stay; a later run announces them again): ${message(settleError)}`,
         );
-        await publishDirectly(run, events);
       }
     }
     if (request.dryRun) {
@@ -503,8 +514,8 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       };
     else if (result.applied.notAttempted)
       error = {
-        reason: lease?.lost.aborted ? 'Busy' : 'Interrupted',
-        message: `${result.applied.notAttempted} change(s) not applied: ${lease?.lost.aborted ? message(lease.lost.reason) : 'the run was stopped'}`,
+        reason: lease?.hold.signal.aborted ? 'Busy' : 'Interrupted',
+        message: `${result.applied.notAttempted} change(s) not applied: ${lease?.hold.signal.aborted ? message(lease.hold.signal.reason) : 'the run was stopped'}`,
       };
     else if (result.invalid[0])
       error = { reason: 'InvalidCluster', message: result.invalid.map((e) => e.message).join('; ') };
@@ -515,8 +526,8 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     outcome = { scope, kind: 'failed', failure: { reason: 'Unknown', message: text } };
     error = { reason: 'HubError', message: text };
   } finally {
-    if (lease && leases)
-      await leases.exit(lease.name).catch((releaseError: unknown) => {
+    if (lease)
+      await lease.hold.exit().catch((releaseError: unknown) => {
         run.report.problems.push(`cannot give up lease ${lease.name}: ${message(releaseError)}`);
       });
   }
@@ -549,6 +560,8 @@ export interface ClusterSyncRequest extends Pick<RunLimits, 'leaseWaitMillis' | 
   syncId: string;
   /** See SyncRequest.intentLeaseMillis. */
   intentLeaseMillis?: number;
+  /** See SyncRequest.intentSettleDelayMillis. */
+  intentSettleDelayMillis?: number;
   ref: ClusterRef;
   options: InventoryOptions;
   /** Event source. @default 'cpsync' */
@@ -607,13 +620,12 @@ export async function syncCluster(
         waitMillis: request.leaseWaitMillis ?? DEFAULTS.leaseWaitMillis,
       })
     : undefined;
-  await recoverIntents(
-    ports.hub,
-    ports.outbox,
-    accessProviderNames,
-    clock(),
-    leases && ports.leases ? { store: ports.leases, ownHolder: leases.holder } : undefined,
-  );
+  await recoverIntents(ports.hub, ports.outbox, accessProviderNames, clock(), {
+    ...(ports.leases ? { leases: ports.leases } : {}),
+    ...(request.intentSettleDelayMillis !== undefined
+      ? { settleDelayMillis: request.intentSettleDelayMillis }
+      : {}),
+  });
   const lease = leaseName(request.options.manager, ref.scope);
   if (leases) {
     await ensureInventoryNamespace(ports.hub, request.options);
@@ -645,13 +657,12 @@ export async function syncCluster(
       );
       if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
     }
-    const ahead = writeAhead(
-      ports.outbox,
+    const ahead = writeAhead(ports.outbox, {
       context,
       accessProviderNames,
-      request.intentLeaseMillis,
-      leases ? { holder: leases.holder, lease } : undefined,
-    );
+      ...(request.intentLeaseMillis !== undefined ? { leaseMillis: request.intentLeaseMillis } : {}),
+      ...(leases ? { held: { holder: leases.holder, lease } } : {}),
+    });
     const result = await syncScope({
       hub: ports.hub,
       listing,

@@ -13,6 +13,8 @@ import { canonicalJson } from './json.ts';
 import type { ClusterProfile } from './model/clusterProfile.ts';
 import { ownedStatusOf, pick, type FieldChange, type Plan } from './plan.ts';
 import type { Hub, LeaseHolder, LeaseStore, Outbox } from './ports.ts';
+import { MalformedObjectError } from './errors.ts';
+import { profileProblem } from './model/validate.ts';
 
 export interface ChangeIntent {
   id: string;
@@ -22,6 +24,12 @@ export interface ChangeIntent {
   changes: FieldChange[];
   /** Fingerprint of the owned state the change leads to (created: of the object part only). */
   target: string;
+  /**
+   * For an update of both the object and the status: the fingerprint of the object part alone, so
+   * that an object write that reached the hub (its answer lost) is announced even if the status
+   * write never happened.
+   */
+  objectTarget?: string;
   previousResourceVersion?: string;
   /** For deletes: the profile as it was, to announce it. */
   previous?: ClusterProfile;
@@ -55,56 +63,71 @@ export function fingerprint(
   return createHash('sha256').update(canonicalJson(owned)).digest('hex');
 }
 
+/** Who writes intents, and for how long they stay theirs. */
+export interface IntentOwner {
+  context: EventContext;
+  accessProviderNames: readonly string[];
+  /** @default DEFAULT_INTENT_LEASE_MILLIS */
+  leaseMillis?: number;
+  /** The run's lease, when it holds one. */
+  held?: { holder: string; lease: string };
+}
+
+type IntentFields = Omit<ChangeIntent, 'id' | 'context' | 'notBefore' | 'holder' | 'lease'>;
+
+/** An intent of `owner`, its id unique to the run, the change's kind (`part`) and the profile. */
+function intent(owner: IntentOwner, part: string, fields: IntentFields): ChangeIntent {
+  const { context, leaseMillis = DEFAULT_INTENT_LEASE_MILLIS, held } = owner;
+  return {
+    id: createHash('sha256')
+      .update(`${context.syncId}|${part}|${fields.namespace}/${fields.name}`)
+      .digest('hex')
+      .slice(0, 32),
+    ...fields,
+    context,
+    notBefore: new Date(Date.parse(context.occurredAt) + leaseMillis).toISOString(),
+    ...(held ? { holder: held.holder, lease: held.lease } : {}),
+  };
+}
+
 /** One intent per change the plan will make. */
-export function planIntents(
-  plan: Plan,
-  context: EventContext,
-  accessProviderNames: readonly string[],
-  leaseMillis: number = DEFAULT_INTENT_LEASE_MILLIS,
-  held?: { holder: string; lease: string },
-): ChangeIntent[] {
-  const notBefore = new Date(Date.parse(context.occurredAt) + leaseMillis).toISOString();
-  const owner = held ? { holder: held.holder, lease: held.lease } : {};
-  const id = (kind: string, namespace: string, name: string) =>
-    createHash('sha256').update(`${context.syncId}|${kind}|${namespace}/${name}`).digest('hex').slice(0, 32);
+export function planIntents(plan: Plan, owner: IntentOwner): ChangeIntent[] {
+  const names = owner.accessProviderNames;
   return [
-    ...plan.creates.map(({ profile }): ChangeIntent => ({
-      id: id('created', profile.metadata.namespace, profile.metadata.name),
-      kind: 'created',
-      namespace: profile.metadata.namespace,
-      name: profile.metadata.name,
-      changes: [{ field: 'metadata.name', after: profile.metadata.name }],
-      target: fingerprint(profile, accessProviderNames, true),
-      context,
-      notBefore,
-      ...owner,
-    })),
-    ...plan.updates.map((update): ChangeIntent => ({
-      id: id('updated', update.profile.metadata.namespace, update.profile.metadata.name),
-      kind: 'updated',
-      namespace: update.profile.metadata.namespace,
-      name: update.profile.metadata.name,
-      changes: update.changes,
-      target: fingerprint(update.profile, accessProviderNames),
-      ...(update.current.metadata.resourceVersion
-        ? { previousResourceVersion: update.current.metadata.resourceVersion }
-        : {}),
-      context,
-      notBefore,
-      ...owner,
-    })),
-    ...plan.deletes.map(({ current }): ChangeIntent => ({
-      id: id('deleted', current.metadata.namespace, current.metadata.name),
-      kind: 'deleted',
-      namespace: current.metadata.namespace,
-      name: current.metadata.name,
-      changes: [{ field: 'metadata.name', before: current.metadata.name }],
-      target: '',
-      previous: current,
-      context,
-      notBefore,
-      ...owner,
-    })),
+    ...plan.creates.map(({ profile }) =>
+      intent(owner, 'created', {
+        kind: 'created',
+        namespace: profile.metadata.namespace,
+        name: profile.metadata.name,
+        changes: [{ field: 'metadata.name', after: profile.metadata.name }],
+        target: fingerprint(profile, names, true),
+      }),
+    ),
+    ...plan.updates.map((update) =>
+      intent(owner, 'updated', {
+        kind: 'updated',
+        namespace: update.profile.metadata.namespace,
+        name: update.profile.metadata.name,
+        changes: update.changes,
+        target: fingerprint(update.profile, names),
+        ...(update.writeObject && update.writeStatus
+          ? { objectTarget: fingerprint(update.profile, names, true) }
+          : {}),
+        ...(update.current.metadata.resourceVersion
+          ? { previousResourceVersion: update.current.metadata.resourceVersion }
+          : {}),
+      }),
+    ),
+    ...plan.deletes.map(({ current }) =>
+      intent(owner, 'deleted', {
+        kind: 'deleted',
+        namespace: current.metadata.namespace,
+        name: current.metadata.name,
+        changes: [{ field: 'metadata.name', before: current.metadata.name }],
+        target: '',
+        previous: current,
+      }),
+    ),
   ];
 }
 
@@ -115,49 +138,50 @@ export function planIntents(
  */
 export function remainderIntent(
   failure: ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> },
-  context: EventContext,
-  accessProviderNames: readonly string[],
-  leaseMillis: number = DEFAULT_INTENT_LEASE_MILLIS,
-  held?: { holder: string; lease: string },
+  owner: IntentOwner,
 ): ChangeIntent {
   const { profile, previousResourceVersion, changes } = failure.remainder;
-  const { namespace, name } = profile.metadata;
-  return {
-    id: createHash('sha256')
-      .update(`${context.syncId}|status|${namespace}/${name}`)
-      .digest('hex')
-      .slice(0, 32),
+  return intent(owner, 'status', {
     kind: 'updated',
-    namespace,
-    name,
+    namespace: profile.metadata.namespace,
+    name: profile.metadata.name,
     changes,
-    target: fingerprint(profile, accessProviderNames),
+    target: fingerprint(profile, owner.accessProviderNames),
     previousResourceVersion,
-    context,
-    notBefore: new Date(Date.parse(context.occurredAt) + leaseMillis).toISOString(),
-    ...(held ? { holder: held.holder, lease: held.lease } : {}),
-  };
+  });
 }
 
-/** The intents that runs which are over left behind: their lease time is up, or their run gave up its lease. */
+export interface Settlement {
+  /** Until then an intent whose run gave up its lease is still left alone: a write its run sent may yet land. */
+  settleDelayMillis?: number;
+  /** Where runs hold their leases. */
+  leases?: LeaseStore;
+}
+
+/**
+ * The intents that runs which are over left behind. An intent whose run still holds its lease is
+ * never settled, however old; one whose run has given up its lease (finished, stopped, or a process
+ * that is gone) is settled once `settleDelayMillis` have passed; one that names no lease, once its
+ * time is up.
+ */
 async function abandonedIntents(
   intents: readonly ChangeIntent[],
   now: Date,
-  leases?: LeaseStore,
-  ownHolder?: string,
+  settlement: Settlement,
 ): Promise<ChangeIntent[]> {
+  const { leases, settleDelayMillis = 0 } = settlement;
   const holders = new Map<string, Promise<LeaseHolder | undefined>>();
   const abandoned: ChangeIntent[] = [];
   for (const intent of intents) {
-    if (ownHolder !== undefined && intent.holder === ownHolder) continue;
-    if (Date.parse(intent.notBefore) <= now.getTime()) {
-      abandoned.push(intent);
-      continue;
+    const leased = leases !== undefined && intent.lease !== undefined && intent.holder !== undefined;
+    if (leased) {
+      let holder = holders.get(intent.lease!);
+      if (!holder) holders.set(intent.lease!, (holder = leases.holderOf(intent.lease!)));
+      if ((await holder)?.holder === intent.holder) continue;
     }
-    if (!leases || !intent.lease || !intent.holder) continue;
-    let holder = holders.get(intent.lease);
-    if (!holder) holders.set(intent.lease, (holder = leases.holderOf(intent.lease)));
-    if ((await holder)?.holder !== intent.holder) abandoned.push(intent);
+    const age = now.getTime() - Date.parse(intent.context.occurredAt);
+    if (Date.parse(intent.notBefore) <= now.getTime() || (leased && age >= settleDelayMillis))
+      abandoned.push(intent);
   }
   return abandoned;
 }
@@ -169,51 +193,65 @@ export interface Recovery {
   problems: string[];
 }
 
+/** The event an intent stands for, when the hub shows its change was made; undefined when it was not. */
+function recoveredEvent(
+  intent: ChangeIntent,
+  stored: ClusterProfile | undefined,
+  accessProviderNames: readonly string[],
+): CpsyncEvent | undefined {
+  let changes = intent.changes;
+  if (intent.kind === 'deleted') {
+    if (stored !== undefined) return undefined;
+  } else if (!stored) return undefined;
+  else if (fingerprint(stored, accessProviderNames, intent.kind === 'created') !== intent.target) {
+    // The object half alone reached the hub: that half is announced, as the run itself would have.
+    if (!intent.objectTarget || fingerprint(stored, accessProviderNames, true) !== intent.objectTarget)
+      return undefined;
+    changes = intent.changes.filter((c) => !c.field.startsWith('status.'));
+  }
+  return buildChangeEvent(
+    {
+      kind: intent.kind,
+      profile: intent.kind === 'deleted' ? intent.previous! : stored!,
+      changes,
+      ...(intent.previousResourceVersion ? { previousResourceVersion: intent.previousResourceVersion } : {}),
+    },
+    intent.context,
+  );
+}
+
 /**
  * Settles intents that stopped runs left: the events of changes that reached the hub go to the
- * outbox; every settled intent is then removed. An intent whose profile cannot be read is kept.
+ * outbox; every settled intent is then removed. An intent whose profile cannot be read now is kept;
+ * one whose profile is malformed is settled without an event (nothing cpsync wrote is there to announce).
  */
 export async function recoverIntents(
   hub: Hub,
   outbox: Outbox,
   accessProviderNames: readonly string[],
   now: Date,
-  leases?: { store: LeaseStore; ownHolder: string },
+  settlement: Settlement = {},
 ): Promise<Recovery> {
-  const intents = await abandonedIntents(await outbox.intents(), now, leases?.store, leases?.ownHolder);
+  const intents = await abandonedIntents(await outbox.intents(), now, settlement);
   const recovered: CpsyncEvent[] = [];
   const settled: string[] = [];
   const problems: string[] = [];
   for (const intent of intents) {
-    let stored: ClusterProfile | undefined;
+    const key = `${intent.namespace}/${intent.name}`;
     try {
-      stored = await hub.get({ namespace: intent.namespace, name: intent.name });
+      const stored = await hub.get({ namespace: intent.namespace, name: intent.name });
+      const malformed = stored === undefined ? undefined : profileProblem(stored);
+      if (malformed)
+        problems.push(`intent for ${key} settled without an event: the profile is malformed (${malformed})`);
+      const event = malformed ? undefined : recoveredEvent(intent, stored, accessProviderNames);
+      if (event) recovered.push(event);
+      settled.push(intent.id);
     } catch (error) {
-      problems.push(
-        `intent for ${intent.namespace}/${intent.name} kept: ${error instanceof Error ? error.message : String(error)}`,
-      );
-      continue;
-    }
-    settled.push(intent.id);
-    let reached = false;
-    if (intent.kind === 'deleted') reached = stored === undefined;
-    else if (stored)
-      reached = fingerprint(stored, accessProviderNames, intent.kind === 'created') === intent.target;
-    if (reached) {
-      const profile = intent.kind === 'deleted' ? intent.previous! : stored!;
-      recovered.push(
-        buildChangeEvent(
-          {
-            kind: intent.kind,
-            profile,
-            changes: intent.changes,
-            ...(intent.previousResourceVersion
-              ? { previousResourceVersion: intent.previousResourceVersion }
-              : {}),
-          },
-          intent.context,
-        ),
-      );
+      if (error instanceof MalformedObjectError) {
+        problems.push(`intent for ${key} settled without an event: ${error.message}`);
+        settled.push(intent.id);
+      } else
+        problems.push(`intent for ${key} kept: ${error instanceof Error ? error.message : String(error)}`);
     }
   }
   await outbox.add(recovered);

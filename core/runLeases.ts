@@ -38,12 +38,22 @@ interface Held {
   lost: AbortController;
   timer?: NodeJS.Timeout;
   ready: Promise<void>;
+  /** Set once the last scope is done: the lease is being given up; a new scope waits for that first. */
+  releasing?: Promise<void>;
 }
 
 /** The lease name of a scope's account: a DNS-1123 label, the same in every process. */
 export function leaseName(manager: string, scope: Pick<Scope, 'provider' | 'account'>): string {
   const hash = createHash('sha256').update(`${manager}/${scope.provider}/${scope.account}`).digest('hex');
   return `${manager}-lease-${scope.provider}-${hash.slice(0, 16)}`;
+}
+
+/** One scope's hold on its account's lease. */
+export interface LeaseHold {
+  /** Aborted when the lease is lost (another run took it after it ran out). */
+  signal: AbortSignal;
+  /** The scope is done with the lease; it is given up when the run's last scope of that account is. */
+  exit(): Promise<void>;
 }
 
 export class RunLeases {
@@ -64,10 +74,15 @@ export class RunLeases {
 
   /**
    * Holds `name` for one more scope of this run, waiting for another run to give it up; throws
-   * LeaseBusyError when the wait runs out. Returns a signal that aborts if the lease is lost.
+   * LeaseBusyError when the wait runs out.
    */
-  async enter(name: string): Promise<AbortSignal> {
+  async enter(name: string): Promise<LeaseHold> {
     let held = this.#held.get(name);
+    // A release under way finishes first: taking the lease again meanwhile would be undone by it.
+    while (held?.releasing) {
+      await held.releasing.catch(() => {});
+      held = this.#held.get(name);
+    }
     if (held) {
       held.count += 1;
     } else {
@@ -76,6 +91,11 @@ export class RunLeases {
       this.#held.set(name, entry);
       entry.ready = this.#take(name).then(
         () => {
+          // The run may have given everything up while this lease was being taken.
+          if (this.#held.get(name) !== entry) {
+            void this.#store.release(name, this.#holder).catch(() => {});
+            return;
+          }
           entry.timer = setInterval(() => void this.#renew(name, entry), this.#options.durationMillis / 3);
           entry.timer.unref();
         },
@@ -85,32 +105,39 @@ export class RunLeases {
         },
       );
     }
+    const entry = held;
     try {
-      await held.ready;
+      await entry.ready;
     } catch (error) {
-      held.count -= 1;
+      entry.count -= 1;
       throw error;
     }
-    return held.lost.signal;
-  }
-
-  /** One scope of this run is done with `name`; the lease goes when the last one is. */
-  async exit(name: string): Promise<void> {
-    const held = this.#held.get(name);
-    if (!held) return;
-    held.count -= 1;
-    if (held.count > 0) return;
-    this.#held.delete(name);
-    clearInterval(held.timer);
-    await this.#store.release(name, this.#holder);
+    let exited = false;
+    return {
+      signal: entry.lost.signal,
+      exit: async () => {
+        if (exited) return;
+        exited = true;
+        entry.count -= 1;
+        // A lease lost, or given up by releaseAll, is not this run's to give up any more.
+        if (entry.count > 0 || this.#held.get(name) !== entry) return;
+        clearInterval(entry.timer);
+        entry.releasing = this.#store.release(name, this.#holder).finally(() => {
+          if (this.#held.get(name) === entry) this.#held.delete(name);
+        });
+        await entry.releasing;
+      },
+    };
   }
 
   /** Gives up every lease this run still holds (at the end of a run, or when it is stopped). */
   async releaseAll(): Promise<void> {
-    const names = [...this.#held.keys()];
-    for (const name of names) clearInterval(this.#held.get(name)!.timer);
+    const entries = [...this.#held];
     this.#held.clear();
-    await Promise.allSettled(names.map((name) => this.#store.release(name, this.#holder)));
+    for (const [, entry] of entries) clearInterval(entry.timer);
+    await Promise.allSettled(
+      entries.map(([name, entry]) => entry.releasing ?? this.#store.release(name, this.#holder)),
+    );
   }
 
   async #take(name: string): Promise<void> {
@@ -128,7 +155,12 @@ export class RunLeases {
   async #renew(name: string, held: Held): Promise<void> {
     try {
       const answer = await this.#store.acquire(name, this.#holder, this.#options.durationMillis);
-      if (!answer.acquired) held.lost.abort(new LeaseBusyError(name, answer.heldBy));
+      if (answer.acquired) return;
+      // Lost (another run took it after it ran out): this run stops applying that account and holds
+      // nothing of it any more; a later scope of the account takes the lease anew.
+      clearInterval(held.timer);
+      if (this.#held.get(name) === held) this.#held.delete(name);
+      held.lost.abort(new LeaseBusyError(name, answer.heldBy));
     } catch {
       // A renewal that failed (hub briefly unreachable) is tried again at the next tick.
     }

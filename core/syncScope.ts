@@ -67,6 +67,12 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
         `is ${cluster.provider}/${cluster.account}/${cluster.region}, outside the scope listed`,
       ),
     );
+  // A complete listing with clusters that could not be read is not complete: their profiles must not be
+  // taken for clusters that are gone.
+  const outcome: ScopeListing['outcome'] =
+    invalid.length > 0 && listing.outcome.kind === 'complete'
+      ? { ...listing.outcome, kind: 'partial', missing: invalid.map((e) => e.providerId || '(no id)').sort() }
+      : listing.outcome;
   const namespaces = inventoryNamespaces(options);
   const selector = scopeSelector(options.manager, scope);
   const malformed: MalformedObject[] = [];
@@ -89,7 +95,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     }
 
   const planInput = {
-    outcome: listing.outcome,
+    outcome,
     desired,
     manager: options.manager,
     deletionGraceListings: options.deletionGraceListings,

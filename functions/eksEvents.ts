@@ -61,6 +61,9 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
     const asked = { provider: 'eks' as const, account: detail.recipientAccountId, region: detail.awsRegion };
     const resolved = await resolveScopes(deps.config, deps.sources, { scopes: [asked] });
     const scope = resolved.scopes[0];
+    // Discovery that failed is not a no: the event fails, and EventBridge delivers it again.
+    const undetermined = resolved.refused.find((r) => r.undetermined);
+    if (undetermined) throw new Error(`event ${event.id}: ${undetermined.requested}: ${undetermined.reason}`);
     if (!scope || resolved.refused.length > 0) {
       logger.warn('ignored: account or region outside the configuration', {
         eventId: event.id,

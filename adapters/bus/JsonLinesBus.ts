@@ -73,7 +73,8 @@ export class StreamBus implements EventSink {
 
 /**
  * Appends events as JSON lines to a file; they count as published once the file is flushed to the
- * disk. An append that fails half-way (a full disk) is cut back, so the file never holds half a line.
+ * disk. An append that fails half-way (a full disk) is cut back, so the file never holds half a line
+ * — unless another process appended meanwhile, whose lines are never cut.
  */
 export class JsonLinesFileBus implements EventSink {
   readonly #path: string;
@@ -87,11 +88,14 @@ export class JsonLinesFileBus implements EventSink {
     try {
       const handle = await open(this.#path, 'a');
       const { size } = await handle.stat();
+      const text = Buffer.from(events.map(jsonLine).join(''), 'utf8');
+      let written = 0;
       try {
-        await handle.appendFile(events.map(jsonLine).join(''), 'utf8');
+        while (written < text.length) written += (await handle.write(text, written)).bytesWritten;
         await handle.sync();
       } catch (error) {
-        await handle.truncate(size).catch(() => {});
+        const now = await handle.stat().catch(() => undefined);
+        if (written > 0 && now?.size === size + written) await handle.truncate(size).catch(() => {});
         throw error;
       } finally {
         await handle.close();

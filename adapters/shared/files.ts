@@ -1,17 +1,39 @@
+import { createHash } from 'node:crypto';
+import { readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
-import { link, open, readdir, rename, rm, unlink } from 'node:fs/promises';
+import { link, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
 
 /** Temporary files this process is writing right now (removed when a run is stopped). */
 const inFlight = new Set<string>();
 let counter = 0;
 
-/** `<file>.<pid>.<n>.tmp`: unique per write, and naming the process that made it (earlier versions: `<file>.<pid>.tmp`). */
-const TEMPORARY = /\.(\d+)(?:\.\d+)?\.tmp$/;
+/**
+ * Where this process runs, as far as process ids mean anything: the machine's name and its process-id
+ * namespace (two containers on one machine may share the name, but not their process ids).
+ */
+function processSpace(): string {
+  let namespace = '';
+  try {
+    namespace = readlinkSync('/proc/self/ns/pid');
+  } catch {
+    // Not Linux: the machine's name alone.
+  }
+  return namespace ? `${hostname()}/${namespace}` : hostname();
+}
+
+/** This machine (and process-id namespace), as lock files and leases record it. */
+export const HOST = processSpace();
+const HOST_TAG = createHash('sha256').update(HOST).digest('hex').slice(0, 8);
+
+/** `<file>.<host tag>.<pid>.<n>.tmp`: unique per write, naming the process (and where it runs) that made it. */
+const TEMPORARY = /\.([0-9a-f]{8})\.(\d+)\.\d+\.tmp$/;
+/** Temporary files of other machines (or of earlier versions, `<file>.<pid>[.<n>].tmp`) are removed once this old. */
+const ABANDONED_AFTER_MILLIS = 24 * 60 * 60 * 1000;
 
 function temporaryFor(path: string): string {
   counter += 1;
-  return `${path}.${process.pid}.${counter}.tmp`;
+  return `${path}.${HOST_TAG}.${process.pid}.${counter}.tmp`;
 }
 
 /** Whether a process of this machine is still running. */
@@ -23,9 +45,6 @@ function processAlive(pid: number): boolean {
     return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
-
-/** This machine's name, as lock files record it. */
-export const HOST = hostname();
 
 /** Flushes a directory's entries (a rename or a new file in it) to the disk. */
 async function syncDirectory(directory: string): Promise<void> {
@@ -42,7 +61,7 @@ async function writeTemporary(path: string, text: string, durable: boolean): Pro
   const temporary = temporaryFor(path);
   inFlight.add(temporary);
   try {
-    const handle = await open(temporary, 'wx', 0o600);
+    const handle = await open(temporary, 'wx');
     try {
       await handle.writeFile(text, 'utf8');
       if (durable) await handle.sync();
@@ -114,8 +133,9 @@ export async function removeTemporaryFiles(): Promise<void> {
 }
 
 /**
- * Removes temporary files in `directory` that processes of this machine left behind when they
- * stopped (killed, or out of disk). Files of processes still running are left alone.
+ * Removes temporary files in `directory` that processes left behind when they stopped (killed, or out
+ * of disk): at once those of processes of this machine that are gone; those of other machines (a
+ * shared volume) once they are a day old. Files being written are left alone.
  */
 export async function removeAbandonedTemporaryFiles(directory: string): Promise<number> {
   let entries: string[];
@@ -126,10 +146,23 @@ export async function removeAbandonedTemporaryFiles(directory: string): Promise<
   }
   let removed = 0;
   for (const entry of entries) {
-    const pid = Number(TEMPORARY.exec(entry)?.[1]);
-    if (!pid || (pid !== process.pid && processAlive(pid))) continue;
-    if (pid === process.pid && inFlight.has(join(directory, entry))) continue;
-    await rm(join(directory, entry), { force: true });
+    if (!entry.endsWith('.tmp')) continue;
+    const path = join(directory, entry);
+    if (inFlight.has(path)) continue;
+    const ours = TEMPORARY.exec(entry);
+    let abandoned: boolean;
+    if (ours && ours[1] === HOST_TAG) {
+      const pid = Number(ours[2]);
+      abandoned = pid === process.pid || !processAlive(pid);
+    } else {
+      const modified = await stat(path).then(
+        (s) => s.mtimeMs,
+        () => Date.now(),
+      );
+      abandoned = Date.now() - modified > ABANDONED_AFTER_MILLIS;
+    }
+    if (!abandoned) continue;
+    await rm(path, { force: true });
     removed += 1;
   }
   return removed;

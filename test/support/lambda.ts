@@ -1,5 +1,5 @@
 /** Real-shaped Lambda inputs for invoking handlers in tests. */
-import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, Context, SQSRecord } from 'aws-lambda';
 
 export function lambdaContext(functionName = 'cpsync-test'): Context {
   return {
@@ -85,5 +85,25 @@ export function cloudTrailEvent(
       managementEvent: true,
       recipientAccountId: account,
     },
+  };
+}
+
+/** An SQS record of the scope queue, as Lambda hands it to the worker. */
+export function sqsRecord(messageId: string, body: string): SQSRecord {
+  return {
+    messageId,
+    receiptHandle: messageId,
+    body,
+    attributes: {
+      ApproximateReceiveCount: '1',
+      SentTimestamp: '0',
+      SenderId: 'x',
+      ApproximateFirstReceiveTimestamp: '0',
+    },
+    messageAttributes: {},
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cpsync-scopes',
+    awsRegion: 'us-east-1',
   };
 }

@@ -42,6 +42,8 @@ export interface GkeServer {
   projects: GkeProjectJson[];
   /** Errors to answer for a project's cluster listing: each request takes the next one; when empty, it answers normally. */
   failures: Map<string, GoogleError[]>;
+  /** Errors to answer for project searches, one per request, before answering normally. */
+  searchFailures: GoogleError[];
   requests: Array<{ method: string; path: string }>;
   stop(): Promise<void>;
 }
@@ -112,6 +114,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     missingZones: new Map(),
     projects: [],
     failures: new Map(),
+    searchFailures: [],
     requests: [],
   };
 
@@ -158,6 +161,8 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
       return sendJson(response, 200, cluster);
     }
     if (request.method === 'GET' && url.pathname === '/v3/projects:search') {
+      const refused = state.searchFailures.shift();
+      if (refused) return sendError(response, refused);
       const query = url.searchParams.get('query') ?? '';
       const pageSize = Number(url.searchParams.get('pageSize') ?? '2');
       const offset = Number(url.searchParams.get('pageToken') || '0');

@@ -81,4 +81,38 @@ describe('runSync over many scopes', () => {
     const published = readFileSync(join(directory, 'events.jsonl'), 'utf8').trim().split('\n');
     assert.equal(published.length, 8);
   });
+
+  it('ends in a report even when a progress callback throws', async () => {
+    const { ports: p } = ports();
+    const report = await runSync(p, {
+      syncId: 'progress',
+      scopes: [eks[0]!],
+      options: inventoryOptions({ namespace: 'progress' }),
+      onScope: () => {
+        throw new Error('the terminal went away');
+      },
+    });
+    assert.equal(report.scopes.length, 1);
+    assert.match(report.problems.join('\n'), /the progress display failed: the terminal went away/);
+  });
+
+  it('takes a complete listing with a cluster it cannot read for partial, and deletes nothing', async () => {
+    const { ports: p } = ports();
+    const options = inventoryOptions({ namespace: 'unreadable', deletionGraceListings: 1 });
+    const a = eksCluster({ name: 'a', account: '111111111111' });
+    const b = eksCluster({ name: 'b', account: '111111111111' });
+    let clusters = [a, b];
+    p.sources.eks = {
+      listScope: async (scope) => ({ outcome: { scope, kind: 'complete' }, clusters }),
+      getCluster: async () => undefined,
+    };
+    await runSync(p, { syncId: 'first', scopes: [eks[0]!], options });
+    // b comes back without the fields a profile needs (a cloud answering something odd).
+    clusters = [a, { ...b, name: '' }];
+    const report = await runSync(p, { syncId: 'second', scopes: [eks[0]!], options });
+    const [scope] = report.scopes;
+    assert.equal(scope!.outcome.kind, 'partial');
+    assert.deepEqual([scope!.summary.counts.deleted, scope!.summary.counts.invalid], [0, 1]);
+    assert.equal((await p.hub.list('unreadable', {})).length, 2, 'b is kept');
+  });
 });

@@ -33,7 +33,7 @@ import {
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
-import { cloudTrailEvent, functionUrlRequest, lambdaContext } from '../../support/lambda.ts';
+import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
 import { estateOnHub } from '../../support/estate.ts';
 
 const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
@@ -157,20 +157,8 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       new ReceiveMessageCommand({ QueueUrl: scopeQueueUrl, MaxNumberOfMessages: 10 }),
     );
     const records = (received.Messages ?? []).map((m) => ({
-      messageId: m.MessageId!,
+      ...sqsRecord(m.MessageId!, m.Body!),
       receiptHandle: m.ReceiptHandle!,
-      body: m.Body!,
-      attributes: {
-        ApproximateReceiveCount: '1',
-        SentTimestamp: '0',
-        SenderId: 'x',
-        ApproximateFirstReceiveTimestamp: '0',
-      },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cpsync-scopes',
-      awsRegion: 'us-east-1',
     }));
     assert.equal(records.length, 4);
     const malformed = {
@@ -203,22 +191,8 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
   });
 
   it('refuses scope messages the configuration does not cover (failed items, nothing synced), and takes any spelling of one it does', async () => {
-    const message = (messageId: string, scope: Record<string, string>) => ({
-      messageId,
-      receiptHandle: messageId,
-      body: JSON.stringify({ syncId: 'exec-uncovered', scope }),
-      attributes: {
-        ApproximateReceiveCount: '1',
-        SentTimestamp: '0',
-        SenderId: 'x',
-        ApproximateFirstReceiveTimestamp: '0',
-      },
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cpsync-scopes',
-      awsRegion: 'us-east-1',
-    });
+    const message = (messageId: string, scope: Record<string, string>) =>
+      sqsRecord(messageId, JSON.stringify({ syncId: 'exec-uncovered', scope }));
     const before = await versions();
     const result = await makeScopeWorker(getDeps)(
       {

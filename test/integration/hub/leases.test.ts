@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -79,21 +79,34 @@ function contract(name: string, make: () => Promise<{ store: () => LeaseStore; k
     it('lets a run hold an account for many scopes at once, and makes another run wait for it', async () => {
       const store = setup.store();
       const first = new RunLeases(store, 'first', { durationMillis: 30_000, waitMillis: 0 });
-      await Promise.all([first.enter('account'), first.enter('account')]);
+      const [a, b] = await Promise.all([first.enter('account'), first.enter('account')]);
       const second = new RunLeases(store, 'second', {
         durationMillis: 30_000,
         waitMillis: 300,
         pollMillis: 50,
       });
       await assert.rejects(second.enter('account'), LeaseBusyError);
-      await first.exit('account');
+      await a.exit();
       assert.equal((await store.holderOf('account'))?.holder, 'first', 'held while one scope still runs');
       const waiting = second.enter('account');
-      await first.exit('account');
+      await b.exit();
       await waiting;
       assert.equal((await store.holderOf('account'))?.holder, 'second');
       await second.releaseAll();
       assert.equal(await store.holderOf('account'), undefined);
+    });
+
+    it('keeps a lease that a scope takes while another of the same run is giving it up', async () => {
+      const store = setup.store();
+      const run = new RunLeases(store, 'run', { durationMillis: 30_000, waitMillis: 1000, pollMillis: 20 });
+      for (let i = 0; i < 20; i++) {
+        const done = await run.enter('handover');
+        // The last scope lets go while the next one takes hold.
+        const [, next] = await Promise.all([done.exit(), run.enter('handover')]);
+        assert.equal((await store.holderOf('handover'))?.holder, 'run', `round ${i}: the lease is held`);
+        await next.exit();
+      }
+      assert.equal(await store.holderOf('handover'), undefined);
     });
   });
 }
@@ -123,6 +136,46 @@ contract('Kubernetes hub (coordination.k8s.io Lease)', async () => {
 });
 
 describe('file hub leases on disk', () => {
+  it('take a lock of another machine (or process-id namespace) for live until it runs out, whatever its pid', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+    mkdirSync(join(directory, '.leases'));
+    const until = new Date(Date.now() + 60_000).toISOString();
+    // Process ids of another namespace mean nothing here: 999999 is no process of ours, yet it may be theirs.
+    writeFileSync(
+      join(directory, '.leases', 'shared.json'),
+      JSON.stringify({ holder: 'pod-b', until, host: 'node-1/pid:[4026532999]', pid: 999999 }),
+    );
+    const store = new FileLeaseStore(directory);
+    assert.equal((await store.holderOf('shared'))?.holder, 'pod-b');
+    assert.equal((await store.acquire('shared', 'pod-a', 30_000)).acquired, false);
+  });
+
+  it('stop a run from applying an account whose lease it lost, and let it hold nothing of it after', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+    const store = new FileLeaseStore(directory);
+    const run = new RunLeases(store, 'slow', { durationMillis: 300, waitMillis: 0 });
+    const hold = await run.enter('account');
+    // The run stalled past its lease; another run took the account.
+    writeFileSync(
+      join(directory, '.leases', 'account.json'),
+      JSON.stringify({
+        holder: 'fast',
+        until: new Date(Date.now() + 60_000).toISOString(),
+        host: 'elsewhere',
+        pid: 1,
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    assert.ok(hold.signal.aborted, 'told to stop applying');
+    assert.match(String(hold.signal.reason), /another run \(fast\) is applying this account/);
+    await hold.exit();
+    assert.equal(
+      (await store.holderOf('account'))?.holder,
+      'fast',
+      'not renewed, not given up: not ours any more',
+    );
+  });
+
   it('leave no stray files: a lease is one file, gone once given up', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
     const store = new FileLeaseStore(directory);

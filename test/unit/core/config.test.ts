@@ -112,6 +112,15 @@ describe('configuration', () => {
       /^providers\.aks\.authorityHost: must be https:\/\//,
     ],
     [
+      'an endpoint that carries credentials (never repeated back)',
+      {
+        providers: {
+          gke: { projects: ['acme-data'], endpoint: 'https://user:s3cret-token@proxy.example.com' },
+        },
+      },
+      /^providers\.gke\.endpoint: must not carry credentials \(user:password@\), got "https:\/\/\*\*\*@proxy\.example\.com"$/,
+    ],
+    [
       'an EventBridge region that is not one',
       { bus: { eventBridge: { busName: 'b', region: 'eu' } } },
       /^bus\.eventBridge\.region: must be an AWS region/,

@@ -4,11 +4,11 @@ import {
   LABEL_PROVIDER,
   PROPERTY_LOCATION,
   PROPERTY_NODE_COUNT,
-} from '../core/constants.ts';
-import type { ScopeReport, SyncReport } from '../core/engine.ts';
-import type { ClusterProfile } from '../core/model/clusterProfile.ts';
-import { scopeKey } from '../core/model/scope.ts';
-import type { FieldChange } from '../core/plan.ts';
+} from '../core/domain/constants.ts';
+import type { ScopeReport, SyncReport } from '../core/sync/engine.ts';
+import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
+import { scopeKey } from '../core/domain/model/scope.ts';
+import type { FieldChange } from '../core/domain/plan.ts';
 
 /** One planned or applied change, as the CLI prints it (`--output json`). */
 export interface ChangeLine {

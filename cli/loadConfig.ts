@@ -1,7 +1,7 @@
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parse } from 'yaml';
-import { ConfigError, parseConfig, type CpsyncConfig } from '../core/config.ts';
+import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 
 /** The file read when no --config is given (an empty configuration when it does not exist). */
 const DEFAULT_CONFIG_FILE = 'cpsync.yaml';

@@ -7,20 +7,20 @@ import {
   CompositionError,
   connectHubPorts,
   engineSettings,
-} from '../adapters/compose.ts';
-import { resolveScopes } from '../adapters/scopeCoverage.ts';
-import { inventoryOptionsOf, type CpsyncConfig } from '../core/config.ts';
-import { runSync, type SyncReport } from '../core/engine.ts';
-import { CpsyncError } from '../core/errors.ts';
-import { LABEL_CLUSTER_MANAGER } from '../core/constants.ts';
-import { profileProblem } from '../core/model/validate.ts';
-import { PROVIDERS, type Provider } from '../core/model/observedCluster.ts';
-import { scopeKey, type Scope } from '../core/model/scope.ts';
-import type { MalformedObject } from '../core/ports.ts';
-import { inventoryNamespaces } from '../core/syncScope.ts';
+} from '../adapters/compose/compose.ts';
+import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
+import { inventoryOptionsOf, type CpsyncConfig } from '../adapters/compose/config.ts';
+import { runSync, type SyncReport } from '../core/sync/engine.ts';
+import { CpsyncError } from '../core/domain/errors.ts';
+import { LABEL_CLUSTER_MANAGER } from '../core/domain/constants.ts';
+import { profileProblem } from '../core/domain/model/validate.ts';
+import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
+import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
+import type { MalformedObject } from '../core/sync/ports.ts';
+import { inventoryNamespaces } from '../core/sync/syncScope.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
 import { loadConfig } from './loadConfig.ts';
-import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
+import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
 /**
  * Exit codes: 0 every scope complete and every change published, 1 something incomplete (a scope

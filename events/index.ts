@@ -1,11 +1,4 @@
-/** The event contract: detail-types, types, JSON Schemas, builders and subscriber helpers. */
-export {
-  buildChangeEvent,
-  buildScopeEvent,
-  deterministicId,
-  type EventContext,
-  type ScopeSummary,
-} from './builders.ts';
+/** The event contract: detail-types, types, JSON Schemas and the validator. */
 export {
   DEFAULT_SOURCE,
   DetailType,

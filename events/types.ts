@@ -1,6 +1,6 @@
-import type { ClusterProfile } from '../core/model/clusterProfile.ts';
-import type { Provider } from '../core/model/observedCluster.ts';
-import type { ScopeFailureReason, ScopeOutcomeKind } from '../core/model/scope.ts';
+import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
+import type { Provider } from '../core/domain/model/observedCluster.ts';
+import type { ScopeFailureReason, ScopeOutcomeKind } from '../core/domain/model/scope.ts';
 import type { DetailType } from './detailTypes.ts';
 
 export interface EventScope {

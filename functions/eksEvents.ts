@@ -8,9 +8,9 @@ import { EventBridgeSchema } from '@aws-lambda-powertools/parser/schemas/eventbr
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { clusterSyncOnce, lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
-import { eksProvider } from '../adapters/providers/eks.ts';
+import { eksProvider } from '../adapters/compose/providers/eks.ts';
 import { validClusterName } from './targets.ts';
-import { resolveScopes } from '../adapters/scopeCoverage.ts';
+import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
 
 /** The CloudTrail record as EventBridge carries it in `detail` (the fields cpsync reads). */
 const CloudTrailDetail = z.looseObject({

@@ -25,11 +25,11 @@ import {
   engineSettings,
   type ProviderModule,
   type Sources,
-} from '../adapters/compose.ts';
-import { ConfigError, parseConfig, type CpsyncConfig } from '../core/config.ts';
+} from '../adapters/compose/compose.ts';
+import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
-import { syncCluster, type EnginePorts } from '../core/engine.ts';
-import type { ClusterRef } from '../core/ports.ts';
+import { syncCluster, type EnginePorts } from '../core/sync/engine.ts';
+import type { ClusterRef } from '../core/sync/ports.ts';
 
 export const logger = new Logger({ serviceName: 'cpsync' });
 export const metrics = new Metrics({ namespace: 'cpsync', serviceName: 'cpsync' });

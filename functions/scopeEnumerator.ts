@@ -2,10 +2,10 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
-import { resolveScopes } from '../adapters/scopeCoverage.ts';
-import { scopeKey } from '../core/model/scope.ts';
+import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
+import { scopeKey } from '../core/domain/model/scope.ts';
 import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
-import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
+import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
 /** What EventBridge Scheduler passes (the stack sets it from the schedule's context attributes). */
 export interface ScheduleInput {

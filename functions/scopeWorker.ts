@@ -3,12 +3,12 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { z } from 'zod';
-import { runSync } from '../core/engine.ts';
-import { engineSettings } from '../adapters/compose.ts';
-import { scopeKey, type Scope } from '../core/model/scope.ts';
+import { runSync } from '../core/sync/engine.ts';
+import { engineSettings } from '../adapters/compose/compose.ts';
+import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
-import { ALL_PROVIDERS } from '../adapters/providers/index.ts';
-import { resolveScopes } from '../adapters/scopeCoverage.ts';
+import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
+import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
 
 const message = z.strictObject({
   syncId: z.string().min(1).max(256),

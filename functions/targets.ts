@@ -1,4 +1,4 @@
-import type { Provider } from '../core/model/observedCluster.ts';
+import type { Provider } from '../core/domain/model/observedCluster.ts';
 
 /** Cluster names each cloud accepts; an event naming anything else is ignored (retrying it cannot help). */
 const CLUSTER_NAME: Readonly<Record<Provider, RegExp>> = {

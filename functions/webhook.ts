@@ -6,10 +6,10 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Context, APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
-import { readSecret } from '../adapters/compose.ts';
+import { readSecret } from '../adapters/compose/compose.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
-import type { ClusterSyncReport } from '../core/engine.ts';
-import type { ClusterRef } from '../core/ports.ts';
+import type { ClusterSyncReport } from '../core/sync/engine.ts';
+import type { ClusterRef } from '../core/sync/ports.ts';
 import {
   IdempotencyAlreadyInProgressError,
   clusterSyncOnce,
@@ -18,11 +18,11 @@ import {
   withPowertools,
   type FunctionDeps,
 } from './runtime.ts';
-import { aksProvider } from '../adapters/providers/aks.ts';
-import { gkeProvider } from '../adapters/providers/gke.ts';
+import { aksProvider } from '../adapters/compose/providers/aks.ts';
+import { gkeProvider } from '../adapters/compose/providers/gke.ts';
 import { validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
-import { resolveScopes } from '../adapters/scopeCoverage.ts';
-import type { Scope } from '../core/model/scope.ts';
+import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
+import type { Scope } from '../core/domain/model/scope.ts';
 
 /** The configured account-wide scope an event's account falls in, or undefined when the configuration does not cover it. */
 async function coveredScope(

@@ -21,7 +21,7 @@ import { CfnRegistry, CfnSchema } from 'aws-cdk-lib/aws-eventschemas';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DEFAULT_IDEMPOTENCY_SECONDS, parseConfig, type CpsyncConfig } from '../core/config.ts';
+import { DEFAULT_IDEMPOTENCY_SECONDS, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { BUNDLE_BANNER, BUNDLE_EXTERNALS } from './bundling.ts';
 

@@ -3,13 +3,13 @@ import { SubscriptionClient } from '@azure/arm-resources-subscriptions';
 import type { TokenCredential } from '@azure/core-auth';
 import { DefaultAzureCredential } from '@azure/identity';
 import { parse } from 'yaml';
-import type { ObservedCluster } from '../../core/model/observedCluster.ts';
-import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/model/scope.ts';
-import { InvalidOptionError } from '../../core/errors.ts';
-import { canonicalRegion } from '../../core/scopes.ts';
-import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.ts';
+import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
+import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/domain/model/scope.ts';
+import { InvalidOptionError } from '../../core/domain/errors.ts';
+import { canonicalRegion } from '../../core/domain/scopes.ts';
+import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
 import { azureErrorDetails, classifyAzureError } from './classify.ts';
-import { mapAksCluster, resourceGroupOf } from './mapCluster.ts';
+import { isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';
 
 export interface AksSourceOptions {
   /**
@@ -157,6 +157,10 @@ export class AksSource implements ClusterSource {
         clusters,
       };
     return { outcome: { scope, kind: 'complete' }, clusters };
+  }
+
+  isProviderIdOf(providerId: string, ref: ClusterRef): boolean {
+    return isAksResourceId(providerId, ref.scope.account, ref.resourceGroup ?? '', ref.name);
   }
 
   async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {

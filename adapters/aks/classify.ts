@@ -1,4 +1,4 @@
-import type { ScopeFailureReason } from '../../core/model/scope.ts';
+import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
 
 const BY_CODE: Readonly<Record<string, ScopeFailureReason>> = {
   AuthorizationFailed: 'AccessDenied',

@@ -1,5 +1,5 @@
 import type { ManagedCluster } from '@azure/arm-containerservice';
-import type { ObservedCluster, ObservedEndpoint } from '../../core/model/observedCluster.ts';
+import type { ObservedCluster, ObservedEndpoint } from '../../core/domain/model/observedCluster.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
 /** The resource group of an ARM resource id (`/subscriptions/s/resourceGroups/<rg>/providers/...`). */
@@ -63,4 +63,17 @@ export function mapAksCluster(
     tags: strings(c.tags),
     ...(createdAt ? { createdAt } : {}),
   };
+}
+
+/** Whether `providerId` is the resource id of the managed cluster `name` in `subscription`'s `resourceGroup` (case-insensitive, as ARM ids are). */
+export function isAksResourceId(
+  providerId: string,
+  subscription: string,
+  resourceGroup: string,
+  name: string,
+): boolean {
+  return (
+    providerId.toLowerCase() ===
+    `/subscriptions/${subscription}/resourcegroups/${resourceGroup}/providers/microsoft.containerservice/managedclusters/${name}`.toLowerCase()
+  );
 }

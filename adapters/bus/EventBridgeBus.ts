@@ -1,6 +1,6 @@
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
-import type { EventSink, PublishFailure, PublishResult } from '../../core/ports.ts';
+import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import { PUT_EVENTS_MAX_BYTES } from '../../events/detailTypes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 

@@ -1,6 +1,6 @@
 import { open } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
-import type { EventSink, PublishFailure, PublishResult } from '../../core/ports.ts';
+import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 
 /** One JSON object per line, EventBridge-shaped (`source`, `detail-type`, `detail`, …). */

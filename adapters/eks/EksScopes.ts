@@ -5,7 +5,7 @@ import {
   type Account,
   type OrganizationsClient,
 } from '@aws-sdk/client-organizations';
-import { ALL_REGIONS, type Scope } from '../../core/model/scope.ts';
+import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { EksSource } from './EksSource.ts';
 
 /** How to find the AWS accounts to list. */

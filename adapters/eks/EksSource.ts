@@ -11,12 +11,12 @@ import {
 import { GetCallerIdentityCommand } from '@aws-sdk/client-sts';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import pLimit, { type LimitFunction } from 'p-limit';
-import type { ObservedCluster } from '../../core/model/observedCluster.ts';
-import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/model/scope.ts';
-import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.ts';
+import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
+import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/domain/model/scope.ts';
+import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
 import { classifyAwsError, errorMessage } from './classify.ts';
-import { mapEksCluster } from './mapCluster.ts';
+import { isEksClusterArn, mapEksCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 
 export interface EksSourceOptions extends AwsClientOptions {
@@ -142,6 +142,10 @@ export class EksSource implements ClusterSource {
       .map((r) => r.RegionName ?? '')
       .filter(Boolean)
       .sort();
+  }
+
+  isProviderIdOf(providerId: string, ref: ClusterRef): boolean {
+    return isEksClusterArn(providerId, ref.scope.account, ref.scope.region, ref.name);
   }
 
   async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {

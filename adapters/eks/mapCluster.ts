@@ -1,5 +1,5 @@
 import type { Cluster, Nodegroup } from '@aws-sdk/client-eks';
-import type { ObservedCluster } from '../../core/model/observedCluster.ts';
+import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
 /**
@@ -63,4 +63,14 @@ export function mapEksCluster(
     tags: strings(c.tags),
     ...(createdAt ? { createdAt } : {}),
   };
+}
+
+/** Whether `providerId` is the ARN of the cluster `name` of `account` in `region` (compared case-insensitively). */
+export function isEksClusterArn(providerId: string, account: string, region: string, name: string): boolean {
+  const id = providerId.toLowerCase();
+  return (
+    id.startsWith('arn:') &&
+    id.endsWith(`:${account}:cluster/${name.toLowerCase()}`) &&
+    id.includes(`:eks:${region.toLowerCase()}:`)
+  );
 }

@@ -3,13 +3,13 @@ import { ClusterManagerClient } from '@google-cloud/container/build/src/v1/clust
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import { ExternalAccountClient, GoogleAuth, JWT, type AuthClient } from 'google-auth-library';
 import type { CallOptions, ClientOptions } from 'google-gax';
-import { InvalidOptionError } from '../../core/errors.ts';
-import { ALL_REGIONS, type Scope } from '../../core/model/scope.ts';
-import { regionOfZone } from '../../core/scopes.ts';
-import type { ObservedCluster } from '../../core/model/observedCluster.ts';
-import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/ports.ts';
+import { InvalidOptionError } from '../../core/domain/errors.ts';
+import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
+import { regionOfZone } from '../../core/domain/scopes.ts';
+import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
+import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
 import { classifyGoogleError, GrpcCode } from './classify.ts';
-import { mapGkeCluster } from './mapCluster.ts';
+import { isGkeSelfLink, mapGkeCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 
 const SCOPES = ['https://www.googleapis.com/auth/cloud-platform'];
@@ -172,6 +172,10 @@ export class GkeSource implements ClusterSource {
         clusters: [],
       };
     }
+  }
+
+  isProviderIdOf(providerId: string, ref: ClusterRef): boolean {
+    return isGkeSelfLink(providerId, ref.scope.account, ref.location ?? '', ref.name);
   }
 
   async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {

@@ -1,4 +1,4 @@
-import type { ScopeFailureReason } from '../../core/model/scope.ts';
+import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
 
 /** gRPC status codes the Google clients report (also over their REST transport). */
 export const GrpcCode = {

@@ -1,5 +1,5 @@
 import type { protos } from '@google-cloud/container';
-import type { ObservedCluster, ObservedEndpoint } from '../../core/model/observedCluster.ts';
+import type { ObservedCluster, ObservedEndpoint } from '../../core/domain/model/observedCluster.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
 type Cluster = protos.google.container.v1.ICluster;
@@ -107,4 +107,16 @@ export function mapGkeCluster(cluster: Cluster, project: string): ObservedCluste
     tags: strings(c.resourceLabels),
     ...(createdAt ? { createdAt } : {}),
   };
+}
+
+/**
+ * Whether `providerId` is the selfLink of the cluster `name` of `project` at `location` (`zones/` and
+ * `locations/` spellings alike, compared case-insensitively).
+ */
+export function isGkeSelfLink(providerId: string, project: string, location: string, name: string): boolean {
+  const id = providerId.toLowerCase();
+  const kind = id.includes('/zones/') ? 'zones' : 'locations';
+  return id.endsWith(
+    `/projects/${project.toLowerCase()}/${kind}/${location.toLowerCase()}/clusters/${name.toLowerCase()}`,
+  );
 }

@@ -2,18 +2,18 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
-import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/constants.ts';
-import { isDns1123Label, isDns1123Subdomain } from '../../core/naming.ts';
-import { MalformedObjectError } from '../../core/errors.ts';
-import { profileProblem } from '../../core/model/validate.ts';
-import { matchesSelector } from '../../core/labels.ts';
+import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/domain/constants.ts';
+import { isDns1123Label, isDns1123Subdomain } from '../../core/domain/naming.ts';
+import { MalformedObjectError } from '../../core/domain/errors.ts';
+import { profileProblem } from '../../core/domain/model/validate.ts';
+import { matchesSelector } from '../../core/domain/labels.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_KIND,
   type ClusterProfile,
   type ProfileRef,
-} from '../../core/model/clusterProfile.ts';
-import type { Hub, HubRequestCounts, MalformedObject, NamespaceSpec } from '../../core/ports.ts';
+} from '../../core/domain/model/clusterProfile.ts';
+import type { Hub, HubRequestCounts, MalformedObject, NamespaceSpec } from '../../core/sync/ports.ts';
 import { removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
 import { HubConflictError, HubError } from './errors.ts';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, unlink, link } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/ports.ts';
+import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
 import {
   createFileExclusively,
   holderGone,

@@ -14,8 +14,8 @@ import {
   FIELD_MANAGER,
   LABEL_NAMESPACE_CLUSTERSET,
   LABEL_NAMESPACE_CLUSTERSET_KEP,
-} from '../../core/constants.ts';
-import { selectorString } from '../../core/labels.ts';
+} from '../../core/domain/constants.ts';
+import { selectorString } from '../../core/domain/labels.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_GROUP,
@@ -24,8 +24,8 @@ import {
   CLUSTER_PROFILE_VERSION,
   type ClusterProfile,
   type ProfileRef,
-} from '../../core/model/clusterProfile.ts';
-import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
+} from '../../core/domain/model/clusterProfile.ts';
+import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/sync/ports.ts';
 import {
   HubConflictError,
   HubError,

@@ -6,7 +6,7 @@ import {
   type KubeConfig,
   type RequestContext,
 } from '@kubernetes/client-node';
-import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/ports.ts';
+import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
 import { HOST, holderGone, leaseReleased, leaseTaken } from '../shared/files.ts';
 import { translate } from './KubernetesHub.ts';
 

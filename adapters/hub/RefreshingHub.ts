@@ -1,5 +1,5 @@
-import type { ClusterProfile, ProfileRef } from '../../core/model/clusterProfile.ts';
-import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/ports.ts';
+import type { ClusterProfile, ProfileRef } from '../../core/domain/model/clusterProfile.ts';
+import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/sync/ports.ts';
 
 /**
  * A hub whose credentials expire: `connect()` makes a fresh hub (e.g. with a new EKS token), used

@@ -1,4 +1,4 @@
-import { CpsyncError } from '../../core/errors.ts';
+import { CpsyncError } from '../../core/domain/errors.ts';
 
 /** A hub request that failed; `status` is the HTTP status when the hub answered. */
 export class HubError extends CpsyncError {

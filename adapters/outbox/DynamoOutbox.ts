@@ -1,7 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { BatchWriteCommand, DynamoDBDocumentClient, paginateScan, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { Outbox } from '../../core/ports.ts';
-import type { ChangeIntent } from '../../core/intents.ts';
+import type { Outbox } from '../../core/sync/ports.ts';
+import type { ChangeIntent } from '../../core/sync/changes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 
 /** Days an unpublished event is kept before DynamoDB's TTL removes it. */

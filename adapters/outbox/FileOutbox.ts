@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Outbox, QuarantinedRecord } from '../../core/ports.ts';
+import type { Outbox, QuarantinedRecord } from '../../core/sync/ports.ts';
 import { removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
-import type { ChangeIntent } from '../../core/intents.ts';
+import type { ChangeIntent } from '../../core/sync/changes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 
 const EVENT_ID = /^[0-9a-f-]{36}$/;

@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { ALL_PROVIDERS } from '../../adapters/providers/index.ts';
-import { inventoryOptionsOf, parseConfig } from '../../core/config.ts';
-import { runSync } from '../../core/engine.ts';
-import type { ClusterSource } from '../../core/ports.ts';
+import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
+import { inventoryOptionsOf, parseConfig } from '../../adapters/compose/config.ts';
+import { runSync } from '../../core/sync/engine.ts';
+import type { ClusterSource } from '../../core/sync/ports.ts';
 import { makeEksEventHandler } from '../../functions/eksEvents.ts';
 import { depsFor } from '../../functions/runtime.ts';
 import { startEmulators, EKS_ACCOUNT } from '../env/emulators.ts';
@@ -140,16 +140,18 @@ async function withEstate(): Promise<void> {
     say('');
     await runSync(deps.ports, {
       syncId: 'bench-1',
-      scopes: (await (await import('../../adapters/scopeCoverage.ts')).resolveScopes(config, deps.sources))
-        .scopes,
+      scopes: (
+        await (await import('../../adapters/compose/scopeCoverage.ts')).resolveScopes(config, deps.sources)
+      ).scopes,
       options: inventoryOptionsOf(config),
     });
     await drainQueue(emulators.queueUrl);
     const started = performance.now();
     const steady = await runSync(deps.ports, {
       syncId: 'bench-2',
-      scopes: (await (await import('../../adapters/scopeCoverage.ts')).resolveScopes(config, deps.sources))
-        .scopes,
+      scopes: (
+        await (await import('../../adapters/compose/scopeCoverage.ts')).resolveScopes(config, deps.sources)
+      ).scopes,
       options: inventoryOptionsOf(config),
     });
     const events = await drainQueue(emulators.queueUrl);
@@ -170,6 +172,7 @@ async function withEstate(): Promise<void> {
     let providerMillis = 0;
     const timed: ClusterSource = {
       listScope: (scope, signal) => source.listScope(scope, signal),
+      isProviderIdOf: (providerId, ref) => source.isProviderIdOf(providerId, ref),
       getCluster: async (ref) => {
         const t = performance.now();
         try {

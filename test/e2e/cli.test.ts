@@ -7,7 +7,7 @@ import { parse, stringify } from 'yaml';
 import { fileURLToPath } from 'node:url';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
-import type { ClusterProfile } from '../../core/model/clusterProfile.ts';
+import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import { DetailValidator } from '../../events/validate.ts';
 import { stsAccessDenied, restJsonError } from '../env/awsProxy.ts';
 import {

@@ -2,8 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { parse } from 'yaml';
-import type { ClusterProfile } from '../../core/model/clusterProfile.ts';
-import { isDns1123Label } from '../../core/naming.ts';
+import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
+import { isDns1123Label } from '../../core/domain/naming.ts';
 
 const CRD = parse(
   readFileSync(

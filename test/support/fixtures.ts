@@ -1,4 +1,4 @@
-import type { ObservedCluster } from '../../core/model/observedCluster.ts';
+import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 
 /** An EKS cluster as the EKS adapter reports it; override any field. */
 export function eksCluster(overrides: Partial<ObservedCluster> = {}): ObservedCluster {

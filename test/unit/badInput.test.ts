@@ -5,11 +5,11 @@ import { stringify } from 'yaml';
 import { mapAksCluster } from '../../adapters/aks/mapCluster.ts';
 import { mapEksCluster } from '../../adapters/eks/mapCluster.ts';
 import { mapGkeCluster } from '../../adapters/gke/mapCluster.ts';
-import { ConfigError, parseConfig } from '../../core/config.ts';
-import { InvalidClusterError } from '../../core/errors.ts';
-import type { ObservedCluster } from '../../core/model/observedCluster.ts';
-import { normalize } from '../../core/normalize.ts';
-import { inventoryOptions } from '../../core/options.ts';
+import { ConfigError, parseConfig } from '../../adapters/compose/config.ts';
+import { InvalidClusterError } from '../../core/domain/errors.ts';
+import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
+import { normalize } from '../../core/domain/normalize.ts';
+import { inventoryOptions } from '../../core/domain/options.ts';
 import { crdViolations } from '../support/crdSchema.ts';
 
 const RUNS = 250;

@@ -8,7 +8,7 @@ import {
   CLUSTER_PROFILE_KIND,
   CLUSTER_PROFILE_PLURAL,
   CLUSTER_PROFILE_VERSION,
-} from '../../core/model/clusterProfile.ts';
+} from '../../core/domain/model/clusterProfile.ts';
 
 const CRD = new URL(
   '../../adapters/hub/manifests/crd/multicluster.x-k8s.io_clusterprofiles.yaml',

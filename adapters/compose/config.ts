@@ -1,0 +1,336 @@
+/**
+ * The one configuration document of cpsync (SPEC §6), shared by the CLI (a YAML file) and the Lambda
+ * functions (the stack's props or a parameter). Validated with zod; errors name the field.
+ */
+import { z } from 'zod';
+import { CpsyncError } from '../../core/domain/errors.ts';
+import {
+  DEFAULT_DELETION_GRACE_LISTINGS,
+  DEFAULT_MANAGER,
+  DEFAULT_NAMESPACE,
+} from '../../core/domain/constants.ts';
+import { isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
+import type { InventoryOptions } from '../../core/domain/options.ts';
+
+const dnsLabel = z.string().refine(isDns1123Label, {
+  message: 'must be a DNS-1123 label (lower-case letters, digits and -, at most 63 characters)',
+});
+const awsAccount = z.string().regex(/^\d{12}$/, 'must be a 12-digit AWS account id');
+const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be an AWS region such as us-east-1');
+
+const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
+
+/**
+ * An endpoint cpsync sends credentials to: https, or plain http to this machine only (local emulators
+ * and proxies). Anything else (`file:`, `ftp:`, http to another host) is refused when the
+ * configuration is read, not when the first request fails.
+ */
+const url = z.string().superRefine((value, context) => {
+  let parsed: URL;
+  try {
+    parsed = new URL(value);
+  } catch {
+    context.addIssue({
+      code: 'custom',
+      message: `must be a URL, got ${JSON.stringify(value.replace(/\/\/[^@/]*@/, '//***@'))}`,
+    });
+    return;
+  }
+  // Shown without any user:password@ it may carry (and refused for carrying one).
+  const shown = JSON.stringify(
+    parsed.username || parsed.password ? value.replace(/\/\/[^@/]*@/, '//***@') : value,
+  );
+  if (parsed.username || parsed.password) {
+    context.addIssue({
+      code: 'custom',
+      message: `must not carry credentials (user:password@), got ${shown}`,
+    });
+    return;
+  }
+  const loopback = LOOPBACK.test(parsed.hostname);
+  if (parsed.protocol === 'https:' || (parsed.protocol === 'http:' && loopback)) return;
+  context.addIssue({
+    code: 'custom',
+    message:
+      parsed.protocol === 'http:'
+        ? `must be https:// (plain http:// only to this machine: localhost, 127.0.0.1), got ${shown}`
+        : `must be an https:// URL, got ${shown}`,
+  });
+});
+
+const provider = z.enum(['eks', 'gke', 'aks']);
+
+/** Where a secret comes from: a file (mounted or local) or an AWS Secrets Manager secret. Never inline. */
+const secretRef = z.union([
+  z.strictObject({ file: z.string().min(1) }),
+  z.strictObject({ secretArn: z.string().startsWith('arn:', 'must be an ARN') }),
+]);
+
+const eks = z.strictObject({
+  accounts: z.union([
+    z.array(awsAccount).min(1),
+    z.strictObject({
+      organization: z.strictObject({
+        includeOus: z.array(z.string()).optional(),
+        excludeOus: z.array(z.string()).optional(),
+      }),
+    }),
+  ]),
+  regions: z.array(awsRegion).min(1).optional(),
+  roleName: z
+    .string()
+    .regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name')
+    .default('cpsync-reader'),
+  externalId: z.string().min(2).max(1224).optional(),
+  endpoint: url.optional(),
+  homeRegion: awsRegion.default('us-east-1'),
+  maxAttempts: z.number().int().min(1).max(20).default(8),
+  perAccountConcurrency: z.number().int().min(1).max(64).default(8),
+  overallConcurrency: z.number().int().min(1).max(256).default(32),
+});
+
+const gke = z.strictObject({
+  projects: z.union([
+    z.array(z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, 'must be a GCP project id')).min(1),
+    z.strictObject({ search: z.strictObject({ query: z.string().default('') }) }),
+  ]),
+  /** A credential configuration (external_account preferred, service_account key as fallback). */
+  credentials: secretRef.optional(),
+  endpoint: url.optional(),
+  maxRetries: z.number().int().min(0).max(10).default(5),
+});
+
+const aks = z.strictObject({
+  subscriptions: z.union([
+    z
+      .array(z.guid({ message: 'must be a subscription id (a GUID)' }).transform((id) => id.toLowerCase()))
+      .min(1),
+    z.strictObject({ all: z.literal(true) }),
+  ]),
+  credential: z
+    .union([
+      z.strictObject({
+        tenantId: z.string().min(1),
+        clientId: z.string().min(1),
+        federatedTokenFile: z.string().min(1),
+      }),
+      z.strictObject({ tenantId: z.string().min(1), clientId: z.string().min(1), clientSecret: secretRef }),
+    ])
+    .optional(),
+  endpoint: url.optional(),
+  authorityHost: url.optional(),
+  fetchCertificateAuthority: z.boolean().default(false),
+});
+
+const hub = z.union([
+  z.strictObject({ kubeconfig: z.string().min(1), context: z.string().optional() }),
+  z.strictObject({
+    eks: z.strictObject({
+      clusterName: z.string().min(1),
+      stsEndpoint: url.optional(),
+      region: awsRegion,
+      endpoint: url.optional(),
+    }),
+  }),
+  z.strictObject({ kubeconfigSecretArn: z.string().startsWith('arn:') }),
+  z.strictObject({ directory: z.string().min(1) }),
+]);
+
+const bus = z.union([
+  z.strictObject({
+    eventBridge: z.strictObject({
+      busName: z.string().min(1),
+      region: awsRegion.optional(),
+      endpoint: url.optional(),
+      source: z.string().min(1).default('cpsync'),
+    }),
+  }),
+  z.strictObject({ stdout: z.literal(true) }),
+  z.strictObject({ jsonl: z.string().min(1) }),
+]);
+
+/** How long a processed delivery is remembered by default (seconds). */
+export const DEFAULT_IDEMPOTENCY_SECONDS = 3600;
+
+export const configSchema = z.strictObject({
+  manager: z
+    .string()
+    .refine((m) => isDns1123Label(m) && m.length <= MAX_MANAGER_LENGTH, {
+      message: `must be a DNS-1123 label of at most ${MAX_MANAGER_LENGTH} characters`,
+    })
+    .default(DEFAULT_MANAGER),
+  inventory: z
+    .strictObject({
+      namespace: dnsLabel.default(DEFAULT_NAMESPACE),
+      clusterSets: z.record(dnsLabel, z.string().min(1)).default({}),
+      namespaceRules: z
+        .array(
+          z.strictObject({
+            provider: provider.optional(),
+            account: z.string().min(1).optional(),
+            tag: z.strictObject({ key: z.string().min(1), value: z.string().optional() }).optional(),
+            namespace: dnsLabel,
+          }),
+        )
+        .default([]),
+      tagAllowList: z.array(z.string().min(1).max(239)).default([]),
+      accessProviderNames: z
+        .strictObject({
+          eks: z.string().min(1).default('eks'),
+          gke: z.string().min(1).default('gke'),
+          aks: z.string().min(1).default('aks'),
+        })
+        .prefault({}),
+      preferPrivateEndpoints: z.boolean().default(false),
+      deletionGraceListings: z.number().int().min(1).max(100).default(DEFAULT_DELETION_GRACE_LISTINGS),
+    })
+    .prefault({}),
+  providers: z.strictObject({ eks: eks.optional(), gke: gke.optional(), aks: aks.optional() }).prefault({}),
+  hub: hub.optional(),
+  bus: bus.optional(),
+  outbox: z
+    .union([
+      z.strictObject({ directory: z.string().min(1) }),
+      z.strictObject({ table: z.string().min(1), endpoint: url.optional() }),
+    ])
+    .optional(),
+  /**
+   * Lambda functions only: where duplicate deliveries are recognised (Powertools idempotency records in a
+   * DynamoDB table with partition key `id` and TTL attribute `expiration`). Unset: every delivery is
+   * processed, which is harmless (an unchanged cluster is neither written nor announced) but not free.
+   */
+  idempotency: z
+    .strictObject({
+      table: z.string().min(1),
+      endpoint: url.optional(),
+      /** How long a processed delivery is remembered. */
+      expiresAfterSeconds: z.number().int().min(60).max(604_800).default(DEFAULT_IDEMPOTENCY_SECONDS),
+    })
+    .optional(),
+  /** What the webhook function accepts (SPEC §5). */
+  webhook: z
+    .strictObject({
+      /** Azure Event Grid: deliveries must carry this key (`?key=` on the endpoint URL, or the `x-cpsync-key` header). */
+      azure: z.strictObject({ key: secretRef }).optional(),
+      /** GCP Pub/Sub push: the Google-signed OIDC token must have this audience and service-account email. */
+      gcp: z
+        .strictObject({
+          audience: z.string().min(1),
+          serviceAccountEmail: z.email({ message: 'must be a service-account email' }),
+          jwksUri: url.default('https://www.googleapis.com/oauth2/v3/certs'),
+          issuers: z.array(z.string().min(1)).default(['https://accounts.google.com', 'accounts.google.com']),
+        })
+        .optional(),
+    })
+    .prefault({}),
+  sync: z
+    .strictObject({
+      concurrency: z.number().int().min(1).max(64).default(4),
+      /** How long a run's write-ahead intents stay its own (longer than any run's apply phase). */
+      intentLeaseSeconds: z.number().int().min(0).max(86_400).default(900),
+      /** Time one scope's listing may take, every call and retry included; then the scope fails (Timeout). */
+      scopeTimeoutSeconds: z.number().int().min(1).max(3600).default(300),
+      /** Time one request to a cloud may take before it is abandoned (and retried by the SDK). */
+      requestTimeoutSeconds: z.number().int().min(1).max(600).default(30),
+      /** Time to wait for an account another run is applying before its scopes fail (Busy). */
+      leaseWaitSeconds: z.number().int().min(0).max(900).default(60),
+    })
+    .prefault({}),
+});
+
+export type CpsyncConfig = z.infer<typeof configSchema>;
+
+/** A configuration that does not satisfy the schema; `issues` name each bad field and what was expected. */
+export class ConfigError extends CpsyncError {
+  readonly issues: string[];
+  constructor(issues: string[], source: string) {
+    super(
+      `invalid configuration${source ? ` in ${source}` : ''}:\n${issues.map((i) => `  - ${i}`).join('\n')}`,
+    );
+    this.issues = issues;
+  }
+}
+
+function pathOf(path: readonly PropertyKey[]): string {
+  return (
+    path.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('') ||
+    '(root)'
+  );
+}
+
+interface Issue {
+  code?: string;
+  path: readonly PropertyKey[];
+  message: string;
+  errors?: Issue[][];
+}
+
+/**
+ * Messages for an issue. For a value that matches none of a union's forms, the form it came
+ * closest to (the one whose problems lie deepest) speaks for it.
+ */
+function describe(issue: Issue, prefix: readonly PropertyKey[] = []): string[] {
+  const path = [...prefix, ...issue.path];
+  if (issue.code === 'invalid_union' && issue.errors && issue.errors.length > 0) {
+    const depth = (branch: Issue[]) =>
+      Math.max(...branch.map((i) => i.path.length + (i.code === 'unrecognized_keys' ? -1 : 0)));
+    const best = [...issue.errors].sort((a, b) => depth(b) - depth(a) || a.length - b.length)[0]!;
+    if (depth(best) > 0) return best.flatMap((i) => describe(i, path));
+    return [
+      `${pathOf(path)}: matches none of its accepted forms (${issue.errors.map((b) => b.map((i) => i.message).join(', ')).join(' | ')})`,
+    ];
+  }
+  return [`${pathOf(path)}: ${issue.message}`];
+}
+
+/** Validates a parsed document; throws ConfigError naming every bad field. */
+export function parseConfig(document: unknown, source = ''): CpsyncConfig {
+  const result = configSchema.safeParse(document ?? {});
+  if (result.success) {
+    const namespaces = Object.keys(result.data.inventory.clusterSets);
+    const unknown = namespaces.filter(
+      (ns) =>
+        ns !== result.data.inventory.namespace &&
+        !result.data.inventory.namespaceRules.some((r) => r.namespace === ns),
+    );
+    if (unknown.length > 0)
+      throw new ConfigError(
+        [
+          `inventory.clusterSets: ${unknown.join(', ')} is not the inventory namespace nor any rule's namespace`,
+        ],
+        source,
+      );
+    return result.data;
+  }
+  throw new ConfigError(
+    result.error.issues.flatMap((issue) => describe(issue as Issue)),
+    source,
+  );
+}
+
+/** The core's inventory options from a configuration. */
+export function inventoryOptionsOf(config: CpsyncConfig): InventoryOptions {
+  const { inventory } = config;
+  return {
+    manager: config.manager,
+    namespace: inventory.namespace,
+    namespaceRules: inventory.namespaceRules.map((rule) => ({
+      namespace: rule.namespace,
+      ...(rule.provider ? { provider: rule.provider } : {}),
+      ...(rule.account ? { account: rule.account } : {}),
+      ...(rule.tag
+        ? {
+            tag:
+              rule.tag.value === undefined
+                ? { key: rule.tag.key }
+                : { key: rule.tag.key, value: rule.tag.value },
+          }
+        : {}),
+    })),
+    clusterSets: inventory.clusterSets,
+    tagAllowList: inventory.tagAllowList,
+    accessProviderNames: inventory.accessProviderNames,
+    preferPrivateEndpoints: inventory.preferPrivateEndpoints,
+    deletionGraceListings: inventory.deletionGraceListings,
+  };
+}

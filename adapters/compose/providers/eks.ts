@@ -1,0 +1,46 @@
+import type { CpsyncConfig } from '../config.ts';
+import type { ClusterSource } from '../../../core/sync/ports.ts';
+import type { ProviderModule } from '../compose.ts';
+import type { EksSource } from '../../eks/EksSource.ts';
+
+/** EKS from `providers.eks`. */
+export const eksProvider: ProviderModule = {
+  provider: 'eks',
+  async build(config: CpsyncConfig) {
+    const eks = config.providers.eks;
+    if (!eks) return undefined;
+    // Each cloud's SDK is loaded only when that cloud is configured.
+    const { EksSource } = await import('../../eks/EksSource.ts');
+    return new EksSource({
+      roleName: eks.roleName,
+      homeRegion: eks.homeRegion,
+      maxAttempts: eks.maxAttempts,
+      perAccountConcurrency: eks.perAccountConcurrency,
+      overallConcurrency: eks.overallConcurrency,
+      requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
+      ...(eks.externalId ? { externalId: eks.externalId } : {}),
+      ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
+    });
+  },
+  async scopes(config: CpsyncConfig, source: ClusterSource, only?: readonly string[]) {
+    const eks = config.providers.eks!;
+    const [{ awsClientFactory }, { enumerateEksScopes }] = await Promise.all([
+      import('../../eks/awsClients.ts'),
+      import('../../eks/EksScopes.ts'),
+    ]);
+    const organizations =
+      'organization' in eks.accounts
+        ? awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()
+        : undefined;
+    const accounts = Array.isArray(eks.accounts)
+      ? { accounts: eks.accounts }
+      : { organization: eks.accounts.organization };
+    const found = await enumerateEksScopes(source as EksSource, {
+      accounts,
+      ...(eks.regions ? { regions: eks.regions } : {}),
+      ...(organizations ? { organizations } : {}),
+      ...(only ? { onlyAccounts: only } : {}),
+    });
+    return found.scopes;
+  },
+};

@@ -1,0 +1,74 @@
+import type { CpsyncConfig } from '../config.ts';
+import { InvalidOptionError } from '../../../core/domain/errors.ts';
+import type { ClusterSource } from '../../../core/sync/ports.ts';
+import {
+  CompositionError,
+  readSecret,
+  safeReason,
+  secretSource,
+  type ProviderModule,
+  type SecretRef,
+} from '../compose.ts';
+import type { GkeSource } from '../../gke/GkeSource.ts';
+
+/**
+ * The credential configuration (a JSON document) from its file or secret. Errors name where it came
+ * from and never quote it: it may be a private key.
+ */
+async function credentialConfiguration(ref: SecretRef): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readSecret(ref);
+  } catch (error) {
+    throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): ${safeReason(error)}`);
+  }
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): is not valid JSON`);
+  }
+  if (typeof document !== 'object' || document === null || Array.isArray(document))
+    throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): is not a JSON object`);
+  return document as Record<string, unknown>;
+}
+
+/** GKE from `providers.gke`; the credential configuration is read from its file or secret. */
+export const gkeProvider: ProviderModule = {
+  provider: 'gke',
+  async build(config: CpsyncConfig) {
+    const gke = config.providers.gke;
+    if (!gke) return undefined;
+    const ref = gke.credentials;
+    const credentials = ref ? await credentialConfiguration(ref) : undefined;
+    const { GkeSource } = await import('../../gke/GkeSource.ts');
+    try {
+      return new GkeSource({
+        maxRetries: gke.maxRetries,
+        requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
+        ...(credentials ? { credentials } : {}),
+        ...(gke.endpoint ? { endpoint: gke.endpoint } : {}),
+      });
+    } catch (error) {
+      if (!ref) throw error;
+      // The auth client is made from the document here: what it refuses is named without quoting it.
+      const reason =
+        error instanceof InvalidOptionError
+          ? error.message.replace(/^gke\.credentials /, '')
+          : 'is not a usable credential configuration';
+      throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): ${reason}`);
+    }
+  },
+  async scopes(config: CpsyncConfig, source: ClusterSource, only?: readonly string[]) {
+    const { projects } = config.providers.gke!;
+    const { enumerateGkeScopes } = await import('../../gke/GkeSource.ts');
+    const scopes = await enumerateGkeScopes(
+      source as GkeSource,
+      Array.isArray(projects) ? { projects } : { search: projects.search },
+    );
+    return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
+  },
+  async close(source: ClusterSource) {
+    await (source as GkeSource).close();
+  },
+};

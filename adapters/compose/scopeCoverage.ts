@@ -1,0 +1,178 @@
+/**
+ * Which scopes a run may sync: those the configuration covers, and no others. The CLI's `--provider`
+ * and `--scope`, the worker's queue messages and the event handlers' clusters all come through here,
+ * so a scope for an account, project, subscription or region the configuration does not name is
+ * refused wherever it is asked for, and every scope is in its one canonical spelling.
+ */
+import type { CpsyncConfig } from './config.ts';
+import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import { ALL_REGIONS, scopeKey, type Scope } from '../../core/domain/model/scope.ts';
+import { canonicalScope, InvalidScopeError } from '../../core/domain/scopes.ts';
+import type { ProviderModule, Sources } from './compose.ts';
+
+/** A scope asked for that will not be synced, and why. */
+export interface ScopeRefusal {
+  /** The scope as it was asked for (`provider/account[/region]`). */
+  requested: string;
+  reason: string;
+  /** Coverage could not be told (discovery failed): asking again later may succeed. */
+  undetermined?: true;
+}
+
+/** A provider whose scopes could not be enumerated (its discovery failed): it is left out of the run. */
+export interface EnumerationFailure {
+  provider: Provider;
+  message: string;
+}
+
+export interface ResolvedScopes {
+  /** Canonical, covered by the configuration, without overlaps (an account-wide scope takes in its regions). */
+  scopes: Scope[];
+  /** Asked-for scopes that are refused: not covered, not valid, or overlapping. */
+  refused: ScopeRefusal[];
+  failures: EnumerationFailure[];
+}
+
+export interface ScopeRequest {
+  /** Only these providers. */
+  providers?: readonly Provider[];
+  /** Only these scopes (each within the configuration). */
+  scopes?: ReadonlyArray<{ provider: string; account: string; region?: string }>;
+}
+
+/** How long what discovery found (accounts, regions, projects, subscriptions) is reused by a long-lived process. */
+const DISCOVERY_TTL_MILLIS = 10 * 60 * 1000;
+
+const ACCOUNT_FIELD: Record<Provider, string> = {
+  eks: 'providers.eks.accounts',
+  gke: 'providers.gke.projects',
+  aks: 'providers.aks.subscriptions',
+};
+
+interface Cached {
+  at: number;
+  scopes: Promise<Scope[]>;
+}
+const discovered = new WeakMap<Sources, Map<string, Cached>>();
+
+/** The configured scopes of `module` (of `accounts` only, when given), canonical; reused for a while. */
+function configuredScopes(
+  config: CpsyncConfig,
+  sources: Sources,
+  module: ProviderModule,
+  accounts?: readonly string[],
+): Promise<Scope[]> {
+  const source = sources.sources[module.provider]!;
+  let cache = discovered.get(sources);
+  if (!cache) discovered.set(sources, (cache = new Map()));
+  const key = `${module.provider}|${accounts?.join(',') ?? '*'}`;
+  const hit = cache.get(key);
+  if (hit && Date.now() - hit.at < DISCOVERY_TTL_MILLIS) return hit.scopes;
+  const scopes = module
+    .scopes(config, source, accounts)
+    .then((found) => found.map((scope) => canonicalScope(scope)));
+  const entry = { at: Date.now(), scopes };
+  cache.set(key, entry);
+  // A failed discovery is not remembered: the next request asks again.
+  scopes.catch(() => {
+    if (cache.get(key) === entry) cache.delete(key);
+  });
+  return scopes;
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** Requested scopes without overlaps: one of an account's regions is dropped when the whole account is asked for too. */
+function withoutOverlaps(scopes: Scope[], refused: ScopeRefusal[]): Scope[] {
+  const byKey = new Map(scopes.map((scope) => [scopeKey(scope), scope]));
+  const wide = new Set(
+    [...byKey.values()].filter((s) => s.region === ALL_REGIONS).map((s) => `${s.provider}/${s.account}`),
+  );
+  return [...byKey.values()].filter((scope) => {
+    if (scope.region === ALL_REGIONS || !wide.has(`${scope.provider}/${scope.account}`)) return true;
+    refused.push({
+      requested: scopeKey(scope),
+      reason: `already part of ${scope.provider}/${scope.account}/*, which is synced in the same run`,
+    });
+    return false;
+  });
+}
+
+/**
+ * The scopes to sync for a request: every configured scope (of `providers`, when given), or the
+ * requested scopes checked against the configuration. A requested account-wide scope stands for the
+ * configured scopes of that account; a requested region must be one the configuration covers.
+ */
+export async function resolveScopes(
+  config: CpsyncConfig,
+  sources: Sources,
+  request: ScopeRequest = {},
+): Promise<ResolvedScopes> {
+  const result: ResolvedScopes = { scopes: [], refused: [], failures: [] };
+  const modules = sources.modules.filter((module) => sources.sources[module.provider]);
+  if (!request.scopes || request.scopes.length === 0) {
+    for (const module of modules) {
+      if (request.providers?.length && !request.providers.includes(module.provider)) continue;
+      try {
+        result.scopes.push(...(await configuredScopes(config, sources, module)));
+      } catch (error) {
+        result.failures.push({ provider: module.provider, message: message(error) });
+      }
+    }
+    result.scopes = withoutOverlaps(result.scopes, result.refused);
+    return result;
+  }
+
+  const wanted: Scope[] = [];
+  for (const asked of request.scopes) {
+    const requested = [asked.provider, asked.account, asked.region].filter((p) => p !== undefined).join('/');
+    const refuse = (reason: string) => result.refused.push({ requested, reason });
+    let scope: Scope;
+    try {
+      scope = canonicalScope(asked);
+    } catch (error) {
+      if (error instanceof InvalidScopeError) {
+        refuse(error.message);
+        continue;
+      }
+      throw error;
+    }
+    if (request.providers?.length && !request.providers.includes(scope.provider)) {
+      refuse(`provider ${scope.provider} is not among --provider ${request.providers.join(', ')}`);
+      continue;
+    }
+    const module = modules.find((m) => m.provider === scope.provider);
+    if (!module) {
+      refuse(`providers.${scope.provider} is not configured`);
+      continue;
+    }
+    let configured: Scope[];
+    try {
+      configured = await configuredScopes(config, sources, module, [scope.account]);
+    } catch (error) {
+      result.refused.push({
+        requested,
+        reason: `cannot tell whether the configuration covers it: ${message(error)}`,
+        undetermined: true,
+      });
+      continue;
+    }
+    if (configured.length === 0) {
+      refuse(`${scope.account} is not covered by ${ACCOUNT_FIELD[scope.provider]}`);
+      continue;
+    }
+    if (scope.region === ALL_REGIONS) {
+      wanted.push(...configured);
+      continue;
+    }
+    if (configured.some((c) => c.region === ALL_REGIONS || c.region === scope.region)) {
+      wanted.push(scope);
+      continue;
+    }
+    refuse(
+      `region ${scope.region} is not configured for ${scope.provider}/${scope.account} (configured: ${configured.map((c) => c.region).join(', ')})`,
+    );
+  }
+  result.scopes = withoutOverlaps(wanted, result.refused);
+  return result;
+}

@@ -1,0 +1,370 @@
+import {
+  ANNOTATION_PROVIDER_ID,
+  CONDITION_JOINED,
+  JoinedReason,
+  LABEL_CLUSTER_MANAGER,
+  OWNED_ANNOTATIONS,
+  OWNED_CONDITIONS,
+  OWNED_LABELS,
+  PROPERTY_MISSED_LISTINGS,
+  isOwnedProperty,
+} from './constants.ts';
+import { sameJson } from './json.ts';
+import { matchesSelector, scopeSelector } from './labels.ts';
+import {
+  profileKey,
+  type AccessProvider,
+  type ClusterProfile,
+  type ClusterProfileStatus,
+  type Condition,
+  type Property,
+} from './model/clusterProfile.ts';
+import type { ScopeOutcome } from './model/scope.ts';
+
+/** One field that differs between the hub and the clouds; `before`/`after` absent when the field is. */
+export interface FieldChange {
+  /** e.g. `spec.displayName`, `status.version.kubernetes`, `status.properties[count.node.k8s.io]`. */
+  field: string;
+  before?: unknown;
+  after?: unknown;
+}
+
+export interface PlannedCreate {
+  profile: ClusterProfile;
+  /** The status fields the create's status write sets (as an update of the new object would name them). */
+  statusChanges: FieldChange[];
+}
+
+export interface PlannedUpdate {
+  /** The whole owned state to apply, times kept from the hub where nothing changed. */
+  profile: ClusterProfile;
+  current: ClusterProfile;
+  changes: FieldChange[];
+  /** Labels, annotations or spec changed: apply the object. */
+  writeObject: boolean;
+  /** Status changed: apply the status subresource. */
+  writeStatus: boolean;
+}
+
+export type DeleteReason = 'MissingFromListings' | 'ConfirmedNotFound';
+
+export interface PlannedDelete {
+  current: ClusterProfile;
+  reason: DeleteReason;
+}
+
+export type SkipReason = 'OwnedByAnotherManager' | 'Malformed';
+
+export interface Skipped {
+  namespace: string;
+  name: string;
+  reason: SkipReason;
+  detail: string;
+}
+
+export interface Plan {
+  outcome: ScopeOutcome;
+  creates: PlannedCreate[];
+  updates: PlannedUpdate[];
+  deletes: PlannedDelete[];
+  skipped: Skipped[];
+  /** Profiles that already match the clouds: no write. */
+  unchanged: number;
+}
+
+export interface PlanInput {
+  /** How the listing of the scope ended; only `complete` may lead to deletion by absence. */
+  outcome: ScopeOutcome;
+  /** Profiles normalized from what the scope listed. */
+  desired: readonly ClusterProfile[];
+  /** Profiles the hub holds for the scope (others in the same namespaces may be included; they are left alone). */
+  current: readonly ClusterProfile[];
+  manager: string;
+  /** Consecutive complete listings a cluster may be missing from before its profile is deleted. */
+  deletionGraceListings: number;
+  /** Names of the access provider entries cpsync writes (the others are someone else's). */
+  accessProviderNames: readonly string[];
+  /** Stamp for conditions and properties that change in this plan. */
+  now: string;
+  /** Provider ids the provider has confirmed gone (answered not found): deleted at once. */
+  confirmedGone?: ReadonlySet<string>;
+}
+
+function isManagedBy(profile: ClusterProfile, manager: string): boolean {
+  return (
+    profile.metadata.labels?.[LABEL_CLUSTER_MANAGER] === manager &&
+    profile.spec?.clusterManager?.name === manager
+  );
+}
+
+/** The entries of `record` under `keys` (those that are set). */
+export function pick(
+  record: Record<string, string> | undefined,
+  keys: readonly string[],
+): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const key of keys) {
+    const value = record?.[key];
+    if (value !== undefined) picked[key] = value;
+  }
+  return picked;
+}
+
+/** The part of a profile's status that cpsync owns. */
+export function ownedStatusOf(
+  status: ClusterProfileStatus | undefined,
+  accessProviderNames: readonly string[],
+): Required<Pick<ClusterProfileStatus, 'properties' | 'conditions' | 'accessProviders'>> &
+  Pick<ClusterProfileStatus, 'version'> {
+  const owned = {
+    properties: (status?.properties ?? []).filter((p) => isOwnedProperty(p.name)),
+    conditions: (status?.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type)),
+    accessProviders: (status?.accessProviders ?? []).filter((a) => accessProviderNames.includes(a.name)),
+  };
+  return status?.version?.kubernetes === undefined
+    ? owned
+    : { ...owned, version: { kubernetes: status.version.kubernetes } };
+}
+
+/** Keep the hub's times where the value (property) or status (condition) did not change. */
+function keepTimes(
+  desired: ClusterProfileStatus,
+  current: ClusterProfileStatus | undefined,
+): ClusterProfileStatus {
+  const currentProps = new Map((current?.properties ?? []).map((p) => [p.name, p]));
+  const currentConds = new Map((current?.conditions ?? []).map((c) => [c.type, c]));
+  return {
+    ...desired,
+    properties: desired.properties?.map((p): Property => {
+      const before = currentProps.get(p.name);
+      return before?.value === p.value && before.lastObservedTime
+        ? { ...p, lastObservedTime: before.lastObservedTime }
+        : p;
+    }),
+    conditions: desired.conditions?.map((c): Condition => {
+      const before = currentConds.get(c.type);
+      return before?.status === c.status && before.lastTransitionTime
+        ? { ...c, lastTransitionTime: before.lastTransitionTime }
+        : c;
+    }),
+  };
+}
+
+function diffKeyed<T>(
+  field: string,
+  before: readonly T[],
+  after: readonly T[],
+  key: (item: T) => string,
+  comparable: (item: T) => unknown,
+): FieldChange[] {
+  const beforeMap = new Map(before.map((item) => [key(item), item]));
+  const afterMap = new Map(after.map((item) => [key(item), item]));
+  const changes: FieldChange[] = [];
+  for (const name of [...new Set([...beforeMap.keys(), ...afterMap.keys()])].sort()) {
+    const b = beforeMap.get(name);
+    const a = afterMap.get(name);
+    const bv = b === undefined ? undefined : comparable(b);
+    const av = a === undefined ? undefined : comparable(a);
+    if (!sameJson(bv, av))
+      changes.push({ field: `${field}[${name}]`, ...(b ? { before: bv } : {}), ...(a ? { after: av } : {}) });
+  }
+  return changes;
+}
+
+function diffRecord(
+  field: string,
+  before: Record<string, string>,
+  after: Record<string, string>,
+): FieldChange[] {
+  const changes: FieldChange[] = [];
+  for (const key of [...new Set([...Object.keys(before), ...Object.keys(after)])].sort()) {
+    if (before[key] !== after[key]) {
+      changes.push({
+        field: `${field}[${key}]`,
+        ...(before[key] !== undefined ? { before: before[key] } : {}),
+        ...(after[key] !== undefined ? { after: after[key] } : {}),
+      });
+    }
+  }
+  return changes;
+}
+
+function diffValue(field: string, before: unknown, after: unknown): FieldChange[] {
+  if (sameJson(before, after)) return [];
+  return [{ field, ...(before !== undefined ? { before } : {}), ...(after !== undefined ? { after } : {}) }];
+}
+
+const conditionView = (c: Condition) => ({ status: c.status, reason: c.reason, message: c.message });
+
+/** Field-by-field changes of the owned metadata and spec. */
+function objectChanges(current: ClusterProfile, desired: ClusterProfile): FieldChange[] {
+  return [
+    ...diffRecord(
+      'metadata.labels',
+      pick(current.metadata.labels, OWNED_LABELS),
+      pick(desired.metadata.labels, OWNED_LABELS),
+    ),
+    ...diffRecord(
+      'metadata.annotations',
+      pick(current.metadata.annotations, OWNED_ANNOTATIONS),
+      pick(desired.metadata.annotations, OWNED_ANNOTATIONS),
+    ),
+    ...diffValue('spec.displayName', current.spec?.displayName, desired.spec.displayName),
+    ...diffValue(
+      'spec.clusterManager.name',
+      current.spec?.clusterManager?.name,
+      desired.spec.clusterManager.name,
+    ),
+  ];
+}
+
+/** Field-by-field changes of the owned status (times ignored). */
+function statusChanges(
+  current: ClusterProfile,
+  desired: ClusterProfile,
+  accessProviderNames: readonly string[],
+): FieldChange[] {
+  const before = ownedStatusOf(current.status, accessProviderNames);
+  const after = ownedStatusOf(desired.status, accessProviderNames);
+  return [
+    ...diffValue('status.version.kubernetes', before.version?.kubernetes, after.version?.kubernetes),
+    ...diffKeyed(
+      'status.properties',
+      before.properties,
+      after.properties,
+      (p) => p.name,
+      (p) => p.value,
+    ),
+    ...diffKeyed('status.conditions', before.conditions, after.conditions, (c) => c.type, conditionView),
+    ...diffKeyed(
+      'status.accessProviders',
+      before.accessProviders,
+      after.accessProviders,
+      (a: AccessProvider) => a.name,
+      (a) => a.cluster,
+    ),
+  ];
+}
+
+function missedListings(profile: ClusterProfile): number {
+  const value = profile.status?.properties?.find((p) => p.name === PROPERTY_MISSED_LISTINGS)?.value;
+  const count = Number(value);
+  return Number.isInteger(count) && count > 0 ? count : 0;
+}
+
+/** The profile's owned state with Joined=False/NotFoundInProvider and the miss count raised to `missed`. */
+function markMissing(current: ClusterProfile, missed: number, input: PlanInput): ClusterProfile {
+  const owned = ownedStatusOf(current.status, input.accessProviderNames);
+  const s = missed === 1 ? '' : 's';
+  const joined: Condition = {
+    type: CONDITION_JOINED,
+    status: 'False',
+    reason: JoinedReason.NotFoundInProvider,
+    message: `Not listed by the provider in ${missed} consecutive complete listing${s}; deleted after ${input.deletionGraceListings}`,
+    lastTransitionTime: input.now,
+  };
+  const properties = [
+    ...owned.properties.filter((p) => p.name !== PROPERTY_MISSED_LISTINGS),
+    { name: PROPERTY_MISSED_LISTINGS, value: String(missed), lastObservedTime: input.now },
+  ].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const conditions = [...owned.conditions.filter((c) => c.type !== CONDITION_JOINED), joined];
+  return {
+    apiVersion: current.apiVersion,
+    kind: current.kind,
+    metadata: {
+      name: current.metadata.name,
+      namespace: current.metadata.namespace,
+      labels: pick(current.metadata.labels, OWNED_LABELS),
+      annotations: pick(current.metadata.annotations, OWNED_ANNOTATIONS),
+    },
+    spec: { ...current.spec },
+    status: { ...owned, properties, conditions },
+  };
+}
+
+function planUpdate(
+  current: ClusterProfile,
+  wanted: ClusterProfile,
+  input: PlanInput,
+): PlannedUpdate | undefined {
+  const profile: ClusterProfile = { ...wanted, status: keepTimes(wanted.status ?? {}, current.status) };
+  const object = objectChanges(current, profile);
+  const status = statusChanges(current, profile, input.accessProviderNames);
+  if (object.length === 0 && status.length === 0) return undefined;
+  return {
+    profile,
+    current,
+    changes: [...object, ...status],
+    writeObject: object.length > 0,
+    writeStatus: status.length > 0,
+  };
+}
+
+/**
+ * What to create, update and delete so the hub matches one scope's listing (SPEC §3).
+ * - Profiles of another cluster manager are never updated or deleted, even on a name clash.
+ * - A profile missing from a `complete` listing is first marked Joined=False/NotFoundInProvider and
+ *   deleted once it has been missing from `deletionGraceListings` consecutive complete listings.
+ * - `partial` and `failed` listings never delete and never mark missing.
+ * - A profile whose cluster the provider confirmed gone is deleted at once.
+ * Pure: the same input always gives the same plan.
+ */
+export function plan(input: PlanInput): Plan {
+  const result: Plan = {
+    outcome: input.outcome,
+    creates: [],
+    updates: [],
+    deletes: [],
+    skipped: [],
+    unchanged: 0,
+  };
+  const selector = scopeSelector(input.manager, input.outcome.scope);
+  const current = new Map(input.current.map((p) => [profileKey(p.metadata), p]));
+  const desiredKeys = new Set<string>();
+
+  for (const wanted of input.desired) {
+    const key = profileKey(wanted.metadata);
+    desiredKeys.add(key);
+    const existing = current.get(key);
+    if (existing === undefined) {
+      result.creates.push({
+        profile: wanted,
+        statusChanges: statusChanges({ ...wanted, status: undefined }, wanted, input.accessProviderNames),
+      });
+    } else if (!isManagedBy(existing, input.manager)) {
+      result.skipped.push({
+        ...wanted.metadata,
+        reason: 'OwnedByAnotherManager',
+        detail: `${key} is managed by ${JSON.stringify(existing.spec?.clusterManager?.name ?? existing.metadata.labels?.[LABEL_CLUSTER_MANAGER] ?? 'unknown')}`,
+      });
+    } else {
+      const update = planUpdate(existing, wanted, input);
+      if (update) result.updates.push(update);
+      else result.unchanged += 1;
+    }
+  }
+
+  for (const [key, existing] of current) {
+    if (
+      desiredKeys.has(key) ||
+      !isManagedBy(existing, input.manager) ||
+      !matchesSelector(existing.metadata.labels, selector)
+    )
+      continue;
+    const providerId = existing.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    if (providerId !== undefined && input.confirmedGone?.has(providerId)) {
+      result.deletes.push({ current: existing, reason: 'ConfirmedNotFound' });
+      continue;
+    }
+    if (input.outcome.kind !== 'complete') continue;
+    const missed = missedListings(existing) + 1;
+    if (missed >= input.deletionGraceListings) {
+      result.deletes.push({ current: existing, reason: 'MissingFromListings' });
+      continue;
+    }
+    const update = planUpdate(existing, markMissing(existing, missed, input), input);
+    if (update) result.updates.push(update);
+    else result.unchanged += 1;
+  }
+  return result;
+}

@@ -1,0 +1,115 @@
+import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
+import { profileKey } from '../domain/model/clusterProfile.ts';
+import type { FieldChange, Plan } from '../domain/plan.ts';
+import type { Hub } from './ports.ts';
+import type { AppliedChange, ApplyFailure } from './changes.ts';
+
+export interface ApplyResult {
+  applied: AppliedChange[];
+  failed: ApplyFailure[];
+  /** Changes not attempted because the run was stopped (`signal`); they did not reach the hub. */
+  notAttempted?: number;
+}
+
+function asError(error: unknown): Error {
+  return error instanceof Error ? error : new Error(String(error));
+}
+
+function createdChanges(profile: ClusterProfile): FieldChange[] {
+  return [{ field: 'metadata.name', after: profile.metadata.name }];
+}
+
+/**
+ * Applies a plan item by item: objects before status, errors collected per profile rather than
+ * stopping at the first. A profile whose object write failed gets no status write. Once `signal`
+ * aborts, the write in flight finishes and no further one is started.
+ */
+export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Promise<ApplyResult> {
+  const result: ApplyResult = { applied: [], failed: [] };
+  const total = plan.creates.length + plan.updates.length + plan.deletes.length;
+  let attempted = 0;
+  const stopped = () => {
+    if (!signal?.aborted) return ((attempted += 1), false);
+    result.notAttempted = total - attempted;
+    return true;
+  };
+  for (const { profile, statusChanges } of plan.creates) {
+    if (stopped()) return result;
+    let created: ClusterProfile | undefined;
+    try {
+      created = await hub.applyObject(profile);
+      const stored = await hub.applyStatus(profile);
+      result.applied.push({ kind: 'created', profile: stored, changes: createdChanges(profile) });
+    } catch (error) {
+      // The object exists even if its status write failed: that creation is announced now, the status
+      // follows as an update (from the created version) in the next run.
+      if (created)
+        result.applied.push({ kind: 'created', profile: created, changes: createdChanges(profile) });
+      const version = created?.metadata.resourceVersion;
+      result.failed.push({
+        kind: 'created',
+        key: profileKey(profile.metadata),
+        error: asError(error),
+        ...(version
+          ? { remainder: { profile, previousResourceVersion: version, changes: statusChanges } }
+          : {}),
+      });
+    }
+  }
+  for (const update of plan.updates) {
+    if (stopped()) return result;
+    const previous = update.current.metadata.resourceVersion;
+    const applied = (stored: ClusterProfile, changes: FieldChange[]): AppliedChange => ({
+      kind: 'updated',
+      profile: stored,
+      changes,
+      ...(previous ? { previousResourceVersion: previous } : {}),
+    });
+    let objectStored: ClusterProfile | undefined;
+    try {
+      let stored = update.current;
+      if (update.writeObject) stored = objectStored = await hub.applyObject(update.profile);
+      if (update.writeStatus) stored = await hub.applyStatus(update.profile);
+      result.applied.push(applied(stored, update.changes));
+    } catch (error) {
+      // What did reach the hub (the object part) is announced; the rest is retried by the next run.
+      if (objectStored)
+        result.applied.push(
+          applied(
+            objectStored,
+            update.changes.filter((c) => !c.field.startsWith('status.')),
+          ),
+        );
+      const version = objectStored?.metadata.resourceVersion;
+      result.failed.push({
+        kind: 'updated',
+        key: profileKey(update.profile.metadata),
+        error: asError(error),
+        ...(version && update.writeStatus
+          ? {
+              remainder: {
+                profile: update.profile,
+                previousResourceVersion: version,
+                changes: update.changes.filter((c) => c.field.startsWith('status.')),
+              },
+            }
+          : {}),
+      });
+    }
+  }
+  for (const { current } of plan.deletes) {
+    if (stopped()) return result;
+    try {
+      const { namespace, name, resourceVersion } = current.metadata;
+      await hub.delete(resourceVersion ? { namespace, name, resourceVersion } : { namespace, name });
+      result.applied.push({
+        kind: 'deleted',
+        profile: current,
+        changes: [{ field: 'metadata.name', before: name }],
+      });
+    } catch (error) {
+      result.failed.push({ kind: 'deleted', key: profileKey(current.metadata), error: asError(error) });
+    }
+  }
+  return result;
+}

@@ -1,0 +1,659 @@
+import { randomUUID } from 'node:crypto';
+import pLimit from 'p-limit';
+import { buildChangeEvent, buildScopeEvent, type ScopeSummary } from './events.ts';
+import { DetailType } from '../../events/detailTypes.ts';
+import type { CpsyncEvent } from '../../events/types.ts';
+import type { InventoryOptions } from '../domain/options.ts';
+import type { Plan } from '../domain/plan.ts';
+import type {
+  ClusterRef,
+  ClusterSource,
+  EventSink,
+  Hub,
+  LeaseStore,
+  MalformedObject,
+  Outbox,
+  PublishFailure,
+  PublishResult,
+  QuarantinedRecord,
+  ScopeListing,
+} from './ports.ts';
+import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
+import { DeadlineError, InterruptedError, withDeadline } from './deadline.ts';
+import { CpsyncError } from '../domain/errors.ts';
+import { scopeSelector } from '../domain/labels.ts';
+import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
+import { profileKey } from '../domain/model/clusterProfile.ts';
+import { scopeKey, type Scope, type ScopeFailureReason, type ScopeOutcome } from '../domain/model/scope.ts';
+import type { Provider } from '../domain/model/observedCluster.ts';
+import { canonicalScope } from '../domain/scopes.ts';
+import { inventoryNamespaces, syncScope } from './syncScope.ts';
+import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
+import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
+import { LeaseBusyError, leaseName, RunLeases, type LeaseHold } from './runLeases.ts';
+import { timestamp } from '../domain/time.ts';
+
+export interface EnginePorts {
+  sources: Partial<Record<Provider, ClusterSource>>;
+  hub: Hub;
+  bus: EventSink;
+  outbox: Outbox;
+  /** Leases that keep two runs from applying the same account at once. @default none (one run at a time is assumed) */
+  leases?: LeaseStore;
+  /** @default () => new Date() */
+  clock?: () => Date;
+}
+
+/** How long a run waits for an account's lease, holds it unrenewed, and gives a scope's listing. */
+interface RunLimits {
+  /**
+   * Time one scope's listing may take (every call to the cloud, retries included); a listing that
+   * has not finished by then ends the scope `failed` (Timeout), and the other scopes go on.
+   * @default 300000
+   */
+  scopeTimeoutMillis?: number;
+  /**
+   * Time to wait for an account's lease held by another run before the scope fails (Busy).
+   * @default 60000
+   */
+  leaseWaitMillis?: number;
+  /**
+   * How long a lease lasts unless renewed (it is renewed at a third of that while held).
+   * @default 60000
+   */
+  leaseDurationMillis?: number;
+}
+
+export interface SyncRequest extends RunLimits {
+  /** Identifies the run in every event; derive it from the trigger so a redelivered trigger keeps it. */
+  syncId: string;
+  scopes: Scope[];
+  options: InventoryOptions;
+  /**
+   * Scopes listed at once.
+   * @default 4
+   */
+  concurrency?: number;
+  /** Plan and report only: the hub and the bus are left untouched. */
+  dryRun?: boolean;
+  /** Provider ids the provider confirmed gone: their profiles go at once. */
+  confirmedGone?: ReadonlySet<string>;
+  /** Event source. @default 'cpsync' */
+  eventSource?: string;
+  /**
+   * How long this run's write-ahead intents stay its own before another run may settle them (sooner
+   * once the run has given up its lease).
+   * @default 15 minutes
+   */
+  intentLeaseMillis?: number;
+  /**
+   * How long after its change an intent of a run that gave up its lease is still left alone: a write
+   * that run sent may yet land on the hub (a Kubernetes hub finishes requests its clients abandoned).
+   * @default 0
+   */
+  intentSettleDelayMillis?: number;
+  /** Called as each scope finishes (progress displays). */
+  onScope?: (report: ScopeReport, done: number, total: number) => void;
+  /**
+   * Keep each scope's plan and events in the report. A run over thousands of clusters that only
+   * needs the summaries turns this off: the profiles then go once their scope is done.
+   * @default true
+   */
+  retainDetails?: boolean;
+  /**
+   * Stops the run (SIGINT, SIGTERM): no scope is started after it aborts, listings under way are
+   * abandoned, applies finish the write in flight and stop; what was applied is announced, intents and
+   * leases are settled, and the report says what was left.
+   */
+  signal?: AbortSignal;
+}
+
+export interface ScopeReport {
+  scope: Scope;
+  outcome: ScopeOutcome;
+  summary: ScopeSummary;
+  plan?: Plan;
+  /** Change events of this scope (those published and those left pending). */
+  events: CpsyncEvent[];
+}
+
+export interface SyncReport {
+  syncId: string;
+  scopes: ScopeReport[];
+  events: {
+    published: number;
+    /** Events waiting in the outbox when the run ended (this run's and earlier runs'). */
+    pending: number;
+    failed: PublishFailure[];
+    republished: number;
+  };
+  /** Write-ahead intents left in the outbox: changes whose events a later run settles. */
+  intents: { waiting: number; settledFrom?: string };
+  hub: { reads: number; writes: number };
+  durationMs: number;
+  /** What went wrong outside any one scope: the outbox, the bus, the hub during recovery. */
+  problems: string[];
+  /** Objects of the hub that are not well-formed profiles: left untouched. */
+  malformed: MalformedObject[];
+  /** Outbox records that could not be read and were moved aside. */
+  quarantined: QuarantinedRecord[];
+  /** Set when the run was stopped: the signal's reason, and the scopes not started. */
+  interrupted?: { reason: string; notStarted: number };
+}
+
+function emptyCounts(listed: number): ScopeSummary['counts'] {
+  return { listed, created: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0, invalid: 0 };
+}
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+function failedListing(scope: Scope, reason: ScopeFailureReason, text: string): ScopeListing {
+  return { outcome: { scope, kind: 'failed', failure: { reason, message: text } }, clusters: [] };
+}
+
+/** What one run shares between its scopes. */
+interface RunContext {
+  ports: EnginePorts;
+  request: SyncRequest;
+  clock: () => Date;
+  leases?: RunLeases;
+  report: SyncReport;
+}
+
+const DEFAULTS = { scopeTimeoutMillis: 300_000, leaseWaitMillis: 60_000, leaseDurationMillis: 60_000 };
+
+/** A run's lease holder id: the run, and this process's part in it. */
+function holderId(syncId: string): string {
+  return `${syncId.slice(0, 100)}#${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * The sync engine: lists each scope through its cloud's source, plans against the hub, applies,
+ * and publishes one event per applied change plus one scope summary. Events go to the outbox
+ * before the bus and leave it only once the bus took them, so a change whose event could not be
+ * published is published by a later run. Events left from earlier runs are published first.
+ * Nothing that goes wrong (a cloud, the hub, the outbox, the bus) ends the run without a report.
+ */
+export async function runSync(ports: EnginePorts, request: SyncRequest): Promise<SyncReport> {
+  const clock = ports.clock ?? (() => new Date());
+  const started = clock().getTime();
+  const hubBefore = ports.hub.requestCounts();
+  const report: SyncReport = {
+    syncId: request.syncId,
+    scopes: [],
+    events: { published: 0, pending: 0, failed: [], republished: 0 },
+    intents: { waiting: 0 },
+    hub: { reads: 0, writes: 0 },
+    durationMs: 0,
+    problems: [],
+    malformed: [],
+    quarantined: [],
+  };
+  const leases =
+    ports.leases && !request.dryRun
+      ? new RunLeases(ports.leases, holderId(request.syncId), {
+          durationMillis: request.leaseDurationMillis ?? DEFAULTS.leaseDurationMillis,
+          waitMillis: request.leaseWaitMillis ?? DEFAULTS.leaseWaitMillis,
+          ...(request.signal ? { signal: request.signal } : {}),
+        })
+      : undefined;
+  const run: RunContext = { ports, request, clock, report, ...(leases ? { leases } : {}) };
+
+  try {
+    if (!request.dryRun) {
+      // Leases live in the inventory namespace, so it exists before the first is taken.
+      if (leases)
+        await attempt(run, 'create the inventory namespace', () =>
+          ensureInventoryNamespace(ports.hub, request.options),
+        );
+      await recover(run);
+      const leftover = await attempt(run, 'read the outbox', () => ports.outbox.pending());
+      const result = await publishFromOutbox(run, leftover ?? []);
+      report.events.republished = result.published.length;
+    }
+
+    const limit = pLimit(request.concurrency ?? 4);
+    let done = 0;
+    let notStarted = 0;
+    await Promise.all(
+      interleaveProviders(request.scopes).map((scope) =>
+        limit(async () => {
+          if (request.signal?.aborted) {
+            notStarted += 1;
+            return;
+          }
+          const scopeReport = await syncOne(run, scope);
+          if (!request.dryRun) {
+            const summary = scopeReport.events.filter((e) => e.detailType === DetailType.ScopeSynced);
+            // The change events are in the outbox already (syncOne); the scope summary joins them.
+            const stored = await attempt(run, 'write the scope summary to the outbox', async () => {
+              await ports.outbox.add(summary);
+              return true;
+            });
+            if (stored) {
+              const { published } = await publishFromOutbox(run, scopeReport.events);
+              report.events.published += published.length;
+            } else await publishDirectly(run, scopeReport.events);
+          }
+          try {
+            request.onScope?.(scopeReport, ++done, request.scopes.length);
+          } catch (error) {
+            report.problems.push(`the progress display failed: ${message(error)}`);
+          }
+          const { plan: _plan, events: _events, ...brief } = scopeReport;
+          report.scopes.push(request.retainDetails === false ? { ...brief, events: [] } : scopeReport);
+        }),
+      ),
+    );
+    if (request.signal?.aborted)
+      report.interrupted = { reason: String(request.signal.reason ?? 'interrupted'), notStarted };
+  } finally {
+    await leases?.releaseAll();
+  }
+
+  report.scopes.sort((a, b) => scopeKey(a.scope).localeCompare(scopeKey(b.scope)));
+  if (!request.dryRun) await takeStock(run);
+  const hubAfter = ports.hub.requestCounts();
+  report.hub = { reads: hubAfter.reads - hubBefore.reads, writes: hubAfter.writes - hubBefore.writes };
+  report.durationMs = clock().getTime() - started;
+  return report;
+}
+
+function ensureInventoryNamespace(hub: Hub, options: InventoryOptions): Promise<void> {
+  return hub.ensureNamespace(inventoryNamespaces(options).find((ns) => ns.name === options.namespace)!);
+}
+
+/** Runs `work`; a failure is named in the report's problems instead of ending the run. Undefined on failure. */
+async function attempt<T>(run: RunContext, what: string, work: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await work();
+  } catch (error) {
+    run.report.problems.push(`cannot ${what}: ${message(error)}`);
+    return undefined;
+  }
+}
+
+/** Settles what stopped runs left (intents of changes whose events were not yet made). */
+async function recover(run: RunContext): Promise<void> {
+  const { ports, request, clock } = run;
+  const recovery = await attempt(run, 'settle the intents of earlier runs', () =>
+    recoverIntents(ports.hub, ports.outbox, Object.values(request.options.accessProviderNames), clock(), {
+      ...(ports.leases ? { leases: ports.leases } : {}),
+      ...(request.intentSettleDelayMillis !== undefined
+        ? { settleDelayMillis: request.intentSettleDelayMillis }
+        : {}),
+    }),
+  );
+  run.report.problems.push(...(recovery?.problems ?? []));
+}
+
+/** What is left when the run ends: events and intents waiting, records moved aside, malformed objects met. */
+async function takeStock(run: RunContext): Promise<void> {
+  const { ports, report } = run;
+  report.events.pending =
+    (await attempt(run, 'count pending events', () => ports.outbox.pending()))?.length ?? 0;
+  const intents = (await attempt(run, 'count waiting intents', () => ports.outbox.intents())) ?? [];
+  report.intents.waiting = intents.length;
+  if (intents.length > 0) report.intents.settledFrom = intents.map((i) => i.notBefore).sort()[0]!;
+  report.quarantined = ports.outbox.quarantined?.() ?? [];
+  const seen = new Map<string, MalformedObject>();
+  for (const object of [...report.malformed, ...(ports.hub.malformed?.() ?? [])])
+    seen.set(profileKey(object), object);
+  report.malformed = [...seen.values()].sort((a, b) => profileKey(a).localeCompare(profileKey(b)));
+}
+
+/**
+ * The scopes in the order they are started: the clouds take turns, so that one cloud's limits (or a
+ * slow one) do not keep the others waiting behind its scopes; within a cloud, the given order.
+ */
+function interleaveProviders(scopes: readonly Scope[]): Scope[] {
+  const queues = new Map<Provider, Scope[]>();
+  for (const scope of scopes) {
+    const queue = queues.get(scope.provider);
+    if (queue) queue.push(scope);
+    else queues.set(scope.provider, [scope]);
+  }
+  const ordered: Scope[] = [];
+  for (let i = 0; ordered.length < scopes.length; i++)
+    for (const queue of queues.values()) if (i < queue.length) ordered.push(queue[i]!);
+  return ordered;
+}
+
+/** Hands `events` to the bus; a bus that throws refuses them all (retryably) with its error. */
+async function publish(run: RunContext, events: CpsyncEvent[]): Promise<PublishResult> {
+  try {
+    return await run.ports.bus.publish(events);
+  } catch (error) {
+    return {
+      published: [],
+      failed: events.map((e) => ({
+        eventId: e.detail.eventId,
+        code: (error as { code?: string; name?: string }).code ?? (error as Error).name ?? 'Error',
+        message: message(error),
+        retryable: true,
+      })),
+    };
+  }
+}
+
+/**
+ * Publishes events that are in the outbox and takes out those the bus accepted, or refused for good;
+ * retryable failures stay for a later run.
+ */
+async function publishFromOutbox(run: RunContext, events: CpsyncEvent[]): Promise<PublishResult> {
+  if (events.length === 0) return { published: [], failed: [] };
+  const result = await publish(run, events);
+  run.report.events.failed.push(...result.failed);
+  await attempt(run, 'take published events out of the outbox', () =>
+    run.ports.outbox.remove([
+      ...result.published,
+      ...result.failed.filter((f) => !f.retryable).map((f) => f.eventId),
+    ]),
+  );
+  return result;
+}
+
+/**
+ * Events the outbox could not take (a full disk): handed to the bus now, as they would otherwise
+ * wait for the intents they stand for to be settled by a later run (which announces them again, with
+ * the same ids).
+ */
+async function publishDirectly(run: RunContext, events: CpsyncEvent[]): Promise<void> {
+  if (events.length === 0) return;
+  const result = await publish(run, events);
+  run.report.events.failed.push(...result.failed);
+  run.report.events.published += result.published.length;
+}
+
+/** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
+function writeAhead(outbox: Outbox, owner: IntentOwner) {
+  let intents: ChangeIntent[] = [];
+  return {
+    beforeApply: async (planned: Plan) => {
+      intents = planIntents(planned, owner);
+      await outbox.addIntents(intents);
+    },
+    /**
+     * The events of what was applied go to the outbox, then the intents go — but not those of
+     * changes whose write failed: a write that timed out may still have reached the hub, and a later
+     * run announces it if it did. A change whose object write reached the hub and whose status write
+     * failed keeps an intent for its status half.
+     */
+    settle: async (events: CpsyncEvent[], failures: readonly ApplyFailure[]) => {
+      const unknown = new Set(failures.filter((f) => !f.remainder).map((f) => f.key));
+      const remainders = failures
+        .filter(
+          (f): f is ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> } => !!f.remainder,
+        )
+        .map((f) => remainderIntent(f, owner));
+      await outbox.add(events);
+      if (remainders.length > 0) await outbox.addIntents(remainders);
+      await outbox.removeIntents(
+        intents.filter((i) => !unknown.has(`${i.namespace}/${i.name}`)).map((i) => i.id),
+      );
+    },
+  };
+}
+
+function failureReason(error: unknown): ScopeFailureReason {
+  if (error instanceof DeadlineError) return 'Timeout';
+  if (error instanceof InterruptedError) return 'Interrupted';
+  if (error instanceof LeaseBusyError) return 'Busy';
+  return 'Unknown';
+}
+
+async function list(run: RunContext, scope: Scope): Promise<ScopeListing> {
+  const source = run.ports.sources[scope.provider];
+  if (!source) return failedListing(scope, 'Unknown', `no ${scope.provider} source is configured`);
+  const timeout = run.request.scopeTimeoutMillis ?? DEFAULTS.scopeTimeoutMillis;
+  try {
+    return await withDeadline(
+      `listing ${scopeKey(scope)}`,
+      timeout,
+      (signal) => source.listScope(scope, signal),
+      run.request.signal,
+    );
+  } catch (error) {
+    return failedListing(scope, failureReason(error), message(error));
+  }
+}
+
+async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> {
+  const { ports, request, clock, leases } = run;
+  const started = clock().getTime();
+  let scope = requested;
+  let listing: ScopeListing;
+  let lease: { name: string; hold: LeaseHold } | undefined;
+  try {
+    scope = canonicalScope(requested);
+    if (leases) {
+      const name = leaseName(request.options.manager, scope);
+      lease = { name, hold: await leases.enter(name) };
+    }
+    listing = await list(run, scope);
+  } catch (error) {
+    listing = failedListing(scope, failureReason(error), message(error));
+  }
+  const now = timestamp(clock());
+  const context: EventContext = {
+    syncId: request.syncId,
+    occurredAt: now,
+    scope,
+    ...(request.eventSource ? { source: request.eventSource } : {}),
+  };
+  const counts = emptyCounts(listing.clusters.length);
+  let outcome = listing.outcome;
+  let error: ScopeSummary['error'];
+  let plan: Plan | undefined;
+  const events: CpsyncEvent[] = [];
+  // A scope another run is applying, or one the run was stopped before it listed, is not planned.
+  const skipped = outcome.failure?.reason === 'Busy' || outcome.failure?.reason === 'Interrupted';
+  try {
+    if (skipped) return scopeReport(run, scope, outcome, counts, started, context, events);
+    const signals = [request.signal, lease?.hold.signal].filter((s): s is AbortSignal => s !== undefined);
+    const ahead = writeAhead(ports.outbox, {
+      context,
+      accessProviderNames: Object.values(request.options.accessProviderNames),
+      ...(request.intentLeaseMillis !== undefined ? { leaseMillis: request.intentLeaseMillis } : {}),
+      ...(lease && leases ? { held: { holder: leases.holder, lease: lease.name } } : {}),
+    });
+    const result = await syncScope({
+      hub: ports.hub,
+      listing,
+      options: request.options,
+      now,
+      ...(request.confirmedGone ? { confirmedGone: request.confirmedGone } : {}),
+      ...(request.dryRun ? { dryRun: true } : {}),
+      ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
+      beforeApply: ahead.beforeApply,
+    });
+    plan = result.plan;
+    // Clusters it could not read make a complete listing partial (their profiles are kept).
+    if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
+    run.report.malformed.push(...result.malformed);
+    counts.unchanged = result.plan.unchanged;
+    counts.invalid = result.invalid.length;
+    counts.failed = result.applied.failed.length;
+    for (const change of result.applied.applied) {
+      counts[change.kind] += 1;
+      events.push(buildChangeEvent(change, context));
+    }
+    if (!request.dryRun) {
+      // The change events are durable before their intents go (the scope summary joins them later).
+      try {
+        await ahead.settle(events, result.applied.failed);
+      } catch (settleError) {
+        // They are handed to the bus with the scope summary; their intents stay, so that a later run
+        // announces them (again, with the same ids) should the bus not take them now.
+        run.report.problems.push(
+          `cannot write the events of ${scopeKey(scope)} to the outbox (their intents stay; a later run announces them again): ${message(settleError)}`,
+        );
+      }
+    }
+    if (request.dryRun) {
+      counts.created = plan.creates.length;
+      counts.updated = plan.updates.length;
+      counts.deleted = plan.deletes.length;
+    }
+    const firstFailure = result.applied.failed[0];
+    if (firstFailure)
+      error = {
+        reason: 'HubError',
+        message: `${result.applied.failed.length} write(s) failed; first: ${firstFailure.key}: ${firstFailure.error.message}`,
+      };
+    else if (result.applied.notAttempted)
+      error = {
+        reason: lease?.hold.signal.aborted ? 'Busy' : 'Interrupted',
+        message: `${result.applied.notAttempted} change(s) not applied: ${lease?.hold.signal.aborted ? message(lease.hold.signal.reason) : 'the run was stopped'}`,
+      };
+    else if (result.invalid[0])
+      error = { reason: 'InvalidCluster', message: result.invalid.map((e) => e.message).join('; ') };
+    if (result.applied.notAttempted && outcome.kind === 'complete')
+      outcome = { ...outcome, kind: 'partial', missing: [] };
+  } catch (failure) {
+    const text = message(failure);
+    outcome = { scope, kind: 'failed', failure: { reason: 'Unknown', message: text } };
+    error = { reason: 'HubError', message: text };
+  } finally {
+    if (lease)
+      await lease.hold.exit().catch((releaseError: unknown) => {
+        run.report.problems.push(`cannot give up lease ${lease.name}: ${message(releaseError)}`);
+      });
+  }
+  return scopeReport(run, scope, outcome, counts, started, context, events, error, plan);
+}
+
+/** A scope's report, with its `Inventory Scope Synced` event after its change events. */
+function scopeReport(
+  run: RunContext,
+  scope: Scope,
+  outcome: ScopeOutcome,
+  counts: ScopeSummary['counts'],
+  started: number,
+  context: EventContext,
+  events: CpsyncEvent[],
+  error?: ScopeSummary['error'],
+  plan?: Plan,
+): ScopeReport {
+  const summary: ScopeSummary = {
+    outcome,
+    counts,
+    durationMs: run.clock().getTime() - started,
+    ...(error ? { error } : {}),
+  };
+  events.push(buildScopeEvent(summary, context));
+  return { scope, outcome, summary, ...(plan ? { plan } : {}), events };
+}
+
+export interface ClusterSyncRequest extends Pick<RunLimits, 'leaseWaitMillis' | 'leaseDurationMillis'> {
+  syncId: string;
+  /** See SyncRequest.intentLeaseMillis. */
+  intentLeaseMillis?: number;
+  /** See SyncRequest.intentSettleDelayMillis. */
+  intentSettleDelayMillis?: number;
+  ref: ClusterRef;
+  options: InventoryOptions;
+  /** Event source. @default 'cpsync' */
+  eventSource?: string;
+}
+
+export interface ClusterSyncReport {
+  /** What happened to the cluster's profile. */
+  result: 'created' | 'updated' | 'deleted' | 'unchanged' | 'absent';
+  events: CpsyncEvent[];
+  published: number;
+  pending: number;
+}
+
+/**
+ * An event-triggered sync of one cluster: its profile is created, updated, or — when the provider
+ * answers not found — deleted at once. Nothing else in the scope is touched, and no scope summary is
+ * published (it is not a listing of the scope). It holds the account's lease like a scope sync, so it
+ * never applies at the same time as a run over the same account.
+ */
+export async function syncCluster(
+  ports: EnginePorts,
+  request: ClusterSyncRequest,
+): Promise<ClusterSyncReport> {
+  const clock = ports.clock ?? (() => new Date());
+  const ref: ClusterRef = { ...request.ref, scope: canonicalScope(request.ref.scope) };
+  const source = ports.sources[ref.scope.provider];
+  if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
+  const accessProviderNames = Object.values(request.options.accessProviderNames);
+  const leases = ports.leases
+    ? new RunLeases(ports.leases, holderId(request.syncId), {
+        durationMillis: request.leaseDurationMillis ?? DEFAULTS.leaseDurationMillis,
+        waitMillis: request.leaseWaitMillis ?? DEFAULTS.leaseWaitMillis,
+      })
+    : undefined;
+  await recoverIntents(ports.hub, ports.outbox, accessProviderNames, clock(), {
+    ...(ports.leases ? { leases: ports.leases } : {}),
+    ...(request.intentSettleDelayMillis !== undefined
+      ? { settleDelayMillis: request.intentSettleDelayMillis }
+      : {}),
+  });
+  const lease = leaseName(request.options.manager, ref.scope);
+  if (leases) {
+    await ensureInventoryNamespace(ports.hub, request.options);
+    await leases.enter(lease);
+  }
+  try {
+    const observed = await source.getCluster(ref);
+    const now = timestamp(clock());
+    const context = {
+      syncId: request.syncId,
+      occurredAt: now,
+      scope: ref.scope,
+      ...(request.eventSource ? { source: request.eventSource } : {}),
+    };
+    const listing: ScopeListing = {
+      outcome: { scope: ref.scope, kind: 'partial', missing: [] },
+      clusters: observed ? [observed] : [],
+    };
+    let confirmedGone: Set<string> | undefined;
+    if (!observed) {
+      const selector = scopeSelector(request.options.manager, ref.scope);
+      const current: ClusterProfile[] = [];
+      for (const namespace of inventoryNamespaces(request.options))
+        current.push(...(await ports.hub.list(namespace.name, selector)));
+      confirmedGone = new Set(
+        current
+          .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
+          .filter((id) => id !== '' && source.isProviderIdOf(id, ref)),
+      );
+      if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
+    }
+    const ahead = writeAhead(ports.outbox, {
+      context,
+      accessProviderNames,
+      ...(request.intentLeaseMillis !== undefined ? { leaseMillis: request.intentLeaseMillis } : {}),
+      ...(leases ? { held: { holder: leases.holder, lease } } : {}),
+    });
+    const result = await syncScope({
+      hub: ports.hub,
+      listing,
+      options: request.options,
+      now,
+      ...(confirmedGone ? { confirmedGone } : {}),
+      beforeApply: ahead.beforeApply,
+    });
+    const events = result.applied.applied.map((change) => buildChangeEvent(change, context));
+    await ahead.settle(events, result.applied.failed);
+    const failure = result.applied.failed[0];
+    if (failure) throw failure.error;
+    const published = await ports.bus.publish(events);
+    await ports.outbox.remove([
+      ...published.published,
+      ...published.failed.filter((f) => !f.retryable).map((f) => f.eventId),
+    ]);
+    const kind = result.applied.applied[0]?.kind;
+    return {
+      result: kind ?? 'unchanged',
+      events,
+      published: published.published.length,
+      pending: events.length - published.published.length,
+    };
+  } finally {
+    await leases?.releaseAll();
+  }
+}

@@ -1,0 +1,117 @@
+import { createHash } from 'node:crypto';
+import type { AppliedChange, EventContext } from './changes.ts';
+import { canonicalJson } from '../domain/json.ts';
+import { ANNOTATION_PROVIDER_ID, LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from '../domain/constants.ts';
+import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
+import type { Provider } from '../domain/model/observedCluster.ts';
+import type { ScopeOutcome } from '../domain/model/scope.ts';
+import { DEFAULT_SOURCE, DetailType, MAX_DETAIL_BYTES, SCHEMA_VERSION } from '../../events/detailTypes.ts';
+import type { CpsyncEvent, ProfileChangeDetail, ScopeSyncedDetail } from '../../events/types.ts';
+
+/** A UUID-shaped id hashed from `parts`: the same parts always give the same id. */
+export function deterministicId(...parts: unknown[]): string {
+  const hex = createHash('sha256').update(canonicalJson(parts)).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+const DETAIL_TYPE_OF = {
+  created: DetailType.Created,
+  updated: DetailType.Updated,
+  deleted: DetailType.Deleted,
+} as const;
+
+function bytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value), 'utf8');
+}
+
+/**
+ * The event for one change applied to the hub. Its id is a function of the change itself: the
+ * object's identity (namespace, name, uid) and, for an update, the version it was made from and the
+ * fields it changed. The same change announced again — after a retry, by recovery, or by a second run
+ * that made it at the same moment — has the same id, so subscribers can de-duplicate.
+ */
+export function buildChangeEvent(
+  change: AppliedChange,
+  context: EventContext,
+): CpsyncEvent<ProfileChangeDetail> {
+  const profile: ClusterProfile = change.profile;
+  const { namespace, name, uid } = profile.metadata;
+  const labels = profile.metadata.labels ?? {};
+  const providerId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '';
+  const detailType = DETAIL_TYPE_OF[change.kind];
+  // A creation or deletion happens once per object (uid); an update, once per version it starts from.
+  const identity =
+    change.kind === 'updated'
+      ? [detailType, namespace, name, uid ?? '', change.previousResourceVersion ?? '', change.changes]
+      : [detailType, namespace, name, uid ?? ''];
+  const detail: ProfileChangeDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: deterministicId(...identity),
+    syncId: context.syncId,
+    occurredAt: context.occurredAt,
+    scope: context.scope,
+    namespace,
+    name,
+    cluster: {
+      provider: (labels[LABEL_PROVIDER] ?? context.scope.provider) as Provider,
+      region: labels[LABEL_REGION] ?? '',
+      account: labels[LABEL_ACCOUNT] ?? context.scope.account,
+      displayName: profile.spec?.displayName ?? '',
+      providerId,
+    },
+    changedFields: [...new Set(change.changes.map((c) => c.field))],
+    changes: change.changes,
+    ...(change.kind === 'deleted' ? {} : { profile }),
+  };
+  if (bytes(detail) > MAX_DETAIL_BYTES) {
+    delete detail.profile;
+    detail.profileOmitted = true;
+  }
+  if (bytes(detail) > MAX_DETAIL_BYTES) {
+    detail.changes = detail.changes.map((c) => ({ field: c.field }));
+  }
+  return {
+    source: context.source ?? DEFAULT_SOURCE,
+    detailType,
+    detail,
+    resources: providerId ? [providerId] : [],
+    time: context.occurredAt,
+  };
+}
+
+export interface ScopeSummary {
+  outcome: ScopeOutcome;
+  counts: ScopeSyncedDetail['counts'];
+  durationMs: number;
+  error?: ScopeSyncedDetail['error'];
+}
+
+/** The one `Inventory Scope Synced` event of a scope in a run. */
+export function buildScopeEvent(
+  summary: ScopeSummary,
+  context: EventContext,
+): CpsyncEvent<ScopeSyncedDetail> {
+  const { outcome } = summary;
+  const error =
+    summary.error ??
+    (outcome.failure ? { reason: outcome.failure.reason, message: outcome.failure.message } : undefined);
+  const detail: ScopeSyncedDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: deterministicId(DetailType.ScopeSynced, context.syncId, context.scope),
+    syncId: context.syncId,
+    occurredAt: context.occurredAt,
+    scope: context.scope,
+    outcome: outcome.kind,
+    counts: summary.counts,
+    durationMs: summary.durationMs,
+    ...(outcome.missing && outcome.missing.length > 0 ? { missing: outcome.missing.slice(0, 100) } : {}),
+    ...(error ? { error: { reason: error.reason, message: error.message.slice(0, 2000) } } : {}),
+  };
+  return {
+    source: context.source ?? DEFAULT_SOURCE,
+    detailType: DetailType.ScopeSynced,
+    detail,
+    resources: [],
+    time: context.occurredAt,
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * Write-ahead intents: before a plan touches the hub, each planned change is recorded in the outbox.
+ * Once the change's event is in the outbox the intent goes. An intent left behind means the process
+ * stopped in between; the next run looks at the hub: if the change did reach it, its event is made
+ * then (from the object as stored), otherwise the intent is dropped and the next plan redoes the change.
+ */
+import { createHash } from 'node:crypto';
+import { buildChangeEvent } from './events.ts';
+import type { CpsyncEvent } from '../../events/types.ts';
+import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
+import { OWNED_ANNOTATIONS, OWNED_LABELS } from '../domain/constants.ts';
+import { canonicalJson } from '../domain/json.ts';
+import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
+import { ownedStatusOf, pick, type Plan } from '../domain/plan.ts';
+import type { Hub, LeaseHolder, LeaseStore, Outbox } from './ports.ts';
+import { MalformedObjectError } from '../domain/errors.ts';
+import { profileProblem } from '../domain/model/validate.ts';
+
+/** How long an intent belongs to its run: longer than any run's apply phase (a Lambda runs 15 minutes at most). */
+export const DEFAULT_INTENT_LEASE_MILLIS = 15 * 60 * 1000;
+
+/** A fingerprint of what cpsync owns in a profile (times left out); `objectOnly` leaves the status out too. */
+export function fingerprint(
+  profile: ClusterProfile,
+  accessProviderNames: readonly string[],
+  objectOnly = false,
+): string {
+  const owned = {
+    labels: pick(profile.metadata.labels, OWNED_LABELS),
+    annotations: pick(profile.metadata.annotations, OWNED_ANNOTATIONS),
+    spec: { displayName: profile.spec?.displayName, clusterManager: profile.spec?.clusterManager?.name },
+    ...(objectOnly ? {} : { status: ownedStatusOf(profile.status, accessProviderNames) }),
+  };
+  return createHash('sha256').update(canonicalJson(owned)).digest('hex');
+}
+
+/** Who writes intents, and for how long they stay theirs. */
+export interface IntentOwner {
+  context: EventContext;
+  accessProviderNames: readonly string[];
+  /** @default DEFAULT_INTENT_LEASE_MILLIS */
+  leaseMillis?: number;
+  /** The run's lease, when it holds one. */
+  held?: { holder: string; lease: string };
+}
+
+type IntentFields = Omit<ChangeIntent, 'id' | 'context' | 'notBefore' | 'holder' | 'lease'>;
+
+/** An intent of `owner`, its id unique to the run, the change's kind (`part`) and the profile. */
+function intent(owner: IntentOwner, part: string, fields: IntentFields): ChangeIntent {
+  const { context, leaseMillis = DEFAULT_INTENT_LEASE_MILLIS, held } = owner;
+  return {
+    id: createHash('sha256')
+      .update(`${context.syncId}|${part}|${fields.namespace}/${fields.name}`)
+      .digest('hex')
+      .slice(0, 32),
+    ...fields,
+    context,
+    notBefore: new Date(Date.parse(context.occurredAt) + leaseMillis).toISOString(),
+    ...(held ? { holder: held.holder, lease: held.lease } : {}),
+  };
+}
+
+/** One intent per change the plan will make. */
+export function planIntents(plan: Plan, owner: IntentOwner): ChangeIntent[] {
+  const names = owner.accessProviderNames;
+  return [
+    ...plan.creates.map(({ profile }) =>
+      intent(owner, 'created', {
+        kind: 'created',
+        namespace: profile.metadata.namespace,
+        name: profile.metadata.name,
+        changes: [{ field: 'metadata.name', after: profile.metadata.name }],
+        target: fingerprint(profile, names, true),
+      }),
+    ),
+    ...plan.updates.map((update) =>
+      intent(owner, 'updated', {
+        kind: 'updated',
+        namespace: update.profile.metadata.namespace,
+        name: update.profile.metadata.name,
+        changes: update.changes,
+        target: fingerprint(update.profile, names),
+        ...(update.writeObject && update.writeStatus
+          ? { objectTarget: fingerprint(update.profile, names, true) }
+          : {}),
+        ...(update.current.metadata.resourceVersion
+          ? { previousResourceVersion: update.current.metadata.resourceVersion }
+          : {}),
+      }),
+    ),
+    ...plan.deletes.map(({ current }) =>
+      intent(owner, 'deleted', {
+        kind: 'deleted',
+        namespace: current.metadata.namespace,
+        name: current.metadata.name,
+        changes: [{ field: 'metadata.name', before: current.metadata.name }],
+        target: '',
+        previous: current,
+      }),
+    ),
+  ];
+}
+
+/**
+ * The intent of the status half of a change whose object write reached the hub and whose status write
+ * failed: a status write that timed out may still have reached it, and must then be announced (as an
+ * update from the object's version — the event the next run would make if it redid the write).
+ */
+export function remainderIntent(
+  failure: ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> },
+  owner: IntentOwner,
+): ChangeIntent {
+  const { profile, previousResourceVersion, changes } = failure.remainder;
+  return intent(owner, 'status', {
+    kind: 'updated',
+    namespace: profile.metadata.namespace,
+    name: profile.metadata.name,
+    changes,
+    target: fingerprint(profile, owner.accessProviderNames),
+    previousResourceVersion,
+  });
+}
+
+export interface Settlement {
+  /** Until then an intent whose run gave up its lease is still left alone: a write its run sent may yet land. */
+  settleDelayMillis?: number;
+  /** Where runs hold their leases. */
+  leases?: LeaseStore;
+}
+
+/**
+ * The intents that runs which are over left behind. An intent whose run still holds its lease is
+ * never settled, however old; one whose run has given up its lease (finished, stopped, or a process
+ * that is gone) is settled once `settleDelayMillis` have passed; one that names no lease, once its
+ * time is up.
+ */
+async function abandonedIntents(
+  intents: readonly ChangeIntent[],
+  now: Date,
+  settlement: Settlement,
+): Promise<ChangeIntent[]> {
+  const { leases, settleDelayMillis = 0 } = settlement;
+  const holders = new Map<string, Promise<LeaseHolder | undefined>>();
+  const abandoned: ChangeIntent[] = [];
+  for (const intent of intents) {
+    const leased = leases !== undefined && intent.lease !== undefined && intent.holder !== undefined;
+    if (leased) {
+      let holder = holders.get(intent.lease!);
+      if (!holder) holders.set(intent.lease!, (holder = leases.holderOf(intent.lease!)));
+      if ((await holder)?.holder === intent.holder) continue;
+    }
+    const age = now.getTime() - Date.parse(intent.context.occurredAt);
+    if (Date.parse(intent.notBefore) <= now.getTime() || (leased && age >= settleDelayMillis))
+      abandoned.push(intent);
+  }
+  return abandoned;
+}
+
+export interface Recovery {
+  /** Events of changes that reached the hub, now in the outbox. */
+  recovered: CpsyncEvent[];
+  /** Intents that could not be settled now (the hub did not answer); the next run tries again. */
+  problems: string[];
+}
+
+/** The event an intent stands for, when the hub shows its change was made; undefined when it was not. */
+function recoveredEvent(
+  intent: ChangeIntent,
+  stored: ClusterProfile | undefined,
+  accessProviderNames: readonly string[],
+): CpsyncEvent | undefined {
+  let changes = intent.changes;
+  if (intent.kind === 'deleted') {
+    if (stored !== undefined) return undefined;
+  } else if (!stored) return undefined;
+  else if (fingerprint(stored, accessProviderNames, intent.kind === 'created') !== intent.target) {
+    // The object half alone reached the hub: that half is announced, as the run itself would have.
+    if (!intent.objectTarget || fingerprint(stored, accessProviderNames, true) !== intent.objectTarget)
+      return undefined;
+    changes = intent.changes.filter((c) => !c.field.startsWith('status.'));
+  }
+  return buildChangeEvent(
+    {
+      kind: intent.kind,
+      profile: intent.kind === 'deleted' ? intent.previous! : stored!,
+      changes,
+      ...(intent.previousResourceVersion ? { previousResourceVersion: intent.previousResourceVersion } : {}),
+    },
+    intent.context,
+  );
+}
+
+/**
+ * Settles intents that stopped runs left: the events of changes that reached the hub go to the
+ * outbox; every settled intent is then removed. An intent whose profile cannot be read now is kept;
+ * one whose profile is malformed is settled without an event (nothing cpsync wrote is there to announce).
+ */
+export async function recoverIntents(
+  hub: Hub,
+  outbox: Outbox,
+  accessProviderNames: readonly string[],
+  now: Date,
+  settlement: Settlement = {},
+): Promise<Recovery> {
+  const intents = await abandonedIntents(await outbox.intents(), now, settlement);
+  const recovered: CpsyncEvent[] = [];
+  const settled: string[] = [];
+  const problems: string[] = [];
+  for (const intent of intents) {
+    const key = `${intent.namespace}/${intent.name}`;
+    try {
+      const stored = await hub.get({ namespace: intent.namespace, name: intent.name });
+      const malformed = stored === undefined ? undefined : profileProblem(stored);
+      if (malformed)
+        problems.push(`intent for ${key} settled without an event: the profile is malformed (${malformed})`);
+      const event = malformed ? undefined : recoveredEvent(intent, stored, accessProviderNames);
+      if (event) recovered.push(event);
+      settled.push(intent.id);
+    } catch (error) {
+      if (error instanceof MalformedObjectError) {
+        problems.push(`intent for ${key} settled without an event: ${error.message}`);
+        settled.push(intent.id);
+      } else
+        problems.push(`intent for ${key} kept: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+  await outbox.add(recovered);
+  await outbox.removeIntents(settled);
+  return { recovered, problems };
+}

@@ -1,0 +1,133 @@
+import type { ClusterProfile, ProfileRef } from '../domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../domain/model/observedCluster.ts';
+import type { Scope, ScopeOutcome } from '../domain/model/scope.ts';
+import type { CpsyncEvent } from '../../events/types.ts';
+import type { ChangeIntent } from './changes.ts';
+
+/** What a source adapter reports for one scope. A failed listing carries no clusters. */
+export interface ScopeListing {
+  outcome: ScopeOutcome;
+  clusters: ObservedCluster[];
+}
+
+/** A cloud: turns a scope into the clusters it holds. */
+export interface ClusterSource {
+  listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing>;
+  /**
+   * One cluster, for event-triggered syncs: the cluster as it is now, or `undefined` when the provider
+   * answers that it does not exist (not found). Any other failure throws.
+   */
+  getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined>;
+  /** Whether `providerId` (a profile's provider id) names the cluster `ref` points at, compared as this cloud spells ids. */
+  isProviderIdOf(providerId: string, ref: ClusterRef): boolean;
+}
+
+/** Names one cluster within a scope: EKS/GKE by name (GKE with its location), AKS with its resource group. */
+export interface ClusterRef {
+  scope: Scope;
+  name: string;
+  /** GKE: the cluster's location (region or zone). */
+  location?: string;
+  /** AKS: the cluster's resource group. */
+  resourceGroup?: string;
+}
+
+/** A namespace the hub must hold, labelled as a ClusterSet when it stands for one. */
+export interface NamespaceSpec {
+  name: string;
+  clusterSet?: string;
+}
+
+/** Counts of the requests a hub adapter made, by kind. */
+export interface HubRequestCounts {
+  reads: number;
+  writes: number;
+}
+
+/** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
+export interface Hub {
+  ensureNamespace(namespace: NamespaceSpec): Promise<void>;
+  /** One profile, or undefined when there is none. */
+  get(ref: ProfileRef): Promise<ClusterProfile | undefined>;
+  /** Every profile in `namespace` whose labels include `selector`. */
+  list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]>;
+  /** Applies labels, annotations and spec (server-side apply); returns the object as stored. */
+  applyObject(profile: ClusterProfile): Promise<ClusterProfile>;
+  /** Applies the status (status subresource); returns the object as stored. */
+  applyStatus(profile: ClusterProfile): Promise<ClusterProfile>;
+  /** Deletes the profile; with `resourceVersion`, only if it is still that version. Absent is not an error. */
+  delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
+  /** Requests made so far. */
+  requestCounts(): HubRequestCounts;
+  /** Malformed objects met so far (they are left out of lists and never written over). */
+  malformed?(): MalformedObject[];
+}
+
+/** An event the bus did not take. `retryable` failures stay pending; the others are given up on. */
+export interface PublishFailure {
+  eventId: string;
+  code: string;
+  message: string;
+  retryable: boolean;
+}
+
+export interface PublishResult {
+  /** Event ids the bus accepted. */
+  published: string[];
+  failed: PublishFailure[];
+}
+
+/** Where change events go: EventBridge, or JSON lines. */
+export interface EventSink {
+  /** An event counts as published only once it is really out (written, flushed, accepted). Never throws for a refused event. */
+  publish(events: readonly CpsyncEvent[]): Promise<PublishResult>;
+}
+
+/** A stored record the outbox could not read (a truncated or empty file): moved aside, never fatal. */
+export interface QuarantinedRecord {
+  /** Where it was moved to. */
+  path: string;
+  reason: string;
+}
+
+/** Events not yet published, kept durably until the bus takes them. */
+export interface Outbox {
+  /** Durable once it resolves. */
+  add(events: readonly CpsyncEvent[]): Promise<void>;
+  pending(): Promise<CpsyncEvent[]>;
+  remove(eventIds: readonly string[]): Promise<void>;
+  /** Write-ahead records of changes about to be made (see core/intents.ts). Durable once it resolves. */
+  addIntents(intents: readonly ChangeIntent[]): Promise<void>;
+  intents(): Promise<ChangeIntent[]>;
+  removeIntents(ids: readonly string[]): Promise<void>;
+  /** Records found unreadable (and moved aside) so far. */
+  quarantined?(): QuarantinedRecord[];
+}
+
+/** Who holds a lease, and until when (RFC 3339). */
+export interface LeaseHolder {
+  holder: string;
+  until: string;
+}
+
+export type LeaseAnswer = { acquired: true } | { acquired: false; heldBy: LeaseHolder };
+
+/**
+ * Leases on the hub that keep two runs from applying the same account's scopes at once (a
+ * `coordination.k8s.io` Lease, or a lock file beside the file hub).
+ */
+export interface LeaseStore {
+  /** Takes `name` for `holder` for `durationMillis` (renews it when `holder` has it), or says who has it. */
+  acquire(name: string, holder: string, durationMillis: number): Promise<LeaseAnswer>;
+  /** Gives `name` up if `holder` still has it. */
+  release(name: string, holder: string): Promise<void>;
+  /** Who has `name` now; an expired lease, or one whose process is gone, is nobody's. */
+  holderOf(name: string): Promise<LeaseHolder | undefined>;
+}
+
+/** An object in the hub that is not a well-formed ClusterProfile: named, left untouched, counted. */
+export interface MalformedObject {
+  namespace: string;
+  name: string;
+  reason: string;
+}

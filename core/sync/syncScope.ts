@@ -1,0 +1,149 @@
+import { applyPlan, type ApplyResult } from './applyPlan.ts';
+import { InvalidClusterError, MalformedObjectError } from '../domain/errors.ts';
+import { scopeSelector } from '../domain/labels.ts';
+import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
+import { profileProblem } from '../domain/model/validate.ts';
+import { normalizeAll } from '../domain/normalize.ts';
+import type { InventoryOptions } from '../domain/options.ts';
+import { plan, type Plan } from '../domain/plan.ts';
+import type { Hub, MalformedObject, NamespaceSpec, ScopeListing } from './ports.ts';
+import { clusterInScope } from '../domain/scopes.ts';
+
+export interface SyncScopeInput {
+  hub: Hub;
+  listing: ScopeListing;
+  options: InventoryOptions;
+  /** Stamp for what changes in this run (RFC 3339, whole seconds). */
+  now: string;
+  /** Provider ids the provider confirmed gone. */
+  confirmedGone?: ReadonlySet<string>;
+  /** Plan only: read the hub, write nothing. */
+  dryRun?: boolean;
+  /** Called with the plan just before it is applied (write-ahead intents). */
+  beforeApply?: (plan: Plan) => Promise<void>;
+  /** Stops applying (the write in flight finishes). */
+  signal?: AbortSignal;
+}
+
+export interface SyncScopeResult {
+  plan: Plan;
+  applied: ApplyResult;
+  /** Clusters the listing reported that could not become profiles. */
+  invalid: InvalidClusterError[];
+  /** Objects of the hub that are not well-formed profiles: left untouched. */
+  malformed: MalformedObject[];
+}
+
+/** Every namespace a scope's profiles may live in: the default and those named by rules or ClusterSets. */
+export function inventoryNamespaces(options: InventoryOptions): NamespaceSpec[] {
+  const names = new Set([options.namespace, ...options.namespaceRules.map((rule) => rule.namespace)]);
+  return [...names].sort().map((name) => {
+    const clusterSet = options.clusterSets[name];
+    return clusterSet === undefined ? { name } : { name, clusterSet };
+  });
+}
+
+/**
+ * One scope, end to end against the hub: normalize the listing, read what the hub holds for the
+ * scope, plan, apply. Level-triggered: whatever earlier runs did, the hub ends matching the listing.
+ *
+ * Two guards keep a scope to what it can see: a listed cluster outside the scope is not planned (it
+ * is reported as invalid), and a profile the plan would create is looked up by name first, so a
+ * profile that exists but is not selected by the scope's labels (written by hand, or by an older
+ * version) is updated rather than announced as created again. Malformed objects are left untouched.
+ */
+export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult> {
+  const { hub, listing, options, now } = input;
+  const scope = listing.outcome.scope;
+  const outside = listing.clusters.filter((cluster) => !clusterInScope(cluster, scope));
+  const inside =
+    outside.length === 0 ? listing.clusters : listing.clusters.filter((c) => clusterInScope(c, scope));
+  const { profiles: desired, errors: invalid } = normalizeAll(inside, options, now);
+  for (const cluster of outside)
+    invalid.push(
+      new InvalidClusterError(
+        'region',
+        cluster.providerId,
+        `is ${cluster.provider}/${cluster.account}/${cluster.region}, outside the scope listed`,
+      ),
+    );
+  // A complete listing with clusters that could not be read is not complete: their profiles must not be
+  // taken for clusters that are gone.
+  const outcome: ScopeListing['outcome'] =
+    invalid.length > 0 && listing.outcome.kind === 'complete'
+      ? { ...listing.outcome, kind: 'partial', missing: invalid.map((e) => e.providerId || '(no id)').sort() }
+      : listing.outcome;
+  const namespaces = inventoryNamespaces(options);
+  const selector = scopeSelector(options.manager, scope);
+  const malformed: MalformedObject[] = [];
+  const current: ClusterProfile[] = [];
+  const note = (
+    profile: { metadata?: { namespace?: unknown; name?: unknown } },
+    reason: string,
+    ns: string,
+  ) =>
+    malformed.push({
+      namespace: typeof profile.metadata?.namespace === 'string' ? profile.metadata.namespace : ns,
+      name: typeof profile.metadata?.name === 'string' ? profile.metadata.name : '(unnamed)',
+      reason,
+    });
+  for (const namespace of namespaces)
+    for (const profile of await hub.list(namespace.name, selector)) {
+      const problem = profileProblem(profile);
+      if (problem) note(profile, problem, namespace.name);
+      else current.push(profile);
+    }
+
+  const planInput = {
+    outcome,
+    desired,
+    manager: options.manager,
+    deletionGraceListings: options.deletionGraceListings,
+    accessProviderNames: Object.values(options.accessProviderNames),
+    now,
+    ...(input.confirmedGone ? { confirmedGone: input.confirmedGone } : {}),
+  };
+  let result = plan({ ...planInput, current });
+  if (result.creates.length > 0) {
+    // Profiles that exist under a name the plan would create, but that the scope's labels did not select.
+    const untouchable = new Set(malformed.map(profileKey));
+    const found: ClusterProfile[] = [];
+    for (const { profile } of result.creates) {
+      try {
+        const stored = await hub.get(profile.metadata);
+        if (!stored) continue;
+        const problem = profileProblem(stored);
+        if (problem) {
+          note(stored, problem, profile.metadata.namespace);
+          untouchable.add(profileKey(profile.metadata));
+        } else found.push(stored);
+      } catch (error) {
+        if (!(error instanceof MalformedObjectError)) throw error;
+        malformed.push({ ...profile.metadata, reason: error.malformed });
+        untouchable.add(profileKey(profile.metadata));
+      }
+    }
+    if (found.length > 0 || untouchable.size > 0) {
+      result = plan({
+        ...planInput,
+        desired: desired.filter((p) => !untouchable.has(profileKey(p.metadata))),
+        current: [...current, ...found],
+      });
+      for (const key of untouchable) {
+        const [namespace, name] = key.split('/') as [string, string];
+        result.skipped.push({
+          namespace,
+          name,
+          reason: 'Malformed',
+          detail: `${key} in the hub is malformed (${malformed.find((m) => profileKey(m) === key)?.reason ?? 'unreadable'}); left untouched`,
+        });
+      }
+    }
+  }
+  if (input.dryRun) return { plan: result, applied: { applied: [], failed: [] }, invalid, malformed };
+
+  const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
+  for (const namespace of namespaces.filter((ns) => used.has(ns.name))) await hub.ensureNamespace(namespace);
+  await input.beforeApply?.(result);
+  return { plan: result, applied: await applyPlan(hub, result, input.signal), invalid, malformed };
+}

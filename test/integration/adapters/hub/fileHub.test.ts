@@ -1,0 +1,263 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { HubConflictError } from '../../../../adapters/hub/errors.ts';
+import { FileHub } from '../../../../adapters/hub/FileHub.ts';
+import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
+import type { ScopeOutcomeKind } from '../../../../core/domain/model/scope.ts';
+import { inventoryOptions } from '../../../../core/domain/options.ts';
+import type { Plan } from '../../../../core/domain/plan.ts';
+import type { Hub } from '../../../../core/sync/ports.ts';
+import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { aksCluster, eksCluster } from '../../../support/fixtures.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+
+const scope = { provider: 'aks' as const, account: '00000000-1111-2222-3333-444444444444', region: '*' };
+const selector = { 'x-k8s.io/cluster-manager': 'cpsync' };
+
+/** A run of listings that exercises create, update, miss, return, failure and delete. */
+const web = aksCluster({ name: 'web' });
+const api = aksCluster({ name: 'api', resourceGroup: 'rg-api' });
+const batch = aksCluster({
+  name: 'batch',
+  resourceGroup: 'rg-batch',
+  health: { status: 'Succeeded', powerState: 'Stopped', issues: [] },
+});
+const steps: Array<[ScopeOutcomeKind, ObservedCluster[]]> = [
+  ['complete', [web, api, batch]],
+  ['complete', [web, api, batch]],
+  ['complete', [{ ...web, kubernetesVersion: '1.31.1' }, api]],
+  ['failed', []],
+  [
+    'complete',
+    [
+      { ...web, kubernetesVersion: '1.31.1' },
+      { ...api, nodes: { count: 5, instanceTypes: ['Standard_D8s_v5'] } },
+    ],
+  ],
+  [
+    'complete',
+    [
+      { ...web, kubernetesVersion: '1.31.1' },
+      { ...api, nodes: { count: 5, instanceTypes: ['Standard_D8s_v5'] } },
+      eksCluster({ name: 'x', provider: 'aks', account: scope.account, region: 'westeurope' }),
+    ],
+  ],
+];
+
+function summary(plan: Plan) {
+  return {
+    creates: plan.creates.map((c) => c.profile.metadata.name).sort(),
+    updates: plan.updates
+      .map((u) => [u.profile.metadata.name, u.changes, u.writeObject, u.writeStatus])
+      .sort(),
+    deletes: plan.deletes.map((d) => [d.current.metadata.name, d.reason]).sort(),
+    unchanged: plan.unchanged,
+  };
+}
+
+function owned(profiles: ClusterProfile[]) {
+  return profiles
+    .map((p) => ({
+      name: p.metadata.name,
+      labels: p.metadata.labels,
+      annotations: p.metadata.annotations,
+      spec: p.spec,
+      status: p.status,
+    }))
+    .sort((a, b) => a.name.localeCompare(b.name));
+}
+
+async function replay(hub: Hub, namespace: string) {
+  const options = inventoryOptions({ namespace });
+  const plans = [];
+  for (const [index, [kind, clusters]] of steps.entries()) {
+    const result = await syncScope({
+      hub,
+      listing: { outcome: { scope, kind }, clusters },
+      options,
+      now: `2026-04-01T00:0${index}:00Z`,
+    });
+    assert.deepEqual(result.applied.failed, []);
+    plans.push(summary(result.plan));
+  }
+  return { plans, profiles: owned(await hub.list(namespace, selector)) };
+}
+
+describe('file hub', () => {
+  let directory: string;
+  let kube: KubernetesHub;
+
+  before(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'cpsync-files-'));
+    kube = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+  });
+
+  it('round-trips the same profiles and the same plans as the Kubernetes hub', async () => {
+    const namespace = uniqueNamespace('parity');
+    const files = await replay(new FileHub({ directory }), namespace);
+    const cluster = await replay(kube, namespace);
+    assert.deepEqual(files.plans, cluster.plans);
+    assert.deepEqual(files.profiles, cluster.profiles);
+    assert.equal(files.profiles.length, 3);
+  });
+
+  it('keeps one readable YAML file per profile', async () => {
+    const namespace = uniqueNamespace('files');
+    const hub = new FileHub({ directory });
+    await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' }, clusters: [web, api] },
+      options: inventoryOptions({ namespace }),
+      now: '2026-04-01T00:00:00Z',
+    });
+    const names = readdirSync(join(directory, namespace))
+      .filter((f) => f !== '_namespace.yaml')
+      .sort();
+    assert.equal(names.length, 2);
+    const profile = parse(readFileSync(join(directory, namespace, names[0]!), 'utf8')) as ClusterProfile;
+    assert.equal(profile.apiVersion, 'multicluster.x-k8s.io/v1alpha1');
+    assert.equal(`${profile.metadata.name}.yaml`, names[0]);
+  });
+
+  it('performs zero writes when nothing changed', async () => {
+    const namespace = uniqueNamespace('files-zero');
+    const options = inventoryOptions({ namespace });
+    const listing = { outcome: { scope, kind: 'complete' as const }, clusters: [web, api] };
+    await syncScope({ hub: new FileHub({ directory }), listing, options, now: '2026-04-01T00:00:00Z' });
+    const again = new FileHub({ directory });
+    await syncScope({ hub: again, listing, options, now: '2026-04-01T00:15:00Z' });
+    assert.deepEqual(again.requestCounts(), { reads: 1, writes: 0 });
+  });
+
+  it('refuses a delete whose precondition no longer holds', async () => {
+    const namespace = uniqueNamespace('files-rv');
+    const hub = new FileHub({ directory });
+    await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' }, clusters: [web] },
+      options: inventoryOptions({ namespace }),
+      now: '2026-04-01T00:00:00Z',
+    });
+    const [profile] = await hub.list(namespace, selector);
+    await assert.rejects(
+      hub.delete({ namespace, name: profile!.metadata.name, resourceVersion: '999' }),
+      HubConflictError,
+    );
+    await hub.delete({
+      namespace,
+      name: profile!.metadata.name,
+      resourceVersion: profile!.metadata.resourceVersion!,
+    });
+    assert.deepEqual(await hub.list(namespace, selector), []);
+  });
+
+  it('serves lists from memory yet sees what another process changed in the directory', async () => {
+    const namespace = uniqueNamespace('files-index');
+    const options = inventoryOptions({ namespace });
+    const hub = new FileHub({ directory });
+    await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' }, clusters: [web] },
+      options,
+      now: '2026-04-01T00:00:00Z',
+    });
+    assert.deepEqual(
+      (await hub.list(namespace, selector)).map((p) => p.spec.displayName),
+      ['web'],
+    );
+    // Another process (its own FileHub) adds a profile and removes one by hand.
+    const other = new FileHub({ directory });
+    await syncScope({
+      hub: other,
+      listing: { outcome: { scope, kind: 'complete' }, clusters: [web, api] },
+      options,
+      now: '2026-04-01T00:15:00Z',
+    });
+    assert.deepEqual((await hub.list(namespace, selector)).map((p) => p.spec.displayName).sort(), [
+      'api',
+      'web',
+    ]);
+    const webFile = readdirSync(join(directory, namespace)).find((f) => f.includes('-web-'))!;
+    rmSync(join(directory, namespace, webFile));
+    assert.deepEqual(
+      (await hub.list(namespace, selector)).map((p) => p.spec.displayName),
+      ['api'],
+    );
+    // What a caller does with a listed profile does not leak into the next list.
+    const [listed] = await hub.list(namespace, selector);
+    listed!.metadata.labels = {};
+    assert.equal((await hub.list(namespace, selector)).length, 1);
+  });
+
+  it('lists by every label of the selector as labels change, from its index and from the files', async () => {
+    const namespace = uniqueNamespace('files-labels');
+    const hub = new FileHub({ directory });
+    await hub.ensureNamespace({ name: namespace });
+    const profile = (name: string, labels: Record<string, string>): ClusterProfile => ({
+      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+      kind: 'ClusterProfile',
+      metadata: { name, namespace, labels },
+      spec: { displayName: name, clusterManager: { name: 'cpsync' } },
+    });
+    await hub.applyObject(profile('a', { team: 'web', env: 'prod' }));
+    await hub.applyObject(profile('b', { team: 'web', env: 'dev' }));
+    await hub.applyObject(profile('c', { team: 'data', env: 'prod' }));
+    const names = async (selector: Record<string, string>, from: FileHub = hub) =>
+      (await from.list(namespace, selector)).map((p) => p.metadata.name);
+    assert.deepEqual(await names({}), ['a', 'b', 'c']);
+    assert.deepEqual(await names({ team: 'web' }), ['a', 'b']);
+    assert.deepEqual(await names({ team: 'web', env: 'prod' }), ['a']);
+    assert.deepEqual(await names({ team: 'web', env: 'test' }), []);
+    assert.deepEqual(await names({ owner: 'nobody' }), []);
+    await hub.applyObject(profile('b', { team: 'data' }));
+    await hub.delete({ namespace, name: 'c' });
+    assert.deepEqual(await names({ team: 'web' }), ['a']);
+    assert.deepEqual(await names({ team: 'data' }), ['b']);
+    assert.deepEqual(await names({ env: 'dev' }), ['b']);
+    assert.deepEqual(await names({ env: 'prod' }), ['a']);
+    // A hub that reads the same files builds the same index.
+    const fresh = new FileHub({ directory });
+    assert.deepEqual(await names({ team: 'data', env: 'dev' }, fresh), ['b']);
+    assert.deepEqual(await names({ env: 'prod' }, fresh), ['a']);
+  });
+
+  it('keeps every one of many concurrent writes while it reads again what another process changed', async () => {
+    const namespace = uniqueNamespace('files-race');
+    const hub = new FileHub({ directory });
+    await hub.ensureNamespace({ name: namespace });
+    const profile = (name: string): ClusterProfile => ({
+      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+      kind: 'ClusterProfile',
+      metadata: { name, namespace, labels: { team: 'web' } },
+      spec: { displayName: name, clusterManager: { name: 'cpsync' } },
+      status: { version: { kubernetes: '1.31' } },
+    });
+    await hub.applyObject(profile('first'));
+    assert.equal((await hub.list(namespace, {})).length, 1);
+    // Another process writes to the same directory: the hub must read it again, with writes arriving.
+    await new FileHub({ directory }).applyObject(profile('other'));
+    const names = Array.from({ length: 60 }, (_, i) => `p-${i}`);
+    await Promise.all(
+      names.map(async (name) => {
+        await hub.applyObject(profile(name));
+        await hub.applyStatus(profile(name));
+      }),
+    );
+    const listed = await hub.list(namespace, { team: 'web' });
+    assert.equal(listed.length, 62);
+    assert.ok(listed.filter((p) => p.metadata.name.startsWith('p-')).every((p) => p.status?.version));
+    assert.equal((await new FileHub({ directory }).list(namespace, { team: 'web' })).length, 62);
+  });
+
+  it('refuses names that could escape its directory', async () => {
+    const hub = new FileHub({ directory });
+    await assert.rejects(hub.list('../etc', {}), /not a valid namespace name/);
+    await assert.rejects(hub.delete({ namespace: 'ok', name: '../../x' }), /not a valid object name/);
+  });
+});

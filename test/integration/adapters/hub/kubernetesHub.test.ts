@@ -1,0 +1,243 @@
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { HubRejectedError } from '../../../../adapters/hub/errors.ts';
+import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
+import type { ScopeOutcomeKind } from '../../../../core/domain/model/scope.ts';
+import { normalize } from '../../../../core/domain/normalize.ts';
+import { inventoryOptions, type InventoryOptions } from '../../../../core/domain/options.ts';
+import type { ScopeListing } from '../../../../core/sync/ports.ts';
+import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { aksCluster, eksCluster, gkeCluster } from '../../../support/fixtures.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+
+const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
+
+function listing(clusters: ObservedCluster[], kind: ScopeOutcomeKind = 'complete'): ScopeListing {
+  return { outcome: { scope, kind }, clusters };
+}
+
+function strip(profile: ClusterProfile) {
+  return {
+    metadata: {
+      name: profile.metadata.name,
+      labels: profile.metadata.labels,
+      annotations: profile.metadata.annotations,
+    },
+    spec: profile.spec,
+    status: profile.status,
+  };
+}
+
+function versions(profiles: ClusterProfile[]): Record<string, string | undefined> {
+  return Object.fromEntries(profiles.map((p) => [p.metadata.name, p.metadata.resourceVersion]));
+}
+
+describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', () => {
+  let hub: KubernetesHub;
+  let options: InventoryOptions;
+  let namespace: string;
+  const selector = { 'x-k8s.io/cluster-manager': 'cpsync' };
+
+  before(async () => {
+    const state = await localHub();
+    hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
+    namespace = uniqueNamespace('hub-it');
+    options = inventoryOptions({
+      namespace,
+      clusterSets: { [namespace]: 'prod-set' },
+      tagAllowList: ['team'],
+    });
+  });
+
+  it('accepts every profile the normalizer makes, status included', async () => {
+    const types = Array.from({ length: 80 }, (_, i) => `Standard_E${i}as_v5`);
+    const clusters = [
+      eksCluster({ name: 'Prod_Cluster.Main' }),
+      eksCluster({
+        name: 'creating',
+        endpoints: [],
+        certificateAuthorityData: undefined,
+        kubernetesVersion: undefined,
+        health: { status: 'CREATING', issues: [] },
+        nodes: { instanceTypes: [] },
+      }),
+      eksCluster({ name: '生产集群' }),
+      gkeCluster({ account: scope.account, zone: 'europe-west1-b' }),
+      aksCluster({
+        account: scope.account,
+        nodes: { count: 80, instanceTypes: types },
+        health: { status: 'Succeeded', powerState: 'Stopped', issues: [] },
+      }),
+    ].map((c) => ({ ...c, provider: 'eks' as const, account: scope.account, region: 'us-east-1' }));
+    const now = '2026-02-01T00:00:00Z';
+    const result = await syncScope({ hub, listing: listing(clusters), options, now });
+    assert.deepEqual(result.applied.failed, []);
+    assert.equal(result.applied.applied.length, clusters.length);
+
+    const stored = await hub.list(namespace, selector);
+    assert.equal(stored.length, clusters.length);
+    const wanted = clusters.map((c) => strip(normalize(c, options, now)));
+    assert.deepEqual(
+      stored.map(strip).sort((x, y) => x.metadata.name.localeCompare(y.metadata.name)),
+      wanted.sort((x, y) => x.metadata.name.localeCompare(y.metadata.name)),
+    );
+  });
+
+  it('labels the namespace of a ClusterSet', async () => {
+    const state = await localHub();
+    const core = adminKubeConfig(state).makeApiClient(CoreV1Api);
+    const ns = await core.readNamespace({ name: namespace });
+    assert.equal(ns.metadata?.labels?.['multicluster.x-k8s.io/clusterset'], 'prod-set');
+  });
+
+  it('refuses a change of spec.clusterManager through the CRD rule', async () => {
+    const [profile] = await hub.list(namespace, selector);
+    const changed: ClusterProfile = {
+      ...profile!,
+      spec: { ...profile!.spec, clusterManager: { name: 'someone-else' } },
+    };
+    await assert.rejects(hub.applyObject(changed), (error: unknown) => {
+      assert.ok(error instanceof HubRejectedError, String(error));
+      assert.match(error.message, /ClusterManager is immutable/);
+      return true;
+    });
+  });
+
+  it('performs zero writes when the same state is applied again', async () => {
+    const ns = uniqueNamespace('hub-zero');
+    const opts = inventoryOptions({ namespace: ns });
+    const clusters = [eksCluster({ name: 'a' }), eksCluster({ name: 'b' }), eksCluster({ name: 'c' })];
+    await syncScope({ hub, listing: listing(clusters), options: opts, now: '2026-02-01T00:00:00Z' });
+    const before = versions(await hub.list(ns, selector));
+
+    const counted = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+    const second = await syncScope({
+      hub: counted,
+      listing: listing(clusters),
+      options: opts,
+      now: '2026-02-01T00:15:00Z',
+    });
+    assert.equal(second.plan.unchanged, 3);
+    assert.deepEqual(counted.requestCounts(), { reads: 1, writes: 0 });
+    assert.deepEqual(versions(await hub.list(ns, selector)), before);
+  });
+
+  it('turns one changed cloud value into exactly one status write', async () => {
+    const ns = uniqueNamespace('hub-one');
+    const opts = inventoryOptions({ namespace: ns });
+    const clusters = [eksCluster({ name: 'a' }), eksCluster({ name: 'b' })];
+    await syncScope({ hub, listing: listing(clusters), options: opts, now: '2026-02-01T00:00:00Z' });
+    const before = versions(await hub.list(ns, selector));
+
+    const counted = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+    const upgraded = [{ ...clusters[0]!, kubernetesVersion: '1.32' }, clusters[1]!];
+    const result = await syncScope({
+      hub: counted,
+      listing: listing(upgraded),
+      options: opts,
+      now: '2026-02-01T00:15:00Z',
+    });
+    assert.deepEqual(counted.requestCounts(), { reads: 1, writes: 1 });
+    assert.deepEqual(
+      result.applied.applied.map((c) => [c.kind, c.changes.map((f) => f.field)]),
+      [['updated', ['status.version.kubernetes']]],
+    );
+
+    const after = await hub.list(ns, selector);
+    const changedName = result.applied.applied[0]!.profile.metadata.name;
+    for (const profile of after) {
+      if (profile.metadata.name === changedName) {
+        assert.notEqual(profile.metadata.resourceVersion, before[changedName]);
+        assert.equal(profile.status?.version?.kubernetes, '1.32');
+      } else {
+        assert.equal(profile.metadata.resourceVersion, before[profile.metadata.name]);
+      }
+    }
+  });
+
+  it('never modifies or deletes a profile of another cluster manager in the same namespace', async () => {
+    const ns = uniqueNamespace('hub-foreign');
+    const opts = inventoryOptions({ namespace: ns });
+    const state = await localHub();
+    const ocm = new KubernetesHub({ kubeConfig: adminKubeConfig(state), fieldManager: 'ocm' });
+    const mine = eksCluster({ name: 'mine' });
+    const theirs = normalize(
+      eksCluster({ name: 'theirs' }),
+      inventoryOptions({ manager: 'ocm', namespace: ns }),
+      '2026-02-01T00:00:00Z',
+    );
+    // The other manager's profile carries the cpsync scope labels too, and a name cpsync would also choose.
+    const clash = normalize(eksCluster({ name: 'clash' }), opts, '2026-02-01T00:00:00Z');
+    const clashOwned: ClusterProfile = {
+      ...clash,
+      metadata: {
+        ...clash.metadata,
+        labels: { ...clash.metadata.labels, 'x-k8s.io/cluster-manager': 'ocm' },
+      },
+      spec: { ...clash.spec, clusterManager: { name: 'ocm' } },
+    };
+    await ocm.ensureNamespace({ name: ns });
+    for (const p of [theirs, clashOwned]) {
+      await ocm.applyObject(p);
+      await ocm.applyStatus(p);
+    }
+    const allBefore = versions(await ocm.list(ns, {}));
+
+    for (let run = 0; run < 3; run++) {
+      const result = await syncScope({
+        hub,
+        listing: listing([mine, eksCluster({ name: 'clash' })]),
+        options: opts,
+        now: `2026-02-01T00:${run}0:00Z`,
+      });
+      assert.equal(result.plan.deletes.length, 0);
+      // The clashing name is found before a create is tried, and skipped: no write to it at all.
+      assert.deepEqual(result.applied.failed, []);
+      assert.deepEqual(
+        result.plan.skipped.map((s) => [`${s.namespace}/${s.name}`, s.reason]),
+        [[`${ns}/${clash.metadata.name}`, 'OwnedByAnotherManager']],
+      );
+    }
+    const allAfter = versions(await ocm.list(ns, {}));
+    assert.equal(allAfter[theirs.metadata.name], allBefore[theirs.metadata.name]);
+    assert.equal(allAfter[clash.metadata.name], allBefore[clash.metadata.name]);
+    const stillTheirs = (await ocm.list(ns, {})).find((p) => p.metadata.name === clash.metadata.name)!;
+    assert.equal(stillTheirs.spec.clusterManager.name, 'ocm');
+  });
+
+  it('deletes a cluster that is gone only after the grace of complete listings, never after a failed one', async () => {
+    const ns = uniqueNamespace('hub-del');
+    const opts = inventoryOptions({ namespace: ns });
+    const a = eksCluster({ name: 'a' });
+    const b = eksCluster({ name: 'b' });
+    await syncScope({ hub, listing: listing([a, b]), options: opts, now: '2026-02-01T00:00:00Z' });
+    await syncScope({ hub, listing: listing([], 'failed'), options: opts, now: '2026-02-01T00:05:00Z' });
+    assert.equal((await hub.list(ns, selector)).length, 2);
+
+    await syncScope({ hub, listing: listing([a]), options: opts, now: '2026-02-01T00:10:00Z' });
+    const marked = (await hub.list(ns, selector)).find((p) => p.spec.displayName === 'b')!;
+    const joined = marked.status!.conditions!.find((c) => c.type === 'Joined')!;
+    assert.deepEqual([joined.status, joined.reason], ['False', 'NotFoundInProvider']);
+
+    await syncScope({ hub, listing: listing([a], 'partial'), options: opts, now: '2026-02-01T00:15:00Z' });
+    assert.equal((await hub.list(ns, selector)).length, 2);
+    await syncScope({ hub, listing: listing([a]), options: opts, now: '2026-02-01T00:20:00Z' });
+    assert.deepEqual(
+      (await hub.list(ns, selector)).map((p) => p.spec.displayName),
+      ['a'],
+    );
+  });
+
+  it('lists across pages', async () => {
+    const ns = uniqueNamespace('hub-page');
+    const opts = inventoryOptions({ namespace: ns });
+    const clusters = Array.from({ length: 7 }, (_, i) => eksCluster({ name: `c${i}` }));
+    await syncScope({ hub, listing: listing(clusters), options: opts, now: '2026-02-01T00:00:00Z' });
+    const paged = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()), pageSize: 3 });
+    assert.equal((await paged.list(ns, selector)).length, 7);
+    assert.deepEqual(paged.requestCounts(), { reads: 3, writes: 0 });
+  });
+});

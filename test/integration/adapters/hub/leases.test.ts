@@ -1,0 +1,187 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { before, describe, it } from 'node:test';
+import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
+import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
+import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
+import type { LeaseStore } from '../../../../core/sync/ports.ts';
+import { LeaseBusyError, RunLeases } from '../../../../core/sync/runLeases.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+
+const MODULES = {
+  file: fileURLToPath(new URL('../../../../adapters/hub/FileLeases.ts', import.meta.url)),
+  kubernetes: fileURLToPath(new URL('../../../../adapters/hub/KubernetesLeases.ts', import.meta.url)),
+};
+
+/** Takes a lease in another process, which is then killed outright (a run killed with SIGKILL). */
+async function takenByAKilledProcess(code: string): Promise<void> {
+  const child = spawn(
+    process.execPath,
+    ['--input-type=module', '-e', `${code}\nconsole.log('held'); setInterval(() => {}, 1000);`],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.on('data', (chunk: Buffer) => chunk.toString().includes('held') && resolve());
+    child.on('exit', (status) => reject(new Error(`the holder exited (${status}) before taking the lease`)));
+  });
+  child.kill('SIGKILL');
+  await new Promise((resolve) => child.on('close', resolve));
+}
+
+function contract(name: string, make: () => Promise<{ store: () => LeaseStore; killedHolder: string }>) {
+  describe(`${name} leases`, () => {
+    let setup: Awaited<ReturnType<typeof make>>;
+    before(async () => (setup = await make()));
+
+    it('gives a lease to one of two runs racing for it, and to the other once it is given up', async () => {
+      const [a, b] = [setup.store(), setup.store()];
+      const answers = await Promise.all([
+        a.acquire('race', 'run-a', 30_000),
+        b.acquire('race', 'run-b', 30_000),
+      ]);
+      assert.equal(answers.filter((x) => x.acquired).length, 1, JSON.stringify(answers));
+      const [winner, loser] = answers[0]!.acquired ? (['run-a', b] as const) : (['run-b', a] as const);
+      const refused = answers.find((x) => !x.acquired)!;
+      assert.ok(!refused.acquired && refused.heldBy.holder === winner);
+      assert.equal((await a.holderOf('race'))?.holder, winner);
+      await (winner === 'run-a' ? a : b).release('race', winner);
+      assert.equal(await a.holderOf('race'), undefined);
+      assert.deepEqual(await loser.acquire('race', 'run-c', 30_000), { acquired: true });
+      await loser.release('race', 'run-c');
+    });
+
+    it('renews a lease for its holder, and frees it once it runs out', async () => {
+      const store = setup.store();
+      assert.deepEqual(await store.acquire('short', 'holder-1', 1000), { acquired: true });
+      assert.deepEqual(await store.acquire('short', 'holder-1', 1000), { acquired: true });
+      assert.equal((await store.acquire('short', 'holder-2', 1000)).acquired, false);
+      await new Promise((resolve) => setTimeout(resolve, 2100));
+      assert.equal(await store.holderOf('short'), undefined);
+      assert.deepEqual(await store.acquire('short', 'holder-2', 30_000), { acquired: true });
+      await store.release('short', 'holder-1');
+      assert.equal((await store.holderOf('short'))?.holder, 'holder-2', 'a former holder cannot give it up');
+      await store.release('short', 'holder-2');
+    });
+
+    it('frees at once a lease whose process on this machine was killed', async () => {
+      assert.equal((await setup.store().holderOf('killed'))?.holder, undefined);
+      await takenByAKilledProcess(setup.killedHolder);
+      assert.equal(await setup.store().holderOf('killed'), undefined);
+      assert.deepEqual(await setup.store().acquire('killed', 'next-run', 30_000), { acquired: true });
+    });
+
+    it('lets a run hold an account for many scopes at once, and makes another run wait for it', async () => {
+      const store = setup.store();
+      const first = new RunLeases(store, 'first', { durationMillis: 30_000, waitMillis: 0 });
+      const [a, b] = await Promise.all([first.enter('account'), first.enter('account')]);
+      const second = new RunLeases(store, 'second', {
+        durationMillis: 30_000,
+        waitMillis: 300,
+        pollMillis: 50,
+      });
+      await assert.rejects(second.enter('account'), LeaseBusyError);
+      await a.exit();
+      assert.equal((await store.holderOf('account'))?.holder, 'first', 'held while one scope still runs');
+      const waiting = second.enter('account');
+      await b.exit();
+      await waiting;
+      assert.equal((await store.holderOf('account'))?.holder, 'second');
+      await second.releaseAll();
+      assert.equal(await store.holderOf('account'), undefined);
+    });
+
+    it('keeps a lease that a scope takes while another of the same run is giving it up', async () => {
+      const store = setup.store();
+      const run = new RunLeases(store, 'run', { durationMillis: 30_000, waitMillis: 1000, pollMillis: 20 });
+      for (let i = 0; i < 20; i++) {
+        const done = await run.enter('handover');
+        // The last scope lets go while the next one takes hold.
+        const [, next] = await Promise.all([done.exit(), run.enter('handover')]);
+        assert.equal((await store.holderOf('handover'))?.holder, 'run', `round ${i}: the lease is held`);
+        await next.exit();
+      }
+      assert.equal(await store.holderOf('handover'), undefined);
+    });
+  });
+}
+
+contract('file hub', async () => {
+  const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+  return {
+    store: () => new FileLeaseStore(directory),
+    killedHolder: `import { FileLeaseStore } from ${JSON.stringify(MODULES.file)};
+      const answer = await new FileLeaseStore(${JSON.stringify(directory)}).acquire('killed', 'killed-run', 60_000);
+      if (!answer.acquired) process.exit(3);`,
+  };
+});
+
+contract('Kubernetes hub (coordination.k8s.io Lease)', async () => {
+  const state = await localHub();
+  const namespace = uniqueNamespace('leases');
+  await new KubernetesHub({ kubeConfig: adminKubeConfig(state) }).ensureNamespace({ name: namespace });
+  return {
+    store: () => new KubernetesLeaseStore({ kubeConfig: adminKubeConfig(state), namespace }),
+    killedHolder: `import { KubeConfig } from '@kubernetes/client-node';
+      import { KubernetesLeaseStore } from ${JSON.stringify(MODULES.kubernetes)};
+      const kubeConfig = new KubeConfig(); kubeConfig.loadFromFile(${JSON.stringify(state.kubeconfig)});
+      const answer = await new KubernetesLeaseStore({ kubeConfig, namespace: ${JSON.stringify(namespace)} }).acquire('killed', 'killed-run', 60_000);
+      if (!answer.acquired) process.exit(3);`,
+  };
+});
+
+describe('file hub leases on disk', () => {
+  it('take a lock of another machine (or process-id namespace) for live until it runs out, whatever its pid', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+    mkdirSync(join(directory, '.leases'));
+    const until = new Date(Date.now() + 60_000).toISOString();
+    // Process ids of another namespace mean nothing here: 999999 is no process of ours, yet it may be theirs.
+    writeFileSync(
+      join(directory, '.leases', 'shared.json'),
+      JSON.stringify({ holder: 'pod-b', until, host: 'node-1/pid:[4026532999]', pid: 999999 }),
+    );
+    const store = new FileLeaseStore(directory);
+    assert.equal((await store.holderOf('shared'))?.holder, 'pod-b');
+    assert.equal((await store.acquire('shared', 'pod-a', 30_000)).acquired, false);
+  });
+
+  it('stop a run from applying an account whose lease it lost, and let it hold nothing of it after', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+    const store = new FileLeaseStore(directory);
+    const run = new RunLeases(store, 'slow', { durationMillis: 300, waitMillis: 0 });
+    const hold = await run.enter('account');
+    // The run stalled past its lease; another run took the account.
+    writeFileSync(
+      join(directory, '.leases', 'account.json'),
+      JSON.stringify({
+        holder: 'fast',
+        until: new Date(Date.now() + 60_000).toISOString(),
+        host: 'elsewhere',
+        pid: 1,
+      }),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    assert.ok(hold.signal.aborted, 'told to stop applying');
+    assert.match(String(hold.signal.reason), /another run \(fast\) is applying this account/);
+    await hold.exit();
+    assert.equal(
+      (await store.holderOf('account'))?.holder,
+      'fast',
+      'not renewed, not given up: not ours any more',
+    );
+  });
+
+  it('leave no stray files: a lease is one file, gone once given up', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+    const store = new FileLeaseStore(directory);
+    await store.acquire('one', 'h', 10_000);
+    assert.deepEqual(readdirSync(join(directory, '.leases')), ['one.json']);
+    await store.release('one', 'h');
+    assert.deepEqual(readdirSync(join(directory, '.leases')), []);
+  });
+});

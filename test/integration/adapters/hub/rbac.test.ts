@@ -1,0 +1,116 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { before, describe, it } from 'node:test';
+import {
+  CoreV1Api,
+  KubernetesObjectApi,
+  type KubeConfig,
+  type KubernetesObject,
+  type V1ConfigMap,
+} from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
+import { HubForbiddenError } from '../../../../adapters/hub/errors.ts';
+import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
+import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
+import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
+import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { eksCluster } from '../../../support/fixtures.ts';
+import { adminKubeConfig, localHub, userKubeConfig } from '../../../support/hub.ts';
+
+const RBAC = new URL('../../../../adapters/hub/manifests/rbac.yaml', import.meta.url);
+const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
+const listing = (clusters: ObservedCluster[]) => ({
+  outcome: { scope, kind: 'complete' as const },
+  clusters,
+});
+
+async function forbidden(call: Promise<unknown>): Promise<number> {
+  try {
+    await call;
+    return 200;
+  } catch (error) {
+    return (error as { code?: number }).code ?? 0;
+  }
+}
+
+describe('the shipped hub RBAC', () => {
+  let hub: KubernetesHub;
+  let core: CoreV1Api;
+  let identity: KubeConfig;
+
+  before(async () => {
+    const state = await localHub();
+    const objects = adminKubeConfig(state).makeApiClient(KubernetesObjectApi);
+    for (const document of parseAllDocuments(readFileSync(RBAC, 'utf8'))) {
+      await objects.create(document.toJS() as KubernetesObject);
+    }
+    identity = userKubeConfig(state, 'cpsync');
+    hub = new KubernetesHub({ kubeConfig: identity });
+    core = identity.makeApiClient(CoreV1Api);
+  });
+
+  it('lets a cpsync identity run a sync: label the namespace, create, update and delete profiles', async () => {
+    const options = inventoryOptions({
+      clusterSets: { 'cluster-inventory': 'prod' },
+      deletionGraceListings: 1,
+    });
+    const a = eksCluster({ name: 'rbac-a' });
+    const b = eksCluster({ name: 'rbac-b' });
+    const first = await syncScope({ hub, listing: listing([a, b]), options, now: '2026-03-01T00:00:00Z' });
+    assert.deepEqual(first.applied.failed, []);
+    assert.equal(first.applied.applied.length, 2);
+    const second = await syncScope({
+      hub,
+      listing: listing([{ ...a, kubernetesVersion: '1.33' }]),
+      options,
+      now: '2026-03-01T00:15:00Z',
+    });
+    assert.deepEqual(second.applied.failed, []);
+    assert.deepEqual(second.applied.applied.map((c) => c.kind).sort(), ['deleted', 'updated']);
+    const left = await hub.list('cluster-inventory', { 'x-k8s.io/cluster-manager': 'cpsync' });
+    assert.deepEqual(
+      left.map((p) => p.spec.displayName),
+      ['rbac-a'],
+    );
+    const ns = await core.readNamespace({ name: 'cluster-inventory' });
+    assert.equal(ns.metadata?.labels?.['multicluster.x-k8s.io/clusterset'], 'prod');
+  });
+
+  it('lets a cpsync identity take, renew and give up its leases in the inventory namespace, and nowhere else', async () => {
+    const leases = new KubernetesLeaseStore({ kubeConfig: identity, namespace: 'cluster-inventory' });
+    assert.deepEqual(await leases.acquire('cpsync-lease-rbac', 'run-1', 30_000), { acquired: true });
+    assert.deepEqual(await leases.acquire('cpsync-lease-rbac', 'run-1', 30_000), { acquired: true });
+    await leases.release('cpsync-lease-rbac', 'run-1');
+    assert.equal(await leases.holderOf('cpsync-lease-rbac'), undefined);
+    const elsewhere = new KubernetesLeaseStore({ kubeConfig: identity, namespace: 'kube-system' });
+    const refused = await elsewhere.acquire('cpsync-lease-rbac', 'run-1', 30_000).catch((e: unknown) => e);
+    assert.ok(refused instanceof HubForbiddenError, String(refused));
+  });
+
+  it('is forbidden from reading Secrets, here or anywhere', async () => {
+    assert.equal(await forbidden(core.listNamespacedSecret({ namespace: 'cluster-inventory' })), 403);
+    assert.equal(await forbidden(core.listNamespacedSecret({ namespace: 'kube-system' })), 403);
+    assert.equal(await forbidden(core.listSecretForAllNamespaces()), 403);
+  });
+
+  it('is forbidden from writing other kinds', async () => {
+    const configMap: V1ConfigMap = { metadata: { name: 'probe' }, data: { a: 'b' } };
+    assert.equal(
+      await forbidden(core.createNamespacedConfigMap({ namespace: 'cluster-inventory', body: configMap })),
+      403,
+    );
+  });
+
+  it('is forbidden from writing profiles in other namespaces', async () => {
+    const options = inventoryOptions({ namespace: 'default' });
+    const result = await syncScope({
+      hub,
+      listing: listing([eksCluster({ name: 'elsewhere' })]),
+      options,
+      now: '2026-03-01T00:00:00Z',
+    }).catch((e: unknown) => e);
+    assert.ok(result instanceof HubForbiddenError, String(result));
+    assert.equal(result.status, 403);
+  });
+});

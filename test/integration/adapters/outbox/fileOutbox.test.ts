@@ -1,0 +1,112 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
+import type { ChangeIntent } from '../../../../core/sync/changes.ts';
+import type { CpsyncEvent } from '../../../../events/types.ts';
+
+/** The outbox stores events whole and reads only their id and time: a minimal event is enough here. */
+const event = (second: number): CpsyncEvent =>
+  ({
+    source: 'cpsync',
+    detailType: 'ClusterProfile Created',
+    time: `2026-11-21T10:00:${String(second).padStart(2, '0')}Z`,
+    detail: { eventId: randomUUID() },
+  }) as unknown as CpsyncEvent;
+
+const intent = (): ChangeIntent => ({ id: randomUUID().replaceAll('-', '') }) as unknown as ChangeIntent;
+
+const jsonFiles = (directory: string) => readdirSync(directory).filter((f) => f.endsWith('.json'));
+const ids = (events: CpsyncEvent[]) => events.map((e) => e.detail.eventId);
+
+describe('FileOutbox', () => {
+  it('keeps each batch in one file, rewrites it as events go and removes it with the last', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const outbox = new FileOutbox(directory);
+    const first = [event(3), event(1), event(5)];
+    const second = [event(2), event(4)];
+    await outbox.add(first);
+    await outbox.add(second);
+    assert.equal(jsonFiles(directory).length, 2);
+    assert.deepEqual(
+      ids(await outbox.pending()),
+      ids([first[1]!, second[0]!, first[0]!, second[1]!, first[2]!]),
+    );
+
+    await outbox.remove([first[0]!.detail.eventId, second[1]!.detail.eventId]);
+    assert.deepEqual(ids(await outbox.pending()), ids([first[1]!, second[0]!, first[2]!]));
+    assert.equal(jsonFiles(directory).length, 2);
+
+    await outbox.remove([...ids(first), second[0]!.detail.eventId]);
+    assert.deepEqual(await outbox.pending(), []);
+    assert.deepEqual(readdirSync(directory), []);
+  });
+
+  it('lets another outbox on the same directory take out events it did not write', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const events = [event(1), event(2), event(3)];
+    await new FileOutbox(directory).add(events);
+    const other = new FileOutbox(directory);
+    await other.remove([events[1]!.detail.eventId]);
+    assert.deepEqual(ids(await new FileOutbox(directory).pending()), ids([events[0]!, events[2]!]));
+  });
+
+  it('takes out events of one batch removed at the same time without losing either removal', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const outbox = new FileOutbox(directory);
+    const events = Array.from({ length: 6 }, (_, i) => event(i));
+    await outbox.add(events);
+    await Promise.all(events.slice(0, 5).map((e) => outbox.remove([e.detail.eventId])));
+    assert.deepEqual(ids(await outbox.pending()), ids([events[5]!]));
+  });
+
+  it('reads and removes an event left one to a file', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const left = event(7);
+    writeFileSync(join(directory, `${left.detail.eventId}.json`), JSON.stringify(left));
+    const outbox = new FileOutbox(directory);
+    const added = event(8);
+    await outbox.add([added]);
+    assert.deepEqual(ids(await outbox.pending()), ids([left, added]));
+    await outbox.remove([left.detail.eventId]);
+    assert.equal((await outbox.pending()).length, 1);
+    assert.equal(jsonFiles(directory).length, 1);
+  });
+
+  it('keeps intents apart, a plan to a file', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const outbox = new FileOutbox(directory);
+    const plan = [intent(), intent(), intent()];
+    await outbox.addIntents(plan);
+    await outbox.add([event(1)]);
+    assert.equal(jsonFiles(join(directory, 'intents')).length, 1);
+    assert.deepEqual(
+      (await outbox.intents()).map((i) => i.id),
+      plan.map((i) => i.id),
+    );
+    assert.equal((await outbox.pending()).length, 1);
+    await outbox.removeIntents(plan.map((i) => i.id));
+    assert.deepEqual(await outbox.intents(), []);
+    assert.deepEqual(readdirSync(join(directory, 'intents')), []);
+  });
+
+  it('refuses a batch with an id that is not a cpsync id, naming it, and writes none of it', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    mkdirSync(directory, { recursive: true });
+    const outbox = new FileOutbox(directory);
+    const bad = { ...event(1), detail: { eventId: '../../etc/passwd' } } as unknown as CpsyncEvent;
+    await assert.rejects(
+      outbox.add([event(2), bad]),
+      /event id "\.\.\/\.\.\/etc\/passwd" is not a cpsync event id/,
+    );
+    await assert.rejects(
+      outbox.addIntents([{ id: 'x' } as unknown as ChangeIntent]),
+      /intent id "x" is not a cpsync intent id/,
+    );
+    assert.deepEqual(readdirSync(directory), []);
+    assert.deepEqual(await outbox.pending(), []);
+  });
+});

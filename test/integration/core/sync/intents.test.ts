@@ -1,0 +1,245 @@
+import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
+import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
+import { FileHub } from '../../../../adapters/hub/FileHub.ts';
+import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
+import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
+import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
+import { runSync } from '../../../../core/sync/engine.ts';
+import { planIntents } from '../../../../core/sync/intents.ts';
+import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { eksCluster } from '../../../support/fixtures.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+
+const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
+
+describe('write-ahead intents', () => {
+  it('a run stopped between its hub writes and its events: the next run announces exactly what reached the hub', async () => {
+    const hub = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+    const namespace = uniqueNamespace('intents');
+    const options = inventoryOptions({ namespace });
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-intents-'));
+    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const context = { syncId: 'stopped-run', occurredAt: '2026-05-01T00:00:00Z', scope };
+    const listing = {
+      outcome: { scope, kind: 'complete' as const },
+      clusters: [eksCluster({ name: 'a' }), eksCluster({ name: 'b' })],
+    };
+
+    // The stopped run: intents written, both profiles written to the hub, then nothing more.
+    await syncScope({
+      hub,
+      listing,
+      options,
+      now: context.occurredAt,
+      beforeApply: async (plan) =>
+        outbox.addIntents(planIntents(plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] })),
+    });
+    // An intent whose write never happened (the process stopped before it).
+    const never = await syncScope({
+      hub,
+      listing: {
+        ...listing,
+        clusters: [eksCluster({ name: 'c' })],
+        outcome: { scope, kind: 'partial' as const },
+      },
+      options,
+      now: context.occurredAt,
+      dryRun: true,
+    });
+    await outbox.addIntents(
+      planIntents(never.plan, {
+        context: { ...context, syncId: 'stopped-run-2' },
+        accessProviderNames: ['eks', 'gke', 'aks'],
+      }),
+    );
+    assert.equal((await outbox.intents()).length, 3);
+    assert.deepEqual(await outbox.pending(), []);
+
+    const events = join(directory, 'events.jsonl');
+    const report = await runSync(
+      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox },
+      { syncId: 'next', scopes: [], options },
+    );
+    assert.equal(report.events.republished, 2);
+    const lines = readFileSync(events, 'utf8')
+      .trim()
+      .split('\n')
+      .map(
+        (l) =>
+          JSON.parse(l) as {
+            'detail-type': string;
+            detail: { name: string; syncId: string; profile?: { status?: unknown } };
+          },
+      );
+    assert.deepEqual(
+      lines.map((e) => [e['detail-type'], e.detail.syncId]),
+      [
+        ['ClusterProfile Created', 'stopped-run'],
+        ['ClusterProfile Created', 'stopped-run'],
+      ],
+    );
+    assert.ok(
+      lines.every((e) => e.detail.profile?.status),
+      'announced from the object as stored',
+    );
+    assert.deepEqual(await outbox.intents(), []);
+    assert.deepEqual(await outbox.pending(), []);
+  });
+
+  it("leaves another run's intents alone while their lease lasts", async () => {
+    const hub = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+    const options = inventoryOptions({ namespace: uniqueNamespace('lease') });
+    const outbox = new FileOutbox(mkdtempSync(join(tmpdir(), 'cpsync-lease-')));
+    const planned = await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' as const }, clusters: [eksCluster({ name: 'busy' })] },
+      options,
+      now: '2026-05-01T00:00:00Z',
+      dryRun: true,
+    });
+    await outbox.addIntents(
+      planIntents(planned.plan, {
+        context: { syncId: 'running-elsewhere', occurredAt: new Date().toISOString(), scope },
+        accessProviderNames: ['eks', 'gke', 'aks'],
+      }),
+    );
+    await runSync(
+      { sources: {}, hub, bus: new JsonLinesFileBus(join(tmpdir(), 'unused.jsonl')), outbox },
+      { syncId: 'concurrent', scopes: [], options },
+    );
+    assert.equal((await outbox.intents()).length, 1, 'still leased to its run');
+  });
+
+  it('announces the object half of an update whose object write reached the hub but whose answer was lost', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-half-'));
+    const hub = new FileHub({ directory: join(directory, 'hub') });
+    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const options = inventoryOptions({ namespace: 'half', tagAllowList: ['team'] });
+    const listing = (clusters: ObservedCluster[]) => ({
+      outcome: { scope, kind: 'complete' as const },
+      clusters,
+    });
+    await syncScope({
+      hub,
+      listing: listing([eksCluster({ name: 'half' })]),
+      options,
+      now: '2026-05-01T00:00:00Z',
+    });
+    // A label to restore (object: the account as an older version spelled it) and an upgrade (status)
+    // at once; the run writes the object, then stops.
+    const [stored] = await hub.list('half', {});
+    await hub.applyObject({
+      ...stored!,
+      metadata: {
+        ...stored!.metadata,
+        labels: { ...stored!.metadata.labels, 'cpsync.io/account': 'old-spelling' },
+      },
+    });
+    const planned = await syncScope({
+      hub,
+      listing: listing([eksCluster({ name: 'half', kubernetesVersion: '1.34' })]),
+      options,
+      now: '2026-05-01T00:05:00Z',
+      dryRun: true,
+    });
+    const update = planned.plan.updates[0]!;
+    assert.ok(update.writeObject && update.writeStatus, 'the plan writes both');
+    const context = { syncId: 'lost-answer', occurredAt: '2026-05-01T00:05:00Z', scope };
+    await outbox.addIntents(
+      planIntents(planned.plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] }),
+    );
+    await hub.applyObject(update.profile);
+
+    const events = join(directory, 'events.jsonl');
+    await runSync(
+      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox },
+      { syncId: 'next', scopes: [], options },
+    );
+    const lines = readFileSync(events, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { 'detail-type': string; detail: { changedFields: string[] } });
+    assert.deepEqual(
+      lines.map((e) => [e['detail-type'], e.detail.changedFields]),
+      [
+        [
+          'ClusterProfile Updated',
+          update.changes.filter((c) => !c.field.startsWith('status.')).map((c) => c.field),
+        ],
+      ],
+    );
+    assert.deepEqual(await outbox.intents(), []);
+  });
+
+  it('settles an intent whose profile is malformed without an event, and still recovers the others', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-malformed-intent-'));
+    const hub = new FileHub({ directory: join(directory, 'hub') });
+    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const options = inventoryOptions({ namespace: 'broken' });
+    const context = { syncId: 'stopped', occurredAt: '2026-05-01T00:00:00Z', scope };
+    await syncScope({
+      hub,
+      listing: {
+        outcome: { scope, kind: 'complete' as const },
+        clusters: [eksCluster({ name: 'good' }), eksCluster({ name: 'bad' })],
+      },
+      options,
+      now: context.occurredAt,
+      beforeApply: async (plan) =>
+        outbox.addIntents(planIntents(plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] })),
+    });
+    const bad = readdirSync(join(directory, 'hub', 'broken')).find((f) => f.startsWith('cpsync-eks-bad-'))!;
+    writeFileSync(join(directory, 'hub', 'broken', bad), 'status:\n  conditions: 7\n');
+    const events = join(directory, 'events.jsonl');
+    const report = await runSync(
+      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox },
+      { syncId: 'next', scopes: [], options },
+    );
+    assert.equal(report.events.republished, 1, 'the good one is announced');
+    assert.match(
+      report.problems.join('\n'),
+      /intent for broken\/cpsync-eks-bad-\w+ settled without an event/,
+    );
+    assert.deepEqual(await outbox.intents(), []);
+  });
+
+  it('never settles the intents of a run that still holds its lease, however old they are', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-held-'));
+    const hub = new FileHub({ directory: join(directory, 'hub') });
+    const leases = new FileLeaseStore(join(directory, 'hub'));
+    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const options = inventoryOptions({ namespace: 'held' });
+    const planned = await syncScope({
+      hub,
+      listing: { outcome: { scope, kind: 'complete' as const }, clusters: [eksCluster({ name: 'slow' })] },
+      options,
+      now: '2026-05-01T00:00:00Z',
+      dryRun: true,
+    });
+    await leases.acquire('the-lease', 'slow-run', 60_000);
+    await outbox.addIntents(
+      planIntents(planned.plan, {
+        // Its time was up long ago: a run applying for longer than intentLeaseSeconds.
+        context: { syncId: 'slow-run', occurredAt: '2026-05-01T00:00:00Z', scope },
+        accessProviderNames: ['eks', 'gke', 'aks'],
+        held: { holder: 'slow-run', lease: 'the-lease' },
+      }),
+    );
+    const run = () =>
+      runSync(
+        { sources: {}, hub, leases, bus: new JsonLinesFileBus(join(directory, 'events.jsonl')), outbox },
+        { syncId: 'other', scopes: [], options },
+      );
+    await run();
+    assert.equal((await outbox.intents()).length, 1, "still its run's");
+    await leases.release('the-lease', 'slow-run');
+    await run();
+    assert.equal((await outbox.intents()).length, 0, 'settled once the run let go');
+  });
+});

@@ -1,0 +1,157 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { parse } from 'yaml';
+import { ConfigError, inventoryOptionsOf, parseConfig } from '../../../../adapters/compose/config.ts';
+
+const EXAMPLE = new URL('../../../../cpsync.example.yaml', import.meta.url);
+
+function issues(document: unknown): string[] {
+  try {
+    parseConfig(document, 'test.yaml');
+  } catch (error) {
+    assert.ok(error instanceof ConfigError);
+    assert.match(error.message, /^invalid configuration in test\.yaml:/);
+    return error.issues;
+  }
+  assert.fail('expected the configuration to be refused');
+}
+
+describe('configuration', () => {
+  it('accepts the documented example, every option of it', () => {
+    const config = parseConfig(parse(readFileSync(EXAMPLE, 'utf8')), 'cpsync.example.yaml');
+    assert.equal(config.providers.eks?.roleName, 'cpsync-reader');
+    assert.equal(config.inventory.namespaceRules.length, 3);
+    assert.deepEqual(inventoryOptionsOf(config).clusterSets, { 'cluster-inventory': 'production' });
+  });
+
+  it('fills every default from an empty document', () => {
+    const config = parseConfig({});
+    assert.equal(config.manager, 'cpsync');
+    assert.equal(config.inventory.namespace, 'cluster-inventory');
+    assert.equal(config.inventory.deletionGraceListings, 2);
+    assert.deepEqual(config.providers, {});
+    assert.equal(config.hub, undefined);
+  });
+
+  const bad: Array<[string, unknown, RegExp]> = [
+    ['an invalid manager name', { manager: 'Fleet_Manager' }, /^manager: must be a DNS-1123 label/],
+    [
+      'an AWS account id that is not 12 digits',
+      { providers: { eks: { accounts: ['1234'] } } },
+      /^providers\.eks\.accounts\[0\]: must be a 12-digit AWS account id/,
+    ],
+    [
+      'a region that is not one',
+      { providers: { eks: { accounts: ['111122223333'], regions: ['mars-1'] } } },
+      /^providers\.eks\.regions\[0\]: must be an AWS region/,
+    ],
+    [
+      'a subscription id that is not a GUID',
+      { providers: { aks: { subscriptions: ['prod'] } } },
+      /^providers\.aks\.subscriptions\[0\]: must be a subscription id/,
+    ],
+    [
+      'a secret given inline',
+      { providers: { gke: { projects: ['acme-data'], credentials: { json: '{}' } } } },
+      /^providers\.gke\.credentials/,
+    ],
+    [
+      'an unknown option',
+      { inventory: { namespace: 'x', colour: 'blue' } },
+      /^inventory: Unrecognized key: "colour"/,
+    ],
+    [
+      'a namespace that is not a DNS label',
+      { inventory: { namespace: 'Cluster Inventory' } },
+      /^inventory\.namespace: must be a DNS-1123 label/,
+    ],
+    [
+      'a grace of zero listings',
+      { inventory: { deletionGraceListings: 0 } },
+      /^inventory\.deletionGraceListings: /,
+    ],
+    ['a bus without a bus name', { bus: { eventBridge: {} } }, /^bus\.eventBridge\.busName: /],
+    [
+      'a home region that is not an AWS region',
+      { providers: { eks: { accounts: ['111122223333'], homeRegion: 'nowhere' } } },
+      /^providers\.eks\.homeRegion: must be an AWS region/,
+    ],
+    [
+      'a file: endpoint',
+      { providers: { eks: { accounts: ['111122223333'], endpoint: 'file:///etc/passwd' } } },
+      /^providers\.eks\.endpoint: must be an https:\/\/ URL, got "file:\/\/\/etc\/passwd"/,
+    ],
+    [
+      'an ftp: endpoint',
+      { providers: { gke: { projects: ['acme-data'], endpoint: 'ftp://example.com' } } },
+      /^providers\.gke\.endpoint: must be an https:\/\/ URL/,
+    ],
+    [
+      'a plain http endpoint to another machine',
+      {
+        providers: {
+          aks: {
+            subscriptions: ['00000000-0000-0000-0000-000000000000'],
+            endpoint: 'http://arm.example.com',
+          },
+        },
+      },
+      /^providers\.aks\.endpoint: must be https:\/\/ \(plain http:\/\/ only to this machine/,
+    ],
+    [
+      'a plain http authority host to another machine',
+      {
+        providers: {
+          aks: {
+            subscriptions: ['00000000-0000-0000-0000-000000000000'],
+            authorityHost: 'http://login.example.com',
+          },
+        },
+      },
+      /^providers\.aks\.authorityHost: must be https:\/\//,
+    ],
+    [
+      'an endpoint that carries credentials (never repeated back)',
+      {
+        providers: {
+          gke: { projects: ['acme-data'], endpoint: 'https://user:s3cret-token@proxy.example.com' },
+        },
+      },
+      /^providers\.gke\.endpoint: must not carry credentials \(user:password@\), got "https:\/\/\*\*\*@proxy\.example\.com"$/,
+    ],
+    [
+      'an EventBridge region that is not one',
+      { bus: { eventBridge: { busName: 'b', region: 'eu' } } },
+      /^bus\.eventBridge\.region: must be an AWS region/,
+    ],
+    [
+      'a ClusterSet for a namespace nothing uses',
+      { inventory: { clusterSets: { elsewhere: 'prod' } } },
+      /^inventory\.clusterSets: elsewhere/,
+    ],
+  ];
+  for (const [title, document, expected] of bad) {
+    it(`refuses ${title}, naming the field`, () => {
+      const found = issues(document);
+      assert.ok(
+        found.some((issue) => expected.test(issue)),
+        found.join('\n'),
+      );
+    });
+  }
+
+  it('takes plain http to this machine (local emulators), and Azure subscriptions in one spelling', () => {
+    const config = parseConfig({
+      providers: {
+        gke: { projects: ['acme-data'], endpoint: 'http://127.0.0.1:8080' },
+        aks: { subscriptions: ['AAAAAAAA-0000-0000-0000-000000000000'], endpoint: 'http://localhost:9000' },
+      },
+    });
+    assert.deepEqual(config.providers.aks?.subscriptions, ['aaaaaaaa-0000-0000-0000-000000000000']);
+  });
+
+  it('reports every bad field at once', () => {
+    assert.equal(issues({ manager: 'X', inventory: { deletionGraceListings: -1 } }).length, 2);
+  });
+});

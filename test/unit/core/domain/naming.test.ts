@@ -1,0 +1,79 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { isDns1123Label, profileName, slugify } from '../../../../core/domain/naming.ts';
+import { aksCluster, eksCluster, gkeCluster } from '../../../support/fixtures.ts';
+
+describe('profile names', () => {
+  const cases: Array<{ title: string; name: string; expectSlug: RegExp }> = [
+    { title: 'plain names', name: 'payments', expectSlug: /^cpsync-eks-payments-[0-9a-f]{10}$/ },
+    { title: 'upper-case names', name: 'PROD-Cluster', expectSlug: /^cpsync-eks-prod-cluster-[0-9a-f]{10}$/ },
+    {
+      title: 'underscores and dots',
+      name: 'team_a.prod__v2',
+      expectSlug: /^cpsync-eks-team-a-prod-v2-[0-9a-f]{10}$/,
+    },
+    {
+      title: 'accented letters',
+      name: 'Équipe-Zürich',
+      expectSlug: /^cpsync-eks-equipe-zurich-[0-9a-f]{10}$/,
+    },
+    { title: 'names with no latin letters', name: '生产集群', expectSlug: /^cpsync-eks-[0-9a-f]{10}$/ },
+    { title: 'emoji and symbols', name: '🚀 launch!!', expectSlug: /^cpsync-eks-launch-[0-9a-f]{10}$/ },
+    {
+      title: 'leading and trailing separators',
+      name: '--edge--',
+      expectSlug: /^cpsync-eks-edge-[0-9a-f]{10}$/,
+    },
+  ];
+  for (const { title, name, expectSlug } of cases) {
+    it(`makes a DNS-1123 label prefixed by the manager for ${title}`, () => {
+      const result = profileName('cpsync', eksCluster({ name }));
+      assert.match(result, expectSlug);
+      assert.ok(isDns1123Label(result), result);
+    });
+  }
+
+  it('cuts long names to 63 characters and keeps the hash whole', () => {
+    const cluster = eksCluster({
+      name: 'a-very-long-cluster-name-that-goes-on-and-on-and-on-well-past-any-limit-at-all',
+    });
+    const result = profileName('cpsync', cluster);
+    assert.ok(result.length <= 63, `${result.length}`);
+    assert.ok(isDns1123Label(result));
+    assert.match(result, /-[0-9a-f]{10}$/);
+    assert.doesNotMatch(result, /--/);
+  });
+
+  it('cuts long names with a long manager name too', () => {
+    const result = profileName('a-manager-name-of-thirty-chars', eksCluster({ name: 'x'.repeat(80) }));
+    assert.ok(result.length <= 63 && isDns1123Label(result), result);
+    assert.ok(result.startsWith('a-manager-name-of-thirty-chars-eks-'));
+  });
+
+  it('gives the same display name in two regions two names', () => {
+    const east = profileName('cpsync', eksCluster({ name: 'prod', region: 'us-east-1' }));
+    const west = profileName('cpsync', eksCluster({ name: 'prod', region: 'us-west-2' }));
+    assert.notEqual(east, west);
+  });
+
+  it('gives the same display name in two accounts two names', () => {
+    const a = profileName('cpsync', eksCluster({ name: 'prod', account: '111111111111' }));
+    const b = profileName('cpsync', eksCluster({ name: 'prod', account: '222222222222' }));
+    assert.notEqual(a, b);
+  });
+
+  it('never renames: the same cluster gives the same name every time', () => {
+    assert.equal(profileName('cpsync', gkeCluster()), profileName('cpsync', gkeCluster()));
+  });
+
+  it('ignores the case of Azure resource ids, which Azure does not keep stable', () => {
+    const cluster = aksCluster();
+    const shouted = { ...cluster, providerId: cluster.providerId.toUpperCase() };
+    assert.equal(profileName('cpsync', cluster), profileName('cpsync', shouted));
+  });
+
+  it('slugs keep only lower-case letters, digits and single dashes', () => {
+    assert.equal(slugify('  Hello__World..2 '), 'hello-world-2');
+    assert.equal(slugify('***'), '');
+  });
+});

@@ -1,0 +1,342 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { InvalidClusterError, InvalidOptionError } from '../../../../core/domain/errors.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import { normalize, normalizeAll } from '../../../../core/domain/normalize.ts';
+import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
+import { crdViolations } from '../../../support/crdSchema.ts';
+
+const options = inventoryOptions();
+
+function prop(profile: ClusterProfile, name: string): string | undefined {
+  return profile.status?.properties?.find((p) => p.name === name)?.value;
+}
+function condition(profile: ClusterProfile, type: string) {
+  return profile.status?.conditions?.find((c) => c.type === type);
+}
+
+describe('normalize: metadata and spec', () => {
+  it('writes the manager label, the cpsync selection labels and the provider id annotation', () => {
+    const profile = normalize(eksCluster(), options, NOW);
+    assert.deepEqual(profile.metadata.labels, {
+      'x-k8s.io/cluster-manager': 'cpsync',
+      'cpsync.io/provider': 'eks',
+      'cpsync.io/region': 'us-east-1',
+      'cpsync.io/account': '111122223333',
+    });
+    assert.deepEqual(profile.metadata.annotations, {
+      'cpsync.io/provider-id': 'arn:aws:eks:us-east-1:111122223333:cluster/payments',
+    });
+  });
+
+  it('sets displayName to the cloud name and clusterManager to the manager', () => {
+    const profile = normalize(
+      gkeCluster({ name: 'Analytics_EU' }),
+      inventoryOptions({ manager: 'fleet' }),
+      NOW,
+    );
+    assert.deepEqual(profile.spec, { displayName: 'Analytics_EU', clusterManager: { name: 'fleet' } });
+    assert.ok(profile.metadata.name.startsWith('fleet-gke-analytics-eu-'));
+    assert.equal(profile.metadata.labels?.['x-k8s.io/cluster-manager'], 'fleet');
+  });
+
+  it('keeps nothing that changes on every run in the object', () => {
+    const a = normalize(eksCluster(), options, NOW);
+    const b = normalize(eksCluster(), options, '2030-01-01T00:00:00Z');
+    assert.deepEqual(a.metadata, b.metadata);
+    assert.deepEqual(a.spec, b.spec);
+  });
+
+  it('uses the default namespace cluster-inventory', () => {
+    assert.equal(normalize(eksCluster(), options, NOW).metadata.namespace, 'cluster-inventory');
+  });
+
+  it('places clusters by the first matching rule: provider, account, tag', () => {
+    const ruled = inventoryOptions({
+      namespaceRules: [
+        { tag: { key: 'env', value: 'dev' }, namespace: 'dev-inventory' },
+        { provider: 'gke', namespace: 'gcp-inventory' },
+        { account: '999999999999', namespace: 'sandbox' },
+      ],
+    });
+    assert.equal(
+      normalize(eksCluster({ tags: { env: 'dev' } }), ruled, NOW).metadata.namespace,
+      'dev-inventory',
+    );
+    assert.equal(normalize(gkeCluster(), ruled, NOW).metadata.namespace, 'gcp-inventory');
+    assert.equal(
+      normalize(eksCluster({ account: '999999999999' }), ruled, NOW).metadata.namespace,
+      'sandbox',
+    );
+    assert.equal(normalize(eksCluster(), ruled, NOW).metadata.namespace, 'cluster-inventory');
+  });
+
+  it('gives profiles in a ClusterSet namespace the clusterset.k8s.io property', () => {
+    const set = inventoryOptions({ clusterSets: { 'cluster-inventory': 'prod-set' } });
+    assert.equal(prop(normalize(eksCluster(), set, NOW), 'clusterset.k8s.io'), 'prod-set');
+    assert.equal(prop(normalize(eksCluster(), options, NOW), 'clusterset.k8s.io'), undefined);
+  });
+});
+
+describe('normalize: status', () => {
+  it('reports the most precise Kubernetes version the provider gives', () => {
+    assert.deepEqual(normalize(gkeCluster(), options, NOW).status?.version, {
+      kubernetes: '1.30.5-gke.1014001',
+    });
+    assert.equal(
+      normalize(eksCluster({ kubernetesVersion: undefined }), options, NOW).status?.version,
+      undefined,
+    );
+  });
+
+  it('lists public and private endpoints as a JSON array, public first', () => {
+    assert.deepEqual(JSON.parse(prop(normalize(gkeCluster(), options, NOW), 'cluster-endpoints.k8s.io')!), [
+      'https://34.76.10.20',
+      'https://10.0.0.2',
+    ]);
+  });
+
+  it('puts the private endpoint first when configured to prefer it', () => {
+    const profile = normalize(gkeCluster(), inventoryOptions({ preferPrivateEndpoints: true }), NOW);
+    assert.equal(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!)[0], 'https://10.0.0.2');
+    assert.equal(profile.status?.accessProviders?.[0]?.cluster?.server, 'https://10.0.0.2');
+  });
+
+  it('drops endpoints that are not URLs', () => {
+    const profile = normalize(
+      eksCluster({
+        endpoints: [
+          { url: 'not a url', visibility: 'public' },
+          { url: 'https://ok.example', visibility: 'private' },
+        ],
+      }),
+      options,
+      NOW,
+    );
+    assert.deepEqual(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!), ['https://ok.example']);
+  });
+
+  it('writes location as cloud/region, or cloud/zone for zonal clusters, with topology properties', () => {
+    const eks = normalize(eksCluster(), options, NOW);
+    assert.equal(prop(eks, 'location.topology.k8s.io'), 'aws/us-east-1');
+    assert.equal(prop(eks, 'topology.kubernetes.io/region'), 'us-east-1');
+    assert.equal(prop(eks, 'topology.kubernetes.io/zone'), undefined);
+    const zonal = normalize(gkeCluster({ zone: 'europe-west1-b' }), options, NOW);
+    assert.equal(prop(zonal, 'location.topology.k8s.io'), 'gcp/europe-west1-b');
+    assert.equal(prop(zonal, 'topology.kubernetes.io/region'), 'europe-west1');
+    assert.equal(prop(zonal, 'topology.kubernetes.io/zone'), 'europe-west1-b');
+    assert.equal(prop(normalize(aksCluster(), options, NOW), 'location.topology.k8s.io'), 'azure/westeurope');
+  });
+
+  it('counts nodes and lists distinct node types sorted', () => {
+    const profile = normalize(eksCluster(), options, NOW);
+    assert.equal(prop(profile, 'count.node.k8s.io'), '6');
+    assert.equal(prop(profile, 'type.node.k8s.io'), '["c6i.xlarge","m6i.large"]');
+    assert.equal(prop(profile, 'cpsync.io/node-count-min'), undefined);
+  });
+
+  it('writes the autoscaling bounds of the node count when some pool autoscales', () => {
+    const nodes = { count: 6, instanceTypes: ['m6i.large'], autoscaling: { min: 2, max: 20 } };
+    const profile = normalize(eksCluster({ nodes }), options, NOW);
+    assert.equal(prop(profile, 'cpsync.io/node-count-min'), '2');
+    assert.equal(prop(profile, 'cpsync.io/node-count-max'), '20');
+  });
+
+  it('keeps a node type list too long for one value as valid JSON and says how many were left out', () => {
+    const types = Array.from(
+      { length: 120 },
+      (_, i) => `Standard_NC${String(i).padStart(3, '0')}ads_H100_v5`,
+    );
+    const profile = normalize(aksCluster({ nodes: { count: 120, instanceTypes: types } }), options, NOW);
+    const value = prop(profile, 'type.node.k8s.io')!;
+    assert.ok(value.length <= 1024, `${value.length}`);
+    const kept = JSON.parse(value) as string[];
+    assert.ok(kept.length > 0 && kept.length < 120);
+    assert.deepEqual(kept, [...types].sort().slice(0, kept.length));
+    assert.equal(prop(profile, 'cpsync.io/node-types-omitted'), String(120 - kept.length));
+  });
+
+  it('keeps every property value within 1..1024 characters', () => {
+    const profile = normalize(
+      eksCluster({ platformVersion: 'p'.repeat(5000), tags: { note: 'n'.repeat(3000) } }),
+      inventoryOptions({ tagAllowList: ['note'] }),
+      NOW,
+    );
+    for (const p of profile.status?.properties ?? []) {
+      assert.ok(p.value.length >= 1 && p.value.length <= 1024, `${p.name} has ${p.value.length}`);
+    }
+    assert.ok(prop(profile, 'cpsync.io/platform-version')!.endsWith('…'));
+  });
+
+  it('copies only allow-listed tags, exact or by prefix', () => {
+    const profile = normalize(
+      eksCluster({ tags: { team: 'payments', env: 'prod', 'cost/center': '42', secret: 'x' } }),
+      inventoryOptions({ tagAllowList: ['team', 'cost/*'] }),
+      NOW,
+    );
+    const tags = (profile.status?.properties ?? [])
+      .filter((p) => p.name.startsWith('cpsync.io/tag.'))
+      .map((p) => [p.name, p.value]);
+    assert.deepEqual(tags, [
+      ['cpsync.io/tag.cost/center', '42'],
+      ['cpsync.io/tag.team', 'payments'],
+    ]);
+    assert.equal(
+      normalize(eksCluster(), options, NOW).status?.properties?.some((p) =>
+        p.name.startsWith('cpsync.io/tag.'),
+      ),
+      false,
+    );
+  });
+
+  it('adds provider extras: platform version, status, power state, resource group, creation time', () => {
+    const eks = normalize(eksCluster(), options, NOW);
+    assert.equal(prop(eks, 'cpsync.io/platform-version'), 'eks.12');
+    assert.equal(prop(eks, 'cpsync.io/status'), 'ACTIVE');
+    assert.equal(prop(eks, 'cpsync.io/created-at'), '2024-05-01T10:00:00Z');
+    const aks = normalize(aksCluster(), options, NOW);
+    assert.equal(prop(aks, 'cpsync.io/power-state'), 'Running');
+    assert.equal(prop(aks, 'cpsync.io/resource-group'), 'rg-web');
+  });
+
+  it('sorts properties by name and stamps them with the given time', () => {
+    const names = normalize(eksCluster(), options, NOW).status!.properties!.map((p) => p.name);
+    assert.deepEqual(names, [...names].sort());
+    assert.ok(
+      normalize(eksCluster(), options, NOW).status!.properties!.every((p) => p.lastObservedTime === NOW),
+    );
+  });
+
+  it('sets ControlPlaneHealthy from the provider status and Joined=True', () => {
+    const profile = normalize(
+      aksCluster({ health: { status: 'Succeeded', powerState: 'Stopped', issues: [] } }),
+      options,
+      NOW,
+    );
+    assert.deepEqual(
+      { ...condition(profile, 'ControlPlaneHealthy'), message: undefined },
+      {
+        type: 'ControlPlaneHealthy',
+        status: 'False',
+        reason: 'Stopped',
+        message: undefined,
+        lastTransitionTime: NOW,
+      },
+    );
+    assert.equal(condition(profile, 'Joined')?.status, 'True');
+    assert.equal(condition(profile, 'Joined')?.reason, 'ListedByProvider');
+  });
+
+  it('describes access: server, CA data and a non-secret exec extension per cloud', () => {
+    const eks = normalize(eksCluster(), options, NOW).status!.accessProviders!;
+    assert.equal(eks.length, 1);
+    assert.equal(eks[0]!.name, 'eks');
+    assert.equal(eks[0]!.cluster!.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
+    assert.ok(eks[0]!.cluster!['certificate-authority-data']);
+    assert.deepEqual(eks[0]!.cluster!.extensions, [
+      {
+        name: 'client.authentication.k8s.io/exec',
+        extension: {
+          provider: 'eks',
+          clusterName: 'payments',
+          region: 'us-east-1',
+          accountId: '111122223333',
+        },
+      },
+    ]);
+    const aks = normalize(aksCluster(), options, NOW).status!.accessProviders![0]!;
+    assert.equal(aks.cluster!['certificate-authority-data'], undefined);
+    assert.deepEqual(aks.cluster!.extensions![0]!.extension, {
+      provider: 'aks',
+      clusterName: 'web',
+      resourceGroup: 'rg-web',
+      subscriptionId: '00000000-1111-2222-3333-444444444444',
+      location: 'westeurope',
+    });
+    const gke = normalize(gkeCluster({ zone: 'europe-west1-b' }), options, NOW).status!.accessProviders![0]!;
+    assert.deepEqual(gke.cluster!.extensions![0]!.extension, {
+      provider: 'gke',
+      clusterName: 'analytics',
+      location: 'europe-west1-b',
+      projectId: 'acme-data',
+    });
+  });
+
+  it('leaves out CA data that is not base64, which the hub would refuse', () => {
+    for (const bad of ['not base64!', 'YWJj=ZGVm', 'YWJjZA', ' YWJj']) {
+      const profile = normalize(eksCluster({ certificateAuthorityData: bad }), options, NOW);
+      const cluster = profile.status!.accessProviders![0]!.cluster!;
+      assert.equal(cluster['certificate-authority-data'], undefined, bad);
+      assert.equal(cluster.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
+      assert.deepEqual(crdViolations(profile), []);
+    }
+    const good = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n').toString('base64');
+    const profile = normalize(eksCluster({ certificateAuthorityData: good }), options, NOW);
+    assert.equal(profile.status!.accessProviders![0]!.cluster!['certificate-authority-data'], good);
+  });
+
+  it('names access providers as configured', () => {
+    const named = inventoryOptions({
+      accessProviderNames: { eks: 'aws-iam', gke: 'gke-gcloud', aks: 'kubelogin' },
+    });
+    assert.equal(normalize(eksCluster(), named, NOW).status!.accessProviders![0]!.name, 'aws-iam');
+    assert.equal(normalize(aksCluster(), named, NOW).status!.accessProviders![0]!.name, 'kubelogin');
+  });
+
+  it('handles a cluster still being created: no endpoint, no access provider, health Unknown', () => {
+    const profile = normalize(
+      eksCluster({
+        endpoints: [],
+        certificateAuthorityData: undefined,
+        health: { status: 'CREATING', issues: [] },
+        nodes: { instanceTypes: [] },
+      }),
+      options,
+      NOW,
+    );
+    assert.equal(prop(profile, 'cluster-endpoints.k8s.io'), '[]');
+    assert.deepEqual(profile.status?.accessProviders, []);
+    assert.equal(condition(profile, 'ControlPlaneHealthy')?.status, 'Unknown');
+    assert.equal(prop(profile, 'count.node.k8s.io'), undefined);
+    assert.equal(prop(profile, 'type.node.k8s.io'), undefined);
+  });
+});
+
+describe('normalize: bad input', () => {
+  it('names the missing field', () => {
+    assert.throws(
+      () => normalize(eksCluster({ providerId: '' }), options, NOW),
+      (error: unknown) => error instanceof InvalidClusterError && error.field === 'providerId',
+    );
+    assert.throws(() => normalize(eksCluster({ region: '  ' }), options, NOW), /region is required/);
+    assert.throws(
+      () => normalize(eksCluster({ nodes: { count: -1, instanceTypes: [] } }), options, NOW),
+      /nodes.count must be a whole number/,
+    );
+    assert.throws(
+      () => normalize({ ...eksCluster(), provider: 'oci' as never }, options, NOW),
+      /provider must be one of eks, gke, aks/,
+    );
+  });
+
+  it('collects per-cluster errors and still normalizes the rest', () => {
+    const result = normalizeAll([eksCluster(), eksCluster({ name: '' }), gkeCluster()], options, NOW);
+    assert.equal(result.profiles.length, 2);
+    assert.equal(result.errors.length, 1);
+    assert.equal(result.errors[0]!.field, 'name');
+  });
+
+  it('rejects a manager name that is not a short DNS-1123 label', () => {
+    assert.throws(
+      () => inventoryOptions({ manager: 'Bad_Manager' }),
+      (error: unknown) => error instanceof InvalidOptionError && error.option === 'manager',
+    );
+    assert.throws(() => inventoryOptions({ manager: 'm'.repeat(31) }), /at most 30/);
+    assert.throws(
+      () => inventoryOptions({ namespace: 'Not A Namespace' }),
+      /namespace must be a DNS-1123 label/,
+    );
+    assert.throws(() => inventoryOptions({ deletionGraceListings: 0 }), /deletionGraceListings/);
+  });
+});

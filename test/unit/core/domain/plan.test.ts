@@ -1,0 +1,218 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
+import type { ScopeOutcome, ScopeOutcomeKind } from '../../../../core/domain/model/scope.ts';
+import { normalize } from '../../../../core/domain/normalize.ts';
+import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { plan, type PlanInput } from '../../../../core/domain/plan.ts';
+import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
+
+const options = inventoryOptions();
+const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
+
+function outcome(kind: ScopeOutcomeKind = 'complete'): ScopeOutcome {
+  return { scope, kind };
+}
+
+function desiredOf(clusters: ObservedCluster[], now = NOW): ClusterProfile[] {
+  return clusters.map((c) => normalize(c, options, now));
+}
+
+function run(desired: ClusterProfile[], current: ClusterProfile[], extra: Partial<PlanInput> = {}) {
+  return plan({
+    outcome: outcome(),
+    desired,
+    current,
+    manager: 'cpsync',
+    deletionGraceListings: 2,
+    accessProviderNames: Object.values(options.accessProviderNames),
+    now: LATER,
+    ...extra,
+  });
+}
+
+/** What the hub would hold after a plan's writes (times as planned). */
+function stored(profiles: ClusterProfile[]): ClusterProfile[] {
+  return profiles.map((p, i) => ({ ...p, metadata: { ...p.metadata, resourceVersion: String(100 + i) } }));
+}
+
+const a = eksCluster({ name: 'alpha' });
+const b = eksCluster({ name: 'beta' });
+
+describe('plan', () => {
+  it('creates a profile for every listed cluster on the first sync', () => {
+    const result = run(desiredOf([a, b]), []);
+    assert.equal(result.creates.length, 2);
+    assert.deepEqual([result.updates.length, result.deletes.length], [0, 0]);
+  });
+
+  it('plans nothing when the hub already matches the clouds', () => {
+    const result = run(desiredOf([a, b], LATER), stored(desiredOf([a, b])));
+    assert.deepEqual(
+      [result.creates.length, result.updates.length, result.deletes.length, result.unchanged],
+      [0, 0, 0, 2],
+    );
+  });
+
+  it('turns one changed cloud value into one status-only update naming that field', () => {
+    const current = stored(desiredOf([a, b]));
+    const result = run(
+      desiredOf([{ ...a, nodes: { count: 9, instanceTypes: a.nodes.instanceTypes } }, b], LATER),
+      current,
+    );
+    assert.equal(result.updates.length, 1);
+    const [update] = result.updates;
+    assert.equal(update!.writeStatus, true);
+    assert.equal(update!.writeObject, false);
+    assert.deepEqual(update!.changes, [
+      { field: 'status.properties[count.node.k8s.io]', before: '6', after: '9' },
+    ]);
+    const props = update!.profile.status!.properties!;
+    assert.equal(props.find((p) => p.name === 'count.node.k8s.io')!.lastObservedTime, LATER);
+    assert.ok(props.filter((p) => p.name !== 'count.node.k8s.io').every((p) => p.lastObservedTime === NOW));
+  });
+
+  it('reports a version upgrade as a change of status.version.kubernetes', () => {
+    const result = run(desiredOf([{ ...a, kubernetesVersion: '1.32' }], LATER), stored(desiredOf([a])));
+    assert.deepEqual(result.updates[0]!.changes, [
+      { field: 'status.version.kubernetes', before: '1.31', after: '1.32' },
+    ]);
+  });
+
+  it('moves lastTransitionTime only when a condition status changes', () => {
+    const current = stored(desiredOf([a]));
+    const degraded = run(
+      desiredOf([{ ...a, health: { status: 'ACTIVE', issues: [{ code: 'X', message: 'y' }] } }], LATER),
+      current,
+    );
+    const healthy = degraded.updates[0]!.profile.status!.conditions!.find(
+      (c) => c.type === 'ControlPlaneHealthy',
+    )!;
+    assert.deepEqual([healthy.status, healthy.lastTransitionTime], ['False', LATER]);
+    const updating = run(desiredOf([{ ...a, health: { status: 'UPDATING', issues: [] } }], LATER), current);
+    const still = updating.updates[0]!.profile.status!.conditions!.find(
+      (c) => c.type === 'ControlPlaneHealthy',
+    )!;
+    assert.deepEqual([still.status, still.reason, still.lastTransitionTime], ['True', 'Updating', NOW]);
+  });
+
+  it('writes the object, not the status, when only a label changes', () => {
+    const current = stored(desiredOf([a]));
+    current[0]!.metadata.labels = { ...current[0]!.metadata.labels, 'cpsync.io/region': 'stale' };
+    const result = run(desiredOf([a], LATER), current);
+    assert.deepEqual([result.updates[0]!.writeObject, result.updates[0]!.writeStatus], [true, false]);
+    assert.deepEqual(result.updates[0]!.changes, [
+      { field: 'metadata.labels[cpsync.io/region]', before: 'stale', after: 'us-east-1' },
+    ]);
+  });
+
+  it('ignores labels, annotations and properties that others wrote', () => {
+    const current = stored(desiredOf([a]));
+    current[0]!.metadata.labels = { ...current[0]!.metadata.labels, 'team.example.com/owner': 'ops' };
+    current[0]!.metadata.annotations = {
+      ...current[0]!.metadata.annotations,
+      'kubectl.kubernetes.io/last-applied': '{}',
+    };
+    current[0]!.status!.properties = [
+      ...current[0]!.status!.properties!,
+      { name: 'example.com/rack', value: 'r1' },
+    ];
+    current[0]!.status!.accessProviders = [
+      ...current[0]!.status!.accessProviders!,
+      { name: 'vault', cluster: { server: 'https://v' } },
+    ];
+    assert.equal(run(desiredOf([a], LATER), current).unchanged, 1);
+  });
+
+  it('marks a cluster missing from a complete listing Joined=False/NotFoundInProvider before deleting it', () => {
+    const first = run(desiredOf([a], LATER), stored(desiredOf([a, b])));
+    assert.equal(first.deletes.length, 0);
+    assert.equal(first.updates.length, 1);
+    const marked = first.updates[0]!.profile;
+    const joined = marked.status!.conditions!.find((c) => c.type === 'Joined')!;
+    assert.deepEqual(
+      [joined.status, joined.reason, joined.lastTransitionTime],
+      ['False', 'NotFoundInProvider', LATER],
+    );
+    assert.equal(marked.status!.properties!.find((p) => p.name === 'cpsync.io/missed-listings')!.value, '1');
+    assert.equal(first.updates[0]!.writeStatus, true);
+    assert.equal(first.updates[0]!.writeObject, false);
+
+    const second = run(desiredOf([a], LATER), [
+      ...stored(desiredOf([a])),
+      { ...marked, metadata: { ...marked.metadata, resourceVersion: '7' } },
+    ]);
+    assert.equal(second.deletes.length, 1);
+    assert.equal(second.deletes[0]!.reason, 'MissingFromListings');
+    assert.equal(second.deletes[0]!.current.metadata.name, marked.metadata.name);
+  });
+
+  it('counts misses up to a longer grace', () => {
+    let current = stored(desiredOf([b]));
+    for (let missed = 1; missed < 4; missed++) {
+      const result = run([], current, { deletionGraceListings: 4 });
+      assert.equal(result.deletes.length, 0, `miss ${missed}`);
+      const property = result.updates[0]!.profile.status!.properties!.find(
+        (p) => p.name === 'cpsync.io/missed-listings',
+      );
+      assert.equal(property!.value, String(missed));
+      current = stored([result.updates[0]!.profile]);
+    }
+    assert.equal(run([], current, { deletionGraceListings: 4 }).deletes.length, 1);
+  });
+
+  it('deletes at once with a grace of one listing', () => {
+    assert.equal(run([], stored(desiredOf([a])), { deletionGraceListings: 1 }).deletes.length, 1);
+  });
+
+  it('restores Joined and clears the miss count when a missing cluster is listed again', () => {
+    const marked = run([], stored(desiredOf([a]))).updates[0]!.profile;
+    const back = run(desiredOf([a], LATER), stored([marked]));
+    const profile = back.updates[0]!.profile;
+    assert.equal(profile.status!.conditions!.find((c) => c.type === 'Joined')!.status, 'True');
+    assert.equal(
+      profile.status!.properties!.some((p) => p.name === 'cpsync.io/missed-listings'),
+      false,
+    );
+  });
+
+  for (const kind of ['partial', 'failed'] as const) {
+    it(`neither deletes nor marks missing after a ${kind} listing`, () => {
+      const result = run([], stored(desiredOf([a, b])), { outcome: outcome(kind) });
+      assert.deepEqual([result.creates.length, result.updates.length, result.deletes.length], [0, 0, 0]);
+    });
+  }
+
+  it('deletes at once when the provider confirmed the cluster gone, whatever the listing', () => {
+    const current = stored(desiredOf([a, b]));
+    const result = run(desiredOf([a], LATER), current, {
+      outcome: outcome('partial'),
+      confirmedGone: new Set([b.providerId]),
+    });
+    assert.equal(result.deletes.length, 1);
+    assert.equal(result.deletes[0]!.reason, 'ConfirmedNotFound');
+  });
+
+  it('never updates or deletes a profile of another cluster manager in the same namespace', () => {
+    const foreign = stored(desiredOf([b]))[0]!;
+    foreign.metadata.labels = { ...foreign.metadata.labels, 'x-k8s.io/cluster-manager': 'ocm' };
+    foreign.spec = { ...foreign.spec, clusterManager: { name: 'ocm' } };
+    const missing = run([], [foreign]);
+    assert.deepEqual([missing.updates.length, missing.deletes.length], [0, 0]);
+    const clash = run(desiredOf([b], LATER), [foreign]);
+    assert.deepEqual([clash.creates.length, clash.updates.length, clash.deletes.length], [0, 0, 0]);
+    assert.equal(clash.skipped[0]!.reason, 'OwnedByAnotherManager');
+    assert.match(clash.skipped[0]!.detail, /"ocm"/);
+  });
+
+  it('never deletes profiles outside the scope (another region of the same account)', () => {
+    const west = stored(desiredOf([eksCluster({ name: 'gamma', region: 'us-west-2' })]));
+    assert.equal(run([], west).deletes.length, 0);
+  });
+
+  it('is deterministic', () => {
+    const current = stored(desiredOf([a, b]));
+    assert.deepEqual(run(desiredOf([a], LATER), current), run(desiredOf([a], LATER), current));
+  });
+});

@@ -1,15 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import {
-  buildBus,
-  buildOutbox,
-  buildSources,
-  CompositionError,
-  connectHubPorts,
-  engineSettings,
-} from '../adapters/compose/compose.ts';
-import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
-import { inventoryOptionsOf, type CpsyncConfig } from '../adapters/compose/config.ts';
+import { compose } from '../adapters/compose/compose.ts';
+import type { CpsyncConfig } from '../adapters/compose/config.ts';
 import { runSync, type SyncReport } from '../core/sync/engine.ts';
 import { CpsyncError } from '../core/domain/errors.ts';
 import { LABEL_CLUSTER_MANAGER } from '../core/domain/constants.ts';
@@ -70,9 +62,9 @@ async function syncCommand(
   options: { provider?: Provider[]; scope?: Scope[]; dryRun?: boolean; output: string },
   io: Io,
 ): Promise<number> {
-  const sources = await buildSources(config, ALL_PROVIDERS);
+  const composition = await compose(config, ALL_PROVIDERS, { stdout: io.stdout });
   try {
-    const resolved = await resolveScopes(config, sources, {
+    const resolved = await composition.resolveScopes({
       ...(options.provider ? { providers: options.provider } : {}),
       ...(options.scope ? { scopes: options.scope } : {}),
     });
@@ -83,26 +75,20 @@ async function syncCommand(
     }
     for (const failure of resolved.failures)
       io.stderr.write(`cpsync: cannot enumerate the ${failure.provider} scopes: ${failure.message}\n`);
-    const { hub, leases } = await connectHubPorts(config);
-    const bus = buildBus(config, io.stdout);
     const progress = io.stderr.isTTY === true && !options.dryRun;
-    const report = await runSync(
-      { sources: sources.sources, hub, bus, outbox: buildOutbox(config), leases },
-      {
-        syncId: randomUUID(),
-        scopes: resolved.scopes,
-        ...engineSettings(config),
-        concurrency: config.sync.concurrency,
-        ...(options.dryRun ? { dryRun: true } : { retainDetails: false }),
-        ...(io.signal ? { signal: io.signal } : {}),
-        ...(progress
-          ? {
-              onScope: (s, done, total) =>
-                io.stderr.write(`\r\x1b[K[${done}/${total}] ${scopeKey(s.scope)} ${s.outcome.kind}`),
-            }
-          : {}),
-      },
-    );
+    const report = await runSync(composition.ports, {
+      syncId: randomUUID(),
+      scopes: resolved.scopes,
+      ...composition.settings,
+      ...(options.dryRun ? { dryRun: true } : { retainDetails: false }),
+      ...(io.signal ? { signal: io.signal } : {}),
+      ...(progress
+        ? {
+            onScope: (s, done, total) =>
+              io.stderr.write(`\r\x1b[K[${done}/${total}] ${scopeKey(s.scope)} ${s.outcome.kind}`),
+          }
+        : {}),
+    });
     if (progress) io.stderr.write('\r\x1b[K');
     if (options.dryRun) {
       io.stdout.write(
@@ -115,13 +101,14 @@ async function syncCommand(
     if (report.interrupted) return SIGNAL_EXIT[report.interrupted.reason] ?? ExitCode.Incomplete;
     return clean(report) && resolved.failures.length === 0 ? ExitCode.Ok : ExitCode.Incomplete;
   } finally {
-    await sources.close();
+    await composition.close();
   }
 }
 
 async function listCommand(config: CpsyncConfig, output: string, io: Io): Promise<number> {
-  const { hub } = await connectHubPorts(config);
-  const options = inventoryOptionsOf(config);
+  const composition = await compose(config, []);
+  const { hub } = composition.ports;
+  const { options } = composition.settings;
   const profiles = [];
   const malformed: MalformedObject[] = [];
   for (const namespace of inventoryNamespaces(options))
@@ -212,7 +199,7 @@ export async function main(
       return ExitCode.Usage;
     }
     // Bad configuration found on contact (a file, a secret, a kubeconfig): one line, never a stack trace.
-    if (error instanceof CpsyncError || error instanceof CompositionError) {
+    if (error instanceof CpsyncError) {
       io.stderr.write(`cpsync: ${error.message}\n`);
       return ExitCode.Usage;
     }

@@ -10,7 +10,6 @@ import { z } from 'zod';
 import { clusterSyncOnce, lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { eksProvider } from '../adapters/compose/providers/eks.ts';
 import { validClusterName } from './targets.ts';
-import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
 
 /** The CloudTrail record as EventBridge carries it in `detail` (the fields cpsync reads). */
 const CloudTrailDetail = z.looseObject({
@@ -59,7 +58,7 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
       return { result: 'ignored' as const };
     }
     const asked = { provider: 'eks' as const, account: detail.recipientAccountId, region: detail.awsRegion };
-    const resolved = await resolveScopes(deps.config, deps.sources, { scopes: [asked] });
+    const resolved = await deps.resolveScopes({ scopes: [asked] });
     const scope = resolved.scopes[0];
     // Discovery that failed is not a no: the event fails, and EventBridge delivers it again.
     const undetermined = resolved.refused.find((r) => r.undetermined);

@@ -17,29 +17,18 @@ import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
-import {
-  buildBus,
-  buildOutbox,
-  buildSources,
-  connectHubPorts,
-  engineSettings,
-  type ProviderModule,
-  type Sources,
-} from '../adapters/compose/compose.ts';
+import { compose, type Composition, type ProviderModule } from '../adapters/compose/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
-import { syncCluster, type EnginePorts } from '../core/sync/engine.ts';
+import { syncCluster } from '../core/sync/engine.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 
 export const logger = new Logger({ serviceName: 'cpsync' });
 export const metrics = new Metrics({ namespace: 'cpsync', serviceName: 'cpsync' });
 export const tracer = new Tracer({ serviceName: 'cpsync' });
 
-export interface FunctionDeps {
-  config: CpsyncConfig;
-  ports: EnginePorts;
-  sources: Sources;
-}
+/** What a function runs with: the composition of its configuration, built once per container. */
+export type FunctionDeps = Composition;
 
 /** The configuration document from `CPSYNC_CONFIG` (JSON); refused with every bad field named. */
 export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): CpsyncConfig {
@@ -54,29 +43,12 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Cps
   return parseConfig(document, 'CPSYNC_CONFIG');
 }
 
-/** Builds the adapters a configuration names, with the sources of the given provider modules. */
-export async function depsFor(
-  config: CpsyncConfig,
-  providers: readonly ProviderModule[],
-): Promise<FunctionDeps> {
-  const sources = await buildSources(config, providers);
-  const { hub, leases } = await connectHubPorts(config);
-  const ports: EnginePorts = {
-    sources: sources.sources,
-    hub,
-    leases,
-    bus: buildBus(config),
-    outbox: buildOutbox(config),
-  };
-  return { config, ports, sources };
-}
-
 /**
  * The adapters of this container, built on first use from the environment's configuration, with the
  * sources of `providers` only (so each function bundles only the cloud SDKs it uses).
  */
 export function lazyDeps(providers: readonly ProviderModule[]): () => Promise<FunctionDeps> {
-  return memoizeUntilFailure(async () => depsFor(configFromEnvironment(), providers));
+  return memoizeUntilFailure(async () => compose(configFromEnvironment(), providers));
 }
 
 /** A payload of once-only work: `key` names the delivery (event id, message id, …). */
@@ -144,7 +116,7 @@ export function once<P extends Keyed, R>(
 export function clusterSyncOnce(name: string, getDeps: () => Promise<FunctionDeps>) {
   return once(name, async ({ key, ref }: { key: string; ref: ClusterRef }) => {
     const deps = await getDeps();
-    const report = await syncCluster(deps.ports, { syncId: key, ref, ...engineSettings(deps.config) });
+    const report = await syncCluster(deps.ports, { syncId: key, ref, ...deps.settings });
     return { result: report.result, published: report.published, pending: report.pending };
   });
 }

@@ -2,7 +2,6 @@
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
-import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
 import { scopeKey } from '../core/domain/model/scope.ts';
 import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
@@ -31,7 +30,7 @@ export function makeScopeEnumerator(
     if (!queueUrl) throw new Error('CPSYNC_SCOPE_QUEUE_URL is not set');
     const deps = await getDeps();
     const syncId = event?.executionId ?? context.awsRequestId;
-    const { scopes, failures } = await resolveScopes(deps.config, deps.sources);
+    const { scopes, failures } = await deps.resolveScopes();
     let pending = scopes.map((scope, index) => ({
       Id: String(index),
       MessageBody: JSON.stringify({ syncId, scope }),

@@ -4,11 +4,9 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { z } from 'zod';
 import { runSync } from '../core/sync/engine.ts';
-import { engineSettings } from '../adapters/compose/compose.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
-import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
 
 const message = z.strictObject({
   syncId: z.string().min(1).max(256),
@@ -33,7 +31,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
     const report = await runSync(deps.ports, {
       syncId: key,
       scopes: [scope],
-      ...engineSettings(deps.config),
+      ...deps.settings,
     });
     const result = report.scopes[0]!;
     if (result.summary.error?.reason === 'HubError')
@@ -51,7 +49,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
         );
       const { syncId } = parsed.data;
       // Only what the configuration covers, in its canonical spelling: a message is input like any other.
-      const resolved = await resolveScopes(deps.config, deps.sources, { scopes: [parsed.data.scope] });
+      const resolved = await deps.resolveScopes({ scopes: [parsed.data.scope] });
       const refusal = resolved.refused[0];
       if (refusal || resolved.scopes.length !== 1)
         throw new ScopeRefusedError(

@@ -6,7 +6,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type { Context, APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
-import { readSecret } from '../adapters/compose/compose.ts';
+import { readSecret } from '../adapters/shared/secrets.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import type { ClusterSyncReport } from '../core/sync/engine.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
@@ -21,7 +21,6 @@ import {
 import { aksProvider } from '../adapters/compose/providers/aks.ts';
 import { gkeProvider } from '../adapters/compose/providers/gke.ts';
 import { validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
-import { resolveScopes } from '../adapters/compose/scopeCoverage.ts';
 import type { Scope } from '../core/domain/model/scope.ts';
 
 /** The configured account-wide scope an event's account falls in, or undefined when the configuration does not cover it. */
@@ -30,7 +29,7 @@ async function coveredScope(
   provider: 'gke' | 'aks',
   account: string,
 ): Promise<Scope | undefined> {
-  const resolved = await resolveScopes(deps.config, deps.sources, { scopes: [{ provider, account }] });
+  const resolved = await deps.resolveScopes({ scopes: [{ provider, account }] });
   if (resolved.refused.length > 0 || resolved.scopes.length === 0) return undefined;
   return { provider, account: resolved.scopes[0]!.account, region: '*' };
 }

@@ -5,10 +5,10 @@
  * refused wherever it is asked for, and every scope is in its one canonical spelling.
  */
 import type { CpsyncConfig } from './config.ts';
-import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import { PROVIDERS, type Provider } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, scopeKey, type Scope } from '../../core/domain/model/scope.ts';
 import { canonicalScope, InvalidScopeError } from '../../core/domain/scopes.ts';
-import type { ProviderModule, Sources } from './compose.ts';
+import type { ProviderInstance } from './provider.ts';
 
 /** A scope asked for that will not be synced, and why. */
 export interface ScopeRefusal {
@@ -53,24 +53,17 @@ interface Cached {
   at: number;
   scopes: Promise<Scope[]>;
 }
-const discovered = new WeakMap<Sources, Map<string, Cached>>();
+type Providers = Partial<Record<Provider, ProviderInstance>>;
+const discovered = new WeakMap<ProviderInstance, Map<string, Cached>>();
 
-/** The configured scopes of `module` (of `accounts` only, when given), canonical; reused for a while. */
-function configuredScopes(
-  config: CpsyncConfig,
-  sources: Sources,
-  module: ProviderModule,
-  accounts?: readonly string[],
-): Promise<Scope[]> {
-  const source = sources.sources[module.provider]!;
-  let cache = discovered.get(sources);
-  if (!cache) discovered.set(sources, (cache = new Map()));
-  const key = `${module.provider}|${accounts?.join(',') ?? '*'}`;
+/** The configured scopes of `instance` (of `accounts` only, when given), canonical; reused for a while. */
+function configuredScopes(instance: ProviderInstance, accounts?: readonly string[]): Promise<Scope[]> {
+  let cache = discovered.get(instance);
+  if (!cache) discovered.set(instance, (cache = new Map()));
+  const key = accounts?.join(',') ?? '*';
   const hit = cache.get(key);
   if (hit && Date.now() - hit.at < DISCOVERY_TTL_MILLIS) return hit.scopes;
-  const scopes = module
-    .scopes(config, source, accounts)
-    .then((found) => found.map((scope) => canonicalScope(scope)));
+  const scopes = instance.scopes(accounts).then((found) => found.map((scope) => canonicalScope(scope)));
   const entry = { at: Date.now(), scopes };
   cache.set(key, entry);
   // A failed discovery is not remembered: the next request asks again.
@@ -105,18 +98,18 @@ function withoutOverlaps(scopes: Scope[], refused: ScopeRefusal[]): Scope[] {
  */
 export async function resolveScopes(
   config: CpsyncConfig,
-  sources: Sources,
+  providers: Providers,
   request: ScopeRequest = {},
 ): Promise<ResolvedScopes> {
   const result: ResolvedScopes = { scopes: [], refused: [], failures: [] };
-  const modules = sources.modules.filter((module) => sources.sources[module.provider]);
+  const configured = PROVIDERS.filter((provider) => providers[provider] && config.providers[provider]);
   if (!request.scopes || request.scopes.length === 0) {
-    for (const module of modules) {
-      if (request.providers?.length && !request.providers.includes(module.provider)) continue;
+    for (const provider of configured) {
+      if (request.providers?.length && !request.providers.includes(provider)) continue;
       try {
-        result.scopes.push(...(await configuredScopes(config, sources, module)));
+        result.scopes.push(...(await configuredScopes(providers[provider]!)));
       } catch (error) {
-        result.failures.push({ provider: module.provider, message: message(error) });
+        result.failures.push({ provider, message: message(error) });
       }
     }
     result.scopes = withoutOverlaps(result.scopes, result.refused);
@@ -141,14 +134,14 @@ export async function resolveScopes(
       refuse(`provider ${scope.provider} is not among --provider ${request.providers.join(', ')}`);
       continue;
     }
-    const module = modules.find((m) => m.provider === scope.provider);
-    if (!module) {
+    const instance = configured.includes(scope.provider) ? providers[scope.provider] : undefined;
+    if (!instance) {
       refuse(`providers.${scope.provider} is not configured`);
       continue;
     }
-    let configured: Scope[];
+    let covered: Scope[];
     try {
-      configured = await configuredScopes(config, sources, module, [scope.account]);
+      covered = await configuredScopes(instance, [scope.account]);
     } catch (error) {
       result.refused.push({
         requested,
@@ -157,20 +150,20 @@ export async function resolveScopes(
       });
       continue;
     }
-    if (configured.length === 0) {
+    if (covered.length === 0) {
       refuse(`${scope.account} is not covered by ${ACCOUNT_FIELD[scope.provider]}`);
       continue;
     }
     if (scope.region === ALL_REGIONS) {
-      wanted.push(...configured);
+      wanted.push(...covered);
       continue;
     }
-    if (configured.some((c) => c.region === ALL_REGIONS || c.region === scope.region)) {
+    if (covered.some((c) => c.region === ALL_REGIONS || c.region === scope.region)) {
       wanted.push(scope);
       continue;
     }
     refuse(
-      `region ${scope.region} is not configured for ${scope.provider}/${scope.account} (configured: ${configured.map((c) => c.region).join(', ')})`,
+      `region ${scope.region} is not configured for ${scope.provider}/${scope.account} (configured: ${covered.map((c) => c.region).join(', ')})`,
     );
   }
   result.scopes = withoutOverlaps(wanted, result.refused);

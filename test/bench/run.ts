@@ -13,11 +13,11 @@ import { join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
-import { inventoryOptionsOf, parseConfig } from '../../adapters/compose/config.ts';
+import { parseConfig } from '../../adapters/compose/config.ts';
 import { runSync } from '../../core/sync/engine.ts';
 import type { ClusterSource } from '../../core/sync/ports.ts';
 import { makeEksEventHandler } from '../../functions/eksEvents.ts';
-import { depsFor } from '../../functions/runtime.ts';
+import { compose } from '../../adapters/compose/compose.ts';
 import { startEmulators, EKS_ACCOUNT } from '../env/emulators.ts';
 import { startHub, stopHub } from '../env/hub.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
@@ -133,26 +133,22 @@ async function withEstate(): Promise<void> {
       { ...document, hub: { kubeconfig: hub.kubeconfig }, outbox: { directory: join(directory, 'outbox') } },
       'bench',
     );
-    const deps = await depsFor(config, ALL_PROVIDERS);
+    const deps = await compose(config, ALL_PROVIDERS);
     const scopes = 4;
 
     say('## Steady state');
     say('');
     await runSync(deps.ports, {
       syncId: 'bench-1',
-      scopes: (
-        await (await import('../../adapters/compose/scopeCoverage.ts')).resolveScopes(config, deps.sources)
-      ).scopes,
-      options: inventoryOptionsOf(config),
+      scopes: (await deps.resolveScopes()).scopes,
+      ...deps.settings,
     });
     await drainQueue(emulators.queueUrl);
     const started = performance.now();
     const steady = await runSync(deps.ports, {
       syncId: 'bench-2',
-      scopes: (
-        await (await import('../../adapters/compose/scopeCoverage.ts')).resolveScopes(config, deps.sources)
-      ).scopes,
-      options: inventoryOptionsOf(config),
+      scopes: (await deps.resolveScopes()).scopes,
+      ...deps.settings,
     });
     const events = await drainQueue(emulators.queueUrl);
     say(
@@ -213,7 +209,7 @@ async function withEstate(): Promise<void> {
       `| provider latency excluded (targets: p50 ≤ 250 ms, p99 ≤ 1 s) | ${ms(percentile(excluding, 50))} | ${ms(percentile(excluding, 99))} |`,
     );
     say('');
-    await deps.sources.close();
+    await deps.close();
   } finally {
     await emulators.stop();
     await stopHub(hub.directory);

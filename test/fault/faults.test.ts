@@ -12,8 +12,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import { buildBus, buildSources, type Sources } from '../../adapters/compose/compose.ts';
-import { resolveScopes } from '../../adapters/compose/scopeCoverage.ts';
+import { compose, type Composition } from '../../adapters/compose/compose.ts';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../adapters/hub/KubernetesLeases.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
@@ -60,7 +59,7 @@ describe('fault matrix', () => {
   let emulators: Emulators;
   let hubProxy: HubProxy;
   let config: CpsyncConfig;
-  let sources: Sources;
+  let composition: Composition;
   let ports: EnginePorts;
   let direct: KubernetesHub;
   let namespace: string;
@@ -123,7 +122,7 @@ describe('fault matrix', () => {
   async function assertConverged() {
     const options = inventoryOptionsOf(config);
     for (const scope of scopes) {
-      const listing = await sources.sources[scope.provider]!.listScope(scope);
+      const listing = await composition.ports.sources[scope.provider]!.listScope(scope);
       assert.equal(listing.outcome.kind, 'complete', `oracle listing of ${scope.provider}`);
       const desired = normalizeAll(listing.clusters, options, '2026-01-01T00:00:00Z').profiles;
       const current = await direct.list(namespace, scopeSelector(options.manager, scope));
@@ -199,28 +198,27 @@ describe('fault matrix', () => {
       },
       'faults',
     );
-    sources = await buildSources(config, ALL_PROVIDERS);
+    composition = await compose(config, ALL_PROVIDERS);
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromString(hubProxy.kubeconfig);
     const admin = new KubeConfig();
     admin.loadFromFile(state.kubeconfig);
     direct = new KubernetesHub({ kubeConfig: admin });
     ports = {
-      sources: sources.sources,
+      ...composition.ports,
       hub: new KubernetesHub({ kubeConfig }),
-      bus: buildBus(config),
       outbox: new FileOutbox(join(emulators.directory, 'fault-outbox')),
       // Leases through the same faulty proxy: a run settles what the one before it left as soon as it starts.
       leases: new KubernetesLeaseStore({ kubeConfig, namespace, requestTimeoutMillis: 2000 }),
     };
-    scopes = (await resolveScopes(config, sources)).scopes;
+    scopes = (await composition.resolveScopes()).scopes;
     await sync();
     assert.equal((await names()).length, emulators.clusters);
     await drainQueue(emulators.queueUrl);
   });
 
   after(async () => {
-    await sources?.close();
+    await composition?.close();
     await hubProxy?.stop();
     await emulators?.stop();
   });
@@ -532,7 +530,7 @@ describe('fault matrix', () => {
     await createEksClusters(emulators.moto.endpoint, outsider, 'us-east-1', [{ name: 'foreign' }]);
     const before = await snapshot();
     const writes = ports.hub.requestCounts().writes;
-    const handler = makeEksEventHandler(async () => ({ config, ports, sources }));
+    const handler = makeEksEventHandler(async () => ({ ...composition, ports }));
     for (const name of ['CreateCluster', 'UpdateClusterVersion', 'DeleteCluster'])
       assert.deepEqual(
         await handler(

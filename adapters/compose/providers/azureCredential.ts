@@ -3,7 +3,8 @@ import { resolve } from 'node:path';
 import type { TokenCredential } from '@azure/core-auth';
 import { ClientAssertionCredential, ClientSecretCredential } from '@azure/identity';
 import type { CpsyncConfig } from '../config.ts';
-import { CompositionError, readSecret, safeReason, secretSource } from '../compose.ts';
+import { CompositionError } from '../errors.ts';
+import { readSecret, safeReason, secretSource } from '../../shared/secrets.ts';
 
 /** The Azure identity: a federated credential (a token file) or a client secret (file or Secrets Manager). */
 export async function azureCredential(

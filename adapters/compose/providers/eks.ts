@@ -1,7 +1,5 @@
 import type { CpsyncConfig } from '../config.ts';
-import type { ClusterSource } from '../../../core/sync/ports.ts';
-import type { ProviderModule } from '../compose.ts';
-import type { EksSource } from '../../eks/EksSource.ts';
+import type { ProviderModule } from '../provider.ts';
 
 /** EKS from `providers.eks`. */
 export const eksProvider: ProviderModule = {
@@ -10,8 +8,12 @@ export const eksProvider: ProviderModule = {
     const eks = config.providers.eks;
     if (!eks) return undefined;
     // Each cloud's SDK is loaded only when that cloud is configured.
-    const { EksSource } = await import('../../eks/EksSource.ts');
-    return new EksSource({
+    const [{ EksSource }, { awsClientFactory }, { enumerateEksScopes }] = await Promise.all([
+      import('../../eks/EksSource.ts'),
+      import('../../eks/awsClients.ts'),
+      import('../../eks/EksScopes.ts'),
+    ]);
+    const source = new EksSource({
       roleName: eks.roleName,
       homeRegion: eks.homeRegion,
       maxAttempts: eks.maxAttempts,
@@ -21,26 +23,24 @@ export const eksProvider: ProviderModule = {
       ...(eks.externalId ? { externalId: eks.externalId } : {}),
       ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
     });
-  },
-  async scopes(config: CpsyncConfig, source: ClusterSource, only?: readonly string[]) {
-    const eks = config.providers.eks!;
-    const [{ awsClientFactory }, { enumerateEksScopes }] = await Promise.all([
-      import('../../eks/awsClients.ts'),
-      import('../../eks/EksScopes.ts'),
-    ]);
-    const organizations =
-      'organization' in eks.accounts
-        ? awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()
-        : undefined;
-    const accounts = Array.isArray(eks.accounts)
-      ? { accounts: eks.accounts }
-      : { organization: eks.accounts.organization };
-    const found = await enumerateEksScopes(source as EksSource, {
-      accounts,
-      ...(eks.regions ? { regions: eks.regions } : {}),
-      ...(organizations ? { organizations } : {}),
-      ...(only ? { onlyAccounts: only } : {}),
-    });
-    return found.scopes;
+    return {
+      source,
+      async scopes(only?: readonly string[]) {
+        const organizations =
+          'organization' in eks.accounts
+            ? awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()
+            : undefined;
+        const accounts = Array.isArray(eks.accounts)
+          ? { accounts: eks.accounts }
+          : { organization: eks.accounts.organization };
+        const found = await enumerateEksScopes(source, {
+          accounts,
+          ...(eks.regions ? { regions: eks.regions } : {}),
+          ...(organizations ? { organizations } : {}),
+          ...(only ? { onlyAccounts: only } : {}),
+        });
+        return found.scopes;
+      },
+    };
   },
 };

@@ -1,15 +1,8 @@
 import type { CpsyncConfig } from '../config.ts';
 import { InvalidOptionError } from '../../../core/domain/errors.ts';
-import type { ClusterSource } from '../../../core/sync/ports.ts';
-import {
-  CompositionError,
-  readSecret,
-  safeReason,
-  secretSource,
-  type ProviderModule,
-  type SecretRef,
-} from '../compose.ts';
-import type { GkeSource } from '../../gke/GkeSource.ts';
+import type { ProviderModule } from '../provider.ts';
+import { CompositionError } from '../errors.ts';
+import { readSecret, safeReason, secretSource, type SecretRef } from '../../shared/secrets.ts';
 
 /**
  * The credential configuration (a JSON document) from its file or secret. Errors name where it came
@@ -41,9 +34,10 @@ export const gkeProvider: ProviderModule = {
     if (!gke) return undefined;
     const ref = gke.credentials;
     const credentials = ref ? await credentialConfiguration(ref) : undefined;
-    const { GkeSource } = await import('../../gke/GkeSource.ts');
+    const { GkeSource, enumerateGkeScopes } = await import('../../gke/GkeSource.ts');
+    let source: InstanceType<typeof GkeSource>;
     try {
-      return new GkeSource({
+      source = new GkeSource({
         maxRetries: gke.maxRetries,
         requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
         ...(credentials ? { credentials } : {}),
@@ -58,17 +52,17 @@ export const gkeProvider: ProviderModule = {
           : 'is not a usable credential configuration';
       throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): ${reason}`);
     }
-  },
-  async scopes(config: CpsyncConfig, source: ClusterSource, only?: readonly string[]) {
-    const { projects } = config.providers.gke!;
-    const { enumerateGkeScopes } = await import('../../gke/GkeSource.ts');
-    const scopes = await enumerateGkeScopes(
-      source as GkeSource,
-      Array.isArray(projects) ? { projects } : { search: projects.search },
-    );
-    return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
-  },
-  async close(source: ClusterSource) {
-    await (source as GkeSource).close();
+    const { projects } = gke;
+    return {
+      source,
+      async scopes(only?: readonly string[]) {
+        const scopes = await enumerateGkeScopes(
+          source,
+          Array.isArray(projects) ? { projects } : { search: projects.search },
+        );
+        return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
+      },
+      close: () => source.close(),
+    };
   },
 };

@@ -16,7 +16,8 @@ import { ALL_PROVIDERS } from '../../../adapters/compose/providers/index.ts';
 import { parseConfig } from '../../../adapters/compose/config.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import { makeEksEventHandler } from '../../../functions/eksEvents.ts';
-import { depsFor, type FunctionDeps } from '../../../functions/runtime.ts';
+import type { FunctionDeps } from '../../../functions/runtime.ts';
+import { compose } from '../../../adapters/compose/compose.ts';
 import { makeScopeEnumerator } from '../../../functions/scopeEnumerator.ts';
 import { makeScopeWorker } from '../../../functions/scopeWorker.ts';
 import { makeWebhook } from '../../../functions/webhook.ts';
@@ -134,7 +135,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       },
       'functions test',
     );
-    deps = await depsFor(config, ALL_PROVIDERS);
+    deps = await compose(config, ALL_PROVIDERS);
     hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
   });
 

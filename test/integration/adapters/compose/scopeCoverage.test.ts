@@ -1,14 +1,13 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { buildSources, type Sources } from '../../../../adapters/compose/compose.ts';
+import { compose, type Composition } from '../../../../adapters/compose/compose.ts';
 import { gkeProvider } from '../../../../adapters/compose/providers/gke.ts';
-import { resolveScopes } from '../../../../adapters/compose/scopeCoverage.ts';
 import { parseConfig } from '../../../../adapters/compose/config.ts';
 import { startGkeServer, type GkeServer } from '../../../env/fakes/gkeServer.ts';
 
 describe('what the configuration covers, when it is discovered', () => {
   let server: GkeServer;
-  let sources: Sources;
+  let composition: Composition;
   let config: ReturnType<typeof parseConfig>;
 
   before(async () => {
@@ -24,10 +23,10 @@ describe('what the configuration covers, when it is discovered', () => {
         gke: { projects: { search: { query: '' } }, credentials: { file: key }, endpoint: server.endpoint },
       },
     });
-    sources = await buildSources(config, [gkeProvider]);
+    composition = await compose(config, [gkeProvider]);
   });
   after(async () => {
-    await sources?.close();
+    await composition?.close();
     await server?.stop();
   });
 
@@ -39,7 +38,7 @@ describe('what the configuration covers, when it is discovered', () => {
         message: 'search denied',
       })),
     );
-    const failed = await resolveScopes(config, sources, {
+    const failed = await composition.resolveScopes({
       scopes: [{ provider: 'gke', account: 'acme-data' }],
     });
     server.searchFailures.length = 0;
@@ -51,11 +50,11 @@ describe('what the configuration covers, when it is discovered', () => {
       /cannot tell whether the configuration covers it: .*search denied/,
     );
     // A failed discovery is not remembered: asked again, the answer comes.
-    const covered = await resolveScopes(config, sources, {
+    const covered = await composition.resolveScopes({
       scopes: [{ provider: 'gke', account: 'ACME-DATA' }],
     });
     assert.deepEqual(covered.scopes, [{ provider: 'gke', account: 'acme-data', region: '*' }]);
-    const other = await resolveScopes(config, sources, {
+    const other = await composition.resolveScopes({
       scopes: [{ provider: 'gke', account: 'acme-other' }],
     });
     assert.deepEqual(

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { eksToken } from '../../../../adapters/hub/eksToken.ts';
 import { RefreshingHub } from '../../../../adapters/hub/RefreshingHub.ts';
-import { connectHub } from '../../../../adapters/compose/compose.ts';
+import { connectHub } from '../../../../adapters/compose/hub.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { parseConfig } from '../../../../adapters/compose/config.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
@@ -84,7 +84,7 @@ describe('hub access from Lambda', () => {
       AWS_REGION: 'us-east-1',
     });
     try {
-      const hub = await connectHub(parseConfig({ hub: { kubeconfigSecretArn: ARN } }));
+      const { hub } = await connectHub(parseConfig({ hub: { kubeconfigSecretArn: ARN } }));
       assert.deepEqual(await hub.list('default', { 'x-k8s.io/cluster-manager': 'nobody' }), []);
       assert.deepEqual(hub.requestCounts(), { reads: 1, writes: 0 });
     } finally {

@@ -1,0 +1,90 @@
+/**
+ * The hub a configuration names, with its leases: a directory of files (the default: ./inventory), a
+ * kubeconfig's cluster, a kubeconfig kept in AWS Secrets Manager, or an EKS hub reached with
+ * IAM-signed tokens (renewed every 10 minutes). The one place a hub is built, for the CLI and the
+ * functions alike.
+ */
+import { resolve } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Hub, LeaseStore } from '../../core/sync/ports.ts';
+import { FileHub } from '../hub/FileHub.ts';
+import { FileLeaseStore } from '../hub/FileLeases.ts';
+import { TOKEN_REFRESH_MILLIS } from '../hub/eksToken.ts';
+import { RefreshingHub } from '../hub/RefreshingHub.ts';
+import { readSecret, safeReason } from '../shared/secrets.ts';
+import type { CpsyncConfig } from './config.ts';
+import { CompositionError } from './errors.ts';
+
+/** Where cpsync keeps profiles locally when no hub is configured. */
+export const DEFAULT_FILE_HUB_DIRECTORY = 'inventory';
+
+/** The hub, and the leases that keep two runs from applying the same account at once. */
+export interface HubPorts {
+  hub: Hub;
+  leases: LeaseStore;
+}
+
+/** The Kubernetes client and hub, loaded only when a Kubernetes hub is configured (the library is large). */
+function kubernetes() {
+  return import('../hub/kubernetes.ts');
+}
+
+/** A KubeConfig from a kubeconfig file; errors name the file and never quote it (it may hold credentials). */
+async function kubeConfigFromFile(path: string, context?: string): Promise<KubeConfig> {
+  const { KubeConfig } = await kubernetes();
+  const kubeConfig = new KubeConfig();
+  try {
+    kubeConfig.loadFromFile(resolve(path));
+  } catch (error) {
+    throw new CompositionError(`hub.kubeconfig ${path}: ${safeReason(error)}`);
+  }
+  if (context) {
+    if (!kubeConfig.getContexts().some((c) => c.name === context))
+      throw new CompositionError(`hub.context ${JSON.stringify(context)} is not a context of ${path}`);
+    kubeConfig.setCurrentContext(context);
+  }
+  return kubeConfig;
+}
+
+/** A KubeConfig from a kubeconfig kept in Secrets Manager; errors name the secret, never its text. */
+async function kubeConfigFromSecret(secretArn: string): Promise<KubeConfig> {
+  const { KubeConfig } = await kubernetes();
+  const kubeConfig = new KubeConfig();
+  try {
+    kubeConfig.loadFromString(await readSecret({ secretArn }));
+  } catch (error) {
+    throw new CompositionError(`hub.kubeconfigSecretArn ${secretArn}: ${safeReason(error)}`);
+  }
+  return kubeConfig;
+}
+
+export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {
+  const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
+  const namespace = config.inventory.namespace;
+  if ('directory' in hub) {
+    const directory = resolve(hub.directory);
+    return { hub: new FileHub({ directory }), leases: new FileLeaseStore(directory) };
+  }
+  const { KubernetesHub, KubernetesLeaseStore } = await kubernetes();
+  if ('eks' in hub) {
+    const { eksHubKubeConfig } = await import('../hub/eksHub.ts');
+    let current: InstanceType<typeof KubernetesHub> | undefined;
+    const refreshing = new RefreshingHub(
+      async () => (current = new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks) })),
+      TOKEN_REFRESH_MILLIS,
+    );
+    const kubeConfig = async () => {
+      await refreshing.current();
+      return current!.kubeConfig;
+    };
+    return { hub: refreshing, leases: new KubernetesLeaseStore({ kubeConfig, namespace }) };
+  }
+  const kubeConfig =
+    'kubeconfigSecretArn' in hub
+      ? await kubeConfigFromSecret(hub.kubeconfigSecretArn)
+      : await kubeConfigFromFile(hub.kubeconfig, hub.context);
+  return {
+    hub: new KubernetesHub({ kubeConfig }),
+    leases: new KubernetesLeaseStore({ kubeConfig, namespace }),
+  };
+}

@@ -1,0 +1,23 @@
+/** What a cloud contributes to the composition: built from the configuration, loaded on demand. */
+import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import type { Scope } from '../../core/domain/model/scope.ts';
+import type { ClusterSource } from '../../core/sync/ports.ts';
+import type { CpsyncConfig } from './config.ts';
+
+/** A configured cloud: its source, and the scopes the configuration gives it. */
+export interface ProviderInstance {
+  source: ClusterSource;
+  /**
+   * Every scope of the provider the configuration covers; with `accounts`, only those of these
+   * accounts (canonical ids) that the configuration covers.
+   */
+  scopes(accounts?: readonly string[]): Promise<Scope[]>;
+  close?(): Promise<void>;
+}
+
+/** How one cloud is built from the configuration; loaded by the entry points that need it. */
+export interface ProviderModule {
+  provider: Provider;
+  /** The provider's source and scopes, or undefined when the configuration does not have the provider. */
+  build(config: CpsyncConfig): Promise<ProviderInstance | undefined>;
+}

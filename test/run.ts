@@ -33,10 +33,16 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 const reporter = process.env.CPSYNC_TEST_REPORTER ?? 'spec';
-const child = spawn(process.execPath, ['--test', `--test-reporter=${reporter}`, ...patterns], {
-  stdio: 'inherit',
-  env,
-});
+// One file at a time: tests read the hub's own request counters (kube-apiserver /metrics), which
+// count every request the server takes, so no other file may use the hub meanwhile.
+const child = spawn(
+  process.execPath,
+  ['--test', '--test-concurrency=1', `--test-reporter=${reporter}`, ...patterns],
+  {
+    stdio: 'inherit',
+    env,
+  },
+);
 const code = await new Promise<number>((resolve) =>
   child.on('exit', (status, signal) => resolve(status ?? (signal ? 1 : 0))),
 );

@@ -6,10 +6,11 @@
 import { resolve } from 'node:path';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { EnginePorts } from '../../core/sync/engine.ts';
-import type { EventSink, Outbox } from '../../core/sync/ports.ts';
+import type { EventSink } from '../../core/sync/ports.ts';
 import { EventBridgeBus } from '../bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from '../bus/JsonLinesBus.ts';
-import { DynamoOutbox } from '../outbox/DynamoOutbox.ts';
+import { DynamoIntentLog, DynamoOutbox } from '../outbox/DynamoOutbox.ts';
+import { FileIntentLog } from '../outbox/FileIntentLog.ts';
 import { FileOutbox } from '../outbox/FileOutbox.ts';
 import type { CpsyncConfig } from './config.ts';
 import { connectHub } from './hub.ts';
@@ -52,15 +53,18 @@ function buildBus(config: CpsyncConfig, stdout: NodeJS.WritableStream): EventSin
   return new StreamBus(stdout as never);
 }
 
-/** Where unpublished events wait: a DynamoDB table, or a directory (by default `.cpsync/outbox`). */
-function buildOutbox(config: CpsyncConfig): Outbox {
+/**
+ * Where unpublished events and write-ahead intents wait: a DynamoDB table, or a directory (by default
+ * `.cpsync/outbox`, intents in its `intents/`).
+ */
+function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intents'> {
   const outbox = config.outbox ?? { directory: '.cpsync/outbox' };
-  if ('table' in outbox)
-    return new DynamoOutbox({
-      tableName: outbox.table,
-      ...(outbox.endpoint ? { endpoint: outbox.endpoint } : {}),
-    });
-  return new FileOutbox(resolve(outbox.directory));
+  if ('table' in outbox) {
+    const table = { tableName: outbox.table, ...(outbox.endpoint ? { endpoint: outbox.endpoint } : {}) };
+    return { outbox: new DynamoOutbox(table), intents: new DynamoIntentLog(table) };
+  }
+  const directory = resolve(outbox.directory);
+  return { outbox: new FileOutbox(directory), intents: new FileIntentLog(directory) };
 }
 
 /**
@@ -92,7 +96,7 @@ export async function compose(
         hub,
         leases,
         bus: buildBus(config, options.stdout ?? process.stdout),
-        outbox: buildOutbox(config),
+        ...buildOutbox(config),
       },
       settings: engineSettings(config),
       providers,

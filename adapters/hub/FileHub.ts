@@ -13,7 +13,7 @@ import {
   type ClusterProfile,
   type ProfileRef,
 } from '../../core/domain/model/clusterProfile.ts';
-import type { Hub, HubRequestCounts, MalformedObject, NamespaceSpec } from '../../core/sync/ports.ts';
+import type { Hub, MalformedObject, NamespaceSpec } from '../../core/sync/ports.ts';
 import { removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
 import { HubConflictError, HubError } from './errors.ts';
 
@@ -81,7 +81,6 @@ function remember(index: NamespaceIndex, name: string, profile: ClusterProfile):
  */
 export class FileHub implements Hub {
   readonly #directory: string;
-  readonly #counts: HubRequestCounts = { reads: 0, writes: 0 };
   readonly #indexes = new Map<string, NamespaceIndex>();
   readonly #loading = new Map<string, Promise<NamespaceIndex>>();
   /** The hub's own changes in flight, by namespace. */
@@ -91,10 +90,6 @@ export class FileHub implements Hub {
 
   constructor(options: FileHubOptions) {
     this.#directory = options.directory;
-  }
-
-  requestCounts(): HubRequestCounts {
-    return { ...this.#counts };
   }
 
   #path(namespace: string, name?: string): string {
@@ -162,7 +157,6 @@ export class FileHub implements Hub {
       // As it reads back: a plain JSON document, undefined members dropped.
       if (index) remember(index, name, JSON.parse(JSON.stringify(profile)) as ClusterProfile);
     });
-    this.#counts.writes += 1;
     return profile;
   }
 
@@ -279,16 +273,13 @@ export class FileHub implements Hub {
     const existing = await readFile(path, 'utf8').catch(() => undefined);
     if (existing === body) return;
     await writeFile(path, body, 'utf8');
-    this.#counts.writes += 1;
   }
 
   async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
-    this.#counts.reads += 1;
     return this.#read(ref);
   }
 
   async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
-    this.#counts.reads += 1;
     const index = await this.#index(namespace);
     if (!index) return [];
     // The profiles that carry the rarest of the selector's labels, then checked against all of them.
@@ -368,6 +359,5 @@ export class FileHub implements Hub {
       if (index) forget(index, ref.name);
       await rm(this.#path(ref.namespace, ref.name), { force: true });
     });
-    this.#counts.writes += 1;
   }
 }

@@ -25,7 +25,7 @@ import {
   type ClusterProfile,
   type ProfileRef,
 } from '../../core/domain/model/clusterProfile.ts';
-import type { Hub, HubRequestCounts, NamespaceSpec } from '../../core/sync/ports.ts';
+import type { Hub, NamespaceSpec } from '../../core/sync/ports.ts';
 import {
   HubConflictError,
   HubError,
@@ -114,15 +114,14 @@ function statusBody(profile: ClusterProfile): object {
 /**
  * The hub as a Kubernetes API server with the ClusterProfile CRD: lists by label selector (paginated),
  * writes with server-side apply (object and `/status` separately), deletes with a resourceVersion
- * precondition. Every HTTP request is counted (GET as a read, anything else as a write).
+ * precondition.
  */
 export class KubernetesHub implements Hub {
   readonly #objects: CustomObjectsApi;
   readonly #core: CoreV1Api;
   readonly #fieldManager: string;
   readonly #pageSize: number;
-  readonly #counts: HubRequestCounts = { reads: 0, writes: 0 };
-  readonly #counter: ObservableMiddleware;
+  readonly #shared: ObservableMiddleware;
   /** How this hub is reached (its leases are reached the same way). */
   readonly kubeConfig: KubeConfig;
   /** The connection pool every request shares (see the constructor). */
@@ -142,7 +141,7 @@ export class KubernetesHub implements Hub {
     this.#fieldManager = options.fieldManager ?? FIELD_MANAGER;
     this.#pageSize = options.pageSize ?? 500;
     const timeout = options.requestTimeoutMillis ?? 30_000;
-    this.#counter = {
+    this.#shared = {
       pre: (context: RequestContext) => {
         // client-node makes a new undici Agent (its own TLS connections) for every request, so nothing
         // is ever reused: a new TLS handshake per request, and idle connections piling up. Every
@@ -150,8 +149,6 @@ export class KubernetesHub implements Hub {
         // kubeconfig, which a hub does not change (credentials travel in headers, set per request).
         this.#dispatcher ??= context.getDispatcher();
         if (this.#dispatcher) context.setDispatcher(this.#dispatcher);
-        if (context.getHttpMethod() === 'GET') this.#counts.reads += 1;
-        else this.#counts.writes += 1;
         context.setSignal(AbortSignal.timeout(timeout));
         return new Observable(Promise.resolve(context));
       },
@@ -159,13 +156,9 @@ export class KubernetesHub implements Hub {
     };
   }
 
-  requestCounts(): HubRequestCounts {
-    return { ...this.#counts };
-  }
-
   #options(contentType?: string): ConfigurationOptions {
-    const counted: ConfigurationOptions = { middleware: [this.#counter], middlewareMergeStrategy: 'append' };
-    return contentType ? setHeaderOptions('Content-Type', contentType, counted) : counted;
+    const shared: ConfigurationOptions = { middleware: [this.#shared], middlewareMergeStrategy: 'append' };
+    return contentType ? setHeaderOptions('Content-Type', contentType, shared) : shared;
   }
 
   async ensureNamespace(namespace: NamespaceSpec): Promise<void> {

@@ -1,3 +1,9 @@
-/** Outboxes: where events wait until the bus takes them. */
+/** Outboxes (where events wait until the bus takes them) and intent logs (write-ahead records of changes). */
 export { FileOutbox } from './FileOutbox.ts';
-export { DynamoOutbox, OUTBOX_RETENTION_DAYS, type DynamoOutboxOptions } from './DynamoOutbox.ts';
+export { FileIntentLog } from './FileIntentLog.ts';
+export {
+  DynamoIntentLog,
+  DynamoOutbox,
+  OUTBOX_RETENTION_DAYS,
+  type DynamoOutboxOptions,
+} from './DynamoOutbox.ts';

@@ -10,6 +10,7 @@ import type {
   ClusterSource,
   EventSink,
   Hub,
+  IntentLog,
   LeaseStore,
   MalformedObject,
   Outbox,
@@ -32,12 +33,14 @@ import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from '
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
 import { LeaseBusyError, leaseName, RunLeases, type LeaseHold } from './runLeases.ts';
 import { timestamp } from '../domain/time.ts';
+import { CountingHub } from './countingHub.ts';
 
 export interface EnginePorts {
   sources: Partial<Record<Provider, ClusterSource>>;
   hub: Hub;
   bus: EventSink;
   outbox: Outbox;
+  intents: IntentLog;
   /** Leases that keep two runs from applying the same account at once. @default none (one run at a time is assumed) */
   leases?: LeaseStore;
   /** @default () => new Date() */
@@ -127,7 +130,7 @@ export interface SyncReport {
     failed: PublishFailure[];
     republished: number;
   };
-  /** Write-ahead intents left in the outbox: changes whose events a later run settles. */
+  /** Write-ahead intents left: changes whose events a later run settles. */
   intents: { waiting: number; settledFrom?: string };
   hub: { reads: number; writes: number };
   durationMs: number;
@@ -174,10 +177,11 @@ function holderId(syncId: string): string {
  * published is published by a later run. Events left from earlier runs are published first.
  * Nothing that goes wrong (a cloud, the hub, the outbox, the bus) ends the run without a report.
  */
-export async function runSync(ports: EnginePorts, request: SyncRequest): Promise<SyncReport> {
+export async function runSync(given: EnginePorts, request: SyncRequest): Promise<SyncReport> {
+  const hub = new CountingHub(given.hub);
+  const ports: EnginePorts = { ...given, hub };
   const clock = ports.clock ?? (() => new Date());
   const started = clock().getTime();
-  const hubBefore = ports.hub.requestCounts();
   const report: SyncReport = {
     syncId: request.syncId,
     scopes: [],
@@ -253,8 +257,7 @@ export async function runSync(ports: EnginePorts, request: SyncRequest): Promise
 
   report.scopes.sort((a, b) => scopeKey(a.scope).localeCompare(scopeKey(b.scope)));
   if (!request.dryRun) await takeStock(run);
-  const hubAfter = ports.hub.requestCounts();
-  report.hub = { reads: hubAfter.reads - hubBefore.reads, writes: hubAfter.writes - hubBefore.writes };
+  report.hub = hub.counts();
   report.durationMs = clock().getTime() - started;
   return report;
 }
@@ -277,7 +280,7 @@ async function attempt<T>(run: RunContext, what: string, work: () => Promise<T>)
 async function recover(run: RunContext): Promise<void> {
   const { ports, request, clock } = run;
   const recovery = await attempt(run, 'settle the intents of earlier runs', () =>
-    recoverIntents(ports.hub, ports.outbox, Object.values(request.options.accessProviderNames), clock(), {
+    recoverIntents(ports, Object.values(request.options.accessProviderNames), clock(), {
       ...(ports.leases ? { leases: ports.leases } : {}),
       ...(request.intentSettleDelayMillis !== undefined
         ? { settleDelayMillis: request.intentSettleDelayMillis }
@@ -292,10 +295,10 @@ async function takeStock(run: RunContext): Promise<void> {
   const { ports, report } = run;
   report.events.pending =
     (await attempt(run, 'count pending events', () => ports.outbox.pending()))?.length ?? 0;
-  const intents = (await attempt(run, 'count waiting intents', () => ports.outbox.intents())) ?? [];
+  const intents = (await attempt(run, 'count waiting intents', () => ports.intents.list())) ?? [];
   report.intents.waiting = intents.length;
   if (intents.length > 0) report.intents.settledFrom = intents.map((i) => i.notBefore).sort()[0]!;
-  report.quarantined = ports.outbox.quarantined?.() ?? [];
+  report.quarantined = [...(ports.outbox.quarantined?.() ?? []), ...(ports.intents.quarantined?.() ?? [])];
   const seen = new Map<string, MalformedObject>();
   for (const object of [...report.malformed, ...(ports.hub.malformed?.() ?? [])])
     seen.set(profileKey(object), object);
@@ -366,12 +369,12 @@ async function publishDirectly(run: RunContext, events: CpsyncEvent[]): Promise<
 }
 
 /** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
-function writeAhead(outbox: Outbox, owner: IntentOwner) {
+function writeAhead({ outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'intents'>, owner: IntentOwner) {
   let intents: ChangeIntent[] = [];
   return {
     beforeApply: async (planned: Plan) => {
       intents = planIntents(planned, owner);
-      await outbox.addIntents(intents);
+      await log.add(intents);
     },
     /**
      * The events of what was applied go to the outbox, then the intents go — but not those of
@@ -387,10 +390,8 @@ function writeAhead(outbox: Outbox, owner: IntentOwner) {
         )
         .map((f) => remainderIntent(f, owner));
       await outbox.add(events);
-      if (remainders.length > 0) await outbox.addIntents(remainders);
-      await outbox.removeIntents(
-        intents.filter((i) => !unknown.has(`${i.namespace}/${i.name}`)).map((i) => i.id),
-      );
+      if (remainders.length > 0) await log.add(remainders);
+      await log.remove(intents.filter((i) => !unknown.has(`${i.namespace}/${i.name}`)).map((i) => i.id));
     },
   };
 }
@@ -451,7 +452,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
   try {
     if (skipped) return scopeReport(run, scope, outcome, counts, started, context, events);
     const signals = [request.signal, lease?.hold.signal].filter((s): s is AbortSignal => s !== undefined);
-    const ahead = writeAhead(ports.outbox, {
+    const ahead = writeAhead(ports, {
       context,
       accessProviderNames: Object.values(request.options.accessProviderNames),
       ...(request.intentLeaseMillis !== undefined ? { leaseMillis: request.intentLeaseMillis } : {}),
@@ -586,7 +587,7 @@ export async function syncCluster(
         waitMillis: request.leaseWaitMillis ?? DEFAULTS.leaseWaitMillis,
       })
     : undefined;
-  await recoverIntents(ports.hub, ports.outbox, accessProviderNames, clock(), {
+  await recoverIntents(ports, accessProviderNames, clock(), {
     ...(ports.leases ? { leases: ports.leases } : {}),
     ...(request.intentSettleDelayMillis !== undefined
       ? { settleDelayMillis: request.intentSettleDelayMillis }
@@ -623,7 +624,7 @@ export async function syncCluster(
       );
       if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
     }
-    const ahead = writeAhead(ports.outbox, {
+    const ahead = writeAhead(ports, {
       context,
       accessProviderNames,
       ...(request.intentLeaseMillis !== undefined ? { leaseMillis: request.intentLeaseMillis } : {}),

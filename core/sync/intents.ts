@@ -12,7 +12,7 @@ import { OWNED_ANNOTATIONS, OWNED_LABELS } from '../domain/constants.ts';
 import { canonicalJson } from '../domain/json.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { ownedStatusOf, pick, type Plan } from '../domain/plan.ts';
-import type { Hub, LeaseHolder, LeaseStore, Outbox } from './ports.ts';
+import type { Hub, IntentLog, LeaseHolder, LeaseStore, Outbox } from './ports.ts';
 import { MalformedObjectError } from '../domain/errors.ts';
 import { profileProblem } from '../domain/model/validate.ts';
 
@@ -197,13 +197,12 @@ function recoveredEvent(
  * one whose profile is malformed is settled without an event (nothing cpsync wrote is there to announce).
  */
 export async function recoverIntents(
-  hub: Hub,
-  outbox: Outbox,
+  { hub, outbox, intents: log }: { hub: Hub; outbox: Outbox; intents: IntentLog },
   accessProviderNames: readonly string[],
   now: Date,
   settlement: Settlement = {},
 ): Promise<Recovery> {
-  const intents = await abandonedIntents(await outbox.intents(), now, settlement);
+  const intents = await abandonedIntents(await log.list(), now, settlement);
   const recovered: CpsyncEvent[] = [];
   const settled: string[] = [];
   const problems: string[] = [];
@@ -226,6 +225,6 @@ export async function recoverIntents(
     }
   }
   await outbox.add(recovered);
-  await outbox.removeIntents(settled);
+  await log.remove(settled);
   return { recovered, problems };
 }

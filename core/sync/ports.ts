@@ -38,12 +38,6 @@ export interface NamespaceSpec {
   clusterSet?: string;
 }
 
-/** Counts of the requests a hub adapter made, by kind. */
-export interface HubRequestCounts {
-  reads: number;
-  writes: number;
-}
-
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
 export interface Hub {
   ensureNamespace(namespace: NamespaceSpec): Promise<void>;
@@ -57,8 +51,6 @@ export interface Hub {
   applyStatus(profile: ClusterProfile): Promise<ClusterProfile>;
   /** Deletes the profile; with `resourceVersion`, only if it is still that version. Absent is not an error. */
   delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
-  /** Requests made so far. */
-  requestCounts(): HubRequestCounts;
   /** Malformed objects met so far (they are left out of lists and never written over). */
   malformed?(): MalformedObject[];
 }
@@ -96,10 +88,16 @@ export interface Outbox {
   add(events: readonly CpsyncEvent[]): Promise<void>;
   pending(): Promise<CpsyncEvent[]>;
   remove(eventIds: readonly string[]): Promise<void>;
-  /** Write-ahead records of changes about to be made (see core/intents.ts). Durable once it resolves. */
-  addIntents(intents: readonly ChangeIntent[]): Promise<void>;
-  intents(): Promise<ChangeIntent[]>;
-  removeIntents(ids: readonly string[]): Promise<void>;
+  /** Records found unreadable (and moved aside) so far. */
+  quarantined?(): QuarantinedRecord[];
+}
+
+/** Write-ahead intents: changes about to be made, kept until their events are in the outbox (see intents.ts). */
+export interface IntentLog {
+  /** Durable once it resolves. */
+  add(intents: readonly ChangeIntent[]): Promise<void>;
+  list(): Promise<ChangeIntent[]>;
+  remove(ids: readonly string[]): Promise<void>;
   /** Records found unreadable (and moved aside) so far. */
   quarantined?(): QuarantinedRecord[];
 }

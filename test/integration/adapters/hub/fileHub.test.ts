@@ -16,6 +16,7 @@ import type { Hub } from '../../../../core/sync/ports.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { aksCluster, eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { fileHubInodes, fileHubWrites } from '../../../support/hubCounts.ts';
 
 const scope = { provider: 'aks' as const, account: '00000000-1111-2222-3333-444444444444', region: '*' };
 const selector = { 'x-k8s.io/cluster-manager': 'cpsync' };
@@ -130,9 +131,20 @@ describe('file hub', () => {
     const options = inventoryOptions({ namespace });
     const listing = { outcome: { scope, kind: 'complete' as const }, clusters: [web, api] };
     await syncScope({ hub: new FileHub({ directory }), listing, options, now: '2026-04-01T00:00:00Z' });
-    const again = new FileHub({ directory });
-    await syncScope({ hub: again, listing, options, now: '2026-04-01T00:15:00Z' });
-    assert.deepEqual(again.requestCounts(), { reads: 1, writes: 0 });
+    const before = fileHubInodes(directory);
+    const result = await syncScope({
+      hub: new FileHub({ directory }),
+      listing,
+      options,
+      now: '2026-04-01T00:15:00Z',
+    });
+    assert.equal(result.plan.unchanged, 2);
+    assert.deepEqual(fileHubWrites(before, fileHubInodes(directory)), {
+      created: 0,
+      replaced: 0,
+      removed: 0,
+      total: 0,
+    });
   });
 
   it('refuses a delete whose precondition no longer holds', async () => {

@@ -12,6 +12,7 @@ import type { ScopeListing } from '../../../../core/sync/ports.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { aksCluster, eksCluster, gkeCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { countedByApiserver } from '../../../support/hubCounts.ts';
 
 const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
 
@@ -113,15 +114,17 @@ describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', (
     await syncScope({ hub, listing: listing(clusters), options: opts, now: '2026-02-01T00:00:00Z' });
     const before = versions(await hub.list(ns, selector));
 
-    const counted = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
-    const second = await syncScope({
-      hub: counted,
-      listing: listing(clusters),
-      options: opts,
-      now: '2026-02-01T00:15:00Z',
+    let second: Awaited<ReturnType<typeof syncScope>> | undefined;
+    const counted = await countedByApiserver(await localHub(), async () => {
+      second = await syncScope({
+        hub: new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) }),
+        listing: listing(clusters),
+        options: opts,
+        now: '2026-02-01T00:15:00Z',
+      });
     });
-    assert.equal(second.plan.unchanged, 3);
-    assert.deepEqual(counted.requestCounts(), { reads: 1, writes: 0 });
+    assert.equal(second!.plan.unchanged, 3);
+    assert.deepEqual(counted, { reads: 1, writes: 0, byVerb: { LIST: 1 } });
     assert.deepEqual(versions(await hub.list(ns, selector)), before);
   });
 
@@ -132,15 +135,18 @@ describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', (
     await syncScope({ hub, listing: listing(clusters), options: opts, now: '2026-02-01T00:00:00Z' });
     const before = versions(await hub.list(ns, selector));
 
-    const counted = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
     const upgraded = [{ ...clusters[0]!, kubernetesVersion: '1.32' }, clusters[1]!];
-    const result = await syncScope({
-      hub: counted,
-      listing: listing(upgraded),
-      options: opts,
-      now: '2026-02-01T00:15:00Z',
+    let applied: Awaited<ReturnType<typeof syncScope>> | undefined;
+    const counted = await countedByApiserver(await localHub(), async () => {
+      applied = await syncScope({
+        hub: new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) }),
+        listing: listing(upgraded),
+        options: opts,
+        now: '2026-02-01T00:15:00Z',
+      });
     });
-    assert.deepEqual(counted.requestCounts(), { reads: 1, writes: 1 });
+    const result = applied!;
+    assert.deepEqual(counted, { reads: 1, writes: 1, byVerb: { LIST: 1, APPLY: 1 } });
     assert.deepEqual(
       result.applied.applied.map((c) => [c.kind, c.changes.map((f) => f.field)]),
       [['updated', ['status.version.kubernetes']]],
@@ -237,7 +243,11 @@ describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', (
     const clusters = Array.from({ length: 7 }, (_, i) => eksCluster({ name: `c${i}` }));
     await syncScope({ hub, listing: listing(clusters), options: opts, now: '2026-02-01T00:00:00Z' });
     const paged = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()), pageSize: 3 });
-    assert.equal((await paged.list(ns, selector)).length, 7);
-    assert.deepEqual(paged.requestCounts(), { reads: 3, writes: 0 });
+    let listed = 0;
+    const counted = await countedByApiserver(await localHub(), async () => {
+      listed = (await paged.list(ns, selector)).length;
+    });
+    assert.equal(listed, 7);
+    assert.deepEqual(counted, { reads: 3, writes: 0, byVerb: { LIST: 3 } });
   });
 });

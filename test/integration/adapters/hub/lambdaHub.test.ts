@@ -86,13 +86,12 @@ describe('hub access from Lambda', () => {
     try {
       const { hub } = await connectHub(parseConfig({ hub: { kubeconfigSecretArn: ARN } }));
       assert.deepEqual(await hub.list('default', { 'x-k8s.io/cluster-manager': 'nobody' }), []);
-      assert.deepEqual(hub.requestCounts(), { reads: 1, writes: 0 });
     } finally {
       process.env = saved;
     }
   });
 
-  it('reconnects (with a fresh token) once the connection is older than its lifetime, keeping the counts', async () => {
+  it('reconnects (with a fresh token) once the connection is older than its lifetime', async () => {
     let now = 0;
     let connections = 0;
     const hub = new RefreshingHub(
@@ -110,6 +109,5 @@ describe('hub access from Lambda', () => {
     now = 600_000;
     await hub.list('a', {});
     assert.equal(connections, 2);
-    assert.deepEqual(hub.requestCounts(), { reads: 3, writes: 0 });
   });
 });

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
+import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import type { ChangeIntent } from '../../../../core/sync/changes.ts';
 import type { CpsyncEvent } from '../../../../events/types.ts';
 
@@ -76,20 +77,21 @@ describe('FileOutbox', () => {
     assert.equal(jsonFiles(directory).length, 1);
   });
 
-  it('keeps intents apart, a plan to a file', async () => {
+  it('keeps intents apart (the intent log), a plan to a file', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
     const outbox = new FileOutbox(directory);
+    const log = new FileIntentLog(directory);
     const plan = [intent(), intent(), intent()];
-    await outbox.addIntents(plan);
+    await log.add(plan);
     await outbox.add([event(1)]);
     assert.equal(jsonFiles(join(directory, 'intents')).length, 1);
     assert.deepEqual(
-      (await outbox.intents()).map((i) => i.id),
+      (await log.list()).map((i) => i.id),
       plan.map((i) => i.id),
     );
     assert.equal((await outbox.pending()).length, 1);
-    await outbox.removeIntents(plan.map((i) => i.id));
-    assert.deepEqual(await outbox.intents(), []);
+    await log.remove(plan.map((i) => i.id));
+    assert.deepEqual(await log.list(), []);
     assert.deepEqual(readdirSync(join(directory, 'intents')), []);
   });
 
@@ -103,7 +105,7 @@ describe('FileOutbox', () => {
       /event id "\.\.\/\.\.\/etc\/passwd" is not a cpsync event id/,
     );
     await assert.rejects(
-      outbox.addIntents([{ id: 'x' } as unknown as ChangeIntent]),
+      new FileIntentLog(directory).add([{ id: 'x' } as unknown as ChangeIntent]),
       /intent id "x" is not a cpsync intent id/,
     );
     assert.deepEqual(readdirSync(directory), []);

@@ -6,6 +6,7 @@ import { describe, it } from 'node:test';
 import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
+import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import { runSync } from '../../../../core/sync/engine.ts';
 import { scopeKey, type Scope } from '../../../../core/domain/model/scope.ts';
 import { inventoryOptions } from '../../../../core/domain/options.ts';
@@ -41,6 +42,7 @@ describe('runSync over many scopes', () => {
         hub: new FileHub({ directory: join(directory, 'hub') }),
         bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
         outbox: new FileOutbox(join(directory, 'outbox')),
+        intents: new FileIntentLog(join(directory, 'outbox')),
       },
     };
   };

@@ -9,6 +9,7 @@ import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
+import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import { runSync } from '../../../../core/sync/engine.ts';
 import { planIntents } from '../../../../core/sync/intents.ts';
 import { inventoryOptions } from '../../../../core/domain/options.ts';
@@ -24,7 +25,9 @@ describe('write-ahead intents', () => {
     const namespace = uniqueNamespace('intents');
     const options = inventoryOptions({ namespace });
     const directory = mkdtempSync(join(tmpdir(), 'cpsync-intents-'));
-    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const directoryOfOutbox = join(directory, 'outbox');
+    const outbox = new FileOutbox(directoryOfOutbox);
+    const log = new FileIntentLog(directoryOfOutbox);
     const context = { syncId: 'stopped-run', occurredAt: '2026-05-01T00:00:00Z', scope };
     const listing = {
       outcome: { scope, kind: 'complete' as const },
@@ -38,7 +41,7 @@ describe('write-ahead intents', () => {
       options,
       now: context.occurredAt,
       beforeApply: async (plan) =>
-        outbox.addIntents(planIntents(plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] })),
+        log.add(planIntents(plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] })),
     });
     // An intent whose write never happened (the process stopped before it).
     const never = await syncScope({
@@ -52,18 +55,18 @@ describe('write-ahead intents', () => {
       now: context.occurredAt,
       dryRun: true,
     });
-    await outbox.addIntents(
+    await log.add(
       planIntents(never.plan, {
         context: { ...context, syncId: 'stopped-run-2' },
         accessProviderNames: ['eks', 'gke', 'aks'],
       }),
     );
-    assert.equal((await outbox.intents()).length, 3);
+    assert.equal((await log.list()).length, 3);
     assert.deepEqual(await outbox.pending(), []);
 
     const events = join(directory, 'events.jsonl');
     const report = await runSync(
-      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox },
+      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
       { syncId: 'next', scopes: [], options },
     );
     assert.equal(report.events.republished, 2);
@@ -88,14 +91,16 @@ describe('write-ahead intents', () => {
       lines.every((e) => e.detail.profile?.status),
       'announced from the object as stored',
     );
-    assert.deepEqual(await outbox.intents(), []);
+    assert.deepEqual(await log.list(), []);
     assert.deepEqual(await outbox.pending(), []);
   });
 
   it("leaves another run's intents alone while their lease lasts", async () => {
     const hub = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
     const options = inventoryOptions({ namespace: uniqueNamespace('lease') });
-    const outbox = new FileOutbox(mkdtempSync(join(tmpdir(), 'cpsync-lease-')));
+    const directoryOfOutbox = mkdtempSync(join(tmpdir(), 'cpsync-lease-'));
+    const outbox = new FileOutbox(directoryOfOutbox);
+    const log = new FileIntentLog(directoryOfOutbox);
     const planned = await syncScope({
       hub,
       listing: { outcome: { scope, kind: 'complete' as const }, clusters: [eksCluster({ name: 'busy' })] },
@@ -103,23 +108,25 @@ describe('write-ahead intents', () => {
       now: '2026-05-01T00:00:00Z',
       dryRun: true,
     });
-    await outbox.addIntents(
+    await log.add(
       planIntents(planned.plan, {
         context: { syncId: 'running-elsewhere', occurredAt: new Date().toISOString(), scope },
         accessProviderNames: ['eks', 'gke', 'aks'],
       }),
     );
     await runSync(
-      { sources: {}, hub, bus: new JsonLinesFileBus(join(tmpdir(), 'unused.jsonl')), outbox },
+      { sources: {}, hub, bus: new JsonLinesFileBus(join(tmpdir(), 'unused.jsonl')), outbox, intents: log },
       { syncId: 'concurrent', scopes: [], options },
     );
-    assert.equal((await outbox.intents()).length, 1, 'still leased to its run');
+    assert.equal((await log.list()).length, 1, 'still leased to its run');
   });
 
   it('announces the object half of an update whose object write reached the hub but whose answer was lost', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'cpsync-half-'));
     const hub = new FileHub({ directory: join(directory, 'hub') });
-    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const directoryOfOutbox = join(directory, 'outbox');
+    const outbox = new FileOutbox(directoryOfOutbox);
+    const log = new FileIntentLog(directoryOfOutbox);
     const options = inventoryOptions({ namespace: 'half', tagAllowList: ['team'] });
     const listing = (clusters: ObservedCluster[]) => ({
       outcome: { scope, kind: 'complete' as const },
@@ -151,14 +158,12 @@ describe('write-ahead intents', () => {
     const update = planned.plan.updates[0]!;
     assert.ok(update.writeObject && update.writeStatus, 'the plan writes both');
     const context = { syncId: 'lost-answer', occurredAt: '2026-05-01T00:05:00Z', scope };
-    await outbox.addIntents(
-      planIntents(planned.plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] }),
-    );
+    await log.add(planIntents(planned.plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] }));
     await hub.applyObject(update.profile);
 
     const events = join(directory, 'events.jsonl');
     await runSync(
-      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox },
+      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
       { syncId: 'next', scopes: [], options },
     );
     const lines = readFileSync(events, 'utf8')
@@ -174,13 +179,15 @@ describe('write-ahead intents', () => {
         ],
       ],
     );
-    assert.deepEqual(await outbox.intents(), []);
+    assert.deepEqual(await log.list(), []);
   });
 
   it('settles an intent whose profile is malformed without an event, and still recovers the others', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'cpsync-malformed-intent-'));
     const hub = new FileHub({ directory: join(directory, 'hub') });
-    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const directoryOfOutbox = join(directory, 'outbox');
+    const outbox = new FileOutbox(directoryOfOutbox);
+    const log = new FileIntentLog(directoryOfOutbox);
     const options = inventoryOptions({ namespace: 'broken' });
     const context = { syncId: 'stopped', occurredAt: '2026-05-01T00:00:00Z', scope };
     await syncScope({
@@ -192,13 +199,13 @@ describe('write-ahead intents', () => {
       options,
       now: context.occurredAt,
       beforeApply: async (plan) =>
-        outbox.addIntents(planIntents(plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] })),
+        log.add(planIntents(plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] })),
     });
     const bad = readdirSync(join(directory, 'hub', 'broken')).find((f) => f.startsWith('cpsync-eks-bad-'))!;
     writeFileSync(join(directory, 'hub', 'broken', bad), 'status:\n  conditions: 7\n');
     const events = join(directory, 'events.jsonl');
     const report = await runSync(
-      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox },
+      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
       { syncId: 'next', scopes: [], options },
     );
     assert.equal(report.events.republished, 1, 'the good one is announced');
@@ -206,14 +213,16 @@ describe('write-ahead intents', () => {
       report.problems.join('\n'),
       /intent for broken\/cpsync-eks-bad-\w+ settled without an event/,
     );
-    assert.deepEqual(await outbox.intents(), []);
+    assert.deepEqual(await log.list(), []);
   });
 
   it('never settles the intents of a run that still holds its lease, however old they are', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'cpsync-held-'));
     const hub = new FileHub({ directory: join(directory, 'hub') });
     const leases = new FileLeaseStore(join(directory, 'hub'));
-    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const directoryOfOutbox = join(directory, 'outbox');
+    const outbox = new FileOutbox(directoryOfOutbox);
+    const log = new FileIntentLog(directoryOfOutbox);
     const options = inventoryOptions({ namespace: 'held' });
     const planned = await syncScope({
       hub,
@@ -223,7 +232,7 @@ describe('write-ahead intents', () => {
       dryRun: true,
     });
     await leases.acquire('the-lease', 'slow-run', 60_000);
-    await outbox.addIntents(
+    await log.add(
       planIntents(planned.plan, {
         // Its time was up long ago: a run applying for longer than intentLeaseSeconds.
         context: { syncId: 'slow-run', occurredAt: '2026-05-01T00:00:00Z', scope },
@@ -233,13 +242,20 @@ describe('write-ahead intents', () => {
     );
     const run = () =>
       runSync(
-        { sources: {}, hub, leases, bus: new JsonLinesFileBus(join(directory, 'events.jsonl')), outbox },
+        {
+          sources: {},
+          hub,
+          leases,
+          bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
+          outbox,
+          intents: log,
+        },
         { syncId: 'other', scopes: [], options },
       );
     await run();
-    assert.equal((await outbox.intents()).length, 1, "still its run's");
+    assert.equal((await log.list()).length, 1, "still its run's");
     await leases.release('the-lease', 'slow-run');
     await run();
-    assert.equal((await outbox.intents()).length, 0, 'settled once the run let go');
+    assert.equal((await log.list()).length, 0, 'settled once the run let go');
   });
 });

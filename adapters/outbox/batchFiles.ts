@@ -1,0 +1,172 @@
+/** Records kept durably as JSON files, one file per batch; the file outbox and the file intent log are made of it. */
+import { randomUUID } from 'node:crypto';
+import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { QuarantinedRecord } from '../../core/sync/ports.ts';
+import { removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
+
+/** Where files that cannot be read are moved, beside the records (so nothing is lost). */
+export const QUARANTINE = 'quarantine';
+
+/** A file's text, or undefined when another run removed it in the meantime. */
+async function readIfThere(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
+}
+
+/**
+ * Records kept as JSON files in one directory, one file per batch added (a scope's events or a
+ * plan's intents), so a batch costs one write and one removal however many records it holds. Taking
+ * out some records of a batch rewrites its file with the rest; taking out the last removes it. A file
+ * holding one record as a plain object (as earlier versions wrote them) is read the same way.
+ */
+export class BatchFiles<T> {
+  readonly #directory: string;
+  readonly #quarantine: string;
+  readonly #what: string;
+  readonly #idOf: (record: T) => string;
+  readonly #validId: RegExp;
+  readonly #quarantined: QuarantinedRecord[];
+  #swept = false;
+  /** Which file holds each record this outbox has written or read. */
+  readonly #fileOf = new Map<string, string>();
+  /** Each file's changes, one after another. */
+  readonly #queues = new Map<string, Promise<unknown>>();
+
+  constructor(
+    directory: string,
+    quarantine: string,
+    what: string,
+    idOf: (record: T) => string,
+    validId: RegExp,
+    quarantined: QuarantinedRecord[],
+  ) {
+    this.#directory = directory;
+    this.#quarantine = quarantine;
+    this.#what = what;
+    this.#idOf = idOf;
+    this.#validId = validId;
+    this.#quarantined = quarantined;
+  }
+
+  /** The records of a file's text, or why they cannot be read. */
+  #parse(text: string): T[] | string {
+    if (text.trim() === '') return 'empty file';
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch {
+      return 'not valid JSON (truncated?)';
+    }
+    const records = ([] as unknown[]).concat(value);
+    const bad = records.find((record) => {
+      try {
+        return !this.#validId.test(this.#idOf(record as T));
+      } catch {
+        return true;
+      }
+    });
+    return bad === undefined ? (records as T[]) : `holds something that is not a cpsync ${this.#what}`;
+  }
+
+  /** Moves an unreadable file aside (never deleted: a person may want it) and remembers it. */
+  async #putAside(file: string, reason: string): Promise<void> {
+    await mkdir(this.#quarantine, { recursive: true });
+    const target = join(this.#quarantine, `${Date.now()}-${file}`);
+    try {
+      await rename(join(this.#directory, file), target);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    this.#quarantined.push({ path: target, reason });
+  }
+
+  async add(records: readonly T[]): Promise<void> {
+    if (records.length === 0) return;
+    for (const record of records) {
+      const id = this.#idOf(record);
+      if (!this.#validId.test(id))
+        throw new Error(`outbox: ${this.#what} id ${JSON.stringify(id)} is not a cpsync ${this.#what} id`);
+    }
+    await mkdir(this.#directory, { recursive: true });
+    const file = `${randomUUID()}.json`;
+    // Flushed to the disk before it counts: a power loss must not leave an empty or half file.
+    await replaceFile(join(this.#directory, file), JSON.stringify(records), { durable: true });
+    for (const record of records) this.#fileOf.set(this.#idOf(record), file);
+  }
+
+  /**
+   * Every record in the directory. A file that cannot be read (empty, truncated, not cpsync's) is
+   * moved to the quarantine directory and reported, never fatal; temporary files that stopped
+   * processes left behind are removed.
+   */
+  async all(): Promise<T[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.#directory);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    if (!this.#swept) {
+      this.#swept = true;
+      await removeAbandonedTemporaryFiles(this.#directory);
+    }
+    const records: T[] = [];
+    for (const file of names.filter((n) => n.endsWith('.json')).sort()) {
+      const text = await readIfThere(join(this.#directory, file));
+      if (text === undefined) continue;
+      const parsed = this.#parse(text);
+      if (typeof parsed === 'string') {
+        await this.#putAside(file, parsed);
+        continue;
+      }
+      for (const record of parsed) {
+        this.#fileOf.set(this.#idOf(record), file);
+        records.push(record);
+      }
+    }
+    return records;
+  }
+
+  async remove(ids: readonly string[]): Promise<void> {
+    const wanted = ids.filter((id) => this.#validId.test(id));
+    if (wanted.some((id) => !this.#fileOf.has(id))) await this.all();
+    const byFile = new Map<string, Set<string>>();
+    for (const id of wanted) {
+      const file = this.#fileOf.get(id);
+      if (file) byFile.set(file, (byFile.get(file) ?? new Set()).add(id));
+    }
+    await Promise.all([...byFile].map(([file, gone]) => this.#inTurn(file, () => this.#takeOut(file, gone))));
+  }
+
+  async #takeOut(file: string, gone: Set<string>): Promise<void> {
+    const path = join(this.#directory, file);
+    const text = await readIfThere(path);
+    const parsed = text === undefined ? [] : this.#parse(text);
+    if (typeof parsed === 'string') {
+      await this.#putAside(file, parsed);
+      for (const id of gone) this.#fileOf.delete(id);
+      return;
+    }
+    const left = parsed.filter((r) => !gone.has(this.#idOf(r)));
+    if (left.length === 0) await rm(path, { force: true });
+    else await replaceFile(path, JSON.stringify(left), { durable: true });
+    for (const id of gone) this.#fileOf.delete(id);
+  }
+
+  #inTurn(file: string, change: () => Promise<void>): Promise<void> {
+    const run = (this.#queues.get(file) ?? Promise.resolve()).then(change);
+    const settled = run.catch(() => {});
+    this.#queues.set(file, settled);
+    void settled.then(() => {
+      if (this.#queues.get(file) === settled) this.#queues.delete(file);
+    });
+    return run;
+  }
+}

@@ -1,0 +1,55 @@
+import type { ClusterProfile, ProfileRef } from '../domain/model/clusterProfile.ts';
+import type { Hub, MalformedObject, NamespaceSpec } from './ports.ts';
+
+/** Profile requests a run made of the hub: reads (get, list) and writes (object, status, delete). */
+export interface HubCounts {
+  reads: number;
+  writes: number;
+}
+
+/** A hub that counts the profile reads and writes made through it (a run's figures for its summary). */
+export class CountingHub implements Hub {
+  readonly #hub: Hub;
+  readonly #counts: HubCounts = { reads: 0, writes: 0 };
+
+  constructor(hub: Hub) {
+    this.#hub = hub;
+  }
+
+  counts(): HubCounts {
+    return { ...this.#counts };
+  }
+
+  ensureNamespace(namespace: NamespaceSpec): Promise<void> {
+    return this.#hub.ensureNamespace(namespace);
+  }
+
+  get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
+    this.#counts.reads += 1;
+    return this.#hub.get(ref);
+  }
+
+  list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
+    this.#counts.reads += 1;
+    return this.#hub.list(namespace, selector);
+  }
+
+  applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
+    this.#counts.writes += 1;
+    return this.#hub.applyObject(profile);
+  }
+
+  applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
+    this.#counts.writes += 1;
+    return this.#hub.applyStatus(profile);
+  }
+
+  delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
+    this.#counts.writes += 1;
+    return this.#hub.delete(ref);
+  }
+
+  malformed(): MalformedObject[] {
+    return this.#hub.malformed?.() ?? [];
+  }
+}

@@ -7,6 +7,7 @@ import { isDns1123Label, isDns1123Subdomain } from '../../core/domain/naming.ts'
 import { MalformedObjectError } from '../../core/domain/errors.ts';
 import { profileProblem } from '../../core/domain/model/validate.ts';
 import { matchesSelector } from '../../core/domain/labels.ts';
+import { mergeObjectApply, statusApplyBody } from '../../core/domain/ownership.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_KIND,
@@ -308,20 +309,20 @@ export class FileHub implements Hub {
         422,
       );
     }
+    const { labels, annotations, ...rest } = mergeObjectApply(current, profile);
     return this.#write({
       apiVersion: CLUSTER_PROFILE_API_VERSION,
       kind: CLUSTER_PROFILE_KIND,
       metadata: {
         name: profile.metadata.name,
         namespace: profile.metadata.namespace,
-        labels: { ...current?.metadata.labels, ...profile.metadata.labels },
-        annotations: { ...current?.metadata.annotations, ...profile.metadata.annotations },
+        labels,
+        annotations,
         resourceVersion: this.#nextVersion(current),
         uid: current?.metadata.uid ?? randomUUID(),
         generation: (current?.metadata.generation ?? 0) + 1,
       },
-      spec: profile.spec,
-      ...(current?.status ? { status: current.status } : {}),
+      ...rest,
     });
   }
 
@@ -339,7 +340,7 @@ export class FileHub implements Hub {
     return this.#write({
       ...current,
       metadata: { ...current.metadata, resourceVersion: this.#nextVersion(current) },
-      status: profile.status ?? {},
+      status: statusApplyBody(profile).status,
     });
   }
 

@@ -16,10 +16,9 @@ import {
   LABEL_NAMESPACE_CLUSTERSET_KEP,
 } from '../../core/domain/constants.ts';
 import { selectorString } from '../../core/domain/labels.ts';
+import { objectApplyBody, statusApplyBody } from '../../core/domain/ownership.ts';
 import {
-  CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_GROUP,
-  CLUSTER_PROFILE_KIND,
   CLUSTER_PROFILE_PLURAL,
   CLUSTER_PROFILE_VERSION,
   type ClusterProfile,
@@ -87,28 +86,6 @@ export function translate(error: unknown, operation: string, target: string): Er
   if (status === 429 || status >= 500)
     return new HubUnavailableError(operation, target, detail, status, options);
   return new HubError(operation, target, detail, status, options);
-}
-
-/** The object body cpsync applies: owned metadata and spec only. */
-function objectBody(profile: ClusterProfile): object {
-  const { name, namespace, labels, annotations } = profile.metadata;
-  return {
-    apiVersion: CLUSTER_PROFILE_API_VERSION,
-    kind: CLUSTER_PROFILE_KIND,
-    metadata: { name, namespace, labels, annotations },
-    spec: profile.spec,
-  };
-}
-
-/** The status body cpsync applies to the status subresource. */
-function statusBody(profile: ClusterProfile): object {
-  const { name, namespace } = profile.metadata;
-  return {
-    apiVersion: CLUSTER_PROFILE_API_VERSION,
-    kind: CLUSTER_PROFILE_KIND,
-    metadata: { name, namespace },
-    status: profile.status,
-  };
 }
 
 /**
@@ -236,7 +213,7 @@ export class KubernetesHub implements Hub {
           ...PROFILE,
           namespace,
           name,
-          body: objectBody(profile),
+          body: objectApplyBody(profile),
           fieldManager: this.#fieldManager,
           force: true,
         },
@@ -255,7 +232,7 @@ export class KubernetesHub implements Hub {
           ...PROFILE,
           namespace,
           name,
-          body: statusBody(profile),
+          body: statusApplyBody(profile),
           fieldManager: this.#fieldManager,
           force: true,
         },

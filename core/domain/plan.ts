@@ -3,13 +3,10 @@ import {
   CONDITION_JOINED,
   JoinedReason,
   LABEL_CLUSTER_MANAGER,
-  OWNED_ANNOTATIONS,
-  OWNED_CONDITIONS,
-  OWNED_LABELS,
   PROPERTY_MISSED_LISTINGS,
-  isOwnedProperty,
 } from './constants.ts';
 import { sameJson } from './json.ts';
+import { ownedMetadata, ownedStatusOf } from './ownership.ts';
 import { matchesSelector, scopeSelector } from './labels.ts';
 import {
   profileKey,
@@ -97,35 +94,6 @@ function isManagedBy(profile: ClusterProfile, manager: string): boolean {
   );
 }
 
-/** The entries of `record` under `keys` (those that are set). */
-export function pick(
-  record: Record<string, string> | undefined,
-  keys: readonly string[],
-): Record<string, string> {
-  const picked: Record<string, string> = {};
-  for (const key of keys) {
-    const value = record?.[key];
-    if (value !== undefined) picked[key] = value;
-  }
-  return picked;
-}
-
-/** The part of a profile's status that cpsync owns. */
-export function ownedStatusOf(
-  status: ClusterProfileStatus | undefined,
-  accessProviderNames: readonly string[],
-): Required<Pick<ClusterProfileStatus, 'properties' | 'conditions' | 'accessProviders'>> &
-  Pick<ClusterProfileStatus, 'version'> {
-  const owned = {
-    properties: (status?.properties ?? []).filter((p) => isOwnedProperty(p.name)),
-    conditions: (status?.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type)),
-    accessProviders: (status?.accessProviders ?? []).filter((a) => accessProviderNames.includes(a.name)),
-  };
-  return status?.version?.kubernetes === undefined
-    ? owned
-    : { ...owned, version: { kubernetes: status.version.kubernetes } };
-}
-
 /** Keep the hub's times where the value (property) or status (condition) did not change. */
 function keepTimes(
   desired: ClusterProfileStatus,
@@ -201,13 +169,13 @@ function objectChanges(current: ClusterProfile, desired: ClusterProfile): FieldC
   return [
     ...diffRecord(
       'metadata.labels',
-      pick(current.metadata.labels, OWNED_LABELS),
-      pick(desired.metadata.labels, OWNED_LABELS),
+      ownedMetadata(current.metadata).labels,
+      ownedMetadata(desired.metadata).labels,
     ),
     ...diffRecord(
       'metadata.annotations',
-      pick(current.metadata.annotations, OWNED_ANNOTATIONS),
-      pick(desired.metadata.annotations, OWNED_ANNOTATIONS),
+      ownedMetadata(current.metadata).annotations,
+      ownedMetadata(desired.metadata).annotations,
     ),
     ...diffValue('spec.displayName', current.spec?.displayName, desired.spec.displayName),
     ...diffValue(
@@ -274,8 +242,7 @@ function markMissing(current: ClusterProfile, missed: number, input: PlanInput):
     metadata: {
       name: current.metadata.name,
       namespace: current.metadata.namespace,
-      labels: pick(current.metadata.labels, OWNED_LABELS),
-      annotations: pick(current.metadata.annotations, OWNED_ANNOTATIONS),
+      ...ownedMetadata(current.metadata),
     },
     spec: { ...current.spec },
     status: { ...owned, properties, conditions },

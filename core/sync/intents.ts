@@ -8,10 +8,10 @@ import { createHash } from 'node:crypto';
 import { buildChangeEvent } from './events.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
-import { OWNED_ANNOTATIONS, OWNED_LABELS } from '../domain/constants.ts';
 import { canonicalJson } from '../domain/json.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
-import { ownedStatusOf, pick, type Plan } from '../domain/plan.ts';
+import type { Plan } from '../domain/plan.ts';
+import { ownedState } from '../domain/ownership.ts';
 import type { Hub, IntentLog, LeaseHolder, LeaseStore, Outbox } from './ports.ts';
 import { MalformedObjectError } from '../domain/errors.ts';
 import { profileProblem } from '../domain/model/validate.ts';
@@ -25,13 +25,9 @@ export function fingerprint(
   accessProviderNames: readonly string[],
   objectOnly = false,
 ): string {
-  const owned = {
-    labels: pick(profile.metadata.labels, OWNED_LABELS),
-    annotations: pick(profile.metadata.annotations, OWNED_ANNOTATIONS),
-    spec: { displayName: profile.spec?.displayName, clusterManager: profile.spec?.clusterManager?.name },
-    ...(objectOnly ? {} : { status: ownedStatusOf(profile.status, accessProviderNames) }),
-  };
-  return createHash('sha256').update(canonicalJson(owned)).digest('hex');
+  return createHash('sha256')
+    .update(canonicalJson(ownedState(profile, accessProviderNames, objectOnly)))
+    .digest('hex');
 }
 
 /** Who writes intents, and for how long they stay theirs. */

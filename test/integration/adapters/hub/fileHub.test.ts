@@ -207,6 +207,7 @@ describe('file hub', () => {
     assert.equal((await hub.list(namespace, selector)).length, 1);
   });
 
+  // Owned labels only: the hub writes cpsync's labels (core/domain/ownership.ts).
   it('lists by every label of the selector as labels change, from its index and from the files', async () => {
     const namespace = uniqueNamespace('files-labels');
     const hub = new FileHub({ directory });
@@ -217,26 +218,26 @@ describe('file hub', () => {
       metadata: { name, namespace, labels },
       spec: { displayName: name, clusterManager: { name: 'cpsync' } },
     });
-    await hub.applyObject(profile('a', { team: 'web', env: 'prod' }));
-    await hub.applyObject(profile('b', { team: 'web', env: 'dev' }));
-    await hub.applyObject(profile('c', { team: 'data', env: 'prod' }));
+    await hub.applyObject(profile('a', { 'cpsync.io/region': 'web', 'cpsync.io/account': 'prod' }));
+    await hub.applyObject(profile('b', { 'cpsync.io/region': 'web', 'cpsync.io/account': 'dev' }));
+    await hub.applyObject(profile('c', { 'cpsync.io/region': 'data', 'cpsync.io/account': 'prod' }));
     const names = async (selector: Record<string, string>, from: FileHub = hub) =>
       (await from.list(namespace, selector)).map((p) => p.metadata.name);
     assert.deepEqual(await names({}), ['a', 'b', 'c']);
-    assert.deepEqual(await names({ team: 'web' }), ['a', 'b']);
-    assert.deepEqual(await names({ team: 'web', env: 'prod' }), ['a']);
-    assert.deepEqual(await names({ team: 'web', env: 'test' }), []);
+    assert.deepEqual(await names({ 'cpsync.io/region': 'web' }), ['a', 'b']);
+    assert.deepEqual(await names({ 'cpsync.io/region': 'web', 'cpsync.io/account': 'prod' }), ['a']);
+    assert.deepEqual(await names({ 'cpsync.io/region': 'web', 'cpsync.io/account': 'test' }), []);
     assert.deepEqual(await names({ owner: 'nobody' }), []);
-    await hub.applyObject(profile('b', { team: 'data' }));
+    await hub.applyObject(profile('b', { 'cpsync.io/region': 'data' }));
     await hub.delete({ namespace, name: 'c' });
-    assert.deepEqual(await names({ team: 'web' }), ['a']);
-    assert.deepEqual(await names({ team: 'data' }), ['b']);
-    assert.deepEqual(await names({ env: 'dev' }), ['b']);
-    assert.deepEqual(await names({ env: 'prod' }), ['a']);
+    assert.deepEqual(await names({ 'cpsync.io/region': 'web' }), ['a']);
+    assert.deepEqual(await names({ 'cpsync.io/region': 'data' }), ['b']);
+    assert.deepEqual(await names({ 'cpsync.io/account': 'dev' }), ['b']);
+    assert.deepEqual(await names({ 'cpsync.io/account': 'prod' }), ['a']);
     // A hub that reads the same files builds the same index.
     const fresh = new FileHub({ directory });
-    assert.deepEqual(await names({ team: 'data', env: 'dev' }, fresh), ['b']);
-    assert.deepEqual(await names({ env: 'prod' }, fresh), ['a']);
+    assert.deepEqual(await names({ 'cpsync.io/region': 'data', 'cpsync.io/account': 'dev' }, fresh), ['b']);
+    assert.deepEqual(await names({ 'cpsync.io/account': 'prod' }, fresh), ['a']);
   });
 
   it('keeps every one of many concurrent writes while it reads again what another process changed', async () => {
@@ -246,7 +247,7 @@ describe('file hub', () => {
     const profile = (name: string): ClusterProfile => ({
       apiVersion: 'multicluster.x-k8s.io/v1alpha1',
       kind: 'ClusterProfile',
-      metadata: { name, namespace, labels: { team: 'web' } },
+      metadata: { name, namespace, labels: { 'cpsync.io/region': 'web' } },
       spec: { displayName: name, clusterManager: { name: 'cpsync' } },
       status: { version: { kubernetes: '1.31' } },
     });
@@ -261,10 +262,13 @@ describe('file hub', () => {
         await hub.applyStatus(profile(name));
       }),
     );
-    const listed = await hub.list(namespace, { team: 'web' });
+    const listed = await hub.list(namespace, { 'cpsync.io/region': 'web' });
     assert.equal(listed.length, 62);
     assert.ok(listed.filter((p) => p.metadata.name.startsWith('p-')).every((p) => p.status?.version));
-    assert.equal((await new FileHub({ directory }).list(namespace, { team: 'web' })).length, 62);
+    assert.equal(
+      (await new FileHub({ directory }).list(namespace, { 'cpsync.io/region': 'web' })).length,
+      62,
+    );
   });
 
   it('refuses names that could escape its directory', async () => {

@@ -1,0 +1,119 @@
+/**
+ * Which fields of a ClusterProfile are cpsync's: the one owner of that answer. The plan compares
+ * only these, the write-ahead intents fingerprint only these, and both hubs write only these (the
+ * Kubernetes hub's apply bodies, the file hub's merge), so that other writers' labels, annotations,
+ * properties, conditions and access providers are never compared, announced or overwritten.
+ */
+import { OWNED_ANNOTATIONS, OWNED_CONDITIONS, OWNED_LABELS, isOwnedProperty } from './constants.ts';
+import {
+  CLUSTER_PROFILE_API_VERSION,
+  CLUSTER_PROFILE_KIND,
+  type ClusterProfile,
+  type ClusterProfileSpec,
+  type ClusterProfileStatus,
+} from './model/clusterProfile.ts';
+
+/** The entries of `record` under `keys` (those that are set). */
+function pick(record: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
+  const picked: Record<string, string> = {};
+  for (const key of keys) {
+    const value = record?.[key];
+    if (value !== undefined) picked[key] = value;
+  }
+  return picked;
+}
+
+/** The labels and annotations cpsync owns on a profile. */
+export function ownedMetadata(metadata: ClusterProfile['metadata']): {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+} {
+  return {
+    labels: pick(metadata.labels, OWNED_LABELS),
+    annotations: pick(metadata.annotations, OWNED_ANNOTATIONS),
+  };
+}
+
+/** The spec fields cpsync owns (all of it: display name and cluster manager). */
+export function ownedSpec(spec: Partial<ClusterProfileSpec> | undefined): {
+  displayName: string | undefined;
+  clusterManager: string | undefined;
+} {
+  return { displayName: spec?.displayName, clusterManager: spec?.clusterManager?.name };
+}
+
+/** The part of a profile's status that cpsync owns. */
+export function ownedStatusOf(
+  status: ClusterProfileStatus | undefined,
+  accessProviderNames: readonly string[],
+): Required<Pick<ClusterProfileStatus, 'properties' | 'conditions' | 'accessProviders'>> &
+  Pick<ClusterProfileStatus, 'version'> {
+  const owned = {
+    properties: (status?.properties ?? []).filter((p) => isOwnedProperty(p.name)),
+    conditions: (status?.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type)),
+    accessProviders: (status?.accessProviders ?? []).filter((a) => accessProviderNames.includes(a.name)),
+  };
+  return status?.version?.kubernetes === undefined
+    ? owned
+    : { ...owned, version: { kubernetes: status.version.kubernetes } };
+}
+
+/** Everything cpsync owns in a profile, times included; `objectOnly` leaves the status out. */
+export function ownedState(
+  profile: ClusterProfile,
+  accessProviderNames: readonly string[],
+  objectOnly = false,
+) {
+  return {
+    ...ownedMetadata(profile.metadata),
+    spec: ownedSpec(profile.spec),
+    ...(objectOnly ? {} : { status: ownedStatusOf(profile.status, accessProviderNames) }),
+  };
+}
+
+/** What cpsync applies as the object (server-side apply of the main resource): owned metadata and the spec. */
+export function objectApplyBody(profile: ClusterProfile): ClusterProfile {
+  const { name, namespace } = profile.metadata;
+  return {
+    apiVersion: CLUSTER_PROFILE_API_VERSION,
+    kind: CLUSTER_PROFILE_KIND,
+    metadata: { name, namespace, ...ownedMetadata(profile.metadata) },
+    spec: profile.spec,
+  };
+}
+
+/** What cpsync applies to the status subresource. */
+export function statusApplyBody(profile: ClusterProfile): Pick<
+  ClusterProfile,
+  'apiVersion' | 'kind' | 'status'
+> & {
+  metadata: { name: string; namespace: string };
+} {
+  const { name, namespace } = profile.metadata;
+  return {
+    apiVersion: CLUSTER_PROFILE_API_VERSION,
+    kind: CLUSTER_PROFILE_KIND,
+    metadata: { name, namespace },
+    status: profile.status ?? {},
+  };
+}
+
+/**
+ * The object as it reads after cpsync's object apply on `current` (as server-side apply leaves it):
+ * the owned labels and annotations set, everyone else's kept; the spec replaced; the status untouched.
+ */
+export function mergeObjectApply(
+  current: ClusterProfile | undefined,
+  profile: ClusterProfile,
+): Pick<ClusterProfile, 'spec' | 'status'> & {
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+} {
+  const owned = ownedMetadata(profile.metadata);
+  return {
+    labels: { ...current?.metadata.labels, ...owned.labels },
+    annotations: { ...current?.metadata.annotations, ...owned.annotations },
+    spec: profile.spec,
+    ...(current?.status ? { status: current.status } : {}),
+  };
+}

@@ -120,9 +120,11 @@ export class Cpsync extends Construct {
     this.eventBus =
       props.eventBus ??
       new EventBus(this, 'Bus', { eventBusName: props.eventBusName ?? DEFAULTS.eventBusName });
+    // The source the events carry: what the archive keeps, and what the functions are told to use.
+    const eventSource = config.bus && 'eventBridge' in config.bus ? config.bus.eventBridge.source : 'cpsync';
     if (props.archiveRetention) {
       this.eventBus.archive('Archive', {
-        eventPattern: { source: ['cpsync'] },
+        eventPattern: { source: [eventSource] },
         retention: props.archiveRetention,
         description: 'Every cpsync event',
       });
@@ -154,7 +156,7 @@ export class Cpsync extends Construct {
       bus: {
         eventBridge: {
           busName: this.eventBus.eventBusName,
-          source: config.bus && 'eventBridge' in config.bus ? config.bus.eventBridge.source : 'cpsync',
+          source: eventSource,
         },
       },
       outbox: { table: this.outboxTable.tableName },

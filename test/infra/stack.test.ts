@@ -252,18 +252,40 @@ describe('the CDK app', () => {
       assert.ok(size < MAX_BUNDLE_BYTES_BUDGET, `${name}: ${size} bytes`);
   });
 
-  it('synthesizes with `npx cdk synth`, offline and without AWS credentials', () => {
-    const out = mkdtempSync(join(tmpdir(), 'cpsync-synth-'));
+  /** `npx cdk synth` with `args`, offline and without AWS credentials. */
+  function cdkSynth(args: string[], out = mkdtempSync(join(tmpdir(), 'cpsync-synth-'))) {
     const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('AWS_')));
-    const result = spawnSync(
+    return spawnSync(
       join(ROOT, 'node_modules/.bin/cdk'),
-      ['synth', '--quiet', '--no-notices', '--output', out],
+      ['synth', '--quiet', '--no-notices', '--output', out, ...args],
       {
         cwd: ROOT,
         env: { ...env, AWS_EC2_METADATA_DISABLED: 'true', CDK_DISABLE_CLI_TELEMETRY: 'true' },
         encoding: 'utf8',
       },
     );
+  }
+
+  it('refuses at synth a configuration whose hub the functions cannot use, saying what to set', () => {
+    // The example's hub is a directory (the CLI's): deploying it as it is would have nothing to write to.
+    const result = cdkSynth(['-c', 'config=cpsync.example.yaml']);
+    assert.notEqual(result.status, 0, 'the synth fails');
+    assert.match(
+      result.stderr,
+      /cpsync\.example\.yaml has hub\.directory, which the Lambda functions cannot use/,
+    );
+    assert.match(
+      result.stderr,
+      /hub\.eks \{ clusterName, region \}.*hub\.kubeconfigSecretArn.*-c hubCluster=/,
+    );
+    const missing = cdkSynth(['-c', 'config=no-such-cpsync.yaml']);
+    assert.notEqual(missing.status, 0);
+    assert.match(missing.stderr, /no-such-cpsync\.yaml not found/);
+  });
+
+  it('synthesizes with `npx cdk synth`, offline and without AWS credentials, given the EKS hub', () => {
+    const out = mkdtempSync(join(tmpdir(), 'cpsync-synth-'));
+    const result = cdkSynth(['-c', 'hubCluster=cpsync-hub', '-c', 'hubRegion=eu-west-1'], out);
     assert.equal(result.status, 0, result.stderr.slice(-3000));
     const synthesized = JSON.parse(readFileSync(join(out, 'Cpsync.template.json'), 'utf8')) as {
       Resources: Record<string, { Type: string }>;
@@ -271,6 +293,11 @@ describe('the CDK app', () => {
     assert.equal(
       Object.values(synthesized.Resources).filter((r) => r.Type === 'AWS::Lambda::Function').length,
       4,
+    );
+    const text = JSON.stringify(synthesized);
+    assert.ok(
+      text.includes('cpsync-hub') && text.includes('eu-west-1'),
+      'the functions are given the EKS hub',
     );
   });
 
@@ -282,6 +309,18 @@ describe('the CDK app', () => {
     const existing = Template.fromStack(stack);
     existing.resourceCountIs('AWS::Events::EventBus', 0);
     existing.resourceCountIs('AWS::Events::Archive', 0);
+  });
+
+  it('archives the events of the configured source', () => {
+    const app = new App({ context: NO_BUNDLING });
+    const stack = new Stack(app, 'Sourced', { env: ENV });
+    new Cpsync(stack, 'Cpsync', {
+      config: { ...CONFIG, bus: { eventBridge: { busName: 'ignored', source: 'acme.inventory' } } },
+      archiveRetention: Duration.days(7),
+    });
+    Template.fromStack(stack).hasResourceProperties('AWS::Events::Archive', {
+      EventPattern: { source: ['acme.inventory'] },
+    });
   });
 
   it('grants Organizations listing only when accounts are discovered, and DescribeCluster on the EKS hub', () => {

@@ -17,6 +17,22 @@ const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
 const validate = ajv.compile(CRD.spec.versions[0]!.schema.openAPIV3Schema);
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
+/**
+ * Whether the apiserver's `format: byte` check — Go's `base64.StdEncoding.DecodeString` — takes `text`:
+ * WHATWG forgiving base64 (`atob`), with the padding Go requires and only the line breaks Go skips.
+ * Written from Go's documented behaviour, not from the rule cpsync applies.
+ */
+function goStdBase64Decodes(text: string): boolean {
+  const data = text.replace(/[\r\n]/g, '');
+  if (data.length % 4 !== 0 || /[\t\f ]/.test(data)) return false;
+  try {
+    atob(data);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** Everything a real apiserver with the CRD would refuse in `profile` (empty when it would accept it). */
 export function crdViolations(profile: ClusterProfile): string[] {
   const problems: string[] = [];
@@ -34,9 +50,8 @@ export function crdViolations(profile: ClusterProfile): string[] {
       problems.push(`property ${p.name} length ${p.value.length}`);
   for (const a of profile.status?.accessProviders ?? []) {
     if (!a.cluster?.server) problems.push(`accessProvider ${a.name} without server`);
-    // `format: byte`: the apiserver decodes it as standard, padded base64.
     const ca = a.cluster?.['certificate-authority-data'];
-    if (ca !== undefined && (ca.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(ca)))
+    if (ca !== undefined && !goStdBase64Decodes(ca))
       problems.push(`accessProvider ${a.name} certificate-authority-data is not base64`);
   }
   return problems;

@@ -1,5 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
 import { mapAksCluster } from '../../adapters/aks/mapCluster.ts';
@@ -11,6 +14,7 @@ import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts
 import { normalize } from '../../core/domain/normalize.ts';
 import { inventoryOptions } from '../../core/domain/options.ts';
 import { crdViolations } from '../support/crdSchema.ts';
+import { loadConfig } from '../../cli/loadConfig.ts';
 
 const RUNS = 250;
 const options = inventoryOptions({ tagAllowList: ['team', 'env', 'a*'] });
@@ -272,14 +276,22 @@ describe('bad input: generated configuration files', () => {
     );
   });
 
-  it(`${RUNS} arbitrary YAML documents are refused or accepted, never crash`, () => {
+  it(`${RUNS} arbitrary YAML files, well-formed or not, are read by the CLI's loader: accepted or refused with a ConfigError, never a crash`, () => {
+    const directory = mkdtempSync(join(tmpdir(), 'cpsync-yaml-'));
+    const file = join(directory, 'cpsync.yaml');
+    // YAML written from arbitrary values, and arbitrary text that may not be YAML at all.
+    const text = fc.oneof(
+      fc.jsonValue().map((value) => stringify(value)),
+      fc.string({ unit: 'binary', maxLength: 200 }),
+    );
     fc.assert(
-      fc.property(fc.jsonValue(), (value) => {
-        const text = stringify(value);
+      fc.property(text, (yaml) => {
+        writeFileSync(file, yaml);
         try {
-          parseConfig(value, 'generated.yaml');
+          loadConfig(file);
         } catch (error) {
-          assert.ok(error instanceof ConfigError, `${text}: ${String(error)}`);
+          assert.ok(error instanceof ConfigError, `${JSON.stringify(yaml)}: ${String(error)}`);
+          assert.ok(error.issues.length > 0);
         }
       }),
       { numRuns: RUNS },

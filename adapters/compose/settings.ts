@@ -1,16 +1,8 @@
-import type { InventoryOptions } from '../../core/domain/options.ts';
+import type { RunSettings } from '../../core/sync/engine.ts';
 import { inventoryOptionsOf, type CpsyncConfig } from './config.ts';
 
-/** What every engine run takes from the configuration. */
-export interface EngineSettings {
-  options: InventoryOptions;
-  eventSource: string;
-  concurrency: number;
-  intentLeaseMillis: number;
-  intentSettleDelayMillis: number;
-  scopeTimeoutMillis: number;
-  leaseWaitMillis: number;
-}
+/** What every engine run takes from the configuration: the engine has no defaults of its own. */
+export type EngineSettings = RunSettings;
 
 /** How long a Kubernetes hub is given to finish requests of a run that gave up its lease. */
 const KUBERNETES_SETTLE_DELAY_MILLIS = 10_000;

@@ -1,13 +1,4 @@
-import {
-  DEFAULT_DELETION_GRACE_LISTINGS,
-  DEFAULT_MANAGER,
-  DEFAULT_NAMESPACE,
-  PROPERTY_NAME_MAX_LENGTH,
-  PROPERTY_TAG_PREFIX,
-} from './constants.ts';
-import { InvalidOptionError } from './errors.ts';
 import type { Provider } from './model/observedCluster.ts';
-import { isDns1123Label, MAX_MANAGER_LENGTH } from './naming.ts';
 
 /** Sends the clusters it matches to `namespace`; every matcher given must match. */
 export interface NamespaceRule {
@@ -19,7 +10,10 @@ export interface NamespaceRule {
   namespace: string;
 }
 
-/** What the core needs to turn observed clusters into profiles. */
+/**
+ * What the core needs to turn observed clusters into profiles. Made from the configuration (its schema,
+ * adapters/compose/config.ts, holds the defaults and the checks); the `@default`s below are the schema's.
+ */
 export interface InventoryOptions {
   /**
    * Cluster manager name: `spec.clusterManager.name`, the `x-k8s.io/cluster-manager` label, and the
@@ -63,51 +57,4 @@ export interface InventoryOptions {
    * @default 2
    */
   deletionGraceListings: number;
-}
-
-export const DEFAULT_INVENTORY_OPTIONS: Readonly<InventoryOptions> = Object.freeze({
-  manager: DEFAULT_MANAGER,
-  namespace: DEFAULT_NAMESPACE,
-  namespaceRules: [],
-  clusterSets: {},
-  tagAllowList: [],
-  accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
-  preferPrivateEndpoints: false,
-  deletionGraceListings: DEFAULT_DELETION_GRACE_LISTINGS,
-});
-
-/** Defaults merged under the given options, then checked; throws InvalidOptionError naming the option. */
-export function inventoryOptions(overrides: Partial<InventoryOptions> = {}): InventoryOptions {
-  const options: InventoryOptions = { ...DEFAULT_INVENTORY_OPTIONS, ...overrides };
-  if (!isDns1123Label(options.manager) || options.manager.length > MAX_MANAGER_LENGTH) {
-    throw new InvalidOptionError(
-      'manager',
-      `must be a DNS-1123 label (lower-case letters, digits, '-') of at most ${MAX_MANAGER_LENGTH} characters, got ${JSON.stringify(options.manager)}`,
-    );
-  }
-  const namespaces = [
-    options.namespace,
-    ...options.namespaceRules.map((rule) => rule.namespace),
-    ...Object.keys(options.clusterSets),
-  ];
-  for (const namespace of namespaces) {
-    if (!isDns1123Label(namespace)) {
-      throw new InvalidOptionError('namespace', `must be a DNS-1123 label, got ${JSON.stringify(namespace)}`);
-    }
-  }
-  for (const key of options.tagAllowList) {
-    if (key === '' || PROPERTY_TAG_PREFIX.length + key.length > PROPERTY_NAME_MAX_LENGTH) {
-      throw new InvalidOptionError(
-        'tagAllowList',
-        `entries must be 1 to ${PROPERTY_NAME_MAX_LENGTH - PROPERTY_TAG_PREFIX.length} characters, got ${JSON.stringify(key)}`,
-      );
-    }
-  }
-  if (!Number.isInteger(options.deletionGraceListings) || options.deletionGraceListings < 1) {
-    throw new InvalidOptionError(
-      'deletionGraceListings',
-      `must be a whole number ≥ 1, got ${String(options.deletionGraceListings)}`,
-    );
-  }
-  return options;
 }

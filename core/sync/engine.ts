@@ -47,54 +47,48 @@ export interface EnginePorts {
   clock?: () => Date;
 }
 
-/** How long a run waits for an account's lease, holds it unrenewed, and gives a scope's listing. */
-interface RunLimits {
+/**
+ * What every run takes from the configuration. There are no defaults here: the configuration schema
+ * (adapters/compose/config.ts) is their one source, and adapters/compose/settings.ts turns it into these.
+ */
+export interface RunSettings {
+  options: InventoryOptions;
+  /** The `source` of every event. */
+  eventSource: string;
+  /** Scopes listed at once. */
+  concurrency: number;
+  /**
+   * How long this run's write-ahead intents stay its own before another run may settle them (sooner
+   * once the run has given up its lease).
+   */
+  intentLeaseMillis: number;
+  /**
+   * How long after its change an intent of a run that gave up its lease is still left alone: a write
+   * that run sent may yet land on the hub (a Kubernetes hub finishes requests its clients abandoned).
+   */
+  intentSettleDelayMillis: number;
   /**
    * Time one scope's listing may take (every call to the cloud, retries included); a listing that
    * has not finished by then ends the scope `failed` (Timeout), and the other scopes go on.
-   * @default 300000
    */
-  scopeTimeoutMillis?: number;
-  /**
-   * Time to wait for an account's lease held by another run before the scope fails (Busy).
-   * @default 60000
-   */
-  leaseWaitMillis?: number;
-  /**
-   * How long a lease lasts unless renewed (it is renewed at a third of that while held).
-   * @default 60000
-   */
-  leaseDurationMillis?: number;
+  scopeTimeoutMillis: number;
+  /** Time to wait for an account's lease held by another run before the scope fails (Busy). */
+  leaseWaitMillis: number;
 }
 
-export interface SyncRequest extends RunLimits {
+/** How long a lease lasts unless renewed (it is renewed at a third of that while held). */
+const LEASE_DURATION_MILLIS = 60_000;
+
+export interface SyncRequest extends RunSettings {
   /** Identifies the run in every event; derive it from the trigger so a redelivered trigger keeps it. */
   syncId: string;
   scopes: Scope[];
-  options: InventoryOptions;
-  /**
-   * Scopes listed at once.
-   * @default 4
-   */
-  concurrency?: number;
+  /** How long a lease lasts unless renewed. @default 60000 */
+  leaseDurationMillis?: number;
   /** Plan and report only: the hub and the bus are left untouched. */
   dryRun?: boolean;
   /** Provider ids the provider confirmed gone: their profiles go at once. */
   confirmedGone?: ReadonlySet<string>;
-  /** Event source. @default 'cpsync' */
-  eventSource?: string;
-  /**
-   * How long this run's write-ahead intents stay its own before another run may settle them (sooner
-   * once the run has given up its lease).
-   * @default 15 minutes
-   */
-  intentLeaseMillis?: number;
-  /**
-   * How long after its change an intent of a run that gave up its lease is still left alone: a write
-   * that run sent may yet land on the hub (a Kubernetes hub finishes requests its clients abandoned).
-   * @default 0
-   */
-  intentSettleDelayMillis?: number;
   /** Called as each scope finishes (progress displays). */
   onScope?: (report: ScopeReport, done: number, total: number) => void;
   /**
@@ -163,8 +157,6 @@ interface RunContext {
   report: SyncReport;
 }
 
-const DEFAULTS = { scopeTimeoutMillis: 300_000, leaseWaitMillis: 60_000, leaseDurationMillis: 60_000 };
-
 /** A run's lease holder id: the run, and this process's part in it. */
 function holderId(syncId: string): string {
   return `${syncId.slice(0, 100)}#${randomUUID().slice(0, 8)}`;
@@ -196,8 +188,8 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
   const leases =
     ports.leases && !request.dryRun
       ? new RunLeases(ports.leases, holderId(request.syncId), {
-          durationMillis: request.leaseDurationMillis ?? DEFAULTS.leaseDurationMillis,
-          waitMillis: request.leaseWaitMillis ?? DEFAULTS.leaseWaitMillis,
+          durationMillis: request.leaseDurationMillis ?? LEASE_DURATION_MILLIS,
+          waitMillis: request.leaseWaitMillis,
           ...(request.signal ? { signal: request.signal } : {}),
         })
       : undefined;
@@ -216,7 +208,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
       report.events.republished = result.published.length;
     }
 
-    const limit = pLimit(request.concurrency ?? 4);
+    const limit = pLimit(request.concurrency);
     let done = 0;
     let notStarted = 0;
     await Promise.all(
@@ -282,9 +274,7 @@ async function recover(run: RunContext): Promise<void> {
   const recovery = await attempt(run, 'settle the intents of earlier runs', () =>
     recoverIntents(ports, Object.values(request.options.accessProviderNames), clock(), {
       ...(ports.leases ? { leases: ports.leases } : {}),
-      ...(request.intentSettleDelayMillis !== undefined
-        ? { settleDelayMillis: request.intentSettleDelayMillis }
-        : {}),
+      settleDelayMillis: request.intentSettleDelayMillis,
     }),
   );
   run.report.problems.push(...(recovery?.problems ?? []));
@@ -406,7 +396,7 @@ function failureReason(error: unknown): ScopeFailureReason {
 async function list(run: RunContext, scope: Scope): Promise<ScopeListing> {
   const source = run.ports.sources[scope.provider];
   if (!source) return failedListing(scope, 'Unknown', `no ${scope.provider} source is configured`);
-  const timeout = run.request.scopeTimeoutMillis ?? DEFAULTS.scopeTimeoutMillis;
+  const timeout = run.request.scopeTimeoutMillis;
   try {
     return await withDeadline(
       `listing ${scopeKey(scope)}`,
@@ -440,7 +430,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     syncId: request.syncId,
     occurredAt: now,
     scope,
-    ...(request.eventSource ? { source: request.eventSource } : {}),
+    source: request.eventSource,
   };
   const counts = emptyCounts(listing.clusters.length);
   let outcome = listing.outcome;
@@ -455,7 +445,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     const ahead = writeAhead(ports, {
       context,
       accessProviderNames: Object.values(request.options.accessProviderNames),
-      ...(request.intentLeaseMillis !== undefined ? { leaseMillis: request.intentLeaseMillis } : {}),
+      leaseMillis: request.intentLeaseMillis,
       ...(lease && leases ? { held: { holder: leases.holder, lease: lease.name } } : {}),
     });
     const result = await syncScope({
@@ -546,16 +536,14 @@ function scopeReport(
   return { scope, outcome, summary, ...(plan ? { plan } : {}), events };
 }
 
-export interface ClusterSyncRequest extends Pick<RunLimits, 'leaseWaitMillis' | 'leaseDurationMillis'> {
+export interface ClusterSyncRequest extends Pick<
+  RunSettings,
+  'options' | 'eventSource' | 'intentLeaseMillis' | 'intentSettleDelayMillis' | 'leaseWaitMillis'
+> {
   syncId: string;
-  /** See SyncRequest.intentLeaseMillis. */
-  intentLeaseMillis?: number;
-  /** See SyncRequest.intentSettleDelayMillis. */
-  intentSettleDelayMillis?: number;
   ref: ClusterRef;
-  options: InventoryOptions;
-  /** Event source. @default 'cpsync' */
-  eventSource?: string;
+  /** How long a lease lasts unless renewed. @default 60000 */
+  leaseDurationMillis?: number;
 }
 
 export interface ClusterSyncReport {
@@ -583,15 +571,13 @@ export async function syncCluster(
   const accessProviderNames = Object.values(request.options.accessProviderNames);
   const leases = ports.leases
     ? new RunLeases(ports.leases, holderId(request.syncId), {
-        durationMillis: request.leaseDurationMillis ?? DEFAULTS.leaseDurationMillis,
-        waitMillis: request.leaseWaitMillis ?? DEFAULTS.leaseWaitMillis,
+        durationMillis: request.leaseDurationMillis ?? LEASE_DURATION_MILLIS,
+        waitMillis: request.leaseWaitMillis,
       })
     : undefined;
   await recoverIntents(ports, accessProviderNames, clock(), {
     ...(ports.leases ? { leases: ports.leases } : {}),
-    ...(request.intentSettleDelayMillis !== undefined
-      ? { settleDelayMillis: request.intentSettleDelayMillis }
-      : {}),
+    settleDelayMillis: request.intentSettleDelayMillis,
   });
   const lease = leaseName(request.options.manager, ref.scope);
   if (leases) {
@@ -605,7 +591,7 @@ export async function syncCluster(
       syncId: request.syncId,
       occurredAt: now,
       scope: ref.scope,
-      ...(request.eventSource ? { source: request.eventSource } : {}),
+      source: request.eventSource,
     };
     const listing: ScopeListing = {
       outcome: { scope: ref.scope, kind: 'partial', missing: [] },
@@ -627,7 +613,7 @@ export async function syncCluster(
     const ahead = writeAhead(ports, {
       context,
       accessProviderNames,
-      ...(request.intentLeaseMillis !== undefined ? { leaseMillis: request.intentLeaseMillis } : {}),
+      leaseMillis: request.intentLeaseMillis,
       ...(leases ? { held: { holder: leases.holder, lease } } : {}),
     });
     const result = await syncScope({

@@ -16,9 +16,6 @@ import type { Hub, IntentLog, LeaseHolder, LeaseStore, Outbox } from './ports.ts
 import { MalformedObjectError } from '../domain/errors.ts';
 import { profileProblem } from '../domain/model/validate.ts';
 
-/** How long an intent belongs to its run: longer than any run's apply phase (a Lambda runs 15 minutes at most). */
-export const DEFAULT_INTENT_LEASE_MILLIS = 15 * 60 * 1000;
-
 /** A fingerprint of what cpsync owns in a profile (times left out); `objectOnly` leaves the status out too. */
 export function fingerprint(
   profile: ClusterProfile,
@@ -34,8 +31,8 @@ export function fingerprint(
 export interface IntentOwner {
   context: EventContext;
   accessProviderNames: readonly string[];
-  /** @default DEFAULT_INTENT_LEASE_MILLIS */
-  leaseMillis?: number;
+  /** How long the intents stay the run's own (the configuration's `sync.intentLeaseSeconds`). */
+  leaseMillis: number;
   /** The run's lease, when it holds one. */
   held?: { holder: string; lease: string };
 }
@@ -44,7 +41,7 @@ type IntentFields = Omit<ChangeIntent, 'id' | 'context' | 'notBefore' | 'holder'
 
 /** An intent of `owner`, its id unique to the run, the change's kind (`part`) and the profile. */
 function intent(owner: IntentOwner, part: string, fields: IntentFields): ChangeIntent {
-  const { context, leaseMillis = DEFAULT_INTENT_LEASE_MILLIS, held } = owner;
+  const { context, leaseMillis, held } = owner;
   return {
     id: createHash('sha256')
       .update(`${context.syncId}|${part}|${fields.namespace}/${fields.name}`)

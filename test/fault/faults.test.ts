@@ -84,7 +84,7 @@ describe('fault matrix', () => {
   const sync = () =>
     runSync(
       { ...ports, clock: () => clock() },
-      { syncId: `fault-${++runs}`, scopes, options: inventoryOptionsOf(config) },
+      { syncId: `fault-${++runs}`, scopes, ...composition.settings },
     );
 
   /** Runs one sync under `fault`, then one clean sync, and checks (a), (b) and (c). */
@@ -377,7 +377,7 @@ describe('fault matrix', () => {
       scope: { provider: 'eks' as const, account: EKS_ACCOUNT, region: 'us-east-1' },
       name: 'late',
     };
-    const request = { syncId: 'evt-create', ref, options: inventoryOptionsOf(config) };
+    const request = { syncId: 'evt-create', ref, ...composition.settings };
     assert.equal((await syncCluster(ports, request)).result, 'created');
     assert.equal((await syncCluster(ports, request)).result, 'unchanged', 'a duplicate writes nothing');
     await (await memberEks()).send(new DeleteClusterCommand({ name: 'late' }));

@@ -12,7 +12,7 @@ import { ConfigError, parseConfig } from '../../adapters/compose/config.ts';
 import { InvalidClusterError } from '../../core/domain/errors.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import { normalize } from '../../core/domain/normalize.ts';
-import { inventoryOptions } from '../../core/domain/options.ts';
+import { inventoryOptions } from '../support/settings.ts';
 import { crdViolations } from '../support/crdSchema.ts';
 import { loadConfig } from '../../cli/loadConfig.ts';
 

@@ -13,7 +13,7 @@ import { enumerateEksScopes } from '../../../../adapters/eks/EksScopes.ts';
 import { EksSource } from '../../../../adapters/eks/EksSource.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { normalize } from '../../../../core/domain/normalize.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 import { restJsonError, startAwsProxy, stsAccessDenied, type AwsProxy } from '../../../env/awsProxy.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
 import { createEksClusters, HUB_ACCOUNT, HUB_CREDENTIALS } from '../../../support/aws.ts';

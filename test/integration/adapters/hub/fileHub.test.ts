@@ -10,7 +10,7 @@ import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import type { ScopeOutcomeKind } from '../../../../core/domain/model/scope.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 import type { Plan } from '../../../../core/domain/plan.ts';
 import type { Hub } from '../../../../core/sync/ports.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';

@@ -7,7 +7,8 @@ import type { ClusterProfile } from '../../../../core/domain/model/clusterProfil
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import type { ScopeOutcomeKind } from '../../../../core/domain/model/scope.ts';
 import { normalize } from '../../../../core/domain/normalize.ts';
-import { inventoryOptions, type InventoryOptions } from '../../../../core/domain/options.ts';
+import type { InventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 import type { ScopeListing } from '../../../../core/sync/ports.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { aksCluster, eksCluster, gkeCluster } from '../../../support/fixtures.ts';

@@ -13,7 +13,7 @@ import { HubForbiddenError } from '../../../../adapters/hub/errors.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, userKubeConfig } from '../../../support/hub.ts';

@@ -9,7 +9,7 @@ import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import { runSync } from '../../../../core/sync/engine.ts';
 import { scopeKey, type Scope } from '../../../../core/domain/model/scope.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import type { ClusterSource } from '../../../../core/sync/ports.ts';
 import { eksCluster, gkeCluster } from '../../../support/fixtures.ts';
 
@@ -57,7 +57,7 @@ describe('runSync over many scopes', () => {
     await runSync(p, {
       syncId: 'turns',
       scopes: [...eks, gke],
-      options: inventoryOptions({ namespace: 'turns' }),
+      ...runSettings(inventoryOptions({ namespace: 'turns' })),
       concurrency: 1,
     });
     assert.deepEqual(
@@ -71,7 +71,7 @@ describe('runSync over many scopes', () => {
     const report = await runSync(p, {
       syncId: 'brief',
       scopes: [...eks, gke],
-      options: inventoryOptions({ namespace: 'brief' }),
+      ...runSettings(inventoryOptions({ namespace: 'brief' })),
       retainDetails: false,
     });
     assert.equal(report.scopes.length, 4);
@@ -90,7 +90,7 @@ describe('runSync over many scopes', () => {
     const report = await runSync(p, {
       syncId: 'progress',
       scopes: [eks[0]!],
-      options: inventoryOptions({ namespace: 'progress' }),
+      ...runSettings(inventoryOptions({ namespace: 'progress' })),
       onScope: () => {
         throw new Error('the terminal went away');
       },
@@ -110,10 +110,10 @@ describe('runSync over many scopes', () => {
       getCluster: async () => undefined,
       isProviderIdOf: () => false,
     };
-    await runSync(p, { syncId: 'first', scopes: [eks[0]!], options });
+    await runSync(p, { syncId: 'first', scopes: [eks[0]!], ...runSettings(options) });
     // b comes back without the fields a profile needs (a cloud answering something odd).
     clusters = [a, { ...b, name: '' }];
-    const report = await runSync(p, { syncId: 'second', scopes: [eks[0]!], options });
+    const report = await runSync(p, { syncId: 'second', scopes: [eks[0]!], ...runSettings(options) });
     const [scope] = report.scopes;
     assert.equal(scope!.outcome.kind, 'partial');
     assert.deepEqual([scope!.summary.counts.deleted, scope!.summary.counts.invalid], [0, 1]);

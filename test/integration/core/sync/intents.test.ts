@@ -12,7 +12,7 @@ import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import { runSync } from '../../../../core/sync/engine.ts';
 import { planIntents } from '../../../../core/sync/intents.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
@@ -41,7 +41,13 @@ describe('write-ahead intents', () => {
       options,
       now: context.occurredAt,
       beforeApply: async (plan) =>
-        log.add(planIntents(plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] })),
+        log.add(
+          planIntents(plan, {
+            context,
+            accessProviderNames: ['eks', 'gke', 'aks'],
+            leaseMillis: runSettings().intentLeaseMillis,
+          }),
+        ),
     });
     // An intent whose write never happened (the process stopped before it).
     const never = await syncScope({
@@ -59,6 +65,7 @@ describe('write-ahead intents', () => {
       planIntents(never.plan, {
         context: { ...context, syncId: 'stopped-run-2' },
         accessProviderNames: ['eks', 'gke', 'aks'],
+        leaseMillis: runSettings().intentLeaseMillis,
       }),
     );
     assert.equal((await log.list()).length, 3);
@@ -67,7 +74,7 @@ describe('write-ahead intents', () => {
     const events = join(directory, 'events.jsonl');
     const report = await runSync(
       { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
-      { syncId: 'next', scopes: [], options },
+      { syncId: 'next', scopes: [], ...runSettings(options) },
     );
     assert.equal(report.events.republished, 2);
     const lines = readFileSync(events, 'utf8')
@@ -112,11 +119,12 @@ describe('write-ahead intents', () => {
       planIntents(planned.plan, {
         context: { syncId: 'running-elsewhere', occurredAt: new Date().toISOString(), scope },
         accessProviderNames: ['eks', 'gke', 'aks'],
+        leaseMillis: runSettings().intentLeaseMillis,
       }),
     );
     await runSync(
       { sources: {}, hub, bus: new JsonLinesFileBus(join(tmpdir(), 'unused.jsonl')), outbox, intents: log },
-      { syncId: 'concurrent', scopes: [], options },
+      { syncId: 'concurrent', scopes: [], ...runSettings(options) },
     );
     assert.equal((await log.list()).length, 1, 'still leased to its run');
   });
@@ -158,13 +166,19 @@ describe('write-ahead intents', () => {
     const update = planned.plan.updates[0]!;
     assert.ok(update.writeObject && update.writeStatus, 'the plan writes both');
     const context = { syncId: 'lost-answer', occurredAt: '2026-05-01T00:05:00Z', scope };
-    await log.add(planIntents(planned.plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] }));
+    await log.add(
+      planIntents(planned.plan, {
+        context,
+        accessProviderNames: ['eks', 'gke', 'aks'],
+        leaseMillis: runSettings().intentLeaseMillis,
+      }),
+    );
     await hub.applyObject(update.profile);
 
     const events = join(directory, 'events.jsonl');
     await runSync(
       { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
-      { syncId: 'next', scopes: [], options },
+      { syncId: 'next', scopes: [], ...runSettings(options) },
     );
     const lines = readFileSync(events, 'utf8')
       .trim()
@@ -199,14 +213,20 @@ describe('write-ahead intents', () => {
       options,
       now: context.occurredAt,
       beforeApply: async (plan) =>
-        log.add(planIntents(plan, { context, accessProviderNames: ['eks', 'gke', 'aks'] })),
+        log.add(
+          planIntents(plan, {
+            context,
+            accessProviderNames: ['eks', 'gke', 'aks'],
+            leaseMillis: runSettings().intentLeaseMillis,
+          }),
+        ),
     });
     const bad = readdirSync(join(directory, 'hub', 'broken')).find((f) => f.startsWith('cpsync-eks-bad-'))!;
     writeFileSync(join(directory, 'hub', 'broken', bad), 'status:\n  conditions: 7\n');
     const events = join(directory, 'events.jsonl');
     const report = await runSync(
       { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
-      { syncId: 'next', scopes: [], options },
+      { syncId: 'next', scopes: [], ...runSettings(options) },
     );
     assert.equal(report.events.republished, 1, 'the good one is announced');
     assert.match(
@@ -237,6 +257,7 @@ describe('write-ahead intents', () => {
         // Its time was up long ago: a run applying for longer than intentLeaseSeconds.
         context: { syncId: 'slow-run', occurredAt: '2026-05-01T00:00:00Z', scope },
         accessProviderNames: ['eks', 'gke', 'aks'],
+        leaseMillis: runSettings().intentLeaseMillis,
         held: { holder: 'slow-run', lease: 'the-lease' },
       }),
     );
@@ -250,7 +271,7 @@ describe('write-ahead intents', () => {
           outbox,
           intents: log,
         },
-        { syncId: 'other', scopes: [], options },
+        { syncId: 'other', scopes: [], ...runSettings(options) },
       );
     await run();
     assert.equal((await log.list()).length, 1, "still its run's");

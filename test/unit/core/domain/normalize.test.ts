@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { InvalidClusterError, InvalidOptionError } from '../../../../core/domain/errors.ts';
+import { InvalidClusterError } from '../../../../core/domain/errors.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import { normalize, normalizeAll } from '../../../../core/domain/normalize.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { ConfigError } from '../../../../adapters/compose/config.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { crdViolations } from '../../../support/crdSchema.ts';
 
@@ -327,16 +328,15 @@ describe('normalize: bad input', () => {
     assert.equal(result.errors[0]!.field, 'name');
   });
 
-  it('rejects a manager name that is not a short DNS-1123 label', () => {
-    assert.throws(
-      () => inventoryOptions({ manager: 'Bad_Manager' }),
-      (error: unknown) => error instanceof InvalidOptionError && error.option === 'manager',
-    );
-    assert.throws(() => inventoryOptions({ manager: 'm'.repeat(31) }), /at most 30/);
-    assert.throws(
-      () => inventoryOptions({ namespace: 'Not A Namespace' }),
-      /namespace must be a DNS-1123 label/,
-    );
-    assert.throws(() => inventoryOptions({ deletionGraceListings: 0 }), /deletionGraceListings/);
+  it('is never given a manager, namespace or grace the configuration refuses (its schema is the one check)', () => {
+    const refused = (overrides: Parameters<typeof inventoryOptions>[0], field: RegExp) =>
+      assert.throws(
+        () => inventoryOptions(overrides),
+        (error: unknown) => error instanceof ConfigError && error.issues.some((i) => field.test(i)),
+      );
+    refused({ manager: 'Bad_Manager' }, /^manager: /);
+    refused({ manager: 'm'.repeat(31) }, /^manager: .*at most 30/);
+    refused({ namespace: 'Not A Namespace' }, /^inventory\.namespace: /);
+    refused({ deletionGraceListings: 0 }, /^inventory\.deletionGraceListings: /);
   });
 });

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import { normalize } from '../../../../core/domain/normalize.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 import {
   mergeObjectApply,
   objectApplyBody,

@@ -4,7 +4,7 @@ import type { ClusterProfile } from '../../../../core/domain/model/clusterProfil
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import type { ScopeOutcome, ScopeOutcomeKind } from '../../../../core/domain/model/scope.ts';
 import { normalize } from '../../../../core/domain/normalize.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 import { plan, type PlanInput } from '../../../../core/domain/plan.ts';
 import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { normalize } from '../../../../core/domain/normalize.ts';
-import { inventoryOptions } from '../../../../core/domain/options.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 import { canonicalScope, clusterInScope, InvalidScopeError } from '../../../../core/domain/scopes.ts';
 import { matchesSelector, scopeSelector } from '../../../../core/domain/labels.ts';
 import { aksCluster, eksCluster, gkeCluster } from '../../../support/fixtures.ts';

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { profileProblem } from '../../../../../core/domain/model/validate.ts';
 import { normalize } from '../../../../../core/domain/normalize.ts';
-import { inventoryOptions } from '../../../../../core/domain/options.ts';
+import { inventoryOptions } from '../../../../support/settings.ts';
 import { eksCluster, NOW } from '../../../../support/fixtures.ts';
 
 const good = normalize(eksCluster(), inventoryOptions(), NOW);

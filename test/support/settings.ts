@@ -1,0 +1,23 @@
+/**
+ * Inventory options and run settings for tests, made the one way production makes them: a
+ * configuration document through the configuration schema (its defaults are the only defaults).
+ */
+import { parseConfig } from '../../adapters/compose/config.ts';
+import { engineSettings, type EngineSettings } from '../../adapters/compose/settings.ts';
+import type { InventoryOptions } from '../../core/domain/options.ts';
+
+/** The settings a run takes from `document` (a configuration, validated). */
+export function settingsFrom(document: Record<string, unknown> = {}): EngineSettings {
+  return engineSettings(parseConfig(document, 'test configuration'));
+}
+
+/** Inventory options from `overrides` written as the configuration writes them (`manager`, `inventory.*`). */
+export function inventoryOptions(overrides: Partial<InventoryOptions> = {}): InventoryOptions {
+  const { manager, ...inventory } = overrides;
+  return settingsFrom({ ...(manager !== undefined ? { manager } : {}), inventory }).options;
+}
+
+/** The settings of a run with the configuration's defaults and `options`. */
+export function runSettings(options: InventoryOptions = inventoryOptions()): EngineSettings {
+  return { ...settingsFrom(), options };
+}

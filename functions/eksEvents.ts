@@ -42,6 +42,11 @@ export function clusterNameOf(detail: z.infer<typeof CloudTrailDetail>): string 
   return arn?.[1] ?? parameters.name;
 }
 
+/** An event whose account the configuration may or may not cover (discovery failed): it fails, and EventBridge delivers it again. */
+export class CoverageUndeterminedError extends Error {
+  override readonly name = 'CoverageUndeterminedError';
+}
+
 export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyDeps([eksProvider])) {
   // Keyed by the EventBridge event id: a redelivered event (EventBridge retries, at-least-once) is recognised.
   const apply = clusterSyncOnce('eks-event', getDeps);
@@ -62,7 +67,10 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
     const scope = resolved.scopes[0];
     // Discovery that failed is not a no: the event fails, and EventBridge delivers it again.
     const undetermined = resolved.refused.find((r) => r.undetermined);
-    if (undetermined) throw new Error(`event ${event.id}: ${undetermined.requested}: ${undetermined.reason}`);
+    if (undetermined)
+      throw new CoverageUndeterminedError(
+        `event ${event.id}: ${undetermined.requested}: ${undetermined.reason}`,
+      );
     if (!scope || resolved.refused.length > 0) {
       logger.warn('ignored: account or region outside the configuration', {
         eventId: event.id,

@@ -17,6 +17,11 @@ export interface EnumeratorOptions {
   sqs?: SQSClient;
 }
 
+/** The enumerator could not do all its work: the queue is not named, SQS refused messages, or a cloud could not be enumerated. */
+export class EnumerationError extends Error {
+  override readonly name = 'EnumerationError';
+}
+
 /** Bounded re-sends of messages SQS did not take. */
 const MAX_SEND_ATTEMPTS = 3;
 
@@ -27,7 +32,7 @@ export function makeScopeEnumerator(
   const sqs = options.sqs ?? new SQSClient({});
   return withPowertools(async (event: ScheduleInput, context: Context) => {
     const queueUrl = options.queueUrl ?? process.env.CPSYNC_SCOPE_QUEUE_URL;
-    if (!queueUrl) throw new Error('CPSYNC_SCOPE_QUEUE_URL is not set');
+    if (!queueUrl) throw new EnumerationError('CPSYNC_SCOPE_QUEUE_URL is not set');
     const deps = await getDeps();
     const syncId = event?.executionId ?? context.awsRequestId;
     const { scopes, failures } = await deps.resolveScopes();
@@ -43,7 +48,7 @@ export function makeScopeEnumerator(
         for (const failure of answer.Failed ?? []) failed.push(batch.find((m) => m.Id === failure.Id)!);
       }
       if (failed.length > 0 && attempt >= MAX_SEND_ATTEMPTS)
-        throw new Error(`SQS refused ${failed.length} scope message(s) after ${attempt} attempts`);
+        throw new EnumerationError(`SQS refused ${failed.length} scope message(s) after ${attempt} attempts`);
       pending = failed;
     }
     metrics.addMetric('ScopesEnqueued', MetricUnit.Count, scopes.length);
@@ -51,7 +56,7 @@ export function makeScopeEnumerator(
     if (failures.length > 0) {
       // What could be enumerated is enqueued; the run still fails, so its error alarm names the rest.
       metrics.addMetric('FailedEnumerations', MetricUnit.Count, failures.length);
-      throw new Error(
+      throw new EnumerationError(
         `cannot enumerate the scopes of ${failures.map((f) => `${f.provider} (${f.message})`).join('; ')}`,
       );
     }

@@ -1,5 +1,14 @@
-/** SQS: syncs one scope per message; reports partial batch failures so only failed messages come back. */
-import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+/**
+ * SQS: syncs one scope per message; reports partial batch failures so only failed messages come back.
+ * Each message is parsed by the Powertools batch parser (a malformed one is a failed item, named).
+ */
+import {
+  BatchProcessor,
+  EventType,
+  processPartialResponse,
+  type ParsedRecord,
+} from '@aws-lambda-powertools/batch';
+import { parser } from '@aws-lambda-powertools/batch/parser';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
 import { z } from 'zod';
@@ -8,7 +17,8 @@ import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
-const message = z.strictObject({
+/** The message the scope enumerator sends. */
+export const ScopeMessage = z.strictObject({
   syncId: z.string().min(1).max(256),
   scope: z.strictObject({
     provider: z.enum(['eks', 'gke', 'aks']),
@@ -18,10 +28,14 @@ const message = z.strictObject({
 });
 
 /** A scope message the configuration does not cover (or cannot be checked now): the item fails, nothing is synced. */
-class ScopeRefusedError extends Error {}
+export class ScopeRefusedError extends Error {
+  override readonly name = 'ScopeRefusedError';
+}
 
 /** A scope message whose scope's sync could not finish (hub unreachable, …): SQS delivers it again. */
-class ScopeRetryError extends Error {}
+export class ScopeRetryError extends Error {
+  override readonly name = 'ScopeRetryError';
+}
 
 export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS)) {
   // Keyed by the run and the scope: a message delivered twice (SQS is at-least-once) or sent twice for
@@ -40,20 +54,20 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
   });
   return withPowertools(async (event: SQSEvent, context: Context) => {
     const deps = await getDeps();
-    const processor = new BatchProcessor(EventType.SQS);
-    const record = async (item: SQSRecord) => {
-      const parsed = message.safeParse(JSON.parse(item.body));
-      if (!parsed.success)
-        throw new Error(
-          `malformed scope message ${item.messageId}: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-        );
-      const { syncId } = parsed.data;
+    const processor = new BatchProcessor(EventType.SQS, {
+      parser,
+      innerSchema: ScopeMessage,
+      transformer: 'json',
+      logger,
+    });
+    const record = async (item: ParsedRecord<SQSRecord, z.infer<typeof ScopeMessage>>) => {
+      const { syncId, scope: asked } = item.body;
       // Only what the configuration covers, in its canonical spelling: a message is input like any other.
-      const resolved = await deps.resolveScopes({ scopes: [parsed.data.scope] });
+      const resolved = await deps.resolveScopes({ scopes: [asked] });
       const refusal = resolved.refused[0];
       if (refusal || resolved.scopes.length !== 1)
         throw new ScopeRefusedError(
-          `scope message ${item.messageId} (${refusal?.requested ?? scopeKey(parsed.data.scope)}) refused: ${refusal?.reason ?? 'it stands for more than one configured scope'}`,
+          `scope message ${item.messageId} (${refusal?.requested ?? scopeKey(asked)}) refused: ${refusal?.reason ?? 'it stands for more than one configured scope'}`,
         );
       const scope = resolved.scopes[0]!;
       // A redelivered message keeps its sync id: its events keep their ids, and the sync itself is idempotent.

@@ -1,8 +1,12 @@
 /**
  * Lambda Function URL for the clouds that push: Azure Event Grid (`POST /azure`) and GCP Pub/Sub
- * push (`POST /gcp`). Unauthenticated → 401, malformed → 400, unrelated events → 200 and ignored.
+ * push (`POST /gcp`), one handler per protocol on middy's HTTP router; errors become answers through
+ * middy's HTTP error handler. Unauthenticated → 401, malformed → 400, unrelated events → 200 and
+ * ignored, coverage that cannot be told now (discovery failed) → 503 so the cloud delivers again.
  */
 import { timingSafeEqual } from 'node:crypto';
+import httpErrorHandler from '@middy/http-error-handler';
+import httpRouterHandler from '@middy/http-router';
 import type { Context, APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
@@ -23,23 +27,36 @@ import { gkeProvider } from '../adapters/compose/providers/gke.ts';
 import { validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
 import type { Scope } from '../core/domain/model/scope.ts';
 
-/** The configured account-wide scope an event's account falls in, or undefined when the configuration does not cover it. */
+/**
+ * An answer other than 200: what middy's HTTP error handler sends (`statusCode`, and the body as
+ * `{ "message": … }`). 5xx answers are exposed too, so the cloud is told to deliver again.
+ */
+export class WebhookError extends Error {
+  readonly statusCode: number;
+  readonly expose = true;
+  readonly reason: string;
+  constructor(statusCode: number, reason: string) {
+    super(JSON.stringify({ message: reason }));
+    this.name = 'WebhookError';
+    this.statusCode = statusCode;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The configured account-wide scope an event's account falls in, or undefined when the configuration
+ * does not cover it. Coverage that cannot be told now (discovery failed) is not a no: 503, delivered again.
+ */
 async function coveredScope(
   deps: FunctionDeps,
   provider: 'gke' | 'aks',
   account: string,
 ): Promise<Scope | undefined> {
   const resolved = await deps.resolveScopes({ scopes: [{ provider, account }] });
+  const undetermined = resolved.refused.find((r) => r.undetermined);
+  if (undetermined) throw new WebhookError(503, `${undetermined.requested}: ${undetermined.reason}`);
   if (resolved.refused.length > 0 || resolved.scopes.length === 0) return undefined;
   return { provider, account: resolved.scopes[0]!.account, region: '*' };
-}
-
-class HttpError extends Error {
-  readonly statusCode: number;
-  constructor(statusCode: number, message: string) {
-    super(message);
-    this.statusCode = statusCode;
-  }
 }
 
 const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
@@ -58,7 +75,7 @@ function bodyOf(event: APIGatewayProxyEventV2): unknown {
   try {
     return JSON.parse(text);
   } catch {
-    throw new HttpError(400, 'the body is not JSON');
+    throw new WebhookError(400, 'the body is not JSON');
   }
 }
 
@@ -133,7 +150,7 @@ export function makeWebhook(
       outcome = await apply(deps, { key, ref }, context);
     } catch (error) {
       if (error instanceof IdempotencyAlreadyInProgressError)
-        throw new HttpError(429, `delivery ${deliveryId} is being processed; retry later`);
+        throw new WebhookError(429, `delivery ${deliveryId} is being processed; retry later`);
       throw error;
     }
     if (!outcome.replayed)
@@ -152,19 +169,19 @@ export function makeWebhook(
     event: APIGatewayProxyEventV2,
   ): Promise<APIGatewayProxyStructuredResultV2> {
     const settings = deps.config.webhook.azure;
-    if (!settings) throw new HttpError(404, 'Azure events are not configured');
+    if (!settings) throw new WebhookError(404, 'Azure events are not configured');
     azureKey ??= memoizeUntilFailure(() => readSecret(settings.key).then((k) => k.trim()));
     if (!sameSecret(event.queryStringParameters?.key ?? header(event, 'x-cpsync-key'), await azureKey()))
-      throw new HttpError(401, 'missing or wrong key');
+      throw new WebhookError(401, 'missing or wrong key');
     const delivery = EventGridDelivery.safeParse(bodyOf(event));
     if (!delivery.success)
-      throw new HttpError(400, `not an Event Grid delivery: ${delivery.error.issues[0]?.message ?? ''}`);
+      throw new WebhookError(400, `not an Event Grid delivery: ${delivery.error.issues[0]?.message ?? ''}`);
     const validation = delivery.data.find(
       (e) => e.eventType === 'Microsoft.EventGrid.SubscriptionValidationEvent',
     );
     if (validation) {
       if (!validation.data.validationCode)
-        throw new HttpError(400, 'validation event without validationCode');
+        throw new WebhookError(400, 'validation event without validationCode');
       return json(200, { validationResponse: validation.data.validationCode });
     }
     const results: Record<string, string> = {};
@@ -200,9 +217,9 @@ export function makeWebhook(
     event: APIGatewayProxyEventV2,
   ): Promise<APIGatewayProxyStructuredResultV2> {
     const settings = deps.config.webhook.gcp;
-    if (!settings) throw new HttpError(404, 'GCP events are not configured');
+    if (!settings) throw new WebhookError(404, 'GCP events are not configured');
     const token = /^Bearer (.+)$/.exec(header(event, 'authorization') ?? '')?.[1];
-    if (!token) throw new HttpError(401, 'missing bearer token');
+    if (!token) throw new WebhookError(401, 'missing bearer token');
     googleKeys ??= createRemoteJWKSet(new URL(settings.jwksUri));
     try {
       const { payload } = await jwtVerify(token, googleKeys, {
@@ -213,15 +230,15 @@ export function makeWebhook(
         throw new Error('unexpected service account');
     } catch (error) {
       logger.warn('refused a Pub/Sub push', { reason: (error as Error).message });
-      throw new HttpError(401, 'invalid token');
+      throw new WebhookError(401, 'invalid token');
     }
     const push = PubSubPush.safeParse(bodyOf(event));
-    if (!push.success) throw new HttpError(400, 'not a Pub/Sub push message');
+    if (!push.success) throw new WebhookError(400, 'not a Pub/Sub push message');
     let entry: z.infer<typeof AuditLogEntry>;
     try {
       entry = AuditLogEntry.parse(JSON.parse(Buffer.from(push.data.message.data, 'base64').toString('utf8')));
     } catch {
-      throw new HttpError(400, 'the message data is not an audit log entry');
+      throw new WebhookError(400, 'the message data is not an audit log entry');
     }
     const { serviceName, methodName, resourceName } = entry.protoPayload;
     const match = GKE_CLUSTER.exec(resourceName);
@@ -242,20 +259,38 @@ export function makeWebhook(
     return json(200, { synced: { [key]: result }, ...(duplicate ? { duplicates: [key] } : {}) });
   }
 
-  return withPowertools(
-    async (event: APIGatewayProxyEventV2, context: Context): Promise<APIGatewayProxyStructuredResultV2> => {
-      try {
-        if (event.requestContext?.http?.method !== 'POST') throw new HttpError(405, 'POST only');
-        const deps = await getDeps();
-        if (event.rawPath === '/azure') return await azure(deps, context, event);
-        if (event.rawPath === '/gcp') return await gcp(deps, context, event);
-        throw new HttpError(404, `no route ${event.rawPath}`);
-      } catch (error) {
-        if (error instanceof HttpError) return json(error.statusCode, { message: error.message });
-        logger.error('webhook failed', error as Error);
-        return json(500, { message: 'internal error' });
-      }
+  /** A route: the container's adapters, then the protocol's handler. */
+  const route =
+    (
+      protocol: (
+        deps: FunctionDeps,
+        context: Context,
+        event: APIGatewayProxyEventV2,
+      ) => Promise<APIGatewayProxyStructuredResultV2>,
+    ) =>
+    async (event: APIGatewayProxyEventV2, context: Context) =>
+      protocol(await getDeps(), context, event);
+  const routes = [
+    { method: 'POST' as const, path: '/azure', handler: route(azure) },
+    { method: 'POST' as const, path: '/gcp', handler: route(gcp) },
+  ];
+  const router = httpRouterHandler({
+    routes,
+    notFoundResponse: ({ path }) => {
+      throw routes.some((r) => r.path === path)
+        ? new WebhookError(405, 'POST only')
+        : new WebhookError(404, `no route ${path}`);
     },
+  });
+  return withPowertools<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2>(
+    router as (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>,
+  ).use(
+    httpErrorHandler({
+      fallbackMessage: JSON.stringify({ message: 'internal error' }),
+      logger: (error: unknown) => {
+        if (!(error instanceof WebhookError)) logger.error('webhook failed', error as Error);
+      },
+    }),
   );
 }
 

@@ -16,7 +16,26 @@ import {
 } from '../../core/domain/model/clusterProfile.ts';
 import type { Hub, MalformedObject, NamespaceSpec } from '../../core/sync/ports.ts';
 import { removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
-import { HubConflictError, HubError } from './errors.ts';
+import {
+  HubConflictError,
+  HubError,
+  HubForbiddenError,
+  HubRejectedError,
+  HubUnavailableError,
+} from './errors.ts';
+
+/**
+ * A file system failure as the hub error the Kubernetes hub would raise for the same trouble, so that
+ * callers tell them apart the same way whatever the hub: refused access, or a hub that cannot answer now.
+ */
+function fileError(operation: string, target: string, error: unknown): HubError {
+  if (error instanceof HubError) return error;
+  const code = (error as NodeJS.ErrnoException).code;
+  const detail = error instanceof Error ? error.message : String(error);
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS')
+    return new HubForbiddenError(operation, target, detail, undefined, { cause: error });
+  return new HubUnavailableError(operation, target, detail, undefined, { cause: error });
+}
 
 export interface FileHubOptions {
   /** The directory that holds the inventory: `<directory>/<namespace>/<name>.yaml`. */
@@ -94,10 +113,11 @@ export class FileHub implements Hub {
   }
 
   #path(namespace: string, name?: string): string {
-    if (!isDns1123Label(namespace)) throw new HubError('resolve', namespace, 'is not a valid namespace name');
+    if (!isDns1123Label(namespace))
+      throw new HubRejectedError('resolve', namespace, 'is not a valid namespace name', 422);
     if (name === undefined) return join(this.#directory, namespace);
     if (!isDns1123Subdomain(name))
-      throw new HubError('resolve', `${namespace}/${name}`, 'is not a valid object name');
+      throw new HubRejectedError('resolve', `${namespace}/${name}`, 'is not a valid object name', 422);
     return join(this.#directory, namespace, `${name}.yaml`);
   }
 
@@ -116,7 +136,7 @@ export class FileHub implements Hub {
         this.#malformed.delete(key);
         return undefined;
       }
-      throw new HubError('read', key, (error as Error).message, undefined, { cause: error });
+      throw fileError('read', key, error);
     }
     let document: unknown;
     let problem: string | undefined;
@@ -151,13 +171,17 @@ export class FileHub implements Hub {
   async #write(profile: ClusterProfile): Promise<ClusterProfile> {
     const { namespace, name } = profile.metadata;
     const path = this.#path(namespace, name);
-    await this.#changing(namespace, async (index) => {
-      // A namespace with an index has its directory already.
-      if (!index) await mkdir(this.#path(namespace), { recursive: true });
-      await replaceFile(path, toYaml(profile));
-      // As it reads back: a plain JSON document, undefined members dropped.
-      if (index) remember(index, name, JSON.parse(JSON.stringify(profile)) as ClusterProfile);
-    });
+    try {
+      await this.#changing(namespace, async (index) => {
+        // A namespace with an index has its directory already.
+        if (!index) await mkdir(this.#path(namespace), { recursive: true });
+        await replaceFile(path, toYaml(profile));
+        // As it reads back: a plain JSON document, undefined members dropped.
+        if (index) remember(index, name, JSON.parse(JSON.stringify(profile)) as ClusterProfile);
+      });
+    } catch (error) {
+      throw fileError('write', `${namespace}/${name}`, error);
+    }
     return profile;
   }
 
@@ -204,9 +228,7 @@ export class FileHub implements Hub {
       mtimeMs = (await stat(this.#path(namespace))).mtimeMs;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw new HubError('list profiles in', namespace, (error as Error).message, undefined, {
-        cause: error,
-      });
+      throw fileError('list profiles in', namespace, error);
     }
     // Checked again after the wait: a change may have begun, or a read, in the meantime.
     if (known && (known.mtimeMs === mtimeMs || busy())) return known;
@@ -302,7 +324,7 @@ export class FileHub implements Hub {
     const current = await this.#current(profile.metadata);
     this.#untouchable(profile.metadata);
     if (current && current.spec.clusterManager.name !== profile.spec.clusterManager.name) {
-      throw new HubError(
+      throw new HubRejectedError(
         'apply',
         `${profile.metadata.namespace}/${profile.metadata.name}`,
         'spec.clusterManager: ClusterManager is immutable',

@@ -550,6 +550,55 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
   });
 
+  it('answers 503 (deliver again) when it cannot tell whether the configuration covers the project, and syncs once it can', async () => {
+    // Projects found by search: a search that fails leaves coverage undecided — not a "no".
+    const gke = deps.config.providers.gke!;
+    const searching = await compose(
+      { ...deps.config, providers: { gke: { ...gke, projects: { search: { query: '' } } } } },
+      ALL_PROVIDERS,
+    );
+    const projects = [...emulators.gke.projects];
+    const clusters = [...emulators.gke.clusters.get(GCP_PROJECT)!];
+    try {
+      emulators.gke.projects.splice(0, emulators.gke.projects.length, { projectId: GCP_PROJECT, state: 1 });
+      emulators.gke.searchFailures.push(
+        ...Array.from({ length: 20 }, () => ({
+          status: 403,
+          code: 'PERMISSION_DENIED',
+          message: 'search denied',
+        })),
+      );
+      const webhook = makeWebhook(async () => searching);
+      const request = await createdClusterPush('searched', 'ps-undecided');
+      const undecided = await webhook(request, context);
+      assert.equal(undecided.statusCode, 503, undecided.body as string);
+      assert.match(
+        JSON.parse(undecided.body as string).message,
+        /cannot tell whether the configuration covers it/,
+      );
+      assert.deepEqual(await changeEvents(), [], 'nothing synced, nothing announced');
+      emulators.gke.searchFailures.splice(0);
+      const redelivered = await webhook(request, context);
+      assert.equal(redelivered.statusCode, 200, redelivered.body as string);
+      assert.deepEqual(JSON.parse(redelivered.body as string).synced, {
+        [`${GCP_PROJECT}/us-central1/searched`]: 'created',
+      });
+      assert.deepEqual(
+        (await changeEvents()).map((e) => e['detail-type']),
+        ['ClusterProfile Created'],
+      );
+    } finally {
+      // Left as the other tests found it: the projects, the clusters, and no profile of this one.
+      emulators.gke.searchFailures.splice(0);
+      emulators.gke.projects.splice(0, emulators.gke.projects.length, ...projects);
+      emulators.gke.clusters.set(GCP_PROJECT, clusters);
+      for (const profile of await profiles())
+        if (profile.spec.displayName === 'searched')
+          await hub.delete({ namespace: profile.metadata.namespace, name: profile.metadata.name });
+      await searching.close();
+    }
+  });
+
   it('refuses Pub/Sub pushes without a valid token for the audience and service account', async () => {
     const webhook = makeWebhook(getDeps);
     const body = push(

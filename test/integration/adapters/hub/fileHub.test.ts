@@ -4,12 +4,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { parse } from 'yaml';
-import { HubConflictError } from '../../../../adapters/hub/errors.ts';
+import { HubConflictError, HubRejectedError } from '../../../../adapters/hub/errors.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import type { ScopeOutcomeKind } from '../../../../core/domain/model/scope.ts';
+import { normalize } from '../../../../core/domain/normalize.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import type { Plan } from '../../../../core/domain/plan.ts';
 import type { Hub } from '../../../../core/sync/ports.ts';
@@ -271,9 +272,33 @@ describe('file hub', () => {
     );
   });
 
-  it('refuses names that could escape its directory', async () => {
+  it('refuses names that could escape its directory, as the Kubernetes hub refuses them (HubRejectedError)', async () => {
     const hub = new FileHub({ directory });
-    await assert.rejects(hub.list('../etc', {}), /not a valid namespace name/);
-    await assert.rejects(hub.delete({ namespace: 'ok', name: '../../x' }), /not a valid object name/);
+    await assert.rejects(
+      hub.list('../etc', {}),
+      (error: unknown) =>
+        error instanceof HubRejectedError && /not a valid namespace name/.test(error.message),
+    );
+    await assert.rejects(
+      hub.delete({ namespace: 'ok', name: '../../x' }),
+      (error: unknown) => error instanceof HubRejectedError && /not a valid object name/.test(error.message),
+    );
+  });
+
+  it('refuses a change of the immutable cluster manager with the Kubernetes hub’s error (HubRejectedError)', async () => {
+    const namespace = uniqueNamespace('files-immutable');
+    const hub = new FileHub({ directory });
+    const profile = normalize(
+      eksCluster({ name: 'fixed' }),
+      inventoryOptions({ namespace }),
+      '2026-04-01T00:00:00Z',
+    );
+    await hub.applyObject(profile);
+    const other = { ...profile, spec: { ...profile.spec, clusterManager: { name: 'someone-else' } } };
+    await assert.rejects(
+      hub.applyObject(other),
+      (error: unknown) =>
+        error instanceof HubRejectedError && /ClusterManager is immutable/.test(error.message),
+    );
   });
 });

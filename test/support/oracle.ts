@@ -17,6 +17,18 @@ export interface LiveCluster {
   version: string;
   /** Region, or zone for a zonal GKE cluster. */
   location: string;
+  /** The API server's host, when the cloud reports one. */
+  endpointHost?: string;
+}
+
+/** The host of an endpoint as a cloud reports it (a URL, a host name or an address), if it has one. */
+function hostOf(endpoint: unknown): string | undefined {
+  if (typeof endpoint !== 'string' || endpoint === '') return undefined;
+  try {
+    return new URL(endpoint.includes('://') ? endpoint : `https://${endpoint}`).hostname.toLowerCase();
+  } catch {
+    return undefined;
+  }
 }
 
 async function eksClusters(endpoint: string, account: string, regions: readonly string[]) {
@@ -27,7 +39,14 @@ async function eksClusters(endpoint: string, account: string, regions: readonly 
     for await (const page of paginateListClusters({ client }, {}))
       for (const name of page.clusters ?? []) {
         const { cluster } = await client.send(new DescribeClusterCommand({ name }));
-        found.push({ providerId: cluster!.arn!, name, version: cluster!.version!, location: region });
+        const endpointHost = hostOf(cluster!.endpoint);
+        found.push({
+          providerId: cluster!.arn!,
+          name,
+          version: cluster!.version!,
+          location: region,
+          ...(endpointHost ? { endpointHost } : {}),
+        });
       }
     client.destroy();
   }
@@ -41,21 +60,27 @@ export async function liveClusters(
 ): Promise<Map<string, LiveCluster>> {
   const all: LiveCluster[] = await eksClusters(emulators.moto.endpoint, eks.account, eks.regions);
   for (const clusters of emulators.gke.clusters.values())
-    for (const c of clusters)
+    for (const c of clusters) {
+      const endpointHost = hostOf(c.endpoint);
       all.push({
         providerId: String(c.selfLink),
         name: c.name,
         version: String(c.currentMasterVersion),
         location: c.location,
+        ...(endpointHost ? { endpointHost } : {}),
       });
+    }
   for (const clusters of emulators.arm.clusters.values())
-    for (const c of clusters)
+    for (const c of clusters) {
+      const endpointHost = hostOf(c.properties.fqdn);
       all.push({
         providerId: c.id,
         name: c.name,
         version: String(c.properties.currentKubernetesVersion ?? c.properties.kubernetesVersion),
         location: c.location,
+        ...(endpointHost ? { endpointHost } : {}),
       });
+    }
   return new Map(all.map((c) => [c.providerId.toLowerCase(), c]));
 }
 
@@ -142,4 +167,55 @@ export interface DeliveredEvent {
     scope?: { provider: string; account: string; region: string };
     error?: { reason: string; message: string };
   };
+}
+
+/** A profile as the hub returns it: the fields the convergence oracle reads. */
+interface HubProfile {
+  metadata: { namespace?: string; name?: string; annotations?: Record<string, string> };
+  status?: {
+    version?: { kubernetes?: string };
+    accessProviders?: Array<{ cluster?: { server?: string } }>;
+  };
+}
+
+/**
+ * What keeps the hub from matching the clouds, judged from the clouds' own state: every live cluster
+ * has exactly one profile carrying its provider id, its Kubernetes version and (when the cloud reports
+ * one) its API server's host; no profile stands for a cluster that is gone. Empty when converged.
+ */
+export function convergenceProblems(
+  live: ReadonlyMap<string, LiveCluster>,
+  profiles: readonly HubProfile[],
+): string[] {
+  const problems: string[] = [];
+  const byId = new Map<string, HubProfile[]>();
+  for (const profile of profiles) {
+    const id = profile.metadata.annotations?.['cpsync.io/provider-id']?.toLowerCase() ?? '';
+    byId.set(id, [...(byId.get(id) ?? []), profile]);
+  }
+  for (const [id, cluster] of live) {
+    const found = byId.get(id) ?? [];
+    if (found.length !== 1) {
+      problems.push(`${cluster.name} (${cluster.providerId}): ${found.length} profiles`);
+      continue;
+    }
+    const [profile] = found;
+    const version = profile!.status?.version?.kubernetes;
+    if (version !== cluster.version)
+      problems.push(`${cluster.name}: version ${version}, the cloud says ${cluster.version}`);
+    if (cluster.endpointHost) {
+      const servers = (profile!.status?.accessProviders ?? []).map((a) => hostOf(a.cluster?.server));
+      if (!servers.includes(cluster.endpointHost))
+        problems.push(
+          `${cluster.name}: servers ${servers.join(', ') || 'none'}, the cloud says ${cluster.endpointHost}`,
+        );
+    }
+  }
+  for (const [id, found] of byId)
+    if (!live.has(id))
+      for (const profile of found)
+        problems.push(
+          `${profile.metadata.namespace}/${profile.metadata.name}: a profile of ${id || 'no provider id'}, which no cloud holds`,
+        );
+  return problems;
 }

@@ -221,7 +221,8 @@ const { values: flags } = parseArgs({
     'file-hub': { type: 'boolean', default: false },
     scale: { type: 'string', default: '1' },
     'latency-ms': { type: 'string', default: '50' },
-    'scope-concurrency': { type: 'string', default: '64' },
+    // Unset: the configuration's default `sync.concurrency`; set: the bench's choice, said as such.
+    'scope-concurrency': { type: 'string' },
     only: { type: 'string' },
   },
 });
@@ -241,7 +242,7 @@ if (parts.has('scale'))
       directory: mkdtempSync(join(tmpdir(), 'cpsync-scale-')),
       scale: Number(flags.scale),
       latencyMillis: Number(flags['latency-ms']),
-      scopeConcurrency: Number(flags['scope-concurrency']),
+      ...(flags['scope-concurrency'] ? { scopeConcurrency: Number(flags['scope-concurrency']) } : {}),
       fileHub,
       say,
     });

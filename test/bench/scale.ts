@@ -17,6 +17,13 @@ import { startFakeAws, type EksClusterJson, type EksNodegroupJson } from '../env
 import { startGkeServer } from '../env/fakes/gkeServer.ts';
 import { startHub, stopHub } from '../env/hub.ts';
 import { HUB_ACCOUNT } from '../support/aws.ts';
+import {
+  apiserverProfileRequests,
+  fileHubInodes,
+  fileHubWrites,
+  requestsBetween,
+} from '../support/hubCounts.ts';
+import { parseConfig } from '../../adapters/compose/config.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const CLI = join(ROOT, 'cli/bin.ts');
@@ -226,12 +233,18 @@ async function runCli(
 export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
   const { say, directory } = options;
   const scale = options.scale ?? 1;
+  // The configuration's own defaults (read from its schema, not restated here), unless the bench is told otherwise.
+  const defaults = parseConfig({ providers: { eks: { accounts: ['000000000000'] } } }, 'defaults');
   const limits: Limits = {
     latencyMillis: options.latencyMillis ?? 50,
-    scopeConcurrency: options.scopeConcurrency ?? 64,
-    eksPerAccount: 8,
-    eksOverall: 32,
+    scopeConcurrency: options.scopeConcurrency ?? defaults.sync.concurrency,
+    eksPerAccount: defaults.providers.eks!.perAccountConcurrency,
+    eksOverall: defaults.providers.eks!.overallConcurrency,
   };
+  const concurrencyLabel =
+    options.scopeConcurrency === undefined || options.scopeConcurrency === defaults.sync.concurrency
+      ? 'the default'
+      : `chosen by the bench; the default is ${defaults.sync.concurrency}`;
   const shape: Shape = {
     accounts: Math.max(1, Math.round(100 * scale)),
     clustersPerEksScope: 10,
@@ -305,8 +318,6 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
             accounts,
             regions: EKS_REGIONS,
             endpoint: aws.endpoint,
-            perAccountConcurrency: limits.eksPerAccount,
-            overallConcurrency: limits.eksOverall,
           },
           gke: { projects, ...access.gke },
           aks: { subscriptions, ...access.aks },
@@ -314,7 +325,9 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
         hub: hub ? { kubeconfig: hub.kubeconfig } : { directory: join(directory, 'inventory') },
         bus: { eventBridge: { busName: 'cpsync-events', region: 'us-east-1', endpoint: aws.endpoint } },
         outbox: { directory: join(directory, 'outbox') },
-        sync: { concurrency: limits.scopeConcurrency },
+        ...(limits.scopeConcurrency === defaults.sync.concurrency
+          ? {}
+          : { sync: { concurrency: limits.scopeConcurrency } }),
       }),
     );
     const env = access.env;
@@ -328,7 +341,7 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
       `Estate: ${total.toLocaleString('en')} clusters — ${(eksScopes * shape.clustersPerEksScope).toLocaleString('en')} EKS in ${shape.accounts} accounts × ${EKS_REGIONS.length} regions (${shape.nodegroupsPerCluster} node group each), ${(shape.projects * shape.clustersPerProject).toLocaleString('en')} GKE in ${shape.projects} projects, ${(shape.subscriptions * shape.clustersPerSubscription).toLocaleString('en')} AKS in ${shape.subscriptions} subscriptions (${shape.armPageSize} per page): ${scopes} scopes.`,
     );
     say(
-      `Every call to the local EKS/STS/EventBridge, GKE and ARM servers waits ${limits.latencyMillis} ms. Configuration: \`sync.concurrency: ${limits.scopeConcurrency}\`, EKS \`perAccountConcurrency: ${limits.eksPerAccount}\`, \`overallConcurrency: ${limits.eksOverall}\` (the defaults). Hub: ${hub ? 'the real kube-apiserver + etcd' : 'the file hub'}; outbox: files; run by the \`cpsync sync\` CLI in its own process.`,
+      `Every call to the local EKS/STS/EventBridge, GKE and ARM servers waits ${limits.latencyMillis} ms. Configuration: \`sync.concurrency: ${limits.scopeConcurrency}\` (${concurrencyLabel}), EKS \`perAccountConcurrency: ${limits.eksPerAccount}\`, \`overallConcurrency: ${limits.eksOverall}\` (the defaults); every other setting its default. Hub: ${hub ? 'the real kube-apiserver + etcd' : 'the file hub'}; outbox: files; run by the \`cpsync sync\` CLI in its own process.`,
     );
     say('');
 
@@ -336,7 +349,22 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
     const hubPids = hub ? [hub.apiserverPid, hub.etcdPid] : [];
     const ownCpuBefore = process.cpuUsage();
     const fullStarted = performance.now();
+    const hubCounts = async () =>
+      hub
+        ? { requests: await apiserverProfileRequests(hub) }
+        : { files: fileHubInodes(join(directory, 'inventory')) };
+    /** What the hub itself counted between two readings: the kube-apiserver's counters, or the files written. */
+    const counted = async (before: Awaited<ReturnType<typeof hubCounts>>) => {
+      const after = await hubCounts();
+      if (before.requests && after.requests) {
+        const between = requestsBetween(before.requests, after.requests);
+        return { reads: between.reads, writes: between.writes };
+      }
+      return { reads: undefined, writes: fileHubWrites(before.files!, after.files!).total };
+    };
+    const firstBefore = await hubCounts();
     const first = await runCli(configPath, env, hubPids);
+    const firstHub = await counted(firstBefore);
     const ownCpu = process.cpuUsage(ownCpuBefore);
     const firstEvents = aws.events - eventsBefore;
     const calls = Object.fromEntries(aws.calls);
@@ -354,7 +382,9 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
       );
 
     const steadyEventsBefore = aws.events;
+    const steadyBefore = await hubCounts();
     const steady = await runCli(configPath, env, hubPids);
+    const steadyHub = await counted(steadyBefore);
     const steadyEvents = aws.events - steadyEventsBefore;
 
     const s = (millis: number) => `${(millis / 1000).toFixed(2)} s`;
@@ -372,8 +402,14 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
     say(
       `| ratio, engine run / bound | ${(first.engineMillis / bound.millis).toFixed(2)} | ${(steady.engineMillis / bound.millis).toFixed(2)} |`,
     );
-    say(`| hub reads | ${first.reads} | ${steady.reads} |`);
-    say(`| hub writes | ${first.writes} | ${steady.writes} |`);
+    say(
+      hub
+        ? `| hub requests for ClusterProfiles, as the kube-apiserver counted them (reads / writes) | ${firstHub.reads} / ${firstHub.writes} | ${steadyHub.reads} / ${steadyHub.writes} |`
+        : `| profile files written, as the file system shows them (net per file: new inodes, removals) | ${firstHub.writes} | ${steadyHub.writes} |`,
+    );
+    say(
+      `| hub reads / writes, as cpsync's summary counts them | ${first.reads} / ${first.writes} | ${steady.reads} / ${steady.writes} |`,
+    );
     say(
       `| events published (change events + ${scopes} scope summaries) | ${first.published} (${first.published - scopes} + ${scopes}) | ${steady.published} (${steady.published - scopes} + ${scopes}) |`,
     );
@@ -395,7 +431,7 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
         )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}; EKS calls went on from ${s(eksStart - fullStarted)} after the start for ${s(eksEnd - eksStart)}, ${eksBusy.toFixed(1)} in flight on average (the limit is ${limits.eksOverall}); the local servers used ${s((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
     );
     say(
-      `Steady state: ${steady.writes} hub writes, ${steady.published - scopes} change events, ${steady.reads} hub reads for ${scopes} scopes (one paginated list each), ${steady.unchanged.toLocaleString('en')} profiles unchanged.`,
+      `Steady state: ${steadyHub.writes} writes counted by the hub, ${steady.published - scopes} change events, ${steady.reads} hub reads by cpsync's count for ${scopes} scopes (one list each), ${steady.unchanged.toLocaleString('en')} profiles unchanged.`,
     );
     say('');
   } finally {

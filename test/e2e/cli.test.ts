@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, beforeEach, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { fileURLToPath } from 'node:url';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
@@ -32,16 +32,27 @@ interface Run {
   stderr: string;
 }
 
+/**
+ * Every test starts from a scene of its own — the local clouds as the estate made them, an inventory
+ * namespace and an outbox nobody else used, no events waiting — so that no test depends on another
+ * having run before it (the suite runs them in a random order).
+ */
 describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub → EventBridge → SQS', () => {
   let emulators: Emulators;
   let hub: KubernetesHub;
   let namespace: string;
+  let baseNamespace: string;
+  /** This test's configuration: the estate's, with this test's namespace and outbox. */
+  let configPath: string;
+  let sceneDirectory: string;
+  let scenes = 0;
+  let initialClouds: { gke: string; arm: string };
 
   const cli = (...args: string[]): Promise<Run> =>
     new Promise((resolve) => {
       const child = spawn(
         process.execPath,
-        [CLI, ...args, ...(args.includes('--config') ? [] : ['--config', emulators.configPath])],
+        [CLI, ...args, ...(args.includes('--config') ? [] : ['--config', configPath])],
         {
           cwd: emulators.directory,
           env: { ...process.env, ...emulators.env },
@@ -81,12 +92,18 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       );
   };
   /** Events waiting in the CLI's file outbox. */
-  const pendingEvents = async () =>
-    (await new FileOutbox(join(emulators.directory, 'outbox')).pending()).length;
+  const pendingEvents = async () => (await new FileOutbox(join(sceneDirectory, 'outbox')).pending()).length;
+  /** A first sync of this test's inventory, its events taken off the queue: the state most tests start from. */
+  const baseline = async () => {
+    const run = await sync();
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal((await profiles()).length, emulators.clusters);
+    await drain();
+  };
 
   before(async () => {
     const { state, ...estate } = await estateOnHub('e2e', (line) => console.log(line));
-    ({ namespace, emulators } = estate);
+    ({ namespace: baseNamespace, emulators } = estate);
     // Point the generated configuration at the shared test hub.
     const { writeFileSync } = await import('node:fs');
     writeFileSync(
@@ -97,6 +114,36 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       ),
     );
     hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
+    initialClouds = {
+      gke: JSON.stringify([...emulators.gke.clusters]),
+      arm: JSON.stringify([...emulators.arm.clusters]),
+    };
+  });
+
+  beforeEach(async () => {
+    // The clouds as the estate made them (tests change GKE and AKS clusters; EKS stays as it is).
+    emulators.gke.clusters.clear();
+    for (const [key, value] of JSON.parse(initialClouds.gke) as Array<[string, never]>)
+      emulators.gke.clusters.set(key, value);
+    emulators.arm.clusters.clear();
+    for (const [key, value] of JSON.parse(initialClouds.arm) as Array<[string, never]>)
+      emulators.arm.clusters.set(key, value);
+    // An inventory and an outbox of this test's own; nothing left on the queue by another.
+    namespace = `${baseNamespace}-${++scenes}`;
+    sceneDirectory = join(emulators.directory, `scene-${scenes}`);
+    const { mkdirSync, writeFileSync } = await import('node:fs');
+    mkdirSync(sceneDirectory, { recursive: true });
+    const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+    configPath = join(sceneDirectory, 'cpsync.yaml');
+    writeFileSync(
+      configPath,
+      stringify({
+        ...document,
+        inventory: { ...(document.inventory as Record<string, unknown>), namespace },
+        outbox: { directory: join(sceneDirectory, 'outbox') },
+      }),
+    );
+    await drain();
   });
 
   after(async () => emulators?.stop());
@@ -125,6 +172,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   });
 
   it('writes nothing and publishes only scope summaries when nothing changed', async () => {
+    await baseline();
     const before = await versions();
     const run = await sync();
     assert.equal(run.code, 0, run.stderr);
@@ -137,6 +185,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   });
 
   it('publishes one Updated event naming the version when a cluster is upgraded', async () => {
+    await baseline();
     emulators.gke.clusters.set(GCP_PROJECT, [
       gkeCluster('analytics', 'europe-west1', { currentMasterVersion: '1.31.2-gke.1100000' }),
       gkeCluster('edge', 'europe-west1-c'),
@@ -152,6 +201,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   });
 
   it('prints the plan on --dry-run without touching the hub or the bus, and the real run applies that same plan', async () => {
+    await baseline();
     emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
       aksCluster('web', 'rg-web', { currentKubernetesVersion: '1.31.1' }),
     ]);
@@ -179,7 +229,15 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   });
 
   it('deletes a cluster gone from the cloud only after the grace of complete listings', async () => {
-    // The previous run was the first complete listing without "batch": it is marked, not deleted.
+    await baseline();
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [aksCluster('web', 'rg-web')]);
+    // The first complete listing without "batch": it is marked, not deleted.
+    const marking = await sync();
+    assert.equal(marking.code, 0, marking.stderr);
+    assert.deepEqual(
+      changes(await drain()).map((e) => e['detail-type']),
+      ['ClusterProfile Updated'],
+    );
     const batch = (await profiles()).find((p) => p.spec.displayName === 'batch')!;
     assert.equal(batch.status!.conditions!.find((c) => c.type === 'Joined')!.reason, 'NotFoundInProvider');
     const run = await sync();
@@ -195,6 +253,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   });
 
   it('keeps every profile of a scope whose role cannot be assumed, reports it failed and exits 1', async () => {
+    await baseline();
     const eksBefore = (await profiles()).filter((p) => p.metadata.labels?.['cpsync.io/provider'] === 'eks');
     const remove = emulators.proxy.intercept((call) =>
       call.operation === 'AssumeRole'
@@ -219,13 +278,11 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   });
 
   it('loses no change event when EventBridge fails some entries, or whole calls: the next run publishes them', async () => {
+    await baseline();
     const expected: string[] = [];
     // Run 1: every Updated entry keeps failing (retryable) through all retry rounds.
     emulators.gke.clusters.set(GCP_PROJECT, [
-      gkeCluster('analytics', 'europe-west1', {
-        currentMasterVersion: '1.31.2-gke.1100000',
-        currentNodeCount: 7,
-      }),
+      gkeCluster('analytics', 'europe-west1', { currentNodeCount: 7 }),
       gkeCluster('edge', 'europe-west1-c', { currentNodeCount: 5 }),
     ]);
     const partial = emulators.proxy.intercept(
@@ -247,9 +304,9 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     // Run 2: EventBridge refuses every call; a new change joins the pending ones.
     emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
       aksCluster('web', 'rg-web', {
-        currentKubernetesVersion: '1.31.1',
         agentPoolProfiles: [{ name: 'system', count: 4, vmSize: 'Standard_D4s_v5', mode: 'System' }],
       }),
+      aksCluster('batch', 'rg-batch'),
     ]);
     const down = emulators.proxy.intercept((call) =>
       call.operation === 'AWSEvents.PutEvents'
@@ -291,6 +348,14 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   });
 
   it('lists the hub as a table, JSON or YAML', async () => {
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', {
+        currentMasterVersion: '1.31.2-gke.1100000',
+        currentNodeCount: 7,
+      }),
+      gkeCluster('edge', 'europe-west1-c'),
+    ]);
+    await baseline();
     const table = await cli('list');
     assert.equal(table.code, 0, table.stderr);
     assert.match(table.stdout, /^NAME\s+PROVIDER\s+LOCATION\s+VERSION\s+HEALTHY\s+NODES/);
@@ -299,15 +364,15 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       /cpsync-gke-analytics-\w+\s+gke\s+gcp\/europe-west1\s+1\.31\.2-gke\.1100000\s+True \(Running\)\s+7/,
     );
     const json = JSON.parse((await cli('list', '--output', 'json')).stdout) as Array<{ provider: string }>;
-    assert.equal(json.length, 6);
+    assert.equal(json.length, emulators.clusters);
     assert.match((await cli('list', '-o', 'yaml')).stdout, /- name: cpsync-/);
   });
 
   it('falls back to the file hub in ./inventory and JSON lines on stdout when neither is configured', async () => {
     const { writeFileSync, mkdirSync } = await import('node:fs');
-    const directory = join(emulators.directory, 'defaults');
+    const directory = join(sceneDirectory, 'defaults');
     mkdirSync(directory, { recursive: true });
-    const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+    const document = parse(readFileSync(configPath, 'utf8')) as Record<string, unknown>;
     delete document.hub;
     delete document.bus;
     delete document.outbox;
@@ -345,6 +410,9 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   });
 
   it('leaks no credential into output, events or profiles', async () => {
+    // What this test's own runs show, with whatever the others showed before it.
+    await baseline();
+    captured.push((await cli('list', '--output', 'yaml')).stdout);
     captured.push(JSON.stringify(await profiles()));
     await drain();
     await assertNoCredentials(captured, emulators);

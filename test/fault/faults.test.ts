@@ -535,6 +535,18 @@ describe('fault matrix', () => {
   });
 
   it('17. leaks no credential into anything the fault runs showed: events, CLI output, profiles', async () => {
+    // Runs of its own (a new cluster announced by the CLI, under throttling), whatever ran before it.
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'leakcheck' }]);
+    const remove = emulators.proxy.intercept((call) =>
+      call.operation === 'ListClusters' && Math.random() < 0.5
+        ? restJsonError(429, 'TooManyRequestsException', 'Rate exceeded')
+        : undefined,
+    );
+    const { cli, exited } = await cliRun('leaks');
+    const run = await exited(cli());
+    remove();
+    assert.equal(run.code, 0, run.stderr);
+    await drainQueue(emulators.queueUrl);
     captured.push(JSON.stringify(await ports.hub.list(namespace, { 'x-k8s.io/cluster-manager': 'cpsync' })));
     const all = await assertNoCredentials(captured, emulators);
     assert.ok(

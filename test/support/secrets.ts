@@ -21,8 +21,10 @@ export async function assertNoCredentials(
       'client-key-data'
     ] as string,
   };
-  assert.ok(privateKeyLine.length > 20 && captured.length > 10);
+  assert.ok(privateKeyLine.length > 20, 'the GCP private key is known, to be looked for');
   const all = captured.join('\n');
+  // The callers check that what they meant to scan is in it (events, CLI output, profiles).
+  assert.ok(all.length > 1000, `something to scan (${all.length} characters captured)`);
   for (const [what, secret] of Object.entries(secrets)) assert.ok(!all.includes(secret), `${what} leaked`);
   return all;
 }

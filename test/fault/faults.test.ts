@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, beforeEach, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
@@ -62,6 +62,7 @@ describe('fault matrix', () => {
   let config: CpsyncConfig;
   let hubState: HubState;
   let composition: Composition;
+  let initialClouds: { gke: string; arm: string };
   let ports: EnginePorts;
   let direct: KubernetesHub;
   let namespace: string;
@@ -199,9 +200,28 @@ describe('fault matrix', () => {
       leases: new KubernetesLeaseStore({ kubeConfig, namespace, requestTimeoutMillis: 2000 }),
     };
     scopes = (await composition.resolveScopes()).scopes;
+    initialClouds = {
+      gke: JSON.stringify([...emulators.gke.clusters]),
+      arm: JSON.stringify([...emulators.arm.clusters]),
+    };
     await sync();
     assert.equal((await names()).length, emulators.clusters);
     await drainQueue(emulators.queueUrl);
+  });
+
+  // Every case starts from the same ground, whichever ran before it: the GKE and AKS clusters the estate
+  // made, no fault in place, the hub converged with the clouds and nothing left on the queue.
+  beforeEach(async () => {
+    emulators.gke.clusters.clear();
+    for (const [key, value] of JSON.parse(initialClouds.gke) as Array<[string, never]>)
+      emulators.gke.clusters.set(key, value);
+    emulators.arm.clusters.clear();
+    for (const [key, value] of JSON.parse(initialClouds.arm) as Array<[string, never]>)
+      emulators.arm.clusters.set(key, value);
+    hubProxy.rule = undefined;
+    await sync();
+    await drainQueue(emulators.queueUrl);
+    await assertConverged();
   });
 
   after(async () => {
@@ -225,8 +245,12 @@ describe('fault matrix', () => {
   });
 
   it('2. AccessDenied in the EKS account while a cluster is deleted there', async () => {
-    const extra = await nameOf('extra');
-    await (await memberEks()).send(new DeleteClusterCommand({ name: 'extra' }));
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'denied' }]);
+    await sync();
+    await drainQueue(emulators.queueUrl);
+    const extra = await nameOf('denied');
+    assert.ok(extra, 'the cluster has its profile before the fault');
+    await (await memberEks()).send(new DeleteClusterCommand({ name: 'denied' }));
     const report = await faulted(
       () =>
         // The role's trust and permissions withdrawn: new sessions are refused, and sessions already

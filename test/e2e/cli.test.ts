@@ -21,7 +21,7 @@ import {
 import { assertNoCredentials } from '../support/secrets.ts';
 import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
 import { adminKubeConfig } from '../support/hub.ts';
-import { estateOnHub } from '../support/estate.ts';
+import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
 
 const CLI = fileURLToPath(new URL('../../cli/bin.ts', import.meta.url));
 const validator = new DetailValidator();
@@ -46,7 +46,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
   let configPath: string;
   let sceneDirectory: string;
   let scenes = 0;
-  let initialClouds: { gke: string; arm: string };
+  let restoreClouds: () => void;
 
   const cli = (...args: string[]): Promise<Run> =>
     new Promise((resolve) => {
@@ -114,20 +114,12 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       ),
     );
     hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
-    initialClouds = {
-      gke: JSON.stringify([...emulators.gke.clusters]),
-      arm: JSON.stringify([...emulators.arm.clusters]),
-    };
+    restoreClouds = cloudSnapshot(emulators);
   });
 
   beforeEach(async () => {
     // The clouds as the estate made them (tests change GKE and AKS clusters; EKS stays as it is).
-    emulators.gke.clusters.clear();
-    for (const [key, value] of JSON.parse(initialClouds.gke) as Array<[string, never]>)
-      emulators.gke.clusters.set(key, value);
-    emulators.arm.clusters.clear();
-    for (const [key, value] of JSON.parse(initialClouds.arm) as Array<[string, never]>)
-      emulators.arm.clusters.set(key, value);
+    restoreClouds();
     // An inventory and an outbox of this test's own; nothing left on the queue by another.
     namespace = `${baseNamespace}-${++scenes}`;
     sceneDirectory = join(emulators.directory, `scene-${scenes}`);

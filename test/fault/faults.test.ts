@@ -41,7 +41,7 @@ import {
   failSomeEntries,
   type ReceivedEvent,
 } from '../support/events.ts';
-import { estateOnHub } from '../support/estate.ts';
+import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
 import { convergenceProblems, liveClusters } from '../support/oracle.ts';
 import { countedByApiserver } from '../support/hubCounts.ts';
 import type { HubState } from '../env/hub.ts';
@@ -62,7 +62,7 @@ describe('fault matrix', () => {
   let config: CpsyncConfig;
   let hubState: HubState;
   let composition: Composition;
-  let initialClouds: { gke: string; arm: string };
+  let restoreClouds: () => void;
   let ports: EnginePorts;
   let direct: KubernetesHub;
   let namespace: string;
@@ -200,10 +200,7 @@ describe('fault matrix', () => {
       leases: new KubernetesLeaseStore({ kubeConfig, namespace, requestTimeoutMillis: 2000 }),
     };
     scopes = (await composition.resolveScopes()).scopes;
-    initialClouds = {
-      gke: JSON.stringify([...emulators.gke.clusters]),
-      arm: JSON.stringify([...emulators.arm.clusters]),
-    };
+    restoreClouds = cloudSnapshot(emulators);
     await sync();
     assert.equal((await names()).length, emulators.clusters);
     await drainQueue(emulators.queueUrl);
@@ -212,12 +209,7 @@ describe('fault matrix', () => {
   // Every case starts from the same ground, whichever ran before it: the GKE and AKS clusters the estate
   // made, no fault in place, the hub converged with the clouds and nothing left on the queue.
   beforeEach(async () => {
-    emulators.gke.clusters.clear();
-    for (const [key, value] of JSON.parse(initialClouds.gke) as Array<[string, never]>)
-      emulators.gke.clusters.set(key, value);
-    emulators.arm.clusters.clear();
-    for (const [key, value] of JSON.parse(initialClouds.arm) as Array<[string, never]>)
-      emulators.arm.clusters.set(key, value);
+    restoreClouds();
     hubProxy.rule = undefined;
     await sync();
     await drainQueue(emulators.queueUrl);

@@ -1,7 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startEmulators } from '../env/emulators.ts';
+import { startEmulators, type Emulators } from '../env/emulators.ts';
 import { localHub, uniqueNamespace } from './hub.ts';
 
 /**
@@ -17,4 +17,21 @@ export async function estateOnHub(name: string, log?: (line: string) => void) {
     ...(log ? { log } : {}),
   });
   return { state, namespace, emulators };
+}
+
+/**
+ * The GKE and AKS clusters of the local clouds as they are now; the function returned puts them back
+ * (tests that change those clouds start each case from the same ground). EKS clusters live in moto.
+ */
+export function cloudSnapshot(emulators: Emulators): () => void {
+  const gke = JSON.stringify([...emulators.gke.clusters]);
+  const arm = JSON.stringify([...emulators.arm.clusters]);
+  return () => {
+    emulators.gke.clusters.clear();
+    for (const [key, value] of JSON.parse(gke) as Array<[string, never]>)
+      emulators.gke.clusters.set(key, value);
+    emulators.arm.clusters.clear();
+    for (const [key, value] of JSON.parse(arm) as Array<[string, never]>)
+      emulators.arm.clusters.set(key, value);
+  };
 }

@@ -16,7 +16,7 @@ import { esbuildArgs } from '../../../infra/bundling.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from '../../env/emulators.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
-import { cloudTrailEvent, functionUrlRequest, lambdaContext } from '../../support/lambda.ts';
+import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
 import { estateOnHub } from '../../support/estate.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
@@ -102,17 +102,10 @@ describe('the bundled functions', () => {
       { provider: 'gke', account: GCP_PROJECT, region: '*' },
       { provider: 'aks', account: AZURE_SUBSCRIPTION, region: '*' },
     ];
-    const records = scopes.map((scope, i) => ({
-      messageId: `m${i}`,
-      receiptHandle: 'r',
-      body: JSON.stringify({ syncId: 'bundle-run', scope }),
-      attributes: {},
-      messageAttributes: {},
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:q',
-      awsRegion: 'us-east-1',
-    }));
+    // As SQS delivers them (the worker parses the whole record with the Powertools SQS schema).
+    const records = scopes.map((scope, i) =>
+      sqsRecord(`m${i}`, JSON.stringify({ syncId: 'bundle-run', scope })),
+    );
     const result = await handlers.scopeWorker!({ Records: records }, lambdaContext());
     assert.deepEqual(result, { batchItemFailures: [] });
     assert.equal(

@@ -87,6 +87,8 @@ export const HealthReason = {
   HealthIssues: 'HealthIssues',
   Failed: 'Failed',
   StatusUnknown: 'StatusUnknown',
+  /** The cluster is missing from its provider's listing (within the deletion grace): its health is not known. */
+  NotFoundInProvider: 'NotFoundInProvider',
 } as const;
 export type HealthReason = (typeof HealthReason)[keyof typeof HealthReason];
 

@@ -1,6 +1,8 @@
 import {
   ANNOTATION_PROVIDER_ID,
+  CONDITION_CONTROL_PLANE_HEALTHY,
   CONDITION_JOINED,
+  HealthReason,
   JoinedReason,
   LABEL_CLUSTER_MANAGER,
   PROPERTY_MISSED_LISTINGS,
@@ -220,7 +222,12 @@ function missedListings(profile: ClusterProfile): number {
   return Number.isInteger(count) && count > 0 ? count : 0;
 }
 
-/** The profile's owned state with Joined=False/NotFoundInProvider and the miss count raised to `missed`. */
+/**
+ * The profile's owned state with Joined=False/NotFoundInProvider, ControlPlaneHealthy=Unknown (a cluster
+ * the provider no longer lists is not known to be healthy: consumers that engage healthy clusters let it
+ * go), and the miss count raised to `missed`. Both conditions come back from the listing once it is
+ * listed again.
+ */
 function markMissing(current: ClusterProfile, missed: number, input: PlanInput): ClusterProfile {
   const owned = ownedStatusOf(current.status, input.accessProviderNames);
   const s = missed === 1 ? '' : 's';
@@ -235,7 +242,25 @@ function markMissing(current: ClusterProfile, missed: number, input: PlanInput):
     ...owned.properties.filter((p) => p.name !== PROPERTY_MISSED_LISTINGS),
     { name: PROPERTY_MISSED_LISTINGS, value: String(missed), lastObservedTime: input.now },
   ].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const conditions = [...owned.conditions.filter((c) => c.type !== CONDITION_JOINED), joined];
+  const previousHealth = owned.conditions.find((c) => c.type === CONDITION_CONTROL_PLANE_HEALTHY);
+  const health: Condition = {
+    type: CONDITION_CONTROL_PLANE_HEALTHY,
+    status: 'Unknown',
+    reason: HealthReason.NotFoundInProvider,
+    message: `Not listed by the provider in ${missed} consecutive complete listing${s}: its control plane's health is not known`,
+    // The time it became Unknown, kept while it stays so.
+    lastTransitionTime:
+      previousHealth?.status === 'Unknown' && previousHealth.lastTransitionTime
+        ? previousHealth.lastTransitionTime
+        : input.now,
+  };
+  const conditions = [
+    ...owned.conditions.filter(
+      (c) => c.type !== CONDITION_JOINED && c.type !== CONDITION_CONTROL_PLANE_HEALTHY,
+    ),
+    health,
+    joined,
+  ];
   return {
     apiVersion: current.apiVersion,
     kind: current.kind,

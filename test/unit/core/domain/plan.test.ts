@@ -177,6 +177,39 @@ describe('plan', () => {
     );
   });
 
+  it('makes ControlPlaneHealthy Unknown while a cluster is missing, keeping when it became so, and healthy again once listed', () => {
+    const health = (profile: ClusterProfile) =>
+      profile.status!.conditions!.find((c) => c.type === 'ControlPlaneHealthy')!;
+    assert.equal(health(desiredOf([a])[0]!).status, 'True', 'healthy while listed');
+    const first = run([], stored(desiredOf([a])), { deletionGraceListings: 3 });
+    const marked = first.updates[0]!;
+    assert.deepEqual(
+      [
+        health(marked.profile).status,
+        health(marked.profile).reason,
+        health(marked.profile).lastTransitionTime,
+      ],
+      ['Unknown', 'NotFoundInProvider', LATER],
+    );
+    assert.match(
+      health(marked.profile).message,
+      /Not listed by the provider in 1 consecutive complete listing/,
+    );
+    assert.ok(marked.changes.some((c) => c.field === 'status.conditions[ControlPlaneHealthy]'));
+    const second = run([], stored([marked.profile]), {
+      deletionGraceListings: 3,
+      now: '2026-03-01T00:00:00Z',
+    });
+    assert.equal(
+      health(second.updates[0]!.profile).lastTransitionTime,
+      LATER,
+      'Unknown since the first miss',
+    );
+    const back = run(desiredOf([a], '2026-03-02T00:00:00Z'), stored([second.updates[0]!.profile]));
+    assert.equal(health(back.updates[0]!.profile).status, 'True');
+    assert.equal(health(back.updates[0]!.profile).reason, 'Running');
+  });
+
   for (const kind of ['partial', 'failed'] as const) {
     it(`neither deletes nor marks missing after a ${kind} listing`, () => {
       const result = run([], stored(desiredOf([a, b])), { outcome: outcome(kind) });

@@ -37,6 +37,7 @@ export function mapAksCluster(
       0,
     );
   const createdAt = isoTime(obj(c.systemData).createdAt);
+  const tenantId = str(obj(c.aadProfile).tenantID);
   return {
     provider: 'aks',
     providerId: id,
@@ -44,6 +45,7 @@ export function mapAksCluster(
     account: subscription,
     region: str(c.location) ?? '',
     ...(resourceGroup ? { resourceGroup } : {}),
+    ...(tenantId ? { tenantId } : {}),
     endpoints: endpoints(c),
     ...(certificateAuthorityData ? { certificateAuthorityData } : {}),
     ...(version ? { kubernetesVersion: version } : {}),

@@ -132,12 +132,20 @@ function assertCluster(cluster: ObservedCluster): void {
   }
 }
 
+/**
+ * What an exec credential plugin needs to get a token for the cluster (client-go hands it to the plugin
+ * in KUBERNETES_EXEC_INFO when the consumer sets `provideClusterInfo: true`); never a credential. Keys:
+ * every cloud `provider`, `clusterName` (the cloud's own name); EKS `clusterId` (what aws-iam-authenticator
+ * and the community EKS plugin call the cluster), `region`, `accountId`; GKE `projectId`, `location`;
+ * AKS `subscriptionId`, `resourceGroup`, `location`, and `tenantId` when the cluster has AAD integration.
+ */
 function execExtension(cluster: ObservedCluster): Record<string, unknown> {
   switch (cluster.provider) {
     case 'eks':
       return {
         provider: 'eks',
         clusterName: cluster.name,
+        clusterId: cluster.name,
         region: cluster.region,
         accountId: cluster.account,
       };
@@ -155,6 +163,7 @@ function execExtension(cluster: ObservedCluster): Record<string, unknown> {
         resourceGroup: cluster.resourceGroup,
         subscriptionId: cluster.account,
         location: cluster.region,
+        ...(cluster.tenantId ? { tenantId: cluster.tenantId } : {}),
       };
   }
 }

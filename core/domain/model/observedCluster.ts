@@ -63,6 +63,8 @@ export interface ObservedCluster {
   zone?: string;
   /** AKS resource group. */
   resourceGroup?: string;
+  /** AKS: the Entra tenant of the cluster's AAD integration (its `aadProfile.tenantID`), when it has one. */
+  tenantId?: string;
   /** Public endpoints first; empty while a cluster is still being created. */
   endpoints: ObservedEndpoint[];
   /** Base64 PEM bundle, when the provider gives it. */

@@ -182,9 +182,11 @@ describe('AKS mapper (managedClusters answers)', () => {
           { name: 'user', count: 3, vmSize: 'Standard_E8s_v5' },
         ],
         tags: { team: 'web' },
+        aadProfile: { managed: true, tenantID: '72f988bf-86f1-41af-91ab-2d7cd011db47' },
       } as never,
       {
         providerId: id,
+        tenantId: '72f988bf-86f1-41af-91ab-2d7cd011db47',
         resourceGroup: 'rg-Web',
         region: 'westeurope',
         endpoints: [

@@ -241,6 +241,7 @@ describe('normalize: status', () => {
         extension: {
           provider: 'eks',
           clusterName: 'payments',
+          clusterId: 'payments',
           region: 'us-east-1',
           accountId: '111122223333',
         },
@@ -255,6 +256,10 @@ describe('normalize: status', () => {
       subscriptionId: '00000000-1111-2222-3333-444444444444',
       location: 'westeurope',
     });
+    // A cluster with AAD integration names its tenant (what kubelogin needs).
+    const tenant = '72f988bf-86f1-41af-91ab-2d7cd011db47';
+    const aad = normalize(aksCluster({ tenantId: tenant }), options, NOW).status!.accessProviders![0]!;
+    assert.equal(aad.cluster!.extensions![0]!.extension.tenantId, tenant);
     const gke = normalize(gkeCluster({ zone: 'europe-west1-b' }), options, NOW).status!.accessProviders![0]!;
     assert.deepEqual(gke.cluster!.extensions![0]!.extension, {
       provider: 'gke',

@@ -23,6 +23,7 @@ import { makeScopeWorker } from '../../../functions/scopeWorker.ts';
 import { makeWebhook } from '../../../functions/webhook.ts';
 import { DetailValidator } from '../../../events/validate.ts';
 import { freePort } from '../../env/net.ts';
+import { restJsonError } from '../../env/awsProxy.ts';
 import {
   aksCluster,
   AZURE_SUBSCRIPTION,
@@ -804,6 +805,64 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
     assert.deepEqual(await versions(), before);
     assert.deepEqual(await changeEvents(), []);
+  });
+
+  /** One scope message, as the scope enumerator sends it. */
+  const scopeMessage = (messageId: string, syncId: string, region: string) =>
+    sqsRecord(
+      messageId,
+      JSON.stringify({ syncId, scope: { provider: 'eks', account: EKS_ACCOUNT, region } }),
+    );
+  const createdOf = (events: ReceivedEvent[], display: string) =>
+    events.filter(
+      (e) =>
+        e['detail-type'] === 'ClusterProfile Created' &&
+        (e.detail.cluster as { displayName: string }).displayName === display,
+    );
+
+  it('applies a CloudTrail event and a scope message for the same account one after the other: one Created, one event id', async () => {
+    // The event handler and the worker of the scheduled sync reach the same cluster at once.
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'racing' }]);
+    await changeEvents();
+    const [worked, evented] = await Promise.all([
+      makeScopeWorker(getDeps)({ Records: [scopeMessage('race-scope', 'race', 'eu-west-1')] }, context),
+      makeEksEventHandler(getDeps)(
+        cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'eu-west-1', { name: 'racing' }) as never,
+        context,
+      ),
+    ]);
+    assert.deepEqual(worked, { batchItemFailures: [] });
+    assert.ok(['created', 'unchanged'].includes(evented.result), JSON.stringify(evented));
+    const created = createdOf(await changeEvents(), 'racing');
+    assert.equal(created.length, 1, 'announced once, by whichever applied it');
+    assert.equal((await profiles()).filter((p) => p.spec.displayName === 'racing').length, 1);
+  });
+
+  it('keeps the Created of a CloudTrail event EventBridge would not take, and the next scope run publishes it', async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'outage' }]);
+    await changeEvents();
+    const down = emulators.proxy.intercept((call) =>
+      call.operation === 'AWSEvents.PutEvents'
+        ? restJsonError(500, 'InternalException', 'injected outage')
+        : undefined,
+    );
+    let result;
+    try {
+      result = await makeEksEventHandler(getDeps)(
+        cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'eu-west-1', { name: 'outage' }) as never,
+        context,
+      );
+    } finally {
+      down();
+    }
+    assert.deepEqual(result, { result: 'created', published: 0, pending: 1 });
+    assert.deepEqual(createdOf(await changeEvents(), 'outage'), [], 'not delivered while the bus was down');
+    const worked = await makeScopeWorker(getDeps)(
+      { Records: [scopeMessage('after-outage', 'after-outage', 'eu-west-1')] },
+      context,
+    );
+    assert.deepEqual(worked, { batchItemFailures: [] });
+    assert.equal(createdOf(await changeEvents(), 'outage').length, 1, 'published by the next run, once');
   });
 
   it('answers 404 to unknown routes and 405 to other methods, never crashing', async () => {

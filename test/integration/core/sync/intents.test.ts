@@ -11,13 +11,24 @@ import type { ObservedCluster } from '../../../../core/domain/model/observedClus
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import { runSync } from '../../../../core/sync/engine.ts';
-import { planIntents } from '../../../../core/sync/intents.ts';
+import { planIntents, type IntentOwner } from '../../../../core/sync/intents.ts';
+import type { EventContext } from '../../../../core/sync/changes.ts';
+import type { Plan } from '../../../../core/domain/plan.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 
 const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
+
+/** The intents of `plan` as a run in `context` writes them ahead (its lease `held`, when it has one). */
+const intentsOf = (plan: Plan, context: EventContext, held?: IntentOwner['held']) =>
+  planIntents(plan, {
+    context,
+    accessProviderNames: ['eks', 'gke', 'aks'],
+    leaseMillis: runSettings().intentLeaseMillis,
+    ...(held ? { held } : {}),
+  });
 
 describe('write-ahead intents', () => {
   it('a run stopped between its hub writes and its events: the next run announces exactly what reached the hub', async () => {
@@ -40,14 +51,7 @@ describe('write-ahead intents', () => {
       listing,
       options,
       now: context.occurredAt,
-      beforeApply: async (plan) =>
-        log.add(
-          planIntents(plan, {
-            context,
-            accessProviderNames: ['eks', 'gke', 'aks'],
-            leaseMillis: runSettings().intentLeaseMillis,
-          }),
-        ),
+      beforeApply: async (plan) => log.add(intentsOf(plan, context)),
     });
     // An intent whose write never happened (the process stopped before it).
     const never = await syncScope({
@@ -61,13 +65,7 @@ describe('write-ahead intents', () => {
       now: context.occurredAt,
       dryRun: true,
     });
-    await log.add(
-      planIntents(never.plan, {
-        context: { ...context, syncId: 'stopped-run-2' },
-        accessProviderNames: ['eks', 'gke', 'aks'],
-        leaseMillis: runSettings().intentLeaseMillis,
-      }),
-    );
+    await log.add(intentsOf(never.plan, { ...context, syncId: 'stopped-run-2' }));
     assert.equal((await log.list()).length, 3);
     assert.deepEqual(await outbox.pending(), []);
 
@@ -116,11 +114,7 @@ describe('write-ahead intents', () => {
       dryRun: true,
     });
     await log.add(
-      planIntents(planned.plan, {
-        context: { syncId: 'running-elsewhere', occurredAt: new Date().toISOString(), scope },
-        accessProviderNames: ['eks', 'gke', 'aks'],
-        leaseMillis: runSettings().intentLeaseMillis,
-      }),
+      intentsOf(planned.plan, { syncId: 'running-elsewhere', occurredAt: new Date().toISOString(), scope }),
     );
     await runSync(
       { sources: {}, hub, bus: new JsonLinesFileBus(join(tmpdir(), 'unused.jsonl')), outbox, intents: log },
@@ -166,13 +160,7 @@ describe('write-ahead intents', () => {
     const update = planned.plan.updates[0]!;
     assert.ok(update.writeObject && update.writeStatus, 'the plan writes both');
     const context = { syncId: 'lost-answer', occurredAt: '2026-05-01T00:05:00Z', scope };
-    await log.add(
-      planIntents(planned.plan, {
-        context,
-        accessProviderNames: ['eks', 'gke', 'aks'],
-        leaseMillis: runSettings().intentLeaseMillis,
-      }),
-    );
+    await log.add(intentsOf(planned.plan, context));
     await hub.applyObject(update.profile);
 
     const events = join(directory, 'events.jsonl');
@@ -212,14 +200,7 @@ describe('write-ahead intents', () => {
       },
       options,
       now: context.occurredAt,
-      beforeApply: async (plan) =>
-        log.add(
-          planIntents(plan, {
-            context,
-            accessProviderNames: ['eks', 'gke', 'aks'],
-            leaseMillis: runSettings().intentLeaseMillis,
-          }),
-        ),
+      beforeApply: async (plan) => log.add(intentsOf(plan, context)),
     });
     const bad = readdirSync(join(directory, 'hub', 'broken')).find((f) => f.startsWith('cpsync-eks-bad-'))!;
     writeFileSync(join(directory, 'hub', 'broken', bad), 'status:\n  conditions: 7\n');
@@ -253,13 +234,12 @@ describe('write-ahead intents', () => {
     });
     await leases.acquire('the-lease', 'slow-run', 60_000);
     await log.add(
-      planIntents(planned.plan, {
+      intentsOf(
+        planned.plan,
         // Its time was up long ago: a run applying for longer than intentLeaseSeconds.
-        context: { syncId: 'slow-run', occurredAt: '2026-05-01T00:00:00Z', scope },
-        accessProviderNames: ['eks', 'gke', 'aks'],
-        leaseMillis: runSettings().intentLeaseMillis,
-        held: { holder: 'slow-run', lease: 'the-lease' },
-      }),
+        { syncId: 'slow-run', occurredAt: '2026-05-01T00:00:00Z', scope },
+        { holder: 'slow-run', lease: 'the-lease' },
+      ),
     );
     const run = () =>
       runSync(

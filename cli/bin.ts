@@ -6,7 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 // on disk, so every run after the first starts faster. Enabled before the modules are imported.
 enableCompileCache();
 const { removeTemporaryFiles } = await import('../adapters/shared/files.ts');
-const { main } = await import('./program.ts');
+const { main, SIGNAL_EXIT } = await import('./program.ts');
 
 // V8 lets the heap grow to several times what is live before it collects; a sync allocates a lot of
 // short-lived data (one listing, profile and event after another), so on a large estate the process
@@ -21,7 +21,6 @@ if (!given) setFlagsFromString('--heap-growing-percent=30');
 // is announced, intents and leases are settled and the summary is printed (exit 130/143). A second
 // signal stops at once; what that leaves is settled by the next run.
 const stop = new AbortController();
-const EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 for (const signal of ['SIGINT', 'SIGTERM'] as const)
   process.on(signal, () => {
     if (!stop.signal.aborted) {
@@ -31,7 +30,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
       stop.abort(signal);
       return;
     }
-    void removeTemporaryFiles().finally(() => process.exit(EXIT[signal]));
+    void removeTemporaryFiles().finally(() => process.exit(SIGNAL_EXIT[signal]));
   });
 // A reader that goes away (`| head`) is a publishing failure the run reports, not a crash.
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});

@@ -3,13 +3,13 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { compose } from '../adapters/compose/compose.ts';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
 import { runSync, type SyncReport } from '../core/sync/engine.ts';
-import { CpsyncError } from '../core/domain/errors.ts';
+import { CpsyncError, messageOf } from '../core/domain/errors.ts';
 import { LABEL_CLUSTER_MANAGER } from '../core/domain/constants.ts';
 import { profileProblem } from '../core/domain/model/validate.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
-import { inventoryNamespaces } from '../core/sync/syncScope.ts';
+import { inventoryNamespaces } from '../core/domain/options.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
 import { loadConfig } from './loadConfig.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
@@ -20,7 +20,8 @@ import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
  * configuration, 130/143 stopped by SIGINT/SIGTERM.
  */
 const ExitCode = { Ok: 0, Incomplete: 1, Usage: 2 } as const;
-const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+/** The exit code of a run stopped by a signal (128 + its number, as shells report it). */
+export const SIGNAL_EXIT: Readonly<Record<string, number>> = { SIGINT: 130, SIGTERM: 143 };
 
 export interface Io {
   stdout: NodeJS.WritableStream & { isTTY?: boolean };
@@ -203,7 +204,7 @@ export async function main(
       io.stderr.write(`cpsync: ${error.message}\n`);
       return ExitCode.Usage;
     }
-    const text = error instanceof Error ? error.message : String(error);
+    const text = messageOf(error);
     io.stderr.write(
       `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? text) : text.split('\n')[0]}\n`,
     );

@@ -22,6 +22,7 @@ import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DEFAULT_IDEMPOTENCY_SECONDS, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
+import { eventSourceOf } from '../adapters/compose/settings.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { BUNDLE_BANNER, BUNDLE_EXTERNALS } from './bundling.ts';
 
@@ -121,7 +122,7 @@ export class Cpsync extends Construct {
       props.eventBus ??
       new EventBus(this, 'Bus', { eventBusName: props.eventBusName ?? DEFAULTS.eventBusName });
     // The source the events carry: what the archive keeps, and what the functions are told to use.
-    const eventSource = config.bus && 'eventBridge' in config.bus ? config.bus.eventBridge.source : 'cpsync';
+    const eventSource = eventSourceOf(config);
     if (props.archiveRetention) {
       this.eventBus.archive('Archive', {
         eventPattern: { source: [eventSource] },

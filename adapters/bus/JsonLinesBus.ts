@@ -2,6 +2,7 @@ import { open } from 'node:fs/promises';
 import type { Writable } from 'node:stream';
 import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
+import { messageOf } from '../../core/domain/errors.ts';
 
 /** One JSON object per line, EventBridge-shaped (`source`, `detail-type`, `detail`, …). */
 export function jsonLine(event: CpsyncEvent): string {
@@ -11,11 +12,7 @@ export function jsonLine(event: CpsyncEvent): string {
 function refused(events: readonly CpsyncEvent[], error: unknown, what: string): PublishFailure[] {
   const code = (error as NodeJS.ErrnoException).code ?? 'WriteError';
   const reason =
-    code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED'
-      ? 'its reader closed it'
-      : error instanceof Error
-        ? error.message
-        : String(error);
+    code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED' ? 'its reader closed it' : messageOf(error);
   return events.map((event) => ({
     eventId: event.detail.eventId,
     code,

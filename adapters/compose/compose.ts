@@ -9,7 +9,7 @@ import type { EnginePorts } from '../../core/sync/engine.ts';
 import type { EventSink } from '../../core/sync/ports.ts';
 import { EventBridgeBus } from '../bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from '../bus/JsonLinesBus.ts';
-import { DynamoIntentLog, DynamoOutbox } from '../outbox/DynamoOutbox.ts';
+import { DynamoIntentLog, DynamoOutbox, OutboxTable } from '../outbox/DynamoOutbox.ts';
 import { FileIntentLog } from '../outbox/FileIntentLog.ts';
 import { FileOutbox } from '../outbox/FileOutbox.ts';
 import type { CpsyncConfig } from './config.ts';
@@ -61,7 +61,8 @@ function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intent
   const outbox = config.outbox ?? { directory: '.cpsync/outbox' };
   if ('table' in outbox) {
     const table = { tableName: outbox.table, ...(outbox.endpoint ? { endpoint: outbox.endpoint } : {}) };
-    return { outbox: new DynamoOutbox(table), intents: new DynamoIntentLog(table) };
+    const shared = new OutboxTable(table);
+    return { outbox: new DynamoOutbox(shared), intents: new DynamoIntentLog(shared) };
   }
   const directory = resolve(outbox.directory);
   return { outbox: new FileOutbox(directory), intents: new FileIntentLog(directory) };

@@ -152,7 +152,7 @@ const bus = z.union([
 /** How long a processed delivery is remembered by default (seconds). */
 export const DEFAULT_IDEMPOTENCY_SECONDS = 3600;
 
-export const configSchema = z.strictObject({
+const configSchema = z.strictObject({
   manager: z
     .string()
     .refine((m) => isDns1123Label(m) && m.length <= MAX_MANAGER_LENGTH, {

@@ -16,7 +16,7 @@ import type { CpsyncConfig } from './config.ts';
 import { CompositionError } from './errors.ts';
 
 /** Where cpsync keeps profiles locally when no hub is configured. */
-export const DEFAULT_FILE_HUB_DIRECTORY = 'inventory';
+const DEFAULT_FILE_HUB_DIRECTORY = 'inventory';
 
 /** The hub, and the leases that keep two runs from applying the same account at once. */
 export interface HubPorts {

@@ -9,6 +9,7 @@ import { PROVIDERS, type Provider } from '../../core/domain/model/observedCluste
 import { ALL_REGIONS, scopeKey, type Scope } from '../../core/domain/model/scope.ts';
 import { canonicalScope, InvalidScopeError } from '../../core/domain/scopes.ts';
 import type { ProviderInstance } from './provider.ts';
+import { messageOf } from '../../core/domain/errors.ts';
 
 /** A scope asked for that will not be synced, and why. */
 export interface ScopeRefusal {
@@ -73,7 +74,7 @@ function configuredScopes(instance: ProviderInstance, accounts?: readonly string
   return scopes;
 }
 
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+const message = messageOf;
 
 /** Requested scopes without overlaps: one of an account's regions is dropped when the whole account is asked for too. */
 function withoutOverlaps(scopes: Scope[], refused: ScopeRefusal[]): Scope[] {

@@ -1,15 +1,16 @@
 import type { RunSettings } from '../../core/sync/engine.ts';
+import { DEFAULT_SOURCE } from '../../events/detailTypes.ts';
 import { inventoryOptionsOf, type CpsyncConfig } from './config.ts';
 
-/** What every engine run takes from the configuration: the engine has no defaults of its own. */
+/** What every engine run takes from the configuration (the engine has no defaults for these). */
 export type EngineSettings = RunSettings;
 
 /** How long a Kubernetes hub is given to finish requests of a run that gave up its lease. */
 const KUBERNETES_SETTLE_DELAY_MILLIS = 10_000;
 
-/** The event source name events carry. */
-function eventSourceOf(config: CpsyncConfig): string {
-  return config.bus && 'eventBridge' in config.bus ? config.bus.eventBridge.source : 'cpsync';
+/** The event source name events carry: the EventBridge bus's `source`, else the contract's default. */
+export function eventSourceOf(config: CpsyncConfig): string {
+  return config.bus && 'eventBridge' in config.bus ? config.bus.eventBridge.source : DEFAULT_SOURCE;
 }
 
 export function engineSettings(config: CpsyncConfig): EngineSettings {

@@ -7,6 +7,7 @@ import {
 } from '@aws-sdk/client-organizations';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { EksSource } from './EksSource.ts';
+import { messageOf } from '../../core/domain/errors.ts';
 
 /** How to find the AWS accounts to list. */
 export type AccountSelection =
@@ -99,7 +100,7 @@ export async function enumerateEksScopes(
         regions = await source.enabledRegions(account);
       } catch (error) {
         // Listed as one account-wide scope: its listing fails the same way and is reported as a failed scope.
-        problems.push({ account, message: error instanceof Error ? error.message : String(error) });
+        problems.push({ account, message: messageOf(error) });
         scopes.push({ provider: 'eks', account, region: ALL_REGIONS });
         continue;
       }

@@ -3,7 +3,7 @@ import { ClusterManagerClient } from '@google-cloud/container/build/src/v1/clust
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import { ExternalAccountClient, GoogleAuth, JWT, type AuthClient } from 'google-auth-library';
 import type { CallOptions, ClientOptions } from 'google-gax';
-import { InvalidOptionError } from '../../core/domain/errors.ts';
+import { InvalidOptionError, messageOf } from '../../core/domain/errors.ts';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { regionOfZone } from '../../core/domain/scopes.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
@@ -166,7 +166,7 @@ export class GkeSource implements ClusterSource {
         clusters,
       };
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = messageOf(error);
       return {
         outcome: { scope, kind: 'failed', failure: { reason: classifyGoogleError(error), message } },
         clusters: [],

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/domain/constants.ts';
 import { isDns1123Label, isDns1123Subdomain } from '../../core/domain/naming.ts';
-import { MalformedObjectError } from '../../core/domain/errors.ts';
+import { MalformedObjectError, messageOf } from '../../core/domain/errors.ts';
 import { profileProblem } from '../../core/domain/model/validate.ts';
 import { matchesSelector } from '../../core/domain/labels.ts';
 import { mergeObjectApply, statusApplyBody } from '../../core/domain/ownership.ts';
@@ -31,7 +31,7 @@ import {
 function fileError(operation: string, target: string, error: unknown): HubError {
   if (error instanceof HubError) return error;
   const code = (error as NodeJS.ErrnoException).code;
-  const detail = error instanceof Error ? error.message : String(error);
+  const detail = messageOf(error);
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS')
     return new HubForbiddenError(operation, target, detail, undefined, { cause: error });
   return new HubUnavailableError(operation, target, detail, undefined, { cause: error });

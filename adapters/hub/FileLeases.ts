@@ -2,14 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdir, readFile, rename, unlink, link } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
-import {
-  createFileExclusively,
-  holderGone,
-  leaseReleased,
-  leaseTaken,
-  HOST,
-  replaceFile,
-} from '../shared/files.ts';
+import { createFileExclusively, readIfExists, replaceFile } from '../shared/files.ts';
+import { HOST, holderGone, leaseReleased, leaseTaken } from './leaseHolders.ts';
 
 interface LockFile {
   holder: string;
@@ -55,13 +49,8 @@ export class FileLeaseStore implements LeaseStore {
   }
 
   async #read(path: string): Promise<{ text: string; lock: LockFile | undefined } | undefined> {
-    try {
-      const text = await readFile(path, 'utf8');
-      return { text, lock: parse(text) };
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-      throw error;
-    }
+    const text = await readIfExists(path);
+    return text === undefined ? undefined : { text, lock: parse(text) };
   }
 
   #alive(name: string, lock: LockFile | undefined): boolean {

@@ -32,6 +32,7 @@ import {
   HubRejectedError,
   HubUnavailableError,
 } from './errors.ts';
+import { messageOf } from '../../core/domain/errors.ts';
 
 export interface KubernetesHubOptions {
   /**
@@ -70,7 +71,7 @@ interface ProfileList {
 /** A hub error naming the operation and its target, with the API server's own message (not the raw response). */
 export function translate(error: unknown, operation: string, target: string): Error {
   if (!(error instanceof ApiException)) {
-    const detail = error instanceof Error ? error.message : String(error);
+    const detail = messageOf(error);
     return new HubUnavailableError(operation, target, detail, undefined, { cause: error });
   }
   const body = error.body as { message?: string } | string | undefined;

@@ -7,7 +7,7 @@ import {
   type RequestContext,
 } from '@kubernetes/client-node';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
-import { HOST, holderGone, leaseReleased, leaseTaken } from '../shared/files.ts';
+import { HOST, holderGone, leaseReleased, leaseTaken } from './leaseHolders.ts';
 import { translate } from './KubernetesHub.ts';
 
 interface Lease {

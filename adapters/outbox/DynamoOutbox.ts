@@ -17,8 +17,11 @@ export interface DynamoOutboxOptions {
   region?: string;
 }
 
-/** One table (partition key `eventId`, TTL `expiresAt`) holding the outbox's events and the intent log's intents. */
-class OutboxTable {
+/**
+ * One table (partition key `eventId`, TTL `expiresAt`) holding the outbox's events and the intent log's
+ * intents: both are made on one (one client, one connection pool).
+ */
+export class OutboxTable {
   readonly name: string;
   readonly documents: DynamoDBDocumentClient;
 
@@ -66,8 +69,8 @@ class OutboxTable {
 export class DynamoOutbox implements Outbox {
   readonly #table: OutboxTable;
 
-  constructor(options: DynamoOutboxOptions) {
-    this.#table = new OutboxTable(options);
+  constructor(table: OutboxTable) {
+    this.#table = table;
   }
 
   add(events: readonly CpsyncEvent[]): Promise<void> {
@@ -93,8 +96,8 @@ export class DynamoOutbox implements Outbox {
 export class DynamoIntentLog implements IntentLog {
   readonly #table: OutboxTable;
 
-  constructor(options: DynamoOutboxOptions) {
-    this.#table = new OutboxTable(options);
+  constructor(table: OutboxTable) {
+    this.#table = table;
   }
 
   add(intents: readonly ChangeIntent[]): Promise<void> {

@@ -1,22 +1,12 @@
 /** Records kept durably as JSON files, one file per batch; the file outbox and the file intent log are made of it. */
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { QuarantinedRecord } from '../../core/sync/ports.ts';
-import { removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
+import { readIfExists, removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
 
 /** Where files that cannot be read are moved, beside the records (so nothing is lost). */
 export const QUARANTINE = 'quarantine';
-
-/** A file's text, or undefined when another run removed it in the meantime. */
-async function readIfThere(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw error;
-  }
-}
 
 /**
  * Records kept as JSON files in one directory, one file per batch added (a scope's events or a
@@ -119,7 +109,7 @@ export class BatchFiles<T> {
     }
     const records: T[] = [];
     for (const file of names.filter((n) => n.endsWith('.json')).sort()) {
-      const text = await readIfThere(join(this.#directory, file));
+      const text = await readIfExists(join(this.#directory, file));
       if (text === undefined) continue;
       const parsed = this.#parse(text);
       if (typeof parsed === 'string') {
@@ -147,7 +137,7 @@ export class BatchFiles<T> {
 
   async #takeOut(file: string, gone: Set<string>): Promise<void> {
     const path = join(this.#directory, file);
-    const text = await readIfThere(path);
+    const text = await readIfExists(path);
     const parsed = text === undefined ? [] : this.#parse(text);
     if (typeof parsed === 'string') {
       await this.#putAside(file, parsed);

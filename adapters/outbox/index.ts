@@ -5,5 +5,6 @@ export {
   DynamoIntentLog,
   DynamoOutbox,
   OUTBOX_RETENTION_DAYS,
+  OutboxTable,
   type DynamoOutboxOptions,
 } from './DynamoOutbox.ts';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
-import { link, open, readdir, rename, rm, stat, unlink } from 'node:fs/promises';
+import { link, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
 
 /** Temporary files this process is writing right now (removed when a run is stopped). */
 const inFlight = new Set<string>();
@@ -37,7 +37,7 @@ function temporaryFor(path: string): string {
 }
 
 /** Whether a process of this machine is still running. */
-function processAlive(pid: number): boolean {
+export function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
@@ -168,25 +168,12 @@ export async function removeAbandonedTemporaryFiles(directory: string): Promise<
   return removed;
 }
 
-/** Leases (`name` and holder) that runs of this process gave up, even when telling the hub failed. */
-const released = new Set<string>();
-
-/** Records that a run of this process gave up `name`. */
-export function leaseReleased(name: string, holder: string): void {
-  released.add(`${name}\n${holder}`);
-}
-
-/** Records that a run of this process holds `name` (again). */
-export function leaseTaken(name: string, holder: string): void {
-  released.delete(`${name}\n${holder}`);
-}
-
-/**
- * Whether lease `name`, recorded for `holder` on `host` by process `pid`, is abandoned: its process,
- * on this machine, is gone — or is this process, and the run gave it up. A lease of another machine is
- * abandoned only once it runs out.
- */
-export function holderGone(host: string | undefined, pid: number, name: string, holder: string): boolean {
-  if (host !== HOST || !(pid > 0)) return false;
-  return pid === process.pid ? released.has(`${name}\n${holder}`) : !processAlive(pid);
+/** A file's text, or undefined when there is no such file (another process may have removed it). */
+export async function readIfExists(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw error;
+  }
 }

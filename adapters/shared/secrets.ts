@@ -10,7 +10,7 @@ import { CpsyncError } from '../../core/domain/errors.ts';
 export type SecretRef = { file: string } | { secretArn: string };
 
 /** A secret that cannot be used as it is (e.g. a Secrets Manager secret without a string value). */
-export class SecretError extends CpsyncError {}
+class SecretError extends CpsyncError {}
 
 /** Where a secret comes from, as errors name it (never what it holds). */
 export function secretSource(ref: SecretRef): string {

@@ -1,3 +1,8 @@
+/** What went wrong, as one line of text: an error's message, or whatever was thrown. */
+export function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /** Base of every error cpsync's core raises; keeps `cause` and names itself. */
 export class CpsyncError extends Error {
   constructor(message: string, options?: ErrorOptions) {
@@ -20,9 +25,12 @@ export class InvalidClusterError extends CpsyncError {
 /** Options handed to the core that break its rules (e.g. a manager name that is not a DNS-1123 label). */
 export class InvalidOptionError extends CpsyncError {
   readonly option: string;
+  /** What is wrong with it, without the option's name. */
+  readonly detail: string;
   constructor(option: string, detail: string) {
     super(`${option} ${detail}`);
     this.option = option;
+    this.detail = detail;
   }
 }
 

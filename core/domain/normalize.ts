@@ -66,7 +66,7 @@ function ruleMatches(rule: NamespaceRule, cluster: ObservedCluster): boolean {
 }
 
 /** The first namespace rule that matches decides; otherwise the default namespace. */
-export function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Placement {
+function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Placement {
   const namespace =
     options.namespaceRules.find((rule) => ruleMatches(rule, cluster))?.namespace ?? options.namespace;
   const clusterSet = options.clusterSets[namespace];

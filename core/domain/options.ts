@@ -58,3 +58,18 @@ export interface InventoryOptions {
    */
   deletionGraceListings: number;
 }
+
+/** A namespace the hub must hold, labelled as a ClusterSet when it stands for one. */
+export interface NamespaceSpec {
+  name: string;
+  clusterSet?: string;
+}
+
+/** Every namespace a scope's profiles may live in: the default and those named by rules or ClusterSets. */
+export function inventoryNamespaces(options: InventoryOptions): NamespaceSpec[] {
+  const names = new Set([options.namespace, ...options.namespaceRules.map((rule) => rule.namespace)]);
+  return [...names].sort().map((name) => {
+    const clusterSet = options.clusterSets[name];
+    return clusterSet === undefined ? { name } : { name, clusterSet };
+  });
+}

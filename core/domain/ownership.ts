@@ -35,7 +35,7 @@ export function ownedMetadata(metadata: ClusterProfile['metadata']): {
 }
 
 /** The spec fields cpsync owns (all of it: display name and cluster manager). */
-export function ownedSpec(spec: Partial<ClusterProfileSpec> | undefined): {
+function ownedSpec(spec: Partial<ClusterProfileSpec> | undefined): {
   displayName: string | undefined;
   clusterManager: string | undefined;
 } {

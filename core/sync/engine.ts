@@ -21,14 +21,15 @@ import type {
 } from './ports.ts';
 import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import { DeadlineError, InterruptedError, withDeadline } from './deadline.ts';
-import { CpsyncError } from '../domain/errors.ts';
+import { CpsyncError, messageOf } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { profileKey } from '../domain/model/clusterProfile.ts';
 import { scopeKey, type Scope, type ScopeFailureReason, type ScopeOutcome } from '../domain/model/scope.ts';
 import type { Provider } from '../domain/model/observedCluster.ts';
 import { canonicalScope } from '../domain/scopes.ts';
-import { inventoryNamespaces, syncScope } from './syncScope.ts';
+import { syncScope } from './syncScope.ts';
+import { inventoryNamespaces } from '../domain/options.ts';
 import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
 import { LeaseBusyError, leaseName, RunLeases, type LeaseHold } from './runLeases.ts';
@@ -142,7 +143,7 @@ function emptyCounts(listed: number): ScopeSummary['counts'] {
   return { listed, created: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0, invalid: 0 };
 }
 
-const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+const message = messageOf;
 
 function failedListing(scope: Scope, reason: ScopeFailureReason, text: string): ScopeListing {
   return { outcome: { scope, kind: 'failed', failure: { reason, message: text } }, clusters: [] };
@@ -155,6 +156,25 @@ interface RunContext {
   clock: () => Date;
   leases?: RunLeases;
   report: SyncReport;
+}
+
+/** The leases of one run (or one event-triggered sync), when the hub keeps leases. */
+function runLeases(
+  ports: EnginePorts,
+  request: { syncId: string; leaseWaitMillis: number; leaseDurationMillis?: number },
+  signal?: AbortSignal,
+): RunLeases | undefined {
+  if (!ports.leases) return undefined;
+  return new RunLeases(ports.leases, holderId(request.syncId), {
+    durationMillis: request.leaseDurationMillis ?? LEASE_DURATION_MILLIS,
+    waitMillis: request.leaseWaitMillis,
+    ...(signal ? { signal } : {}),
+  });
+}
+
+/** The events that leave the outbox after a publish: those the bus took, and those it refused for good. */
+function doneWith(result: PublishResult): string[] {
+  return [...result.published, ...result.failed.filter((f) => !f.retryable).map((f) => f.eventId)];
 }
 
 /** A run's lease holder id: the run, and this process's part in it. */
@@ -185,14 +205,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     malformed: [],
     quarantined: [],
   };
-  const leases =
-    ports.leases && !request.dryRun
-      ? new RunLeases(ports.leases, holderId(request.syncId), {
-          durationMillis: request.leaseDurationMillis ?? LEASE_DURATION_MILLIS,
-          waitMillis: request.leaseWaitMillis,
-          ...(request.signal ? { signal: request.signal } : {}),
-        })
-      : undefined;
+  const leases = request.dryRun ? undefined : runLeases(ports, request, request.signal);
   const run: RunContext = { ports, request, clock, report, ...(leases ? { leases } : {}) };
 
   try {
@@ -338,10 +351,7 @@ async function publishFromOutbox(run: RunContext, events: CpsyncEvent[]): Promis
   const result = await publish(run, events);
   run.report.events.failed.push(...result.failed);
   await attempt(run, 'take published events out of the outbox', () =>
-    run.ports.outbox.remove([
-      ...result.published,
-      ...result.failed.filter((f) => !f.retryable).map((f) => f.eventId),
-    ]),
+    run.ports.outbox.remove(doneWith(result)),
   );
   return result;
 }
@@ -569,12 +579,7 @@ export async function syncCluster(
   const source = ports.sources[ref.scope.provider];
   if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
   const accessProviderNames = Object.values(request.options.accessProviderNames);
-  const leases = ports.leases
-    ? new RunLeases(ports.leases, holderId(request.syncId), {
-        durationMillis: request.leaseDurationMillis ?? LEASE_DURATION_MILLIS,
-        waitMillis: request.leaseWaitMillis,
-      })
-    : undefined;
+  const leases = runLeases(ports, request);
   await recoverIntents(ports, accessProviderNames, clock(), {
     ...(ports.leases ? { leases: ports.leases } : {}),
     settleDelayMillis: request.intentSettleDelayMillis,
@@ -629,10 +634,7 @@ export async function syncCluster(
     const failure = result.applied.failed[0];
     if (failure) throw failure.error;
     const published = await ports.bus.publish(events);
-    await ports.outbox.remove([
-      ...published.published,
-      ...published.failed.filter((f) => !f.retryable).map((f) => f.eventId),
-    ]);
+    await ports.outbox.remove(doneWith(published));
     const kind = result.applied.applied[0]?.kind;
     return {
       result: kind ?? 'unchanged',

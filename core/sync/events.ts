@@ -9,7 +9,7 @@ import { DEFAULT_SOURCE, DetailType, MAX_DETAIL_BYTES, SCHEMA_VERSION } from '..
 import type { CpsyncEvent, ProfileChangeDetail, ScopeSyncedDetail } from '../../events/types.ts';
 
 /** A UUID-shaped id hashed from `parts`: the same parts always give the same id. */
-export function deterministicId(...parts: unknown[]): string {
+function deterministicId(...parts: unknown[]): string {
   const hex = createHash('sha256').update(canonicalJson(parts)).digest('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
 }

@@ -1,6 +1,6 @@
 /**
- * Write-ahead intents: before a plan touches the hub, each planned change is recorded in the outbox.
- * Once the change's event is in the outbox the intent goes. An intent left behind means the process
+ * Write-ahead intents: before a plan touches the hub, each planned change is recorded in the intent
+ * log. Once the change's event is in the outbox the intent goes. An intent left behind means the process
  * stopped in between; the next run looks at the hub: if the change did reach it, its event is made
  * then (from the object as stored), otherwise the intent is dropped and the next plan redoes the change.
  */
@@ -13,7 +13,7 @@ import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { Plan } from '../domain/plan.ts';
 import { ownedState } from '../domain/ownership.ts';
 import type { Hub, IntentLog, LeaseHolder, LeaseStore, Outbox } from './ports.ts';
-import { MalformedObjectError } from '../domain/errors.ts';
+import { MalformedObjectError, messageOf } from '../domain/errors.ts';
 import { profileProblem } from '../domain/model/validate.ts';
 
 /** A fingerprint of what cpsync owns in a profile (times left out); `objectOnly` leaves the status out too. */
@@ -213,8 +213,7 @@ export async function recoverIntents(
       if (error instanceof MalformedObjectError) {
         problems.push(`intent for ${key} settled without an event: ${error.message}`);
         settled.push(intent.id);
-      } else
-        problems.push(`intent for ${key} kept: ${error instanceof Error ? error.message : String(error)}`);
+      } else problems.push(`intent for ${key} kept: ${messageOf(error)}`);
     }
   }
   await outbox.add(recovered);

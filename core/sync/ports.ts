@@ -1,4 +1,7 @@
 import type { ClusterProfile, ProfileRef } from '../domain/model/clusterProfile.ts';
+import type { NamespaceSpec } from '../domain/options.ts';
+
+export type { NamespaceSpec };
 import type { ObservedCluster } from '../domain/model/observedCluster.ts';
 import type { Scope, ScopeOutcome } from '../domain/model/scope.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
@@ -32,12 +35,6 @@ export interface ClusterRef {
   resourceGroup?: string;
 }
 
-/** A namespace the hub must hold, labelled as a ClusterSet when it stands for one. */
-export interface NamespaceSpec {
-  name: string;
-  clusterSet?: string;
-}
-
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
 export interface Hub {
   ensureNamespace(namespace: NamespaceSpec): Promise<void>;
@@ -51,7 +48,10 @@ export interface Hub {
   applyStatus(profile: ClusterProfile): Promise<ClusterProfile>;
   /** Deletes the profile; with `resourceVersion`, only if it is still that version. Absent is not an error. */
   delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
-  /** Malformed objects met so far (they are left out of lists and never written over). */
+  /**
+   * Malformed objects a hub has set aside so far (the file hub leaves them out of lists; a Kubernetes hub
+   * lists them, and the scope sync sets them aside). Never written over.
+   */
   malformed?(): MalformedObject[];
 }
 

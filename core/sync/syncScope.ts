@@ -4,9 +4,9 @@ import { scopeSelector } from '../domain/labels.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { profileProblem } from '../domain/model/validate.ts';
 import { normalizeAll } from '../domain/normalize.ts';
-import type { InventoryOptions } from '../domain/options.ts';
+import { inventoryNamespaces, type InventoryOptions } from '../domain/options.ts';
 import { plan, type Plan } from '../domain/plan.ts';
-import type { Hub, MalformedObject, NamespaceSpec, ScopeListing } from './ports.ts';
+import type { Hub, MalformedObject, ScopeListing } from './ports.ts';
 import { clusterInScope } from '../domain/scopes.ts';
 
 export interface SyncScopeInput {
@@ -32,15 +32,6 @@ export interface SyncScopeResult {
   invalid: InvalidClusterError[];
   /** Objects of the hub that are not well-formed profiles: left untouched. */
   malformed: MalformedObject[];
-}
-
-/** Every namespace a scope's profiles may live in: the default and those named by rules or ClusterSets. */
-export function inventoryNamespaces(options: InventoryOptions): NamespaceSpec[] {
-  const names = new Set([options.namespace, ...options.namespaceRules.map((rule) => rule.namespace)]);
-  return [...names].sort().map((name) => {
-    const clusterSet = options.clusterSets[name];
-    return clusterSet === undefined ? { name } : { name, clusterSet };
-  });
 }
 
 /**

@@ -7,7 +7,7 @@ import { engineSettings, type EngineSettings } from '../../adapters/compose/sett
 import type { InventoryOptions } from '../../core/domain/options.ts';
 
 /** The settings a run takes from `document` (a configuration, validated). */
-export function settingsFrom(document: Record<string, unknown> = {}): EngineSettings {
+function settingsFrom(document: Record<string, unknown> = {}): EngineSettings {
   return engineSettings(parseConfig(document, 'test configuration'));
 }
 

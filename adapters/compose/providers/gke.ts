@@ -48,7 +48,9 @@ export const gkeProvider: ProviderModule = {
       // The auth client is made from the document here: what it refuses is named without quoting it.
       const reason =
         error instanceof InvalidOptionError
-          ? error.message.replace(/^gke\.credentials /, '')
+          ? error.option === 'gke.credentials'
+            ? error.detail
+            : error.message
           : 'is not a usable credential configuration';
       throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): ${reason}`);
     }

@@ -3,5 +3,4 @@ import { aksProvider } from './aks.ts';
 import { eksProvider } from './eks.ts';
 import { gkeProvider } from './gke.ts';
 
-export { aksProvider, eksProvider, gkeProvider };
 export const ALL_PROVIDERS = [eksProvider, gkeProvider, aksProvider] as const;

@@ -140,6 +140,14 @@ function runProblems(report: SyncReport): string[] {
     lines.push(
       `  malformed object in the hub, left untouched: ${object.namespace}/${object.name} (${object.reason})`,
     );
+  const withoutCa = report.withoutCertificateAuthority;
+  if (withoutCa.length > 0)
+    lines.push(
+      `  ${withoutCa.length} profile(s) carry no CA data (consumers then use their own trust): ${withoutCa
+        .slice(0, 5)
+        .map((p) => `${p.namespace}/${p.name} (${p.reason})`)
+        .join(', ')}${withoutCa.length > 5 ? ', …' : ''}`,
+    );
   if (report.interrupted)
     lines.push(
       `  stopped by ${report.interrupted.reason}: ${report.interrupted.notStarted} scope(s) not started; what was applied is announced`,

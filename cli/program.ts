@@ -12,6 +12,7 @@ import type { MalformedObject } from '../core/sync/ports.ts';
 import { inventoryNamespaces } from '../core/domain/options.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
 import { loadConfig } from './loadConfig.ts';
+import { credentialsOptions, printCredential } from './credentials.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
 /**
@@ -181,6 +182,10 @@ export async function main(
     .action(async (options: { output: string }) => {
       code = await listCommand(loadConfig(program.opts().config).config, options.output, io);
     });
+
+  credentialsOptions(program.command('credentials')).action(async (flags) => {
+    code = await printCredential(flags, { stdout: io.stdout, stderr: io.stderr, env: process.env });
+  });
 
   program
     .command('validate-config')

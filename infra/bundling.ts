@@ -30,3 +30,23 @@ export function esbuildArgs(entry: string, outfile: string): string[] {
     `--banner:js=${BUNDLE_BANNER}`,
   ];
 }
+
+/**
+ * esbuild arguments for the standalone credential plugin: one file with every SDK it uses inside
+ * (a consumer's image has no node_modules), for any Node from 20 on.
+ */
+export function credentialsPluginArgs(entry: string, outfile: string): string[] {
+  return [
+    entry,
+    '--bundle',
+    '--minify',
+    '--platform=node',
+    '--format=esm',
+    '--target=node20',
+    '--main-fields=module,main',
+    '--legal-comments=none',
+    `--outfile=${outfile}`,
+    '--log-level=error',
+    `--banner:js=${BUNDLE_BANNER}`,
+  ];
+}

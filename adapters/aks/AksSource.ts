@@ -4,7 +4,7 @@ import type { TokenCredential } from '@azure/core-auth';
 import { DefaultAzureCredential } from '@azure/identity';
 import { parse } from 'yaml';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
-import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/domain/model/scope.ts';
+import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { canonicalRegion } from '../../core/domain/scopes.ts';
 import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
@@ -25,10 +25,16 @@ export interface AksSourceOptions {
   /**
    * Read each cluster's CA bundle with listClusterUserCredential (needs
    * `Microsoft.ContainerService/managedClusters/listClusterUserCredential/action`). Only the CA data is
-   * kept from the returned kubeconfig; nothing else of it is stored.
-   * @default false
+   * kept from the returned kubeconfig; nothing else of it is stored. A read that fails (a missing
+   * permission) leaves the CA out and says why on the profile; it never makes the listing partial.
+   * @default true
    */
   fetchCertificateAuthority?: boolean;
+  /**
+   * The Entra tenant a cluster without its own AAD tenant (`aadProfile.tenantID`) belongs to: what a
+   * credential plugin needs to ask Entra for a token.
+   */
+  tenantId?: string;
   /**
    * Time one request to ARM may take before it is abandoned.
    * @default 30000
@@ -84,25 +90,25 @@ export class AksSource implements ClusterSource {
     client: ContainerServiceClient,
     cluster: ManagedCluster,
     signal?: AbortSignal,
-  ): Promise<string | undefined> {
+  ): Promise<Pick<ObservedCluster, 'certificateAuthorityData' | 'certificateAuthorityUnavailable'>> {
     const group = resourceGroupOf(cluster.id ?? '');
-    if (!group || !cluster.name) return undefined;
+    if (!group || !cluster.name) return {};
     const result = await client.managedClusters.listClusterUserCredentials(
       group,
       cluster.name,
       this.#call(signal),
     );
     const value = result.kubeconfigs?.[0]?.value;
-    if (!value) return undefined;
+    if (!value) return {};
     let kubeconfig: { clusters?: Array<{ cluster?: Record<string, string> }> } | undefined;
     try {
       kubeconfig = parse(Buffer.from(value).toString('utf8')) as typeof kubeconfig;
     } catch {
-      // The user kubeconfig holds credentials: its text is never quoted in an error.
-      throw new Error(`the user kubeconfig of ${cluster.name} is not valid YAML`);
+      // The user kubeconfig holds credentials: its text is never quoted, only that it did not parse.
+      return { certificateAuthorityUnavailable: 'UnreadableKubeconfig' };
     }
     const ca = kubeconfig?.clusters?.[0]?.cluster?.['certificate-authority-data'];
-    return typeof ca === 'string' && ca !== '' ? ca : undefined;
+    return typeof ca === 'string' && ca !== '' ? { certificateAuthorityData: ca } : {};
   }
 
   async listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing> {
@@ -123,40 +129,32 @@ export class AksSource implements ClusterSource {
         clusters: [],
       };
     }
-    const missing: string[] = [];
-    let caFailure: ScopeOutcome['failure'];
-    const clusters: ObservedCluster[] = [];
-    await Promise.all(
-      found.map(async (cluster) => {
-        let ca: string | undefined;
-        if (this.#options.fetchCertificateAuthority) {
-          try {
-            ca = await this.#caData(client, cluster, signal);
-          } catch (error) {
-            // Not fully observed: leave the cluster out and make the listing partial, so its profile is kept as it is.
-            missing.push(cluster.name ?? cluster.id ?? '?');
-            caFailure ??= {
-              reason: classifyAzureError(error),
-              message: `cannot read the CA of ${cluster.name}: ${azureErrorDetails(error).message}`,
-            };
-            return;
-          }
-        }
-        clusters.push(mapAksCluster(cluster, scope.account, ca));
-      }),
-    );
+    const clusters = await Promise.all(found.map((cluster) => this.#observe(client, cluster, scope, signal)));
     clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
-    if (missing.length > 0)
-      return {
-        outcome: {
-          scope,
-          kind: 'partial',
-          missing: missing.sort(),
-          ...(caFailure ? { failure: caFailure } : {}),
-        },
-        clusters,
-      };
     return { outcome: { scope, kind: 'complete' }, clusters };
+  }
+
+  /**
+   * One listed cluster with its CA. A CA that cannot be read (no permission for
+   * listClusterUserCredential, a throttled call) is left out with the reason, and the cluster is still
+   * observed: the listing stays complete, so deletions in the subscription are not frozen by it.
+   */
+  async #observe(
+    client: ContainerServiceClient,
+    cluster: ManagedCluster,
+    scope: Scope,
+    signal?: AbortSignal,
+  ): Promise<ObservedCluster> {
+    const observed = mapAksCluster(cluster, scope.account);
+    if (!observed.tenantId && this.#options.tenantId) observed.tenantId = this.#options.tenantId;
+    if (this.#options.fetchCertificateAuthority === false)
+      return { ...observed, certificateAuthorityUnavailable: 'NotRead' };
+    try {
+      return { ...observed, ...(await this.#caData(client, cluster, signal)) };
+    } catch (error) {
+      if (signal?.aborted) throw error;
+      return { ...observed, certificateAuthorityUnavailable: classifyAzureError(error) };
+    }
   }
 
   isProviderIdOf(providerId: string, ref: ClusterRef): boolean {
@@ -173,8 +171,7 @@ export class AksSource implements ClusterSource {
       if (classifyAzureError(error) === 'NotFound') return undefined;
       throw error;
     }
-    const ca = this.#options.fetchCertificateAuthority ? await this.#caData(client, cluster) : undefined;
-    return mapAksCluster(cluster, ref.scope.account, ca);
+    return this.#observe(client, cluster, ref.scope);
   }
 
   /** Subscriptions the identity can use: explicit, or every one it can see in a usable state. */

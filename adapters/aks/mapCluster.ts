@@ -17,11 +17,7 @@ function endpoints(cluster: Record<string, unknown>): ObservedEndpoint[] {
 }
 
 /** An AKS managed cluster (as the SDK returns it) as an ObservedCluster of `subscription`. Never throws. */
-export function mapAksCluster(
-  cluster: ManagedCluster,
-  subscription: string,
-  certificateAuthorityData?: string,
-): ObservedCluster {
+export function mapAksCluster(cluster: ManagedCluster, subscription: string): ObservedCluster {
   const c = obj(cluster);
   const id = str(c.id) ?? '';
   const pools = arr(c.agentPoolProfiles).map(obj);
@@ -47,7 +43,6 @@ export function mapAksCluster(
     ...(resourceGroup ? { resourceGroup } : {}),
     ...(tenantId ? { tenantId } : {}),
     endpoints: endpoints(c),
-    ...(certificateAuthorityData ? { certificateAuthorityData } : {}),
     ...(version ? { kubernetesVersion: version } : {}),
     health: {
       status: str(c.provisioningState) ?? '',

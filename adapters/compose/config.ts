@@ -119,7 +119,9 @@ const aks = z.strictObject({
     .optional(),
   endpoint: url.optional(),
   authorityHost: url.optional(),
-  fetchCertificateAuthority: z.boolean().default(false),
+  fetchCertificateAuthority: z.boolean().default(true),
+  /** The Entra tenant profiles name for clusters without their own AAD tenant. @default credential.tenantId */
+  tenantId: z.guid({ message: 'must be a tenant id (a GUID)' }).optional(),
 });
 
 const hub = z.union([

@@ -1,7 +1,8 @@
 // Deep imports: the package index also loads the static protobuf code (about 3 MB), which the REST transport does not use.
 import { ClusterManagerClient } from '@google-cloud/container/build/src/v1/cluster_manager_client.js';
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
-import { ExternalAccountClient, GoogleAuth, JWT, type AuthClient } from 'google-auth-library';
+import { GoogleAuth } from 'google-auth-library';
+import { authClientFor, SCOPES } from './authClient.ts';
 import type { CallOptions, ClientOptions } from 'google-gax';
 import { InvalidOptionError, messageOf } from '../../core/domain/errors.ts';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
@@ -11,8 +12,6 @@ import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/po
 import { classifyGoogleError, GrpcCode } from './classify.ts';
 import { isGkeSelfLink, mapGkeCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
-
-const SCOPES = ['https://www.googleapis.com/auth/cloud-platform'];
 
 export interface GkeSourceOptions {
   /**
@@ -49,34 +48,6 @@ export interface GkeSourceOptions {
 
 /** How to find the GCP projects to list. */
 export type ProjectSelection = { projects: string[] } | { search: { query?: string } };
-
-/** The auth client of a credential configuration: a service-account key or an external account (WIF). */
-function authClientFor(credentials: Record<string, unknown>): AuthClient {
-  if (credentials.type === 'service_account') {
-    const {
-      client_email: email,
-      private_key: key,
-      private_key_id: keyId,
-    } = credentials as Record<string, string>;
-    if (!email || !key)
-      throw new InvalidOptionError(
-        'gke.credentials',
-        'a service_account key needs client_email and private_key',
-      );
-    return new JWT({ email, key, ...(keyId ? { keyId } : {}), scopes: SCOPES });
-  }
-  if (credentials.type === 'external_account') {
-    const client = ExternalAccountClient.fromJSON({
-      ...(credentials as object),
-      scopes: SCOPES,
-    } as Parameters<typeof ExternalAccountClient.fromJSON>[0]);
-    if (!client)
-      throw new InvalidOptionError('gke.credentials', 'is not a valid external_account configuration');
-    return client;
-  }
-  // The value is not quoted: whatever the file holds may be key material.
-  throw new InvalidOptionError('gke.credentials', 'type must be service_account or external_account');
-}
 
 function clientOptions(options: GkeSourceOptions): ClientOptions {
   const base: ClientOptions = {

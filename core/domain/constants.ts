@@ -38,6 +38,13 @@ export const PROPERTY_NODE_COUNT_MIN = 'cpsync.io/node-count-min';
 export const PROPERTY_NODE_COUNT_MAX = 'cpsync.io/node-count-max';
 /** Consecutive complete listings of its scope that did not list the cluster (present only while missing). */
 export const PROPERTY_MISSED_LISTINGS = 'cpsync.io/missed-listings';
+/**
+ * Why the profile's access provider carries no `certificate-authority-data` (present only then):
+ * `NotBase64`, `NotPEMCertificates` or `InvalidCertificate` when the provider's data would make every
+ * client-go consumer fail, `NotProvided` when the provider gave none, `NotRead` when the configuration
+ * does not read it (AKS `fetchCertificateAuthority: false`), or the reason reading it failed (`Forbidden`, …).
+ */
+export const PROPERTY_CA_OMITTED = 'cpsync.io/certificate-authority-omitted';
 /** Prefix of an allow-listed tag: `cpsync.io/tag.<key>`. */
 export const PROPERTY_TAG_PREFIX = 'cpsync.io/tag.';
 

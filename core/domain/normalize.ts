@@ -8,6 +8,7 @@ import {
   LABEL_CLUSTER_MANAGER,
   LABEL_PROVIDER,
   LABEL_REGION,
+  PROPERTY_CA_OMITTED,
   PROPERTY_CLUSTERSET,
   PROPERTY_CREATED_AT,
   PROPERTY_ENDPOINTS,
@@ -26,6 +27,7 @@ import {
   PROPERTY_TAG_PREFIX,
   PROPERTY_ZONE,
 } from './constants.ts';
+import { certificateAuthorityProblem } from './certificates.ts';
 import { InvalidClusterError } from './errors.ts';
 import { controlPlaneHealth } from './health.ts';
 import { labelValue } from './labels.ts';
@@ -135,67 +137,58 @@ function assertCluster(cluster: ObservedCluster): void {
 /**
  * What an exec credential plugin needs to get a token for the cluster (client-go hands it to the plugin
  * in KUBERNETES_EXEC_INFO when the consumer sets `provideClusterInfo: true`); never a credential. Keys:
- * every cloud `provider`, `clusterName` (the cloud's own name); EKS `clusterId` (what aws-iam-authenticator
- * and the community EKS plugin call the cluster), `region`, `accountId`; GKE `projectId`, `location`;
- * AKS `subscriptionId`, `resourceGroup`, `location`, and `tenantId` when the cluster has AAD integration.
+ * every cloud `provider`, `clusterName` (the profile's name: unique in the inventory and a valid Secret
+ * name — what the upstream `secretreader` plugin keys on) and `cluster` (the cloud's own name); EKS
+ * `clusterId` (the cloud's name again, as aws-iam-authenticator and the community EKS plugin call it),
+ * `region`, `accountId`; GKE `projectId`, `location`; AKS `subscriptionId`, `resourceGroup`, `location`,
+ * and `tenantId` (the cluster's AAD tenant, else the configured one) when known.
  */
-function execExtension(cluster: ObservedCluster): Record<string, unknown> {
+function execExtension(cluster: ObservedCluster, name: string): Record<string, unknown> {
+  const common = { provider: cluster.provider, clusterName: name, cluster: cluster.name };
   switch (cluster.provider) {
     case 'eks':
-      return {
-        provider: 'eks',
-        clusterName: cluster.name,
-        clusterId: cluster.name,
-        region: cluster.region,
-        accountId: cluster.account,
-      };
+      return { ...common, clusterId: cluster.name, region: cluster.region, accountId: cluster.account };
     case 'gke':
-      return {
-        provider: 'gke',
-        clusterName: cluster.name,
-        location: cluster.zone ?? cluster.region,
-        projectId: cluster.account,
-      };
+      return { ...common, projectId: cluster.account, location: cluster.zone ?? cluster.region };
     case 'aks':
       return {
-        provider: 'aks',
-        clusterName: cluster.name,
-        resourceGroup: cluster.resourceGroup,
+        ...common,
         subscriptionId: cluster.account,
+        resourceGroup: cluster.resourceGroup,
         location: cluster.region,
         ...(cluster.tenantId ? { tenantId: cluster.tenantId } : {}),
       };
   }
 }
 
-/**
- * Standard, padded base64 — what the CRD's `format: byte` accepts. CA data that is not is left out
- * (clients then fall back to their own trust) rather than making the hub refuse the whole status.
- */
-function isBase64(value: unknown): value is string {
-  return (
-    typeof value === 'string' &&
-    value.length > 0 &&
-    value.length % 4 === 0 &&
-    /^[A-Za-z0-9+/]*={0,2}$/.test(value)
-  );
+/** The CA data a profile can carry: only PEM certificates client-go can load. */
+function usableCertificateAuthority(cluster: ObservedCluster): string | undefined {
+  const data = cluster.certificateAuthorityData;
+  return data !== undefined && certificateAuthorityProblem(data) === undefined ? data : undefined;
+}
+
+/** Why a profile with an access provider carries no CA data, or undefined when it carries it. */
+function certificateAuthorityOmitted(cluster: ObservedCluster): string | undefined {
+  const data = cluster.certificateAuthorityData;
+  if (data === undefined || data === '') return cluster.certificateAuthorityUnavailable ?? 'NotProvided';
+  return certificateAuthorityProblem(data);
 }
 
 function accessProviders(
   cluster: ObservedCluster,
+  name: string,
   server: string | undefined,
   names: Record<Provider, string>,
 ): AccessProvider[] {
   if (server === undefined) return [];
+  const ca = usableCertificateAuthority(cluster);
   return [
     {
       name: names[cluster.provider],
       cluster: {
         server,
-        ...(isBase64(cluster.certificateAuthorityData)
-          ? { 'certificate-authority-data': cluster.certificateAuthorityData }
-          : {}),
-        extensions: [{ name: EXEC_EXTENSION_NAME, extension: execExtension(cluster) }],
+        ...(ca ? { 'certificate-authority-data': ca } : {}),
+        extensions: [{ name: EXEC_EXTENSION_NAME, extension: execExtension(cluster, name) }],
       },
     },
   ];
@@ -242,6 +235,8 @@ function properties(
   if (cluster.health.powerState) entries.push([PROPERTY_POWER_STATE, cluster.health.powerState]);
   if (cluster.resourceGroup) entries.push([PROPERTY_RESOURCE_GROUP, cluster.resourceGroup]);
   if (cluster.createdAt) entries.push([PROPERTY_CREATED_AT, cluster.createdAt]);
+  const caOmitted = endpoints.length > 0 ? certificateAuthorityOmitted(cluster) : undefined;
+  if (caOmitted) entries.push([PROPERTY_CA_OMITTED, caOmitted]);
   entries.push(...tagProperties(cluster, options.tagAllowList));
   return entries;
 }
@@ -256,6 +251,7 @@ export function normalize(cluster: ObservedCluster, options: InventoryOptions, n
   const placement = placeCluster(cluster, options);
   const endpoints = orderEndpoints(validEndpoints(cluster.endpoints), options.preferPrivateEndpoints);
   const health = controlPlaneHealth(cluster);
+  const name = profileName(options.manager, cluster);
 
   const props: Property[] = properties(cluster, placement, endpoints, options)
     .map(([name, value]) => ({ name, value: fitValue(value), lastObservedTime: now }))
@@ -275,7 +271,7 @@ export function normalize(cluster: ObservedCluster, options: InventoryOptions, n
   const status: ClusterProfile['status'] = {
     properties: props,
     conditions,
-    accessProviders: accessProviders(cluster, endpoints[0]?.url, options.accessProviderNames),
+    accessProviders: accessProviders(cluster, name, endpoints[0]?.url, options.accessProviderNames),
   };
   if (cluster.kubernetesVersion) status.version = { kubernetes: cluster.kubernetesVersion };
 
@@ -283,7 +279,7 @@ export function normalize(cluster: ObservedCluster, options: InventoryOptions, n
     apiVersion: CLUSTER_PROFILE_API_VERSION,
     kind: CLUSTER_PROFILE_KIND,
     metadata: {
-      name: profileName(options.manager, cluster),
+      name,
       namespace: placement.namespace,
       labels: {
         [LABEL_CLUSTER_MANAGER]: options.manager,

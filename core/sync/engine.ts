@@ -13,6 +13,7 @@ import type {
   IntentLog,
   LeaseStore,
   MalformedObject,
+  ProfileNotice,
   Outbox,
   PublishFailure,
   PublishResult,
@@ -133,6 +134,8 @@ export interface SyncReport {
   problems: string[];
   /** Objects of the hub that are not well-formed profiles: left untouched. */
   malformed: MalformedObject[];
+  /** Profiles written without CA data, and why (`cpsync.io/certificate-authority-omitted`). */
+  withoutCertificateAuthority: ProfileNotice[];
   /** Outbox records that could not be read and were moved aside. */
   quarantined: QuarantinedRecord[];
   /** Set when the run was stopped: the signal's reason, and the scopes not started. */
@@ -203,6 +206,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     durationMs: 0,
     problems: [],
     malformed: [],
+    withoutCertificateAuthority: [],
     quarantined: [],
   };
   const leases = request.dryRun ? undefined : runLeases(ports, request, request.signal);
@@ -472,6 +476,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
     run.report.malformed.push(...result.malformed);
+    run.report.withoutCertificateAuthority.push(...result.withoutCertificateAuthority);
     counts.unchanged = result.plan.unchanged;
     counts.invalid = result.invalid.length;
     counts.failed = result.applied.failed.length;

@@ -124,8 +124,9 @@ export interface LeaseStore {
 }
 
 /** An object in the hub that is not a well-formed ClusterProfile: named, left untouched, counted. */
-export interface MalformedObject {
+export interface ProfileNotice {
   namespace: string;
   name: string;
   reason: string;
 }
+export type MalformedObject = ProfileNotice;

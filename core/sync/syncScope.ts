@@ -1,4 +1,5 @@
 import { applyPlan, type ApplyResult } from './applyPlan.ts';
+import { PROPERTY_CA_OMITTED } from '../domain/constants.ts';
 import { InvalidClusterError, MalformedObjectError } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
@@ -6,7 +7,7 @@ import { profileProblem } from '../domain/model/validate.ts';
 import { normalizeAll } from '../domain/normalize.ts';
 import { inventoryNamespaces, type InventoryOptions } from '../domain/options.ts';
 import { plan, type Plan } from '../domain/plan.ts';
-import type { Hub, MalformedObject, ScopeListing } from './ports.ts';
+import type { Hub, MalformedObject, ProfileNotice, ScopeListing } from './ports.ts';
 import { clusterInScope } from '../domain/scopes.ts';
 
 export interface SyncScopeInput {
@@ -28,6 +29,8 @@ export interface SyncScopeInput {
 export interface SyncScopeResult {
   plan: Plan;
   applied: ApplyResult;
+  /** Profiles of the listing written without CA data, and why (consumers fall back to their own trust). */
+  withoutCertificateAuthority: ProfileNotice[];
   /** Clusters the listing reported that could not become profiles. */
   invalid: InvalidClusterError[];
   /** Objects of the hub that are not well-formed profiles: left untouched. */
@@ -131,10 +134,15 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       }
     }
   }
-  if (input.dryRun) return { plan: result, applied: { applied: [], failed: [] }, invalid, malformed };
+  const withoutCertificateAuthority = desired.flatMap((profile): ProfileNotice[] => {
+    const reason = profile.status?.properties?.find((p) => p.name === PROPERTY_CA_OMITTED)?.value;
+    return reason ? [{ namespace: profile.metadata.namespace, name: profile.metadata.name, reason }] : [];
+  });
+  const done = { invalid, malformed, withoutCertificateAuthority };
+  if (input.dryRun) return { plan: result, applied: { applied: [], failed: [] }, ...done };
 
   const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
   for (const namespace of namespaces.filter((ns) => used.has(ns.name))) await hub.ensureNamespace(namespace);
   await input.beforeApply?.(result);
-  return { plan: result, applied: await applyPlan(hub, result, input.signal), invalid, malformed };
+  return { plan: result, applied: await applyPlan(hub, result, input.signal), ...done };
 }

@@ -86,6 +86,11 @@ export async function startAwsProxy(
       if (value !== undefined && key !== 'host' && key !== 'connection' && key !== 'content-length')
         headers[key] = Array.isArray(value) ? value.join(', ') : value;
     }
+    // A presigned request (an EKS token's GetCallerIdentity) carries its credential scope in the query;
+    // moto finds the service only in an Authorization header, so the proxy passes the scope on as one.
+    const presigned = new URL(call.path, 'http://local').searchParams;
+    if (!headers.authorization && presigned.get('X-Amz-Credential'))
+      headers.authorization = `AWS4-HMAC-SHA256 Credential=${presigned.get('X-Amz-Credential')}, SignedHeaders=${presigned.get('X-Amz-SignedHeaders') ?? 'host'}, Signature=${presigned.get('X-Amz-Signature') ?? ''}`;
     /** Sends `body` (instead of the original) to moto; for interceptors that answer in part themselves. */
     const forward = async (body: string) => {
       const answer = await fetch(`${upstream}${call.path}`, { method: call.method, headers, body });

@@ -4,7 +4,8 @@
  * cache, so a second run (or a fresh clone on the same machine) does not rebuild.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -101,4 +102,49 @@ export function ensureBinaries(log: (line: string) => void = () => {}): {
 } {
   const [etcd, kubeApiserver] = BINARIES.map((binary) => ensureBinary(binary, binaryDirectory(), log));
   return { etcd: etcd!, kubeApiserver: kubeApiserver! };
+}
+
+/** A digest of every file under `directory`: the version of a binary built from local sources. */
+function sourceDigest(directory: string): string {
+  const hash = createHash('sha256');
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir).sort()) {
+      const path = join(dir, entry);
+      if (statSync(path).isDirectory()) walk(path);
+      else hash.update(`${path.slice(directory.length)}\0`).update(readFileSync(path));
+    }
+  };
+  walk(directory);
+  return hash.digest('hex').slice(0, 12);
+}
+
+const CONSUMER = join(TOOLS, 'consumer');
+
+/**
+ * The consumer test binaries, built from `test/env/tools/consumer` (the upstream access library,
+ * multicluster-runtime and its cluster-inventory-api provider) and cached by a digest of its sources:
+ * `consumer` and the upstream `secretreader` plugin.
+ */
+export function ensureConsumerBinaries(log: (line: string) => void = () => {}): {
+  consumer: string;
+  secretreader: string;
+} {
+  const version = sourceDigest(CONSUMER);
+  const consumer = ensureBinary(
+    { name: 'consumer', version, module: CONSUMER, pkg: '.', ldflags: '-s -w' },
+    binaryDirectory(),
+    log,
+  );
+  const secretreader = ensureBinary(
+    {
+      name: 'secretreader',
+      version,
+      module: CONSUMER,
+      pkg: 'sigs.k8s.io/cluster-inventory-api/plugins/secretreader/cmd/plugin',
+      ldflags: '-s -w',
+    },
+    binaryDirectory(),
+    log,
+  );
+  return { consumer, secretreader };
 }

@@ -14,6 +14,7 @@ import {
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { stringify } from 'yaml';
 import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import { TEST_CA_DATA } from '../support/certificates.ts';
 import { startAwsProxy, type AwsProxy } from './awsProxy.ts';
 import { startArmServer, type ArmServer, type ManagedClusterJson } from './fakes/armServer.ts';
 import { startGkeServer, type GkeClusterJson, type GkeServer } from './fakes/gkeServer.ts';
@@ -38,7 +39,7 @@ export function gkeCluster(
     selfLink: `https://container.googleapis.com/v1/projects/${GCP_PROJECT}/${kind}/${location}/clusters/${name}`,
     id: `${name}-4f1e2d3c`,
     endpoint: '34.76.10.20',
-    masterAuth: { clusterCaCertificate: Buffer.from(`${name}-ca`).toString('base64') },
+    masterAuth: { clusterCaCertificate: TEST_CA_DATA },
     currentMasterVersion: '1.30.5-gke.1014001',
     status: 2,
     currentNodeCount: 3,
@@ -53,6 +54,19 @@ export function gkeCluster(
     resourceLabels: { team: 'data' },
     createTime: '2024-03-01T09:00:00+00:00',
     ...extra,
+  };
+}
+
+/** A rewriter that gives DescribeCluster answers the CA data `caOf(name)` instead of moto's random string. */
+export function withEksCertificateAuthority(caOf: (name: string) => string | undefined) {
+  return (call: { operation: string; method: string; path: string }, status: number, body: string) => {
+    const described = /^\/clusters\/([^/?]+)$/.exec(call.path);
+    if (status !== 200 || call.method !== 'GET' || !described) return undefined;
+    const answer = JSON.parse(body) as { cluster?: { certificateAuthority?: { data?: string } } };
+    const ca = caOf(decodeURIComponent(described[1]!));
+    if (!answer.cluster || ca === undefined) return undefined;
+    answer.cluster.certificateAuthority = { data: ca };
+    return JSON.stringify(answer);
   };
 }
 
@@ -139,6 +153,8 @@ export async function startEmulators(options: EmulatorOptions): Promise<Emulator
   mkdirSync(directory, { recursive: true });
   const moto = await startMoto(log);
   const proxy = await startAwsProxy(moto.endpoint);
+  // moto answers a random string for a cluster's CA; EKS answers PEM certificates.
+  proxy.rewrite(withEksCertificateAuthority(() => TEST_CA_DATA));
   const gke = await startGkeServer();
   const arm = await startArmServer();
   const hub = options.withHub ? await startHub(join(directory, 'hub'), log) : undefined;

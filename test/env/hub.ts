@@ -106,7 +106,7 @@ function makePki(directory: string): { caCert: string; caKey: string } {
   );
   writeFileSync(
     join(pki, 'san.ext'),
-    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\n',
+    'subjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost,DNS:kubernetes.default.svc\n',
   );
   openssl(
     [
@@ -273,7 +273,21 @@ export function readState(directory: string): HubState | undefined {
  * Starts a hub whose files live in `directory` (wiped first) and returns once the CRD is established.
  * Idempotent: a hub already running from `directory` is returned as it is.
  */
-export async function startHub(directory: string, log: (line: string) => void = () => {}): Promise<HubState> {
+export interface HubOptions {
+  /** Loopback address and port the kube-apiserver serves on. @default 127.0.0.1 and a free port */
+  address?: string;
+  port?: number;
+  /** More kube-apiserver flags (a member cluster's token webhook). */
+  apiserverArgs?: string[];
+  /** Install the ClusterProfile CRD. @default true */
+  crd?: boolean;
+}
+
+export async function startHub(
+  directory: string,
+  log: (line: string) => void = () => {},
+  options: HubOptions = {},
+): Promise<HubState> {
   const running = readState(directory);
   if (running) return running;
   await stopHub(directory);
@@ -281,7 +295,9 @@ export async function startHub(directory: string, log: (line: string) => void = 
   mkdirSync(directory, { recursive: true });
   const binaries = ensureBinaries(log);
   const { caCert, caKey } = makePki(directory);
-  const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+  const [etcdPort, peerPort] = [await freePort(), await freePort()];
+  const apiPort = options.port ?? (await freePort());
+  const address = options.address ?? '127.0.0.1';
 
   const etcdLog = join(directory, 'etcd.log');
   const etcd = spawn(
@@ -303,13 +319,13 @@ export async function startHub(directory: string, log: (line: string) => void = 
 
   const pki = join(directory, 'pki');
   const apiLog = join(directory, 'kube-apiserver.log');
-  const server = `https://127.0.0.1:${apiPort}`;
+  const server = `https://${address}:${apiPort}`;
   const apiserver = spawn(
     binaries.kubeApiserver,
     [
       `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-      '--bind-address=127.0.0.1',
-      '--advertise-address=127.0.0.1',
+      `--bind-address=${address}`,
+      `--advertise-address=${address}`,
       `--secure-port=${apiPort}`,
       `--tls-cert-file=${join(pki, 'apiserver.crt')}`,
       `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
@@ -324,6 +340,7 @@ export async function startHub(directory: string, log: (line: string) => void = 
       process.env.CPSYNC_HUB_PROFILING ? '--profiling=true' : '--profiling=false',
       `--cert-dir=${pki}`,
       '--v=1',
+      ...(options.apiserverArgs ?? []),
     ],
     { detached: true, stdio: ['ignore', openSync(apiLog, 'a'), openSync(apiLog, 'a')] },
   );
@@ -351,7 +368,7 @@ export async function startHub(directory: string, log: (line: string) => void = 
   };
   try {
     await waitFor('kube-apiserver', ready, 90_000, apiLog);
-    await installCrd(kubeconfig);
+    if (options.crd !== false) await installCrd(kubeconfig);
   } catch (error) {
     await stopHub(directory);
     throw error;

@@ -1,3 +1,4 @@
+import { TEST_CA_DATA } from './certificates.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 
 /** An EKS cluster as the EKS adapter reports it; override any field. */
@@ -14,9 +15,7 @@ export function eksCluster(overrides: Partial<ObservedCluster> = {}): ObservedCl
     endpoints: [
       { url: `https://${name.toUpperCase()}1234.gr7.${region}.eks.amazonaws.com`, visibility: 'public' },
     ],
-    certificateAuthorityData: Buffer.from(
-      `-----BEGIN CERTIFICATE-----\n${name}\n-----END CERTIFICATE-----\n`,
-    ).toString('base64'),
+    certificateAuthorityData: TEST_CA_DATA,
     kubernetesVersion: '1.31',
     platformVersion: 'eks.12',
     health: { status: 'ACTIVE', issues: [] },
@@ -42,7 +41,7 @@ export function gkeCluster(overrides: Partial<ObservedCluster> = {}): ObservedCl
       { url: 'https://34.76.10.20', visibility: 'public' },
       { url: 'https://10.0.0.2', visibility: 'private' },
     ],
-    certificateAuthorityData: Buffer.from('gke-ca').toString('base64'),
+    certificateAuthorityData: TEST_CA_DATA,
     kubernetesVersion: '1.30.5-gke.1014001',
     health: { status: 'RUNNING', issues: [] },
     nodes: { count: 9, instanceTypes: ['e2-standard-4'] },

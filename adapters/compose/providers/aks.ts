@@ -15,6 +15,7 @@ export const aksProvider: ProviderModule = {
     const credential = await azureCredential(aks);
     const source = new AksSource({
       fetchCertificateAuthority: aks.fetchCertificateAuthority,
+      ...(aks.tenantId || aks.credential ? { tenantId: aks.tenantId ?? aks.credential?.tenantId } : {}),
       requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
       ...(credential ? { credential } : {}),
       ...(aks.endpoint ? { endpoint: aks.endpoint } : {}),

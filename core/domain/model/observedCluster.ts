@@ -69,6 +69,8 @@ export interface ObservedCluster {
   endpoints: ObservedEndpoint[];
   /** Base64 PEM bundle, when the provider gives it. */
   certificateAuthorityData?: string;
+  /** Why there is no CA data when the source could not read it (`Forbidden`, `NotRead`, …). */
+  certificateAuthorityUnavailable?: string;
   /** The most precise Kubernetes version the provider reports. */
   kubernetesVersion?: string;
   /** EKS platform version, GKE/AKS node image channel or similar provider detail. */

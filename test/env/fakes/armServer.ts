@@ -5,10 +5,12 @@
  * listClusterUserCredential. The ARM SDK refuses bearer tokens over plain HTTP, hence TLS.
  */
 import { createServer, type Server } from 'node:https';
+import { generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, readBody, sendJson, serveOnLoopback } from '../net.ts';
 import { makeLocalCertificate, trustCertificate } from '../tlsCert.ts';
+import { TEST_CA_DATA } from '../../support/certificates.ts';
 
 /** A managed cluster as ARM returns it on the wire (properties nested, `privateFQDN` spelled so). */
 export type ManagedClusterJson = {
@@ -40,9 +42,13 @@ export interface ArmServer {
   pageSize: number;
   /** Errors to answer for a subscription's listing, one per request, before answering normally. */
   failures: Map<string, ArmError[]>;
-  /** CA data returned in each cluster's user kubeconfig, by resource id (lower case). */
+  /** CA data returned in each cluster's user kubeconfig, by resource id (lower case); TEST_CA_DATA otherwise. */
   caData: Map<string, string>;
+  /** An error to answer listClusterUserCredential with, by resource id (lower case): a missing permission. */
+  credentialFailures: Map<string, ArmError>;
   requests: Array<{ method: string; path: string; query: string }>;
+  /** Verifies a token this server issued for `audience` as Entra's resource would: signature, issuer, audience, expiry; resolves to its subject. */
+  verifyToken(token: string, audience: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -61,6 +67,8 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
   const port = await freePort();
   const endpoint = `https://localhost:${port}`;
   const token = `eyJ.local-${Math.random().toString(36).slice(2)}`;
+  // Tokens for any other resource (an AKS cluster's server application) are RS256 JWTs, as Entra's are.
+  const signing = await generateKeyPair('RS256');
   const state: Omit<ArmServer, 'stop'> = {
     endpoint,
     certificate: cert,
@@ -72,7 +80,15 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     pageSize: 2,
     failures: new Map(),
     caData: new Map(),
+    credentialFailures: new Map(),
     requests: [],
+    async verifyToken(jwt: string, audience: string) {
+      const { payload } = await jwtVerify(jwt, signing.publicKey, {
+        issuer: `${endpoint}/${state.tenantId}/v2.0`,
+        audience,
+      });
+      return String(payload.sub);
+    },
   };
 
   const server: Server = createServer({ cert, key }, async (request, response) => {
@@ -101,11 +117,24 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
           error_description: 'AADSTS7000215: Invalid client secret provided.',
         });
       }
+      const resource = (form.get('scope') ?? '').split(' ').find((s) => s.endsWith('/.default'));
+      const audience = resource?.slice(0, -'/.default'.length);
+      const access =
+        audience && !audience.startsWith('https://management.')
+          ? await new SignJWT({ tid: tenant, appid: state.clientId })
+              .setProtectedHeader({ alg: 'RS256', kid: 'local' })
+              .setIssuer(`${endpoint}/${tenant}/v2.0`)
+              .setAudience(audience)
+              .setSubject(state.clientId)
+              .setIssuedAt()
+              .setExpirationTime('1h')
+              .sign(signing.privateKey)
+          : token;
       return sendJson(response, 200, {
         token_type: 'Bearer',
         expires_in: 3599,
         ext_expires_in: 3599,
-        access_token: token,
+        access_token: access,
       });
     }
     if (request.headers.authorization !== `Bearer ${token}`) {
@@ -175,12 +204,14 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
           code: 'ResourceNotFound',
           message: `The Resource '${credential[3]}' was not found.`,
         });
+      const refused = state.credentialFailures.get(id);
+      if (refused) return armError(response, refused);
       const kubeconfig = [
         'apiVersion: v1',
         'kind: Config',
         'clusters:',
         '- cluster:',
-        `    certificate-authority-data: ${state.caData.get(id) ?? ''}`,
+        `    certificate-authority-data: ${state.caData.get(id) ?? TEST_CA_DATA}`,
         `    server: https://${String(cluster.properties.fqdn ?? cluster.properties.privateFQDN)}:443`,
         `  name: ${cluster.name}`,
         'users:',

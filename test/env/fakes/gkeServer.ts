@@ -128,6 +128,35 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
         return sendJson(response, 400, { error: 'invalid_grant' });
       return sendJson(response, 200, { access_token: token, expires_in: 3600, token_type: 'Bearer' });
     }
+    // Google's STS token exchange (workload identity federation, an `external_account` configuration):
+    // a subject token from the configured source buys an access token.
+    if (request.method === 'POST' && url.pathname === '/v1/token') {
+      const form = new URLSearchParams(body);
+      if (
+        form.get('grant_type') !== 'urn:ietf:params:oauth:grant-type:token-exchange' ||
+        !form.get('subject_token')
+      )
+        return sendJson(response, 400, { error: 'invalid_request' });
+      return sendJson(response, 200, {
+        access_token: token,
+        issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
+        token_type: 'Bearer',
+        expires_in: 3600,
+      });
+    }
+    // Google's tokeninfo endpoint: what a token is, for a verifier that did not issue it (GKE's own check).
+    if (request.method === 'GET' && url.pathname === '/tokeninfo') {
+      if (url.searchParams.get('access_token') !== token)
+        return sendJson(response, 400, { error: 'invalid_token', error_description: 'Invalid Value' });
+      return sendJson(response, 200, {
+        azp: '1',
+        aud: '1',
+        scope: 'https://www.googleapis.com/auth/cloud-platform',
+        expires_in: 3600,
+        email: clientEmail,
+        email_verified: 'true',
+      });
+    }
     if (!authorized(request.headers.authorization)) {
       return sendError(response, {
         status: 401,

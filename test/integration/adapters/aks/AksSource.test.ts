@@ -4,6 +4,7 @@ import { ClientSecretCredential } from '@azure/identity';
 import { AksSource, enumerateAksScopes } from '../../../../adapters/aks/AksSource.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { startArmServer, type ArmServer, type ManagedClusterJson } from '../../../env/fakes/armServer.ts';
+import { TEST_CA_DATA, TEST_CA_PEM } from '../../../support/certificates.ts';
 
 const SUB = '00000000-1111-2222-3333-444444444444';
 const DENIED = '00000000-0000-0000-0000-00000000dead';
@@ -77,10 +78,6 @@ describe('AKS adapter against a local Azure Resource Manager over TLS', () => {
       }),
       managedCluster('us-east', 'rg-us', {}, { location: 'eastus' }),
     ]);
-    server.caData.set(
-      `/subscriptions/${SUB}/resourcegroups/rg-web/providers/microsoft.containerservice/managedclusters/web`,
-      Buffer.from('aks-ca').toString('base64'),
-    );
     server.subscriptions.push(
       { subscriptionId: SUB, displayName: 'prod', state: 'Enabled' },
       { subscriptionId: DENIED, displayName: 'locked', state: 'Warned' },
@@ -108,7 +105,7 @@ describe('AKS adapter against a local Azure Resource Manager over TLS', () => {
       region: 'westeurope',
       resourceGroup: 'rg-web',
       endpoints: [{ url: 'https://web-dns-abc123.hcp.westeurope.azmk8s.io:443', visibility: 'public' }],
-      certificateAuthorityData: undefined,
+      certificateAuthorityData: TEST_CA_DATA,
       kubernetesVersion: '1.30.4',
       health: { status: 'Succeeded', powerState: 'Running', issues: [] },
       nodes: {
@@ -148,25 +145,55 @@ describe('AKS adapter against a local Azure Resource Manager over TLS', () => {
     );
   });
 
-  it('reads the CA bundle through listClusterUserCredential when allowed, and keeps nothing else of the kubeconfig', async () => {
-    server.caData.set(
-      `/subscriptions/${SUB}/resourcegroups/rg-sec/providers/microsoft.containerservice/managedclusters/vault`,
-      Buffer.from('vault-ca').toString('base64'),
-    );
-    const listing = await source({ fetchCertificateAuthority: true }).listScope({
+  it('reads each CA bundle through listClusterUserCredential by default, and keeps nothing else of the kubeconfig', async () => {
+    const vault = `/subscriptions/${SUB}/resourcegroups/rg-sec/providers/microsoft.containerservice/managedclusters/vault`;
+    const other = Buffer.from(`${TEST_CA_PEM}${TEST_CA_PEM}`).toString('base64');
+    server.caData.set(vault, other);
+    try {
+      const listing = await source().listScope({ provider: 'aks', account: SUB, region: '*' });
+      assert.equal(byName(listing.clusters, 'web').certificateAuthorityData, TEST_CA_DATA);
+      assert.equal(byName(listing.clusters, 'vault').certificateAuthorityData, other);
+      assert.doesNotMatch(JSON.stringify(listing), /local-user-token/);
+    } finally {
+      server.caData.delete(vault);
+    }
+  });
+
+  it('lists a cluster whose CA it may not read, says why, and keeps the listing complete', async () => {
+    const web = `/subscriptions/${SUB}/resourcegroups/rg-web/providers/microsoft.containerservice/managedclusters/web`;
+    server.credentialFailures.set(web, {
+      status: 403,
+      code: 'AuthorizationFailed',
+      message: `The client does not have authorization to perform action 'Microsoft.ContainerService/managedClusters/listClusterUserCredential/action'.`,
+    });
+    try {
+      const listing = await source().listScope({ provider: 'aks', account: SUB, region: '*' });
+      assert.equal(listing.outcome.kind, 'complete');
+      assert.equal(listing.clusters.length, 5);
+      const refused = byName(listing.clusters, 'web');
+      assert.equal(refused.certificateAuthorityData, undefined);
+      assert.equal(refused.certificateAuthorityUnavailable, 'AccessDenied');
+      assert.equal(byName(listing.clusters, 'batch').certificateAuthorityData, TEST_CA_DATA);
+    } finally {
+      server.credentialFailures.delete(web);
+    }
+    const unread = await source({ fetchCertificateAuthority: false }).listScope({
       provider: 'aks',
       account: SUB,
       region: '*',
     });
-    assert.equal(
-      byName(listing.clusters, 'web').certificateAuthorityData,
-      Buffer.from('aks-ca').toString('base64'),
-    );
-    assert.equal(
-      byName(listing.clusters, 'vault').certificateAuthorityData,
-      Buffer.from('vault-ca').toString('base64'),
-    );
-    assert.doesNotMatch(JSON.stringify(listing), /local-user-token/);
+    assert.ok(unread.clusters.every((c) => c.certificateAuthorityUnavailable === 'NotRead'));
+    assert.ok(unread.clusters.every((c) => c.certificateAuthorityData === undefined));
+  });
+
+  it('names the configured tenant for clusters without their own AAD tenant', async () => {
+    const tenant = '11111111-2222-4333-8444-555555555555';
+    const listing = await source({ tenantId: tenant }).listScope({
+      provider: 'aks',
+      account: SUB,
+      region: '*',
+    });
+    assert.ok(listing.clusters.every((c) => c.tenantId === tenant));
   });
 
   it('waits out a 429 with Retry-After and completes', async () => {

@@ -3,8 +3,9 @@ import { after, before, describe, it } from 'node:test';
 import { enumerateGkeScopes, GkeSource } from '../../../../adapters/gke/GkeSource.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { startGkeServer, type GkeClusterJson, type GkeServer } from '../../../env/fakes/gkeServer.ts';
+import { TEST_CA_DATA } from '../../../support/certificates.ts';
 
-const CA = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIgke\n-----END CERTIFICATE-----\n').toString('base64');
+const CA = TEST_CA_DATA;
 
 function cluster(
   project: string,

@@ -7,6 +7,7 @@ import { ConfigError } from '../../../../adapters/compose/config.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { crdViolations } from '../../../support/crdSchema.ts';
+import { TEST_CA_DATA, TEST_CA_PEM } from '../../../support/certificates.ts';
 
 const options = inventoryOptions();
 
@@ -230,28 +231,33 @@ describe('normalize: status', () => {
   });
 
   it('describes access: server, CA data and a non-secret exec extension per cloud', () => {
-    const eks = normalize(eksCluster(), options, NOW).status!.accessProviders!;
+    const eksProfile = normalize(eksCluster(), options, NOW);
+    const eks = eksProfile.status!.accessProviders!;
     assert.equal(eks.length, 1);
     assert.equal(eks[0]!.name, 'eks');
     assert.equal(eks[0]!.cluster!.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
-    assert.ok(eks[0]!.cluster!['certificate-authority-data']);
+    assert.equal(eks[0]!.cluster!['certificate-authority-data'], TEST_CA_DATA);
     assert.deepEqual(eks[0]!.cluster!.extensions, [
       {
         name: 'client.authentication.k8s.io/exec',
         extension: {
           provider: 'eks',
-          clusterName: 'payments',
+          clusterName: eksProfile.metadata.name,
+          cluster: 'payments',
           clusterId: 'payments',
           region: 'us-east-1',
           accountId: '111122223333',
         },
       },
     ]);
-    const aks = normalize(aksCluster(), options, NOW).status!.accessProviders![0]!;
+    const aksProfile = normalize(aksCluster(), options, NOW);
+    const aks = aksProfile.status!.accessProviders![0]!;
     assert.equal(aks.cluster!['certificate-authority-data'], undefined);
+    assert.equal(prop(aksProfile, 'cpsync.io/certificate-authority-omitted'), 'NotProvided');
     assert.deepEqual(aks.cluster!.extensions![0]!.extension, {
       provider: 'aks',
-      clusterName: 'web',
+      clusterName: aksProfile.metadata.name,
+      cluster: 'web',
       resourceGroup: 'rg-web',
       subscriptionId: '00000000-1111-2222-3333-444444444444',
       location: 'westeurope',
@@ -260,26 +266,61 @@ describe('normalize: status', () => {
     const tenant = '72f988bf-86f1-41af-91ab-2d7cd011db47';
     const aad = normalize(aksCluster({ tenantId: tenant }), options, NOW).status!.accessProviders![0]!;
     assert.equal(aad.cluster!.extensions![0]!.extension.tenantId, tenant);
-    const gke = normalize(gkeCluster({ zone: 'europe-west1-b' }), options, NOW).status!.accessProviders![0]!;
-    assert.deepEqual(gke.cluster!.extensions![0]!.extension, {
+    const gkeProfile = normalize(gkeCluster({ zone: 'europe-west1-b' }), options, NOW);
+    assert.deepEqual(gkeProfile.status!.accessProviders![0]!.cluster!.extensions![0]!.extension, {
       provider: 'gke',
-      clusterName: 'analytics',
+      clusterName: gkeProfile.metadata.name,
+      cluster: 'analytics',
       location: 'europe-west1-b',
       projectId: 'acme-data',
     });
   });
 
-  it('leaves out CA data that is not base64, which the hub would refuse', () => {
-    for (const bad of ['not base64!', 'YWJj=ZGVm', 'YWJjZA', ' YWJj']) {
+  it('gives same-named clusters of different regions different clusterName keys (what secretreader reads)', () => {
+    const east = normalize(eksCluster({ region: 'us-east-1' }), options, NOW);
+    const west = normalize(eksCluster({ region: 'eu-west-1' }), options, NOW);
+    const key = (p: ClusterProfile) => p.status!.accessProviders![0]!.cluster!.extensions![0]!.extension;
+    assert.notEqual(key(east).clusterName, key(west).clusterName);
+    assert.equal(key(east).clusterName, east.metadata.name);
+    assert.deepEqual([key(east).clusterId, key(west).clusterId], ['payments', 'payments']);
+    assert.deepEqual([key(east).region, key(west).region], ['us-east-1', 'eu-west-1']);
+  });
+
+  it('writes CA data only when it is PEM certificates, and says why it left it out', () => {
+    const pem = (body: string) =>
+      Buffer.from(`-----BEGIN CERTIFICATE-----\n${body}\n-----END CERTIFICATE-----\n`);
+    const cases: Array<[string, string]> = [
+      ['not base64!', 'NotBase64'],
+      ['YWJj=ZGVm', 'NotBase64'],
+      ['YWJjZA', 'NotBase64'],
+      [' YWJj', 'NotBase64'],
+      [Buffer.from('just some bytes').toString('base64'), 'NotPEMCertificates'],
+      [
+        Buffer.from(TEST_CA_PEM.replaceAll('CERTIFICATE', 'PUBLIC KEY')).toString('base64'),
+        'NotPEMCertificates',
+      ],
+      [pem('MIIB').toString('base64'), 'InvalidCertificate'],
+      [
+        Buffer.from(`${TEST_CA_PEM}${pem('bm90IGEgY2VydA==').toString()}`).toString('base64'),
+        'InvalidCertificate',
+      ],
+    ];
+    for (const [bad, reason] of cases) {
       const profile = normalize(eksCluster({ certificateAuthorityData: bad }), options, NOW);
       const cluster = profile.status!.accessProviders![0]!.cluster!;
       assert.equal(cluster['certificate-authority-data'], undefined, bad);
+      assert.equal(prop(profile, 'cpsync.io/certificate-authority-omitted'), reason, bad);
       assert.equal(cluster.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
       assert.deepEqual(crdViolations(profile), []);
     }
-    const good = Buffer.from('-----BEGIN CERTIFICATE-----\nMIIB\n').toString('base64');
-    const profile = normalize(eksCluster({ certificateAuthorityData: good }), options, NOW);
-    assert.equal(profile.status!.accessProviders![0]!.cluster!['certificate-authority-data'], good);
+    // A bundle of two certificates is kept whole.
+    const bundle = Buffer.from(`${TEST_CA_PEM}${TEST_CA_PEM}`).toString('base64');
+    const kept = normalize(eksCluster({ certificateAuthorityData: bundle }), options, NOW);
+    assert.equal(kept.status!.accessProviders![0]!.cluster!['certificate-authority-data'], bundle);
+    assert.equal(prop(kept, 'cpsync.io/certificate-authority-omitted'), undefined);
+    // A CA the source could not read says why.
+    const unread = normalize(aksCluster({ certificateAuthorityUnavailable: 'AccessDenied' }), options, NOW);
+    assert.equal(prop(unread, 'cpsync.io/certificate-authority-omitted'), 'AccessDenied');
   });
 
   it('names access providers as configured', () => {

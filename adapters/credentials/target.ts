@@ -1,0 +1,134 @@
+import { z } from 'zod';
+
+/**
+ * What the credential plugin gets a token for: the cluster's cloud and what that cloud's token needs.
+ * It comes from the profile's `client.authentication.k8s.io/exec` extension (handed over by client-go in
+ * KUBERNETES_EXEC_INFO) and from the plugin's flags, flags winning.
+ */
+export type Target =
+  | { provider: 'eks'; cluster: string; region: string; accountId?: string }
+  | { provider: 'gke'; cluster?: string; projectId?: string; location?: string }
+  | { provider: 'aks'; cluster?: string; tenantId?: string; subscriptionId?: string };
+
+/** The ExecCredential versions client-go speaks; the answer must carry the version it was asked in. */
+export const EXEC_API_VERSIONS = [
+  'client.authentication.k8s.io/v1',
+  'client.authentication.k8s.io/v1beta1',
+] as const;
+export type ExecApiVersion = (typeof EXEC_API_VERSIONS)[number];
+
+/** The keys cpsync writes into the extension (see normalize.ts); unknown keys are ignored. */
+const extension = z.looseObject({
+  provider: z.enum(['eks', 'gke', 'aks']).optional(),
+  clusterName: z.string().optional(),
+  cluster: z.string().optional(),
+  clusterId: z.string().optional(),
+  region: z.string().optional(),
+  accountId: z.string().optional(),
+  projectId: z.string().optional(),
+  location: z.string().optional(),
+  tenantId: z.string().optional(),
+  subscriptionId: z.string().optional(),
+});
+export type ExtensionKeys = z.infer<typeof extension>;
+
+const execInfo = z.looseObject({
+  apiVersion: z.enum(EXEC_API_VERSIONS),
+  kind: z.literal('ExecCredential'),
+  spec: z
+    .looseObject({
+      cluster: z.looseObject({ server: z.string().optional(), config: z.unknown().optional() }).optional(),
+    })
+    .optional(),
+});
+
+export class TargetError extends Error {
+  override name = 'TargetError';
+}
+
+export interface ExecInfo {
+  apiVersion: ExecApiVersion;
+  /** The profile's exec extension, when the consumer set provideClusterInfo: true. */
+  extension?: ExtensionKeys;
+}
+
+/** Reads KUBERNETES_EXEC_INFO; undefined when client-go did not set it (the plugin run by hand). */
+export function readExecInfo(text: string | undefined): ExecInfo | undefined {
+  if (text === undefined || text.trim() === '') return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new TargetError('KUBERNETES_EXEC_INFO is not JSON');
+  }
+  const parsed = execInfo.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new TargetError(`KUBERNETES_EXEC_INFO: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
+  }
+  const config = parsed.data.spec?.cluster?.config;
+  if (config === undefined || config === null) return { apiVersion: parsed.data.apiVersion };
+  const keys = extension.safeParse(config);
+  if (!keys.success) {
+    const issue = keys.error.issues[0]!;
+    throw new TargetError(
+      `the profile's exec extension: ${issue.path.join('.') || '(root)'}: ${issue.message}`,
+    );
+  }
+  return { apiVersion: parsed.data.apiVersion, extension: keys.data };
+}
+
+/** What the flags say about the cluster (each one optional; they win over the extension). */
+export interface TargetFlags {
+  provider?: 'eks' | 'gke' | 'aks';
+  clusterName?: string;
+  region?: string;
+  account?: string;
+  project?: string;
+  location?: string;
+  subscription?: string;
+  tenantId?: string;
+}
+
+const NO_CLUSTER_INFO =
+  "no cluster information: set provideClusterInfo: true in the consumer's exec configuration (client-go then passes the profile's extension in KUBERNETES_EXEC_INFO), or give --provider and the cluster flags";
+
+/** The target from the extension and the flags; says which key is missing when one is. */
+export function resolveTarget(extension: ExtensionKeys | undefined, flags: TargetFlags): Target {
+  const e = extension ?? {};
+  const provider = flags.provider ?? e.provider;
+  if (!provider) throw new TargetError(NO_CLUSTER_INFO);
+  switch (provider) {
+    case 'eks': {
+      const cluster = flags.clusterName ?? e.clusterId ?? e.cluster;
+      const region = flags.region ?? e.region;
+      if (!cluster)
+        throw new TargetError(`the cluster name is missing (--cluster-name, or clusterId in the extension)`);
+      if (!region) throw new TargetError(`the region is missing (--region, or region in the extension)`);
+      const accountId = flags.account ?? e.accountId;
+      return { provider, cluster, region, ...(accountId ? { accountId } : {}) };
+    }
+    case 'gke': {
+      const cluster = flags.clusterName ?? e.cluster;
+      const projectId = flags.project ?? e.projectId;
+      const location = flags.location ?? e.location;
+      return {
+        provider,
+        ...(cluster ? { cluster } : {}),
+        ...(projectId ? { projectId } : {}),
+        ...(location ? { location } : {}),
+      };
+    }
+    case 'aks': {
+      const cluster = flags.clusterName ?? e.cluster;
+      const tenantId = flags.tenantId ?? e.tenantId;
+      const subscriptionId = flags.subscription ?? e.subscriptionId;
+      return {
+        provider,
+        ...(cluster ? { cluster } : {}),
+        ...(tenantId ? { tenantId } : {}),
+        ...(subscriptionId ? { subscriptionId } : {}),
+      };
+    }
+  }
+}

@@ -1,0 +1,48 @@
+import {
+  AwsClient,
+  IdentityPoolClient,
+  JWT,
+  PluggableAuthClient,
+  type AuthClient,
+} from 'google-auth-library';
+import { InvalidOptionError } from '../../core/domain/errors.ts';
+
+/** OAuth scope of every Google API cpsync calls. */
+export const SCOPES = ['https://www.googleapis.com/auth/cloud-platform'];
+
+/** The auth client of a credential configuration: a service-account key or an external account (WIF). */
+export function authClientFor(credentials: Record<string, unknown>): AuthClient {
+  if (credentials.type === 'service_account') {
+    const {
+      client_email: email,
+      private_key: key,
+      private_key_id: keyId,
+    } = credentials as Record<string, string>;
+    if (!email || !key)
+      throw new InvalidOptionError(
+        'gke.credentials',
+        'a service_account key needs client_email and private_key',
+      );
+    return new JWT({ email, key, ...(keyId ? { keyId } : {}), scopes: SCOPES });
+  }
+  if (credentials.type === 'external_account') {
+    // What ExternalAccountClient.fromJSON picks, without its warning about untrusted configurations: this
+    // one is the operator's own.
+    const options = { ...credentials, scopes: SCOPES } as ConstructorParameters<typeof IdentityPoolClient>[0];
+    const source = (credentials.credential_source ?? {}) as Record<string, unknown>;
+    try {
+      if (source.environment_id) return new AwsClient(options as ConstructorParameters<typeof AwsClient>[0]);
+      if (source.executable)
+        return new PluggableAuthClient(options as ConstructorParameters<typeof PluggableAuthClient>[0]);
+      return new IdentityPoolClient(options);
+    } catch (error) {
+      // The library names the field that is wrong; the configuration holds no secret of its own.
+      throw new InvalidOptionError(
+        'gke.credentials',
+        `is not a valid external_account configuration: ${(error as Error).message}`,
+      );
+    }
+  }
+  // The value is not quoted: whatever the file holds may be key material.
+  throw new InvalidOptionError('gke.credentials', 'type must be service_account or external_account');
+}

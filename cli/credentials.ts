@@ -1,0 +1,144 @@
+import { Command, CommanderError, Option } from 'commander';
+import { clusterToken, type TokenSettings } from '../adapters/credentials/tokens.ts';
+import {
+  EXEC_API_VERSIONS,
+  readExecInfo,
+  resolveTarget,
+  type TargetFlags,
+} from '../adapters/credentials/target.ts';
+
+export interface CredentialsIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  env: NodeJS.ProcessEnv;
+  now?: () => Date;
+}
+
+interface Flags extends TargetFlags {
+  roleArn?: string;
+  roleName?: string;
+  googleCredentials?: string;
+  apiVersion?: string;
+  timeout: number;
+}
+
+/** The first line of what went wrong, without a stack, a token or a secret (SDK messages carry none). */
+function oneLine(error: unknown): string {
+  const text = error instanceof Error ? error.message : String(error);
+  const first = text.split('\n').find((line) => line.trim() !== '') ?? text;
+  return first.length > 400 ? `${first.slice(0, 397)}...` : first;
+}
+
+function positiveSeconds(value: string): number {
+  const seconds = Number(value);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new Error(`--timeout: expected seconds > 0, got ${JSON.stringify(value)}`);
+  return seconds;
+}
+
+/** The options of `cpsync credentials` (and of the standalone plugin, which is that command alone). */
+export function credentialsOptions(command: Command): Command {
+  return command
+    .description(
+      'client-go exec credential plugin: print a short-lived token for the cluster of a ClusterProfile (EKS, GKE, AKS)',
+    )
+    .addOption(
+      new Option(
+        '--provider <provider>',
+        "the cluster's cloud, when KUBERNETES_EXEC_INFO carries no cluster info",
+      ).choices(['eks', 'gke', 'aks']),
+    )
+    .option('--cluster-name <name>', "the cluster's name in its cloud")
+    .option('--region <region>', "EKS: the cluster's region")
+    .option('--account <id>', "EKS: the cluster's AWS account")
+    .option('--project <id>', "GKE: the cluster's project")
+    .option('--location <location>', "GKE: the cluster's region or zone")
+    .option('--subscription <id>', "AKS: the cluster's subscription")
+    .option('--tenant-id <id>', 'AKS: the Entra tenant to ask for the token')
+    .option(
+      '--role-arn <arn>',
+      'EKS: assume this role first ({accountId} and {region} are filled in) [env CPSYNC_EKS_ROLE_ARN]',
+    )
+    .option(
+      '--role-name <name>',
+      "EKS: assume this role of the cluster's account first [env CPSYNC_EKS_ROLE_NAME]",
+    )
+    .option('--google-credentials <file>', 'GKE: a key file instead of Application Default Credentials')
+    .addOption(
+      new Option(
+        '--api-version <version>',
+        'ExecCredential version when KUBERNETES_EXEC_INFO is absent',
+      ).choices([...EXEC_API_VERSIONS]),
+    )
+    .addOption(
+      new Option('--timeout <seconds>', 'give up after this long').default(30).argParser(positiveSeconds),
+    );
+}
+
+/**
+ * Prints an ExecCredential for the cluster client-go describes in KUBERNETES_EXEC_INFO (the profile's
+ * exec extension, when the consumer sets provideClusterInfo: true) or the flags describe. Resolves to
+ * the exit code: 0 with the credential on stdout, 1 with one line on stderr.
+ */
+export async function printCredential(flags: Flags, io: CredentialsIo): Promise<number> {
+  const now = io.now ?? (() => new Date());
+  let provider: string | undefined = flags.provider;
+  try {
+    const info = readExecInfo(io.env.KUBERNETES_EXEC_INFO);
+    const target = resolveTarget(info?.extension, flags);
+    provider = target.provider;
+    const roleArn = flags.roleArn ?? io.env.CPSYNC_EKS_ROLE_ARN;
+    const roleName = flags.roleName ?? io.env.CPSYNC_EKS_ROLE_NAME;
+    const settings: TokenSettings = {
+      env: io.env,
+      now,
+      ...(roleArn ? { roleArn } : {}),
+      ...(roleName ? { roleName } : {}),
+      ...(flags.googleCredentials ? { googleCredentialsFile: flags.googleCredentials } : {}),
+    };
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`no token within ${flags.timeout} s (--timeout)`)),
+        flags.timeout * 1000,
+      );
+    });
+    const token = await Promise.race([clusterToken(target, settings), deadline]).finally(() =>
+      clearTimeout(timer),
+    );
+    const credential = {
+      apiVersion: info?.apiVersion ?? flags.apiVersion ?? EXEC_API_VERSIONS[0],
+      kind: 'ExecCredential',
+      status: {
+        token: token.token,
+        ...(token.expiresAt
+          ? { expirationTimestamp: token.expiresAt.toISOString().replace(/\.\d{3}Z$/, 'Z') }
+          : {}),
+      },
+    };
+    io.stdout.write(`${JSON.stringify(credential)}\n`);
+    return 0;
+  } catch (error) {
+    io.stderr.write(`cpsync credentials: ${provider ? `${provider}: ` : ''}${oneLine(error)}\n`);
+    return 1;
+  }
+}
+
+/** Runs the standalone plugin (`cpsync-credentials [flags]`); resolves to the exit code. */
+export async function credentialsMain(argv: string[], io: CredentialsIo): Promise<number> {
+  let code = 0;
+  const command = credentialsOptions(new Command('cpsync-credentials'))
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .action(async (flags: Flags) => {
+      code = await printCredential(flags, io);
+    });
+  try {
+    await command.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (error) {
+    if (error instanceof CommanderError) return error.exitCode === 0 ? 0 : 2;
+    io.stderr.write(`cpsync credentials: ${oneLine(error)}\n`);
+    return 1;
+  }
+}

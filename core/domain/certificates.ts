@@ -1,0 +1,26 @@
+import { X509Certificate } from 'node:crypto';
+
+/** Why CA data cannot go into a profile: what client-go would fail on ("unable to parse bytes as PEM block"). */
+export type CertificateAuthorityProblem = 'NotBase64' | 'NotPEMCertificates' | 'InvalidCertificate';
+
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----\r?\n([A-Za-z0-9+/=\r\n]+?)-----END \1-----/g;
+
+/**
+ * Standard, padded base64 — what the CRD's `format: byte` accepts — of one or more PEM `CERTIFICATE`
+ * blocks that each parse as an X.509 certificate. Returns what is wrong, or undefined when every
+ * client-go consumer can build its TLS configuration from the data.
+ */
+export function certificateAuthorityProblem(data: string): CertificateAuthorityProblem | undefined {
+  if (data.length === 0 || data.length % 4 !== 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(data)) return 'NotBase64';
+  const text = Buffer.from(data, 'base64').toString('utf8');
+  const certificates = [...text.matchAll(PEM_BLOCK)].filter((block) => block[1] === 'CERTIFICATE');
+  if (certificates.length === 0) return 'NotPEMCertificates';
+  for (const block of certificates) {
+    try {
+      new X509Certificate(block[0]);
+    } catch {
+      return 'InvalidCertificate';
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,209 @@
+/**
+ * A member cluster for the consumer tests: a second real kube-apiserver (its own etcd and CA) on
+ * 127.0.0.2:443 — the address every cloud's endpoint shape can name, AKS's `https://<fqdn>:443` too —
+ * that authenticates bearer tokens through a token webhook verifying them as the clouds do:
+ *   EKS  `k8s-aws-v1.` tokens the way aws-iam-authenticator does: the presigned STS GetCallerIdentity
+ *        URL must point at the local STS, be signed over `x-k8s-aws-id` = the member's cluster id (the
+ *        signature checked with the caller's key, as STS checks it), be at most 15 minutes old; the
+ *        local STS then names the caller, whose ARN is the user;
+ *   GKE  Google access tokens through the issuer's tokeninfo endpoint;
+ *   AKS  Entra JWTs: the issuer's signature, issuer and the AKS server application as audience.
+ * Users it authenticates are in the group `cpsync:consumers`, which may list namespaces.
+ */
+import { Sha256 } from '@aws-crypto/sha256-js';
+import { HttpRequest } from '@smithy/protocol-http';
+import { SignatureV4 } from '@smithy/signature-v4';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { startHub, stopHub } from './hub.ts';
+import { freePort, readBody, sendJson, serveOnLoopback } from './net.ts';
+
+const MEMBER_ADDRESS = '127.0.0.2';
+const CONSUMER_GROUP = 'cpsync:consumers';
+const AKS_SERVER_APPLICATION = '6dae42f8-4368-4678-94ff-3960e28e3630';
+const EKS_TOKEN_PREFIX = 'k8s-aws-v1.';
+
+export interface MemberVerifiers {
+  eks: {
+    /** The cluster id tokens must be signed for (the member's EKS cluster name). */
+    clusterId: string;
+    /** The local STS tokens must point at (its origin). */
+    stsEndpoint: string;
+    /** Secret keys by access key id: the signature check STS does (the local STS does not). */
+    secretOf: (accessKeyId: string) => string | undefined;
+  };
+  gke: { tokeninfo: string };
+  aks: { verify: (token: string, audience: string) => Promise<string> };
+}
+
+export interface Member {
+  /** `https://127.0.0.2` (port 443). */
+  server: string;
+  /** The member's CA certificate, base64 (what a profile carries). */
+  caData: string;
+  kubeconfig: string;
+  /** Every token review: which cloud's token, and whether it was accepted. */
+  reviews: Array<{ kind: string; authenticated: boolean; user?: string; error?: string }>;
+  stop(): Promise<void>;
+}
+
+async function verifyEks(token: string, v: MemberVerifiers['eks']): Promise<string> {
+  let url: URL;
+  try {
+    url = new URL(Buffer.from(token.slice(EKS_TOKEN_PREFIX.length), 'base64url').toString('utf8'));
+  } catch {
+    throw new Error('not a presigned URL');
+  }
+  if (url.origin !== new URL(v.stsEndpoint).origin) throw new Error(`not an STS URL: ${url.origin}`);
+  const query = url.searchParams;
+  if (query.get('Action') !== 'GetCallerIdentity') throw new Error('not GetCallerIdentity');
+  const signedHeaders = (query.get('X-Amz-SignedHeaders') ?? '').split(';');
+  if (!signedHeaders.includes('x-k8s-aws-id')) throw new Error('x-k8s-aws-id is not signed');
+  const date = query.get('X-Amz-Date') ?? '';
+  const signedAt = Date.parse(
+    `${date.slice(0, 4)}-${date.slice(4, 6)}-${date.slice(6, 8)}T${date.slice(9, 11)}:${date.slice(11, 13)}:${date.slice(13, 15)}Z`,
+  );
+  if (!(Date.now() - signedAt < 15 * 60_000)) throw new Error('expired or undated');
+  // STS's own check: the signature over this URL with x-k8s-aws-id = the member's cluster id.
+  const [accessKeyId, , region] = (query.get('X-Amz-Credential') ?? '').split('/');
+  const secret = accessKeyId ? v.secretOf(accessKeyId) : undefined;
+  if (!accessKeyId || !secret || !region) throw new Error('unknown access key');
+  const unsigned = Object.fromEntries([...query].filter(([key]) => !key.startsWith('X-Amz-')));
+  const signer = new SignatureV4({
+    credentials: {
+      accessKeyId,
+      secretAccessKey: secret,
+      ...(query.get('X-Amz-Security-Token') ? { sessionToken: query.get('X-Amz-Security-Token')! } : {}),
+    },
+    region,
+    service: 'sts',
+    sha256: Sha256,
+  });
+  const again = await signer.presign(
+    new HttpRequest({
+      method: 'GET',
+      protocol: url.protocol,
+      hostname: url.hostname,
+      ...(url.port ? { port: Number(url.port) } : {}),
+      path: '/',
+      query: unsigned,
+      headers: { host: url.host, 'x-k8s-aws-id': v.clusterId },
+    }),
+    { expiresIn: Number(query.get('X-Amz-Expires') ?? '60'), signingDate: new Date(signedAt) },
+  );
+  if (again.query?.['X-Amz-Signature'] !== query.get('X-Amz-Signature'))
+    throw new Error('signature does not match this cluster');
+  // Then what aws-iam-authenticator does: ask STS who signed it.
+  const answer = await fetch(url, { headers: { 'x-k8s-aws-id': v.clusterId } });
+  const body = await answer.text();
+  const arn = /<Arn>([^<]+)<\/Arn>/.exec(body)?.[1];
+  if (answer.status !== 200 || !arn)
+    throw new Error(`STS refused: HTTP ${answer.status} ${body.slice(0, 300)}`);
+  return arn;
+}
+
+async function verifyGke(token: string, v: MemberVerifiers['gke']): Promise<string> {
+  const answer = await fetch(`${v.tokeninfo}?access_token=${encodeURIComponent(token)}`);
+  const info = (await answer.json()) as { email?: string; error?: string };
+  if (answer.status !== 200 || !info.email) throw new Error(`tokeninfo: ${info.error ?? answer.status}`);
+  return info.email;
+}
+
+async function review(token: string, verifiers: MemberVerifiers): Promise<{ kind: string; user: string }> {
+  if (token.startsWith(EKS_TOKEN_PREFIX)) return { kind: 'eks', user: await verifyEks(token, verifiers.eks) };
+  if (token.startsWith('ya29.')) return { kind: 'gke', user: await verifyGke(token, verifiers.gke) };
+  if (token.split('.').length === 3)
+    return { kind: 'aks', user: await verifiers.aks.verify(token, AKS_SERVER_APPLICATION) };
+  throw new Error('not a token of any cloud');
+}
+
+/** Starts the token webhook and the member kube-apiserver behind it. */
+export async function startMember(
+  directory: string,
+  verifiers: MemberVerifiers,
+  log: (line: string) => void = () => {},
+): Promise<Member> {
+  const reviews: Member['reviews'] = [];
+  const webhook = createServer(async (request, response) => {
+    const body = JSON.parse(await readBody(request)) as { spec?: { token?: string } };
+    const token = body.spec?.token ?? '';
+    const answer = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview' };
+    try {
+      const { kind, user } = await review(token, verifiers);
+      reviews.push({ kind, authenticated: true, user });
+      sendJson(response, 200, {
+        ...answer,
+        status: { authenticated: true, user: { username: user, groups: [CONSUMER_GROUP] } },
+      });
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      reviews.push({ kind: token.slice(0, 11), authenticated: false, error: reason });
+      sendJson(response, 200, { ...answer, status: { authenticated: false, error: reason } });
+    }
+  });
+  const webhookPort = await freePort();
+  const stopWebhook = await serveOnLoopback(webhook, webhookPort);
+  const webhookConfig = join(directory, '..', 'member-token-webhook.kubeconfig');
+  writeFileSync(
+    webhookConfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'clusters:',
+      `- name: webhook`,
+      `  cluster: { server: "http://127.0.0.1:${webhookPort}/review" }`,
+      'users:',
+      '- name: apiserver',
+      '  user: {}',
+      'contexts:',
+      '- name: webhook',
+      '  context: { cluster: webhook, user: apiserver }',
+      'current-context: webhook',
+      '',
+    ].join('\n'),
+  );
+  let hub;
+  try {
+    hub = await startHub(directory, log, {
+      address: MEMBER_ADDRESS,
+      port: 443,
+      crd: false,
+      apiserverArgs: [
+        `--authentication-token-webhook-config-file=${webhookConfig}`,
+        '--authentication-token-webhook-version=v1',
+        '--authentication-token-webhook-cache-ttl=0s',
+      ],
+    });
+  } catch (error) {
+    await stopWebhook();
+    throw error;
+  }
+  const config = new KubeConfig();
+  config.loadFromFile(hub.kubeconfig);
+  const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name: 'cpsync-consumer' },
+      rules: [{ apiGroups: [''], resources: ['namespaces'], verbs: ['get', 'list', 'watch'] }],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: 'cpsync-consumer' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cpsync-consumer' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: CONSUMER_GROUP }],
+    },
+  });
+  return {
+    server: `https://${MEMBER_ADDRESS}`,
+    caData: readFileSync(hub.caCert).toString('base64'),
+    kubeconfig: hub.kubeconfig,
+    reviews,
+    async stop() {
+      await stopHub(directory);
+      await stopWebhook();
+    },
+  };
+}

@@ -1,0 +1,210 @@
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import { describe, it } from 'node:test';
+import { readExecInfo, resolveTarget, TargetError } from '../../../../adapters/credentials/target.ts';
+import { eksRoleArn, TokenError } from '../../../../adapters/credentials/tokens.ts';
+import { credentialsMain } from '../../../../cli/credentials.ts';
+
+function sink() {
+  let text = '';
+  const stream = new Writable({
+    write(chunk, _encoding, done) {
+      text += String(chunk);
+      done();
+    },
+  });
+  return { stream, text: () => text };
+}
+
+const NOW = new Date('2026-11-23T10:00:00.000Z');
+const SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY';
+/** Static AWS keys: an EKS token is signed locally, so these runs need no network. */
+const AWS = {
+  AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
+  AWS_SECRET_ACCESS_KEY: SECRET,
+  AWS_EC2_METADATA_DISABLED: 'true',
+};
+
+/** Runs the plugin in this process with `env` as its whole environment (the SDK credential chains read process.env). */
+async function plugin(args: string[], env: NodeJS.ProcessEnv) {
+  const stdout = sink();
+  const stderr = sink();
+  const saved = { ...process.env };
+  for (const key of Object.keys(process.env)) if (key !== 'PATH' && key !== 'HOME') delete process.env[key];
+  Object.assign(process.env, env);
+  try {
+    const code = await credentialsMain(args, {
+      stdout: stdout.stream,
+      stderr: stderr.stream,
+      env: process.env,
+      now: () => NOW,
+    });
+    return { code, stdout: stdout.text(), stderr: stderr.text() };
+  } finally {
+    for (const key of Object.keys(process.env)) delete process.env[key];
+    Object.assign(process.env, saved);
+  }
+}
+
+const execInfo = (apiVersion: string, config?: Record<string, unknown>) =>
+  JSON.stringify({
+    apiVersion,
+    kind: 'ExecCredential',
+    spec: { interactive: false, ...(config ? { cluster: { server: 'https://x', config } } : {}) },
+  });
+
+describe('cpsync credentials: what it reads', () => {
+  it('takes the cluster from the profile extension client-go hands over, flags winning', () => {
+    const info = readExecInfo(
+      execInfo('client.authentication.k8s.io/v1beta1', {
+        provider: 'eks',
+        clusterName: 'cpsync-eks-payments-0a1b2c3d4e',
+        cluster: 'payments',
+        clusterId: 'payments',
+        region: 'eu-west-1',
+        accountId: '111122223333',
+        somethingNew: true,
+      }),
+    )!;
+    assert.equal(info.apiVersion, 'client.authentication.k8s.io/v1beta1');
+    assert.deepEqual(resolveTarget(info.extension, {}), {
+      provider: 'eks',
+      cluster: 'payments',
+      region: 'eu-west-1',
+      accountId: '111122223333',
+    });
+    assert.deepEqual(resolveTarget(info.extension, { region: 'us-east-1' }), {
+      provider: 'eks',
+      cluster: 'payments',
+      region: 'us-east-1',
+      accountId: '111122223333',
+    });
+    assert.deepEqual(
+      resolveTarget({ provider: 'aks', cluster: 'web', tenantId: 't', subscriptionId: 's' }, {}),
+      { provider: 'aks', cluster: 'web', tenantId: 't', subscriptionId: 's' },
+    );
+    assert.deepEqual(resolveTarget(undefined, { provider: 'gke', project: 'p', location: 'europe-west1' }), {
+      provider: 'gke',
+      projectId: 'p',
+      location: 'europe-west1',
+    });
+  });
+
+  it('names what is missing or malformed', () => {
+    assert.equal(readExecInfo(undefined), undefined);
+    assert.throws(() => readExecInfo('{'), /KUBERNETES_EXEC_INFO is not JSON/);
+    assert.throws(() => readExecInfo('{"kind":"ExecCredential"}'), /KUBERNETES_EXEC_INFO: apiVersion/);
+    assert.throws(
+      () => readExecInfo(execInfo('client.authentication.k8s.io/v1', { provider: 'openshift' })),
+      /exec extension: provider/,
+    );
+    assert.throws(() => resolveTarget(undefined, {}), /provideClusterInfo: true/);
+    assert.throws(
+      () => resolveTarget({ provider: 'eks', region: 'eu-west-1' }, {}),
+      /the cluster name is missing/,
+    );
+    assert.throws(() => resolveTarget({ provider: 'eks', cluster: 'x' }, {}), TargetError);
+  });
+
+  it('assumes the role named by an ARN pattern or a role name, in the partition of the region', () => {
+    const target = {
+      provider: 'eks',
+      cluster: 'c',
+      region: 'cn-north-1',
+      accountId: '111122223333',
+    } as const;
+    const settings = { env: {}, now: () => NOW };
+    assert.equal(eksRoleArn(target, settings), undefined);
+    assert.equal(
+      eksRoleArn(target, { ...settings, roleArn: 'arn:aws:iam::{accountId}:role/reader-{region}' }),
+      'arn:aws:iam::111122223333:role/reader-cn-north-1',
+    );
+    assert.equal(
+      eksRoleArn(target, { ...settings, roleName: 'reader' }),
+      'arn:aws-cn:iam::111122223333:role/reader',
+    );
+    assert.throws(
+      () => eksRoleArn({ ...target, accountId: undefined }, { ...settings, roleName: 'reader' }),
+      TokenError,
+    );
+  });
+});
+
+describe('cpsync credentials: what it prints', () => {
+  it('answers an ExecCredential in the version it was asked in, with an expiry client-go caches by', async () => {
+    for (const version of ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1']) {
+      const run = await plugin([], {
+        ...AWS,
+        KUBERNETES_EXEC_INFO: execInfo(version, {
+          provider: 'eks',
+          clusterId: 'payments',
+          region: 'eu-west-1',
+        }),
+      });
+      assert.equal(run.code, 0, run.stderr);
+      const credential = JSON.parse(run.stdout) as {
+        apiVersion: string;
+        kind: string;
+        status: { token: string; expirationTimestamp: string };
+      };
+      assert.equal(credential.apiVersion, version);
+      assert.equal(credential.kind, 'ExecCredential');
+      assert.equal(credential.status.expirationTimestamp, '2026-11-23T10:14:00Z');
+      const url = new URL(
+        Buffer.from(credential.status.token.slice('k8s-aws-v1.'.length), 'base64url').toString(),
+      );
+      assert.equal(url.host, 'sts.eu-west-1.amazonaws.com');
+      assert.equal(url.searchParams.get('Action'), 'GetCallerIdentity');
+      assert.match(url.searchParams.get('X-Amz-SignedHeaders')!, /x-k8s-aws-id/);
+      assert.equal(run.stderr, '');
+    }
+  });
+
+  it('works from flags alone (Argo CD passes no cluster info), presigning against the STS endpoint of the environment', async () => {
+    const run = await plugin(['--provider', 'eks', '--cluster-name', 'payments', '--region', 'us-east-1'], {
+      ...AWS,
+      AWS_ENDPOINT_URL_STS: 'http://127.0.0.1:4566',
+      KUBERNETES_EXEC_INFO: execInfo('client.authentication.k8s.io/v1'),
+    });
+    assert.equal(run.code, 0, run.stderr);
+    const token = (JSON.parse(run.stdout) as { status: { token: string } }).status.token;
+    assert.match(
+      Buffer.from(token.slice(11), 'base64url').toString(),
+      /^http:\/\/127\.0\.0\.1:4566\/\?Action=/,
+    );
+  });
+
+  it('fails with one line on stderr, exit 1, never a stack trace or a secret', async () => {
+    const cases: Array<[string[], NodeJS.ProcessEnv, RegExp]> = [
+      [[], { ...AWS }, /^cpsync credentials: no cluster information: set provideClusterInfo: true/],
+      [[], { ...AWS, KUBERNETES_EXEC_INFO: '{"apiVersion":' }, /KUBERNETES_EXEC_INFO is not JSON/],
+      [
+        ['--provider', 'eks', '--cluster-name', 'x'],
+        { ...AWS },
+        /^cpsync credentials: eks: the region is missing/,
+      ],
+      [
+        ['--provider', 'gke'],
+        { GOOGLE_APPLICATION_CREDENTIALS: `/nonexistent/${SECRET}.json` },
+        /^cpsync credentials: gke: cannot read the credentials file/,
+      ],
+      [
+        ['--provider', 'eks', '--cluster-name', 'x', '--region', 'eu-west-1', '--role-name', 'reader'],
+        { ...AWS },
+        /needs the cluster's account/,
+      ],
+    ];
+    for (const [args, env, expected] of cases) {
+      const run = await plugin(args, env);
+      assert.equal(run.code, 1, `${args.join(' ')}: ${run.stderr}`);
+      assert.equal(run.stdout, '');
+      assert.match(run.stderr, expected);
+      assert.equal(run.stderr.trim().split('\n').length, 1, run.stderr);
+      assert.doesNotMatch(run.stderr, /\n\s+at /);
+      if (!expected.source.includes('credentials file')) assert.ok(!run.stderr.includes(SECRET));
+    }
+    const usage = await plugin(['--provider', 'openshift'], AWS);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--provider.*openshift/);
+  });
+});

@@ -14,39 +14,31 @@ export const BUNDLE_BANNER = [
 
 export const BUNDLE_EXTERNALS = ['@aws-sdk/*'];
 
-/** esbuild command-line arguments equal to the NodejsFunction bundling options. */
-export function esbuildArgs(entry: string, outfile: string): string[] {
+/** What every esbuild run of cpsync shares: one minified ESM file for Node, CommonJS given what it expects. */
+function commonArgs(entry: string, outfile: string, target: string): string[] {
   return [
     entry,
     '--bundle',
     '--minify',
     '--platform=node',
     '--format=esm',
-    '--target=node24',
+    `--target=${target}`,
     '--main-fields=module,main',
-    ...BUNDLE_EXTERNALS.map((e) => `--external:${e}`),
     `--outfile=${outfile}`,
     '--log-level=error',
     `--banner:js=${BUNDLE_BANNER}`,
   ];
 }
 
+/** esbuild command-line arguments equal to the NodejsFunction bundling options. */
+export function esbuildArgs(entry: string, outfile: string): string[] {
+  return [...commonArgs(entry, outfile, 'node24'), ...BUNDLE_EXTERNALS.map((e) => `--external:${e}`)];
+}
+
 /**
  * esbuild arguments for the standalone credential plugin: one file with every SDK it uses inside
- * (a consumer's image has no node_modules), for any Node from 20 on.
+ * (a consumer's image has no node_modules), for any Node from 20 on; the entry's `#!/usr/bin/env node` stays first.
  */
 export function credentialsPluginArgs(entry: string, outfile: string): string[] {
-  return [
-    entry,
-    '--bundle',
-    '--minify',
-    '--platform=node',
-    '--format=esm',
-    '--target=node20',
-    '--main-fields=module,main',
-    '--legal-comments=none',
-    `--outfile=${outfile}`,
-    '--log-level=error',
-    `--banner:js=${BUNDLE_BANNER}`,
-  ];
+  return [...commonArgs(entry, outfile, 'node20'), '--legal-comments=none'];
 }

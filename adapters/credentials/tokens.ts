@@ -42,7 +42,7 @@ export function eksRoleArn(
   if (settings.roleArn) {
     if (settings.roleArn.includes('{accountId}') && !target.accountId)
       throw new TokenError(
-        "eks: the role ARN names {accountId}, but the cluster's account is not known (--account, or accountId in the extension)",
+        "the role ARN names {accountId}, but the cluster's account is not known (--account, or accountId in the extension)",
       );
     return settings.roleArn
       .replaceAll('{accountId}', target.accountId ?? '')
@@ -51,7 +51,7 @@ export function eksRoleArn(
   if (settings.roleName) {
     if (!target.accountId)
       throw new TokenError(
-        "eks: --role-name needs the cluster's account (--account, or accountId in the extension)",
+        "--role-name needs the cluster's account (--account, or accountId in the extension)",
       );
     return `arn:${partitionOf(target.region)}:iam::${target.accountId}:role/${settings.roleName}`;
   }

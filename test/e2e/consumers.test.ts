@@ -319,6 +319,34 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     assert.equal(await ask(rightCluster), 200, 'the same plugin, for the member, in flags mode');
   });
 
+  it("assumes the role named by --role-name in the cluster's account before signing an EKS token", async () => {
+    emulators.proxy.clear();
+    const done = await run(process.execPath, [
+      join(emulators.directory, 'cpsync-credentials.mjs'),
+      '--provider',
+      'eks',
+      '--cluster-name',
+      AT_MEMBER.eks,
+      '--region',
+      'us-east-1',
+      '--account',
+      EKS_ACCOUNT,
+      '--role-name',
+      'cluster-reader',
+    ]);
+    assert.equal(done.code, 0, done.stderr);
+    const assumed = emulators.proxy.calls.filter((c) => c.operation === 'AssumeRole');
+    assert.equal(assumed.length, 1);
+    assert.match(
+      decodeURIComponent(assumed[0]!.body),
+      new RegExp(`RoleArn=arn:aws:iam::${EKS_ACCOUNT}:role/cluster-reader`),
+    );
+    const token = (JSON.parse(done.stdout) as { status: { token: string } }).status.token;
+    const url = new URL(Buffer.from(token.slice('k8s-aws-v1.'.length), 'base64url').toString());
+    assert.ok(url.searchParams.get('X-Amz-Security-Token'), 'signed with the role session');
+    assert.ok(!url.searchParams.get('X-Amz-Credential')!.startsWith(HUB_CREDENTIALS.accessKeyId));
+  });
+
   it('every profile meets the community EKS plugin contract and the upstream secretreader contract; same-named clusters never collide', async () => {
     const stored = await profiles();
     const names = stored.map((p) => String(extensionOf(p).clusterName));

@@ -67,7 +67,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
   const port = await freePort();
   const endpoint = `https://localhost:${port}`;
   const token = `eyJ.local-${Math.random().toString(36).slice(2)}`;
-  // Tokens for any other resource (an AKS cluster's server application) are RS256 JWTs, as Entra's are.
+  // Tokens for an application id (an AKS cluster's server application) are RS256 JWTs, as Entra's are; ARM's are opaque.
   const signing = await generateKeyPair('RS256');
   const state: Omit<ArmServer, 'stop'> = {
     endpoint,
@@ -120,7 +120,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       const resource = (form.get('scope') ?? '').split(' ').find((s) => s.endsWith('/.default'));
       const audience = resource?.slice(0, -'/.default'.length);
       const access =
-        audience && !audience.startsWith('https://management.')
+        audience && !audience.includes('://')
           ? await new SignJWT({ tid: tenant, appid: state.clientId })
               .setProtectedHeader({ alg: 'RS256', kid: 'local' })
               .setIssuer(`${endpoint}/${tenant}/v2.0`)

@@ -5,6 +5,8 @@ import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose
 
 /** The file read when no --config is given (an empty configuration when it does not exist). */
 const DEFAULT_CONFIG_FILE = 'cpsync.yaml';
+/** The source of a configuration that comes from no file. */
+export const DEFAULTS_SOURCE = '(defaults)';
 /** The largest configuration read: a real one is a few KB; anything near this is a mistake, refused before it is parsed. */
 const MAX_CONFIG_BYTES = 1024 * 1024;
 
@@ -82,7 +84,7 @@ export function loadConfig(path: string | undefined): { config: CpsyncConfig; so
   const file = path ?? DEFAULT_CONFIG_FILE;
   if (!existsSync(file)) {
     if (path) throw new ConfigError([`${file}: no such file`], file);
-    return { config: parseConfig({}, '(defaults)'), source: '(defaults)' };
+    return { config: parseConfig({}, DEFAULTS_SOURCE), source: DEFAULTS_SOURCE };
   }
   const size = statSync(file).size;
   if (size > MAX_CONFIG_BYTES)

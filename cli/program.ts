@@ -11,7 +11,8 @@ import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
 import { inventoryNamespaces } from '../core/domain/options.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
-import { loadConfig } from './loadConfig.ts';
+import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
+import { ambientConfig, ambientDiscovery, writeStarterConfig } from './ambientConfig.ts';
 import { credentialsOptions, printCredential } from './credentials.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
@@ -168,7 +169,24 @@ export async function main(
         .default('text'),
     )
     .action(async (options) => {
-      code = await syncCommand(loadConfig(program.opts().config).config, options, io);
+      const loaded = loadConfig(program.opts().config);
+      // No configuration file: the clouds the default credentials reach, said on stderr; none is exit 2.
+      const config =
+        loaded.source === DEFAULTS_SOURCE
+          ? ambientConfig(await ambientDiscovery((text) => io.stderr.write(`cpsync: ${text}\n`)))
+          : loaded.config;
+      code = await syncCommand(config, options, io);
+    });
+
+  program
+    .command('init')
+    .description(
+      'write a starter configuration (--config, default cpsync.yaml) for the clouds your default credentials reach',
+    )
+    .action(async () => {
+      await writeStarterConfig(program.opts().config ?? 'cpsync.yaml', (text) =>
+        io.stderr.write(`cpsync: ${text}\n`),
+      );
     });
 
   program

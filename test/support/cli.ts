@@ -18,6 +18,8 @@ export interface CliOptions {
   started?: (child: ChildProcessWithoutNullStreams) => void;
   /** Called with each chunk of stdout. */
   onStdout?: (text: string, child: ChildProcessWithoutNullStreams) => void;
+  /** Run with `env` alone, not added to this process's environment (a machine with nothing of this one's). */
+  clean?: boolean;
   /** Prefix the command (e.g. `unshare …`); the CLI's own arguments follow. */
   wrapper?: string[];
 }
@@ -28,7 +30,7 @@ export function runCli(args: readonly string[], options: CliOptions = {}): Promi
     const command = [...(options.wrapper ?? []), process.execPath, CLI, ...args];
     const child = spawn(command[0]!, command.slice(1), {
       ...(options.cwd ? { cwd: options.cwd } : {}),
-      env: { ...process.env, ...options.env },
+      env: options.clean ? { ...options.env } : { ...process.env, ...options.env },
     });
     let stdout = '';
     let stderr = '';

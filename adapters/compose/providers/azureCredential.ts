@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { TokenCredential } from '@azure/core-auth';
-import { ClientAssertionCredential, ClientSecretCredential } from '@azure/identity';
+import { ClientAssertionCredential, ClientSecretCredential, DefaultAzureCredential } from '@azure/identity';
 import type { CpsyncConfig } from '../config.ts';
 import { CompositionError } from '../errors.ts';
 import { readSecret, safeReason, secretSource } from '../../shared/secrets.ts';
@@ -11,10 +11,11 @@ export async function azureCredential(
   config: NonNullable<CpsyncConfig['providers']['aks']>,
 ): Promise<TokenCredential | undefined> {
   const credential = config.credential;
-  if (!credential) return undefined;
   const options = config.authorityHost
     ? { authorityHost: config.authorityHost, disableInstanceDiscovery: true }
     : {};
+  // No credential configured: the default chain (workload identity, environment, managed identity, Azure CLI).
+  if (!credential) return config.authorityHost ? new DefaultAzureCredential(options) : undefined;
   if ('federatedTokenFile' in credential) {
     const file = resolve(credential.federatedTokenFile);
     return new ClientAssertionCredential(

@@ -1,0 +1,143 @@
+/**
+ * Ambient discovery: with no configuration file, cpsync syncs what the machine's default credentials
+ * reach, as the cloud CLIs do — AWS's default chain (the caller's account, every enabled region),
+ * Google's Application Default Credentials (every project the identity can see), Azure's default
+ * credential chain (every subscription it can see). Each cloud is probed with one cheap call; one that
+ * does not answer is skipped with the reason.
+ *
+ * Endpoint overrides (private endpoints, proxies, local emulators) come from the environment:
+ * AWS_ENDPOINT_URL (the AWS SDK's own), CPSYNC_GKE_ENDPOINT, CPSYNC_AKS_ENDPOINT and AZURE_AUTHORITY_HOST.
+ */
+import { readFile } from 'node:fs/promises';
+import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import { messageOf } from '../../core/domain/errors.ts';
+
+export interface AmbientCloud {
+  provider: Provider;
+  /** Whether the cloud's credentials answered. */
+  found: boolean;
+  /** What will be synced, or why the cloud is skipped. */
+  detail: string;
+}
+
+export interface AmbientDiscovery {
+  /** `providers` of a configuration for the clouds found (empty when none). */
+  providers: Record<string, Record<string, unknown>>;
+  clouds: AmbientCloud[];
+}
+
+const ARM_SCOPE = 'https://management.azure.com/.default';
+
+function withDeadline<T>(what: string, promise: Promise<T>, millis: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${millis / 1000} s`)), millis);
+  });
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
+}
+
+/** The first line of an SDK's message: the chains explain themselves at length. */
+function reason(error: unknown): string {
+  const text = messageOf(error).split('\n')[0]!.trim();
+  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
+}
+
+async function probeAws(env: NodeJS.ProcessEnv, millis: number) {
+  const { STSClient, GetCallerIdentityCommand } = await import('@aws-sdk/client-sts');
+  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  const sts = new STSClient({ region, maxAttempts: 1 });
+  try {
+    const identity = await withDeadline('AWS STS', sts.send(new GetCallerIdentityCommand({})), millis);
+    const account = identity.Account!;
+    return {
+      cloud: { provider: 'eks' as const, found: true, detail: `account ${account}, every enabled region` },
+      config: { accounts: [account], homeRegion: region },
+    };
+  } catch (error) {
+    const name = (error as Error).name;
+    const detail =
+      name === 'CredentialsProviderError'
+        ? 'skipped: no AWS credentials (the default chain found none)'
+        : `skipped: ${reason(error)}`;
+    return { cloud: { provider: 'eks' as const, found: false, detail } };
+  } finally {
+    sts.destroy();
+  }
+}
+
+async function probeGoogle(env: NodeJS.ProcessEnv, millis: number) {
+  const file = env.GOOGLE_APPLICATION_CREDENTIALS;
+  try {
+    let client;
+    let credentials: Record<string, unknown> | undefined;
+    const { GoogleAuth } = await import('google-auth-library');
+    const { authClientFor, SCOPES } = await import('../gke/authClient.ts');
+    if (file) {
+      const json = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+      // Key files cpsync reads itself; anything else (a gcloud user login) through ADC.
+      if (json.type === 'service_account' || json.type === 'external_account') {
+        credentials = { file };
+        client = authClientFor(json);
+      }
+    }
+    client ??= await new GoogleAuth({ scopes: SCOPES }).getClient();
+    const token = await withDeadline('Google', client.getAccessToken(), millis);
+    if (!token.token) throw new Error('Google gave no access token');
+    return {
+      cloud: { provider: 'gke' as const, found: true, detail: 'every project the identity can see' },
+      config: {
+        projects: { search: {} },
+        ...(credentials ? { credentials } : {}),
+        ...(env.CPSYNC_GKE_ENDPOINT ? { endpoint: env.CPSYNC_GKE_ENDPOINT } : {}),
+      },
+    };
+  } catch (error) {
+    const text = reason(error);
+    const detail = /Could not load the default credentials/i.test(text)
+      ? 'skipped: no Google credentials (Application Default Credentials found none)'
+      : `skipped: ${text}`;
+    return { cloud: { provider: 'gke' as const, found: false, detail } };
+  }
+}
+
+async function probeAzure(env: NodeJS.ProcessEnv, millis: number) {
+  const { DefaultAzureCredential } = await import('@azure/identity');
+  const authorityHost = env.AZURE_AUTHORITY_HOST;
+  const credential = new DefaultAzureCredential(
+    authorityHost ? { authorityHost, disableInstanceDiscovery: true } : {},
+  );
+  try {
+    await withDeadline('Azure', credential.getToken(ARM_SCOPE), millis);
+    return {
+      cloud: { provider: 'aks' as const, found: true, detail: 'every subscription the identity can see' },
+      config: {
+        subscriptions: { all: true },
+        ...(env.CPSYNC_AKS_ENDPOINT ? { endpoint: env.CPSYNC_AKS_ENDPOINT } : {}),
+        ...(authorityHost ? { authorityHost } : {}),
+      },
+    };
+  } catch (error) {
+    const detail =
+      (error as Error).name === 'CredentialUnavailableError' ||
+      (error as Error).name === 'AggregateAuthenticationError'
+        ? 'skipped: no Azure credentials (the default credential chain found none)'
+        : `skipped: ${reason(error)}`;
+    return { cloud: { provider: 'aks' as const, found: false, detail } };
+  }
+}
+
+/** Probes the three clouds at once; resolves to the providers found and what happened to each. */
+export async function discoverAmbient(
+  env: NodeJS.ProcessEnv = process.env,
+  timeoutMillis = 15_000,
+): Promise<AmbientDiscovery> {
+  const results = await Promise.all([
+    probeAws(env, timeoutMillis),
+    probeGoogle(env, timeoutMillis),
+    probeAzure(env, timeoutMillis),
+  ]);
+  const providers: AmbientDiscovery['providers'] = {};
+  for (const result of results)
+    if ('config' in result && result.config) providers[result.cloud.provider] = result.config;
+  return { providers, clouds: results.map((r) => r.cloud) };
+}

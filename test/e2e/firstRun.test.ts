@@ -1,0 +1,175 @@
+/**
+ * A first run as a new user meets it: no configuration file, only the default credentials of each cloud
+ * (pointed at the local clouds through the environment: AWS_ENDPOINT_URL, CPSYNC_GKE_ENDPOINT,
+ * CPSYNC_AKS_ENDPOINT, AZURE_AUTHORITY_HOST). `cpsync sync` syncs what they reach and names what it
+ * skipped; with no cloud at all it exits 2 and says how to start; `cpsync init` writes a configuration
+ * that syncs the same clusters.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { tmpdir } from 'node:os';
+import { parse } from 'yaml';
+import { EKS_ACCOUNT, startEmulators, type Emulators } from '../env/emulators.ts';
+import { accountCredentials } from '../support/aws.ts';
+import { hasStackTrace, runCli } from '../support/cli.ts';
+
+/** The profiles a file hub directory holds, by their display name and provider. */
+function filedProfiles(directory: string): string[] {
+  const found: string[] = [];
+  const walk = (dir: string) => {
+    if (!existsSync(dir)) return;
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.yaml')) {
+        const profile = parse(readFileSync(path, 'utf8')) as {
+          kind?: string;
+          metadata: { labels?: Record<string, string> };
+          spec: { displayName: string };
+        };
+        if (profile.kind === 'ClusterProfile')
+          found.push(`${profile.metadata.labels?.['cpsync.io/provider']}/${profile.spec.displayName}`);
+      }
+    }
+  };
+  walk(directory);
+  return found.sort();
+}
+
+describe('a first run without a configuration file: the default credentials of each cloud', () => {
+  let emulators: Emulators;
+  /** The environment of a machine whose three clouds' default credentials work (the local clouds). */
+  let ambient: Record<string, string>;
+  /** Nothing of this machine's own: no credentials, no metadata probe, an empty home. */
+  let bare: Record<string, string>;
+
+  before(async () => {
+    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-first-run-')) });
+    const aws = await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT);
+    const subjectToken = join(emulators.directory, 'gke-subject-token');
+    writeFileSync(subjectToken, 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2ln');
+    const google = join(emulators.directory, 'gcp-external-account.json');
+    writeFileSync(
+      google,
+      JSON.stringify({
+        type: 'external_account',
+        audience: '//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q',
+        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+        token_url: `${emulators.gke.endpoint}/v1/token`,
+        credential_source: { file: subjectToken },
+      }),
+    );
+    emulators.gke.projects.push({ projectId: 'acme-data', state: 'ACTIVE' });
+    emulators.arm.subscriptions.push({
+      subscriptionId: '00000000-1111-2222-3333-444444444444',
+      displayName: 'prod',
+      state: 'Enabled',
+    });
+    const home = mkdtempSync(join(tmpdir(), 'cpsync-home-'));
+    bare = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: home,
+      AWS_EC2_METADATA_DISABLED: 'true',
+      METADATA_SERVER_DETECTION: 'none',
+      AWS_CONFIG_FILE: join(home, 'none'),
+      AWS_SHARED_CREDENTIALS_FILE: join(home, 'none'),
+    };
+    ambient = {
+      ...bare,
+      AWS_ACCESS_KEY_ID: aws.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: aws.secretAccessKey,
+      AWS_SESSION_TOKEN: aws.sessionToken!,
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL: emulators.proxy.endpoint,
+      GOOGLE_APPLICATION_CREDENTIALS: google,
+      CPSYNC_GKE_ENDPOINT: emulators.gke.endpoint,
+      AZURE_TENANT_ID: emulators.arm.tenantId,
+      AZURE_CLIENT_ID: emulators.arm.clientId,
+      AZURE_CLIENT_SECRET: emulators.arm.clientSecret,
+      AZURE_AUTHORITY_HOST: emulators.arm.endpoint,
+      CPSYNC_AKS_ENDPOINT: emulators.arm.endpoint,
+      NODE_EXTRA_CA_CERTS: emulators.env.NODE_EXTRA_CA_CERTS!,
+    };
+  });
+
+  after(async () => emulators?.stop());
+
+  const workspace = () => mkdtempSync(join(emulators.directory, 'ws-'));
+  /** The clusters of the local estate, as the clouds hold them. */
+  const estate = [
+    'aks/batch',
+    'aks/web',
+    'eks/checkout',
+    'eks/payments',
+    'eks/payments',
+    'gke/analytics',
+    'gke/edge',
+  ];
+
+  it('syncs every cloud whose default credentials work into ./inventory, and says which it used', async () => {
+    const cwd = workspace();
+    const run = await runCli(['sync'], { cwd, env: ambient, clean: true });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(
+      run.stderr,
+      /no configuration file \(cpsync\.yaml\): syncing what your default credentials reach/,
+    );
+    assert.match(run.stderr, new RegExp(`eks: account ${EKS_ACCOUNT}, every enabled region`));
+    assert.match(run.stderr, /gke: every project the identity can see/);
+    assert.match(run.stderr, /aks: every subscription the identity can see/);
+    assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
+    assert.equal(
+      run.stdout.split('\n').filter((l) => l.includes('"ClusterProfile Created"')).length,
+      estate.length,
+    );
+  });
+
+  it('names a cloud it skipped, and why, and syncs the others', async () => {
+    const cwd = workspace();
+    const { GOOGLE_APPLICATION_CREDENTIALS: _google, ...withoutGoogle } = ambient;
+    const run = await runCli(['sync'], { cwd, env: withoutGoogle, clean: true });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /gke: skipped: no Google credentials/);
+    assert.deepEqual(
+      filedProfiles(join(cwd, 'inventory')),
+      estate.filter((c) => !c.startsWith('gke/')),
+    );
+  });
+
+  it("with no cloud at all: exit 2, each cloud's reason and how to start; never a silent zero", async () => {
+    const cwd = workspace();
+    // A network namespace of its own (loopback only): the credential chains' metadata probes fail at once.
+    const run = await runCli(['sync'], { cwd, env: bare, clean: true, wrapper: ['unshare', '-rn'] });
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(run.stderr, /no configuration file \(cpsync\.yaml\) and no cloud credentials found/);
+    assert.match(run.stderr, /eks: skipped: no AWS credentials/);
+    assert.match(run.stderr, /gke: skipped: no Google credentials/);
+    assert.match(run.stderr, /aks: skipped: /);
+    assert.match(run.stderr, /To start: .*cpsync init.*See it work offline/);
+    assert.ok(!hasStackTrace(run.stderr), run.stderr);
+    assert.ok(!existsSync(join(cwd, 'inventory')));
+  });
+
+  it('cpsync init writes a configuration validate-config accepts, that syncs the same clusters, and never overwrites', async () => {
+    const cwd = workspace();
+    const init = await runCli(['init'], { cwd, env: ambient, clean: true });
+    assert.equal(init.code, 0, init.stderr);
+    assert.match(init.stderr, /wrote cpsync\.yaml/);
+    const text = readFileSync(join(cwd, 'cpsync.yaml'), 'utf8');
+    assert.match(text, /^# cpsync configuration written by `cpsync init`/);
+    assert.match(text, new RegExp(`- "?${EKS_ACCOUNT}"?`));
+    const valid = await runCli(['validate-config'], { cwd, env: ambient, clean: true });
+    assert.equal(valid.code, 0, valid.stderr);
+    assert.match(valid.stdout, /cpsync\.yaml: valid/);
+    const sync = await runCli(['sync'], { cwd, env: ambient, clean: true });
+    assert.equal(sync.code, 0, sync.stderr);
+    assert.doesNotMatch(sync.stderr, /no configuration file/);
+    assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
+    const again = await runCli(['init'], { cwd, env: ambient, clean: true });
+    assert.equal(again.code, 2);
+    assert.match(again.stderr, /cpsync\.yaml already exists; not overwritten/);
+    assert.equal(readFileSync(join(cwd, 'cpsync.yaml'), 'utf8'), text);
+  });
+});

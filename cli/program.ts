@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { compose } from '../adapters/compose/compose.ts';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
@@ -12,6 +13,7 @@ import type { MalformedObject } from '../core/sync/ports.ts';
 import { inventoryNamespaces } from '../core/domain/options.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
 import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
+import { formatInventorySummary, reportHtml, summarize } from './inventoryReport.ts';
 import { ambientConfig, ambientDiscovery, writeStarterConfig } from './ambientConfig.ts';
 import { credentialsOptions, printCredential } from './credentials.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
@@ -108,7 +110,8 @@ async function syncCommand(
   }
 }
 
-async function listCommand(config: CpsyncConfig, output: string, io: Io): Promise<number> {
+/** The manager's well-formed profiles in every inventory namespace, and the objects that are not. */
+async function readInventory(config: CpsyncConfig) {
   const composition = await compose(config, []);
   const { hub } = composition.ports;
   const { options } = composition.settings;
@@ -122,6 +125,28 @@ async function listCommand(config: CpsyncConfig, output: string, io: Io): Promis
       else profiles.push(profile);
     }
   malformed.push(...(hub.malformed?.() ?? []));
+  return { profiles, malformed };
+}
+
+function reportMalformed(malformed: MalformedObject[], io: Io): number {
+  for (const object of malformed)
+    io.stderr.write(
+      `cpsync: malformed object in the hub, not listed: ${object.namespace}/${object.name} (${object.reason})\n`,
+    );
+  return malformed.length > 0 ? ExitCode.Incomplete : ExitCode.Ok;
+}
+
+async function listCommand(
+  config: CpsyncConfig,
+  options: { output: string; summary?: boolean },
+  io: Io,
+): Promise<number> {
+  const { profiles, malformed } = await readInventory(config);
+  const output = options.output;
+  if (options.summary) {
+    io.stdout.write(formatInventorySummary(summarize(profiles)));
+    return reportMalformed(malformed, io);
+  }
   const rows = profiles.map(listRow).sort((a, b) => a.name.localeCompare(b.name));
   if (output === 'json') io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
   else if (output === 'yaml') io.stdout.write(formatYaml(rows));
@@ -137,11 +162,17 @@ async function listCommand(config: CpsyncConfig, output: string, io: Io): Promis
       ]),
     );
   }
-  for (const object of malformed)
-    io.stderr.write(
-      `cpsync: malformed object in the hub, not listed: ${object.namespace}/${object.name} (${object.reason})\n`,
-    );
-  return malformed.length > 0 ? ExitCode.Incomplete : ExitCode.Ok;
+  return reportMalformed(malformed, io);
+}
+
+async function reportCommand(config: CpsyncConfig, source: string, file: string, io: Io): Promise<number> {
+  const { profiles, malformed } = await readInventory(config);
+  const summary = summarize(profiles);
+  writeFileSync(file, reportHtml(summary, { generatedAt: new Date().toISOString(), source }));
+  io.stderr.write(
+    `cpsync: wrote ${file}: ${summary.total} cluster(s), ${summary.attention.length} need a look\n`,
+  );
+  return reportMalformed(malformed, io);
 }
 
 /** Runs the `cpsync` command line; resolves to the exit code. */
@@ -197,8 +228,18 @@ export async function main(
         .choices(['table', 'json', 'yaml'])
         .default('table'),
     )
+    .option('--summary', 'counts per cloud, scope and Kubernetes version, and the clusters that need a look')
+    .action(async (options: { output: string; summary?: boolean }) => {
+      code = await listCommand(loadConfig(program.opts().config).config, options, io);
+    });
+
+  program
+    .command('report')
+    .description("write the hub's inventory as one self-contained HTML page (opens from disk)")
+    .option('-o, --output <file>', 'the page to write', 'cpsync-report.html')
     .action(async (options: { output: string }) => {
-      code = await listCommand(loadConfig(program.opts().config).config, options.output, io);
+      const loaded = loadConfig(program.opts().config);
+      code = await reportCommand(loaded.config, loaded.source, options.output, io);
     });
 
   credentialsOptions(program.command('credentials')).action(async (flags) => {

@@ -1,0 +1,93 @@
+/**
+ * `npm run demo` as a new user runs it: to the end, showing exactly the three changes it makes, leaving
+ * no process or file behind; and stopped by Ctrl-C midway, it cleans up the same.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const DEMO = fileURLToPath(new URL('../env/demo.ts', import.meta.url));
+
+/** Process ids whose command line includes `text`. */
+async function processesOf(text: string): Promise<number[]> {
+  const { readdirSync, readFileSync } = await import('node:fs');
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+function runDemo(onOutput?: (text: string, kill: () => void) => void) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+    const child = spawn(process.execPath, [DEMO], { env: process.env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => {
+      stdout += c.toString();
+      onOutput?.(stdout, () => child.kill('SIGINT'));
+    });
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe('npm run demo', () => {
+  it('runs to the end: dry run, sync, list, three changes announced exactly, a quiet re-sync; nothing left behind', async () => {
+    const motoBefore = new Set(await processesOf('moto'));
+    const run = await runDemo();
+    assert.equal(run.code, 0, run.stderr);
+    const out = run.stdout;
+    assert.match(out, /\$ cpsync sync --dry-run/);
+    assert.equal((out.match(/ClusterProfile Created/g) ?? []).length, 8, '7 at first, then ml');
+    const afterChange = out.slice(out.indexOf('Changing the clouds'));
+    const changes = afterChange.split('\n').filter((l) => /ClusterProfile (Created|Updated|Deleted)/.test(l));
+    assert.deepEqual(changes.map((l) => l.trim().split(' (')[0]).sort(), [
+      'ClusterProfile Created: gke ml',
+      'ClusterProfile Deleted: eks checkout',
+      'ClusterProfile Updated: aks web',
+    ]);
+    assert.match(afterChange, /\[status\.version\.kubernetes\]/);
+    assert.match(out, /0 created, 0 updated, 0 deleted, 7 unchanged/);
+    assert.match(out, /^Done in \d+ s\./m);
+    const directory = /removing (\S+)/.exec(out)?.[1];
+    assert.ok(directory, out);
+    assert.equal(existsSync(directory), false);
+    assert.deepEqual(await processesOf('cpsync-demo-'), [], 'no process of the demo is left');
+    assert.deepEqual(
+      (await processesOf('moto')).filter((pid) => !motoBefore.has(pid)),
+      [],
+      'moto stopped',
+    );
+  });
+
+  it('stopped by Ctrl-C midway, stops everything it started and removes its files', async () => {
+    const motoBefore = new Set(await processesOf('moto'));
+    let killed = false;
+    const run = await runDemo((text, kill) => {
+      if (!killed && text.includes('$ cpsync list')) {
+        killed = true;
+        kill();
+      }
+    });
+    assert.ok(killed, run.stdout);
+    assert.equal(run.code, 130, run.stderr);
+    const directory = /removing (\S+)/.exec(run.stdout)?.[1];
+    assert.ok(directory, run.stdout);
+    assert.equal(existsSync(directory), false);
+    assert.deepEqual(await processesOf(directory), []);
+    assert.deepEqual(await processesOf('cpsync-demo-'), []);
+    assert.deepEqual(
+      (await processesOf('moto')).filter((pid) => !motoBefore.has(pid)),
+      [],
+      'moto stopped',
+    );
+  });
+});

@@ -1,5 +1,5 @@
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 
@@ -79,6 +79,44 @@ function localProblems(config: CpsyncConfig): string[] {
   return issues;
 }
 
+/**
+ * The configuration with every relative path it names (the file hub, a kubeconfig, the outbox, a jsonl
+ * bus, credential and secret files) resolved against `base`, the configuration file's directory: a
+ * file means the same wherever cpsync is run from.
+ */
+function resolvePaths(config: CpsyncConfig, base: string): CpsyncConfig {
+  const at = (path: string) => resolve(base, path);
+  const { hub, outbox, bus, providers, webhook } = config;
+  const gke = providers.gke;
+  const aks = providers.aks;
+  const credential = aks?.credential;
+  const fileRef = <T extends { file: string } | { secretArn: string }>(ref: T): T =>
+    'file' in ref ? { ...ref, file: at(ref.file) } : ref;
+  return {
+    ...config,
+    ...(hub && 'directory' in hub ? { hub: { ...hub, directory: at(hub.directory) } } : {}),
+    ...(hub && 'kubeconfig' in hub ? { hub: { ...hub, kubeconfig: at(hub.kubeconfig) } } : {}),
+    ...(outbox && 'directory' in outbox ? { outbox: { ...outbox, directory: at(outbox.directory) } } : {}),
+    ...(bus && 'jsonl' in bus ? { bus: { jsonl: at(bus.jsonl) } } : {}),
+    providers: {
+      ...providers,
+      ...(gke?.credentials ? { gke: { ...gke, credentials: fileRef(gke.credentials) } } : {}),
+      ...(aks && credential
+        ? {
+            aks: {
+              ...aks,
+              credential:
+                'federatedTokenFile' in credential
+                  ? { ...credential, federatedTokenFile: at(credential.federatedTokenFile) }
+                  : { ...credential, clientSecret: fileRef(credential.clientSecret) },
+            },
+          }
+        : {}),
+    },
+    webhook: webhook.azure ? { ...webhook, azure: { key: fileRef(webhook.azure.key) } } : webhook,
+  };
+}
+
 /** Reads and validates a YAML configuration; a missing default file means the embedded defaults. */
 export function loadConfig(path: string | undefined): { config: CpsyncConfig; source: string } {
   const file = path ?? DEFAULT_CONFIG_FILE;
@@ -100,7 +138,7 @@ export function loadConfig(path: string | undefined): { config: CpsyncConfig; so
   } catch (error) {
     throw new ConfigError([`not valid YAML: ${(error as Error).message.split('\n')[0]}`], file);
   }
-  const config = parseConfig(document, file);
+  const config = resolvePaths(parseConfig(document, file), dirname(resolve(file)));
   const problems = localProblems(config);
   if (problems.length > 0) throw new ConfigError(problems, file);
   return { config, source: file };

@@ -154,7 +154,7 @@ const bus = z.union([
 /** How long a processed delivery is remembered by default (seconds). */
 export const DEFAULT_IDEMPOTENCY_SECONDS = 3600;
 
-const configSchema = z.strictObject({
+export const configSchema = z.strictObject({
   manager: z
     .string()
     .refine((m) => isDns1123Label(m) && m.length <= MAX_MANAGER_LENGTH, {

@@ -163,10 +163,17 @@ describe('a first run without a configuration file: the default credentials of e
     const valid = await runCli(['validate-config'], { cwd, env: ambient, clean: true });
     assert.equal(valid.code, 0, valid.stderr);
     assert.match(valid.stdout, /cpsync\.yaml: valid/);
-    const sync = await runCli(['sync'], { cwd, env: ambient, clean: true });
+    // Run from elsewhere: the file's relative paths (./inventory, the outbox) are the file's directory's.
+    const elsewhere = workspace();
+    const sync = await runCli(['sync', '--config', join(cwd, 'cpsync.yaml')], {
+      cwd: elsewhere,
+      env: ambient,
+      clean: true,
+    });
     assert.equal(sync.code, 0, sync.stderr);
     assert.doesNotMatch(sync.stderr, /no configuration file/);
     assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
+    assert.deepEqual(readdirSync(elsewhere), [], 'nothing written where it was run from');
     const again = await runCli(['init'], { cwd, env: ambient, clean: true });
     assert.equal(again.code, 2);
     assert.match(again.stderr, /cpsync\.yaml already exists; not overwritten/);

@@ -164,7 +164,37 @@ export const configSchema = z.strictObject({
   inventory: z
     .strictObject({
       namespace: dnsLabel.default(DEFAULT_NAMESPACE),
-      clusterSets: z.record(dnsLabel, z.string().min(1)).default({}),
+      /**
+       * ClusterSets and the namespaces that stand for them, as `<set>: [<namespace>, …]`; the older
+       * `<namespace>: <set>` (a string value) is read too. Parsed into namespace → set.
+       */
+      clusterSets: z
+        .record(z.string().min(1), z.union([z.string().min(1), z.array(dnsLabel).min(1)]))
+        .default({})
+        .transform((entries, context) => {
+          const setOf: Record<string, string> = {};
+          for (const [key, value] of Object.entries(entries)) {
+            const pairs: Array<[string, string]> = Array.isArray(value)
+              ? value.map((namespace): [string, string] => [namespace, key])
+              : [[key, value]];
+            for (const [namespace, set] of pairs) {
+              if (!Array.isArray(value) && !isDns1123Label(namespace))
+                context.addIssue({
+                  code: 'custom',
+                  path: [key],
+                  message: 'must be a DNS-1123 label (a namespace)',
+                });
+              else if (setOf[namespace] !== undefined && setOf[namespace] !== set)
+                context.addIssue({
+                  code: 'custom',
+                  path: [key],
+                  message: `namespace ${namespace} stands for two ClusterSets (${setOf[namespace]} and ${set}); a namespace is one set`,
+                });
+              else setOf[namespace] = set;
+            }
+          }
+          return setOf;
+        }),
       namespaceRules: z
         .array(
           z.strictObject({

@@ -25,6 +25,22 @@ describe('configuration', () => {
     assert.deepEqual(inventoryOptionsOf(config).clusterSets, { 'cluster-inventory': 'production' });
   });
 
+  it('reads ClusterSets as set → namespaces, and the older namespace → set the same way', () => {
+    const rules = [{ provider: 'gke', namespace: 'gcp-inventory' }];
+    const listed = parseConfig({
+      inventory: {
+        namespaceRules: rules,
+        clusterSets: { production: ['cluster-inventory', 'gcp-inventory'] },
+      },
+    });
+    assert.deepEqual(inventoryOptionsOf(listed).clusterSets, {
+      'cluster-inventory': 'production',
+      'gcp-inventory': 'production',
+    });
+    const older = parseConfig({ inventory: { clusterSets: { 'cluster-inventory': 'production' } } });
+    assert.deepEqual(inventoryOptionsOf(older).clusterSets, { 'cluster-inventory': 'production' });
+  });
+
   it('fills every default from an empty document', () => {
     const config = parseConfig({});
     assert.equal(config.manager, 'cpsync');
@@ -129,6 +145,16 @@ describe('configuration', () => {
       'a ClusterSet for a namespace nothing uses',
       { inventory: { clusterSets: { elsewhere: 'prod' } } },
       /^inventory\.clusterSets: elsewhere/,
+    ],
+    [
+      'a namespace in two ClusterSets',
+      { inventory: { clusterSets: { prod: ['cluster-inventory'], staging: ['cluster-inventory'] } } },
+      /^inventory\.clusterSets\.staging: namespace cluster-inventory stands for two ClusterSets \(prod and staging\)/,
+    ],
+    [
+      'a ClusterSet listing a name that is not a namespace',
+      { inventory: { clusterSets: { prod: ['Not_A_Namespace'] } } },
+      /^inventory\.clusterSets\.prod\[0\]: must be a DNS-1123 label/,
     ],
   ];
   for (const [title, document, expected] of bad) {

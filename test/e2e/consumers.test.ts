@@ -26,6 +26,7 @@ import {
   EKS_ACCOUNT,
   GCP_PROJECT,
   gkeCluster,
+  localGoogleFederation,
   withEksCertificateAuthority,
   type Emulators,
 } from '../env/emulators.ts';
@@ -192,21 +193,8 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     assert.equal(built.status, 0, built.stderr);
     providerFile = providersFile('cpsync-providers', process.execPath, [plugin]);
     const aws = emulators.env;
-    // GKE through workload identity federation: an external_account configuration whose subject token
-    // comes from a file (a projected service-account token in a pod), exchanged at the local Google STS.
-    const subjectToken = join(emulators.directory, 'gke-subject-token');
-    writeFileSync(subjectToken, 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJjb25zdW1lciJ9.c2lnbmF0dXJl');
-    const federation = join(emulators.directory, 'gcp-external-account.json');
-    writeFileSync(
-      federation,
-      JSON.stringify({
-        type: 'external_account',
-        audience: '//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/hub/providers/k8s',
-        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
-        token_url: `${emulators.gke.endpoint}/v1/token`,
-        credential_source: { file: subjectToken },
-      }),
-    );
+    // GKE through workload identity federation, exchanged at the local Google STS.
+    const federation = localGoogleFederation(emulators.directory, emulators.gke);
     consumerEnv = {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: emulators.directory,

@@ -6,12 +6,12 @@
  * that syncs the same clusters.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { tmpdir } from 'node:os';
 import { parse } from 'yaml';
-import { EKS_ACCOUNT, startEmulators, type Emulators } from '../env/emulators.ts';
+import { EKS_ACCOUNT, localGoogleFederation, startEmulators, type Emulators } from '../env/emulators.ts';
 import { accountCredentials } from '../support/aws.ts';
 import { hasStackTrace, runCli } from '../support/cli.ts';
 
@@ -48,19 +48,7 @@ describe('a first run without a configuration file: the default credentials of e
   before(async () => {
     emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-first-run-')) });
     const aws = await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT);
-    const subjectToken = join(emulators.directory, 'gke-subject-token');
-    writeFileSync(subjectToken, 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ1c2VyIn0.c2ln');
-    const google = join(emulators.directory, 'gcp-external-account.json');
-    writeFileSync(
-      google,
-      JSON.stringify({
-        type: 'external_account',
-        audience: '//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/p/providers/q',
-        subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
-        token_url: `${emulators.gke.endpoint}/v1/token`,
-        credential_source: { file: subjectToken },
-      }),
-    );
+    const google = localGoogleFederation(emulators.directory, emulators.gke);
     emulators.gke.projects.push({ projectId: 'acme-data', state: 'ACTIVE' });
     emulators.arm.subscriptions.push({
       subscriptionId: '00000000-1111-2222-3333-444444444444',

@@ -147,6 +147,28 @@ export function localCloudAccess(directory: string, gke: GkeServer, arm: ArmServ
   };
 }
 
+/**
+ * Google credentials as a pod with workload identity federation has them: an external_account
+ * configuration whose subject token comes from a file, exchanged at the local Google STS. Returns its path
+ * (what GOOGLE_APPLICATION_CREDENTIALS names).
+ */
+export function localGoogleFederation(directory: string, gke: GkeServer): string {
+  const subjectToken = join(directory, 'gke-subject-token');
+  writeFileSync(subjectToken, 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl');
+  const path = join(directory, 'gcp-external-account.json');
+  writeFileSync(
+    path,
+    JSON.stringify({
+      type: 'external_account',
+      audience: '//iam.googleapis.com/projects/1/locations/global/workloadIdentityPools/hub/providers/k8s',
+      subject_token_type: 'urn:ietf:params:oauth:token-type:jwt',
+      token_url: `${gke.endpoint}/v1/token`,
+      credential_source: { file: subjectToken },
+    }),
+  );
+  return path;
+}
+
 export async function startEmulators(options: EmulatorOptions): Promise<Emulators> {
   const log = options.log ?? (() => {});
   const directory = options.directory;

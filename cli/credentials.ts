@@ -1,4 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
+import { firstLineOf } from '../core/domain/errors.ts';
+import { withDeadline } from '../core/sync/deadline.ts';
 import { clusterToken, type TokenSettings } from '../adapters/credentials/tokens.ts';
 import {
   EXEC_API_VERSIONS,
@@ -23,11 +25,7 @@ interface Flags extends TargetFlags {
 }
 
 /** The first line of what went wrong, without a stack, a token or a secret (SDK messages carry none). */
-function oneLine(error: unknown): string {
-  const text = error instanceof Error ? error.message : String(error);
-  const first = text.split('\n').find((line) => line.trim() !== '') ?? text;
-  return first.length > 400 ? `${first.slice(0, 397)}...` : first;
-}
+const oneLine = (error: unknown) => firstLineOf(error, 400);
 
 function positiveSeconds(value: string): number {
   const seconds = Number(value);
@@ -96,15 +94,8 @@ export async function printCredential(flags: Flags, io: CredentialsIo): Promise<
       ...(roleName ? { roleName } : {}),
       ...(flags.googleCredentials ? { googleCredentialsFile: flags.googleCredentials } : {}),
     };
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(
-        () => reject(new Error(`no token within ${flags.timeout} s (--timeout)`)),
-        flags.timeout * 1000,
-      );
-    });
-    const token = await Promise.race([clusterToken(target, settings), deadline]).finally(() =>
-      clearTimeout(timer),
+    const token = await withDeadline('the token (--timeout)', flags.timeout * 1000, () =>
+      clusterToken(target, settings),
     );
     const credential = {
       apiVersion: info?.apiVersion ?? flags.apiVersion ?? EXEC_API_VERSIONS[0],

@@ -1,10 +1,5 @@
 import { stringify } from 'yaml';
-import {
-  CONDITION_CONTROL_PLANE_HEALTHY,
-  LABEL_PROVIDER,
-  PROPERTY_LOCATION,
-  PROPERTY_NODE_COUNT,
-} from '../core/domain/constants.ts';
+import { clusterRow } from './inventoryReport.ts';
 import type { ScopeReport, SyncReport } from '../core/sync/engine.ts';
 import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
 import { scopeKey } from '../core/domain/model/scope.ts';
@@ -155,20 +150,10 @@ function runProblems(report: SyncReport): string[] {
   return lines;
 }
 
-/** A profile as one row of `cpsync list`. */
+/** A profile as one row of `cpsync list`: the report's row, without what only the report shows. */
 export function listRow(profile: ClusterProfile) {
-  const prop = (name: string) => profile.status?.properties?.find((p) => p.name === name)?.value;
-  const healthy = profile.status?.conditions?.find((c) => c.type === CONDITION_CONTROL_PLANE_HEALTHY);
-  return {
-    name: profile.metadata.name,
-    namespace: profile.metadata.namespace,
-    displayName: profile.spec?.displayName ?? '',
-    provider: profile.metadata.labels?.[LABEL_PROVIDER] ?? '',
-    location: prop(PROPERTY_LOCATION) ?? '',
-    version: profile.status?.version?.kubernetes ?? '',
-    healthy: healthy ? `${healthy.status}${healthy.reason ? ` (${healthy.reason})` : ''}` : '',
-    nodes: prop(PROPERTY_NODE_COUNT) ?? '',
-  };
+  const { name, namespace, displayName, provider, location, version, healthy, nodes } = clusterRow(profile);
+  return { name, namespace, displayName, provider, location, version, healthy, nodes };
 }
 
 export function formatTable(

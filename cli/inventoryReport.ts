@@ -56,7 +56,8 @@ function compareVersions(a: string, b: string): number {
   return bm - am || bn - an || a.localeCompare(b);
 }
 
-function row(profile: ClusterProfile): ClusterRow {
+/** One profile as the report and `cpsync list` show it. */
+export function clusterRow(profile: ClusterProfile): ClusterRow {
   const prop = (name: string) => profile.status?.properties?.find((p) => p.name === name)?.value;
   const condition = (type: string) => profile.status?.conditions?.find((c) => c.type === type);
   const healthy = condition(CONDITION_CONTROL_PLANE_HEALTHY);
@@ -88,7 +89,7 @@ function row(profile: ClusterProfile): ClusterRow {
 }
 
 export function summarize(profiles: readonly ClusterProfile[]): InventorySummary {
-  const clusters = profiles.map(row).sort(byKey((r) => `${r.provider} ${r.displayName} ${r.name}`));
+  const clusters = profiles.map(clusterRow).sort(byKey((r) => `${r.provider} ${r.displayName} ${r.name}`));
   const count = (key: (r: ClusterRow) => string) => {
     const counts = new Map<string, number>();
     for (const r of clusters) counts.set(key(r), (counts.get(key(r)) ?? 0) + 1);

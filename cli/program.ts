@@ -4,7 +4,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { compose } from '../adapters/compose/compose.ts';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
 import { runSync, type SyncReport } from '../core/sync/engine.ts';
-import { CpsyncError, messageOf } from '../core/domain/errors.ts';
+import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
 import { LABEL_CLUSTER_MANAGER } from '../core/domain/constants.ts';
 import { profileProblem } from '../core/domain/model/validate.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
@@ -268,9 +268,8 @@ export async function main(
       io.stderr.write(`cpsync: ${error.message}\n`);
       return ExitCode.Usage;
     }
-    const text = messageOf(error);
     io.stderr.write(
-      `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? text) : text.split('\n')[0]}\n`,
+      `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? messageOf(error)) : firstLineOf(error, Infinity)}\n`,
     );
     return ExitCode.Incomplete;
   }

@@ -8,9 +8,9 @@
  * Endpoint overrides (private endpoints, proxies, local emulators) come from the environment:
  * AWS_ENDPOINT_URL (the AWS SDK's own), CPSYNC_GKE_ENDPOINT, CPSYNC_AKS_ENDPOINT and AZURE_AUTHORITY_HOST.
  */
-import { readFile } from 'node:fs/promises';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
-import { messageOf } from '../../core/domain/errors.ts';
+import { firstLineOf } from '../../core/domain/errors.ts';
+import { withDeadline } from '../../core/sync/deadline.ts';
 
 export interface AmbientCloud {
   provider: Provider;
@@ -28,26 +28,17 @@ export interface AmbientDiscovery {
 
 const ARM_SCOPE = 'https://management.azure.com/.default';
 
-function withDeadline<T>(what: string, promise: Promise<T>, millis: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not answer within ${millis / 1000} s`)), millis);
-  });
-  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer));
-}
-
 /** The first line of an SDK's message: the chains explain themselves at length. */
-function reason(error: unknown): string {
-  const text = messageOf(error).split('\n')[0]!.trim();
-  return text.length > 200 ? `${text.slice(0, 197)}...` : text;
-}
+const reason = (error: unknown) => firstLineOf(error, 200);
 
 async function probeAws(env: NodeJS.ProcessEnv, millis: number) {
   const { STSClient, GetCallerIdentityCommand } = await import('@aws-sdk/client-sts');
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
   const sts = new STSClient({ region, maxAttempts: 1 });
   try {
-    const identity = await withDeadline('AWS STS', sts.send(new GetCallerIdentityCommand({})), millis);
+    const identity = await withDeadline('AWS STS', millis, (signal) =>
+      sts.send(new GetCallerIdentityCommand({}), { abortSignal: signal }),
+    );
     const account = identity.Account!;
     return {
       cloud: { provider: 'eks' as const, found: true, detail: `account ${account}, every enabled region` },
@@ -66,22 +57,12 @@ async function probeAws(env: NodeJS.ProcessEnv, millis: number) {
 }
 
 async function probeGoogle(env: NodeJS.ProcessEnv, millis: number) {
-  const file = env.GOOGLE_APPLICATION_CREDENTIALS;
   try {
-    let client;
-    let credentials: Record<string, unknown> | undefined;
-    const { GoogleAuth } = await import('google-auth-library');
-    const { authClientFor, SCOPES } = await import('../gke/authClient.ts');
-    if (file) {
-      const json = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
-      // Key files cpsync reads itself; anything else (a gcloud user login) through ADC.
-      if (json.type === 'service_account' || json.type === 'external_account') {
-        credentials = { file };
-        client = authClientFor(json);
-      }
-    }
-    client ??= await new GoogleAuth({ scopes: SCOPES }).getClient();
-    const token = await withDeadline('Google', client.getAccessToken(), millis);
+    const { googleAuthClient } = await import('../gke/authClient.ts');
+    // Key files cpsync reads itself go into the configuration; anything else (a gcloud login) stays ADC.
+    const { client, keyFile } = await googleAuthClient(env.GOOGLE_APPLICATION_CREDENTIALS);
+    const credentials = keyFile ? { file: keyFile } : undefined;
+    const token = await withDeadline('Google', millis, () => client.getAccessToken());
     if (!token.token) throw new Error('Google gave no access token');
     return {
       cloud: { provider: 'gke' as const, found: true, detail: 'every project the identity can see' },
@@ -107,7 +88,7 @@ async function probeAzure(env: NodeJS.ProcessEnv, millis: number) {
     authorityHost ? { authorityHost, disableInstanceDiscovery: true } : {},
   );
   try {
-    await withDeadline('Azure', credential.getToken(ARM_SCOPE), millis);
+    await withDeadline('Azure', millis, (abortSignal) => credential.getToken(ARM_SCOPE, { abortSignal }));
     return {
       cloud: { provider: 'aks' as const, found: true, detail: 'every subscription the identity can see' },
       config: {

@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import type { Target } from './target.ts';
 
 /** A bearer token and when it stops being accepted (client-go caches it until then). */
@@ -88,25 +87,10 @@ async function eksClusterToken(
 }
 
 async function gkeClusterToken(settings: TokenSettings): Promise<ClusterToken> {
-  const [{ GoogleAuth }, { authClientFor, SCOPES }] = await Promise.all([
-    import('google-auth-library'),
-    import('../gke/authClient.ts'),
-  ]);
-  // A key file (a service account's, or an external_account configuration of workload identity
-  // federation) is used as it is; otherwise Application Default Credentials (metadata server, gcloud).
-  const file = settings.googleCredentialsFile ?? settings.env.GOOGLE_APPLICATION_CREDENTIALS;
-  let client;
-  if (file) {
-    let json: Record<string, unknown>;
-    try {
-      json = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
-    } catch (error) {
-      throw new TokenError(
-        `cannot read the credentials file ${file}: ${error instanceof SyntaxError ? 'not JSON' : (error as Error).message}`,
-      );
-    }
-    client = authClientFor(json);
-  } else client = await new GoogleAuth({ scopes: SCOPES }).getClient();
+  const { googleAuthClient } = await import('../gke/authClient.ts');
+  const { client } = await googleAuthClient(
+    settings.googleCredentialsFile ?? settings.env.GOOGLE_APPLICATION_CREDENTIALS,
+  );
   const { token } = await client.getAccessToken();
   if (!token) throw new TokenError('Google returned no access token');
   const expiry = client.credentials.expiry_date;

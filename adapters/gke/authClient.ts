@@ -1,11 +1,14 @@
+import { readFile } from 'node:fs/promises';
 import {
   AwsClient,
+  GoogleAuth,
   IdentityPoolClient,
   JWT,
   PluggableAuthClient,
   type AuthClient,
 } from 'google-auth-library';
-import { InvalidOptionError } from '../../core/domain/errors.ts';
+import { CpsyncError, InvalidOptionError } from '../../core/domain/errors.ts';
+import { safeReason } from '../shared/secrets.ts';
 
 /** OAuth scope of every Google API cpsync calls. */
 export const SCOPES = ['https://www.googleapis.com/auth/cloud-platform'];
@@ -45,4 +48,25 @@ export function authClientFor(credentials: Record<string, unknown>): AuthClient 
   }
   // The value is not quoted: whatever the file holds may be key material.
   throw new InvalidOptionError('gke.credentials', 'type must be service_account or external_account');
+}
+
+/**
+ * The auth client of a credentials file — a service account's key or an external_account configuration
+ * (workload identity federation), read as it is — or else Application Default Credentials (the metadata
+ * server, gcloud's login, or a file of another type). `keyFile` is the file when it was read as a key.
+ */
+export async function googleAuthClient(
+  file: string | undefined,
+): Promise<{ client: AuthClient; keyFile?: string }> {
+  if (file) {
+    let json: Record<string, unknown>;
+    try {
+      json = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+    } catch (error) {
+      throw new CpsyncError(`cannot read the credentials file ${file}: ${safeReason(error)}`);
+    }
+    if (json.type === 'service_account' || json.type === 'external_account')
+      return { client: authClientFor(json), keyFile: file };
+  }
+  return { client: await new GoogleAuth({ scopes: SCOPES }).getClient() };
 }

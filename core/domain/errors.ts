@@ -3,6 +3,16 @@ export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
 }
 
+/**
+ * The first non-empty line of what went wrong, at most `max` characters: for one-line reports of SDK
+ * errors, whose messages (credential chains above all) explain themselves at length.
+ */
+export function firstLineOf(error: unknown, max: number): string {
+  const text = messageOf(error);
+  const line = (text.split('\n').find((l) => l.trim() !== '') ?? text).trim();
+  return line.length > max ? `${line.slice(0, max - 3)}...` : line;
+}
+
 /** Base of every error cpsync's core raises; keeps `cause` and names itself. */
 export class CpsyncError extends Error {
   constructor(message: string, options?: ErrorOptions) {

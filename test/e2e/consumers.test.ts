@@ -27,7 +27,7 @@ import {
   GCP_PROJECT,
   gkeCluster,
   localGoogleFederation,
-  withEksCertificateAuthority,
+  withEksClusters,
   type Emulators,
 } from '../env/emulators.ts';
 import { startMember, type Member } from '../env/member.ts';
@@ -100,6 +100,15 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     assert.equal(done.code, 0, done.stderr);
     return lines(done.stdout);
   };
+  /** Runs the bundled plugin (the one file consumers carry) with `flags`. */
+  const plugin = (...flags: string[]) =>
+    run(process.execPath, [join(emulators.directory, 'cpsync-credentials.mjs'), ...flags]);
+  /** The token the plugin prints for `flags`. */
+  const pluginToken = async (...flags: string[]) => {
+    const done = await plugin(...flags);
+    assert.equal(done.code, 0, done.stderr);
+    return (JSON.parse(done.stdout) as { status: { token: string } }).status.token;
+  };
   /** Writes an access-providers file mapping each cloud's access provider to `command args`. */
   const providersFile = (
     name: string,
@@ -151,15 +160,10 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     // One cluster of each cloud is served by the member, with the member's real CA.
     const memberHost = new URL(member.server).hostname;
     emulators.proxy.rewrite(
-      withEksCertificateAuthority((name) => (name === AT_MEMBER.eks ? member.caData : undefined)),
+      withEksClusters((name) =>
+        name === AT_MEMBER.eks ? { ca: member.caData, endpoint: member.server } : undefined,
+      ),
     );
-    emulators.proxy.rewrite((call, status, body) => {
-      if (status !== 200 || call.method !== 'GET' || call.path !== `/clusters/${AT_MEMBER.eks}`)
-        return undefined;
-      const answer = JSON.parse(body) as { cluster: { endpoint?: string } };
-      answer.cluster.endpoint = member.server;
-      return JSON.stringify(answer);
-    });
     const gke = emulators.gke.clusters.get(GCP_PROJECT)!;
     const edgeAt = gke.findIndex((c) => c.name === AT_MEMBER.gke);
     const edge = gkeCluster(AT_MEMBER.gke, 'europe-west1-c', {
@@ -275,20 +279,15 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
         req.on('error', reject);
         req.end();
       });
-    const plugin = (...flags: string[]) => {
-      const run = spawnSync(
-        process.execPath,
-        [join(emulators.directory, 'cpsync-credentials.mjs'), ...flags],
-        {
-          env: consumerEnv,
-          encoding: 'utf8',
-        },
-      );
-      assert.equal(run.status, 0, run.stderr);
-      return (JSON.parse(run.stdout) as { status: { token: string } }).status.token;
-    };
-    const otherCluster = plugin('--provider', 'eks', '--cluster-name', 'payments', '--region', 'us-east-1');
-    const rightCluster = await plugin(
+    const otherCluster = await pluginToken(
+      '--provider',
+      'eks',
+      '--cluster-name',
+      'payments',
+      '--region',
+      'us-east-1',
+    );
+    const rightCluster = await pluginToken(
       '--provider',
       'eks',
       '--cluster-name',
@@ -309,8 +308,7 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
 
   it("assumes the role named by --role-name in the cluster's account before signing an EKS token", async () => {
     emulators.proxy.clear();
-    const done = await run(process.execPath, [
-      join(emulators.directory, 'cpsync-credentials.mjs'),
+    const done = await plugin(
       '--provider',
       'eks',
       '--cluster-name',
@@ -321,7 +319,7 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
       EKS_ACCOUNT,
       '--role-name',
       'cluster-reader',
-    ]);
+    );
     assert.equal(done.code, 0, done.stderr);
     const assumed = emulators.proxy.calls.filter((c) => c.operation === 'AssumeRole');
     assert.equal(assumed.length, 1);

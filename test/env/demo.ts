@@ -4,14 +4,13 @@
  * deletion) and a sync that announces exactly those. Everything it starts is stopped at the end, and
  * on Ctrl-C; its files (in a temporary directory) are removed.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { parse, stringify } from 'yaml';
 import { accountCredentials } from '../support/aws.ts';
+import { runCli } from '../support/cli.ts';
 import {
   AZURE_SUBSCRIPTION,
   EKS_ACCOUNT,
@@ -21,7 +20,6 @@ import {
   type Emulators,
 } from './emulators.ts';
 
-const CLI = fileURLToPath(new URL('../../cli/bin.ts', import.meta.url));
 const bold = (text: string) => (process.stdout.isTTY ? `\u001b[1m${text}\u001b[0m` : text);
 
 const directory = mkdtempSync(join(tmpdir(), 'cpsync-demo-'));
@@ -41,22 +39,8 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const)
   });
 
 /** Runs `cpsync …` as a user would; resolves to what it printed. */
-function cpsync(
-  args: string[],
-  config: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args, '--config', config], {
-      cwd: directory,
-      env: { ...process.env, ...emulators!.env },
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const cpsync = (args: string[], config: string) =>
+  runCli([...args, '--config', config], { cwd: directory, env: emulators!.env });
 
 /** The change events of a run's stdout, one line each. */
 function events(stdout: string): string[] {

@@ -57,15 +57,21 @@ export function gkeCluster(
   };
 }
 
-/** A rewriter that gives DescribeCluster answers the CA data `caOf(name)` instead of moto's random string. */
-export function withEksCertificateAuthority(caOf: (name: string) => string | undefined) {
+/**
+ * A rewriter of DescribeCluster answers: the CA data (moto answers a random string) and, for a cluster
+ * served elsewhere, the endpoint that `overrides(name)` gives.
+ */
+export function withEksClusters(overrides: (name: string) => { ca?: string; endpoint?: string } | undefined) {
   return (call: { operation: string; method: string; path: string }, status: number, body: string) => {
     const described = /^\/clusters\/([^/?]+)$/.exec(call.path);
     if (status !== 200 || call.method !== 'GET' || !described) return undefined;
-    const answer = JSON.parse(body) as { cluster?: { certificateAuthority?: { data?: string } } };
-    const ca = caOf(decodeURIComponent(described[1]!));
-    if (!answer.cluster || ca === undefined) return undefined;
-    answer.cluster.certificateAuthority = { data: ca };
+    const answer = JSON.parse(body) as {
+      cluster?: { certificateAuthority?: { data?: string }; endpoint?: string };
+    };
+    const override = overrides(decodeURIComponent(described[1]!));
+    if (!answer.cluster || override === undefined) return undefined;
+    if (override.ca !== undefined) answer.cluster.certificateAuthority = { data: override.ca };
+    if (override.endpoint !== undefined) answer.cluster.endpoint = override.endpoint;
     return JSON.stringify(answer);
   };
 }
@@ -176,7 +182,7 @@ export async function startEmulators(options: EmulatorOptions): Promise<Emulator
   const moto = await startMoto(log);
   const proxy = await startAwsProxy(moto.endpoint);
   // moto answers a random string for a cluster's CA; EKS answers PEM certificates.
-  proxy.rewrite(withEksCertificateAuthority(() => TEST_CA_DATA));
+  proxy.rewrite(withEksClusters(() => ({ ca: TEST_CA_DATA })));
   const gke = await startGkeServer();
   const arm = await startArmServer();
   const hub = options.withHub ? await startHub(join(directory, 'hub'), log) : undefined;

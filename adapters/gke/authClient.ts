@@ -68,5 +68,5 @@ export async function googleAuthClient(
     if (json.type === 'service_account' || json.type === 'external_account')
       return { client: authClientFor(json), keyFile: file };
   }
-  return { client: await new GoogleAuth({ scopes: SCOPES }).getClient() };
+  return { client: await new GoogleAuth({ scopes: SCOPES, ...(file ? { keyFile: file } : {}) }).getClient() };
 }

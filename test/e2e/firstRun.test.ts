@@ -126,6 +126,41 @@ describe('a first run without a configuration file: the default credentials of e
     );
   });
 
+  it('never deletes the profiles of a cloud it skipped on a later run', async () => {
+    const cwd = workspace();
+    const full = await runCli(['sync'], { cwd, env: ambient, clean: true });
+    assert.equal(full.code, 0, full.stderr);
+    const { GOOGLE_APPLICATION_CREDENTIALS: _google, ...withoutGoogle } = ambient;
+    const later = await runCli(['sync'], { cwd, env: withoutGoogle, clean: true });
+    assert.equal(later.code, 0, later.stderr);
+    assert.match(later.stderr, /gke: skipped/);
+    assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
+    assert.doesNotMatch(later.stdout, /ClusterProfile (Deleted|Updated)/);
+  });
+
+  it('quotes no credential in anything a first run shows or writes', async () => {
+    const cwd = workspace();
+    const runs = [
+      await runCli(['sync'], { cwd, env: ambient, clean: true }),
+      await runCli(['init'], { cwd, env: ambient, clean: true }),
+      await runCli(['sync'], { cwd, env: bare, clean: true, wrapper: ['unshare', '-rn'] }),
+    ];
+    const shown = [
+      ...runs.flatMap((r) => [r.stdout, r.stderr]),
+      readFileSync(join(cwd, 'cpsync.yaml'), 'utf8'),
+      ...readdirSync(join(cwd, 'inventory'), { recursive: true, withFileTypes: true })
+        .filter((e) => e.isFile())
+        .map((e) => readFileSync(join(e.parentPath, e.name), 'utf8')),
+    ].join('\n');
+    for (const secret of [
+      ambient.AWS_SECRET_ACCESS_KEY!,
+      ambient.AWS_SESSION_TOKEN!,
+      ambient.AZURE_CLIENT_SECRET!,
+      readFileSync(join(emulators.directory, 'gke-subject-token'), 'utf8'),
+    ])
+      assert.ok(!shown.includes(secret), 'a credential was quoted');
+  });
+
   it("with no cloud at all: exit 2, each cloud's reason and how to start; never a silent zero", async () => {
     const cwd = workspace();
     // A network namespace of its own (loopback only): the credential chains' metadata probes fail at once.

@@ -186,6 +186,27 @@ describe('AKS adapter against a local Azure Resource Manager over TLS', () => {
     assert.ok(unread.clusters.every((c) => c.certificateAuthorityData === undefined));
   });
 
+  it('reads one cluster (the Event Grid path) without its CA when that read is refused, instead of failing', async () => {
+    const web = `/subscriptions/${SUB}/resourcegroups/rg-web/providers/microsoft.containerservice/managedclusters/web`;
+    server.credentialFailures.set(web, {
+      status: 403,
+      code: 'AuthorizationFailed',
+      message: 'The client does not have authorization to perform action listClusterUserCredential.',
+    });
+    try {
+      const one = await source().getCluster({
+        scope: { provider: 'aks', account: SUB, region: '*' },
+        name: 'web',
+        resourceGroup: 'rg-web',
+      });
+      assert.equal(one?.name, 'web');
+      assert.equal(one?.certificateAuthorityData, undefined);
+      assert.equal(one?.certificateAuthorityUnavailable, 'AccessDenied');
+    } finally {
+      server.credentialFailures.delete(web);
+    }
+  });
+
   it('names the configured tenant for clusters without their own AAD tenant', async () => {
     const tenant = '11111111-2222-4333-8444-555555555555';
     const listing = await source({ tenantId: tenant }).listScope({

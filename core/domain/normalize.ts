@@ -89,6 +89,15 @@ function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoin
   });
 }
 
+/**
+ * An endpoint as KEP-4322's `cluster-endpoints.k8s.io` spells it: `host:port`, no scheme (the port
+ * the scheme implies when the URL names none). The access provider keeps the full URL.
+ */
+export function hostPort(endpoint: string): string {
+  const url = new URL(endpoint);
+  return `${url.hostname}:${url.port || (url.protocol === 'http:' ? '80' : '443')}`;
+}
+
 function orderEndpoints(endpoints: ObservedEndpoint[], preferPrivate: boolean): ObservedEndpoint[] {
   const first = preferPrivate ? 'private' : 'public';
   return [
@@ -211,7 +220,7 @@ function properties(
 ): Array<[string, string]> {
   const cloud = CLOUD_OF[cluster.provider];
   const entries: Array<[string, string]> = [
-    [PROPERTY_ENDPOINTS, fitJsonArray(endpoints.map((e) => e.url)).json],
+    [PROPERTY_ENDPOINTS, fitJsonArray(endpoints.map((e) => hostPort(e.url))).json],
     [PROPERTY_LOCATION, `${cloud}/${cluster.zone ?? cluster.region}`],
     [PROPERTY_REGION, cluster.region],
   ];

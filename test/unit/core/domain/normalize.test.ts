@@ -92,16 +92,36 @@ describe('normalize: status', () => {
     );
   });
 
-  it('lists public and private endpoints as a JSON array, public first', () => {
-    assert.deepEqual(JSON.parse(prop(normalize(gkeCluster(), options, NOW), 'cluster-endpoints.k8s.io')!), [
-      'https://34.76.10.20',
-      'https://10.0.0.2',
+  it('lists public and private endpoints as a JSON array of host:port (the KEP form), public first', () => {
+    const profile = normalize(gkeCluster(), options, NOW);
+    assert.deepEqual(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!), [
+      '34.76.10.20:443',
+      '10.0.0.2:443',
+    ]);
+    // The access provider keeps the full URL.
+    assert.equal(profile.status?.accessProviders?.[0]?.cluster?.server, 'https://34.76.10.20');
+  });
+
+  it('keeps an explicit port, and IPv6 hosts in brackets', () => {
+    const profile = normalize(
+      eksCluster({
+        endpoints: [
+          { url: 'https://api.example:6443/', visibility: 'public' },
+          { url: 'https://[fd00::1]', visibility: 'private' },
+        ],
+      }),
+      options,
+      NOW,
+    );
+    assert.deepEqual(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!), [
+      'api.example:6443',
+      '[fd00::1]:443',
     ]);
   });
 
   it('puts the private endpoint first when configured to prefer it', () => {
     const profile = normalize(gkeCluster(), inventoryOptions({ preferPrivateEndpoints: true }), NOW);
-    assert.equal(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!)[0], 'https://10.0.0.2');
+    assert.equal(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!)[0], '10.0.0.2:443');
     assert.equal(profile.status?.accessProviders?.[0]?.cluster?.server, 'https://10.0.0.2');
   });
 
@@ -116,7 +136,7 @@ describe('normalize: status', () => {
       options,
       NOW,
     );
-    assert.deepEqual(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!), ['https://ok.example']);
+    assert.deepEqual(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!), ['ok.example:443']);
   });
 
   it('writes location as cloud/region, or cloud/zone for zonal clusters, with topology properties', () => {

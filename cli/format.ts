@@ -1,4 +1,5 @@
 import { stringify } from 'yaml';
+import { describeFeatures } from '../core/domain/features.ts';
 import { clusterRow } from './inventoryReport.ts';
 import type { ScopeReport, SyncReport } from '../core/sync/engine.ts';
 import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
@@ -100,6 +101,7 @@ export function formatSummary(report: SyncReport): string {
   return [
     `sync ${report.syncId}: ${report.scopes.length} scope(s), ${complete} complete; ${totals.created} created, ${totals.updated} updated, ${totals.deleted} deleted, ${totals.unchanged} unchanged; ${(report.durationMs / 1000).toFixed(1)} s`,
     `hub: ${report.hub.reads} read(s), ${report.hub.writes} write(s); events: ${report.events.published} published, ${report.events.republished} from earlier runs, ${report.events.pending} pending`,
+    `features: ${describeFeatures(report.features).join(', ')}`,
     ...lines,
     ...runProblems(report),
   ].join('\n');

@@ -8,7 +8,7 @@ export const DetailType = {
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
 export const DEFAULT_SOURCE = 'cpsync';
-export const SCHEMA_VERSION = '1.0';
+export const SCHEMA_VERSION = '1.1';
 
 /** PutEvents limit for one entry (and for all entries of one call together), in bytes. */
 export const PUT_EVENTS_MAX_BYTES = 256 * 1024;

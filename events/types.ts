@@ -59,6 +59,14 @@ export interface ScopeSyncedDetail extends DetailBase {
   durationMs: number;
   missing?: string[];
   error?: { reason: ScopeFailureReason | 'HubError' | 'InvalidCluster'; message: string };
+  /**
+   * Each optional feature's state over the scope's profiles after the sync: `desired` as configured,
+   * `actual` `turning-off` while `profiles` of the scope still carry what it wrote, and how many do.
+   */
+  features?: Record<
+    string,
+    { desired: 'on' | 'off'; actual: 'on' | 'off' | 'turning-off'; profiles: number }
+  >;
 }
 
 /** One event as cpsync hands it to a bus. */

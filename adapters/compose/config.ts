@@ -11,6 +11,7 @@ import {
 } from '../../core/domain/constants.ts';
 import { isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
 import type { InventoryOptions } from '../../core/domain/options.ts';
+import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
 
 const dnsLabel = z.string().refine(isDns1123Label, {
   message: 'must be a DNS-1123 label (lower-case letters, digits and -, at most 63 characters)',
@@ -213,10 +214,38 @@ export const configSchema = z.strictObject({
           aks: z.string().min(1).default('aks'),
         })
         .prefault({}),
-      preferPrivateEndpoints: z.boolean().default(false),
+      /** The `privateEndpoints` feature under its older name (`features.privateEndpoints` is the one switch). */
+      preferPrivateEndpoints: z.boolean().optional(),
       deletionGraceListings: z.number().int().min(1).max(100).default(DEFAULT_DELETION_GRACE_LISTINGS),
     })
     .prefault({}),
+  /** Optional features (core/domain/features.ts): `<name>: on | off`; unset, each has its default. */
+  features: z
+    .record(z.string(), z.unknown())
+    .default({})
+    .transform((entries, context) => {
+      const set: Record<FeatureName, boolean> = { ...DEFAULT_FEATURE_GATES };
+      for (const [name, value] of Object.entries(entries)) {
+        if (!(FEATURE_NAMES as readonly string[]).includes(name)) {
+          context.addIssue({
+            code: 'custom',
+            path: [name],
+            message: `no such feature (the features are ${FEATURE_NAMES.join(', ')})`,
+          });
+          continue;
+        }
+        const state =
+          value === true || value === 'on' ? true : value === false || value === 'off' ? false : undefined;
+        if (state === undefined)
+          context.addIssue({
+            code: 'custom',
+            path: [name],
+            message: `must be on or off, got ${JSON.stringify(value)}`,
+          });
+        else set[name as FeatureName] = state;
+      }
+      return set;
+    }),
   providers: z.strictObject({ eks: eks.optional(), gke: gke.optional(), aks: aks.optional() }).prefault({}),
   hub: hub.optional(),
   bus: bus.optional(),
@@ -319,6 +348,17 @@ function describe(issue: Issue, prefix: readonly PropertyKey[] = []): string[] {
 export function parseConfig(document: unknown, source = ''): CpsyncConfig {
   const result = configSchema.safeParse(document ?? {});
   if (result.success) {
+    // The privateEndpoints feature under its older name: taken when the feature itself is not set.
+    const older = result.data.inventory.preferPrivateEndpoints;
+    const given = (document as { features?: Record<string, unknown> } | null)?.features?.privateEndpoints;
+    if (older !== undefined && given !== undefined && older !== result.data.features.privateEndpoints)
+      throw new ConfigError(
+        [
+          `features.privateEndpoints: is ${result.data.features.privateEndpoints ? 'on' : 'off'} but inventory.preferPrivateEndpoints (its older name) is ${older}; set one`,
+        ],
+        source,
+      );
+    if (older !== undefined) result.data.features.privateEndpoints = older;
     const namespaces = Object.keys(result.data.inventory.clusterSets);
     const unknown = namespaces.filter(
       (ns) =>
@@ -362,7 +402,7 @@ export function inventoryOptionsOf(config: CpsyncConfig): InventoryOptions {
     clusterSets: inventory.clusterSets,
     tagAllowList: inventory.tagAllowList,
     accessProviderNames: inventory.accessProviderNames,
-    preferPrivateEndpoints: inventory.preferPrivateEndpoints,
+    features: config.features,
     deletionGraceListings: inventory.deletionGraceListings,
   };
 }

@@ -7,6 +7,7 @@ import { isDns1123Label, isDns1123Subdomain } from '../../core/domain/naming.ts'
 import { MalformedObjectError, messageOf } from '../../core/domain/errors.ts';
 import { profileProblem } from '../../core/domain/model/validate.ts';
 import { matchesSelector } from '../../core/domain/labels.ts';
+import { sameJson } from '../../core/domain/json.ts';
 import { mergeObjectApply, statusApplyBody } from '../../core/domain/ownership.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
@@ -252,7 +253,8 @@ export class FileHub implements Hub {
     const entries = await readdir(this.#path(namespace));
     for (const key of [...this.#malformed.keys()])
       if (key.startsWith(`${namespace}/`)) this.#malformed.delete(key);
-    for (const entry of entries.filter((e) => e.endsWith('.yaml') && e !== NAMESPACE_FILE)) {
+    // `_namespace.yaml` and `_configmap.<name>.yaml` are the namespace's own files (no profile name starts with _).
+    for (const entry of entries.filter((e) => e.endsWith('.yaml') && !e.startsWith('_'))) {
       const name = entry.slice(0, -'.yaml'.length);
       if (!isDns1123Subdomain(name)) {
         this.#malformed.set(`${namespace}/${name}`, {
@@ -300,6 +302,43 @@ export class FileHub implements Hub {
 
   async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
     return this.#read(ref);
+  }
+
+  /** A ConfigMap is `<namespace>/_configmap.<name>.yaml`, written whole (one process applies a namespace at a time). */
+  async updateConfigMap(
+    ref: ProfileRef,
+    change: (data: Readonly<Record<string, string>>) => Record<string, string>,
+  ): Promise<void> {
+    const directory = this.#path(ref.namespace);
+    if (!isDns1123Subdomain(ref.name))
+      throw new HubRejectedError(
+        'resolve',
+        `${ref.namespace}/${ref.name}`,
+        'is not a valid object name',
+        422,
+      );
+    const path = join(directory, `_configmap.${ref.name}.yaml`);
+    let text: string | undefined;
+    try {
+      text = await readFile(path, 'utf8');
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && !(await stat(directory).catch(() => undefined))) return;
+      if (code !== 'ENOENT') throw fileError('read', `${ref.namespace}/${ref.name}`, error);
+    }
+    const stored = text === undefined ? undefined : (load(text) as { data?: Record<string, string> } | null);
+    const data = stored?.data ?? {};
+    const next = change(data);
+    if (text !== undefined && sameJson(data, next)) return;
+    await replaceFile(
+      path,
+      toYaml({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: ref.name, namespace: ref.namespace },
+        data: next,
+      }),
+    );
   }
 
   async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {

@@ -9,7 +9,9 @@ import {
   type ConfigurationOptions,
   type ObservableMiddleware,
   type RequestContext,
+  type V1ConfigMap,
 } from '@kubernetes/client-node';
+import { sameJson } from '../../core/domain/json.ts';
 import {
   FIELD_MANAGER,
   LABEL_NAMESPACE_CLUSTERSET,
@@ -148,7 +150,13 @@ export class KubernetesHub implements Hub {
     try {
       const existing = await this.#core.readNamespace({ name: namespace.name }, this.#options());
       const current = existing.metadata?.labels ?? {};
-      if (Object.entries(labels).every(([key, value]) => current[key] === value)) return;
+      // Applied without the ClusterSet labels, the ones cpsync set before are removed (server-side apply).
+      if (
+        [LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP].every(
+          (key) => current[key] === labels[key],
+        )
+      )
+        return;
     } catch (error) {
       if (!(error instanceof ApiException && error.code === 404))
         throw translate(error, 'read namespace', namespace.name);
@@ -165,6 +173,56 @@ export class KubernetesHub implements Hub {
       );
     } catch (error) {
       throw translate(error, 'apply namespace', namespace.name);
+    }
+  }
+
+  async updateConfigMap(
+    ref: ProfileRef,
+    change: (data: Readonly<Record<string, string>>) => Record<string, string>,
+  ): Promise<void> {
+    const target = `${ref.namespace}/${ref.name}`;
+    for (let attempt = 1; ; attempt++) {
+      let existing: V1ConfigMap | undefined;
+      try {
+        existing = await this.#core.readNamespacedConfigMap(ref, this.#options());
+      } catch (error) {
+        if (!(error instanceof ApiException && error.code === 404))
+          throw translate(error, 'read configmap', target);
+      }
+      const data = existing?.data ?? {};
+      const next = change(data);
+      if (existing && sameJson(data, next)) return;
+      try {
+        // Server-side apply at the version read (a writer that came first makes it a conflict, and it is
+        // read again); applied rather than created, so that the RBAC can name the one ConfigMap.
+        await this.#core.patchNamespacedConfigMap(
+          {
+            ...ref,
+            body: {
+              apiVersion: 'v1',
+              kind: 'ConfigMap',
+              metadata: {
+                name: ref.name,
+                namespace: ref.namespace,
+                ...(existing?.metadata?.resourceVersion
+                  ? { resourceVersion: existing.metadata.resourceVersion }
+                  : {}),
+              },
+              data: next,
+            },
+            fieldManager: this.#fieldManager,
+            force: true,
+          },
+          this.#options(PatchStrategy.ServerSideApply),
+        );
+        return;
+      } catch (error) {
+        const code = error instanceof ApiException ? error.code : undefined;
+        if (code === 409 && attempt < 5) continue;
+        // Creating in a namespace that does not exist.
+        if (code === 404 && !existing) return;
+        throw translate(error, 'apply configmap', target);
+      }
     }
   }
 

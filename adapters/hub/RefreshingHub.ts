@@ -48,4 +48,11 @@ export class RefreshingHub implements Hub {
   async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
     return (await this.current()).delete(ref);
   }
+
+  async updateConfigMap(
+    ref: ProfileRef,
+    change: (data: Readonly<Record<string, string>>) => Record<string, string>,
+  ): Promise<void> {
+    return (await this.current()).updateConfigMap(ref, change);
+  }
 }

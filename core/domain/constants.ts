@@ -42,9 +42,14 @@ export const PROPERTY_MISSED_LISTINGS = 'cpsync.io/missed-listings';
  * Why the profile's access provider carries no `certificate-authority-data` (present only then):
  * `NotBase64`, `NotPEMCertificates` or `InvalidCertificate` when the provider's data would make every
  * client-go consumer fail, `NotProvided` when the provider gave none, `NotRead` when the configuration
- * does not read it (AKS `fetchCertificateAuthority: false`), or the reason reading it failed (`Forbidden`, …).
+ * does not read it (`features.certificateAuthority: off`, or AKS `fetchCertificateAuthority: false`), or the reason reading it failed (`Forbidden`, …).
  */
 export const PROPERTY_CA_OMITTED = 'cpsync.io/certificate-authority-omitted';
+/**
+ * `private` when the `privateEndpoints` feature put a private endpoint before a public one (present only
+ * then): what that feature wrote, so that turning it off can be seen through to the end.
+ */
+export const PROPERTY_ENDPOINT_PREFERENCE = 'cpsync.io/endpoint-preference';
 /** Prefix of an allow-listed tag: `cpsync.io/tag.<key>`. */
 export const PROPERTY_TAG_PREFIX = 'cpsync.io/tag.';
 

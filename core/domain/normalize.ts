@@ -11,6 +11,7 @@ import {
   PROPERTY_CA_OMITTED,
   PROPERTY_CLUSTERSET,
   PROPERTY_CREATED_AT,
+  PROPERTY_ENDPOINT_PREFERENCE,
   PROPERTY_ENDPOINTS,
   PROPERTY_LOCATION,
   PROPERTY_NAME_MAX_LENGTH,
@@ -71,7 +72,7 @@ function ruleMatches(rule: NamespaceRule, cluster: ObservedCluster): boolean {
 function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Placement {
   const namespace =
     options.namespaceRules.find((rule) => ruleMatches(rule, cluster))?.namespace ?? options.namespace;
-  const clusterSet = options.clusterSets[namespace];
+  const clusterSet = options.features.clusterSets ? options.clusterSets[namespace] : undefined;
   return clusterSet === undefined ? { namespace } : { namespace, clusterSet };
 }
 
@@ -93,7 +94,7 @@ function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoin
  * An endpoint as KEP-4322's `cluster-endpoints.k8s.io` spells it: `host:port`, no scheme (the port
  * the scheme implies when the URL names none). The access provider keeps the full URL.
  */
-export function hostPort(endpoint: string): string {
+function hostPort(endpoint: string): string {
   const url = new URL(endpoint);
   return `${url.hostname}:${url.port || (url.protocol === 'http:' ? '80' : '443')}`;
 }
@@ -104,6 +105,15 @@ function orderEndpoints(endpoints: ObservedEndpoint[], preferPrivate: boolean): 
     ...endpoints.filter((e) => e.visibility === first),
     ...endpoints.filter((e) => e.visibility !== first),
   ];
+}
+
+/** Whether preferring private endpoints put one before a public endpoint that would otherwise lead. */
+function preferenceApplied(endpoints: readonly ObservedEndpoint[], preferPrivate: boolean): boolean {
+  return (
+    preferPrivate &&
+    endpoints[0]?.visibility === 'private' &&
+    endpoints.some((e) => e.visibility === 'public')
+  );
 }
 
 function assertCluster(cluster: ObservedCluster): void {
@@ -170,14 +180,15 @@ function execExtension(cluster: ObservedCluster, name: string): Record<string, u
   }
 }
 
-/** The CA data a profile can carry: only PEM certificates client-go can load. */
-function usableCertificateAuthority(cluster: ObservedCluster): string | undefined {
-  const data = cluster.certificateAuthorityData;
+/** The CA data a profile can carry: only PEM certificates client-go can load, and only while the feature is on. */
+function usableCertificateAuthority(cluster: ObservedCluster, read: boolean): string | undefined {
+  const data = read ? cluster.certificateAuthorityData : undefined;
   return data !== undefined && certificateAuthorityProblem(data) === undefined ? data : undefined;
 }
 
 /** Why a profile with an access provider carries no CA data, or undefined when it carries it. */
-function certificateAuthorityOmitted(cluster: ObservedCluster): string | undefined {
+function certificateAuthorityOmitted(cluster: ObservedCluster, read: boolean): string | undefined {
+  if (!read) return 'NotRead';
   const data = cluster.certificateAuthorityData;
   if (data === undefined || data === '') return cluster.certificateAuthorityUnavailable ?? 'NotProvided';
   return certificateAuthorityProblem(data);
@@ -187,10 +198,11 @@ function accessProviders(
   cluster: ObservedCluster,
   name: string,
   server: string | undefined,
-  names: Record<Provider, string>,
+  options: InventoryOptions,
 ): AccessProvider[] {
   if (server === undefined) return [];
-  const ca = usableCertificateAuthority(cluster);
+  const names: Record<Provider, string> = options.accessProviderNames;
+  const ca = usableCertificateAuthority(cluster, options.features.certificateAuthority);
   return [
     {
       name: names[cluster.provider],
@@ -244,9 +256,14 @@ function properties(
   if (cluster.health.powerState) entries.push([PROPERTY_POWER_STATE, cluster.health.powerState]);
   if (cluster.resourceGroup) entries.push([PROPERTY_RESOURCE_GROUP, cluster.resourceGroup]);
   if (cluster.createdAt) entries.push([PROPERTY_CREATED_AT, cluster.createdAt]);
-  const caOmitted = endpoints.length > 0 ? certificateAuthorityOmitted(cluster) : undefined;
+  const caOmitted =
+    endpoints.length > 0
+      ? certificateAuthorityOmitted(cluster, options.features.certificateAuthority)
+      : undefined;
   if (caOmitted) entries.push([PROPERTY_CA_OMITTED, caOmitted]);
-  entries.push(...tagProperties(cluster, options.tagAllowList));
+  if (preferenceApplied(endpoints, options.features.privateEndpoints))
+    entries.push([PROPERTY_ENDPOINT_PREFERENCE, 'private']);
+  if (options.features.tagProperties) entries.push(...tagProperties(cluster, options.tagAllowList));
   return entries;
 }
 
@@ -258,7 +275,7 @@ function properties(
 export function normalize(cluster: ObservedCluster, options: InventoryOptions, now: string): ClusterProfile {
   assertCluster(cluster);
   const placement = placeCluster(cluster, options);
-  const endpoints = orderEndpoints(validEndpoints(cluster.endpoints), options.preferPrivateEndpoints);
+  const endpoints = orderEndpoints(validEndpoints(cluster.endpoints), options.features.privateEndpoints);
   const health = controlPlaneHealth(cluster);
   const name = profileName(options.manager, cluster);
 
@@ -280,7 +297,7 @@ export function normalize(cluster: ObservedCluster, options: InventoryOptions, n
   const status: ClusterProfile['status'] = {
     properties: props,
     conditions,
-    accessProviders: accessProviders(cluster, name, endpoints[0]?.url, options.accessProviderNames),
+    accessProviders: accessProviders(cluster, name, endpoints[0]?.url, options),
   };
   if (cluster.kubernetesVersion) status.version = { kubernetes: cluster.kubernetesVersion };
 

@@ -1,3 +1,4 @@
+import type { FeatureGates } from './features.ts';
 import type { Provider } from './model/observedCluster.ts';
 
 /** Sends the clusters it matches to `namespace`; every matcher given must match. */
@@ -47,11 +48,8 @@ export interface InventoryOptions {
    * @default { eks: 'eks', gke: 'gke', aks: 'aks' }
    */
   accessProviderNames: Record<Provider, string>;
-  /**
-   * Put private endpoints first (and make one `accessProviders[].cluster.server`) when a cluster has both.
-   * @default false
-   */
-  preferPrivateEndpoints: boolean;
+  /** Which optional features are on (core/domain/features.ts holds each one's default). */
+  features: FeatureGates;
   /**
    * Consecutive complete listings of its scope a cluster may be missing from before its profile is deleted.
    * @default 2
@@ -65,11 +63,14 @@ export interface NamespaceSpec {
   clusterSet?: string;
 }
 
-/** Every namespace a scope's profiles may live in: the default and those named by rules or ClusterSets. */
+/**
+ * Every namespace a scope's profiles may live in: the default and those named by rules or ClusterSets;
+ * labelled as a ClusterSet only while the `clusterSets` feature is on.
+ */
 export function inventoryNamespaces(options: InventoryOptions): NamespaceSpec[] {
   const names = new Set([options.namespace, ...options.namespaceRules.map((rule) => rule.namespace)]);
   return [...names].sort().map((name) => {
-    const clusterSet = options.clusterSets[name];
+    const clusterSet = options.features.clusterSets ? options.clusterSets[name] : undefined;
     return clusterSet === undefined ? { name } : { name, clusterSet };
   });
 }

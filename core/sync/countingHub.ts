@@ -49,6 +49,13 @@ export class CountingHub implements Hub {
     return this.#hub.delete(ref);
   }
 
+  updateConfigMap(
+    ref: ProfileRef,
+    change: (data: Readonly<Record<string, string>>) => Record<string, string>,
+  ): Promise<void> {
+    return this.#hub.updateConfigMap(ref, change);
+  }
+
   malformed(): MalformedObject[] {
     return this.#hub.malformed?.() ?? [];
   }

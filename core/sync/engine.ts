@@ -36,6 +36,16 @@ import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
 import { LeaseBusyError, leaseName, RunLeases, type LeaseHold } from './runLeases.ts';
 import { timestamp } from '../domain/time.ts';
 import { CountingHub } from './countingHub.ts';
+import {
+  addCounts,
+  featureConfigMapName,
+  featureReport,
+  featureScopeKey,
+  nextFeatureData,
+  noCounts,
+  type FeatureName,
+  type FeatureReport,
+} from '../domain/features.ts';
 
 export interface EnginePorts {
   sources: Partial<Record<Provider, ClusterSource>>;
@@ -140,6 +150,11 @@ export interface SyncReport {
   quarantined: QuarantinedRecord[];
   /** Set when the run was stopped: the signal's reason, and the scopes not started. */
   interrupted?: { reason: string; notStarted: number };
+  /**
+   * Each feature's desired and actual state over the scopes this run synced: `turning-off` while their
+   * profiles still carry what it wrote (the hub's `<manager>-features` ConfigMaps hold it over all scopes).
+   */
+  features: FeatureReport;
 }
 
 function emptyCounts(listed: number): ScopeSummary['counts'] {
@@ -208,7 +223,9 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     malformed: [],
     withoutCertificateAuthority: [],
     quarantined: [],
+    features: featureReport(request.options.features, noCounts()),
   };
+  const featureTotals = noCounts();
   const leases = request.dryRun ? undefined : runLeases(ports, request, request.signal);
   const run: RunContext = { ports, request, clock, report, ...(leases ? { leases } : {}) };
 
@@ -219,6 +236,10 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
         await attempt(run, 'create the inventory namespace', () =>
           ensureInventoryNamespace(ports.hub, request.options),
         );
+      // ClusterSet namespaces labelled as the clusterSets feature says (their labels go when it is off).
+      for (const namespace of inventoryNamespaces(request.options))
+        if (request.options.clusterSets[namespace.name] !== undefined)
+          await attempt(run, `label namespace ${namespace.name}`, () => ports.hub.ensureNamespace(namespace));
       await recover(run);
       const leftover = await attempt(run, 'read the outbox', () => ports.outbox.pending());
       const result = await publishFromOutbox(run, leftover ?? []);
@@ -236,6 +257,8 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
             return;
           }
           const scopeReport = await syncOne(run, scope);
+          if (scopeReport.summary.features)
+            addCounts(featureTotals, featureCountsOf(scopeReport.summary.features));
           if (!request.dryRun) {
             const summary = scopeReport.events.filter((e) => e.detailType === DetailType.ScopeSynced);
             // The change events are in the outbox already (syncOne); the scope summary joins them.
@@ -264,6 +287,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     await leases?.releaseAll();
   }
 
+  report.features = featureReport(request.options.features, featureTotals);
   report.scopes.sort((a, b) => scopeKey(a.scope).localeCompare(scopeKey(b.scope)));
   if (!request.dryRun) await takeStock(run);
   report.hub = hub.counts();
@@ -450,6 +474,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
   let outcome = listing.outcome;
   let error: ScopeSummary['error'];
   let plan: Plan | undefined;
+  let features: FeatureReport | undefined;
   const events: CpsyncEvent[] = [];
   // A scope another run is applying, or one the run was stopped before it listed, is not planned.
   const skipped = outcome.failure?.reason === 'Busy' || outcome.failure?.reason === 'Interrupted';
@@ -473,6 +498,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       beforeApply: ahead.beforeApply,
     });
     plan = result.plan;
+    features = await recordFeatures(run, scope, result.featureCounts);
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
     run.report.malformed.push(...result.malformed);
@@ -526,7 +552,46 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
         run.report.problems.push(`cannot give up lease ${lease.name}: ${message(releaseError)}`);
       });
   }
-  return scopeReport(run, scope, outcome, counts, started, context, events, error, plan);
+  return scopeReport(run, scope, outcome, counts, started, context, events, error, plan, features);
+}
+
+/** Counts of profiles carrying each feature's writes, from a report. */
+function featureCountsOf(
+  report: Readonly<Record<string, { profiles: number }>>,
+): Record<FeatureName, number> {
+  return Object.fromEntries(Object.entries(report).map(([name, use]) => [name, use.profiles])) as Record<
+    FeatureName,
+    number
+  >;
+}
+
+/**
+ * A scope's feature states: reported in its event, and (unless a dry run) recorded in the
+ * `<manager>-features` ConfigMap of every inventory namespace, written only when they changed.
+ */
+async function recordFeatures(
+  run: RunContext,
+  scope: Scope,
+  byNamespace: ReadonlyMap<string, Record<FeatureName, number>>,
+): Promise<FeatureReport> {
+  const { options } = run.request;
+  const totals = noCounts();
+  for (const counts of byNamespace.values()) addCounts(totals, counts);
+  if (!run.request.dryRun)
+    for (const namespace of inventoryNamespaces(options))
+      await attempt(run, `record the feature states in ${namespace.name}`, () =>
+        run.ports.hub.updateConfigMap(
+          { namespace: namespace.name, name: featureConfigMapName(options.manager) },
+          (data) =>
+            nextFeatureData(
+              data,
+              featureScopeKey(scope),
+              byNamespace.get(namespace.name) ?? noCounts(),
+              options.features,
+            ),
+        ),
+      );
+  return featureReport(options.features, totals);
 }
 
 /** A scope's report, with its `Inventory Scope Synced` event after its change events. */
@@ -540,12 +605,14 @@ function scopeReport(
   events: CpsyncEvent[],
   error?: ScopeSummary['error'],
   plan?: Plan,
+  features?: FeatureReport,
 ): ScopeReport {
   const summary: ScopeSummary = {
     outcome,
     counts,
     durationMs: run.clock().getTime() - started,
     ...(error ? { error } : {}),
+    ...(features ? { features } : {}),
   };
   events.push(buildScopeEvent(summary, context));
   return { scope, outcome, summary, ...(plan ? { plan } : {}), events };

@@ -84,6 +84,8 @@ export interface ScopeSummary {
   counts: ScopeSyncedDetail['counts'];
   durationMs: number;
   error?: ScopeSyncedDetail['error'];
+  /** Each feature's state over the scope's profiles (absent when the scope was not planned). */
+  features?: ScopeSyncedDetail['features'];
 }
 
 /** The one `Inventory Scope Synced` event of a scope in a run. */
@@ -106,6 +108,7 @@ export function buildScopeEvent(
     durationMs: summary.durationMs,
     ...(outcome.missing && outcome.missing.length > 0 ? { missing: outcome.missing.slice(0, 100) } : {}),
     ...(error ? { error: { reason: error.reason, message: error.message.slice(0, 2000) } } : {}),
+    ...(summary.features ? { features: summary.features } : {}),
   };
   return {
     source: context.source ?? DEFAULT_SOURCE,

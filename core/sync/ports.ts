@@ -49,6 +49,16 @@ export interface Hub {
   /** Deletes the profile; with `resourceVersion`, only if it is still that version. Absent is not an error. */
   delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
   /**
+   * Changes the data of a ConfigMap of cpsync's own (the feature states): `change` is given the data as
+   * stored (empty when there is none) and returns the data wanted; it is written only when that
+   * differs, at the version it was read at (read again and retried when another writer came first).
+   * A namespace that does not exist is left alone.
+   */
+  updateConfigMap(
+    ref: ProfileRef,
+    change: (data: Readonly<Record<string, string>>) => Record<string, string>,
+  ): Promise<void>;
+  /**
    * Malformed objects a hub has set aside so far (the file hub leaves them out of lists; a Kubernetes hub
    * lists them, and the scope sync sets them aside). Never written over.
    */

@@ -7,6 +7,7 @@ import { profileProblem } from '../domain/model/validate.ts';
 import { normalizeAll } from '../domain/normalize.ts';
 import { inventoryNamespaces, type InventoryOptions } from '../domain/options.ts';
 import { plan, type Plan } from '../domain/plan.ts';
+import { featureCounts, type FeatureName } from '../domain/features.ts';
 import type { Hub, MalformedObject, ProfileNotice, ScopeListing } from './ports.ts';
 import { clusterInScope } from '../domain/scopes.ts';
 
@@ -35,6 +36,37 @@ export interface SyncScopeResult {
   invalid: InvalidClusterError[];
   /** Objects of the hub that are not well-formed profiles: left untouched. */
   malformed: MalformedObject[];
+  /**
+   * By namespace, how many of the scope's profiles carry what each feature wrote, as the hub holds them
+   * once the plan is applied (as it held them before, for a dry run).
+   */
+  featureCounts: Map<string, Record<FeatureName, number>>;
+}
+
+/** The scope's profiles as the hub holds them after `applied`: those read, with the writes that landed. */
+function profilesAfter(current: readonly ClusterProfile[], applied: ApplyResult): ClusterProfile[] {
+  const after = new Map(current.map((p) => [profileKey(p.metadata), p]));
+  for (const change of applied.applied) {
+    const key = profileKey(change.profile.metadata);
+    if (change.kind === 'deleted') after.delete(key);
+    else after.set(key, change.profile);
+  }
+  return [...after.values()];
+}
+
+function countsByNamespace(
+  profiles: readonly ClusterProfile[],
+  accessProviderNames: readonly string[],
+): Map<string, Record<FeatureName, number>> {
+  const byNamespace = new Map<string, ClusterProfile[]>();
+  for (const profile of profiles) {
+    const list = byNamespace.get(profile.metadata.namespace);
+    if (list) list.push(profile);
+    else byNamespace.set(profile.metadata.namespace, [profile]);
+  }
+  return new Map(
+    [...byNamespace].map(([namespace, list]) => [namespace, featureCounts(list, accessProviderNames)]),
+  );
 }
 
 /**
@@ -139,10 +171,25 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     return reason ? [{ namespace: profile.metadata.namespace, name: profile.metadata.name, reason }] : [];
   });
   const done = { invalid, malformed, withoutCertificateAuthority };
-  if (input.dryRun) return { plan: result, applied: { applied: [], failed: [] }, ...done };
+  const known = [...current, ...result.updates.map((u) => u.current)];
+  const names = Object.values(options.accessProviderNames);
+  const noneApplied: ApplyResult = { applied: [], failed: [] };
+  if (input.dryRun)
+    return {
+      plan: result,
+      applied: noneApplied,
+      ...done,
+      featureCounts: countsByNamespace(profilesAfter(known, noneApplied), names),
+    };
 
   const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
   for (const namespace of namespaces.filter((ns) => used.has(ns.name))) await hub.ensureNamespace(namespace);
   await input.beforeApply?.(result);
-  return { plan: result, applied: await applyPlan(hub, result, input.signal), ...done };
+  const applied = await applyPlan(hub, result, input.signal);
+  return {
+    plan: result,
+    applied,
+    ...done,
+    featureCounts: countsByNamespace(profilesAfter(known, applied), names),
+  };
 }

@@ -11,10 +11,21 @@ function settingsFrom(document: Record<string, unknown> = {}): EngineSettings {
   return engineSettings(parseConfig(document, 'test configuration'));
 }
 
-/** Inventory options from `overrides` written as the configuration writes them (`manager`, `inventory.*`). */
-export function inventoryOptions(overrides: Partial<InventoryOptions> = {}): InventoryOptions {
-  const { manager, ...inventory } = overrides;
-  return settingsFrom({ ...(manager !== undefined ? { manager } : {}), inventory }).options;
+/**
+ * Inventory options from `overrides` written as the configuration writes them (`manager`, `features`,
+ * `inventory.*`).
+ */
+export function inventoryOptions(
+  overrides: Omit<Partial<InventoryOptions>, 'features'> & {
+    features?: Partial<InventoryOptions['features']>;
+  } = {},
+): InventoryOptions {
+  const { manager, features, ...inventory } = overrides;
+  return settingsFrom({
+    ...(manager !== undefined ? { manager } : {}),
+    ...(features !== undefined ? { features } : {}),
+    inventory,
+  }).options;
 }
 
 /** The settings of a run with the configuration's defaults and `options`. */

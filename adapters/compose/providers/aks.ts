@@ -14,7 +14,8 @@ export const aksProvider: ProviderModule = {
     ]);
     const credential = await azureCredential(aks);
     const source = new AksSource({
-      fetchCertificateAuthority: aks.fetchCertificateAuthority,
+      // With the certificateAuthority feature off, no CA is written, so none is read either.
+      fetchCertificateAuthority: aks.fetchCertificateAuthority && config.features.certificateAuthority,
       ...(aks.tenantId || aks.credential ? { tenantId: aks.tenantId ?? aks.credential?.tenantId } : {}),
       requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
       ...(credential ? { credential } : {}),

@@ -88,6 +88,24 @@ describe('the shipped hub RBAC', () => {
     assert.ok(refused instanceof HubForbiddenError, String(refused));
   });
 
+  it('lets a cpsync identity record the feature states in its one ConfigMap, and apply no other', async () => {
+    const ref = { namespace: 'cluster-inventory', name: 'cpsync-features' };
+    await hub.updateConfigMap(ref, () => ({ 'features.json': '{}' }));
+    await hub.updateConfigMap(ref, (data) => ({
+      ...data,
+      'scope.eks.111122223333.us-east-1': '{"tagProperties":1}',
+    }));
+    const stored = await core.readNamespacedConfigMap(ref);
+    assert.deepEqual(stored.data, {
+      'features.json': '{}',
+      'scope.eks.111122223333.us-east-1': '{"tagProperties":1}',
+    });
+    const other = await hub
+      .updateConfigMap({ namespace: 'cluster-inventory', name: 'other' }, () => ({ a: 'b' }))
+      .catch((e: unknown) => e);
+    assert.ok(other instanceof HubForbiddenError, String(other));
+  });
+
   it('is forbidden from reading Secrets, here or anywhere', async () => {
     assert.equal(await forbidden(core.listNamespacedSecret({ namespace: 'cluster-inventory' })), 403);
     assert.equal(await forbidden(core.listNamespacedSecret({ namespace: 'kube-system' })), 403);

@@ -41,6 +41,44 @@ describe('configuration', () => {
     assert.deepEqual(inventoryOptionsOf(older).clusterSets, { 'cluster-inventory': 'production' });
   });
 
+  it('reads features as on/off (or true/false) over their defaults, and the older preferPrivateEndpoints', () => {
+    assert.deepEqual(parseConfig({}).features, {
+      tagProperties: true,
+      privateEndpoints: false,
+      clusterSets: true,
+      certificateAuthority: true,
+    });
+    const set = parseConfig({ features: { tagProperties: 'off', privateEndpoints: true } });
+    assert.deepEqual(inventoryOptionsOf(set).features, {
+      tagProperties: false,
+      privateEndpoints: true,
+      clusterSets: true,
+      certificateAuthority: true,
+    });
+    assert.equal(
+      parseConfig({ inventory: { preferPrivateEndpoints: true } }).features.privateEndpoints,
+      true,
+    );
+    assert.equal(
+      parseConfig({ inventory: { preferPrivateEndpoints: true }, features: { privateEndpoints: 'on' } })
+        .features.privateEndpoints,
+      true,
+    );
+  });
+
+  it('refuses a feature that does not exist, a state that is not on or off, and two names saying two things', () => {
+    assert.deepEqual(issues({ features: { tagProperty: 'on', clusterSets: 'maybe' } }), [
+      'features.tagProperty: no such feature (the features are tagProperties, privateEndpoints, clusterSets, certificateAuthority)',
+      'features.clusterSets: must be on or off, got "maybe"',
+    ]);
+    assert.deepEqual(
+      issues({ inventory: { preferPrivateEndpoints: false }, features: { privateEndpoints: 'on' } }),
+      [
+        'features.privateEndpoints: is on but inventory.preferPrivateEndpoints (its older name) is false; set one',
+      ],
+    );
+  });
+
   it('fills every default from an empty document', () => {
     const config = parseConfig({});
     assert.equal(config.manager, 'cpsync');

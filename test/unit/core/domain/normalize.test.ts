@@ -120,7 +120,7 @@ describe('normalize: status', () => {
   });
 
   it('puts the private endpoint first when configured to prefer it', () => {
-    const profile = normalize(gkeCluster(), inventoryOptions({ preferPrivateEndpoints: true }), NOW);
+    const profile = normalize(gkeCluster(), inventoryOptions({ features: { privateEndpoints: true } }), NOW);
     assert.equal(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!)[0], '10.0.0.2:443');
     assert.equal(profile.status?.accessProviders?.[0]?.cluster?.server, 'https://10.0.0.2');
   });

@@ -1,0 +1,249 @@
+/**
+ * Feature states with a clean turn-off (KEP-3920), for every feature in the registry: the real CLI,
+ * the local clouds and the real hub. For each feature: on → use → off, after which the hub holds,
+ * field for field (times aside), what a hub that never had the feature on holds — profiles, the
+ * ClusterSet labels of the namespace and the feature-state ConfigMap — and a further run writes nothing
+ * (resourceVersions, as the hub keeps them). A feature registered without a way to use it here fails.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { parse, stringify } from 'yaml';
+import { FEATURES, FEATURE_SUMMARY_KEY, type FeatureName } from '../../core/domain/features.ts';
+import { AZURE_SUBSCRIPTION, GCP_PROJECT, gkeCluster, type Emulators } from '../env/emulators.ts';
+import { runCli, jsonLines } from '../support/cli.ts';
+import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
+import { adminKubeConfig } from '../support/hub.ts';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration and hub documents are read freely here
+type Doc = Record<string, any>;
+
+const SET_LABELS = ['multicluster.x-k8s.io/clusterset', 'clusterset.multicluster.x-k8s.io'];
+
+/**
+ * How each feature is put to use, and how the test sees (from the hub, not from cpsync's registry)
+ * that it wrote something.
+ */
+const USE: Record<
+  FeatureName,
+  {
+    configure(document: Doc, namespace: string): void;
+    prepare?(emulators: Emulators): void;
+    wrote(profiles: Doc[], namespaceLabels: Record<string, string>): boolean;
+  }
+> = {
+  tagProperties: {
+    configure: (document) => (document.inventory.tagAllowList = ['team']),
+    wrote: (profiles) =>
+      profiles.some((p) => p.status.properties.some((q: Doc) => q.name.startsWith('cpsync.io/tag.'))),
+  },
+  privateEndpoints: {
+    configure: () => {},
+    // A cluster with a public and a private endpoint.
+    prepare: (emulators) =>
+      emulators.gke.clusters.set(GCP_PROJECT, [
+        gkeCluster('analytics', 'europe-west1', { privateClusterConfig: { privateEndpoint: '10.0.0.2' } }),
+        gkeCluster('edge', 'europe-west1-c'),
+      ]),
+    wrote: (profiles) =>
+      profiles.some((p) => p.status.accessProviders?.[0]?.cluster?.server === 'https://10.0.0.2'),
+  },
+  clusterSets: {
+    configure: (document, namespace) => (document.inventory.clusterSets = { prod: [namespace] }),
+    wrote: (profiles, labels) =>
+      labels['multicluster.x-k8s.io/clusterset'] === 'prod' &&
+      profiles.every((p) => p.status.properties.some((q: Doc) => q.name === 'clusterset.k8s.io')),
+  },
+  certificateAuthority: {
+    configure: () => {},
+    wrote: (profiles) =>
+      profiles.some((p) => p.status.accessProviders?.[0]?.cluster?.['certificate-authority-data']),
+  },
+};
+
+/** A profile as compared: what the hub holds, without times, identity and bookkeeping. */
+function comparable(profile: Doc) {
+  const { labels, annotations, name } = profile.metadata;
+  const status = structuredClone(profile.status);
+  for (const property of status.properties ?? []) delete property.lastObservedTime;
+  for (const condition of status.conditions ?? []) delete condition.lastTransitionTime;
+  return { name, labels, annotations, spec: profile.spec, status };
+}
+
+describe('features: on → use → off leaves the hub as if never on (every registered feature)', () => {
+  let emulators: Emulators;
+  let base: Doc;
+  let objects: CustomObjectsApi;
+  let core: CoreV1Api;
+  let restoreClouds: () => void;
+  let counter = 0;
+
+  before(async () => {
+    const estate = await estateOnHub('features');
+    emulators = estate.emulators;
+    base = parse(readFileSync(emulators.configPath, 'utf8')) as Doc;
+    base.hub = { kubeconfig: estate.state.kubeconfig };
+    const kubeConfig = adminKubeConfig(estate.state);
+    objects = kubeConfig.makeApiClient(CustomObjectsApi);
+    core = kubeConfig.makeApiClient(CoreV1Api);
+    restoreClouds = cloudSnapshot(emulators);
+  });
+  after(() => emulators?.stop());
+
+  /** An inventory of its own: namespace, outbox, event file; `sync(features)` runs the CLI with them. */
+  const inventory = (feature: FeatureName) => {
+    const namespace = `features-${++counter}-${feature.toLowerCase()}`;
+    const directory = join(emulators.directory, namespace);
+    mkdirSync(directory, { recursive: true });
+    const events = join(directory, 'events.jsonl');
+    const sync = async (features: Record<string, string>, exitCode = 0) => {
+      const document: Doc = structuredClone(base);
+      document.inventory = { namespace };
+      document.outbox = { directory: join(directory, 'outbox') };
+      document.bus = { jsonl: events };
+      document.features = features;
+      USE[feature].configure(document, namespace);
+      const config = join(directory, 'cpsync.yaml');
+      writeFileSync(config, stringify(document));
+      writeFileSync(events, '');
+      const run = await runCli(['sync', '--config', config], { env: emulators.env });
+      assert.equal(run.code, exitCode, run.stderr);
+      return { run, events: jsonLines<Doc>(readFileSync(events, 'utf8')) };
+    };
+    const profiles = async (): Promise<Doc[]> =>
+      (
+        (await objects.listNamespacedCustomObject({
+          group: 'multicluster.x-k8s.io',
+          version: 'v1alpha1',
+          namespace,
+          plural: 'clusterprofiles',
+        })) as { items: Doc[] }
+      ).items.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    const labels = async () => {
+      const all = (await core.readNamespace({ name: namespace })).metadata?.labels ?? {};
+      return Object.fromEntries(SET_LABELS.filter((k) => all[k] !== undefined).map((k) => [k, all[k]!]));
+    };
+    const featureMap = async () =>
+      (await core.readNamespacedConfigMap({ namespace, name: 'cpsync-features' })).data ?? {};
+    /** Every resourceVersion of the inventory: profiles, the namespace, the ConfigMap. */
+    const versions = async () => ({
+      profiles: Object.fromEntries(
+        (await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion]),
+      ),
+      namespace: (await core.readNamespace({ name: namespace })).metadata?.resourceVersion,
+      configMap: (await core.readNamespacedConfigMap({ namespace, name: 'cpsync-features' })).metadata
+        ?.resourceVersion,
+    });
+    return { namespace, sync, profiles, labels, featureMap, versions };
+  };
+
+  it('has a way to use every registered feature', () => {
+    assert.deepEqual(
+      FEATURES.map((f) => f.name).filter((name) => !(name in USE)),
+      [],
+      'register how the test uses the feature in USE',
+    );
+  });
+
+  for (const feature of FEATURES) {
+    it(`${feature.name} (${feature.maturity}, default ${feature.default ? 'on' : 'off'})`, async () => {
+      restoreClouds();
+      USE[feature.name].prepare?.(emulators);
+      const used = inventory(feature.name);
+      const on = await used.sync({ [feature.name]: 'on' });
+      assert.ok(
+        USE[feature.name].wrote(await used.profiles(), await used.labels()),
+        'the feature wrote nothing',
+      );
+      assert.match(on.run.stderr, new RegExp(`features: .*\\b${feature.name} on\\b`));
+      const onState = JSON.parse((await used.featureMap())[FEATURE_SUMMARY_KEY]!);
+      assert.deepEqual(onState[feature.name], {
+        maturity: feature.maturity,
+        default: feature.default ? 'on' : 'off',
+        desired: 'on',
+        actual: 'on',
+      });
+
+      const off = await used.sync({ [feature.name]: 'off' });
+      assert.match(off.run.stderr, new RegExp(`features: .*\\b${feature.name} off\\b`));
+      const scopeStates = off.events
+        .filter((e) => e['detail-type'] === 'Inventory Scope Synced')
+        .map((e) => e.detail.features[feature.name]);
+      assert.ok(scopeStates.length > 0);
+      for (const state of scopeStates)
+        assert.deepEqual(state, { desired: 'off', actual: 'off', profiles: 0 });
+      // The clean-up is announced like any change.
+      assert.ok(off.events.some((e) => e['detail-type'] === 'ClusterProfile Updated'));
+
+      // A hub that never had the feature on.
+      const never = inventory(feature.name);
+      await never.sync({ [feature.name]: 'off' });
+      assert.deepEqual((await used.profiles()).map(comparable), (await never.profiles()).map(comparable));
+      assert.deepEqual(await used.labels(), await never.labels());
+      assert.deepEqual(await used.labels(), {});
+      assert.deepEqual(await used.featureMap(), await never.featureMap());
+      assert.equal(JSON.parse((await used.featureMap())[FEATURE_SUMMARY_KEY]!)[feature.name].actual, 'off');
+
+      // Clean: a further run writes nothing, as the hub counts it.
+      const before = await used.versions();
+      const again = await used.sync({ [feature.name]: 'off' });
+      assert.deepEqual(await used.versions(), before);
+      assert.equal(
+        again.events.filter((e) => e['detail-type'] !== 'Inventory Scope Synced').length,
+        0,
+        'an unchanged run announces no change',
+      );
+    });
+  }
+
+  it('reads turning-off while a scope that could not be listed keeps what the feature wrote, and off once it is listed', async () => {
+    restoreClouds();
+    const used = inventory('tagProperties');
+    await used.sync({ tagProperties: 'on' });
+    const azureTagged = (await used.profiles()).filter(
+      (p) =>
+        p.metadata.labels['cpsync.io/provider'] === 'aks' &&
+        p.status.properties.some((q: Doc) => q.name.startsWith('cpsync.io/tag.')),
+    ).length;
+    assert.ok(azureTagged > 0);
+    emulators.arm.failures.set(
+      AZURE_SUBSCRIPTION,
+      Array.from({ length: 60 }, () => ({ status: 403, code: 'AuthorizationFailed', message: 'outage' })),
+    );
+    try {
+      const off = await used.sync({ tagProperties: 'off' }, 1);
+      assert.match(
+        off.run.stderr,
+        new RegExp(`tagProperties turning-off \\(${azureTagged} profiles? still carry what it wrote\\)`),
+      );
+      const azure = off.events.find(
+        (e) => e['detail-type'] === 'Inventory Scope Synced' && e.detail.scope.provider === 'aks',
+      );
+      assert.deepEqual(azure?.detail.features.tagProperties, {
+        desired: 'off',
+        actual: 'turning-off',
+        profiles: azureTagged,
+      });
+      const state = JSON.parse((await used.featureMap())[FEATURE_SUMMARY_KEY]!);
+      assert.deepEqual(state.tagProperties, {
+        maturity: 'beta',
+        default: 'on',
+        desired: 'off',
+        actual: 'turning-off',
+        profilesLeft: azureTagged,
+      });
+    } finally {
+      emulators.arm.failures.delete(AZURE_SUBSCRIPTION);
+    }
+    const healed = await used.sync({ tagProperties: 'off' });
+    assert.match(healed.run.stderr, /tagProperties off\b/);
+    assert.equal(JSON.parse((await used.featureMap())[FEATURE_SUMMARY_KEY]!).tagProperties.actual, 'off');
+    assert.deepEqual(
+      Object.keys(await used.featureMap()).filter((k) => k.startsWith('scope.')),
+      [],
+      'nothing left to remove in any scope',
+    );
+  });
+});

@@ -145,6 +145,16 @@ function runProblems(report: SyncReport): string[] {
         .map((p) => `${p.namespace}/${p.name} (${p.reason})`)
         .join(', ')}${withoutCa.length > 5 ? ', …' : ''}`,
     );
+  const orphans = report.orphans ?? [];
+  if (orphans.length > 0)
+    lines.push(
+      `  ${orphans.reduce((n, o) => n + o.names.length, 0)} profile(s) of ${orphans.length} scope(s) the configuration no longer covers, kept: ${orphans
+        .slice(0, 5)
+        .map((o) => `${scopeKey(o.scope)} (${o.names.length})`)
+        .join(
+          ', ',
+        )}${orphans.length > 5 ? ', …' : ''} — \`cpsync list --orphans\` lists them, \`cpsync prune --orphans --yes\` deletes them`,
+    );
   if (report.interrupted)
     lines.push(
       `  stopped by ${report.interrupted.reason}: ${report.interrupted.notStarted} scope(s) not started; what was applied is announced`,

@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { compose } from '../adapters/compose/compose.ts';
+import { compose, type Composition } from '../adapters/compose/compose.ts';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
 import { runSync, type SyncReport } from '../core/sync/engine.ts';
 import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
-import { LABEL_CLUSTER_MANAGER } from '../core/domain/constants.ts';
+import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER } from '../core/domain/constants.ts';
+import { findOrphans } from '../core/domain/orphans.ts';
+import type { ClusterSource } from '../core/sync/ports.ts';
 import { profileProblem } from '../core/domain/model/validate.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
@@ -81,10 +83,14 @@ async function syncCommand(
     for (const failure of resolved.failures)
       io.stderr.write(`cpsync: cannot enumerate the ${failure.provider} scopes: ${failure.message}\n`);
     const progress = io.stderr.isTTY === true && !options.dryRun;
+    const full = !options.provider && !options.scope;
+    const determined = PROVIDERS.filter((p) => !resolved.failures.some((f) => f.provider === p));
     const report = await runSync(composition.ports, {
       syncId: randomUUID(),
       scopes: resolved.scopes,
       ...composition.settings,
+      // A full sync looks for orphans: profiles of scopes the configuration no longer covers.
+      ...(full ? { orphans: { configured: resolved.scopes, determined } } : {}),
       ...(options.dryRun ? { dryRun: true } : { retainDetails: false }),
       ...(io.signal ? { signal: io.signal } : {}),
       ...(progress
@@ -104,15 +110,129 @@ async function syncCommand(
     }
     io.stderr.write(`${formatSummary(report)}\n`);
     if (report.interrupted) return SIGNAL_EXIT[report.interrupted.reason] ?? ExitCode.Incomplete;
-    return clean(report) && resolved.failures.length === 0 ? ExitCode.Ok : ExitCode.Incomplete;
+    // Providers set to `off`: their profiles go now, each announced.
+    const off = (report.orphans ?? []).filter((o) => config.providers.off.includes(o.scope.provider));
+    let pruned = true;
+    if (off.length > 0 && !options.dryRun) {
+      io.stderr.write(`cpsync: deleting the profiles of ${config.providers.off.join(', ')} (set to off)\n`);
+      pruned = (await prune(composition, off, io)) === ExitCode.Ok;
+    }
+    return clean(report) && pruned && resolved.failures.length === 0 ? ExitCode.Ok : ExitCode.Incomplete;
+  } finally {
+    await composition.close();
+  }
+}
+
+/** A source for the scopes of orphans: it lists nothing and is never complete, so only the named profiles go. */
+const NO_CLUSTERS: ClusterSource = {
+  listScope: async (scope) => ({ outcome: { scope, kind: 'partial', missing: [] }, clusters: [] }),
+  getCluster: async () => undefined,
+  isProviderIdOf: () => false,
+};
+
+/** Deletes the profiles of `orphans` through the engine (intents, events, leases, as any sync). */
+async function prune(
+  composition: Composition,
+  orphans: ReadonlyArray<{ scope: Scope; names: string[] }>,
+  io: Io,
+): Promise<number> {
+  const { profiles } = await readInventory(composition);
+  const wanted = new Set(orphans.flatMap((o) => o.names));
+  const ids = new Set(
+    profiles
+      .filter((p) => wanted.has(`${p.metadata.namespace}/${p.metadata.name}`))
+      .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
+      .filter((id) => id !== ''),
+  );
+  const report = await runSync(
+    { ...composition.ports, sources: { eks: NO_CLUSTERS, gke: NO_CLUSTERS, aks: NO_CLUSTERS } },
+    {
+      syncId: randomUUID(),
+      scopes: orphans.map((o) => o.scope),
+      ...composition.settings,
+      confirmedGone: ids,
+      retainDetails: false,
+      ...(io.signal ? { signal: io.signal } : {}),
+    },
+  );
+  io.stderr.write(`${formatSummary(report)}\n`);
+  if (report.interrupted) return SIGNAL_EXIT[report.interrupted.reason] ?? ExitCode.Incomplete;
+  const failed = report.scopes.some((s) => s.summary.counts.failed > 0 || s.outcome.kind === 'failed');
+  return failed || report.events.failed.length > 0 || report.problems.length > 0
+    ? ExitCode.Incomplete
+    : ExitCode.Ok;
+}
+
+/** The orphans of the inventory, or undefined (said on stderr) when the configured scopes cannot all be told. */
+async function findInventoryOrphans(composition: Composition, io: Io) {
+  const resolved = await composition.resolveScopes({});
+  for (const failure of resolved.failures)
+    io.stderr.write(
+      `cpsync: cannot tell the orphans of ${failure.provider} (its scopes cannot be enumerated): ${failure.message}\n`,
+    );
+  const determined = new Set(PROVIDERS.filter((p) => !resolved.failures.some((f) => f.provider === p)));
+  const { profiles, malformed } = await readInventory(composition);
+  return {
+    orphans: findOrphans(profiles, resolved.scopes, determined),
+    malformed,
+    failures: resolved.failures,
+  };
+}
+
+async function orphansCommand(
+  config: CpsyncConfig,
+  options: { output: string; yes?: boolean; prune: boolean },
+  io: Io,
+): Promise<number> {
+  const composition = await compose(config, ALL_PROVIDERS);
+  try {
+    const { orphans, malformed, failures } = await findInventoryOrphans(composition, io);
+    const rows = orphans.flatMap((o) => o.profiles.map((p) => ({ scope: scopeKey(o.scope), ...listRow(p) })));
+    if (!options.prune) {
+      if (options.output === 'json') io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+      else if (options.output === 'yaml') io.stdout.write(formatYaml(rows));
+      else
+        io.stdout.write(
+          formatTable(rows, [
+            ['name', 'NAME'],
+            ['namespace', 'NAMESPACE'],
+            ['scope', 'SCOPE (NO LONGER CONFIGURED)'],
+            ['displayName', 'CLUSTER'],
+          ]),
+        );
+      const code = reportMalformed(malformed, io);
+      return failures.length > 0 ? ExitCode.Incomplete : code;
+    }
+    const count = rows.length;
+    if (count === 0) {
+      io.stderr.write('cpsync: no orphans: every profile is of a configured scope\n');
+      return failures.length > 0 ? ExitCode.Incomplete : ExitCode.Ok;
+    }
+    const listed = orphans.map((o) => `${scopeKey(o.scope)} (${o.profiles.length})`).join(', ');
+    if (!options.yes) {
+      for (const row of rows) io.stdout.write(`would delete ${row.namespace}/${row.name} (${row.scope})\n`);
+      io.stderr.write(
+        `cpsync: dry run: ${count} orphan profile(s) of ${listed}; nothing deleted — run again with --yes to delete them\n`,
+      );
+      return ExitCode.Ok;
+    }
+    io.stderr.write(`cpsync: deleting ${count} orphan profile(s) of ${listed}\n`);
+    return await prune(
+      composition,
+      orphans.map((o) => ({
+        scope: o.scope,
+        names: o.profiles.map((p) => `${p.metadata.namespace}/${p.metadata.name}`),
+      })),
+      io,
+    );
   } finally {
     await composition.close();
   }
 }
 
 /** The manager's well-formed profiles in every inventory namespace, and the objects that are not. */
-async function readInventory(config: CpsyncConfig) {
-  const composition = await compose(config, []);
+async function readInventory(from: CpsyncConfig | Composition) {
+  const composition = 'ports' in from ? from : await compose(from, []);
   const { hub } = composition.ports;
   const { options } = composition.settings;
   const profiles = [];
@@ -138,9 +258,10 @@ function reportMalformed(malformed: MalformedObject[], io: Io): number {
 
 async function listCommand(
   config: CpsyncConfig,
-  options: { output: string; summary?: boolean },
+  options: { output: string; summary?: boolean; orphans?: boolean },
   io: Io,
 ): Promise<number> {
+  if (options.orphans) return orphansCommand(config, { output: options.output, prune: false }, io);
   const { profiles, malformed } = await readInventory(config);
   const output = options.output;
   if (options.summary) {
@@ -229,8 +350,29 @@ export async function main(
         .default('table'),
     )
     .option('--summary', 'counts per cloud, scope and Kubernetes version, and the clusters that need a look')
-    .action(async (options: { output: string; summary?: boolean }) => {
+    .option('--orphans', 'only the profiles of scopes the configuration no longer covers')
+    .action(async (options: { output: string; summary?: boolean; orphans?: boolean }) => {
       code = await listCommand(loadConfig(program.opts().config).config, options, io);
+    });
+
+  program
+    .command('prune')
+    .description(
+      'delete the profiles of scopes the configuration no longer covers (a dry run unless --yes), announcing each deletion',
+    )
+    .option('--orphans', 'what to prune: the orphans (`cpsync list --orphans` shows them)')
+    .option('--yes', 'delete them (without it, only say what would be deleted)')
+    .action(async (options: { orphans?: boolean; yes?: boolean }) => {
+      if (!options.orphans) {
+        io.stderr.write('cpsync: say what to prune: --orphans\n');
+        code = ExitCode.Usage;
+        return;
+      }
+      code = await orphansCommand(
+        loadConfig(program.opts().config).config,
+        { output: 'table', prune: true, ...(options.yes ? { yes: true } : {}) },
+        io,
+      );
     });
 
   program

@@ -4,6 +4,7 @@ export const DetailType = {
   Updated: 'ClusterProfile Updated',
   Deleted: 'ClusterProfile Deleted',
   ScopeSynced: 'Inventory Scope Synced',
+  ScopeOrphaned: 'Inventory Scope Orphaned',
 } as const;
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 

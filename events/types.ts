@@ -69,8 +69,19 @@ export interface ScopeSyncedDetail extends DetailBase {
   >;
 }
 
+/**
+ * Profiles of a scope the configuration no longer covers: kept (never deleted for being absent from the
+ * configuration), announced by every full sync while they are there.
+ */
+export interface ScopeOrphanedDetail extends DetailBase {
+  /** How many profiles of the scope are left. */
+  profiles: number;
+  /** Their names (namespace/name), the first 100. */
+  names: string[];
+}
+
 /** One event as cpsync hands it to a bus. */
-export interface CpsyncEvent<D = ProfileChangeDetail | ScopeSyncedDetail> {
+export interface CpsyncEvent<D = ProfileChangeDetail | ScopeSyncedDetail | ScopeOrphanedDetail> {
   source: string;
   detailType: DetailType;
   detail: D;

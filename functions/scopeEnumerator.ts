@@ -3,6 +3,8 @@ import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { scopeKey } from '../core/domain/model/scope.ts';
+import { PROVIDERS } from '../core/domain/model/observedCluster.ts';
+import { runSync } from '../core/sync/engine.ts';
 import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
@@ -53,6 +55,22 @@ export function makeScopeEnumerator(
     }
     metrics.addMetric('ScopesEnqueued', MetricUnit.Count, scopes.length);
     logger.info('scopes enqueued', { syncId, scopes: scopes.map(scopeKey) });
+    // Profiles of scopes the configuration no longer covers: reported and announced, never deleted here.
+    const determined = PROVIDERS.filter((p) => !failures.some((f) => f.provider === p));
+    const report = await runSync(deps.ports, {
+      syncId,
+      scopes: [],
+      ...deps.settings,
+      orphans: { configured: scopes, determined },
+    });
+    const orphans = (report.orphans ?? []).reduce((n, o) => n + o.names.length, 0);
+    metrics.addMetric('OrphanProfiles', MetricUnit.Count, orphans);
+    if (orphans > 0)
+      logger.warn('profiles of scopes the configuration no longer covers (kept)', {
+        syncId,
+        orphans: report.orphans!.map((o) => ({ scope: scopeKey(o.scope), profiles: o.names.length })),
+      });
+    for (const problem of report.problems) logger.error(problem, { syncId });
     if (failures.length > 0) {
       // What could be enumerated is enqueued; the run still fails, so its error alarm names the rest.
       metrics.addMetric('FailedEnumerations', MetricUnit.Count, failures.length);
@@ -60,7 +78,7 @@ export function makeScopeEnumerator(
         `cannot enumerate the scopes of ${failures.map((f) => `${f.provider} (${f.message})`).join('; ')}`,
       );
     }
-    return { syncId, scopes: scopes.length };
+    return { syncId, scopes: scopes.length, orphans };
   });
 }
 

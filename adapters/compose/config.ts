@@ -246,7 +246,32 @@ export const configSchema = z.strictObject({
       }
       return set;
     }),
-  providers: z.strictObject({ eks: eks.optional(), gke: gke.optional(), aks: aks.optional() }).prefault({}),
+  /**
+   * The clouds, each configured, or `off`: a provider set to `off` is not listed, and the profiles cpsync
+   * wrote for it are deleted by the next full sync (left out of the configuration, they are only reported).
+   */
+  providers: z
+    .strictObject({
+      eks: z.union([z.literal('off'), eks]).optional(),
+      gke: z.union([z.literal('off'), gke]).optional(),
+      aks: z.union([z.literal('off'), aks]).optional(),
+    })
+    .prefault({})
+    .transform(({ eks, gke, aks }) => ({
+      ...(eks && eks !== 'off' ? { eks } : {}),
+      ...(gke && gke !== 'off' ? { gke } : {}),
+      ...(aks && aks !== 'off' ? { aks } : {}),
+      /** Providers set to `off`. */
+      off: (
+        [
+          ['eks', eks],
+          ['gke', gke],
+          ['aks', aks],
+        ] as const
+      )
+        .filter(([, value]) => value === 'off')
+        .map(([name]) => name),
+    })),
   hub: hub.optional(),
   bus: bus.optional(),
   outbox: z

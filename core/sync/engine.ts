@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
-import { buildChangeEvent, buildScopeEvent, type ScopeSummary } from './events.ts';
+import { buildChangeEvent, buildOrphanEvent, buildScopeEvent, type ScopeSummary } from './events.ts';
+import { findOrphans } from '../domain/orphans.ts';
 import { DetailType } from '../../events/detailTypes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 import type { InventoryOptions } from '../domain/options.ts';
@@ -20,7 +21,7 @@ import type {
   QuarantinedRecord,
   ScopeListing,
 } from './ports.ts';
-import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
+import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER } from '../domain/constants.ts';
 import { DeadlineError, InterruptedError, withDeadline } from './deadline.ts';
 import { CpsyncError, messageOf } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
@@ -101,6 +102,12 @@ export interface SyncRequest extends RunSettings {
   dryRun?: boolean;
   /** Provider ids the provider confirmed gone: their profiles go at once. */
   confirmedGone?: ReadonlySet<string>;
+  /**
+   * Look for orphans once the scopes are synced (a full sync): profiles no configured scope covers are
+   * reported and announced (`Inventory Scope Orphaned`), never deleted. `configured` is every scope of
+   * the configuration; `determined` the providers whose scopes are all known (discovery did not fail).
+   */
+  orphans?: { configured: readonly Scope[]; determined: readonly Provider[] };
   /** Called as each scope finishes (progress displays). */
   onScope?: (report: ScopeReport, done: number, total: number) => void;
   /**
@@ -155,6 +162,8 @@ export interface SyncReport {
    * profiles still carry what it wrote (the hub's `<manager>-features` ConfigMaps hold it over all scopes).
    */
   features: FeatureReport;
+  /** Profiles of scopes the configuration no longer covers, by scope (when the run looked for them). */
+  orphans?: Array<{ scope: Scope; names: string[] }>;
 }
 
 function emptyCounts(listed: number): ScopeSummary['counts'] {
@@ -288,6 +297,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
   }
 
   report.features = featureReport(request.options.features, featureTotals);
+  if (request.orphans && !request.signal?.aborted) await lookForOrphans(run, request.orphans);
   report.scopes.sort((a, b) => scopeKey(a.scope).localeCompare(scopeKey(b.scope)));
   if (!request.dryRun) await takeStock(run);
   report.hub = hub.counts();
@@ -553,6 +563,37 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       });
   }
   return scopeReport(run, scope, outcome, counts, started, context, events, error, plan, features);
+}
+
+/** Finds the orphans of the inventory, reports them and (unless a dry run) announces each scope of them. */
+async function lookForOrphans(run: RunContext, check: NonNullable<SyncRequest['orphans']>): Promise<void> {
+  const { ports, request, report } = run;
+  const profiles = await attempt(run, 'list the inventory for orphans', () =>
+    inventoryProfiles(ports.hub, request.options),
+  );
+  if (!profiles) return;
+  const orphans = findOrphans(profiles, check.configured, new Set(check.determined)).map((o) => ({
+    scope: o.scope,
+    names: o.profiles.map((p) => profileKey(p.metadata)).sort(),
+  }));
+  report.orphans = orphans;
+  if (request.dryRun || orphans.length === 0) return;
+  const context = { syncId: request.syncId, occurredAt: timestamp(run.clock()), source: request.eventSource };
+  const events = orphans.map((orphan) => buildOrphanEvent(orphan, context));
+  const stored = await attempt(run, 'write the orphan events to the outbox', async () => {
+    await ports.outbox.add(events);
+    return true;
+  });
+  if (stored) report.events.published += (await publishFromOutbox(run, events)).published.length;
+  else await publishDirectly(run, events);
+}
+
+/** Every profile of the manager in the inventory namespaces. */
+async function inventoryProfiles(hub: Hub, options: InventoryOptions): Promise<ClusterProfile[]> {
+  const profiles: ClusterProfile[] = [];
+  for (const namespace of inventoryNamespaces(options))
+    profiles.push(...(await hub.list(namespace.name, { [LABEL_CLUSTER_MANAGER]: options.manager })));
+  return profiles;
 }
 
 /** Counts of profiles carrying each feature's writes, from a report. */

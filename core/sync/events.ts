@@ -6,7 +6,12 @@ import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { Provider } from '../domain/model/observedCluster.ts';
 import type { ScopeOutcome } from '../domain/model/scope.ts';
 import { DEFAULT_SOURCE, DetailType, MAX_DETAIL_BYTES, SCHEMA_VERSION } from '../../events/detailTypes.ts';
-import type { CpsyncEvent, ProfileChangeDetail, ScopeSyncedDetail } from '../../events/types.ts';
+import type {
+  CpsyncEvent,
+  ProfileChangeDetail,
+  ScopeOrphanedDetail,
+  ScopeSyncedDetail,
+} from '../../events/types.ts';
 
 /** A UUID-shaped id hashed from `parts`: the same parts always give the same id. */
 function deterministicId(...parts: unknown[]): string {
@@ -113,6 +118,29 @@ export function buildScopeEvent(
   return {
     source: context.source ?? DEFAULT_SOURCE,
     detailType: DetailType.ScopeSynced,
+    detail,
+    resources: [],
+    time: context.occurredAt,
+  };
+}
+
+/** The `Inventory Scope Orphaned` event of one orphaned scope in a run. */
+export function buildOrphanEvent(
+  orphan: { scope: EventContext['scope']; names: readonly string[] },
+  context: Omit<EventContext, 'scope'>,
+): CpsyncEvent<ScopeOrphanedDetail> {
+  const detail: ScopeOrphanedDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: deterministicId(DetailType.ScopeOrphaned, context.syncId, orphan.scope),
+    syncId: context.syncId,
+    occurredAt: context.occurredAt,
+    scope: orphan.scope,
+    profiles: orphan.names.length,
+    names: orphan.names.slice(0, 100),
+  };
+  return {
+    source: context.source ?? DEFAULT_SOURCE,
+    detailType: DetailType.ScopeOrphaned,
     detail,
     resources: [],
     time: context.occurredAt,

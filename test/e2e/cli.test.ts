@@ -395,7 +395,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     assertValid(lines);
     assert.equal(
       readdirSync(join(directory, 'inventory', namespace)).filter(
-        (f) => f.endsWith('.yaml') && f !== '_namespace.yaml',
+        (f) => f.endsWith('.yaml') && !f.startsWith('_'), // _namespace.yaml, _configmap.*.yaml
       ).length,
       2,
     );

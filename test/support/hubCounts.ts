@@ -88,7 +88,7 @@ export function fileHubInodes(directory: string): Map<string, number> {
     const path = join(directory, namespace);
     if (namespace.startsWith('.') || !statSync(path).isDirectory()) continue;
     for (const file of readdirSync(path))
-      if (file.endsWith('.yaml') && !file.startsWith('.') && file !== '_namespace.yaml')
+      if (file.endsWith('.yaml') && !file.startsWith('.') && !file.startsWith('_'))
         inodes.set(`${namespace}/${file}`, statSync(join(path, file)).ino);
   }
   return inodes;

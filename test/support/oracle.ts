@@ -109,7 +109,7 @@ export function readInventory(directory: string): Map<string, StoredProfile> {
     let files: string[];
     try {
       files = readdirSync(join(directory, namespace)).filter(
-        (f) => f.endsWith('.yaml') && f !== '_namespace.yaml',
+        (f) => f.endsWith('.yaml') && !f.startsWith('_'), // _namespace.yaml, _configmap.*.yaml
       );
     } catch {
       continue;

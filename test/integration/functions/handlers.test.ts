@@ -150,7 +150,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       queueUrl: scopeQueueUrl,
       sqs: new SQSClient({ endpoint: emulators.moto.endpoint, region: 'us-east-1' }),
     })({ executionId: 'exec-1' }, context);
-    assert.deepEqual(result, { syncId: 'exec-1', scopes: 4 });
+    assert.deepEqual(result, { syncId: 'exec-1', scopes: 4, orphans: 0 });
   });
 
   it('syncs each scope from its message, reports malformed messages as batch item failures, and shrugs off redelivery', async () => {
@@ -190,6 +190,27 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     const recordsKept = await idempotencyRecords();
     assert.equal(recordsKept.filter((r) => r.id!.startsWith('cpsync.scope#')).length, 4);
     assert.ok(recordsKept.every((r) => r.status === 'COMPLETED' && Number(r.expiration) > Date.now() / 1000));
+  });
+
+  it('reports and announces the profiles of a provider dropped from the configuration, and deletes none of them', async () => {
+    const { aks: _dropped, ...others } = deps.config.providers;
+    const narrowed = await compose({ ...deps.config, providers: others }, ALL_PROVIDERS);
+    const sqs = new SQSClient({ endpoint: emulators.moto.endpoint, region: 'us-east-1' });
+    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'cpsync-scopes-narrowed' })))
+      .QueueUrl!;
+    const before = await versions();
+    const result = await makeScopeEnumerator(async () => narrowed, { queueUrl, sqs })(
+      { executionId: 'exec-orphans' },
+      context,
+    );
+    assert.deepEqual(result, { syncId: 'exec-orphans', scopes: 3, orphans: 2 });
+    assert.deepEqual(await versions(), before, 'nothing is written, nothing deleted');
+    const announced = (await drainQueue(emulators.queueUrl)).filter(
+      (e) => e['detail-type'] === 'Inventory Scope Orphaned',
+    );
+    assert.equal(announced.length, 1);
+    assert.deepEqual(validator.errors(announced[0]!['detail-type'], announced[0]!.detail), []);
+    assert.equal((announced[0]!.detail as { profiles?: number }).profiles, 2);
   });
 
   it('refuses scope messages the configuration does not cover (failed items, nothing synced), and takes any spelling of one it does', async () => {
@@ -555,7 +576,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     // Projects found by search: a search that fails leaves coverage undecided — not a "no".
     const gke = deps.config.providers.gke!;
     const searching = await compose(
-      { ...deps.config, providers: { gke: { ...gke, projects: { search: { query: '' } } } } },
+      { ...deps.config, providers: { gke: { ...gke, projects: { search: { query: '' } } }, off: [] } },
       ALL_PROVIDERS,
     );
     const projects = [...emulators.gke.projects];

@@ -84,7 +84,7 @@ describe('configuration', () => {
     assert.equal(config.manager, 'cpsync');
     assert.equal(config.inventory.namespace, 'cluster-inventory');
     assert.equal(config.inventory.deletionGraceListings, 2);
-    assert.deepEqual(config.providers, {});
+    assert.deepEqual(config.providers, { off: [] });
     assert.equal(config.hub, undefined);
   });
 

@@ -1,0 +1,53 @@
+/**
+ * Orphans: profiles of scopes the configuration no longer covers (an account, project, subscription,
+ * region or a whole provider dropped from it). They are reported, never deleted for being absent from
+ * the configuration — a typo must not empty an inventory — and go only when a person says so
+ * (`cpsync prune --orphans --yes`, or the provider set to `off`).
+ */
+import { LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from './constants.ts';
+import { labelValue } from './labels.ts';
+import type { ClusterProfile } from './model/clusterProfile.ts';
+import { PROVIDERS, type Provider } from './model/observedCluster.ts';
+import { ALL_REGIONS, scopeKey, type Scope } from './model/scope.ts';
+
+export interface OrphanScope {
+  /** The scope the profiles were written for, as their labels name it. */
+  scope: Scope;
+  profiles: ClusterProfile[];
+}
+
+function covers(scope: Scope, provider: string, account: string, region: string): boolean {
+  return (
+    scope.provider === provider &&
+    labelValue(scope.account) === account &&
+    (scope.region === ALL_REGIONS || labelValue(scope.region) === region)
+  );
+}
+
+/**
+ * The profiles no configured scope covers, by the scope they were written for. Providers whose scopes
+ * could not be told (their discovery failed) are not judged: `determined` names those whose scopes are
+ * all in `configured` (a provider that is not configured has none).
+ */
+export function findOrphans(
+  profiles: Iterable<ClusterProfile>,
+  configured: readonly Scope[],
+  determined: ReadonlySet<Provider>,
+): OrphanScope[] {
+  const byScope = new Map<string, OrphanScope>();
+  for (const profile of profiles) {
+    const labels = profile.metadata.labels ?? {};
+    const provider = labels[LABEL_PROVIDER] as Provider | undefined;
+    const account = labels[LABEL_ACCOUNT];
+    const region = labels[LABEL_REGION];
+    if (!provider || !PROVIDERS.includes(provider) || !account || !region || !determined.has(provider))
+      continue;
+    if (configured.some((scope) => covers(scope, provider, account, region))) continue;
+    const scope: Scope = { provider, account, region };
+    const key = scopeKey(scope);
+    const entry = byScope.get(key);
+    if (entry) entry.profiles.push(profile);
+    else byScope.set(key, { scope, profiles: [profile] });
+  }
+  return [...byScope.values()].sort((a, b) => scopeKey(a.scope).localeCompare(scopeKey(b.scope)));
+}

@@ -207,7 +207,7 @@ describe('the CDK app', () => {
 
   it('registers a draft-04 JSON Schema per detail-type, and alarms on the DLQ, failed scopes and function errors', () => {
     template.resourceCountIs('AWS::EventSchemas::Registry', 1);
-    template.resourcePropertiesCountIs('AWS::EventSchemas::Schema', { Type: 'JSONSchemaDraft4' }, 4);
+    template.resourcePropertiesCountIs('AWS::EventSchemas::Schema', { Type: 'JSONSchemaDraft4' }, 5);
     template.hasResourceProperties('AWS::EventSchemas::Schema', {
       SchemaName: 'cpsync@InventoryScopeSynced',
     });

@@ -3,16 +3,19 @@ import { writeFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { compose, type Composition } from '../adapters/compose/compose.ts';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
-import { runSync, type SyncReport } from '../core/sync/engine.ts';
+import {
+  inventoryProfiles,
+  orphanReport,
+  runSync,
+  type OrphanReport,
+  type SyncReport,
+} from '../core/sync/engine.ts';
 import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
-import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER } from '../core/domain/constants.ts';
 import { findOrphans } from '../core/domain/orphans.ts';
 import type { ClusterSource } from '../core/sync/ports.ts';
-import { profileProblem } from '../core/domain/model/validate.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
-import { inventoryNamespaces } from '../core/domain/options.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
 import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
 import { formatInventorySummary, reportHtml, summarize } from './inventoryReport.ts';
@@ -131,26 +134,14 @@ const NO_CLUSTERS: ClusterSource = {
 };
 
 /** Deletes the profiles of `orphans` through the engine (intents, events, leases, as any sync). */
-async function prune(
-  composition: Composition,
-  orphans: ReadonlyArray<{ scope: Scope; names: string[] }>,
-  io: Io,
-): Promise<number> {
-  const { profiles } = await readInventory(composition);
-  const wanted = new Set(orphans.flatMap((o) => o.names));
-  const ids = new Set(
-    profiles
-      .filter((p) => wanted.has(`${p.metadata.namespace}/${p.metadata.name}`))
-      .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
-      .filter((id) => id !== ''),
-  );
+async function prune(composition: Composition, orphans: readonly OrphanReport[], io: Io): Promise<number> {
   const report = await runSync(
     { ...composition.ports, sources: { eks: NO_CLUSTERS, gke: NO_CLUSTERS, aks: NO_CLUSTERS } },
     {
       syncId: randomUUID(),
       scopes: orphans.map((o) => o.scope),
       ...composition.settings,
-      confirmedGone: ids,
+      confirmedGone: new Set(orphans.flatMap((o) => o.providerIds)),
       retainDetails: false,
       ...(io.signal ? { signal: io.signal } : {}),
     },
@@ -217,14 +208,7 @@ async function orphansCommand(
       return ExitCode.Ok;
     }
     io.stderr.write(`cpsync: deleting ${count} orphan profile(s) of ${listed}\n`);
-    return await prune(
-      composition,
-      orphans.map((o) => ({
-        scope: o.scope,
-        names: o.profiles.map((p) => `${p.metadata.namespace}/${p.metadata.name}`),
-      })),
-      io,
-    );
+    return await prune(composition, orphans.map(orphanReport), io);
   } finally {
     await composition.close();
   }
@@ -233,19 +217,7 @@ async function orphansCommand(
 /** The manager's well-formed profiles in every inventory namespace, and the objects that are not. */
 async function readInventory(from: CpsyncConfig | Composition) {
   const composition = 'ports' in from ? from : await compose(from, []);
-  const { hub } = composition.ports;
-  const { options } = composition.settings;
-  const profiles = [];
-  const malformed: MalformedObject[] = [];
-  for (const namespace of inventoryNamespaces(options))
-    for (const profile of await hub.list(namespace.name, { [LABEL_CLUSTER_MANAGER]: options.manager })) {
-      const problem = profileProblem(profile);
-      if (problem)
-        malformed.push({ namespace: namespace.name, name: String(profile.metadata?.name), reason: problem });
-      else profiles.push(profile);
-    }
-  malformed.push(...(hub.malformed?.() ?? []));
-  return { profiles, malformed };
+  return inventoryProfiles(composition.ports.hub, composition.settings.options);
 }
 
 function reportMalformed(malformed: MalformedObject[], io: Io): number {

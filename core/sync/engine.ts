@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
 import { buildChangeEvent, buildOrphanEvent, buildScopeEvent, type ScopeSummary } from './events.ts';
-import { findOrphans } from '../domain/orphans.ts';
+import { findOrphans, type OrphanScope } from '../domain/orphans.ts';
+import { profileProblem } from '../domain/model/validate.ts';
 import { DetailType } from '../../events/detailTypes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 import type { InventoryOptions } from '../domain/options.ts';
@@ -124,6 +125,14 @@ export interface SyncRequest extends RunSettings {
   signal?: AbortSignal;
 }
 
+/** An orphaned scope in a report. */
+export interface OrphanReport {
+  scope: Scope;
+  /** `namespace/name` of its profiles. */
+  names: string[];
+  providerIds: string[];
+}
+
 export interface ScopeReport {
   scope: Scope;
   outcome: ScopeOutcome;
@@ -163,7 +172,7 @@ export interface SyncReport {
    */
   features: FeatureReport;
   /** Profiles of scopes the configuration no longer covers, by scope (when the run looked for them). */
-  orphans?: Array<{ scope: Scope; names: string[] }>;
+  orphans?: OrphanReport[];
 }
 
 function emptyCounts(listed: number): ScopeSummary['counts'] {
@@ -179,6 +188,8 @@ function failedListing(scope: Scope, reason: ScopeFailureReason, text: string): 
 /** What one run shares between its scopes. */
 interface RunContext {
   ports: EnginePorts;
+  /** Profiles carrying each feature's writes, over the scopes synced so far. */
+  featureTotals: Record<FeatureName, number>;
   request: SyncRequest;
   clock: () => Date;
   leases?: RunLeases;
@@ -234,9 +245,15 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     quarantined: [],
     features: featureReport(request.options.features, noCounts()),
   };
-  const featureTotals = noCounts();
   const leases = request.dryRun ? undefined : runLeases(ports, request, request.signal);
-  const run: RunContext = { ports, request, clock, report, ...(leases ? { leases } : {}) };
+  const run: RunContext = {
+    ports,
+    request,
+    clock,
+    report,
+    featureTotals: noCounts(),
+    ...(leases ? { leases } : {}),
+  };
 
   try {
     if (!request.dryRun) {
@@ -266,8 +283,6 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
             return;
           }
           const scopeReport = await syncOne(run, scope);
-          if (scopeReport.summary.features)
-            addCounts(featureTotals, featureCountsOf(scopeReport.summary.features));
           if (!request.dryRun) {
             const summary = scopeReport.events.filter((e) => e.detailType === DetailType.ScopeSynced);
             // The change events are in the outbox already (syncOne); the scope summary joins them.
@@ -296,7 +311,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     await leases?.releaseAll();
   }
 
-  report.features = featureReport(request.options.features, featureTotals);
+  report.features = featureReport(request.options.features, run.featureTotals);
   if (request.orphans && !request.signal?.aborted) await lookForOrphans(run, request.orphans);
   report.scopes.sort((a, b) => scopeKey(a.scope).localeCompare(scopeKey(b.scope)));
   if (!request.dryRun) await takeStock(run);
@@ -568,18 +583,24 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
 /** Finds the orphans of the inventory, reports them and (unless a dry run) announces each scope of them. */
 async function lookForOrphans(run: RunContext, check: NonNullable<SyncRequest['orphans']>): Promise<void> {
   const { ports, request, report } = run;
-  const profiles = await attempt(run, 'list the inventory for orphans', () =>
+  const inventory = await attempt(run, 'list the inventory for orphans', () =>
     inventoryProfiles(ports.hub, request.options),
   );
-  if (!profiles) return;
-  const orphans = findOrphans(profiles, check.configured, new Set(check.determined)).map((o) => ({
-    scope: o.scope,
-    names: o.profiles.map((p) => profileKey(p.metadata)).sort(),
-  }));
+  if (!inventory) return;
+  const orphans = findOrphans(inventory.profiles, check.configured, new Set(check.determined)).map(
+    orphanReport,
+  );
   report.orphans = orphans;
   if (request.dryRun || orphans.length === 0) return;
-  const context = { syncId: request.syncId, occurredAt: timestamp(run.clock()), source: request.eventSource };
-  const events = orphans.map((orphan) => buildOrphanEvent(orphan, context));
+  const occurredAt = timestamp(run.clock());
+  const events = orphans.map((orphan) =>
+    buildOrphanEvent(orphan.names, {
+      syncId: request.syncId,
+      occurredAt,
+      scope: orphan.scope,
+      source: request.eventSource,
+    }),
+  );
   const stored = await attempt(run, 'write the orphan events to the outbox', async () => {
     await ports.outbox.add(events);
     return true;
@@ -588,22 +609,36 @@ async function lookForOrphans(run: RunContext, check: NonNullable<SyncRequest['o
   else await publishDirectly(run, events);
 }
 
-/** Every profile of the manager in the inventory namespaces. */
-async function inventoryProfiles(hub: Hub, options: InventoryOptions): Promise<ClusterProfile[]> {
-  const profiles: ClusterProfile[] = [];
-  for (const namespace of inventoryNamespaces(options))
-    profiles.push(...(await hub.list(namespace.name, { [LABEL_CLUSTER_MANAGER]: options.manager })));
-  return profiles;
+/** An orphaned scope as reports carry it: the names of its profiles, and their provider ids (what a prune deletes). */
+export function orphanReport(orphan: OrphanScope): OrphanReport {
+  return {
+    scope: orphan.scope,
+    names: orphan.profiles.map((p) => profileKey(p.metadata)).sort(),
+    providerIds: orphan.profiles
+      .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
+      .filter((id) => id !== ''),
+  };
 }
 
-/** Counts of profiles carrying each feature's writes, from a report. */
-function featureCountsOf(
-  report: Readonly<Record<string, { profiles: number }>>,
-): Record<FeatureName, number> {
-  return Object.fromEntries(Object.entries(report).map(([name, use]) => [name, use.profiles])) as Record<
-    FeatureName,
-    number
-  >;
+/**
+ * The manager's well-formed profiles in every inventory namespace, and the objects there that are not
+ * (left out, named).
+ */
+export async function inventoryProfiles(
+  hub: Hub,
+  options: InventoryOptions,
+): Promise<{ profiles: ClusterProfile[]; malformed: MalformedObject[] }> {
+  const profiles: ClusterProfile[] = [];
+  const malformed: MalformedObject[] = [];
+  for (const namespace of inventoryNamespaces(options))
+    for (const profile of await hub.list(namespace.name, { [LABEL_CLUSTER_MANAGER]: options.manager })) {
+      const problem = profileProblem(profile);
+      if (problem)
+        malformed.push({ namespace: namespace.name, name: String(profile.metadata?.name), reason: problem });
+      else profiles.push(profile);
+    }
+  malformed.push(...(hub.malformed?.() ?? []));
+  return { profiles, malformed };
 }
 
 /**
@@ -618,6 +653,7 @@ async function recordFeatures(
   const { options } = run.request;
   const totals = noCounts();
   for (const counts of byNamespace.values()) addCounts(totals, counts);
+  addCounts(run.featureTotals, totals);
   if (!run.request.dryRun)
     for (const namespace of inventoryNamespaces(options))
       await attempt(run, `record the feature states in ${namespace.name}`, () =>

@@ -25,6 +25,33 @@ const DETAIL_TYPE_OF = {
   deleted: DetailType.Deleted,
 } as const;
 
+/** The fields every detail starts with. */
+function detailBase(context: EventContext, eventId: string) {
+  return {
+    schemaVersion: SCHEMA_VERSION,
+    eventId,
+    syncId: context.syncId,
+    occurredAt: context.occurredAt,
+    scope: context.scope,
+  };
+}
+
+/** An event as a bus takes it. */
+function envelope<D>(
+  detailType: DetailType,
+  detail: D,
+  context: EventContext,
+  resources: string[] = [],
+): CpsyncEvent<D> {
+  return {
+    source: context.source ?? DEFAULT_SOURCE,
+    detailType,
+    detail,
+    resources,
+    time: context.occurredAt,
+  };
+}
+
 function bytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), 'utf8');
 }
@@ -50,11 +77,7 @@ export function buildChangeEvent(
       ? [detailType, namespace, name, uid ?? '', change.previousResourceVersion ?? '', change.changes]
       : [detailType, namespace, name, uid ?? ''];
   const detail: ProfileChangeDetail = {
-    schemaVersion: SCHEMA_VERSION,
-    eventId: deterministicId(...identity),
-    syncId: context.syncId,
-    occurredAt: context.occurredAt,
-    scope: context.scope,
+    ...detailBase(context, deterministicId(...identity)),
     namespace,
     name,
     cluster: {
@@ -75,13 +98,7 @@ export function buildChangeEvent(
   if (bytes(detail) > MAX_DETAIL_BYTES) {
     detail.changes = detail.changes.map((c) => ({ field: c.field }));
   }
-  return {
-    source: context.source ?? DEFAULT_SOURCE,
-    detailType,
-    detail,
-    resources: providerId ? [providerId] : [],
-    time: context.occurredAt,
-  };
+  return envelope(detailType, detail, context, providerId ? [providerId] : []);
 }
 
 export interface ScopeSummary {
@@ -103,11 +120,7 @@ export function buildScopeEvent(
     summary.error ??
     (outcome.failure ? { reason: outcome.failure.reason, message: outcome.failure.message } : undefined);
   const detail: ScopeSyncedDetail = {
-    schemaVersion: SCHEMA_VERSION,
-    eventId: deterministicId(DetailType.ScopeSynced, context.syncId, context.scope),
-    syncId: context.syncId,
-    occurredAt: context.occurredAt,
-    scope: context.scope,
+    ...detailBase(context, deterministicId(DetailType.ScopeSynced, context.syncId, context.scope)),
     outcome: outcome.kind,
     counts: summary.counts,
     durationMs: summary.durationMs,
@@ -115,34 +128,18 @@ export function buildScopeEvent(
     ...(error ? { error: { reason: error.reason, message: error.message.slice(0, 2000) } } : {}),
     ...(summary.features ? { features: summary.features } : {}),
   };
-  return {
-    source: context.source ?? DEFAULT_SOURCE,
-    detailType: DetailType.ScopeSynced,
-    detail,
-    resources: [],
-    time: context.occurredAt,
-  };
+  return envelope(DetailType.ScopeSynced, detail, context);
 }
 
-/** The `Inventory Scope Orphaned` event of one orphaned scope in a run. */
+/** The `Inventory Scope Orphaned` event of one orphaned scope (the context's) in a run. */
 export function buildOrphanEvent(
-  orphan: { scope: EventContext['scope']; names: readonly string[] },
-  context: Omit<EventContext, 'scope'>,
+  names: readonly string[],
+  context: EventContext,
 ): CpsyncEvent<ScopeOrphanedDetail> {
   const detail: ScopeOrphanedDetail = {
-    schemaVersion: SCHEMA_VERSION,
-    eventId: deterministicId(DetailType.ScopeOrphaned, context.syncId, orphan.scope),
-    syncId: context.syncId,
-    occurredAt: context.occurredAt,
-    scope: orphan.scope,
-    profiles: orphan.names.length,
-    names: orphan.names.slice(0, 100),
+    ...detailBase(context, deterministicId(DetailType.ScopeOrphaned, context.syncId, context.scope)),
+    profiles: names.length,
+    names: names.slice(0, 100),
   };
-  return {
-    source: context.source ?? DEFAULT_SOURCE,
-    detailType: DetailType.ScopeOrphaned,
-    detail,
-    resources: [],
-    time: context.occurredAt,
-  };
+  return envelope(DetailType.ScopeOrphaned, detail, context);
 }

@@ -10,7 +10,7 @@ import {
   DEFAULT_NAMESPACE,
 } from '../../core/domain/constants.ts';
 import { isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
-import type { InventoryOptions } from '../../core/domain/options.ts';
+import type { ClusterMatcher, InventoryOptions } from '../../core/domain/options.ts';
 import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
 
 const dnsLabel = z.string().refine(isDns1123Label, {
@@ -155,6 +155,14 @@ const bus = z.union([
 /** How long a processed delivery is remembered by default (seconds). */
 export const DEFAULT_IDEMPOTENCY_SECONDS = 3600;
 
+/** The matchers of a namespace or projection rule: every one given must match. */
+const clusterMatcher = {
+  provider: provider.optional(),
+  account: z.string().min(1).optional(),
+  region: z.string().min(1).optional(),
+  tag: z.strictObject({ key: z.string().min(1), value: z.string().optional() }).optional(),
+};
+
 export const configSchema = z.strictObject({
   manager: z
     .string()
@@ -196,15 +204,10 @@ export const configSchema = z.strictObject({
           }
           return setOf;
         }),
-      namespaceRules: z
-        .array(
-          z.strictObject({
-            provider: provider.optional(),
-            account: z.string().min(1).optional(),
-            tag: z.strictObject({ key: z.string().min(1), value: z.string().optional() }).optional(),
-            namespace: dnsLabel,
-          }),
-        )
+      namespaceRules: z.array(z.strictObject({ ...clusterMatcher, namespace: dnsLabel })).default([]),
+      /** The `projections` feature's rules: a cluster they match is also written into their namespaces. */
+      projections: z
+        .array(z.strictObject({ ...clusterMatcher, namespaces: z.array(dnsLabel).min(1) }))
         .default([]),
       tagAllowList: z.array(z.string().min(1).max(239)).default([]),
       accessProviderNames: z
@@ -385,15 +388,17 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
       );
     if (older !== undefined) result.data.features.privateEndpoints = older;
     const namespaces = Object.keys(result.data.inventory.clusterSets);
+    const { inventory } = result.data;
     const unknown = namespaces.filter(
       (ns) =>
-        ns !== result.data.inventory.namespace &&
-        !result.data.inventory.namespaceRules.some((r) => r.namespace === ns),
+        ns !== inventory.namespace &&
+        !inventory.namespaceRules.some((r) => r.namespace === ns) &&
+        !inventory.projections.some((r) => r.namespaces.includes(ns)),
     );
     if (unknown.length > 0)
       throw new ConfigError(
         [
-          `inventory.clusterSets: ${unknown.join(', ')} is not the inventory namespace nor any rule's namespace`,
+          `inventory.clusterSets: ${unknown.join(', ')} is not the inventory namespace nor any namespace or projection rule's namespace`,
         ],
         source,
       );
@@ -405,6 +410,23 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
   );
 }
 
+/** A rule's matchers, without the ones left unset. */
+function matcherOf(rule: z.infer<z.ZodObject<typeof clusterMatcher>>): ClusterMatcher {
+  return {
+    ...(rule.provider ? { provider: rule.provider } : {}),
+    ...(rule.account ? { account: rule.account } : {}),
+    ...(rule.region ? { region: rule.region } : {}),
+    ...(rule.tag
+      ? {
+          tag:
+            rule.tag.value === undefined
+              ? { key: rule.tag.key }
+              : { key: rule.tag.key, value: rule.tag.value },
+        }
+      : {}),
+  };
+}
+
 /** The core's inventory options from a configuration. */
 export function inventoryOptionsOf(config: CpsyncConfig): InventoryOptions {
   const { inventory } = config;
@@ -412,17 +434,12 @@ export function inventoryOptionsOf(config: CpsyncConfig): InventoryOptions {
     manager: config.manager,
     namespace: inventory.namespace,
     namespaceRules: inventory.namespaceRules.map((rule) => ({
+      ...matcherOf(rule),
       namespace: rule.namespace,
-      ...(rule.provider ? { provider: rule.provider } : {}),
-      ...(rule.account ? { account: rule.account } : {}),
-      ...(rule.tag
-        ? {
-            tag:
-              rule.tag.value === undefined
-                ? { key: rule.tag.key }
-                : { key: rule.tag.key, value: rule.tag.value },
-          }
-        : {}),
+    })),
+    projections: inventory.projections.map((rule) => ({
+      ...matcherOf(rule),
+      namespaces: [...new Set(rule.namespaces)],
     })),
     clusterSets: inventory.clusterSets,
     tagAllowList: inventory.tagAllowList,

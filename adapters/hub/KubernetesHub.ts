@@ -91,6 +91,26 @@ export function translate(error: unknown, operation: string, target: string): Er
   return new HubError(operation, target, detail, status, options);
 }
 
+/** The RoleBinding (of the ClusterRole in manifests/rbac.yaml) that grants cpsync the profiles of a namespace. */
+const PROFILES_ROLE_BINDING = 'cpsync:clusterprofiles';
+
+/**
+ * `translate` for a ClusterProfile request: a refusal (403) names the RoleBinding the namespace lacks, since
+ * every namespace profiles are written to (own, rule or projection) needs one.
+ */
+function translateProfile(error: unknown, operation: string, target: string, namespace: string): Error {
+  const translated = translate(error, operation, target);
+  if (!(translated instanceof HubForbiddenError) || translated.status !== 403) return translated;
+  const detail = translated.message.slice(`hub ${operation} ${target}: `.length);
+  return new HubForbiddenError(
+    operation,
+    target,
+    `${detail} — namespace ${namespace} needs the RoleBinding ${PROFILES_ROLE_BINDING} (ClusterRole ${PROFILES_ROLE_BINDING}, adapters/hub/manifests/rbac.yaml) for the identity cpsync runs as`,
+    403,
+    { cause: translated.cause },
+  );
+}
+
 /**
  * The hub as a Kubernetes API server with the ClusterProfile CRD: lists by label selector (paginated),
  * writes with server-side apply (object and `/status` separately), deletes with a resourceVersion
@@ -234,7 +254,7 @@ export class KubernetesHub implements Hub {
       )) as ClusterProfile;
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return undefined;
-      throw translate(error, 'read', `${ref.namespace}/${ref.name}`);
+      throw translateProfile(error, 'read', `${ref.namespace}/${ref.name}`, ref.namespace);
     }
   }
 
@@ -256,7 +276,7 @@ export class KubernetesHub implements Hub {
         )) as ProfileList;
       } catch (error) {
         if (error instanceof ApiException && error.code === 404 && next === undefined) return [];
-        throw translate(error, 'list profiles in', namespace);
+        throw translateProfile(error, 'list profiles in', namespace, namespace);
       }
       items.push(...page.items);
       next = page.metadata?.continue || undefined;
@@ -279,7 +299,7 @@ export class KubernetesHub implements Hub {
         this.#options(PatchStrategy.ServerSideApply),
       )) as ClusterProfile;
     } catch (error) {
-      throw translate(error, 'apply', `${namespace}/${name}`);
+      throw translateProfile(error, 'apply', `${namespace}/${name}`, namespace);
     }
   }
 
@@ -298,7 +318,7 @@ export class KubernetesHub implements Hub {
         this.#options(PatchStrategy.ServerSideApply),
       )) as ClusterProfile;
     } catch (error) {
-      throw translate(error, 'apply status of', `${namespace}/${name}`);
+      throw translateProfile(error, 'apply status of', `${namespace}/${name}`, namespace);
     }
   }
 
@@ -317,7 +337,7 @@ export class KubernetesHub implements Hub {
       );
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return;
-      throw translate(error, 'delete', `${ref.namespace}/${ref.name}`);
+      throw translateProfile(error, 'delete', `${ref.namespace}/${ref.name}`, ref.namespace);
     }
   }
 }

@@ -5,8 +5,22 @@ export const LABEL_CLUSTER_MANAGER = 'x-k8s.io/cluster-manager';
 export const LABEL_PROVIDER = 'cpsync.io/provider';
 export const LABEL_REGION = 'cpsync.io/region';
 export const LABEL_ACCOUNT = 'cpsync.io/account';
+/**
+ * The same cluster in every inventory it is written to (the `projections` feature): a hash of the provider's
+ * id, on the profile in the cluster's own namespace and on each copy. No upstream label names this yet.
+ */
+export const LABEL_CLUSTER = 'cpsync.io/cluster';
+/** On a projected copy: the namespace of the cluster's own profile. */
+export const LABEL_PROJECTED_FROM = 'cpsync.io/projected-from';
 /** The labels cpsync owns on a profile. */
-export const OWNED_LABELS = [LABEL_CLUSTER_MANAGER, LABEL_PROVIDER, LABEL_REGION, LABEL_ACCOUNT] as const;
+export const OWNED_LABELS = [
+  LABEL_CLUSTER_MANAGER,
+  LABEL_PROVIDER,
+  LABEL_REGION,
+  LABEL_ACCOUNT,
+  LABEL_CLUSTER,
+  LABEL_PROJECTED_FROM,
+] as const;
 
 /** Namespace label of a ClusterSet (SPEC §3). */
 export const LABEL_NAMESPACE_CLUSTERSET = 'multicluster.x-k8s.io/clusterset';
@@ -14,8 +28,13 @@ export const LABEL_NAMESPACE_CLUSTERSET = 'multicluster.x-k8s.io/clusterset';
 export const LABEL_NAMESPACE_CLUSTERSET_KEP = 'clusterset.multicluster.x-k8s.io';
 
 export const ANNOTATION_PROVIDER_ID = 'cpsync.io/provider-id';
+/**
+ * On the profile in a projected cluster's own namespace: the namespaces of its copies (comma-separated),
+ * so that a copy is found and deleted even once no configured rule names its namespace any more.
+ */
+export const ANNOTATION_PROJECTED_TO = 'cpsync.io/projected-to';
 /** The annotations cpsync owns on a profile. */
-export const OWNED_ANNOTATIONS = [ANNOTATION_PROVIDER_ID] as const;
+export const OWNED_ANNOTATIONS = [ANNOTATION_PROVIDER_ID, ANNOTATION_PROJECTED_TO] as const;
 
 export const PROPERTY_ENDPOINTS = 'cluster-endpoints.k8s.io';
 export const PROPERTY_LOCATION = 'location.topology.k8s.io';

@@ -8,7 +8,12 @@
  * something it wrote; the on → use → off test (test/e2e/features.test.ts) runs for every registered
  * feature, so a new one is covered by registering it (and naming how to use it there).
  */
-import { PROPERTY_CLUSTERSET, PROPERTY_ENDPOINT_PREFERENCE, PROPERTY_TAG_PREFIX } from './constants.ts';
+import {
+  LABEL_CLUSTER,
+  PROPERTY_CLUSTERSET,
+  PROPERTY_ENDPOINT_PREFERENCE,
+  PROPERTY_TAG_PREFIX,
+} from './constants.ts';
 import type { ClusterProfile } from './model/clusterProfile.ts';
 
 export type Maturity = 'alpha' | 'beta' | 'GA';
@@ -18,6 +23,7 @@ export const FEATURE_NAMES = [
   'privateEndpoints',
   'clusterSets',
   'certificateAuthority',
+  'projections',
 ] as const;
 export type FeatureName = (typeof FEATURE_NAMES)[number];
 
@@ -77,6 +83,15 @@ export const FEATURES: readonly Feature[] = [
       (profile.status?.accessProviders ?? []).some(
         (a) => names.includes(a.name) && a.cluster?.['certificate-authority-data'] !== undefined,
       ),
+  },
+  {
+    name: 'projections',
+    maturity: 'beta',
+    default: true,
+    writes:
+      'a copy of the profile of each cluster `inventory.projections` matches in every namespace the rule names, and the `cpsync.io/cluster` label on the cluster’s profiles',
+    removes: 'every projected copy (with Deleted events) and the `cpsync.io/cluster` label',
+    carries: (profile) => profile.metadata.labels?.[LABEL_CLUSTER] !== undefined,
   },
 ];
 

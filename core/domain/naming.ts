@@ -44,6 +44,17 @@ function shortHash(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, HASH_LENGTH);
 }
 
+/** Hex digits of the cross-inventory cluster label: 80 bits. */
+const CLUSTER_LABEL_LENGTH = 20;
+
+/** The value of the `cpsync.io/cluster` label: the same for every copy of a cluster's profile, wherever it is. */
+export function clusterLabelValue(cluster: Pick<ObservedCluster, 'provider' | 'providerId'>): string {
+  return createHash('sha256')
+    .update(canonicalProviderId(cluster))
+    .digest('hex')
+    .slice(0, CLUSTER_LABEL_LENGTH);
+}
+
 /**
  * The profile name: `<manager>-<provider>-<slug>-<hash>`, a DNS-1123 label of at most 63 characters.
  * The hash is of the provider's immutable id, so the same cluster always gets the same name and two

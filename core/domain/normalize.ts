@@ -1,10 +1,13 @@
 import {
+  ANNOTATION_PROJECTED_TO,
   ANNOTATION_PROVIDER_ID,
   CONDITION_CONTROL_PLANE_HEALTHY,
   CONDITION_JOINED,
   EXEC_EXTENSION_NAME,
   JoinedReason,
   LABEL_ACCOUNT,
+  LABEL_CLUSTER,
+  LABEL_PROJECTED_FROM,
   LABEL_CLUSTER_MANAGER,
   LABEL_PROVIDER,
   LABEL_REGION,
@@ -47,9 +50,9 @@ import {
   type ObservedEndpoint,
   type Provider,
 } from './model/observedCluster.ts';
-import { profileName } from './naming.ts';
+import { clusterLabelValue, profileName } from './naming.ts';
 import { distinctSorted, fitJsonArray, fitValue } from './properties.ts';
-import type { InventoryOptions, NamespaceRule } from './options.ts';
+import type { ClusterMatcher, InventoryOptions } from './options.ts';
 
 /** Where a cluster's profile lives, and the ClusterSet that namespace stands for, if any. */
 export interface Placement {
@@ -57,9 +60,10 @@ export interface Placement {
   clusterSet?: string;
 }
 
-function ruleMatches(rule: NamespaceRule, cluster: ObservedCluster): boolean {
+function ruleMatches(rule: ClusterMatcher, cluster: ObservedCluster): boolean {
   if (rule.provider !== undefined && rule.provider !== cluster.provider) return false;
   if (rule.account !== undefined && rule.account !== cluster.account) return false;
+  if (rule.region !== undefined && rule.region !== cluster.region) return false;
   if (rule.tag !== undefined) {
     const value = cluster.tags[rule.tag.key];
     if (value === undefined) return false;
@@ -68,12 +72,24 @@ function ruleMatches(rule: NamespaceRule, cluster: ObservedCluster): boolean {
   return true;
 }
 
-/** The first namespace rule that matches decides; otherwise the default namespace. */
-function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Placement {
-  const namespace =
-    options.namespaceRules.find((rule) => ruleMatches(rule, cluster))?.namespace ?? options.namespace;
+function placementIn(namespace: string, options: InventoryOptions): Placement {
   const clusterSet = options.features.clusterSets ? options.clusterSets[namespace] : undefined;
   return clusterSet === undefined ? { namespace } : { namespace, clusterSet };
+}
+
+/**
+ * Where the cluster's profiles go: first its own namespace (the first namespace rule that matches decides,
+ * otherwise the default namespace), then — while the `projections` feature is on — every other namespace
+ * a matching projection rule names.
+ */
+function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Placement[] {
+  const own =
+    options.namespaceRules.find((rule) => ruleMatches(rule, cluster))?.namespace ?? options.namespace;
+  const namespaces = new Set([own]);
+  if (options.features.projections)
+    for (const rule of options.projections)
+      if (ruleMatches(rule, cluster)) for (const namespace of rule.namespaces) namespaces.add(namespace);
+  return [...namespaces].map((namespace) => placementIn(namespace, options));
 }
 
 function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoint[] {
@@ -273,8 +289,46 @@ function properties(
  * Throws InvalidClusterError naming the field when the cluster cannot become a profile.
  */
 export function normalize(cluster: ObservedCluster, options: InventoryOptions, now: string): ClusterProfile {
+  return normalizeEverywhere(cluster, options, now)[0]!;
+}
+
+/**
+ * The cluster's profile in its own namespace, then its projected copies (the `projections` feature):
+ * the same content in each, but for the namespace's ClusterSet property. A cluster written to more than
+ * one namespace carries the `cpsync.io/cluster` label on every copy; each copy names the cluster's own
+ * namespace in `cpsync.io/projected-from`.
+ */
+function normalizeEverywhere(
+  cluster: ObservedCluster,
+  options: InventoryOptions,
+  now: string,
+): ClusterProfile[] {
   assertCluster(cluster);
-  const placement = placeCluster(cluster, options);
+  const placements = placeCluster(cluster, options);
+  const projected = placements.length > 1;
+  const own = placements[0]!.namespace;
+  return placements.map((placement) => {
+    const profile = normalizeIn(cluster, options, now, placement);
+    if (projected) {
+      profile.metadata.labels![LABEL_CLUSTER] = clusterLabelValue(cluster);
+      if (placement.namespace !== own) profile.metadata.labels![LABEL_PROJECTED_FROM] = own;
+      else
+        profile.metadata.annotations![ANNOTATION_PROJECTED_TO] = placements
+          .slice(1)
+          .map((p) => p.namespace)
+          .sort()
+          .join(',');
+    }
+    return profile;
+  });
+}
+
+function normalizeIn(
+  cluster: ObservedCluster,
+  options: InventoryOptions,
+  now: string,
+  placement: Placement,
+): ClusterProfile {
   const endpoints = orderEndpoints(validEndpoints(cluster.endpoints), options.features.privateEndpoints);
   const health = controlPlaneHealth(cluster);
   const name = profileName(options.manager, cluster);
@@ -339,9 +393,10 @@ export function normalizeAll(
   const errors: InvalidClusterError[] = [];
   for (const cluster of clusters) {
     try {
-      const profile = normalize(cluster, options, now);
-      const key = `${profile.metadata.namespace}/${profile.metadata.name}`;
-      if (!byKey.has(key)) byKey.set(key, profile);
+      for (const profile of normalizeEverywhere(cluster, options, now)) {
+        const key = `${profile.metadata.namespace}/${profile.metadata.name}`;
+        if (!byKey.has(key)) byKey.set(key, profile);
+      }
     } catch (error) {
       if (error instanceof InvalidClusterError) errors.push(error);
       else throw error;

@@ -1,14 +1,28 @@
 import type { FeatureGates } from './features.ts';
 import type { Provider } from './model/observedCluster.ts';
 
-/** Sends the clusters it matches to `namespace`; every matcher given must match. */
-export interface NamespaceRule {
+/** Which clusters a rule is about: every matcher given must match (none given: every cluster). */
+export interface ClusterMatcher {
   provider?: Provider;
   /** AWS account id, GCP project id or Azure subscription id. */
   account?: string;
+  /** The cluster's region (GKE: the region of a zonal cluster's zone too). */
+  region?: string;
   /** A tag (label) the cluster carries; with `value`, only that value. */
   tag?: { key: string; value?: string };
+}
+
+/** Sends the clusters it matches to `namespace`. */
+export interface NamespaceRule extends ClusterMatcher {
   namespace: string;
+}
+
+/**
+ * Also writes the clusters it matches into `namespaces` (the `projections` feature): one more copy of the
+ * profile in each, owned, updated and deleted like the one in the cluster's own namespace.
+ */
+export interface ProjectionRule extends ClusterMatcher {
+  namespaces: string[];
 }
 
 /**
@@ -32,6 +46,11 @@ export interface InventoryOptions {
    * @default []
    */
   namespaceRules: NamespaceRule[];
+  /**
+   * Rules that copy a cluster's profile into more namespaces; every rule that matches adds its namespaces.
+   * @default []
+   */
+  projections: ProjectionRule[];
   /**
    * Namespaces that stand for a ClusterSet, by namespace: the namespace is labelled with the set and
    * its profiles carry the `clusterset.k8s.io` property.
@@ -64,11 +83,16 @@ export interface NamespaceSpec {
 }
 
 /**
- * Every namespace a scope's profiles may live in: the default and those named by rules or ClusterSets;
+ * Every namespace a scope's profiles may live in: the default and those named by namespace rules or
+ * projections (whether or not the `projections` feature is on, so that turning it off finds the copies);
  * labelled as a ClusterSet only while the `clusterSets` feature is on.
  */
 export function inventoryNamespaces(options: InventoryOptions): NamespaceSpec[] {
-  const names = new Set([options.namespace, ...options.namespaceRules.map((rule) => rule.namespace)]);
+  const names = new Set([
+    options.namespace,
+    ...options.namespaceRules.map((rule) => rule.namespace),
+    ...options.projections.flatMap((rule) => rule.namespaces),
+  ]);
   return [...names].sort().map((name) => {
     const clusterSet = options.features.clusterSets ? options.clusterSets[name] : undefined;
     return clusterSet === undefined ? { name } : { name, clusterSet };

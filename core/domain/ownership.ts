@@ -23,6 +23,16 @@ function pick(record: Record<string, string> | undefined, keys: readonly string[
   return picked;
 }
 
+/** The entries of `record` not under `keys`: someone else's. */
+function othersOf(
+  record: Record<string, string> | undefined,
+  keys: readonly string[],
+): Record<string, string> {
+  const others: Record<string, string> = {};
+  for (const [key, value] of Object.entries(record ?? {})) if (!keys.includes(key)) others[key] = value;
+  return others;
+}
+
 /** The labels and annotations cpsync owns on a profile. */
 export function ownedMetadata(metadata: ClusterProfile['metadata']): {
   labels: Record<string, string>;
@@ -100,7 +110,7 @@ export function statusApplyBody(profile: ClusterProfile): Pick<
 
 /**
  * The object as it reads after cpsync's object apply on `current` (as server-side apply leaves it):
- * the owned labels and annotations set, everyone else's kept; the spec replaced; the status untouched.
+ * the owned labels and annotations as applied (one no longer applied is gone), everyone else's kept; the spec replaced; the status untouched.
  */
 export function mergeObjectApply(
   current: ClusterProfile | undefined,
@@ -111,8 +121,8 @@ export function mergeObjectApply(
 } {
   const owned = ownedMetadata(profile.metadata);
   return {
-    labels: { ...current?.metadata.labels, ...owned.labels },
-    annotations: { ...current?.metadata.annotations, ...owned.annotations },
+    labels: { ...othersOf(current?.metadata.labels, OWNED_LABELS), ...owned.labels },
+    annotations: { ...othersOf(current?.metadata.annotations, OWNED_ANNOTATIONS), ...owned.annotations },
     spec: profile.spec,
     ...(current?.status ? { status: current.status } : {}),
   };

@@ -45,7 +45,11 @@ export interface PlannedUpdate {
   writeStatus: boolean;
 }
 
-export type DeleteReason = 'MissingFromListings' | 'ConfirmedNotFound';
+/**
+ * `NotPlacedHere`: the cluster is listed, but its profile no longer belongs in this namespace (a namespace
+ * rule sends it elsewhere, or a projection no longer copies it here).
+ */
+export type DeleteReason = 'MissingFromListings' | 'ConfirmedNotFound' | 'NotPlacedHere';
 
 export interface PlannedDelete {
   current: ClusterProfile;
@@ -299,6 +303,8 @@ function planUpdate(
  *   deleted once it has been missing from `deletionGraceListings` consecutive complete listings.
  * - `partial` and `failed` listings never delete and never mark missing.
  * - A profile whose cluster the provider confirmed gone is deleted at once.
+ * - A profile of a listed cluster in a namespace its placement no longer names (a namespace rule or a
+ *   projection changed) is deleted at once: the cluster's profile lives on where it is placed now.
  * Pure: the same input always gives the same plan.
  */
 export function plan(input: PlanInput): Plan {
@@ -313,11 +319,16 @@ export function plan(input: PlanInput): Plan {
   const selector = scopeSelector(input.manager, input.outcome.scope);
   const current = new Map(input.current.map((p) => [profileKey(p.metadata), p]));
   const desiredKeys = new Set<string>();
+  /** Provider ids of the clusters whose profiles the plan keeps written somewhere. */
+  const placed = new Set<string>();
 
   for (const wanted of input.desired) {
     const key = profileKey(wanted.metadata);
     desiredKeys.add(key);
     const existing = current.get(key);
+    const providerId = wanted.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    if (providerId !== undefined && (existing === undefined || isManagedBy(existing, input.manager)))
+      placed.add(providerId);
     if (existing === undefined) {
       result.creates.push({
         profile: wanted,
@@ -346,6 +357,11 @@ export function plan(input: PlanInput): Plan {
     const providerId = existing.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
     if (providerId !== undefined && input.confirmedGone?.has(providerId)) {
       result.deletes.push({ current: existing, reason: 'ConfirmedNotFound' });
+      continue;
+    }
+    // A listed cluster whose profile is kept elsewhere: this copy is no longer wanted here (any listing).
+    if (providerId !== undefined && placed.has(providerId)) {
+      result.deletes.push({ current: existing, reason: 'NotPlacedHere' });
       continue;
     }
     if (input.outcome.kind !== 'complete') continue;

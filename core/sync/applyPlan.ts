@@ -1,4 +1,5 @@
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
+import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import { profileKey } from '../domain/model/clusterProfile.ts';
 import type { FieldChange, Plan } from '../domain/plan.ts';
 import type { Hub } from './ports.ts';
@@ -33,6 +34,8 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
     result.notAttempted = total - attempted;
     return true;
   };
+  /** Clusters whose profile could not be created where they are placed now: their old copies stay. */
+  const notCreated = new Set<string>();
   for (const { profile, statusChanges } of plan.creates) {
     if (stopped()) return result;
     let created: ClusterProfile | undefined;
@@ -41,6 +44,8 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
       const stored = await hub.applyStatus(profile);
       result.applied.push({ kind: 'created', profile: stored, changes: createdChanges(profile) });
     } catch (error) {
+      const providerId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+      if (!created && providerId !== undefined) notCreated.add(providerId);
       // The object exists even if its status write failed: that creation is announced now, the status
       // follows as an update (from the created version) in the next run.
       if (created)
@@ -97,8 +102,19 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
       });
     }
   }
-  for (const { current } of plan.deletes) {
+  for (const { current, reason } of plan.deletes) {
     if (stopped()) return result;
+    const providerId = current.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    if (reason === 'NotPlacedHere' && providerId !== undefined && notCreated.has(providerId)) {
+      result.failed.push({
+        kind: 'deleted',
+        key: profileKey(current.metadata),
+        error: new Error(
+          'kept: the profile of its cluster could not be created where it is placed now (see the failed create); deleted once that one exists',
+        ),
+      });
+      continue;
+    }
     try {
       const { namespace, name, resourceVersion } = current.metadata;
       await hub.delete(resourceVersion ? { namespace, name, resourceVersion } : { namespace, name });

@@ -1,5 +1,5 @@
 import { applyPlan, type ApplyResult } from './applyPlan.ts';
-import { PROPERTY_CA_OMITTED } from '../domain/constants.ts';
+import { ANNOTATION_PROJECTED_TO, PROPERTY_CA_OMITTED } from '../domain/constants.ts';
 import { InvalidClusterError, MalformedObjectError } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
@@ -113,12 +113,24 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       name: typeof profile.metadata?.name === 'string' ? profile.metadata.name : '(unnamed)',
       reason,
     });
-  for (const namespace of namespaces)
-    for (const profile of await hub.list(namespace.name, selector)) {
+  const read = async (namespace: string) => {
+    for (const profile of await hub.list(namespace, selector)) {
       const problem = profileProblem(profile);
-      if (problem) note(profile, problem, namespace.name);
+      if (problem) note(profile, problem, namespace);
       else current.push(profile);
     }
+  };
+  // Every namespace is read before anything is written: one that cannot be read stops the scope whole.
+  for (const namespace of namespaces) await read(namespace.name);
+  // Copies in namespaces no configured rule names any more (a projection rule removed): found through the
+  // profiles that list where their copies are, so that they are deleted rather than left behind.
+  const listed = new Set(namespaces.map((ns) => ns.name));
+  const projectedTo = [
+    ...new Set(current.flatMap((p) => p.metadata.annotations?.[ANNOTATION_PROJECTED_TO]?.split(',') ?? [])),
+  ]
+    .filter((ns) => ns !== '' && !listed.has(ns))
+    .sort();
+  for (const namespace of projectedTo) await read(namespace);
 
   const planInput = {
     outcome,

@@ -31,6 +31,8 @@ const USE: Record<
   {
     configure(document: Doc, namespace: string): void;
     prepare?(emulators: Emulators): void;
+    /** More namespaces the feature writes profiles to (compared with the inventory's own). */
+    also?(namespace: string): string[];
     wrote(profiles: Doc[], namespaceLabels: Record<string, string>): boolean;
   }
 > = {
@@ -55,6 +57,14 @@ const USE: Record<
     wrote: (profiles, labels) =>
       labels['multicluster.x-k8s.io/clusterset'] === 'prod' &&
       profiles.every((p) => p.status.properties.some((q: Doc) => q.name === 'clusterset.k8s.io')),
+  },
+  projections: {
+    configure: (document, namespace) =>
+      (document.inventory.projections = [{ provider: 'gke', namespaces: [`${namespace}-copies`] }]),
+    also: (namespace) => [`${namespace}-copies`],
+    wrote: (profiles) =>
+      profiles.some((p) => p.metadata.labels['cpsync.io/projected-from'] !== undefined) &&
+      profiles.some((p) => p.metadata.labels['cpsync.io/cluster'] !== undefined),
   },
   certificateAuthority: {
     configure: () => {},
@@ -112,21 +122,33 @@ describe('features: on → use → off leaves the hub as if never on (every regi
       assert.equal(run.code, exitCode, run.stderr);
       return { run, events: jsonLines<Doc>(readFileSync(events, 'utf8')) };
     };
-    const profiles = async (): Promise<Doc[]> =>
-      (
-        (await objects.listNamespacedCustomObject({
-          group: 'multicluster.x-k8s.io',
-          version: 'v1alpha1',
-          namespace,
-          plural: 'clusterprofiles',
-        })) as { items: Doc[] }
-      ).items.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    const namespaces = [namespace, ...(USE[feature].also?.(namespace) ?? [])];
+    /** The profiles of the inventory's namespace and of those the feature also writes to. */
+    const profiles = async (): Promise<Doc[]> => {
+      const all: Doc[] = [];
+      for (const ns of namespaces)
+        all.push(
+          ...(
+            (await objects.listNamespacedCustomObject({
+              group: 'multicluster.x-k8s.io',
+              version: 'v1alpha1',
+              namespace: ns,
+              plural: 'clusterprofiles',
+            })) as { items: Doc[] }
+          ).items,
+        );
+      return all.sort(
+        (a, b) =>
+          a.metadata.name.localeCompare(b.metadata.name) ||
+          a.metadata.namespace.localeCompare(b.metadata.namespace),
+      );
+    };
     const labels = async () => {
       const all = (await core.readNamespace({ name: namespace })).metadata?.labels ?? {};
       return Object.fromEntries(SET_LABELS.filter((k) => all[k] !== undefined).map((k) => [k, all[k]!]));
     };
-    const featureMap = async () =>
-      (await core.readNamespacedConfigMap({ namespace, name: 'cpsync-features' })).data ?? {};
+    const featureMap = async (ns = namespace) =>
+      (await core.readNamespacedConfigMap({ namespace: ns, name: 'cpsync-features' })).data ?? {};
     /** Every resourceVersion of the inventory: profiles, the namespace, the ConfigMap. */
     const versions = async () => ({
       profiles: Object.fromEntries(
@@ -136,7 +158,7 @@ describe('features: on → use → off leaves the hub as if never on (every regi
       configMap: (await core.readNamespacedConfigMap({ namespace, name: 'cpsync-features' })).metadata
         ?.resourceVersion,
     });
-    return { namespace, sync, profiles, labels, featureMap, versions };
+    return { namespace, namespaces, sync, profiles, labels, featureMap, versions };
   };
 
   it('has a way to use every registered feature', () => {
@@ -184,7 +206,11 @@ describe('features: on → use → off leaves the hub as if never on (every regi
       assert.deepEqual(await used.labels(), await never.labels());
       assert.deepEqual(await used.labels(), {});
       assert.deepEqual(await used.featureMap(), await never.featureMap());
-      assert.equal(JSON.parse((await used.featureMap())[FEATURE_SUMMARY_KEY]!)[feature.name].actual, 'off');
+      for (const ns of used.namespaces)
+        assert.equal(
+          JSON.parse((await used.featureMap(ns))[FEATURE_SUMMARY_KEY]!)[feature.name].actual,
+          'off',
+        );
 
       // Clean: a further run writes nothing, as the hub counts it.
       const before = await used.versions();

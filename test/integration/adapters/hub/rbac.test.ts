@@ -131,4 +131,30 @@ describe('the shipped hub RBAC', () => {
     assert.ok(result instanceof HubForbiddenError, String(result));
     assert.equal(result.status, 403);
   });
+
+  it('refuses a projection into a namespace without the RoleBinding, naming it, before writing anywhere', async () => {
+    const admin = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+    const options = inventoryOptions({
+      projections: [{ provider: 'eks', namespaces: ['kube-public'] }],
+    });
+    const cluster = eksCluster({ name: 'projected-nowhere' });
+    const result = await syncScope({
+      hub,
+      listing: listing([cluster]),
+      options,
+      now: '2026-03-01T00:00:00Z',
+    }).catch((e: unknown) => e);
+    assert.ok(result instanceof HubForbiddenError, String(result));
+    assert.match(
+      result.message,
+      /namespace kube-public needs the RoleBinding cpsync:clusterprofiles \(ClusterRole cpsync:clusterprofiles/,
+    );
+    // Not written in the namespace it may write to either.
+    const own = await admin.list('cluster-inventory', { 'x-k8s.io/cluster-manager': 'cpsync' });
+    assert.deepEqual(
+      own.filter((p) => p.spec.displayName === 'projected-nowhere'),
+      [],
+    );
+    assert.deepEqual(await admin.list('kube-public', {}), []);
+  });
 });

@@ -21,7 +21,11 @@ describe('configuration', () => {
   it('accepts the documented example, every option of it', () => {
     const config = parseConfig(parse(readFileSync(EXAMPLE, 'utf8')), 'cpsync.example.yaml');
     assert.equal(config.providers.eks?.roleName, 'cpsync-reader');
-    assert.equal(config.inventory.namespaceRules.length, 3);
+    assert.equal(config.inventory.namespaceRules.length, 4);
+    assert.deepEqual(inventoryOptionsOf(config).projections, [
+      { provider: 'eks', region: 'us-east-1', namespaces: ['kueue-system'] },
+      { tag: { key: 'argocd', value: 'managed' }, namespaces: ['argocd'] },
+    ]);
     assert.deepEqual(inventoryOptionsOf(config).clusterSets, { 'cluster-inventory': 'production' });
   });
 
@@ -47,6 +51,7 @@ describe('configuration', () => {
       privateEndpoints: false,
       clusterSets: true,
       certificateAuthority: true,
+      projections: true,
     });
     const set = parseConfig({ features: { tagProperties: 'off', privateEndpoints: true } });
     assert.deepEqual(inventoryOptionsOf(set).features, {
@@ -54,6 +59,7 @@ describe('configuration', () => {
       privateEndpoints: true,
       clusterSets: true,
       certificateAuthority: true,
+      projections: true,
     });
     assert.equal(
       parseConfig({ inventory: { preferPrivateEndpoints: true } }).features.privateEndpoints,
@@ -68,7 +74,7 @@ describe('configuration', () => {
 
   it('refuses a feature that does not exist, a state that is not on or off, and two names saying two things', () => {
     assert.deepEqual(issues({ features: { tagProperty: 'on', clusterSets: 'maybe' } }), [
-      'features.tagProperty: no such feature (the features are tagProperties, privateEndpoints, clusterSets, certificateAuthority)',
+      'features.tagProperty: no such feature (the features are tagProperties, privateEndpoints, clusterSets, certificateAuthority, projections)',
       'features.clusterSets: must be on or off, got "maybe"',
     ]);
     assert.deepEqual(

@@ -74,6 +74,55 @@ describe('normalize: metadata and spec', () => {
     assert.equal(normalize(eksCluster(), ruled, NOW).metadata.namespace, 'cluster-inventory');
   });
 
+  it('places by region too', () => {
+    const ruled = inventoryOptions({ namespaceRules: [{ region: 'eu-west-1', namespace: 'eu' }] });
+    assert.equal(normalize(eksCluster({ region: 'eu-west-1' }), ruled, NOW).metadata.namespace, 'eu');
+    assert.equal(normalize(eksCluster(), ruled, NOW).metadata.namespace, 'cluster-inventory');
+  });
+
+  it('projects a matching cluster into every namespace its rules name: the same profile, labelled as one cluster', () => {
+    const projecting = inventoryOptions({
+      clusterSets: { argocd: 'argo' },
+      projections: [
+        { provider: 'eks', region: 'us-east-1', namespaces: ['kueue-system', 'cluster-inventory'] },
+        { tag: { key: 'argocd', value: 'managed' }, namespaces: ['argocd', 'kueue-system'] },
+      ],
+    });
+    const cluster = eksCluster({ tags: { argocd: 'managed' } });
+    const [own, ...copies] = normalizeAll([cluster], projecting, NOW).profiles;
+    assert.equal(own!.metadata.namespace, 'cluster-inventory');
+    assert.deepEqual(
+      copies.map((p) => p.metadata.namespace),
+      ['kueue-system', 'argocd'],
+    );
+    const id = own!.metadata.labels?.['cpsync.io/cluster'];
+    assert.match(id ?? '', /^[0-9a-f]{20}$/);
+    for (const copy of copies) {
+      assert.equal(copy.metadata.name, own!.metadata.name);
+      assert.equal(copy.metadata.labels?.['cpsync.io/cluster'], id);
+      assert.equal(copy.metadata.labels?.['cpsync.io/projected-from'], 'cluster-inventory');
+      assert.deepEqual(copy.spec, own!.spec);
+      assert.deepEqual(copy.status?.accessProviders, own!.status?.accessProviders);
+      assert.deepEqual(copy.status?.conditions, own!.status?.conditions);
+      // The same properties, but for the ClusterSet of the namespace the copy is in.
+      const others = (p: ClusterProfile) =>
+        p.status?.properties?.filter((q) => q.name !== 'clusterset.k8s.io');
+      assert.deepEqual(others(copy), others(own!));
+      assert.equal(crdViolations(copy).length, 0);
+    }
+    assert.equal(prop(copies[1]!, 'clusterset.k8s.io'), 'argo');
+    assert.equal(prop(own!, 'clusterset.k8s.io'), undefined);
+    // No rule matches: one profile, no label. The feature off: the same.
+    const alone = normalizeAll([eksCluster({ region: 'eu-west-1' })], projecting, NOW).profiles;
+    assert.deepEqual(
+      alone.map((p) => p.metadata.labels?.['cpsync.io/cluster']),
+      [undefined],
+    );
+    const off = inventoryOptions({ ...projecting, features: { projections: false } });
+    assert.deepEqual(normalizeAll([cluster], off, NOW).profiles, [normalize(cluster, off, NOW)]);
+    assert.equal(normalize(cluster, off, NOW).metadata.labels?.['cpsync.io/cluster'], undefined);
+  });
+
   it('gives profiles in a ClusterSet namespace the clusterset.k8s.io property', () => {
     const set = inventoryOptions({ clusterSets: { 'cluster-inventory': 'prod-set' } });
     assert.equal(prop(normalize(eksCluster(), set, NOW), 'clusterset.k8s.io'), 'prod-set');

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import type { ScopeOutcome, ScopeOutcomeKind } from '../../../../core/domain/model/scope.ts';
-import { normalize } from '../../../../core/domain/normalize.ts';
+import { normalize, normalizeAll } from '../../../../core/domain/normalize.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { plan, type PlanInput } from '../../../../core/domain/plan.ts';
 import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
@@ -247,5 +247,39 @@ describe('plan', () => {
   it('is deterministic', () => {
     const current = stored(desiredOf([a, b]));
     assert.deepEqual(run(desiredOf([a], LATER), current), run(desiredOf([a], LATER), current));
+  });
+
+  it('deletes at once the copy of a listed cluster in a namespace it is no longer placed in (any listing), never its new place', () => {
+    const projecting = inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['kueue-system'] }] });
+    const both = stored(normalizeAll([a], projecting, NOW).profiles);
+    assert.deepEqual(
+      both.map((p) => p.metadata.namespace),
+      ['cluster-inventory', 'kueue-system'],
+    );
+    for (const kind of ['complete', 'partial'] as const) {
+      const result = run(desiredOf([a], LATER), both, { outcome: outcome(kind) });
+      assert.deepEqual(
+        result.deletes.map((d) => [d.current.metadata.namespace, d.reason]),
+        [['kueue-system', 'NotPlacedHere']],
+      );
+      // The cluster label and the list of copies leave the profile in its own namespace.
+      assert.deepEqual(
+        result.updates.map((u) => u.changes.map((c) => c.field)),
+        [['metadata.labels[cpsync.io/cluster]', 'metadata.annotations[cpsync.io/projected-to]']],
+      );
+    }
+    // A cluster not listed keeps every copy through the grace, each counted in its own namespace.
+    const missing = run([], both);
+    assert.deepEqual(missing.deletes, []);
+    assert.equal(missing.updates.length, 2);
+    // A copy is not taken for the cluster's place when another manager holds that name there.
+    const foreign = stored(desiredOf([a]))[0]!;
+    foreign.metadata.labels = { ...foreign.metadata.labels, 'x-k8s.io/cluster-manager': 'ocm' };
+    foreign.spec = { ...foreign.spec, clusterManager: { name: 'ocm' } };
+    const moved = stored(
+      normalizeAll([a], inventoryOptions({ namespaceRules: [{ provider: 'eks', namespace: 'other' }] }), NOW)
+        .profiles,
+    );
+    assert.deepEqual(run(desiredOf([a], LATER), [foreign, ...moved]).deletes, []);
   });
 });

@@ -11,6 +11,7 @@ import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/
 import { EventBus, Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction as LambdaTarget } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type ISecurityGroup, type IVpc, type SubnetSelection, SubnetType } from 'aws-cdk-lib/aws-ec2';
 import { Architecture, FunctionUrlAuthType, Runtime, type FunctionUrl } from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -78,6 +79,23 @@ export interface CpsyncProps {
    * @default RetentionDays.ONE_MONTH
    */
   readonly logRetention?: RetentionDays;
+  /**
+   * Runs the functions in this VPC, so that the member probe (`features.memberProbe`) can reach clusters
+   * whose endpoints are private. The subnets need a way out to AWS APIs, the clouds and the hub (a NAT
+   * gateway or VPC endpoints).
+   * @default the functions run outside any VPC
+   */
+  readonly vpc?: IVpc;
+  /**
+   * The subnets of `vpc` the functions use.
+   * @default the VPC's private subnets with egress
+   */
+  readonly vpcSubnets?: SubnetSelection;
+  /**
+   * Security groups of the functions (allowing HTTPS out to the members' endpoints).
+   * @default one new security group allowing all outbound traffic
+   */
+  readonly securityGroups?: ISecurityGroup[];
 }
 
 const DEFAULTS = {
@@ -85,6 +103,21 @@ const DEFAULTS = {
   syncInterval: Duration.minutes(15),
   logRetention: RetentionDays.ONE_MONTH,
 } as const;
+
+/**
+ * The member probe's slots follow the schedule: a scheduled run reads the members of its slot, so the
+ * slot is the sync interval unless the configuration says otherwise.
+ */
+function memberProbeSlots(config: CpsyncConfig, props: CpsyncProps): CpsyncConfig['memberProbe'] {
+  const given = (props.config as { memberProbe?: { slotMinutes?: unknown } } | null)?.memberProbe;
+  if (given?.slotMinutes !== undefined) return config.memberProbe;
+  const slotMinutes = Math.max(1, (props.syncInterval ?? DEFAULTS.syncInterval).toMinutes());
+  return {
+    ...config.memberProbe,
+    slotMinutes,
+    everyMinutes: Math.max(config.memberProbe.everyMinutes, slotMinutes),
+  };
+}
 
 export class Cpsync extends Construct {
   public readonly eventBus: IEventBus;
@@ -109,6 +142,8 @@ export class Cpsync extends Construct {
     super(scope, id);
     if (props.eventBus && props.eventBusName)
       throw new Error('Cpsync: give either eventBus or eventBusName, not both');
+    if (!props.vpc && (props.vpcSubnets || props.securityGroups))
+      throw new Error('Cpsync: vpcSubnets and securityGroups need vpc');
     const config = parseConfig(props.config, 'Cpsync props.config');
     if (config.providers.eks) this.memberRoleName = config.providers.eks.roleName;
     if (!config.hub || 'directory' in config.hub || 'kubeconfig' in config.hub) {
@@ -166,6 +201,7 @@ export class Cpsync extends Construct {
         expiresAfterSeconds: config.idempotency?.expiresAfterSeconds ?? DEFAULT_IDEMPOTENCY_SECONDS,
       },
       webhook: webhookConfig,
+      memberProbe: memberProbeSlots(config, props),
     };
 
     this.deadLetterQueue = new Queue(this, 'ScopeDeadLetters', {
@@ -189,6 +225,13 @@ export class Cpsync extends Construct {
         architecture: Architecture.ARM_64,
         memorySize,
         timeout,
+        ...(props.vpc
+          ? {
+              vpc: props.vpc,
+              vpcSubnets: props.vpcSubnets ?? { subnetType: SubnetType.PRIVATE_WITH_EGRESS },
+              ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
+            }
+          : {}),
         logGroup: new LogGroup(this, `${name}Logs`, {
           retention: logRetention,
           removalPolicy: RemovalPolicy.DESTROY,

@@ -6,7 +6,8 @@
 import { resolve } from 'node:path';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { EnginePorts } from '../../core/sync/engine.ts';
-import type { EventSink } from '../../core/sync/ports.ts';
+import type { EventSink, MemberProbe } from '../../core/sync/ports.ts';
+import type { MemberProbeOptions } from '../member/KubernetesMemberProbe.ts';
 import { EventBridgeBus } from '../bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from '../bus/JsonLinesBus.ts';
 import { DynamoIntentLog, DynamoOutbox, OutboxTable } from '../outbox/DynamoOutbox.ts';
@@ -68,6 +69,25 @@ function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intent
   return { outbox: new FileOutbox(directory), intents: new FileIntentLog(directory) };
 }
 
+/** The member probe (the `memberProbe` feature), with each configured provider's own credentials. */
+async function memberProbe(
+  config: CpsyncConfig,
+  providers: Partial<Record<Provider, ProviderInstance>>,
+): Promise<MemberProbe> {
+  const { KubernetesMemberProbe } = await import('../member/KubernetesMemberProbe.ts');
+  const tokens: MemberProbeOptions['tokens'] = {};
+  for (const [provider, instance] of Object.entries(providers) as Array<[Provider, ProviderInstance]>)
+    if (instance.memberToken) tokens[provider] = (target) => instance.memberToken!(target);
+  const probe = config.memberProbe;
+  return new KubernetesMemberProbe({
+    tokens,
+    accessProviderNames: config.inventory.accessProviderNames,
+    timeoutMillis: probe.timeoutSeconds * 1000,
+    concurrency: probe.concurrency,
+    pacing: { everyMillis: probe.everyMinutes * 60_000, slotMillis: probe.slotMinutes * 60_000 },
+  });
+}
+
 /**
  * Builds what `config` names, with the clouds of `modules` only (a function passes those it needs, so
  * its bundle carries no other cloud's SDK). What was built is closed again if a later part fails.
@@ -90,12 +110,14 @@ export async function compose(
     const sources: EnginePorts['sources'] = {};
     for (const [provider, instance] of Object.entries(providers) as Array<[Provider, ProviderInstance]>)
       sources[provider] = instance.source;
+    const members = config.features.memberProbe ? await memberProbe(config, providers) : undefined;
     return {
       config,
       ports: {
         sources,
         hub,
         leases,
+        ...(members ? { members } : {}),
         bus: buildBus(config, options.stdout ?? process.stdout),
         ...buildOutbox(config),
       },

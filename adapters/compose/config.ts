@@ -312,6 +312,28 @@ export const configSchema = z.strictObject({
         .optional(),
     })
     .prefault({}),
+  /** The `memberProbe` feature: how member clusters are read (see adapters/member/). */
+  memberProbe: z
+    .strictObject({
+      /** Each member is read once in this time (a new profile's member at once). */
+      everyMinutes: z.number().int().min(1).max(10_080).default(60),
+      /** The schedule's period: a run reads the members of its slot, everyMinutes / slotMinutes slots in turn. */
+      slotMinutes: z.number().int().min(1).max(1440).default(15),
+      /** One member's reading, every request included. */
+      timeoutSeconds: z.number().int().min(1).max(120).default(10),
+      /** Members read at once (per scope). */
+      concurrency: z.number().int().min(1).max(256).default(16),
+      /** EKS: a role to assume in the cluster's account for the token; unset, the run's own identity. */
+      eksRoleName: z
+        .string()
+        .regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name')
+        .optional(),
+    })
+    .prefault({})
+    .refine((probe) => probe.slotMinutes <= probe.everyMinutes, {
+      message: 'slotMinutes must not be longer than everyMinutes',
+      path: ['slotMinutes'],
+    }),
   sync: z
     .strictObject({
       concurrency: z.number().int().min(1).max(64).default(4),

@@ -3,6 +3,8 @@ import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { ClusterSource } from '../../core/sync/ports.ts';
 import type { CpsyncConfig } from './config.ts';
+import type { Target } from '../credentials/target.ts';
+import type { ClusterToken } from '../credentials/tokens.ts';
 
 /** A configured cloud: its source, and the scopes the configuration gives it. */
 export interface ProviderInstance {
@@ -12,6 +14,11 @@ export interface ProviderInstance {
    * accounts (canonical ids) that the configuration covers.
    */
   scopes(accounts?: readonly string[]): Promise<Scope[]>;
+  /**
+   * A token for one of the provider's clusters, from the provider's own credentials (the member probe;
+   * present while the `memberProbe` feature is on).
+   */
+  memberToken?(target: Target): Promise<ClusterToken>;
   close?(): Promise<void>;
 }
 

@@ -132,3 +132,15 @@ export function resolveTarget(extension: ExtensionKeys | undefined, flags: Targe
     }
   }
 }
+
+/** The target a profile's exec extension names (what the member probe reaches a cluster with). */
+export function targetOfExtension(config: unknown): Target {
+  const keys = extension.safeParse(config ?? {});
+  if (!keys.success) {
+    const issue = keys.error.issues[0]!;
+    throw new TargetError(
+      `the profile's exec extension: ${issue.path.join('.') || '(root)'}: ${issue.message}`,
+    );
+  }
+  return resolveTarget(keys.data, {});
+}

@@ -1,3 +1,5 @@
+import type { TokenCredential } from '@azure/core-auth';
+import type { AuthClient } from 'google-auth-library';
 import type { Target } from './target.ts';
 
 /** A bearer token and when it stops being accepted (client-go caches it until then). */
@@ -16,6 +18,10 @@ export interface TokenSettings {
   googleCredentialsFile?: string;
   env: NodeJS.ProcessEnv;
   now: () => Date;
+  /** GKE: the Google auth client to take the token from (the member probe passes the one it lists with). */
+  google?: AuthClient;
+  /** AKS: the Azure credential to take the token from (the member probe passes the one it lists with). */
+  azure?: TokenCredential;
 }
 
 /** The Entra application every AKS cluster with Entra ID integration accepts tokens for. */
@@ -87,10 +93,13 @@ async function eksClusterToken(
 }
 
 async function gkeClusterToken(settings: TokenSettings): Promise<ClusterToken> {
-  const { googleAuthClient } = await import('../gke/authClient.ts');
-  const { client } = await googleAuthClient(
-    settings.googleCredentialsFile ?? settings.env.GOOGLE_APPLICATION_CREDENTIALS,
-  );
+  const client =
+    settings.google ??
+    (
+      await (
+        await import('../gke/authClient.ts')
+      ).googleAuthClient(settings.googleCredentialsFile ?? settings.env.GOOGLE_APPLICATION_CREDENTIALS)
+    ).client;
   const { token } = await client.getAccessToken();
   if (!token) throw new TokenError('Google returned no access token');
   const expiry = client.credentials.expiry_date;
@@ -101,20 +110,27 @@ async function aksClusterToken(
   target: Extract<Target, { provider: 'aks' }>,
   settings: TokenSettings,
 ): Promise<ClusterToken> {
-  const { DefaultAzureCredential } = await import('@azure/identity');
   const authorityHost = settings.env.AZURE_AUTHORITY_HOST;
-  const credential = new DefaultAzureCredential({
-    // The cluster's tenant may not be the identity's home tenant (a guest or a multi-tenant application).
-    additionallyAllowedTenants: ['*'],
-    ...(target.tenantId ? { tenantId: target.tenantId } : {}),
-    ...(authorityHost ? { authorityHost, disableInstanceDiscovery: true } : {}),
-  });
+  const credential = settings.azure ?? (await defaultAzureCredential(target, authorityHost));
   const token = await credential.getToken(
     AKS_SERVER_SCOPE,
     target.tenantId ? { tenantId: target.tenantId } : {},
   );
   if (!token) throw new TokenError('Entra returned no token');
   return { token: token.token, expiresAt: new Date(token.expiresOnTimestamp) };
+}
+
+async function defaultAzureCredential(
+  target: Extract<Target, { provider: 'aks' }>,
+  authorityHost: string | undefined,
+): Promise<TokenCredential> {
+  const { DefaultAzureCredential } = await import('@azure/identity');
+  return new DefaultAzureCredential({
+    // The cluster's tenant may not be the identity's home tenant (a guest or a multi-tenant application).
+    additionallyAllowedTenants: ['*'],
+    ...(target.tenantId ? { tenantId: target.tenantId } : {}),
+    ...(authorityHost ? { authorityHost, disableInstanceDiscovery: true } : {}),
+  });
 }
 
 /** A short-lived bearer token for the target cluster, from the cloud's usual credential chain. */

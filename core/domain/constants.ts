@@ -72,6 +72,21 @@ export const PROPERTY_ENDPOINT_PREFERENCE = 'cpsync.io/endpoint-preference';
 /** Prefix of an allow-listed tag: `cpsync.io/tag.<key>`. */
 export const PROPERTY_TAG_PREFIX = 'cpsync.io/tag.';
 
+/** KEP-2149's cluster id property (the member's own ClusterProperty, else its `kube-system` namespace UID). */
+export const PROPERTY_CLUSTER_ID = 'cluster.clusterset.k8s.io';
+/** KEP-4322's list of the CRD groups the cluster serves. */
+export const PROPERTY_CRD_GROUPS = 'group.customResource.k8s.io';
+/** Where the cluster id came from: `ClusterProperty` (the member's own) or `kube-system-uid`. */
+export const PROPERTY_CLUSTER_ID_SOURCE = 'cpsync.io/cluster-id-source';
+/**
+ * The names the member probe wrote outside `cpsync.io/` (copied ClusterProperties, the cluster id, the CRD
+ * groups), as a JSON array: what cpsync owns among the standard and foreign names, so that they are
+ * compared, and removed when the member or the feature stops providing them.
+ */
+export const PROPERTY_MEMBER_PROPERTIES = 'cpsync.io/member-properties';
+/** The configured ClusterSet and the member's, when they disagree (the member's value is written). */
+export const PROPERTY_CLUSTERSET_CONFLICT = 'cpsync.io/clusterset-conflict';
+
 /** Standard (non-prefixed) property names cpsync writes and therefore owns. */
 const OWNED_STANDARD_PROPERTIES: ReadonlySet<string> = new Set([
   PROPERTY_ENDPOINTS,
@@ -95,10 +110,13 @@ export const PROPERTY_NAME_MAX_LENGTH = 253;
 
 export const CONDITION_CONTROL_PLANE_HEALTHY = 'ControlPlaneHealthy';
 export const CONDITION_JOINED = 'Joined';
+/** Whether the member probe could read the member (the `memberProbe` feature); False names why. */
+export const CONDITION_MEMBER_REACHABLE = 'MemberReachable';
 /** The condition types cpsync owns. */
 export const OWNED_CONDITIONS: ReadonlySet<string> = new Set([
   CONDITION_CONTROL_PLANE_HEALTHY,
   CONDITION_JOINED,
+  CONDITION_MEMBER_REACHABLE,
 ]);
 
 /** Reasons of the `Joined` condition. */

@@ -15,6 +15,7 @@ import {
   PROPERTY_TAG_PREFIX,
 } from './constants.ts';
 import type { ClusterProfile } from './model/clusterProfile.ts';
+import { probedBefore } from './member.ts';
 
 export type Maturity = 'alpha' | 'beta' | 'GA';
 
@@ -24,6 +25,7 @@ export const FEATURE_NAMES = [
   'clusterSets',
   'certificateAuthority',
   'projections',
+  'memberProbe',
 ] as const;
 export type FeatureName = (typeof FEATURE_NAMES)[number];
 
@@ -92,6 +94,16 @@ export const FEATURES: readonly Feature[] = [
       'a copy of the profile of each cluster `inventory.projections` matches in every namespace the rule names, and the `cpsync.io/cluster` label on the cluster’s profiles',
     removes: 'every projected copy (with Deleted events) and the `cpsync.io/cluster` label',
     carries: (profile) => profile.metadata.labels?.[LABEL_CLUSTER] !== undefined,
+  },
+  {
+    name: 'memberProbe',
+    maturity: 'alpha',
+    default: false,
+    writes:
+      'what each member cluster says of itself: its labelled ClusterProperties (copied unchanged), `cluster.clusterset.k8s.io` (else the kube-system UID), `group.customResource.k8s.io`, the `MemberReachable` condition',
+    removes:
+      'every property the probe wrote (`cpsync.io/member-properties` names them) and the `MemberReachable` condition',
+    carries: (profile) => probedBefore(profile),
   },
 ];
 

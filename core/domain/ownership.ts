@@ -5,6 +5,7 @@
  * properties, conditions and access providers are never compared, announced or overwritten.
  */
 import { OWNED_ANNOTATIONS, OWNED_CONDITIONS, OWNED_LABELS, isOwnedProperty } from './constants.ts';
+import { memberPropertyNames } from './member.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_KIND,
@@ -58,8 +59,10 @@ export function ownedStatusOf(
   accessProviderNames: readonly string[],
 ): Required<Pick<ClusterProfileStatus, 'properties' | 'conditions' | 'accessProviders'>> &
   Pick<ClusterProfileStatus, 'version'> {
+  // Names outside cpsync's own that the member probe wrote are listed in the status itself.
+  const member = memberPropertyNames(status?.properties);
   const owned = {
-    properties: (status?.properties ?? []).filter((p) => isOwnedProperty(p.name)),
+    properties: (status?.properties ?? []).filter((p) => isOwnedProperty(p.name) || member.has(p.name)),
     conditions: (status?.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type)),
     accessProviders: (status?.accessProviders ?? []).filter((a) => accessProviderNames.includes(a.name)),
   };

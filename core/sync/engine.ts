@@ -15,6 +15,7 @@ import type {
   IntentLog,
   LeaseStore,
   MalformedObject,
+  MemberProbe,
   ProfileNotice,
   Outbox,
   PublishFailure,
@@ -57,6 +58,8 @@ export interface EnginePorts {
   intents: IntentLog;
   /** Leases that keep two runs from applying the same account at once. @default none (one run at a time is assumed) */
   leases?: LeaseStore;
+  /** Reads member clusters (the `memberProbe` feature). @default none (what was read before stays) */
+  members?: MemberProbe;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -520,6 +523,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       ...(request.confirmedGone ? { confirmedGone: request.confirmedGone } : {}),
       ...(request.dryRun ? { dryRun: true } : {}),
       ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
+      ...(ports.members ? { members: ports.members } : {}),
       beforeApply: ahead.beforeApply,
     });
     plan = result.plan;
@@ -776,6 +780,7 @@ export async function syncCluster(
       options: request.options,
       now,
       ...(confirmedGone ? { confirmedGone } : {}),
+      ...(ports.members ? { members: ports.members } : {}),
       beforeApply: ahead.beforeApply,
     });
     const events = result.applied.applied.map((change) => buildChangeEvent(change, context));

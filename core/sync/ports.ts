@@ -1,5 +1,6 @@
 import type { ClusterProfile, ProfileRef } from '../domain/model/clusterProfile.ts';
 import type { NamespaceSpec } from '../domain/options.ts';
+import type { MemberPacing, MemberReading } from '../domain/member.ts';
 
 export type { NamespaceSpec };
 import type { ObservedCluster } from '../domain/model/observedCluster.ts';
@@ -33,6 +34,20 @@ export interface ClusterRef {
   location?: string;
   /** AKS: the cluster's resource group. */
   resourceGroup?: string;
+}
+
+/**
+ * Reads member clusters through their profiles' own access providers (the `memberProbe` feature), with
+ * deadlines and bounded concurrency of its own.
+ */
+export interface MemberProbe {
+  /** How often each member is read. */
+  pacing: MemberPacing;
+  /**
+   * Reads the member of each profile; keyed by provider id. Never rejects for a member: one that cannot
+   * be read is a reading saying why.
+   */
+  readAll(profiles: readonly ClusterProfile[], signal?: AbortSignal): Promise<Map<string, MemberReading>>;
 }
 
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */

@@ -8,7 +8,14 @@ import { normalizeAll } from '../domain/normalize.ts';
 import { inventoryNamespaces, type InventoryOptions } from '../domain/options.ts';
 import { plan, type Plan } from '../domain/plan.ts';
 import { featureCounts, type FeatureName } from '../domain/features.ts';
-import type { Hub, MalformedObject, ProfileNotice, ScopeListing } from './ports.ts';
+import type { Hub, MalformedObject, MemberProbe, ProfileNotice, ScopeListing } from './ports.ts';
+import {
+  applyMemberReading,
+  carryMemberState,
+  memberDue,
+  probedBefore,
+  providerIdOf,
+} from '../domain/member.ts';
 import { clusterInScope } from '../domain/scopes.ts';
 
 export interface SyncScopeInput {
@@ -25,6 +32,8 @@ export interface SyncScopeInput {
   beforeApply?: (plan: Plan) => Promise<void>;
   /** Stops applying (the write in flight finishes). */
   signal?: AbortSignal;
+  /** Reads member clusters while the `memberProbe` feature is on (without it, what was read before stays). */
+  members?: MemberProbe;
 }
 
 export interface SyncScopeResult {
@@ -70,6 +79,41 @@ function countsByNamespace(
 }
 
 /**
+ * The profiles with what their members say (the `memberProbe` feature): the members due this run are
+ * read (a new profile's at once), the others keep what the hub holds from earlier readings. Every copy
+ * of a cluster (projections) gets what its first profile gets, so that they stay the same.
+ */
+async function withMembers(
+  desired: readonly ClusterProfile[],
+  current: readonly ClusterProfile[],
+  input: SyncScopeInput,
+): Promise<ClusterProfile[]> {
+  const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
+  const basis = new Map<string, ClusterProfile | undefined>();
+  const due: ClusterProfile[] = [];
+  const nowMillis = Date.parse(input.now);
+  for (const profile of desired) {
+    const id = providerIdOf(profile);
+    if (id === undefined || basis.has(id)) continue;
+    const before = previous.get(profileKey(profile.metadata));
+    basis.set(id, before);
+    const probe = input.members;
+    if (probe && !input.dryRun && (!probedBefore(before) || memberDue(id, nowMillis, probe.pacing)))
+      due.push(profile);
+  }
+  const readings =
+    due.length > 0 && input.members ? await input.members.readAll(due, input.signal) : new Map();
+  return desired.map((profile) => {
+    const id = providerIdOf(profile) ?? '';
+    const before = basis.get(id) ?? previous.get(profileKey(profile.metadata));
+    const reading = readings.get(id);
+    return reading
+      ? applyMemberReading(profile, reading, before, input.now)
+      : carryMemberState(profile, before);
+  });
+}
+
+/**
  * One scope, end to end against the hub: normalize the listing, read what the hub holds for the
  * scope, plan, apply. Level-triggered: whatever earlier runs did, the hub ends matching the listing.
  *
@@ -84,7 +128,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   const outside = listing.clusters.filter((cluster) => !clusterInScope(cluster, scope));
   const inside =
     outside.length === 0 ? listing.clusters : listing.clusters.filter((c) => clusterInScope(c, scope));
-  const { profiles: desired, errors: invalid } = normalizeAll(inside, options, now);
+  const { profiles: normalized, errors: invalid } = normalizeAll(inside, options, now);
   for (const cluster of outside)
     invalid.push(
       new InvalidClusterError(
@@ -132,6 +176,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     .sort();
   for (const namespace of projectedTo) await read(namespace);
 
+  const desired = options.features.memberProbe ? await withMembers(normalized, current, input) : normalized;
   const planInput = {
     outcome,
     desired,

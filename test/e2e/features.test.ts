@@ -12,7 +12,14 @@ import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { FEATURES, FEATURE_SUMMARY_KEY, type FeatureName } from '../../core/domain/features.ts';
-import { AZURE_SUBSCRIPTION, GCP_PROJECT, gkeCluster, type Emulators } from '../env/emulators.ts';
+import {
+  AZURE_SUBSCRIPTION,
+  GCP_PROJECT,
+  gkeCluster,
+  localGoogleFederation,
+  withEksClusters,
+  type Emulators,
+} from '../env/emulators.ts';
 import { runCli, jsonLines } from '../support/cli.ts';
 import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
@@ -21,6 +28,9 @@ import { adminKubeConfig } from '../support/hub.ts';
 type Doc = Record<string, any>;
 
 const SET_LABELS = ['multicluster.x-k8s.io/clusterset', 'clusterset.multicluster.x-k8s.io'];
+
+/** The external_account configuration GKE tokens come from while the member probe is on. */
+let googleFederation = '';
 
 /**
  * How each feature is put to use, and how the test sees (from the hub, not from cpsync's registry)
@@ -65,6 +75,27 @@ const USE: Record<
     wrote: (profiles) =>
       profiles.some((p) => p.metadata.labels['cpsync.io/projected-from'] !== undefined) &&
       profiles.some((p) => p.metadata.labels['cpsync.io/cluster'] !== undefined),
+  },
+  memberProbe: {
+    configure: (document) => {
+      document.memberProbe = { everyMinutes: 15, slotMinutes: 15, timeoutSeconds: 5 };
+      // GKE tokens from the local Google STS (a service-account key's come from Google itself).
+      document.providers.gke.credentials = { file: googleFederation };
+    },
+    // Every member at a loopback port nothing listens on (no traffic leaves the machine): each profile then
+    // carries what the probe writes for a member it cannot reach (test/e2e/members.test.ts reads real ones).
+    prepare: (emulators) => {
+      googleFederation = localGoogleFederation(emulators.directory, emulators.gke);
+      emulators.proxy.rewrite(withEksClusters(() => ({ endpoint: 'https://127.0.0.1:2' })));
+      for (const cluster of emulators.gke.clusters.get(GCP_PROJECT) ?? []) cluster.endpoint = '127.0.0.1:2';
+      for (const cluster of emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [])
+        cluster.properties.fqdn = '127.0.0.3';
+    },
+    wrote: (profiles) =>
+      profiles.length > 0 &&
+      profiles.every((p) =>
+        p.status.conditions.some((c: Doc) => c.type === 'MemberReachable' && c.status === 'False'),
+      ),
   },
   certificateAuthority: {
     configure: () => {},

@@ -15,6 +15,7 @@ import { DetailValidator } from '../../events/validate.ts';
 import { GCP_PROJECT, gkeCluster, type Emulators } from '../env/emulators.ts';
 import { jsonLines, runCli } from '../support/cli.ts';
 import { estateOnHub } from '../support/estate.ts';
+import { orderedSteps } from '../support/steps.ts';
 import { adminKubeConfig } from '../support/hub.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration and hub documents are read freely here
@@ -51,6 +52,9 @@ describe('projections: a cluster in several inventories', () => {
   let config: string;
   let eventsFile: string;
   const validator = new DetailValidator();
+
+  // The cases build on each other: run in order as one test (end-to-end tests run in a random order).
+  const { step, run: runSteps } = orderedSteps();
 
   before(async () => {
     const estate = await estateOnHub('projections');
@@ -109,104 +113,120 @@ describe('projections: a cluster in several inventories', () => {
         .map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p.metadata.resourceVersion]),
     );
 
-  it('writes each matching cluster into every namespace its rules name, the same profile under one cluster label, each copy announced', async () => {
-    const { events } = await sync();
-    const copies = { [kueue]: await byName(kueue), [argo]: await byName(argo) };
-    assert.equal((await profiles(own)).length, 7);
-    assert.deepEqual([...copies[kueue]!.keys()].sort(), ['analytics', 'checkout', 'edge', 'payments']);
-    assert.deepEqual([...copies[argo]!.keys()].sort(), ['analytics', 'edge']);
-    assert.equal(
-      copies[kueue]!.get('payments')!.metadata.annotations['cpsync.io/provider-id'],
-      (await profiles(own)).find(
-        (p) => p.spec.displayName === 'payments' && p.metadata.labels['cpsync.io/region'] === 'us-east-1',
-      )!.metadata.annotations['cpsync.io/provider-id'],
-      'the us-east-1 payments cluster, not its eu-west-1 namesake',
-    );
-    for (const [namespace, copied] of Object.entries(copies))
-      for (const [name, copy] of copied) {
-        const primary = (await profiles(own)).find((p) => p.metadata.name === copy.metadata.name)!;
-        assert.deepEqual(content(copy), content(primary), `${namespace}/${name}`);
-        assert.equal(copy.metadata.labels['cpsync.io/projected-from'], own);
-        assert.ok(primary.metadata.annotations['cpsync.io/projected-to'].split(',').includes(namespace));
-        assert.match(copy.metadata.labels['cpsync.io/cluster'], /^[0-9a-f]{20}$/);
+  step(
+    'writes each matching cluster into every namespace its rules name, the same profile under one cluster label, each copy announced',
+    async () => {
+      const { events } = await sync();
+      const copies = { [kueue]: await byName(kueue), [argo]: await byName(argo) };
+      assert.equal((await profiles(own)).length, 7);
+      assert.deepEqual([...copies[kueue]!.keys()].sort(), ['analytics', 'checkout', 'edge', 'payments']);
+      assert.deepEqual([...copies[argo]!.keys()].sort(), ['analytics', 'edge']);
+      assert.equal(
+        copies[kueue]!.get('payments')!.metadata.annotations['cpsync.io/provider-id'],
+        (await profiles(own)).find(
+          (p) => p.spec.displayName === 'payments' && p.metadata.labels['cpsync.io/region'] === 'us-east-1',
+        )!.metadata.annotations['cpsync.io/provider-id'],
+        'the us-east-1 payments cluster, not its eu-west-1 namesake',
+      );
+      for (const [namespace, copied] of Object.entries(copies))
+        for (const [name, copy] of copied) {
+          const primary = (await profiles(own)).find((p) => p.metadata.name === copy.metadata.name)!;
+          assert.deepEqual(content(copy), content(primary), `${namespace}/${name}`);
+          assert.equal(copy.metadata.labels['cpsync.io/projected-from'], own);
+          assert.ok(primary.metadata.annotations['cpsync.io/projected-to'].split(',').includes(namespace));
+          assert.match(copy.metadata.labels['cpsync.io/cluster'], /^[0-9a-f]{20}$/);
+        }
+      // Clusters no rule matches carry no cluster label.
+      assert.deepEqual(
+        (await profiles(own))
+          .filter((p) => p.metadata.labels['cpsync.io/cluster'] === undefined)
+          .map((p) => `${p.spec.displayName}@${p.metadata.labels['cpsync.io/region']}`)
+          .sort(),
+        ['batch@westeurope', 'payments@eu-west-1', 'web@westeurope'],
+      );
+      assert.equal(changes(events, 'Created').length, 7 + 4 + 2);
+      assert.deepEqual(
+        changes(events, 'Created').filter((c) => c.startsWith(`${argo}/`)),
+        [`${argo}/analytics`, `${argo}/edge`],
+      );
+    },
+  );
+
+  step(
+    'writes nothing when nothing changed, in any inventory (resourceVersions, as the hub keeps them)',
+    async () => {
+      const before = await versions();
+      const { events } = await sync();
+      assert.deepEqual(await versions(), before);
+      assert.deepEqual(
+        events.filter((e) => e['detail-type'] !== 'Inventory Scope Synced'),
+        [],
+      );
+    },
+  );
+
+  step(
+    'updates every copy of a changed cluster, and graces and deletes a gone cluster in every inventory at the same listing',
+    async () => {
+      emulators.gke.clusters.set(GCP_PROJECT, [
+        gkeCluster('analytics', 'europe-west1'),
+        gkeCluster('edge', 'europe-west1-c', { currentMasterVersion: '1.31.2-gke.1100000' }),
+      ]);
+      const upgraded = await sync();
+      assert.deepEqual(changes(upgraded.events, 'Updated'), [`${argo}/edge`, `${kueue}/edge`, `${own}/edge`]);
+      for (const namespace of [own, kueue, argo])
+        assert.equal((await byName(namespace)).get('edge')!.status.version.kubernetes, '1.31.2-gke.1100000');
+
+      emulators.gke.clusters.set(GCP_PROJECT, [
+        gkeCluster('edge', 'europe-west1-c', { currentMasterVersion: '1.31.2-gke.1100000' }),
+      ]);
+      const missed = await sync();
+      assert.deepEqual(changes(missed.events, 'Deleted'), []);
+      for (const namespace of [own, kueue, argo]) {
+        const analytics = (await byName(namespace)).get('analytics')!;
+        const joined = analytics.status.conditions.find((c: Doc) => c.type === 'Joined');
+        assert.equal(joined.reason, 'NotFoundInProvider', namespace);
       }
-    // Clusters no rule matches carry no cluster label.
-    assert.deepEqual(
-      (await profiles(own))
-        .filter((p) => p.metadata.labels['cpsync.io/cluster'] === undefined)
-        .map((p) => `${p.spec.displayName}@${p.metadata.labels['cpsync.io/region']}`)
-        .sort(),
-      ['batch@westeurope', 'payments@eu-west-1', 'web@westeurope'],
-    );
-    assert.equal(changes(events, 'Created').length, 7 + 4 + 2);
-    assert.deepEqual(
-      changes(events, 'Created').filter((c) => c.startsWith(`${argo}/`)),
-      [`${argo}/analytics`, `${argo}/edge`],
-    );
-  });
+      const gone = await sync();
+      assert.deepEqual(changes(gone.events, 'Deleted'), [
+        `${argo}/analytics`,
+        `${kueue}/analytics`,
+        `${own}/analytics`,
+      ]);
+      for (const namespace of [own, kueue, argo])
+        assert.equal((await byName(namespace)).has('analytics'), false);
+    },
+  );
 
-  it('writes nothing when nothing changed, in any inventory (resourceVersions, as the hub keeps them)', async () => {
-    const before = await versions();
-    const { events } = await sync();
-    assert.deepEqual(await versions(), before);
-    assert.deepEqual(
-      events.filter((e) => e['detail-type'] !== 'Inventory Scope Synced'),
-      [],
-    );
-  });
+  step(
+    'deletes at once the copies a rule no longer asks for, and keeps the cluster’s own profile without the cluster label',
+    async () => {
+      const kept = Object.fromEntries(
+        [...(await byName(kueue))]
+          .filter(([name]) => name !== 'edge')
+          .map(([n, p]) => [n, p.metadata.resourceVersion]),
+      );
+      document.inventory.projections = [{ provider: 'eks', region: 'us-east-1', namespaces: [kueue] }];
+      const { events } = await sync();
+      assert.deepEqual(changes(events, 'Deleted'), [`${argo}/edge`, `${kueue}/edge`]);
+      assert.deepEqual(changes(events, 'Updated'), [`${own}/edge`]);
+      const edge = (await byName(own)).get('edge')!;
+      assert.equal(edge.metadata.labels['cpsync.io/cluster'], undefined);
+      assert.equal(edge.metadata.annotations['cpsync.io/projected-to'], undefined);
+      const payments = (await profiles(own)).find(
+        (p) => p.spec.displayName === 'payments' && p.metadata.labels['cpsync.io/region'] === 'us-east-1',
+      )!;
+      assert.equal(payments.metadata.annotations['cpsync.io/projected-to'], kueue);
+      assert.deepEqual(await profiles(argo), []);
+      assert.deepEqual(
+        Object.fromEntries([...(await byName(kueue))].map(([n, p]) => [n, p.metadata.resourceVersion])),
+        kept,
+        'the EKS copies are not written',
+      );
+    },
+  );
 
-  it('updates every copy of a changed cluster, and graces and deletes a gone cluster in every inventory at the same listing', async () => {
-    emulators.gke.clusters.set(GCP_PROJECT, [
-      gkeCluster('analytics', 'europe-west1'),
-      gkeCluster('edge', 'europe-west1-c', { currentMasterVersion: '1.31.2-gke.1100000' }),
-    ]);
-    const upgraded = await sync();
-    assert.deepEqual(changes(upgraded.events, 'Updated'), [`${argo}/edge`, `${kueue}/edge`, `${own}/edge`]);
-    for (const namespace of [own, kueue, argo])
-      assert.equal((await byName(namespace)).get('edge')!.status.version.kubernetes, '1.31.2-gke.1100000');
-
-    emulators.gke.clusters.set(GCP_PROJECT, [
-      gkeCluster('edge', 'europe-west1-c', { currentMasterVersion: '1.31.2-gke.1100000' }),
-    ]);
-    const missed = await sync();
-    assert.deepEqual(changes(missed.events, 'Deleted'), []);
-    for (const namespace of [own, kueue, argo]) {
-      const analytics = (await byName(namespace)).get('analytics')!;
-      const joined = analytics.status.conditions.find((c: Doc) => c.type === 'Joined');
-      assert.equal(joined.reason, 'NotFoundInProvider', namespace);
-    }
-    const gone = await sync();
-    assert.deepEqual(changes(gone.events, 'Deleted'), [
-      `${argo}/analytics`,
-      `${kueue}/analytics`,
-      `${own}/analytics`,
-    ]);
-    for (const namespace of [own, kueue, argo])
-      assert.equal((await byName(namespace)).has('analytics'), false);
-  });
-
-  it('deletes at once the copies a rule no longer asks for, and keeps the cluster’s own profile without the cluster label', async () => {
-    const kept = Object.fromEntries(
-      [...(await byName(kueue))]
-        .filter(([name]) => name !== 'edge')
-        .map(([n, p]) => [n, p.metadata.resourceVersion]),
-    );
-    document.inventory.projections = [{ provider: 'eks', region: 'us-east-1', namespaces: [kueue] }];
-    const { events } = await sync();
-    assert.deepEqual(changes(events, 'Deleted'), [`${argo}/edge`, `${kueue}/edge`]);
-    assert.deepEqual(changes(events, 'Updated'), [`${own}/edge`]);
-    const edge = (await byName(own)).get('edge')!;
-    assert.equal(edge.metadata.labels['cpsync.io/cluster'], undefined);
-    assert.equal(edge.metadata.annotations['cpsync.io/projected-to'], undefined);
-    const payments = (await profiles(own)).find(
-      (p) => p.spec.displayName === 'payments' && p.metadata.labels['cpsync.io/region'] === 'us-east-1',
-    )!;
-    assert.equal(payments.metadata.annotations['cpsync.io/projected-to'], kueue);
-    assert.deepEqual(await profiles(argo), []);
-    assert.deepEqual(
-      Object.fromEntries([...(await byName(kueue))].map(([n, p]) => [n, p.metadata.resourceVersion])),
-      kept,
-      'the EKS copies are not written',
-    );
+  it('projects, updates, graces and deletes every copy, in this order', async () => {
+    await runSteps();
   });
 });

@@ -212,12 +212,18 @@ async function rawRequest(
  * `spec.clusterManager` immutability rule and the list-map keys).
  */
 async function installCrd(kubeconfig: string): Promise<void> {
+  await installCustomResourceDefinition(kubeconfig, parse(readFileSync(CRD_PATH, 'utf8')) as CrdDocument);
+}
+
+interface CrdDocument {
+  metadata: { name: string };
+  spec: { group: string; names: { plural: string }; versions: Array<{ name: string; served: boolean }> };
+}
+
+/** Installs a CRD as its YAML says (see installCrd) and returns once its resource is served. */
+export async function installCustomResourceDefinition(kubeconfig: string, crd: CrdDocument): Promise<void> {
   const config = new KubeConfig();
   config.loadFromFile(kubeconfig);
-  const crd = parse(readFileSync(CRD_PATH, 'utf8')) as {
-    metadata: { name: string };
-    spec: { group: string; names: { plural: string } };
-  };
   const created = await rawRequest(
     config,
     'POST',
@@ -251,10 +257,26 @@ async function installCrd(kubeconfig: string): Promise<void> {
         await rawRequest(
           config,
           'GET',
-          `/apis/${crd.spec.group}/v1alpha1/namespaces/default/${crd.spec.names.plural}`,
+          `/apis/${crd.spec.group}/${crd.spec.versions.find((v) => v.served)!.name}/${crd.spec.names.plural}`,
         )
       ).status === 200,
     30_000,
+    '',
+  );
+}
+
+/** Deletes a CRD and returns once it is gone (its objects with it). */
+export async function deleteCustomResourceDefinition(kubeconfig: string, name: string): Promise<void> {
+  const config = new KubeConfig();
+  config.loadFromFile(kubeconfig);
+  const path = `/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`;
+  const deleted = await rawRequest(config, 'DELETE', path);
+  if (deleted.status !== 200 && deleted.status !== 202 && deleted.status !== 404)
+    throw new Error(`deleting the CRD failed (${deleted.status}): ${deleted.text}`);
+  await waitFor(
+    `CRD ${name} gone`,
+    async () => (await rawRequest(config, 'GET', path)).status === 404,
+    60_000,
     '',
   );
 }

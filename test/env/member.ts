@@ -17,6 +17,8 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { HUB_CREDENTIALS } from '../support/aws.ts';
+import type { Emulators } from './emulators.ts';
 import { startHub, stopHub } from './hub.ts';
 import { freePort, readBody, sendJson, serveOnLoopback } from './net.ts';
 
@@ -120,7 +122,7 @@ async function review(token: string, verifiers: MemberVerifiers): Promise<{ kind
 }
 
 /** Starts the token webhook and the member kube-apiserver behind it. */
-export async function startMember(
+async function startMember(
   directory: string,
   verifiers: MemberVerifiers,
   log: (line: string) => void = () => {},
@@ -206,4 +208,28 @@ export async function startMember(
       await stopWebhook();
     },
   };
+}
+
+/**
+ * The member for the local estate: EKS tokens signed for `eksClusterId` with the estate's credentials and
+ * presigned for its STS, Google tokens the local issuer gave, Entra tokens the local authority signed.
+ */
+export function startEstateMember(
+  emulators: Emulators,
+  eksClusterId: string,
+  log: (line: string) => void = () => {},
+): Promise<Member> {
+  return startMember(
+    join(emulators.directory, 'member'),
+    {
+      eks: {
+        clusterId: eksClusterId,
+        stsEndpoint: emulators.proxy.endpoint,
+        secretOf: (id) => (id === HUB_CREDENTIALS.accessKeyId ? HUB_CREDENTIALS.secretAccessKey : undefined),
+      },
+      gke: { tokeninfo: `${emulators.gke.endpoint}/tokeninfo` },
+      aks: { verify: (token, audience) => emulators.arm.verifyToken(token, audience) },
+    },
+    log,
+  );
 }

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import { SecurityGroup, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { parse } from 'yaml';
@@ -335,6 +336,49 @@ describe('the CDK app', () => {
     const existing = Template.fromStack(stack);
     existing.resourceCountIs('AWS::Events::EventBus', 0);
     existing.resourceCountIs('AWS::Events::Archive', 0);
+  });
+
+  it('places the functions in a VPC (subnets, security groups) so the member probe reaches private endpoints, its slots following the schedule', () => {
+    const app = new App({ context: NO_BUNDLING });
+    const stack = new Stack(app, 'Private', { env: ENV });
+    const vpc = new Vpc(stack, 'Vpc', { maxAzs: 2, natGateways: 1 });
+    const group = new SecurityGroup(stack, 'Probe', { vpc, allowAllOutbound: true });
+    new Cpsync(stack, 'Cpsync', {
+      config: { ...CONFIG, features: { memberProbe: 'on' }, memberProbe: {} },
+      vpc,
+      vpcSubnets: { subnetType: SubnetType.PRIVATE_WITH_EGRESS },
+      securityGroups: [group],
+      syncInterval: Duration.minutes(30),
+    });
+    const template = Template.fromStack(stack);
+    const functions = Object.values(template.findResources('AWS::Lambda::Function')) as Array<{
+      Properties: {
+        VpcConfig?: { SecurityGroupIds: unknown[]; SubnetIds: unknown[] };
+        Environment: { Variables: { CPSYNC_CONFIG: string } };
+      };
+    }>;
+    const cpsync = functions.filter((f) => f.Properties.Environment?.Variables?.CPSYNC_CONFIG);
+    assert.equal(cpsync.length, 4);
+    for (const f of cpsync) {
+      assert.equal(f.Properties.VpcConfig?.SubnetIds.length, 2);
+      assert.deepEqual(f.Properties.VpcConfig?.SecurityGroupIds, [
+        { 'Fn::GetAtt': [stack.getLogicalId(group.node.defaultChild as never), 'GroupId'] },
+      ]);
+      // The configuration is joined with the tables' names: its text, escaped once more.
+      assert.match(
+        JSON.stringify(f.Properties.Environment.Variables.CPSYNC_CONFIG),
+        /\\"memberProbe\\":\{\\"everyMinutes\\":60,\\"slotMinutes\\":30,/,
+      );
+    }
+    // Outside a VPC unless one is given.
+    const plain = Object.values(lightStack().findResources('AWS::Lambda::Function')) as Array<{
+      Properties: { VpcConfig?: unknown };
+    }>;
+    assert.ok(plain.every((f) => f.Properties.VpcConfig === undefined));
+    assert.throws(
+      () => new Cpsync(stack, 'NoVpc', { config: CONFIG, securityGroups: [group] }),
+      /vpcSubnets and securityGroups need vpc/,
+    );
   });
 
   it('archives the events of the configured source', () => {

@@ -1,4 +1,5 @@
 import type { CpsyncConfig } from '../config.ts';
+import type { Target } from '../../credentials/target.ts';
 import type { ProviderModule } from '../provider.ts';
 
 /** EKS from `providers.eks`. */
@@ -23,8 +24,23 @@ export const eksProvider: ProviderModule = {
       ...(eks.externalId ? { externalId: eks.externalId } : {}),
       ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
     });
+    const probe = config.features.memberProbe ? config.memberProbe : undefined;
     return {
       source,
+      ...(probe
+        ? {
+            // The run's own identity (or the role memberProbe.eksRoleName names in the cluster's account),
+            // signed for the STS the configuration points at.
+            async memberToken(target: Target) {
+              const { clusterToken } = await import('../../credentials/tokens.ts');
+              return clusterToken(target, {
+                env: { ...process.env, ...(eks.endpoint ? { AWS_ENDPOINT_URL_STS: eks.endpoint } : {}) },
+                ...(probe.eksRoleName ? { roleName: probe.eksRoleName } : {}),
+                now: () => new Date(),
+              });
+            },
+          }
+        : {}),
       async scopes(only?: readonly string[]) {
         const organizations =
           'organization' in eks.accounts

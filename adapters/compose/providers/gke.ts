@@ -1,4 +1,6 @@
+import type { AuthClient } from 'google-auth-library';
 import type { CpsyncConfig } from '../config.ts';
+import type { Target } from '../../credentials/target.ts';
 import { InvalidOptionError } from '../../../core/domain/errors.ts';
 import type { ProviderModule } from '../provider.ts';
 import { CompositionError } from '../errors.ts';
@@ -55,6 +57,7 @@ export const gkeProvider: ProviderModule = {
       throw new CompositionError(`providers.gke.credentials (${secretSource(ref)}): ${reason}`);
     }
     const { projects } = gke;
+    let google: AuthClient | undefined;
     return {
       source,
       async scopes(only?: readonly string[]) {
@@ -64,6 +67,21 @@ export const gkeProvider: ProviderModule = {
         );
         return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
       },
+      ...(config.features.memberProbe
+        ? {
+            // The credential configuration GKE is listed with (or Application Default Credentials).
+            async memberToken(target: Target) {
+              const [{ clusterToken }, { authClientFor, googleAuthClient }] = await Promise.all([
+                import('../../credentials/tokens.ts'),
+                import('../../gke/authClient.ts'),
+              ]);
+              google ??= credentials
+                ? authClientFor(credentials)
+                : (await googleAuthClient(undefined)).client;
+              return clusterToken(target, { env: process.env, google, now: () => new Date() });
+            },
+          }
+        : {}),
       close: () => source.close(),
     };
   },

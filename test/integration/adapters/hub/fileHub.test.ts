@@ -233,11 +233,13 @@ describe('file hub', () => {
     await hub.delete({ namespace, name: 'c' });
     assert.deepEqual(await names({ 'cpsync.io/region': 'web' }), ['a']);
     assert.deepEqual(await names({ 'cpsync.io/region': 'data' }), ['b']);
-    assert.deepEqual(await names({ 'cpsync.io/account': 'dev' }), ['b']);
+    // An owned label no longer applied is gone, as server-side apply removes it.
+    assert.deepEqual(await names({ 'cpsync.io/account': 'dev' }), []);
     assert.deepEqual(await names({ 'cpsync.io/account': 'prod' }), ['a']);
     // A hub that reads the same files builds the same index.
     const fresh = new FileHub({ directory });
-    assert.deepEqual(await names({ 'cpsync.io/region': 'data', 'cpsync.io/account': 'dev' }, fresh), ['b']);
+    assert.deepEqual(await names({ 'cpsync.io/region': 'data' }, fresh), ['b']);
+    assert.deepEqual(await names({ 'cpsync.io/region': 'data', 'cpsync.io/account': 'dev' }, fresh), []);
     assert.deepEqual(await names({ 'cpsync.io/account': 'prod' }, fresh), ['a']);
   });
 

@@ -52,6 +52,7 @@ describe('configuration', () => {
       clusterSets: true,
       certificateAuthority: true,
       projections: true,
+      memberProbe: false,
     });
     const set = parseConfig({ features: { tagProperties: 'off', privateEndpoints: true } });
     assert.deepEqual(inventoryOptionsOf(set).features, {
@@ -60,6 +61,7 @@ describe('configuration', () => {
       clusterSets: true,
       certificateAuthority: true,
       projections: true,
+      memberProbe: false,
     });
     assert.equal(
       parseConfig({ inventory: { preferPrivateEndpoints: true } }).features.privateEndpoints,
@@ -74,7 +76,7 @@ describe('configuration', () => {
 
   it('refuses a feature that does not exist, a state that is not on or off, and two names saying two things', () => {
     assert.deepEqual(issues({ features: { tagProperty: 'on', clusterSets: 'maybe' } }), [
-      'features.tagProperty: no such feature (the features are tagProperties, privateEndpoints, clusterSets, certificateAuthority, projections)',
+      'features.tagProperty: no such feature (the features are tagProperties, privateEndpoints, clusterSets, certificateAuthority, projections, memberProbe)',
       'features.clusterSets: must be on or off, got "maybe"',
     ]);
     assert.deepEqual(

@@ -1,0 +1,209 @@
+/**
+ * The member probe (the `memberProbe` feature): reaches each member cluster the way a consumer does —
+ * the server and CA of the profile's access provider, a token from the same code `cpsync credentials`
+ * runs (adapters/credentials/tokens.ts), in process — and reads, read-only:
+ *   - discovery (`/apis`), for the `about.k8s.io` version the member serves (v1alpha1, v1beta1, v1, …);
+ *   - the ClusterProperty objects labelled `multicluster.x-k8s.io/clusterProfile=true`;
+ *   - the `kube-system` namespace (its UID: KEP-2149's recommended cluster id);
+ *   - the CustomResourceDefinitions (their groups).
+ * Each member has one deadline for all of it, and a bounded number are read at once. A member that
+ * cannot be read is a reading that says why; nothing else of its profile changes.
+ */
+import {
+  ApiException,
+  ApiextensionsV1Api,
+  ApisApi,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  Observable,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
+import pLimit from 'p-limit';
+import { EXEC_EXTENSION_NAME, LABEL_PROVIDER } from '../../core/domain/constants.ts';
+import type { MemberPacing, MemberReading } from '../../core/domain/member.ts';
+import { providerIdOf } from '../../core/domain/member.ts';
+import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
+import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import { DeadlineError, InterruptedError, withDeadline } from '../../core/sync/deadline.ts';
+import type { MemberProbe } from '../../core/sync/ports.ts';
+import { targetOfExtension, type Target } from '../credentials/target.ts';
+import type { ClusterToken } from '../credentials/tokens.ts';
+
+/** The label a member's ClusterProperty carries when ClusterProfiles are to copy it (KEP-4322). */
+const CLUSTER_PROFILE_PROPERTY_LABEL = 'multicluster.x-k8s.io/clusterProfile';
+const ABOUT_GROUP = 'about.k8s.io';
+const CRD_PAGE = 500;
+
+export interface MemberProbeOptions {
+  /** A token for a cluster of each provider (the provider's own credentials). */
+  tokens: Partial<Record<Provider, (target: Target) => Promise<ClusterToken>>>;
+  accessProviderNames: Record<Provider, string>;
+  /** One member's reading, every request included. */
+  timeoutMillis: number;
+  /** Members read at once. */
+  concurrency: number;
+  pacing: MemberPacing;
+}
+
+class Unreadable extends Error {
+  readonly reason: string;
+  constructor(reason: string, message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+/** Why a request failed, as the `MemberReachable` condition says it (stable text: an unchanged failure writes nothing). */
+function unreadable(error: unknown, what: string): Unreadable {
+  if (error instanceof Unreadable) return error;
+  if (error instanceof DeadlineError) return new Unreadable('Timeout', error.message);
+  if (error instanceof InterruptedError) return new Unreadable('Interrupted', error.message);
+  if (error instanceof ApiException) {
+    const code = error.code;
+    const reason = code === 401 ? 'Unauthorized' : code === 403 ? 'Forbidden' : 'Failed';
+    return new Unreadable(reason, `${what}: the member answered ${code}`);
+  }
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  const detail = cause?.code ?? cause?.message ?? (error as Error).message ?? String(error);
+  return new Unreadable('Unreachable', `${what}: ${detail}`);
+}
+
+export class KubernetesMemberProbe implements MemberProbe {
+  readonly pacing: MemberPacing;
+  readonly #options: MemberProbeOptions;
+
+  constructor(options: MemberProbeOptions) {
+    this.#options = options;
+    this.pacing = options.pacing;
+  }
+
+  async readAll(
+    profiles: readonly ClusterProfile[],
+    signal?: AbortSignal,
+  ): Promise<Map<string, MemberReading>> {
+    const limit = pLimit(this.#options.concurrency);
+    const readings = new Map<string, MemberReading>();
+    await Promise.all(
+      profiles.map((profile) =>
+        limit(async () => {
+          const id = providerIdOf(profile);
+          if (id === undefined) return;
+          try {
+            readings.set(
+              id,
+              await withDeadline(
+                `reading the member ${profile.metadata.name}`,
+                this.#options.timeoutMillis,
+                (deadline) => this.#read(profile, deadline),
+                signal,
+              ),
+            );
+          } catch (error) {
+            const failed = unreadable(error, 'reading the member');
+            readings.set(id, { reachable: false, reason: failed.reason, message: failed.message });
+          }
+        }),
+      ),
+    );
+    return readings;
+  }
+
+  async #read(profile: ClusterProfile, signal: AbortSignal): Promise<MemberReading> {
+    const provider = profile.metadata.labels?.[LABEL_PROVIDER] as Provider | undefined;
+    const name = provider ? this.#options.accessProviderNames[provider] : undefined;
+    const access = profile.status?.accessProviders?.find((a) => a.name === name)?.cluster;
+    const tokenFor = provider ? this.#options.tokens[provider] : undefined;
+    if (!provider || !access?.server || !tokenFor)
+      throw new Unreadable(
+        'NoAccessProvider',
+        'the profile has no access provider cpsync can reach the member with',
+      );
+    let token: ClusterToken;
+    try {
+      const extension = access.extensions?.find((e) => e.name === EXEC_EXTENSION_NAME)?.extension;
+      token = await tokenFor(targetOfExtension(extension));
+    } catch (error) {
+      throw new Unreadable('NoToken', `no token for the member: ${(error as Error).message}`);
+    }
+    const config = new KubeConfig();
+    config.loadFromOptions({
+      clusters: [
+        {
+          name: 'member',
+          server: access.server,
+          ...(access['certificate-authority-data'] ? { caData: access['certificate-authority-data'] } : {}),
+        },
+      ],
+      users: [{ name: 'probe', token: token.token }],
+      contexts: [{ name: 'member', cluster: 'member', user: 'probe' }],
+      currentContext: 'member',
+    });
+    const middleware: ObservableMiddleware = {
+      pre: (context: RequestContext) => {
+        context.setSignal(signal);
+        return new Observable(Promise.resolve(context));
+      },
+      post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
+    };
+    const options: ConfigurationOptions = { middleware: [middleware], middlewareMergeStrategy: 'append' };
+    const step = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
+      try {
+        return await call();
+      } catch (error) {
+        if (signal.aborted && signal.reason instanceof Error) throw signal.reason;
+        throw unreadable(error, what);
+      }
+    };
+
+    const groups = await step('discovery', () => config.makeApiClient(ApisApi).getAPIVersions({}, options));
+    const about = groups.groups.find((g) => g.name === ABOUT_GROUP);
+    const version = about?.preferredVersion?.version ?? about?.versions[0]?.version;
+    const properties: Array<{ name: string; value: string }> = [];
+    if (version) {
+      const list = (await step('listing clusterproperties', () =>
+        config.makeApiClient(CustomObjectsApi).listClusterCustomObject(
+          {
+            group: ABOUT_GROUP,
+            version,
+            plural: 'clusterproperties',
+            labelSelector: `${CLUSTER_PROFILE_PROPERTY_LABEL}=true`,
+          },
+          options,
+        ),
+      )) as { items?: Array<{ metadata?: { name?: string }; spec?: { value?: unknown } }> };
+      for (const item of list.items ?? []) {
+        const value = item.spec?.value;
+        if (item.metadata?.name && value !== undefined && value !== null)
+          properties.push({
+            name: item.metadata.name,
+            value: typeof value === 'string' ? value : JSON.stringify(value),
+          });
+      }
+    }
+    const kubeSystem = await step('reading namespace kube-system', () =>
+      config.makeApiClient(CoreV1Api).readNamespace({ name: 'kube-system' }, options),
+    );
+    const crdGroups: string[] = [];
+    const crds = config.makeApiClient(ApiextensionsV1Api);
+    let next: string | undefined;
+    do {
+      const page = await step('listing customresourcedefinitions', () =>
+        crds.listCustomResourceDefinition({ limit: CRD_PAGE, ...(next ? { _continue: next } : {}) }, options),
+      );
+      for (const crd of page.items)
+        if (crd.spec.versions.some((v) => v.served)) crdGroups.push(crd.spec.group);
+      next = page.metadata?._continue || undefined;
+    } while (next);
+    return {
+      reachable: true,
+      properties,
+      ...(version ? { clusterPropertyVersion: version } : {}),
+      ...(kubeSystem.metadata?.uid ? { kubeSystemUid: kubeSystem.metadata.uid } : {}),
+      crdGroups,
+    };
+  }
+}

@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import {
+  applyMemberReading,
+  carryMemberState,
+  memberDue,
+  type MemberReading,
+} from '../../../../core/domain/member.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import { normalize } from '../../../../core/domain/normalize.ts';
+import { ownedStatusOf } from '../../../../core/domain/ownership.ts';
+import { plan } from '../../../../core/domain/plan.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
+import { crdViolations } from '../../../support/crdSchema.ts';
+import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
+
+const options = inventoryOptions({ clusterSets: { 'cluster-inventory': 'prod' } });
+const names = Object.values(options.accessProviderNames);
+const prop = (p: ClusterProfile, name: string) => p.status?.properties?.find((q) => q.name === name)?.value;
+const reachable = (condition: ClusterProfile) =>
+  condition.status?.conditions?.find((c) => c.type === 'MemberReachable');
+
+const reading: MemberReading = {
+  reachable: true,
+  properties: [
+    { name: 'example.com/rack', value: 'r12' },
+    { name: 'clusterset.k8s.io', value: 'member-set' },
+    { name: 'cpsync.io/status', value: 'not the member’s to say' },
+    { name: 'example.com/huge', value: 'x'.repeat(2000) },
+  ],
+  clusterPropertyVersion: 'v1beta1',
+  kubeSystemUid: '9a1f0c52-7d0e-4b8e-9f0a-3c5d2e1b7a64',
+  crdGroups: ['kueue.x-k8s.io', 'argoproj.io', 'argoproj.io'],
+};
+
+describe('member readings in a profile', () => {
+  const base = normalize(eksCluster(), options, NOW);
+  const read = applyMemberReading(base, reading, undefined, NOW);
+
+  it('copies the labelled properties unchanged, the id from kube-system recorded as such, and the CRD groups', () => {
+    assert.equal(prop(read, 'example.com/rack'), 'r12');
+    assert.equal(prop(read, 'cluster.clusterset.k8s.io'), reading.reachable && reading.kubeSystemUid);
+    assert.equal(prop(read, 'cpsync.io/cluster-id-source'), 'kube-system-uid');
+    assert.equal(prop(read, 'group.customResource.k8s.io'), '["argoproj.io","kueue.x-k8s.io"]');
+    // A cpsync.io/ name is cpsync's own; a value the ClusterProfile CRD cannot hold is not cut, it is left out.
+    assert.equal(prop(read, 'cpsync.io/status'), prop(base, 'cpsync.io/status'));
+    assert.equal(prop(read, 'example.com/huge'), undefined);
+    assert.match(
+      reachable(read)?.message ?? '',
+      /not copied: cpsync\.io\/status \(a cpsync\.io\/ name\), example\.com\/huge/,
+    );
+    assert.deepEqual(crdViolations(read), []);
+  });
+
+  it('writes the member’s ClusterSet over the configured one, and says they disagree', () => {
+    assert.equal(prop(base, 'clusterset.k8s.io'), 'prod');
+    assert.equal(prop(read, 'clusterset.k8s.io'), 'member-set');
+    assert.equal(prop(read, 'cpsync.io/clusterset-conflict'), 'configured prod, member member-set');
+  });
+
+  it('takes the member’s own cluster id over the kube-system UID', () => {
+    const own = applyMemberReading(
+      base,
+      { ...reading, properties: [{ name: 'cluster.clusterset.k8s.io', value: 'id-7' }] },
+      undefined,
+      NOW,
+    );
+    assert.equal(prop(own, 'cluster.clusterset.k8s.io'), 'id-7');
+    assert.equal(prop(own, 'cpsync.io/cluster-id-source'), 'ClusterProperty');
+  });
+
+  it('owns what it copied, so that the plan compares it and removes it when the member drops it', () => {
+    const owned = ownedStatusOf(read.status, names).properties.map((p) => p.name);
+    for (const name of ['example.com/rack', 'cluster.clusterset.k8s.io', 'group.customResource.k8s.io'])
+      assert.ok(owned.includes(name), name);
+    const stored = { ...read, metadata: { ...read.metadata, resourceVersion: '5' } };
+    const input = {
+      outcome: {
+        scope: { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' },
+        kind: 'complete' as const,
+      },
+      manager: 'cpsync',
+      deletionGraceListings: 2,
+      accessProviderNames: names,
+      now: LATER,
+    };
+    const dropped = applyMemberReading(
+      normalize(eksCluster(), options, LATER),
+      { ...reading, properties: [] },
+      stored,
+      LATER,
+    );
+    const changed = plan({ ...input, desired: [dropped], current: [stored] });
+    assert.deepEqual(
+      changed.updates[0]!.changes.map((c) => c.field).filter((f) => f.startsWith('status.properties')),
+      [
+        'status.properties[clusterset.k8s.io]',
+        'status.properties[cpsync.io/clusterset-conflict]',
+        'status.properties[cpsync.io/member-properties]',
+        'status.properties[example.com/rack]',
+      ],
+    );
+    // The same reading again: nothing to write.
+    const again = applyMemberReading(normalize(eksCluster(), options, LATER), reading, stored, LATER);
+    assert.equal(plan({ ...input, desired: [again], current: [stored] }).unchanged, 1);
+    // Not read this run: what the hub holds is carried, nothing to write.
+    const carried = carryMemberState(normalize(eksCluster(), options, LATER), stored);
+    assert.equal(plan({ ...input, desired: [carried], current: [stored] }).unchanged, 1);
+  });
+
+  it('changes nothing but its condition when the member cannot be read', () => {
+    const failed = applyMemberReading(
+      base,
+      { reachable: false, reason: 'Unreachable', message: 'reading the member: ECONNREFUSED' },
+      read,
+      LATER,
+    );
+    assert.deepEqual(failed.status?.properties, read.status?.properties);
+    assert.deepEqual(
+      failed.status?.conditions?.filter((c) => c.type !== 'MemberReachable'),
+      read.status?.conditions?.filter((c) => c.type !== 'MemberReachable'),
+    );
+    assert.deepEqual(
+      { status: reachable(failed)?.status, reason: reachable(failed)?.reason },
+      { status: 'False', reason: 'Unreachable' },
+    );
+  });
+});
+
+describe('member pacing', () => {
+  const pacing = { everyMillis: 60 * 60_000, slotMillis: 15 * 60_000 };
+
+  it('reads every member exactly once in each period, whatever the ids (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(fc.string({ minLength: 1 }), { minLength: 1, maxLength: 50 }),
+        fc.integer({ min: 0, max: 10_000 }),
+        (ids, period) => {
+          const start = period * pacing.everyMillis;
+          for (const id of ids) {
+            const slots = [0, 1, 2, 3].filter((slot) =>
+              memberDue(id, start + slot * pacing.slotMillis + 1_000, pacing),
+            );
+            if (slots.length !== 1) return false;
+          }
+          return true;
+        },
+      ),
+    );
+  });
+
+  it('spreads a large inventory over the slots (a quarter a run, give or take)', () => {
+    const ids = Array.from({ length: 10_000 }, (_, i) => `arn:aws:eks:us-east-1:111122223333:cluster/c${i}`);
+    for (let slot = 0; slot < 4; slot++) {
+      const due = ids.filter((id) => memberDue(id, slot * pacing.slotMillis, pacing)).length;
+      assert.ok(due > 2_300 && due < 2_700, `slot ${slot}: ${due}`);
+    }
+    assert.ok(ids.every((id) => memberDue(id, 0, { everyMillis: 60_000, slotMillis: 60_000 })));
+  });
+});

@@ -102,6 +102,11 @@ export function formatSummary(report: SyncReport): string {
     `sync ${report.syncId}: ${report.scopes.length} scope(s), ${complete} complete; ${totals.created} created, ${totals.updated} updated, ${totals.deleted} deleted, ${totals.unchanged} unchanged; ${(report.durationMs / 1000).toFixed(1)} s`,
     `hub: ${report.hub.reads} read(s), ${report.hub.writes} write(s); events: ${report.events.published} published, ${report.events.republished} from earlier runs, ${report.events.pending} pending`,
     `features: ${describeFeatures(report.features).join(', ')}`,
+    ...(report.members
+      ? [
+          `members: ${report.members.read} read (${report.members.unreachable} could not be), ${report.members.millis} ms of probing`,
+        ]
+      : []),
     ...lines,
     ...runProblems(report),
   ].join('\n');

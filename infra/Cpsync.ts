@@ -106,12 +106,14 @@ const DEFAULTS = {
 
 /**
  * The member probe's slots follow the schedule: a scheduled run reads the members of its slot, so the
- * slot is the sync interval unless the configuration says otherwise.
+ * slot is the sync interval (at most a day), whatever the configuration says.
  */
 function memberProbeSlots(config: CpsyncConfig, props: CpsyncProps): CpsyncConfig['memberProbe'] {
-  const given = (props.config as { memberProbe?: { slotMinutes?: unknown } } | null)?.memberProbe;
-  if (given?.slotMinutes !== undefined) return config.memberProbe;
-  const slotMinutes = Math.max(1, (props.syncInterval ?? DEFAULTS.syncInterval).toMinutes());
+  // Always the schedule's period: a shorter slot would leave some slots without a run, their members unread.
+  const slotMinutes = Math.min(
+    1440,
+    Math.max(1, Math.round((props.syncInterval ?? DEFAULTS.syncInterval).toMinutes({ integral: false }))),
+  );
   return {
     ...config.memberProbe,
     slotMinutes,
@@ -322,7 +324,13 @@ export class Cpsync extends Construct {
     const statements = [
       new PolicyStatement({
         actions: ['sts:AssumeRole'],
-        resources: [`arn:${stack.partition}:iam::*:role/${eks.roleName}`],
+        resources: [
+          `arn:${stack.partition}:iam::*:role/${eks.roleName}`,
+          // The member probe's EKS tokens, when they are signed as a role of the cluster's account.
+          ...(config.features.memberProbe && config.memberProbe.eksRoleName
+            ? [`arn:${stack.partition}:iam::*:role/${config.memberProbe.eksRoleName}`]
+            : []),
+        ],
       }),
       new PolicyStatement({
         actions: ['eks:DescribeCluster', 'eks:ListNodegroups'],

@@ -83,6 +83,7 @@ async function memberProbe(
     tokens,
     accessProviderNames: config.inventory.accessProviderNames,
     timeoutMillis: probe.timeoutSeconds * 1000,
+    budgetMillis: probe.budgetSeconds * 1000,
     concurrency: probe.concurrency,
     pacing: { everyMillis: probe.everyMinutes * 60_000, slotMillis: probe.slotMinutes * 60_000 },
   });

@@ -320,7 +320,9 @@ export const configSchema = z.strictObject({
       /** The schedule's period: a run reads the members of its slot, everyMinutes / slotMinutes slots in turn. */
       slotMinutes: z.number().int().min(1).max(1440).default(15),
       /** One member's reading, every request included. */
-      timeoutSeconds: z.number().int().min(1).max(120).default(10),
+      timeoutSeconds: z.number().int().min(1).max(60).default(10),
+      /** All the reading of one scope's members in a run; what is not read by then waits for a later run. */
+      budgetSeconds: z.number().int().min(1).max(600).default(20),
       /** Members read at once (per scope). */
       concurrency: z.number().int().min(1).max(256).default(16),
       /** EKS: a role to assume in the cluster's account for the token; unset, the run's own identity. */
@@ -333,6 +335,10 @@ export const configSchema = z.strictObject({
     .refine((probe) => probe.slotMinutes <= probe.everyMinutes, {
       message: 'slotMinutes must not be longer than everyMinutes',
       path: ['slotMinutes'],
+    })
+    .refine((probe) => probe.timeoutSeconds <= probe.budgetSeconds, {
+      message: 'timeoutSeconds must not be longer than budgetSeconds',
+      path: ['timeoutSeconds'],
     }),
   sync: z
     .strictObject({

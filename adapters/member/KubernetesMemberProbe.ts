@@ -46,6 +46,11 @@ export interface MemberProbeOptions {
   timeoutMillis: number;
   /** Members read at once. */
   concurrency: number;
+  /**
+   * All the reading of one call (a scope's members): what is not read by then is left for a later run (the
+   * profile keeps what it carries), so that probing never holds a scope past its function's time.
+   */
+  budgetMillis: number;
   pacing: MemberPacing;
 }
 
@@ -57,11 +62,22 @@ class Unreadable extends Error {
   }
 }
 
+/**
+ * An error's text without what changes on every attempt (Entra's trace and correlation ids and timestamps),
+ * so that the same failure reads the same and writes nothing again.
+ */
+function stableText(text: string): string {
+  return text
+    .replace(/\s*(Trace ID|Correlation ID|Timestamp):.*$/s, '')
+    .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<id>')
+    .replace(/\d{4}-\d{2}-\d{2}[T ][\d:.]+Z?/g, '<time>')
+    .slice(0, 300);
+}
+
 /** Why a request failed, as the `MemberReachable` condition says it (stable text: an unchanged failure writes nothing). */
 function unreadable(error: unknown, what: string): Unreadable {
   if (error instanceof Unreadable) return error;
   if (error instanceof DeadlineError) return new Unreadable('Timeout', error.message);
-  if (error instanceof InterruptedError) return new Unreadable('Interrupted', error.message);
   if (error instanceof ApiException) {
     const code = error.code;
     const reason = code === 401 ? 'Unauthorized' : code === 403 ? 'Forbidden' : 'Failed';
@@ -87,11 +103,13 @@ export class KubernetesMemberProbe implements MemberProbe {
   ): Promise<Map<string, MemberReading>> {
     const limit = pLimit(this.#options.concurrency);
     const readings = new Map<string, MemberReading>();
+    const budget = AbortSignal.timeout(this.#options.budgetMillis);
+    const stop = signal ? AbortSignal.any([signal, budget]) : budget;
     await Promise.all(
       profiles.map((profile) =>
         limit(async () => {
           const id = providerIdOf(profile);
-          if (id === undefined) return;
+          if (id === undefined || stop.aborted) return;
           try {
             readings.set(
               id,
@@ -99,10 +117,12 @@ export class KubernetesMemberProbe implements MemberProbe {
                 `reading the member ${profile.metadata.name}`,
                 this.#options.timeoutMillis,
                 (deadline) => this.#read(profile, deadline),
-                signal,
+                stop,
               ),
             );
           } catch (error) {
+            // Stopped (the run, or the budget): not read this time, rather than read as failed.
+            if (error instanceof InterruptedError) return;
             const failed = unreadable(error, 'reading the member');
             readings.set(id, { reachable: false, reason: failed.reason, message: failed.message });
           }
@@ -127,7 +147,7 @@ export class KubernetesMemberProbe implements MemberProbe {
       const extension = access.extensions?.find((e) => e.name === EXEC_EXTENSION_NAME)?.extension;
       token = await tokenFor(targetOfExtension(extension));
     } catch (error) {
-      throw new Unreadable('NoToken', `no token for the member: ${(error as Error).message}`);
+      throw new Unreadable('NoToken', `no token for the member: ${stableText((error as Error).message)}`);
     }
     const config = new KubeConfig();
     config.loadFromOptions({

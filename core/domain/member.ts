@@ -94,7 +94,29 @@ export function carryMemberState(
 ): ClusterProfile {
   if (previous === undefined && condition === undefined) return desired;
   const names = probeNames(previous?.status?.properties);
-  const kept = (previous?.status?.properties ?? []).filter((p) => names.has(p.name));
+  const kept = (previous?.status?.properties ?? []).filter(
+    (p) => names.has(p.name) && p.name !== PROPERTY_CLUSTERSET_CONFLICT,
+  );
+  // The disagreement is this profile's own (a projected copy's namespace may stand for another set).
+  const configuredSet = desired.status?.properties?.find((p) => p.name === PROPERTY_CLUSTERSET)?.value;
+  const memberSet = memberPropertyNames(previous?.status?.properties).has(PROPERTY_CLUSTERSET)
+    ? kept.find((p) => p.name === PROPERTY_CLUSTERSET)?.value
+    : undefined;
+  const conflict = previous?.status?.properties?.find((p) => p.name === PROPERTY_CLUSTERSET_CONFLICT);
+  if (configuredSet !== undefined && memberSet !== undefined && configuredSet !== memberSet) {
+    const value = `configured ${configuredSet}, member ${memberSet}`;
+    // The time: the hub's while the value holds (as the plan keeps it), else when the clouds were observed.
+    const observed =
+      conflict?.value === value
+        ? conflict.lastObservedTime
+        : desired.status?.properties?.[0]?.lastObservedTime;
+    kept.push({
+      name: PROPERTY_CLUSTERSET_CONFLICT,
+      value,
+      ...(observed ? { lastObservedTime: observed } : {}),
+    });
+  }
+  names.add(PROPERTY_CLUSTERSET_CONFLICT);
   return {
     ...desired,
     status: {

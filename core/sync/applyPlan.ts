@@ -44,8 +44,9 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
       const stored = await hub.applyStatus(profile);
       result.applied.push({ kind: 'created', profile: stored, changes: createdChanges(profile) });
     } catch (error) {
+      // Not whole (no object, or no status): the cluster's old place stays until the new one is.
       const providerId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
-      if (!created && providerId !== undefined) notCreated.add(providerId);
+      if (providerId !== undefined) notCreated.add(providerId);
       // The object exists even if its status write failed: that creation is announced now, the status
       // follows as an update (from the created version) in the next run.
       if (created)

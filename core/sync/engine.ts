@@ -32,7 +32,7 @@ import { profileKey } from '../domain/model/clusterProfile.ts';
 import { scopeKey, type Scope, type ScopeFailureReason, type ScopeOutcome } from '../domain/model/scope.ts';
 import type { Provider } from '../domain/model/observedCluster.ts';
 import { canonicalScope } from '../domain/scopes.ts';
-import { syncScope } from './syncScope.ts';
+import { syncScope, type MemberFigures } from './syncScope.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
 import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
@@ -176,6 +176,8 @@ export interface SyncReport {
   features: FeatureReport;
   /** Profiles of scopes the configuration no longer covers, by scope (when the run looked for them). */
   orphans?: OrphanReport[];
+  /** Members the probe read over all scopes (the `memberProbe` feature); `millis` adds up each scope's time. */
+  members?: MemberFigures;
 }
 
 function emptyCounts(listed: number): ScopeSummary['counts'] {
@@ -528,9 +530,19 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     });
     plan = result.plan;
     features = await recordFeatures(run, scope, result.featureCounts);
+    if (result.members) {
+      const total = (run.report.members ??= { read: 0, unreachable: 0, millis: 0 });
+      total.read += result.members.read;
+      total.unreachable += result.members.unreachable;
+      total.millis += result.members.millis;
+    }
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
     run.report.malformed.push(...result.malformed);
+    for (const left of result.unreadable)
+      run.report.problems.push(
+        `cannot remove the projected copies of ${scopeKey(scope)} in namespace ${left.namespace}, which no rule names any more: ${left.reason}`,
+      );
     run.report.withoutCertificateAuthority.push(...result.withoutCertificateAuthority);
     counts.unchanged = result.plan.unchanged;
     counts.invalid = result.invalid.length;

@@ -10,6 +10,7 @@ import { plan, type Plan } from '../domain/plan.ts';
 import { featureCounts, type FeatureName } from '../domain/features.ts';
 import type { Hub, MalformedObject, MemberProbe, ProfileNotice, ScopeListing } from './ports.ts';
 import {
+  type MemberReading,
   applyMemberReading,
   carryMemberState,
   memberDue,
@@ -50,6 +51,17 @@ export interface SyncScopeResult {
    * once the plan is applied (as it held them before, for a dry run).
    */
   featureCounts: Map<string, Record<FeatureName, number>>;
+  /** Namespaces of projected copies no rule names any more that could not be read: their copies are left. */
+  unreadable: ProfileNotice[];
+  /** The member probe's work in this scope (while the `memberProbe` feature is on). */
+  members?: MemberFigures;
+}
+
+/** How many members a scope read, how many of them could not be read, and the time it took. */
+export interface MemberFigures {
+  read: number;
+  unreachable: number;
+  millis: number;
 }
 
 /** The scope's profiles as the hub holds them after `applied`: those read, with the writes that landed. */
@@ -87,7 +99,7 @@ async function withMembers(
   desired: readonly ClusterProfile[],
   current: readonly ClusterProfile[],
   input: SyncScopeInput,
-): Promise<ClusterProfile[]> {
+): Promise<{ profiles: ClusterProfile[]; figures: MemberFigures }> {
   const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
   const basis = new Map<string, ClusterProfile | undefined>();
   const due: ClusterProfile[] = [];
@@ -101,9 +113,15 @@ async function withMembers(
     if (probe && !input.dryRun && (!probedBefore(before) || memberDue(id, nowMillis, probe.pacing)))
       due.push(profile);
   }
-  const readings =
+  const started = performance.now();
+  const readings: Map<string, MemberReading> =
     due.length > 0 && input.members ? await input.members.readAll(due, input.signal) : new Map();
-  return desired.map((profile) => {
+  const figures = {
+    read: readings.size,
+    unreachable: [...readings.values()].filter((r) => !r.reachable).length,
+    millis: Math.round(performance.now() - started),
+  };
+  const profiles = desired.map((profile) => {
     const id = providerIdOf(profile) ?? '';
     const before = basis.get(id) ?? previous.get(profileKey(profile.metadata));
     const reading = readings.get(id);
@@ -111,6 +129,7 @@ async function withMembers(
       ? applyMemberReading(profile, reading, before, input.now)
       : carryMemberState(profile, before);
   });
+  return { profiles, figures };
 }
 
 /**
@@ -174,9 +193,19 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   ]
     .filter((ns) => ns !== '' && !listed.has(ns))
     .sort();
-  for (const namespace of projectedTo) await read(namespace);
+  // Unlike a configured namespace, one known only from an annotation may have lost its RoleBinding once its
+  // rule was removed: its copies are left (and named), the scope goes on.
+  const unreadable: ProfileNotice[] = [];
+  for (const namespace of projectedTo)
+    try {
+      await read(namespace);
+    } catch (error) {
+      if (!(error instanceof Error && (error as { status?: number }).status === 403)) throw error;
+      unreadable.push({ namespace, name: '*', reason: error.message });
+    }
 
-  const desired = options.features.memberProbe ? await withMembers(normalized, current, input) : normalized;
+  const probed = options.features.memberProbe ? await withMembers(normalized, current, input) : undefined;
+  const desired = probed?.profiles ?? normalized;
   const planInput = {
     outcome,
     desired,
@@ -227,7 +256,13 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     const reason = profile.status?.properties?.find((p) => p.name === PROPERTY_CA_OMITTED)?.value;
     return reason ? [{ namespace: profile.metadata.namespace, name: profile.metadata.name, reason }] : [];
   });
-  const done = { invalid, malformed, withoutCertificateAuthority };
+  const done = {
+    unreadable,
+    invalid,
+    malformed,
+    withoutCertificateAuthority,
+    ...(probed ? { members: probed.figures } : {}),
+  };
   const known = [...current, ...result.updates.map((u) => u.current)];
   const names = Object.values(options.accessProviderNames);
   const noneApplied: ApplyResult = { applied: [], failed: [] };

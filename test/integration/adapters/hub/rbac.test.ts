@@ -157,4 +157,39 @@ describe('the shipped hub RBAC', () => {
     );
     assert.deepEqual(await admin.list('kube-public', {}), []);
   });
+
+  it('goes on with a scope whose removed projection left copies in a namespace it may no longer read, naming it', async () => {
+    const admin = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
+    // A scope of its own (other tests' profiles in the inventory are not this scope's).
+    const alone = { ...scope, region: 'ap-south-1' };
+    const cluster = eksCluster({ name: 'once-projected', region: 'ap-south-1' });
+    const listing = (clusters: ObservedCluster[]) => ({
+      outcome: { scope: alone, kind: 'complete' as const },
+      clusters,
+    });
+    // Written when a rule still sent copies to kube-public (by an identity that could).
+    await syncScope({
+      hub: admin,
+      listing: listing([cluster]),
+      options: inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['kube-public'] }] }),
+      now: '2026-03-01T00:00:00Z',
+    });
+    const result = await syncScope({
+      hub,
+      listing: listing([{ ...cluster, kubernetesVersion: '1.34' }]),
+      options: inventoryOptions(),
+      now: '2026-03-01T00:15:00Z',
+    });
+    assert.deepEqual(
+      result.unreadable.map((u) => u.namespace),
+      ['kube-public'],
+    );
+    assert.match(result.unreadable[0]!.reason, /needs the RoleBinding cpsync:clusterprofiles/);
+    assert.deepEqual(
+      result.applied.applied.map((c) => [c.kind, c.profile.metadata.namespace]),
+      [['updated', 'cluster-inventory']],
+    );
+    // The copy it could not reach is left as it was, not deleted by anyone else.
+    assert.equal((await admin.list('kube-public', {})).length, 1);
+  });
 });

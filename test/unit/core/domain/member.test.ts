@@ -59,6 +59,25 @@ describe('member readings in a profile', () => {
     assert.equal(prop(read, 'cpsync.io/clusterset-conflict'), 'configured prod, member member-set');
   });
 
+  it('carries the disagreement as each profile’s own: a copy in another ClusterSet’s namespace says its own set', () => {
+    const copy = { ...normalize(eksCluster(), options, NOW) };
+    copy.metadata = { ...copy.metadata, namespace: 'kueue' };
+    copy.status = {
+      ...copy.status,
+      properties: copy.status!.properties!.map((p) =>
+        p.name === 'clusterset.k8s.io' ? { ...p, value: 'batch' } : p,
+      ),
+    };
+    const carried = carryMemberState(copy, read);
+    assert.equal(prop(carried, 'clusterset.k8s.io'), 'member-set');
+    assert.equal(prop(carried, 'cpsync.io/clusterset-conflict'), 'configured batch, member member-set');
+    // What a reading of the member gives that copy is the same: nothing to write between the two.
+    assert.deepEqual(
+      applyMemberReading(copy, reading, undefined, NOW).status?.properties,
+      carried.status?.properties,
+    );
+  });
+
   it('takes the member’s own cluster id over the kube-system UID', () => {
     const own = applyMemberReading(
       base,

@@ -268,10 +268,15 @@ describe('plan', () => {
         [['metadata.labels[cpsync.io/cluster]', 'metadata.annotations[cpsync.io/projected-to]']],
       );
     }
-    // A cluster not listed keeps every copy through the grace, each counted in its own namespace.
+    // A cluster not listed keeps every copy through the grace, each counted in its own namespace; a listing
+    // that is not complete touches no copy at all.
     const missing = run([], both);
     assert.deepEqual(missing.deletes, []);
     assert.equal(missing.updates.length, 2);
+    for (const kind of ['partial', 'failed'] as const) {
+      const incomplete = run([], both, { outcome: outcome(kind) });
+      assert.deepEqual([incomplete.updates.length, incomplete.deletes.length], [0, 0], kind);
+    }
     // A copy is not taken for the cluster's place when another manager holds that name there.
     const foreign = stored(desiredOf([a]))[0]!;
     foreign.metadata.labels = { ...foreign.metadata.labels, 'x-k8s.io/cluster-manager': 'ocm' };

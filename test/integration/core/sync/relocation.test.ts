@@ -1,0 +1,62 @@
+/**
+ * A cluster placed somewhere else (a namespace rule changed, a projection removed): its profile where it
+ * was goes only once its profile where it is now exists. The file hub, with a fault injected into the
+ * writes of one namespace (as a hub that refuses them would).
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { FileHub } from '../../../../adapters/hub/FileHub.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { eksCluster } from '../../../support/fixtures.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
+
+/** The file hub, refusing object or status writes in `namespace` while `refusing.what` is set. */
+class RefusingHub extends FileHub {
+  refusing: { namespace: string; what: 'object' | 'status' } | undefined;
+  override async applyObject(profile: ClusterProfile) {
+    if (this.refusing?.what === 'object' && profile.metadata.namespace === this.refusing.namespace)
+      throw new Error(`refused: ${profile.metadata.namespace}`);
+    return super.applyObject(profile);
+  }
+  override async applyStatus(profile: ClusterProfile) {
+    if (this.refusing?.what === 'status' && profile.metadata.namespace === this.refusing.namespace)
+      throw new Error(`refused: ${profile.metadata.namespace}`);
+    return super.applyStatus(profile);
+  }
+}
+
+describe('a cluster placed elsewhere', () => {
+  for (const what of ['object', 'status'] as const)
+    it(`keeps its old profile while its new one cannot be written whole (${what} refused), and moves once it can`, async () => {
+      const hub = new RefusingHub({ directory: mkdtempSync(join(tmpdir(), 'cpsync-relocation-')) });
+      const cluster = eksCluster({ name: 'moving' });
+      const listing = {
+        outcome: {
+          scope: { provider: 'eks' as const, account: cluster.account, region: cluster.region },
+          kind: 'complete' as const,
+        },
+        clusters: [cluster],
+      };
+      await syncScope({ hub, listing, options: inventoryOptions(), now: '2026-03-01T00:00:00Z' });
+      const moved = inventoryOptions({ namespaceRules: [{ provider: 'eks', namespace: 'elsewhere' }] });
+      hub.refusing = { namespace: 'elsewhere', what };
+      const refused = await syncScope({ hub, listing, options: moved, now: '2026-03-01T00:15:00Z' });
+      assert.deepEqual(
+        refused.applied.failed.map((f) => f.kind).sort(),
+        ['created', 'deleted'],
+        'the create failed, and the delete of the old place was held back',
+      );
+      assert.equal((await hub.list('cluster-inventory', {})).length, 1, 'the old profile is kept');
+      hub.refusing = undefined;
+      const done = await syncScope({ hub, listing, options: moved, now: '2026-03-01T00:30:00Z' });
+      assert.deepEqual(done.applied.failed, []);
+      assert.equal((await hub.list('cluster-inventory', {})).length, 0);
+      const there = await hub.list('elsewhere', {});
+      assert.equal(there.length, 1);
+      assert.ok(there[0]!.status?.accessProviders?.length, 'the new profile is whole');
+    });
+});

@@ -1,5 +1,5 @@
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
-import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
+import { ANNOTATION_PROJECTED_TO, ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import { profileKey } from '../domain/model/clusterProfile.ts';
 import type { FieldChange, Plan } from '../domain/plan.ts';
 import type { Hub } from './ports.ts';
@@ -21,9 +21,10 @@ function createdChanges(profile: ClusterProfile): FieldChange[] {
 }
 
 /**
- * Applies a plan item by item: objects before status, errors collected per profile rather than
- * stopping at the first. A profile whose object write failed gets no status write. Once `signal`
- * aborts, the write in flight finishes and no further one is started.
+ * Applies a plan item by item — creates, copies no longer wanted where they are, updates, other deletes;
+ * objects before status — errors collected per profile rather than stopping at the first. A profile whose
+ * object write failed gets no status write. Once `signal` aborts, the write in flight finishes and no
+ * further one is started.
  */
 export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Promise<ApplyResult> {
   const result: ApplyResult = { applied: [], failed: [] };
@@ -36,6 +37,33 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
   };
   /** Clusters whose profile could not be created where they are placed now: their old copies stay. */
   const notCreated = new Set<string>();
+  /** Deletes a planned profile; whether it is gone. */
+  const remove = async ({ current, reason }: Plan['deletes'][number]): Promise<boolean> => {
+    const providerId = current.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    if (reason === 'NotPlacedHere' && providerId !== undefined && notCreated.has(providerId)) {
+      result.failed.push({
+        kind: 'deleted',
+        key: profileKey(current.metadata),
+        error: new Error(
+          'kept: the profile of its cluster could not be created where it is placed now (see the failed create); deleted once that one exists',
+        ),
+      });
+      return false;
+    }
+    try {
+      const { namespace, name, resourceVersion } = current.metadata;
+      await hub.delete(resourceVersion ? { namespace, name, resourceVersion } : { namespace, name });
+      result.applied.push({
+        kind: 'deleted',
+        profile: current,
+        changes: [{ field: 'metadata.name', before: name }],
+      });
+      return true;
+    } catch (error) {
+      result.failed.push({ kind: 'deleted', key: profileKey(current.metadata), error: asError(error) });
+      return false;
+    }
+  };
   for (const { profile, statusChanges } of plan.creates) {
     if (stopped()) return result;
     let created: ClusterProfile | undefined;
@@ -62,8 +90,33 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
       });
     }
   }
+  // Copies no longer wanted where they are go before the updates: should one stay (its delete failed), the
+  // update that would forget where it is (`cpsync.io/projected-to`) waits too, so the next run finds it again.
+  const notRemoved = new Set<string>();
+  for (const planned of plan.deletes.filter((d) => d.reason === 'NotPlacedHere')) {
+    if (stopped()) return result;
+    if (!(await remove(planned))) {
+      const providerId = planned.current.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+      if (providerId !== undefined) notRemoved.add(providerId);
+    }
+  }
   for (const update of plan.updates) {
     if (stopped()) return result;
+    const updatedId = update.profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    if (
+      updatedId !== undefined &&
+      notRemoved.has(updatedId) &&
+      update.changes.some((c) => c.field === `metadata.annotations[${ANNOTATION_PROJECTED_TO}]`)
+    ) {
+      result.failed.push({
+        kind: 'updated',
+        key: profileKey(update.profile.metadata),
+        error: new Error(
+          'held back: a copy of this cluster that is no longer wanted could not be deleted; both are retried by the next run',
+        ),
+      });
+      continue;
+    }
     const previous = update.current.metadata.resourceVersion;
     const applied = (stored: ClusterProfile, changes: FieldChange[]): AppliedChange => ({
       kind: 'updated',
@@ -103,30 +156,9 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
       });
     }
   }
-  for (const { current, reason } of plan.deletes) {
+  for (const planned of plan.deletes.filter((d) => d.reason !== 'NotPlacedHere')) {
     if (stopped()) return result;
-    const providerId = current.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
-    if (reason === 'NotPlacedHere' && providerId !== undefined && notCreated.has(providerId)) {
-      result.failed.push({
-        kind: 'deleted',
-        key: profileKey(current.metadata),
-        error: new Error(
-          'kept: the profile of its cluster could not be created where it is placed now (see the failed create); deleted once that one exists',
-        ),
-      });
-      continue;
-    }
-    try {
-      const { namespace, name, resourceVersion } = current.metadata;
-      await hub.delete(resourceVersion ? { namespace, name, resourceVersion } : { namespace, name });
-      result.applied.push({
-        kind: 'deleted',
-        profile: current,
-        changes: [{ field: 'metadata.name', before: name }],
-      });
-    } catch (error) {
-      result.failed.push({ kind: 'deleted', key: profileKey(current.metadata), error: asError(error) });
-    }
+    await remove(planned);
   }
   return result;
 }

@@ -14,9 +14,14 @@ import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
-/** The file hub, refusing object or status writes in `namespace` while `refusing.what` is set. */
+/** The file hub, refusing object or status writes or deletes in `namespace` while `refusing.what` is set. */
 class RefusingHub extends FileHub {
-  refusing: { namespace: string; what: 'object' | 'status' } | undefined;
+  refusing: { namespace: string; what: 'object' | 'status' | 'delete' } | undefined;
+  override async delete(ref: Parameters<FileHub['delete']>[0]) {
+    if (this.refusing?.what === 'delete' && ref.namespace === this.refusing.namespace)
+      throw new Error(`refused: ${ref.namespace}`);
+    return super.delete(ref);
+  }
   override async applyObject(profile: ClusterProfile) {
     if (this.refusing?.what === 'object' && profile.metadata.namespace === this.refusing.namespace)
       throw new Error(`refused: ${profile.metadata.namespace}`);
@@ -59,4 +64,43 @@ describe('a cluster placed elsewhere', () => {
       assert.equal(there.length, 1);
       assert.ok(there[0]!.status?.accessProviders?.length, 'the new profile is whole');
     });
+
+  it('keeps a copy a removed rule leaves listed on its cluster’s profile until the copy is really gone', async () => {
+    const hub = new RefusingHub({ directory: mkdtempSync(join(tmpdir(), 'cpsync-relocation-')) });
+    const cluster = eksCluster({ name: 'projected' });
+    const listing = {
+      outcome: {
+        scope: { provider: 'eks' as const, account: cluster.account, region: cluster.region },
+        kind: 'complete' as const,
+      },
+      clusters: [cluster],
+    };
+    const projecting = inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['copies'] }] });
+    await syncScope({ hub, listing, options: projecting, now: '2026-03-01T00:00:00Z' });
+    const own = async () => (await hub.list('cluster-inventory', {}))[0]!;
+    assert.equal((await own()).metadata.annotations?.['cpsync.io/projected-to'], 'copies');
+
+    // The rule is removed, and the copy's delete fails: the profile still says where the copy is.
+    hub.refusing = { namespace: 'copies', what: 'delete' };
+    const refused = await syncScope({
+      hub,
+      listing,
+      options: inventoryOptions(),
+      now: '2026-03-01T00:15:00Z',
+    });
+    assert.deepEqual(refused.applied.failed.map((f) => f.kind).sort(), ['deleted', 'updated']);
+    assert.equal((await own()).metadata.annotations?.['cpsync.io/projected-to'], 'copies');
+    assert.equal((await hub.list('copies', {})).length, 1);
+
+    // Found again through it, and gone; then the profile forgets it.
+    hub.refusing = undefined;
+    const done = await syncScope({ hub, listing, options: inventoryOptions(), now: '2026-03-01T00:30:00Z' });
+    assert.deepEqual(done.applied.failed, []);
+    assert.deepEqual(done.applied.applied.map((c) => [c.kind, c.profile.metadata.namespace]).sort(), [
+      ['deleted', 'copies'],
+      ['updated', 'cluster-inventory'],
+    ]);
+    assert.equal((await own()).metadata.annotations?.['cpsync.io/projected-to'], undefined);
+    assert.equal((await own()).metadata.labels?.['cpsync.io/cluster'], undefined);
+  });
 });

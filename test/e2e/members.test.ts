@@ -33,6 +33,7 @@ import { deleteCustomResourceDefinition, installCustomResourceDefinition } from 
 import { startEstateMember, type Member } from '../env/member.ts';
 import { jsonLines, runCli } from '../support/cli.ts';
 import { estateOnHub } from '../support/estate.ts';
+import { assertNoCredentials } from '../support/secrets.ts';
 import { orderedSteps } from '../support/steps.ts';
 import { adminKubeConfig } from '../support/hub.ts';
 
@@ -66,13 +67,13 @@ describe('the member probe reads each member through its own access path (member
     const started = performance.now();
     const run = await runCli(['sync', '--config', configPath], { env: emulators.env });
     assert.equal(run.code, 0, run.stderr);
-    return {
-      run,
-      millis: performance.now() - started,
-      events: jsonLines<Doc>(readFileSync(eventsFile, 'utf8')),
-    };
+    const events = readFileSync(eventsFile, 'utf8');
+    captured.push(run.stdout, run.stderr, events, JSON.stringify(await profiles()));
+    return { run, millis: performance.now() - started, events: jsonLines<Doc>(events) };
   };
   const profiles = () => hub.list(namespace, { 'x-k8s.io/cluster-manager': 'cpsync' });
+  /** Everything the runs showed: output, events, profiles (no credential may be in it). */
+  const captured: string[] = [];
   /** The profiles of the clusters served by the member, by cloud. */
   const atMember = async () => {
     const all = await profiles();
@@ -343,6 +344,16 @@ describe('the member probe reads each member through its own access path (member
         [],
       );
       assert.equal(events.filter((e) => e['detail-type'] === 'ClusterProfile Deleted').length, 0);
+    },
+  );
+
+  step(
+    'leaks no credential, nor any token it reached a member with, into output, events or profiles',
+    async () => {
+      const all = await assertNoCredentials(captured, emulators);
+      const tokens = member.reviews.filter((r) => r.authenticated).map((r) => r.token);
+      assert.ok(tokens.length >= 3);
+      for (const token of tokens) assert.ok(!all.includes(token), 'a member token leaked');
     },
   );
 

@@ -12,7 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { DetailValidator } from '../../events/validate.ts';
-import { GCP_PROJECT, gkeCluster, type Emulators } from '../env/emulators.ts';
+import { EKS_ACCOUNT, GCP_PROJECT, gkeCluster, type Emulators } from '../env/emulators.ts';
 import { jsonLines, runCli } from '../support/cli.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { orderedSteps } from '../support/steps.ts';
@@ -81,10 +81,10 @@ describe('projections: a cluster in several inventories', () => {
   });
   after(() => emulators?.stop());
 
-  const sync = async () => {
+  const sync = async (...args: string[]) => {
     writeFileSync(config, stringify(document));
     writeFileSync(eventsFile, '');
-    const run = await runCli(['sync', '--config', config], { env: emulators.env });
+    const run = await runCli(['sync', '--config', config, ...args], { env: emulators.env });
     assert.equal(run.code, 0, run.stderr);
     const events = jsonLines<Doc>(readFileSync(eventsFile, 'utf8'));
     for (const event of events) assert.deepEqual(validator.errors(event['detail-type'], event.detail), []);
@@ -225,6 +225,25 @@ describe('projections: a cluster in several inventories', () => {
       );
     },
   );
+
+  step('confines a --scope sync to the copies of its own scope', async () => {
+    const eks = ['--scope', `eks/${EKS_ACCOUNT}/us-east-1`];
+    const gke = ['--scope', `gke/${GCP_PROJECT}`];
+    document.inventory.projections = [
+      { provider: 'eks', region: 'us-east-1', namespaces: [kueue] },
+      { provider: 'gke', namespaces: [argo] },
+    ];
+    const added = await sync(...gke);
+    assert.deepEqual(changes(added.events, 'Created'), [`${argo}/edge`]);
+    // The GKE rule removed, but only EKS synced: the GKE copy is not its to judge.
+    document.inventory.projections = [{ provider: 'eks', region: 'us-east-1', namespaces: [kueue] }];
+    const other = await sync(...eks);
+    assert.deepEqual(changes(other.events, 'Deleted'), []);
+    assert.equal((await byName(argo)).has('edge'), true);
+    const own = await sync(...gke);
+    assert.deepEqual(changes(own.events, 'Deleted'), [`${argo}/edge`]);
+    assert.equal((await byName(kueue)).size, 2, 'the EKS copies stay');
+  });
 
   it('projects, updates, graces and deletes every copy, in this order', async () => {
     await runSteps();

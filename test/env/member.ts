@@ -46,8 +46,8 @@ export interface Member {
   /** The member's CA certificate, base64 (what a profile carries). */
   caData: string;
   kubeconfig: string;
-  /** Every token review: which cloud's token, and whether it was accepted. */
-  reviews: Array<{ kind: string; authenticated: boolean; user?: string; error?: string }>;
+  /** Every token review: which cloud's token, whether it was accepted, and the token (to look for leaks). */
+  reviews: Array<{ kind: string; authenticated: boolean; user?: string; error?: string; token: string }>;
   stop(): Promise<void>;
 }
 
@@ -134,14 +134,14 @@ async function startMember(
     const answer = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview' };
     try {
       const { kind, user } = await review(token, verifiers);
-      reviews.push({ kind, authenticated: true, user });
+      reviews.push({ kind, authenticated: true, user, token });
       sendJson(response, 200, {
         ...answer,
         status: { authenticated: true, user: { username: user, groups: [CONSUMER_GROUP] } },
       });
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
-      reviews.push({ kind: token.slice(0, 11), authenticated: false, error: reason });
+      reviews.push({ kind: token.slice(0, 11), authenticated: false, error: reason, token });
       sendJson(response, 200, { ...answer, status: { authenticated: false, error: reason } });
     }
   });

@@ -886,6 +886,79 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     assert.equal(createdOf(await changeEvents(), 'outage').length, 1, 'published by the next run, once');
   });
 
+  it('writes and deletes projected copies like the profile itself, from a scope message and from CloudTrail events', async () => {
+    const copies = `${namespace}-copies`;
+    const projected = await compose(
+      {
+        ...deps.config,
+        inventory: {
+          ...deps.config.inventory,
+          projections: [{ provider: 'eks', region: 'us-east-1', namespaces: [copies] }],
+        },
+      },
+      ALL_PROVIDERS,
+    );
+    const withCopies = async () => projected;
+    const inCopies = async () => (await hub.list(copies, {})).map((p) => p.spec.displayName).sort();
+    await drainQueue(emulators.queueUrl);
+
+    // The scope worker, from the enumerator's message.
+    const scope = { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' };
+    const worker = makeScopeWorker(withCopies);
+    const body = JSON.stringify({ syncId: 'projections-1', scope });
+    assert.deepEqual(await worker({ Records: [sqsRecord('projections-1', body)] }, context), {
+      batchItemFailures: [],
+    });
+    const listed = await inCopies();
+    assert.ok(listed.length > 0 && listed.includes('payments'), listed.join(', '));
+    const announced = await changeEvents();
+    assert.deepEqual(
+      announced.filter((e) => e['detail-type'] === 'ClusterProfile Created').map((e) => e.detail.namespace),
+      listed.map(() => copies),
+    );
+    // The clusters' own profiles gain the cross-inventory label and the list of their copies.
+    for (const e of announced.filter((e) => e['detail-type'] === 'ClusterProfile Updated')) {
+      assert.equal(e.detail.namespace, namespace);
+      for (const field of [
+        'metadata.labels[cpsync.io/cluster]',
+        'metadata.annotations[cpsync.io/projected-to]',
+      ])
+        assert.ok((e.detail.changedFields as string[]).includes(field), field);
+    }
+    assert.equal(announced.length, 2 * listed.length);
+
+    // A CloudTrail CreateCluster: the cluster and its copy; DeleteCluster confirmed: both go, each announced.
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'projected-one' }]);
+    const events = makeEksEventHandler(withCopies);
+    await events(
+      cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'projected-one' }) as never,
+      context,
+    );
+    assert.ok((await inCopies()).includes('projected-one'));
+    assert.ok((await profiles()).some((p) => p.spec.displayName === 'projected-one'));
+    await changeEvents();
+    const member = new EKSClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: await memberCredentials(emulators.moto.endpoint),
+    });
+    await member.send(new DeleteClusterCommand({ name: 'projected-one' }));
+    member.destroy();
+    await events(
+      cloudTrailEvent('DeleteCluster', EKS_ACCOUNT, 'us-east-1', { name: 'projected-one' }) as never,
+      context,
+    );
+    assert.ok(!(await inCopies()).includes('projected-one'));
+    assert.ok(!(await profiles()).some((p) => p.spec.displayName === 'projected-one'));
+    assert.deepEqual((await changeEvents()).map((e) => [e['detail-type'], e.detail.namespace]).sort(), [
+      ['ClusterProfile Deleted', namespace],
+      ['ClusterProfile Deleted', copies],
+    ]);
+    // The other copies are the listed clusters' and stay.
+    assert.deepEqual(await inCopies(), listed);
+    await projected.close();
+  });
+
   it('answers 404 to unknown routes and 405 to other methods, never crashing', async () => {
     const webhook = makeWebhook(getDeps);
     assert.equal((await webhook(functionUrlRequest('/elsewhere', {}), context)).statusCode, 404);

@@ -67,6 +67,8 @@ const secretRef = z.union([
   z.strictObject({ secretArn: z.string().startsWith('arn:', 'must be an ARN') }),
 ]);
 
+const iamRoleName = z.string().regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name');
+
 const eks = z.strictObject({
   accounts: z.union([
     z.array(awsAccount).min(1),
@@ -78,10 +80,7 @@ const eks = z.strictObject({
     }),
   ]),
   regions: z.array(awsRegion).min(1).optional(),
-  roleName: z
-    .string()
-    .regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name')
-    .default('cpsync-reader'),
+  roleName: iamRoleName.default('cpsync-reader'),
   externalId: z.string().min(2).max(1224).optional(),
   endpoint: url.optional(),
   homeRegion: awsRegion.default('us-east-1'),
@@ -326,10 +325,7 @@ export const configSchema = z.strictObject({
       /** Members read at once (per scope). */
       concurrency: z.number().int().min(1).max(256).default(16),
       /** EKS: a role to assume in the cluster's account for the token; unset, the run's own identity. */
-      eksRoleName: z
-        .string()
-        .regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name')
-        .optional(),
+      eksRoleName: iamRoleName.optional(),
     })
     .prefault({})
     .refine((probe) => probe.slotMinutes <= probe.everyMinutes, {

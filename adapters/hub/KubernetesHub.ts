@@ -70,8 +70,11 @@ interface ProfileList {
   metadata?: { continue?: string };
 }
 
-/** A hub error naming the operation and its target, with the API server's own message (not the raw response). */
-export function translate(error: unknown, operation: string, target: string): Error {
+/**
+ * A hub error naming the operation and its target, with the API server's own message (not the raw response);
+ * `forbiddenHint` is added to a refusal (403), saying what would grant it.
+ */
+export function translate(error: unknown, operation: string, target: string, forbiddenHint?: string): Error {
   if (!(error instanceof ApiException)) {
     const detail = messageOf(error);
     return new HubUnavailableError(operation, target, detail, undefined, { cause: error });
@@ -82,7 +85,13 @@ export function translate(error: unknown, operation: string, target: string): Er
   const status = error.code;
   const options = { cause: error };
   if (status === 401 || status === 403)
-    return new HubForbiddenError(operation, target, detail, status, options);
+    return new HubForbiddenError(
+      operation,
+      target,
+      status === 403 && forbiddenHint ? `${detail} — ${forbiddenHint}` : detail,
+      status,
+      options,
+    );
   if (status === 409) return new HubConflictError(operation, target, detail, status, options);
   if (status === 422 || status === 400)
     return new HubRejectedError(operation, target, detail, status, options);
@@ -94,20 +103,13 @@ export function translate(error: unknown, operation: string, target: string): Er
 /** The RoleBinding (of the ClusterRole in manifests/rbac.yaml) that grants cpsync the profiles of a namespace. */
 const PROFILES_ROLE_BINDING = 'cpsync:clusterprofiles';
 
-/**
- * `translate` for a ClusterProfile request: a refusal (403) names the RoleBinding the namespace lacks, since
- * every namespace profiles are written to (own, rule or projection) needs one.
- */
+/** `translate` for a ClusterProfile request: a refusal names the RoleBinding the namespace lacks. */
 function translateProfile(error: unknown, operation: string, target: string, namespace: string): Error {
-  const translated = translate(error, operation, target);
-  if (!(translated instanceof HubForbiddenError) || translated.status !== 403) return translated;
-  const detail = translated.message.slice(`hub ${operation} ${target}: `.length);
-  return new HubForbiddenError(
+  return translate(
+    error,
     operation,
     target,
-    `${detail} — namespace ${namespace} needs the RoleBinding ${PROFILES_ROLE_BINDING} (ClusterRole ${PROFILES_ROLE_BINDING}, adapters/hub/manifests/rbac.yaml) for the identity cpsync runs as`,
-    403,
-    { cause: translated.cause },
+    `namespace ${namespace} needs the RoleBinding ${PROFILES_ROLE_BINDING} (ClusterRole ${PROFILES_ROLE_BINDING}, adapters/hub/manifests/rbac.yaml) for the identity cpsync runs as`,
   );
 }
 

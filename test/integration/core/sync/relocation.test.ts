@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
@@ -34,18 +35,21 @@ class RefusingHub extends FileHub {
   }
 }
 
+/** A complete listing of the cluster's scope that lists it. */
+const completeListing = (cluster: ObservedCluster) => ({
+  outcome: {
+    scope: { provider: cluster.provider, account: cluster.account, region: cluster.region },
+    kind: 'complete' as const,
+  },
+  clusters: [cluster],
+});
+
 describe('a cluster placed elsewhere', () => {
   for (const what of ['object', 'status'] as const)
     it(`keeps its old profile while its new one cannot be written whole (${what} refused), and moves once it can`, async () => {
       const hub = new RefusingHub({ directory: mkdtempSync(join(tmpdir(), 'cpsync-relocation-')) });
       const cluster = eksCluster({ name: 'moving' });
-      const listing = {
-        outcome: {
-          scope: { provider: 'eks' as const, account: cluster.account, region: cluster.region },
-          kind: 'complete' as const,
-        },
-        clusters: [cluster],
-      };
+      const listing = completeListing(cluster);
       await syncScope({ hub, listing, options: inventoryOptions(), now: '2026-03-01T00:00:00Z' });
       const moved = inventoryOptions({ namespaceRules: [{ provider: 'eks', namespace: 'elsewhere' }] });
       hub.refusing = { namespace: 'elsewhere', what };
@@ -68,13 +72,7 @@ describe('a cluster placed elsewhere', () => {
   it('keeps a copy a removed rule leaves listed on its cluster’s profile until the copy is really gone', async () => {
     const hub = new RefusingHub({ directory: mkdtempSync(join(tmpdir(), 'cpsync-relocation-')) });
     const cluster = eksCluster({ name: 'projected' });
-    const listing = {
-      outcome: {
-        scope: { provider: 'eks' as const, account: cluster.account, region: cluster.region },
-        kind: 'complete' as const,
-      },
-      clusters: [cluster],
-    };
+    const listing = completeListing(cluster);
     const projecting = inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['copies'] }] });
     await syncScope({ hub, listing, options: projecting, now: '2026-03-01T00:00:00Z' });
     const own = async () => (await hub.list('cluster-inventory', {}))[0]!;

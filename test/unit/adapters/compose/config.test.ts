@@ -202,6 +202,31 @@ describe('configuration', () => {
       { inventory: { clusterSets: { prod: ['Not_A_Namespace'] } } },
       /^inventory\.clusterSets\.prod\[0\]: must be a DNS-1123 label/,
     ],
+    [
+      'a projection into a name that is not a namespace',
+      { inventory: { projections: [{ provider: 'eks', namespaces: ['Kueue System'] }] } },
+      /^inventory\.projections\[0\]\.namespaces\[0\]: must be a DNS-1123 label/,
+    ],
+    [
+      'a projection rule with nowhere to go',
+      { inventory: { projections: [{ provider: 'eks', namespaces: [] }] } },
+      /^inventory\.projections\[0\]\.namespaces: /,
+    ],
+    [
+      'a member probe slot longer than its period',
+      { memberProbe: { everyMinutes: 30, slotMinutes: 60 } },
+      /^memberProbe\.slotMinutes: slotMinutes must not be longer than everyMinutes/,
+    ],
+    [
+      'a member deadline longer than the probe budget',
+      { memberProbe: { timeoutSeconds: 30, budgetSeconds: 20 } },
+      /^memberProbe\.timeoutSeconds: timeoutSeconds must not be longer than budgetSeconds/,
+    ],
+    [
+      'a probe role that is not an IAM role name',
+      { memberProbe: { eksRoleName: 'not a role' } },
+      /^memberProbe\.eksRoleName: must be an IAM role name/,
+    ],
   ];
   for (const [title, document, expected] of bad) {
     it(`refuses ${title}, naming the field`, () => {

@@ -12,6 +12,11 @@ import {
 } from '../core/sync/engine.ts';
 import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
 import { findOrphans } from '../core/domain/orphans.ts';
+import { announceInventory } from '../core/sync/announce.ts';
+import { LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from '../core/domain/constants.ts';
+import { labelValue } from '../core/domain/labels.ts';
+import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
+import { ALL_REGIONS } from '../core/domain/model/scope.ts';
 import type { ClusterSource } from '../core/sync/ports.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
@@ -258,6 +263,59 @@ async function listCommand(
   return reportMalformed(malformed, io);
 }
 
+/** Whether a profile is of one of `scopes` (as its labels say) — all of them when none is given. */
+function ofScopes(profile: ClusterProfile, scopes: readonly Scope[] | undefined): boolean {
+  if (!scopes) return true;
+  const labels = profile.metadata.labels ?? {};
+  return scopes.some(
+    (scope) =>
+      labels[LABEL_PROVIDER] === scope.provider &&
+      labels[LABEL_ACCOUNT] === labelValue(scope.account) &&
+      (scope.region === ALL_REGIONS || labels[LABEL_REGION] === labelValue(scope.region)),
+  );
+}
+
+async function announceCommand(
+  config: CpsyncConfig,
+  options: { all?: boolean; provider?: Provider[]; scope?: Scope[]; namespace?: string[] },
+  io: Io,
+): Promise<number> {
+  if (!options.all && !options.provider && !options.scope && !options.namespace) {
+    io.stderr.write(
+      'cpsync: say what to announce: --all, or --provider, --scope or --namespace to announce part of the inventory\n',
+    );
+    return ExitCode.Usage;
+  }
+  const composition = await compose(config, [], { stdout: io.stdout });
+  try {
+    const announceId = randomUUID();
+    const report = await announceInventory(composition.ports, {
+      announceId,
+      occurredAt: new Date().toISOString(),
+      eventSource: composition.settings.eventSource,
+      options: composition.settings.options,
+      select: (profile) =>
+        (!options.provider ||
+          options.provider.includes(profile.metadata.labels?.[LABEL_PROVIDER] as Provider)) &&
+        (!options.namespace || options.namespace.includes(profile.metadata.namespace)) &&
+        ofScopes(profile, options.scope),
+      ...(io.signal ? { signal: io.signal } : {}),
+    });
+    for (const failure of report.failed)
+      io.stderr.write(
+        `cpsync: event ${failure.eventId} not published: ${failure.code}: ${failure.message}\n`,
+      );
+    const code = reportMalformed(report.malformed, io);
+    io.stderr.write(
+      `cpsync: announced ${report.published} of ${report.profiles} profile(s) as ClusterProfile Announced events (announcement ${announceId})\n`,
+    );
+    if (report.interrupted) return SIGNAL_EXIT[report.interrupted] ?? ExitCode.Incomplete;
+    return report.failed.length > 0 || report.published < report.profiles ? ExitCode.Incomplete : code;
+  } finally {
+    await composition.close();
+  }
+}
+
 async function reportCommand(config: CpsyncConfig, source: string, file: string, io: Io): Promise<number> {
   const { profiles, malformed } = await readInventory(config);
   const summary = summarize(profiles);
@@ -354,6 +412,23 @@ export async function main(
     .action(async (options: { output: string }) => {
       const loaded = loadConfig(program.opts().config);
       code = await reportCommand(loaded.config, loaded.source, options.output, io);
+    });
+
+  program
+    .command('announce')
+    .description(
+      'publish the inventory as it is (one ClusterProfile Announced event per profile) so subscribers can rebuild their state',
+    )
+    .option('--all', 'every profile of the inventory')
+    .option('-p, --provider <provider>', 'only profiles of this provider; repeatable', parseProvider)
+    .option('-s, --scope <provider/account[/region]>', 'only profiles of this scope; repeatable', parseScope)
+    .option(
+      '-n, --namespace <namespace>',
+      'only profiles in this hub namespace; repeatable',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .action(async (options) => {
+      code = await announceCommand(loadConfig(program.opts().config).config, options, io);
     });
 
   credentialsOptions(program.command('credentials')).action(async (flags) => {

@@ -5,11 +5,15 @@ export const DetailType = {
   Deleted: 'ClusterProfile Deleted',
   ScopeSynced: 'Inventory Scope Synced',
   ScopeOrphaned: 'Inventory Scope Orphaned',
+  Announced: 'ClusterProfile Announced',
 } as const;
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
 export const DEFAULT_SOURCE = 'cpsync';
-export const SCHEMA_VERSION = '1.1';
+/** `major.minor` of the event contract; what may change within a major is in events/VERSIONING.md. */
+export const SCHEMA_VERSION = '1.2';
+/** The major version this code reads and writes: a detail of another major is refused. */
+export const SCHEMA_MAJOR = 1;
 
 /** PutEvents limit for one entry (and for all entries of one call together), in bytes. */
 export const PUT_EVENTS_MAX_BYTES = 256 * 1024;

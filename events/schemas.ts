@@ -1,3 +1,4 @@
+import announced from './schemas/clusterprofile-announced.json' with { type: 'json' };
 import created from './schemas/clusterprofile-created.json' with { type: 'json' };
 import deleted from './schemas/clusterprofile-deleted.json' with { type: 'json' };
 import updated from './schemas/clusterprofile-updated.json' with { type: 'json' };
@@ -12,4 +13,5 @@ export const DETAIL_SCHEMAS: Readonly<Record<DetailType, object>> = {
   [DetailType.Deleted]: deleted,
   [DetailType.ScopeSynced]: scopeSynced,
   [DetailType.ScopeOrphaned]: scopeOrphaned,
+  [DetailType.Announced]: announced,
 };

@@ -80,8 +80,55 @@ export interface ScopeOrphanedDetail extends DetailBase {
   names: string[];
 }
 
+/**
+ * Detail of ClusterProfile Announced: a profile as it is in the hub now, re-announced on demand
+ * (`cpsync announce`) so that a subscriber can rebuild its state. Not a change.
+ */
+export interface ProfileAnnouncedDetail extends DetailBase {
+  namespace: string;
+  name: string;
+  cluster: ProfileChangeDetail['cluster'];
+  /** The profile's resourceVersion in the hub when it was announced. */
+  resourceVersion: string;
+  /** The profile as it is; absent only when it would make the event too large. */
+  profile?: ClusterProfile;
+  profileOmitted?: boolean;
+}
+
+/** The detail of each detail-type. */
+export interface DetailOf {
+  'ClusterProfile Created': ProfileChangeDetail;
+  'ClusterProfile Updated': ProfileChangeDetail;
+  'ClusterProfile Deleted': ProfileChangeDetail;
+  'ClusterProfile Announced': ProfileAnnouncedDetail;
+  'Inventory Scope Synced': ScopeSyncedDetail;
+  'Inventory Scope Orphaned': ScopeOrphanedDetail;
+}
+
+/** Any detail cpsync publishes. */
+export type AnyDetail = DetailOf[DetailType];
+
+/**
+ * One event as EventBridge delivers it to a subscriber (rule target, archive replay, SQS body):
+ * a union discriminated by `detail-type`.
+ */
+export type CpsyncEventBridgeEvent = {
+  [T in DetailType]: {
+    version: string;
+    id: string;
+    'detail-type': T;
+    source: string;
+    account: string;
+    time: string;
+    region: string;
+    resources: string[];
+    detail: DetailOf[T];
+    'replay-name'?: string;
+  };
+}[DetailType];
+
 /** One event as cpsync hands it to a bus. */
-export interface CpsyncEvent<D = ProfileChangeDetail | ScopeSyncedDetail | ScopeOrphanedDetail> {
+export interface CpsyncEvent<D = AnyDetail> {
   source: string;
   detailType: DetailType;
   detail: D;

@@ -8,6 +8,7 @@ import type { ScopeOutcome } from '../domain/model/scope.ts';
 import { DEFAULT_SOURCE, DetailType, MAX_DETAIL_BYTES, SCHEMA_VERSION } from '../../events/detailTypes.ts';
 import type {
   CpsyncEvent,
+  ProfileAnnouncedDetail,
   ProfileChangeDetail,
   ScopeOrphanedDetail,
   ScopeSyncedDetail,
@@ -56,6 +57,18 @@ function bytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), 'utf8');
 }
 
+/** The cluster a profile is of, as its labels and annotations say. */
+function clusterOf(profile: ClusterProfile, context: EventContext): ProfileChangeDetail['cluster'] {
+  const labels = profile.metadata.labels ?? {};
+  return {
+    provider: (labels[LABEL_PROVIDER] ?? context.scope.provider) as Provider,
+    region: labels[LABEL_REGION] ?? '',
+    account: labels[LABEL_ACCOUNT] ?? context.scope.account,
+    displayName: profile.spec?.displayName ?? '',
+    providerId: profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '',
+  };
+}
+
 /**
  * The event for one change applied to the hub. Its id is a function of the change itself: the
  * object's identity (namespace, name, uid) and, for an update, the version it was made from and the
@@ -68,7 +81,6 @@ export function buildChangeEvent(
 ): CpsyncEvent<ProfileChangeDetail> {
   const profile: ClusterProfile = change.profile;
   const { namespace, name, uid } = profile.metadata;
-  const labels = profile.metadata.labels ?? {};
   const providerId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '';
   const detailType = DETAIL_TYPE_OF[change.kind];
   // A creation or deletion happens once per object (uid); an update, once per version it starts from.
@@ -80,13 +92,7 @@ export function buildChangeEvent(
     ...detailBase(context, deterministicId(...identity)),
     namespace,
     name,
-    cluster: {
-      provider: (labels[LABEL_PROVIDER] ?? context.scope.provider) as Provider,
-      region: labels[LABEL_REGION] ?? '',
-      account: labels[LABEL_ACCOUNT] ?? context.scope.account,
-      displayName: profile.spec?.displayName ?? '',
-      providerId,
-    },
+    cluster: clusterOf(profile, context),
     changedFields: [...new Set(change.changes.map((c) => c.field))],
     changes: change.changes,
     ...(change.kind === 'deleted' ? {} : { profile }),
@@ -142,4 +148,33 @@ export function buildOrphanEvent(
     names: names.slice(0, 100),
   };
   return envelope(DetailType.ScopeOrphaned, detail, context);
+}
+
+/**
+ * The `ClusterProfile Announced` event of a profile as it is now (`cpsync announce`). Its id is a function
+ * of the announcement (`context.syncId`) and the profile's identity and version, so publishing one
+ * announcement again gives the same ids, and a new announcement new ones.
+ */
+export function buildAnnounceEvent(
+  profile: ClusterProfile,
+  context: EventContext,
+): CpsyncEvent<ProfileAnnouncedDetail> {
+  const { namespace, name, uid, resourceVersion = '' } = profile.metadata;
+  const cluster = clusterOf(profile, context);
+  const detail: ProfileAnnouncedDetail = {
+    ...detailBase(
+      context,
+      deterministicId(DetailType.Announced, context.syncId, namespace, name, uid ?? '', resourceVersion),
+    ),
+    namespace,
+    name,
+    cluster,
+    resourceVersion,
+    profile,
+  };
+  if (bytes(detail) > MAX_DETAIL_BYTES) {
+    delete detail.profile;
+    detail.profileOmitted = true;
+  }
+  return envelope(DetailType.Announced, detail, context, cluster.providerId ? [cluster.providerId] : []);
 }

@@ -148,3 +148,18 @@ export function ensureConsumerBinaries(log: (line: string) => void = () => {}): 
   );
   return { consumer, secretreader };
 }
+
+const ARGOCD = join(TOOLS, 'argocd');
+
+/**
+ * The Argo CD cluster-Secret reader, built from `test/env/tools/argocd` (Argo CD's released Go module:
+ * `util/db.SecretToCluster` and the Cluster's rest config) and cached by a digest of its sources. It
+ * reads one Secret as JSON on stdin and prints `{"cluster": …, "rest": …}`; on an error it exits 1.
+ */
+export function ensureArgoCdBinary(log: (line: string) => void = () => {}): string {
+  return ensureBinary(
+    { name: 'argocd-cluster', version: sourceDigest(ARGOCD), module: ARGOCD, pkg: '.', ldflags: '-s -w' },
+    binaryDirectory(),
+    log,
+  );
+}

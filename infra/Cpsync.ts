@@ -25,6 +25,8 @@ import { Construct } from 'constructs';
 import { DEFAULT_IDEMPOTENCY_SECONDS, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 import { eventSourceOf } from '../adapters/compose/settings.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
+import { patterns } from '../events/patterns.ts';
+import { CpsyncSubscription, type SubscriptionOptions } from './CpsyncSubscription.ts';
 import { BUNDLE_BANNER, BUNDLE_EXTERNALS } from './bundling.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -137,6 +139,8 @@ export class Cpsync extends Construct {
   public readonly eksRule: Rule;
   public readonly azureWebhookKey?: Secret;
   public readonly alarms: Alarm[] = [];
+  /** The `source` of the events this construct's functions publish. */
+  public readonly eventSource: string;
   /** The role assumed in member accounts, when EKS is configured. */
   public readonly memberRoleName?: string;
 
@@ -160,6 +164,7 @@ export class Cpsync extends Construct {
       new EventBus(this, 'Bus', { eventBusName: props.eventBusName ?? DEFAULTS.eventBusName });
     // The source the events carry: what the archive keeps, and what the functions are told to use.
     const eventSource = eventSourceOf(config);
+    this.eventSource = eventSource;
     if (props.archiveRetention) {
       this.eventBus.archive('Archive', {
         eventPattern: { source: [eventSource] },
@@ -315,6 +320,45 @@ export class Cpsync extends Construct {
 
     this.#registerSchemas();
     this.#alarms(all);
+  }
+
+  /**
+   * Subscribes `target` to the events `pattern` selects (one pattern or several), with a retry policy,
+   * a dead-letter queue and an alarm on it (see `SubscriptionOptions`).
+   */
+  onEvent(id: string, options: SubscriptionOptions): CpsyncSubscription {
+    const subscription = new CpsyncSubscription(this, id, {
+      ...options,
+      eventBus: this.eventBus,
+      source: this.eventSource,
+    });
+    if (subscription.alarm) this.alarms.push(subscription.alarm);
+    return subscription;
+  }
+
+  /**
+   * Subscribes `target` to changes of the inventory: Created, Updated and Deleted, or what `pattern` selects
+   * (`patterns.changed({ fields: ['status.version.kubernetes'] })`, …).
+   */
+  onProfileChange(
+    id: string,
+    options: Omit<SubscriptionOptions, 'pattern'> & { pattern?: SubscriptionOptions['pattern'] },
+  ): CpsyncSubscription {
+    return this.onEvent(id, {
+      ...options,
+      pattern: options.pattern ?? patterns.profileChanges({ source: this.eventSource }),
+    });
+  }
+
+  /** Subscribes `target` to the scope summaries: every one, or what `pattern` selects (`outcome: 'failed'`). */
+  onScopeSynced(
+    id: string,
+    options: Omit<SubscriptionOptions, 'pattern'> & { pattern?: SubscriptionOptions['pattern'] },
+  ): CpsyncSubscription {
+    return this.onEvent(id, {
+      ...options,
+      pattern: options.pattern ?? patterns.scopeSynced({ source: this.eventSource }),
+    });
   }
 
   /** Read-only cloud access: assume the member role; list/describe in cpsync's own account. */

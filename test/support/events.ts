@@ -1,12 +1,21 @@
 /** Reading what subscribers of the bus receive: the SQS queue a rule delivers to. */
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { HUB_CREDENTIALS } from './aws.ts';
+import { HUB_ACCOUNT, HUB_CREDENTIALS } from './aws.ts';
 
 export interface ReceivedEvent {
   'detail-type': string;
   source: string;
   resources: string[];
   detail: Record<string, unknown> & { eventId: string };
+}
+
+/**
+ * The event as EventBridge itself delivers it. moto's default delivery template leaves out the envelope's
+ * `account`, which EventBridge always sends (and which the subscriber kit's parser requires): it is put
+ * back, as the bus's account, when missing.
+ */
+export function asEventBridgeDelivers(event: ReceivedEvent): ReceivedEvent & { account: string } {
+  return { account: HUB_ACCOUNT, ...event } as ReceivedEvent & { account: string };
 }
 
 /** Every message now in the queue (then removed from it). */

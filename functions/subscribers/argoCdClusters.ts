@@ -1,0 +1,190 @@
+/**
+ * Example subscriber: keeps Argo CD's cluster Secrets in step with the inventory. Invoked by an EventBridge
+ * rule (`patterns.inventory()`: Created, Updated, Deleted, Announced), one event at a time, once per event id
+ * (Powertools idempotency, when ARGOCD_IDEMPOTENCY_TABLE is set); invoked with `{ "reconcile": true }`
+ * (on demand, or by a schedule) it rebuilds every managed Secret from the hub, so a missed event never
+ * leaves Argo CD wrong for long.
+ *
+ * Environment: CPSYNC_CONFIG (the hub and inventory, as the other functions have it); ARGOCD_NAMESPACE
+ * (default `argocd`); the Argo CD cluster's kubeconfig in ARGOCD_KUBECONFIG_SECRET_ARN (Secrets Manager) or
+ * ARGOCD_KUBECONFIG (a file) — default: the hub itself; ARGOCD_CREDENTIALS_COMMAND (default `cpsync`) and
+ * ARGOCD_CREDENTIALS_ARGS (a JSON list of extra arguments, e.g. `["--role-name","cpsync-reader"]`).
+ */
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Context } from 'aws-lambda';
+import { z } from 'zod';
+import { compose, type Composition } from '../../adapters/compose/compose.ts';
+import { readSecret, safeReason } from '../../adapters/shared/secrets.ts';
+import { memoizeUntilFailure } from '../../adapters/shared/memo.ts';
+import type { Hub } from '../../core/sync/ports.ts';
+import { inventoryProfiles } from '../../core/sync/engine.ts';
+import { DetailType } from '../../events/detailTypes.ts';
+import { parseCpsyncEvent } from '../../events/parse.ts';
+import type { CpsyncEventBridgeEvent } from '../../events/types.ts';
+import { configFromEnvironment, logger, metrics, withPowertools } from '../runtime.ts';
+import { ArgoCdClusters, type Outcome, type ReconcileReport } from './argocd/ArgoCdClusters.ts';
+
+export interface ArgoCdDeps {
+  composition: Composition;
+  clusters: ArgoCdClusters;
+}
+
+const Settings = z.object({
+  ARGOCD_NAMESPACE: z.string().min(1).default('argocd'),
+  ARGOCD_KUBECONFIG_SECRET_ARN: z.string().min(1).optional(),
+  ARGOCD_KUBECONFIG: z.string().min(1).optional(),
+  ARGOCD_CREDENTIALS_COMMAND: z.string().min(1).default('cpsync'),
+  ARGOCD_CREDENTIALS_ARGS: z
+    .string()
+    .optional()
+    .transform((text, context) => {
+      if (!text) return [];
+      try {
+        return z.array(z.string()).parse(JSON.parse(text));
+      } catch {
+        context.addIssue({ code: 'custom', message: 'must be a JSON list of strings' });
+        return z.NEVER;
+      }
+    }),
+  ARGOCD_IDEMPOTENCY_TABLE: z.string().min(1).optional(),
+});
+
+/** The settings from the environment; every bad variable named. */
+export function argoCdSettings(env: NodeJS.ProcessEnv = process.env) {
+  const parsed = Settings.safeParse(env);
+  if (!parsed.success)
+    throw new Error(
+      `Argo CD subscriber settings: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  return parsed.data;
+}
+
+/** The kubeconfig of the hub, when the hub is a Kubernetes cluster. */
+async function hubKubeConfig(hub: Hub): Promise<KubeConfig> {
+  const current = 'current' in hub ? await (hub as { current(): Promise<Hub> }).current() : hub;
+  if ('kubeConfig' in current) return (current as { kubeConfig: KubeConfig }).kubeConfig;
+  throw new Error('the hub is not a Kubernetes cluster: set ARGOCD_KUBECONFIG_SECRET_ARN to reach Argo CD');
+}
+
+async function argoKubeConfig(settings: ReturnType<typeof argoCdSettings>, hub: Hub): Promise<KubeConfig> {
+  if (!settings.ARGOCD_KUBECONFIG_SECRET_ARN && !settings.ARGOCD_KUBECONFIG) return hubKubeConfig(hub);
+  const kubeConfig = new KubeConfig();
+  const where = settings.ARGOCD_KUBECONFIG_SECRET_ARN ?? settings.ARGOCD_KUBECONFIG!;
+  try {
+    if (settings.ARGOCD_KUBECONFIG_SECRET_ARN)
+      kubeConfig.loadFromString(await readSecret({ secretArn: settings.ARGOCD_KUBECONFIG_SECRET_ARN }));
+    else kubeConfig.loadFromFile(settings.ARGOCD_KUBECONFIG!);
+  } catch (error) {
+    throw new Error(`the Argo CD kubeconfig ${where}: ${safeReason(error)}`, { cause: error });
+  }
+  return kubeConfig;
+}
+
+/** The deps of this container, from the environment, built on first use. */
+function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
+  return memoizeUntilFailure(async () => {
+    const settings = argoCdSettings();
+    const composition = await compose(configFromEnvironment(), []);
+    const clusters = new ArgoCdClusters(await argoKubeConfig(settings, composition.ports.hub), {
+      namespace: settings.ARGOCD_NAMESPACE,
+      command: settings.ARGOCD_CREDENTIALS_COMMAND,
+      extraArgs: settings.ARGOCD_CREDENTIALS_ARGS,
+    });
+    return { composition, clusters };
+  });
+}
+
+/** What one event did to the Secrets. */
+async function apply(
+  deps: ArgoCdDeps,
+  event: CpsyncEventBridgeEvent,
+): Promise<{ outcome: Outcome; reason?: string }> {
+  const hub = deps.composition.ports.hub;
+  switch (event['detail-type']) {
+    case DetailType.Created:
+    case DetailType.Updated:
+    case DetailType.Announced: {
+      const { namespace, name } = event.detail;
+      // A profile left out of the event for size is read from the hub (where it may be gone by now).
+      const profile = event.detail.profile ?? (await hub.get({ namespace, name }));
+      if (!profile) return { outcome: 'absent', reason: 'the profile is no longer in the hub' };
+      return deps.clusters.upsert(profile, { newest: !event.detail.profile });
+    }
+    case DetailType.Deleted: {
+      const { namespace, name } = event.detail;
+      // Deleted and made again since (a later event says so, or will): keep it, as it is now.
+      const again = await hub.get({ namespace, name });
+      if (again) return deps.clusters.upsert(again, { newest: true });
+      return deps.clusters.remove(namespace, name);
+    }
+    default:
+      return { outcome: 'skipped', reason: `${event['detail-type']} does not concern Argo CD` };
+  }
+}
+
+/** Every managed Secret rebuilt from the hub's inventory. */
+async function reconcile(deps: ArgoCdDeps): Promise<ReconcileReport & { malformed: number }> {
+  const { profiles, malformed } = await inventoryProfiles(
+    deps.composition.ports.hub,
+    deps.composition.settings.options,
+  );
+  const report = await deps.clusters.reconcile(profiles);
+  for (const conflict of report.conflicts)
+    logger.warn('Secret not managed by cpsync left alone', { conflict });
+  return { ...report, malformed: malformed.length };
+}
+
+const Reconcile = z.object({ reconcile: z.literal(true) });
+
+export function makeArgoCdSubscriber(getDeps: () => Promise<ArgoCdDeps> = depsFromEnvironment()) {
+  let idempotent:
+    ((event: CpsyncEventBridgeEvent) => Promise<{ outcome: Outcome; reason?: string }>) | undefined;
+  let idempotencyConfig: IdempotencyConfig | undefined;
+  const once = (deps: ArgoCdDeps) => {
+    if (idempotent) return idempotent;
+    const work = (event: CpsyncEventBridgeEvent) => apply(deps, event);
+    const table = argoCdSettings().ARGOCD_IDEMPOTENCY_TABLE;
+    if (!table) return (idempotent = work);
+    idempotencyConfig = new IdempotencyConfig({
+      eventKeyJmesPath: 'detail.eventId',
+      throwOnNoIdempotencyKey: true,
+    });
+    return (idempotent = makeIdempotent(work, {
+      persistenceStore: new DynamoDBPersistenceLayer({ tableName: table }),
+      config: idempotencyConfig,
+      keyPrefix: 'cpsync.argocd',
+    }));
+  };
+  return withPowertools(async (input: unknown, context: Context) => {
+    const deps = await getDeps();
+    if (Reconcile.safeParse(input).success) {
+      const report = await reconcile(deps);
+      logger.info('reconciled the Argo CD cluster Secrets with the inventory', { ...report });
+      metrics.addMetric('SecretsWritten', MetricUnit.Count, report.created + report.updated);
+      metrics.addMetric('SecretsDeleted', MetricUnit.Count, report.deleted);
+      return report;
+    }
+    // An event that is not a cpsync event of this major: an error naming what is wrong (retried, then the DLQ).
+    const event = parseCpsyncEvent(input);
+    const work = once(deps);
+    idempotencyConfig?.registerLambdaContext(context);
+    const result = await work(event);
+    logger.info('applied an inventory event to Argo CD', {
+      detailType: event['detail-type'],
+      profile: 'namespace' in event.detail ? `${event.detail.namespace}/${event.detail.name}` : undefined,
+      eventId: event.detail.eventId,
+      ...result,
+    });
+    metrics.addMetric(
+      `Secrets${result.outcome[0]!.toUpperCase()}${result.outcome.slice(1)}`,
+      MetricUnit.Count,
+      1,
+    );
+    return result;
+  });
+}
+
+export const handler = makeArgoCdSubscriber();

@@ -1,0 +1,192 @@
+/**
+ * Argo CD's cluster Secrets that cpsync manages, on the cluster Argo CD runs on: written from profiles,
+ * deleted when their profile is gone, and reconciled as a whole against the inventory. Only Secrets
+ * labelled `app.kubernetes.io/managed-by: cpsync` are ever changed or deleted; a Secret of the same name
+ * made by hand is left alone and reported.
+ */
+import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import pLimit from 'p-limit';
+import { canonicalJson } from '../../../core/domain/json.ts';
+import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  PROFILE_ANNOTATION,
+  PROFILE_UID_ANNOTATION,
+  PROFILE_VERSION_ANNOTATION,
+  SECRET_TYPE_LABEL,
+  clusterSecretOf,
+  secretNameOf,
+  type ClusterSecret,
+  type SecretOptions,
+} from './clusterSecret.ts';
+
+export type Outcome =
+  'created' | 'updated' | 'unchanged' | 'deleted' | 'absent' | 'stale' | 'skipped' | 'conflict';
+
+export interface ReconcileReport {
+  created: number;
+  updated: number;
+  unchanged: number;
+  deleted: number;
+  skipped: Array<{ profile: string; reason: string }>;
+  conflicts: string[];
+}
+
+function status(error: unknown): number | undefined {
+  const e = error as { code?: number; statusCode?: number; response?: { statusCode?: number } };
+  return e?.code ?? e?.statusCode ?? e?.response?.statusCode;
+}
+
+/** Whether `a` is an older resourceVersion than `b` (both decimal, as etcd's are; otherwise not judged). */
+function older(a: string | undefined, b: string | undefined): boolean {
+  if (!a || !b || !/^\d+$/.test(a) || !/^\d+$/.test(b)) return false;
+  return BigInt(a) < BigInt(b);
+}
+
+/** What a Secret says, leaving out what changes with every profile write (its resourceVersion). */
+function content(secret: Pick<V1Secret, 'data' | 'metadata'>) {
+  const annotations = { ...secret.metadata?.annotations };
+  delete annotations[PROFILE_VERSION_ANNOTATION];
+  return canonicalJson([secret.data ?? {}, secret.metadata?.labels ?? {}, annotations]);
+}
+
+export class ArgoCdClusters {
+  readonly #api: CoreV1Api;
+  readonly #options: SecretOptions;
+
+  constructor(kubeConfig: KubeConfig, options: SecretOptions) {
+    this.#api = kubeConfig.makeApiClient(CoreV1Api);
+    this.#options = options;
+  }
+
+  async #read(name: string): Promise<V1Secret | undefined> {
+    try {
+      return await this.#api.readNamespacedSecret({ name, namespace: this.#options.namespace });
+    } catch (error) {
+      if (status(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Writes `profile`'s Secret. An event older than what the Secret was made from (same profile uid, lower
+   * resourceVersion) changes nothing: events may arrive out of order.
+   */
+  async upsert(
+    profile: ClusterProfile,
+    { newest = false } = {},
+  ): Promise<{ outcome: Outcome; reason?: string }> {
+    const made = clusterSecretOf(profile, this.#options);
+    if ('skipped' in made) return { outcome: 'skipped', reason: made.skipped };
+    const wanted = made.secret;
+    const existing = await this.#read(wanted.metadata.name);
+    if (!existing) {
+      await this.#api.createNamespacedSecret({
+        namespace: this.#options.namespace,
+        body: wanted as V1Secret,
+      });
+      return { outcome: 'created' };
+    }
+    if (existing.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY)
+      return {
+        outcome: 'conflict',
+        reason: `Secret ${wanted.metadata.name} exists and is not managed by cpsync`,
+      };
+    const stored = existing.metadata?.annotations ?? {};
+    if (
+      !newest &&
+      stored[PROFILE_UID_ANNOTATION] === wanted.metadata.annotations[PROFILE_UID_ANNOTATION] &&
+      older(wanted.metadata.annotations[PROFILE_VERSION_ANNOTATION], stored[PROFILE_VERSION_ANNOTATION])
+    )
+      return { outcome: 'stale' };
+    if (content(existing) === content(wanted as V1Secret)) return { outcome: 'unchanged' };
+    await this.#api.replaceNamespacedSecret({
+      name: wanted.metadata.name,
+      namespace: this.#options.namespace,
+      body: {
+        ...wanted,
+        metadata: { ...wanted.metadata, resourceVersion: existing.metadata!.resourceVersion! },
+      } as V1Secret,
+    });
+    return { outcome: 'updated' };
+  }
+
+  /** Deletes the Secret of profile `namespace/name`, if cpsync made it from that profile. */
+  async remove(namespace: string, name: string): Promise<{ outcome: Outcome }> {
+    const existing = await this.#read(secretNameOf(name));
+    if (!existing) return { outcome: 'absent' };
+    if (
+      existing.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY ||
+      existing.metadata?.annotations?.[PROFILE_ANNOTATION] !== `${namespace}/${name}`
+    )
+      return { outcome: 'conflict' };
+    try {
+      await this.#api.deleteNamespacedSecret({
+        name: existing.metadata.name!,
+        namespace: this.#options.namespace,
+        body: { preconditions: { resourceVersion: existing.metadata.resourceVersion! } },
+      });
+    } catch (error) {
+      if (status(error) !== 404) throw error;
+    }
+    return { outcome: 'deleted' };
+  }
+
+  /** The cluster Secrets cpsync manages. */
+  async managed(): Promise<V1Secret[]> {
+    const list = await this.#api.listNamespacedSecret({
+      namespace: this.#options.namespace,
+      labelSelector: `${SECRET_TYPE_LABEL}=cluster,${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+    });
+    return list.items;
+  }
+
+  /** Makes the managed Secrets exactly those of `profiles` (the whole inventory, read from the hub). */
+  async reconcile(profiles: readonly ClusterProfile[]): Promise<ReconcileReport> {
+    const report: ReconcileReport = {
+      created: 0,
+      updated: 0,
+      unchanged: 0,
+      deleted: 0,
+      skipped: [],
+      conflicts: [],
+    };
+    const wanted = new Set<string>();
+    const limit = pLimit(8);
+    await Promise.all(
+      profiles.map((profile) =>
+        limit(async () => {
+          const key = `${profile.metadata.namespace}/${profile.metadata.name}`;
+          const made = clusterSecretOf(profile, this.#options);
+          if ('skipped' in made) {
+            report.skipped.push({ profile: key, reason: made.skipped });
+            return;
+          }
+          wanted.add(made.secret.metadata.name);
+          const { outcome, reason } = await this.upsert(profile, { newest: true });
+          if (outcome === 'created' || outcome === 'updated' || outcome === 'unchanged') report[outcome]++;
+          else if (outcome === 'conflict') report.conflicts.push(reason ?? key);
+        }),
+      ),
+    );
+    for (const secret of await this.managed()) {
+      if (wanted.has(secret.metadata!.name!)) continue;
+      await limit(async () => {
+        try {
+          await this.#api.deleteNamespacedSecret({
+            name: secret.metadata!.name!,
+            namespace: this.#options.namespace,
+            body: { preconditions: { resourceVersion: secret.metadata!.resourceVersion! } },
+          });
+          report.deleted++;
+        } catch (error) {
+          if (status(error) !== 404) throw error;
+        }
+      });
+    }
+    return report;
+  }
+}
+
+export type { ClusterSecret };

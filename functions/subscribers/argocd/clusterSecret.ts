@@ -1,0 +1,141 @@
+/**
+ * The Argo CD cluster Secret of a ClusterProfile (Argo CD's declarative cluster format: a Secret labelled
+ * `argocd.argoproj.io/secret-type: cluster` with `name`, `server` and `config`). Argo CD reaches the cluster
+ * with an exec provider that runs `cpsync credentials` with the cluster's flags (Argo CD has no
+ * `provideClusterInfo`, so the flags carry what the profile's exec extension says); the Secret's labels
+ * carry the profile's provider, region, account, ClusterSet and Kubernetes version, so ApplicationSet
+ * cluster generators can select by them. Pure: no I/O.
+ */
+import {
+  ANNOTATION_PROVIDER_ID,
+  LABEL_ACCOUNT,
+  LABEL_PROJECTED_FROM,
+  LABEL_PROVIDER,
+  LABEL_REGION,
+  PROPERTY_CLUSTERSET,
+} from '../../../core/domain/constants.ts';
+import { labelValue } from '../../../core/domain/labels.ts';
+import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
+import { targetOfExtension } from '../../../adapters/credentials/target.ts';
+
+export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'cpsync';
+/** The profile a Secret was made from (`namespace/name`), and its uid and resourceVersion. */
+export const PROFILE_ANNOTATION = 'cpsync.io/profile';
+export const PROFILE_UID_ANNOTATION = 'cpsync.io/profile-uid';
+export const PROFILE_VERSION_ANNOTATION = 'cpsync.io/profile-resource-version';
+const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';
+
+export interface SecretOptions {
+  /** Argo CD's namespace. */
+  namespace: string;
+  /** The credential plugin Argo CD runs. @default 'cpsync' */
+  command?: string;
+  /** Arguments added after the cluster's flags (e.g. `--role-name cpsync-reader`). */
+  extraArgs?: readonly string[];
+}
+
+/** A Secret as the Kubernetes API takes it (`stringData` left out: `data` only, base64). */
+export interface ClusterSecret {
+  apiVersion: 'v1';
+  kind: 'Secret';
+  type: 'Opaque';
+  metadata: {
+    name: string;
+    namespace: string;
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+  };
+  data: Record<string, string>;
+}
+
+/** The Secret's name: the profile's, prefixed (profile names are DNS-1123 and at most 63 characters). */
+export function secretNameOf(profileName: string): string {
+  return `cluster-${profileName}`.slice(0, 253);
+}
+
+const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+
+/** The `cpsync credentials` flags for the cluster the profile's exec extension names. */
+function credentialArgs(extension: unknown): string[] {
+  const target = targetOfExtension(extension);
+  const flags: Array<[string, string | undefined]> = [
+    ['--provider', target.provider],
+    ['--cluster-name', target.cluster],
+  ];
+  if (target.provider === 'eks') flags.push(['--region', target.region], ['--account', target.accountId]);
+  if (target.provider === 'gke') flags.push(['--project', target.projectId], ['--location', target.location]);
+  if (target.provider === 'aks')
+    flags.push(['--subscription', target.subscriptionId], ['--tenant-id', target.tenantId]);
+  return [
+    'credentials',
+    ...flags.filter(([, v]) => v !== undefined && v !== '').flatMap(([f, v]) => [f, v!]),
+  ];
+}
+
+/**
+ * The Secret for `profile`, or why there is none: a projected copy (the cluster's own profile has one),
+ * or a profile with no access provider (no endpoint cpsync could name).
+ */
+export function clusterSecretOf(
+  profile: ClusterProfile,
+  options: SecretOptions,
+): { secret: ClusterSecret } | { skipped: string } {
+  const { namespace, name, uid, resourceVersion, labels = {}, annotations = {} } = profile.metadata;
+  if (labels[LABEL_PROJECTED_FROM])
+    return { skipped: `a projected copy of ${labels[LABEL_PROJECTED_FROM]}'s profile; that one is used` };
+  const access = profile.status?.accessProviders?.find((p) => p.cluster?.server);
+  if (!access?.cluster) return { skipped: 'the profile names no endpoint (status.accessProviders is empty)' };
+  const extension = access.cluster.extensions?.find((e) => e.name === EXEC_EXTENSION)?.extension;
+  if (!extension) return { skipped: `the profile's access provider has no ${EXEC_EXTENSION} extension` };
+  const ca = access.cluster['certificate-authority-data'];
+  const config = {
+    execProviderConfig: {
+      command: options.command ?? 'cpsync',
+      args: [...credentialArgs(extension), ...(options.extraArgs ?? [])],
+      apiVersion: 'client.authentication.k8s.io/v1beta1',
+      installHint: 'cpsync credentials is the cpsync CLI (or its standalone credential plugin) on the PATH',
+    },
+    tlsClientConfig: { insecure: false, ...(ca ? { caData: ca } : {}) },
+  };
+  const property = (key: string) => profile.status?.properties?.find((p) => p.name === key)?.value;
+  const clusterSet = property(PROPERTY_CLUSTERSET);
+  const version = profile.status?.version?.kubernetes?.match(/^v?(\d+\.\d+)/)?.[1];
+  const secretLabels: Record<string, string> = {
+    [SECRET_TYPE_LABEL]: 'cluster',
+    [MANAGED_BY_LABEL]: MANAGED_BY,
+    ...(labels[LABEL_PROVIDER] ? { [LABEL_PROVIDER]: labels[LABEL_PROVIDER] } : {}),
+    ...(labels[LABEL_REGION] ? { [LABEL_REGION]: labels[LABEL_REGION] } : {}),
+    ...(labels[LABEL_ACCOUNT] ? { [LABEL_ACCOUNT]: labels[LABEL_ACCOUNT] } : {}),
+    ...(clusterSet ? { 'cpsync.io/clusterset': labelValue(clusterSet) } : {}),
+    ...(version ? { 'cpsync.io/kubernetes-version': version } : {}),
+    'cpsync.io/profile-namespace': labelValue(namespace),
+  };
+  return {
+    secret: {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'Opaque',
+      metadata: {
+        name: secretNameOf(name),
+        namespace: options.namespace,
+        labels: secretLabels,
+        annotations: {
+          [PROFILE_ANNOTATION]: `${namespace}/${name}`,
+          ...(uid ? { [PROFILE_UID_ANNOTATION]: uid } : {}),
+          ...(resourceVersion ? { [PROFILE_VERSION_ANNOTATION]: resourceVersion } : {}),
+          ...(annotations[ANNOTATION_PROVIDER_ID]
+            ? { [ANNOTATION_PROVIDER_ID]: annotations[ANNOTATION_PROVIDER_ID] }
+            : {}),
+          'cpsync.io/display-name': profile.spec.displayName ?? name,
+        },
+      },
+      data: {
+        name: base64(name),
+        server: base64(access.cluster.server),
+        config: base64(JSON.stringify(config)),
+      },
+    },
+  };
+}

@@ -1,0 +1,408 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- Argo CD's output taken apart as plain JSON */
+/**
+ * The Argo CD subscriber against the real local kube-apiserver: profiles in the hub, their events through
+ * moto's EventBridge (rule from the kit → SQS, read back as Lambda would get them) into the handler, and the
+ * cluster Secrets it writes read back by Argo CD's own conversion code (util/db.SecretToCluster and the
+ * cluster's REST config, built from Argo CD's Go module).
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
+import {
+  CreateEventBusCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { EventBridgeBus } from '../../../adapters/bus/EventBridgeBus.ts';
+import { compose } from '../../../adapters/compose/compose.ts';
+import { parseConfig } from '../../../adapters/compose/config.ts';
+import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
+import { normalize } from '../../../core/domain/normalize.ts';
+import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
+import { buildChangeEvent } from '../../../core/sync/events.ts';
+import type { CpsyncEvent } from '../../../events/types.ts';
+import { patterns } from '../../../events/index.ts';
+import { ArgoCdClusters } from '../../../functions/subscribers/argocd/ArgoCdClusters.ts';
+import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../../functions/subscribers/argoCdClusters.ts';
+import { main } from '../../../cli/program.ts';
+import { ensureArgoCdBinary } from '../../env/binaries.ts';
+import { startMoto, type MotoServer } from '../../env/moto.ts';
+import { HUB_CREDENTIALS } from '../../support/aws.ts';
+import { asEventBridgeDelivers, drainQueue, type ReceivedEvent } from '../../support/events.ts';
+import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
+import { lambdaContext } from '../../support/lambda.ts';
+import { inventoryOptions } from '../../support/settings.ts';
+
+const BUS = 'argocd-test';
+const inventory = uniqueNamespace('inv');
+const argocd = uniqueNamespace('argocd');
+
+/** Argo CD's reading of a Secret: the Cluster it makes of it and the REST config it would connect with. */
+function argoCdReads(argo: string, secret: V1Secret): { cluster: any; rest: any } {
+  const result = spawnSync(argo, [], { input: JSON.stringify(secret), encoding: 'utf8' });
+  assert.equal(result.status, 0, `Argo CD could not read ${secret.metadata?.name}: ${result.stderr}`);
+  return JSON.parse(result.stdout) as { cluster: any; rest: any };
+}
+
+describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge, Argo CD’s own conversion)', () => {
+  let moto: MotoServer;
+  let argo: string;
+  let core: CoreV1Api;
+  let hub: KubernetesHub;
+  let queueUrl: string;
+  let handler: ReturnType<typeof makeArgoCdSubscriber>;
+  let configFile: string;
+  const saved = { ...process.env };
+
+  before(async () => {
+    argo = ensureArgoCdBinary((line) => console.error(line));
+    const state = await localHub();
+    const kubeConfig = adminKubeConfig(state);
+    core = kubeConfig.makeApiClient(CoreV1Api);
+    hub = new KubernetesHub({ kubeConfig });
+    await hub.ensureNamespace({ name: inventory });
+    await core.createNamespace({ body: { metadata: { name: argocd } } });
+
+    moto = await startMoto();
+    Object.assign(process.env, {
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+      AWS_EC2_METADATA_DISABLED: 'true',
+      AWS_ENDPOINT_URL_DYNAMODB: moto.endpoint,
+      POWERTOOLS_LOG_LEVEL: 'ERROR',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_TRACE_ENABLED: 'false',
+      POWERTOOLS_IDEMPOTENCY_DISABLED: 'false',
+      ARGOCD_IDEMPOTENCY_TABLE: 'argocd-idempotency',
+    });
+    const aws = { endpoint: moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
+    await new DynamoDBClient(aws).send(
+      new CreateTableCommand({
+        TableName: 'argocd-idempotency',
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        BillingMode: 'PAY_PER_REQUEST',
+      }),
+    );
+    const eventBridge = new EventBridgeClient(aws);
+    const sqs = new SQSClient(aws);
+    await eventBridge.send(new CreateEventBusCommand({ Name: BUS }));
+    queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'argocd' }))).QueueUrl!;
+    const arn = (
+      await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['QueueArn'] }))
+    ).Attributes!.QueueArn!;
+    await eventBridge.send(
+      new PutRuleCommand({
+        Name: 'inventory',
+        EventBusName: BUS,
+        EventPattern: JSON.stringify(patterns.inventory()),
+      }),
+    );
+    await eventBridge.send(
+      new PutTargetsCommand({ Rule: 'inventory', EventBusName: BUS, Targets: [{ Id: 'q', Arn: arn }] }),
+    );
+
+    const document = {
+      hub: { kubeconfig: state.kubeconfig },
+      inventory: { namespace: inventory },
+      bus: { eventBridge: { busName: BUS, endpoint: moto.endpoint, region: 'us-east-1' } },
+    };
+    configFile = join(mkdtempSync(join(tmpdir(), 'cpsync-argocd-')), 'cpsync.json');
+    writeFileSync(configFile, JSON.stringify(document));
+    const composition = await compose(parseConfig(document, 'test'), []);
+    const deps: ArgoCdDeps = {
+      composition,
+      clusters: new ArgoCdClusters(kubeConfig, {
+        namespace: argocd,
+        extraArgs: ['--role-name', 'cpsync-reader'],
+      }),
+    };
+    handler = makeArgoCdSubscriber(async () => deps);
+  });
+
+  after(async () => {
+    process.env = saved;
+    await core?.deleteNamespace({ name: argocd }).catch(() => {});
+    await moto?.stop();
+  });
+
+  const options = inventoryOptions({ namespace: inventory, features: { clusterSets: true } });
+
+  /** Writes `profile` to the hub as cpsync does (object, then status); returns it as stored. */
+  async function store(profile: ClusterProfile): Promise<ClusterProfile> {
+    await hub.applyObject(profile);
+    return hub.applyStatus(profile);
+  }
+
+  async function publish(events: CpsyncEvent[]) {
+    const bus = new EventBridgeBus({
+      busName: BUS,
+      endpoint: moto.endpoint,
+      region: 'us-east-1',
+      credentials: async () => HUB_CREDENTIALS,
+    });
+    assert.equal((await bus.publish(events)).failed.length, 0);
+  }
+
+  /** Every event the rule delivered, handed to the handler as its Lambda target would be; their results. */
+  async function deliver(): Promise<Array<{ event: ReceivedEvent; result: any }>> {
+    const delivered = [];
+    for (const event of (await drainQueue(queueUrl)).map(asEventBridgeDelivers))
+      delivered.push({ event, result: await handler(event, lambdaContext('argocd')) });
+    return delivered;
+  }
+
+  const secrets = async () =>
+    (await core.listNamespacedSecret({ namespace: argocd })).items.sort((a, b) =>
+      a.metadata!.name!.localeCompare(b.metadata!.name!),
+    );
+  const context = (p: ClusterProfile) => ({
+    syncId: 'argocd-sync-1',
+    occurredAt: NOW,
+    scope: {
+      provider: p.metadata.labels!['cpsync.io/provider'] as 'eks',
+      account: p.metadata.labels!['cpsync.io/account']!,
+      region: p.metadata.labels!['cpsync.io/region']!,
+    },
+  });
+  let profiles: ClusterProfile[] = [];
+
+  it('Created events become cluster Secrets Argo CD reads: server, CA, the cpsync credentials exec, selectable labels', async () => {
+    const started = Date.now();
+    profiles = [];
+    for (const cluster of [eksCluster(), gkeCluster(), aksCluster()])
+      profiles.push(await store(normalize(cluster, options, NOW)));
+    await publish(
+      profiles.map((p) =>
+        buildChangeEvent(
+          { kind: 'created', profile: p, changes: [{ field: 'spec', after: {} }] },
+          context(p),
+        ),
+      ),
+    );
+    const results = await deliver();
+    assert.deepEqual(
+      results.map((r) => r.result.outcome),
+      ['created', 'created', 'created'],
+    );
+    const written = await secrets();
+    assert.equal(written.length, 3);
+    console.log(
+      `Argo CD: ${results.length} events in → ${written.length} Secrets out in ${Date.now() - started} ms`,
+    );
+
+    for (const profile of profiles) {
+      const secret = written.find(
+        (s) => s.metadata!.annotations!['cpsync.io/profile'] === `${inventory}/${profile.metadata.name}`,
+      )!;
+      assert.ok(secret, profile.metadata.name);
+      const { cluster, rest } = argoCdReads(argo, secret);
+      const access = profile.status!.accessProviders![0]!.cluster!;
+      assert.equal(cluster.server, access.server.replace(/\/$/, ''));
+      assert.equal(cluster.name, profile.metadata.name);
+      assert.equal(rest.host, cluster.server);
+      assert.equal(rest.insecure, false);
+      const ca = access['certificate-authority-data'];
+      assert.equal(rest.caDataLength, ca ? Buffer.from(ca, 'base64').length : 0);
+      assert.equal(rest.exec.command, 'cpsync');
+      assert.equal(rest.exec.apiVersion, 'client.authentication.k8s.io/v1beta1');
+      const labels = profile.metadata.labels!;
+      const provider = labels['cpsync.io/provider'];
+      const args: string[] = rest.exec.args;
+      assert.deepEqual(args.slice(0, 3), ['credentials', '--provider', provider]);
+      assert.deepEqual(args.slice(-2), ['--role-name', 'cpsync-reader']);
+      const flag = (name: string) => args[args.indexOf(name) + 1];
+      const cloudName = { eks: 'payments', gke: 'analytics', aks: 'web' }[provider as 'eks' | 'gke' | 'aks'];
+      assert.equal(flag('--cluster-name'), cloudName);
+      if (provider === 'eks')
+        assert.deepEqual([flag('--region'), flag('--account')], ['us-east-1', '111122223333']);
+      if (provider === 'gke')
+        assert.deepEqual([flag('--project'), flag('--location')], ['acme-data', 'europe-west1']);
+      if (provider === 'aks') assert.equal(flag('--subscription'), '00000000-1111-2222-3333-444444444444');
+      // Argo CD carries the Secret's labels onto the cluster: what ApplicationSet cluster generators select on.
+      assert.equal(cluster.labels['cpsync.io/provider'], provider);
+      assert.equal(cluster.labels['cpsync.io/region'], labels['cpsync.io/region']);
+      assert.equal(cluster.labels['cpsync.io/account'], labels['cpsync.io/account']);
+      assert.ok(cluster.labels['cpsync.io/kubernetes-version']);
+      assert.equal(cluster.labels['argocd.argoproj.io/secret-type'], undefined);
+    }
+  });
+
+  it('an upgrade relabels the Secret; an older event arriving late changes nothing; a duplicate is answered once', async () => {
+    const eks = profiles[0]!;
+    const upgraded = await store({ ...eks, status: { ...eks.status!, version: { kubernetes: '1.32' } } });
+    const upgrade = buildChangeEvent(
+      {
+        kind: 'updated',
+        profile: upgraded,
+        previousResourceVersion: eks.metadata.resourceVersion!,
+        changes: [{ field: 'status.version.kubernetes', before: '1.31', after: '1.32' }],
+      },
+      context(upgraded),
+    );
+    await publish([upgrade]);
+    assert.deepEqual(
+      (await deliver()).map((r) => r.result.outcome),
+      ['updated'],
+    );
+    const name = `cluster-${eks.metadata.name}`;
+    const read = () => core.readNamespacedSecret({ name, namespace: argocd });
+    assert.equal((await read()).metadata!.labels!['cpsync.io/kubernetes-version'], '1.32');
+
+    // The creation event (resourceVersion older than the upgrade's) delivered again, late, with a new id.
+    const late = buildChangeEvent(
+      { kind: 'updated', profile: eks, previousResourceVersion: '1', changes: [{ field: 'x', after: 1 }] },
+      context(eks),
+    );
+    await publish([late]);
+    assert.deepEqual(
+      (await deliver()).map((r) => r.result.outcome),
+      ['stale'],
+    );
+    assert.equal((await read()).metadata!.labels!['cpsync.io/kubernetes-version'], '1.32');
+
+    // The upgrade delivered again (same event id): answered from the idempotency record — even with the
+    // Secret gone meanwhile, nothing is written again.
+    await core.deleteNamespacedSecret({ name, namespace: argocd });
+    await publish([upgrade]);
+    const again = await deliver();
+    assert.equal(again.length, 1);
+    assert.equal(again[0]!.result.outcome, 'updated', 'the first delivery’s result');
+    await assert.rejects(read(), (e: any) => e.code === 404);
+  });
+
+  it('a full reconcile from the hub repairs what missed events left wrong, and never touches a Secret made by hand', async () => {
+    // Wrong in every way: a Secret missing (above), one of a profile gone, one edited, one made by hand.
+    const [eks, gke, aks] = profiles;
+    await core.createNamespacedSecret({
+      namespace: argocd,
+      body: {
+        metadata: {
+          name: 'cluster-cpsync-gone-0000000000',
+          labels: { 'argocd.argoproj.io/secret-type': 'cluster', 'app.kubernetes.io/managed-by': 'cpsync' },
+        },
+        stringData: { name: 'gone', server: 'https://gone.example' },
+      },
+    });
+    await core.patchNamespacedSecret({
+      name: `cluster-${gke!.metadata.name}`,
+      namespace: argocd,
+      body: [
+        {
+          op: 'replace',
+          path: '/data/server',
+          value: Buffer.from('https://wrong.example').toString('base64'),
+        },
+      ],
+    });
+    await core.deleteNamespacedSecret({ name: `cluster-${aks!.metadata.name}`, namespace: argocd });
+    await core.createNamespacedSecret({
+      namespace: argocd,
+      body: {
+        metadata: {
+          name: `cluster-${aks!.metadata.name}`,
+          labels: { 'argocd.argoproj.io/secret-type': 'cluster' },
+        },
+        stringData: { name: 'hand-made', server: 'https://hand.example' },
+      },
+    });
+    const report = await handler({ reconcile: true }, lambdaContext('argocd'));
+    assert.deepEqual(
+      {
+        created: report.created,
+        updated: report.updated,
+        deleted: report.deleted,
+        conflicts: report.conflicts.length,
+      },
+      { created: 1, updated: 1, deleted: 1, conflicts: 1 },
+    );
+    const names = (await secrets()).map((s) => s.metadata!.name);
+    assert.deepEqual(names, [eks, gke, aks].map((p) => `cluster-${p!.metadata.name}`).sort());
+    const handMade = await core.readNamespacedSecret({
+      name: `cluster-${aks!.metadata.name}`,
+      namespace: argocd,
+    });
+    assert.equal(Buffer.from(handMade.data!.server!, 'base64').toString(), 'https://hand.example');
+    const repaired = await core.readNamespacedSecret({
+      name: `cluster-${gke!.metadata.name}`,
+      namespace: argocd,
+    });
+    assert.equal(
+      argoCdReads(argo, repaired).cluster.server,
+      gke!.status!.accessProviders![0]!.cluster!.server,
+    );
+    await core.deleteNamespacedSecret({ name: `cluster-${aks!.metadata.name}`, namespace: argocd });
+  });
+
+  it('a Deleted event removes the Secret — unless the profile is back in the hub', async () => {
+    const [eks, gke] = profiles;
+    await hub.delete({ namespace: inventory, name: gke!.metadata.name });
+    await publish([
+      buildChangeEvent(
+        { kind: 'deleted', profile: gke!, changes: [{ field: 'metadata', before: {} }] },
+        context(gke!),
+      ),
+      // eks is still in the hub: its Deleted event (of an earlier object) must not take its Secret.
+      buildChangeEvent(
+        {
+          kind: 'deleted',
+          profile: { ...eks!, metadata: { ...eks!.metadata, uid: 'an-earlier-object' } },
+          changes: [{ field: 'metadata', before: {} }],
+        },
+        context(eks!),
+      ),
+    ]);
+    const outcomes = (await deliver()).map((r) => [r.event.detail.name, r.result.outcome]).sort();
+    assert.deepEqual(
+      outcomes,
+      [
+        [eks!.metadata.name, 'unchanged'],
+        [gke!.metadata.name, 'deleted'],
+      ].sort(),
+    );
+    const names = (await secrets()).map((s) => s.metadata!.name);
+    assert.ok(!names.includes(`cluster-${gke!.metadata.name}`));
+    assert.ok(names.includes(`cluster-${eks!.metadata.name}`));
+  });
+
+  it('replay: after losing its state, the subscriber rebuilds it from `cpsync announce --all`', async () => {
+    for (const secret of await secrets())
+      await core.deleteNamespacedSecret({ name: secret.metadata!.name!, namespace: argocd });
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    const io = {
+      stdout: { write: (s: string) => stdout.push(s) } as unknown as NodeJS.WritableStream,
+      stderr: { write: (s: string) => stderr.push(s) } as unknown as NodeJS.WritableStream,
+    };
+    assert.equal(await main(['--config', configFile, 'announce'], io), 2, 'nothing chosen: a usage error');
+    assert.match(stderr.join(''), /say what to announce: --all/);
+    assert.equal(await main(['--config', configFile, 'announce', '--all'], io), 0, stderr.join(''));
+    assert.match(stderr.join(''), /announced 2 of 2 profile\(s\) as ClusterProfile Announced events/);
+    const results = await deliver();
+    assert.deepEqual(
+      results.map((r) => r.event['detail-type']),
+      ['ClusterProfile Announced', 'ClusterProfile Announced'],
+    );
+    assert.ok(results.every((r) => r.result.outcome === 'created'));
+    const remaining = profiles.filter((p) => p !== profiles[1]);
+    assert.deepEqual(
+      (await secrets()).map((s) => s.metadata!.name),
+      remaining.map((p) => `cluster-${p.metadata.name}`).sort(),
+    );
+    // Announcing again is a new announcement: new event ids, nothing changed in Argo CD.
+    assert.equal(await main(['--config', configFile, 'announce', '--provider', 'aks'], io), 0);
+    const second = await deliver();
+    assert.equal(second.length, 1);
+    assert.ok(!results.some((r) => r.event.detail.eventId === second[0]!.event.detail.eventId));
+    assert.equal(second[0]!.result.outcome, 'unchanged');
+  });
+});

@@ -141,6 +141,7 @@ export class Cpsync extends Construct {
   public readonly alarms: Alarm[] = [];
   /** The `source` of the events this construct's functions publish. */
   public readonly eventSource: string;
+  readonly #functionSettings: { props: CpsyncProps; document: CpsyncConfig; logRetention: RetentionDays };
   /** The role assumed in member accounts, when EKS is configured. */
   public readonly memberRoleName?: string;
 
@@ -223,43 +224,9 @@ export class Cpsync extends Construct {
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: 3 },
     });
 
-    const logRetention = props.logRetention ?? DEFAULTS.logRetention;
+    this.#functionSettings = { props, document, logRetention: props.logRetention ?? DEFAULTS.logRetention };
     const make = (name: string, entry: string, timeout: Duration, memorySize: number) =>
-      new NodejsFunction(this, name, {
-        entry: join(ROOT, 'functions', entry),
-        handler: 'handler',
-        runtime: Runtime.NODEJS_24_X,
-        architecture: Architecture.ARM_64,
-        memorySize,
-        timeout,
-        ...(props.vpc
-          ? {
-              vpc: props.vpc,
-              vpcSubnets: props.vpcSubnets ?? { subnetType: SubnetType.PRIVATE_WITH_EGRESS },
-              ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
-            }
-          : {}),
-        logGroup: new LogGroup(this, `${name}Logs`, {
-          retention: logRetention,
-          removalPolicy: RemovalPolicy.DESTROY,
-        }),
-        environment: {
-          CPSYNC_CONFIG: JSON.stringify(document),
-          POWERTOOLS_SERVICE_NAME: 'cpsync',
-          POWERTOOLS_METRICS_NAMESPACE: 'cpsync',
-          NODE_OPTIONS: '--enable-source-maps',
-        },
-        bundling: {
-          minify: true,
-          sourceMap: true,
-          format: OutputFormat.ESM,
-          target: 'node24',
-          mainFields: ['module', 'main'],
-          banner: BUNDLE_BANNER,
-          externalModules: BUNDLE_EXTERNALS,
-          forceDockerBundling: false,
-        },
-      });
+      this.addFunction(this, name, { entry, timeout, memorySize });
 
     this.scopeEnumerator = make('ScopeEnumerator', 'scopeEnumerator.ts', Duration.minutes(2), 512);
     this.scopeEnumerator.addEnvironment('CPSYNC_SCOPE_QUEUE_URL', this.scopeQueue.queueUrl);
@@ -359,6 +326,81 @@ export class Cpsync extends Construct {
       ...options,
       pattern: options.pattern ?? patterns.scopeSynced({ source: this.eventSource }),
     });
+  }
+
+  /**
+   * A Node 24 function made as cpsync's own are (bundling, logs, VPC, the configuration in CPSYNC_CONFIG):
+   * for subscribers that read the hub, such as the Argo CD subscriber. `entry` is relative to `functions/`.
+   */
+  addFunction(
+    scope: Construct,
+    name: string,
+    options: { entry: string; timeout: Duration; memorySize: number; environment?: Record<string, string> },
+  ): NodejsFunction {
+    const { props, document, logRetention } = this.#functionSettings;
+    const { entry, timeout, memorySize } = options;
+    return new NodejsFunction(scope, name, {
+      entry: join(ROOT, 'functions', entry),
+      handler: 'handler',
+      runtime: Runtime.NODEJS_24_X,
+      architecture: Architecture.ARM_64,
+      memorySize,
+      timeout,
+      ...(props.vpc
+        ? {
+            vpc: props.vpc,
+            vpcSubnets: props.vpcSubnets ?? { subnetType: SubnetType.PRIVATE_WITH_EGRESS },
+            ...(props.securityGroups ? { securityGroups: props.securityGroups } : {}),
+          }
+        : {}),
+      logGroup: new LogGroup(scope, `${name}Logs`, {
+        retention: logRetention,
+        removalPolicy: RemovalPolicy.DESTROY,
+      }),
+      environment: {
+        CPSYNC_CONFIG: JSON.stringify(document),
+        POWERTOOLS_SERVICE_NAME: 'cpsync',
+        POWERTOOLS_METRICS_NAMESPACE: 'cpsync',
+        NODE_OPTIONS: '--enable-source-maps',
+        ...options.environment,
+      },
+      bundling: {
+        minify: true,
+        sourceMap: true,
+        format: OutputFormat.ESM,
+        target: 'node24',
+        mainFields: ['module', 'main'],
+        banner: BUNDLE_BANNER,
+        externalModules: BUNDLE_EXTERNALS,
+        forceDockerBundling: false,
+      },
+    });
+  }
+
+  /**
+   * What a function needs to read the hub: DescribeCluster on an EKS hub (its role must also be mapped to
+   * a hub identity allowed to read ClusterProfiles), or read access to the kubeconfig secret.
+   */
+  grantHubRead(fn: NodejsFunction): void {
+    const hub = this.#functionSettings.document.hub;
+    const stack = Stack.of(this);
+    if (hub && 'eks' in hub)
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['eks:DescribeCluster'],
+          resources: [
+            stack.formatArn({
+              service: 'eks',
+              region: hub.eks.region,
+              resource: 'cluster',
+              resourceName: hub.eks.clusterName,
+              arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+            }),
+          ],
+        }),
+      );
+    if (hub && 'kubeconfigSecretArn' in hub)
+      Secret.fromSecretPartialArn(fn, 'HubKubeconfig', hub.kubeconfigSecretArn).grantRead(fn);
   }
 
   /** Read-only cloud access: assume the member role; list/describe in cpsync's own account. */

@@ -10,11 +10,13 @@ import { EventBus } from 'aws-cdk-lib/aws-events';
 import { SnsTopic } from 'aws-cdk-lib/aws-events-targets';
 import { Key } from 'aws-cdk-lib/aws-kms';
 import { Topic } from 'aws-cdk-lib/aws-sns';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { parse } from 'yaml';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { CpsyncSubscription } from '../../infra/CpsyncSubscription.ts';
+import { ArgoCdClusterSync, ChatNotifier } from '../../infra/subscribers.ts';
 import { patterns } from '../../events/patterns.ts';
 
 const EXAMPLE = parse(readFileSync(new URL('../../cpsync.example.yaml', import.meta.url), 'utf8')) as Record<
@@ -190,5 +192,79 @@ describe('subscriptions to cpsync events', () => {
         }),
       /retryAttempts must be a whole number from 0 to 185, got 200/,
     );
+  });
+});
+
+describe('the example subscribers’ constructs', () => {
+  it('ChatNotifier and ArgoCdClusterSync subscribe through the construct, cdk-nag clean', () => {
+    const outdir = mkdtempSync(join(tmpdir(), 'cpsync-sub-'));
+    const app = new App({ outdir, context: NO_BUNDLING });
+    const stack = new CpsyncStack(app, 'Cpsync', { env: ENV, cpsync: { config: CONFIG } });
+    const webhook = new Secret(stack, 'Webhook', { description: 'chat webhook URL' });
+    Validations.of(webhook).acknowledge({
+      id: 'AwsSolutions-SMG4',
+      reason: 'a webhook URL is rotated by hand',
+    });
+    const chat = new ChatNotifier(stack, 'Chat', {
+      cpsync: stack.cpsync,
+      webhookSecret: webhook,
+      format: 'teams',
+    });
+    const argo = new ArgoCdClusterSync(stack, 'ArgoCd', {
+      cpsync: stack.cpsync,
+      credentialsArgs: ['--role-name', 'cpsync-reader'],
+    });
+    assert.deepEqual(findings(app, outdir), []);
+    assert.equal(chat.subscription.rules.length, 4);
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      BatchSize: 1000,
+      MaximumBatchingWindowInSeconds: 30,
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: { 'detail-type': ['Inventory Scope Synced'], detail: { outcome: ['failed'] } },
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('ChatEvents'), 'Arn'] } })],
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({
+          CHAT_FORMAT: 'teams',
+          CHAT_WEBHOOK_SECRET: { Ref: Match.stringLikeRegexp('Webhook') },
+          CHAT_MIN_INTERVAL_MS: '1000',
+        }),
+      },
+    });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        'detail-type': [
+          'ClusterProfile Created',
+          'ClusterProfile Updated',
+          'ClusterProfile Deleted',
+          'ClusterProfile Announced',
+        ],
+      },
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('ArgoCdFunction'), 'Arn'] },
+          DeadLetterConfig: Match.anyValue(),
+          RetryPolicy: { MaximumRetryAttempts: 8, MaximumEventAgeInSeconds: 86400 },
+        }),
+      ],
+    });
+    template.hasResourceProperties('AWS::Scheduler::Schedule', {
+      ScheduleExpression: 'rate(1 hour)',
+      Target: Match.objectLike({ Input: JSON.stringify({ reconcile: true }) }),
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({
+          ARGOCD_NAMESPACE: 'argocd',
+          ARGOCD_CREDENTIALS_ARGS: '["--role-name","cpsync-reader"]',
+          CPSYNC_CONFIG: Match.anyValue(),
+        }),
+      },
+    });
+    assert.ok(argo.schedule);
   });
 });

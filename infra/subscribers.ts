@@ -1,0 +1,210 @@
+/**
+ * The two example subscribers, deployable next to a `Cpsync` construct: the chat notifier (Slack or
+ * Microsoft Teams incoming webhooks) and the Argo CD cluster-Secret sync. Each subscribes with
+ * `cpsync.onEvent`, so it gets the retry policy, the dead-letter queue and the alarm every subscription has.
+ */
+import { Duration, RemovalPolicy, Stack, Validations, type CfnElement } from 'aws-cdk-lib';
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
+import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { patterns } from '../events/patterns.ts';
+import type { Cpsync } from './Cpsync.ts';
+import type { CpsyncSubscription } from './CpsyncSubscription.ts';
+
+/** An on-demand, encrypted table of records that expire, keyed by `id`. */
+function expiringTable(scope: Construct, id: string, timeToLiveAttribute: string): Table {
+  return new Table(scope, id, {
+    partitionKey: { name: 'id', type: AttributeType.STRING },
+    billingMode: BillingMode.PAY_PER_REQUEST,
+    encryption: TableEncryption.AWS_MANAGED,
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    timeToLiveAttribute,
+    removalPolicy: RemovalPolicy.DESTROY,
+  });
+}
+
+/** The reason every example subscriber's function role uses AWS's managed logs policy. */
+function acknowledgeLogsPolicy(fn: NodejsFunction): void {
+  Validations.of(fn).acknowledge({
+    id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+    reason:
+      'AWSLambdaBasicExecutionRole only lets a function write its own CloudWatch logs; it is the policy AWS maintains for exactly that.',
+  });
+}
+
+export interface ChatNotifierProps {
+  readonly cpsync: Cpsync;
+  /** The secret holding the incoming-webhook URL (its text, or JSON `{"url": "..."}`). */
+  readonly webhookSecret: ISecret;
+  /** @default 'slack' */
+  readonly format?: 'slack' | 'teams';
+  /**
+   * How long the queue gathers events before the function runs: the events of one sync in that window
+   * become one message.
+   * @default Duration.seconds(30)
+   */
+  readonly batchingWindow?: Duration;
+  /**
+   * The least time between two posts (Slack allows about one message a second per webhook).
+   * @default Duration.seconds(1)
+   */
+  readonly minInterval?: Duration;
+}
+
+/**
+ * Posts a message per sync about created and deleted clusters, version upgrades, health changes and
+ * failed scopes: EventBridge rules (from the kit's patterns) → an SQS queue with a batching window →
+ * the function → the chat's incoming webhook.
+ */
+export class ChatNotifier extends Construct {
+  public readonly function: NodejsFunction;
+  public readonly queue: Queue;
+  public readonly subscription: CpsyncSubscription;
+  public readonly deliveredTable: Table;
+
+  constructor(scope: Construct, id: string, props: ChatNotifierProps) {
+    super(scope, id);
+    const { cpsync } = props;
+    const timeout = Duration.minutes(2);
+    const failed = new Queue(this, 'FailedMessages', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    });
+    Validations.of(failed).acknowledge({
+      id: 'AwsSolutions-SQS3',
+      reason: 'This queue is the dead-letter queue of the chat notifier’s event queue.',
+    });
+    this.queue = new Queue(this, 'Events', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      visibilityTimeout: Duration.seconds(timeout.toSeconds() * 6),
+      deadLetterQueue: { queue: failed, maxReceiveCount: 5 },
+    });
+    this.deliveredTable = expiringTable(this, 'Delivered', 'expiration');
+    this.function = cpsync.addFunction(this, 'Function', {
+      entry: 'subscribers/chatNotifier.ts',
+      timeout,
+      memorySize: 256,
+      environment: {
+        CHAT_WEBHOOK_SECRET: props.webhookSecret.secretArn,
+        CHAT_FORMAT: props.format ?? 'slack',
+        CHAT_IDEMPOTENCY_TABLE: this.deliveredTable.tableName,
+        CHAT_MIN_INTERVAL_MS: String((props.minInterval ?? Duration.seconds(1)).toMilliseconds()),
+        POWERTOOLS_SERVICE_NAME: 'cpsync-chat',
+      },
+    });
+    acknowledgeLogsPolicy(this.function);
+    props.webhookSecret.grantRead(this.function);
+    this.deliveredTable.grant(this.function, 'dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem');
+    this.function.addEventSource(
+      new SqsEventSource(this.queue, {
+        batchSize: 1000,
+        maxBatchingWindow: props.batchingWindow ?? Duration.seconds(30),
+        reportBatchItemFailures: true,
+      }),
+    );
+    const source = cpsync.eventSource;
+    this.subscription = cpsync.onEvent('ChatEvents', {
+      target: this.queue,
+      pattern: [
+        patterns.created({ source }),
+        patterns.deleted({ source }),
+        patterns.changed({
+          source,
+          fields: ['status.version.kubernetes'],
+          fieldPrefixes: ['status.conditions'],
+        }),
+        patterns.scopeSynced({ source, outcome: 'failed' }),
+      ],
+      description: 'cpsync chat notifier',
+    });
+  }
+}
+
+export interface ArgoCdClusterSyncProps {
+  readonly cpsync: Cpsync;
+  /**
+   * The kubeconfig of the cluster Argo CD runs on, kept in Secrets Manager.
+   * @default the hub (Argo CD runs on the hub)
+   */
+  readonly argoCdKubeconfig?: ISecret;
+  /** @default 'argocd' */
+  readonly namespace?: string;
+  /** The credential plugin Argo CD runs. @default 'cpsync' */
+  readonly credentialsCommand?: string;
+  /** Arguments added to every cluster's `cpsync credentials` call (e.g. `['--role-name', 'cpsync-reader']`). */
+  readonly credentialsArgs?: readonly string[];
+  /**
+   * How often every Secret is rebuilt from the hub (a missed event is mended by the next one).
+   * @default Duration.hours(1)
+   */
+  readonly reconcileEvery?: Duration;
+}
+
+/**
+ * Keeps Argo CD's cluster Secrets in step with the inventory: every Created, Updated, Deleted and
+ * Announced event, once per event id, and a full reconcile from the hub on a schedule (or on demand:
+ * invoke the function with `{"reconcile": true}`). Its role must be allowed to read ClusterProfiles in
+ * the hub and to manage Secrets in Argo CD's namespace (see the README).
+ */
+export class ArgoCdClusterSync extends Construct {
+  public readonly function: NodejsFunction;
+  public readonly subscription: CpsyncSubscription;
+  public readonly schedule: Schedule;
+  public readonly idempotencyTable: Table;
+
+  constructor(scope: Construct, id: string, props: ArgoCdClusterSyncProps) {
+    super(scope, id);
+    const { cpsync } = props;
+    this.idempotencyTable = expiringTable(this, 'Idempotency', 'expiration');
+    this.function = cpsync.addFunction(this, 'Function', {
+      entry: 'subscribers/argoCdClusters.ts',
+      timeout: Duration.minutes(5),
+      memorySize: 512,
+      environment: {
+        ARGOCD_NAMESPACE: props.namespace ?? 'argocd',
+        ARGOCD_CREDENTIALS_COMMAND: props.credentialsCommand ?? 'cpsync',
+        ARGOCD_CREDENTIALS_ARGS: JSON.stringify(props.credentialsArgs ?? []),
+        ARGOCD_IDEMPOTENCY_TABLE: this.idempotencyTable.tableName,
+        ...(props.argoCdKubeconfig ? { ARGOCD_KUBECONFIG_SECRET_ARN: props.argoCdKubeconfig.secretArn } : {}),
+        POWERTOOLS_SERVICE_NAME: 'cpsync-argocd',
+      },
+    });
+    acknowledgeLogsPolicy(this.function);
+    cpsync.grantHubRead(this.function);
+    props.argoCdKubeconfig?.grantRead(this.function);
+    this.idempotencyTable.grant(
+      this.function,
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:UpdateItem',
+      'dynamodb:DeleteItem',
+    );
+    this.subscription = cpsync.onEvent('ArgoCdEvents', {
+      target: this.function,
+      pattern: patterns.inventory({ source: cpsync.eventSource }),
+      description: 'cpsync Argo CD cluster Secrets',
+    });
+    this.schedule = new Schedule(this, 'Reconcile', {
+      schedule: ScheduleExpression.rate(props.reconcileEvery ?? Duration.hours(1)),
+      description: 'cpsync: rebuild the Argo CD cluster Secrets from the hub',
+      target: new LambdaInvoke(this.function, {
+        input: ScheduleTargetInput.fromObject({ reconcile: true }),
+        retryAttempts: 2,
+      }),
+    });
+    // The scheduler's role (shared by the stack's schedules) may invoke the function and its versions.
+    const stack = Stack.of(this);
+    Validations.of(stack).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(this.function.node.defaultChild as CfnElement)}.Arn>:*]`,
+      reason:
+        'The scheduler role may invoke the Argo CD function and its versions/aliases (the CDK scheduler target grant).',
+    });
+  }
+}

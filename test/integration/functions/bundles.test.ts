@@ -10,12 +10,13 @@ import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
 import { esbuildArgs } from '../../../infra/bundling.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from '../../env/emulators.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
-import { adminKubeConfig } from '../../support/hub.ts';
+import { adminKubeConfig, localHub } from '../../support/hub.ts';
 import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
 import { estateOnHub } from '../../support/estate.ts';
 
@@ -69,8 +70,14 @@ describe('the bundled functions', () => {
     // Under the project, so the bundles find the AWS SDK the Lambda runtime would provide.
     const directory = join(ROOT, '.cache', 'bundle-test');
     mkdirSync(directory, { recursive: true });
-    for (const name of ['scopeEnumerator', 'scopeWorker', 'eksEvents', 'webhook']) {
-      const out = join(directory, `${name}.mjs`);
+    for (const name of [
+      'scopeEnumerator',
+      'scopeWorker',
+      'eksEvents',
+      'webhook',
+      'subscribers/argoCdClusters',
+    ]) {
+      const out = join(directory, `${name.replace('/', '-')}.mjs`);
       execFileSync(
         join(ROOT, 'node_modules/.bin/esbuild'),
         esbuildArgs(join(ROOT, 'functions', `${name}.ts`), out),
@@ -87,6 +94,7 @@ describe('the bundled functions', () => {
       'eksEvents',
       'scopeEnumerator',
       'scopeWorker',
+      'subscribers/argoCdClusters',
       'webhook',
     ]);
   });
@@ -129,5 +137,32 @@ describe('the bundled functions', () => {
       lambdaContext(),
     )) as { statusCode: number };
     assert.equal(webhook.statusCode, 404, 'GCP pushes are not configured here: refused, not crashed');
+  });
+
+  it('the Argo CD subscriber rebuilds a cluster Secret for every profile of the hub (reconcile)', async () => {
+    const argocd = `argocd-${namespace}`.slice(0, 63);
+    const core = adminKubeConfig(await localHub()).makeApiClient(CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: argocd } } });
+    process.env.ARGOCD_NAMESPACE = argocd;
+    try {
+      const report = (await handlers['subscribers/argoCdClusters']!(
+        { reconcile: true },
+        lambdaContext(),
+      )) as {
+        created: number;
+        skipped: unknown[];
+      };
+      const profiles = await hub.list(namespace, { 'x-k8s.io/cluster-manager': 'cpsync' });
+      const secrets = await core.listNamespacedSecret({ namespace: argocd });
+      assert.equal(report.created + report.skipped.length, profiles.length);
+      assert.equal(secrets.items.length, report.created);
+      assert.ok(report.created > 0);
+      assert.ok(
+        secrets.items.every((s) => s.metadata?.labels?.['argocd.argoproj.io/secret-type'] === 'cluster'),
+      );
+    } finally {
+      delete process.env.ARGOCD_NAMESPACE;
+      await core.deleteNamespace({ name: argocd });
+    }
   });
 });

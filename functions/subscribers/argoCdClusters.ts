@@ -53,7 +53,7 @@ const Settings = z.object({
 });
 
 /** The settings from the environment; every bad variable named. */
-export function argoCdSettings(env: NodeJS.ProcessEnv = process.env) {
+function argoCdSettings(env: NodeJS.ProcessEnv = process.env) {
   const parsed = Settings.safeParse(env);
   if (!parsed.success)
     throw new Error(

@@ -17,7 +17,6 @@ import {
   SECRET_TYPE_LABEL,
   clusterSecretOf,
   secretNameOf,
-  type ClusterSecret,
   type SecretOptions,
 } from './clusterSecret.ts';
 
@@ -188,5 +187,3 @@ export class ArgoCdClusters {
     return report;
   }
 }
-
-export type { ClusterSecret };

@@ -29,7 +29,7 @@ import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.t
 import { buildChangeEvent } from '../../../core/sync/events.ts';
 import type { CpsyncEvent } from '../../../events/types.ts';
 import { patterns } from '../../../events/index.ts';
-import { ArgoCdClusters } from '../../../functions/subscribers/argocd/ArgoCdClusters.ts';
+import { ArgoCdClusters, type ReconcileReport } from '../../../functions/subscribers/argocd/ArgoCdClusters.ts';
 import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../../functions/subscribers/argoCdClusters.ts';
 import { main } from '../../../cli/program.ts';
 import { ensureArgoCdBinary } from '../../env/binaries.ts';
@@ -315,7 +315,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
         stringData: { name: 'hand-made', server: 'https://hand.example' },
       },
     });
-    const report = await handler({ reconcile: true }, lambdaContext('argocd'));
+    const report = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
     assert.deepEqual(
       {
         created: report.created,

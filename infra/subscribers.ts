@@ -107,6 +107,8 @@ export class ChatNotifier extends Construct {
         batchSize: 1000,
         maxBatchingWindow: props.batchingWindow ?? Duration.seconds(30),
         reportBatchItemFailures: true,
+        // The least concurrency SQS allows: posts to one webhook stay nearly sequential (429s are waited out).
+        maxConcurrency: 2,
       }),
     );
     const source = cpsync.eventSource;
@@ -120,7 +122,7 @@ export class ChatNotifier extends Construct {
           fields: ['status.version.kubernetes'],
           fieldPrefixes: ['status.conditions'],
         }),
-        patterns.scopeSynced({ source, outcome: 'failed' }),
+        patterns.scopeSynced({ source, outcome: ['failed', 'partial'] }),
       ],
       description: 'cpsync chat notifier',
     });

@@ -12,6 +12,7 @@ import { EventBus } from 'aws-cdk-lib/aws-events';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { parse } from 'yaml';
 import { Cpsync } from '../../infra/Cpsync.ts';
+import { DETAIL_SCHEMAS } from '../../events/schemas.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { venvBin } from '../env/python.ts';
 
@@ -208,7 +209,14 @@ describe('the CDK app', () => {
 
   it('registers a draft-04 JSON Schema per detail-type, and alarms on the DLQ, failed scopes and function errors', () => {
     template.resourceCountIs('AWS::EventSchemas::Registry', 1);
-    template.resourcePropertiesCountIs('AWS::EventSchemas::Schema', { Type: 'JSONSchemaDraft4' }, 5);
+    template.resourcePropertiesCountIs(
+      'AWS::EventSchemas::Schema',
+      { Type: 'JSONSchemaDraft4' },
+      Object.keys(DETAIL_SCHEMAS).length,
+    );
+    template.hasResourceProperties('AWS::EventSchemas::Schema', {
+      SchemaName: 'cpsync@ClusterProfileAnnounced',
+    });
     template.hasResourceProperties('AWS::EventSchemas::Schema', {
       SchemaName: 'cpsync@InventoryScopeSynced',
     });

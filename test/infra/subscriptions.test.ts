@@ -221,9 +221,10 @@ describe('the example subscribers’ constructs', () => {
       BatchSize: 1000,
       MaximumBatchingWindowInSeconds: 30,
       FunctionResponseTypes: ['ReportBatchItemFailures'],
+      ScalingConfig: { MaximumConcurrency: 2 },
     });
     template.hasResourceProperties('AWS::Events::Rule', {
-      EventPattern: { 'detail-type': ['Inventory Scope Synced'], detail: { outcome: ['failed'] } },
+      EventPattern: { 'detail-type': ['Inventory Scope Synced'], detail: { outcome: ['failed', 'partial'] } },
       Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('ChatEvents'), 'Arn'] } })],
     });
     template.hasResourceProperties('AWS::Lambda::Function', {

@@ -76,6 +76,7 @@ describe('the bundled functions', () => {
       'eksEvents',
       'webhook',
       'subscribers/argoCdClusters',
+      'subscribers/chatNotifier',
     ]) {
       const out = join(directory, `${name.replace('/', '-')}.mjs`);
       execFileSync(
@@ -95,6 +96,7 @@ describe('the bundled functions', () => {
       'scopeEnumerator',
       'scopeWorker',
       'subscribers/argoCdClusters',
+      'subscribers/chatNotifier',
       'webhook',
     ]);
   });

@@ -29,7 +29,10 @@ import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.t
 import { buildChangeEvent } from '../../../core/sync/events.ts';
 import type { CpsyncEvent } from '../../../events/types.ts';
 import { patterns } from '../../../events/index.ts';
-import { ArgoCdClusters, type ReconcileReport } from '../../../functions/subscribers/argocd/ArgoCdClusters.ts';
+import {
+  ArgoCdClusters,
+  type ReconcileReport,
+} from '../../../functions/subscribers/argocd/ArgoCdClusters.ts';
 import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../../functions/subscribers/argoCdClusters.ts';
 import { main } from '../../../cli/program.ts';
 import { ensureArgoCdBinary } from '../../env/binaries.ts';

@@ -1,0 +1,707 @@
+/**
+ * The chat notifier: an example subscriber of cpsync's events, deployable as it is. Rules on the bus
+ * deliver to an SQS queue; this function reads the queue in batches and posts to a Slack or Microsoft
+ * Teams incoming webhook what deserves a person's attention — clusters that joined or left the
+ * inventory, Kubernetes version changes, health changes, scopes that could not be synced. Everything
+ * else it receives is counted and let go.
+ *
+ * - **One message per sync**: the events of one `detail.syncId` in a batch make one message, its list
+ *   of clusters bounded (CHAT_MAX_LINES, then "and N more"). A hundred creations are one message.
+ * - **The webhook URL is a secret** (Secrets Manager: the URL itself, or JSON `{"url": "…"}`), read
+ *   through Powertools parameters and cached; it is never logged.
+ * - **Polite to the webhook**: one post at a time, at least CHAT_MIN_INTERVAL_MS after the previous one
+ *   ended (Slack takes about one message a second per webhook); a 429 is waited out as its
+ *   `Retry-After` says, a 429 or 5xx retried with backoff, never past the invocation's remaining time.
+ *   What could not be posted is reported as batch item failures: SQS delivers those records again, and
+ *   only those.
+ * - **One message per event**: the ids of the events a message carried are kept in a DynamoDB table
+ *   (per webhook, for CHAT_IDEMPOTENCY_TTL_SECONDS), and an event already told is not told again — a
+ *   redelivered record, or the same change published again with the same `detail.eventId`.
+ *   At-least-once all the same: a message posted whose record was not written (the function stopped in
+ *   between) is posted again when its events come back.
+ *
+ * Environment: CHAT_WEBHOOK_SECRET (secret id or ARN, required), CHAT_IDEMPOTENCY_TABLE (required),
+ * CHAT_FORMAT (`slack`, the default, or `teams`), CHAT_MIN_INTERVAL_MS (1000),
+ * CHAT_IDEMPOTENCY_TTL_SECONDS (86400), CHAT_MAX_LINES (20, at most 50). A setting that is wrong fails
+ * the whole invocation, naming it: nothing is lost, SQS delivers the batch again (and in the end to its
+ * dead-letter queue).
+ */
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  DynamoDBDocumentClient,
+  type BatchGetCommandInput,
+  type BatchWriteCommandInput,
+} from '@aws-sdk/lib-dynamodb';
+import { MetricUnit } from '@aws-lambda-powertools/metrics';
+import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
+import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
+import {
+  CpsyncEventError,
+  isEvent,
+  parseCpsyncEvent,
+  type CpsyncEventBridgeEvent,
+  type EventFieldChange,
+  type ProfileChangeDetail,
+} from '../../events/index.ts';
+import { logger, metrics, withPowertools } from '../runtime.ts';
+
+export type ChatFormat = 'slack' | 'teams';
+
+/** How the notifier runs; each has an environment variable or a default (see `settingsFromEnvironment`). */
+export interface ChatNotifierSettings {
+  format: ChatFormat;
+  /** Secrets Manager id or ARN of the webhook URL. */
+  webhookSecret: string;
+  /** DynamoDB table of delivered event ids: partition key `id` (string), TTL attribute `expiration`. */
+  table: string;
+  /** Least time between the end of one post and the start of the next. */
+  minIntervalMs: number;
+  /** How long a delivered event id is remembered. */
+  rememberSeconds: number;
+  /** Clusters and scopes listed in one message; the rest are counted ("and N more"). */
+  maxLines: number;
+  /** Attempts at one message (429, 5xx, network errors) before it is left for redelivery. */
+  maxAttempts: number;
+  /** First backoff between attempts; doubles each time, with jitter. */
+  retryBaseMs: number;
+  /** Longest wait for one webhook answer. */
+  requestTimeoutMs: number;
+  /** Time kept back from the invocation's remaining time for recording deliveries and answering. */
+  safetyMarginMs: number;
+}
+
+/** What a test (or another deployment) may set instead of the environment. */
+export interface ChatNotifierOverrides extends Partial<ChatNotifierSettings> {
+  documents?: DynamoDBDocumentClient;
+}
+
+const DEFAULTS = {
+  format: 'slack',
+  minIntervalMs: 1000,
+  rememberSeconds: 24 * 60 * 60,
+  maxLines: 20,
+  maxAttempts: 4,
+  retryBaseMs: 1000,
+  requestTimeoutMs: 10_000,
+  safetyMarginMs: 3000,
+} as const;
+
+/** Limits of the chat services: Slack's section text, and what keeps a Teams card well under 28 KB. */
+const SLACK_SECTION_CHARS = 3000;
+const MAX_LINE_CHARS = 300;
+const MAX_LINES_ALLOWED = 50;
+/** The webhook URL is cached this long: a rotated URL takes effect within it. */
+const SECRET_MAX_AGE_SECONDS = 300;
+/** A post is not started with less time than this left before the deadline. */
+const MIN_REQUEST_MS = 1000;
+
+/** The settings the environment gives; throws naming every variable that is wrong. */
+function settingsFromEnvironment(env: NodeJS.ProcessEnv = process.env): ChatNotifierSettings {
+  const problems: string[] = [];
+  const required = (name: string) => {
+    const value = env[name]?.trim();
+    if (!value) problems.push(`${name}: is not set`);
+    return value ?? '';
+  };
+  const whole = (name: string, fallback: number, min: number, max: number) => {
+    const text = env[name]?.trim();
+    if (!text) return fallback;
+    const value = Number(text);
+    if (!Number.isInteger(value) || value < min || value > max) {
+      problems.push(`${name}: is ${JSON.stringify(text)}, not a whole number from ${min} to ${max}`);
+      return fallback;
+    }
+    return value;
+  };
+  const format = (env.CHAT_FORMAT?.trim() || DEFAULTS.format).toLowerCase();
+  if (format !== 'slack' && format !== 'teams')
+    problems.push(`CHAT_FORMAT: is ${JSON.stringify(env.CHAT_FORMAT)}, not slack or teams`);
+  const settings: ChatNotifierSettings = {
+    format: format as ChatFormat,
+    webhookSecret: required('CHAT_WEBHOOK_SECRET'),
+    table: required('CHAT_IDEMPOTENCY_TABLE'),
+    minIntervalMs: whole('CHAT_MIN_INTERVAL_MS', DEFAULTS.minIntervalMs, 0, 60_000),
+    rememberSeconds: whole('CHAT_IDEMPOTENCY_TTL_SECONDS', DEFAULTS.rememberSeconds, 60, 30 * 24 * 60 * 60),
+    maxLines: whole('CHAT_MAX_LINES', DEFAULTS.maxLines, 1, MAX_LINES_ALLOWED),
+    maxAttempts: DEFAULTS.maxAttempts,
+    retryBaseMs: DEFAULTS.retryBaseMs,
+    requestTimeoutMs: DEFAULTS.requestTimeoutMs,
+    safetyMarginMs: DEFAULTS.safetyMarginMs,
+  };
+  if (problems.length > 0) throw new Error(`chat notifier configuration: ${problems.join('; ')}`);
+  return settings;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// What is worth a message
+
+/** The kinds of notice, in the order a message lists them (the most pressing first). */
+const KINDS = ['scopeFailed', 'scopePartial', 'health', 'deleted', 'upgraded', 'created'] as const;
+type NoticeKind = (typeof KINDS)[number];
+
+/** One line of a message: what it is about (a cluster, a scope) and what happened to it. */
+export interface Notice {
+  kind: NoticeKind;
+  subject: string;
+  text: string;
+}
+
+const VERSION_FIELD = 'status.version.kubernetes';
+const CONDITIONS_PREFIX = 'status.conditions';
+
+/** `value` as a short piece of text (a version, a condition status). */
+function shown(value: unknown): string {
+  if (value === undefined || value === null) return 'none';
+  return typeof value === 'string' ? value : JSON.stringify(value);
+}
+
+/** Where a cluster is: provider, account, region. */
+function whereIs(cluster: ProfileChangeDetail['cluster']): string {
+  return [cluster.provider, cluster.account, cluster.region].filter(Boolean).join(' ');
+}
+
+/** A condition's status as a change carries it: `"True"`, or `{ status, reason, message }`. */
+function conditionStatus(value: unknown): { status: string; reason?: string } {
+  if (value && typeof value === 'object' && 'status' in value) {
+    const { status, reason } = value as { status?: unknown; reason?: unknown };
+    return { status: shown(status), ...(typeof reason === 'string' && reason ? { reason } : {}) };
+  }
+  return { status: shown(value) };
+}
+
+/** "ControlPlaneHealthy is now False (was True): ClusterUnhealthy" for each condition that changed. */
+function conditionChanges(detail: ProfileChangeDetail): string[] {
+  const byField = new Map<string, EventFieldChange>(detail.changes.map((c) => [c.field, c]));
+  return detail.changedFields
+    .filter((field) => field.startsWith(CONDITIONS_PREFIX))
+    .map((field) => {
+      const type = /\[(.+)\]$/.exec(field)?.[1] ?? field;
+      const change = byField.get(field);
+      // A large event may carry its changes without values: say which condition, not how.
+      if (!change || (!('before' in change) && !('after' in change))) return `${type} changed`;
+      const before = conditionStatus(change.before);
+      const after = conditionStatus(change.after);
+      if (!('after' in change)) return `${type} was removed (was ${before.status})`;
+      return `${type} is now ${after.status} (was ${before.status})${after.reason ? `: ${after.reason}` : ''}`;
+    });
+}
+
+/**
+ * The notices an event makes: none for what is not worth a message (label or property updates,
+ * announcements, complete or orphaned scopes). A scope synced in part is worth one, as is a failed
+ * scope: either means clusters of it may be missing from, or stale in, the inventory.
+ */
+function noticesOf(event: CpsyncEventBridgeEvent): Notice[] {
+  if (
+    isEvent(event, 'ClusterProfile Created') ||
+    isEvent(event, 'ClusterProfile Updated') ||
+    isEvent(event, 'ClusterProfile Deleted')
+  ) {
+    const detail = event.detail;
+    const subject = detail.cluster.displayName || detail.name;
+    const where = whereIs(detail.cluster);
+    if (isEvent(event, 'ClusterProfile Created')) {
+      const version = event.detail.profile?.status?.version?.kubernetes;
+      return [
+        { kind: 'created', subject, text: `created (${where}${version ? `, Kubernetes ${version}` : ''})` },
+      ];
+    }
+    if (isEvent(event, 'ClusterProfile Deleted'))
+      return [{ kind: 'deleted', subject, text: `deleted (${where})` }];
+    const notices: Notice[] = [];
+    if (detail.changedFields.includes(VERSION_FIELD)) {
+      const change = detail.changes.find((c) => c.field === VERSION_FIELD);
+      const text =
+        change && ('before' in change || 'after' in change)
+          ? `Kubernetes ${shown(change.before)} → ${shown(change.after)}`
+          : 'Kubernetes version changed';
+      notices.push({ kind: 'upgraded', subject, text: `${text} (${where})` });
+    }
+    const conditions = conditionChanges(detail);
+    if (conditions.length > 0)
+      notices.push({ kind: 'health', subject, text: `${conditions.join('; ')} (${where})` });
+    return notices;
+  }
+  if (isEvent(event, 'Inventory Scope Synced')) {
+    const { outcome, scope, error, counts, missing } = event.detail;
+    const subject = `${scope.provider}/${scope.account}/${scope.region}`;
+    if (outcome === 'failed')
+      return [
+        {
+          kind: 'scopeFailed',
+          subject,
+          text: `could not be synced: ${error ? `${error.reason}: ${error.message}` : 'no reason given'}`,
+        },
+      ];
+    if (outcome === 'partial') {
+      const parts = [
+        counts.failed > 0 ? `${counts.failed} failed` : '',
+        counts.invalid > 0 ? `${counts.invalid} invalid` : '',
+        missing && missing.length > 0 ? `not listed: ${missing.join(', ')}` : '',
+        error ? `${error.reason}: ${error.message}` : '',
+      ].filter(Boolean);
+      return [
+        {
+          kind: 'scopePartial',
+          subject,
+          text: `synced in part${parts.length ? `: ${parts.join('; ')}` : ''}`,
+        },
+      ];
+    }
+  }
+  return [];
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The message
+
+/** A message, whatever the chat: a title that counts everything, the first lines, how many more. */
+export interface ChatMessage {
+  title: string;
+  lines: Array<{ subject: string; text: string }>;
+  more: number;
+  footer: string;
+}
+
+const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+
+/** The message about `notices` of one sync. */
+function composeMessage(
+  notices: readonly Notice[],
+  about: { syncId: string; account: string; region: string },
+  maxLines: number,
+): ChatMessage {
+  const count = (kind: NoticeKind) => notices.filter((n) => n.kind === kind).length;
+  // The first of the cluster counts names the noun: "3 clusters created, 2 upgraded, 1 deleted".
+  const clusterCounts = (
+    [
+      ['created', 'created'],
+      ['upgraded', 'upgraded'],
+      ['deleted', 'deleted'],
+    ] as const
+  )
+    .map(([kind, verb]) => [count(kind), verb] as const)
+    .filter(([n]) => n > 0)
+    .map(([n, verb], i) => (i === 0 ? `${plural(n, 'cluster', 'clusters')} ${verb}` : `${n} ${verb}`));
+  const parts = [
+    ...clusterCounts,
+    ...(count('health') > 0 ? [plural(count('health'), 'health change', 'health changes')] : []),
+    ...(count('scopeFailed') > 0 ? [`${plural(count('scopeFailed'), 'scope', 'scopes')} failed`] : []),
+    ...(count('scopePartial') > 0
+      ? [`${plural(count('scopePartial'), 'scope', 'scopes')} synced in part`]
+      : []),
+  ];
+  const ordered = KINDS.flatMap((kind) => notices.filter((n) => n.kind === kind));
+  const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+  return {
+    title: `cpsync: ${parts.join(', ')}`,
+    lines: ordered.slice(0, maxLines).map((n) => ({
+      subject: clip(n.subject, 100),
+      text: clip(n.text, MAX_LINE_CHARS - Math.min(n.subject.length, 100)),
+    })),
+    more: Math.max(0, ordered.length - maxLines),
+    footer: `sync ${about.syncId} · hub account ${about.account} ${about.region}`,
+  };
+}
+
+/** Text as Slack's mrkdwn takes it: `&`, `<` and `>` escaped, so nothing reads as a link or mention. */
+const slackText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/**
+ * A Slack incoming-webhook message: `text` (the notification's and the fallback's), then mrkdwn section
+ * blocks of at most 3,000 characters each and a context block (well within Slack's 50 blocks).
+ */
+function slackPayload(message: ChatMessage): { text: string; blocks: object[] } {
+  const lines = message.lines.map((l) => `• *${slackText(l.subject)}* ${slackText(l.text)}`);
+  if (message.more > 0) lines.push(`…and ${message.more} more`);
+  const sections: string[] = [];
+  for (const line of lines) {
+    const last = sections.at(-1);
+    if (last !== undefined && last.length + 1 + line.length <= SLACK_SECTION_CHARS)
+      sections[sections.length - 1] = `${last}\n${line}`;
+    else sections.push(line);
+  }
+  return {
+    text: message.title,
+    blocks: [
+      { type: 'section', text: { type: 'mrkdwn', text: `*${slackText(message.title)}*` } },
+      ...sections.map((text) => ({ type: 'section', text: { type: 'mrkdwn', text } })),
+      { type: 'context', elements: [{ type: 'mrkdwn', text: slackText(message.footer) }] },
+    ],
+  };
+}
+
+/** A Teams message (Workflows or incoming webhook): one Adaptive Card of text blocks. */
+function teamsPayload(message: ChatMessage): object {
+  const body = [
+    { type: 'TextBlock', text: message.title, weight: 'Bolder', size: 'Medium', wrap: true },
+    ...message.lines.map((l) => ({
+      type: 'TextBlock',
+      text: `**${l.subject}** ${l.text}`,
+      wrap: true,
+      spacing: 'Small',
+    })),
+    ...(message.more > 0
+      ? [{ type: 'TextBlock', text: `…and ${message.more} more`, wrap: true, spacing: 'Small' }]
+      : []),
+    { type: 'TextBlock', text: message.footer, wrap: true, isSubtle: true, size: 'Small' },
+  ];
+  return {
+    type: 'message',
+    attachments: [
+      {
+        contentType: 'application/vnd.microsoft.card.adaptive',
+        contentUrl: null,
+        content: {
+          type: 'AdaptiveCard',
+          version: '1.4',
+          $schema: 'http://adaptivecards.io/schemas/adaptive-card.json',
+          body,
+          msteams: { width: 'Full' },
+        },
+      },
+    ],
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The webhook
+
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+/**
+ * The webhook URL the secret holds (the URL, or JSON `{"url": "…"}`), cached for a few minutes.
+ * Errors name the secret, never its value.
+ */
+async function webhookUrl(secretId: string): Promise<string> {
+  const value = await getSecret(secretId, { maxAge: SECRET_MAX_AGE_SECONDS });
+  let text = typeof value === 'string' ? value.trim() : '';
+  if (text.startsWith('{')) {
+    try {
+      const url = (JSON.parse(text) as { url?: unknown }).url;
+      text = typeof url === 'string' ? url.trim() : '';
+    } catch {
+      text = '';
+    }
+  }
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new Error(`secret ${secretId}: holds no webhook URL (a URL, or JSON {"url": "…"})`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname)))
+    throw new Error(`secret ${secretId}: the webhook URL is not https`);
+  return url.href;
+}
+
+type PostOutcome =
+  | { posted: true; attempts: number }
+  /** `stop`: the webhook is unavailable (or time is up), so later messages of the batch are not tried. */
+  | { posted: false; attempts: number; reason: string; stop: boolean };
+
+/** Milliseconds a 429 asks to wait: `Retry-After` in seconds or as an HTTP date. */
+function retryAfterMs(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(header);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+}
+
+/** Waits until `time` (epoch ms); `setTimeout` may wake a little early, so it looks at the clock. */
+async function waitUntil(time: number): Promise<void> {
+  for (let left = time - Date.now(); left > 0; left = time - Date.now()) await sleep(left);
+}
+
+/**
+ * Posts messages one at a time to a webhook, at least `minIntervalMs` after the previous post ended
+ * (across invocations of the container, too), retrying 429, 5xx and network errors with backoff and
+ * `Retry-After`, and giving up rather than going past `deadline`.
+ */
+function makePoster() {
+  let lastEnded = 0;
+  return async (
+    url: string,
+    payload: object,
+    settings: ChatNotifierSettings,
+    deadline: number,
+  ): Promise<PostOutcome> => {
+    const body = JSON.stringify(payload);
+    for (let attempt = 1; ; attempt++) {
+      const start = Math.max(Date.now(), lastEnded + settings.minIntervalMs);
+      if (deadline - start < MIN_REQUEST_MS)
+        return {
+          posted: false,
+          attempts: attempt - 1,
+          reason: 'no time left in this invocation',
+          stop: true,
+        };
+      await waitUntil(start);
+      let status = 0;
+      let answer: string;
+      let wait: number | undefined;
+      try {
+        const response = await fetch(url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body,
+          signal: AbortSignal.timeout(Math.min(settings.requestTimeoutMs, deadline - Date.now())),
+        });
+        status = response.status;
+        answer = (await response.text()).slice(0, 200);
+        if (status === 429) wait = retryAfterMs(response.headers.get('retry-after'));
+      } catch (error) {
+        // Node's fetch errors name the host and port at most, never the path that holds the token.
+        const cause = (error as { cause?: { code?: string } }).cause?.code;
+        answer = `${(error as Error).name}: ${(error as Error).message}${cause ? ` (${cause})` : ''}`;
+      } finally {
+        lastEnded = Date.now();
+      }
+      if (status >= 200 && status < 300) return { posted: true, attempts: attempt };
+      const retryable = status === 0 || status === 429 || status >= 500;
+      const reason = `${status ? `the webhook answered ${status}` : 'the webhook did not answer'}: ${answer}`;
+      if (!retryable) return { posted: false, attempts: attempt, reason, stop: false };
+      if (attempt >= settings.maxAttempts) return { posted: false, attempts: attempt, reason, stop: true };
+      const backoff = settings.retryBaseMs * 2 ** (attempt - 1) * (0.5 + Math.random() / 2);
+      const resume = Date.now() + (wait ?? backoff);
+      if (deadline - resume < MIN_REQUEST_MS)
+        return { posted: false, attempts: attempt, reason: `${reason} (no time left to retry)`, stop: true };
+      logger.info('webhook busy: waiting before the next attempt', {
+        status,
+        waitMs: Math.round(resume - Date.now()),
+      });
+      await waitUntil(resume);
+    }
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Delivered event ids
+
+/** Runs a DynamoDB batch call until nothing is left unprocessed (a few rounds, with backoff). */
+async function untilProcessed<T>(
+  what: string,
+  first: T,
+  call: (request: T) => Promise<T | undefined>,
+): Promise<void> {
+  let request: T | undefined = first;
+  for (let round = 0; request; round++) {
+    if (round > 0) await sleep(50 * 2 ** round);
+    if (round === 6) throw new Error(`${what}: DynamoDB left items unprocessed after ${round} rounds`);
+    request = await call(request);
+  }
+}
+
+/** The ids of `keys` recorded (and not yet expired) in `table`. */
+async function recordedKeys(
+  documents: DynamoDBDocumentClient,
+  table: string,
+  keys: readonly string[],
+): Promise<Set<string>> {
+  const found = new Set<string>();
+  const now = Math.floor(Date.now() / 1000);
+  for (let i = 0; i < keys.length; i += 100) {
+    const first: BatchGetCommandInput['RequestItems'] = {
+      [table]: { Keys: keys.slice(i, i + 100).map((id) => ({ id })), ConsistentRead: true },
+    };
+    await untilProcessed('reading delivered events', first, async (RequestItems) => {
+      const answer = await documents.send(new BatchGetCommand({ RequestItems }));
+      for (const item of answer.Responses?.[table] ?? [])
+        // TTL deletes expired items late; an expired one no longer counts.
+        if (typeof item.id === 'string' && !(Number(item.expiration) <= now)) found.add(item.id);
+      const left = answer.UnprocessedKeys?.[table];
+      return left?.Keys?.length ? { [table]: left } : undefined;
+    });
+  }
+  return found;
+}
+
+/** Records `keys` as delivered in `table`, each expiring after `seconds`. */
+async function recordKeys(
+  documents: DynamoDBDocumentClient,
+  table: string,
+  keys: readonly string[],
+  seconds: number,
+  syncId: string,
+): Promise<void> {
+  const expiration = Math.floor(Date.now() / 1000) + seconds;
+  for (let i = 0; i < keys.length; i += 25) {
+    const first: BatchWriteCommandInput['RequestItems'] = {
+      [table]: keys.slice(i, i + 25).map((id) => ({ PutRequest: { Item: { id, expiration, syncId } } })),
+    };
+    await untilProcessed('recording delivered events', first, async (RequestItems) => {
+      const answer = await documents.send(new BatchWriteCommand({ RequestItems }));
+      const left = answer.UnprocessedItems?.[table];
+      return left?.length ? { [table]: left } : undefined;
+    });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// The handler
+
+/** The events of one sync in a batch, and which records carry each. */
+interface SyncGroup {
+  syncId: string;
+  account: string;
+  region: string;
+  /** By event id: its notices and the message ids of the records that carry it. */
+  events: Map<string, { notices: Notice[]; records: string[] }>;
+}
+
+/**
+ * The chat notifier's handler: an SQS batch of cpsync events (EventBridge rule → SQS → this function)
+ * in, a partial batch response out. `overrides` replace settings the environment would give.
+ */
+export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
+  const { documents: givenDocuments, ...settingOverrides } = overrides;
+  let documents = givenDocuments;
+  const post = makePoster();
+
+  return withPowertools(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
+    const deadline = Date.now() + context.getRemainingTimeInMillis();
+    const settings = { ...settingsFromEnvironment(), ...settingOverrides };
+    documents ??= DynamoDBDocumentClient.from(new DynamoDBClient({}));
+    const failed = new Set<string>();
+    let ignored = 0;
+    let duplicates = 0;
+
+    // Read every record; one that is not a cpsync event fails alone.
+    const groups = new Map<string, SyncGroup>();
+    const byEventId = new Map<string, { notices: Notice[]; records: string[] }>();
+    for (const record of event.Records) {
+      let parsed: CpsyncEventBridgeEvent;
+      try {
+        parsed = parseCpsyncEvent(record.body);
+      } catch (error) {
+        if (!(error instanceof CpsyncEventError)) throw error;
+        logger.warn('not a cpsync event this notifier reads: the record fails', {
+          messageId: record.messageId,
+          problems: error.problems,
+        });
+        failed.add(record.messageId);
+        continue;
+      }
+      const notices = noticesOf(parsed);
+      if (notices.length === 0) {
+        ignored++;
+        continue;
+      }
+      const { syncId, eventId } = parsed.detail;
+      const known = byEventId.get(eventId);
+      if (known) {
+        // The same event twice in one batch: one line, and the records share its fate.
+        known.records.push(record.messageId);
+        duplicates++;
+        continue;
+      }
+      let group = groups.get(syncId);
+      if (!group) {
+        group = { syncId, account: parsed.account, region: parsed.region, events: new Map() };
+        groups.set(syncId, group);
+      }
+      const entry = { notices, records: [record.messageId] };
+      group.events.set(eventId, entry);
+      byEventId.set(eventId, entry);
+    }
+
+    const failGroups = (list: Iterable<SyncGroup>) => {
+      for (const group of list)
+        for (const { records } of group.events.values()) for (const id of records) failed.add(id);
+    };
+    let posted = 0;
+    let notified = 0;
+    /** Groups settled: posted, or nothing left to post. */
+    const settled = new Set<SyncGroup>();
+    if (groups.size > 0) {
+      try {
+        const url = await webhookUrl(settings.webhookSecret);
+        // Ids are kept per webhook, so notifiers sharing a table do not silence each other.
+        const channel = createHash('sha256').update(url).digest('hex').slice(0, 16);
+        const keyOf = (eventId: string) => `${channel}#${eventId}`;
+        const allIds = [...groups.values()].flatMap((g) => [...g.events.keys()]);
+        const delivered = await recordedKeys(documents, settings.table, allIds.map(keyOf));
+        let stopped = false;
+        for (const group of groups.values()) {
+          for (const [eventId, { records }] of group.events)
+            if (delivered.has(keyOf(eventId))) {
+              duplicates += records.length;
+              group.events.delete(eventId);
+            }
+          if (group.events.size === 0) {
+            settled.add(group);
+            continue;
+          }
+          if (stopped) {
+            failGroups([group]);
+            continue;
+          }
+          const notices = [...group.events.values()].flatMap((e) => e.notices);
+          const message = composeMessage(notices, group, settings.maxLines);
+          const payload = settings.format === 'teams' ? teamsPayload(message) : slackPayload(message);
+          const outcome = await post(url, payload, settings, deadline - settings.safetyMarginMs);
+          if (!outcome.posted) {
+            logger.warn('message not posted: its records fail and come back', {
+              syncId: group.syncId,
+              events: group.events.size,
+              attempts: outcome.attempts,
+              reason: outcome.reason,
+            });
+            failGroups([group]);
+            stopped ||= outcome.stop;
+            continue;
+          }
+          settled.add(group);
+          posted++;
+          notified += group.events.size;
+          logger.info('message posted', {
+            syncId: group.syncId,
+            events: group.events.size,
+            title: message.title,
+            attempts: outcome.attempts,
+          });
+          // Posted but not recorded (this fails, or the function stops first) means the message may be
+          // posted again should these events come back: at-least-once. The records still succeed, so
+          // SQS does not bring them back for that.
+          try {
+            await recordKeys(
+              documents,
+              settings.table,
+              [...group.events.keys()].map(keyOf),
+              settings.rememberSeconds,
+              group.syncId,
+            );
+          } catch (error) {
+            logger.warn('message posted, its events not recorded as delivered', {
+              syncId: group.syncId,
+              error: (error as Error).message,
+            });
+          }
+        }
+      } catch (error) {
+        // The secret or the table could not be read: every message not yet posted is left for redelivery.
+        logger.error('chat notifier could not go on: the records not yet notified fail', {
+          error: (error as Error).message,
+        });
+        failGroups([...groups.values()].filter((g) => !settled.has(g)));
+      }
+    }
+
+    metrics.addMetric('MessagesPosted', MetricUnit.Count, posted);
+    metrics.addMetric('EventsNotified', MetricUnit.Count, notified);
+    metrics.addMetric('EventsIgnored', MetricUnit.Count, ignored);
+    metrics.addMetric('DuplicateEvents', MetricUnit.Count, duplicates);
+    return {
+      batchItemFailures: event.Records.filter((r) => failed.has(r.messageId)).map((r) => ({
+        itemIdentifier: r.messageId,
+      })),
+    };
+  });
+}
+
+export const handler = makeChatNotifier();

@@ -1,0 +1,664 @@
+/**
+ * The chat notifier end to end, short of Slack and Teams: real events made by the builders, published
+ * through the EventBridge bus to moto, delivered by the kit's rules to an SQS queue, read back as
+ * Lambda would hand them over (an SQS event of the queue's messages), and the handler invoked on them
+ * against a local webhook receiver, the webhook secret in Secrets Manager and the delivery table in
+ * DynamoDB (moto). Judged by what the receiver got and by the batch response.
+ */
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { CreateTableCommand, DynamoDBClient, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  CreateEventBusCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
+import { EventBridgeBus } from '../../../adapters/bus/EventBridgeBus.ts';
+import type { ObservedCluster } from '../../../core/domain/model/observedCluster.ts';
+import { normalize } from '../../../core/domain/normalize.ts';
+import {
+  buildAnnounceEvent,
+  buildChangeEvent,
+  buildOrphanEvent,
+  buildScopeEvent,
+} from '../../../core/sync/events.ts';
+import type { FieldChange } from '../../../core/domain/plan.ts';
+import { patterns, type EventPattern } from '../../../events/index.ts';
+import type { CpsyncEvent } from '../../../events/types.ts';
+import type * as ChatNotifier from '../../../functions/subscribers/chatNotifier.ts';
+import { startMoto, type MotoServer } from '../../env/moto.ts';
+import { HUB_CREDENTIALS } from '../../support/aws.ts';
+import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
+import { lambdaContext } from '../../support/lambda.ts';
+import { inventoryOptions } from '../../support/settings.ts';
+
+const BUS = 'cpsync';
+const TABLE = 'chat-notifier-delivered';
+/** The part of a webhook URL that is the credential: it must never reach a log. */
+const TOKEN = 'T0CPSYNC/B0CHAT/not-for-logs-9f8e7d';
+const options = inventoryOptions();
+
+// ---------------------------------------------------------------------------------------------------
+// A webhook receiver: records every POST; answers 429 for the next N when told, 500 on /down.
+
+interface Post {
+  path: string;
+  at: number;
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- webhook payloads taken apart as JSON
+  body: any;
+}
+
+class Receiver {
+  readonly posts: Post[] = [];
+  #server: Server | undefined;
+  #throttled = 0;
+  #retryAfter = '1';
+  port = 0;
+
+  async start(): Promise<void> {
+    this.#server = createServer((request: IncomingMessage, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        const at = Date.now();
+        const path = request.url ?? '';
+        let status = 200;
+        if (path.startsWith('/down/')) status = 500;
+        else if (this.#throttled > 0) {
+          this.#throttled--;
+          status = 429;
+        }
+        this.posts.push({ path, at, status, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
+        if (status === 429) response.writeHead(429, { 'retry-after': this.#retryAfter }).end('rate_limited');
+        else response.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'down');
+      });
+    });
+    await new Promise<void>((resolve) => this.#server!.listen(0, '127.0.0.1', resolve));
+    this.port = (this.#server!.address() as { port: number }).port;
+  }
+
+  url(path: 'hooks' | 'down'): string {
+    return `http://127.0.0.1:${this.port}/${path}/${TOKEN}`;
+  }
+
+  /** The next `count` posts are answered 429 with `Retry-After: retryAfter`. */
+  throttle(count: number, retryAfter = '1'): void {
+    this.#throttled = count;
+    this.#retryAfter = retryAfter;
+  }
+
+  /** Posts from `since` (an index into `posts`) that the receiver took (200). */
+  delivered(since: number): Post[] {
+    return this.posts.slice(since).filter((p) => p.status === 200);
+  }
+
+  async stop(): Promise<void> {
+    this.#server?.closeAllConnections();
+    await new Promise((resolve) => this.#server?.close(resolve));
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Events, made by the real builders from normalized fixture clusters
+
+function profileOf(cluster: ObservedCluster) {
+  const profile = normalize(cluster, options, NOW);
+  profile.metadata = {
+    ...profile.metadata,
+    namespace: 'inventory',
+    uid: `uid-${cluster.name}`,
+    resourceVersion: '7',
+  };
+  return profile;
+}
+
+const contextOf = (cluster: ObservedCluster, syncId: string) => ({
+  syncId,
+  occurredAt: NOW,
+  scope: { provider: cluster.provider, account: cluster.account, region: cluster.region },
+});
+
+const created = (cluster: ObservedCluster, syncId: string) =>
+  buildChangeEvent(
+    { kind: 'created', profile: profileOf(cluster), changes: [{ field: 'spec', after: {} }] },
+    contextOf(cluster, syncId),
+  );
+const updated = (cluster: ObservedCluster, syncId: string, changes: FieldChange[]) =>
+  buildChangeEvent(
+    { kind: 'updated', profile: profileOf(cluster), changes, previousResourceVersion: '6' },
+    contextOf(cluster, syncId),
+  );
+const deleted = (cluster: ObservedCluster, syncId: string) =>
+  buildChangeEvent(
+    { kind: 'deleted', profile: profileOf(cluster), changes: [{ field: 'metadata', before: {} }] },
+    contextOf(cluster, syncId),
+  );
+const scopeSynced = (
+  syncId: string,
+  scope: { provider: 'eks' | 'gke' | 'aks'; account: string; region: string },
+  kind: 'complete' | 'partial' | 'failed',
+) =>
+  buildScopeEvent(
+    {
+      outcome: {
+        scope,
+        kind,
+        ...(kind === 'failed'
+          ? { failure: { reason: 'AccessDenied' as const, message: 'not authorized: eks:ListClusters' } }
+          : {}),
+        ...(kind === 'partial' ? { missing: ['europe-west1-b'] } : {}),
+      },
+      counts: {
+        listed: 3,
+        created: 0,
+        updated: 0,
+        deleted: 0,
+        unchanged: 2,
+        failed: kind === 'partial' ? 1 : 0,
+        invalid: 0,
+      },
+      durationMs: 12,
+    },
+    { syncId, occurredAt: NOW, scope },
+  );
+
+// ---------------------------------------------------------------------------------------------------
+
+describe('chat notifier (EventBridge → rules → SQS → handler → webhook; moto)', () => {
+  let moto: MotoServer;
+  let receiver: Receiver;
+  let eventBridge: EventBridgeClient;
+  let sqs: SQSClient;
+  let documents: DynamoDBDocumentClient;
+  let makeChatNotifier: typeof ChatNotifier.makeChatNotifier;
+  /** The queue of the recommended rules, and one taking every event cpsync publishes. */
+  const queues: Record<'chat' | 'everything', { url: string; arn: string }> = {} as never;
+  const logs: string[] = [];
+  const restore: Array<() => void> = [];
+
+  before(async () => {
+    // The function's logs (Powertools writes JSON lines: info to stdout, warnings and errors to stderr)
+    // are kept for the assertions on them, and kept out of the test report; everything else goes through.
+    for (const stream of [process.stdout, process.stderr]) {
+      const write = stream.write.bind(stream);
+      restore.push(() => (stream.write = write));
+      stream.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+        if (typeof chunk === 'string' && chunk.startsWith('{"level"')) {
+          logs.push(chunk);
+          return true;
+        }
+        return write(chunk, ...rest);
+      }) as typeof stream.write;
+    }
+
+    moto = await startMoto();
+    receiver = new Receiver();
+    await receiver.start();
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL: moto.endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      // Credentials come from the environment: nothing asks the instance metadata address.
+      AWS_EC2_METADATA_DISABLED: 'true',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_TRACE_ENABLED: 'false',
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      CHAT_WEBHOOK_SECRET: 'cpsync/chat-webhook',
+      CHAT_IDEMPOTENCY_TABLE: TABLE,
+      CHAT_MIN_INTERVAL_MS: '300',
+    });
+    for (const name of ['AWS_PROFILE', 'AWS_SESSION_TOKEN', 'CHAT_FORMAT']) delete process.env[name];
+    // After the environment is set: Powertools reads it when the function's module is loaded.
+    ({ makeChatNotifier } = await import('../../../functions/subscribers/chatNotifier.ts'));
+
+    const aws = { endpoint: moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
+    const secrets = new SecretsManagerClient(aws);
+    for (const [Name, SecretString] of [
+      ['cpsync/chat-webhook', receiver.url('hooks')],
+      ['cpsync/chat-webhook-json', JSON.stringify({ url: receiver.url('hooks') })],
+      ['cpsync/chat-webhook-down', receiver.url('down')],
+    ])
+      await secrets.send(new CreateSecretCommand({ Name, SecretString }));
+    secrets.destroy();
+
+    const dynamo = new DynamoDBClient(aws);
+    await dynamo.send(
+      new CreateTableCommand({
+        TableName: TABLE,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+      }),
+    );
+    await dynamo.send(
+      new UpdateTimeToLiveCommand({
+        TableName: TABLE,
+        TimeToLiveSpecification: { AttributeName: 'expiration', Enabled: true },
+      }),
+    );
+    documents = DynamoDBDocumentClient.from(dynamo);
+
+    eventBridge = new EventBridgeClient(aws);
+    sqs = new SQSClient(aws);
+    await eventBridge.send(new CreateEventBusCommand({ Name: BUS }));
+    const wire = async (queue: 'chat' | 'everything', rules: EventPattern[]) => {
+      const url = (await sqs.send(new CreateQueueCommand({ QueueName: `notifier-${queue}` }))).QueueUrl!;
+      const arn = (
+        await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))
+      ).Attributes!.QueueArn!;
+      for (const [i, pattern] of rules.entries()) {
+        const Name = `${queue}-${i}`;
+        await eventBridge.send(
+          new PutRuleCommand({ Name, EventBusName: BUS, EventPattern: JSON.stringify(pattern) }),
+        );
+        await eventBridge.send(
+          new PutTargetsCommand({
+            Rule: Name,
+            EventBusName: BUS,
+            // The whole event, as EventBridge delivers it to a queue without a transformer: moto's
+            // default delivery leaves out `account`, which every EventBridge event carries.
+            Targets: [{ Id: 'q', Arn: arn, InputTransformer: { InputTemplate: '<aws.events.event.json>' } }],
+          }),
+        );
+      }
+      queues[queue] = { url, arn };
+    };
+    // What the notifier is meant to receive, as its wiring subscribes it.
+    await wire('chat', [
+      patterns.created(),
+      patterns.deleted(),
+      patterns.changed({ fields: ['status.version.kubernetes'], fieldPrefixes: ['status.conditions'] }),
+      patterns.scopeSynced({ outcome: 'failed' }),
+    ]);
+    // A notifier wired to everything: what is not worth a message must be let go.
+    await wire('everything', [patterns.inventory(), patterns.scopeSynced(), patterns.scopeOrphaned()]);
+  });
+
+  after(async () => {
+    for (const undo of restore) undo();
+    eventBridge?.destroy();
+    sqs?.destroy();
+    documents?.destroy();
+    await receiver?.stop();
+    await moto?.stop();
+  });
+
+  async function publish(events: readonly CpsyncEvent[]) {
+    const bus = new EventBridgeBus({
+      busName: BUS,
+      endpoint: moto.endpoint,
+      region: 'us-east-1',
+      credentials: async () => HUB_CREDENTIALS,
+      baseDelayMillis: 5,
+    });
+    const result = await bus.publish(events);
+    assert.equal(result.failed.length, 0, JSON.stringify(result.failed));
+  }
+
+  /** Every message now in `queue` as the SQS event Lambda would hand over (then removed from the queue). */
+  async function batchOf(queue: 'chat' | 'everything'): Promise<SQSEvent> {
+    const { url, arn } = queues[queue];
+    const records: SQSRecord[] = [];
+    for (;;) {
+      const { Messages = [] } = await sqs.send(
+        new ReceiveMessageCommand({
+          QueueUrl: url,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+          MessageSystemAttributeNames: ['All'],
+          MessageAttributeNames: ['All'],
+        }),
+      );
+      if (Messages.length === 0) break;
+      for (const m of Messages)
+        records.push({
+          messageId: m.MessageId!,
+          receiptHandle: m.ReceiptHandle!,
+          body: m.Body!,
+          attributes: m.Attributes as unknown as SQSRecordAttributes,
+          messageAttributes: {},
+          md5OfBody: m.MD5OfBody!,
+          eventSource: 'aws:sqs',
+          eventSourceARN: arn,
+          awsRegion: 'us-east-1',
+        });
+      await sqs.send(
+        new DeleteMessageBatchCommand({
+          QueueUrl: url,
+          Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+        }),
+      );
+    }
+    return { Records: records };
+  }
+
+  /** The delivery records of the table, by event id (the part after the webhook's key). */
+  async function recorded(): Promise<Map<string, { expiration: number }>> {
+    const { Items = [] } = await documents.send(new ScanCommand({ TableName: TABLE }));
+    return new Map(Items.map((i) => [String(i.id).split('#')[1]!, { expiration: Number(i.expiration) }]));
+  }
+
+  const eventIds = (events: readonly CpsyncEvent[]) => events.map((e) => e.detail.eventId);
+  const slackText = (post: Post) =>
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Slack blocks as JSON
+    [post.body.text, ...post.body.blocks.map((b: any) => b.text?.text ?? b.elements?.[0]?.text)].join('\n');
+  const failures = (response: SQSBatchResponse) => response.batchItemFailures.map((f) => f.itemIdentifier);
+
+  it('posts ONE message for a sync of 100 creations, and lets go of what is not worth one', async () => {
+    const clusters = Array.from({ length: 100 }, (_, i) =>
+      eksCluster({ name: `svc-${String(i).padStart(3, '0')}`, region: i % 2 ? 'us-east-1' : 'eu-west-1' }),
+    );
+    const label = updated(clusters[0]!, 'sync-100', [
+      { field: 'metadata.labels[team]', before: 'payments', after: 'billing' },
+    ]);
+    const worth = clusters.map((c) => created(c, 'sync-100'));
+    const noise = [
+      label,
+      buildAnnounceEvent(profileOf(clusters[1]!), contextOf(clusters[1]!, 'announce-1')),
+      scopeSynced('sync-100', { provider: 'eks', account: '111122223333', region: 'us-east-1' }, 'complete'),
+      buildOrphanEvent(['inventory/old'], contextOf(aksCluster({ name: 'old' }), 'sync-100')),
+    ];
+    await publish([...worth, ...noise]);
+    const batch = await batchOf('everything');
+    assert.equal(batch.Records.length, 104);
+    // The recommended rules took the 100 creations alone; that queue is not read here.
+    assert.equal((await batchOf('chat')).Records.length, 100);
+
+    const since = receiver.posts.length;
+    const started = performance.now();
+    const response = await makeChatNotifier()(batch, lambdaContext('chat-notifier'));
+    const elapsed = performance.now() - started;
+
+    assert.deepEqual(response, { batchItemFailures: [] });
+    const posts = receiver.posts.slice(since);
+    assert.equal(posts.length, 1, 'exactly one post');
+    const text = slackText(posts[0]!);
+    assert.match(posts[0]!.body.text, /^cpsync: 100 clusters created$/);
+    assert.match(text, /\*svc-000\* created \(eks 111122223333 eu-west-1, Kubernetes 1\.31\)/);
+    assert.match(text, /…and 80 more/);
+    assert.doesNotMatch(text, /billing|old|announce/);
+    assert.match(text, /sync sync-100/);
+    // Within Slack's limits.
+    assert.ok(posts[0]!.body.blocks.length <= 50);
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Slack blocks as JSON
+    assert.ok(posts[0]!.body.blocks.every((b: any) => (b.text?.text ?? '').length <= 3000));
+    // The 100 creations are recorded as delivered, for a day; nothing else is.
+    const kept = await recorded();
+    assert.deepEqual([...kept.keys()].sort(), eventIds(worth).sort());
+    const day = Date.now() / 1000 + 24 * 3600;
+    assert.ok([...kept.values()].every((r) => Math.abs(r.expiration - day) < 120));
+    console.log(
+      `chat notifier: ${batch.Records.length} events in (100 worth a message), ${posts.length} message out, ` +
+        `${elapsed.toFixed(0)} ms`,
+    );
+  });
+
+  // The mixed sync of the next cases, through the recommended rules.
+  const payments = eksCluster({ name: 'payments', region: 'us-east-1', account: '111122223333' });
+  const analytics = gkeCluster({ name: 'analytics', account: 'acme-data' });
+  const web = aksCluster({ name: 'web' });
+  const search = eksCluster({ name: 'search', region: 'eu-west-1', account: '444455556666' });
+  const mixed = [
+    created(search, 'sync-mixed'),
+    updated(analytics, 'sync-mixed', [
+      { field: 'status.version.kubernetes', before: '1.30.5-gke.1014001', after: '1.31.1-gke.1146000' },
+    ]),
+    updated(payments, 'sync-mixed', [
+      {
+        field: 'status.conditions[ControlPlaneHealthy]',
+        before: { status: 'True', reason: 'Running' },
+        after: { status: 'False', reason: 'ClusterUnhealthy', message: 'DEGRADED' },
+      },
+    ]),
+    updated(payments, 'sync-mixed', [{ field: 'metadata.labels[team]', before: 'a', after: 'b' }]),
+    deleted(web, 'sync-mixed'),
+    scopeSynced('sync-other', { provider: 'eks', account: '999988887777', region: 'ap-south-1' }, 'failed'),
+  ];
+  let mixedBatch: SQSEvent;
+
+  it('posts one message per sync of a mixed batch, each saying what happened', async () => {
+    await publish(mixed);
+    mixedBatch = await batchOf('chat');
+    // The label update is not even delivered: the rules select what the notifier tells.
+    assert.equal(mixedBatch.Records.length, 5);
+    const since = receiver.posts.length;
+    const response = await makeChatNotifier({ documents })(mixedBatch, lambdaContext('chat-notifier'));
+    assert.deepEqual(response, { batchItemFailures: [] });
+    const posts = receiver.delivered(since);
+    assert.equal(posts.length, 2, 'one message per sync id');
+    const [sync, other] = ['sync-mixed', 'sync-other'].map((id) =>
+      posts.find((p) => slackText(p).includes(`sync ${id} `)),
+    );
+    assert.ok(sync && other, 'a message for each sync');
+    assert.equal(
+      sync.body.text,
+      'cpsync: 1 cluster created, 1 upgraded, 1 deleted, 1 health change',
+      'the title counts each kind',
+    );
+    const text = slackText(sync);
+    assert.match(
+      text,
+      /\*analytics\* Kubernetes 1\.30\.5-gke\.1014001 → 1\.31\.1-gke\.1146000 \(gke acme-data/,
+    );
+    assert.match(text, /\*payments\* ControlPlaneHealthy is now False \(was True\): ClusterUnhealthy/);
+    assert.match(text, /\*web\* deleted \(aks 00000000-1111-2222-3333-444444444444 westeurope\)/);
+    assert.match(text, /\*search\* created \(eks 444455556666 eu-west-1, Kubernetes 1\.31\)/);
+    // The most pressing first: health, then deletions, version changes, creations.
+    assert.ok(text.indexOf('payments') < text.indexOf('*web*'));
+    assert.ok(text.indexOf('*web*') < text.indexOf('analytics'));
+    assert.ok(text.indexOf('analytics') < text.indexOf('*search*'));
+    assert.equal(other.body.text, 'cpsync: 1 scope failed');
+    assert.match(
+      slackText(other),
+      /\*eks\/999988887777\/ap-south-1\* could not be synced: AccessDenied: not authorized: eks:ListClusters/,
+    );
+    assert.ok(other.body.blocks.every((b: { type: string }) => ['section', 'context'].includes(b.type)));
+  });
+
+  it('does not tell an event twice: the batch redelivered, the same changes published again, an event twice in a batch', async () => {
+    const since = receiver.posts.length;
+    const notifier = makeChatNotifier();
+    assert.deepEqual(await notifier(mixedBatch, lambdaContext('chat-notifier')), { batchItemFailures: [] });
+    // Published again (a retry, a recovery): new EventBridge ids, the same event ids.
+    await publish(mixed);
+    const republished = await batchOf('chat');
+    assert.equal(republished.Records.length, 5);
+    assert.notDeepEqual(
+      republished.Records.map((r) => (JSON.parse(r.body) as { id: string }).id).sort(),
+      mixedBatch.Records.map((r) => (JSON.parse(r.body) as { id: string }).id).sort(),
+    );
+    assert.deepEqual(await notifier(republished, lambdaContext('chat-notifier')), { batchItemFailures: [] });
+    assert.equal(receiver.posts.length, since, 'no new post');
+
+    // One event delivered twice in one batch (EventBridge, too, is at-least-once): one line, one message.
+    const twice = created(eksCluster({ name: 'twice', account: '555566667777' }), 'sync-twice');
+    await publish([twice]);
+    await publish([twice]);
+    const doubled = await batchOf('chat');
+    assert.equal(doubled.Records.length, 2);
+    assert.deepEqual(await notifier(doubled, lambdaContext('chat-notifier')), { batchItemFailures: [] });
+    const posts = receiver.delivered(since);
+    assert.equal(posts.length, 1);
+    assert.equal(posts[0]!.body.text, 'cpsync: 1 cluster created');
+    assert.equal(slackText(posts[0]!).match(/\*twice\*/g)?.length, 1);
+  });
+
+  it('posts an Adaptive Card to Teams (CHAT_FORMAT=teams, the URL given as JSON in the secret)', async () => {
+    const clusters = ['alpha', 'beta'].map((name) => eksCluster({ name, account: '222233334444' }));
+    await publish([
+      ...clusters.map((c) => created(c, 'sync-teams')),
+      updated(clusters[0]!, 'sync-teams', [
+        { field: 'status.version.kubernetes', before: '1.31', after: '1.32' },
+        { field: 'status.conditions[ControlPlaneHealthy]', before: 'False', after: 'True' },
+      ]),
+    ]);
+    const batch = await batchOf('chat');
+    const since = receiver.posts.length;
+    process.env.CHAT_FORMAT = 'teams';
+    try {
+      const response = await makeChatNotifier({ webhookSecret: 'cpsync/chat-webhook-json' })(
+        batch,
+        lambdaContext('chat-notifier'),
+      );
+      assert.deepEqual(response, { batchItemFailures: [] });
+    } finally {
+      delete process.env.CHAT_FORMAT;
+    }
+    const posts = receiver.delivered(since);
+    assert.equal(posts.length, 1);
+    const { body } = posts[0]!;
+    assert.equal(body.type, 'message');
+    assert.equal(body.attachments.length, 1);
+    const [attachment] = body.attachments;
+    assert.equal(attachment.contentType, 'application/vnd.microsoft.card.adaptive');
+    assert.equal(attachment.content.type, 'AdaptiveCard');
+    assert.equal(attachment.content.version, '1.4');
+    assert.equal(attachment.content.$schema, 'http://adaptivecards.io/schemas/adaptive-card.json');
+    const blocks = attachment.content.body as Array<{ type: string; text: string; wrap: boolean }>;
+    assert.ok(blocks.every((b) => b.type === 'TextBlock' && typeof b.text === 'string' && b.wrap));
+    assert.equal(blocks[0]!.text, 'cpsync: 2 clusters created, 1 upgraded, 1 health change');
+    const texts = blocks.map((b) => b.text);
+    assert.ok(
+      texts.includes('**alpha** ControlPlaneHealthy is now True (was False) (eks 222233334444 us-east-1)'),
+    );
+    assert.ok(texts.includes('**alpha** Kubernetes 1.31 → 1.32 (eks 222233334444 us-east-1)'));
+    assert.ok(texts.includes('**beta** created (eks 222233334444 us-east-1, Kubernetes 1.31)'));
+    assert.match(texts.at(-1)!, /^sync sync-teams · hub account 123456789012 us-east-1$/);
+  });
+
+  it('waits out a 429 as Retry-After says and posts once; leaves for redelivery what the webhook refuses', async () => {
+    const one = eksCluster({ name: 'throttled', account: '333344445555' });
+    await publish([created(one, 'sync-429')]);
+    const batch = await batchOf('chat');
+    let since = receiver.posts.length;
+    receiver.throttle(1, '1');
+    assert.deepEqual(await makeChatNotifier()(batch, lambdaContext('chat-notifier')), {
+      batchItemFailures: [],
+    });
+    const tries = receiver.posts.slice(since);
+    assert.deepEqual(
+      tries.map((p) => p.status),
+      [429, 200],
+      'refused once, then taken',
+    );
+    assert.ok(tries[1]!.at - tries[0]!.at >= 1000, `waited ${tries[1]!.at - tries[0]!.at} ms`);
+    assert.equal(receiver.delivered(since).length, 1);
+
+    // A webhook that keeps failing: every record of its message fails, nothing is recorded as delivered.
+    const down = [eksCluster({ name: 'down-1' }), eksCluster({ name: 'down-2' })];
+    const downEvents = [...down.map((c) => created(c, 'sync-down'))];
+    await publish([
+      ...downEvents,
+      scopeSynced('sync-down', { provider: 'eks', account: '1', region: 'x' }, 'complete'),
+    ]);
+    const downBatch = await batchOf('chat');
+    assert.equal(downBatch.Records.length, 2);
+    since = receiver.posts.length;
+    const refused = await makeChatNotifier({ webhookSecret: 'cpsync/chat-webhook-down', retryBaseMs: 20 })(
+      downBatch,
+      lambdaContext('chat-notifier'),
+    );
+    assert.deepEqual(failures(refused).sort(), downBatch.Records.map((r) => r.messageId).sort());
+    assert.deepEqual(
+      receiver.posts.slice(since).map((p) => p.status),
+      [500, 500, 500, 500],
+      'tried 4 times',
+    );
+    const kept = await recorded();
+    assert.ok(eventIds(downEvents).every((id) => !kept.has(id)));
+    // Redelivered to a webhook that works, they are told.
+    since = receiver.posts.length;
+    assert.deepEqual(await makeChatNotifier()(downBatch, lambdaContext('chat-notifier')), {
+      batchItemFailures: [],
+    });
+    assert.equal(receiver.delivered(since).length, 1);
+    assert.match(receiver.delivered(since)[0]!.body.text, /^cpsync: 2 clusters created$/);
+
+    // A Retry-After longer than the invocation has left is not waited for: the records come back later.
+    await publish([created(eksCluster({ name: 'late' }), 'sync-late')]);
+    const lateBatch = await batchOf('chat');
+    receiver.throttle(1, '30');
+    const short: Context = { ...lambdaContext('chat-notifier'), getRemainingTimeInMillis: () => 6000 };
+    const started = Date.now();
+    const late = await makeChatNotifier()(lateBatch, short);
+    assert.deepEqual(failures(late), [lateBatch.Records[0]!.messageId]);
+    assert.ok(Date.now() - started < 3000, 'did not wait 30 s');
+    receiver.throttle(0);
+  });
+
+  it('keeps CHAT_MIN_INTERVAL_MS between posts (and tells a scope synced in part)', async () => {
+    // Read from the queue that takes every event (emptied first): the recommended rules take failed
+    // scopes alone, a wider rule may add scopes synced in part, and the notifier tells those too.
+    await batchOf('everything');
+    await publish([
+      created(eksCluster({ name: 'first' }), 'sync-a'),
+      created(eksCluster({ name: 'second' }), 'sync-b'),
+      scopeSynced('sync-c', { provider: 'gke', account: 'acme-data', region: '*' }, 'partial'),
+    ]);
+    const batch = await batchOf('everything');
+    await batchOf('chat');
+    const since = receiver.posts.length;
+    assert.deepEqual(await makeChatNotifier()(batch, lambdaContext('chat-notifier')), {
+      batchItemFailures: [],
+    });
+    const posts = receiver.delivered(since);
+    assert.equal(posts.length, 3);
+    const gaps = posts.slice(1).map((p, i) => p.at - posts[i]!.at);
+    assert.ok(
+      gaps.every((gap) => gap >= 300),
+      `gaps ${gaps.join(', ')} ms`,
+    );
+    const partial = posts.find((p) => p.body.text === 'cpsync: 1 scope synced in part');
+    assert.ok(partial, 'the scope synced in part is told');
+    assert.match(
+      slackText(partial),
+      /\*gke\/acme-data\/\*\* synced in part: 1 failed; not listed: europe-west1-b/,
+    );
+  });
+
+  it('fails a record that is not a cpsync event alone, naming its problems, and posts the others', async () => {
+    await publish([created(eksCluster({ name: 'fine' }), 'sync-mixed-bag')]);
+    const batch = await batchOf('chat');
+    const real = batch.Records[0]!;
+    const future = JSON.parse(real.body) as { detail: { schemaVersion: string; eventId: string } };
+    future.detail.schemaVersion = '2.0';
+    future.detail.eventId = 'from-the-future';
+    const records = [
+      real,
+      { ...real, messageId: 'schema-2', body: JSON.stringify(future) },
+      { ...real, messageId: 'not-json', body: 'hello' },
+    ];
+    const since = receiver.posts.length;
+    const logged = logs.length;
+    const response = await makeChatNotifier()({ Records: records }, lambdaContext('chat-notifier'));
+    assert.deepEqual(failures(response), ['schema-2', 'not-json']);
+    assert.equal(receiver.delivered(since).length, 1);
+    assert.match(receiver.delivered(since)[0]!.body.text, /^cpsync: 1 cluster created$/);
+    const warnings = logs.slice(logged).join('\n');
+    assert.match(
+      warnings,
+      /"messageId":"schema-2".*detail\.schemaVersion is 2\.0: this reader takes schema 1\.x/,
+    );
+    assert.match(warnings, /"messageId":"not-json".*not JSON/);
+  });
+
+  it('never logs the webhook URL', () => {
+    assert.ok(logs.length > 0, 'the function logged');
+    assert.ok(logs.some((line) => line.includes('"message":"message posted"')));
+    assert.ok(logs.every((line) => !line.includes('not-for-logs') && !line.includes('/hooks/')));
+  });
+});

@@ -1,5 +1,8 @@
 /** Reading what subscribers of the bus receive: the SQS queue a rule delivers to. */
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import assert from 'node:assert/strict';
+import { EventBridgeBus } from '../../adapters/bus/EventBridgeBus.ts';
+import type { CpsyncEvent } from '../../events/types.ts';
 import { HUB_ACCOUNT, HUB_CREDENTIALS } from './aws.ts';
 
 export interface ReceivedEvent {
@@ -7,6 +10,23 @@ export interface ReceivedEvent {
   source: string;
   resources: string[];
   detail: Record<string, unknown> & { eventId: string };
+}
+
+/** Publishes `events` to the bus `busName` of moto at `endpoint` through cpsync's own EventBridge bus; all must be taken. */
+export async function publishTo(
+  endpoint: string,
+  busName: string,
+  events: readonly CpsyncEvent[],
+): Promise<void> {
+  const bus = new EventBridgeBus({
+    busName,
+    endpoint,
+    region: 'us-east-1',
+    credentials: async () => HUB_CREDENTIALS,
+    baseDelayMillis: 5,
+  });
+  const result = await bus.publish(events);
+  assert.equal(result.failed.length, 0, JSON.stringify(result.failed));
 }
 
 /**

@@ -17,7 +17,6 @@ import {
   RemoveTargetsCommand,
 } from '@aws-sdk/client-eventbridge';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { EventBridgeBus } from '../../../adapters/bus/EventBridgeBus.ts';
 import { normalize } from '../../../core/domain/normalize.ts';
 import type { ObservedCluster } from '../../../core/domain/model/observedCluster.ts';
 import {
@@ -30,7 +29,7 @@ import { patterns, type EventPattern } from '../../../events/index.ts';
 import type { CpsyncEvent } from '../../../events/types.ts';
 import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
-import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
+import { drainQueue, type ReceivedEvent, publishTo } from '../../support/events.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 
@@ -165,17 +164,7 @@ describe('pattern builders against EventBridge (moto: rule → SQS)', () => {
     };
   }
 
-  async function publish(list: readonly CpsyncEvent[]) {
-    const bus = new EventBridgeBus({
-      busName: BUS,
-      endpoint: moto.endpoint,
-      region: 'us-east-1',
-      credentials: async () => HUB_CREDENTIALS,
-      baseDelayMillis: 5,
-    });
-    const result = await bus.publish(list);
-    assert.equal(result.failed.length, 0, JSON.stringify(result.failed));
-  }
+  const publish = (events: readonly CpsyncEvent[]) => publishTo(moto.endpoint, BUS, events);
 
   const ids = (list: Array<CpsyncEvent | ReceivedEvent>) =>
     list.map((e) => e.detail.eventId as string).sort();

@@ -20,7 +20,6 @@ import {
 } from '@aws-sdk/client-eventbridge';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { EventBridgeBus } from '../../../adapters/bus/EventBridgeBus.ts';
 import { compose } from '../../../adapters/compose/compose.ts';
 import { parseConfig } from '../../../adapters/compose/config.ts';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
@@ -38,7 +37,7 @@ import { main } from '../../../cli/program.ts';
 import { ensureArgoCdBinary } from '../../env/binaries.ts';
 import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
-import { asEventBridgeDelivers, drainQueue, type ReceivedEvent } from '../../support/events.ts';
+import { asEventBridgeDelivers, drainQueue, type ReceivedEvent, publishTo } from '../../support/events.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
 import { lambdaContext } from '../../support/lambda.ts';
@@ -146,15 +145,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     return hub.applyStatus(profile);
   }
 
-  async function publish(events: CpsyncEvent[]) {
-    const bus = new EventBridgeBus({
-      busName: BUS,
-      endpoint: moto.endpoint,
-      region: 'us-east-1',
-      credentials: async () => HUB_CREDENTIALS,
-    });
-    assert.equal((await bus.publish(events)).failed.length, 0);
-  }
+  const publish = (events: readonly CpsyncEvent[]) => publishTo(moto.endpoint, BUS, events);
 
   /** Every event the rule delivered, handed to the handler as its Lambda target would be; their results. */
   async function deliver(): Promise<Array<{ event: ReceivedEvent; result: any }>> {

@@ -25,7 +25,6 @@ import {
   SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord, SQSRecordAttributes } from 'aws-lambda';
-import { EventBridgeBus } from '../../../adapters/bus/EventBridgeBus.ts';
 import type { ObservedCluster } from '../../../core/domain/model/observedCluster.ts';
 import { normalize } from '../../../core/domain/normalize.ts';
 import {
@@ -42,6 +41,7 @@ import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { lambdaContext } from '../../support/lambda.ts';
+import { publishTo } from '../../support/events.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 
 const BUS = 'cpsync';
@@ -297,17 +297,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     await moto?.stop();
   });
 
-  async function publish(events: readonly CpsyncEvent[]) {
-    const bus = new EventBridgeBus({
-      busName: BUS,
-      endpoint: moto.endpoint,
-      region: 'us-east-1',
-      credentials: async () => HUB_CREDENTIALS,
-      baseDelayMillis: 5,
-    });
-    const result = await bus.publish(events);
-    assert.equal(result.failed.length, 0, JSON.stringify(result.failed));
-  }
+  const publish = (events: readonly CpsyncEvent[]) => publishTo(moto.endpoint, BUS, events);
 
   /** Every message now in `queue` as the SQS event Lambda would hand over (then removed from the queue). */
   async function batchOf(queue: 'chat' | 'everything'): Promise<SQSEvent> {

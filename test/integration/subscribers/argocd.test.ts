@@ -228,6 +228,17 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       assert.equal(cluster.labels['cpsync.io/account'], labels['cpsync.io/account']);
       assert.ok(cluster.labels['cpsync.io/kubernetes-version']);
       assert.equal(cluster.labels['argocd.argoproj.io/secret-type'], undefined);
+      // No credential is written: Argo CD gets a token from the exec plugin each time it connects.
+      const config = JSON.parse(Buffer.from(secret.data!.config!, 'base64').toString()) as Record<
+        string,
+        any
+      >;
+      assert.deepEqual(Object.keys(config).sort(), ['execProviderConfig', 'tlsClientConfig']);
+      assert.deepEqual(
+        Object.keys(config.tlsClientConfig).sort(),
+        ca ? ['caData', 'insecure'] : ['insecure'],
+      );
+      assert.equal(config.execProviderConfig.env, undefined);
     }
   });
 
@@ -366,6 +377,39 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     const names = (await secrets()).map((s) => s.metadata!.name);
     assert.ok(!names.includes(`cluster-${gke!.metadata.name}`));
     assert.ok(names.includes(`cluster-${eks!.metadata.name}`));
+  });
+
+  it('refuses an event that is not one it reads, and a bad setting, naming what is wrong', async () => {
+    const built = buildChangeEvent(
+      { kind: 'created', profile: profiles[0]!, changes: [{ field: 'spec', after: {} }] },
+      context(profiles[0]!),
+    );
+    const event = {
+      version: '0',
+      id: '7b1e4a52-0c6d-4f1e-9a3b-2d5c8e7f9a10',
+      'detail-type': built.detailType,
+      source: built.source,
+      account: '123456789012',
+      time: built.time,
+      region: 'us-east-1',
+      resources: built.resources,
+      detail: { ...built.detail, schemaVersion: '2.0' },
+    };
+    await assert.rejects(
+      handler(event, lambdaContext('argocd')),
+      /detail\.schemaVersion is 2\.0: this reader takes schema 1\.x/,
+    );
+    const saved = process.env.ARGOCD_CREDENTIALS_ARGS;
+    process.env.ARGOCD_CREDENTIALS_ARGS = '--role-name reader';
+    try {
+      await assert.rejects(
+        makeArgoCdSubscriber()({ reconcile: true }, lambdaContext('argocd')),
+        /Argo CD subscriber settings: ARGOCD_CREDENTIALS_ARGS: must be a JSON list of strings/,
+      );
+    } finally {
+      if (saved === undefined) delete process.env.ARGOCD_CREDENTIALS_ARGS;
+      else process.env.ARGOCD_CREDENTIALS_ARGS = saved;
+    }
   });
 
   it('replay: after losing its state, the subscriber rebuilds it from `cpsync announce --all`', async () => {

@@ -1,0 +1,150 @@
+/* eslint-disable @typescript-eslint/no-explicit-any -- events read back as plain JSON */
+/**
+ * `cpsync announce` along its entry points: the flags that choose profiles (and bad ones), a bus that
+ * refuses the events, and a stop signal — against a file hub, with the events read back from the bus.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { before, describe, it } from 'node:test';
+import { FileHub } from '../../../adapters/hub/FileHub.ts';
+import { normalize } from '../../../core/domain/normalize.ts';
+import { main, type Io } from '../../../cli/program.ts';
+import { DetailValidator } from '../../../events/index.ts';
+import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
+import { inventoryOptions } from '../../support/settings.ts';
+
+const NAMESPACE = 'cluster-inventory';
+
+function io(signal?: AbortSignal): Io & { out: () => string; err: () => string } {
+  let out = '';
+  let err = '';
+  return {
+    stdout: { write: (s: string) => ((out += s), true) } as unknown as NodeJS.WritableStream,
+    stderr: { write: (s: string) => ((err += s), true) } as unknown as NodeJS.WritableStream,
+    ...(signal ? { signal } : {}),
+    out: () => out,
+    err: () => err,
+  };
+}
+
+describe('cpsync announce', () => {
+  const directory = mkdtempSync(join(tmpdir(), 'cpsync-announce-'));
+  const hubDirectory = join(directory, 'hub');
+  const busFile = join(directory, 'events.jsonl');
+  const config = (bus: string) => {
+    const file = join(directory, `cpsync-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(file, JSON.stringify({ hub: { directory: hubDirectory }, bus: { jsonl: bus } }));
+    return file;
+  };
+  const published = () =>
+    readFileSync(busFile, 'utf8')
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as { 'detail-type': string; detail: Record<string, any> });
+
+  /** Every file of the hub with its text: what a run wrote to it, if anything. */
+  const hubFiles = () =>
+    Object.fromEntries(
+      (readdirSync(hubDirectory, { recursive: true }) as string[]).sort().flatMap((f) => {
+        try {
+          return [[f, readFileSync(join(hubDirectory, f), 'utf8')]];
+        } catch {
+          return []; // a directory
+        }
+      }),
+    );
+
+  before(async () => {
+    const hub = new FileHub({ directory: hubDirectory });
+    const options = inventoryOptions();
+    for (const cluster of [
+      eksCluster(),
+      eksCluster({ name: 'search', region: 'eu-west-1' }),
+      gkeCluster(),
+      aksCluster(),
+    ]) {
+      const profile = normalize(cluster, options, NOW);
+      await hub.applyObject(profile);
+      await hub.applyStatus(profile);
+    }
+  });
+
+  it('refuses to run without a choice, and names a bad --scope or --provider', async () => {
+    for (const [args, message] of [
+      [['announce'], /say what to announce: --all, or --provider, --scope or --namespace/],
+      [['announce', '--scope', 'eks'], /--scope .*expected <provider>\/<account>\[\/<region>\].*got "eks"/],
+      [['announce', '--provider', 'oke'], /--provider .*expected one of eks, gke, aks, got "oke"/],
+    ] as const) {
+      const run = io();
+      assert.equal(await main(['--config', config(busFile), ...args], run), 2, run.err());
+      assert.match(run.err(), message);
+    }
+  });
+
+  it('publishes one valid ClusterProfile Announced event per chosen profile, and writes nothing to the hub', async () => {
+    const before = hubFiles();
+    assert.ok(Object.keys(before).some((f) => f.startsWith(NAMESPACE)));
+    const all = io();
+    assert.equal(await main(['--config', config(busFile), 'announce', '--all'], all), 0, all.err());
+    const events = published();
+    assert.equal(events.length, 4);
+    const validator = new DetailValidator();
+    for (const event of events) {
+      assert.equal(event['detail-type'], 'ClusterProfile Announced');
+      assert.deepEqual(validator.errors(event['detail-type'], event.detail), []);
+    }
+    assert.equal(new Set(events.map((e) => e.detail.syncId)).size, 1, 'one announcement, one id');
+    assert.match(all.err(), /announced 4 of 4 profile\(s\)/);
+
+    const some = io();
+    assert.equal(
+      await main(
+        [
+          '--config',
+          config(busFile),
+          'announce',
+          '--scope',
+          'eks/111122223333/eu-west-1',
+          '--provider',
+          'eks',
+        ],
+        some,
+      ),
+      0,
+    );
+    const chosen = published().slice(4);
+    assert.deepEqual(
+      chosen.map((e) => e.detail.cluster.displayName),
+      ['search'],
+    );
+    const namespace = io();
+    assert.equal(
+      await main(['--config', config(busFile), 'announce', '--namespace', 'elsewhere'], namespace),
+      0,
+    );
+    assert.match(namespace.err(), /announced 0 of 0 profile\(s\)/);
+    assert.deepEqual(hubFiles(), before, 'the hub is only read');
+  });
+
+  it('exits 1 naming each event the bus refused', async () => {
+    const refusing = join(directory, 'not-a-file');
+    mkdirSync(refusing);
+    const run = io();
+    assert.equal(await main(['--config', config(refusing), 'announce', '--all'], run), 1);
+    assert.equal(run.err().match(/cpsync: event [0-9a-f-]{36} not published: /g)?.length, 4, run.err());
+    assert.match(run.err(), /announced 0 of 4 profile\(s\)/);
+  });
+
+  it('stops on a signal before handing events to the bus, with the signal’s exit code', async () => {
+    const stop = new AbortController();
+    stop.abort('SIGINT');
+    const count = published().length;
+    const run = io(stop.signal);
+    assert.equal(await main(['--config', config(busFile), 'announce', '--all'], run), 130);
+    assert.equal(published().length, count, 'nothing published after the signal');
+    assert.match(run.err(), /announced 0 of 4 profile\(s\)/);
+  });
+});

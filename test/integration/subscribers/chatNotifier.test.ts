@@ -646,6 +646,27 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     assert.match(warnings, /"messageId":"not-json".*not JSON/);
   });
 
+  it('refuses bad settings, naming every variable, before taking any record', async () => {
+    const saved = { ...process.env };
+    Object.assign(process.env, { CHAT_FORMAT: 'discord', CHAT_MAX_LINES: '0' });
+    delete process.env.CHAT_WEBHOOK_SECRET;
+    const since = receiver.posts.length;
+    try {
+      await assert.rejects(
+        makeChatNotifier()({ Records: [] }, lambdaContext('chat-notifier')),
+        (error: Error) => {
+          assert.match(error.message, /CHAT_WEBHOOK_SECRET: is not set/);
+          assert.match(error.message, /CHAT_FORMAT: is "discord", not slack or teams/);
+          assert.match(error.message, /CHAT_MAX_LINES: is "0", not a whole number from 1 to 50/);
+          return true;
+        },
+      );
+    } finally {
+      process.env = saved;
+    }
+    assert.equal(receiver.posts.length, since);
+  });
+
   it('never logs the webhook URL', () => {
     assert.ok(logs.length > 0, 'the function logged');
     assert.ok(logs.some((line) => line.includes('"message":"message posted"')));

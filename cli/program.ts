@@ -11,12 +11,9 @@ import {
   type SyncReport,
 } from '../core/sync/engine.ts';
 import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
-import { findOrphans } from '../core/domain/orphans.ts';
+import { findOrphans, scopeCoversProfile } from '../core/domain/orphans.ts';
 import { announceInventory } from '../core/sync/announce.ts';
-import { LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from '../core/domain/constants.ts';
-import { labelValue } from '../core/domain/labels.ts';
-import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
-import { ALL_REGIONS } from '../core/domain/model/scope.ts';
+import { LABEL_PROVIDER } from '../core/domain/constants.ts';
 import type { ClusterSource } from '../core/sync/ports.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
@@ -263,18 +260,6 @@ async function listCommand(
   return reportMalformed(malformed, io);
 }
 
-/** Whether a profile is of one of `scopes` (as its labels say) — all of them when none is given. */
-function ofScopes(profile: ClusterProfile, scopes: readonly Scope[] | undefined): boolean {
-  if (!scopes) return true;
-  const labels = profile.metadata.labels ?? {};
-  return scopes.some(
-    (scope) =>
-      labels[LABEL_PROVIDER] === scope.provider &&
-      labels[LABEL_ACCOUNT] === labelValue(scope.account) &&
-      (scope.region === ALL_REGIONS || labels[LABEL_REGION] === labelValue(scope.region)),
-  );
-}
-
 async function announceCommand(
   config: CpsyncConfig,
   options: { all?: boolean; provider?: Provider[]; scope?: Scope[]; namespace?: string[] },
@@ -298,7 +283,7 @@ async function announceCommand(
         (!options.provider ||
           options.provider.includes(profile.metadata.labels?.[LABEL_PROVIDER] as Provider)) &&
         (!options.namespace || options.namespace.includes(profile.metadata.namespace)) &&
-        ofScopes(profile, options.scope),
+        (!options.scope || options.scope.some((scope) => scopeCoversProfile(scope, profile))),
       ...(io.signal ? { signal: io.signal } : {}),
     });
     for (const failure of report.failed)

@@ -69,14 +69,16 @@ function withDetail(pattern: EventPattern, detail: Record<string, unknown>): Eve
   return Object.keys(detail).length > 0 ? { ...pattern, detail } : pattern;
 }
 
+/** `{ [field]: { provider: [...], region: [...], account: [...] } }` for the location filters given; empty when none is. */
+function located(field: 'cluster' | 'scope', filter: ScopeFilter): Record<string, unknown> {
+  const given = (['provider', 'region', 'account'] as const).filter((key) => filter[key] !== undefined);
+  if (given.length === 0) return {};
+  return { [field]: Object.fromEntries(given.map((key) => [key, list(key, filter[key]!)])) };
+}
+
 function clusterFilter(filter: ProfileFilter): Record<string, unknown> {
-  const cluster = Object.fromEntries(
-    (['provider', 'region', 'account'] as const)
-      .filter((key) => filter[key] !== undefined)
-      .map((key) => [key, list(key, filter[key]!)]),
-  );
   return {
-    ...(Object.keys(cluster).length > 0 ? { cluster } : {}),
+    ...located('cluster', filter),
     ...(filter.namespace !== undefined ? { namespace: list('namespace', filter.namespace) } : {}),
   };
 }
@@ -86,15 +88,7 @@ function profilePattern(detailTypes: readonly string[], filter: ProfileFilter = 
 }
 
 function scopePattern(detailType: string, filter: ScopeFilter, extra: Record<string, unknown> = {}) {
-  const scope = Object.fromEntries(
-    (['provider', 'account', 'region'] as const)
-      .filter((key) => filter[key] !== undefined)
-      .map((key) => [key, list(key, filter[key]!)]),
-  );
-  return withDetail(base([detailType], filter.source), {
-    ...(Object.keys(scope).length > 0 ? { scope } : {}),
-    ...extra,
-  });
+  return withDetail(base([detailType], filter.source), { ...located('scope', filter), ...extra });
 }
 
 export const patterns = {

@@ -17,6 +17,7 @@ import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
 import middy from '@middy/core';
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
+import type { z } from 'zod';
 import { compose, type Composition, type ProviderModule } from '../adapters/compose/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
@@ -41,6 +42,22 @@ export function configFromEnvironment(env: NodeJS.ProcessEnv = process.env): Cps
     throw new ConfigError([`CPSYNC_CONFIG: not valid JSON (${(error as Error).message})`], 'the environment');
   }
   return parseConfig(document, 'CPSYNC_CONFIG');
+}
+
+/**
+ * A function's own settings from its environment variables, read with `schema` (zod): refused with every
+ * variable that is wrong named, as `<label>: NAME: what is wrong; …`.
+ */
+export function settingsFromEnvironment<T>(
+  schema: z.ZodType<T>,
+  label: string,
+  env: NodeJS.ProcessEnv = process.env,
+): T {
+  const parsed = schema.safeParse(env);
+  if (parsed.success) return parsed.data;
+  throw new Error(
+    `${label}: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+  );
 }
 
 /**

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
-import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction as LambdaTarget } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
@@ -27,6 +27,7 @@ import { eventSourceOf } from '../adapters/compose/settings.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
 import { CpsyncSubscription, type SubscriptionOptions } from './CpsyncSubscription.ts';
+import { deadLetterQueue, deadLettersAlarm, expiringTable } from './parts.ts';
 import { BUNDLE_BANNER, BUNDLE_EXTERNALS } from './bundling.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -174,18 +175,8 @@ export class Cpsync extends Construct {
       });
     }
 
-    /** An on-demand, encrypted table of records that expire (DynamoDB TTL). */
-    const expiringTable = (id: string, key: string, timeToLiveAttribute: string) =>
-      new Table(this, id, {
-        partitionKey: { name: key, type: AttributeType.STRING },
-        billingMode: BillingMode.PAY_PER_REQUEST,
-        encryption: TableEncryption.AWS_MANAGED,
-        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-        timeToLiveAttribute,
-        removalPolicy: RemovalPolicy.DESTROY,
-      });
-    this.outboxTable = expiringTable('Outbox', 'eventId', 'expiresAt');
-    this.idempotencyTable = expiringTable('Idempotency', 'id', 'expiration');
+    this.outboxTable = expiringTable(this, 'Outbox', 'eventId', 'expiresAt');
+    this.idempotencyTable = expiringTable(this, 'Idempotency', 'id', 'expiration');
 
     const webhookConfig = { ...config.webhook };
     if (!webhookConfig.azure && (props.azureWebhook ?? config.providers.aks !== undefined)) {
@@ -212,11 +203,7 @@ export class Cpsync extends Construct {
       memberProbe: memberProbeSlots(config, props),
     };
 
-    this.deadLetterQueue = new Queue(this, 'ScopeDeadLetters', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
+    this.deadLetterQueue = deadLetterQueue(this, 'ScopeDeadLetters');
     this.scopeQueue = new Queue(this, 'Scopes', {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
@@ -382,23 +369,10 @@ export class Cpsync extends Construct {
    * a hub identity allowed to read ClusterProfiles), or read access to the kubeconfig secret.
    */
   grantHubRead(fn: NodejsFunction): void {
-    const hub = this.#functionSettings.document.hub;
-    const stack = Stack.of(this);
-    if (hub && 'eks' in hub)
-      fn.addToRolePolicy(
-        new PolicyStatement({
-          actions: ['eks:DescribeCluster'],
-          resources: [
-            stack.formatArn({
-              service: 'eks',
-              region: hub.eks.region,
-              resource: 'cluster',
-              resourceName: hub.eks.clusterName,
-              arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-            }),
-          ],
-        }),
-      );
+    const { document } = this.#functionSettings;
+    const hub = document.hub;
+    const describeHub = this.#describeHub(document, Stack.of(this));
+    if (describeHub) fn.addToRolePolicy(describeHub);
     if (hub && 'kubeconfigSecretArn' in hub)
       Secret.fromSecretPartialArn(fn, 'HubKubeconfig', hub.kubeconfigSecretArn).grantRead(fn);
   }
@@ -460,18 +434,22 @@ export class Cpsync extends Construct {
       );
     }
     for (const fn of functions) for (const statement of statements) fn.addToRolePolicy(statement);
+    const describeHub = this.#describeHub(config, stack);
+    if (describeHub) for (const fn of functions) fn.addToRolePolicy(describeHub);
+  }
+
+  /** eks:DescribeCluster on the hub, when it is an EKS cluster (its IAM token needs the endpoint and CA). */
+  #describeHub(config: CpsyncConfig, stack: Stack): PolicyStatement | undefined {
     const hub = config.hub;
-    if (hub && 'eks' in hub) {
-      const arn = stack.formatArn({
-        service: 'eks',
-        region: hub.eks.region,
-        resource: 'cluster',
-        resourceName: hub.eks.clusterName,
-        arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-      });
-      for (const fn of functions)
-        fn.addToRolePolicy(new PolicyStatement({ actions: ['eks:DescribeCluster'], resources: [arn] }));
-    }
+    if (!hub || !('eks' in hub)) return undefined;
+    const arn = stack.formatArn({
+      service: 'eks',
+      region: hub.eks.region,
+      resource: 'cluster',
+      resourceName: hub.eks.clusterName,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+    return new PolicyStatement({ actions: ['eks:DescribeCluster'], resources: [arn] });
   }
 
   /** Read access to exactly the secrets the configuration names. */
@@ -515,16 +493,7 @@ export class Cpsync extends Construct {
 
   #alarms(functions: NodejsFunction[]): void {
     this.alarms.push(
-      new Alarm(this, 'DeadLetters', {
-        alarmDescription: 'Scope messages that failed three times',
-        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period: Duration.minutes(5),
-        }),
-        threshold: 0,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      }),
+      deadLettersAlarm(this, 'DeadLetters', this.deadLetterQueue, 'Scope messages that failed three times'),
       new Alarm(this, 'FailedScopes', {
         alarmDescription:
           'Scopes whose listing failed (access denied, API disabled, throttled past retries, timeouts)',

@@ -5,7 +5,7 @@
  * it subscribes to any bus — one the stack owns or one imported by ARN from another stack or account.
  */
 import { Duration, Validations } from 'aws-cdk-lib';
-import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import type { Alarm } from 'aws-cdk-lib/aws-cloudwatch';
 import {
   Rule,
   type IEventBus,
@@ -15,10 +15,11 @@ import {
 } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction, SqsQueue, addToDeadLetterQueueResourcePolicy } from 'aws-cdk-lib/aws-events-targets';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
-import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { DEFAULT_SOURCE } from '../events/detailTypes.ts';
 import type { EventPattern } from '../events/patterns.ts';
+import { deadLetterQueue, deadLettersAlarm } from './parts.ts';
 
 export interface SubscriptionOptions {
   /**
@@ -104,11 +105,7 @@ export class CpsyncSubscription extends Construct {
 
     if (props.deadLetterQueue) this.deadLetterQueue = props.deadLetterQueue;
     else {
-      const queue = new Queue(this, 'DeadLetters', {
-        encryption: QueueEncryption.SQS_MANAGED,
-        enforceSSL: true,
-        retentionPeriod: Duration.days(14),
-      });
+      const queue = deadLetterQueue(this, 'DeadLetters');
       // It is the rule target's dead-letter queue (EventBridge's DeadLetterConfig), which cdk-nag cannot see.
       Validations.of(queue).acknowledge({
         id: 'AwsSolutions-SQS3',
@@ -135,18 +132,13 @@ export class CpsyncSubscription extends Construct {
         }),
     );
 
-    if (props.alarm ?? true) {
-      this.alarm = new Alarm(this, 'DeadLettersAlarm', {
-        alarmDescription: `cpsync events that could not be delivered to ${this.node.path}`,
-        metric: this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-          period: Duration.minutes(5),
-        }),
-        threshold: 0,
-        comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: TreatMissingData.NOT_BREACHING,
-      });
-    }
+    if (props.alarm ?? true)
+      this.alarm = deadLettersAlarm(
+        this,
+        'DeadLettersAlarm',
+        this.deadLetterQueue,
+        `cpsync events that could not be delivered to ${this.node.path}`,
+      );
   }
 }
 

@@ -1,5 +1,6 @@
 import { Stack, Token, Validations } from 'aws-cdk-lib';
 import type { CfnElement } from 'aws-cdk-lib';
+import type { IConstruct } from 'constructs';
 import type { Cpsync } from './Cpsync.ts';
 
 const REASONS = {
@@ -12,10 +13,27 @@ const REASONS = {
   listCalls:
     'eks:ListClusters, ec2:DescribeRegions, sts:GetCallerIdentity and the Organizations List* calls support no resource-level permissions.',
   schedulerInvoke:
-    'The scheduler role may invoke the enumerator function and its versions/aliases (the CDK scheduler target grant).',
+    'The scheduler role may invoke the scheduled function and its versions/aliases (the CDK scheduler target grant).',
   webhookKeyRotation:
     'The Event Grid key is rotated by updating the event subscription with a new key; automatic rotation would break deliveries in flight.',
 } as const;
+
+/** A function's role uses AWS's managed logs policy (every function made with NodejsFunction does). */
+export function acknowledgeManagedLogsPolicy(fn: IConstruct): void {
+  Validations.of(fn).acknowledge({
+    id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
+    reason: REASONS.managedLogsPolicy,
+  });
+}
+
+/** The stack's scheduler role may invoke `fn` and its versions (the CDK scheduler target grant). */
+export function acknowledgeSchedulerInvoke(fn: IConstruct): void {
+  const stack = Stack.of(fn);
+  Validations.of(stack).acknowledge({
+    id: `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(fn.node.defaultChild as CfnElement)}.Arn>:*]`,
+    reason: REASONS.schedulerInvoke,
+  });
+}
 
 /** The cdk-nag (AwsSolutions) findings cpsync accepts, each with its reason, acknowledged one by one. */
 export function acknowledgeFindings(cpsync: Cpsync, memberRoleName: string | undefined): void {
@@ -24,10 +42,7 @@ export function acknowledgeFindings(cpsync: Cpsync, memberRoleName: string | und
   const functions = [cpsync.scopeEnumerator, cpsync.scopeWorker, cpsync.eksEventHandler, cpsync.webhook];
   for (const fn of functions) {
     const scope = Validations.of(fn);
-    scope.acknowledge({
-      id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-      reason: REASONS.managedLogsPolicy,
-    });
+    acknowledgeManagedLogsPolicy(fn);
     if (memberRoleName) {
       scope.acknowledge({
         id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:iam::*:role/${memberRoleName}]`,
@@ -44,11 +59,7 @@ export function acknowledgeFindings(cpsync: Cpsync, memberRoleName: string | und
       scope.acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: REASONS.listCalls });
     }
   }
-  const enumerator = stack.getLogicalId(cpsync.scopeEnumerator.node.defaultChild as CfnElement);
-  Validations.of(stack).acknowledge({
-    id: `AwsSolutions-IAM5[Resource::<${enumerator}.Arn>:*]`,
-    reason: REASONS.schedulerInvoke,
-  });
+  acknowledgeSchedulerInvoke(cpsync.scopeEnumerator);
   if (cpsync.azureWebhookKey)
     Validations.of(cpsync.azureWebhookKey).acknowledge({
       id: 'AwsSolutions-SMG4',

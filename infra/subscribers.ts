@@ -3,8 +3,8 @@
  * Microsoft Teams incoming webhooks) and the Argo CD cluster-Secret sync. Each subscribes with
  * `cpsync.onEvent`, so it gets the retry policy, the dead-letter queue and the alarm every subscription has.
  */
-import { Duration, RemovalPolicy, Stack, Validations, type CfnElement } from 'aws-cdk-lib';
-import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Duration } from 'aws-cdk-lib';
+import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
@@ -15,27 +15,8 @@ import { Construct } from 'constructs';
 import { patterns } from '../events/patterns.ts';
 import type { Cpsync } from './Cpsync.ts';
 import type { CpsyncSubscription } from './CpsyncSubscription.ts';
-
-/** An on-demand, encrypted table of records that expire, keyed by `id`. */
-function expiringTable(scope: Construct, id: string, timeToLiveAttribute: string): Table {
-  return new Table(scope, id, {
-    partitionKey: { name: 'id', type: AttributeType.STRING },
-    billingMode: BillingMode.PAY_PER_REQUEST,
-    encryption: TableEncryption.AWS_MANAGED,
-    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-    timeToLiveAttribute,
-    removalPolicy: RemovalPolicy.DESTROY,
-  });
-}
-
-/** The reason every example subscriber's function role uses AWS's managed logs policy. */
-function acknowledgeLogsPolicy(fn: NodejsFunction): void {
-  Validations.of(fn).acknowledge({
-    id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',
-    reason:
-      'AWSLambdaBasicExecutionRole only lets a function write its own CloudWatch logs; it is the policy AWS maintains for exactly that.',
-  });
-}
+import { acknowledgeManagedLogsPolicy, acknowledgeSchedulerInvoke } from './nagAcknowledgements.ts';
+import { deadLetterQueue, expiringTable } from './parts.ts';
 
 export interface ChatNotifierProps {
   readonly cpsync: Cpsync;
@@ -71,22 +52,14 @@ export class ChatNotifier extends Construct {
     super(scope, id);
     const { cpsync } = props;
     const timeout = Duration.minutes(2);
-    const failed = new Queue(this, 'FailedMessages', {
-      encryption: QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-    Validations.of(failed).acknowledge({
-      id: 'AwsSolutions-SQS3',
-      reason: 'This queue is the dead-letter queue of the chat notifier’s event queue.',
-    });
+    const failed = deadLetterQueue(this, 'FailedMessages');
     this.queue = new Queue(this, 'Events', {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       visibilityTimeout: Duration.seconds(timeout.toSeconds() * 6),
       deadLetterQueue: { queue: failed, maxReceiveCount: 5 },
     });
-    this.deliveredTable = expiringTable(this, 'Delivered', 'expiration');
+    this.deliveredTable = expiringTable(this, 'Delivered', 'id', 'expiration');
     this.function = cpsync.addFunction(this, 'Function', {
       entry: 'subscribers/chatNotifier.ts',
       timeout,
@@ -99,7 +72,7 @@ export class ChatNotifier extends Construct {
         POWERTOOLS_SERVICE_NAME: 'cpsync-chat',
       },
     });
-    acknowledgeLogsPolicy(this.function);
+    acknowledgeManagedLogsPolicy(this.function);
     props.webhookSecret.grantRead(this.function);
     this.deliveredTable.grant(this.function, 'dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem');
     this.function.addEventSource(
@@ -164,7 +137,7 @@ export class ArgoCdClusterSync extends Construct {
   constructor(scope: Construct, id: string, props: ArgoCdClusterSyncProps) {
     super(scope, id);
     const { cpsync } = props;
-    this.idempotencyTable = expiringTable(this, 'Idempotency', 'expiration');
+    this.idempotencyTable = expiringTable(this, 'Idempotency', 'id', 'expiration');
     this.function = cpsync.addFunction(this, 'Function', {
       entry: 'subscribers/argoCdClusters.ts',
       timeout: Duration.minutes(5),
@@ -178,7 +151,7 @@ export class ArgoCdClusterSync extends Construct {
         POWERTOOLS_SERVICE_NAME: 'cpsync-argocd',
       },
     });
-    acknowledgeLogsPolicy(this.function);
+    acknowledgeManagedLogsPolicy(this.function);
     cpsync.grantHubRead(this.function);
     props.argoCdKubeconfig?.grantRead(this.function);
     this.idempotencyTable.grant(
@@ -201,12 +174,6 @@ export class ArgoCdClusterSync extends Construct {
         retryAttempts: 2,
       }),
     });
-    // The scheduler's role (shared by the stack's schedules) may invoke the function and its versions.
-    const stack = Stack.of(this);
-    Validations.of(stack).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(this.function.node.defaultChild as CfnElement)}.Arn>:*]`,
-      reason:
-        'The scheduler role may invoke the Argo CD function and its versions/aliases (the CDK scheduler target grant).',
-    });
+    acknowledgeSchedulerInvoke(this.function);
   }
 }

@@ -4,6 +4,7 @@
  * configuration covers, the settings every run takes, and one `close()`.
  */
 import { resolve } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { EnginePorts } from '../../core/sync/engine.ts';
 import type { EventSink, MemberProbe } from '../../core/sync/ports.ts';
@@ -31,6 +32,8 @@ export interface Composition {
   providers: Partial<Record<Provider, ProviderInstance>>;
   /** The scopes to sync for a request, checked against the configuration (see scopeCoverage.ts). */
   resolveScopes(request?: ScopeRequest): Promise<ResolvedScopes>;
+  /** The hub's client configuration, when the hub is a cluster (renewed for an EKS hub). */
+  hubKubeConfig?: () => Promise<KubeConfig>;
   /** Closes what the sources hold open (connections, channels). */
   close(): Promise<void>;
 }
@@ -107,7 +110,7 @@ export async function compose(
       const instance = await module.build(config);
       if (instance) providers[module.provider] = instance;
     }
-    const { hub, leases } = await connectHub(config);
+    const { hub, leases, kubeConfig } = await connectHub(config);
     const sources: EnginePorts['sources'] = {};
     for (const [provider, instance] of Object.entries(providers) as Array<[Provider, ProviderInstance]>)
       sources[provider] = instance.source;
@@ -125,6 +128,7 @@ export async function compose(
       settings: engineSettings(config),
       providers,
       resolveScopes: (request) => resolveScopes(config, providers, request),
+      ...(kubeConfig ? { hubKubeConfig: kubeConfig } : {}),
       close,
     };
   } catch (error) {

@@ -22,6 +22,8 @@ const DEFAULT_FILE_HUB_DIRECTORY = 'inventory';
 export interface HubPorts {
   hub: Hub;
   leases: LeaseStore;
+  /** The hub's client configuration when it is a cluster (renewed for an EKS hub): for subscribers that use it too. */
+  kubeConfig?: () => Promise<KubeConfig>;
 }
 
 /** The Kubernetes client and hub, loaded only when a Kubernetes hub is configured (the library is large). */
@@ -29,14 +31,21 @@ function kubernetes() {
   return import('../hub/kubernetes.ts');
 }
 
-/** A KubeConfig from a kubeconfig file; errors name the file and never quote it (it may hold credentials). */
-async function kubeConfigFromFile(path: string, context?: string): Promise<KubeConfig> {
+/**
+ * A KubeConfig from a kubeconfig file; errors name the file (as the setting `label` that gave it) and
+ * never quote it (it may hold credentials).
+ */
+export async function kubeConfigFromFile(
+  path: string,
+  context?: string,
+  label = 'hub.kubeconfig',
+): Promise<KubeConfig> {
   const { KubeConfig } = await kubernetes();
   const kubeConfig = new KubeConfig();
   try {
     kubeConfig.loadFromFile(resolve(path));
   } catch (error) {
-    throw new CompositionError(`hub.kubeconfig ${path}: ${safeReason(error)}`);
+    throw new CompositionError(`${label} ${path}: ${safeReason(error)}`);
   }
   if (context) {
     if (!kubeConfig.getContexts().some((c) => c.name === context))
@@ -47,13 +56,16 @@ async function kubeConfigFromFile(path: string, context?: string): Promise<KubeC
 }
 
 /** A KubeConfig from a kubeconfig kept in Secrets Manager; errors name the secret, never its text. */
-async function kubeConfigFromSecret(secretArn: string): Promise<KubeConfig> {
+export async function kubeConfigFromSecret(
+  secretArn: string,
+  label = 'hub.kubeconfigSecretArn',
+): Promise<KubeConfig> {
   const { KubeConfig } = await kubernetes();
   const kubeConfig = new KubeConfig();
   try {
     kubeConfig.loadFromString(await readSecret({ secretArn }));
   } catch (error) {
-    throw new CompositionError(`hub.kubeconfigSecretArn ${secretArn}: ${safeReason(error)}`);
+    throw new CompositionError(`${label} ${secretArn}: ${safeReason(error)}`);
   }
   return kubeConfig;
 }
@@ -77,7 +89,7 @@ export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {
       await refreshing.current();
       return current!.kubeConfig;
     };
-    return { hub: refreshing, leases: new KubernetesLeaseStore({ kubeConfig, namespace }) };
+    return { hub: refreshing, leases: new KubernetesLeaseStore({ kubeConfig, namespace }), kubeConfig };
   }
   const kubeConfig =
     'kubeconfigSecretArn' in hub
@@ -86,5 +98,6 @@ export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {
   return {
     hub: new KubernetesHub({ kubeConfig }),
     leases: new KubernetesLeaseStore({ kubeConfig, namespace }),
+    kubeConfig: async () => kubeConfig,
   };
 }

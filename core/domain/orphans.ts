@@ -16,11 +16,13 @@ export interface OrphanScope {
   profiles: ClusterProfile[];
 }
 
-function covers(scope: Scope, provider: string, account: string, region: string): boolean {
+/** Whether `scope` covers the profile, as its provider, account and region labels name its scope. */
+export function scopeCoversProfile(scope: Scope, profile: ClusterProfile): boolean {
+  const labels = profile.metadata.labels ?? {};
   return (
-    scope.provider === provider &&
-    labelValue(scope.account) === account &&
-    (scope.region === ALL_REGIONS || labelValue(scope.region) === region)
+    scope.provider === labels[LABEL_PROVIDER] &&
+    labelValue(scope.account) === labels[LABEL_ACCOUNT] &&
+    (scope.region === ALL_REGIONS || labelValue(scope.region) === labels[LABEL_REGION])
   );
 }
 
@@ -42,7 +44,7 @@ export function findOrphans(
     const region = labels[LABEL_REGION];
     if (!provider || !PROVIDERS.includes(provider) || !account || !region || !determined.has(provider))
       continue;
-    if (configured.some((scope) => covers(scope, provider, account, region))) continue;
+    if (configured.some((scope) => scopeCoversProfile(scope, profile))) continue;
     const scope: Scope = { provider, account, region };
     const key = scopeKey(scope);
     const entry = byScope.get(key);

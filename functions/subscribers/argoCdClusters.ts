@@ -13,18 +13,23 @@
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import { compose, type Composition } from '../../adapters/compose/compose.ts';
-import { readSecret, safeReason } from '../../adapters/shared/secrets.ts';
+import { kubeConfigFromFile, kubeConfigFromSecret } from '../../adapters/compose/hub.ts';
 import { memoizeUntilFailure } from '../../adapters/shared/memo.ts';
-import type { Hub } from '../../core/sync/ports.ts';
 import { inventoryProfiles } from '../../core/sync/engine.ts';
 import { DetailType } from '../../events/detailTypes.ts';
 import { parseCpsyncEvent } from '../../events/parse.ts';
 import type { CpsyncEventBridgeEvent } from '../../events/types.ts';
-import { configFromEnvironment, logger, metrics, withPowertools } from '../runtime.ts';
+import {
+  configFromEnvironment,
+  logger,
+  metrics,
+  settingsFromEnvironment,
+  withPowertools,
+} from '../runtime.ts';
 import { ArgoCdClusters, type Outcome, type ReconcileReport } from './argocd/ArgoCdClusters.ts';
 
 export interface ArgoCdDeps {
@@ -52,35 +57,20 @@ const Settings = z.object({
   ARGOCD_IDEMPOTENCY_TABLE: z.string().min(1).optional(),
 });
 
-/** The settings from the environment; every bad variable named. */
-function argoCdSettings(env: NodeJS.ProcessEnv = process.env) {
-  const parsed = Settings.safeParse(env);
-  if (!parsed.success)
-    throw new Error(
-      `Argo CD subscriber settings: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-    );
-  return parsed.data;
-}
+type ArgoCdSettings = z.infer<typeof Settings>;
+const argoCdSettings = (): ArgoCdSettings => settingsFromEnvironment(Settings, 'Argo CD subscriber settings');
 
-/** The kubeconfig of the hub, when the hub is a Kubernetes cluster. */
-async function hubKubeConfig(hub: Hub): Promise<KubeConfig> {
-  const current = 'current' in hub ? await (hub as { current(): Promise<Hub> }).current() : hub;
-  if ('kubeConfig' in current) return (current as { kubeConfig: KubeConfig }).kubeConfig;
+/** How to reach Argo CD's cluster: the kubeconfig its settings name, else the hub's own. */
+async function argoKubeConfig(
+  settings: ArgoCdSettings,
+  composition: Composition,
+): Promise<KubeConfig | (() => Promise<KubeConfig>)> {
+  if (settings.ARGOCD_KUBECONFIG_SECRET_ARN)
+    return kubeConfigFromSecret(settings.ARGOCD_KUBECONFIG_SECRET_ARN, 'ARGOCD_KUBECONFIG_SECRET_ARN');
+  if (settings.ARGOCD_KUBECONFIG)
+    return kubeConfigFromFile(settings.ARGOCD_KUBECONFIG, undefined, 'ARGOCD_KUBECONFIG');
+  if (composition.hubKubeConfig) return composition.hubKubeConfig;
   throw new Error('the hub is not a Kubernetes cluster: set ARGOCD_KUBECONFIG_SECRET_ARN to reach Argo CD');
-}
-
-async function argoKubeConfig(settings: ReturnType<typeof argoCdSettings>, hub: Hub): Promise<KubeConfig> {
-  if (!settings.ARGOCD_KUBECONFIG_SECRET_ARN && !settings.ARGOCD_KUBECONFIG) return hubKubeConfig(hub);
-  const kubeConfig = new KubeConfig();
-  const where = settings.ARGOCD_KUBECONFIG_SECRET_ARN ?? settings.ARGOCD_KUBECONFIG!;
-  try {
-    if (settings.ARGOCD_KUBECONFIG_SECRET_ARN)
-      kubeConfig.loadFromString(await readSecret({ secretArn: settings.ARGOCD_KUBECONFIG_SECRET_ARN }));
-    else kubeConfig.loadFromFile(settings.ARGOCD_KUBECONFIG!);
-  } catch (error) {
-    throw new Error(`the Argo CD kubeconfig ${where}: ${safeReason(error)}`, { cause: error });
-  }
-  return kubeConfig;
 }
 
 /** The deps of this container, from the environment, built on first use. */
@@ -88,7 +78,7 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
   return memoizeUntilFailure(async () => {
     const settings = argoCdSettings();
     const composition = await compose(configFromEnvironment(), []);
-    const clusters = new ArgoCdClusters(await argoKubeConfig(settings, composition.ports.hub), {
+    const clusters = new ArgoCdClusters(await argoKubeConfig(settings, composition), {
       namespace: settings.ARGOCD_NAMESPACE,
       command: settings.ARGOCD_CREDENTIALS_COMMAND,
       extraArgs: settings.ARGOCD_CREDENTIALS_ARGS,

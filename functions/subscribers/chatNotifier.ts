@@ -47,11 +47,12 @@ import {
   type EventFieldChange,
   type ProfileChangeDetail,
 } from '../../events/index.ts';
-import { logger, metrics, withPowertools } from '../runtime.ts';
+import { z } from 'zod';
+import { logger, metrics, settingsFromEnvironment, withPowertools } from '../runtime.ts';
 
 export type ChatFormat = 'slack' | 'teams';
 
-/** How the notifier runs; each has an environment variable or a default (see `settingsFromEnvironment`). */
+/** How the notifier runs; each has an environment variable or a default (see `chatSettings`). */
 export interface ChatNotifierSettings {
   format: ChatFormat;
   /** Secrets Manager id or ARN of the webhook URL. */
@@ -99,41 +100,60 @@ const SECRET_MAX_AGE_SECONDS = 300;
 /** A post is not started with less time than this left before the deadline. */
 const MIN_REQUEST_MS = 1000;
 
+/** A required variable. */
+const required = z.string({ error: 'is not set' }).trim().min(1, 'is not set');
+
+/** An optional whole number within [min, max]; `fallback` when unset. */
+function wholeNumber(fallback: number, min: number, max: number) {
+  return z
+    .string()
+    .trim()
+    .optional()
+    .transform((text, context) => {
+      if (!text) return fallback;
+      const value = Number(text);
+      if (Number.isInteger(value) && value >= min && value <= max) return value;
+      context.addIssue({
+        code: 'custom',
+        message: `is ${JSON.stringify(text)}, not a whole number from ${min} to ${max}`,
+      });
+      return z.NEVER;
+    });
+}
+
+/** The environment variables the notifier reads. */
+const Environment = z.object({
+  CHAT_FORMAT: z
+    .string()
+    .optional()
+    .transform((text, context): ChatFormat => {
+      const format = (text?.trim() || DEFAULTS.format).toLowerCase();
+      if (format === 'slack' || format === 'teams') return format;
+      context.addIssue({ code: 'custom', message: `is ${JSON.stringify(text)}, not slack or teams` });
+      return z.NEVER;
+    }),
+  CHAT_WEBHOOK_SECRET: required,
+  CHAT_IDEMPOTENCY_TABLE: required,
+  CHAT_MIN_INTERVAL_MS: wholeNumber(DEFAULTS.minIntervalMs, 0, 60_000),
+  CHAT_IDEMPOTENCY_TTL_SECONDS: wholeNumber(DEFAULTS.rememberSeconds, 60, 30 * 24 * 60 * 60),
+  CHAT_MAX_LINES: wholeNumber(DEFAULTS.maxLines, 1, MAX_LINES_ALLOWED),
+});
+
 /** The settings the environment gives; throws naming every variable that is wrong. */
-function settingsFromEnvironment(env: NodeJS.ProcessEnv = process.env): ChatNotifierSettings {
-  const problems: string[] = [];
-  const required = (name: string) => {
-    const value = env[name]?.trim();
-    if (!value) problems.push(`${name}: is not set`);
-    return value ?? '';
-  };
-  const whole = (name: string, fallback: number, min: number, max: number) => {
-    const text = env[name]?.trim();
-    if (!text) return fallback;
-    const value = Number(text);
-    if (!Number.isInteger(value) || value < min || value > max) {
-      problems.push(`${name}: is ${JSON.stringify(text)}, not a whole number from ${min} to ${max}`);
-      return fallback;
-    }
-    return value;
-  };
-  const format = (env.CHAT_FORMAT?.trim() || DEFAULTS.format).toLowerCase();
-  if (format !== 'slack' && format !== 'teams')
-    problems.push(`CHAT_FORMAT: is ${JSON.stringify(env.CHAT_FORMAT)}, not slack or teams`);
-  const settings: ChatNotifierSettings = {
-    format: format as ChatFormat,
-    webhookSecret: required('CHAT_WEBHOOK_SECRET'),
-    table: required('CHAT_IDEMPOTENCY_TABLE'),
-    minIntervalMs: whole('CHAT_MIN_INTERVAL_MS', DEFAULTS.minIntervalMs, 0, 60_000),
-    rememberSeconds: whole('CHAT_IDEMPOTENCY_TTL_SECONDS', DEFAULTS.rememberSeconds, 60, 30 * 24 * 60 * 60),
-    maxLines: whole('CHAT_MAX_LINES', DEFAULTS.maxLines, 1, MAX_LINES_ALLOWED),
+function chatSettings(env: NodeJS.ProcessEnv = process.env): ChatNotifierSettings {
+  const e = settingsFromEnvironment(Environment, 'chat notifier configuration', env);
+  return {
+    format: e.CHAT_FORMAT,
+    webhookSecret: e.CHAT_WEBHOOK_SECRET,
+    table: e.CHAT_IDEMPOTENCY_TABLE,
+    minIntervalMs: e.CHAT_MIN_INTERVAL_MS,
+    rememberSeconds: e.CHAT_IDEMPOTENCY_TTL_SECONDS,
+    maxLines: e.CHAT_MAX_LINES,
     maxAttempts: DEFAULTS.maxAttempts,
     retryBaseMs: DEFAULTS.retryBaseMs,
     requestTimeoutMs: DEFAULTS.requestTimeoutMs,
     safetyMarginMs: DEFAULTS.safetyMarginMs,
   };
-  if (problems.length > 0) throw new Error(`chat notifier configuration: ${problems.join('; ')}`);
-  return settings;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -565,7 +585,7 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
 
   return withPowertools(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const deadline = Date.now() + context.getRemainingTimeInMillis();
-    const settings = { ...settingsFromEnvironment(), ...settingOverrides };
+    const settings = { ...chatSettings(), ...settingOverrides };
     documents ??= DynamoDBDocumentClient.from(new DynamoDBClient({}));
     const failed = new Set<string>();
     let ignored = 0;

@@ -10,20 +10,12 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { SecurityGroup, SubnetType, Vpc } from 'aws-cdk-lib/aws-ec2';
 import { EventBus } from 'aws-cdk-lib/aws-events';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { parse } from 'yaml';
 import { Cpsync } from '../../infra/Cpsync.ts';
 import { DETAIL_SCHEMAS } from '../../events/schemas.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { venvBin } from '../env/python.ts';
+import { CONFIG, ENV, NO_BUNDLING } from '../support/infra.ts';
 
-const EXAMPLE = parse(readFileSync(new URL('../../cpsync.example.yaml', import.meta.url), 'utf8')) as Record<
-  string,
-  unknown
->;
-const CONFIG = { ...EXAMPLE, hub: { eks: { clusterName: 'hub', region: 'us-east-1' } } };
-const ENV = { account: '123456789012', region: 'us-east-1' };
-/** Skips asset bundling for tests that only look at the template's shape. */
-const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 function lightStack(props: Partial<ConstructorParameters<typeof Cpsync>[2]> = {}) {

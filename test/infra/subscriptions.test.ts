@@ -13,19 +13,11 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { parse } from 'yaml';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { CpsyncSubscription } from '../../infra/CpsyncSubscription.ts';
 import { ArgoCdClusterSync, ChatNotifier } from '../../infra/subscribers.ts';
 import { patterns } from '../../events/patterns.ts';
-
-const EXAMPLE = parse(readFileSync(new URL('../../cpsync.example.yaml', import.meta.url), 'utf8')) as Record<
-  string,
-  unknown
->;
-const CONFIG = { ...EXAMPLE, hub: { eks: { clusterName: 'hub', region: 'us-east-1' } } };
-const ENV = { account: '123456789012', region: 'us-east-1' };
-const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+import { CONFIG, ENV, NO_BUNDLING } from '../support/infra.ts';
 
 /** An encrypted queue with its own DLQ: a target cdk-nag has nothing to say about. */
 function cleanQueue(stack: Stack, id: string) {

@@ -3,7 +3,7 @@ import { DeleteMessageBatchCommand, ReceiveMessageCommand, SQSClient } from '@aw
 import assert from 'node:assert/strict';
 import { EventBridgeBus } from '../../adapters/bus/EventBridgeBus.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
-import { HUB_ACCOUNT, HUB_CREDENTIALS } from './aws.ts';
+import { HUB_CREDENTIALS } from './aws.ts';
 
 export interface ReceivedEvent {
   'detail-type': string;
@@ -30,12 +30,12 @@ export async function publishTo(
 }
 
 /**
- * The event as EventBridge itself delivers it. moto's default delivery template leaves out the envelope's
- * `account`, which EventBridge always sends (and which the subscriber kit's parser requires): it is put
- * back, as the bus's account, when missing.
+ * A rule target delivering the whole event to the queue `arn`, as EventBridge delivers it to a queue
+ * without a transformer. moto's default delivery leaves out the envelope's `account`, which every
+ * EventBridge event carries (and the subscriber kit's parser requires); the whole-event template keeps it.
  */
-export function asEventBridgeDelivers(event: ReceivedEvent): ReceivedEvent & { account: string } {
-  return { account: HUB_ACCOUNT, ...event } as ReceivedEvent & { account: string };
+export function wholeEventTarget(arn: string, id = 'q') {
+  return { Id: id, Arn: arn, InputTransformer: { InputTemplate: '<aws.events.event.json>' } };
 }
 
 /** Every message now in the queue (then removed from it). */

@@ -51,17 +51,28 @@ function content(secret: Pick<V1Secret, 'data' | 'metadata'>) {
 }
 
 export class ArgoCdClusters {
-  readonly #api: CoreV1Api;
+  readonly #kubeConfig: () => Promise<KubeConfig>;
   readonly #options: SecretOptions;
+  #client?: { kubeConfig: KubeConfig; api: CoreV1Api };
 
-  constructor(kubeConfig: KubeConfig, options: SecretOptions) {
-    this.#api = kubeConfig.makeApiClient(CoreV1Api);
+  /** `kubeConfig`: a function for credentials that are renewed (an EKS hub's token). */
+  constructor(kubeConfig: KubeConfig | (() => Promise<KubeConfig>), options: SecretOptions) {
+    this.#kubeConfig = typeof kubeConfig === 'function' ? kubeConfig : async () => kubeConfig;
     this.#options = options;
   }
 
+  /** The API client of the current client configuration (made again when it is renewed). */
+  async #api(): Promise<CoreV1Api> {
+    const kubeConfig = await this.#kubeConfig();
+    if (this.#client?.kubeConfig !== kubeConfig)
+      this.#client = { kubeConfig, api: kubeConfig.makeApiClient(CoreV1Api) };
+    return this.#client.api;
+  }
+
   async #read(name: string): Promise<V1Secret | undefined> {
+    const api = await this.#api();
     try {
-      return await this.#api.readNamespacedSecret({ name, namespace: this.#options.namespace });
+      return await api.readNamespacedSecret({ name, namespace: this.#options.namespace });
     } catch (error) {
       if (status(error) === 404) return undefined;
       throw error;
@@ -80,8 +91,9 @@ export class ArgoCdClusters {
     if ('skipped' in made) return { outcome: 'skipped', reason: made.skipped };
     const wanted = made.secret;
     const existing = await this.#read(wanted.metadata.name);
+    const api = await this.#api();
     if (!existing) {
-      await this.#api.createNamespacedSecret({
+      await api.createNamespacedSecret({
         namespace: this.#options.namespace,
         body: wanted as V1Secret,
       });
@@ -100,7 +112,7 @@ export class ArgoCdClusters {
     )
       return { outcome: 'stale' };
     if (content(existing) === content(wanted as V1Secret)) return { outcome: 'unchanged' };
-    await this.#api.replaceNamespacedSecret({
+    await api.replaceNamespacedSecret({
       name: wanted.metadata.name,
       namespace: this.#options.namespace,
       body: {
@@ -113,6 +125,7 @@ export class ArgoCdClusters {
 
   /** Deletes the Secret of profile `namespace/name`, if cpsync made it from that profile. */
   async remove(namespace: string, name: string): Promise<{ outcome: Outcome }> {
+    const api = await this.#api();
     const existing = await this.#read(secretNameOf(name));
     if (!existing) return { outcome: 'absent' };
     if (
@@ -121,7 +134,7 @@ export class ArgoCdClusters {
     )
       return { outcome: 'conflict' };
     try {
-      await this.#api.deleteNamespacedSecret({
+      await api.deleteNamespacedSecret({
         name: existing.metadata.name!,
         namespace: this.#options.namespace,
         body: { preconditions: { resourceVersion: existing.metadata.resourceVersion! } },
@@ -134,7 +147,8 @@ export class ArgoCdClusters {
 
   /** The cluster Secrets cpsync manages. */
   async managed(): Promise<V1Secret[]> {
-    const list = await this.#api.listNamespacedSecret({
+    const api = await this.#api();
+    const list = await api.listNamespacedSecret({
       namespace: this.#options.namespace,
       labelSelector: `${SECRET_TYPE_LABEL}=cluster,${MANAGED_BY_LABEL}=${MANAGED_BY}`,
     });
@@ -169,11 +183,12 @@ export class ArgoCdClusters {
         }),
       ),
     );
+    const api = await this.#api();
     for (const secret of await this.managed()) {
       if (wanted.has(secret.metadata!.name!)) continue;
       await limit(async () => {
         try {
-          await this.#api.deleteNamespacedSecret({
+          await api.deleteNamespacedSecret({
             name: secret.metadata!.name!,
             namespace: this.#options.namespace,
             body: { preconditions: { resourceVersion: secret.metadata!.resourceVersion! } },

@@ -37,7 +37,7 @@ import { main } from '../../../cli/program.ts';
 import { ensureArgoCdBinary } from '../../env/binaries.ts';
 import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
-import { asEventBridgeDelivers, drainQueue, type ReceivedEvent, publishTo } from '../../support/events.ts';
+import { drainQueue, publishTo, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
 import { lambdaContext } from '../../support/lambda.ts';
@@ -110,7 +110,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       }),
     );
     await eventBridge.send(
-      new PutTargetsCommand({ Rule: 'inventory', EventBusName: BUS, Targets: [{ Id: 'q', Arn: arn }] }),
+      new PutTargetsCommand({ Rule: 'inventory', EventBusName: BUS, Targets: [wholeEventTarget(arn)] }),
     );
 
     const document = {
@@ -150,7 +150,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
   /** Every event the rule delivered, handed to the handler as its Lambda target would be; their results. */
   async function deliver(): Promise<Array<{ event: ReceivedEvent; result: any }>> {
     const delivered = [];
-    for (const event of (await drainQueue(queueUrl)).map(asEventBridgeDelivers))
+    for (const event of await drainQueue(queueUrl))
       delivered.push({ event, result: await handler(event, lambdaContext('argocd')) });
     return delivered;
   }

@@ -41,7 +41,7 @@ import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { lambdaContext } from '../../support/lambda.ts';
-import { publishTo } from '../../support/events.ts';
+import { publishTo, wholeEventTarget } from '../../support/events.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 
 const BUS = 'cpsync';
@@ -269,9 +269,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
           new PutTargetsCommand({
             Rule: Name,
             EventBusName: BUS,
-            // The whole event, as EventBridge delivers it to a queue without a transformer: moto's
-            // default delivery leaves out `account`, which every EventBridge event carries.
-            Targets: [{ Id: 'q', Arn: arn, InputTransformer: { InputTemplate: '<aws.events.event.json>' } }],
+            Targets: [wholeEventTarget(arn)],
           }),
         );
       }

@@ -1,0 +1,39 @@
+/** Parts every cpsync construct makes the same way: expiring tables, dead-letter queues and their alarms. */
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
+import type { Construct } from 'constructs';
+
+/** An on-demand, encrypted table of records that expire (DynamoDB TTL), keyed by `key`. */
+export function expiringTable(scope: Construct, id: string, key: string, timeToLiveAttribute: string): Table {
+  return new Table(scope, id, {
+    partitionKey: { name: key, type: AttributeType.STRING },
+    billingMode: BillingMode.PAY_PER_REQUEST,
+    encryption: TableEncryption.AWS_MANAGED,
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    timeToLiveAttribute,
+    removalPolicy: RemovalPolicy.DESTROY,
+  });
+}
+
+/** An encrypted queue that keeps what could not be delivered for 14 days. */
+export function deadLetterQueue(scope: Construct, id: string): Queue {
+  return new Queue(scope, id, {
+    encryption: QueueEncryption.SQS_MANAGED,
+    enforceSSL: true,
+    retentionPeriod: Duration.days(14),
+  });
+}
+
+/** An alarm raised as soon as anything is in `queue`. */
+export function deadLettersAlarm(scope: Construct, id: string, queue: IQueue, description: string): Alarm {
+  return new Alarm(scope, id, {
+    alarmDescription: description,
+    metric: queue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5) }),
+    threshold: 0,
+    comparisonOperator: ComparisonOperator.GREATER_THAN_THRESHOLD,
+    evaluationPeriods: 1,
+    treatMissingData: TreatMissingData.NOT_BREACHING,
+  });
+}

@@ -270,6 +270,9 @@ export class Cpsync extends Construct {
       [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook],
       stack,
     );
+    // Every function reaches the hub, whichever clouds are configured.
+    const describeHub = this.#describeHub(document, stack);
+    if (describeHub) for (const fn of all) fn.addToRolePolicy(describeHub);
     this.#grantSecrets(document, all);
 
     this.#registerSchemas();
@@ -434,8 +437,6 @@ export class Cpsync extends Construct {
       );
     }
     for (const fn of functions) for (const statement of statements) fn.addToRolePolicy(statement);
-    const describeHub = this.#describeHub(config, stack);
-    if (describeHub) for (const fn of functions) fn.addToRolePolicy(describeHub);
   }
 
   /** eks:DescribeCluster on the hub, when it is an EKS cluster (its IAM token needs the endpoint and CA). */

@@ -402,6 +402,23 @@ describe('the CDK app', () => {
     assert.match(text, /cluster\/hub/);
   });
 
+  it('lets every function describe the EKS hub even when EKS is not a configured cloud', () => {
+    const gkeOnly = lightStack({
+      config: {
+        ...CONFIG,
+        providers: { gke: (CONFIG as { providers: Record<string, unknown> }).providers.gke },
+      },
+    });
+    const functions = Object.values(gkeOnly.findResources('AWS::Lambda::Function'));
+    const policies = Object.values(gkeOnly.findResources('AWS::IAM::Policy')).filter((policy) =>
+      JSON.stringify(policy).includes('eks:DescribeCluster'),
+    );
+    assert.equal(functions.length, 4);
+    assert.equal(policies.length, 4, 'one policy per function grants it');
+    for (const policy of policies) assert.match(JSON.stringify(policy), /cluster\/hub/);
+    assert.doesNotMatch(JSON.stringify(gkeOnly.findResources('AWS::IAM::Policy')), /sts:AssumeRole"/);
+  });
+
   it('refuses bad props with a message that names them', () => {
     const app = new App({ context: NO_BUNDLING });
     const stack = new Stack(app, 'Bad', { env: ENV });

@@ -406,7 +406,7 @@ describe('the CDK app', () => {
     const gkeOnly = lightStack({
       config: {
         ...CONFIG,
-        providers: { gke: (CONFIG as { providers: Record<string, unknown> }).providers.gke },
+        providers: { gke: (CONFIG as unknown as { providers: Record<string, unknown> }).providers.gke },
       },
     });
     const functions = Object.values(gkeOnly.findResources('AWS::Lambda::Function'));

@@ -16,7 +16,7 @@ import { patterns } from '../events/patterns.ts';
 import type { Cpsync } from './Cpsync.ts';
 import type { CpsyncSubscription } from './CpsyncSubscription.ts';
 import { acknowledgeManagedLogsPolicy, acknowledgeSchedulerInvoke } from './nagAcknowledgements.ts';
-import { deadLetterQueue, expiringTable } from './parts.ts';
+import { deadLetterQueue, deadLettersAlarm, expiringTable } from './parts.ts';
 
 export interface ChatNotifierProps {
   readonly cpsync: Cpsync;
@@ -59,6 +59,10 @@ export class ChatNotifier extends Construct {
       visibilityTimeout: Duration.seconds(timeout.toSeconds() * 6),
       deadLetterQueue: { queue: failed, maxReceiveCount: 5 },
     });
+    // Messages the function gave up on five times: kept, and someone is told.
+    cpsync.alarms.push(
+      deadLettersAlarm(this, 'FailedMessagesAlarm', failed, 'Chat notifier events that failed five times'),
+    );
     this.deliveredTable = expiringTable(this, 'Delivered', 'id', 'expiration');
     this.function = cpsync.addFunction(this, 'Function', {
       entry: 'subscribers/chatNotifier.ts',

@@ -208,6 +208,10 @@ describe('the example subscribers’ constructs', () => {
     });
     assert.deepEqual(findings(app, outdir), []);
     assert.equal(chat.subscription.rules.length, 4);
+    const failedAlarm = stack.cpsync.alarms.find((alarm) =>
+      alarm.node.path.endsWith('Chat/FailedMessagesAlarm'),
+    );
+    assert.ok(failedAlarm, 'an alarm on the chat queue’s dead-letter queue');
     const template = Template.fromStack(stack);
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       BatchSize: 1000,

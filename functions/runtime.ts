@@ -2,23 +2,16 @@
  * What every cpsync function shares: Powertools logger, metrics and tracer; the configuration (the
  * CPSYNC_CONFIG document the stack sets); and the adapters built from it once per container.
  */
-import {
-  IdempotencyAlreadyInProgressError,
-  IdempotencyConfig,
-  makeIdempotent,
-} from '@aws-lambda-powertools/idempotency';
-import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import type { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
 import { Logger } from '@aws-lambda-powertools/logger';
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
-import { Tracer } from '@aws-lambda-powertools/tracer';
-import { captureLambdaHandler } from '@aws-lambda-powertools/tracer/middleware';
-import middy from '@middy/core';
+import middy, { type MiddlewareObj } from '@middy/core';
 import { randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import type { z } from 'zod';
-import { compose, type Composition, type ProviderModule } from '../adapters/compose/compose.ts';
+import type { Composition, ProviderModule } from '../adapters/compose/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import { syncCluster } from '../core/sync/engine.ts';
@@ -26,7 +19,21 @@ import type { ClusterRef } from '../core/sync/ports.ts';
 
 export const logger = new Logger({ serviceName: 'cpsync' });
 export const metrics = new Metrics({ namespace: 'cpsync', serviceName: 'cpsync' });
-export const tracer = new Tracer({ serviceName: 'cpsync' });
+
+/**
+ * The X-Ray middleware, loaded only when tracing is on (`POWERTOOLS_TRACE_ENABLED=true`, which the stack sets
+ * with active tracing): the X-Ray SDK is not part of a cold start that does not use it.
+ */
+const tracing: MiddlewareObj | undefined =
+  process.env.POWERTOOLS_TRACE_ENABLED === 'true'
+    ? await (async () => {
+        const [{ Tracer }, { captureLambdaHandler }] = await Promise.all([
+          import('@aws-lambda-powertools/tracer'),
+          import('@aws-lambda-powertools/tracer/middleware'),
+        ]);
+        return captureLambdaHandler(new Tracer({ serviceName: 'cpsync' }));
+      })()
+    : undefined;
 
 /** What a function runs with: the composition of its configuration, built once per container. */
 export type FunctionDeps = Composition;
@@ -65,7 +72,12 @@ export function settingsFromEnvironment<T>(
  * sources of `providers` only (so each function bundles only the cloud SDKs it uses).
  */
 export function lazyDeps(providers: readonly ProviderModule[]): () => Promise<FunctionDeps> {
-  return memoizeUntilFailure(async () => compose(configFromEnvironment(), providers));
+  return memoizeUntilFailure(async () => {
+    const config = configFromEnvironment();
+    // Loaded on first use, not at module initialisation: the hub client, the bus and the outbox.
+    const { compose } = await import('../adapters/compose/compose.ts');
+    return compose(config, providers, { onDemand: true });
+  });
 }
 
 /** A payload of once-only work: `key` names the delivery (event id, message id, …). */
@@ -73,7 +85,10 @@ export interface Keyed {
   key: string;
 }
 
-export { IdempotencyAlreadyInProgressError };
+/** Whether `error` is Powertools' "this key's first delivery is still running". */
+export function isIdempotencyInProgress(error: unknown): boolean {
+  return error instanceof Error && error.name === 'IdempotencyAlreadyInProgressError';
+}
 
 /**
  * `work` done at most once per payload key while the key is remembered (Powertools idempotency with
@@ -100,6 +115,11 @@ export function once<P extends Keyed, R>(
     if (!settings) return { value: await work(payload), replayed: false };
     let entry = wrapped.get(deps);
     if (!entry) {
+      // Loaded with the first delivery that needs it (with the DynamoDB client), not at module initialisation.
+      const [{ IdempotencyConfig, makeIdempotent }, { DynamoDBPersistenceLayer }] = await Promise.all([
+        import('@aws-lambda-powertools/idempotency'),
+        import('@aws-lambda-powertools/idempotency/dynamodb'),
+      ]);
       const config = new IdempotencyConfig({
         eventKeyJmesPath: 'key',
         throwOnNoIdempotencyKey: true,
@@ -140,8 +160,9 @@ export function clusterSyncOnce(name: string, getDeps: () => Promise<FunctionDep
 
 /** Wraps a handler with the Powertools middlewares every function uses. */
 export function withPowertools<E, R>(handler: (event: E, context: Context) => Promise<R>) {
-  return middy(handler)
-    .use(captureLambdaHandler(tracer))
+  const wrapped = middy(handler);
+  if (tracing) wrapped.use(tracing);
+  return wrapped
     .use(injectLambdaContext(logger, { clearState: true }))
     .use(logMetrics(metrics, { captureColdStartMetric: true }));
 }

@@ -1,10 +1,11 @@
 /** Scheduled: lists the scopes the configuration covers and sends one SQS message per scope. */
-import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
 import { scopeKey } from '../core/domain/model/scope.ts';
 import { PROVIDERS } from '../core/domain/model/observedCluster.ts';
 import { runSync } from '../core/sync/engine.ts';
+import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
@@ -31,7 +32,11 @@ export function makeScopeEnumerator(
   getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS),
   options: EnumeratorOptions = {},
 ) {
-  const sqs = options.sqs ?? new SQSClient({});
+  // The SQS client is made with the first run, not at module initialisation.
+  const sqsClient = memoizeUntilFailure(async () => {
+    const { SQSClient, SendMessageBatchCommand } = await import('@aws-sdk/client-sqs');
+    return { sqs: options.sqs ?? new SQSClient({}), SendMessageBatchCommand };
+  });
   return withPowertools(async (event: ScheduleInput, context: Context) => {
     const queueUrl = options.queueUrl ?? process.env.CPSYNC_SCOPE_QUEUE_URL;
     if (!queueUrl) throw new EnumerationError('CPSYNC_SCOPE_QUEUE_URL is not set');
@@ -46,6 +51,7 @@ export function makeScopeEnumerator(
       const failed: typeof pending = [];
       for (let i = 0; i < pending.length; i += 10) {
         const batch = pending.slice(i, i + 10);
+        const { sqs, SendMessageBatchCommand } = await sqsClient();
         const answer = await sqs.send(new SendMessageBatchCommand({ QueueUrl: queueUrl, Entries: batch }));
         for (const failure of answer.Failed ?? []) failed.push(batch.find((m) => m.Id === failure.Id)!);
       }

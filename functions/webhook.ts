@@ -15,7 +15,7 @@ import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import type { ClusterSyncReport } from '../core/sync/engine.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import {
-  IdempotencyAlreadyInProgressError,
+  isIdempotencyInProgress,
   clusterSyncOnce,
   lazyDeps,
   logger,
@@ -149,7 +149,7 @@ export function makeWebhook(
     try {
       outcome = await apply(deps, { key, ref }, context);
     } catch (error) {
-      if (error instanceof IdempotencyAlreadyInProgressError)
+      if (isIdempotencyInProgress(error))
         throw new WebhookError(429, `delivery ${deliveryId} is being processed; retry later`);
       throw error;
     }

@@ -12,9 +12,15 @@ import { EventBus, Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction as LambdaTarget } from 'aws-cdk-lib/aws-events-targets';
 import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type ISecurityGroup, type IVpc, type SubnetSelection, SubnetType } from 'aws-cdk-lib/aws-ec2';
-import { Architecture, FunctionUrlAuthType, Runtime, type FunctionUrl } from 'aws-cdk-lib/aws-lambda';
+import {
+  Architecture,
+  Function as LambdaFunction,
+  FunctionUrlAuthType,
+  Runtime,
+  Tracing,
+  type FunctionUrl,
+} from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
@@ -28,7 +34,7 @@ import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
 import { CpsyncSubscription, type SubscriptionOptions } from './CpsyncSubscription.ts';
 import { deadLetterQueue, deadLettersAlarm, expiringTable } from './parts.ts';
-import { BUNDLE_BANNER, BUNDLE_EXTERNALS } from './bundling.ts';
+import { functionCode } from './functionCode.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -99,6 +105,11 @@ export interface CpsyncProps {
    * @default one new security group allowing all outbound traffic
    */
   readonly securityGroups?: ISecurityGroup[];
+  /**
+   * X-Ray active tracing of every function (Powertools' tracer, loaded only when this is on).
+   * @default false
+   */
+  readonly tracing?: boolean;
 }
 
 const DEFAULTS = {
@@ -131,10 +142,10 @@ export class Cpsync extends Construct {
   public readonly outboxTable: Table;
   /** Powertools idempotency records: deliveries already processed, remembered for an hour. */
   public readonly idempotencyTable: Table;
-  public readonly scopeEnumerator: NodejsFunction;
-  public readonly scopeWorker: NodejsFunction;
-  public readonly eksEventHandler: NodejsFunction;
-  public readonly webhook: NodejsFunction;
+  public readonly scopeEnumerator: LambdaFunction;
+  public readonly scopeWorker: LambdaFunction;
+  public readonly eksEventHandler: LambdaFunction;
+  public readonly webhook: LambdaFunction;
   public readonly webhookUrl: FunctionUrl;
   public readonly schedule: Schedule;
   public readonly eksRule: Rule;
@@ -326,16 +337,17 @@ export class Cpsync extends Construct {
     scope: Construct,
     name: string,
     options: { entry: string; timeout: Duration; memorySize: number; environment?: Record<string, string> },
-  ): NodejsFunction {
+  ): LambdaFunction {
     const { props, document, logRetention } = this.#functionSettings;
     const { entry, timeout, memorySize } = options;
-    return new NodejsFunction(scope, name, {
-      entry: join(ROOT, 'functions', entry),
-      handler: 'handler',
+    return new LambdaFunction(scope, name, {
+      code: functionCode(ROOT, join(ROOT, 'functions', entry)),
+      handler: 'index.handler',
       runtime: Runtime.NODEJS_24_X,
       architecture: Architecture.ARM_64,
       memorySize,
       timeout,
+      ...(props.tracing ? { tracing: Tracing.ACTIVE } : {}),
       ...(props.vpc
         ? {
             vpc: props.vpc,
@@ -352,17 +364,8 @@ export class Cpsync extends Construct {
         POWERTOOLS_SERVICE_NAME: 'cpsync',
         POWERTOOLS_METRICS_NAMESPACE: 'cpsync',
         NODE_OPTIONS: '--enable-source-maps',
+        ...(props.tracing ? { POWERTOOLS_TRACE_ENABLED: 'true' } : {}),
         ...options.environment,
-      },
-      bundling: {
-        minify: true,
-        sourceMap: true,
-        format: OutputFormat.ESM,
-        target: 'node24',
-        mainFields: ['module', 'main'],
-        banner: BUNDLE_BANNER,
-        externalModules: BUNDLE_EXTERNALS,
-        forceDockerBundling: false,
       },
     });
   }
@@ -371,7 +374,7 @@ export class Cpsync extends Construct {
    * What a function needs to read the hub: DescribeCluster on an EKS hub (its role must also be mapped to
    * a hub identity allowed to read ClusterProfiles), or read access to the kubeconfig secret.
    */
-  grantHubRead(fn: NodejsFunction): void {
+  grantHubRead(fn: LambdaFunction): void {
     const { document } = this.#functionSettings;
     const hub = document.hub;
     const describeHub = this.#describeHub(document, Stack.of(this));
@@ -381,7 +384,7 @@ export class Cpsync extends Construct {
   }
 
   /** Read-only cloud access: assume the member role; list/describe in cpsync's own account. */
-  #grantCloudReads(config: CpsyncConfig, functions: NodejsFunction[], stack: Stack): void {
+  #grantCloudReads(config: CpsyncConfig, functions: LambdaFunction[], stack: Stack): void {
     const eks = config.providers.eks;
     if (!eks) return;
     const statements = [
@@ -454,7 +457,7 @@ export class Cpsync extends Construct {
   }
 
   /** Read access to exactly the secrets the configuration names. */
-  #grantSecrets(config: CpsyncConfig, functions: NodejsFunction[]): void {
+  #grantSecrets(config: CpsyncConfig, functions: LambdaFunction[]): void {
     const arns = new Set<string>();
     const add = (ref: { secretArn?: string } | { file: string } | undefined) => {
       if (ref && 'secretArn' in ref && ref.secretArn) arns.add(ref.secretArn);
@@ -492,7 +495,7 @@ export class Cpsync extends Construct {
     }
   }
 
-  #alarms(functions: NodejsFunction[]): void {
+  #alarms(functions: LambdaFunction[]): void {
     this.alarms.push(
       deadLettersAlarm(this, 'DeadLetters', this.deadLetterQueue, 'Scope messages that failed three times'),
       new Alarm(this, 'FailedScopes', {

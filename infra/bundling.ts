@@ -1,9 +1,18 @@
 /**
- * How the functions are bundled (esbuild, by the CDK's NodejsFunction and by the bundle tests): ESM for
- * Node 24, minified, AWS SDK v3 left to the Lambda runtime. The banner gives bundled CommonJS code the
- * `require`, `__filename` and `__dirname` it expects (google-gax reads `__dirname` at load time).
+ * How the functions are bundled (esbuild, by the stack, the bundle tests and the bench): ESM for Node 24,
+ * minified, split into an entry (`index.mjs`) and chunks it loads on demand, the AWS SDK included. The
+ * banner gives bundled CommonJS code the `require`, `__filename` and `__dirname` it expects (google-gax
+ * reads `__dirname` at load time).
+ *
+ * Why split, and why bundle the AWS SDK rather than take the runtime's: a function's cold start is the
+ * module initialisation of its entry, so the entry holds only the handler, Powertools' logger and metrics
+ * and the event schemas; the hub client, the bus, the outbox and each cloud's SDK are chunks loaded with the
+ * first invocation that needs them (a scope worker given an EKS scope never loads Google's or Azure's
+ * client). The runtime's AWS SDK is CommonJS: Node scans each whole client file to find its exports when
+ * ESM imports it (the EC2 client alone takes about 700 ms), where the bundled ES modules are parsed only
+ * for the commands cpsync sends.
  */
-export const BUNDLE_BANNER = [
+const BUNDLE_BANNER = [
   "import { createRequire as __cpsyncCreateRequire } from 'node:module';",
   "import { fileURLToPath as __cpsyncFileURLToPath } from 'node:url';",
   "import { dirname as __cpsyncDirname } from 'node:path';",
@@ -12,10 +21,8 @@ export const BUNDLE_BANNER = [
   'const __dirname = __cpsyncDirname(__filename);',
 ].join(' ');
 
-export const BUNDLE_EXTERNALS = ['@aws-sdk/*'];
-
-/** What every esbuild run of cpsync shares: one minified ESM file for Node, CommonJS given what it expects. */
-function commonArgs(entry: string, outfile: string, target: string): string[] {
+/** What every esbuild run of cpsync shares: minified ESM for Node, CommonJS given what it expects. */
+function commonArgs(entry: string, target: string): string[] {
   return [
     entry,
     '--bundle',
@@ -24,15 +31,32 @@ function commonArgs(entry: string, outfile: string, target: string): string[] {
     '--format=esm',
     `--target=${target}`,
     '--main-fields=module,main',
-    `--outfile=${outfile}`,
     '--log-level=error',
     `--banner:js=${BUNDLE_BANNER}`,
   ];
 }
 
-/** esbuild command-line arguments equal to the NodejsFunction bundling options. */
-export function esbuildArgs(entry: string, outfile: string): string[] {
-  return [...commonArgs(entry, outfile, 'node24'), ...BUNDLE_EXTERNALS.map((e) => `--external:${e}`)];
+/** The file a function's bundle starts from, in its directory; the Lambda handler is `index.handler`. */
+export const FUNCTION_ENTRY_FILE = 'index.mjs';
+
+/**
+ * esbuild arguments for one function: `outdir` receives `index.mjs` and `chunks/` (with source maps, which
+ * the functions read with `--enable-source-maps` when they print a stack).
+ */
+export function functionBundleArgs(
+  entry: string,
+  outdir: string,
+  options: { sourceMaps?: boolean } = {},
+): string[] {
+  return [
+    ...commonArgs(entry, 'node24'),
+    '--splitting',
+    `--outdir=${outdir}`,
+    '--out-extension:.js=.mjs',
+    '--entry-names=index',
+    '--chunk-names=chunks/[name]-[hash]',
+    ...(options.sourceMaps === false ? [] : ['--sourcemap']),
+  ];
 }
 
 /**
@@ -40,5 +64,5 @@ export function esbuildArgs(entry: string, outfile: string): string[] {
  * (a consumer's image has no node_modules), for any Node from 20 on; the entry's `#!/usr/bin/env node` stays first.
  */
 export function credentialsPluginArgs(entry: string, outfile: string): string[] {
-  return [...commonArgs(entry, outfile, 'node20'), '--legal-comments=none'];
+  return [...commonArgs(entry, 'node20'), `--outfile=${outfile}`, '--legal-comments=none'];
 }

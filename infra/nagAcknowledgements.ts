@@ -18,7 +18,7 @@ const REASONS = {
     'The Event Grid key is rotated by updating the event subscription with a new key; automatic rotation would break deliveries in flight.',
 } as const;
 
-/** A function's role uses AWS's managed logs policy (every function made with NodejsFunction does). */
+/** A function's role uses AWS's managed logs policy (every Lambda function the CDK makes does). */
 export function acknowledgeManagedLogsPolicy(fn: IConstruct): void {
   Validations.of(fn).acknowledge({
     id: 'AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole]',

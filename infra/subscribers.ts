@@ -6,7 +6,7 @@
 import { Duration } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
-import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { Schedule, ScheduleExpression, ScheduleTargetInput } from 'aws-cdk-lib/aws-scheduler';
 import { LambdaInvoke } from 'aws-cdk-lib/aws-scheduler-targets';
 import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -43,7 +43,7 @@ export interface ChatNotifierProps {
  * the function → the chat's incoming webhook.
  */
 export class ChatNotifier extends Construct {
-  public readonly function: NodejsFunction;
+  public readonly function: LambdaFunction;
   public readonly queue: Queue;
   public readonly subscription: CpsyncSubscription;
   public readonly deliveredTable: Table;
@@ -133,7 +133,7 @@ export interface ArgoCdClusterSyncProps {
  * the hub and to manage Secrets in Argo CD's namespace (see the README).
  */
 export class ArgoCdClusterSync extends Construct {
-  public readonly function: NodejsFunction;
+  public readonly function: LambdaFunction;
   public readonly subscription: CpsyncSubscription;
   public readonly schedule: Schedule;
   public readonly idempotencyTable: Table;

@@ -41,6 +41,57 @@ export interface Composition {
 export interface ComposeOptions {
   /** Where the stdout bus writes. @default process.stdout */
   stdout?: NodeJS.WritableStream;
+  /**
+   * Build each configured cloud on first use (a scope, a cluster or a token of that cloud), not here: a
+   * function then loads only the SDK of the cloud a message is about, and a cloud whose settings cannot be
+   * used fails its own work only. The CLI builds every cloud here, so a bad setting stops it at once.
+   * @default false
+   */
+  onDemand?: boolean;
+}
+
+/**
+ * A configured cloud built on its first use. Building it again after a failure is allowed (a secret that
+ * could not be read may be readable on the next delivery).
+ */
+function onDemand(module: ProviderModule, config: CpsyncConfig): ProviderInstance {
+  let built: ProviderInstance | undefined;
+  let building: Promise<ProviderInstance> | undefined;
+  const load = () =>
+    built
+      ? Promise.resolve(built)
+      : (building ??= module.build(config).then(
+          (instance) => {
+            if (!instance) throw new Error(`providers.${module.provider}: is not configured`);
+            return (built = instance);
+          },
+          (error: unknown) => {
+            building = undefined;
+            throw error;
+          },
+        ));
+  return {
+    source: {
+      listScope: async (scope, signal) => (await load()).source.listScope(scope, signal),
+      getCluster: async (ref) => (await load()).source.getCluster(ref),
+      isProviderIdOf: (providerId, ref) => module.isProviderIdOf(providerId, ref),
+    },
+    scopes: async (accounts) => (await load()).scopes(accounts),
+    ...(config.features.memberProbe
+      ? {
+          async memberToken(target) {
+            const instance = await load();
+            if (!instance.memberToken)
+              throw new Error(`providers.${module.provider}: gives no member tokens`);
+            return instance.memberToken(target);
+          },
+        }
+      : {}),
+    close: async () => {
+      await building?.catch(() => undefined);
+      await built?.close?.();
+    },
+  };
 }
 
 /** The bus: EventBridge, a JSON-lines file, or JSON lines on stdout (the default). */
@@ -107,6 +158,10 @@ export async function compose(
   };
   try {
     for (const module of modules) {
+      if (options.onDemand) {
+        if (config.providers[module.provider]) providers[module.provider] = onDemand(module, config);
+        continue;
+      }
       const instance = await module.build(config);
       if (instance) providers[module.provider] = instance;
     }

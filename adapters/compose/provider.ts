@@ -1,7 +1,7 @@
 /** What a cloud contributes to the composition: built from the configuration, loaded on demand. */
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
-import type { ClusterSource } from '../../core/sync/ports.ts';
+import type { ClusterRef, ClusterSource } from '../../core/sync/ports.ts';
 import type { CpsyncConfig } from './config.ts';
 import type { Target } from '../credentials/target.ts';
 import type { ClusterToken } from '../credentials/tokens.ts';
@@ -27,4 +27,6 @@ export interface ProviderModule {
   provider: Provider;
   /** The provider's source and scopes, or undefined when the configuration does not have the provider. */
   build(config: CpsyncConfig): Promise<ProviderInstance | undefined>;
+  /** As the source's `isProviderIdOf`, without loading the cloud's SDK. */
+  isProviderIdOf(providerId: string, ref: ClusterRef): boolean;
 }

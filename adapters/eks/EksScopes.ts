@@ -1,10 +1,4 @@
-import {
-  paginateListAccounts,
-  paginateListAccountsForParent,
-  paginateListOrganizationalUnitsForParent,
-  type Account,
-  type OrganizationsClient,
-} from '@aws-sdk/client-organizations';
+import type { Account, OrganizationsClient } from '@aws-sdk/client-organizations';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { EksSource } from './EksSource.ts';
 import { messageOf } from '../../core/domain/errors.ts';
@@ -42,7 +36,12 @@ function isActive(account: Account): boolean {
   return state === undefined || state === 'ACTIVE';
 }
 
+/** The Organizations paginators, loaded only for a configuration that selects accounts by organization. */
+const organizationsApi = () => import('@aws-sdk/client-organizations');
+
 async function accountsUnder(client: OrganizationsClient, parentIds: string[]): Promise<Account[]> {
+  const { paginateListAccountsForParent, paginateListOrganizationalUnitsForParent } =
+    await organizationsApi();
   const found: Account[] = [];
   const queue = [...parentIds];
   while (queue.length > 0) {
@@ -64,6 +63,7 @@ export async function selectAccounts(
   if ('accounts' in selection) return [...new Set(selection.accounts)].sort();
   if (!organizations) throw new Error('accounts.organization needs an Organizations client');
   const { includeOus, excludeOus } = selection.organization;
+  const { paginateListAccounts } = await organizationsApi();
   let accounts: Account[] = [];
   if (includeOus && includeOus.length > 0) accounts = await accountsUnder(organizations, includeOus);
   else

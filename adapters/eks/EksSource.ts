@@ -1,4 +1,3 @@
-import { DescribeRegionsCommand } from '@aws-sdk/client-ec2';
 import {
   DescribeClusterCommand,
   DescribeNodegroupCommand,
@@ -134,9 +133,11 @@ export class EksSource implements ClusterSource {
   /** Regions enabled for the account (EC2 DescribeRegions). */
   async enabledRegions(account: string, signal?: AbortSignal): Promise<string[]> {
     const credentials = await this.credentialsFor(account);
-    const answer = await this.#clients
-      .ec2(this.#homeRegion, credentials)
-      .send(new DescribeRegionsCommand({ AllRegions: false }), { abortSignal: signal });
+    const [ec2, { DescribeRegionsCommand }] = await Promise.all([
+      this.#clients.ec2(this.#homeRegion, credentials),
+      import('@aws-sdk/client-ec2'),
+    ]);
+    const answer = await ec2.send(new DescribeRegionsCommand({ AllRegions: false }), { abortSignal: signal });
     return (answer.Regions ?? [])
       .filter((r) => r.OptInStatus === undefined || r.OptInStatus !== 'not-opted-in')
       .map((r) => r.RegionName ?? '')

@@ -1,6 +1,6 @@
-import { EC2Client } from '@aws-sdk/client-ec2';
+import type { EC2Client } from '@aws-sdk/client-ec2';
 import { EKSClient } from '@aws-sdk/client-eks';
-import { OrganizationsClient } from '@aws-sdk/client-organizations';
+import type { OrganizationsClient } from '@aws-sdk/client-organizations';
 import { STSClient } from '@aws-sdk/client-sts';
 import { fromTemporaryCredentials } from '@aws-sdk/credential-providers';
 import { Agent as HttpAgent } from 'node:http';
@@ -79,12 +79,16 @@ function clientConfig(
   };
 }
 
-/** Makes the clients the EKS adapter uses; replace it to inject clients. */
+/**
+ * Makes the clients the EKS adapter uses; replace it to inject clients. The clients of discovery (EC2 for
+ * an account's regions, Organizations for its accounts) are loaded when first asked for: a sync of
+ * configured regions, or one cluster's event, never loads them.
+ */
 export interface AwsClientFactory {
   eks(region: string, credentials?: AwsCredentialIdentityProvider): EKSClient;
-  ec2(region: string, credentials?: AwsCredentialIdentityProvider): EC2Client;
+  ec2(region: string, credentials?: AwsCredentialIdentityProvider): Promise<EC2Client>;
   sts(region: string, credentials?: AwsCredentialIdentityProvider): STSClient;
-  organizations(credentials?: AwsCredentialIdentityProvider): OrganizationsClient;
+  organizations(credentials?: AwsCredentialIdentityProvider): Promise<OrganizationsClient>;
   /** Credentials of `roleArn`, assumed with the base credentials and refreshed before they expire. */
   assumeRole(
     roleArn: string,
@@ -121,21 +125,22 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
         () => new EKSClient(clientConfig(options, agents, 'eks', region, credentials)),
       ),
     ec2: (region, credentials) =>
-      cached(
-        `ec2:${region}:${idOf(credentials)}`,
-        () => new EC2Client(clientConfig(options, agents, 'ec2', region, credentials)),
-      ),
+      cached(`ec2:${region}:${idOf(credentials)}`, async () => {
+        const { EC2Client } = await import('@aws-sdk/client-ec2');
+        return new EC2Client(clientConfig(options, agents, 'ec2', region, credentials));
+      }),
     sts: (region, credentials) =>
       cached(
         `sts:${region}:${idOf(credentials)}`,
         () => new STSClient(clientConfig(options, agents, 'sts', region, credentials)),
       ),
     organizations: (credentials) =>
-      cached(
-        `organizations:${idOf(credentials)}`,
-        () =>
-          new OrganizationsClient(clientConfig(options, agents, 'organizations', 'us-east-1', credentials)),
-      ),
+      cached(`organizations:${idOf(credentials)}`, async () => {
+        const { OrganizationsClient } = await import('@aws-sdk/client-organizations');
+        return new OrganizationsClient(
+          clientConfig(options, agents, 'organizations', 'us-east-1', credentials),
+        );
+      }),
     assumeRole: (roleArn, externalId, sessionName) =>
       cached(`role:${roleArn}:${externalId ?? ''}`, () =>
         sharedCredentials(

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
@@ -15,6 +15,7 @@ import { DETAIL_SCHEMAS } from '../../events/schemas.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { venvBin } from '../env/python.ts';
 import { CONFIG, ENV, NO_BUNDLING } from '../support/infra.ts';
+import { FUNCTION_ENTRY_FILE } from '../../infra/bundling.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -232,26 +233,33 @@ describe('the CDK app', () => {
     assert.equal(result.status, 0, result.stdout + result.stderr);
   });
 
-  it('bundles into each function only the clouds it serves, and leaves the AWS SDK to the runtime', () => {
-    const sizes: Record<string, number> = {};
-    const texts: Record<string, string> = {};
+  it('bundles each function into an entry without cloud SDKs and chunks with only the clouds it serves', () => {
+    const entries: Record<string, string> = {};
+    const everything: Record<string, string> = {};
+    const sizes: Record<string, string> = {};
     const functions = template.findResources('AWS::Lambda::Function');
     for (const [id, fn] of Object.entries(functions)) {
-      const key = (fn as { Properties: { Code: { S3Key?: string } } }).Properties.Code.S3Key;
+      const properties = (fn as { Properties: { Code: { S3Key?: string }; Handler?: string } }).Properties;
+      const key = properties.Code.S3Key;
       if (!key) continue;
+      assert.equal(properties.Handler, 'index.handler');
       const directory = join(outdir, `asset.${key.replace(/\.zip$/, '')}`);
-      const bundle = readdirSync(directory).find((f) => f.endsWith('.mjs'))!;
+      const files = readdirSync(directory, { recursive: true, encoding: 'utf8' }).filter((f) =>
+        f.endsWith('.mjs'),
+      );
       const name = id.replace(/^Cpsync|[0-9A-F]{8}$/g, '');
-      sizes[name] = statSync(join(directory, bundle)).size;
-      texts[name] = readFileSync(join(directory, bundle), 'utf8');
+      entries[name] = readFileSync(join(directory, FUNCTION_ENTRY_FILE), 'utf8');
+      everything[name] = files.map((f) => readFileSync(join(directory, f), 'utf8')).join('\n');
+      sizes[name] =
+        `entry ${(entries[name].length / 1024).toFixed(0)} KB of ${(everything[name].length / 1024 / 1024).toFixed(2)} MB`;
     }
     // The sizes that matter are reported (with the required libraries' floors) by `npm run bench`.
     console.log(
-      `function bundle sizes (minified, AWS SDK v3 from the runtime): ${Object.entries(sizes)
-        .map(([k, v]) => `${k} ${(v / 1024 / 1024).toFixed(2)} MB`)
+      `function bundles (minified): ${Object.entries(sizes)
+        .map(([k, v]) => `${k} ${v}`)
         .join(', ')}`,
     );
-    assert.deepEqual(Object.keys(texts).sort(), [
+    assert.deepEqual(Object.keys(everything).sort(), [
       'EksEventHandler',
       'ScopeEnumerator',
       'ScopeWorker',
@@ -259,12 +267,9 @@ describe('the CDK app', () => {
     ]);
     const google = (text: string) => text.includes('google.container.v1.ClusterManager');
     const azure = (text: string) => text.includes('azsdk-js-arm-containerservice');
-    for (const [name, text] of Object.entries(texts)) {
-      assert.match(
-        text,
-        /from\s*"@aws-sdk\/client-eventbridge"/,
-        `${name} imports the AWS SDK the runtime provides`,
-      );
+    for (const [name, text] of Object.entries(everything)) {
+      assert.doesNotMatch(text, /from\s*"@aws-sdk\//, `${name} carries the AWS SDK it uses`);
+      assert.ok(!google(entries[name]!) && !azure(entries[name]!), `${name}: no cloud SDK in the entry`);
       const onlyEks = name === 'EksEventHandler';
       assert.equal(
         google(text),
@@ -326,6 +331,35 @@ describe('the CDK app', () => {
       text.includes('cpsync-hub') && text.includes('eu-west-1'),
       'the functions are given the EKS hub',
     );
+  });
+
+  it('traces with X-Ray only when asked: active tracing, the tracer turned on, and cdk-nag still clean', () => {
+    const functionsOf = (stack: Template) =>
+      Object.values(stack.findResources('AWS::Lambda::Function')).map(
+        (fn) =>
+          (
+            fn as {
+              Properties: {
+                TracingConfig?: { Mode: string };
+                Environment: { Variables: Record<string, unknown> };
+              };
+            }
+          ).Properties,
+      );
+    for (const fn of functionsOf(template)) {
+      assert.equal(fn.TracingConfig, undefined);
+      assert.equal(fn.Environment.Variables.POWERTOOLS_TRACE_ENABLED, undefined);
+    }
+    const app = new App({ context: NO_BUNDLING });
+    const stack = new CpsyncStack(app, 'Traced', { env: ENV, cpsync: { config: CONFIG, tracing: true } });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    app.synth();
+    const traced = functionsOf(Template.fromStack(stack));
+    assert.equal(traced.length, 4);
+    for (const fn of traced) {
+      assert.deepEqual(fn.TracingConfig, { Mode: 'Active' });
+      assert.equal(fn.Environment.Variables.POWERTOOLS_TRACE_ENABLED, 'true');
+    }
   });
 
   it('publishes to an existing bus instead of making one', () => {

@@ -1,10 +1,13 @@
 import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
 import type { ProviderModule } from '../provider.ts';
+import { isAksResourceId } from '../../aks/mapCluster.ts';
 
 /** AKS from `providers.aks`. */
 export const aksProvider: ProviderModule = {
   provider: 'aks',
+  isProviderIdOf: (providerId, ref) =>
+    isAksResourceId(providerId, ref.scope.account, ref.resourceGroup ?? '', ref.name),
   async build(config: CpsyncConfig) {
     const aks = config.providers.aks;
     if (!aks) return undefined;

@@ -1,10 +1,13 @@
 import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
 import type { ProviderModule } from '../provider.ts';
+import { isEksClusterArn } from '../../eks/mapCluster.ts';
 
 /** EKS from `providers.eks`. */
 export const eksProvider: ProviderModule = {
   provider: 'eks',
+  isProviderIdOf: (providerId, ref) =>
+    isEksClusterArn(providerId, ref.scope.account, ref.scope.region, ref.name),
   async build(config: CpsyncConfig) {
     const eks = config.providers.eks;
     if (!eks) return undefined;
@@ -44,7 +47,7 @@ export const eksProvider: ProviderModule = {
       async scopes(only?: readonly string[]) {
         const organizations =
           'organization' in eks.accounts
-            ? awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()
+            ? await awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()
             : undefined;
         const accounts = Array.isArray(eks.accounts)
           ? { accounts: eks.accounts }

@@ -3,6 +3,7 @@ import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
 import { InvalidOptionError } from '../../../core/domain/errors.ts';
 import type { ProviderModule } from '../provider.ts';
+import { isGkeSelfLink } from '../../gke/mapCluster.ts';
 import { CompositionError } from '../errors.ts';
 import { readSecret, safeReason, secretSource, type SecretRef } from '../../shared/secrets.ts';
 
@@ -31,6 +32,8 @@ async function credentialConfiguration(ref: SecretRef): Promise<Record<string, u
 /** GKE from `providers.gke`; the credential configuration is read from its file or secret. */
 export const gkeProvider: ProviderModule = {
   provider: 'gke',
+  isProviderIdOf: (providerId, ref) =>
+    isGkeSelfLink(providerId, ref.scope.account, ref.location ?? '', ref.name),
   async build(config: CpsyncConfig) {
     const gke = config.providers.gke;
     if (!gke) return undefined;

@@ -3,8 +3,9 @@
  * as Lambda would load it, and invoked against the real hub, moto and the local cloud servers.
  */
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -13,7 +14,8 @@ import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
-import { esbuildArgs } from '../../../infra/bundling.ts';
+import { FUNCTION_ENTRY_FILE } from '../../../infra/bundling.ts';
+import { bundleFunction } from '../../../infra/functionCode.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from '../../env/emulators.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { adminKubeConfig, localHub } from '../../support/hub.ts';
@@ -28,6 +30,7 @@ describe('the bundled functions', () => {
   let hub: KubernetesHub;
   let namespace: string;
   const handlers: Record<string, Handler> = {};
+  const directory = join(ROOT, '.cache', 'bundle-test');
 
   before(async () => {
     const { state, ...estate } = await estateOnHub('bundles');
@@ -67,9 +70,7 @@ describe('the bundled functions', () => {
         idempotency: { table: 'bundle-idempotency', endpoint: emulators.moto.endpoint },
       }),
     });
-    // Under the project, so the bundles find the AWS SDK the Lambda runtime would provide.
-    const directory = join(ROOT, '.cache', 'bundle-test');
-    mkdirSync(directory, { recursive: true });
+    rmSync(directory, { recursive: true, force: true });
     for (const name of [
       'scopeEnumerator',
       'scopeWorker',
@@ -78,17 +79,71 @@ describe('the bundled functions', () => {
       'subscribers/argoCdClusters',
       'subscribers/chatNotifier',
     ]) {
-      const out = join(directory, `${name.replace('/', '-')}.mjs`);
-      execFileSync(
-        join(ROOT, 'node_modules/.bin/esbuild'),
-        esbuildArgs(join(ROOT, 'functions', `${name}.ts`), out),
-        { cwd: ROOT },
-      );
-      handlers[name] = ((await import(`${out}?${Date.now()}`)) as { handler: Handler }).handler;
+      const out = join(directory, name);
+      bundleFunction(ROOT, join(ROOT, 'functions', `${name}.ts`), out);
+      handlers[name] = ((await import(join(out, FUNCTION_ENTRY_FILE))) as { handler: Handler }).handler;
     }
   });
 
   after(async () => emulators?.stop());
+
+  /** Which clouds' SDKs these files of a bundle carry. */
+  const clouds = (name: string, files: readonly string[]) => {
+    const texts = files.map((file) => readFileSync(join(directory, name, file), 'utf8'));
+    return {
+      google: texts.some((text) => text.includes('google.container.v1.ClusterManager')),
+      azure: texts.some((text) => text.includes('azsdk-js-arm-containerservice')),
+    };
+  };
+  const bundleFiles = (name: string) =>
+    readdirSync(join(directory, name), { recursive: true, encoding: 'utf8' }).filter((f) =>
+      f.endsWith('.mjs'),
+    );
+  /**
+   * One invocation in a fresh process, as a cold Lambda container makes it (test/support/coldInvoke.ts);
+   * asynchronous, as the local cloud servers answer from this process.
+   */
+  const coldInvoke = async (name: string, event: unknown) => {
+    const file = join(directory, `${name}.event.json`);
+    writeFileSync(file, JSON.stringify(event));
+    const { stdout } = await promisify(execFile)(
+      process.execPath,
+      [join(ROOT, 'test/support/coldInvoke.ts'), join(directory, name), file],
+      { encoding: 'utf8', env: process.env, timeout: 60_000 },
+    );
+    return JSON.parse(stdout.trim().split('\n').at(-1)!) as { result: unknown; loaded: string[] };
+  };
+  const scopeMessage = (provider: string, account: string, region: string) => ({
+    Records: [
+      sqsRecord(`cold-${provider}`, JSON.stringify({ syncId: 'cold', scope: { provider, account, region } })),
+    ],
+  });
+
+  it('load only the SDK of the cloud a message is about, and no cloud SDK before the first message', async () => {
+    for (const name of ['scopeWorker', 'webhook', 'scopeEnumerator'])
+      assert.deepEqual(
+        clouds(name, bundleFiles(name)),
+        { google: true, azure: true },
+        `${name} carries every cloud`,
+      );
+    for (const name of ['scopeWorker', 'webhook', 'scopeEnumerator', 'eksEvents'])
+      assert.deepEqual(
+        clouds(name, ['index.mjs']),
+        { google: false, azure: false },
+        `${name}: entry without cloud SDKs`,
+      );
+    assert.deepEqual(clouds('eksEvents', bundleFiles('eksEvents')), { google: false, azure: false });
+
+    const eks = await coldInvoke('scopeWorker', scopeMessage('eks', EKS_ACCOUNT, 'us-east-1'));
+    assert.deepEqual(eks.result, { batchItemFailures: [] });
+    assert.deepEqual(clouds('scopeWorker', eks.loaded), { google: false, azure: false }, 'an EKS scope');
+    const gke = await coldInvoke('scopeWorker', scopeMessage('gke', GCP_PROJECT, '*'));
+    assert.deepEqual(gke.result, { batchItemFailures: [] });
+    assert.deepEqual(clouds('scopeWorker', gke.loaded), { google: true, azure: false }, 'a GKE scope');
+    const aks = await coldInvoke('scopeWorker', scopeMessage('aks', AZURE_SUBSCRIPTION, '*'));
+    assert.deepEqual(aks.result, { batchItemFailures: [] });
+    assert.deepEqual(clouds('scopeWorker', aks.loaded), { google: false, azure: true }, 'an AKS scope');
+  });
 
   it('load as Lambda loads them', () => {
     assert.deepEqual(Object.keys(handlers).sort(), [

@@ -110,6 +110,13 @@ export interface CpsyncProps {
    * @default false
    */
   readonly tracing?: boolean;
+  /**
+   * Stack traces in the logs point at cpsync's sources (Node's `--enable-source-maps`, reading the maps
+   * each bundle carries) rather than at the minified bundle. It costs each cold start the parsing of the
+   * maps of what it loads (about 150 ms for the EKS event handler, see BENCHMARKS.md).
+   * @default false
+   */
+  readonly stackTraceSourceMaps?: boolean;
 }
 
 const DEFAULTS = {
@@ -363,7 +370,7 @@ export class Cpsync extends Construct {
         CPSYNC_CONFIG: JSON.stringify(document),
         POWERTOOLS_SERVICE_NAME: 'cpsync',
         POWERTOOLS_METRICS_NAMESPACE: 'cpsync',
-        NODE_OPTIONS: '--enable-source-maps',
+        ...(props.stackTraceSourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),
         ...(props.tracing ? { POWERTOOLS_TRACE_ENABLED: 'true' } : {}),
         ...options.environment,
       },

@@ -40,8 +40,9 @@ function commonArgs(entry: string, target: string): string[] {
 export const FUNCTION_ENTRY_FILE = 'index.mjs';
 
 /**
- * esbuild arguments for one function: `outdir` receives `index.mjs` and `chunks/` (with source maps, which
- * the functions read with `--enable-source-maps` when they print a stack).
+ * esbuild arguments for one function: `outdir` receives `index.mjs` and `chunks/`, with source maps that
+ * name cpsync's files and lines without carrying their text (read only when the stack sets
+ * `stackTraceSourceMaps`).
  */
 export function functionBundleArgs(
   entry: string,
@@ -55,7 +56,7 @@ export function functionBundleArgs(
     '--out-extension:.js=.mjs',
     '--entry-names=index',
     '--chunk-names=chunks/[name]-[hash]',
-    ...(options.sourceMaps === false ? [] : ['--sourcemap']),
+    ...(options.sourceMaps === false ? [] : ['--sourcemap', '--sources-content=false']),
   ];
 }
 

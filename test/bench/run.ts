@@ -56,8 +56,8 @@ function bundled(name: string): string {
   return bundles.get(name)!;
 }
 
-/** The functions' own NODE_OPTIONS (the stack sets them), so a cold start here is the one Lambda makes. */
-const FUNCTION_NODE_OPTIONS = '--enable-source-maps';
+/** The functions' NODE_OPTIONS as the stack sets them by default (none; `stackTraceSourceMaps` adds `--enable-source-maps`). */
+const FUNCTION_NODE_OPTIONS = '';
 
 /** A fresh Node process that imports `name`'s bundle and, given an event, invokes it once (test/support/coldInvoke.ts). */
 async function coldInvoke(
@@ -73,8 +73,14 @@ async function coldInvoke(
   }
   const { stdout } = await promisify(execFile)(
     process.execPath,
-    [join(ROOT, 'test/support/coldInvoke.ts'), directory, eventFile],
-    { encoding: 'utf8', cwd: ROOT, env: { ...env, NODE_OPTIONS: FUNCTION_NODE_OPTIONS } },
+    [
+      // CPSYNC_BENCH_COLD_FLAGS=--cpu-prof profiles the cold processes.
+      ...(process.env.CPSYNC_BENCH_COLD_FLAGS?.split(' ').filter(Boolean) ?? []),
+      join(ROOT, 'test/support/coldInvoke.ts'),
+      directory,
+      eventFile,
+    ],
+    { encoding: 'utf8', cwd: ROOT, env: { NODE_OPTIONS: FUNCTION_NODE_OPTIONS, ...env } },
   );
   return JSON.parse(stdout.trim().split('\n').at(-1)!) as never;
 }
@@ -88,7 +94,7 @@ async function coldStart(): Promise<void> {
   say('## Cold start');
   say('');
   say(
-    'Each function bundled as the stack bundles it (`infra/functionCode.ts`: esbuild, minified ESM, split into an entry and chunks loaded on demand, the AWS SDK included). Module initialisation: a fresh Node process imports the entry with the functions\' `NODE_OPTIONS` (`--enable-source-maps`), median of 9; "loaded at initialisation" is what that import reads (the entry and the chunks it imports statically); the rest of the bundle is loaded by the first invocation that needs it (the hub client, the bus, the outbox, one cloud\'s SDK).',
+    'Each function bundled as the stack bundles it (`infra/functionCode.ts`: esbuild, minified ESM, split into an entry and chunks loaded on demand, the AWS SDK included). Module initialisation: a fresh Node process imports the entry with the functions\' default `NODE_OPTIONS` (none), median of 9; "loaded at initialisation" is what that import reads (the entry and the chunks it imports statically); the rest of the bundle is loaded by the first invocation that needs it (the hub client, the bus, the outbox, one cloud\'s SDK).',
   );
   say('');
   say(
@@ -267,54 +273,63 @@ async function withEstate(): Promise<void> {
     say('');
 
     // With a cold start: each event in a fresh process running the bundled handler, as a new Lambda
-    // container runs it (module initialisation, then the first invocation loading what it needs).
-    await createEksClusters(
-      emulators.moto.endpoint,
-      EKS_ACCOUNT,
-      'us-east-1',
-      Array.from({ length: COLD_EVENTS }, (_, i) => ({ name: `cold-${i}` })),
-    );
+    // container runs it (module initialisation, then the first invocation loading what it needs); as the
+    // stack deploys it, and with `stackTraceSourceMaps` on.
     const env = { ...process.env, CPSYNC_CONFIG: JSON.stringify(functionDocument) };
-    const cold: number[] = [];
-    const coldExcluding: number[] = [];
-    const initialisation: number[] = [];
-    for (let i = 0; i < COLD_EVENTS; i++) {
-      const run = await coldInvoke(
-        'eksEvents',
-        cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: `cold-${i}` }),
-        env,
-      );
-      const result = run.result as { result?: string; published?: number };
-      if (result.result !== 'created' || result.published !== 1)
-        throw new Error(`cold event ${i}: ${JSON.stringify(run.result)}`);
-      // The same provider calls, timed from this process's warm client: what the cold run spent waiting on the provider.
-      const t = performance.now();
-      await source.getCluster({
-        scope: { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
-        name: `cold-${i}`,
-      });
-      const provider = performance.now() - t;
-      const total = run.initMillis + run.invokeMillis!;
-      cold.push(total);
-      coldExcluding.push(total - provider);
-      initialisation.push(run.initMillis);
-    }
-    const coldReceived = (await drainQueue(emulators.queueUrl)).length;
+    const variants = [
+      { label: 'as deployed by default', nodeOptions: FUNCTION_NODE_OPTIONS, events: COLD_EVENTS },
+      {
+        label: 'with `stackTraceSourceMaps`',
+        nodeOptions: '--enable-source-maps',
+        events: Math.ceil(COLD_EVENTS / 2),
+      },
+    ];
     say(
-      `With a cold start: ${COLD_EVENTS} CreateCluster events, each handled by the bundled EKS handler in a fresh Node process (\`NODE_OPTIONS=${FUNCTION_NODE_OPTIONS}\`), as a new Lambda container handles it: module initialisation, then the first invocation, which loads the hub client, the EKS and EventBridge clients and Powertools idempotency (a DynamoDB record in moto), assumes nothing is warm, and applies and publishes as above; ${coldReceived} events reached the subscriber queue. Provider latency excluded: the same DescribeCluster/ListNodegroups/DescribeNodegroup calls timed from a warm client and subtracted.`,
+      `With a cold start: CreateCluster events, each handled by the bundled EKS handler in a fresh Node process, as a new Lambda container handles it: module initialisation, then the first invocation, which loads the hub client, the EKS and EventBridge clients and Powertools idempotency (a DynamoDB record in moto), finds nothing warm, and applies and publishes as above. Provider latency excluded: the same DescribeCluster/ListNodegroups/DescribeNodegroup calls timed from a warm client and subtracted.`,
     );
     say('');
-    say('| | p50 | p99 |');
-    say('| --- | --- | --- |');
     say(
-      `| module initialisation | ${ms(percentile(initialisation, 50))} | ${ms(percentile(initialisation, 99))} |`,
+      '| cold start | events (reached the queue) | module initialisation p50 / p99 | total p50 / p99 | provider latency excluded p50 / p99 (target: p99 ≤ 1 s) |',
     );
-    say(
-      `| total (initialisation + first invocation) | ${ms(percentile(cold, 50))} | ${ms(percentile(cold, 99))} |`,
-    );
-    say(
-      `| provider latency excluded (target: p99 ≤ 1 s cold) | ${ms(percentile(coldExcluding, 50))} | ${ms(percentile(coldExcluding, 99))} |`,
-    );
+    say('| --- | --- | --- | --- | --- |');
+    for (const [v, variant] of variants.entries()) {
+      const names = Array.from({ length: variant.events }, (_, i) => `cold-${v}-${i}`);
+      await createEksClusters(
+        emulators.moto.endpoint,
+        EKS_ACCOUNT,
+        'us-east-1',
+        names.map((name) => ({ name })),
+      );
+      const cold: number[] = [];
+      const coldExcluding: number[] = [];
+      const initialisation: number[] = [];
+      for (const name of names) {
+        const run = await coldInvoke(
+          'eksEvents',
+          cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name }),
+          { ...env, NODE_OPTIONS: variant.nodeOptions },
+        );
+        const result = run.result as { result?: string; published?: number };
+        if (result.result !== 'created' || result.published !== 1)
+          throw new Error(`cold event ${name}: ${JSON.stringify(run.result)}`);
+        // The same provider calls, timed from this process's warm client: what the cold run waited on the provider.
+        const t = performance.now();
+        await source.getCluster({
+          scope: { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
+          name,
+        });
+        const provider = performance.now() - t;
+        const total = run.initMillis + run.invokeMillis!;
+        cold.push(total);
+        coldExcluding.push(total - provider);
+        initialisation.push(run.initMillis);
+      }
+      const received = (await drainQueue(emulators.queueUrl)).length;
+      const pair = (values: number[]) => `${ms(percentile(values, 50))} / ${ms(percentile(values, 99))}`;
+      say(
+        `| ${variant.label} | ${variant.events} (${received}) | ${pair(initialisation)} | ${pair(cold)} | ${pair(coldExcluding)} |`,
+      );
+    }
     say('');
     await deps.close();
   } finally {

@@ -333,7 +333,7 @@ describe('the CDK app', () => {
     );
   });
 
-  it('traces with X-Ray only when asked: active tracing, the tracer turned on, and cdk-nag still clean', () => {
+  it('traces with X-Ray and maps stack traces to the sources only when asked (both cost cold starts), cdk-nag still clean', () => {
     const functionsOf = (stack: Template) =>
       Object.values(stack.findResources('AWS::Lambda::Function')).map(
         (fn) =>
@@ -349,9 +349,13 @@ describe('the CDK app', () => {
     for (const fn of functionsOf(template)) {
       assert.equal(fn.TracingConfig, undefined);
       assert.equal(fn.Environment.Variables.POWERTOOLS_TRACE_ENABLED, undefined);
+      assert.equal(fn.Environment.Variables.NODE_OPTIONS, undefined);
     }
     const app = new App({ context: NO_BUNDLING });
-    const stack = new CpsyncStack(app, 'Traced', { env: ENV, cpsync: { config: CONFIG, tracing: true } });
+    const stack = new CpsyncStack(app, 'Traced', {
+      env: ENV,
+      cpsync: { config: CONFIG, tracing: true, stackTraceSourceMaps: true },
+    });
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
     app.synth();
     const traced = functionsOf(Template.fromStack(stack));
@@ -359,6 +363,7 @@ describe('the CDK app', () => {
     for (const fn of traced) {
       assert.deepEqual(fn.TracingConfig, { Mode: 'Active' });
       assert.equal(fn.Environment.Variables.POWERTOOLS_TRACE_ENABLED, 'true');
+      assert.equal(fn.Environment.Variables.NODE_OPTIONS, '--enable-source-maps');
     }
   });
 

@@ -2,7 +2,7 @@ import { ContainerServiceClient, type ManagedCluster } from '@azure/arm-containe
 import { SubscriptionClient } from '@azure/arm-resources-subscriptions';
 import type { TokenCredential } from '@azure/core-auth';
 import { DefaultAzureCredential } from '@azure/identity';
-import { parse } from 'yaml';
+import { load } from 'js-yaml';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
@@ -102,7 +102,8 @@ export class AksSource implements ClusterSource {
     if (!value) return {};
     let kubeconfig: { clusters?: Array<{ cluster?: Record<string, string> }> } | undefined;
     try {
-      kubeconfig = parse(Buffer.from(value).toString('utf8')) as typeof kubeconfig;
+      // js-yaml: several times faster than the `yaml` package, once per cluster of every sync.
+      kubeconfig = load(Buffer.from(value).toString('utf8')) as typeof kubeconfig;
     } catch {
       // The user kubeconfig holds credentials: its text is never quoted, only that it did not parse.
       return { certificateAuthorityUnavailable: 'UnreadableKubeconfig' };

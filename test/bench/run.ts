@@ -10,7 +10,7 @@ import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -28,6 +28,8 @@ import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
 import { bundleFunction } from '../../infra/functionCode.ts';
 import { parseArgs } from 'node:util';
 import { fullSyncAtScale } from './scale.ts';
+import { reportCost } from './cost.ts';
+import { scalingChart, type CurvePoint } from './chart.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FUNCTIONS = ['scopeEnumerator', 'scopeWorker', 'eksEvents', 'webhook'];
@@ -348,7 +350,7 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
   },
 });
-const parts = new Set((flags.only ?? 'cold-start,estate,scale').split(','));
+const parts = new Set((flags.only ?? 'cold-start,estate,scale,curve').split(','));
 
 say('# cpsync benchmarks');
 say('');
@@ -358,17 +360,95 @@ say(
 say('');
 if (parts.has('cold-start')) await coldStart();
 if (parts.has('estate')) await withEstate();
-if (parts.has('scale'))
-  for (const fileHub of flags['file-hub'] ? [true] : [false, true])
-    await fullSyncAtScale({
-      directory: mkdtempSync(join(tmpdir(), 'cpsync-scale-')),
-      scale: Number(flags.scale),
-      latencyMillis: Number(flags['latency-ms']),
-      ...(flags['scope-concurrency'] ? { scopeConcurrency: Number(flags['scope-concurrency']) } : {}),
-      fileHub,
-      say,
-    });
 const whole = process.argv.length <= 2;
+const scale = Number(flags.scale);
+const latencyMillis = Number(flags['latency-ms']);
+/** The scope concurrency the bench chooses for its second 10,000-cluster run and for the curve. */
+const BENCH_CONCURRENCY = Number(flags['scope-concurrency'] ?? 16);
+const scaleRun = (options: Partial<Parameters<typeof fullSyncAtScale>[0]>) =>
+  fullSyncAtScale({
+    directory: mkdtempSync(join(tmpdir(), 'cpsync-scale-')),
+    scale,
+    latencyMillis,
+    say,
+    ...options,
+  });
+if (parts.has('scale')) {
+  if (!flags['file-hub'])
+    await scaleRun({ fileHub: false, changed: true, title: 'the real hub, what it counted' });
+  const defaults = await scaleRun({ fileHub: true, title: "the configuration's defaults" });
+  await scaleRun({
+    fileHub: true,
+    scopeConcurrency: BENCH_CONCURRENCY,
+    title: `\`sync.concurrency: ${BENCH_CONCURRENCY}\`, chosen by the bench`,
+  });
+  // The mean size of what the bus received in the full sync stands for a change event's (summaries are smaller).
+  const meanEventBytes = defaults.full.detailBytes / defaults.full.events;
+  const measure = (round: typeof defaults.full) => ({
+    scopeDurations: round.scopeDurations,
+    changeEvents: round.run.published - defaults.scopes,
+    changeEventBytes: meanEventBytes,
+  });
+  reportCost(
+    say,
+    { clusters: defaults.clusters, scopesByProvider: `${defaults.scopes} scopes` },
+    measure(defaults.full),
+    measure(defaults.steady),
+    96,
+  );
+}
+if (parts.has('curve')) {
+  const points: CurvePoint[] = [];
+  say('## Scaling curve');
+  say('');
+  say(
+    `The same estate at 0.1×, 0.3×, 1× and 3× (${latencyMillis} ms per provider call, file hub, \`sync.concurrency: ${BENCH_CONCURRENCY}\` chosen by the bench so the 30,000-cluster runs take minutes, not a quarter of an hour), each a full sync and an unchanged re-sync by the \`cpsync sync\` CLI in its own process; CPU time and peak RSS of that process.`,
+  );
+  say('');
+  say(
+    '| clusters | scopes | CPU per cluster, full / steady | wall time, full / steady | peak RSS, full / steady (target ≤ 512 MB) |',
+  );
+  say('| --- | --- | --- | --- | --- |');
+  for (const factor of [0.1, 0.3, 1, 3]) {
+    const figures = await scaleRun({
+      scale: scale * factor,
+      fileHub: true,
+      scopeConcurrency: BENCH_CONCURRENCY,
+      report: false,
+    });
+    const per = (round: typeof figures.full) => round.run.cpuMillis / figures.clusters;
+    const point = {
+      clusters: figures.clusters,
+      fullCpuPerCluster: per(figures.full),
+      steadyCpuPerCluster: per(figures.steady),
+      peakRssMb: Math.max(figures.full.run.peakRssBytes, figures.steady.run.peakRssBytes) / 1024 / 1024,
+    };
+    points.push(point);
+    say(
+      `| ${figures.clusters.toLocaleString('en')} | ${figures.scopes} | ${point.fullCpuPerCluster.toFixed(2)} / ${point.steadyCpuPerCluster.toFixed(2)} ms | ${(figures.full.run.wallMillis / 1000).toFixed(1)} / ${(figures.steady.run.wallMillis / 1000).toFixed(1)} s | ${(figures.full.run.peakRssBytes / 1048576).toFixed(0)} / ${(figures.steady.run.peakRssBytes / 1048576).toFixed(0)} MB |`,
+    );
+  }
+  const spread = (values: number[]) => {
+    const mean = values.reduce((a, b) => a + b, 0) / values.length;
+    return Math.max(...values.map((v) => Math.abs(v - mean) / mean)) * 100;
+  };
+  say('');
+  say(
+    `Largest distance from the mean CPU per cluster (target ±20 %): full ${spread(points.map((p) => p.fullCpuPerCluster)).toFixed(0)} %, steady ${spread(points.map((p) => p.steadyCpuPerCluster)).toFixed(0)} %.`,
+  );
+  const chart = whole ? 'bench/scaling.svg' : '.cache/bench/scaling.svg';
+  mkdirSync(join(ROOT, dirname(chart)), { recursive: true });
+  writeFileSync(
+    join(ROOT, chart),
+    scalingChart(
+      points,
+      `npm run bench, ${new Date().toISOString().slice(0, 10)}, ${(await import('node:os')).cpus().length} cores; file hub, sync.concurrency ${BENCH_CONCURRENCY}`,
+    ),
+  );
+  say('');
+  say(`![CPU per cluster and peak RSS against the estate's size](${chart})`);
+  say('');
+}
 mkdirSync(join(ROOT, '.cache', 'bench'), { recursive: true });
 writeFileSync(
   join(ROOT, whole ? 'BENCHMARKS.md' : join('.cache', 'bench', 'BENCHMARKS.partial.md')),

@@ -39,6 +39,12 @@ export interface ScaleOptions {
   fileHub?: boolean;
   /** `sync.concurrency`: scopes in flight at once. */
   scopeConcurrency?: number;
+  /** Also sync once after a tenth of the EKS clusters changed (their Kubernetes version). */
+  changed?: boolean;
+  /** Print the section (otherwise only return the figures). @default true */
+  report?: boolean;
+  /** Said after the section's heading. */
+  title?: string;
   say: (line?: string) => void;
 }
 
@@ -155,6 +161,7 @@ interface RunResult {
   writes: number;
   published: number;
   created: number;
+  updated: number;
   unchanged: number;
   complete: number;
   scopes: number;
@@ -206,7 +213,7 @@ async function runCli(
   const code = await new Promise<number>((done) => child.on('close', (c) => done(c ?? -1)));
   const wallMillis = performance.now() - started;
   const summary =
-    /(\d+) scope\(s\), (\d+) complete; (\d+) created, \d+ updated, \d+ deleted, (\d+) unchanged; ([\d.]+) s\nhub: (\d+) read\(s\), (\d+) write\(s\); events: (\d+) published/.exec(
+    /(\d+) scope\(s\), (\d+) complete; (\d+) created, (\d+) updated, \d+ deleted, (\d+) unchanged; ([\d.]+) s\nhub: (\d+) read\(s\), (\d+) write\(s\); events: (\d+) published/.exec(
       stderr,
     );
   const rss = /peak-rss-bytes (\d+)/.exec(stderr);
@@ -215,14 +222,15 @@ async function runCli(
   const n = (i: number) => Number(summary[i]);
   return {
     wallMillis,
-    engineMillis: n(5) * 1000,
+    engineMillis: n(6) * 1000,
     scopes: n(1),
     complete: n(2),
     created: n(3),
-    unchanged: n(4),
-    reads: n(6),
-    writes: n(7),
-    published: n(8),
+    updated: n(4),
+    unchanged: n(5),
+    reads: n(7),
+    writes: n(8),
+    published: n(9),
     peakRssBytes: Number(rss[1]),
     cpuMillis: Number(cpu?.[1] ?? 0) / 1000,
     hubCpuMillis: hubCpu() - hubCpuBefore,
@@ -230,8 +238,8 @@ async function runCli(
   };
 }
 
-export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
-  const { say, directory } = options;
+export async function fullSyncAtScale(options: ScaleOptions) {
+  const { directory } = options;
   const scale = options.scale ?? 1;
   // The configuration's own defaults (read from its schema, not restated here), unless the bench is told otherwise.
   const defaults = parseConfig({ providers: { eks: { accounts: ['000000000000'] } } }, 'defaults');
@@ -335,7 +343,11 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
     const bound = lowerBound(shape, limits);
     const eksScopes = shape.accounts * EKS_REGIONS.length;
     const scopes = eksScopes + shape.projects + shape.subscriptions;
-    say(`## Full sync at scale${options.fileHub ? ' (file hub)' : ''}`);
+    const report = options.report ?? true;
+    const say = report ? options.say : () => {};
+    say(
+      `## Full sync at scale${options.fileHub ? ' (file hub)' : ''}${options.title ? `: ${options.title}` : ''}`,
+    );
     say('');
     say(
       `Estate: ${total.toLocaleString('en')} clusters — ${(eksScopes * shape.clustersPerEksScope).toLocaleString('en')} EKS in ${shape.accounts} accounts × ${EKS_REGIONS.length} regions (${shape.nodegroupsPerCluster} node group each), ${(shape.projects * shape.clustersPerProject).toLocaleString('en')} GKE in ${shape.projects} projects, ${(shape.subscriptions * shape.clustersPerSubscription).toLocaleString('en')} AKS in ${shape.subscriptions} subscriptions (${shape.armPageSize} per page): ${scopes} scopes.`,
@@ -345,10 +357,7 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
     );
     say('');
 
-    const eventsBefore = aws.events;
     const hubPids = hub ? [hub.apiserverPid, hub.etcdPid] : [];
-    const ownCpuBefore = process.cpuUsage();
-    const fullStarted = performance.now();
     const hubCounts = async () =>
       hub
         ? { requests: await apiserverProfileRequests(hub) }
@@ -362,11 +371,27 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
       }
       return { reads: undefined, writes: fileHubWrites(before.files!, after.files!).total };
     };
-    const firstBefore = await hubCounts();
-    const first = await runCli(configPath, env, hubPids);
-    const firstHub = await counted(firstBefore);
+    /** One `cpsync sync`, with what the hub and the bus saw of it and the scope durations its summaries report. */
+    const sync = async () => {
+      const eventsBefore = aws.events;
+      const bytesBefore = aws.detailBytes;
+      aws.scopeSummaries.splice(0);
+      const before = await hubCounts();
+      const run = await runCli(configPath, env, hubPids);
+      return {
+        run,
+        hub: await counted(before),
+        events: aws.events - eventsBefore,
+        detailBytes: aws.detailBytes - bytesBefore,
+        scopeDurations: aws.scopeSummaries.splice(0).map((summary) => summary.durationMs),
+      };
+    };
+
+    const ownCpuBefore = process.cpuUsage();
+    const fullStarted = performance.now();
+    const full = await sync();
+    const first = full.run;
     const ownCpu = process.cpuUsage(ownCpuBefore);
-    const firstEvents = aws.events - eventsBefore;
     const calls = Object.fromEntries(aws.calls);
     const spans = aws.eksSpans.splice(0);
     const eksStart = Math.min(...spans.map(([a]) => a));
@@ -381,59 +406,95 @@ export async function fullSyncAtScale(options: ScaleOptions): Promise<void> {
         `first sync created ${first.created}/${total}, ${first.complete}/${scopes} scopes complete`,
       );
 
-    const steadyEventsBefore = aws.events;
-    const steadyBefore = await hubCounts();
-    const steady = await runCli(configPath, env, hubPids);
-    const steadyHub = await counted(steadyBefore);
-    const steadyEvents = aws.events - steadyEventsBefore;
+    // Changed: a tenth of the EKS clusters move to a new Kubernetes version, as an upgrade wave would.
+    let changed: Awaited<ReturnType<typeof sync>> | undefined;
+    let changedClusters = 0;
+    if (options.changed) {
+      for (const [key, clusters] of aws.clusters)
+        if (Number(key.split('/')[0]) % 10 === 0)
+          for (const { cluster, nodegroups } of clusters) {
+            cluster.version = '1.32';
+            for (const nodegroup of nodegroups) nodegroup.version = '1.32';
+            changedClusters++;
+          }
+      changed = await sync();
+      if (changed.run.updated !== changedClusters)
+        throw new Error(
+          `the changed sync updated ${changed.run.updated} of ${changedClusters} changed clusters`,
+        );
+    }
 
-    const s = (millis: number) => `${(millis / 1000).toFixed(2)} s`;
+    const steadyRound = await sync();
+
+    const sec = (millis: number) => `${(millis / 1000).toFixed(2)} s`;
     const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
-    say('| | full sync | steady-state re-sync |');
-    say('| --- | --- | --- |');
+    const perCluster = (run: RunResult) => `${(run.cpuMillis / total).toFixed(2)} ms`;
+    const columns = changed ? [full, changed, steadyRound] : [full, steadyRound];
+    const row = (label: string, cell: (round: (typeof columns)[number]) => string) =>
+      say(`| ${label} | ${columns.map(cell).join(' | ')} |`);
     say(
-      `| wall time of \`cpsync sync\` (process start to exit) | ${s(first.wallMillis)} | ${s(steady.wallMillis)} |`,
+      `| | full sync${changed ? ` | ${changedClusters.toLocaleString('en')} clusters changed` : ''} | steady-state re-sync |`,
     );
-    say(`| engine run (listing, hub, events) | ${s(first.engineMillis)} | ${s(steady.engineMillis)} |`);
-    say(`| provider round-trip lower bound (${bound.binding}) | ${s(bound.millis)} | ${s(bound.millis)} |`);
-    say(
-      `| ratio, wall time / bound (target ≤ 1.25) | ${(first.wallMillis / bound.millis).toFixed(2)} | ${(steady.wallMillis / bound.millis).toFixed(2)} |`,
+    say(`| --- | --- |${changed ? ' --- |' : ''} --- |`);
+    row(
+      '**CPU of the cpsync process per cluster** (targets: full ≤ 1.5 ms, steady ≤ 1.0 ms)',
+      (r) => `**${perCluster(r.run)}**`,
     );
-    say(
-      `| ratio, engine run / bound | ${(first.engineMillis / bound.millis).toFixed(2)} | ${(steady.engineMillis / bound.millis).toFixed(2)} |`,
+    row(
+      'CPU time: cpsync process / hub (apiserver + etcd)',
+      (r) => `${sec(r.run.cpuMillis)} / ${hub ? sec(r.run.hubCpuMillis) : '–'}`,
     );
-    say(
+    row('wall time of `cpsync sync` (process start to exit)', (r) => sec(r.run.wallMillis));
+    row('engine run (listing, hub, events)', (r) => sec(r.run.engineMillis));
+    row(`provider round-trip lower bound (${bound.binding})`, () => sec(bound.millis));
+    row('ratio, wall time / bound', (r) => (r.run.wallMillis / bound.millis).toFixed(2));
+    row(
+      "profiles created / updated / unchanged (cpsync's summary)",
+      (r) => `${r.run.created} / ${r.run.updated} / ${r.run.unchanged}`,
+    );
+    row(
       hub
-        ? `| hub requests for ClusterProfiles, as the kube-apiserver counted them (reads / writes) | ${firstHub.reads} / ${firstHub.writes} | ${steadyHub.reads} / ${steadyHub.writes} |`
-        : `| profile files written, as the file system shows them (net per file: new inodes, removals) | ${firstHub.writes} | ${steadyHub.writes} |`,
+        ? 'hub requests for ClusterProfiles, as the kube-apiserver counted them (reads / writes)'
+        : 'profile files written, as the file system shows them (net per file: new inodes, removals)',
+      (r) => (hub ? `${r.hub.reads} / ${r.hub.writes}` : `${r.hub.writes}`),
     );
-    say(
-      `| hub reads / writes, as cpsync's summary counts them | ${first.reads} / ${first.writes} | ${steady.reads} / ${steady.writes} |`,
+    if (hub) {
+      row('**hub writes per created / changed / unchanged profile** (targets 2 / ≤ 2 / 0)', (r) => {
+        const n = r.run.created + r.run.updated;
+        return `**${n === 0 ? `${r.hub.writes} for ${r.run.unchanged} unchanged` : (r.hub.writes / n).toFixed(2)}**`;
+      });
+      row('kube-apiserver + etcd CPU per write', (r) =>
+        r.hub.writes === 0 ? '–' : `${(r.run.hubCpuMillis / r.hub.writes).toFixed(2)} ms`,
+      );
+    }
+    row("hub reads / writes, as cpsync's summary counts them", (r) => `${r.run.reads} / ${r.run.writes}`);
+    row(
+      `events published (change events + ${scopes} scope summaries)`,
+      (r) => `${r.run.published} (${r.run.published - scopes} + ${scopes})`,
     );
-    say(
-      `| events published (change events + ${scopes} scope summaries) | ${first.published} (${first.published - scopes} + ${scopes}) | ${steady.published} (${steady.published - scopes} + ${scopes}) |`,
-    );
-    say(`| entries the EventBridge server received | ${firstEvents} | ${steadyEvents} |`);
-    say(
-      `| peak RSS of the cpsync process (target ≤ 512 MB) | ${mb(first.peakRssBytes)} | ${mb(steady.peakRssBytes)} |`,
-    );
-    say(
-      `| CPU time: cpsync process / hub (apiserver + etcd) | ${s(first.cpuMillis)} / ${hub ? s(first.hubCpuMillis) : '–'} | ${s(steady.cpuMillis)} / ${hub ? s(steady.hubCpuMillis) : '–'} |`,
-    );
+    row('entries the EventBridge server received', (r) => `${r.events}`);
+    row('peak RSS of the cpsync process (target ≤ 512 MB)', (r) => mb(r.run.peakRssBytes));
     say('');
     say(
-      `Lower bound terms: EKS overall limit ${s(bound.bounds.overall)}, one account's limit ${s(bound.bounds.perAccount)}, scope slots ${s(bound.bounds.slots)}, longest chain ${s(bound.bounds.chain)}. Provider calls in the full sync: ${providerCalls.toLocaleString('en')} (${Object.entries(
+      `Lower bound terms: EKS overall limit ${sec(bound.bounds.overall)}, one account's limit ${sec(bound.bounds.perAccount)}, scope slots ${sec(bound.bounds.slots)}, longest chain ${sec(bound.bounds.chain)}. Provider calls in the full sync: ${providerCalls.toLocaleString('en')} (${Object.entries(
         calls,
       )
         .map(([op, n]) => `${op} ${n}`)
         .join(
           ', ',
-        )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}; EKS calls went on from ${s(eksStart - fullStarted)} after the start for ${s(eksEnd - eksStart)}, ${eksBusy.toFixed(1)} in flight on average (the limit is ${limits.eksOverall}); the local servers used ${s((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
-    );
-    say(
-      `Steady state: ${steadyHub.writes} writes counted by the hub, ${steady.published - scopes} change events, ${steady.reads} hub reads by cpsync's count for ${scopes} scopes (one list each), ${steady.unchanged.toLocaleString('en')} profiles unchanged.`,
+        )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}; EKS calls went on from ${sec(eksStart - fullStarted)} after the start for ${sec(eksEnd - eksStart)}, ${eksBusy.toFixed(1)} in flight on average (the limit is ${limits.eksOverall}); the local servers used ${sec((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
     );
     say('');
+    return {
+      clusters: total,
+      scopes,
+      scopeConcurrency: limits.scopeConcurrency,
+      full,
+      ...(changed ? { changed } : {}),
+      steady: steadyRound,
+      providerCalls,
+      calls,
+    };
   } finally {
     await Promise.allSettled([aws.stop(), gke.stop(), arm.stop()]);
     if (hub) await stopHub(hub.directory);

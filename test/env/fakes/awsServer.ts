@@ -33,6 +33,10 @@ export interface FakeAws {
   calls: Map<string, number>;
   /** Entries PutEvents accepted. */
   events: number;
+  /** Bytes of the `Detail` of every entry received. */
+  detailBytes: number;
+  /** The detail of each `Inventory Scope Synced` entry received (the scope's outcome, counts and duration). */
+  scopeSummaries: Array<{ durationMs: number; scope: { provider: string } }>;
   /** Most calls in flight at once. */
   peakInFlight: number;
   /** TCP connections clients opened. */
@@ -67,6 +71,8 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
     clusters: new Map(),
     calls: new Map(),
     events: 0,
+    scopeSummaries: [],
+    detailBytes: 0,
     peakInFlight: 0,
     connections: 0,
     eksSpans: [],
@@ -98,8 +104,13 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
       const target = request.headers['x-amz-target'];
       if (request.method === 'POST' && target === 'AWSEvents.PutEvents') {
         count('PutEvents');
-        const entries = (JSON.parse(body) as { Entries?: unknown[] }).Entries ?? [];
+        const entries =
+          (JSON.parse(body) as { Entries?: Array<{ DetailType?: string; Detail?: string }> }).Entries ?? [];
         state.events += entries.length;
+        for (const entry of entries) state.detailBytes += Buffer.byteLength(entry.Detail ?? '');
+        for (const entry of entries)
+          if (entry.DetailType === 'Inventory Scope Synced' && entry.Detail)
+            state.scopeSummaries.push(JSON.parse(entry.Detail) as FakeAws['scopeSummaries'][number]);
         return sendJson(
           response,
           200,

@@ -487,6 +487,7 @@ export async function fullSyncAtScale(options: ScaleOptions) {
     say('');
     return {
       clusters: total,
+      eksClusters: eksScopes * shape.clustersPerEksScope,
       scopes,
       scopeConcurrency: limits.scopeConcurrency,
       full,

@@ -34,7 +34,7 @@ export function makeScopeEnumerator(
 ) {
   // The SQS client is made with the first run, not at module initialisation.
   const sqsClient = memoizeUntilFailure(async () => {
-    const { SQSClient, SendMessageBatchCommand } = await import('@aws-sdk/client-sqs');
+    const { SQSClient, SendMessageBatchCommand } = await import('./sqsApi.ts');
     return { sqs: options.sqs ?? new SQSClient({}), SendMessageBatchCommand };
   });
   return withPowertools(async (event: ScheduleInput, context: Context) => {

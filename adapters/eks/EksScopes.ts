@@ -37,7 +37,7 @@ function isActive(account: Account): boolean {
 }
 
 /** The Organizations paginators, loaded only for a configuration that selects accounts by organization. */
-const organizationsApi = () => import('@aws-sdk/client-organizations');
+const organizationsApi = () => import('./organizationsApi.ts');
 
 async function accountsUnder(client: OrganizationsClient, parentIds: string[]): Promise<Account[]> {
   const { paginateListAccountsForParent, paginateListOrganizationalUnitsForParent } =

@@ -135,7 +135,7 @@ export class EksSource implements ClusterSource {
     const credentials = await this.credentialsFor(account);
     const [ec2, { DescribeRegionsCommand }] = await Promise.all([
       this.#clients.ec2(this.#homeRegion, credentials),
-      import('@aws-sdk/client-ec2'),
+      import('./ec2Api.ts'),
     ]);
     const answer = await ec2.send(new DescribeRegionsCommand({ AllRegions: false }), { abortSignal: signal });
     return (answer.Regions ?? [])

@@ -126,7 +126,7 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
       ),
     ec2: (region, credentials) =>
       cached(`ec2:${region}:${idOf(credentials)}`, async () => {
-        const { EC2Client } = await import('@aws-sdk/client-ec2');
+        const { EC2Client } = await import('./ec2Api.ts');
         return new EC2Client(clientConfig(options, agents, 'ec2', region, credentials));
       }),
     sts: (region, credentials) =>
@@ -136,7 +136,7 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
       ),
     organizations: (credentials) =>
       cached(`organizations:${idOf(credentials)}`, async () => {
-        const { OrganizationsClient } = await import('@aws-sdk/client-organizations');
+        const { OrganizationsClient } = await import('./organizationsApi.ts');
         return new OrganizationsClient(
           clientConfig(options, agents, 'organizations', 'us-east-1', credentials),
         );

@@ -37,8 +37,9 @@ export async function eksHubKubeConfig(
     credentials: credentials ?? eks.config.credentials,
     ...(hub.stsEndpoint ? { stsEndpoint: hub.stsEndpoint } : {}),
   });
-  // The Kubernetes client is large: loaded when an EKS hub is used.
-  const { KubeConfig } = await import('@kubernetes/client-node');
+  // The Kubernetes client is large: loaded when an EKS hub is used, through the module that names what cpsync
+  // uses of it (importing the package's namespace whole would keep every API of it in the bundle).
+  const { KubeConfig } = await import('./kubernetes.ts');
   const kubeConfig = new KubeConfig();
   kubeConfig.loadFromOptions({
     clusters: [

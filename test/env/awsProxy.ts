@@ -16,6 +16,8 @@ interface AwsCall {
   /** `X-Amz-Target` (JSON protocols) or the query protocol's `Action`. */
   operation: string;
   body: string;
+  /** How long the call took, from its arrival to the end of its answer (set once answered). */
+  millis?: number;
 }
 
 export interface CannedResponse {
@@ -79,7 +81,11 @@ export async function startAwsProxy(
     calls.push(call);
     inFlight += 1;
     peak = Math.max(peak, inFlight);
-    response.once('close', () => (inFlight -= 1));
+    const arrived = performance.now();
+    response.once('close', () => {
+      inFlight -= 1;
+      call.millis = performance.now() - arrived;
+    });
     if (options.latencyMs) await new Promise((r) => setTimeout(r, options.latencyMs));
     const headers: Record<string, string> = {};
     for (const [key, value] of Object.entries(request.headers)) {

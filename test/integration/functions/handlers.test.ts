@@ -192,6 +192,40 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     assert.ok(recordsKept.every((r) => r.status === 'COMPLETED' && Number(r.expiration) > Date.now() / 1000));
   });
 
+  it('builds each cloud on first use: a cloud whose credentials cannot be read fails its own scope only, and deletes nothing', async () => {
+    const config = {
+      ...deps.config,
+      providers: {
+        ...deps.config.providers,
+        gke: {
+          ...deps.config.providers.gke!,
+          credentials: { file: join(emulators.directory, 'missing.json') },
+        },
+      },
+    };
+    // Built at once (the CLI), the bad setting stops everything, named.
+    await assert.rejects(
+      compose(config, ALL_PROVIDERS),
+      /providers\.gke\.credentials \(file .*missing\.json\)/,
+    );
+    const onDemand = await compose(config, ALL_PROVIDERS, { onDemand: true });
+    const before = await versions();
+    const scopes = [
+      { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
+      { provider: 'eks', account: EKS_ACCOUNT, region: 'eu-west-1' },
+      { provider: 'gke', account: GCP_PROJECT, region: '*' },
+      { provider: 'aks', account: AZURE_SUBSCRIPTION, region: '*' },
+    ];
+    const records = scopes.map((scope, i) =>
+      sqsRecord(`on-demand-${i}`, JSON.stringify({ syncId: 'on-demand-1', scope })),
+    );
+    const result = await makeScopeWorker(async () => onDemand)({ Records: records }, context);
+    assert.deepEqual(result, { batchItemFailures: [{ itemIdentifier: 'on-demand-2' }] });
+    assert.deepEqual(await versions(), before, 'no profile written or deleted, the GKE ones included');
+    assert.equal((await profiles()).length, emulators.clusters);
+    await onDemand.close();
+  });
+
   it('reports and announces the profiles of a provider dropped from the configuration, and deletes none of them', async () => {
     const { aks: _dropped, ...others } = deps.config.providers;
     const narrowed = await compose({ ...deps.config, providers: others }, ALL_PROVIDERS);

@@ -63,24 +63,20 @@ function profileText(profile: ClusterProfile): string {
   return `${JSON.stringify(profile, null, 2)}\n`;
 }
 
-/**
- * A file's document: JSON.parse for what the hub wrote (the text is then the document's JSON as it is), js-yaml
- * for YAML written by hand (or by older versions).
- */
-function parseDocument(text: string): { document: unknown; json?: string } {
+/** A file's document: JSON.parse for what the hub wrote, js-yaml for YAML written by hand (or by older versions). */
+function parseDocument(text: string): unknown {
   if (text.trimStart().startsWith('{')) {
     try {
-      return { document: JSON.parse(text), json: text };
+      return JSON.parse(text);
     } catch {
       // Not JSON after all (flow-style YAML, or a broken file): js-yaml reads it or says where it is wrong.
     }
   }
-  return { document: load(text) };
+  return load(text);
 }
 
-/** A profile as the index keeps it: its JSON (each reader parses its own copy) and its labels. */
+/** A profile as the index keeps it: its labels (the profile itself is read from its file when asked for). */
 interface Stored {
-  json: string;
   labels: Readonly<Record<string, string>>;
 }
 
@@ -110,19 +106,11 @@ function forget(index: NamespaceIndex, name: string): void {
   index.profiles.delete(name);
 }
 
-/**
- * Puts a profile into an index, in place of what it held under that name: as it reads back (undefined members
- * dropped), from `json` when the caller has its JSON text already.
- */
-function remember(
-  index: NamespaceIndex,
-  name: string,
-  profile: ClusterProfile,
-  json = JSON.stringify(profile),
-): void {
+/** Puts a profile's labels into an index, in place of what it held under that name. */
+function remember(index: NamespaceIndex, name: string, profile: ClusterProfile): void {
   forget(index, name);
   const labels = { ...profile.metadata.labels };
-  index.profiles.set(name, { json, labels });
+  index.profiles.set(name, { labels });
   for (const pair of labelPairs(labels)) {
     const names = index.byLabel.get(pair);
     if (names) names.add(name);
@@ -135,9 +123,10 @@ function remember(
  * the same rules as the Kubernetes hub where they matter to a sync: a resourceVersion that moves on
  * every write, delete preconditions, labels merged on apply, status written apart from the object.
  *
- * Each namespace is read (and its YAML parsed) once and then served from an index the hub keeps up
- * to date with its own writes; the index is read again whenever the directory changed otherwise
- * (its mtime moved), so edits by hand or by another process are seen by the next list.
+ * Each namespace's files are read once into an index of their labels, which the hub keeps up to date
+ * with its own writes; a list reads only the files whose labels match, so memory does not grow with the
+ * inventory's profiles. The index is read again whenever the directory changed otherwise (its mtime
+ * moved), so files added or removed by hand or by another process are seen by the next list.
  */
 export class FileHub implements Hub {
   readonly #directory: string;
@@ -166,7 +155,7 @@ export class FileHub implements Hub {
    * of that name and namespace (edited by hand, cut short) is recorded as malformed and reported with
    * MalformedObjectError; it is never written over or deleted.
    */
-  async #read(ref: ProfileRef): Promise<{ profile: ClusterProfile; json?: string } | undefined> {
+  async #read(ref: ProfileRef): Promise<ClusterProfile | undefined> {
     const key = `${ref.namespace}/${ref.name}`;
     let text: string;
     try {
@@ -180,10 +169,9 @@ export class FileHub implements Hub {
       throw fileError('read', key, error);
     }
     let document: unknown;
-    let json: string | undefined;
     let problem: string | undefined;
     try {
-      ({ document, json } = parseDocument(text));
+      document = parseDocument(text);
       problem = profileProblem(document);
     } catch (error) {
       const line = (error as { mark?: { line?: number } }).mark?.line;
@@ -197,7 +185,7 @@ export class FileHub implements Hub {
       throw new MalformedObjectError(ref.namespace, ref.name, problem);
     }
     this.#malformed.delete(key);
-    return { profile: document as ClusterProfile, ...(json === undefined ? {} : { json }) };
+    return document as ClusterProfile;
   }
 
   /** Refuses to change an object that is malformed: a person edited it, and what they meant is theirs to fix. */
@@ -219,7 +207,7 @@ export class FileHub implements Hub {
         if (!index) await mkdir(this.#path(namespace), { recursive: true });
         const text = profileText(profile);
         await replaceFile(path, text);
-        if (index) remember(index, name, profile, text);
+        if (index) remember(index, name, profile);
       });
     } catch (error) {
       throw fileError('write', `${namespace}/${name}`, error);
@@ -282,8 +270,8 @@ export class FileHub implements Hub {
   /** What the hub holds for `ref`, from the namespace's index (kept fresh as for lists). */
   async #current(ref: ProfileRef): Promise<ClusterProfile | undefined> {
     this.#path(ref.namespace, ref.name); // refuses names that could leave the directory
-    const stored = (await this.#index(ref.namespace))?.profiles.get(ref.name);
-    return stored && (JSON.parse(stored.json) as ClusterProfile);
+    const stored = (await this.#index(ref.namespace))?.profiles.has(ref.name);
+    return stored ? this.#read(ref) : undefined;
   }
 
   async #load(namespace: string, mtimeMs: number): Promise<NamespaceIndex> {
@@ -305,7 +293,7 @@ export class FileHub implements Hub {
       }
       try {
         const read = await this.#read({ namespace, name });
-        if (read) remember(index, name, read.profile, read.json);
+        if (read) remember(index, name, read);
       } catch (error) {
         // Recorded by #read; the rest of the namespace is read as usual.
         if (!(error instanceof MalformedObjectError)) throw error;
@@ -340,7 +328,7 @@ export class FileHub implements Hub {
   }
 
   async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
-    return (await this.#read(ref))?.profile;
+    return this.#read(ref);
   }
 
   /** A ConfigMap is `<namespace>/_configmap.<name>.yaml`, written whole (one process applies a namespace at a time). */
@@ -391,11 +379,22 @@ export class FileHub implements Hub {
       carrying.length === 0
         ? index.profiles.keys()
         : carrying.reduce((fewest, names) => (names.size < fewest.size ? names : fewest));
-    return [...candidates]
-      .map((name) => [name, index.profiles.get(name)!] as const)
-      .filter(([, stored]) => matchesSelector(stored.labels, selector))
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-      .map(([, stored]) => JSON.parse(stored.json) as ClusterProfile);
+    const names = [...candidates]
+      .filter((name) => matchesSelector(index.profiles.get(name)!.labels, selector))
+      .sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    // Each profile read from its file: the index holds labels only, so a hub of 30,000 profiles is not held in memory.
+    const profiles: ClusterProfile[] = [];
+    for (const name of names) {
+      let profile: ClusterProfile | undefined;
+      try {
+        profile = await this.#read({ namespace, name });
+      } catch (error) {
+        // A file someone broke since the index was read: recorded by #read, left out like any malformed file.
+        if (!(error instanceof MalformedObjectError)) throw error;
+      }
+      if (profile && matchesSelector(profile.metadata.labels, selector)) profiles.push(profile);
+    }
+    return profiles;
   }
 
   async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {

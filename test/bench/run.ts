@@ -439,22 +439,9 @@ if (parts.has('curve')) {
     const mean = values.reduce((a, b) => a + b, 0) / values.length;
     return Math.max(...values.map((v) => Math.abs(v - mean) / mean)) * 100;
   };
-  /** Least squares of CPU = a + b·clusters: a is what every run pays (start-up, loading the SDKs), b what each cluster adds. */
-  const fit = (perCluster: (p: CurvePoint) => number) => {
-    const xs = points.map((p) => p.clusters);
-    const ys = points.map((p) => perCluster(p) * p.clusters);
-    const mx = xs.reduce((a, b) => a + b, 0) / xs.length;
-    const my = ys.reduce((a, b) => a + b, 0) / ys.length;
-    const b =
-      xs.reduce((sum, x, i) => sum + (x - mx) * (ys[i]! - my), 0) /
-      xs.reduce((sum, x) => sum + (x - mx) ** 2, 0);
-    return { a: my - b * mx, b };
-  };
-  const full = fit((p) => p.fullCpuPerCluster);
-  const steadyFit = fit((p) => p.steadyCpuPerCluster);
   say('');
   say(
-    `Largest distance from the mean CPU per cluster (target ±20 %): full ${spread(points.map((p) => p.fullCpuPerCluster)).toFixed(0)} %, steady ${spread(points.map((p) => p.steadyCpuPerCluster)).toFixed(0)} %. A straight line through the points, CPU ≈ a + b·clusters, gives what every run pays whatever the estate (a: the CLI's start-up, loading the SDKs, the scopes' own calls) and what each cluster adds (b): full sync a = ${(full.a / 1000).toFixed(1)} s, b = ${full.b.toFixed(2)} ms; steady state a = ${(steadyFit.a / 1000).toFixed(1)} s, b = ${steadyFit.b.toFixed(2)} ms. Without a, CPU per cluster is within ${spread(points.map((p) => p.fullCpuPerCluster - full.a / p.clusters)).toFixed(0)} % (full) and ${spread(points.map((p) => p.steadyCpuPerCluster - steadyFit.a / p.clusters)).toFixed(0)} % (steady) of its mean.`,
+    `Largest distance from the mean CPU per cluster (target ±20 %): full ${spread(points.map((p) => p.fullCpuPerCluster)).toFixed(0)} %, steady ${spread(points.map((p) => p.steadyCpuPerCluster)).toFixed(0)} %. What every run pays whatever the estate (the CLI's start-up and the SDKs it loads, each scope's own calls) weighs most on the small estates.`,
   );
   const chart = whole ? 'bench/scaling.svg' : '.cache/bench/scaling.svg';
   mkdirSync(join(ROOT, dirname(chart)), { recursive: true });

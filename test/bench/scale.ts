@@ -463,7 +463,7 @@ export async function fullSyncAtScale(options: ScaleOptions) {
         const n = r.run.created + r.run.updated;
         return `**${n === 0 ? `${r.hub.writes} for ${r.run.unchanged} unchanged` : (r.hub.writes / n).toFixed(2)}**`;
       });
-      row('kube-apiserver + etcd CPU per write', (r) =>
+      row('kube-apiserver + etcd CPU during the run per write (its reads and idle time included)', (r) =>
         r.hub.writes === 0 ? '–' : `${(r.run.hubCpuMillis / r.hub.writes).toFixed(2)} ms`,
       );
     }

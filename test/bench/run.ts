@@ -13,7 +13,6 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
 import { parseConfig } from '../../adapters/compose/config.ts';
 import { runSync } from '../../core/sync/engine.ts';
@@ -21,7 +20,7 @@ import { makeEksEventHandler } from '../../functions/eksEvents.ts';
 import { compose } from '../../adapters/compose/compose.ts';
 import { startEmulators, EKS_ACCOUNT } from '../env/emulators.ts';
 import { startHub, stopHub } from '../env/hub.ts';
-import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import { createEksClusters, createIdempotencyTable, HUB_CREDENTIALS } from '../support/aws.ts';
 import { drainQueue } from '../support/events.ts';
 import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
 import { bundleFunction } from '../../infra/functionCode.ts';
@@ -178,18 +177,7 @@ async function withEstate(): Promise<void> {
   try {
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
     // As deployed: every delivery goes through Powertools idempotency (a DynamoDB table, here moto's).
-    await new DynamoDBClient({
-      endpoint: emulators.moto.endpoint,
-      region: 'us-east-1',
-      credentials: HUB_CREDENTIALS,
-    }).send(
-      new CreateTableCommand({
-        TableName: 'bench-idempotency',
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-      }),
-    );
+    await createIdempotencyTable(emulators.moto.endpoint, 'bench-idempotency');
     const functionDocument = {
       ...document,
       hub: { kubeconfig: hub.kubeconfig },

@@ -68,3 +68,16 @@ export async function createEksClusters(
   }
   eks.destroy();
 }
+
+/** A Powertools idempotency table (key `id`) in moto, as the stack creates it. */
+export async function createIdempotencyTable(endpoint: string, tableName: string): Promise<void> {
+  const { CreateTableCommand, DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
+  await new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS }).send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+      KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+    }),
+  );
+}

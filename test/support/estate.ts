@@ -1,7 +1,14 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startEmulators, type Emulators } from '../env/emulators.ts';
+import {
+  AZURE_SUBSCRIPTION,
+  EKS_ACCOUNT,
+  GCP_PROJECT,
+  startEmulators,
+  type Emulators,
+} from '../env/emulators.ts';
+import { sqsRecord } from './lambda.ts';
 import { localHub, uniqueNamespace } from './hub.ts';
 
 /**
@@ -34,4 +41,15 @@ export function cloudSnapshot(emulators: Emulators): () => void {
     for (const [key, value] of JSON.parse(arm) as Array<[string, never]>)
       emulators.arm.clusters.set(key, value);
   };
+}
+
+/** One SQS record per scope of the local estate, as the scope enumerator sends them (ids `<prefix>-<i>`). */
+export function estateScopeRecords(syncId: string, prefix: string) {
+  const scopes = [
+    { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
+    { provider: 'eks', account: EKS_ACCOUNT, region: 'eu-west-1' },
+    { provider: 'gke', account: GCP_PROJECT, region: '*' },
+    { provider: 'aks', account: AZURE_SUBSCRIPTION, region: '*' },
+  ];
+  return scopes.map((scope, i) => sqsRecord(`${prefix}-${i}`, JSON.stringify({ syncId, scope })));
 }

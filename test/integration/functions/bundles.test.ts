@@ -9,7 +9,6 @@ import { promisify } from 'node:util';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
@@ -17,10 +16,10 @@ import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
 import { FUNCTION_ENTRY_FILE } from '../../../infra/bundling.ts';
 import { bundleFunction } from '../../../infra/functionCode.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from '../../env/emulators.ts';
-import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
+import { createEksClusters, createIdempotencyTable, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { adminKubeConfig, localHub } from '../../support/hub.ts';
 import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
-import { estateOnHub } from '../../support/estate.ts';
+import { estateOnHub, estateScopeRecords } from '../../support/estate.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
@@ -43,18 +42,7 @@ describe('the bundled functions', () => {
         credentials: HUB_CREDENTIALS,
       }).send(new CreateQueueCommand({ QueueName: 'bundle-scopes' }))
     ).QueueUrl!;
-    await new DynamoDBClient({
-      endpoint: emulators.moto.endpoint,
-      region: 'us-east-1',
-      credentials: HUB_CREDENTIALS,
-    }).send(
-      new CreateTableCommand({
-        TableName: 'bundle-idempotency',
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
-        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
-      }),
-    );
+    await createIdempotencyTable(emulators.moto.endpoint, 'bundle-idempotency');
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
     Object.assign(process.env, {
       ...emulators.env,
@@ -161,16 +149,8 @@ describe('the bundled functions', () => {
       scopes: number;
     };
     assert.equal(enumerated.scopes, 4);
-    const scopes = [
-      { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
-      { provider: 'eks', account: EKS_ACCOUNT, region: 'eu-west-1' },
-      { provider: 'gke', account: GCP_PROJECT, region: '*' },
-      { provider: 'aks', account: AZURE_SUBSCRIPTION, region: '*' },
-    ];
     // As SQS delivers them (the worker parses the whole record with the Powertools SQS schema).
-    const records = scopes.map((scope, i) =>
-      sqsRecord(`m${i}`, JSON.stringify({ syncId: 'bundle-run', scope })),
-    );
+    const records = estateScopeRecords('bundle-run', 'm');
     const result = await handlers.scopeWorker!({ Records: records }, lambdaContext());
     assert.deepEqual(result, { batchItemFailures: [] });
     assert.equal(

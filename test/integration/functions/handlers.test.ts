@@ -36,7 +36,7 @@ import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
 import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
-import { estateOnHub } from '../../support/estate.ts';
+import { estateOnHub, estateScopeRecords } from '../../support/estate.ts';
 
 const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
 const PUSHER = 'pubsub-push@acme-data.iam.gserviceaccount.com';
@@ -210,15 +210,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
     const onDemand = await compose(config, ALL_PROVIDERS, { onDemand: true });
     const before = await versions();
-    const scopes = [
-      { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
-      { provider: 'eks', account: EKS_ACCOUNT, region: 'eu-west-1' },
-      { provider: 'gke', account: GCP_PROJECT, region: '*' },
-      { provider: 'aks', account: AZURE_SUBSCRIPTION, region: '*' },
-    ];
-    const records = scopes.map((scope, i) =>
-      sqsRecord(`on-demand-${i}`, JSON.stringify({ syncId: 'on-demand-1', scope })),
-    );
+    const records = estateScopeRecords('on-demand-1', 'on-demand');
     const result = await makeScopeWorker(async () => onDemand)({ Records: records }, context);
     assert.deepEqual(result, { batchItemFailures: [{ itemIdentifier: 'on-demand-2' }] });
     assert.deepEqual(await versions(), before, 'no profile written or deleted, the GKE ones included');

@@ -304,6 +304,54 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     assert.deepEqual([...announced].sort(), [...ws.inventory().keys()].sort());
   });
 
+  it('8c. a file hub on a full disk: the run ends in a summary and exit 1, no half file, and the next run with room converges, every change announced once', async () => {
+    const ws = workspace();
+    const inventory = join(ws.directory, 'inventory');
+    mkdirSync(inventory);
+    const out = (name: string) => join(ws.directory, name);
+    // In a mount namespace of its own: a hub directory of two pages, full after its first profile; then room again.
+    const script = [
+      `mount -t tmpfs -o size=8k tmpfs "${inventory}" || exit 90`,
+      `"$@" > "${out('out1')}" 2> "${out('err1')}"; echo $? > "${out('code1')}"`,
+      `find "${inventory}" -name '*.tmp' > "${out('tmp1')}"`,
+      `mount -o remount,size=4m "${inventory}"`,
+      `"$@" > "${out('out2')}" 2> "${out('err2')}"; echo $? > "${out('code2')}"`,
+      `cp -r "${inventory}/." "${ws.directory}/inventory-copy"`,
+    ].join('\n');
+    // Not spawnSync: the local clouds answer from this process, whose event loop must keep running.
+    const { spawn } = await import('node:child_process');
+    const child = spawn(
+      'unshare',
+      ['-rm', 'sh', '-c', script, 'sh', process.execPath, CLI, 'sync', '--config', ws.config],
+      { cwd: ws.directory, env: { ...process.env, ...emulators.env } },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(status, 0, `unshare: ${stderr}`);
+    const read = (name: string) => readFileSync(out(name), 'utf8');
+    const [code1, err1, tmp1, code2, err2] = ['code1', 'err1', 'tmp1', 'code2', 'err2'].map(read) as [
+      string,
+      string,
+      string,
+      string,
+      string,
+    ];
+    assert.equal(code1.trim(), '1', err1);
+    assert.ok(!hasStackTrace(err1), err1);
+    assert.match(err1, /^sync \S+: /m, 'the summary was printed');
+    assert.match(err1, /ENOSPC/);
+    assert.equal(tmp1, '', 'no temporary file left behind');
+    assert.equal(code2.trim(), '0', err2);
+    // What the hub holds once there was room (copied out of the mount namespace): every cluster, each announced once.
+    const held = readInventory(join(ws.directory, 'inventory-copy'));
+    assert.ok(held.size >= 7);
+    const created = jsonLines<DeliveredEvent>(read('out1') + read('out2'))
+      .filter((e) => e['detail-type'] === 'ClusterProfile Created')
+      .map((e) => `${e.detail.namespace}/${e.detail.name}`);
+    assert.deepEqual([...created].sort(), [...held.keys()].sort(), 'each profile announced exactly once');
+  });
+
   it('9. SIGTERM and SIGINT stop a run cleanly: exit 143/130, a summary, nothing left waiting or behind', async () => {
     for (const [signal, code] of [
       ['SIGTERM', 143],

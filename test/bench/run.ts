@@ -6,9 +6,7 @@
  * each re-run unchanged (`scale.ts`). With options (`--file-hub`, `--scale`, `--only`, …) the figures
  * go to `.cache/bench/BENCHMARKS.partial.md` instead, so BENCHMARKS.md always holds a whole default run.
  */
-import { execFile } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { promisify } from 'node:util';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -26,6 +24,7 @@ import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
 import { bundleFunction } from '../../infra/functionCode.ts';
 import { parseArgs } from 'node:util';
 import { fullSyncAtScale } from './scale.ts';
+import { coldRun } from '../support/cold.ts';
 import { reportCost } from './cost.ts';
 import { sdkCallFloor } from './sdkFloor.ts';
 import { scalingChart, type CurvePoint } from './chart.ts';
@@ -60,31 +59,13 @@ function bundled(name: string): string {
 /** The functions' NODE_OPTIONS as the stack sets them by default (none; `stackTraceSourceMaps` adds `--enable-source-maps`). */
 const FUNCTION_NODE_OPTIONS = '';
 
-/** A fresh Node process that imports `name`'s bundle and, given an event, invokes it once (test/support/coldInvoke.ts). */
-async function coldInvoke(
-  name: string,
-  event: unknown,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<{ initMillis: number; invokeMillis?: number; result?: unknown; loaded: string[] }> {
-  const directory = bundled(name);
-  let eventFile = '-';
-  if (event !== undefined) {
-    eventFile = join(directory, '..', `${name}.event.json`);
-    writeFileSync(eventFile, JSON.stringify(event));
-  }
-  const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [
-      // CPSYNC_BENCH_COLD_FLAGS=--cpu-prof profiles the cold processes.
-      ...(process.env.CPSYNC_BENCH_COLD_FLAGS?.split(' ').filter(Boolean) ?? []),
-      join(ROOT, 'test/support/coldInvoke.ts'),
-      directory,
-      eventFile,
-    ],
-    { encoding: 'utf8', cwd: ROOT, env: { NODE_OPTIONS: FUNCTION_NODE_OPTIONS, ...env } },
-  );
-  return JSON.parse(stdout.trim().split('\n').at(-1)!) as never;
-}
+/** A cold start of `name`'s bundle (test/support/cold.ts), with the functions' NODE_OPTIONS unless `env` sets them. */
+const coldInvoke = (name: string, event: unknown, env: NodeJS.ProcessEnv = process.env) =>
+  coldRun(bundled(name), event, {
+    env: { NODE_OPTIONS: FUNCTION_NODE_OPTIONS, ...env },
+    // CPSYNC_BENCH_COLD_FLAGS=--cpu-prof profiles the cold processes.
+    nodeArgs: process.env.CPSYNC_BENCH_COLD_FLAGS?.split(' ').filter(Boolean) ?? [],
+  });
 
 const COLD_TARGETS: Record<string, number> = { eksEvents: 150 };
 const sizeOf = (directory: string, files: readonly string[]) =>

@@ -77,6 +77,45 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     return run;
   };
 
+  /**
+   * Two `cpsync sync` runs in a mount namespace of their own (`unshare -rm`) where `directory` is a tmpfs of two
+   * pages, full after its first files; between them it is given room (4 MiB). What each run printed and exited
+   * with, the temporary files the first left in `directory`, and (given `copyTo`) the directory's files afterwards.
+   */
+  const fullDiskThenRoom = async (ws: ReturnType<typeof workspace>, directory: string, copyTo?: string) => {
+    mkdirSync(directory, { recursive: true });
+    const out = (name: string) => join(ws.directory, name);
+    const script = [
+      `mount -t tmpfs -o size=8k tmpfs "${directory}" || exit 90`,
+      `"$@" > "${out('out1')}" 2> "${out('err1')}"; echo $? > "${out('code1')}"`,
+      `find "${directory}" -name '*.tmp' > "${out('tmp1')}"`,
+      `mount -o remount,size=4m "${directory}"`,
+      `"$@" > "${out('out2')}" 2> "${out('err2')}"; echo $? > "${out('code2')}"`,
+      ...(copyTo ? [`cp -r "${directory}/." "${copyTo}"`] : []),
+    ].join('\n');
+    // Not spawnSync: the local clouds answer from this process, whose event loop must keep running.
+    const { spawn } = await import('node:child_process');
+    const child = spawn(
+      'unshare',
+      ['-rm', 'sh', '-c', script, 'sh', process.execPath, CLI, 'sync', '--config', ws.config],
+      { cwd: ws.directory, env: { ...process.env, ...emulators.env } },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    assert.equal(status, 0, `unshare: ${stderr}`);
+    const read = (name: string) => readFileSync(out(name), 'utf8');
+    return {
+      code1: read('code1'),
+      err1: read('err1'),
+      out1: read('out1'),
+      tmp1: read('tmp1'),
+      code2: read('code2'),
+      err2: read('err2'),
+      out2: read('out2'),
+    };
+  };
+
   before(async () => {
     emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-edges-')) });
     base = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
@@ -251,45 +290,11 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
 
   it('8b. an outbox on a full disk: the run ends in a summary and exit 1, and nothing is lost once there is room', async () => {
     const ws = workspace();
-    const outbox = join(ws.directory, 'outbox');
-    mkdirSync(outbox);
-    const out = (name: string) => join(ws.directory, name);
-    // In a mount namespace of its own: an outbox of two pages, full after its first files; then room again.
-    const script = [
-      `mount -t tmpfs -o size=8k tmpfs "${outbox}" || exit 90`,
-      `"$@" > "${out('out1')}" 2> "${out('err1')}"; echo $? > "${out('code1')}"`,
-      `find "${outbox}" -name '*.tmp' > "${out('tmp1')}"`,
-      `mount -o remount,size=4m "${outbox}"`,
-      `"$@" > "${out('out2')}" 2> "${out('err2')}"; echo $? > "${out('code2')}"`,
-    ].join('\n');
-    // Not spawnSync: the local clouds answer from this process, whose event loop must keep running.
-    const { spawn } = await import('node:child_process');
-    const child = spawn(
-      'unshare',
-      ['-rm', 'sh', '-c', script, 'sh', process.execPath, CLI, 'sync', '--config', ws.config],
-      { cwd: ws.directory, env: { ...process.env, ...emulators.env } },
+    // An outbox of two pages, full after its first files; then room again.
+    const { code1, err1, out1, tmp1, code2, err2, out2 } = await fullDiskThenRoom(
+      ws,
+      join(ws.directory, 'outbox'),
     );
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    assert.equal(status, 0, `unshare: ${stderr}`);
-    const [code1, err1, out1, tmp1, code2, err2, out2] = [
-      'code1',
-      'err1',
-      'out1',
-      'tmp1',
-      'code2',
-      'err2',
-      'out2',
-    ].map((name) => readFileSync(out(name), 'utf8')) as [
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-      string,
-    ];
     assert.equal(code1.trim(), '1', err1);
     assert.ok(!hasStackTrace(err1), err1);
     assert.match(err1, /^sync \S+: /m, 'the summary was printed');
@@ -306,37 +311,12 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
 
   it('8c. a file hub on a full disk: the run ends in a summary and exit 1, no half file, and the next run with room converges, every change announced once', async () => {
     const ws = workspace();
-    const inventory = join(ws.directory, 'inventory');
-    mkdirSync(inventory);
-    const out = (name: string) => join(ws.directory, name);
-    // In a mount namespace of its own: a hub directory of two pages, full after its first profile; then room again.
-    const script = [
-      `mount -t tmpfs -o size=8k tmpfs "${inventory}" || exit 90`,
-      `"$@" > "${out('out1')}" 2> "${out('err1')}"; echo $? > "${out('code1')}"`,
-      `find "${inventory}" -name '*.tmp' > "${out('tmp1')}"`,
-      `mount -o remount,size=4m "${inventory}"`,
-      `"$@" > "${out('out2')}" 2> "${out('err2')}"; echo $? > "${out('code2')}"`,
-      `cp -r "${inventory}/." "${ws.directory}/inventory-copy"`,
-    ].join('\n');
-    // Not spawnSync: the local clouds answer from this process, whose event loop must keep running.
-    const { spawn } = await import('node:child_process');
-    const child = spawn(
-      'unshare',
-      ['-rm', 'sh', '-c', script, 'sh', process.execPath, CLI, 'sync', '--config', ws.config],
-      { cwd: ws.directory, env: { ...process.env, ...emulators.env } },
+    // A hub directory of two pages, full after its first profile; then room again (and its files copied out).
+    const { code1, err1, out1, tmp1, code2, err2, out2 } = await fullDiskThenRoom(
+      ws,
+      join(ws.directory, 'inventory'),
+      join(ws.directory, 'inventory-copy'),
     );
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    assert.equal(status, 0, `unshare: ${stderr}`);
-    const read = (name: string) => readFileSync(out(name), 'utf8');
-    const [code1, err1, tmp1, code2, err2] = ['code1', 'err1', 'tmp1', 'code2', 'err2'].map(read) as [
-      string,
-      string,
-      string,
-      string,
-      string,
-    ];
     assert.equal(code1.trim(), '1', err1);
     assert.ok(!hasStackTrace(err1), err1);
     assert.match(err1, /^sync \S+: /m, 'the summary was printed');
@@ -346,7 +326,7 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     // What the hub holds once there was room (copied out of the mount namespace): every cluster, each announced once.
     const held = readInventory(join(ws.directory, 'inventory-copy'));
     assert.ok(held.size >= 7);
-    const created = jsonLines<DeliveredEvent>(read('out1') + read('out2'))
+    const created = jsonLines<DeliveredEvent>(out1 + out2)
       .filter((e) => e['detail-type'] === 'ClusterProfile Created')
       .map((e) => `${e.detail.namespace}/${e.detail.name}`);
     assert.deepEqual([...created].sort(), [...held.keys()].sort(), 'each profile announced exactly once');

@@ -3,9 +3,7 @@
  * as Lambda would load it, and invoked against the real hub, moto and the local cloud servers.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +18,7 @@ import { createEksClusters, createIdempotencyTable, HUB_CREDENTIALS } from '../.
 import { adminKubeConfig, localHub } from '../../support/hub.ts';
 import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
 import { estateOnHub, estateScopeRecords } from '../../support/estate.ts';
+import { coldRun } from '../../support/cold.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
@@ -87,20 +86,9 @@ describe('the bundled functions', () => {
     readdirSync(join(directory, name), { recursive: true, encoding: 'utf8' }).filter((f) =>
       f.endsWith('.mjs'),
     );
-  /**
-   * One invocation in a fresh process, as a cold Lambda container makes it (test/support/coldInvoke.ts);
-   * asynchronous, as the local cloud servers answer from this process.
-   */
-  const coldInvoke = async (name: string, event: unknown) => {
-    const file = join(directory, `${name}.event.json`);
-    writeFileSync(file, JSON.stringify(event));
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [join(ROOT, 'test/support/coldInvoke.ts'), join(directory, name), file],
-      { encoding: 'utf8', env: process.env, timeout: 60_000 },
-    );
-    return JSON.parse(stdout.trim().split('\n').at(-1)!) as { result: unknown; loaded: string[] };
-  };
+  /** One invocation in a fresh process, as a cold Lambda container makes it (test/support/cold.ts). */
+  const coldInvoke = (name: string, event: unknown) =>
+    coldRun(join(directory, name), event, { timeoutMillis: 60_000 });
   const scopeMessage = (provider: string, account: string, region: string) => ({
     Records: [
       sqsRecord(`cold-${provider}`, JSON.stringify({ syncId: 'cold', scope: { provider, account, region } })),

@@ -136,7 +136,8 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       },
       'functions test',
     );
-    deps = await compose(config, ALL_PROVIDERS);
+    // As the functions build them (functions/runtime.ts lazyDeps): each cloud on its first use.
+    deps = await compose(config, ALL_PROVIDERS, { onDemand: true });
     hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
   });
 

@@ -24,6 +24,7 @@ import { formatInventorySummary, reportHtml, summarize } from './inventoryReport
 import { ambientConfig, ambientDiscovery, writeStarterConfig } from './ambientConfig.ts';
 import { credentialsOptions, printCredential } from './credentials.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
+import packageJson from '../package.json' with { type: 'json' };
 
 /**
  * Exit codes: 0 every scope complete and every change published, 1 something incomplete (a scope
@@ -320,6 +321,7 @@ export async function main(
   const program = new Command('cpsync')
     .description("Keep a hub cluster's ClusterProfile inventory in step with your EKS, GKE and AKS clusters.")
     .option('-c, --config <file>', 'configuration file (YAML)', undefined)
+    .version(packageJson.version, '-V, --version', 'print the version of cpsync')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
     .showHelpAfterError();

@@ -67,3 +67,26 @@ export function functionBundleArgs(
 export function credentialsPluginArgs(entry: string, outfile: string): string[] {
   return [...commonArgs(entry, 'node20'), `--outfile=${outfile}`, '--legal-comments=none'];
 }
+
+/** Where `npm run build:cli` (and setup) puts the bundled `cpsync` command, from the project's root. */
+export const CLI_BUNDLE_DIR = 'dist/cpsync';
+
+/**
+ * esbuild arguments for the `cpsync` command: `outdir` receives `cpsync.mjs` and the chunks it loads on
+ * demand (each cloud's SDK is one), for Node 22 and later, with source maps that name cpsync's files and
+ * lines (for `node --enable-source-maps`) without carrying their text. `metafile` lists the sources read.
+ */
+export function cliBundleArgs(entry: string, outdir: string, metafile: string): string[] {
+  return [
+    ...commonArgs(entry, 'node22'),
+    '--splitting',
+    `--outdir=${outdir}`,
+    '--out-extension:.js=.mjs',
+    '--entry-names=cpsync',
+    '--chunk-names=chunks/[name]-[hash]',
+    '--legal-comments=none',
+    '--sourcemap',
+    '--sources-content=false',
+    `--metafile=${metafile}`,
+  ];
+}

@@ -4,7 +4,7 @@
  *   node test/run.ts          every test
  *   node test/run.ts unit     the unit tests only (no hub)
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -16,6 +16,10 @@ const env: NodeJS.ProcessEnv = { ...process.env };
 
 let hubDirectory: string | undefined;
 if (only !== 'unit') {
+  // The tests run the `cpsync` command as it is installed: the bundle, built now from the sources under test.
+  execFileSync(process.execPath, [new URL('../infra/build-cli.ts', import.meta.url).pathname], {
+    stdio: 'inherit',
+  });
   hubDirectory = mkdtempSync(join(tmpdir(), 'cpsync-test-hub-'));
   const started = Date.now();
   const state = await startHub(hubDirectory, (line) => console.log(`[hub] ${line}`));

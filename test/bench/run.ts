@@ -6,6 +6,7 @@
  * each re-run unchanged (`scale.ts`). With options (`--file-hub`, `--scale`, `--only`, …) the figures
  * go to `.cache/bench/BENCHMARKS.partial.md` instead, so BENCHMARKS.md always holds a whole default run.
  */
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -326,6 +327,11 @@ say(
   `Produced by \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\` on ${new Date().toISOString().slice(0, 10)} (${process.platform}/${process.arch}, Node ${process.versions.node}, ${(await import('node:os')).cpus().length} cores).`,
 );
 say('');
+// The sync runs measure the `cpsync` command as installed: the bundle, built now from these sources.
+if (parts.has('scale') || parts.has('curve'))
+  execFileSync(process.execPath, [join(ROOT, 'infra', 'build-cli.ts')], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
 if (parts.has('cold-start')) await coldStart();
 if (parts.has('estate')) await withEstate();
 const whole = process.argv.length <= 2;

@@ -26,7 +26,7 @@ import {
 import { parseConfig } from '../../adapters/compose/config.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
-const CLI = join(ROOT, 'cli/bin.ts');
+const CLI = join(ROOT, 'cli/cpsync.mjs');
 const EKS_REGIONS = ['ap-southeast-1', 'eu-west-1', 'us-east-1', 'us-west-2'];
 const GKE_LOCATIONS = ['europe-west1', 'us-central1-a', 'us-east4', 'asia-east1-b'];
 
@@ -353,7 +353,7 @@ export async function fullSyncAtScale(options: ScaleOptions) {
       `Estate: ${total.toLocaleString('en')} clusters — ${(eksScopes * shape.clustersPerEksScope).toLocaleString('en')} EKS in ${shape.accounts} accounts × ${EKS_REGIONS.length} regions (${shape.nodegroupsPerCluster} node group each), ${(shape.projects * shape.clustersPerProject).toLocaleString('en')} GKE in ${shape.projects} projects, ${(shape.subscriptions * shape.clustersPerSubscription).toLocaleString('en')} AKS in ${shape.subscriptions} subscriptions (${shape.armPageSize} per page): ${scopes} scopes.`,
     );
     say(
-      `Every call to the local EKS/STS/EventBridge, GKE and ARM servers waits ${limits.latencyMillis} ms. Configuration: \`sync.concurrency: ${limits.scopeConcurrency}\` (${concurrencyLabel}), EKS \`perAccountConcurrency: ${limits.eksPerAccount}\`, \`overallConcurrency: ${limits.eksOverall}\` (the defaults); every other setting its default. Hub: ${hub ? 'the real kube-apiserver + etcd' : 'the file hub'}; outbox: files; run by the \`cpsync sync\` CLI in its own process.`,
+      `Every call to the local EKS/STS/EventBridge, GKE and ARM servers waits ${limits.latencyMillis} ms. Configuration: \`sync.concurrency: ${limits.scopeConcurrency}\` (${concurrencyLabel}), EKS \`perAccountConcurrency: ${limits.eksPerAccount}\`, \`overallConcurrency: ${limits.eksOverall}\` (the defaults); every other setting its default. Hub: ${hub ? 'the real kube-apiserver + etcd' : 'the file hub'}; outbox: files; run by the \`cpsync sync\` command as installed (the bundle in dist/cpsync/) in its own process.`,
     );
     say('');
 

@@ -4,7 +4,6 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
-import { fileURLToPath } from 'node:url';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
@@ -22,8 +21,8 @@ import { assertNoCredentials } from '../support/secrets.ts';
 import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
 import { adminKubeConfig } from '../support/hub.ts';
 import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
+import { CLI } from '../support/cli.ts';
 
-const CLI = fileURLToPath(new URL('../../cli/bin.ts', import.meta.url));
 const validator = new DetailValidator();
 
 interface Run {

@@ -438,7 +438,7 @@ describe('fault matrix', () => {
     const cli = () =>
       spawn(
         process.execPath,
-        [new URL('../../cli/bin.ts', import.meta.url).pathname, 'sync', '--config', file],
+        [new URL('../../cli/cpsync.mjs', import.meta.url).pathname, 'sync', '--config', file],
         { env: { ...process.env, ...emulators.env }, stdio: ['ignore', 'ignore', 'pipe'] },
       );
     const exited = (child: ReturnType<typeof cli>) =>

@@ -1,7 +1,8 @@
 /**
- * The subscriber kit as a subscriber gets it: `npm pack` (which builds), the tarball unpacked as an
- * installed dependency, then `import … from 'cpsync/events'` from plain JavaScript and type-checked
- * TypeScript (NodeNext resolution through the exports map and the published declarations).
+ * The package as a user gets it: `npm pack` (which builds), the tarball unpacked as an installed
+ * dependency, then `import … from 'cpsync/events'` from plain JavaScript and type-checked TypeScript
+ * (NodeNext resolution through the exports map and the published declarations), and the `cpsync`
+ * command run from node_modules.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -67,13 +68,33 @@ describe('the published subscriber kit (cpsync/events)', () => {
       'dist/events/schemas/clusterprofile-created.json',
       'events/VERSIONING.md',
       'package.json',
+      'cli/cpsync.mjs',
+      'dist/cpsync/cpsync.mjs',
     ])
       assert.ok(files.includes(path), `${path} in the package`);
-    // npm always packs the `bin` entry (the CLI, run from the repository); nothing else of the sources.
-    const sources = files.filter(
-      (f) => f !== 'cli/bin.ts' && (f.startsWith('test/') || (f.endsWith('.ts') && !f.endsWith('.d.ts'))),
-    );
+    const sources = files.filter((f) => f.startsWith('test/') || (f.endsWith('.ts') && !f.endsWith('.d.ts')));
     assert.deepEqual(sources, [], 'no sources, no tests');
+  });
+
+  it('runs the cpsync command from node_modules, the bundle alone, without its dependencies installed', () => {
+    // npm links the bin as node_modules/.bin/cpsync; the launcher it points to is what runs.
+    const bin = join(project, 'node_modules', 'cpsync', 'cli', 'cpsync.mjs');
+    const run = (...args: string[]) =>
+      spawnSync(process.execPath, [bin, ...args], { cwd: project, encoding: 'utf8' });
+    const version = run('--version');
+    assert.equal(version.status, 0, version.stderr);
+    assert.equal(
+      version.stdout.trim(),
+      (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string }).version,
+    );
+    writeFileSync(join(project, 'cpsync.yaml'), 'providers:\n  gke:\n    projects: [demo-project]\n');
+    const valid = run('validate-config');
+    assert.equal(valid.status, 0, valid.stderr);
+    assert.equal(valid.stdout, 'cpsync.yaml: valid\n');
+    writeFileSync(join(project, 'cpsync.yaml'), 'providers:\n  gke:\n    projects: demo-project\n');
+    const invalid = run('validate-config');
+    assert.equal(invalid.status, 2);
+    assert.match(invalid.stderr, /cpsync\.yaml.*providers\.gke\.projects/s);
   });
 
   it('is imported by name from JavaScript and parses an event, refusing another major by name', () => {

@@ -2,7 +2,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-export const CLI = fileURLToPath(new URL('../../cli/bin.ts', import.meta.url));
+/** The `cpsync` command as installed: the launcher, which runs the bundle the test command builds first. */
+export const CLI = fileURLToPath(new URL('../../cli/cpsync.mjs', import.meta.url));
 
 export interface CliRun {
   code: number | null;

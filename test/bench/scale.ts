@@ -167,6 +167,8 @@ interface RunResult {
   scopes: number;
   peakRssBytes: number;
   cpuMillis: number;
+  /** The process's CPU time by kind of thread (main, v8, libuv, other), where /proc tells. */
+  threadCpuMillis: Record<string, number>;
   /** CPU time the hub's processes (kube-apiserver, etcd) used meanwhile. */
   hubCpuMillis: number;
   stderr: string;
@@ -218,6 +220,7 @@ async function runCli(
     );
   const rss = /peak-rss-bytes (\d+)/.exec(stderr);
   const cpu = /cpu-micros (\d+)/.exec(stderr);
+  const threads = /thread-cpu-millis (\{.*\})/.exec(stderr);
   if (code !== 0 || !summary || !rss) throw new Error(`cpsync sync exited ${code}:\n${stderr.slice(-3000)}`);
   const n = (i: number) => Number(summary[i]);
   return {
@@ -233,6 +236,7 @@ async function runCli(
     published: n(9),
     peakRssBytes: Number(rss[1]),
     cpuMillis: Number(cpu?.[1] ?? 0) / 1000,
+    threadCpuMillis: threads ? (JSON.parse(threads[1]!) as Record<string, number>) : {},
     hubCpuMillis: hubCpu() - hubCpuBefore,
     stderr,
   };
@@ -439,6 +443,13 @@ export async function fullSyncAtScale(options: ScaleOptions) {
     row(
       '**CPU of the cpsync process per cluster** (targets: full ≤ 1.5 ms, steady ≤ 1.0 ms)',
       (r) => `**${perCluster(r.run)}**`,
+    );
+    row(
+      'of which, per cluster: main thread / V8 workers (compilers, concurrent GC) / libuv pool',
+      (r) =>
+        ['main', 'v8', 'libuv']
+          .map((kind) => `${((r.run.threadCpuMillis[kind] ?? 0) / total).toFixed(2)}`)
+          .join(' / ') + ' ms',
     );
     row(
       'CPU time: cpsync process / hub (apiserver + etcd)',

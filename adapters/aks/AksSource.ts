@@ -3,6 +3,7 @@ import { SubscriptionClient } from '@azure/arm-resources-subscriptions';
 import type { TokenCredential } from '@azure/core-auth';
 import { DefaultAzureCredential } from '@azure/identity';
 import { load } from 'js-yaml';
+import pLimit, { type LimitFunction } from 'p-limit';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
@@ -40,6 +41,12 @@ export interface AksSourceOptions {
    * @default 30000
    */
   requestTimeoutMillis?: number;
+  /**
+   * listClusterUserCredential calls in flight against one subscription at once (ARM throttles reads per
+   * subscription; a subscription of hundreds of clusters would otherwise ask for every CA at once).
+   * @default 8
+   */
+  perSubscriptionConcurrency?: number;
   /** @default a ContainerServiceClient per subscription, built from these options */
   clientFor?: (subscriptionId: string) => ContainerServiceClient;
   /** @default a SubscriptionClient built from these options */
@@ -60,6 +67,7 @@ export class AksSource implements ClusterSource {
   readonly #options: AksSourceOptions;
   readonly #credential: TokenCredential;
   readonly #clients = new Map<string, ContainerServiceClient>();
+  readonly #perSubscription = new Map<string, LimitFunction>();
 
   constructor(options: AksSourceOptions = {}) {
     this.#options = options;
@@ -130,7 +138,14 @@ export class AksSource implements ClusterSource {
         clusters: [],
       };
     }
-    const clusters = await Promise.all(found.map((cluster) => this.#observe(client, cluster, scope, signal)));
+    let limit = this.#perSubscription.get(scope.account);
+    if (!limit) {
+      limit = pLimit(this.#options.perSubscriptionConcurrency ?? 8);
+      this.#perSubscription.set(scope.account, limit);
+    }
+    const clusters = await Promise.all(
+      found.map((cluster) => limit(() => this.#observe(client, cluster, scope, signal))),
+    );
     clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
     return { outcome: { scope, kind: 'complete' }, clusters };
   }

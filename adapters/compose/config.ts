@@ -118,6 +118,8 @@ const aks = z.strictObject({
     ])
     .optional(),
   endpoint: url.optional(),
+  /** listClusterUserCredential calls in flight against one subscription (ARM throttles reads per subscription). */
+  perSubscriptionConcurrency: z.number().int().min(1).max(64).default(8),
   authorityHost: url.optional(),
   fetchCertificateAuthority: z.boolean().default(true),
   /** The Entra tenant profiles name for clusters without their own AAD tenant. @default credential.tenantId */

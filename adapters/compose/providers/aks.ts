@@ -22,6 +22,7 @@ export const aksProvider: ProviderModule = {
       fetchCertificateAuthority: aks.fetchCertificateAuthority && config.features.certificateAuthority,
       ...(aks.tenantId || aks.credential ? { tenantId: aks.tenantId ?? aks.credential?.tenantId } : {}),
       requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
+      perSubscriptionConcurrency: aks.perSubscriptionConcurrency,
       ...(credential ? { credential } : {}),
       ...(aks.endpoint ? { endpoint: aks.endpoint } : {}),
     });

@@ -47,6 +47,8 @@ export interface ArmServer {
   /** An error to answer listClusterUserCredential with, by resource id (lower case): a missing permission. */
   credentialFailures: Map<string, ArmError>;
   requests: Array<{ method: string; path: string; query: string }>;
+  /** The most listClusterUserCredential requests it held at once, by subscription (lower case). */
+  peakCredentialReads: Map<string, number>;
   /** Verifies a token this server issued for `audience` as Entra's resource would: signature, issuer, audience, expiry; resolves to its subject. */
   verifyToken(token: string, audience: string): Promise<string>;
   stop(): Promise<void>;
@@ -82,6 +84,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     caData: new Map(),
     credentialFailures: new Map(),
     requests: [],
+    peakCredentialReads: new Map(),
     async verifyToken(jwt: string, audience: string) {
       const { payload } = await jwtVerify(jwt, signing.publicKey, {
         issuer: `${endpoint}/${state.tenantId}/v2.0`,
@@ -91,9 +94,23 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     },
   };
 
+  const inFlightCredentialReads = new Map<string, number>();
   const server: Server = createServer({ cert, key }, async (request, response) => {
     const url = new URL(request.url ?? '/', endpoint);
     state.requests.push({ method: request.method ?? 'GET', path: url.pathname, query: url.search });
+    const credentialRead = /^\/subscriptions\/([^/]+)\/.*\/listClusterUserCredential$/i.exec(url.pathname);
+    if (credentialRead) {
+      const subscription = credentialRead[1]!.toLowerCase();
+      const now = (inFlightCredentialReads.get(subscription) ?? 0) + 1;
+      inFlightCredentialReads.set(subscription, now);
+      state.peakCredentialReads.set(
+        subscription,
+        Math.max(now, state.peakCredentialReads.get(subscription) ?? 0),
+      );
+      response.once('close', () =>
+        inFlightCredentialReads.set(subscription, inFlightCredentialReads.get(subscription)! - 1),
+      );
+    }
     const body = await readBody(request);
     if (options.latencyMillis) await sleep(options.latencyMillis);
     const tenant = state.tenantId;

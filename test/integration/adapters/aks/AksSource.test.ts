@@ -217,6 +217,43 @@ describe('AKS adapter against a local Azure Resource Manager over TLS', () => {
     assert.ok(listing.clusters.every((c) => c.tenantId === tenant));
   });
 
+  it('reads at most perSubscriptionConcurrency CAs of one subscription at once, over all its scopes (default 8)', async () => {
+    // A server of its own whose every answer takes 20 ms, so that reads overlap.
+    const slow = await startArmServer({ latencyMillis: 20 });
+    try {
+      const slowCredential = new ClientSecretCredential(slow.tenantId, slow.clientId, slow.clientSecret, {
+        authorityHost: slow.endpoint,
+        disableInstanceDiscovery: true,
+      });
+      slow.pageSize = 50;
+      slow.clusters.set(
+        SUB,
+        Array.from({ length: 40 }, (_, i) =>
+          managedCluster(`c${i}`, 'rg', {}, { location: i % 2 ? 'eastus' : 'westeurope' }),
+        ),
+      );
+      const listTwoRegions = async (options: Partial<ConstructorParameters<typeof AksSource>[0]>) => {
+        const limited = new AksSource({ credential: slowCredential, endpoint: slow.endpoint, ...options });
+        slow.peakCredentialReads.clear();
+        const listings = await Promise.all(
+          ['westeurope', 'eastus'].map((region) =>
+            limited.listScope({ provider: 'aks', account: SUB, region }),
+          ),
+        );
+        for (const listing of listings) {
+          assert.equal(listing.outcome.kind, 'complete');
+          assert.equal(listing.clusters.length, 20);
+          assert.ok(listing.clusters.every((c) => c.certificateAuthorityData === TEST_CA_DATA));
+        }
+        return slow.peakCredentialReads.get(SUB);
+      };
+      assert.equal(await listTwoRegions({ perSubscriptionConcurrency: 3 }), 3);
+      assert.equal(await listTwoRegions({}), 8);
+    } finally {
+      await slow.stop();
+    }
+  });
+
   it('waits out a 429 with Retry-After and completes', async () => {
     server.failures.set(SUB, [
       { status: 429, code: 'TooManyRequests', message: 'Too many requests', retryAfterSeconds: 1 },

@@ -2,9 +2,9 @@
 // The `cpsync` command. It runs the bundled command (dist/cpsync/, built on setup and by
 // `npm run build:cli`), which starts in about half the CPU time of the TypeScript sources, and runs the
 // sources instead when one of those the bundle was built from is newer (a checkout being worked on) or
-// when no bundle was built. An installed package carries the bundle and no sources.
+// when no bundle was built. An installed package carries the bundle and no sources: it always runs the bundle.
 // Plain JavaScript: Node strips no types under node_modules.
-import { readFileSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 
 const [major] = process.versions.node.split('.').map(Number);
 if (major < 22) {
@@ -34,6 +34,5 @@ function bundleIsCurrent() {
   });
 }
 
-await import(
-  bundleIsCurrent() ? new URL('cpsync.mjs', bundle).href : new URL('bin.ts', import.meta.url).href
-);
+const sources = new URL('bin.ts', import.meta.url);
+await import(existsSync(sources) && !bundleIsCurrent() ? sources.href : new URL('cpsync.mjs', bundle).href);

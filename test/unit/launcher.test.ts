@@ -59,10 +59,20 @@ describe('the cpsync launcher', () => {
     assert.equal(await run('--help'), 'sources --help');
   });
 
-  it('runs the bundle in an installed package, which carries no sources', async () => {
+  it('runs the bundle in an installed package, which carries no sources, whatever the age of its files', async () => {
     const { root, built, run } = tree();
     built(Date.now() - 60_000);
     rmSync(join(root, 'cli', 'bin.ts'));
     assert.equal(await run('validate-config'), 'bundle validate-config');
+    // A package.json unpacked later than the bundle was built (the lockfile is not packed at all).
+    writeFileSync(join(root, 'package.json'), '{"name":"cpsync"}');
+    writeFileSync(
+      join(root, 'dist', 'cpsync', 'inputs.json'),
+      JSON.stringify({
+        builtAt: Date.now() - 60_000,
+        sources: ['cli/bin.ts', 'package.json', 'package-lock.json'],
+      }),
+    );
+    assert.equal(await run('list'), 'bundle list');
   });
 });

@@ -393,8 +393,8 @@ if (parts.has('curve')) {
     '| clusters | scopes | CPU per cluster, full / steady | of which main thread / V8 workers / libuv pool, full | wall time, full / steady | peak RSS, full / steady (target ≤ 512 MB) |',
   );
   say('| --- | --- | --- | --- | --- | --- |');
-  /** Every run of the curve: clusters and the CPU time of its full sync and its steady re-sync. */
-  const runs: Array<{ clusters: number; full: number; steady: number }> = [];
+  /** CPU of V8's worker threads per cluster in each estate's typical full sync. */
+  const v8PerCluster: number[] = [];
   const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const ms = (value: number) => value.toFixed(2);
   for (const factor of [0.1, 0.3, 1, 3]) {
@@ -412,9 +412,8 @@ if (parts.has('curve')) {
     const { clusters, scopes } = measured[0]!;
     const full = measured.map((m) => m.full.run.cpuMillis / clusters);
     const steady = measured.map((m) => m.steady.run.cpuMillis / clusters);
-    for (const m of measured)
-      runs.push({ clusters, full: m.full.run.cpuMillis, steady: m.steady.run.cpuMillis });
     const typical = measured.find((m) => m.full.run.cpuMillis / clusters === median(full))!;
+    v8PerCluster.push((typical.full.run.threadCpuMillis.v8 ?? 0) / clusters);
     const point = {
       clusters,
       fullCpuPerCluster: median(full),
@@ -440,25 +439,20 @@ if (parts.has('curve')) {
     const mean = values.reduce((a, b) => a + b, 0) / values.length;
     return Math.max(...values.map((v) => Math.abs(v - mean) / mean)) * 100;
   };
-  /** Least squares over every run: CPU time = fixed + perCluster × clusters. */
-  const fit = (key: 'full' | 'steady') => {
-    const n = runs.length;
-    const mx = runs.reduce((a, r) => a + r.clusters, 0) / n;
-    const my = runs.reduce((a, r) => a + r[key], 0) / n;
-    const perCluster =
-      runs.reduce((a, r) => a + (r.clusters - mx) * (r[key] - my), 0) /
-      runs.reduce((a, r) => a + (r.clusters - mx) ** 2, 0);
-    return { fixed: my - perCluster * mx, perCluster };
-  };
-  const fullFit = fit('full');
-  const steadyFit = fit('steady');
-  const apart = (key: 'full' | 'steady', fixed: number) =>
-    spread(
-      points.map((p) => (key === 'full' ? p.fullCpuPerCluster : p.steadyCpuPerCluster) - fixed / p.clusters),
-    );
+  /** What each cluster added between one estate and the next cost: the difference of their CPU times over the difference of their sizes. */
+  const marginal = (key: 'fullCpuPerCluster' | 'steadyCpuPerCluster') =>
+    points
+      .slice(1)
+      .map((p, i) => [points[i]!, p] as const)
+      .filter(([q, p]) => p.clusters > q.clusters)
+      .map(([q, p]) => {
+        return `${ms((p[key] * p.clusters - q[key] * q.clusters) / (p.clusters - q.clusters))} ms (${q.clusters.toLocaleString('en')} → ${p.clusters.toLocaleString('en')})`;
+      })
+      .join(', ');
+  const v8 = (i: number) => ms(v8PerCluster[i]!);
   say('');
   say(
-    `Largest distance from the mean CPU per cluster (target ±20 %): full ${spread(points.map((p) => p.fullCpuPerCluster)).toFixed(0)} %, steady ${spread(points.map((p) => p.steadyCpuPerCluster)).toFixed(0)} %. A straight line through every run (least squares) puts each run's CPU time at a fixed ${(fullFit.fixed / 1000).toFixed(1)} s plus ${ms(fullFit.perCluster)} ms per cluster for a full sync, ${(steadyFit.fixed / 1000).toFixed(1)} s plus ${ms(steadyFit.perCluster)} ms for a steady one: the fixed part (the command's start-up, the first use of each SDK, V8 compiling the code that runs hot, the connections opened at the start) is what the small estates feel. Without it, the spread is full ${apart('full', fullFit.fixed).toFixed(0)} %, steady ${apart('steady', steadyFit.fixed).toFixed(0)} %.`,
+    `Largest distance from the mean CPU per cluster (target ±20 %): full ${spread(points.map((p) => p.fullCpuPerCluster)).toFixed(0)} %, steady ${spread(points.map((p) => p.steadyCpuPerCluster)).toFixed(0)} %. What each cluster added from one estate to the next cost (the difference of the runs' CPU times over the difference of their sizes): full ${marginal('fullCpuPerCluster')}; steady ${marginal('steadyCpuPerCluster')}. The small estates pay for the run's warm-up on top: the command's start-up, the first use of each SDK and its connections, and V8 compiling the code that runs hot — V8's worker threads (its optimising compilers, and concurrent garbage collection) took ${v8(0)} ms per cluster at ${points[0]!.clusters.toLocaleString('en')} clusters and ${v8(points.length - 1)} ms at ${points.at(-1)!.clusters.toLocaleString('en')}.`,
   );
   const chart = whole ? 'bench/scaling.svg' : '.cache/bench/scaling.svg';
   mkdirSync(join(ROOT, dirname(chart)), { recursive: true });

@@ -8,20 +8,11 @@
  * the bundle is a handful of files holding only what cpsync uses. It also runs where the sources cannot:
  * Node does not strip types under node_modules, so an installed package needs JavaScript.
  */
-import { spawnSync } from 'node:child_process';
-import {
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  readdirSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-} from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLI_BUNDLE_DIR, cliBundleArgs } from './bundling.ts';
+import { build } from 'esbuild';
+import { CLI_BUNDLE_DIR, cliBundleOptions } from './bundling.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const target = join(root, CLI_BUNDLE_DIR);
@@ -29,18 +20,15 @@ const target = join(root, CLI_BUNDLE_DIR);
 mkdirSync(dirname(target), { recursive: true });
 const building = mkdtempSync(`${target}.building-`);
 const builtAt = Date.now();
-const metafile = join(building, 'meta.json');
-const result = spawnSync(
-  join(root, 'node_modules', '.bin', 'esbuild'),
-  cliBundleArgs(join('cli', 'bin.ts'), building, metafile),
-  { cwd: root, stdio: 'inherit' },
-);
-if (result.status !== 0) {
+let inputs: Record<string, unknown>;
+try {
+  const result = await build({ ...cliBundleOptions(join('cli', 'bin.ts'), building), absWorkingDir: root });
+  inputs = result.metafile?.inputs ?? {};
+} catch {
+  // esbuild has printed what failed.
   rmSync(building, { recursive: true, force: true });
-  process.exit(result.status ?? 1);
+  process.exit(1);
 }
-const { inputs } = JSON.parse(readFileSync(metafile, 'utf8')) as { inputs: Record<string, unknown> };
-rmSync(metafile);
 // The project's own sources and the lockfile (a dependency updated makes the bundle stale too).
 const sources = [
   ...Object.keys(inputs).filter((path) => !path.includes('node_modules/')),

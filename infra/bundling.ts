@@ -11,7 +11,13 @@
  * client). The runtime's AWS SDK is CommonJS: Node scans each whole client file to find its exports when
  * ESM imports it (the EC2 client alone takes about 700 ms), where the bundled ES modules are parsed only
  * for the commands cpsync sends.
+ *
+ * Every bundle is built through esbuild's API (infra/bundle.ts from the command line) so that dynamic
+ * imports of CommonJS modules keep the named exports Node gives them (see cjsDynamicImports.ts).
  */
+import type { BuildOptions } from 'esbuild';
+import { cjsDynamicImports } from './cjsDynamicImports.ts';
+
 const BUNDLE_BANNER = [
   "import { createRequire as __cpsyncCreateRequire } from 'node:module';",
   "import { fileURLToPath as __cpsyncFileURLToPath } from 'node:url';",
@@ -22,71 +28,75 @@ const BUNDLE_BANNER = [
 ].join(' ');
 
 /** What every esbuild run of cpsync shares: minified ESM for Node, CommonJS given what it expects. */
-function commonArgs(entry: string, target: string): string[] {
-  return [
-    entry,
-    '--bundle',
-    '--minify',
-    '--platform=node',
-    '--format=esm',
-    `--target=${target}`,
-    '--main-fields=module,main',
-    '--log-level=error',
-    `--banner:js=${BUNDLE_BANNER}`,
-  ];
+function commonOptions(entry: string, target: string): BuildOptions {
+  return {
+    entryPoints: [entry],
+    bundle: true,
+    minify: true,
+    platform: 'node',
+    format: 'esm',
+    target,
+    mainFields: ['module', 'main'],
+    logLevel: 'error',
+    banner: { js: BUNDLE_BANNER },
+    plugins: [cjsDynamicImports()],
+  };
+}
+
+/** An entry and the chunks it loads on demand, each `.mjs`, the entry named `entryName`. */
+function splitOptions(entryName: string, outdir: string): BuildOptions {
+  return {
+    splitting: true,
+    outdir,
+    outExtension: { '.js': '.mjs' },
+    entryNames: entryName,
+    chunkNames: 'chunks/[name]-[hash]',
+  };
 }
 
 /** The file a function's bundle starts from, in its directory; the Lambda handler is `index.handler`. */
 export const FUNCTION_ENTRY_FILE = 'index.mjs';
 
 /**
- * esbuild arguments for one function: `outdir` receives `index.mjs` and `chunks/`, with source maps that
+ * esbuild options for one function: `outdir` receives `index.mjs` and `chunks/`, with source maps that
  * name cpsync's files and lines without carrying their text (read only when the stack sets
  * `stackTraceSourceMaps`).
  */
-export function functionBundleArgs(
+export function functionBundleOptions(
   entry: string,
   outdir: string,
   options: { sourceMaps?: boolean } = {},
-): string[] {
-  return [
-    ...commonArgs(entry, 'node24'),
-    '--splitting',
-    `--outdir=${outdir}`,
-    '--out-extension:.js=.mjs',
-    '--entry-names=index',
-    '--chunk-names=chunks/[name]-[hash]',
-    ...(options.sourceMaps === false ? [] : ['--sourcemap', '--sources-content=false']),
-  ];
+): BuildOptions {
+  return {
+    ...commonOptions(entry, 'node24'),
+    ...splitOptions('index', outdir),
+    ...(options.sourceMaps === false ? {} : { sourcemap: true, sourcesContent: false }),
+  };
 }
 
 /**
- * esbuild arguments for the standalone credential plugin: one file with every SDK it uses inside
+ * esbuild options for the standalone credential plugin: one file with every SDK it uses inside
  * (a consumer's image has no node_modules), for any Node from 20 on; the entry's `#!/usr/bin/env node` stays first.
  */
-export function credentialsPluginArgs(entry: string, outfile: string): string[] {
-  return [...commonArgs(entry, 'node20'), `--outfile=${outfile}`, '--legal-comments=none'];
+export function credentialsPluginOptions(entry: string, outfile: string): BuildOptions {
+  return { ...commonOptions(entry, 'node20'), outfile, legalComments: 'none' };
 }
 
 /** Where `npm run build:cli` (and setup) puts the bundled `cpsync` command, from the project's root. */
 export const CLI_BUNDLE_DIR = 'dist/cpsync';
 
 /**
- * esbuild arguments for the `cpsync` command: `outdir` receives `cpsync.mjs` and the chunks it loads on
+ * esbuild options for the `cpsync` command: `outdir` receives `cpsync.mjs` and the chunks it loads on
  * demand (each cloud's SDK is one), for Node 22 and later, with source maps that name cpsync's files and
- * lines (for `node --enable-source-maps`) without carrying their text. `metafile` lists the sources read.
+ * lines (for `node --enable-source-maps`) without carrying their text. The metafile lists the sources read.
  */
-export function cliBundleArgs(entry: string, outdir: string, metafile: string): string[] {
-  return [
-    ...commonArgs(entry, 'node22'),
-    '--splitting',
-    `--outdir=${outdir}`,
-    '--out-extension:.js=.mjs',
-    '--entry-names=cpsync',
-    '--chunk-names=chunks/[name]-[hash]',
-    '--legal-comments=none',
-    '--sourcemap',
-    '--sources-content=false',
-    `--metafile=${metafile}`,
-  ];
+export function cliBundleOptions(entry: string, outdir: string): BuildOptions {
+  return {
+    ...commonOptions(entry, 'node22'),
+    ...splitOptions('cpsync', outdir),
+    legalComments: 'none',
+    sourcemap: true,
+    sourcesContent: false,
+    metafile: true,
+  };
 }

@@ -7,7 +7,6 @@ import { execFileSync } from 'node:child_process';
 import { join, relative } from 'node:path';
 import { AssetHashType, DockerImage } from 'aws-cdk-lib';
 import { Code } from 'aws-cdk-lib/aws-lambda';
-import { functionBundleArgs } from './bundling.ts';
 
 /** Bundles `entry` (a function's source) into `outdir`: `index.mjs` and its chunks. */
 export function bundleFunction(
@@ -16,10 +15,9 @@ export function bundleFunction(
   outdir: string,
   options: { sourceMaps?: boolean } = {},
 ): void {
-  execFileSync(join(root, 'node_modules', '.bin', 'esbuild'), functionBundleArgs(entry, outdir, options), {
-    cwd: root,
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
+  const args = [join(root, 'infra', 'bundle.ts'), entry, outdir];
+  if (options.sourceMaps === false) args.push('--no-source-maps');
+  execFileSync(process.execPath, args, { cwd: root, stdio: ['ignore', 'inherit', 'inherit'] });
 }
 
 export function functionCode(root: string, entry: string): Code {
@@ -29,7 +27,7 @@ export function functionCode(root: string, entry: string): Code {
       // Never used: bundling happens on this machine, with the esbuild the project installs. The command
       // names the entry, which also keeps each function's bundle apart in the CDK's bundling cache.
       image: DockerImage.fromRegistry('cpsync-bundles-locally'),
-      command: ['esbuild', ...functionBundleArgs(relative(root, entry), '/asset-output')],
+      command: ['node', 'infra/bundle.ts', relative(root, entry), '/asset-output'],
       local: {
         tryBundle(outputDir: string) {
           bundleFunction(root, entry, outputDir);

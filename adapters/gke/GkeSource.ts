@@ -87,16 +87,14 @@ export class GkeSource implements ClusterSource {
     this.#projects = options.projectsClient
       ? () => Promise.resolve(options.projectsClient!)
       : memoizeUntilFailure(() =>
-          import('@google-cloud/resource-manager/build/src/v3/projects_client.js').then((module) => {
-            // A CommonJS module: Node gives its exports as named exports, a bundle split by esbuild only as
-            // `default` (evanw/esbuild#3245), which is how the functions and the bundled CLI load it.
-            const { ProjectsClient } =
-              'ProjectsClient' in module ? module : (module as unknown as { default: typeof module }).default;
-            // Resource Manager ships an older google-gax; the options object is the same shape.
-            return new ProjectsClient(
-              this.#clientOptions() as ConstructorParameters<typeof ProjectsClient>[0],
-            );
-          }),
+          import('@google-cloud/resource-manager/build/src/v3/projects_client.js').then(
+            ({ ProjectsClient }) => {
+              // Resource Manager ships an older google-gax; the options object is the same shape.
+              return new ProjectsClient(
+                this.#clientOptions() as ConstructorParameters<typeof ProjectsClient>[0],
+              );
+            },
+          ),
         );
     this.#callOptions = {
       timeout: options.timeoutMillis ?? 60_000,

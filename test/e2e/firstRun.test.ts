@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { tmpdir } from 'node:os';
 import { parse } from 'yaml';
+import { startConnectProxy } from '../env/connectProxy.ts';
 import { EKS_ACCOUNT, localGoogleFederation, startEmulators, type Emulators } from '../env/emulators.ts';
 import { accountCredentials } from '../support/aws.ts';
 import { hasStackTrace, runCli } from '../support/cli.ts';
@@ -112,6 +113,27 @@ describe('a first run without a configuration file: the default credentials of e
       run.stdout.split('\n').filter((l) => l.includes('"ClusterProfile Created"')).length,
       estate.length,
     );
+  });
+
+  it('reaches Google and Azure through the proxy HTTPS_PROXY names, as their SDKs do', async () => {
+    // The Google clients load their proxy agent on demand (a dynamic import of a CommonJS package): the
+    // bundled command must hand it over by name, as Node does.
+    const proxy = await startConnectProxy();
+    try {
+      const cwd = workspace();
+      const run = await runCli(['sync'], {
+        cwd,
+        env: { ...ambient, HTTPS_PROXY: proxy.endpoint },
+        clean: true,
+      });
+      assert.equal(run.code, 0, run.stderr);
+      assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
+      const reached = new Set(proxy.targets);
+      assert.ok(reached.has(new URL(emulators.gke.endpoint).host), `proxy saw ${[...reached].join(', ')}`);
+      assert.ok(reached.has(new URL(emulators.arm.endpoint).host), `proxy saw ${[...reached].join(', ')}`);
+    } finally {
+      await proxy.stop();
+    }
   });
 
   it('names a cloud it skipped, and why, and syncs the others', async () => {

@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
@@ -27,6 +27,7 @@ describe('the bundled functions', () => {
   let emulators: Emulators;
   let hub: KubernetesHub;
   let namespace: string;
+  let queueUrl: string;
   const handlers: Record<string, Handler> = {};
   const directory = join(ROOT, '.cache', 'bundle-test');
 
@@ -34,7 +35,7 @@ describe('the bundled functions', () => {
     const { state, ...estate } = await estateOnHub('bundles');
     ({ namespace, emulators } = estate);
     hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
-    const queueUrl = (
+    queueUrl = (
       await new SQSClient({
         endpoint: emulators.moto.endpoint,
         region: 'us-east-1',
@@ -188,6 +189,56 @@ describe('the bundled functions', () => {
     } finally {
       delete process.env.ARGOCD_NAMESPACE;
       await core.deleteNamespace({ name: argocd });
+    }
+  });
+
+  it('the scope enumerator, cold, finds the GKE projects Resource Manager search gives', async () => {
+    // Resource Manager's client is a CommonJS module loaded on demand: the bundle must give it by name.
+    const found = ['acme-found-a', 'acme-found-b'];
+    emulators.gke.projects.push(...found.map((projectId) => ({ projectId, state: 'ACTIVE' })));
+    const document = JSON.parse(process.env.CPSYNC_CONFIG!) as {
+      providers: { gke: Record<string, unknown> };
+    };
+    const config = {
+      ...document,
+      providers: { ...document.providers, gke: { ...document.providers.gke, projects: { search: {} } } },
+    };
+    try {
+      const run = await coldRun(
+        join(directory, 'scopeEnumerator'),
+        { executionId: 'bundle-search' },
+        { env: { ...process.env, CPSYNC_CONFIG: JSON.stringify(config) }, timeoutMillis: 60_000 },
+      );
+      assert.equal((run.result as { syncId: string }).syncId, 'bundle-search', JSON.stringify(run.result));
+      // What the queue received, not what the enumerator says it sent.
+      const sqs = new SQSClient({
+        endpoint: emulators.moto.endpoint,
+        region: 'us-east-1',
+        credentials: HUB_CREDENTIALS,
+      });
+      const scopes: { provider: string; account: string }[] = [];
+      for (let empty = 0; empty < 2;) {
+        const { Messages = [] } = await sqs.send(
+          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 300 }),
+        );
+        if (Messages.length === 0) empty++;
+        for (const message of Messages) {
+          const body = JSON.parse(message.Body!) as {
+            syncId: string;
+            scope: { provider: string; account: string };
+          };
+          if (body.syncId === 'bundle-search') scopes.push(body.scope);
+        }
+      }
+      assert.deepEqual(
+        scopes
+          .filter((scope) => scope.provider === 'gke')
+          .map((scope) => scope.account)
+          .sort(),
+        found,
+      );
+    } finally {
+      emulators.gke.projects.splice(0);
     }
   });
 });

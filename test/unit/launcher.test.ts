@@ -75,4 +75,25 @@ describe('the cpsync launcher', () => {
     );
     assert.equal(await run('list'), 'bundle list');
   });
+
+  it('refuses a Node older than 22 with exit 2, naming the Node it was given and how to run it', async () => {
+    const { root, built } = tree();
+    built(Date.now());
+    // A Node that says it is 20.20.2: the launcher reads nothing else of it before refusing.
+    const olderNode =
+      "Object.defineProperty(process.versions, 'node', { value: '20.20.2' });" +
+      "Object.defineProperty(process, 'version', { value: 'v20.20.2' });";
+    const answer = await promisify(execFile)(process.execPath, [
+      `--import=data:text/javascript,${encodeURIComponent(olderNode)}`,
+      join(root, 'cli', 'cpsync.mjs'),
+      'sync',
+    ]).then(
+      ({ stdout }) => ({ code: 0, stdout, stderr: '' }),
+      (error: { code: number; stdout: string; stderr: string }) => error,
+    );
+    assert.equal(answer.code, 2, answer.stdout);
+    assert.equal(answer.stdout, '', 'neither the bundle nor the sources ran');
+    assert.match(answer.stderr, /needs Node\.js 22 or later, and this is v20\.20\.2/);
+    assert.match(answer.stderr, /npx cpsync/);
+  });
 });

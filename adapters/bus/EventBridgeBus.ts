@@ -3,6 +3,7 @@ import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import { PUT_EVENTS_MAX_BYTES } from '../../events/detailTypes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
+import { awsProxyConfig } from '../shared/proxy.ts';
 
 /** Entries per PutEvents call (the API's limit). */
 export const MAX_ENTRIES_PER_CALL = 10;
@@ -78,6 +79,7 @@ export class EventBridgeBus implements EventSink {
         ...(options.region ? { region: options.region } : {}),
         ...(options.endpoint ? { endpoint: options.endpoint } : {}),
         ...(options.credentials ? { credentials: options.credentials } : {}),
+        ...awsProxyConfig(),
       });
   }
 

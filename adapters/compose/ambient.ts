@@ -11,6 +11,7 @@
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import { firstLineOf } from '../../core/domain/errors.ts';
 import { withDeadline } from '../../core/sync/deadline.ts';
+import { awsProxyConfig } from '../shared/proxy.ts';
 
 export interface AmbientCloud {
   provider: Provider;
@@ -34,7 +35,7 @@ const reason = (error: unknown) => firstLineOf(error, 200);
 async function probeAws(env: NodeJS.ProcessEnv, millis: number) {
   const { STSClient, GetCallerIdentityCommand } = await import('@aws-sdk/client-sts');
   const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
-  const sts = new STSClient({ region, maxAttempts: 1 });
+  const sts = new STSClient({ region, maxAttempts: 1, ...awsProxyConfig() });
   try {
     const identity = await withDeadline('AWS STS', millis, (signal) =>
       sts.send(new GetCallerIdentityCommand({}), { abortSignal: signal }),

@@ -7,6 +7,7 @@ import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
+import { proxyAgentOptions } from '../shared/proxy.ts';
 
 export type AwsService = 'eks' | 'sts' | 'ec2' | 'organizations';
 
@@ -102,10 +103,10 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
   const cache = new Map<string, unknown>();
   // One pool for all clients rather than one per client: an account's scopes (a client per region
   // and role) and every account's calls to the same regional endpoint reuse the same connections,
-  // instead of each client opening (and handshaking) its own.
+  // instead of each client opening (and handshaking) its own. Through the environment's proxy, if it names one.
   const agents: Agents = {
-    httpAgent: new HttpAgent({ keepAlive: true }),
-    httpsAgent: new HttpsAgent({ keepAlive: true }),
+    httpAgent: new HttpAgent({ keepAlive: true, ...proxyAgentOptions() }),
+    httpsAgent: new HttpsAgent({ keepAlive: true, ...proxyAgentOptions() }),
   };
   const ids = new WeakMap<object, number>();
   let nextId = 0;

@@ -4,6 +4,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import { HubError } from './errors.ts';
 import { eksToken } from './eksToken.ts';
+import { awsProxyConfig } from '../shared/proxy.ts';
 
 export interface EksHubOptions {
   clusterName: string;
@@ -23,6 +24,7 @@ export async function eksHubKubeConfig(
     region: hub.region,
     ...(hub.endpoint ? { endpoint: hub.endpoint } : {}),
     ...(credentials ? { credentials } : {}),
+    ...awsProxyConfig(),
   });
   const { cluster } = await eks.send(new DescribeClusterCommand({ name: hub.clusterName }));
   if (!cluster?.endpoint)

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { GetSecretValueCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { CpsyncError } from '../../core/domain/errors.ts';
+import { awsProxyConfig } from './proxy.ts';
 
 export type SecretRef = { file: string } | { secretArn: string };
 
@@ -20,7 +21,7 @@ export function secretSource(ref: SecretRef): string {
 /** The text of a secret: a file, or an AWS Secrets Manager secret. Never logged. */
 export async function readSecret(ref: SecretRef, secrets?: SecretsManagerClient): Promise<string> {
   if ('file' in ref) return readFile(resolve(ref.file), 'utf8');
-  const client = secrets ?? new SecretsManagerClient({});
+  const client = secrets ?? new SecretsManagerClient({ ...awsProxyConfig() });
   const answer = await client.send(new GetSecretValueCommand({ SecretId: ref.secretArn }));
   if (answer.SecretString === undefined) throw new SecretError(`secret ${ref.secretArn} has no string value`);
   return answer.SecretString;

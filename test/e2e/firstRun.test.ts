@@ -115,22 +115,57 @@ describe('a first run without a configuration file: the default credentials of e
     );
   });
 
-  it('reaches Google and Azure through the proxy HTTPS_PROXY names, as their SDKs do', async () => {
-    // The Google clients load their proxy agent on demand (a dynamic import of a CommonJS package): the
-    // bundled command must hand it over by name, as Node does.
+  it('reaches every cloud through the proxy the environment names (HTTPS_PROXY, HTTP_PROXY)', async () => {
+    // Google's and Azure's clients follow the variables themselves (the Google clients load their proxy
+    // agent on demand, which the bundled command must hand over by name, as Node does); the AWS clients
+    // through agents cpsync makes with Node's own proxy support. The local clouds answer on loopback, which
+    // is not exempt: only NO_PROXY exempts a host.
     const proxy = await startConnectProxy();
     try {
       const cwd = workspace();
       const run = await runCli(['sync'], {
         cwd,
-        env: { ...ambient, HTTPS_PROXY: proxy.endpoint },
+        env: { ...ambient, HTTPS_PROXY: proxy.endpoint, HTTP_PROXY: proxy.endpoint },
         clean: true,
       });
       assert.equal(run.code, 0, run.stderr);
       assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
       const reached = new Set(proxy.targets);
-      assert.ok(reached.has(new URL(emulators.gke.endpoint).host), `proxy saw ${[...reached].join(', ')}`);
-      assert.ok(reached.has(new URL(emulators.arm.endpoint).host), `proxy saw ${[...reached].join(', ')}`);
+      for (const [cloud, endpoint] of [
+        ['AWS', emulators.proxy.endpoint],
+        ['GKE', emulators.gke.endpoint],
+        ['ARM', emulators.arm.endpoint],
+      ] as const)
+        assert.ok(
+          reached.has(new URL(endpoint).host),
+          `${cloud}: the proxy saw only ${[...reached].join(', ')}`,
+        );
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('reaches a cloud directly when NO_PROXY names its host', async () => {
+    const proxy = await startConnectProxy();
+    try {
+      const cwd = workspace();
+      const run = await runCli(['sync'], {
+        cwd,
+        env: {
+          ...ambient,
+          HTTPS_PROXY: proxy.endpoint,
+          HTTP_PROXY: proxy.endpoint,
+          NO_PROXY: new URL(emulators.proxy.endpoint).host,
+        },
+        clean: true,
+      });
+      assert.equal(run.code, 0, run.stderr);
+      assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
+      assert.ok(
+        !proxy.targets.includes(new URL(emulators.proxy.endpoint).host),
+        'AWS went through the proxy',
+      );
+      assert.ok(proxy.targets.includes(new URL(emulators.gke.endpoint).host), 'GKE did not');
     } finally {
       await proxy.stop();
     }

@@ -74,6 +74,9 @@ describe('the published subscriber kit (cpsync/events)', () => {
       assert.ok(files.includes(path), `${path} in the package`);
     const sources = files.filter((f) => f.startsWith('test/') || (f.endsWith('.ts') && !f.endsWith('.d.ts')));
     assert.deepEqual(sources, [], 'no sources, no tests');
+    // The command is the bundle: no compiled copy of the functions, the CLI or the adapters beside it.
+    const compiled = files.filter((f) => /^dist\/(functions|cli|adapters|infra)\//.test(f));
+    assert.deepEqual(compiled, [], 'only the kit is compiled file by file');
   });
 
   it('runs the cpsync command from node_modules, the bundle alone, without its dependencies installed', () => {

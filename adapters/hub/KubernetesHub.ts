@@ -3,14 +3,12 @@ import {
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
-  Observable,
   PatchStrategy,
   setHeaderOptions,
   type ConfigurationOptions,
-  type ObservableMiddleware,
-  type RequestContext,
   type V1ConfigMap,
 } from '@kubernetes/client-node';
+import { sharedConnections } from './connections.ts';
 import { sameJson } from '../../core/domain/json.ts';
 import {
   FIELD_MANAGER,
@@ -123,11 +121,10 @@ export class KubernetesHub implements Hub {
   readonly #core: CoreV1Api;
   readonly #fieldManager: string;
   readonly #pageSize: number;
-  readonly #shared: ObservableMiddleware;
+  /** Every request's options: one connection pool, a deadline (see connections.ts). */
+  readonly #shared: ConfigurationOptions;
   /** How this hub is reached (its leases are reached the same way). */
   readonly kubeConfig: KubeConfig;
-  /** The connection pool every request shares (see the constructor). */
-  #dispatcher: ReturnType<RequestContext['getDispatcher']>;
 
   constructor(options: KubernetesHubOptions = {}) {
     const kubeConfig =
@@ -142,25 +139,11 @@ export class KubernetesHub implements Hub {
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#fieldManager = options.fieldManager ?? FIELD_MANAGER;
     this.#pageSize = options.pageSize ?? 500;
-    const timeout = options.requestTimeoutMillis ?? 30_000;
-    this.#shared = {
-      pre: (context: RequestContext) => {
-        // client-node makes a new undici Agent (its own TLS connections) for every request, so nothing
-        // is ever reused: a new TLS handshake per request, and idle connections piling up. Every
-        // request of this hub goes through the first one's Agent instead; TLS settings come from the
-        // kubeconfig, which a hub does not change (credentials travel in headers, set per request).
-        this.#dispatcher ??= context.getDispatcher();
-        if (this.#dispatcher) context.setDispatcher(this.#dispatcher);
-        context.setSignal(AbortSignal.timeout(timeout));
-        return new Observable(Promise.resolve(context));
-      },
-      post: (response) => new Observable(Promise.resolve(response)),
-    };
+    this.#shared = sharedConnections(options.requestTimeoutMillis ?? 30_000);
   }
 
   #options(contentType?: string): ConfigurationOptions {
-    const shared: ConfigurationOptions = { middleware: [this.#shared], middlewareMergeStrategy: 'append' };
-    return contentType ? setHeaderOptions('Content-Type', contentType, shared) : shared;
+    return contentType ? setHeaderOptions('Content-Type', contentType, this.#shared) : this.#shared;
   }
 
   async ensureNamespace(namespace: NamespaceSpec): Promise<void> {

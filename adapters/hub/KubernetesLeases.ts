@@ -1,11 +1,10 @@
 import {
   ApiException,
   CustomObjectsApi,
-  Observable,
   type ConfigurationOptions,
   type KubeConfig,
-  type RequestContext,
 } from '@kubernetes/client-node';
+import { sharedConnections } from './connections.ts';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
 import { HOST, holderGone, leaseReleased, leaseTaken } from './leaseHolders.ts';
 import { translate } from './KubernetesHub.ts';
@@ -64,39 +63,35 @@ export class KubernetesLeaseStore implements LeaseStore {
   readonly #kubeConfig: KubernetesLeaseStoreOptions['kubeConfig'];
   readonly #namespace: string;
   readonly #clock: () => number;
-  readonly #options: ConfigurationOptions;
-  #api: { config: KubeConfig; api: CustomObjectsApi } | undefined;
+  readonly #timeoutMillis: number;
+  /** The client of the current kubeconfig, and its requests' options: one connection pool, a deadline. */
+  #api: { config: KubeConfig; api: CustomObjectsApi; options: ConfigurationOptions } | undefined;
 
   constructor(options: KubernetesLeaseStoreOptions) {
     this.#kubeConfig = options.kubeConfig;
     this.#namespace = options.namespace;
     this.#clock = options.clock ?? Date.now;
-    const timeout = options.requestTimeoutMillis ?? 30_000;
-    this.#options = {
-      middleware: [
-        {
-          pre: (context: RequestContext) => {
-            context.setSignal(AbortSignal.timeout(timeout));
-            return new Observable(Promise.resolve(context));
-          },
-          post: (response) => new Observable(Promise.resolve(response)),
-        },
-      ],
-      middlewareMergeStrategy: 'append',
-    };
+    this.#timeoutMillis = options.requestTimeoutMillis ?? 30_000;
   }
 
-  async #client(): Promise<CustomObjectsApi> {
+  async #client(): Promise<{ api: CustomObjectsApi; options: ConfigurationOptions }> {
     const config = typeof this.#kubeConfig === 'function' ? await this.#kubeConfig() : this.#kubeConfig;
-    if (this.#api?.config !== config) this.#api = { config, api: config.makeApiClient(CustomObjectsApi) };
-    return this.#api.api;
+    if (this.#api?.config !== config)
+      this.#api = {
+        config,
+        api: config.makeApiClient(CustomObjectsApi),
+        options: sharedConnections(this.#timeoutMillis),
+      };
+    return this.#api;
   }
 
   async #get(name: string): Promise<Lease | undefined> {
     try {
-      return (await (
-        await this.#client()
-      ).getNamespacedCustomObject({ ...LEASE, namespace: this.#namespace, name }, this.#options)) as Lease;
+      const { api, options } = await this.#client();
+      return (await api.getNamespacedCustomObject(
+        { ...LEASE, namespace: this.#namespace, name },
+        options,
+      )) as Lease;
     } catch (error) {
       if (status(error) === 404) return undefined;
       throw translate(error, 'read lease', `${this.#namespace}/${name}`);
@@ -133,7 +128,7 @@ export class KubernetesLeaseStore implements LeaseStore {
   }
 
   async acquire(name: string, holder: string, durationMillis: number): Promise<LeaseAnswer> {
-    const client = await this.#client();
+    const { api: client, options } = await this.#client();
     for (let attempt = 1; ; attempt++) {
       const current = await this.#get(name);
       try {
@@ -154,7 +149,7 @@ export class KubernetesLeaseStore implements LeaseStore {
                 spec: this.#spec(holder, durationMillis, this.#clock()),
               },
             },
-            this.#options,
+            options,
           );
           leaseTaken(name, holder);
           return { acquired: true };
@@ -176,7 +171,7 @@ export class KubernetesLeaseStore implements LeaseStore {
               spec: this.#spec(holder, durationMillis, acquired),
             },
           },
-          this.#options,
+          options,
         );
         leaseTaken(name, holder);
         return { acquired: true };
@@ -198,16 +193,15 @@ export class KubernetesLeaseStore implements LeaseStore {
     const current = await this.#get(name);
     if (!current || current.spec?.holderIdentity !== holder) return;
     try {
-      await (
-        await this.#client()
-      ).deleteNamespacedCustomObject(
+      const { api, options } = await this.#client();
+      await api.deleteNamespacedCustomObject(
         {
           ...LEASE,
           namespace: this.#namespace,
           name,
           body: { preconditions: { resourceVersion: current.metadata.resourceVersion } },
         },
-        this.#options,
+        options,
       );
     } catch (error) {
       if (status(error) !== 404 && status(error) !== 409)

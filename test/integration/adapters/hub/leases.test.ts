@@ -128,7 +128,7 @@ contract('Kubernetes hub (coordination.k8s.io Lease)', async () => {
   await new KubernetesHub({ kubeConfig: adminKubeConfig(state) }).ensureNamespace({ name: namespace });
   return {
     store: () => new KubernetesLeaseStore({ kubeConfig: adminKubeConfig(state), namespace }),
-    killedHolder: `import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+    killedHolder: `import { KubeConfig } from '@kubernetes/client-node';
       import { KubernetesLeaseStore } from ${JSON.stringify(MODULES.kubernetes)};
       const kubeConfig = new KubeConfig(); kubeConfig.loadFromFile(${JSON.stringify(state.kubeconfig)});
       const answer = await new KubernetesLeaseStore({ kubeConfig, namespace: ${JSON.stringify(namespace)} }).acquire('killed', 'killed-run', 60_000);

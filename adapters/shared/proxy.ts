@@ -18,7 +18,9 @@ function proxyUrl(name: string, value: string): string {
   try {
     parsed = new URL(url);
   } catch {
-    throw new InvalidOptionError(`environment variable ${name}`, `is not a proxy URL: "${value}"`);
+    // Quoted without its user and password: a proxy URL may carry them.
+    const shown = value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/@]*@/i, '$1***@');
+    throw new InvalidOptionError(`environment variable ${name}`, `is not a proxy URL: "${shown}"`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
     throw new InvalidOptionError(

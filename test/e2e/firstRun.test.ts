@@ -115,60 +115,57 @@ describe('a first run without a configuration file: the default credentials of e
     );
   });
 
+  /** `cpsync sync` in a new workspace, the ambient environment naming a loopback proxy (and `more`). */
+  async function syncBehindProxy(more: Record<string, string> = {}) {
+    const proxy = await startConnectProxy();
+    try {
+      const cwd = workspace();
+      const env = { ...ambient, HTTPS_PROXY: proxy.endpoint, HTTP_PROXY: proxy.endpoint, ...more };
+      const run = await runCli(['sync'], { cwd, env, clean: true });
+      return { run, profiles: filedProfiles(join(cwd, 'inventory')), reached: new Set(proxy.targets) };
+    } finally {
+      await proxy.stop();
+    }
+  }
+  const hostOf = (endpoint: string) => new URL(endpoint).host;
+
   it('reaches every cloud through the proxy the environment names (HTTPS_PROXY, HTTP_PROXY)', async () => {
     // Google's and Azure's clients follow the variables themselves (the Google clients load their proxy
     // agent on demand, which the bundled command must hand over by name, as Node does); the AWS clients
     // through agents cpsync makes with Node's own proxy support. The local clouds answer on loopback, which
     // is not exempt: only NO_PROXY exempts a host.
-    const proxy = await startConnectProxy();
-    try {
-      const cwd = workspace();
-      const run = await runCli(['sync'], {
-        cwd,
-        env: { ...ambient, HTTPS_PROXY: proxy.endpoint, HTTP_PROXY: proxy.endpoint },
-        clean: true,
-      });
-      assert.equal(run.code, 0, run.stderr);
-      assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
-      const reached = new Set(proxy.targets);
-      for (const [cloud, endpoint] of [
-        ['AWS', emulators.proxy.endpoint],
-        ['GKE', emulators.gke.endpoint],
-        ['ARM', emulators.arm.endpoint],
-      ] as const)
-        assert.ok(
-          reached.has(new URL(endpoint).host),
-          `${cloud}: the proxy saw only ${[...reached].join(', ')}`,
-        );
-    } finally {
-      await proxy.stop();
-    }
+    const { run, profiles, reached } = await syncBehindProxy();
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(profiles, estate);
+    for (const [cloud, endpoint] of [
+      ['AWS', emulators.proxy.endpoint],
+      ['GKE', emulators.gke.endpoint],
+      ['ARM', emulators.arm.endpoint],
+    ] as const)
+      assert.ok(reached.has(hostOf(endpoint)), `${cloud}: the proxy saw only ${[...reached].join(', ')}`);
   });
 
   it('reaches a cloud directly when NO_PROXY names its host', async () => {
-    const proxy = await startConnectProxy();
-    try {
-      const cwd = workspace();
-      const run = await runCli(['sync'], {
-        cwd,
-        env: {
-          ...ambient,
-          HTTPS_PROXY: proxy.endpoint,
-          HTTP_PROXY: proxy.endpoint,
-          NO_PROXY: new URL(emulators.proxy.endpoint).host,
-        },
-        clean: true,
-      });
-      assert.equal(run.code, 0, run.stderr);
-      assert.deepEqual(filedProfiles(join(cwd, 'inventory')), estate);
-      assert.ok(
-        !proxy.targets.includes(new URL(emulators.proxy.endpoint).host),
-        'AWS went through the proxy',
-      );
-      assert.ok(proxy.targets.includes(new URL(emulators.gke.endpoint).host), 'GKE did not');
-    } finally {
-      await proxy.stop();
-    }
+    const { run, profiles, reached } = await syncBehindProxy({ NO_PROXY: hostOf(emulators.proxy.endpoint) });
+    assert.equal(run.code, 0, run.stderr);
+    assert.deepEqual(profiles, estate);
+    assert.ok(!reached.has(hostOf(emulators.proxy.endpoint)), 'AWS went through the proxy');
+    assert.ok(reached.has(hostOf(emulators.gke.endpoint)), 'GKE did not');
+  });
+
+  it('refuses a proxy variable that is no proxy URL, naming it without its password, before reaching anything', async () => {
+    const { run, profiles, reached } = await syncBehindProxy({
+      HTTPS_PROXY: 'http://cpsync:s3cret@proxy corp:8080',
+    });
+    assert.equal(run.code, 2, run.stderr);
+    assert.match(
+      run.stderr,
+      /environment variable HTTPS_PROXY is not a proxy URL: "http:\/\/\*\*\*@proxy corp:8080"/,
+    );
+    assert.ok(!hasStackTrace(run.stderr), run.stderr);
+    assert.doesNotMatch(run.stdout + run.stderr, /s3cret/);
+    assert.deepEqual(profiles, []);
+    assert.deepEqual([...reached], []);
   });
 
   it('names a cloud it skipped, and why, and syncs the others', async () => {

@@ -219,6 +219,48 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     await onDemand.close();
   });
 
+  it('fails every entry point on a proxy variable that is no proxy URL, naming it without its password; nothing written or acknowledged', async () => {
+    const saved = process.env.HTTPS_PROXY;
+    process.env.HTTPS_PROXY = 'http://cpsync:s3cret@proxy corp:8080';
+    // As lazyDeps builds them: on an invocation, and again on the next one after a failure.
+    const lazy = () => compose(deps.config, ALL_PROVIDERS, { onDemand: true });
+    const refused = (error: Error) =>
+      error.message === 'environment variable HTTPS_PROXY is not a proxy URL: "http://***@proxy corp:8080"';
+    const before = await versions();
+    try {
+      await assert.rejects(
+        makeScopeEnumerator(lazy, { queueUrl: scopeQueueUrl })(
+          { executionId: 'bad-proxy' } as never,
+          context,
+        ),
+        refused,
+      );
+      // The whole batch fails: SQS delivers every message again, none is taken as done.
+      await assert.rejects(
+        makeScopeWorker(lazy)({ Records: estateScopeRecords('bad-proxy', 'bad-proxy') }, context),
+        refused,
+      );
+      await assert.rejects(
+        makeEksEventHandler(lazy)(
+          cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'fresh' }) as never,
+          context,
+        ),
+        refused,
+      );
+      // The webhook answers 500: Event Grid and Pub/Sub deliver again.
+      const response = await makeWebhook(lazy)(
+        functionUrlRequest('/azure', [], {}, { key: azureKey }),
+        context,
+      );
+      assert.equal(response.statusCode, 500);
+      assert.doesNotMatch(JSON.stringify(response), /s3cret/);
+    } finally {
+      if (saved === undefined) delete process.env.HTTPS_PROXY;
+      else process.env.HTTPS_PROXY = saved;
+    }
+    assert.deepEqual(await versions(), before, 'no profile written or deleted');
+  });
+
   it('reports and announces the profiles of a provider dropped from the configuration, and deletes none of them', async () => {
     const { aks: _dropped, ...others } = deps.config.providers;
     const narrowed = await compose({ ...deps.config, providers: others }, ALL_PROVIDERS);

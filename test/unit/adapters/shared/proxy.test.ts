@@ -60,6 +60,12 @@ describe('the proxy the environment names', () => {
       /environment variable HTTPS_PROXY is not a proxy URL: "http:\/\/proxy corp:80"/,
     );
     assert.throws(
+      () => proxyAgentOptions({ HTTP_PROXY: 'http://cpsync:s3cret@proxy corp:80' }),
+      (error: Error) =>
+        error.message === 'environment variable HTTP_PROXY is not a proxy URL: "http://***@proxy corp:80"',
+      'the user and password are not repeated',
+    );
+    assert.throws(
       () => proxyAgentOptions({ https_proxy: 'socks5://127.0.0.1:1080' }),
       /environment variable https_proxy names a socks5 proxy; only http:\/\/ and https:\/\/ proxies are supported/,
     );

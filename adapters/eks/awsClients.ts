@@ -3,11 +3,11 @@ import { EKSClient } from '@aws-sdk/client-eks';
 import type { OrganizationsClient } from '@aws-sdk/client-organizations';
 import { STSClient } from '@aws-sdk/client-sts';
 import { fromTemporaryCredentials } from '@aws-sdk/credential-providers';
-import { Agent as HttpAgent } from 'node:http';
-import { Agent as HttpsAgent } from 'node:https';
+import type { Agent as HttpAgent } from 'node:http';
+import type { Agent as HttpsAgent } from 'node:https';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
-import { proxyAgentOptions } from '../shared/proxy.ts';
+import { awsAgents } from '../shared/proxy.ts';
 
 export type AwsService = 'eks' | 'sts' | 'ec2' | 'organizations';
 
@@ -104,10 +104,7 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
   // One pool for all clients rather than one per client: an account's scopes (a client per region
   // and role) and every account's calls to the same regional endpoint reuse the same connections,
   // instead of each client opening (and handshaking) its own. Through the environment's proxy, if it names one.
-  const agents: Agents = {
-    httpAgent: new HttpAgent({ keepAlive: true, ...proxyAgentOptions() }),
-    httpsAgent: new HttpsAgent({ keepAlive: true, ...proxyAgentOptions() }),
-  };
+  const agents: Agents = awsAgents();
   const ids = new WeakMap<object, number>();
   let nextId = 0;
   const idOf = (credentials?: AwsCredentialIdentityProvider) => {

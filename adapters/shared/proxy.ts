@@ -43,6 +43,18 @@ export function proxyAgentOptions(env: NodeJS.ProcessEnv = process.env): { proxy
   return { proxyEnv };
 }
 
+/** Kept-alive agents for the AWS SDK's request handler, through the environment's proxy if it names one. */
+export function awsAgents(env: NodeJS.ProcessEnv = process.env): {
+  httpAgent: HttpAgent;
+  httpsAgent: HttpsAgent;
+} {
+  const proxy = proxyAgentOptions(env);
+  return {
+    httpAgent: new HttpAgent({ keepAlive: true, ...proxy }),
+    httpsAgent: new HttpsAgent({ keepAlive: true, ...proxy }),
+  };
+}
+
 /**
  * A request handler for an AWS client made with the SDK's defaults otherwise (its own kept-alive
  * agents), when the environment names a proxy; nothing to add when it does not.
@@ -50,12 +62,5 @@ export function proxyAgentOptions(env: NodeJS.ProcessEnv = process.env): { proxy
 export function awsProxyConfig(env: NodeJS.ProcessEnv = process.env): {
   requestHandler?: { httpAgent: HttpAgent; httpsAgent: HttpsAgent };
 } {
-  const proxy = proxyAgentOptions(env);
-  if (!proxy.proxyEnv) return {};
-  return {
-    requestHandler: {
-      httpAgent: new HttpAgent({ keepAlive: true, ...proxy }),
-      httpsAgent: new HttpsAgent({ keepAlive: true, ...proxy }),
-    },
-  };
+  return proxyAgentOptions(env).proxyEnv ? { requestHandler: awsAgents(env) } : {};
 }

@@ -4,8 +4,8 @@
  * requests (what an HTTP_PROXY client sends for an http target), and records every target it was asked for.
  */
 import { createServer, request as httpRequest } from 'node:http';
-import { connect, type Socket } from 'node:net';
-import { freePort, serveOnLoopback } from './net.ts';
+import type { Socket } from 'node:net';
+import { freePort, relaySocket, serveOnLoopback } from './net.ts';
 
 export interface ConnectProxy {
   endpoint: string;
@@ -34,20 +34,10 @@ export async function startConnectProxy(): Promise<ConnectProxy> {
       target.slice(0, target.lastIndexOf(':')),
       Number(target.slice(target.lastIndexOf(':') + 1)),
     ];
-    const upstream = connect(port, host, () => {
+    relaySocket(client, host, port, tunnels, (upstream) => {
       client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
       if (head.length > 0) upstream.write(head);
-      upstream.pipe(client);
-      client.pipe(upstream);
     });
-    for (const socket of [client, upstream]) {
-      tunnels.add(socket);
-      socket.on('close', () => tunnels.delete(socket));
-      socket.on('error', () => {
-        client.destroy();
-        upstream.destroy();
-      });
-    }
   });
   const port = await freePort();
   const stop = await serveOnLoopback(server, port);

@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Server as TlsServer } from 'node:https';
-import { createServer } from 'node:net';
+import { connect, createServer, type Socket } from 'node:net';
 
 /** A TCP port free on loopback right now. */
 export async function freePort(): Promise<number> {
@@ -66,4 +66,53 @@ export function sendJson(
 ): void {
   response.writeHead(status, { 'content-type': 'application/json', ...headers });
   response.end(JSON.stringify(body));
+}
+
+/**
+ * Joins `client` to a new TCP connection to `host:port`, both ways, once that is open (`opened` runs first);
+ * both sockets stay in `sockets` until they close, and an error on either closes both.
+ */
+export function relaySocket(
+  client: Socket,
+  host: string,
+  port: number,
+  sockets: Set<Socket>,
+  opened?: (upstream: Socket) => void,
+): void {
+  const upstream = connect(port, host, () => {
+    opened?.(upstream);
+    upstream.pipe(client);
+    client.pipe(upstream);
+  });
+  for (const socket of [client, upstream]) {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => {
+      client.destroy();
+      upstream.destroy();
+    });
+  }
+}
+
+/** A TCP relay on loopback to `host:port`: what passes through (TLS, HTTP/2) is untouched; it counts connections. */
+export async function startTcpRelay(
+  host: string,
+  port: number,
+): Promise<{ port: number; connections: () => number; stop(): Promise<void> }> {
+  let connections = 0;
+  const sockets = new Set<Socket>();
+  const relay = createServer((client) => {
+    connections += 1;
+    relaySocket(client, host, port, sockets);
+  });
+  const listening = await freePort();
+  await new Promise<void>((resolve) => relay.listen(listening, '127.0.0.1', resolve));
+  return {
+    port: listening,
+    connections: () => connections,
+    stop: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => relay.close(resolve));
+    },
+  };
 }

@@ -38,21 +38,26 @@ export function wholeEventTarget(arn: string, id = 'q') {
   return { Id: id, Arn: arn, InputTransformer: { InputTemplate: '<aws.events.event.json>' } };
 }
 
-/** Every message now in the queue (then removed from it). */
+/** Every event now in the queue (then removed from it). */
 export async function drainQueue(queueUrl: string): Promise<ReceivedEvent[]> {
+  return drainMessages<ReceivedEvent>(queueUrl);
+}
+
+/** Every message now in the queue (then removed from it), its JSON body parsed. */
+export async function drainMessages<Body>(queueUrl: string): Promise<Body[]> {
   const sqs = new SQSClient({
     endpoint: new URL(queueUrl).origin,
     region: 'us-east-1',
     credentials: HUB_CREDENTIALS,
   });
-  const events: ReceivedEvent[] = [];
+  const events: Body[] = [];
   for (;;) {
     const answer = await sqs.send(
       new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
     );
     const messages = answer.Messages ?? [];
     if (messages.length === 0) break;
-    events.push(...messages.map((m) => JSON.parse(m.Body!) as ReceivedEvent));
+    events.push(...messages.map((m) => JSON.parse(m.Body!) as Body));
     await sqs.send(
       new DeleteMessageBatchCommand({
         QueueUrl: queueUrl,

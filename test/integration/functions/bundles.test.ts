@@ -7,7 +7,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
@@ -19,6 +19,7 @@ import { adminKubeConfig, localHub } from '../../support/hub.ts';
 import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
 import { estateOnHub, estateScopeRecords } from '../../support/estate.ts';
 import { coldRun } from '../../support/cold.ts';
+import { drainMessages } from '../../support/events.ts';
 
 const ROOT = fileURLToPath(new URL('../../..', import.meta.url));
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
@@ -211,25 +212,11 @@ describe('the bundled functions', () => {
       );
       assert.equal((run.result as { syncId: string }).syncId, 'bundle-search', JSON.stringify(run.result));
       // What the queue received, not what the enumerator says it sent.
-      const sqs = new SQSClient({
-        endpoint: emulators.moto.endpoint,
-        region: 'us-east-1',
-        credentials: HUB_CREDENTIALS,
-      });
-      const scopes: { provider: string; account: string }[] = [];
-      for (let empty = 0; empty < 2;) {
-        const { Messages = [] } = await sqs.send(
-          new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, VisibilityTimeout: 300 }),
-        );
-        if (Messages.length === 0) empty++;
-        for (const message of Messages) {
-          const body = JSON.parse(message.Body!) as {
-            syncId: string;
-            scope: { provider: string; account: string };
-          };
-          if (body.syncId === 'bundle-search') scopes.push(body.scope);
-        }
-      }
+      const scopes = (
+        await drainMessages<{ syncId: string; scope: { provider: string; account: string } }>(queueUrl)
+      )
+        .filter((message) => message.syncId === 'bundle-search')
+        .map((message) => message.scope);
       assert.deepEqual(
         scopes
           .filter((scope) => scope.provider === 'gke')

@@ -5,13 +5,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, it } from 'node:test';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import type { LeaseStore } from '../../../../core/sync/ports.ts';
 import { LeaseBusyError, RunLeases } from '../../../../core/sync/runLeases.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { startTcpRelay } from '../../../env/net.ts';
 
 const MODULES = {
   file: fileURLToPath(new URL('../../../../adapters/hub/FileLeases.ts', import.meta.url)),
@@ -192,37 +192,27 @@ describe('Kubernetes hub connections, as counted in front of the kube-apiserver'
     const state = await localHub();
     // A TCP relay to the kube-apiserver: TLS (and HTTP/2) pass through untouched; it counts connections.
     const upstream = new URL(state.server);
-    let connections = 0;
-    const sockets = new Set<Socket>();
-    const relay = createServer((client) => {
-      connections += 1;
-      const server = connect(Number(upstream.port), upstream.hostname);
-      for (const socket of [client, server]) {
-        sockets.add(socket);
-        socket.on('error', () => socket.destroy());
-        socket.on('close', () => sockets.delete(socket));
-      }
-      client.pipe(server).pipe(client);
-    });
-    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relay = await startTcpRelay(upstream.hostname, Number(upstream.port));
     try {
       const kubeConfig = adminKubeConfig(state);
-      const port = (relay.address() as AddressInfo).port;
-      kubeConfig.clusters[0] = { ...kubeConfig.clusters[0]!, server: `https://127.0.0.1:${port}` };
+      kubeConfig.clusters[0] = { ...kubeConfig.clusters[0]!, server: `https://127.0.0.1:${relay.port}` };
       const namespace = uniqueNamespace('connections');
       const hub = new KubernetesHub({ kubeConfig });
       await hub.ensureNamespace({ name: namespace });
       for (let i = 0; i < 10; i++) assert.equal(await hub.get({ namespace, name: `absent-${i}` }), undefined);
-      assert.equal(connections, 1, 'the hub: one connection for 12 requests');
+      assert.equal(relay.connections(), 1, 'the hub: one connection for 12 requests');
       const store = new KubernetesLeaseStore({ kubeConfig, namespace });
       for (let i = 0; i < 5; i++) {
         assert.deepEqual(await store.acquire(`account-${i}`, 'run', 60_000), { acquired: true });
         await store.release(`account-${i}`, 'run');
       }
-      assert.equal(connections, 2, 'the lease store: one more connection for 20 requests, not one each');
+      assert.equal(
+        relay.connections(),
+        2,
+        'the lease store: one more connection for 20 requests, not one each',
+      );
     } finally {
-      for (const socket of sockets) socket.destroy();
-      await new Promise((resolve) => relay.close(resolve));
+      await relay.stop();
     }
   });
 });

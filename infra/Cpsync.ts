@@ -28,7 +28,12 @@ import { CfnRegistry, CfnSchema } from 'aws-cdk-lib/aws-eventschemas';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { DEFAULT_IDEMPOTENCY_SECONDS, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
+import {
+  configDocument,
+  DEFAULT_IDEMPOTENCY_SECONDS,
+  parseConfig,
+  type CpsyncConfig,
+} from '../adapters/compose/config.ts';
 import { eventSourceOf } from '../adapters/compose/settings.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
@@ -367,7 +372,7 @@ export class Cpsync extends Construct {
         removalPolicy: RemovalPolicy.DESTROY,
       }),
       environment: {
-        CPSYNC_CONFIG: JSON.stringify(document),
+        CPSYNC_CONFIG: JSON.stringify(configDocument(document)),
         POWERTOOLS_SERVICE_NAME: 'cpsync',
         POWERTOOLS_METRICS_NAMESPACE: 'cpsync',
         ...(props.stackTraceSourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),

@@ -436,6 +436,19 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
   );
 }
 
+/**
+ * The document form of a parsed configuration: what `parseConfig` reads back as the same configuration.
+ * The stack writes it into each function's `CPSYNC_CONFIG`, where the functions parse it with the same
+ * strict schema, so nothing the schema's transforms add (`providers.off`) may stay in it.
+ */
+export function configDocument(config: CpsyncConfig): Record<string, unknown> {
+  const { off, ...providers } = config.providers;
+  return {
+    ...config,
+    providers: { ...providers, ...Object.fromEntries(off.map((name) => [name, 'off'])) },
+  };
+}
+
 /** A rule's matchers, without the ones left unset. */
 function matcherOf(rule: z.infer<z.ZodObject<typeof clusterMatcher>>): ClusterMatcher {
   return {

@@ -2,10 +2,9 @@
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 
-const EXAMPLE = parse(readFileSync(new URL('../../cpsync.example.yaml', import.meta.url), 'utf8')) as Record<
-  string,
-  unknown
->;
+export const EXAMPLE = parse(
+  readFileSync(new URL('../../cpsync.example.yaml', import.meta.url), 'utf8'),
+) as Record<string, unknown>;
 /** The example configuration, with a hub the functions can use. */
 export const CONFIG = { ...EXAMPLE, hub: { eks: { clusterName: 'hub', region: 'us-east-1' } } };
 export const ENV = { account: '123456789012', region: 'us-east-1' };

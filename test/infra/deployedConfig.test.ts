@@ -1,0 +1,169 @@
+/**
+ * The configuration the stack writes is the one its functions accept: every function's `CPSYNC_CONFIG` is
+ * read out of the synthesized template (CloudFormation's tokens resolved as a deploy would resolve them) and
+ * parsed by the functions' own reader, for every example and test configuration and for generated ones.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { App } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import fc from 'fast-check';
+import { configDocument, parseConfig, type CpsyncConfig } from '../../adapters/compose/config.ts';
+import { configFromEnvironment } from '../../functions/runtime.ts';
+import { CpsyncStack } from '../../infra/CpsyncStack.ts';
+import { ArgoCdClusterSync, ChatNotifier } from '../../infra/subscribers.ts';
+import { CONFIG, ENV, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
+
+/**
+ * A CloudFormation value with its intrinsics resolved the way a deploy resolves them: `Ref` to what the
+ * resource's type answers (a secret's ARN, a queue's URL, else the name the resource would get,
+ * `<logical id>-ref`), `Fn::GetAtt` to `<logical id>.<attribute>`, pseudo parameters to the stack's
+ * environment, `Fn::Join` joined.
+ */
+function resolve(value: unknown, types: Record<string, string>): string {
+  if (typeof value === 'string') return value;
+  const node = value as Record<string, unknown>;
+  if ('Ref' in node) {
+    const ref = node.Ref as string;
+    if (ref === 'AWS::Partition') return 'aws';
+    if (ref === 'AWS::Region') return ENV.region;
+    if (ref === 'AWS::AccountId') return ENV.account;
+    if (ref === 'AWS::URLSuffix') return 'amazonaws.com';
+    if (types[ref] === 'AWS::SecretsManager::Secret')
+      return `arn:aws:secretsmanager:${ENV.region}:${ENV.account}:secret:${ref}-AbCdEf`;
+    if (types[ref] === 'AWS::SQS::Queue')
+      return `https://sqs.${ENV.region}.amazonaws.com/${ENV.account}/${ref}`;
+    return `${ref}-ref`;
+  }
+  if ('Fn::GetAtt' in node) return (node['Fn::GetAtt'] as string[]).join('.');
+  if ('Fn::Join' in node) {
+    const [separator, parts] = node['Fn::Join'] as [string, unknown[]];
+    return parts.map((part) => resolve(part, types)).join(separator);
+  }
+  throw new Error(`cannot resolve ${JSON.stringify(value)}`);
+}
+
+/** Each function of the template that carries a configuration: its logical id and its CPSYNC_CONFIG text. */
+function functionConfigs(template: Template): Array<{ id: string; text: string }> {
+  const resources = template.toJSON().Resources as Record<string, { Type: string }>;
+  const types = Object.fromEntries(Object.entries(resources).map(([id, r]) => [id, r.Type]));
+  return Object.entries(template.findResources('AWS::Lambda::Function')).flatMap(([id, resource]) => {
+    const variables = (resource as { Properties: { Environment?: { Variables?: Record<string, unknown> } } })
+      .Properties.Environment?.Variables;
+    return variables?.CPSYNC_CONFIG === undefined
+      ? []
+      : [{ id, text: resolve(variables.CPSYNC_CONFIG, types) }];
+  });
+}
+
+/** Synthesizes the deployable stack (with both example subscribers) for `config`. */
+function synthesize(config: unknown): Template {
+  const app = new App({ context: NO_BUNDLING });
+  const stack = new CpsyncStack(app, 'Cpsync', { env: ENV, cpsync: { config } });
+  const secret = Secret.fromSecretNameV2(stack, 'ChatUrl', 'chat-webhook-url');
+  new ChatNotifier(stack, 'Chat', { cpsync: stack.cpsync, webhookSecret: secret });
+  new ArgoCdClusterSync(stack, 'ArgoCd', { cpsync: stack.cpsync });
+  return Template.fromStack(stack);
+}
+
+/** What a function reads from its environment equals what was configured, with the stack's own parts filled in. */
+function assertRoundTrip(config: unknown, label: string): void {
+  const configured = parseConfig(config, label);
+  const configs = functionConfigs(synthesize(config));
+  // The four functions of the construct and the two subscribers.
+  assert.equal(configs.length, 6, `${label}: functions with a configuration`);
+  for (const { id, text } of configs) {
+    let read: CpsyncConfig;
+    try {
+      read = configFromEnvironment({ CPSYNC_CONFIG: text });
+    } catch (error) {
+      assert.fail(`${label}: ${id} refuses the configuration the stack gave it: ${(error as Error).message}`);
+    }
+    const { bus, outbox, idempotency, webhook, memberProbe, ...rest } = read;
+    const {
+      bus: _bus,
+      outbox: _outbox,
+      idempotency: _idempotency,
+      webhook: _webhook,
+      memberProbe: _probe,
+      ...wanted
+    } = configured;
+    assert.deepEqual(rest, wanted, `${label}: ${id} reads the configuration that was deployed`);
+    assert.match(JSON.stringify(bus), /"busName":"CpsyncBus[0-9A-F]+-ref"/, `${label}: ${id} bus`);
+    assert.match(JSON.stringify(outbox), /"table":"CpsyncOutbox[0-9A-F]+-ref"/, `${label}: ${id} outbox`);
+    assert.match(idempotency?.table ?? '', /^CpsyncIdempotency[0-9A-F]+-ref$/, `${label}: ${id} idempotency`);
+    assert.equal(memberProbe.slotMinutes, 15, `${label}: ${id} member probe slots follow the schedule`);
+    if (configured.providers.aks) assert.ok(webhook.azure, `${label}: ${id} has the Event Grid key`);
+  }
+}
+
+describe('the configuration the stack deploys', () => {
+  it('is accepted by every function, for the example and the test configurations', () => {
+    assertRoundTrip(CONFIG, 'the test configuration');
+    assertRoundTrip(
+      {
+        ...EXAMPLE,
+        hub: { kubeconfigSecretArn: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:hub-AbCdEf' },
+      },
+      'the example with a kubeconfig secret',
+    );
+    const providers = EXAMPLE.providers as Record<string, unknown>;
+    assertRoundTrip(
+      { ...CONFIG, providers: { ...providers, gke: 'off', aks: 'off' } },
+      'providers set to off',
+    );
+    assertRoundTrip(
+      {
+        ...CONFIG,
+        inventory: {
+          ...(EXAMPLE.inventory as Record<string, unknown>),
+          preferPrivateEndpoints: true,
+          clusterSets: { fleet: ['cluster-inventory'] },
+        },
+        features: { projections: 'on' },
+      },
+      'ClusterSets in their list form and the older privateEndpoints switch',
+    );
+  });
+
+  it('parses back to the same configuration for any valid document (configDocument)', () => {
+    const state = fc.constantFrom<'absent' | 'off' | 'on'>('absent', 'off', 'on');
+    const providers = EXAMPLE.providers as Record<string, unknown>;
+    fc.assert(
+      fc.property(
+        fc.record({ eks: state, gke: state, aks: state }),
+        fc.dictionary(
+          fc.constantFrom('projections', 'privateEndpoints', 'memberProbe', 'certificateAuthority'),
+          fc.constantFrom('on', 'off', true, false),
+        ),
+        fc.option(fc.boolean(), { nil: undefined }),
+        fc.constantFrom<unknown>(
+          undefined,
+          { fleet: ['cluster-inventory'] },
+          { 'cluster-inventory': 'fleet' },
+        ),
+        (states, features, older, clusterSets) => {
+          const document = {
+            ...CONFIG,
+            providers: Object.fromEntries(
+              Object.entries(states)
+                .filter(([, s]) => s !== 'absent')
+                .map(([name, s]) => [name, s === 'off' ? 'off' : providers[name]]),
+            ),
+            features: older === undefined ? features : { ...features, privateEndpoints: older },
+            inventory: {
+              ...(EXAMPLE.inventory as Record<string, unknown>),
+              ...(older === undefined ? {} : { preferPrivateEndpoints: older }),
+              ...(clusterSets === undefined ? {} : { clusterSets }),
+            },
+          };
+          const parsed = parseConfig(document, 'generated');
+          const again = parseConfig(JSON.parse(JSON.stringify(configDocument(parsed))), 'round trip');
+          assert.deepEqual(again, parsed);
+        },
+      ),
+      { seed: 20261124, numRuns: 200 },
+    );
+  });
+});

@@ -163,3 +163,29 @@ export function ensureArgoCdBinary(log: (line: string) => void = () => {}): stri
     log,
   );
 }
+
+/** The AWS Lambda Runtime Interface Emulator's module version (it has no tags: a pinned pseudo-version). */
+const LAMBDA_RIE_VERSION = 'v0.0.0-20261030222936-bef5c4ba774d';
+
+/**
+ * The AWS Lambda Runtime Interface Emulator, built from its Go module at the version pinned in
+ * `test/env/tools/lambda-rie` and cached like the hub's binaries.
+ */
+export function ensureLambdaRie(log: (line: string) => void = () => {}): string {
+  return ensureBinary(
+    {
+      name: 'aws-lambda-rie',
+      version: LAMBDA_RIE_VERSION,
+      module: join(TOOLS, 'lambda-rie'),
+      pkg: 'github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie',
+      ldflags: '-s -w',
+    },
+    binaryDirectory(),
+    log,
+  );
+}
+
+/** Where the test tools that are not Go binaries are cached (the Lambda runtime interface client). */
+export function cacheDirectory(): string {
+  return dirname(binaryDirectory());
+}

@@ -1,0 +1,379 @@
+/**
+ * What `cdk deploy` ships, run as Lambda runs it: the stack is synthesized with a configuration of the
+ * local estate, and each function's asset folder, handler, environment, memory and timeout are taken from
+ * the template and cdk.out and run under the AWS Lambda Runtime Interface Emulator with the Node runtime
+ * interface client (test/env/lambdaRuntime.ts: the code read-only, only /tmp writable). The template's
+ * tokens resolve to resources made in moto under their logical ids (tables, queues, secrets, the bus), so
+ * the functions reach AWS, the hub (a kubeconfig in Secrets Manager) and the clouds as they would deployed.
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { App } from 'aws-cdk-lib';
+import { CreateTableCommand, DynamoDBClient, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
+import {
+  CreateEventBusCommand,
+  EventBridgeClient,
+  PutRuleCommand,
+  PutTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
+import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { CustomObjectsApi } from '@kubernetes/client-node';
+import { parse } from 'yaml';
+import { CpsyncStack } from '../../../infra/CpsyncStack.ts';
+import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, type Emulators } from '../../env/emulators.ts';
+import { startFunction, type RunningFunction } from '../../env/lambdaRuntime.ts';
+import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
+import { drainMessages, drainQueue, wholeEventTarget } from '../../support/events.ts';
+import { adminKubeConfig } from '../../support/hub.ts';
+import { cloudTrailEvent, functionUrlRequest, sqsRecord } from '../../support/lambda.ts';
+import { estateOnHub } from '../../support/estate.ts';
+
+interface Resource {
+  Type: string;
+  Properties: Record<string, unknown>;
+  Metadata?: Record<string, unknown>;
+}
+
+const log = (line: string) => console.log(`[lambda] ${line}`);
+
+describe('the deployed assets under the Lambda runtime', () => {
+  let emulators: Emulators;
+  let namespace: string;
+  let directory: string;
+  let kubeconfigText: string;
+  /** Logical id → what its `Ref` resolves to in the local estate. */
+  const refs: Record<string, string> = {};
+  /** The queue the test's rule on cpsync's bus delivers every event to. */
+  let eventsQueue: string;
+  const functions: Record<string, RunningFunction> = {};
+  /** The AWS calls each function made (as the proxy in front of moto saw them), for the run's record. */
+  const awsCalls: Record<string, Set<string>> = {};
+  /** Invokes `fn`, recording the AWS calls made meanwhile. */
+  const invoke = async (fn: RunningFunction, event: unknown) => {
+    emulators.proxy.clear();
+    const answer = await fn.invoke(event);
+    const calls = (awsCalls[fn.name] ??= new Set());
+    for (const call of emulators.proxy.calls)
+      calls.add(`${call.service} ${call.operation || `${call.method} ${call.path.split('?')[0]}`}`);
+    return answer;
+  };
+  let resources: Record<string, Resource>;
+  let assembly: string;
+  const aws = () => ({
+    endpoint: emulators.proxy.endpoint,
+    region: 'us-east-1',
+    credentials: HUB_CREDENTIALS,
+  });
+
+  /** The template's value with its intrinsics resolved to the local estate. */
+  const resolve = (value: unknown): string => {
+    if (typeof value === 'string') return value;
+    const node = value as Record<string, unknown>;
+    if ('Ref' in node) {
+      const ref = node.Ref as string;
+      const pseudo: Record<string, string> = {
+        'AWS::Partition': 'aws',
+        'AWS::Region': 'us-east-1',
+        'AWS::AccountId': '123456789012',
+        'AWS::URLSuffix': 'amazonaws.com',
+      };
+      const resolved = pseudo[ref] ?? refs[ref];
+      if (resolved === undefined) throw new Error(`no local resource for Ref ${ref}`);
+      return resolved;
+    }
+    if ('Fn::Join' in node) {
+      const [separator, parts] = node['Fn::Join'] as [string, unknown[]];
+      return parts.map(resolve).join(separator);
+    }
+    throw new Error(`cannot resolve ${JSON.stringify(value)}`);
+  };
+
+  /** Starts the function whose logical id begins with `prefix`, as the template describes it. */
+  const start = async (prefix: string): Promise<RunningFunction> => {
+    const [id, fn] = Object.entries(resources).find(
+      ([key, r]) => r.Type === 'AWS::Lambda::Function' && key.startsWith(prefix),
+    )!;
+    const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+    const environment = Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, resolve(v)]));
+    const running = await startFunction(
+      {
+        name: id,
+        asset: join(assembly, fn.Metadata!['aws:asset:path'] as string),
+        handler: fn.Properties.Handler as string,
+        memorySize: fn.Properties.MemorySize as number,
+        timeout: fn.Properties.Timeout as number,
+        layer: join(directory, 'layer'),
+        environment: {
+          ...environment,
+          // What the function's role and the Lambda service give it, pointed at the local estate.
+          AWS_REGION: 'us-east-1',
+          AWS_DEFAULT_REGION: 'us-east-1',
+          AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+          AWS_ENDPOINT_URL: emulators.proxy.endpoint,
+          NODE_EXTRA_CA_CERTS: '/opt/certificates/arm.pem',
+          POWERTOOLS_METRICS_DISABLED: 'true',
+        },
+      },
+      log,
+    );
+    functions[prefix] = running;
+    return running;
+  };
+
+  /** The profiles in the test's inventory namespace, by display name. */
+  const profileNames = async (): Promise<string[]> => {
+    const { state } = await estate;
+    const api = adminKubeConfig(state).makeApiClient(CustomObjectsApi);
+    const list = (await api.listNamespacedCustomObject({
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'clusterprofiles',
+    })) as { items: Array<{ spec: { displayName: string } }> };
+    return list.items.map((p) => p.spec.displayName).sort();
+  };
+  let estate: ReturnType<typeof estateOnHub>;
+
+  before(async () => {
+    estate = estateOnHub('lambda');
+    const { state, ...rest } = await estate;
+    ({ namespace, emulators } = rest);
+    directory = mkdtempSync(join(tmpdir(), 'cpsync-lambda-'));
+    kubeconfigText = readFileSync(state.kubeconfig, 'utf8');
+
+    // Secrets the configuration names, in Secrets Manager as a deployment keeps them.
+    const secrets = new SecretsManagerClient(aws());
+    const secret = async (name: string, value: string) =>
+      (await secrets.send(new CreateSecretCommand({ Name: name, SecretString: value }))).ARN!;
+    const local = parse(readFileSync(emulators.configPath, 'utf8')) as {
+      inventory: unknown;
+      providers: {
+        eks: Record<string, unknown>;
+        gke: Record<string, unknown> & { credentials: { file: string } };
+        aks: Record<string, unknown> & { credential: { clientSecret: { file: string } } };
+      };
+    };
+    const { gke, aks, eks } = local.providers;
+    const config = {
+      manager: 'cpsync',
+      inventory: local.inventory,
+      providers: {
+        eks,
+        gke: {
+          ...gke,
+          credentials: { secretArn: await secret('gke-key', readFileSync(gke.credentials.file, 'utf8')) },
+        },
+        aks: {
+          ...aks,
+          credential: {
+            ...aks.credential,
+            clientSecret: {
+              secretArn: await secret('aks-secret', readFileSync(aks.credential.clientSecret.file, 'utf8')),
+            },
+          },
+        },
+      },
+      hub: { kubeconfigSecretArn: await secret('hub-kubeconfig', kubeconfigText) },
+    };
+
+    // The layer: the ARM server's certificate, as a deployment would ship a private CA.
+    mkdirSync(join(directory, 'layer', 'certificates'), { recursive: true });
+    writeFileSync(
+      join(directory, 'layer', 'certificates', 'arm.pem'),
+      readFileSync(emulators.env.NODE_EXTRA_CA_CERTS!),
+    );
+
+    assembly = join(directory, 'cdk.out');
+    // Asset metadata names each function's folder in cdk.out, as the CDK CLI asks for it.
+    const app = new App({ outdir: assembly, context: { 'aws:cdk:enable-asset-metadata': true } });
+    new CpsyncStack(app, 'Cpsync', {
+      env: { account: '123456789012', region: 'us-east-1' },
+      cpsync: { config },
+    });
+    app.synth();
+    resources = (
+      JSON.parse(readFileSync(join(assembly, 'Cpsync.template.json'), 'utf8')) as {
+        Resources: Record<string, Resource>;
+      }
+    ).Resources;
+
+    // The stack's resources, made in moto under their logical ids.
+    const dynamo = new DynamoDBClient(aws());
+    const sqs = new SQSClient(aws());
+    const events = new EventBridgeClient(aws());
+    for (const [id, resource] of Object.entries(resources)) {
+      if (resource.Type === 'AWS::DynamoDB::Table') {
+        const keys = resource.Properties.KeySchema as KeySchemaElement[];
+        await dynamo.send(
+          new CreateTableCommand({
+            TableName: id,
+            BillingMode: 'PAY_PER_REQUEST',
+            KeySchema: keys,
+            AttributeDefinitions: keys.map((k) => ({ AttributeName: k.AttributeName!, AttributeType: 'S' })),
+          }),
+        );
+        refs[id] = id;
+      } else if (resource.Type === 'AWS::SQS::Queue') {
+        refs[id] = (await sqs.send(new CreateQueueCommand({ QueueName: id }))).QueueUrl!;
+      } else if (resource.Type === 'AWS::SecretsManager::Secret') {
+        refs[id] = await secret(id, `generated-${id}`);
+      } else if (resource.Type === 'AWS::Events::EventBus') {
+        const name = resource.Properties.Name as string;
+        await events.send(new CreateEventBusCommand({ Name: name }));
+        refs[id] = name;
+        // A subscriber's rule: every event on cpsync's bus into a queue the test reads.
+        eventsQueue = (await sqs.send(new CreateQueueCommand({ QueueName: 'lambda-events' }))).QueueUrl!;
+        const arn = (
+          await sqs.send(
+            new GetQueueAttributesCommand({ QueueUrl: eventsQueue, AttributeNames: ['QueueArn'] }),
+          )
+        ).Attributes!.QueueArn!;
+        await events.send(
+          new PutRuleCommand({
+            Name: 'everything',
+            EventBusName: name,
+            EventPattern: JSON.stringify({ source: ['cpsync'] }),
+          }),
+        );
+        await events.send(
+          new PutTargetsCommand({ Rule: 'everything', EventBusName: name, Targets: [wholeEventTarget(arn)] }),
+        );
+      }
+    }
+  });
+
+  after(async () => {
+    await Promise.allSettled(Object.values(functions).map((fn) => fn.stop()));
+    const figures = Object.values(functions).map((fn) => `${fn.name}: ${fn.initDurations().join(', ')} ms`);
+    if (figures.length > 0) log(`Init Duration (INIT REPORT) — ${figures.join('; ')}`);
+    for (const [name, calls] of Object.entries(awsCalls))
+      log(`${name} AWS calls: ${[...calls].sort().join(', ')}`);
+    await emulators?.stop();
+    for (const path of [directory, emulators?.directory])
+      if (path) rmSync(path, { recursive: true, force: true });
+  });
+
+  it('the scope enumerator, invoked by the schedule, fans out one message per configured scope', async () => {
+    const enumerator = await start('CpsyncScopeEnumerator');
+    const answer = await invoke(enumerator, {
+      executionId: 'exec-lambda-1',
+      scheduledTime: '2026-11-24T00:00:00Z',
+    });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.deepEqual(
+      answer.body,
+      { syncId: 'exec-lambda-1', scopes: 4, orphans: 0 },
+      enumerator.lines.join('\n'),
+    );
+    const queue = Object.entries(resources).find(
+      ([id, r]) => r.Type === 'AWS::SQS::Queue' && id.startsWith('CpsyncScopes'),
+    )![0];
+    const messages = await drainMessages<{ syncId: string; scope: { provider: string } }>(refs[queue]!);
+    assert.deepEqual(messages.map((m) => m.scope.provider).sort(), ['aks', 'eks', 'eks', 'gke']);
+    assert.ok(messages.every((m) => m.syncId === 'exec-lambda-1'));
+    assert.equal(enumerator.initDurations().length, 1, 'one cold start');
+  });
+
+  it('the scope worker syncs an SQS batch into the hub and reports the poison message as the one failed item', async () => {
+    const worker = await start('CpsyncScopeWorker');
+    const records = [
+      sqsRecord(
+        'w-eks',
+        JSON.stringify({
+          syncId: 's1',
+          scope: { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
+        }),
+      ),
+      sqsRecord('w-poison', '{"syncId": "s1", "scope": {"provider": "openstack"}}'),
+      sqsRecord(
+        'w-aks',
+        JSON.stringify({
+          syncId: 's1',
+          scope: { provider: 'aks', account: AZURE_SUBSCRIPTION, region: '*' },
+        }),
+      ),
+      sqsRecord(
+        'w-gke',
+        JSON.stringify({ syncId: 's1', scope: { provider: 'gke', account: 'acme-data', region: '*' } }),
+      ),
+    ];
+    const answer = await invoke(worker, { Records: records });
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.deepEqual(
+      answer.body,
+      { batchItemFailures: [{ itemIdentifier: 'w-poison' }] },
+      worker.lines.join('\n'),
+    );
+    assert.deepEqual(await profileNames(), ['analytics', 'batch', 'checkout', 'edge', 'payments', 'web']);
+    const created = (await drainQueue(eventsQueue)).filter(
+      (e) => e['detail-type'] === 'ClusterProfile Created',
+    );
+    assert.equal(created.length, 6, 'one Created event per profile, on the bus');
+  });
+
+  it('the EKS event handler syncs the cluster a CloudTrail CreateCluster event names', async () => {
+    const handler = await start('CpsyncEksEventHandler');
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'orders' }]);
+    const answer = await invoke(
+      handler,
+      cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'orders' }),
+    );
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    assert.equal((answer.body as { result: string }).result, 'created', handler.lines.join('\n'));
+    assert.ok((await profileNames()).includes('orders'));
+    const events = await drainQueue(eventsQueue);
+    assert.deepEqual(
+      events.map((e) => [e['detail-type'], (e.detail.cluster as { displayName: string }).displayName]),
+      [['ClusterProfile Created', 'orders']],
+    );
+  });
+
+  it('the webhook answers an Event Grid delivery through the Function URL and syncs the AKS cluster it names', async () => {
+    const webhook = await start('CpsyncWebhook');
+    const key = Object.entries(refs).find(([id]) => id.startsWith('CpsyncAzureWebhookKey'))!;
+    const subject = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-web/providers/Microsoft.ContainerService/managedClusters/web`;
+    const aks = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!;
+    const web = aks.find((c) => c.name === 'web')!;
+    (web.properties as Record<string, unknown>).currentKubernetesVersion = '1.31.2';
+    const answer = await invoke(
+      webhook,
+      functionUrlRequest(
+        '/azure',
+        [
+          {
+            id: 'eg-lambda-1',
+            eventType: 'Microsoft.Resources.ResourceWriteSuccess',
+            subject,
+            eventTime: '2026-11-24T00:00:00Z',
+            dataVersion: '2',
+            data: {
+              resourceUri: subject,
+              operationName: 'Microsoft.ContainerService/managedClusters/write',
+              status: 'Succeeded',
+              subscriptionId: AZURE_SUBSCRIPTION,
+            },
+          },
+        ],
+        {},
+        { key: `generated-${key[0]}` },
+      ),
+    );
+    assert.equal(answer.status, 200, webhook.lines.join('\n'));
+    const response = answer.body as { statusCode: number; body: string };
+    assert.equal(response.statusCode, 200, JSON.stringify(response));
+    assert.deepEqual(JSON.parse(response.body), {
+      synced: { [`${AZURE_SUBSCRIPTION}/rg-web/web`]: 'updated' },
+      ignored: 0,
+    });
+    const events = await drainQueue(eventsQueue);
+    assert.deepEqual(
+      events.map((e) => [e['detail-type'], e.detail.changedFields]),
+      [['ClusterProfile Updated', ['status.version.kubernetes']]],
+    );
+  });
+});

@@ -35,7 +35,7 @@ function nodeDirectory(): string {
  * The `aws-lambda-ric` package, installed once per Node version into the cache (its native part is compiled
  * with cmake and gcc on install, against the running Node's headers); returns the package's directory.
  */
-export function ensureLambdaRic(log: (line: string) => void = () => {}): string {
+function ensureLambdaRic(log: (line: string) => void = () => {}): string {
   const directory = join(cacheDirectory(), `lambda-ric-${LAMBDA_RIC_VERSION}-node${process.versions.node}`);
   const pkg = join(directory, 'node_modules', 'aws-lambda-ric');
   if (existsSync(join(pkg, 'rapid-client.node'))) return pkg;

@@ -258,6 +258,27 @@ describe('the deployed assets under the Lambda runtime', () => {
       if (path) rmSync(path, { recursive: true, force: true });
   });
 
+  it('a trivial handler runs there too (the floor under every cold start), with only /tmp writable', async () => {
+    const asset = join(directory, 'trivial');
+    mkdirSync(asset);
+    writeFileSync(
+      join(asset, 'index.mjs'),
+      [
+        "import { writeFileSync } from 'node:fs';",
+        'const writable = (path) => { try { writeFileSync(path, "x"); return true; } catch { return false; } };',
+        "export const handler = async () => ({ task: writable('/var/task/x'), tmp: writable('/tmp/x') });",
+      ].join('\n'),
+    );
+    const trivial = await startFunction(
+      { name: 'Trivial', asset, handler: 'index.handler', environment: {}, memorySize: 128, timeout: 10 },
+      log,
+    );
+    functions.Trivial = trivial;
+    const answer = await trivial.invoke({});
+    assert.deepEqual(answer.body, { task: false, tmp: true }, trivial.lines.join('\n'));
+    assert.equal(trivial.initDurations().length, 1, 'one cold start, reported by the emulator');
+  });
+
   it('the scope enumerator, invoked by the schedule, fans out one message per configured scope', async () => {
     const enumerator = await start('CpsyncScopeEnumerator');
     const answer = await invoke(enumerator, {

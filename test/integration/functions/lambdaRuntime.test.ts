@@ -21,13 +21,14 @@ import {
 } from '@aws-sdk/client-eventbridge';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { CustomObjectsApi } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { CpsyncStack } from '../../../infra/CpsyncStack.ts';
+import { ArgoCdClusterSync } from '../../../infra/subscribers.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, type Emulators } from '../../env/emulators.ts';
 import { startFunction, type RunningFunction } from '../../env/lambdaRuntime.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
-import { drainMessages, drainQueue, wholeEventTarget } from '../../support/events.ts';
+import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
 import { cloudTrailEvent, functionUrlRequest, sqsRecord } from '../../support/lambda.ts';
 import { estateOnHub } from '../../support/estate.ts';
@@ -138,6 +139,9 @@ describe('the deployed assets under the Lambda runtime', () => {
     return list.items.map((p) => p.spec.displayName).sort();
   };
   let estate: ReturnType<typeof estateOnHub>;
+  /** The namespace Argo CD's cluster Secrets go to, and the Created event of the EKS handler's cluster. */
+  const argoNamespace = `argocd-${Math.random().toString(36).slice(2, 8)}`;
+  let ordersCreated: ReceivedEvent | undefined;
 
   before(async () => {
     estate = estateOnHub('lambda');
@@ -191,10 +195,11 @@ describe('the deployed assets under the Lambda runtime', () => {
     assembly = join(directory, 'cdk.out');
     // Asset metadata names each function's folder in cdk.out, as the CDK CLI asks for it.
     const app = new App({ outdir: assembly, context: { 'aws:cdk:enable-asset-metadata': true } });
-    new CpsyncStack(app, 'Cpsync', {
+    const stack = new CpsyncStack(app, 'Cpsync', {
       env: { account: '123456789012', region: 'us-east-1' },
       cpsync: { config },
     });
+    new ArgoCdClusterSync(stack, 'ArgoCd', { cpsync: stack.cpsync, namespace: argoNamespace });
     app.synth();
     resources = (
       JSON.parse(readFileSync(join(assembly, 'Cpsync.template.json'), 'utf8')) as {
@@ -352,6 +357,7 @@ describe('the deployed assets under the Lambda runtime', () => {
       events.map((e) => [e['detail-type'], (e.detail.cluster as { displayName: string }).displayName]),
       [['ClusterProfile Created', 'orders']],
     );
+    ordersCreated = events[0];
   });
 
   it('the webhook answers an Event Grid delivery through the Function URL and syncs the AKS cluster it names', async () => {
@@ -396,5 +402,27 @@ describe('the deployed assets under the Lambda runtime', () => {
       events.map((e) => [e['detail-type'], e.detail.changedFields]),
       [['ClusterProfile Updated', ['status.version.kubernetes']]],
     );
+  });
+
+  it('the Argo CD subscriber turns the event the bus delivered into a cluster Secret, and reconciles the rest from the hub', async () => {
+    assert.ok(ordersCreated, 'the EKS handler case ran first');
+    const { state } = await estate;
+    const core = adminKubeConfig(state).makeApiClient(CoreV1Api);
+    await core.createNamespace({ body: { metadata: { name: argoNamespace } } });
+    const subscriber = await start('ArgoCd');
+    const answer = await invoke(subscriber, ordersCreated);
+    assert.equal(answer.status, 200, subscriber.lines.join('\n'));
+    assert.deepEqual(answer.body, { outcome: 'created' }, subscriber.lines.join('\n'));
+    const secrets = async () =>
+      (
+        await core.listNamespacedSecret({
+          namespace: argoNamespace,
+          labelSelector: 'argocd.argoproj.io/secret-type=cluster',
+        })
+      ).items.map((secret) => Buffer.from(secret.data!.name!, 'base64').toString('utf8'));
+    assert.equal((await secrets()).length, 1);
+    const reconciled = await invoke(subscriber, { reconcile: true });
+    assert.equal(reconciled.status, 200, subscriber.lines.join('\n'));
+    assert.equal((await secrets()).length, (await profileNames()).length, 'a Secret per profile');
   });
 });

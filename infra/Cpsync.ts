@@ -38,7 +38,14 @@ import { eventSourceOf } from '../adapters/compose/settings.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
 import { CpsyncSubscription, type SubscriptionOptions } from './CpsyncSubscription.ts';
-import { deadLetterQueue, deadLettersAlarm, expiringTable } from './parts.ts';
+import { memberReadStatements } from './CpsyncMemberRoles.ts';
+import {
+  deadLetterQueue,
+  deadLettersAlarm,
+  expiringTable,
+  grantSecretValue,
+  importedSecret,
+} from './parts.ts';
 import { functionCode } from './functionCode.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -245,7 +252,8 @@ export class Cpsync extends Construct {
     this.webhook = make('Webhook', 'webhook.ts', Duration.seconds(30), 512);
     const all = [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook];
 
-    this.scopeQueue.grantSendMessages(this.scopeEnumerator);
+    // SendMessageBatch is authorized as sqs:SendMessage; the queue URL comes from the environment.
+    this.scopeQueue.grant(this.scopeEnumerator, 'sqs:SendMessage');
     this.scopeWorker.addEventSource(
       new SqsEventSource(this.scopeQueue, { batchSize: 1, reportBatchItemFailures: true }),
     );
@@ -277,7 +285,8 @@ export class Cpsync extends Construct {
 
     for (const fn of all) {
       this.eventBus.grantPutEventsTo(fn);
-      this.outboxTable.grantReadWriteData(fn);
+      // The outbox and the intent log: items put one by one, read back by a scan, removed in batches.
+      this.outboxTable.grant(fn, 'dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:BatchWriteItem');
     }
     // What Powertools idempotency does with its records, and nothing more.
     for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook])
@@ -288,15 +297,18 @@ export class Cpsync extends Construct {
         'dynamodb:UpdateItem',
         'dynamodb:DeleteItem',
       );
-    this.#grantCloudReads(
-      config,
-      [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook],
-      stack,
-    );
+    // The enumerator lists accounts and their regions; the worker and the EKS handler read clusters; the
+    // webhook serves only GKE and AKS and reads no AWS cloud.
+    this.#grantCloudReads(config, [this.scopeEnumerator], stack, { clusters: false });
+    this.#grantCloudReads(config, [this.scopeWorker, this.eksEventHandler], stack, { clusters: true });
     // Every function reaches the hub, whichever clouds are configured.
     const describeHub = this.#describeHub(document, stack);
     if (describeHub) for (const fn of all) fn.addToRolePolicy(describeHub);
-    this.#grantSecrets(document, all);
+    this.#grantSecrets(document, {
+      hub: all,
+      clouds: [this.scopeEnumerator, this.scopeWorker, this.webhook],
+      webhook: [this.webhook],
+    });
 
     this.#registerSchemas();
     this.#alarms(all);
@@ -392,53 +404,41 @@ export class Cpsync extends Construct {
     const describeHub = this.#describeHub(document, Stack.of(this));
     if (describeHub) fn.addToRolePolicy(describeHub);
     if (hub && 'kubeconfigSecretArn' in hub)
-      Secret.fromSecretPartialArn(fn, 'HubKubeconfig', hub.kubeconfigSecretArn).grantRead(fn);
+      grantSecretValue(importedSecret(fn, 'HubKubeconfig', hub.kubeconfigSecretArn), fn);
   }
 
-  /** Read-only cloud access: assume the member role; list/describe in cpsync's own account. */
-  #grantCloudReads(config: CpsyncConfig, functions: LambdaFunction[], stack: Stack): void {
+  /**
+   * Read-only AWS cloud access: assume the member role, list accounts and regions, and (with `clusters`)
+   * read clusters and node groups in cpsync's own account. STS GetCallerIdentity needs no permission.
+   */
+  #grantCloudReads(
+    config: CpsyncConfig,
+    functions: LambdaFunction[],
+    stack: Stack,
+    { clusters }: { clusters: boolean },
+  ): void {
     const eks = config.providers.eks;
     if (!eks) return;
-    const statements = [
-      new PolicyStatement({
-        actions: ['sts:AssumeRole'],
-        resources: [
-          `arn:${stack.partition}:iam::*:role/${eks.roleName}`,
-          // The member probe's EKS tokens, when they are signed as a role of the cluster's account.
-          ...(config.features.memberProbe && config.memberProbe.eksRoleName
-            ? [`arn:${stack.partition}:iam::*:role/${config.memberProbe.eksRoleName}`]
-            : []),
-        ],
-      }),
-      new PolicyStatement({
-        actions: ['eks:DescribeCluster', 'eks:ListNodegroups'],
-        resources: [
-          stack.formatArn({
-            service: 'eks',
-            region: '*',
-            resource: 'cluster',
-            resourceName: '*',
-            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    // Without clusters to read, a member account is entered only to read its regions, when none are named.
+    const entersMembers = clusters || !eks.regions;
+    const statements = entersMembers
+      ? [
+          new PolicyStatement({
+            actions: ['sts:AssumeRole'],
+            resources: [
+              `arn:${stack.partition}:iam::*:role/${eks.roleName}`,
+              // The member probe's EKS tokens, when they are signed as a role of the cluster's account.
+              ...(clusters && config.features.memberProbe && config.memberProbe.eksRoleName
+                ? [`arn:${stack.partition}:iam::*:role/${config.memberProbe.eksRoleName}`]
+                : []),
+            ],
           }),
-        ],
-      }),
-      new PolicyStatement({
-        actions: ['eks:DescribeNodegroup'],
-        resources: [
-          stack.formatArn({
-            service: 'eks',
-            region: '*',
-            resource: 'nodegroup',
-            resourceName: '*/*/*',
-            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-          }),
-        ],
-      }),
-      new PolicyStatement({
-        actions: ['eks:ListClusters', 'ec2:DescribeRegions', 'sts:GetCallerIdentity'],
-        resources: ['*'],
-      }),
-    ];
+        ]
+      : [];
+    // Regions are read only when the configuration names none.
+    if (clusters) statements.push(...memberReadStatements(stack, { regions: !eks.regions }));
+    else if (!eks.regions)
+      statements.push(new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }));
     if (!Array.isArray(eks.accounts)) {
       statements.push(
         new PolicyStatement({
@@ -468,26 +468,32 @@ export class Cpsync extends Construct {
     return new PolicyStatement({ actions: ['eks:DescribeCluster'], resources: [arn] });
   }
 
-  /** Read access to exactly the secrets the configuration names. */
-  #grantSecrets(config: CpsyncConfig, functions: LambdaFunction[]): void {
-    const arns = new Set<string>();
-    const add = (ref: { secretArn?: string } | { file: string } | undefined) => {
-      if (ref && 'secretArn' in ref && ref.secretArn) arns.add(ref.secretArn);
+  /**
+   * GetSecretValue on exactly the secrets the configuration names, for the functions that read each: the
+   * hub's kubeconfig for every function, the cloud credentials for those that read GKE and AKS, the Event
+   * Grid key for the webhook.
+   */
+  #grantSecrets(
+    config: CpsyncConfig,
+    readers: { hub: LambdaFunction[]; clouds: LambdaFunction[]; webhook: LambdaFunction[] },
+  ): void {
+    const grants = new Map<string, LambdaFunction[]>();
+    const add = (ref: { secretArn?: string } | { file: string } | undefined, functions: LambdaFunction[]) => {
+      if (ref && 'secretArn' in ref && ref.secretArn)
+        grants.set(ref.secretArn, [...new Set([...(grants.get(ref.secretArn) ?? []), ...functions])]);
     };
-    add(config.providers.gke?.credentials);
+    add(config.providers.gke?.credentials, readers.clouds);
     const aks = config.providers.aks?.credential;
-    if (aks && 'clientSecret' in aks) add(aks.clientSecret);
-    add(config.webhook.azure?.key);
-    if (config.hub && 'kubeconfigSecretArn' in config.hub) arns.add(config.hub.kubeconfigSecretArn);
-    [...arns].forEach((arn, index) => {
-      const complete = /-[A-Za-z0-9]{6}$/.test(arn);
+    if (aks && 'clientSecret' in aks) add(aks.clientSecret, readers.clouds);
+    add(config.webhook.azure?.key, readers.webhook);
+    if (config.hub && 'kubeconfigSecretArn' in config.hub)
+      add({ secretArn: config.hub.kubeconfigSecretArn }, readers.hub);
+    [...grants].forEach(([arn, functions], index) => {
       const secret =
         arn === this.azureWebhookKey?.secretArn
           ? this.azureWebhookKey
-          : complete
-            ? Secret.fromSecretCompleteArn(this, `ConfiguredSecret${index}`, arn)
-            : Secret.fromSecretPartialArn(this, `ConfiguredSecret${index}`, arn);
-      for (const fn of functions) secret.grantRead(fn);
+          : importedSecret(this, `ConfiguredSecret${index}`, arn);
+      for (const fn of functions) grantSecretValue(secret, fn);
     });
   }
 

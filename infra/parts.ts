@@ -1,7 +1,9 @@
-/** Parts every cpsync construct makes the same way: expiring tables, dead-letter queues and their alarms. */
+/** Parts every cpsync construct makes the same way: expiring tables, dead-letter queues and their alarms, secret reads. */
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
+import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
+import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 
@@ -36,4 +38,25 @@ export function deadLettersAlarm(scope: Construct, id: string, queue: IQueue, de
     evaluationPeriods: 1,
     treatMissingData: TreatMissingData.NOT_BREACHING,
   });
+}
+
+/** secretsmanager:GetSecretValue on `secret` (and decryption with its key, if it has one): what reading it takes. */
+export function grantSecretValue(secret: ISecret, fn: IGrantable): void {
+  Grant.addToPrincipal({
+    grantee: fn,
+    actions: ['secretsmanager:GetSecretValue'],
+    // A partial ARN (no random suffix) matches the secret's full ARN with any suffix, as grantRead does.
+    resourceArns: [secret.secretFullArn ?? `${secret.secretArn}-??????`],
+  });
+  secret.encryptionKey?.grantDecrypt(fn);
+}
+
+/**
+ * The secret `arn` names, imported as complete (it ends in Secrets Manager's six-character suffix) or partial
+ * (it does not): a complete ARN imported as partial is granted as `<arn>-??????`, which matches nothing.
+ */
+export function importedSecret(scope: Construct, id: string, arn: string): ISecret {
+  return /-[A-Za-z0-9]{6}$/.test(arn)
+    ? Secret.fromSecretCompleteArn(scope, id, arn)
+    : Secret.fromSecretPartialArn(scope, id, arn);
 }

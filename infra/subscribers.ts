@@ -16,7 +16,7 @@ import { patterns } from '../events/patterns.ts';
 import type { Cpsync } from './Cpsync.ts';
 import type { CpsyncSubscription } from './CpsyncSubscription.ts';
 import { acknowledgeManagedLogsPolicy, acknowledgeSchedulerInvoke } from './nagAcknowledgements.ts';
-import { deadLetterQueue, deadLettersAlarm, expiringTable } from './parts.ts';
+import { deadLetterQueue, deadLettersAlarm, expiringTable, grantSecretValue } from './parts.ts';
 
 export interface ChatNotifierProps {
   readonly cpsync: Cpsync;
@@ -77,7 +77,7 @@ export class ChatNotifier extends Construct {
       },
     });
     acknowledgeManagedLogsPolicy(this.function);
-    props.webhookSecret.grantRead(this.function);
+    grantSecretValue(props.webhookSecret, this.function);
     this.deliveredTable.grant(this.function, 'dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem');
     this.function.addEventSource(
       new SqsEventSource(this.queue, {
@@ -157,7 +157,7 @@ export class ArgoCdClusterSync extends Construct {
     });
     acknowledgeManagedLogsPolicy(this.function);
     cpsync.grantHubRead(this.function);
-    props.argoCdKubeconfig?.grantRead(this.function);
+    if (props.argoCdKubeconfig) grantSecretValue(props.argoCdKubeconfig, this.function);
     this.idempotencyTable.grant(
       this.function,
       'dynamodb:GetItem',

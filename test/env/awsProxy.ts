@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { freePort, serveOnLoopback } from './net.ts';
 
-interface AwsCall {
+export interface AwsCall {
   method: string;
   path: string;
   /** From the SigV4 credential scope. */

@@ -15,20 +15,51 @@ import { freePort } from './net.ts';
 const LAMBDA_RIC_VERSION = '4.0.2';
 
 /**
- * The Node that runs the tests (the project's Node 24): its directory, with `bin/node` and `include/node`.
- * npm's `node` package runs the official build it installs as `node-<platform>-<arch>` beside it.
+ * The Node that runs the tests (the project's Node 24): a directory with its `bin/node` and `include/node`.
+ * npm's `node` package runs the official build it installs as `node-<platform>-<arch>` beside it; where
+ * `npm ci` left only the binary, that same official build is installed once into the cache, for its headers.
  */
-function nodeDirectory(): string {
+function nodeDirectory(log: (line: string) => void): string {
   const home = dirname(dirname(realpathSync(process.execPath)));
-  const candidates = [home, join(home, 'node_modules', `node-${process.platform}-${process.arch}`)];
-  const directory = candidates.find(
-    (c) => existsSync(join(c, 'include', 'node')) && existsSync(join(c, 'bin', 'node')),
+  const official = `node-${process.platform}-${process.arch}`;
+  const cached = join(cacheDirectory(), `node-${process.versions.node}`, 'node_modules', official);
+  const candidates = [home, join(home, 'node_modules', official), cached];
+  const found = () =>
+    candidates.find((c) => existsSync(join(c, 'include', 'node')) && existsSync(join(c, 'bin', 'node')));
+  if (found()) return found()!;
+  log(
+    `installing ${official}@${process.versions.node} once, for the headers aws-lambda-ric compiles against`,
   );
-  if (!directory)
+  npmInstall(dirname(dirname(cached)), `${official}@${process.versions.node}`, process.env);
+  if (!found())
     throw new Error(
       `the Node at ${process.execPath} has no headers (include/node) to build aws-lambda-ric with`,
     );
-  return directory;
+  return found()!;
+}
+
+/** `npm install <spec>` into `directory` (made whole or not at all: installed beside it, then renamed). */
+function npmInstall(directory: string, spec: string, env: NodeJS.ProcessEnv): void {
+  const partial = `${directory}.${process.pid}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  writeFileSync(join(partial, 'package.json'), JSON.stringify({ name: 'cpsync-cache', private: true }));
+  const result = spawnSync('npm', ['install', '--no-audit', '--no-fund', '--foreground-scripts', spec], {
+    cwd: partial,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    encoding: 'utf8',
+  });
+  const name = spec.slice(0, spec.lastIndexOf('@'));
+  if (result.status !== 0 || !existsSync(join(partial, 'node_modules', name))) {
+    rmSync(partial, { recursive: true, force: true });
+    if (existsSync(directory)) return; // another run installed it meanwhile
+    throw new Error(
+      `npm install ${spec} failed (exit ${result.status}): ${(result.stderr || result.stdout).slice(-2000)}`,
+    );
+  }
+  rmSync(directory, { recursive: true, force: true });
+  renameSync(partial, directory);
 }
 
 /**
@@ -40,37 +71,16 @@ function ensureLambdaRic(log: (line: string) => void = () => {}): string {
   const pkg = join(directory, 'node_modules', 'aws-lambda-ric');
   if (existsSync(join(pkg, 'rapid-client.node'))) return pkg;
   log(`installing aws-lambda-ric ${LAMBDA_RIC_VERSION} (once; its native part compiles in about a minute)`);
-  const partial = `${directory}.${process.pid}.partial`;
-  rmSync(partial, { recursive: true, force: true });
-  mkdirSync(partial, { recursive: true });
-  writeFileSync(join(partial, 'package.json'), JSON.stringify({ name: 'lambda-ric', private: true }));
-  const node = nodeDirectory();
-  const result = spawnSync(
-    'npm',
-    ['install', '--no-audit', '--no-fund', '--foreground-scripts', `aws-lambda-ric@${LAMBDA_RIC_VERSION}`],
-    {
-      cwd: partial,
-      env: {
-        ...process.env,
-        PATH: `${join(node, 'bin')}:${process.env.PATH ?? ''}`,
-        npm_config_nodedir: node,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      encoding: 'utf8',
-    },
-  );
-  if (
-    result.status !== 0 ||
-    !existsSync(join(partial, 'node_modules', 'aws-lambda-ric', 'rapid-client.node'))
-  ) {
-    rmSync(partial, { recursive: true, force: true });
-    if (existsSync(join(pkg, 'rapid-client.node'))) return pkg; // another run installed it meanwhile
+  const node = nodeDirectory(log);
+  npmInstall(directory, `aws-lambda-ric@${LAMBDA_RIC_VERSION}`, {
+    ...process.env,
+    PATH: `${join(node, 'bin')}:${process.env.PATH ?? ''}`,
+    npm_config_nodedir: node,
+  });
+  if (!existsSync(join(pkg, 'rapid-client.node')))
     throw new Error(
-      `npm install aws-lambda-ric@${LAMBDA_RIC_VERSION} failed (exit ${result.status}): ${(result.stderr || result.stdout).slice(-2000)}`,
+      `aws-lambda-ric ${LAMBDA_RIC_VERSION} installed without its native part (rapid-client.node)`,
     );
-  }
-  rmSync(directory, { recursive: true, force: true });
-  renameSync(partial, directory);
   return pkg;
 }
 
@@ -155,7 +165,7 @@ export async function startFunction(
         ...spec.environment,
         CPSYNC_RIE_ASSET: spec.asset,
         CPSYNC_RIE_RIC: ric,
-        CPSYNC_RIE_NODE: nodeDirectory(),
+        CPSYNC_RIE_NODE: nodeDirectory(log),
         CPSYNC_RIE_LAYER: spec.layer ?? '',
         CPSYNC_RIE_BINARY: rie,
         CPSYNC_RIE_API: `127.0.0.1:${apiPort}`,

@@ -147,6 +147,8 @@ describe('the CDK app', () => {
   });
 
   it('grants exactly: sts:AssumeRole into the member role name, EKS reads in its own account, PutEvents on its bus only', () => {
+    // (What each function's calls need is proven under the Lambda runtime: lambdaRuntime.test.ts evaluates
+    // every call against these policies.)
     const policies = Object.values(template.findResources('AWS::IAM::Policy')).map((p) => JSON.stringify(p));
     const worker = policies.find((p) => p.includes('ScopeWorkerServiceRole'))!;
     const statements = (
@@ -171,11 +173,18 @@ describe('the CDK app', () => {
       find('eks:DescribeNodegroup').map((s) => s.Action),
       ['eks:DescribeNodegroup'],
     );
-    assert.deepEqual(find('eks:ListClusters')[0]!.Action, [
-      'eks:ListClusters',
-      'ec2:DescribeRegions',
-      'sts:GetCallerIdentity',
-    ]);
+    // The example names its regions: none are listed. STS GetCallerIdentity needs no permission.
+    assert.deepEqual(find('eks:ListClusters')[0]!.Action, 'eks:ListClusters');
+    assert.deepEqual(find('ec2:DescribeRegions'), []);
+    assert.deepEqual(find('sts:GetCallerIdentity'), []);
+    const outboxId = Object.keys(template.findResources('AWS::DynamoDB::Table')).find((id) =>
+      id.includes('Outbox'),
+    )!;
+    assert.deepEqual(
+      statements.filter((s) => JSON.stringify(s.Resource).includes(outboxId)).map((s) => s.Action),
+      [['dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:BatchWriteItem']],
+      'the outbox: put, scan, batch delete',
+    );
     const idempotencyId = Object.keys(template.findResources('AWS::DynamoDB::Table')).find((id) =>
       id.includes('Idempotency'),
     )!;
@@ -192,6 +201,20 @@ describe('the CDK app', () => {
     );
     const enumerator = policies.find((p) => p.includes('ScopeEnumeratorServiceRole'))!;
     assert.ok(!enumerator.includes(idempotencyId), 'the enumerator keeps no idempotency records');
+    assert.doesNotMatch(
+      enumerator,
+      /eks:(ListClusters|ListNodegroups|DescribeNodegroup)|cluster\/\*|sts:AssumeRole/,
+      'the enumerator reads no clusters (only the hub), and enters no member account when regions are named',
+    );
+    assert.match(enumerator, /"sqs:SendMessage"/);
+    assert.doesNotMatch(enumerator, /sqs:GetQueue/, 'the enumerator has the queue URL already');
+    const webhook = policies.find((p) => p.includes('WebhookServiceRole'))!;
+    assert.doesNotMatch(
+      webhook,
+      /eks:(ListClusters|ListNodegroups|DescribeNodegroup)|cluster\/\*|sts:AssumeRole/,
+      'the webhook serves GKE and AKS only (it reads the hub, no EKS cluster)',
+    );
+    assert.doesNotMatch(policies.join(), /secretsmanager:DescribeSecret/, 'secrets are only read');
     const all = statements.flatMap((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]));
     assert.ok(!all.some((a) => a === '*' || a.endsWith(':*')), `no wildcard actions: ${all.join(', ')}`);
     assert.ok(

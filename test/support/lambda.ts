@@ -1,5 +1,8 @@
 /** Real-shaped Lambda inputs for invoking handlers in tests. */
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { APIGatewayProxyEventV2, Context, SQSRecord } from 'aws-lambda';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 
 export function lambdaContext(functionName = 'cpsync-test'): Context {
   return {
@@ -105,5 +108,62 @@ export function sqsRecord(messageId: string, body: string): SQSRecord {
     eventSource: 'aws:sqs',
     eventSourceARN: 'arn:aws:sqs:us-east-1:123456789012:cpsync-scopes',
     awsRegion: 'us-east-1',
+  };
+}
+
+/** A Cloud Audit Logs entry of a GKE API call, as a log sink routes it to Pub/Sub. */
+export function gkeAuditEntry(project: string, methodName: string, resourceName: string) {
+  return {
+    protoPayload: {
+      '@type': 'type.googleapis.com/google.cloud.audit.AuditLog',
+      serviceName: 'container.googleapis.com',
+      methodName,
+      resourceName,
+    },
+    resource: { type: 'gke_cluster', labels: { project_id: project } },
+    logName: `projects/${project}/logs/cloudaudit.googleapis.com%2Factivity`,
+  };
+}
+
+/** The body of a Pub/Sub push delivery carrying `entry`. */
+export function pubSubPush(entry: unknown, messageId: string) {
+  return {
+    message: {
+      data: Buffer.from(JSON.stringify(entry)).toString('base64'),
+      messageId,
+      publishTime: '2026-01-01T00:00:00Z',
+      attributes: {},
+    },
+    subscription: 'projects/acme-data/subscriptions/cpsync',
+  };
+}
+
+/** Google's signer of Pub/Sub push tokens, locally: a JWKS endpoint on loopback and tokens it verifies. */
+export interface GoogleSigner {
+  jwksUri: string;
+  /** A token for `audience` (default the signer's), as Pub/Sub signs it for the push service account. */
+  sign(claims?: Record<string, unknown>, audience?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startGoogleSigner(audience: string, email: string): Promise<GoogleSigner> {
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const jwk = { ...(await exportJWK(publicKey)), kid: 'local-1', alg: 'RS256', use: 'sig' };
+  const server = createServer((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    jwksUri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/certs`,
+    sign: (claims = {}, to = audience) =>
+      new SignJWT({ email, email_verified: true, ...claims })
+        .setProtectedHeader({ alg: 'RS256', kid: 'local-1' })
+        .setIssuer('https://accounts.google.com')
+        .setAudience(to)
+        .setIssuedAt()
+        .setExpirationTime('5m')
+        .sign(privateKey),
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

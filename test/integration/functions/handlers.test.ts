@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -9,7 +8,6 @@ import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import fc from 'fast-check';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
 import { ALL_PROVIDERS } from '../../../adapters/compose/providers/index.ts';
@@ -22,7 +20,6 @@ import { makeScopeEnumerator } from '../../../functions/scopeEnumerator.ts';
 import { makeScopeWorker } from '../../../functions/scopeWorker.ts';
 import { makeWebhook } from '../../../functions/webhook.ts';
 import { DetailValidator } from '../../../events/validate.ts';
-import { freePort } from '../../env/net.ts';
 import { restJsonError } from '../../env/awsProxy.ts';
 import {
   aksCluster,
@@ -35,7 +32,16 @@ import {
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
-import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
+import {
+  cloudTrailEvent,
+  functionUrlRequest,
+  gkeAuditEntry,
+  lambdaContext,
+  pubSubPush,
+  sqsRecord,
+  startGoogleSigner,
+  type GoogleSigner,
+} from '../../support/lambda.ts';
 import { estateOnHub, estateScopeRecords } from '../../support/estate.ts';
 
 const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
@@ -48,7 +54,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
   let hub: KubernetesHub;
   let namespace: string;
   let scopeQueueUrl: string;
-  let jwks: Server;
+  let signer: GoogleSigner;
   let signToken: (claims: Record<string, unknown>, audience?: string) => Promise<string>;
   const azureKey = 'event-grid-key-0123456789';
   const getDeps = async () => deps;
@@ -103,22 +109,8 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     scopeQueueUrl = (await new SQSClient(aws).send(new CreateQueueCommand({ QueueName: 'cpsync-scopes' })))
       .QueueUrl!;
 
-    const { publicKey, privateKey } = await generateKeyPair('RS256');
-    const jwk = { ...(await exportJWK(publicKey)), kid: 'local-1', alg: 'RS256', use: 'sig' };
-    const port = await freePort();
-    jwks = createServer((_request, response) => {
-      response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ keys: [jwk] }));
-    });
-    await new Promise<void>((resolve) => jwks.listen(port, '127.0.0.1', resolve));
-    signToken = (claims, audience = AUDIENCE) =>
-      new SignJWT({ email: PUSHER, email_verified: true, ...claims })
-        .setProtectedHeader({ alg: 'RS256', kid: 'local-1' })
-        .setIssuer('https://accounts.google.com')
-        .setAudience(audience)
-        .setIssuedAt()
-        .setExpirationTime('5m')
-        .sign(privateKey);
+    signer = await startGoogleSigner(AUDIENCE, PUSHER);
+    signToken = (claims, audience) => signer.sign(claims, audience);
 
     const keyFile = join(emulators.directory, 'event-grid-key');
     writeFileSync(keyFile, azureKey);
@@ -131,7 +123,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
         idempotency: { table: 'cpsync-idempotency', endpoint: emulators.moto.endpoint },
         webhook: {
           azure: { key: { file: keyFile } },
-          gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: `http://127.0.0.1:${port}/certs` },
+          gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri },
         },
       },
       'functions test',
@@ -143,7 +135,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
   after(async () => {
     await emulators?.stop();
-    await new Promise((resolve) => jwks?.close(resolve));
+    await signer?.stop();
   });
 
   it('enumerates the scopes and sends one SQS message per scope', async () => {
@@ -569,25 +561,9 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
   });
 
-  const auditEntry = (methodName: string, resourceName: string) => ({
-    protoPayload: {
-      '@type': 'type.googleapis.com/google.cloud.audit.AuditLog',
-      serviceName: 'container.googleapis.com',
-      methodName,
-      resourceName,
-    },
-    resource: { type: 'gke_cluster', labels: { project_id: GCP_PROJECT } },
-    logName: `projects/${GCP_PROJECT}/logs/cloudaudit.googleapis.com%2Factivity`,
-  });
-  const push = (entry: unknown, messageId: string) => ({
-    message: {
-      data: Buffer.from(JSON.stringify(entry)).toString('base64'),
-      messageId,
-      publishTime: '2026-01-01T00:00:00Z',
-      attributes: {},
-    },
-    subscription: 'projects/acme-data/subscriptions/cpsync',
-  });
+  const auditEntry = (methodName: string, resourceName: string) =>
+    gkeAuditEntry(GCP_PROJECT, methodName, resourceName);
+  const push = pubSubPush;
   /** A new GKE cluster in the local project, and the signed Pub/Sub push that announces its creation. */
   const createdClusterPush = async (name: string, messageId: string) => {
     emulators.gke.clusters.set(GCP_PROJECT, [
@@ -727,13 +703,10 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
         .statusCode,
       401,
     );
-    const { publicKey: _p, privateKey: otherKey } = await generateKeyPair('RS256');
-    const forged = await new SignJWT({ email: PUSHER, email_verified: true })
-      .setProtectedHeader({ alg: 'RS256', kid: 'local-1' })
-      .setIssuer('https://accounts.google.com')
-      .setAudience(AUDIENCE)
-      .setExpirationTime('5m')
-      .sign(otherKey);
+    // Signed by another key under the same key id.
+    const other = await startGoogleSigner(AUDIENCE, PUSHER);
+    const forged = await other.sign();
+    await other.stop();
     assert.equal(
       (await webhook(functionUrlRequest('/gcp', body, { authorization: `Bearer ${forged}` }), context))
         .statusCode,

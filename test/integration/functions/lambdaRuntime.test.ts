@@ -23,22 +23,91 @@ import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secre
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { parse } from 'yaml';
+import { Stack } from 'aws-cdk-lib';
+import { Secret as SecretConstruct } from 'aws-cdk-lib/aws-secretsmanager';
+import { createServer } from 'node:http';
+import { CpsyncMemberRoles } from '../../../infra/CpsyncMemberRoles.ts';
 import { CpsyncStack } from '../../../infra/CpsyncStack.ts';
-import { ArgoCdClusterSync } from '../../../infra/subscribers.ts';
-import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, type Emulators } from '../../env/emulators.ts';
+import { ArgoCdClusterSync, ChatNotifier } from '../../../infra/subscribers.ts';
+import type { AwsCall } from '../../env/awsProxy.ts';
+import {
+  AZURE_SUBSCRIPTION,
+  EKS_ACCOUNT,
+  GCP_PROJECT,
+  gkeCluster,
+  type Emulators,
+} from '../../env/emulators.ts';
 import { startFunction, type RunningFunction } from '../../env/lambdaRuntime.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
-import { cloudTrailEvent, functionUrlRequest, sqsRecord } from '../../support/lambda.ts';
+import {
+  ACCOUNT,
+  decide,
+  exercises,
+  grantsOf,
+  iamRequestsOf,
+  resourcePolicyOf,
+  rolePolicies,
+  templateResolver,
+  type CfnResource,
+  type IamRequest,
+  type PolicyDocument,
+} from '../../support/iam.ts';
+import {
+  cloudTrailEvent,
+  functionUrlRequest,
+  gkeAuditEntry,
+  pubSubPush,
+  sqsRecord,
+  startGoogleSigner,
+  type GoogleSigner,
+} from '../../support/lambda.ts';
 import { estateOnHub } from '../../support/estate.ts';
 
-interface Resource {
-  Type: string;
-  Properties: Record<string, unknown>;
-  Metadata?: Record<string, unknown>;
-}
+type Resource = CfnResource;
 
+/** The webhook's Pub/Sub push subscription: its audience and the service account it signs as. */
+const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
+const PUSHER = 'pubsub-push@acme-data.iam.gserviceaccount.com';
+
+/**
+ * Grants a run of these cases does not exercise, each with the reason it is still needed. Every other
+ * grant of a function's role must be used by a call the function made here.
+ */
+const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: string }> = [
+  {
+    fn: /^CpsyncScopeEnumerator/,
+    action: /^(events:PutEvents|dynamodb:(PutItem|BatchWriteItem))$/,
+    resource: /event-bus\/|Outbox/,
+    why: 'the enumerator announces profiles of scopes the configuration dropped (none here), through the outbox',
+  },
+  {
+    action: /^sqs:(ReceiveMessage|ChangeMessageVisibility|GetQueueUrl|DeleteMessage|GetQueueAttributes)$/,
+    resource: /./,
+    why: 'the SQS event source mapping polls and deletes with the function role, not the function code',
+  },
+  {
+    action: /^dynamodb:(GetItem|DeleteItem)$/,
+    resource: /Idempotency/,
+    why: 'Powertools idempotency reads a record on a repeated delivery and deletes it when the work fails',
+  },
+  {
+    action: /^dynamodb:PutItem$/,
+    resource: /Idempotency/,
+    why: 'Powertools idempotency puts its record first, conditionally (an UpdateItem marks it complete)',
+  },
+  {
+    action: /^(eks:(DescribeCluster|ListNodegroups|DescribeNodegroup|ListClusters))$/,
+    resource: new RegExp(`:${ACCOUNT}:|^\\*$`),
+    why: "clusters in cpsync's own account are read with the function role (the estate's clusters are in a member account)",
+  },
+  {
+    action: /^ec2:DescribeRegions$/,
+    resource: /^\*$/,
+    why: 'the enabled regions are read only when the configuration names none (it names them here)',
+  },
+];
 const log = (line: string) => console.log(`[lambda] ${line}`);
 
 describe('the deployed assets under the Lambda runtime', () => {
@@ -51,19 +120,24 @@ describe('the deployed assets under the Lambda runtime', () => {
   /** The queue the test's rule on cpsync's bus delivers every event to. */
   let eventsQueue: string;
   const functions: Record<string, RunningFunction> = {};
-  /** The AWS calls each function made (as the proxy in front of moto saw them), for the run's record. */
-  const awsCalls: Record<string, Set<string>> = {};
+  /** The AWS calls each function made, as the proxy in front of moto saw them. */
+  const awsCalls: Record<string, AwsCall[]> = {};
+  /** The roles whose credentials an AssumeRole answered, by access key id. */
+  const assumedRoles = new Map<string, string>();
   /** Invokes `fn`, recording the AWS calls made meanwhile. */
   const invoke = async (fn: RunningFunction, event: unknown) => {
     emulators.proxy.clear();
     const answer = await fn.invoke(event);
-    const calls = (awsCalls[fn.name] ??= new Set());
-    for (const call of emulators.proxy.calls)
-      calls.add(`${call.service} ${call.operation || `${call.method} ${call.path.split('?')[0]}`}`);
+    (awsCalls[fn.name] ??= []).push(...emulators.proxy.calls);
     return answer;
   };
+  const described = (call: AwsCall) =>
+    `${call.service} ${call.operation.split('.').pop() || `${call.method} ${call.path.split('?')[0]}`}`;
   let resources: Record<string, Resource>;
+  /** The member account's roles for cpsync, as CpsyncMemberRoles synthesizes them. */
+  let memberResources: Record<string, Resource>;
   let assembly: string;
+  let signer: GoogleSigner;
   const aws = () => ({
     endpoint: emulators.proxy.endpoint,
     region: 'us-east-1',
@@ -71,27 +145,7 @@ describe('the deployed assets under the Lambda runtime', () => {
   });
 
   /** The template's value with its intrinsics resolved to the local estate. */
-  const resolve = (value: unknown): string => {
-    if (typeof value === 'string') return value;
-    const node = value as Record<string, unknown>;
-    if ('Ref' in node) {
-      const ref = node.Ref as string;
-      const pseudo: Record<string, string> = {
-        'AWS::Partition': 'aws',
-        'AWS::Region': 'us-east-1',
-        'AWS::AccountId': '123456789012',
-        'AWS::URLSuffix': 'amazonaws.com',
-      };
-      const resolved = pseudo[ref] ?? refs[ref];
-      if (resolved === undefined) throw new Error(`no local resource for Ref ${ref}`);
-      return resolved;
-    }
-    if ('Fn::Join' in node) {
-      const [separator, parts] = node['Fn::Join'] as [string, unknown[]];
-      return parts.map(resolve).join(separator);
-    }
-    throw new Error(`cannot resolve ${JSON.stringify(value)}`);
-  };
+  const resolve = (value: unknown): string => String(templateResolver(resources, refs).resolve(value));
 
   /** Starts the function whose logical id begins with `prefix`, as the template describes it. */
   const start = async (prefix: string): Promise<RunningFunction> => {
@@ -142,6 +196,10 @@ describe('the deployed assets under the Lambda runtime', () => {
   /** The namespace Argo CD's cluster Secrets go to, and the Created event of the EKS handler's cluster. */
   const argoNamespace = `argocd-${Math.random().toString(36).slice(2, 8)}`;
   let ordersCreated: ReceivedEvent | undefined;
+  /** The Created events of the scope worker's sync, and what the chat receiver was sent. */
+  let workerCreated: ReceivedEvent[] = [];
+  const chatPosts: string[] = [];
+  let stopReceiver: (() => Promise<void>) | undefined;
 
   before(async () => {
     estate = estateOnHub('lambda');
@@ -149,6 +207,16 @@ describe('the deployed assets under the Lambda runtime', () => {
     ({ namespace, emulators } = rest);
     directory = mkdtempSync(join(tmpdir(), 'cpsync-lambda-'));
     kubeconfigText = readFileSync(state.kubeconfig, 'utf8');
+    signer = await startGoogleSigner(AUDIENCE, PUSHER);
+    // Credentials STS hands out, and the role they are for: the calls made with them are that role's.
+    emulators.proxy.rewrite((call, status, body) => {
+      if (call.service === 'sts' && call.operation === 'AssumeRole' && status === 200) {
+        const key = /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(body)?.[1];
+        const role = new URLSearchParams(call.body).get('RoleArn');
+        if (key && role) assumedRoles.set(key, role);
+      }
+      return undefined;
+    });
 
     // Secrets the configuration names, in Secrets Manager as a deployment keeps them.
     const secrets = new SecretsManagerClient(aws());
@@ -183,7 +251,25 @@ describe('the deployed assets under the Lambda runtime', () => {
         },
       },
       hub: { kubeconfigSecretArn: await secret('hub-kubeconfig', kubeconfigText) },
+      webhook: { gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri } },
     };
+
+    // The chat notifier's incoming webhook: a local receiver, its URL in Secrets Manager.
+    const receiver = createServer((request, response) => {
+      let body = '';
+      request.setEncoding('utf8');
+      request.on('data', (chunk: string) => (body += chunk));
+      request.on('end', () => {
+        chatPosts.push(body);
+        response.writeHead(200).end('ok');
+      });
+    });
+    await new Promise<void>((ready) => receiver.listen(0, '127.0.0.1', ready));
+    stopReceiver = () => new Promise<void>((done) => receiver.close(() => done()));
+    const chatSecret = await secret(
+      'chat-webhook',
+      `http://127.0.0.1:${(receiver.address() as { port: number }).port}/hooks`,
+    );
 
     // The layer: the ARM server's certificate, as a deployment would ship a private CA.
     mkdirSync(join(directory, 'layer', 'certificates'), { recursive: true });
@@ -200,7 +286,19 @@ describe('the deployed assets under the Lambda runtime', () => {
       cpsync: { config },
     });
     new ArgoCdClusterSync(stack, 'ArgoCd', { cpsync: stack.cpsync, namespace: argoNamespace });
+    new ChatNotifier(stack, 'Chat', {
+      cpsync: stack.cpsync,
+      webhookSecret: SecretConstruct.fromSecretCompleteArn(stack, 'ChatUrl', chatSecret),
+    });
+    // The member account's roles, trusting cpsync's account.
+    const member = new Stack(app, 'Member', { env: { account: EKS_ACCOUNT, region: 'us-east-1' } });
+    new CpsyncMemberRoles(member, 'Cpsync', { cpsyncAccount: ACCOUNT });
     app.synth();
+    memberResources = (
+      JSON.parse(readFileSync(join(assembly, 'Member.template.json'), 'utf8')) as {
+        Resources: Record<string, Resource>;
+      }
+    ).Resources;
     resources = (
       JSON.parse(readFileSync(join(assembly, 'Cpsync.template.json'), 'utf8')) as {
         Resources: Record<string, Resource>;
@@ -224,7 +322,9 @@ describe('the deployed assets under the Lambda runtime', () => {
         );
         refs[id] = id;
       } else if (resource.Type === 'AWS::SQS::Queue') {
-        refs[id] = (await sqs.send(new CreateQueueCommand({ QueueName: id }))).QueueUrl!;
+        // Through the proxy, as every other call: the SDK sends SQS calls to the queue URL's host.
+        const url = new URL((await sqs.send(new CreateQueueCommand({ QueueName: id }))).QueueUrl!);
+        refs[id] = `${emulators.proxy.endpoint}${url.pathname}`;
       } else if (resource.Type === 'AWS::SecretsManager::Secret') {
         refs[id] = await secret(id, `generated-${id}`);
       } else if (resource.Type === 'AWS::Events::EventBus') {
@@ -257,8 +357,10 @@ describe('the deployed assets under the Lambda runtime', () => {
     const figures = Object.values(functions).map((fn) => `${fn.name}: ${fn.initDurations().join(', ')} ms`);
     if (figures.length > 0) log(`Init Duration (INIT REPORT) — ${figures.join('; ')}`);
     for (const [name, calls] of Object.entries(awsCalls))
-      log(`${name} AWS calls: ${[...calls].sort().join(', ')}`);
+      log(`${name} AWS calls: ${[...new Set(calls.map(described))].sort().join(', ')}`);
     await emulators?.stop();
+    await stopReceiver?.();
+    await signer?.stop();
     for (const path of [directory, emulators?.directory])
       if (path) rmSync(path, { recursive: true, force: true });
   });
@@ -340,6 +442,7 @@ describe('the deployed assets under the Lambda runtime', () => {
       (e) => e['detail-type'] === 'ClusterProfile Created',
     );
     assert.equal(created.length, 6, 'one Created event per profile, on the bus');
+    workerCreated = created;
   });
 
   it('the EKS event handler syncs the cluster a CloudTrail CreateCluster event names', async () => {
@@ -404,6 +507,35 @@ describe('the deployed assets under the Lambda runtime', () => {
     );
   });
 
+  it('the webhook answers a Pub/Sub push through the Function URL and syncs the GKE cluster its audit entry names', async () => {
+    const webhook = functions.CpsyncWebhook ?? (await start('CpsyncWebhook'));
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      ...emulators.gke.clusters.get(GCP_PROJECT)!,
+      gkeCluster('ml', 'us-central1'),
+    ]);
+    const name = `projects/${GCP_PROJECT}/locations/us-central1/clusters/ml`;
+    const body = pubSubPush(
+      gkeAuditEntry(GCP_PROJECT, 'google.container.v1.ClusterManager.CreateCluster', name),
+      'ps-lambda-1',
+    );
+    const answer = await invoke(
+      webhook,
+      functionUrlRequest('/gcp', body, { authorization: `Bearer ${await signer.sign()}` }),
+    );
+    assert.equal(answer.status, 200, webhook.lines.join('\n'));
+    const response = answer.body as { statusCode: number; body: string };
+    assert.equal(response.statusCode, 200, JSON.stringify(response));
+    assert.deepEqual(JSON.parse(response.body).synced, { [`${GCP_PROJECT}/us-central1/ml`]: 'created' });
+    const events = await drainQueue(eventsQueue);
+    assert.deepEqual(
+      events.map((e) => [e['detail-type'], (e.detail.cluster as { displayName: string }).displayName]),
+      [['ClusterProfile Created', 'ml']],
+    );
+    // A push without Google's signature is refused, and syncs nothing.
+    const unsigned = await invoke(webhook, functionUrlRequest('/gcp', body));
+    assert.equal((unsigned.body as { statusCode: number }).statusCode, 401);
+  });
+
   it('the Argo CD subscriber turns the event the bus delivered into a cluster Secret, and reconciles the rest from the hub', async () => {
     assert.ok(ordersCreated, 'the EKS handler case ran first');
     const { state } = await estate;
@@ -424,5 +556,112 @@ describe('the deployed assets under the Lambda runtime', () => {
     const reconciled = await invoke(subscriber, { reconcile: true });
     assert.equal(reconciled.status, 200, subscriber.lines.join('\n'));
     assert.equal((await secrets()).length, (await profileNames()).length, 'a Secret per profile');
+  });
+
+  it('the chat notifier posts one message per sync for an SQS batch of the bus’s events', async () => {
+    assert.equal(workerCreated.length, 6, 'the scope worker case ran first');
+    const notifier = await start('ChatFunction');
+    const answer = await invoke(notifier, {
+      Records: workerCreated.map((event, i) => sqsRecord(`chat-${i}`, JSON.stringify(event))),
+    });
+    assert.equal(answer.status, 200, notifier.lines.join('\n'));
+    assert.deepEqual(answer.body, { batchItemFailures: [] }, notifier.lines.join('\n'));
+    // The scope worker's syncs are one per scope: a message each.
+    const syncs = new Set(workerCreated.map((event) => event.detail.syncId as string));
+    assert.equal(chatPosts.length, syncs.size, 'one message per sync');
+    for (const name of ['analytics', 'batch', 'checkout', 'edge', 'payments', 'web'])
+      assert.ok(
+        chatPosts.some((post) => post.includes(name)),
+        `a message names ${name}`,
+      );
+  });
+
+  it('IAM allows every AWS call each function made, and every grant is used here or justified', async () => {
+    const stack = templateResolver(resources, refs);
+    const memberAccount = templateResolver(memberResources, {}, EKS_ACCOUNT);
+    /** The member template's role whose ARN is `arn`: its logical id. */
+    const memberRole = (arn: string) =>
+      Object.keys(memberResources).find(
+        (id) => memberResources[id]!.Type === 'AWS::IAM::Role' && memberAccount.arnOf(id) === arn,
+      );
+    /** The trust policy of the member role `arn` (what an AssumeRole into it is judged by). */
+    const trust = (arn: string): PolicyDocument | undefined => {
+      const id = memberRole(arn);
+      return id
+        ? (memberAccount.resolve(memberResources[id]!.Properties.AssumeRolePolicyDocument) as PolicyDocument)
+        : undefined;
+    };
+    const failures: string[] = [];
+    /** The requests each role made (a function role by logical id, a member role by ARN). */
+    const made = new Map<string, IamRequest[]>();
+    const roleOf = (name: string) =>
+      (resources[name]!.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    for (const [name, calls] of Object.entries(awsCalls)) {
+      const roleId = roleOf(name);
+      for (const call of calls) {
+        const assumed = assumedRoles.get(call.accessKeyId);
+        let key: string;
+        let requests: IamRequest[];
+        let identity: ReturnType<typeof rolePolicies>;
+        if (call.accessKeyId === HUB_CREDENTIALS.accessKeyId) {
+          key = roleId;
+          identity = rolePolicies(resources, roleId, stack.resolve);
+          requests = iamRequestsOf(call, `arn:aws:sts::${ACCOUNT}:assumed-role/${roleId}/${name}`, ACCOUNT);
+        } else if (assumed && memberRole(assumed)) {
+          key = assumed;
+          identity = rolePolicies(memberResources, memberRole(assumed)!, memberAccount.resolve);
+          const [, , , , account, resource] = assumed.split(':');
+          requests = iamRequestsOf(
+            call,
+            `arn:aws:sts::${account}:assumed-role/${resource!.split('/').pop()}/cpsync`,
+            account!,
+          );
+        } else {
+          failures.push(`${name}: ${described(call)} with credentials of ${assumed ?? 'no known role'}`);
+          continue;
+        }
+        for (const request of requests) {
+          const resourcePolicy =
+            request.action === 'sts:AssumeRole'
+              ? trust(request.resource)
+              : request.action.startsWith('sqs:')
+                ? resourcePolicyOf(resources, request.resource, stack.resolve)
+                : undefined;
+          const decision = await decide(request, identity, resourcePolicy);
+          if (decision !== 'Allowed')
+            failures.push(`${name}: ${request.action} on ${request.resource} is ${decision}`);
+          made.set(key, [...(made.get(key) ?? []), request]);
+        }
+      }
+    }
+    assert.deepEqual(failures, [], 'every call the functions made is allowed');
+
+    // Least privilege: every grant of the roles that made calls is used by one of them, or justified.
+    const unused: string[] = [];
+    const justified: string[] = [];
+    const review = (who: string, key: string, policies: ReturnType<typeof rolePolicies>) => {
+      for (const grant of grantsOf(policies)) {
+        if ((made.get(key) ?? []).some((request) => exercises(grant, request))) continue;
+        const reason = JUSTIFIED.find(
+          (j) => (!j.fn || j.fn.test(who)) && j.action.test(grant.action) && j.resource.test(grant.resource),
+        );
+        if (reason) justified.push(`${who}: ${grant.action} on ${grant.resource} (${reason.why})`);
+        else unused.push(`${who}: ${grant.action} on ${grant.resource}`);
+      }
+    };
+    for (const name of Object.keys(awsCalls))
+      review(name, roleOf(name), rolePolicies(resources, roleOf(name), stack.resolve));
+    for (const [id, role] of Object.entries(memberResources).filter(([, r]) => r.Type === 'AWS::IAM::Role'))
+      review(
+        `member ${role.Properties.RoleName as string}`,
+        memberAccount.arnOf(id),
+        rolePolicies(memberResources, id, memberAccount.resolve),
+      );
+    for (const line of justified) log(`not exercised here, needed: ${line}`);
+    assert.deepEqual(unused, [], 'no grant that nothing uses');
+    assert.ok(
+      made.size >= 7,
+      `calls of every function and the member role were judged (${[...made.keys()].join(', ')})`,
+    );
   });
 });

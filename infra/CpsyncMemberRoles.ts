@@ -1,0 +1,97 @@
+/**
+ * The roles cpsync asks each AWS member account to create, as a construct: deploy it in every member
+ * account (a stack per account, or the synthesized template as a CloudFormation StackSet).
+ *
+ *   new CpsyncMemberRoles(stack, 'Cpsync', { cpsyncAccount: '111111111111' })
+ */
+import { ArnFormat, Stack, Token, Validations } from 'aws-cdk-lib';
+import {
+  AccountPrincipal,
+  PolicyDocument,
+  PolicyStatement,
+  Role,
+  type IPrincipal,
+} from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+
+export interface CpsyncMemberRolesProps {
+  /** The account cpsync runs in: its function roles assume these roles. */
+  readonly cpsyncAccount: string;
+  /** `providers.eks.roleName`. @default 'cpsync-reader' */
+  readonly readerRoleName?: string;
+  /** `providers.eks.externalId`, when cpsync is configured with one. */
+  readonly externalId?: string;
+  /**
+   * `memberProbe.eksRoleName`: a role the member probe signs its EKS tokens as (made only when named). It
+   * needs no IAM permission (an EKS token is a presigned STS GetCallerIdentity); each cluster lets it in
+   * through an access entry bound to the ClusterRole `cpsync:member-probe`.
+   */
+  readonly probeRoleName?: string;
+}
+
+/**
+ * What cpsync reads in an account: its clusters, their node groups and (with `regions`) the account's
+ * enabled regions. The member role is given all of it; cpsync's own functions, for their own account, what each does.
+ */
+export function memberReadStatements(stack: Stack, { regions = true } = {}): PolicyStatement[] {
+  const arn = (resource: string, resourceName: string) =>
+    stack.formatArn({
+      service: 'eks',
+      region: '*',
+      resource,
+      resourceName,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+  return [
+    new PolicyStatement({
+      actions: ['eks:DescribeCluster', 'eks:ListNodegroups'],
+      resources: [arn('cluster', '*')],
+    }),
+    new PolicyStatement({ actions: ['eks:DescribeNodegroup'], resources: [arn('nodegroup', '*/*/*')] }),
+    // Neither supports resource-level permissions.
+    new PolicyStatement({
+      actions: ['eks:ListClusters', ...(regions ? ['ec2:DescribeRegions'] : [])],
+      resources: ['*'],
+    }),
+  ];
+}
+
+/** The member account's roles for cpsync: the reader (and the member probe's role, when named). */
+export class CpsyncMemberRoles extends Construct {
+  public readonly reader: Role;
+  public readonly probe?: Role;
+
+  constructor(scope: Construct, id: string, props: CpsyncMemberRolesProps) {
+    super(scope, id);
+    const stack = Stack.of(this);
+    // The cpsync account decides which of its roles may assume these (its function roles alone are granted).
+    const trusted = (): IPrincipal => {
+      const principal = new AccountPrincipal(props.cpsyncAccount);
+      return props.externalId
+        ? principal.withConditions({ StringEquals: { 'sts:ExternalId': props.externalId } })
+        : principal;
+    };
+    this.reader = new Role(this, 'Reader', {
+      roleName: props.readerRoleName ?? 'cpsync-reader',
+      description: 'cpsync reads EKS clusters, node groups and regions of this account',
+      assumedBy: trusted(),
+      inlinePolicies: { read: new PolicyDocument({ statements: memberReadStatements(stack) }) },
+    });
+    Validations.of(this.reader).acknowledge({
+      id: 'AwsSolutions-IAM5[Resource::*]',
+      reason: 'eks:ListClusters and ec2:DescribeRegions support no resource-level permissions.',
+    });
+    const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+    for (const resource of ['cluster/*', 'nodegroup/*/*/*'])
+      Validations.of(this.reader).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:${resource}]`,
+        reason: 'cpsync discovers the clusters of the account: any of them, read only.',
+      });
+    if (props.probeRoleName)
+      this.probe = new Role(this, 'Probe', {
+        roleName: props.probeRoleName,
+        description: 'cpsync member probe: EKS tokens; access to each cluster through its access entries',
+        assumedBy: trusted(),
+      });
+  }
+}

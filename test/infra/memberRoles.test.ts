@@ -1,0 +1,68 @@
+/** The roles cpsync asks member accounts to create (CpsyncMemberRoles): what they trust and what they allow. */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { App, Stack, Validations } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { CpsyncMemberRoles } from '../../infra/CpsyncMemberRoles.ts';
+
+describe('the member account roles', () => {
+  let outdir: string;
+  let template: Template;
+
+  before(() => {
+    outdir = mkdtempSync(join(tmpdir(), 'cpsync-member-roles-'));
+    const app = new App({ outdir });
+    const stack = new Stack(app, 'Member', { env: { account: '210987654321', region: 'us-east-1' } });
+    new CpsyncMemberRoles(stack, 'Cpsync', {
+      cpsyncAccount: '123456789012',
+      externalId: 'my-external-id',
+      probeRoleName: 'cpsync-probe',
+    });
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    app.synth();
+    template = Template.fromStack(stack);
+  });
+  after(() => rmSync(outdir, { recursive: true, force: true }));
+
+  it('synthesizes with zero unacknowledged cdk-nag AwsSolutions findings', () => {
+    const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {
+      pluginReports: unknown[];
+    };
+    assert.deepEqual(report.pluginReports, []);
+  });
+
+  it('the reader trusts the cpsync account with the external id, and may only read clusters, node groups and regions', () => {
+    const roles = template.findResources('AWS::IAM::Role');
+    const reader = Object.values(roles).find((r) => r.Properties.RoleName === 'cpsync-reader')!;
+    assert.deepEqual(reader.Properties.AssumeRolePolicyDocument.Statement, [
+      {
+        Action: 'sts:AssumeRole',
+        Condition: { StringEquals: { 'sts:ExternalId': 'my-external-id' } },
+        Effect: 'Allow',
+        Principal: {
+          AWS: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::123456789012:root']] },
+        },
+      },
+    ]);
+    const actions = (
+      reader.Properties.Policies as Array<{ PolicyDocument: { Statement: Array<{ Action: unknown }> } }>
+    )
+      .flatMap((p) => p.PolicyDocument.Statement)
+      .flatMap((s) => [s.Action].flat())
+      .sort();
+    assert.deepEqual(actions, [
+      'ec2:DescribeRegions',
+      'eks:DescribeCluster',
+      'eks:DescribeNodegroup',
+      'eks:ListClusters',
+      'eks:ListNodegroups',
+    ]);
+    const probe = Object.values(roles).find((r) => r.Properties.RoleName === 'cpsync-probe')!;
+    assert.equal(probe.Properties.Policies, undefined, 'the probe role needs no IAM permission');
+    assert.deepEqual(Object.keys(template.findResources('AWS::IAM::Policy')), []);
+  });
+});

@@ -1,0 +1,276 @@
+/**
+ * IAM as AWS would judge it, for the tests that run the deployed functions: the AWS calls the proxy in
+ * front of moto saw, turned into the (principal, action, resource) requests IAM authorizes, and
+ * evaluated against the synthesized template's policies by an IAM policy simulator
+ * (`@cloud-copilot/iam-simulate`, a test-only dependency: nothing of it is bundled or shipped).
+ */
+import { runSimulation } from '@cloud-copilot/iam-simulate';
+import type { AwsCall } from '../env/awsProxy.ts';
+
+export interface CfnResource {
+  Type: string;
+  Properties: Record<string, unknown>;
+  Metadata?: Record<string, unknown>;
+}
+
+interface Statement {
+  Effect: 'Allow' | 'Deny';
+  Action?: string | string[];
+  Resource?: string | string[];
+  Principal?: unknown;
+  Condition?: unknown;
+  Sid?: string;
+}
+export interface PolicyDocument {
+  Version?: string;
+  Statement: Statement[];
+}
+
+/** One request IAM authorizes. */
+export interface IamRequest {
+  principal: string;
+  action: string;
+  resource: string;
+  /** The account that owns the resource. */
+  account: string;
+}
+
+const REGION = 'us-east-1';
+/** The account the stack is synthesized for (moto's default account). */
+export const ACCOUNT = '123456789012';
+
+/**
+ * Resolves the template's intrinsics to the local estate: `Ref`s of what the test made (queue URLs,
+ * secret ARNs, table and bus names) from `refs`, `Fn::GetAtt … Arn` to the ARN the resource would have.
+ */
+export function templateResolver(
+  resources: Record<string, CfnResource>,
+  refs: Record<string, string>,
+  account = ACCOUNT,
+) {
+  const pseudo: Record<string, string> = {
+    'AWS::Partition': 'aws',
+    'AWS::Region': REGION,
+    'AWS::AccountId': account,
+    'AWS::URLSuffix': 'amazonaws.com',
+  };
+  const arnOf = (id: string): string => {
+    const resource = resources[id];
+    if (!resource) throw new Error(`no resource ${id} in the template`);
+    switch (resource.Type) {
+      case 'AWS::DynamoDB::Table':
+        return `arn:aws:dynamodb:${REGION}:${account}:table/${refs[id] ?? id}`;
+      case 'AWS::SQS::Queue':
+        return `arn:aws:sqs:${REGION}:${account}:${id}`;
+      case 'AWS::Events::EventBus':
+        return `arn:aws:events:${REGION}:${account}:event-bus/${resource.Properties.Name as string}`;
+      case 'AWS::Events::Rule':
+        return `arn:aws:events:${REGION}:${account}:rule/${id}`;
+      case 'AWS::Lambda::Function':
+        return `arn:aws:lambda:${REGION}:${account}:function:${id}`;
+      case 'AWS::IAM::Role':
+        return `arn:aws:iam::${account}:role/${(resource.Properties.RoleName as string | undefined) ?? id}`;
+      default:
+        throw new Error(`no ARN for ${resource.Type} ${id}`);
+    }
+  };
+  const resolve = (value: unknown): unknown => {
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') return value;
+    if (Array.isArray(value)) return value.map(resolve);
+    if (value === null || typeof value !== 'object') return value;
+    const node = value as Record<string, unknown>;
+    if ('Ref' in node) {
+      const ref = node.Ref as string;
+      const resolved = pseudo[ref] ?? refs[ref];
+      if (resolved === undefined) throw new Error(`no local resource for Ref ${ref}`);
+      return resolved;
+    }
+    if ('Fn::GetAtt' in node) {
+      const [id, attribute] = node['Fn::GetAtt'] as [string, string];
+      if (attribute !== 'Arn') throw new Error(`cannot resolve Fn::GetAtt ${id}.${attribute}`);
+      return arnOf(id);
+    }
+    if ('Fn::Join' in node) {
+      const [separator, parts] = node['Fn::Join'] as [string, unknown[]];
+      return parts.map((part) => String(resolve(part))).join(separator);
+    }
+    return Object.fromEntries(Object.entries(node).map(([key, inner]) => [key, resolve(inner)]));
+  };
+  return { resolve, arnOf };
+}
+
+/** The identity policies of the role `roleId`: its inline policies from the template (resolved). */
+export function rolePolicies(
+  resources: Record<string, CfnResource>,
+  roleId: string,
+  resolve: (value: unknown) => unknown,
+): Array<{ name: string; policy: PolicyDocument }> {
+  const role = resources[roleId];
+  const inline = (
+    (role?.Properties.Policies as Array<{ PolicyName: string; PolicyDocument: unknown }>) ?? []
+  ).map((p) => ({ name: p.PolicyName, policy: resolve(p.PolicyDocument) as PolicyDocument }));
+  const attached = Object.entries(resources)
+    .filter(
+      ([, r]) =>
+        r.Type === 'AWS::IAM::Policy' &&
+        (r.Properties.Roles as Array<{ Ref: string }>).some((ref) => ref.Ref === roleId),
+    )
+    .map(([id, r]) => ({ name: id, policy: resolve(r.Properties.PolicyDocument) as PolicyDocument }));
+  return [...inline, ...attached];
+}
+
+/** The resource policy the template gives `arn` (a queue policy), if any. */
+export function resourcePolicyOf(
+  resources: Record<string, CfnResource>,
+  arn: string,
+  resolve: (value: unknown) => unknown,
+): PolicyDocument | undefined {
+  const statements = Object.values(resources)
+    .filter((r) => r.Type === 'AWS::SQS::QueuePolicy')
+    .map((r) => resolve(r.Properties.PolicyDocument) as PolicyDocument)
+    .flatMap((policy) => policy.Statement)
+    .filter((statement) => [statement.Resource].flat().includes(arn));
+  return statements.length > 0 ? { Version: '2012-10-17', Statement: statements } : undefined;
+}
+
+const json = (body: string): Record<string, unknown> => {
+  try {
+    return JSON.parse(body) as Record<string, unknown>;
+  } catch {
+    return {};
+  }
+};
+const query = (body: string) => new URLSearchParams(body);
+
+/**
+ * The requests IAM authorizes for one call `principal` made with credentials of `account`. Calls that
+ * need no permission (STS GetCallerIdentity) give none.
+ */
+export function iamRequestsOf(call: AwsCall, principal: string, account: string): IamRequest[] {
+  const region = call.region || REGION;
+  const operation = call.operation.includes('.') ? call.operation.split('.').pop()! : call.operation;
+  const request = (action: string, resource: string, owner = account): IamRequest => ({
+    principal,
+    action,
+    resource,
+    account: owner,
+  });
+  switch (call.service) {
+    case 'dynamodb': {
+      const body = json(call.body);
+      const tables = body.RequestItems
+        ? Object.keys(body.RequestItems as object)
+        : [body.TableName as string];
+      return tables.map((table) =>
+        request(`dynamodb:${operation}`, `arn:aws:dynamodb:${region}:${account}:table/${table}`),
+      );
+    }
+    case 'sqs': {
+      const url = (json(call.body).QueueUrl as string | undefined) ?? query(call.body).get('QueueUrl') ?? '';
+      const [owner, name] = new URL(url).pathname.split('/').filter(Boolean);
+      const action = operation.replace(/Batch$/, '');
+      return [request(`sqs:${action}`, `arn:aws:sqs:${region}:${owner}:${name}`, owner)];
+    }
+    case 'events': {
+      const entries = (json(call.body).Entries as Array<{ EventBusName?: string }>) ?? [];
+      const buses = new Set(entries.map((e) => e.EventBusName ?? 'default'));
+      return [...buses].map((bus) =>
+        request(
+          `events:${operation}`,
+          bus.startsWith('arn:') ? bus : `arn:aws:events:${region}:${account}:event-bus/${bus}`,
+        ),
+      );
+    }
+    case 'secretsmanager': {
+      const id = json(call.body).SecretId as string;
+      return [request(`secretsmanager:${operation}`, id, id.split(':')[4] ?? account)];
+    }
+    case 'sts': {
+      if (operation === 'GetCallerIdentity') return [];
+      const roleArn = query(call.body).get('RoleArn') ?? (json(call.body).RoleArn as string);
+      return [request(`sts:${operation}`, roleArn, roleArn.split(':')[4]!)];
+    }
+    case 'ec2':
+      return [request(`ec2:${operation}`, '*')];
+    case 'organizations':
+      return [request(`organizations:${operation}`, '*')];
+    case 'eks': {
+      const path = new URL(call.path, 'http://local').pathname
+        .split('/')
+        .filter(Boolean)
+        .map(decodeURIComponent);
+      const cluster = `arn:aws:eks:${region}:${account}:cluster/${path[1]}`;
+      if (call.method !== 'GET')
+        throw new Error(`an EKS call the functions never make: ${call.method} ${call.path}`);
+      if (path.length === 1) return [request('eks:ListClusters', '*')];
+      if (path.length === 2) return [request('eks:DescribeCluster', cluster)];
+      if (path[2] === 'node-groups' && path.length === 3) return [request('eks:ListNodegroups', cluster)];
+      if (path[2] === 'node-groups' && path.length === 4)
+        return [
+          request(
+            'eks:DescribeNodegroup',
+            `arn:aws:eks:${region}:${account}:nodegroup/${path[1]}/${path[3]}/00000000-0000-0000-0000-000000000000`,
+          ),
+        ];
+      throw new Error(`an EKS call with no IAM mapping here: ${call.path}`);
+    }
+    default:
+      throw new Error(`an AWS call with no IAM mapping here: ${call.service} ${call.operation || call.path}`);
+  }
+}
+
+/** IAM's decision for `request`: 'Allowed', 'ImplicitlyDenied' or 'ExplicitlyDenied'. */
+export async function decide(
+  request: IamRequest,
+  identityPolicies: Array<{ name: string; policy: PolicyDocument }>,
+  resourcePolicy?: PolicyDocument,
+): Promise<string> {
+  const answer = await runSimulation(
+    {
+      request: {
+        principal: request.principal,
+        action: request.action,
+        resource: { resource: request.resource, accountId: request.account },
+        // Every SDK call is made over TLS.
+        contextVariables: { 'aws:SecureTransport': 'true' },
+      },
+      identityPolicies: identityPolicies.map((p) => ({ name: p.name, policy: p.policy })),
+      serviceControlPolicies: [],
+      resourceControlPolicies: [],
+      ...(resourcePolicy ? { resourcePolicy } : {}),
+    },
+    {},
+  );
+  if (answer.resultType === 'error')
+    throw new Error(
+      `the simulator refused ${request.action} on ${request.resource}: ${answer.errors.message}`,
+    );
+  return answer.overallResult;
+}
+
+/** `*` and `?` as IAM matches them in actions and ARNs. */
+function iamMatch(pattern: string, value: string, caseInsensitive = false): boolean {
+  const source = pattern
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
+  return new RegExp(`^${source}$`, caseInsensitive ? 'i' : '').test(value);
+}
+
+/** Every (action, resource) an identity policy allows, statement by statement. */
+export function grantsOf(
+  policies: Array<{ policy: PolicyDocument }>,
+): Array<{ action: string; resource: string }> {
+  return policies.flatMap(({ policy }) =>
+    policy.Statement.filter((s) => s.Effect === 'Allow').flatMap((s) =>
+      [s.Action ?? []]
+        .flat()
+        .flatMap((action) => [s.Resource ?? []].flat().map((resource) => ({ action, resource }))),
+    ),
+  );
+}
+
+/** Whether `request` is one a grant (action, resource) covers. */
+export function exercises(grant: { action: string; resource: string }, request: IamRequest): boolean {
+  return iamMatch(grant.action, request.action, true) && iamMatch(grant.resource, request.resource);
+}

@@ -29,6 +29,13 @@ import { coldRun } from '../support/cold.ts';
 import { reportCost } from './cost.ts';
 import { sdkCallFloor } from './sdkFloor.ts';
 import { scalingChart, type CurvePoint } from './chart.ts';
+import { App } from 'aws-cdk-lib';
+import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
+import { CpsyncStack } from '../../infra/CpsyncStack.ts';
+import { ArgoCdClusterSync, ChatNotifier } from '../../infra/subscribers.ts';
+import { coldStarts, type FunctionSpec } from '../env/lambdaRuntime.ts';
+import { EXAMPLE } from '../support/infra.ts';
+import { ACCOUNT, placeholderRefs, templateResolver, templateResources } from '../support/template.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FUNCTIONS = ['scopeEnumerator', 'scopeWorker', 'eksEvents', 'webhook'];
@@ -102,6 +109,85 @@ async function coldStart(): Promise<void> {
   }
   say('');
   libraryFloors(join(ROOT, '.cache', 'bench'));
+  await lambdaColdStarts();
+}
+
+/** Cold starts under the Lambda runtime: RIE runs. */
+const LAMBDA_RUNS = 7;
+
+/**
+ * Every function of the synthesized stack (and both example subscribers), run from cdk.out under the AWS
+ * Lambda Runtime Interface Emulator with the Node runtime interface client (test/env/lambdaRuntime.ts), as
+ * the Lambda runtime test runs them; each a fresh emulator per run, its Init Duration from `INIT REPORT`.
+ */
+async function lambdaColdStarts(): Promise<void> {
+  const directory = mkdtempSync(join(tmpdir(), 'cpsync-bench-lambda-'));
+  try {
+    const assembly = join(directory, 'cdk.out');
+    const app = new App({ outdir: assembly, context: { 'aws:cdk:enable-asset-metadata': true } });
+    const secret = (name: string) => `arn:aws:secretsmanager:us-east-1:${ACCOUNT}:secret:${name}-AbCdEf`;
+    const stack = new CpsyncStack(app, 'Cpsync', {
+      env: { account: ACCOUNT, region: 'us-east-1' },
+      cpsync: { config: { ...EXAMPLE, hub: { kubeconfigSecretArn: secret('hub') } } },
+    });
+    new ArgoCdClusterSync(stack, 'ArgoCd', { cpsync: stack.cpsync });
+    new ChatNotifier(stack, 'Chat', {
+      cpsync: stack.cpsync,
+      webhookSecret: Secret.fromSecretCompleteArn(stack, 'ChatUrl', secret('chat')),
+    });
+    app.synth();
+    const resources = templateResources(assembly, 'Cpsync');
+    const { resolve: resolveToken } = templateResolver(resources, placeholderRefs(resources));
+    const trivial = join(directory, 'trivial');
+    mkdirSync(trivial);
+    writeFileSync(join(trivial, 'index.mjs'), 'export const handler = async () => ({});\n');
+    const specs: FunctionSpec[] = [
+      {
+        name: 'a trivial handler (the floor)',
+        asset: trivial,
+        handler: 'index.handler',
+        environment: {},
+        memorySize: 128,
+        timeout: 10,
+      },
+    ];
+    for (const [id, fn] of Object.entries(resources).filter(([, r]) => r.Type === 'AWS::Lambda::Function')) {
+      const variables = (fn.Properties.Environment as { Variables: Record<string, unknown> }).Variables;
+      specs.push({
+        name: id.replace(/[0-9A-F]{8}$/, ''),
+        asset: join(assembly, fn.Metadata!['aws:asset:path'] as string),
+        handler: fn.Properties.Handler as string,
+        memorySize: fn.Properties.MemorySize as number,
+        timeout: fn.Properties.Timeout as number,
+        environment: {
+          ...Object.fromEntries(Object.entries(variables).map(([k, v]) => [k, String(resolveToken(v))])),
+          AWS_REGION: 'us-east-1',
+          AWS_ACCESS_KEY_ID: 'bench',
+          AWS_SECRET_ACCESS_KEY: 'bench',
+          // Nothing listens there: what an invocation would call after initialisation fails at once.
+          AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+          POWERTOOLS_METRICS_DISABLED: 'true',
+        },
+      });
+    }
+    say('### Under the Lambda runtime');
+    say('');
+    say(
+      `What \`cdk synth\` writes to cdk.out, each function's folder, handler, environment and memory from the template, run by the AWS Lambda Runtime Interface Emulator with the Node runtime interface client (aws-lambda-ric) under Node ${process.versions.node}, the code read-only and only /tmp writable (\`test/env/lambdaRuntime.ts\`); Init Duration as the emulator's \`INIT REPORT\` gives it (its \`REPORT\` figures are not real), ${LAMBDA_RUNS} cold starts each, a fresh emulator for each. It adds to module initialisation the runtime client's own start and the handler's resolution.`,
+    );
+    say('');
+    say('| function | Init Duration median | min – max | target |');
+    say('| --- | --- | --- | --- |');
+    for (const spec of specs) {
+      const durations = await coldStarts(spec, LAMBDA_RUNS);
+      say(
+        `| ${spec.name} | ${ms(percentile(durations, 50))} | ${ms(Math.min(...durations))} – ${ms(Math.max(...durations))} | ${spec.name.startsWith('a trivial') ? '—' : '≤ 250 ms'} |`,
+      );
+    }
+    say('');
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -313,7 +399,7 @@ say(
   [
     '`npm run bench` writes this file (with options, `.cache/bench/BENCHMARKS.partial.md` instead). Benchmarks report; they do not pass or fail. What each section measures:',
     '',
-    "- **Cold start**: each function bundled as the stack bundles it; module initialisation in a fresh Node process; bundle sizes beside the required libraries' own.",
+    "- **Cold start**: each function bundled as the stack bundles it; module initialisation in a fresh Node process; bundle sizes beside the required libraries' own; the Init Duration of each synthesized function under the Lambda Runtime Interface Emulator.",
     '- **Steady state** and **Event latency**: a 7-cluster estate on moto, the local cloud servers and the real hub; CloudTrail events through the EKS handler warm (in process) and cold (a fresh process per event, the bundled handler).',
     "- **Full sync at scale**: a synthetic 10,000-cluster estate (4,000 EKS in 100 accounts × 4 regions, 3,000 GKE in 100 projects, 3,000 AKS in 50 subscriptions) behind local servers that add 50 ms to every call, synced by the `cpsync sync` CLI in its own process — into the real hub (full, a tenth of the EKS clusters changed, unchanged; writes as the kube-apiserver counted them) and into the file hub (the configuration's defaults, then the concurrency the bench chooses). CPU time is the cpsync process's own (user + system, from `process.resourceUsage()`), divided by the clusters.",
     '- **What a deployment costs**: the file-hub run at the defaults, priced.',

@@ -240,3 +240,33 @@ export async function startFunction(
     },
   };
 }
+
+/**
+ * Init Durations of `runs` cold starts of `spec`, as the emulator reports them (`INIT REPORT`): each a new
+ * emulator and runtime, invoked with `event` and stopped once its initialisation is reported (what the
+ * invocation then does is not waited for).
+ */
+export async function coldStarts(
+  spec: FunctionSpec,
+  runs: number,
+  event: unknown = {},
+  log: (line: string) => void = () => {},
+): Promise<number[]> {
+  const durations: number[] = [];
+  for (let run = 0; run < runs; run++) {
+    const fn = await startFunction(spec, log);
+    try {
+      void fn.invoke(event).catch(() => undefined);
+      const deadline = Date.now() + 30_000;
+      while (fn.initDurations().length === 0) {
+        if (Date.now() > deadline)
+          throw new Error(`${spec.name} reported no INIT REPORT in 30 s:\n${fn.lines.join('\n')}`);
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      durations.push(fn.initDurations()[0]!);
+    } finally {
+      await fn.stop();
+    }
+  }
+  return durations;
+}

@@ -42,18 +42,16 @@ import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
 import {
-  ACCOUNT,
   decide,
   exercises,
   grantsOf,
   iamRequestsOf,
   resourcePolicyOf,
   rolePolicies,
-  templateResolver,
-  type CfnResource,
   type IamRequest,
   type PolicyDocument,
 } from '../../support/iam.ts';
+import { ACCOUNT, templateResolver, templateResources, type CfnResource } from '../../support/template.ts';
 import {
   cloudTrailEvent,
   functionUrlRequest,
@@ -294,16 +292,8 @@ describe('the deployed assets under the Lambda runtime', () => {
     const member = new Stack(app, 'Member', { env: { account: EKS_ACCOUNT, region: 'us-east-1' } });
     new CpsyncMemberRoles(member, 'Cpsync', { cpsyncAccount: ACCOUNT });
     app.synth();
-    memberResources = (
-      JSON.parse(readFileSync(join(assembly, 'Member.template.json'), 'utf8')) as {
-        Resources: Record<string, Resource>;
-      }
-    ).Resources;
-    resources = (
-      JSON.parse(readFileSync(join(assembly, 'Cpsync.template.json'), 'utf8')) as {
-        Resources: Record<string, Resource>;
-      }
-    ).Resources;
+    memberResources = templateResources(assembly, 'Member');
+    resources = templateResources(assembly, 'Cpsync');
 
     // The stack's resources, made in moto under their logical ids.
     const dynamo = new DynamoDBClient(aws());

@@ -191,3 +191,15 @@ export function formatTable(
 export function formatYaml(value: unknown): string {
   return stringify(value);
 }
+
+/**
+ * `text` safe to print on a terminal: control characters (C0, DEL, C1: escape sequences, carriage returns,
+ * title and hyperlink sequences) and bidirectional overrides shown as `\u{…}` instead of acted on.
+ */
+export function printable(text: string): string {
+  return text.replace(
+    // eslint-disable-next-line no-control-regex
+    /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
+    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
+  );
+}

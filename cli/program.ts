@@ -18,7 +18,16 @@ import type { ClusterSource } from '../core/sync/ports.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
-import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
+import {
+  formatPlan,
+  formatSummary,
+  formatTable,
+  formatYaml,
+  listRow,
+  planLines,
+  printable,
+} from './format.ts';
+import { doctor, type DoctorReport } from '../adapters/compose/doctor.ts';
 import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
 import { formatInventorySummary, reportHtml, summarize } from './inventoryReport.ts';
 import { ambientConfig, ambientDiscovery, writeStarterConfig } from './ambientConfig.ts';
@@ -312,6 +321,51 @@ async function reportCommand(config: CpsyncConfig, source: string, file: string,
   return reportMalformed(malformed, io);
 }
 
+/**
+ * `cpsync doctor`: the checks (adapters/compose/doctor.ts) run here with this machine's configuration and
+ * credentials, or in the deployed scope worker (`--function`, invoked with `{"doctor": true}`) with its role.
+ */
+async function doctorCommand(
+  configFile: string | undefined,
+  options: { function?: string; output: string },
+  io: Io,
+): Promise<number> {
+  let report: DoctorReport;
+  if (options.function) {
+    const { InvokeCommand, LambdaClient } = await import('@aws-sdk/client-lambda');
+    const answer = await new LambdaClient({}).send(
+      new InvokeCommand({ FunctionName: options.function, Payload: JSON.stringify({ doctor: true }) }),
+    );
+    const payload = new TextDecoder().decode(answer.Payload ?? new Uint8Array());
+    if (answer.FunctionError) {
+      io.stderr.write(
+        `cpsync: ${printable(options.function)} failed to run the checks: ${printable(payload)}\n`,
+      );
+      return ExitCode.Incomplete;
+    }
+    report = JSON.parse(payload) as DoctorReport;
+  } else {
+    const composition = await compose(loadConfig(configFile).config, ALL_PROVIDERS, { stdout: io.stderr });
+    try {
+      report = await doctor(composition);
+    } finally {
+      await composition.close();
+    }
+  }
+  if (options.output === 'json') io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  else {
+    for (const check of report.checks)
+      io.stdout.write(`${check.ok ? '✔' : '✖'} ${printable(check.subject)}: ${printable(check.detail)}\n`);
+    const failed = report.checks.filter((check) => !check.ok).length;
+    io.stdout.write(
+      failed === 0
+        ? `cpsync doctor: all ${report.checks.length} checks passed${options.function ? ` in ${printable(options.function)}` : ''}\n`
+        : `cpsync doctor: ${failed} of ${report.checks.length} checks failed\n`,
+    );
+  }
+  return report.ok ? ExitCode.Ok : ExitCode.Incomplete;
+}
+
 /** Runs the `cpsync` command line; resolves to the exit code. */
 export async function main(
   argv: string[],
@@ -421,6 +475,20 @@ export async function main(
   credentialsOptions(program.command('credentials')).action(async (flags) => {
     code = await printCredential(flags, { stdout: io.stdout, stderr: io.stderr, env: process.env });
   });
+
+  program
+    .command('doctor')
+    .description(
+      'check, changing nothing, that cpsync can reach the hub (and may write there), the bus, the outbox and every configured scope',
+    )
+    .option(
+      '--function <name>',
+      "run the checks in a deployed stack's scope worker, with its role (the stack's DoctorFunction output)",
+    )
+    .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
+    .action(async (options: { function?: string; output: string }) => {
+      code = await doctorCommand(program.opts().config, options, io);
+    });
 
   program
     .command('validate-config')

@@ -11,6 +11,8 @@ import {
 import { parser } from '@aws-lambda-powertools/batch/parser';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
+import type { PartialItemFailureResponse } from '@aws-lambda-powertools/batch/types';
+import type { DoctorReport } from '../adapters/compose/doctor.ts';
 import { z } from 'zod';
 import { runSync } from '../core/sync/engine.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
@@ -37,7 +39,20 @@ export class ScopeRetryError extends Error {
   override readonly name = 'ScopeRetryError';
 }
 
-export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS)) {
+/** `{ "doctor": true }`: what `cpsync doctor --function` sends. */
+interface DoctorRequest {
+  doctor: true;
+}
+const isDoctorRequest = (event: unknown): event is DoctorRequest =>
+  typeof event === 'object' && event !== null && (event as { doctor?: unknown }).doctor === true;
+
+/** The worker as its callers see it: an SQS batch gets its failed items, a doctor request the report. */
+interface ScopeWorker {
+  (event: SQSEvent, context: Context): Promise<PartialItemFailureResponse>;
+  (event: DoctorRequest, context: Context): Promise<DoctorReport>;
+}
+
+export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS)): ScopeWorker {
   // Keyed by the run and the scope: a message delivered twice (SQS is at-least-once) or sent twice for
   // the same run syncs its scope once. A scope whose hub writes failed is not remembered, so it runs again.
   const syncScope = once('scope', async ({ key, scope }: { key: string; scope: Scope }) => {
@@ -52,8 +67,15 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
       throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);
     return { outcome: result.outcome.kind, counts: result.summary.counts, error: result.summary.error };
   });
-  return withPowertools(async (event: SQSEvent, context: Context) => {
+  return withPowertools(async (event: SQSEvent | DoctorRequest, context: Context) => {
     const deps = await getDeps();
+    // Invoked directly by `cpsync doctor --function` (SQS never sends this): the checks, with this role.
+    if (isDoctorRequest(event)) {
+      const { doctor } = await import('../adapters/compose/doctor.ts');
+      const report = await doctor(deps);
+      logger.info('doctor', { ok: report.ok, failed: report.checks.filter((c) => !c.ok) });
+      return report;
+    }
     const processor = new BatchProcessor(EventType.SQS, {
       parser,
       innerSchema: ScopeMessage,
@@ -87,7 +109,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
       });
     };
     return processPartialResponse(event, record, processor, { context });
-  });
+  }) as unknown as ScopeWorker;
 }
 
 export const handler = makeScopeWorker();

@@ -288,6 +288,10 @@ export class Cpsync extends Construct {
       // The outbox and the intent log: items put one by one, read back by a scan, removed in batches.
       this.outboxTable.grant(fn, 'dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:BatchWriteItem');
     }
+    // `cpsync doctor --function` runs in the scope worker: it reads the bus's description.
+    this.scopeWorker.addToRolePolicy(
+      new PolicyStatement({ actions: ['events:DescribeEventBus'], resources: [this.eventBus.eventBusArn] }),
+    );
     // What Powertools idempotency does with its records, and nothing more.
     for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook])
       this.idempotencyTable.grant(

@@ -19,6 +19,11 @@ export class CpsyncStack extends Stack {
       description: 'Base URL of the webhook: POST /azure (Event Grid), POST /gcp (Pub/Sub push)',
     });
     new CfnOutput(this, 'EventBusName', { value: this.cpsync.eventBus.eventBusName });
+    new CfnOutput(this, 'DoctorFunction', {
+      value: this.cpsync.scopeWorker.functionName,
+      description:
+        'cpsync doctor --function <this>: checks the hub, the bus and every scope with the functions’ role',
+    });
     if (this.cpsync.azureWebhookKey)
       new CfnOutput(this, 'AzureWebhookKeySecret', { value: this.cpsync.azureWebhookKey.secretArn });
 

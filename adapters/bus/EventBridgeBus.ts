@@ -1,4 +1,9 @@
-import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
+import {
+  DescribeEventBusCommand,
+  EventBridgeClient,
+  PutEventsCommand,
+  type PutEventsRequestEntry,
+} from '@aws-sdk/client-eventbridge';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import { PUT_EVENTS_MAX_BYTES } from '../../events/detailTypes.ts';
@@ -81,6 +86,11 @@ export class EventBridgeBus implements EventSink {
         ...(options.credentials ? { credentials: options.credentials } : {}),
         ...awsProxyConfig(),
       });
+  }
+
+  async describe(): Promise<string> {
+    const bus = await this.#client.send(new DescribeEventBusCommand({ Name: this.#busName }));
+    return `EventBridge bus ${bus.Name ?? this.#busName} (${bus.Arn ?? 'no ARN'})`;
   }
 
   async publish(events: readonly CpsyncEvent[]): Promise<PublishResult> {

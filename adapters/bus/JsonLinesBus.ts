@@ -1,4 +1,6 @@
-import { open } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { access, open } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
 import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
@@ -48,6 +50,10 @@ export class StreamBus implements EventSink {
     });
   }
 
+  describe(): Promise<string> {
+    return Promise.resolve(`JSON lines on ${this.#name}`);
+  }
+
   async publish(events: readonly CpsyncEvent[]): Promise<PublishResult> {
     const result: PublishResult = { published: [], failed: [] };
     for (const [index, event] of events.entries()) {
@@ -78,6 +84,11 @@ export class JsonLinesFileBus implements EventSink {
 
   constructor(path: string) {
     this.#path = path;
+  }
+
+  async describe(): Promise<string> {
+    await access(dirname(this.#path), constants.W_OK);
+    return `JSON lines appended to ${this.#path}`;
   }
 
   async publish(events: readonly CpsyncEvent[]): Promise<PublishResult> {

@@ -98,6 +98,8 @@ export interface PublishResult {
 export interface EventSink {
   /** An event counts as published only once it is really out (written, flushed, accepted). Never throws for a refused event. */
   publish(events: readonly CpsyncEvent[]): Promise<PublishResult>;
+  /** What the bus says of itself, read without publishing (`cpsync doctor`); throws when it cannot be reached. */
+  describe?(): Promise<string>;
 }
 
 /** A stored record the outbox could not read (a truncated or empty file): moved aside, never fatal. */

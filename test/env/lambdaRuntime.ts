@@ -108,6 +108,8 @@ export interface InvokeAnswer {
 
 export interface RunningFunction {
   name: string;
+  /** The emulator's address: Lambda's Invoke API for the function named `function` (an SDK endpoint). */
+  endpoint: string;
   invoke(event: unknown): Promise<InvokeAnswer>;
   /** Every line the emulator and the function printed. */
   lines: string[];
@@ -198,6 +200,7 @@ export async function startFunction(
   }
   return {
     name: spec.name,
+    endpoint: `http://127.0.0.1:${port}`,
     lines,
     async invoke(event) {
       const answer = await fetch(url, {

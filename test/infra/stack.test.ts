@@ -144,6 +144,11 @@ describe('the CDK app', () => {
       GenerateSecretString: { PasswordLength: 40, ExcludePunctuation: true },
     });
     template.hasOutput('WebhookUrl', {});
+    // What `cpsync doctor --function` invokes: the scope worker.
+    const worker = Object.keys(template.findResources('AWS::Lambda::Function')).find((id) =>
+      id.startsWith('CpsyncScopeWorker'),
+    )!;
+    template.hasOutput('DoctorFunction', { Value: { Ref: worker } });
   });
 
   it('grants exactly: sts:AssumeRole into the member role name, EKS reads in its own account, PutEvents on its bus only', () => {

@@ -103,7 +103,11 @@ export function iamRequestsOf(call: AwsCall, principal: string, account: string)
       return [request(`sqs:${action}`, `arn:aws:sqs:${region}:${owner}:${name}`, owner)];
     }
     case 'events': {
-      const entries = (json(call.body).Entries as Array<{ EventBusName?: string }>) ?? [];
+      const body = json(call.body);
+      // PutEvents names a bus per entry; DescribeEventBus by Name.
+      const entries = (body.Entries as Array<{ EventBusName?: string }> | undefined) ?? [
+        { EventBusName: (body.Name as string | undefined) ?? 'default' },
+      ];
       const buses = new Set(entries.map((e) => e.EventBusName ?? 'default'));
       return [...buses].map((bus) =>
         request(

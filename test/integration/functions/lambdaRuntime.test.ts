@@ -62,6 +62,7 @@ import {
   type GoogleSigner,
 } from '../../support/lambda.ts';
 import { estateOnHub } from '../../support/estate.ts';
+import { runCli, type CliRun } from '../../support/cli.ts';
 
 type Resource = CfnResource;
 
@@ -564,6 +565,85 @@ describe('the deployed assets under the Lambda runtime', () => {
         chatPosts.some((post) => post.includes(name)),
         `a message names ${name}`,
       );
+  });
+
+  it('cpsync doctor --function runs the checks in the deployed scope worker, with its role, and names what fails', async () => {
+    const worker = functions.CpsyncScopeWorker!;
+    assert.ok(worker, 'the scope worker case ran first');
+    // As `cpsync doctor --function <DoctorFunction output>` reaches Lambda; here the emulator answers.
+    const env = {
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+      AWS_ENDPOINT_URL_LAMBDA: worker.endpoint,
+      AWS_EC2_METADATA_DISABLED: 'true',
+    };
+    const record = async (run: Promise<CliRun>) => {
+      emulators.proxy.clear();
+      const result = await run;
+      (awsCalls[worker.name] ??= []).push(...emulators.proxy.calls);
+      return result;
+    };
+    const healthy = await record(runCli(['doctor', '--function', 'function'], { env }));
+    assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr);
+    const lines = healthy.stdout.trim().split('\n');
+    assert.deepEqual(
+      lines
+        .slice(0, -1)
+        .map((line) => line.split(': ')[0])
+        .sort(),
+      [
+        `✔ hub ${namespace}`,
+        '✔ bus',
+        '✔ outbox',
+        `✔ scope aks/${AZURE_SUBSCRIPTION}/*`,
+        `✔ scope eks/${EKS_ACCOUNT}/eu-west-1`,
+        `✔ scope eks/${EKS_ACCOUNT}/us-east-1`,
+        `✔ scope gke/${GCP_PROJECT}/*`,
+      ].sort(),
+      healthy.stdout,
+    );
+    assert.match(lines[0]!, /every write cpsync makes is allowed/);
+    assert.match(lines[1]!, /EventBridge bus cpsync/);
+    assert.equal(lines.at(-1), 'cpsync doctor: all 7 checks passed in function');
+
+    // EKS refuses the member role's listing in one region: that scope fails, by name; the rest pass.
+    const refuse = emulators.proxy.intercept((call) =>
+      call.service === 'eks' && call.region === 'eu-west-1' && call.path.split('?')[0] === '/clusters'
+        ? {
+            status: 403,
+            headers: { 'x-amzn-errortype': 'AccessDeniedException' },
+            body: JSON.stringify({ message: 'not authorized to perform: eks:ListClusters' }),
+          }
+        : undefined,
+    );
+    try {
+      const refused = await record(runCli(['doctor', '--function', 'function'], { env }));
+      assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+      const failed = refused.stdout.split('\n').filter((line) => line.startsWith('✖'));
+      assert.equal(failed.length, 1, refused.stdout);
+      assert.match(failed[0]!, new RegExp(`^✖ scope eks/${EKS_ACCOUNT}/eu-west-1: .*eks:ListClusters`));
+      assert.match(refused.stdout, /cpsync doctor: 1 of 7 checks failed/);
+    } finally {
+      refuse();
+    }
+  });
+
+  it('cpsync doctor runs the same checks on this machine, with its configuration and credentials', async () => {
+    const local = await runCli(['doctor', '-c', emulators.configPath, '-o', 'json'], {
+      env: { ...emulators.env, AWS_EC2_METADATA_DISABLED: 'true' },
+    });
+    assert.equal(local.code, 0, local.stdout + local.stderr);
+    const report = JSON.parse(local.stdout) as {
+      ok: boolean;
+      checks: Array<{ subject: string; ok: boolean }>;
+    };
+    assert.equal(report.ok, true);
+    assert.deepEqual(
+      report.checks.map((c) => c.subject).filter((s) => s.startsWith('scope ')).length,
+      4,
+      'every configured scope listed',
+    );
   });
 
   it('IAM allows every AWS call each function made, and every grant is used here or justified', async () => {

@@ -1,0 +1,153 @@
+/**
+ * `cpsync doctor`: whether the identity running cpsync can do its work, checked without changing anything —
+ * the hub (each inventory namespace read, and what cpsync writes there allowed by the hub's own authorizer),
+ * the bus, the outbox, and every configured scope listed. The CLI runs it with its own credentials, and a
+ * deployed stack's scope worker with its role (`cpsync doctor --function`).
+ */
+import { AuthorizationV1Api } from '@kubernetes/client-node';
+import pLimit from 'p-limit';
+import { messageOf } from '../../core/domain/errors.ts';
+import { LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
+import { inventoryNamespaces } from '../../core/domain/options.ts';
+import { scopeKey } from '../../core/domain/model/scope.ts';
+import type { Composition } from './compose.ts';
+
+export interface DoctorCheck {
+  /** What was checked: `hub cluster-inventory`, `bus`, `outbox`, `scope eks/111122223333/us-east-1`, … */
+  subject: string;
+  ok: boolean;
+  detail: string;
+}
+
+export interface DoctorReport {
+  ok: boolean;
+  checks: DoctorCheck[];
+}
+
+export interface DoctorOptions {
+  /** How long one scope's listing may take. @default 60 s */
+  scopeTimeoutMillis?: number;
+  /** Scopes listed at once. @default 8 */
+  concurrency?: number;
+}
+
+/** What cpsync does in each inventory namespace (adapters/hub/manifests/rbac.yaml), as access reviews. */
+function needs(namespace: string, manager: string) {
+  const profiles = { group: 'multicluster.x-k8s.io', resource: 'clusterprofiles', namespace };
+  return [
+    ...['get', 'list', 'create', 'patch', 'delete'].map((verb) => ({ ...profiles, verb })),
+    { ...profiles, subresource: 'status', verb: 'patch' },
+    ...['get', 'create', 'update', 'delete'].map((verb) => ({
+      group: 'coordination.k8s.io',
+      resource: 'leases',
+      namespace,
+      verb,
+    })),
+    ...['get', 'create', 'patch'].map((verb) => ({
+      group: '',
+      resource: 'configmaps',
+      name: `${manager}-features`,
+      namespace,
+      verb,
+    })),
+    ...['get', 'patch'].map((verb) => ({ group: '', resource: 'namespaces', name: namespace, verb })),
+  ];
+}
+
+const spell = (need: ReturnType<typeof needs>[number]) =>
+  `${need.verb} ${need.resource}${'subresource' in need ? `/${need.subresource}` : ''}${'name' in need ? ` ${need.name}` : ''}`;
+
+async function hubChecks(composition: Composition): Promise<DoctorCheck[]> {
+  const { hub } = composition.ports;
+  const { options } = composition.settings;
+  const authorization = composition.hubKubeConfig
+    ? (await composition.hubKubeConfig()).makeApiClient(AuthorizationV1Api)
+    : undefined;
+  return Promise.all(
+    inventoryNamespaces(options).map(async ({ name }): Promise<DoctorCheck> => {
+      const subject = `hub ${name}`;
+      let profiles: number;
+      try {
+        profiles = (await hub.list(name, { [LABEL_CLUSTER_MANAGER]: options.manager })).length;
+      } catch (error) {
+        return { subject, ok: false, detail: `cannot list ClusterProfiles: ${messageOf(error)}` };
+      }
+      if (!authorization) return { subject, ok: true, detail: `${profiles} profile(s)` };
+      try {
+        const refused: string[] = [];
+        for (const need of needs(name, options.manager)) {
+          const review = await authorization.createSelfSubjectAccessReview({
+            body: { spec: { resourceAttributes: need } },
+          });
+          if (!review.status?.allowed) refused.push(spell(need));
+        }
+        return refused.length === 0
+          ? { subject, ok: true, detail: `${profiles} profile(s); every write cpsync makes is allowed` }
+          : {
+              subject,
+              ok: false,
+              detail: `${profiles} profile(s); the hub refuses: ${refused.join(', ')} (adapters/hub/manifests/rbac.yaml)`,
+            };
+      } catch (error) {
+        return { subject, ok: false, detail: `cannot review access: ${messageOf(error)}` };
+      }
+    }),
+  );
+}
+
+/** Runs every check; resolves to the report (never throws for a failed check). */
+export async function doctor(composition: Composition, options: DoctorOptions = {}): Promise<DoctorReport> {
+  const checks: DoctorCheck[] = [];
+  checks.push(...(await hubChecks(composition)));
+
+  const { bus, outbox } = composition.ports;
+  try {
+    checks.push({ subject: 'bus', ok: true, detail: (await bus.describe?.()) ?? 'reachable' });
+  } catch (error) {
+    checks.push({ subject: 'bus', ok: false, detail: messageOf(error) });
+  }
+  try {
+    checks.push({
+      subject: 'outbox',
+      ok: true,
+      detail: `${(await outbox.pending()).length} event(s) waiting`,
+    });
+  } catch (error) {
+    checks.push({ subject: 'outbox', ok: false, detail: messageOf(error) });
+  }
+
+  const { scopes, failures } = await composition.resolveScopes();
+  for (const failure of failures)
+    checks.push({ subject: `scopes of ${failure.provider}`, ok: false, detail: failure.message });
+  const limit = pLimit(options.concurrency ?? 8);
+  const listed = await Promise.all(
+    scopes.map((scope) =>
+      limit(async (): Promise<DoctorCheck> => {
+        const subject = `scope ${scopeKey(scope)}`;
+        const source = composition.ports.sources[scope.provider];
+        if (!source) return { subject, ok: false, detail: `providers.${scope.provider} is not configured` };
+        try {
+          const listing = await source.listScope(
+            scope,
+            AbortSignal.timeout(options.scopeTimeoutMillis ?? 60_000),
+          );
+          const { outcome } = listing;
+          const found = `${listing.clusters.length} cluster(s)`;
+          if (outcome.kind === 'complete') return { subject, ok: true, detail: found };
+          const why = outcome.failure ? `${outcome.failure.reason}: ${outcome.failure.message}` : '';
+          if (outcome.kind === 'partial')
+            return {
+              subject,
+              ok: false,
+              detail: `${found}, not ${(outcome.missing ?? []).join(', ') || 'all of it'}${why ? ` (${why})` : ''}`,
+            };
+          return { subject, ok: false, detail: why || 'listing failed' };
+        } catch (error) {
+          return { subject, ok: false, detail: messageOf(error) };
+        }
+      }),
+    ),
+  );
+  checks.push(...listed);
+  return { ok: checks.every((check) => check.ok), checks };
+}

@@ -10,16 +10,13 @@
  * ARGOCD_KUBECONFIG (a file) — default: the hub itself; ARGOCD_CREDENTIALS_COMMAND (default `cpsync`) and
  * ARGOCD_CREDENTIALS_ARGS (a JSON list of extra arguments, e.g. `["--role-name","cpsync-reader"]`).
  */
-import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
-import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import type { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
-import { compose, type Composition } from '../../adapters/compose/compose.ts';
-import { kubeConfigFromFile, kubeConfigFromSecret } from '../../adapters/compose/hub.ts';
+import type { Composition } from '../../adapters/compose/compose.ts';
 import { memoizeUntilFailure } from '../../adapters/shared/memo.ts';
-import { inventoryProfiles } from '../../core/sync/engine.ts';
 import { DetailType } from '../../events/detailTypes.ts';
 import { parseCpsyncEvent } from '../../events/parse.ts';
 import type { CpsyncEventBridgeEvent } from '../../events/types.ts';
@@ -30,7 +27,7 @@ import {
   settingsFromEnvironment,
   withPowertools,
 } from '../runtime.ts';
-import { ArgoCdClusters, type Outcome, type ReconcileReport } from './argocd/ArgoCdClusters.ts';
+import type { ArgoCdClusters, Outcome, ReconcileReport } from './argocd/ArgoCdClusters.ts';
 
 export interface ArgoCdDeps {
   composition: Composition;
@@ -65,6 +62,7 @@ async function argoKubeConfig(
   settings: ArgoCdSettings,
   composition: Composition,
 ): Promise<KubeConfig | (() => Promise<KubeConfig>)> {
+  const { kubeConfigFromFile, kubeConfigFromSecret } = await import('../../adapters/compose/hub.ts');
   if (settings.ARGOCD_KUBECONFIG_SECRET_ARN)
     return kubeConfigFromSecret(settings.ARGOCD_KUBECONFIG_SECRET_ARN, 'ARGOCD_KUBECONFIG_SECRET_ARN');
   if (settings.ARGOCD_KUBECONFIG)
@@ -73,9 +71,16 @@ async function argoKubeConfig(
   throw new Error('the hub is not a Kubernetes cluster: set ARGOCD_KUBECONFIG_SECRET_ARN to reach Argo CD');
 }
 
-/** The deps of this container, from the environment, built on first use. */
+/**
+ * The deps of this container, from the environment, built on first use: the hub client, Argo CD's cluster
+ * and the configuration's parts load with the first invocation, not at initialisation.
+ */
 function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
   return memoizeUntilFailure(async () => {
+    const [{ compose }, { ArgoCdClusters }] = await Promise.all([
+      import('../../adapters/compose/compose.ts'),
+      import('./argocd/ArgoCdClusters.ts'),
+    ]);
     const settings = argoCdSettings();
     const composition = await compose(configFromEnvironment(), []);
     const clusters = new ArgoCdClusters(await argoKubeConfig(settings, composition), {
@@ -117,6 +122,7 @@ async function apply(
 
 /** Every managed Secret rebuilt from the hub's inventory. */
 async function reconcile(deps: ArgoCdDeps): Promise<ReconcileReport & { malformed: number }> {
+  const { inventoryProfiles } = await import('../../core/sync/engine.ts');
   const { profiles, malformed } = await inventoryProfiles(
     deps.composition.ports.hub,
     deps.composition.settings.options,
@@ -133,11 +139,15 @@ export function makeArgoCdSubscriber(getDeps: () => Promise<ArgoCdDeps> = depsFr
   let idempotent:
     ((event: CpsyncEventBridgeEvent) => Promise<{ outcome: Outcome; reason?: string }>) | undefined;
   let idempotencyConfig: IdempotencyConfig | undefined;
-  const once = (deps: ArgoCdDeps) => {
+  const once = async (deps: ArgoCdDeps) => {
     if (idempotent) return idempotent;
     const work = (event: CpsyncEventBridgeEvent) => apply(deps, event);
     const table = argoCdSettings().ARGOCD_IDEMPOTENCY_TABLE;
     if (!table) return (idempotent = work);
+    const [{ IdempotencyConfig, makeIdempotent }, { DynamoDBPersistenceLayer }] = await Promise.all([
+      import('@aws-lambda-powertools/idempotency'),
+      import('@aws-lambda-powertools/idempotency/dynamodb'),
+    ]);
     idempotencyConfig = new IdempotencyConfig({
       eventKeyJmesPath: 'detail.eventId',
       throwOnNoIdempotencyKey: true,
@@ -159,7 +169,7 @@ export function makeArgoCdSubscriber(getDeps: () => Promise<ArgoCdDeps> = depsFr
     }
     // An event that is not a cpsync event of this major: an error naming what is wrong (retried, then the DLQ).
     const event = parseCpsyncEvent(input);
-    const work = once(deps);
+    const work = await once(deps);
     idempotencyConfig?.registerLambdaContext(context);
     const result = await work(event);
     logger.info('applied an inventory event to Argo CD', {

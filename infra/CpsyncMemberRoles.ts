@@ -19,7 +19,7 @@ export interface CpsyncMemberRolesProps {
   readonly cpsyncAccount: string;
   /** `providers.eks.roleName`. @default 'cpsync-reader' */
   readonly readerRoleName?: string;
-  /** `providers.eks.externalId`, when cpsync is configured with one. */
+  /** `providers.eks.externalId`, when cpsync is configured with one: the reader's trust requires it. */
   readonly externalId?: string;
   /**
    * `memberProbe.eksRoleName`: a role the member probe signs its EKS tokens as (made only when named). It
@@ -65,16 +65,16 @@ export class CpsyncMemberRoles extends Construct {
     super(scope, id);
     const stack = Stack.of(this);
     // The cpsync account decides which of its roles may assume these (its function roles alone are granted).
-    const trusted = (): IPrincipal => {
+    const trusted = (externalId?: string): IPrincipal => {
       const principal = new AccountPrincipal(props.cpsyncAccount);
-      return props.externalId
-        ? principal.withConditions({ StringEquals: { 'sts:ExternalId': props.externalId } })
+      return externalId
+        ? principal.withConditions({ StringEquals: { 'sts:ExternalId': externalId } })
         : principal;
     };
     this.reader = new Role(this, 'Reader', {
       roleName: props.readerRoleName ?? 'cpsync-reader',
       description: 'cpsync reads EKS clusters, node groups and regions of this account',
-      assumedBy: trusted(),
+      assumedBy: trusted(props.externalId),
       inlinePolicies: { read: new PolicyDocument({ statements: memberReadStatements(stack) }) },
     });
     Validations.of(this.reader).acknowledge({
@@ -91,6 +91,7 @@ export class CpsyncMemberRoles extends Construct {
       this.probe = new Role(this, 'Probe', {
         roleName: props.probeRoleName,
         description: 'cpsync member probe: EKS tokens; access to each cluster through its access entries',
+        // The probe's tokens are signed as this role without an external id (as `cpsync credentials` does).
         assumedBy: trusted(),
       });
   }

@@ -159,6 +159,7 @@ export async function decide(
   request: IamRequest,
   identityPolicies: Array<{ name: string; policy: PolicyDocument }>,
   resourcePolicy?: PolicyDocument,
+  context: Record<string, string> = {},
 ): Promise<string> {
   const answer = await runSimulation(
     {
@@ -167,7 +168,7 @@ export async function decide(
         action: request.action,
         resource: { resource: request.resource, accountId: request.account },
         // Every SDK call is made over TLS.
-        contextVariables: { 'aws:SecureTransport': 'true' },
+        contextVariables: { 'aws:SecureTransport': 'true', ...context },
       },
       identityPolicies: identityPolicies.map((p) => ({ name: p.name, policy: p.policy })),
       serviceControlPolicies: [],

@@ -5,6 +5,7 @@ import type { ScopeReport, SyncReport } from '../core/sync/engine.ts';
 import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
 import { scopeKey } from '../core/domain/model/scope.ts';
 import type { FieldChange } from '../core/domain/plan.ts';
+import { printable } from './terminal.ts';
 
 /** One planned or applied change, as the CLI prints it (`--output json`). */
 export interface ChangeLine {
@@ -78,7 +79,7 @@ export function formatPlan(report: SyncReport): string {
       );
     for (const s of plan.skipped) out.push(`  ! ${s.namespace}/${s.name}  skipped: ${s.detail}`);
   }
-  return `${out.join('\n')}\n`;
+  return `${out.map(printable).join('\n')}\n`;
 }
 
 /** The closing summary of a run. */
@@ -109,7 +110,9 @@ export function formatSummary(report: SyncReport): string {
       : []),
     ...lines,
     ...runProblems(report),
-  ].join('\n');
+  ]
+    .map(printable)
+    .join('\n');
 }
 
 /** Why events are still pending: the bus's own words for the first refusal of each kind. */
@@ -177,6 +180,8 @@ export function formatTable(
   rows: Array<Record<string, string>>,
   columns: Array<[key: string, title: string]>,
 ): string {
+  // Cells are cloud strings: shown, never acted on by the terminal.
+  rows = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, printable(v)])));
   const widths = columns.map(([key, title]) =>
     Math.max(title.length, ...rows.map((r) => (r[key] ?? '').length)),
   );
@@ -190,16 +195,4 @@ export function formatTable(
 
 export function formatYaml(value: unknown): string {
   return stringify(value);
-}
-
-/**
- * `text` safe to print on a terminal: control characters (C0, DEL, C1: escape sequences, carriage returns,
- * title and hyperlink sequences) and bidirectional overrides shown as `\u{…}` instead of acted on.
- */
-export function printable(text: string): string {
-  return text.replace(
-    // eslint-disable-next-line no-control-regex
-    /[\u0000-\u001f\u007f-\u009f\u200e\u200f\u202a-\u202e\u2066-\u2069]/g,
-    (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
-  );
 }

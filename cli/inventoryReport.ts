@@ -16,6 +16,7 @@ import {
   PROPERTY_POWER_STATE,
 } from '../core/domain/constants.ts';
 import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
+import { printable } from './terminal.ts';
 
 export interface ClusterRow {
   namespace: string;
@@ -143,7 +144,7 @@ export function formatInventorySummary(summary: InventorySummary): string {
       (r) => `  ${r.namespace}/${r.name} (${r.provider} ${r.displayName}): ${r.attention.join('; ')}`,
     ),
   ];
-  return `${lines.join('\n')}\n`;
+  return `${lines.map(printable).join('\n')}\n`;
 }
 
 const escape = (text: string) =>

@@ -18,15 +18,8 @@ import type { ClusterSource } from '../core/sync/ports.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
-import {
-  formatPlan,
-  formatSummary,
-  formatTable,
-  formatYaml,
-  listRow,
-  planLines,
-  printable,
-} from './format.ts';
+import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
+import { printable } from './terminal.ts';
 import { doctor, type DoctorReport } from '../adapters/compose/doctor.ts';
 import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
 import { formatInventorySummary, reportHtml, summarize } from './inventoryReport.ts';
@@ -509,11 +502,11 @@ export async function main(
     }
     // Bad configuration found on contact (a file, a secret, a kubeconfig): one line, never a stack trace.
     if (error instanceof CpsyncError) {
-      io.stderr.write(`cpsync: ${error.message}\n`);
+      io.stderr.write(`cpsync: ${printable(error.message)}\n`);
       return ExitCode.Usage;
     }
     io.stderr.write(
-      `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? messageOf(error)) : firstLineOf(error, Infinity)}\n`,
+      `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? messageOf(error)) : printable(firstLineOf(error, Infinity))}\n`,
     );
     return ExitCode.Incomplete;
   }

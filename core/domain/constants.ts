@@ -105,6 +105,8 @@ export function isOwnedProperty(name: string): boolean {
 
 /** Upper bound the CRD puts on a property value. */
 export const PROPERTY_VALUE_MAX_LENGTH = 1024;
+/** The CRD's limit on a condition's message (characters). */
+export const CONDITION_MESSAGE_MAX_LENGTH = 32768;
 /** Upper bound the CRD puts on a property name. */
 export const PROPERTY_NAME_MAX_LENGTH = 253;
 

@@ -1,4 +1,5 @@
-import { HealthReason } from './constants.ts';
+import { CONDITION_MESSAGE_MAX_LENGTH, HealthReason } from './constants.ts';
+import { fitText } from './properties.ts';
 import type { ConditionStatus } from './model/clusterProfile.ts';
 import type { ObservedCluster, Provider } from './model/observedCluster.ts';
 
@@ -82,7 +83,8 @@ export function controlPlaneHealth(cluster: ObservedCluster): HealthVerdict {
   const detail = [`${cluster.provider.toUpperCase()} status ${status || 'unreported'}`];
   if (cluster.health.powerState) detail.push(`power state ${cluster.health.powerState}`);
   if (issues) detail.push(issues);
-  const message = detail.join('; ');
+  // Within the CRD's limit, whatever the cloud reported (the hub refuses a longer message).
+  const message = fitText(detail.join('; '), CONDITION_MESSAGE_MAX_LENGTH);
 
   const power = cluster.health.powerState?.trim().toUpperCase();
   if (cluster.provider === 'aks' && power && power !== 'RUNNING') {

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import {
   ANNOTATION_PROVIDER_ID,
   CONDITION_MEMBER_REACHABLE,
+  CONDITION_MESSAGE_MAX_LENGTH,
   PROPERTY_CLUSTERSET,
   PROPERTY_CLUSTERSET_CONFLICT,
   PROPERTY_CLUSTER_ID,
@@ -18,7 +19,7 @@ import {
   PROPERTY_VALUE_MAX_LENGTH,
 } from './constants.ts';
 import type { ClusterProfile, Condition, Property } from './model/clusterProfile.ts';
-import { distinctSorted, fitJsonArray } from './properties.ts';
+import { distinctSorted, fitJsonArray, fitText } from './properties.ts';
 
 /** What reading a member gave. */
 export type MemberReading =
@@ -134,8 +135,10 @@ export function carryMemberState(
 function copyable(property: { name: string; value: string }): string | undefined {
   if (property.name.startsWith('cpsync.io/')) return 'a cpsync.io/ name';
   if (property.name.length > PROPERTY_NAME_MAX_LENGTH) return 'name too long';
-  if (property.value.length > PROPERTY_VALUE_MAX_LENGTH)
-    return `value longer than ${PROPERTY_VALUE_MAX_LENGTH} characters`;
+  // Characters as the API server counts them (code points).
+  const length = Array.from(property.value).length;
+  if (length === 0) return 'an empty value';
+  if (length > PROPERTY_VALUE_MAX_LENGTH) return `value longer than ${PROPERTY_VALUE_MAX_LENGTH} characters`;
   return undefined;
 }
 
@@ -157,7 +160,7 @@ export function applyMemberReading(
       type: CONDITION_MEMBER_REACHABLE,
       status: 'False',
       reason: reading.reason,
-      message: reading.message,
+      message: fitText(reading.message, CONDITION_MESSAGE_MAX_LENGTH),
       lastTransitionTime: now,
     });
   const copied: Property[] = [];

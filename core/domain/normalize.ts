@@ -92,17 +92,45 @@ function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Plac
   return [...namespaces].map((namespace) => placementIn(namespace, options));
 }
 
+/** Host names that only mean something inside a cluster or on one machine: never a member's API server. */
+const LOCAL_NAMES = /(^|\.)(svc|cluster\.local|localhost)$/i;
+/** v1alpha2's limit on an access provider's `cluster.server`. */
+const MAX_SERVER_LENGTH = 2048;
+
+/**
+ * Whether a cloud's endpoint may be written as a server consumers connect to (and send credentials to):
+ * an absolute `https://` URL with a host, no user part (`https://34.76.10.20@evil.example` goes to
+ * evil.example), no query or fragment, not an in-cluster or single-label name (`kubernetes.default.svc`,
+ * `localhost`), within v1alpha2's 2048 characters. IP literals are allowed (GKE endpoints are IPs).
+ */
+function acceptableServer(endpoint: string): boolean {
+  if (endpoint.length > MAX_SERVER_LENGTH) return false;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== 'https:' || url.hostname === '') return false;
+  if (
+    url.username !== '' ||
+    url.password !== '' ||
+    /@/.test(endpoint.slice('https://'.length).split('/')[0]!)
+  )
+    return false;
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint)) return false;
+  const host = url.hostname.replace(/^\[|\]$/g, '');
+  const ip = /^[\d.]+$/.test(host) || host.includes(':');
+  if (!ip && (!host.includes('.') || LOCAL_NAMES.test(host.replace(/\.$/, '')))) return false;
+  return true;
+}
+
 function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoint[] {
   const seen = new Set<string>();
   return endpoints.filter((endpoint) => {
     if (seen.has(endpoint.url)) return false;
     seen.add(endpoint.url);
-    try {
-      const url = new URL(endpoint.url);
-      return (url.protocol === 'https:' || url.protocol === 'http:') && url.hostname !== '';
-    } catch {
-      return false;
-    }
+    return acceptableServer(endpoint.url);
   });
 }
 
@@ -112,7 +140,7 @@ function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoin
  */
 function hostPort(endpoint: string): string {
   const url = new URL(endpoint);
-  return `${url.hostname}:${url.port || (url.protocol === 'http:' ? '80' : '443')}`;
+  return `${url.hostname}:${url.port || '443'}`;
 }
 
 function orderEndpoints(endpoints: ObservedEndpoint[], preferPrivate: boolean): ObservedEndpoint[] {

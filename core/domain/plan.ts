@@ -56,7 +56,11 @@ export interface PlannedDelete {
   reason: DeleteReason;
 }
 
-export type SkipReason = 'OwnedByAnotherManager' | 'Malformed';
+/**
+ * Why a desired profile is not written: the name is another manager's; the stored object is malformed; the
+ * stored profile (of this manager) is of another cloud cluster, whose name this one's collides with.
+ */
+export type SkipReason = 'OwnedByAnotherManager' | 'Malformed' | 'ProviderIdConflict';
 
 export interface Skipped {
   namespace: string;
@@ -307,6 +311,11 @@ function planUpdate(
  *   projection changed) is deleted at once: the cluster's profile lives on where it is placed now.
  * Pure: the same input always gives the same plan.
  */
+/** Whether two provider ids name one cluster: Azure resource ids are case-insensitive, the others exact. */
+function sameProviderId(a: string, b: string): boolean {
+  return a === b || (a.startsWith('/subscriptions/') && a.toLowerCase() === b.toLowerCase());
+}
+
 export function plan(input: PlanInput): Plan {
   const result: Plan = {
     outcome: input.outcome,
@@ -324,12 +333,31 @@ export function plan(input: PlanInput): Plan {
 
   for (const wanted of input.desired) {
     const key = profileKey(wanted.metadata);
-    desiredKeys.add(key);
     const existing = current.get(key);
     const providerId = wanted.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
-    if (providerId !== undefined && (existing === undefined || isManagedBy(existing, input.manager)))
+    // A profile of this manager under the same name, made for another cloud cluster: never written over.
+    const storedId = existing?.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    const collides =
+      existing !== undefined &&
+      isManagedBy(existing, input.manager) &&
+      storedId !== undefined &&
+      providerId !== undefined &&
+      !sameProviderId(storedId, providerId);
+    if (
+      providerId !== undefined &&
+      !collides &&
+      (existing === undefined || isManagedBy(existing, input.manager))
+    )
       placed.add(providerId);
-    if (existing === undefined) {
+    // A collision leaves the stored profile to its own cluster (kept while listed, deleted once it is gone).
+    if (!collides) desiredKeys.add(key);
+    if (collides) {
+      result.skipped.push({
+        ...wanted.metadata,
+        reason: 'ProviderIdConflict',
+        detail: `${key} is the profile of ${storedId}; ${providerId} has the same name and is not written over it`,
+      });
+    } else if (existing === undefined) {
       result.creates.push({
         profile: wanted,
         statusChanges: statusChanges({ ...wanted, status: undefined }, wanted, input.accessProviderNames),

@@ -2,10 +2,21 @@ import { PROPERTY_VALUE_MAX_LENGTH } from './constants.ts';
 
 const ELLIPSIS = '…';
 
+/**
+ * `value` within `max` characters as the API server counts them (code points, not UTF-16 units), cut with
+ * an ellipsis when longer — never inside a character (half a surrogate pair is refused by the hub).
+ */
+export function fitText(value: string, max: number): string {
+  // UTF-16 length bounds the code point count: most values need no split at all.
+  if (value.length <= max) return value;
+  const characters = Array.from(value);
+  if (characters.length <= max) return value;
+  return characters.slice(0, max - 1).join('') + ELLIPSIS;
+}
+
 /** A property value within the CRD's 1..1024 characters, cut with an ellipsis when longer. */
 export function fitValue(value: string): string {
-  if (value.length <= PROPERTY_VALUE_MAX_LENGTH) return value;
-  return value.slice(0, PROPERTY_VALUE_MAX_LENGTH - ELLIPSIS.length) + ELLIPSIS;
+  return fitText(value, PROPERTY_VALUE_MAX_LENGTH);
 }
 
 /**

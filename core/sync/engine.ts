@@ -539,6 +539,9 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
     run.report.malformed.push(...result.malformed);
+    for (const skipped of result.plan.skipped)
+      if (skipped.reason === 'ProviderIdConflict')
+        run.report.problems.push(`${scopeKey(scope)}: name collision: ${skipped.detail}`);
     for (const left of result.unreadable)
       run.report.problems.push(
         `cannot remove the projected copies of ${scopeKey(scope)} in namespace ${left.namespace}, which no rule names any more: ${left.reason}`,

@@ -17,6 +17,7 @@ import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import type { Composition } from '../../adapters/compose/compose.ts';
 import { memoizeUntilFailure } from '../../adapters/shared/memo.ts';
+import { LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
 import { DetailType } from '../../events/detailTypes.ts';
 import { parseCpsyncEvent } from '../../events/parse.ts';
 import type { CpsyncEventBridgeEvent } from '../../events/types.ts';
@@ -92,29 +93,36 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
   });
 }
 
-/** What one event did to the Secrets. */
+/**
+ * What one event did to the Secrets. An event is only a notification: anyone allowed to put events on the
+ * bus can send one that looks like cpsync's, so the profile is always read from the hub (never taken from
+ * the event), and only profiles of the configured manager in one of its inventory namespaces are acted on.
+ */
 async function apply(
   deps: ArgoCdDeps,
   event: CpsyncEventBridgeEvent,
 ): Promise<{ outcome: Outcome; reason?: string }> {
   const hub = deps.composition.ports.hub;
+  const { options } = deps.composition.settings;
+  if (!('namespace' in event.detail))
+    return { outcome: 'skipped', reason: `${event['detail-type']} does not concern Argo CD` };
+  const { namespace, name } = event.detail;
+  const { inventoryNamespaces } = await import('../../core/domain/options.ts');
+  if (!inventoryNamespaces(options).some((ns) => ns.name === namespace))
+    return { outcome: 'skipped', reason: `${namespace} is not an inventory namespace of this configuration` };
+  const current = await hub.get({ namespace, name });
+  if (current && current.metadata.labels?.[LABEL_CLUSTER_MANAGER] !== options.manager)
+    return { outcome: 'skipped', reason: `${namespace}/${name} is not managed by ${options.manager}` };
   switch (event['detail-type']) {
     case DetailType.Created:
     case DetailType.Updated:
-    case DetailType.Announced: {
-      const { namespace, name } = event.detail;
-      // A profile left out of the event for size is read from the hub (where it may be gone by now).
-      const profile = event.detail.profile ?? (await hub.get({ namespace, name }));
-      if (!profile) return { outcome: 'absent', reason: 'the profile is no longer in the hub' };
-      return deps.clusters.upsert(profile, { newest: !event.detail.profile });
-    }
-    case DetailType.Deleted: {
-      const { namespace, name } = event.detail;
+    case DetailType.Announced:
+      if (!current) return { outcome: 'absent', reason: 'the profile is not in the hub' };
+      return deps.clusters.upsert(current, { newest: true });
+    case DetailType.Deleted:
       // Deleted and made again since (a later event says so, or will): keep it, as it is now.
-      const again = await hub.get({ namespace, name });
-      if (again) return deps.clusters.upsert(again, { newest: true });
+      if (current) return deps.clusters.upsert(current, { newest: true });
       return deps.clusters.remove(namespace, name);
-    }
     default:
       return { outcome: 'skipped', reason: `${event['detail-type']} does not concern Argo CD` };
   }

@@ -243,6 +243,100 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     assert.ok(!(await profiles()).some((p) => p.spec.displayName === 'batch'));
   });
 
+  it('never takes over the profile of another cluster whose name collides with a listed one, and says so', async () => {
+    await baseline();
+    // The victim: the profile of a cluster of another project whose name (slug and 40-bit id hash) is the
+    // one the listed GKE cluster gets. Made from that cluster's profile, with the other cluster's id and scope.
+    const listed = (await profiles()).find((p) => p.metadata.labels?.['cpsync.io/provider'] === 'gke')!;
+    const victimId =
+      'https://container.googleapis.com/v1/projects/victim-project/locations/us-central1/clusters/x';
+    await hub.applyObject({
+      ...listed,
+      metadata: {
+        ...listed.metadata,
+        labels: { ...listed.metadata.labels, 'cpsync.io/account': 'victim-project' },
+        annotations: { ...listed.metadata.annotations, 'cpsync.io/provider-id': victimId },
+      },
+    });
+    const before = (await hub.get(listed.metadata))!;
+    await drain();
+    const run = await sync();
+    assert.equal(run.code, 1, 'a collision needs a look');
+    assert.match(
+      run.stderr,
+      new RegExp(
+        `name collision: ${namespace}/${listed.metadata.name} is the profile of ${victimId.replace(/[/.]/g, '\\$&')}`,
+      ),
+    );
+    const after = (await hub.get(listed.metadata))!;
+    assert.equal(
+      after.metadata.resourceVersion,
+      before.metadata.resourceVersion,
+      'the victim is not written',
+    );
+    assert.equal(after.metadata.annotations?.['cpsync.io/provider-id'], victimId);
+    const events = await drain();
+    assert.deepEqual(
+      changes(events).filter((e) => e.detail.name === listed.metadata.name),
+      [],
+      'no event claims the victim',
+    );
+  });
+
+  it('writes to the real hub what a hostile cloud reports: endpoints it refuses as servers, a huge health message and a long property value, cut within the CRD’s limits and never inside a character', async () => {
+    const emoji = '😀';
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', {
+        // Stopping, with a cloud message far over the CRD's 32768 characters.
+        status: 5,
+        conditions: [{ code: 'GCE_QUOTA_EXCEEDED', message: `${emoji.repeat(40_000)} <script>` }],
+        resourceLabels: { team: emoji.repeat(1_500) },
+      }),
+      gkeCluster('edge', 'europe-west1-c', { endpoint: '34.76.10.20@evil.example.com' }),
+    ]);
+    const run = await sync('--provider', 'gke');
+    assert.equal(run.code, 0, run.stderr);
+    const gke = (await profiles()).filter((p) => p.metadata.labels?.['cpsync.io/provider'] === 'gke');
+    const analytics = gke.find((p) => p.spec.displayName === 'analytics')!;
+    const health = analytics.status!.conditions!.find((c) => c.type === 'ControlPlaneHealthy')!;
+    const message = Array.from(health.message);
+    assert.equal(message.length, 32768);
+    assert.deepEqual(message.slice(-2), [emoji, '…'], 'cut between characters, and marked');
+    const team = Array.from(
+      analytics.status!.properties!.find((p) => p.name === 'cpsync.io/tag.team')!.value,
+    );
+    assert.equal(team.length, 1024);
+    assert.deepEqual(team.slice(-2), [emoji, '…']);
+    const edge = gke.find((p) => p.spec.displayName === 'edge')!;
+    assert.deepEqual(edge.status!.accessProviders ?? [], [], 'no server with a user part');
+    await drain();
+  });
+
+  it('shows hostile cloud strings on the terminal as text: no escape sequence, carriage return, forged line or bidi override acts', async () => {
+    const hostile = '1.31\u001b]0;pwned\u0007\u001b[2J\r\nforged line\u202egnp.exe\u200b';
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', {
+        currentMasterVersion: hostile,
+        conditions: [{ code: 'X', message: 'fine\u001b[31m red \u001b]8;;https://evil.example\u0007link' }],
+        status: 6,
+      }),
+    ]);
+    const runs = [
+      await sync('--provider', 'gke', '--dry-run'),
+      await sync('--provider', 'gke'),
+      await cli('list'),
+      await cli('list', '--summary'),
+    ];
+    for (const run of runs) {
+      const shown = run.stdout + run.stderr;
+      // eslint-disable-next-line no-control-regex
+      assert.doesNotMatch(shown, /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b\u202e]/, shown);
+      assert.ok(!shown.split('\n').some((line) => line.startsWith('forged line')), 'no forged line');
+    }
+    assert.match(runs[2]!.stdout, /1\.31\\u\{1b\}\]0;pwned\\u\{7\}/, 'shown escaped in the version column');
+    await drain();
+  });
+
   it('keeps every profile of a scope whose role cannot be assumed, reports it failed and exits 1', async () => {
     await baseline();
     const eksBefore = (await profiles()).filter((p) => p.metadata.labels?.['cpsync.io/provider'] === 'eks');

@@ -7,6 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -269,9 +270,10 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       context(eks),
     );
     await publish([late]);
+    // The profile is read from the hub, whatever the event carries: the Secret is already what it says.
     assert.deepEqual(
       (await deliver()).map((r) => r.result.outcome),
-      ['stale'],
+      ['unchanged'],
     );
     assert.equal((await read()).metadata!.labels!['cpsync.io/kubernetes-version'], '1.32');
 
@@ -283,6 +285,70 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     assert.equal(again.length, 1);
     assert.equal(again[0]!.result.outcome, 'updated', 'the first delivery’s result');
     await assert.rejects(read(), (e: any) => e.code === 404);
+  });
+
+  it('a forged event changes nothing the hub does not say: no redirected server, no Secret of a profile the hub lacks, and later real events still apply', async () => {
+    const gke = (await hub.get({ namespace: inventory, name: profiles[1]!.metadata.name }))!;
+    const secretName = `cluster-${gke.metadata.name}`;
+    const server = async () =>
+      Buffer.from(
+        (await core.readNamespacedSecret({ name: secretName, namespace: argocd })).data!.server!,
+        'base64',
+      ).toString('utf8');
+    const before = await server();
+    // cpsync's source and detail-type, a server of the sender's choosing, a resourceVersion from the far future.
+    const evil = structuredClone(gke);
+    evil.metadata.resourceVersion = '999999999999';
+    evil.status!.accessProviders = evil.status!.accessProviders!.map((provider) => ({
+      ...provider,
+      cluster: { ...provider.cluster!, server: 'https://34.76.10.20@evil.example.com' },
+    }));
+    const ghost = structuredClone(gke);
+    ghost.metadata.name = 'ghost-0000000000';
+    ghost.metadata.uid = '00000000-0000-0000-0000-000000000000';
+    const elsewhere = structuredClone(gke);
+    elsewhere.metadata.namespace = 'kube-system';
+    await publish(
+      [evil, ghost, elsewhere].map((p) => {
+        const event = buildChangeEvent(
+          { kind: 'created', profile: p, changes: [{ field: 'spec', after: {} }] },
+          context(gke),
+        );
+        // Ids of the sender's choosing (the real Created event's id would be answered from the idempotency record).
+        return { ...event, detail: { ...event.detail, eventId: randomUUID() } };
+      }),
+    );
+    const results = await deliver();
+    assert.deepEqual(
+      results.map((r) => r.result.outcome).sort(),
+      ['absent', 'skipped', 'unchanged'],
+      JSON.stringify(results.map((r) => r.result)),
+    );
+    assert.equal(await server(), before, 'the server is what the hub says');
+    assert.ok(
+      !(await secrets()).some((secret) => secret.metadata!.name!.includes('ghost')),
+      'no Secret for a profile the hub does not have',
+    );
+
+    // The real upgrade that follows is applied (the forged resourceVersion blocks nothing).
+    const upgraded = await store({ ...gke, status: { ...gke.status!, version: { kubernetes: '1.33' } } });
+    await publish([
+      buildChangeEvent(
+        {
+          kind: 'updated',
+          profile: upgraded,
+          previousResourceVersion: gke.metadata.resourceVersion!,
+          changes: [{ field: 'status.version.kubernetes', before: '1.31', after: '1.33' }],
+        },
+        context(upgraded),
+      ),
+    ]);
+    assert.deepEqual(
+      (await deliver()).map((r) => r.result.outcome),
+      ['updated'],
+    );
+    const secret = await core.readNamespacedSecret({ name: secretName, namespace: argocd });
+    assert.equal(secret.metadata!.labels!['cpsync.io/kubernetes-version'], '1.33');
   });
 
   it('a full reconcile from the hub repairs what missed events left wrong, and never touches a Secret made by hand', async () => {

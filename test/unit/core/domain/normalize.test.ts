@@ -188,6 +188,36 @@ describe('normalize: status', () => {
     assert.deepEqual(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!), ['ok.example:443']);
   });
 
+  it('writes no server a consumer should not send credentials to: only https URLs with a real host', () => {
+    const hostile = [
+      'http://34.76.10.20',
+      'https://34.76.10.20@evil.example.com',
+      'https://user:pass@api.example.com',
+      'https://kubernetes.default.svc',
+      'https://kubernetes.default.svc.cluster.local:443',
+      'https://localhost:6443',
+      'https://kubernetes',
+      'https://api.example.com/?next=https://evil.example.com',
+      'https://api.example.com/#x',
+      `https://api.example.com/${'a'.repeat(2048)}`,
+      'javascript:alert(1)',
+      'file:///etc/passwd',
+    ];
+    for (const url of hostile) {
+      const profile = normalize(eksCluster({ endpoints: [{ url, visibility: 'public' }] }), options, NOW);
+      assert.deepEqual(profile.status?.accessProviders ?? [], [], url);
+      assert.equal(prop(profile, 'cluster-endpoints.k8s.io'), '[]', url);
+    }
+    for (const url of [
+      'https://34.76.10.20',
+      'https://ABC.gr7.us-east-1.eks.amazonaws.com',
+      'https://[fd00::1]:443',
+    ]) {
+      const profile = normalize(eksCluster({ endpoints: [{ url, visibility: 'public' }] }), options, NOW);
+      assert.equal(profile.status?.accessProviders?.[0]?.cluster?.server, url, url);
+    }
+  });
+
   it('writes location as cloud/region, or cloud/zone for zonal clusters, with topology properties', () => {
     const eks = normalize(eksCluster(), options, NOW);
     assert.equal(prop(eks, 'location.topology.k8s.io'), 'aws/us-east-1');

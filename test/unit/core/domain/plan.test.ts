@@ -239,6 +239,28 @@ describe('plan', () => {
     assert.match(clash.skipped[0]!.detail, /"ocm"/);
   });
 
+  it('never writes over a profile of another cloud cluster whose name collides, and says so; the stored one keeps its own life', () => {
+    // The victim: a cluster of another account (another scope) whose profile has this name.
+    const victim = stored(desiredOf([eksCluster({ name: 'beta', account: '999999999999' })]))[0]!;
+    const colliding = desiredOf([b], LATER)[0]!;
+    colliding.metadata.name = victim.metadata.name;
+    const clash = run([colliding], [victim]);
+    assert.deepEqual([clash.creates.length, clash.updates.length, clash.deletes.length], [0, 0, 0]);
+    assert.equal(clash.skipped[0]!.reason, 'ProviderIdConflict');
+    assert.match(clash.skipped[0]!.detail, /999999999999/);
+    assert.match(clash.skipped[0]!.detail, /111122223333/);
+    // In the same scope, the stored profile's own cluster gone from a complete listing: deleted as ever.
+    const own = stored(desiredOf([a]))[0]!;
+    const sameName = desiredOf([b], LATER)[0]!;
+    sameName.metadata.name = own.metadata.name;
+    const gone = run([sameName], [own], { deletionGraceListings: 1 });
+    assert.deepEqual(
+      gone.deletes.map((d) => d.current.metadata.name),
+      [own.metadata.name],
+    );
+    assert.equal(gone.skipped[0]!.reason, 'ProviderIdConflict');
+  });
+
   it('never deletes profiles outside the scope (another region of the same account)', () => {
     const west = stored(desiredOf([eksCluster({ name: 'gamma', region: 'us-west-2' })]));
     assert.equal(run([], west).deletes.length, 0);

@@ -5,14 +5,17 @@
  *   node test/run.ts unit     the unit tests only (no hub)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startHub, stopHub } from './env/hub.ts';
 
 const only = process.argv[2];
 const patterns = ['test/unit/**/*.test.ts'];
-const env: NodeJS.ProcessEnv = { ...process.env };
+// Every test process makes its temporary directories under this run's own folder: what is left there at the
+// end was left behind by a test (a directory, a socket, a file), and the run fails naming it.
+const temporary = mkdtempSync(join(tmpdir(), 'cpsync-tests-'));
+const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: temporary };
 
 let hubDirectory: string | undefined;
 if (only !== 'unit') {
@@ -31,6 +34,7 @@ if (only !== 'unit') {
 
 const stop = async () => {
   if (hubDirectory) await stopHub(hubDirectory);
+  if (hubDirectory) rmSync(hubDirectory, { recursive: true, force: true });
 };
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => void stop().then(() => process.exit(130)));
@@ -66,4 +70,12 @@ else {
   code = code || randomized;
 }
 await stop();
+const left = readdirSync(temporary).filter((name) => name.startsWith('cpsync-'));
+if (left.length > 0) {
+  console.error(
+    `\n✖ the tests left ${left.length} temporary director(ies) behind: ${left.sort().join(', ')}`,
+  );
+  code ||= 1;
+} else console.log('✔ the tests left nothing behind in the temporary folder');
+rmSync(temporary, { recursive: true, force: true });
 process.exitCode = code;

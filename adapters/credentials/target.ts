@@ -93,6 +93,9 @@ export interface TargetFlags {
 const NO_CLUSTER_INFO =
   "no cluster information: set provideClusterInfo: true in the consumer's exec configuration (client-go then passes the profile's extension in KUBERNETES_EXEC_INFO), or give --provider and the cluster flags";
 
+/** An AWS region name: `eu-west-1`, `us-gov-west-1`, `cn-north-1`, `us-isob-east-1`. */
+const AWS_REGION = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/;
+
 /** The target from the extension and the flags; says which key is missing when one is. */
 export function resolveTarget(extension: ExtensionKeys | undefined, flags: TargetFlags): Target {
   const e = extension ?? {};
@@ -105,7 +108,14 @@ export function resolveTarget(extension: ExtensionKeys | undefined, flags: Targe
       if (!cluster)
         throw new TargetError(`the cluster name is missing (--cluster-name, or clusterId in the extension)`);
       if (!region) throw new TargetError(`the region is missing (--region, or region in the extension)`);
+      // The region goes into the STS host name and the account into a role ARN: only their real shapes.
+      if (!AWS_REGION.test(region))
+        throw new TargetError(`the region ${JSON.stringify(region)} is not an AWS region (like eu-west-1)`);
       const accountId = flags.account ?? e.accountId;
+      if (accountId !== undefined && !/^\d{12}$/.test(accountId))
+        throw new TargetError(
+          `the account ${JSON.stringify(accountId)} is not an AWS account id (12 digits)`,
+        );
       return { provider, cluster, region, ...(accountId ? { accountId } : {}) };
     }
     case 'gke': {

@@ -5,15 +5,15 @@
  *   npm run bench:credentials [-- <runs> <other node binaries…>]
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const runs = Number(process.argv[2] ?? 20);
 const nodes = [process.execPath, ...process.argv.slice(3)];
-const directory = mkdtempSync(join(tmpdir(), 'cpsync-bench-credentials-'));
+const directory = temporaryDirectory('cpsync-bench-credentials-');
 try {
   const plugin = join(directory, 'cpsync-credentials.mjs');
   const built = spawnSync(process.execPath, [join(root, 'infra/build-credentials.ts'), plugin], {

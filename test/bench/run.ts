@@ -7,8 +7,7 @@
  * go to `.cache/bench/BENCHMARKS.partial.md` instead, so BENCHMARKS.md always holds a whole default run.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
@@ -36,6 +35,7 @@ import { ArgoCdClusterSync, ChatNotifier } from '../../infra/subscribers.ts';
 import { coldStarts, type FunctionSpec } from '../env/lambdaRuntime.ts';
 import { EXAMPLE } from '../support/infra.ts';
 import { ACCOUNT, placeholderRefs, templateResolver, templateResources } from '../support/template.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const FUNCTIONS = ['scopeEnumerator', 'scopeWorker', 'eksEvents', 'webhook'];
@@ -121,7 +121,7 @@ const LAMBDA_RUNS = 7;
  * the Lambda runtime test runs them; each a fresh emulator per run, its Init Duration from `INIT REPORT`.
  */
 async function lambdaColdStarts(): Promise<void> {
-  const directory = mkdtempSync(join(tmpdir(), 'cpsync-bench-lambda-'));
+  const directory = temporaryDirectory('cpsync-bench-lambda-');
   try {
     const assembly = join(directory, 'cdk.out');
     const app = new App({ outdir: assembly, context: { 'aws:cdk:enable-asset-metadata': true } });
@@ -239,7 +239,7 @@ async function withEstate(): Promise<void> {
     POWERTOOLS_TRACE_ENABLED: 'false',
     POWERTOOLS_LOG_LEVEL: 'ERROR',
   });
-  const directory = mkdtempSync(join(tmpdir(), 'cpsync-bench-'));
+  const directory = temporaryDirectory('cpsync-bench-');
   const hub = await startHub(join(directory, 'hub'));
   const emulators = await startEmulators({ directory: join(directory, 'estate') });
   try {
@@ -429,7 +429,7 @@ const BENCH_CONCURRENCY = Number(flags['scope-concurrency'] ?? 16);
 const SMALL_REPEATS = 3;
 const scaleRun = (options: Partial<Parameters<typeof fullSyncAtScale>[0]>) =>
   fullSyncAtScale({
-    directory: mkdtempSync(join(tmpdir(), 'cpsync-scale-')),
+    directory: temporaryDirectory('cpsync-scale-'),
     scale,
     latencyMillis,
     say,

@@ -7,8 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -28,6 +27,7 @@ import {
   type Emulators,
 } from '../env/emulators.ts';
 import { freePort } from '../env/net.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration and profile documents are edited freely here
 type Doc = Record<string, any>;
@@ -117,7 +117,7 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
   };
 
   before(async () => {
-    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-edges-')) });
+    emulators = await startEmulators({ directory: temporaryDirectory('cpsync-edges-') });
     base = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
   });
   after(async () => emulators?.stop());

@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { tmpdir } from 'node:os';
 import { parse } from 'yaml';
 import { startConnectProxy } from '../env/connectProxy.ts';
 import { EKS_ACCOUNT, localGoogleFederation, startEmulators, type Emulators } from '../env/emulators.ts';
 import { accountCredentials } from '../support/aws.ts';
 import { hasStackTrace, runCli } from '../support/cli.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 /** The profiles a file hub directory holds, by their display name and provider. */
 function filedProfiles(directory: string): string[] {
@@ -47,7 +47,7 @@ describe('a first run without a configuration file: the default credentials of e
   let bare: Record<string, string>;
 
   before(async () => {
-    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-first-run-')) });
+    emulators = await startEmulators({ directory: temporaryDirectory('cpsync-first-run-') });
     const aws = await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT);
     const google = localGoogleFederation(emulators.directory, emulators.gke);
     emulators.gke.projects.push({ projectId: 'acme-data', state: 'ACTIVE' });
@@ -56,7 +56,7 @@ describe('a first run without a configuration file: the default credentials of e
       displayName: 'prod',
       state: 'Enabled',
     });
-    const home = mkdtempSync(join(tmpdir(), 'cpsync-home-'));
+    const home = temporaryDirectory('cpsync-home-');
     bare = {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: home,

@@ -6,8 +6,7 @@
  * or a provider set to `off`, each deletion announced.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
@@ -15,6 +14,7 @@ import { DetailValidator } from '../../events/validate.ts';
 import { EKS_ACCOUNT, startEmulators, type Emulators } from '../env/emulators.ts';
 import { hasStackTrace, jsonLines, runCli, type CliRun } from '../support/cli.ts';
 import { readInventory, type DeliveredEvent } from '../support/oracle.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration documents are edited freely here
 type Doc = Record<string, any>;
@@ -26,7 +26,7 @@ describe('orphans: scopes dropped from the configuration', () => {
   const validator = new DetailValidator();
 
   before(async () => {
-    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-orphans-')) });
+    emulators = await startEmulators({ directory: temporaryDirectory('cpsync-orphans-') });
     base = parse(readFileSync(emulators.configPath, 'utf8')) as Doc;
   });
   after(async () => emulators?.stop());

@@ -5,13 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { AZURE_SUBSCRIPTION, GCP_PROJECT, startEmulators, type Emulators } from '../env/emulators.ts';
 import { runCli } from '../support/cli.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 const CHROMIUM = process.env.CPSYNC_CHROMIUM ?? 'chromium';
 
@@ -21,7 +21,7 @@ function chromium(
   url: string,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const profile = mkdtempSync(join(tmpdir(), 'cpsync-chromium-'));
+    const profile = temporaryDirectory('cpsync-chromium-');
     const child = spawn(
       CHROMIUM,
       [
@@ -58,7 +58,7 @@ describe('the inventory at a glance: cpsync report in a real browser, cpsync lis
   let summary: string;
 
   before(async () => {
-    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-report-')) });
+    emulators = await startEmulators({ directory: temporaryDirectory('cpsync-report-') });
     const cli = async (...args: string[]) => {
       const run = await runCli([...args, '--config', emulators.configPath], {
         cwd: emulators.directory,

@@ -1,7 +1,6 @@
 /** The roles cpsync asks member accounts to create (CpsyncMemberRoles): what they trust and what they allow. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { App, Stack, Validations } from 'aws-cdk-lib';
@@ -12,13 +11,14 @@ import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { decide, rolePolicies } from '../support/iam.ts';
 import { CONFIG, NO_BUNDLING } from '../support/infra.ts';
 import { placeholderRefs, templateResolver, type CfnResource } from '../support/template.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 describe('the member account roles', () => {
   let outdir: string;
   let template: Template;
 
   before(() => {
-    outdir = mkdtempSync(join(tmpdir(), 'cpsync-member-roles-'));
+    outdir = temporaryDirectory('cpsync-member-roles-');
     const app = new App({ outdir });
     const stack = new Stack(app, 'Member', { env: { account: '210987654321', region: 'us-east-1' } });
     new CpsyncMemberRoles(stack, 'Cpsync', {

@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
@@ -16,6 +15,7 @@ import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { venvBin } from '../env/python.ts';
 import { CONFIG, ENV, NO_BUNDLING } from '../support/infra.ts';
 import { FUNCTION_ENTRY_FILE } from '../../infra/bundling.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -31,7 +31,7 @@ describe('the CDK app', () => {
   let json: Record<string, unknown>;
 
   before(() => {
-    outdir = mkdtempSync(join(tmpdir(), 'cpsync-cdk-'));
+    outdir = temporaryDirectory('cpsync-cdk-');
     const app = new App({ outdir });
     const stack = new CpsyncStack(app, 'Cpsync', {
       env: ENV,
@@ -313,7 +313,7 @@ describe('the CDK app', () => {
   });
 
   /** `npx cdk synth` with `args`, offline and without AWS credentials. */
-  function cdkSynth(args: string[], out = mkdtempSync(join(tmpdir(), 'cpsync-synth-'))) {
+  function cdkSynth(args: string[], out = temporaryDirectory('cpsync-synth-')) {
     const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('AWS_')));
     return spawnSync(
       join(ROOT, 'node_modules/.bin/cdk'),
@@ -344,7 +344,7 @@ describe('the CDK app', () => {
   });
 
   it('synthesizes with `npx cdk synth`, offline and without AWS credentials, given the EKS hub', () => {
-    const out = mkdtempSync(join(tmpdir(), 'cpsync-synth-'));
+    const out = temporaryDirectory('cpsync-synth-');
     const result = cdkSynth(['-c', 'hubCluster=cpsync-hub', '-c', 'hubRegion=eu-west-1'], out);
     assert.equal(result.status, 0, result.stderr.slice(-3000));
     const synthesized = JSON.parse(readFileSync(join(out, 'Cpsync.template.json'), 'utf8')) as {

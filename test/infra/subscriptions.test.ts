@@ -1,7 +1,6 @@
 /** Subscriptions to cpsync's events: Cpsync.onProfileChange / onScopeSynced / onEvent and CpsyncSubscription on an imported bus. */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
@@ -18,6 +17,7 @@ import { CpsyncSubscription } from '../../infra/CpsyncSubscription.ts';
 import { ArgoCdClusterSync, ChatNotifier } from '../../infra/subscribers.ts';
 import { patterns } from '../../events/patterns.ts';
 import { CONFIG, ENV, NO_BUNDLING } from '../support/infra.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 /** An encrypted queue with its own DLQ: a target cdk-nag has nothing to say about. */
 function cleanQueue(stack: Stack, id: string) {
@@ -45,7 +45,7 @@ function findings(app: App, outdir: string): unknown[] {
 
 describe('subscriptions to cpsync events', () => {
   it('onProfileChange, onScopeSynced and onEvent make rules on the bus with retries, a DLQ and an alarm, cdk-nag clean', () => {
-    const outdir = mkdtempSync(join(tmpdir(), 'cpsync-sub-'));
+    const outdir = temporaryDirectory('cpsync-sub-');
     const app = new App({ outdir, context: NO_BUNDLING });
     const stack = new CpsyncStack(app, 'Cpsync', { env: ENV, cpsync: { config: CONFIG } });
     const cpsync = stack.cpsync;
@@ -126,7 +126,7 @@ describe('subscriptions to cpsync events', () => {
   });
 
   it('works the same on a bus imported from another account, with the events’ configured source', () => {
-    const outdir = mkdtempSync(join(tmpdir(), 'cpsync-sub-'));
+    const outdir = temporaryDirectory('cpsync-sub-');
     const app = new App({ outdir });
     const stack = new Stack(app, 'Subscriber', { env: ENV });
     const bus = EventBus.fromEventBusArn(
@@ -189,7 +189,7 @@ describe('subscriptions to cpsync events', () => {
 
 describe('the example subscribers’ constructs', () => {
   it('ChatNotifier and ArgoCdClusterSync subscribe through the construct, cdk-nag clean', () => {
-    const outdir = mkdtempSync(join(tmpdir(), 'cpsync-sub-'));
+    const outdir = temporaryDirectory('cpsync-sub-');
     const app = new App({ outdir, context: NO_BUNDLING });
     const stack = new CpsyncStack(app, 'Cpsync', { env: ENV, cpsync: { config: CONFIG } });
     const webhook = new Secret(stack, 'Webhook', { description: 'chat webhook URL' });

@@ -6,11 +6,11 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const BIN = join(ROOT, 'node_modules', '.bin');
@@ -21,7 +21,7 @@ describe('the published subscriber kit (cpsync/events)', () => {
   let files: string[];
 
   before(() => {
-    project = mkdtempSync(join(tmpdir(), 'cpsync-subscriber-'));
+    project = temporaryDirectory('cpsync-subscriber-');
     const packed = join(project, 'packed');
     mkdirSync(packed);
     const output = execFileSync('npm', ['pack', '--json', '--pack-destination', packed], {

@@ -17,8 +17,7 @@
  * Seeded and bounded in time; a failure prints the seed, the path and the sequence of steps.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
@@ -36,6 +35,7 @@ import {
 import { accountCredentials, createEksClusters } from '../support/aws.ts';
 import { hasStackTrace, jsonLines, runCli, type CliOptions, type CliRun } from '../support/cli.ts';
 import { liveClusters, readInventory, type DeliveredEvent, type StoredProfile } from '../support/oracle.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261123);
 /** Wall time after which no new sequence is started (the test command's budget is two minutes). */
@@ -563,7 +563,7 @@ describe('both promises over random sequences (stateful property test)', () => {
   let base: Record<string, unknown>;
 
   before(async () => {
-    emulators = await startEmulators({ directory: mkdtempSync(join(tmpdir(), 'cpsync-stateful-')) });
+    emulators = await startEmulators({ directory: temporaryDirectory('cpsync-stateful-') });
     base = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
   });
   after(async () => emulators?.stop());

@@ -1,6 +1,3 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
   AZURE_SUBSCRIPTION,
   EKS_ACCOUNT,
@@ -10,6 +7,7 @@ import {
 } from '../env/emulators.ts';
 import { sqsRecord } from './lambda.ts';
 import { localHub, uniqueNamespace } from './hub.ts';
+import { temporaryDirectory } from './tmp.ts';
 
 /**
  * What the end-to-end, fault and function tests start from: the shared local hub, a namespace of their
@@ -19,7 +17,7 @@ export async function estateOnHub(name: string, log?: (line: string) => void) {
   const state = await localHub();
   const namespace = uniqueNamespace(name);
   const emulators = await startEmulators({
-    directory: mkdtempSync(join(tmpdir(), `cpsync-${name}-`)),
+    directory: temporaryDirectory(`cpsync-${name}-`),
     namespace,
     ...(log ? { log } : {}),
   });

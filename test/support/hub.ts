@@ -2,7 +2,7 @@
  * The real local hub for integration tests. `test/run.ts` starts one for the whole run and names its
  * directory in CPSYNC_TEST_HUB_DIR; a test file run on its own starts (and stops) its own.
  */
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
@@ -27,7 +27,10 @@ export async function localHub(): Promise<HubState> {
   if (!shared) {
     const own = mkdtempSync(join(tmpdir(), 'cpsync-hub-'));
     shared = startHub(own, (line) => console.error(line));
-    process.once('exit', () => stopHubNow(own));
+    process.once('exit', () => {
+      stopHubNow(own);
+      rmSync(own, { recursive: true, force: true });
+    });
   }
   return shared;
 }

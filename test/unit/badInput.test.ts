@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { stringify } from 'yaml';
@@ -15,6 +14,7 @@ import { normalize } from '../../core/domain/normalize.ts';
 import { inventoryOptions } from '../support/settings.ts';
 import { crdViolations } from '../support/crdSchema.ts';
 import { loadConfig } from '../../cli/loadConfig.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 const RUNS = 250;
 const options = inventoryOptions({ tagAllowList: ['team', 'env', 'a*'] });
@@ -277,7 +277,7 @@ describe('bad input: generated configuration files', () => {
   });
 
   it(`${RUNS} arbitrary YAML files, well-formed or not, are read by the CLI's loader: accepted or refused with a ConfigError, never a crash`, () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-yaml-'));
+    const directory = temporaryDirectory('cpsync-yaml-');
     const file = join(directory, 'cpsync.yaml');
     // YAML written from arbitrary values, and arbitrary text that may not be YAML at all.
     const text = fc.oneof(

@@ -6,16 +6,16 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { copyFileSync, mkdirSync, rmSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { promisify } from 'node:util';
+import { temporaryDirectory } from '../support/tmp.ts';
 
 const LAUNCHER = new URL('../../cli/cpsync.mjs', import.meta.url).pathname;
 
 function tree() {
-  const root = mkdtempSync(join(tmpdir(), 'cpsync-launcher-'));
+  const root = temporaryDirectory('cpsync-launcher-');
   mkdirSync(join(root, 'cli'));
   mkdirSync(join(root, 'dist', 'cpsync'), { recursive: true });
   copyFileSync(LAUNCHER, join(root, 'cli', 'cpsync.mjs'));

@@ -4,8 +4,7 @@
  * refuses the events, and a stop signal — against a file hub, with the events read back from the bus.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { FileHub } from '../../../adapters/hub/FileHub.ts';
@@ -14,6 +13,7 @@ import { main, type Io } from '../../../cli/program.ts';
 import { DetailValidator } from '../../../events/index.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { inventoryOptions } from '../../support/settings.ts';
+import { temporaryDirectory } from '../../support/tmp.ts';
 
 const NAMESPACE = 'cluster-inventory';
 
@@ -30,7 +30,7 @@ function io(signal?: AbortSignal): Io & { out: () => string; err: () => string }
 }
 
 describe('cpsync announce', () => {
-  const directory = mkdtempSync(join(tmpdir(), 'cpsync-announce-'));
+  const directory = temporaryDirectory('cpsync-announce-');
   const hubDirectory = join(directory, 'hub');
   const busFile = join(directory, 'events.jsonl');
   const config = (bus: string) => {

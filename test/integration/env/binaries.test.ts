@@ -1,16 +1,16 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
+import { temporaryDirectory } from '../../support/tmp.ts';
 
 const BINARIES = fileURLToPath(new URL('../../env/binaries.ts', import.meta.url));
 
 describe('the test binaries cache', () => {
   it('lets several test runs build the same binary at the same moment, each ending with a working binary', async () => {
-    const work = mkdtempSync(join(tmpdir(), 'cpsync-binaries-'));
+    const work = temporaryDirectory('cpsync-binaries-');
     const module = join(work, 'hello');
     mkdirSync(module);
     writeFileSync(join(module, 'go.mod'), 'module example.com/hello\n\ngo 1.22\n');

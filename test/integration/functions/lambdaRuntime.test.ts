@@ -7,8 +7,7 @@
  * the functions reach AWS, the hub (a kubeconfig in Secrets Manager) and the clouds as they would deployed.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { App } from 'aws-cdk-lib';
@@ -63,6 +62,7 @@ import {
 } from '../../support/lambda.ts';
 import { estateOnHub } from '../../support/estate.ts';
 import { runCli, type CliRun } from '../../support/cli.ts';
+import { temporaryDirectory } from '../../support/tmp.ts';
 
 type Resource = CfnResource;
 
@@ -204,7 +204,7 @@ describe('the deployed assets under the Lambda runtime', () => {
     estate = estateOnHub('lambda');
     const { state, ...rest } = await estate;
     ({ namespace, emulators } = rest);
-    directory = mkdtempSync(join(tmpdir(), 'cpsync-lambda-'));
+    directory = temporaryDirectory('cpsync-lambda-');
     kubeconfigText = readFileSync(state.kubeconfig, 'utf8');
     signer = await startGoogleSigner(AUDIENCE, PUSHER);
     // Credentials STS hands out, and the role they are for: the calls made with them are that role's.

@@ -8,8 +8,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, type V1Secret } from '@kubernetes/client-node';
@@ -43,6 +42,7 @@ import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
 import { lambdaContext } from '../../support/lambda.ts';
 import { inventoryOptions } from '../../support/settings.ts';
+import { temporaryDirectory } from '../../support/tmp.ts';
 
 const BUS = 'argocd-test';
 const inventory = uniqueNamespace('inv');
@@ -119,7 +119,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       inventory: { namespace: inventory },
       bus: { eventBridge: { busName: BUS, endpoint: moto.endpoint, region: 'us-east-1' } },
     };
-    configFile = join(mkdtempSync(join(tmpdir(), 'cpsync-argocd-')), 'cpsync.json');
+    configFile = join(temporaryDirectory('cpsync-argocd-'), 'cpsync.json');
     writeFileSync(configFile, JSON.stringify(document));
     const composition = await compose(parseConfig(document, 'test'), []);
     const deps: ArgoCdDeps = {

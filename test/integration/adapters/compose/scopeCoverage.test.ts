@@ -4,6 +4,7 @@ import { compose, type Composition } from '../../../../adapters/compose/compose.
 import { gkeProvider } from '../../../../adapters/compose/providers/gke.ts';
 import { parseConfig } from '../../../../adapters/compose/config.ts';
 import { startGkeServer, type GkeServer } from '../../../env/fakes/gkeServer.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 describe('what the configuration covers, when it is discovered', () => {
   let server: GkeServer;
@@ -13,10 +14,9 @@ describe('what the configuration covers, when it is discovered', () => {
   before(async () => {
     server = await startGkeServer();
     server.projects.push({ projectId: 'acme-data', state: 1 }, { projectId: 'acme-web', state: 1 });
-    const { writeFileSync, mkdtempSync } = await import('node:fs');
+    const { writeFileSync } = await import('node:fs');
     const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
-    const key = join(mkdtempSync(join(tmpdir(), 'cpsync-coverage-')), 'key.json');
+    const key = join(temporaryDirectory('cpsync-coverage-'), 'key.json');
     writeFileSync(key, JSON.stringify(server.serviceAccountKey));
     config = parseConfig({
       providers: {

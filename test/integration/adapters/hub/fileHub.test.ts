@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { parse } from 'yaml';
@@ -18,6 +17,7 @@ import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { aksCluster, eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { fileHubInodes, fileHubWrites } from '../../../support/hubCounts.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const scope = { provider: 'aks' as const, account: '00000000-1111-2222-3333-444444444444', region: '*' };
 const selector = { 'x-k8s.io/cluster-manager': 'cpsync' };
@@ -96,7 +96,7 @@ describe('file hub', () => {
   let kube: KubernetesHub;
 
   before(async () => {
-    directory = mkdtempSync(join(tmpdir(), 'cpsync-files-'));
+    directory = temporaryDirectory('cpsync-files-');
     kube = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
   });
 

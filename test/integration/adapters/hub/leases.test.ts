@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, it } from 'node:test';
@@ -12,6 +11,7 @@ import type { LeaseStore } from '../../../../core/sync/ports.ts';
 import { LeaseBusyError, RunLeases } from '../../../../core/sync/runLeases.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { startTcpRelay } from '../../../env/net.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const MODULES = {
   file: fileURLToPath(new URL('../../../../adapters/hub/FileLeases.ts', import.meta.url)),
@@ -113,7 +113,7 @@ function contract(name: string, make: () => Promise<{ store: () => LeaseStore; k
 }
 
 contract('file hub', async () => {
-  const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+  const directory = temporaryDirectory('cpsync-leases-');
   return {
     store: () => new FileLeaseStore(directory),
     killedHolder: `import { FileLeaseStore } from ${JSON.stringify(MODULES.file)};
@@ -138,7 +138,7 @@ contract('Kubernetes hub (coordination.k8s.io Lease)', async () => {
 
 describe('file hub leases on disk', () => {
   it('take a lock of another machine (or process-id namespace) for live until it runs out, whatever its pid', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+    const directory = temporaryDirectory('cpsync-leases-');
     mkdirSync(join(directory, '.leases'));
     const until = new Date(Date.now() + 60_000).toISOString();
     // Process ids of another namespace mean nothing here: 999999 is no process of ours, yet it may be theirs.
@@ -152,7 +152,7 @@ describe('file hub leases on disk', () => {
   });
 
   it('stop a run from applying an account whose lease it lost, and let it hold nothing of it after', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+    const directory = temporaryDirectory('cpsync-leases-');
     const store = new FileLeaseStore(directory);
     const run = new RunLeases(store, 'slow', { durationMillis: 300, waitMillis: 0 });
     const hold = await run.enter('account');
@@ -178,7 +178,7 @@ describe('file hub leases on disk', () => {
   });
 
   it('leave no stray files: a lease is one file, gone once given up', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-leases-'));
+    const directory = temporaryDirectory('cpsync-leases-');
     const store = new FileLeaseStore(directory);
     await store.acquire('one', 'h', 10_000);
     assert.deepEqual(readdirSync(join(directory, '.leases')), ['one.json']);

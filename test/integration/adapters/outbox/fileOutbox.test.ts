@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import type { ChangeIntent } from '../../../../core/sync/changes.ts';
 import type { CpsyncEvent } from '../../../../events/types.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 /** The outbox stores events whole and reads only their id and time: a minimal event is enough here. */
 const event = (second: number): CpsyncEvent =>
@@ -25,7 +25,7 @@ const ids = (events: CpsyncEvent[]) => events.map((e) => e.detail.eventId);
 
 describe('FileOutbox', () => {
   it('keeps each batch in one file, rewrites it as events go and removes it with the last', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const directory = temporaryDirectory('cpsync-outbox-');
     const outbox = new FileOutbox(directory);
     const first = [event(3), event(1), event(5)];
     const second = [event(2), event(4)];
@@ -47,7 +47,7 @@ describe('FileOutbox', () => {
   });
 
   it('lets another outbox on the same directory take out events it did not write', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const directory = temporaryDirectory('cpsync-outbox-');
     const events = [event(1), event(2), event(3)];
     await new FileOutbox(directory).add(events);
     const other = new FileOutbox(directory);
@@ -56,7 +56,7 @@ describe('FileOutbox', () => {
   });
 
   it('takes out events of one batch removed at the same time without losing either removal', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const directory = temporaryDirectory('cpsync-outbox-');
     const outbox = new FileOutbox(directory);
     const events = Array.from({ length: 6 }, (_, i) => event(i));
     await outbox.add(events);
@@ -65,7 +65,7 @@ describe('FileOutbox', () => {
   });
 
   it('reads and removes an event left one to a file', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const directory = temporaryDirectory('cpsync-outbox-');
     const left = event(7);
     writeFileSync(join(directory, `${left.detail.eventId}.json`), JSON.stringify(left));
     const outbox = new FileOutbox(directory);
@@ -78,7 +78,7 @@ describe('FileOutbox', () => {
   });
 
   it('keeps intents apart (the intent log), a plan to a file', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const directory = temporaryDirectory('cpsync-outbox-');
     const outbox = new FileOutbox(directory);
     const log = new FileIntentLog(directory);
     const plan = [intent(), intent(), intent()];
@@ -96,7 +96,7 @@ describe('FileOutbox', () => {
   });
 
   it('refuses a batch with an id that is not a cpsync id, naming it, and writes none of it', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-outbox-'));
+    const directory = temporaryDirectory('cpsync-outbox-');
     mkdirSync(directory, { recursive: true });
     const outbox = new FileOutbox(directory);
     const bad = { ...event(1), detail: { eventId: '../../etc/passwd' } } as unknown as CpsyncEvent;

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
@@ -12,6 +11,7 @@ import { scopeKey, type Scope } from '../../../../core/domain/model/scope.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import type { ClusterSource } from '../../../../core/sync/ports.ts';
 import { eksCluster, gkeCluster } from '../../../support/fixtures.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 /** A cloud whose every scope holds one cluster named after the scope. */
 function cloud(make: typeof eksCluster): ClusterSource {
@@ -34,7 +34,7 @@ describe('runSync over many scopes', () => {
   const gke: Scope = { provider: 'gke', account: 'acme-data', region: '*' };
 
   const ports = () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-run-'));
+    const directory = temporaryDirectory('cpsync-run-');
     return {
       directory,
       ports: {

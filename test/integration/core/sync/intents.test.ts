@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -18,6 +18,7 @@ import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
 
@@ -35,7 +36,7 @@ describe('write-ahead intents', () => {
     const hub = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
     const namespace = uniqueNamespace('intents');
     const options = inventoryOptions({ namespace });
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-intents-'));
+    const directory = temporaryDirectory('cpsync-intents-');
     const directoryOfOutbox = join(directory, 'outbox');
     const outbox = new FileOutbox(directoryOfOutbox);
     const log = new FileIntentLog(directoryOfOutbox);
@@ -103,7 +104,7 @@ describe('write-ahead intents', () => {
   it("leaves another run's intents alone while their lease lasts", async () => {
     const hub = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
     const options = inventoryOptions({ namespace: uniqueNamespace('lease') });
-    const directoryOfOutbox = mkdtempSync(join(tmpdir(), 'cpsync-lease-'));
+    const directoryOfOutbox = temporaryDirectory('cpsync-lease-');
     const outbox = new FileOutbox(directoryOfOutbox);
     const log = new FileIntentLog(directoryOfOutbox);
     const planned = await syncScope({
@@ -124,7 +125,7 @@ describe('write-ahead intents', () => {
   });
 
   it('announces the object half of an update whose object write reached the hub but whose answer was lost', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-half-'));
+    const directory = temporaryDirectory('cpsync-half-');
     const hub = new FileHub({ directory: join(directory, 'hub') });
     const directoryOfOutbox = join(directory, 'outbox');
     const outbox = new FileOutbox(directoryOfOutbox);
@@ -185,7 +186,7 @@ describe('write-ahead intents', () => {
   });
 
   it('settles an intent whose profile is malformed without an event, and still recovers the others', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-malformed-intent-'));
+    const directory = temporaryDirectory('cpsync-malformed-intent-');
     const hub = new FileHub({ directory: join(directory, 'hub') });
     const directoryOfOutbox = join(directory, 'outbox');
     const outbox = new FileOutbox(directoryOfOutbox);
@@ -218,7 +219,7 @@ describe('write-ahead intents', () => {
   });
 
   it('never settles the intents of a run that still holds its lease, however old they are', async () => {
-    const directory = mkdtempSync(join(tmpdir(), 'cpsync-held-'));
+    const directory = temporaryDirectory('cpsync-held-');
     const hub = new FileHub({ directory: join(directory, 'hub') });
     const leases = new FileLeaseStore(join(directory, 'hub'));
     const directoryOfOutbox = join(directory, 'outbox');

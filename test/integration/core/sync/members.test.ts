@@ -5,9 +5,6 @@
  * would say) and records which members it was asked about; the real probe is in test/e2e/members.test.ts.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { memberDue, providerIdOf, type MemberReading } from '../../../../core/domain/member.ts';
@@ -16,6 +13,7 @@ import type { MemberProbe } from '../../../../core/sync/ports.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
 const pacing = { everyMillis: 60 * 60_000, slotMillis: 15 * 60_000 };
@@ -49,7 +47,7 @@ function tableProbe(says: Map<string, string>) {
 
 describe('member probe pacing through a scope sync', () => {
   it('reads new members at once, then one slot’s share a run, each once a period, writing only what changed', async () => {
-    const hub = new FileHub({ directory: mkdtempSync(join(tmpdir(), 'cpsync-members-')) });
+    const hub = new FileHub({ directory: temporaryDirectory('cpsync-members-') });
     const says = new Map<string, string>();
     const { probe, asked } = tableProbe(says);
     const listing = { outcome: { scope, kind: 'complete' as const }, clusters };

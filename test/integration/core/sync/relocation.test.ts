@@ -4,9 +4,6 @@
  * writes of one namespace (as a hub that refuses them would).
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
@@ -14,6 +11,7 @@ import type { ObservedCluster } from '../../../../core/domain/model/observedClus
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 /** The file hub, refusing object or status writes or deletes in `namespace` while `refusing.what` is set. */
 class RefusingHub extends FileHub {
@@ -47,7 +45,7 @@ const completeListing = (cluster: ObservedCluster) => ({
 describe('a cluster placed elsewhere', () => {
   for (const what of ['object', 'status'] as const)
     it(`keeps its old profile while its new one cannot be written whole (${what} refused), and moves once it can`, async () => {
-      const hub = new RefusingHub({ directory: mkdtempSync(join(tmpdir(), 'cpsync-relocation-')) });
+      const hub = new RefusingHub({ directory: temporaryDirectory('cpsync-relocation-') });
       const cluster = eksCluster({ name: 'moving' });
       const listing = completeListing(cluster);
       await syncScope({ hub, listing, options: inventoryOptions(), now: '2026-03-01T00:00:00Z' });
@@ -70,7 +68,7 @@ describe('a cluster placed elsewhere', () => {
     });
 
   it('keeps a copy a removed rule leaves listed on its cluster’s profile until the copy is really gone', async () => {
-    const hub = new RefusingHub({ directory: mkdtempSync(join(tmpdir(), 'cpsync-relocation-')) });
+    const hub = new RefusingHub({ directory: temporaryDirectory('cpsync-relocation-') });
     const cluster = eksCluster({ name: 'projected' });
     const listing = completeListing(cluster);
     const projecting = inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['copies'] }] });

@@ -104,6 +104,22 @@ describe('cpsync credentials: what it reads', () => {
       /the cluster name is missing/,
     );
     assert.throws(() => resolveTarget({ provider: 'eks', cluster: 'x' }, {}), TargetError);
+    // A region or account that would put something else into the STS host or the role ARN.
+    for (const region of ['evil.example.net/x#', 'eu-west-1.evil.example.net', 'EU-WEST-1', 'eu-west-1 ', ''])
+      assert.throws(
+        () => resolveTarget({ provider: 'eks', cluster: 'x', region: region || ' ' }, {}),
+        /is not an AWS region/,
+        region,
+      );
+    assert.throws(
+      () => resolveTarget({ provider: 'eks', cluster: 'x', region: 'eu-west-1', accountId: '1:role/x' }, {}),
+      /is not an AWS account id/,
+    );
+    for (const region of ['eu-west-1', 'us-gov-west-1', 'cn-north-1', 'us-isob-east-1', 'ap-southeast-4'])
+      assert.equal(
+        (resolveTarget({ provider: 'eks', cluster: 'x', region }, {}) as { region: string }).region,
+        region,
+      );
   });
 
   it('assumes the role named by an ARN pattern or a role name, in the partition of the region', () => {

@@ -22,6 +22,12 @@ export function mapAksCluster(cluster: ManagedCluster, subscription: string): Ob
   const id = str(c.id) ?? '';
   const pools = arr(c.agentPoolProfiles).map(obj);
   const counts = pools.map((pool) => num(pool.count)).filter((n): n is number => n !== undefined);
+  // What runs: nothing in a stopped cluster, nothing in a stopped pool (each keeps its configured count).
+  const stopped = (state: unknown) => str(obj(state).code)?.toLowerCase() === 'stopped';
+  const running = stopped(c.powerState)
+    ? 0
+    : pools.reduce((sum, pool) => sum + (stopped(pool.powerState) ? 0 : (num(pool.count) ?? 0)), 0);
+  const configured = counts.reduce((a, b) => a + b, 0);
   const error = obj(obj(c.status).provisioningError);
   const resourceGroup = resourceGroupOf(id);
   const version = str(c.currentKubernetesVersion) || str(c.kubernetesVersion);
@@ -53,7 +59,8 @@ export function mapAksCluster(cluster: ManagedCluster, subscription: string): Ob
           : [],
     },
     nodes: {
-      ...(counts.length > 0 ? { count: counts.reduce((a, b) => a + b, 0) } : {}),
+      ...(counts.length > 0 ? { count: running } : {}),
+      ...(counts.length > 0 && running !== configured ? { configured } : {}),
       instanceTypes: pools.map((pool) => str(pool.vmSize)).filter((t): t is string => !!t),
       ...(autoscales ? { autoscaling: { min: bound('minCount'), max: bound('maxCount') } } : {}),
     },

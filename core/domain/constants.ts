@@ -55,6 +55,8 @@ export const PROPERTY_NODE_TYPES_OMITTED = 'cpsync.io/node-types-omitted';
 /** Autoscaling bounds of the total node count (present only when some pool autoscales). */
 export const PROPERTY_NODE_COUNT_MIN = 'cpsync.io/node-count-min';
 export const PROPERTY_NODE_COUNT_MAX = 'cpsync.io/node-count-max';
+/** The nodes a stopped cluster's (or pool's) configuration keeps, beside `count.node.k8s.io` (what runs). */
+export const PROPERTY_NODE_COUNT_CONFIGURED = 'cpsync.io/node-count-configured';
 /** Consecutive complete listings of its scope that did not list the cluster (present only while missing). */
 export const PROPERTY_MISSED_LISTINGS = 'cpsync.io/missed-listings';
 /**

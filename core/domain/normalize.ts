@@ -19,6 +19,7 @@ import {
   PROPERTY_LOCATION,
   PROPERTY_NAME_MAX_LENGTH,
   PROPERTY_NODE_COUNT,
+  PROPERTY_NODE_COUNT_CONFIGURED,
   PROPERTY_NODE_COUNT_MAX,
   PROPERTY_NODE_COUNT_MIN,
   PROPERTY_NODE_TYPES,
@@ -282,6 +283,8 @@ function properties(
   ];
   if (cluster.zone) entries.push([PROPERTY_ZONE, cluster.zone]);
   if (cluster.nodes.count !== undefined) entries.push([PROPERTY_NODE_COUNT, String(cluster.nodes.count)]);
+  if (cluster.nodes.configured !== undefined)
+    entries.push([PROPERTY_NODE_COUNT_CONFIGURED, String(cluster.nodes.configured)]);
   if (cluster.nodes.autoscaling) {
     entries.push(
       [PROPERTY_NODE_COUNT_MIN, String(cluster.nodes.autoscaling.min)],

@@ -337,6 +337,29 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     await drain();
   });
 
+  it('a stopped AKS cluster shows no running node, with its configured count beside it, and both come back when it starts', async () => {
+    await baseline();
+    const web = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === 'web')!;
+    const properties = web.properties as Record<string, unknown>;
+    const configured = (properties.agentPoolProfiles as Array<{ count: number }>).reduce(
+      (n, pool) => n + pool.count,
+      0,
+    );
+    const counts = async () => {
+      const profile = (await profiles()).find((p) => p.spec.displayName === 'web')!;
+      const value = (name: string) => profile.status!.properties!.find((p) => p.name === name)?.value;
+      return [value('count.node.k8s.io'), value('cpsync.io/node-count-configured')];
+    };
+    assert.deepEqual(await counts(), [String(configured), undefined]);
+    properties.powerState = { code: 'Stopped' };
+    assert.equal((await sync('--provider', 'aks')).code, 0);
+    assert.deepEqual(await counts(), ['0', String(configured)]);
+    properties.powerState = { code: 'Running' };
+    assert.equal((await sync('--provider', 'aks')).code, 0);
+    assert.deepEqual(await counts(), [String(configured), undefined]);
+    await drain();
+  });
+
   it('keeps every profile of a scope whose role cannot be assumed, reports it failed and exits 1', async () => {
     await baseline();
     const eksBefore = (await profiles()).filter((p) => p.metadata.labels?.['cpsync.io/provider'] === 'eks');

@@ -38,8 +38,13 @@ export interface ObservedHealth {
 }
 
 export interface ObservedNodes {
-  /** Total nodes over all node groups/pools, when the provider reports it. */
+  /** Total nodes that run, over all node groups/pools, when the provider reports it (0 when stopped). */
   count?: number;
+  /**
+   * The nodes the pools are configured for, when that differs from what runs (a stopped cluster or pool
+   * keeps its configured count): shown beside the count, never instead of it.
+   */
+  configured?: number;
   /** Instance/machine/VM sizes in use, in any order, duplicates allowed. */
   instanceTypes: string[];
   /**

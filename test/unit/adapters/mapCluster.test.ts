@@ -225,6 +225,44 @@ describe('AKS mapper (managedClusters answers)', () => {
         nodes: { instanceTypes: [] },
       },
     ],
+    [
+      'a stopped cluster runs no node; its pools keep their configured count, shown beside it',
+      {
+        id,
+        name: 'web',
+        location: 'westeurope',
+        provisioningState: 'Succeeded',
+        powerState: { code: 'Stopped' },
+        agentPoolProfiles: [
+          { name: 'sys', count: 2, vmSize: 'Standard_D4s_v5', powerState: { code: 'Stopped' } },
+          { name: 'user', count: 3, vmSize: 'Standard_E8s_v5', powerState: { code: 'Stopped' } },
+        ],
+      } as never,
+      {
+        endpoints: [],
+        health: { status: 'Succeeded', powerState: 'Stopped', issues: [] },
+        nodes: { count: 0, configured: 5, instanceTypes: ['Standard_D4s_v5', 'Standard_E8s_v5'] },
+      },
+    ],
+    [
+      'a running cluster with one pool stopped counts the nodes of the others',
+      {
+        id,
+        name: 'web',
+        location: 'westeurope',
+        provisioningState: 'Succeeded',
+        powerState: { code: 'Running' },
+        agentPoolProfiles: [
+          { name: 'sys', count: 2, vmSize: 'Standard_D4s_v5', powerState: { code: 'Running' } },
+          { name: 'user', count: 3, vmSize: 'Standard_E8s_v5', powerState: { code: 'Stopped' } },
+        ],
+      } as never,
+      {
+        endpoints: [],
+        health: { status: 'Succeeded', powerState: 'Running', issues: [] },
+        nodes: { count: 2, configured: 5, instanceTypes: ['Standard_D4s_v5', 'Standard_E8s_v5'] },
+      },
+    ],
   ];
   for (const [name, cluster, expected] of rows)
     it(name, () => expectFields(mapAksCluster(cluster, SUB), { provider: 'aks', account: SUB, ...expected }));

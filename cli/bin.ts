@@ -5,6 +5,13 @@ import { setFlagsFromString } from 'node:v8';
 // Node keeps the compiled code of the modules it loads (the cloud SDKs are large) in its compile cache
 // on disk, so every run after the first starts faster. Enabled before the modules are imported.
 enableCompileCache();
+// Warnings the libraries emit (gcp-metadata's MetadataLookupWarning when no Google credentials are found,
+// deprecation notices) speak to cpsync's developers, not to its users: Node's own printer is removed, and
+// they are shown only with CPSYNC_DEBUG set.
+process.removeAllListeners('warning');
+process.on('warning', (warning) => {
+  if (process.env.CPSYNC_DEBUG) process.stderr.write(`cpsync: (debug) ${warning.name}: ${warning.message}\n`);
+});
 const { removeTemporaryFiles } = await import('../adapters/shared/files.ts');
 const { main, SIGNAL_EXIT } = await import('./program.ts');
 

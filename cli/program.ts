@@ -19,7 +19,7 @@ import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.t
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
-import { printable } from './terminal.ts';
+import { printable, printableLines } from './terminal.ts';
 import { doctor, type DoctorReport } from '../adapters/compose/doctor.ts';
 import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
 import { formatInventorySummary, reportHtml, summarize } from './inventoryReport.ts';
@@ -502,11 +502,11 @@ export async function main(
     }
     // Bad configuration found on contact (a file, a secret, a kubeconfig): one line, never a stack trace.
     if (error instanceof CpsyncError) {
-      io.stderr.write(`cpsync: ${printable(error.message)}\n`);
+      io.stderr.write(`cpsync: ${printableLines(error.message)}\n`);
       return ExitCode.Usage;
     }
     io.stderr.write(
-      `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? messageOf(error)) : printable(firstLineOf(error, Infinity))}\n`,
+      `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? messageOf(error)) : printableLines(firstLineOf(error, Infinity))}\n`,
     );
     return ExitCode.Incomplete;
   }

@@ -12,3 +12,8 @@ export function printable(text: string): string {
     (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`,
   );
 }
+
+/** `text` of several lines (cpsync's own messages, one finding a line): each line made printable. */
+export function printableLines(text: string): string {
+  return text.split('\n').map(printable).join('\n');
+}

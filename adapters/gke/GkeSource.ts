@@ -80,10 +80,20 @@ export class GkeSource implements ClusterSource {
   readonly #projects: () => Promise<ProjectsClient>;
   #projectsMade = false;
   readonly #callOptions: CallOptions;
+  /**
+   * The credentials, resolved before the first call: the client makes a promise per API method when it
+   * first connects, and without credentials every one it does not call would reject unhandled (a crash).
+   */
+  readonly #credentials: () => Promise<unknown>;
 
   constructor(options: GkeSourceOptions = {}) {
     this.#options = options;
     this.#client = options.client ?? new ClusterManagerClient(this.#clientOptions());
+    this.#credentials = memoizeUntilFailure(async () => {
+      // A GoogleAuth resolves its chain here; a credential given as an auth client is one already.
+      const auth = this.#client.auth as { getClient?: () => Promise<unknown> } | undefined;
+      return typeof auth?.getClient === 'function' ? auth.getClient() : auth;
+    });
     this.#projects = options.projectsClient
       ? () => Promise.resolve(options.projectsClient!)
       : memoizeUntilFailure(() =>
@@ -127,6 +137,7 @@ export class GkeSource implements ClusterSource {
     const inScope = (location: string) =>
       scope.region === ALL_REGIONS || regionOfZone(location) === scope.region;
     try {
+      await this.#credentials();
       const [answer] = await this.#client.listClusters(
         { parent: `projects/${scope.account}/locations/-` },
         this.#callOptions,
@@ -155,6 +166,7 @@ export class GkeSource implements ClusterSource {
   async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {
     if (!ref.location) throw new InvalidOptionError('location', 'is needed to find a GKE cluster');
     try {
+      await this.#credentials();
       const [cluster] = await this.#client.getCluster(
         { name: `projects/${ref.scope.account}/locations/${ref.location}/clusters/${ref.name}` },
         this.#callOptions,
@@ -170,6 +182,7 @@ export class GkeSource implements ClusterSource {
   async selectProjects(selection: ProjectSelection): Promise<string[]> {
     if ('projects' in selection) return [...new Set(selection.projects)].sort();
     const found: string[] = [];
+    await this.#credentials();
     const projects = await this.#projects();
     this.#projectsMade = true;
     for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
@@ -182,8 +195,13 @@ export class GkeSource implements ClusterSource {
 
   async close(): Promise<void> {
     await Promise.all([
-      this.#client.close(),
-      this.#projectsMade ? this.#projects().then((projects) => projects.close()) : undefined,
+      // A client that never connected (no credentials) has nothing to end.
+      this.#client.close().catch(() => undefined),
+      this.#projectsMade
+        ? this.#projects()
+            .then((projects) => projects.close())
+            .catch(() => undefined)
+        : undefined,
     ]);
   }
 }

@@ -6,7 +6,7 @@
  * that syncs the same clusters.
  */
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { parse } from 'yaml';
@@ -223,10 +223,45 @@ describe('a first run without a configuration file: the default credentials of e
     assert.match(run.stderr, /no configuration file \(cpsync\.yaml\) and no cloud credentials found/);
     assert.match(run.stderr, /eks: skipped: no AWS credentials/);
     assert.match(run.stderr, /gke: skipped: no Google credentials/);
-    assert.match(run.stderr, /aks: skipped: /);
+    assert.match(run.stderr, /^ {2}aks: skipped: /m, 'one cloud a line');
     assert.match(run.stderr, /To start: .*cpsync init.*See it work offline/);
     assert.ok(!hasStackTrace(run.stderr), run.stderr);
+    // cpsync speaks first and alone: no library's warning or deprecation notice (MetadataLookupWarning).
+    assert.match(run.stderr.split('\n')[0]!, /^cpsync: /, run.stderr);
+    assert.doesNotMatch(run.stderr, /Warning|\(node:\d+\)/, run.stderr);
     assert.ok(!existsSync(join(cwd, 'inventory')));
+  });
+
+  it('a configured cloud without credentials fails its scope by name: no library warning, no crash, no stack trace', async () => {
+    const cwd = workspace();
+    writeFileSync(join(cwd, 'cpsync.yaml'), 'providers:\n  gke:\n    projects: [acme-data]\n');
+    // A metadata server that answers 500 (as a broken one does), in a network namespace of the run's own:
+    // Google's credential chain warns (MetadataLookupWarning) and its client rejects every method it made.
+    writeFileSync(
+      join(cwd, 'metadata.mjs'),
+      [
+        "import { createServer } from 'node:http';",
+        'const parent = process.ppid;',
+        "createServer((q, r) => { r.writeHead(500, { 'Metadata-Flavor': 'Google' }); r.end('boom'); }).listen(8089, '127.0.0.1');",
+        'setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 100);',
+      ].join('\n'),
+    );
+    const run = await runCli(['sync'], {
+      cwd,
+      env: { ...bare, GCE_METADATA_HOST: '127.0.0.1:8089' },
+      clean: true,
+      wrapper: [
+        'unshare',
+        '-rn',
+        'sh',
+        '-c',
+        `ip link set lo up; "$0" ${join(cwd, 'metadata.mjs')} >/dev/null 2>&1 & sleep 0.5; "$0" "$@"`,
+      ],
+    });
+    assert.equal(run.code, 1, run.stderr);
+    assert.match(run.stderr, /gke\/acme-data\/\*: failed — .*Could not load the default credentials/);
+    assert.doesNotMatch(run.stderr, /Warning|\(node:\d+\)/, run.stderr);
+    assert.ok(!hasStackTrace(run.stderr), run.stderr);
   });
 
   it('cpsync init writes a configuration validate-config accepts, that syncs the same clusters, and never overwrites', async () => {

@@ -306,10 +306,8 @@ export class Cpsync extends Construct {
     this.#grantCloudReads(config, [this.scopeEnumerator], stack, { clusters: false });
     this.#grantCloudReads(config, [this.scopeWorker, this.eksEventHandler], stack, { clusters: true });
     // Every function reaches the hub, whichever clouds are configured.
-    const describeHub = this.#describeHub(document, stack);
-    if (describeHub) for (const fn of all) fn.addToRolePolicy(describeHub);
+    for (const fn of all) this.grantHubRead(fn);
     this.#grantSecrets(document, {
-      hub: all,
       clouds: [this.scopeEnumerator, this.scopeWorker, this.webhook],
       webhook: [this.webhook],
     });
@@ -473,13 +471,13 @@ export class Cpsync extends Construct {
   }
 
   /**
-   * GetSecretValue on exactly the secrets the configuration names, for the functions that read each: the
-   * hub's kubeconfig for every function, the cloud credentials for those that read GKE and AKS, the Event
-   * Grid key for the webhook.
+   * GetSecretValue on exactly the cloud secrets the configuration names, for the functions that read each:
+   * the cloud credentials for those that read GKE and AKS, the Event Grid key for the webhook (the hub's
+   * kubeconfig is granted with the hub, `grantHubRead`).
    */
   #grantSecrets(
     config: CpsyncConfig,
-    readers: { hub: LambdaFunction[]; clouds: LambdaFunction[]; webhook: LambdaFunction[] },
+    readers: { clouds: LambdaFunction[]; webhook: LambdaFunction[] },
   ): void {
     const grants = new Map<string, LambdaFunction[]>();
     const add = (ref: { secretArn?: string } | { file: string } | undefined, functions: LambdaFunction[]) => {
@@ -490,8 +488,6 @@ export class Cpsync extends Construct {
     const aks = config.providers.aks?.credential;
     if (aks && 'clientSecret' in aks) add(aks.clientSecret, readers.clouds);
     add(config.webhook.azure?.key, readers.webhook);
-    if (config.hub && 'kubeconfigSecretArn' in config.hub)
-      add({ secretArn: config.hub.kubeconfigSecretArn }, readers.hub);
     [...grants].forEach(([arn, functions], index) => {
       const secret =
         arn === this.azureWebhookKey?.secretArn

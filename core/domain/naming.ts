@@ -40,6 +40,13 @@ function canonicalProviderId(cluster: Pick<ObservedCluster, 'provider' | 'provid
   return cluster.provider === 'aks' ? cluster.providerId.toLowerCase() : cluster.providerId;
 }
 
+/** Whether two provider ids of `provider` name one cluster (an Azure id in another case is the same). */
+export function sameProviderId(provider: ObservedCluster['provider'], a: string, b: string): boolean {
+  return (
+    canonicalProviderId({ provider, providerId: a }) === canonicalProviderId({ provider, providerId: b })
+  );
+}
+
 function shortHash(value: string): string {
   return createHash('sha256').update(value).digest('hex').slice(0, HASH_LENGTH);
 }

@@ -8,6 +8,7 @@ import {
   PROPERTY_MISSED_LISTINGS,
 } from './constants.ts';
 import { sameJson } from './json.ts';
+import { sameProviderId } from './naming.ts';
 import { ownedMetadata, ownedStatusOf } from './ownership.ts';
 import { matchesSelector, scopeSelector } from './labels.ts';
 import {
@@ -311,11 +312,6 @@ function planUpdate(
  *   projection changed) is deleted at once: the cluster's profile lives on where it is placed now.
  * Pure: the same input always gives the same plan.
  */
-/** Whether two provider ids name one cluster: Azure resource ids are case-insensitive, the others exact. */
-function sameProviderId(a: string, b: string): boolean {
-  return a === b || (a.startsWith('/subscriptions/') && a.toLowerCase() === b.toLowerCase());
-}
-
 export function plan(input: PlanInput): Plan {
   const result: Plan = {
     outcome: input.outcome,
@@ -342,7 +338,7 @@ export function plan(input: PlanInput): Plan {
       isManagedBy(existing, input.manager) &&
       storedId !== undefined &&
       providerId !== undefined &&
-      !sameProviderId(storedId, providerId);
+      !sameProviderId(input.outcome.scope.provider, storedId, providerId);
     if (
       providerId !== undefined &&
       !collides &&

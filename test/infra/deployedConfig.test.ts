@@ -14,46 +14,35 @@ import { configFromEnvironment } from '../../functions/runtime.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { ArgoCdClusterSync, ChatNotifier } from '../../infra/subscribers.ts';
 import { CONFIG, ENV, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
+import { templateResolver, type CfnResource } from '../support/template.ts';
 
 /**
- * A CloudFormation value with its intrinsics resolved the way a deploy resolves them: `Ref` to what the
- * resource's type answers (a secret's ARN, a queue's URL, else the name the resource would get,
- * `<logical id>-ref`), `Fn::GetAtt` to `<logical id>.<attribute>`, pseudo parameters to the stack's
- * environment, `Fn::Join` joined.
+ * What each resource's `Ref` answers when deployed: a secret's ARN, a queue's URL, else the name the
+ * resource would get (`<logical id>-ref`).
  */
-function resolve(value: unknown, types: Record<string, string>): string {
-  if (typeof value === 'string') return value;
-  const node = value as Record<string, unknown>;
-  if ('Ref' in node) {
-    const ref = node.Ref as string;
-    if (ref === 'AWS::Partition') return 'aws';
-    if (ref === 'AWS::Region') return ENV.region;
-    if (ref === 'AWS::AccountId') return ENV.account;
-    if (ref === 'AWS::URLSuffix') return 'amazonaws.com';
-    if (types[ref] === 'AWS::SecretsManager::Secret')
-      return `arn:aws:secretsmanager:${ENV.region}:${ENV.account}:secret:${ref}-AbCdEf`;
-    if (types[ref] === 'AWS::SQS::Queue')
-      return `https://sqs.${ENV.region}.amazonaws.com/${ENV.account}/${ref}`;
-    return `${ref}-ref`;
-  }
-  if ('Fn::GetAtt' in node) return (node['Fn::GetAtt'] as string[]).join('.');
-  if ('Fn::Join' in node) {
-    const [separator, parts] = node['Fn::Join'] as [string, unknown[]];
-    return parts.map((part) => resolve(part, types)).join(separator);
-  }
-  throw new Error(`cannot resolve ${JSON.stringify(value)}`);
+function deployedRefs(resources: Record<string, CfnResource>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(resources).map(([id, { Type }]) => [
+      id,
+      Type === 'AWS::SecretsManager::Secret'
+        ? `arn:aws:secretsmanager:${ENV.region}:${ENV.account}:secret:${id}-AbCdEf`
+        : Type === 'AWS::SQS::Queue'
+          ? `https://sqs.${ENV.region}.amazonaws.com/${ENV.account}/${id}`
+          : `${id}-ref`,
+    ]),
+  );
 }
 
 /** Each function of the template that carries a configuration: its logical id and its CPSYNC_CONFIG text. */
 function functionConfigs(template: Template): Array<{ id: string; text: string }> {
-  const resources = template.toJSON().Resources as Record<string, { Type: string }>;
-  const types = Object.fromEntries(Object.entries(resources).map(([id, r]) => [id, r.Type]));
+  const resources = template.toJSON().Resources as Record<string, CfnResource>;
+  const { resolve } = templateResolver(resources, deployedRefs(resources));
   return Object.entries(template.findResources('AWS::Lambda::Function')).flatMap(([id, resource]) => {
     const variables = (resource as { Properties: { Environment?: { Variables?: Record<string, unknown> } } })
       .Properties.Environment?.Variables;
     return variables?.CPSYNC_CONFIG === undefined
       ? []
-      : [{ id, text: resolve(variables.CPSYNC_CONFIG, types) }];
+      : [{ id, text: String(resolve(variables.CPSYNC_CONFIG)) }];
   });
 }
 

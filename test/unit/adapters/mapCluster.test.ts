@@ -158,6 +158,25 @@ describe('GKE mapper (projects.locations.clusters answers)', () => {
 describe('AKS mapper (managedClusters answers)', () => {
   const SUB = '00000000-0000-0000-0000-0000000000aa';
   const id = `/subscriptions/${SUB}/resourceGroups/rg-Web/providers/Microsoft.ContainerService/managedClusters/web`;
+  /** `web` in power state `power`, with pools of 2 and 3 nodes in the power states given. */
+  const twoPools = (power: string, first: string, second: string) =>
+    ({
+      id,
+      name: 'web',
+      location: 'westeurope',
+      provisioningState: 'Succeeded',
+      powerState: { code: power },
+      agentPoolProfiles: [
+        { name: 'sys', count: 2, vmSize: 'Standard_D4s_v5', powerState: { code: first } },
+        { name: 'user', count: 3, vmSize: 'Standard_E8s_v5', powerState: { code: second } },
+      ],
+    }) as never;
+  /** What `twoPools` maps to: `running` nodes of the 5 configured. */
+  const twoPoolsObserved = (power: string, running: number): Expected => ({
+    endpoints: [],
+    health: { status: 'Succeeded', powerState: power, issues: [] },
+    nodes: { count: running, configured: 5, instanceTypes: ['Standard_D4s_v5', 'Standard_E8s_v5'] },
+  });
   const rows: Array<[string, Parameters<typeof mapAksCluster>[0], Expected]> = [
     [
       'a running cluster with public and private FQDNs and an autoscaling pool',
@@ -227,41 +246,13 @@ describe('AKS mapper (managedClusters answers)', () => {
     ],
     [
       'a stopped cluster runs no node; its pools keep their configured count, shown beside it',
-      {
-        id,
-        name: 'web',
-        location: 'westeurope',
-        provisioningState: 'Succeeded',
-        powerState: { code: 'Stopped' },
-        agentPoolProfiles: [
-          { name: 'sys', count: 2, vmSize: 'Standard_D4s_v5', powerState: { code: 'Stopped' } },
-          { name: 'user', count: 3, vmSize: 'Standard_E8s_v5', powerState: { code: 'Stopped' } },
-        ],
-      } as never,
-      {
-        endpoints: [],
-        health: { status: 'Succeeded', powerState: 'Stopped', issues: [] },
-        nodes: { count: 0, configured: 5, instanceTypes: ['Standard_D4s_v5', 'Standard_E8s_v5'] },
-      },
+      twoPools('Stopped', 'Stopped', 'Stopped'),
+      twoPoolsObserved('Stopped', 0),
     ],
     [
       'a running cluster with one pool stopped counts the nodes of the others',
-      {
-        id,
-        name: 'web',
-        location: 'westeurope',
-        provisioningState: 'Succeeded',
-        powerState: { code: 'Running' },
-        agentPoolProfiles: [
-          { name: 'sys', count: 2, vmSize: 'Standard_D4s_v5', powerState: { code: 'Running' } },
-          { name: 'user', count: 3, vmSize: 'Standard_E8s_v5', powerState: { code: 'Stopped' } },
-        ],
-      } as never,
-      {
-        endpoints: [],
-        health: { status: 'Succeeded', powerState: 'Running', issues: [] },
-        nodes: { count: 2, configured: 5, instanceTypes: ['Standard_D4s_v5', 'Standard_E8s_v5'] },
-      },
+      twoPools('Running', 'Running', 'Stopped'),
+      twoPoolsObserved('Running', 2),
     ],
   ];
   for (const [name, cluster, expected] of rows)

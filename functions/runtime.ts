@@ -154,7 +154,14 @@ export function clusterSyncOnce(name: string, getDeps: () => Promise<FunctionDep
   return once(name, async ({ key, ref }: { key: string; ref: ClusterRef }) => {
     const deps = await getDeps();
     const report = await syncCluster(deps.ports, { syncId: key, ref, ...deps.settings });
-    return { result: report.result, published: report.published, pending: report.pending };
+    // A collision is no failure to retry: it is said in the log and in the answer, every delivery.
+    for (const problem of report.problems ?? []) logger.warn(problem);
+    return {
+      result: report.result,
+      published: report.published,
+      pending: report.pending,
+      ...(report.problems ? { problems: report.problems } : {}),
+    };
   });
 }
 

@@ -539,9 +539,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
     run.report.malformed.push(...result.malformed);
-    for (const skipped of result.plan.skipped)
-      if (skipped.reason === 'ProviderIdConflict')
-        run.report.problems.push(`${scopeKey(scope)}: name collision: ${skipped.detail}`);
+    run.report.problems.push(...collisions(scope, result.plan));
     for (const left of result.unreadable)
       run.report.problems.push(
         `cannot remove the projected copies of ${scopeKey(scope)} in namespace ${left.namespace}, which no rule names any more: ${left.reason}`,
@@ -730,6 +728,15 @@ export interface ClusterSyncReport {
   events: CpsyncEvent[];
   published: number;
   pending: number;
+  /** What needs a person's look: a name collision left the stored profile of another cluster untouched. */
+  problems?: string[];
+}
+
+/** The name collisions a plan refused to write over, as a run reports them. */
+function collisions(scope: Scope, plan: Plan): string[] {
+  return plan.skipped
+    .filter((skipped) => skipped.reason === 'ProviderIdConflict')
+    .map((skipped) => `${scopeKey(scope)}: name collision: ${skipped.detail}`);
 }
 
 /**
@@ -805,11 +812,13 @@ export async function syncCluster(
     const published = await ports.bus.publish(events);
     await ports.outbox.remove(doneWith(published));
     const kind = result.applied.applied[0]?.kind;
+    const problems = collisions(ref.scope, result.plan);
     return {
       result: kind ?? 'unchanged',
       events,
       published: published.published.length,
       pending: events.length - published.published.length,
+      ...(problems.length > 0 ? { problems } : {}),
     };
   } finally {
     await leases?.releaseAll();

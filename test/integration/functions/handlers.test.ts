@@ -29,7 +29,7 @@ import {
   gkeCluster,
   type Emulators,
 } from '../../env/emulators.ts';
-import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
+import { accountCredentials, createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
 import {
@@ -313,6 +313,44 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       events.map((e) => [e['detail-type'], (e.detail.cluster as { displayName: string }).displayName]),
       [['ClusterProfile Created', 'fresh']],
     );
+  });
+
+  it('never writes over the profile of another cluster whose name a CloudTrail event’s cluster collides with, and says so', async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'twin' }]);
+    const handler = makeEksEventHandler(getDeps);
+    const created = cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'twin' });
+    assert.equal((await handler(created as never, context)).result, 'created');
+    await changeEvents();
+    // The victim: that name now holds the profile of a cluster of another account (a 40-bit hash collision).
+    const twin = (await profiles()).find((p) => p.spec.displayName === 'twin')!;
+    const victimId = 'arn:aws:eks:us-east-1:999999999999:cluster/twin';
+    await hub.applyObject({
+      ...twin,
+      metadata: {
+        ...twin.metadata,
+        labels: { ...twin.metadata.labels, 'cpsync.io/account': '999999999999' },
+        annotations: { ...twin.metadata.annotations, 'cpsync.io/provider-id': victimId },
+      },
+    });
+    const before = (await hub.get(twin.metadata))!.metadata.resourceVersion;
+    const again = await handler({ ...created, id: `${created.id}-again` } as never, context);
+    assert.equal(again.result, 'unchanged');
+    assert.match(
+      (again as { problems?: string[] }).problems?.[0] ?? '',
+      new RegExp(`name collision: .*${victimId}`),
+    );
+    const after = (await hub.get(twin.metadata))!;
+    assert.equal(after.metadata.resourceVersion, before, 'the victim is not written');
+    assert.equal(after.metadata.annotations?.['cpsync.io/provider-id'], victimId);
+    assert.deepEqual(await changeEvents(), [], 'no event claims the victim');
+    // Gone again, for the cases after this one.
+    await hub.delete({ namespace: twin.metadata.namespace, name: twin.metadata.name });
+    const eks = new EKSClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT),
+    });
+    await eks.send(new DeleteClusterCommand({ name: 'twin' }));
   });
 
   it('applies an UpdateClusterVersion event, once even when delivered twice', async () => {

@@ -62,6 +62,8 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
       scopes: [scope],
       ...deps.settings,
     });
+    // What needs a look (a name collision, copies that could not be removed): in the log, every delivery.
+    for (const problem of report.problems) logger.warn(problem, { scope: scopeKey(scope) });
     const result = report.scopes[0]!;
     if (result.summary.error?.reason === 'HubError')
       throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);

@@ -517,11 +517,22 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     );
   });
 
-  it('leaks no credential into output, events or profiles', async () => {
+  it('leaks no credential into output, events, profiles or the doctor’s report', async () => {
     // What this test's own runs show, with whatever the others showed before it.
     await baseline();
     captured.push((await cli('list', '--output', 'yaml')).stdout);
     captured.push(JSON.stringify(await profiles()));
+    // The doctor's checks, passing and with a refusal it reports in the cloud's words (cli() captures both).
+    assert.equal((await cli('doctor', '--output', 'json')).code, 0);
+    const refuse = emulators.proxy.intercept((call) =>
+      call.operation === 'AssumeRole'
+        ? stsAccessDenied(`arn:aws:iam::${EKS_ACCOUNT}:role/cpsync-reader`)
+        : undefined,
+    );
+    const refused = await cli('doctor');
+    refuse();
+    assert.equal(refused.code, 1);
+    assert.match(refused.stdout, /✖ scope eks\/210987654321\/us-east-1: AccessDenied/);
     await drain();
     await assertNoCredentials(captured, emulators);
   });

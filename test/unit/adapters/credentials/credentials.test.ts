@@ -111,6 +111,16 @@ describe('cpsync credentials: what it reads', () => {
         /is not an AWS region/,
         region,
       );
+    // From the flags (Argo CD's exec args) as from the extension.
+    assert.throws(
+      () => resolveTarget(undefined, { provider: 'eks', clusterName: 'x', region: 'evil.example.net/x#' }),
+      /is not an AWS region/,
+    );
+    assert.throws(
+      () =>
+        resolveTarget(undefined, { provider: 'eks', clusterName: 'x', region: 'eu-west-1', account: '1x' }),
+      /is not an AWS account id/,
+    );
     assert.throws(
       () => resolveTarget({ provider: 'eks', cluster: 'x', region: 'eu-west-1', accountId: '1:role/x' }, {}),
       /is not an AWS account id/,

@@ -42,6 +42,11 @@ export interface ProfileChangeDetail extends DetailBase {
   profile?: ClusterProfile;
   /** True when the profile was left out for size. */
   profileOmitted?: boolean;
+  /**
+   * How many changes were left out for size (since 1.3): `changes` and `changedFields` hold the first
+   * ones only, without values; the profile as it is now is in the hub.
+   */
+  changesOmitted?: number;
 }
 
 /** Detail of Inventory Scope Synced. */

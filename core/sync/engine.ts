@@ -215,9 +215,13 @@ function runLeases(
   });
 }
 
-/** The events that leave the outbox after a publish: those the bus took, and those it refused for good. */
+/**
+ * The events that leave the outbox after a publish: those the bus took, and only those. An event the
+ * bus refused, even for good, stays and is offered again by every run (and counted as pending) until
+ * someone sees to the cause: the change it announces is never lost.
+ */
 function doneWith(result: PublishResult): string[] {
-  return [...result.published, ...result.failed.filter((f) => !f.retryable).map((f) => f.eventId)];
+  return result.published;
 }
 
 /** A run's lease holder id: the run, and this process's part in it. */
@@ -401,8 +405,8 @@ async function publish(run: RunContext, events: CpsyncEvent[]): Promise<PublishR
 }
 
 /**
- * Publishes events that are in the outbox and takes out those the bus accepted, or refused for good;
- * retryable failures stay for a later run.
+ * Publishes events that are in the outbox and takes out those the bus accepted; refused ones stay for
+ * a later run.
  */
 async function publishFromOutbox(run: RunContext, events: CpsyncEvent[]): Promise<PublishResult> {
   if (events.length === 0) return { published: [], failed: [] };

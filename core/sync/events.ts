@@ -6,8 +6,10 @@ import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { Provider } from '../domain/model/observedCluster.ts';
 import type { ScopeOutcome } from '../domain/model/scope.ts';
 import { DEFAULT_SOURCE, DetailType, MAX_DETAIL_BYTES, SCHEMA_VERSION } from '../../events/detailTypes.ts';
+import { fitText } from '../domain/properties.ts';
 import type {
   CpsyncEvent,
+  EventFieldChange,
   ProfileAnnouncedDetail,
   ProfileChangeDetail,
   ScopeOrphanedDetail,
@@ -53,6 +55,9 @@ function envelope<D>(
   };
 }
 
+/** The longest field path a change keeps once values are left out (paths hold label keys and property names). */
+const MAX_FIELD_CHARS = 1024;
+
 function bytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), 'utf8');
 }
@@ -97,14 +102,45 @@ export function buildChangeEvent(
     changes: change.changes,
     ...(change.kind === 'deleted' ? {} : { profile }),
   };
-  if (bytes(detail) > MAX_DETAIL_BYTES) {
-    delete detail.profile;
-    detail.profileOmitted = true;
+  return envelope(detailType, fitChangeDetail(detail), context, providerId ? [providerId] : []);
+}
+
+/**
+ * A change detail cut to MAX_DETAIL_BYTES, each step only when the one before was not enough: the
+ * profile left out (`profileOmitted`); the changes' values left out; then the changes cut to the first
+ * that fit, with `changedFields` cut to theirs and `changesOmitted` saying how many were left out. The
+ * detail always keeps its first change, its identity and its cluster; the profile is in the hub.
+ */
+export function fitChangeDetail(detail: ProfileChangeDetail): ProfileChangeDetail {
+  if (bytes(detail) <= MAX_DETAIL_BYTES) return detail;
+  const fitted: ProfileChangeDetail = { ...detail };
+  if (fitted.profile) {
+    delete fitted.profile;
+    fitted.profileOmitted = true;
   }
-  if (bytes(detail) > MAX_DETAIL_BYTES) {
-    detail.changes = detail.changes.map((c) => ({ field: c.field }));
+  if (bytes(fitted) <= MAX_DETAIL_BYTES) return fitted;
+  fitted.changes = fitted.changes.map((c) => ({ field: fitText(c.field, MAX_FIELD_CHARS) }));
+  fitted.changedFields = [...new Set(fitted.changes.map((c) => c.field))];
+  if (bytes(fitted) <= MAX_DETAIL_BYTES) return fitted;
+  // Each change kept costs its entry in `changes` and (when new) in `changedFields`.
+  const budget = MAX_DETAIL_BYTES - bytes({ ...fitted, changes: [], changedFields: [], changesOmitted: 0 });
+  const kept: EventFieldChange[] = [];
+  const fields = new Set<string>();
+  let used = 0;
+  for (const change of fitted.changes) {
+    const cost = bytes(change) + 1 + (fields.has(change.field) ? 0 : bytes(change.field) + 1);
+    if (kept.length > 0 && used + cost > budget - 16) break;
+    kept.push(change);
+    fields.add(change.field);
+    used += cost;
   }
-  return envelope(detailType, detail, context, providerId ? [providerId] : []);
+  const omitted = fitted.changes.length - kept.length;
+  return {
+    ...fitted,
+    changes: kept,
+    changedFields: [...fields],
+    ...(omitted > 0 ? { changesOmitted: omitted } : {}),
+  };
 }
 
 export interface ScopeSummary {

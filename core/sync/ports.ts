@@ -80,7 +80,7 @@ export interface Hub {
   malformed?(): MalformedObject[];
 }
 
-/** An event the bus did not take. `retryable` failures stay pending; the others are given up on. */
+/** An event the bus did not take; it stays in the outbox. `retryable`: worth another attempt within the call (the bus retries those). */
 export interface PublishFailure {
   eventId: string;
   code: string;

@@ -360,6 +360,62 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     await drain();
   });
 
+  it('publishes a change too large for one event cut and marked, through EventBridge, and the hub holds all of it', async () => {
+    // Every tag is a property; 300 tags with long keys and values, hostile characters among them.
+    const document = parse(readFileSync(configPath, 'utf8')) as { inventory: Record<string, unknown> };
+    document.inventory.tagAllowList = ['*'];
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(configPath, stringify(document));
+    const web = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === 'web')!;
+    const tags = (round: string) =>
+      Object.fromEntries(
+        Array.from({ length: 300 }, (_, i) => [
+          `k${String(i).padStart(3, '0')}-${'x'.repeat(180)}`,
+          `${round}-<!channel> *b* \u202e${'値'.repeat(230)}`,
+        ]),
+      );
+    web.tags = tags('one');
+    assert.equal((await sync('--provider', 'aks')).code, 0);
+    await drain();
+    web.tags = tags('two');
+    const run = await sync('--provider', 'aks');
+    assert.equal(run.code, 0, run.stderr);
+    assert.equal(await pendingEvents(), 0, 'nothing left behind in the outbox');
+    const events = await drain();
+    assertValid(events);
+    const [updated, ...others] = changes(events);
+    assert.deepEqual(others, []);
+    assert.equal(updated!['detail-type'], 'ClusterProfile Updated');
+    const detail = updated!.detail as unknown as {
+      changes: Array<{ field: string; before?: unknown }>;
+      changedFields: string[];
+      changesOmitted?: number;
+      profileOmitted?: boolean;
+      name: string;
+    };
+    assert.ok(Buffer.byteLength(JSON.stringify(detail)) <= 64 * 1024, 'within the detail budget');
+    assert.equal(detail.profileOmitted, true);
+    assert.ok(detail.changesOmitted! > 0, 'marked as cut');
+    assert.equal(
+      detail.changes.length + detail.changesOmitted!,
+      300,
+      'the count of what was left out is true',
+    );
+    assert.ok(
+      detail.changes.every((c) => !('before' in c)),
+      'values are left out first',
+    );
+    assert.deepEqual(
+      detail.changedFields,
+      detail.changes.map((c) => c.field),
+    );
+    // What the event left out, a subscriber reads from the hub.
+    const profile = (await profiles()).find((p) => p.metadata.name === detail.name)!;
+    const tagged = profile.status!.properties!.filter((p) => p.name.startsWith('cpsync.io/tag.'));
+    assert.equal(tagged.length, 300);
+    assert.ok(tagged.every((p) => p.value.startsWith('two-')));
+  });
+
   it('keeps every profile of a scope whose role cannot be assumed, reports it failed and exits 1', async () => {
     await baseline();
     const eksBefore = (await profiles()).filter((p) => p.metadata.labels?.['cpsync.io/provider'] === 'eks');
@@ -453,6 +509,36 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       )?.detail.name as string;
       return `${name}:${field}`;
     }
+  });
+
+  it('keeps in the outbox an event EventBridge refuses for good, says so every run, and publishes it once it is taken', async () => {
+    await baseline();
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1', { currentNodeCount: 9 }),
+      gkeCluster('edge', 'europe-west1-c'),
+    ]);
+    const refuse = emulators.proxy.intercept(
+      failSomeEntries((entry) => entry.DetailType === 'ClusterProfile Updated', 'AccessDeniedException'),
+    );
+    const runs = [await sync(), await sync()];
+    refuse();
+    for (const run of runs) {
+      assert.equal(run.code, 1, run.stderr);
+      assert.match(
+        run.stderr,
+        /the bus refused events \(they stay in the outbox for the next run\): 1 × AccessDeniedException/,
+      );
+    }
+    assert.equal(changes(await drain()).length, 0);
+    assert.equal(await pendingEvents(), 1, 'not dropped for being refused for good');
+    const taken = await sync();
+    assert.equal(taken.code, 0, taken.stderr);
+    const delivered = changes(await drain());
+    assert.deepEqual(
+      delivered.map((e) => [e['detail-type'], e.detail.changedFields]),
+      [['ClusterProfile Updated', ['status.properties[count.node.k8s.io]']]],
+    );
+    assert.equal(await pendingEvents(), 0);
   });
 
   it('lists the hub as a table, JSON or YAML', async () => {

@@ -1,0 +1,73 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { normalize } from '../../../../core/domain/normalize.ts';
+import { buildChangeEvent } from '../../../../core/sync/events.ts';
+import { MAX_DETAIL_BYTES } from '../../../../events/detailTypes.ts';
+import { DetailValidator } from '../../../../events/validate.ts';
+import { aksCluster } from '../../../support/fixtures.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
+
+const validator = new DetailValidator();
+const NOW = '2026-11-01T12:00:00Z';
+const context = {
+  syncId: 's-1',
+  occurredAt: NOW,
+  scope: { provider: 'aks' as const, account: 'a', region: 'r' },
+};
+
+describe('change events at every size', () => {
+  it('fit the detail budget whatever the changes: the profile, then values, then the tail of the list go, each said; the first change stays', () => {
+    const profile = normalize(aksCluster(), inventoryOptions(), NOW);
+    profile.metadata.uid = 'u-1';
+    const change = fc.record({
+      field: fc.oneof(
+        fc.string({ minLength: 1, maxLength: 40 }),
+        fc.string({ minLength: 1, maxLength: 1200, unit: 'grapheme', size: 'max' }),
+      ),
+      before: fc.option(fc.string({ maxLength: 3000, size: 'max' }), { nil: undefined }),
+      after: fc.option(fc.string({ maxLength: 3000, size: 'max' }), { nil: undefined }),
+    });
+    const seen = new Set<string>();
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.array(change, { minLength: 1, maxLength: 5 }),
+          fc.array(change, { minLength: 1, maxLength: 400, size: 'max' }),
+        ),
+        fc.constantFrom('created', 'updated'),
+        (changes, kind) => {
+          const clean = changes.map(
+            (c) => Object.fromEntries(Object.entries(c).filter(([, v]) => v !== undefined)) as typeof c,
+          );
+          const { detail } = buildChangeEvent(
+            { kind, profile, changes: clean, previousResourceVersion: '1' },
+            context,
+          );
+          const size = Buffer.byteLength(JSON.stringify(detail));
+          assert.ok(size <= MAX_DETAIL_BYTES, `${size} bytes`);
+          assert.deepEqual(
+            validator.errors(
+              kind === 'created' ? 'ClusterProfile Created' : 'ClusterProfile Updated',
+              detail,
+            ),
+            [],
+          );
+          seen.add(detail.changesOmitted ? 'cut' : detail.profileOmitted ? 'left out' : 'whole');
+          const kept = detail.changes.length;
+          assert.ok(kept >= 1);
+          assert.equal(kept + (detail.changesOmitted ?? 0), clean.length, 'every change is kept or counted');
+          if (detail.changesOmitted)
+            assert.equal(detail.profileOmitted, true, 'the profile goes before any change');
+          if (detail.changes.some((c) => 'before' in c || 'after' in c))
+            assert.equal(detail.changesOmitted, undefined, 'values go before changes are cut');
+          // The kept changes are the first ones, in order (fields cut only once values are gone).
+          detail.changes.forEach((c, i) => assert.ok(clean[i]!.field.startsWith(c.field.replace(/…$/, ''))));
+          assert.deepEqual(detail.changedFields, [...new Set(detail.changes.map((c) => c.field))]);
+        },
+      ),
+      { numRuns: 40 },
+    );
+    assert.deepEqual([...seen].sort(), ['cut', 'left out', 'whole'], 'every step was walked');
+  });
+});

@@ -48,6 +48,7 @@ import {
   type ProfileChangeDetail,
 } from '../../events/index.ts';
 import { z } from 'zod';
+import { printable } from '../../core/domain/text.ts';
 import { logger, metrics, settingsFromEnvironment, withPowertools } from '../runtime.ts';
 
 export type ChatFormat = 'slack' | 'teams';
@@ -91,8 +92,10 @@ const DEFAULTS = {
   safetyMarginMs: 3000,
 } as const;
 
-/** Limits of the chat services: Slack's section text, and what keeps a Teams card well under 28 KB. */
+/** Limits of the chat services: Slack's section text; a Teams message (28 KB) and a Slack one, in bytes. */
 const SLACK_SECTION_CHARS = 3000;
+const TEAMS_MAX_BYTES = 27 * 1024;
+const SLACK_MAX_BYTES = 36 * 1024;
 const MAX_LINE_CHARS = 300;
 const MAX_LINES_ALLOWED = 50;
 /** The webhook URL is cached this long: a rotated URL takes effect within it. */
@@ -289,6 +292,13 @@ export interface ChatMessage {
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
+/** `text` cut to `max` characters (code points, never half of one), marked with an ellipsis. */
+function clip(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const characters = Array.from(text);
+  return characters.length <= max ? text : `${characters.slice(0, max - 1).join('')}…`;
+}
+
 /** The message about `notices` of one sync. */
 function composeMessage(
   notices: readonly Notice[],
@@ -316,59 +326,92 @@ function composeMessage(
       : []),
   ];
   const ordered = KINDS.flatMap((kind) => notices.filter((n) => n.kind === kind));
-  const clip = (text: string, max: number) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+  // Cloud strings are shown as text: a newline, a bidi override or an escape in a name shows as `\u{…}`.
   return {
     title: `cpsync: ${parts.join(', ')}`,
-    lines: ordered.slice(0, maxLines).map((n) => ({
-      subject: clip(n.subject, 100),
-      text: clip(n.text, MAX_LINE_CHARS - Math.min(n.subject.length, 100)),
-    })),
+    lines: ordered.slice(0, maxLines).map((n) => {
+      const subject = clip(printable(n.subject), 100);
+      return { subject, text: clip(printable(n.text), MAX_LINE_CHARS - Array.from(subject).length) };
+    }),
     more: Math.max(0, ordered.length - maxLines),
-    footer: `sync ${about.syncId} · hub account ${about.account} ${about.region}`,
+    footer: printable(`sync ${clip(about.syncId, 200)} · hub account ${about.account} ${about.region}`),
   };
 }
 
 /** Text as Slack's mrkdwn takes it: `&`, `<` and `>` escaped, so nothing reads as a link or mention. */
 const slackText = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
+/** Lines of `lines` grouped so that no group holds more than `max` characters. */
+function groups<T>(lines: readonly T[], size: (line: T) => number, max: number): T[][] {
+  const grouped: T[][] = [];
+  let used = 0;
+  for (const line of lines) {
+    const last = grouped.at(-1);
+    if (last && used + size(line) <= max) {
+      last.push(line);
+      used += size(line);
+    } else {
+      grouped.push([line]);
+      used = size(line);
+    }
+  }
+  return grouped;
+}
+
 /**
- * A Slack incoming-webhook message: `text` (the notification's and the fallback's), then mrkdwn section
- * blocks of at most 3,000 characters each and a context block (well within Slack's 50 blocks).
+ * A Slack incoming-webhook message. Cloud strings go only into rich-text `text` elements and
+ * `plain_text` objects, which Slack shows as they are: no mrkdwn formatting, link, mention
+ * (`<!channel>`) or emoji code in a cluster's name or a cloud's message acts. `text` (the notification's
+ * and the fallback's) is the title, made of counts only.
  */
 function slackPayload(message: ChatMessage): { text: string; blocks: object[] } {
-  const lines = message.lines.map((l) => `• *${slackText(l.subject)}* ${slackText(l.text)}`);
-  if (message.more > 0) lines.push(`…and ${message.more} more`);
-  const sections: string[] = [];
-  for (const line of lines) {
-    const last = sections.at(-1);
-    if (last !== undefined && last.length + 1 + line.length <= SLACK_SECTION_CHARS)
-      sections[sections.length - 1] = `${last}\n${line}`;
-    else sections.push(line);
-  }
+  const item = (line: ChatMessage['lines'][number]) => ({
+    type: 'rich_text_section',
+    elements: [
+      { type: 'text', text: line.subject, style: { bold: true } },
+      { type: 'text', text: ` ${line.text}` },
+    ],
+  });
+  const lists = groups(message.lines, (l) => l.subject.length + l.text.length + 1, SLACK_SECTION_CHARS);
   return {
-    text: message.title,
+    text: slackText(message.title),
     blocks: [
-      { type: 'section', text: { type: 'mrkdwn', text: `*${slackText(message.title)}*` } },
-      ...sections.map((text) => ({ type: 'section', text: { type: 'mrkdwn', text } })),
-      { type: 'context', elements: [{ type: 'mrkdwn', text: slackText(message.footer) }] },
+      { type: 'section', text: { type: 'plain_text', text: message.title, emoji: false } },
+      ...lists.map((lines) => ({
+        type: 'rich_text',
+        elements: [{ type: 'rich_text_list', style: 'bullet', elements: lines.map(item) }],
+      })),
+      ...(message.more > 0
+        ? [{ type: 'section', text: { type: 'plain_text', text: `…and ${message.more} more`, emoji: false } }]
+        : []),
+      { type: 'context', elements: [{ type: 'plain_text', text: message.footer, emoji: false }] },
     ],
   };
 }
 
-/** A Teams message (Workflows or incoming webhook): one Adaptive Card of text blocks. */
+/**
+ * A Teams message (Workflows or incoming webhook): one Adaptive Card. Cloud strings go only into the
+ * `TextRun`s of RichTextBlocks, which Teams does not read as markdown: no link, emphasis or list in a
+ * cluster's name acts. The title and "and N more" (counts only) are TextBlocks.
+ */
 function teamsPayload(message: ChatMessage): object {
   const body = [
     { type: 'TextBlock', text: message.title, weight: 'Bolder', size: 'Medium', wrap: true },
     ...message.lines.map((l) => ({
-      type: 'TextBlock',
-      text: `**${l.subject}** ${l.text}`,
-      wrap: true,
+      type: 'RichTextBlock',
+      inlines: [
+        { type: 'TextRun', text: l.subject, weight: 'Bolder' },
+        { type: 'TextRun', text: ` ${l.text}` },
+      ],
       spacing: 'Small',
     })),
     ...(message.more > 0
       ? [{ type: 'TextBlock', text: `…and ${message.more} more`, wrap: true, spacing: 'Small' }]
       : []),
-    { type: 'TextBlock', text: message.footer, wrap: true, isSubtle: true, size: 'Small' },
+    {
+      type: 'RichTextBlock',
+      inlines: [{ type: 'TextRun', text: message.footer, isSubtle: true, size: 'Small' }],
+    },
   ];
   return {
     type: 'message',
@@ -386,6 +429,23 @@ function teamsPayload(message: ChatMessage): object {
       },
     ],
   };
+}
+
+/**
+ * The payload of `message` in `format`, within the chat's size limit in bytes (UTF-8, as posted): lines
+ * are moved from the end into "and N more" until it fits (a card of 50 lines of CJK names is over
+ * 40 KB; Teams refuses more than 28 KB).
+ */
+export function chatPayload(message: ChatMessage, format: ChatFormat): object {
+  const render = format === 'teams' ? teamsPayload : slackPayload;
+  const limit = format === 'teams' ? TEAMS_MAX_BYTES : SLACK_MAX_BYTES;
+  let fitted = message;
+  for (;;) {
+    const payload = render(fitted);
+    if (Buffer.byteLength(JSON.stringify(payload), 'utf8') <= limit || fitted.lines.length === 0)
+      return payload;
+    fitted = { ...fitted, lines: fitted.lines.slice(0, -1), more: fitted.more + 1 };
+  }
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -663,7 +723,7 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
           }
           const notices = [...group.events.values()].flatMap((e) => e.notices);
           const message = composeMessage(notices, group, settings.maxLines);
-          const payload = settings.format === 'teams' ? teamsPayload(message) : slackPayload(message);
+          const payload = chatPayload(message, settings.format);
           const outcome = await post(url, payload, settings, deadline - settings.safetyMarginMs);
           if (!outcome.posted) {
             logger.warn('message not posted: its records fail and come back', {

@@ -44,6 +44,38 @@ import { lambdaContext } from '../../support/lambda.ts';
 import { publishTo, wholeEventTarget } from '../../support/events.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 
+/**
+ * What a person sees of a Slack or Teams payload, a line each: the title, each cluster's line (its bold
+ * subject as `*subject*`), "and N more", the footer. Only the elements that show text as it is (Slack's
+ * rich-text `text` and `plain_text`; Teams' TextRun) may carry cloud strings; any other text element met
+ * is returned with a `MARKUP:` prefix so that a test can see markup reach a place that reads it.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- payloads taken apart as JSON
+function shown(post: { body: any }): string[] {
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any
+  const run = (r: any) => (r.style?.bold || r.weight === 'Bolder' ? `*${r.text}*` : r.text);
+  const lines: string[] = [];
+  const body = post.body;
+  if (body.attachments) {
+    for (const block of body.attachments[0].content.body) {
+      if (block.type === 'RichTextBlock') lines.push(block.inlines.map(run).join(''));
+      else lines.push(block.text);
+    }
+    return lines;
+  }
+  for (const block of body.blocks) {
+    if (block.type === 'section')
+      lines.push(block.text.type === 'plain_text' ? block.text.text : `MARKUP:${block.text.text}`);
+    else if (block.type === 'rich_text')
+      for (const list of block.elements)
+        for (const item of list.elements) lines.push(item.elements.map(run).join(''));
+    else if (block.type === 'context')
+      for (const element of block.elements)
+        lines.push(element.type === 'plain_text' ? element.text : `MARKUP:${element.text}`);
+  }
+  return lines;
+}
+
 const BUS = 'cpsync';
 const TABLE = 'chat-notifier-delivered';
 /** The part of a webhook URL that is the credential: it must never reach a log. */
@@ -341,9 +373,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
   }
 
   const eventIds = (events: readonly CpsyncEvent[]) => events.map((e) => e.detail.eventId);
-  const slackText = (post: Post) =>
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- Slack blocks as JSON
-    [post.body.text, ...post.body.blocks.map((b: any) => b.text?.text ?? b.elements?.[0]?.text)].join('\n');
+  const slackText = (post: Post) => shown(post).join('\n');
   const failures = (response: SQSBatchResponse) => response.batchItemFailures.map((f) => f.itemIdentifier);
 
   it('posts ONE message for a sync of 100 creations, and lets go of what is not worth one', async () => {
@@ -454,7 +484,9 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
       slackText(other),
       /\*eks\/999988887777\/ap-south-1\* could not be synced: AccessDenied: not authorized: eks:ListClusters/,
     );
-    assert.ok(other.body.blocks.every((b: { type: string }) => ['section', 'context'].includes(b.type)));
+    assert.ok(
+      other.body.blocks.every((b: { type: string }) => ['section', 'rich_text', 'context'].includes(b.type)),
+    );
   });
 
   it('does not tell an event twice: the batch redelivered, the same changes published again, an event twice in a batch', async () => {
@@ -483,6 +515,89 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     assert.equal(posts.length, 1);
     assert.equal(posts[0]!.body.text, 'cpsync: 1 cluster created');
     assert.equal(slackText(posts[0]!).match(/\*twice\*/g)?.length, 1);
+  });
+
+  it('shows hostile cloud strings as text in Slack and Teams: no mention, link, formatting or forged line acts; sizes within each chat’s limit', async () => {
+    const hostile =
+      '<!channel> <https://evil.example|click> [here](https://evil.example) **b** _i_ :fire:\n• forged\u202e';
+    for (const format of ['slack', 'teams'] as const) {
+      // Clusters of each format's own (an event told to a webhook once is not told again). One sync
+      // carries the hostile strings; another, 60 clusters with long CJK names and messages.
+      const odd = eksCluster({ name: `odd-${format}`, account: '555566667777' });
+      const name = (i: number) => `集群-${format}-${'名'.repeat(95)}-${i}`;
+      const many = Array.from({ length: 60 }, (_, i) =>
+        eksCluster({ name: name(i), account: '555566667777' }),
+      );
+      await publish([
+        created(odd, 'sync-hostile'),
+        updated(odd, 'sync-hostile', [
+          { field: 'status.version.kubernetes', before: '1.31', after: hostile },
+          {
+            field: 'status.conditions[ControlPlaneHealthy]',
+            before: 'True',
+            after: { status: 'False', reason: hostile, message: hostile },
+          },
+        ]),
+        ...many.map((c) => created(c, 'sync-big')),
+        ...many.map((c) =>
+          updated(c, 'sync-big', [
+            {
+              field: 'status.conditions[ControlPlaneHealthy]',
+              before: 'True',
+              after: { status: 'False', reason: '故障'.repeat(120) },
+            },
+          ]),
+        ),
+      ]);
+      const batch = await batchOf('chat');
+      const since = receiver.posts.length;
+      const response = await makeChatNotifier({ documents, format, maxLines: 50 })(
+        batch,
+        lambdaContext('chat-notifier'),
+      );
+      assert.deepEqual(response, { batchItemFailures: [] });
+      const posts = receiver.delivered(since);
+      assert.equal(posts.length, 2, `${format}: one message per sync`);
+      for (const post of posts) {
+        const bytes = Buffer.byteLength(JSON.stringify(post.body));
+        assert.ok(bytes <= (format === 'teams' ? 28 * 1024 : 40_000), `${format}: ${bytes} bytes`);
+        const lines = shown(post);
+        assert.deepEqual(
+          lines.filter((l) => l.startsWith('MARKUP:')),
+          [],
+          'cloud strings only where shown as text',
+        );
+        assert.ok(!lines.some((l) => l.startsWith('• forged')), 'no forged line');
+        assert.ok(
+          lines.every((l) => !/[\n\u202e]/.test(l)),
+          'no newline or bidi override acts',
+        );
+      }
+      const [oddPost, bigPost] = ['1 cluster created', '60 clusters created'].map((title) =>
+        posts.find((p) => shown(p)[0]!.startsWith(`cpsync: ${title}`))!,
+      );
+      const oddLines = shown(oddPost!);
+      assert.equal(oddLines[0], 'cpsync: 1 cluster created, 1 upgraded, 1 health change');
+      assert.ok(
+        oddLines.some((l) =>
+          l.includes(
+            '<!channel> <https://evil.example|click> [here](https://evil.example) **b** _i_ :fire:\\u{a}• forged\\u{202e}',
+          ),
+        ),
+        `${format}: the hostile text is there, as text, its newline and override shown: ${oddLines.join('\n')}`,
+      );
+      const lines = shown(bigPost!);
+      assert.equal(lines[0], 'cpsync: 60 clusters created, 60 health changes');
+      const more = lines.find((l) => /^…and \d+ more$/.test(l));
+      const listed = lines.filter((l) => l.startsWith('*')).length;
+      assert.equal(
+        listed + Number(/\d+/.exec(more ?? '0')![0]),
+        120,
+        `${format}: every notice listed or counted`,
+      );
+      if (format === 'teams')
+        assert.ok(listed < 50, `lines moved into "and N more" to fit: ${listed} listed`);
+    }
   });
 
   it('posts an Adaptive Card to Teams (CHAT_FORMAT=teams, the URL given as JSON in the secret)', async () => {
@@ -516,15 +631,15 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     assert.equal(attachment.content.type, 'AdaptiveCard');
     assert.equal(attachment.content.version, '1.4');
     assert.equal(attachment.content.$schema, 'http://adaptivecards.io/schemas/adaptive-card.json');
-    const blocks = attachment.content.body as Array<{ type: string; text: string; wrap: boolean }>;
-    assert.ok(blocks.every((b) => b.type === 'TextBlock' && typeof b.text === 'string' && b.wrap));
-    assert.equal(blocks[0]!.text, 'cpsync: 2 clusters created, 1 upgraded, 1 health change');
-    const texts = blocks.map((b) => b.text);
+    const blocks = attachment.content.body as Array<{ type: string }>;
+    assert.ok(blocks.every((b) => ['TextBlock', 'RichTextBlock'].includes(b.type)));
+    const texts = shown(posts[0]!);
+    assert.equal(texts[0], 'cpsync: 2 clusters created, 1 upgraded, 1 health change');
     assert.ok(
-      texts.includes('**alpha** ControlPlaneHealthy is now True (was False) (eks 222233334444 us-east-1)'),
+      texts.includes('*alpha* ControlPlaneHealthy is now True (was False) (eks 222233334444 us-east-1)'),
     );
-    assert.ok(texts.includes('**alpha** Kubernetes 1.31 → 1.32 (eks 222233334444 us-east-1)'));
-    assert.ok(texts.includes('**beta** created (eks 222233334444 us-east-1, Kubernetes 1.31)'));
+    assert.ok(texts.includes('*alpha* Kubernetes 1.31 → 1.32 (eks 222233334444 us-east-1)'));
+    assert.ok(texts.includes('*beta* created (eks 222233334444 us-east-1, Kubernetes 1.31)'));
     assert.match(texts.at(-1)!, /^sync sync-teams · hub account 123456789012 us-east-1$/);
   });
 

@@ -15,6 +15,7 @@ import {
   PROPERTY_NODE_COUNT,
   PROPERTY_POWER_STATE,
 } from '../core/domain/constants.ts';
+import { createHash } from 'node:crypto';
 import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
 import { printable } from './terminal.ts';
 
@@ -147,11 +148,22 @@ export function formatInventorySummary(summary: InventorySummary): string {
   return `${lines.map(printable).join('\n')}\n`;
 }
 
+/**
+ * `text` as HTML text or an attribute value: markup characters escaped, and characters that act
+ * instead of showing (controls, bidi overrides, zero-width) shown as `\u{…}` — a right-to-left
+ * override in a cluster's name cannot reverse what follows it.
+ */
 const escape = (text: string) =>
-  text.replace(
+  printable(text).replace(
     /[&<>"']/g,
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] ?? c,
   );
+
+/** The CSP source of an inline element's exact text: the page runs and styles only what it was written with. */
+const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+
+/** Clusters listed under "Need a look"; the table below holds every one. */
+const MAX_ATTENTION_ITEMS = 500;
 
 const COLORS: Record<string, string> = { eks: '#e47911', gke: '#1a73e8', aks: '#0078d4' };
 
@@ -190,14 +202,19 @@ const SCRIPT = `
   function sortBy(column, descending) {
     var index = Array.prototype.findIndex.call(table.tHead.rows[0].cells, function (c) { return c.dataset.column === column; });
     if (index < 0) return;
-    var rows = Array.prototype.slice.call(body.rows);
-    rows.sort(function (a, b) {
-      var x = a.cells[index].dataset.value, y = b.cells[index].dataset.value;
-      var nx = Number(x), ny = Number(y);
-      var order = x !== '' && y !== '' && !isNaN(nx) && !isNaN(ny) ? nx - ny : x.localeCompare(y, undefined, { numeric: true });
+    // Each row's key read once; numbers compare as numbers, the rest by one collator.
+    var collator = new Intl.Collator(undefined, { numeric: true });
+    var keyed = Array.prototype.map.call(body.rows, function (row) {
+      var text = row.cells[index].textContent;
+      return { row: row, text: text, number: text === '' ? NaN : Number(text) };
+    });
+    keyed.sort(function (a, b) {
+      var order = !isNaN(a.number) && !isNaN(b.number) ? a.number - b.number : collator.compare(a.text, b.text);
       return descending ? -order : order;
     });
-    rows.forEach(function (r) { body.appendChild(r); });
+    var sorted = document.createDocumentFragment();
+    keyed.forEach(function (k) { sorted.appendChild(k.row); });
+    body.appendChild(sorted);
     table.dataset.sortedBy = column + (descending ? ':desc' : '');
   }
   Array.prototype.forEach.call(table.tHead.rows[0].cells, function (cell) {
@@ -211,6 +228,26 @@ const SCRIPT = `
 })();
 `;
 
+const STYLE = `
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1f2328; }
+h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; }
+.muted { color: #656d76; } .cards { display: flex; gap: 12px; flex-wrap: wrap; }
+.card { border-left: 6px solid; padding: 8px 16px; background: #f6f8fa; border-radius: 4px; min-width: 90px; }
+.card .n { display: block; font-size: 26px; font-weight: 600; }
+.charts { display: flex; gap: 24px; flex-wrap: wrap; } figure { margin: 0; } figcaption { font-weight: 600; }
+.label { font-size: 12px; fill: #1f2328; }
+table { border-collapse: collapse; } th, td { padding: 4px 10px; border-bottom: 1px solid #d0d7de; text-align: left; }
+#clusters th { cursor: pointer; user-select: none; } #clusters th:hover { background: #f6f8fa; }
+.card.eks { border-color: #e47911; } .card.gke { border-color: #1a73e8; } .card.aks { border-color: #0078d4; }
+.card.all { border-color: #1f2328; } .card.other { border-color: #666; }
+/* Cloud strings: long unbroken ones wrap inside their column; each keeps its own direction. */
+td, #attention li { overflow-wrap: anywhere; unicode-bidi: isolate; }
+#clusters { table-layout: fixed; width: 100%; } #clusters td { vertical-align: top; } #attention strong, #attention span { unicode-bidi: isolate; }
+`;
+
+/** The page's policy: nothing from anywhere; only its own style and script, by hash. */
+const CSP = `default-src 'none'; style-src ${sha256(STYLE)}; script-src ${sha256(SCRIPT)}; img-src 'none'; base-uri 'none'; form-action 'none'`;
+
 /** `cpsync report`: the whole page, every byte of it inline. */
 export function reportHtml(
   summary: InventorySummary,
@@ -218,12 +255,12 @@ export function reportHtml(
 ): string {
   const cell = (r: ClusterRow, key: keyof ClusterRow) => {
     const value = Array.isArray(r[key]) ? (r[key] as string[]).join('; ') : String(r[key]);
-    return `<td data-value="${escape(value)}">${escape(value)}</td>`;
+    return `<td>${escape(value)}</td>`;
   };
   const cards = summary.byCloud
     .map(
       (c) =>
-        `<div class="card" data-cloud-count="${escape(c.provider)}" style="border-color:${COLORS[c.provider] ?? '#666'}"><span class="n">${c.count}</span><span>${escape(c.provider.toUpperCase())}</span></div>`,
+        `<div class="card ${COLORS[c.provider] ? c.provider : 'other'}" data-cloud-count="${escape(c.provider)}"><span class="n">${c.count}</span><span>${escape(c.provider.toUpperCase())}</span></div>`,
     )
     .join('');
   const scopes = summary.byScope
@@ -233,6 +270,7 @@ export function reportHtml(
     )
     .join('');
   const attention = summary.attention
+    .slice(0, MAX_ATTENTION_ITEMS)
     .map(
       (r) =>
         `<li data-profile="${escape(r.name)}"><strong>${escape(r.displayName)}</strong> <span class="muted">${escape(`${r.provider} · ${r.namespace}/${r.name}`)}</span>: ${escape(r.attention.join('; '))}</li>`,
@@ -245,29 +283,19 @@ export function reportHtml(
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'">
+<meta http-equiv="Content-Security-Policy" content="${CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>cpsync inventory — ${summary.total} clusters</title>
-<style>
-body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1f2328; }
-h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 17px; margin: 28px 0 8px; }
-.muted { color: #656d76; } .cards { display: flex; gap: 12px; flex-wrap: wrap; }
-.card { border-left: 6px solid; padding: 8px 16px; background: #f6f8fa; border-radius: 4px; min-width: 90px; }
-.card .n { display: block; font-size: 26px; font-weight: 600; }
-.charts { display: flex; gap: 24px; flex-wrap: wrap; } figure { margin: 0; } figcaption { font-weight: 600; }
-.label { font-size: 12px; fill: #1f2328; }
-table { border-collapse: collapse; } th, td { padding: 4px 10px; border-bottom: 1px solid #d0d7de; text-align: left; }
-#clusters th { cursor: pointer; user-select: none; } #clusters th:hover { background: #f6f8fa; }
-</style>
+<style>${STYLE}</style>
 </head>
 <body>
 <h1>cpsync inventory</h1>
 <p class="muted">${summary.total} clusters in ${escape(context.source)} · generated ${escape(context.generatedAt)}</p>
-<div class="cards"><div class="card" data-cloud-count="all" style="border-color:#1f2328"><span class="n">${summary.total}</span><span>ALL</span></div>${cards}</div>
+<div class="cards"><div class="card all" data-cloud-count="all"><span class="n">${summary.total}</span><span>ALL</span></div>${cards}</div>
 <h2>Kubernetes versions per cloud</h2>
 <div class="charts">${summary.versions.map(versionChart).join('')}</div>
 <h2>Need a look (${summary.attention.length})</h2>
-<ul id="attention">${attention || '<li class="muted">nothing: every cluster is listed, healthy, running, with CA data and an endpoint</li>'}</ul>
+<ul id="attention">${attention || '<li class="muted">nothing: every cluster is listed, healthy, running, with CA data and an endpoint</li>'}</ul>${summary.attention.length > MAX_ATTENTION_ITEMS ? `<p class="muted" id="attention-more">…and ${summary.attention.length - MAX_ATTENTION_ITEMS} more: sort the table by “Needs a look”.</p>` : ''}
 <h2>By account and region</h2>
 <table id="scopes"><thead><tr><th>Cloud</th><th>Account</th><th>Region</th><th>Clusters</th></tr></thead><tbody>${scopes}</tbody></table>
 <h2>Clusters</h2>

@@ -73,3 +73,29 @@ export function aksCluster(overrides: Partial<ObservedCluster> = {}): ObservedCl
 
 export const NOW = '2026-01-01T00:00:00Z';
 export const LATER = '2026-01-01T00:15:00Z';
+
+/**
+ * `count` profiles as cpsync writes them, spread over the three clouds, 100 accounts each and a few
+ * versions (every 50th unhealthy): an inventory of any size for the report and its bench.
+ */
+export async function syntheticProfiles(count: number) {
+  const { normalize } = await import('../../core/domain/normalize.ts');
+  const { inventoryOptions } = await import('./settings.ts');
+  const options = inventoryOptions();
+  const makers = [eksCluster, gkeCluster, aksCluster];
+  return Array.from({ length: count }, (_, i) => {
+    const make = makers[i % 3]!;
+    const profile = normalize(
+      make({
+        name: `svc-${i.toString(36)}`,
+        account: make === eksCluster ? String(100000000000 + (i % 100)) : `account-${i % 100}`,
+        kubernetesVersion: `1.${29 + (i % 4)}.${i % 7}`,
+        ...(i % 50 === 0 ? { health: { status: 'FAILED', issues: [] } } : {}),
+      }),
+      options,
+      '2026-11-01T12:00:00Z',
+    );
+    profile.metadata.namespace = 'inventory';
+    return profile;
+  });
+}

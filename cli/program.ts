@@ -104,7 +104,7 @@ async function syncCommand(
       ...(progress
         ? {
             onScope: (s, done, total) =>
-              io.stderr.write(`\r\x1b[K[${done}/${total}] ${scopeKey(s.scope)} ${s.outcome.kind}`),
+              io.stderr.write(`\r\x1b[K[${done}/${total}] ${printable(scopeKey(s.scope))} ${s.outcome.kind}`),
           }
         : {}),
     });

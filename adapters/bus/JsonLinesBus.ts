@@ -1,4 +1,4 @@
-import { constants } from 'node:fs';
+import { constants, fstatSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { access, open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Writable } from 'node:stream';
@@ -24,18 +24,63 @@ function refused(events: readonly CpsyncEvent[], error: unknown, what: string): 
 }
 
 /**
- * Writes events as JSON lines to a stream (stdout by default): the local default bus. An event
- * counts as published only once the stream has taken it (its write callback); once the stream is
- * closed (its reader went away: EPIPE) every further event is refused, and stays in the outbox.
+ * Whether a process other than this one holds the read end of the pipe `fd` writes to: true, false, or
+ * undefined when that cannot be known (not a pipe, no Linux /proc). A reader owned by another user is
+ * not seen, so its events are sent again (at-least-once, never lost).
+ */
+export function pipeHasReader(fd: number): boolean | undefined {
+  let pipe: string;
+  try {
+    if (!fstatSync(fd).isFIFO()) return undefined;
+    pipe = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch {
+    return undefined;
+  }
+  for (const pid of readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid) || Number(pid) === process.pid) continue;
+    let descriptors: string[];
+    try {
+      descriptors = readdirSync(`/proc/${pid}/fd`);
+    } catch {
+      continue;
+    }
+    for (const descriptor of descriptors) {
+      try {
+        if (readlinkSync(`/proc/${pid}/fd/${descriptor}`) !== pipe) continue;
+        const flags = /flags:\s+([0-7]+)/.exec(
+          readFileSync(`/proc/${pid}/fdinfo/${descriptor}`, 'utf8'),
+        )?.[1];
+        // O_ACCMODE: 0 read-only, 2 read-write; 1 is another writer.
+        if (flags !== undefined && (parseInt(flags, 8) & 3) !== 1) return true;
+      } catch {
+        // The process or descriptor went away meanwhile.
+      }
+    }
+  }
+  return false;
+}
+
+/**
+ * Writes events as JSON lines to a stream (stdout by default): the local default bus, at-least-once.
+ * A write the stream took is only in a pipe's buffer, not yet read; so what this run wrote counts as
+ * delivered only while its reader is still there. Once the stream is closed (EPIPE), every further
+ * event is refused, and `unconfirmed()` hands back every event written this run — including those the
+ * reader may have taken in part (`cpsync sync | head -c 200`) — for the outbox to keep; the same is true
+ * when, at the end of the run, no process holds the pipe's read end any more. They go out again, with
+ * the same ids, on the next run: subscribers dedupe by `detail.eventId`.
  */
 export class StreamBus implements EventSink {
   readonly #stream: Writable;
   readonly #name: string;
+  readonly #fd: number | undefined;
   #closed: Error | undefined;
+  #written: CpsyncEvent[] = [];
 
   constructor(stream: Writable = process.stdout, name = 'standard output') {
     this.#stream = stream;
     this.#name = name;
+    const fd = (stream as { fd?: unknown }).fd;
+    this.#fd = typeof fd === 'number' ? fd : undefined;
     // A closed pipe is a publishing failure, not a crash of the whole run.
     stream.on('error', (error: Error) => {
       this.#closed ??= error;
@@ -64,6 +109,7 @@ export class StreamBus implements EventSink {
       try {
         await this.#write(jsonLine(event));
         result.published.push(event.detail.eventId);
+        this.#written.push(event);
       } catch (error) {
         this.#closed ??= error as Error;
         result.failed.push(...refused(events.slice(index), error, this.#name));
@@ -71,6 +117,17 @@ export class StreamBus implements EventSink {
       }
     }
     return result;
+  }
+
+  /** The events written this run whose delivery cannot be proven: every one, once the reader is gone. */
+  unconfirmed(): Promise<{ events: CpsyncEvent[]; reason: string }> {
+    const gone = this.#closed !== undefined || (this.#fd !== undefined && pipeHasReader(this.#fd) === false);
+    const events = gone ? this.#written : [];
+    this.#written = [];
+    return Promise.resolve({
+      events,
+      reason: `the reader of ${this.#name} went away; events it may not have read whole go out again`,
+    });
   }
 }
 

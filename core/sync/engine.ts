@@ -358,6 +358,24 @@ async function recover(run: RunContext): Promise<void> {
 /** What is left when the run ends: events and intents waiting, records moved aside, malformed objects met. */
 async function takeStock(run: RunContext): Promise<void> {
   const { ports, report } = run;
+  const unproven = await attempt(run, 'ask the bus what it delivered', async () => ports.bus.unconfirmed?.());
+  if (unproven && unproven.events.length > 0) {
+    const kept = await attempt(run, 'keep undelivered events in the outbox', async () => {
+      await ports.outbox.add(unproven.events);
+      return true;
+    });
+    if (kept) {
+      report.events.published = Math.max(0, report.events.published - unproven.events.length);
+      report.events.failed.push(
+        ...unproven.events.map((e) => ({
+          eventId: e.detail.eventId,
+          code: 'NotDelivered',
+          message: unproven.reason,
+          retryable: true,
+        })),
+      );
+    }
+  }
   report.events.pending =
     (await attempt(run, 'count pending events', () => ports.outbox.pending()))?.length ?? 0;
   const intents = (await attempt(run, 'count waiting intents', () => ports.intents.list())) ?? [];

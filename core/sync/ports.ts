@@ -100,6 +100,11 @@ export interface EventSink {
   publish(events: readonly CpsyncEvent[]): Promise<PublishResult>;
   /** What the bus says of itself, read without publishing (`cpsync doctor`); throws when it cannot be reached. */
   describe?(): Promise<string>;
+  /**
+   * Events this bus reported published whose delivery it can no longer stand behind (a stream whose
+   * reader went away): asked once at the end of a run, which puts them back in the outbox.
+   */
+  unconfirmed?(): Promise<{ events: CpsyncEvent[]; reason: string }>;
 }
 
 /** A stored record the outbox could not read (a truncated or empty file): moved aside, never fatal. */

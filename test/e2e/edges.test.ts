@@ -142,6 +142,44 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     assert.equal(await ws.pending(), 0);
   });
 
+  it('1b. a reader that takes part of the stream and goes away (| head -c 200): every event goes out again, same ids, next run', async () => {
+    const ws = workspace();
+    const { spawn } = await import('node:child_process');
+    const shell = spawn(
+      'sh',
+      [
+        '-c',
+        '"$0" "$1" sync --config "$2" 2>"$3" | head -c 200',
+        process.execPath,
+        CLI,
+        ws.config,
+        join(ws.directory, 'err'),
+      ],
+      { cwd: ws.directory, env: { ...process.env, ...emulators.env } },
+    );
+    let head = '';
+    shell.stdout.on('data', (chunk: Buffer) => (head += chunk.toString()));
+    assert.equal(await new Promise((resolve) => shell.on('close', resolve)), 0);
+    assert.equal(head.length, 200, 'the reader took 200 bytes, part of the first event');
+    const stderr = readFileSync(join(ws.directory, 'err'), 'utf8');
+    assert.match(stderr, /went away/, stderr);
+    const written = ws.inventory();
+    assert.ok(written.size >= 7);
+    const kept = (await new FileOutbox(join(ws.directory, 'outbox')).pending()).map((e) => e.detail.eventId);
+    assert.ok(kept.length >= written.size, 'every event is still in the outbox');
+
+    const next = clean(await ws.sync());
+    assert.equal(next.code, 0, next.stderr);
+    const created = changes(next).filter((e) => e['detail-type'] === 'ClusterProfile Created');
+    assert.deepEqual(
+      created.map((e) => `${e.detail.namespace}/${e.detail.name}`).sort(),
+      [...written.keys()].sort(),
+      'every creation is announced again by the next run',
+    );
+    for (const id of kept) assert.ok(next.stdout.includes(id), `event ${id} goes out again with its id`);
+    assert.equal(await ws.pending(), 0);
+  });
+
   it('2. a regional GKE scope sees the zonal clusters of its region and deletes none of them', async () => {
     emulators.gke.clusters.set(GCP_PROJECT, [
       gkeCluster('analytics', 'europe-west1'),

@@ -28,7 +28,7 @@ function refused(events: readonly CpsyncEvent[], error: unknown, what: string): 
  * undefined when that cannot be known (not a pipe, no Linux /proc). A reader owned by another user is
  * not seen, so its events are sent again (at-least-once, never lost).
  */
-export function pipeHasReader(fd: number): boolean | undefined {
+function pipeHasReader(fd: number): boolean | undefined {
   let pipe: string;
   try {
     if (!fstatSync(fd).isFIFO()) return undefined;

@@ -111,7 +111,7 @@ export function buildChangeEvent(
  * that fit, with `changedFields` cut to theirs and `changesOmitted` saying how many were left out. The
  * detail always keeps its first change, its identity and its cluster; the profile is in the hub.
  */
-export function fitChangeDetail(detail: ProfileChangeDetail): ProfileChangeDetail {
+function fitChangeDetail(detail: ProfileChangeDetail): ProfileChangeDetail {
   if (bytes(detail) <= MAX_DETAIL_BYTES) return detail;
   const fitted: ProfileChangeDetail = { ...detail };
   if (fitted.profile) {

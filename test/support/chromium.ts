@@ -7,7 +7,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { temporaryDirectory } from './tmp.ts';
 
-export const CHROMIUM = process.env.CPSYNC_CHROMIUM ?? 'chromium';
+const CHROMIUM = process.env.CPSYNC_CHROMIUM ?? 'chromium';
 
 export interface OpenedPage {
   /** Console messages, log entries (CSP refusals among them) and uncaught exceptions, as text. */

@@ -28,6 +28,12 @@ export interface EventFieldChange {
 export interface ProfileChangeDetail extends DetailBase {
   namespace: string;
   name: string;
+  /**
+   * The profile's uid and, after the change (for Deleted, before it), its resourceVersion in the hub
+   * (since 1.3): which object and version the event is of, even when the profile is left out for size.
+   */
+  uid?: string;
+  resourceVersion?: string;
   cluster: {
     provider: Provider;
     region: string;

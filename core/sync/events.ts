@@ -97,6 +97,8 @@ export function buildChangeEvent(
     ...detailBase(context, deterministicId(...identity)),
     namespace,
     name,
+    ...(uid ? { uid } : {}),
+    ...(profile.metadata.resourceVersion ? { resourceVersion: profile.metadata.resourceVersion } : {}),
     cluster: clusterOf(profile, context),
     changedFields: [...new Set(change.changes.map((c) => c.field))],
     changes: change.changes,

@@ -92,6 +92,14 @@ class Real {
     });
     this.delivered.push(...jsonLines<DeliveredEvent>(run.stdout));
     assert.ok(!hasStackTrace(run.stderr), `a stack trace:\n${run.stderr}`);
+    // I5: what a cloud said is shown, never acted on: no control, bidi or zero-width character reaches the
+    // terminal (JSON event lines escape controls; bidi characters in them are data, not display).
+    const found = ACTING.exec(run.stderr);
+    assert.equal(found, null, `I5: stderr of ${args[0]} carries ${JSON.stringify(found?.[0])}`);
+    for (const line of run.stdout.split('\n')) {
+      const acting = line.startsWith('{') ? CONTROL.exec(line) : ACTING.exec(line);
+      assert.equal(acting, null, `I5: stdout of ${args[0]} carries ${JSON.stringify(acting?.[0])}`);
+    }
     return run;
   }
 
@@ -167,7 +175,7 @@ class Real {
         violations.push(`I2: event id ${d.eventId} names two changes: ${known} / ${content}`);
       byId.set(d.eventId, content);
       if (event['detail-type'] === 'ClusterProfile Created') {
-        const key = `${d.namespace}/${d.name}#${d.profile?.metadata?.uid}`;
+        const key = `${d.namespace}/${d.name}#${d.uid}`;
         createdIds.set(key, (createdIds.get(key) ?? new Set()).add(d.eventId));
       }
     }
@@ -182,12 +190,11 @@ class Real {
     const changes = this.delivered.filter((e) => e['detail-type'] !== 'Inventory Scope Synced');
     for (const [key, profile] of this.hub) {
       const mine = changes.filter(
-        (e) =>
-          `${e.detail.namespace}/${e.detail.name}` === key && e.detail.profile?.metadata?.uid === profile.uid,
+        (e) => `${e.detail.namespace}/${e.detail.name}` === key && e.detail.uid === profile.uid,
       );
       if (!mine.some((e) => e['detail-type'] === 'ClusterProfile Created'))
         violations.push(`I3: the creation of ${key} (uid ${profile.uid}) was never announced`);
-      const latest = Math.max(...mine.map((e) => Number(e.detail.profile?.metadata?.resourceVersion ?? 0)));
+      const latest = Math.max(...mine.map((e) => Number(e.detail.resourceVersion ?? 0)));
       if (latest !== Number(profile.resourceVersion))
         violations.push(
           `I3: ${key} is at version ${profile.resourceVersion} but the last announced is ${latest}`,
@@ -197,8 +204,7 @@ class Real {
       const key = `${profile.namespace}/${profile.name}`;
       if (this.hub.get(key)?.uid === profile.uid) continue;
       const created = changes.findIndex(
-        (e) =>
-          e['detail-type'] === 'ClusterProfile Created' && e.detail.profile?.metadata?.uid === profile.uid,
+        (e) => e['detail-type'] === 'ClusterProfile Created' && e.detail.uid === profile.uid,
       );
       const deleted = changes.findLastIndex(
         (e) =>
@@ -527,6 +533,50 @@ class CloudOutage implements Command {
   toString = () => `${this.provider} refuses every call until the next sync is over`;
 }
 
+/** Characters that act on a terminal instead of showing (tab and newline aside). */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+// eslint-disable-next-line no-control-regex
+const ACTING = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2066-\u2069]/;
+
+/** What a hostile cloud may say: markup, mentions, terminal controls, bidi and zero-width characters, long text. */
+const hostileText = fc.oneof(
+  fc.constantFrom(
+    '<script>alert(1)</script><!channel> [x](javascript:alert(1)) **b**',
+    '\u001b]0;title\u0007\u001b[2J\r\nforged line',
+    '\u202egnp.exe\u200b\u2066',
+    '😀'.repeat(300),
+  ),
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 256 }),
+);
+
+/**
+ * A cloud that says hostile things of a cluster, within its rules: an Azure tag value (any character,
+ * 256 at most), a GKE condition message (free text, any length). Then `cpsync list` shows the hub.
+ */
+class HostileStrings implements Command {
+  readonly pick: number;
+  readonly text: string;
+  constructor(pick: number, text: string) {
+    this.pick = pick;
+    this.text = text;
+  }
+  check = (model: Readonly<Model>) => model.live.some((c) => c.provider !== 'eks');
+  async run(model: Model, real: Real) {
+    const candidates = model.live.filter((c) => c.provider !== 'eks');
+    const cluster = candidates[this.pick % candidates.length]!;
+    if (cluster.provider === 'gke')
+      for (const c of real.emulators.gke.clusters.get(GCP_PROJECT) ?? [])
+        if (c.name === cluster.name) c.conditions = [{ code: 'GCE_STOCKOUT', message: this.text.repeat(50) }];
+    if (cluster.provider === 'aks')
+      for (const c of real.emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [])
+        if (c.name === cluster.name)
+          c.tags = { ...c.tags, team: Array.from(this.text).slice(0, 256).join('') };
+    await real.cli(['list']);
+  }
+  toString = () => `hostile strings on #${this.pick}: ${JSON.stringify(this.text.slice(0, 40))}`;
+}
+
 const sync = fc.tuple(fc.nat(SELECTIONS.length - 1), fc.boolean()).map(([s, gone]) => new Sync(s, gone));
 /** Syncs come up four times as often as any other step: the promises are kept (or broken) by syncs. */
 const commands = [
@@ -556,6 +606,7 @@ const commands = [
   fc.constantFrom('empty', 'truncated', 'intent').map((k) => new CorruptOutbox(k as 'empty')),
   fc.constantFrom('scalar', 'list', 'no-spec').map((k) => new JunkInHub(k as 'scalar')),
   fc.constantFrom('gke', 'aks').map((p) => new CloudOutage(p as 'gke')),
+  fc.tuple(fc.nat(20), hostileText).map(([n, text]) => new HostileStrings(n, text)),
 ];
 
 describe('both promises over random sequences (stateful property test)', () => {

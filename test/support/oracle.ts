@@ -162,6 +162,8 @@ export interface DeliveredEvent {
     name?: string;
     changedFields?: string[];
     cluster?: { providerId?: string };
+    uid?: string;
+    resourceVersion?: string;
     profile?: { metadata?: { uid?: string; resourceVersion?: string } };
     outcome?: string;
     scope?: { provider: string; account: string; region: string };

@@ -35,6 +35,13 @@ export interface ChatNotifierProps {
    * @default Duration.seconds(1)
    */
   readonly minInterval?: Duration;
+  /**
+   * How long a sync must be quiet before its message goes: its events are gathered across batches
+   * (a sync of thousands of clusters spans several) into one digest, posted once no event of it came
+   * for this long. `Duration.seconds(0)`: a message per batch. At most 15 minutes (SQS's longest delay).
+   * @default Duration.seconds(60)
+   */
+  readonly quiet?: Duration;
 }
 
 /**
@@ -52,6 +59,8 @@ export class ChatNotifier extends Construct {
     super(scope, id);
     const { cpsync } = props;
     const timeout = Duration.minutes(2);
+    const quiet = (props.quiet ?? Duration.seconds(60)).toSeconds();
+    if (quiet > 900) throw new Error(`quiet is ${quiet} s; SQS delays a message 900 s at most`);
     const failed = deadLetterQueue(this, 'FailedMessages');
     this.queue = new Queue(this, 'Events', {
       encryption: QueueEncryption.SQS_MANAGED,
@@ -73,12 +82,19 @@ export class ChatNotifier extends Construct {
         CHAT_FORMAT: props.format ?? 'slack',
         CHAT_IDEMPOTENCY_TABLE: this.deliveredTable.tableName,
         CHAT_MIN_INTERVAL_MS: String((props.minInterval ?? Duration.seconds(1)).toMilliseconds()),
+        CHAT_QUIET_SECONDS: String(quiet),
+        ...(quiet > 0 ? { CHAT_FLUSH_QUEUE_URL: this.queue.queueUrl } : {}),
         POWERTOOLS_SERVICE_NAME: 'cpsync-chat',
       },
     });
     acknowledgeManagedLogsPolicy(this.function);
     grantSecretValue(props.webhookSecret, this.function);
     this.deliveredTable.grant(this.function, 'dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem');
+    if (quiet > 0) {
+      // The digests (one item per sync) and their flushes, sent to the notifier's own queue.
+      this.deliveredTable.grant(this.function, 'dynamodb:GetItem', 'dynamodb:UpdateItem');
+      this.queue.grantSendMessages(this.function);
+    }
     this.function.addEventSource(
       new SqsEventSource(this.queue, {
         batchSize: 1000,

@@ -5,8 +5,11 @@
  * inventory, Kubernetes version changes, health changes, scopes that could not be synced. Everything
  * else it receives is counted and let go.
  *
- * - **One message per sync**: the events of one `detail.syncId` in a batch make one message, its list
- *   of clusters bounded (CHAT_MAX_LINES, then "and N more"). A hundred creations are one message.
+ * - **One message per sync**: the events of one `detail.syncId` make one message, its list of clusters
+ *   bounded (CHAT_MAX_LINES, then "and N more"). With CHAT_QUIET_SECONDS, a sync's events are gathered
+ *   across batches in a digest and posted once the sync has been quiet that long (a flush message to the
+ *   notifier's own queue, CHAT_FLUSH_QUEUE_URL, delayed by it); without, each batch's events of a sync
+ *   are one message.
  * - **The webhook URL is a secret** (Secrets Manager: the URL itself, or JSON `{"url": "…"}`), read
  *   through Powertools parameters and cached; it is never logged.
  * - **Polite to the webhook**: one post at a time, at least CHAT_MIN_INTERVAL_MS after the previous one
@@ -22,7 +25,8 @@
  *
  * Environment: CHAT_WEBHOOK_SECRET (secret id or ARN, required), CHAT_IDEMPOTENCY_TABLE (required),
  * CHAT_FORMAT (`slack`, the default, or `teams`), CHAT_MIN_INTERVAL_MS (1000),
- * CHAT_IDEMPOTENCY_TTL_SECONDS (86400), CHAT_MAX_LINES (20, at most 50). A setting that is wrong fails
+ * CHAT_IDEMPOTENCY_TTL_SECONDS (86400), CHAT_MAX_LINES (20, at most 50), CHAT_QUIET_SECONDS (0, at most
+ * 900) and CHAT_FLUSH_QUEUE_URL (required with a quiet time). A setting that is wrong fails
  * the whole invocation, naming it: nothing is lost, SQS delivers the batch again (and in the end to its
  * dead-letter queue).
  */
@@ -36,6 +40,8 @@ import {
   type BatchGetCommandInput,
   type BatchWriteCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import { SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { getSecret } from '@aws-lambda-powertools/parameters/secrets';
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
@@ -74,11 +80,19 @@ export interface ChatNotifierSettings {
   requestTimeoutMs: number;
   /** Time kept back from the invocation's remaining time for recording deliveries and answering. */
   safetyMarginMs: number;
+  /**
+   * 0: each batch's events of one sync make a message. Otherwise a sync's events are gathered in a
+   * digest across batches, and its message is posted once no event of it came for this long.
+   */
+  quietSeconds: number;
+  /** The notifier's own queue, where a digest's flush is sent, delayed by `quietSeconds`. */
+  flushQueueUrl?: string;
 }
 
 /** What a test (or another deployment) may set instead of the environment. */
 export interface ChatNotifierOverrides extends Partial<ChatNotifierSettings> {
   documents?: DynamoDBDocumentClient;
+  sqs?: SQSClient;
 }
 
 const DEFAULTS = {
@@ -125,22 +139,34 @@ function wholeNumber(fallback: number, min: number, max: number) {
 }
 
 /** The environment variables the notifier reads. */
-const Environment = z.object({
-  CHAT_FORMAT: z
-    .string()
-    .optional()
-    .transform((text, context): ChatFormat => {
-      const format = (text?.trim() || DEFAULTS.format).toLowerCase();
-      if (format === 'slack' || format === 'teams') return format;
-      context.addIssue({ code: 'custom', message: `is ${JSON.stringify(text)}, not slack or teams` });
-      return z.NEVER;
-    }),
-  CHAT_WEBHOOK_SECRET: required,
-  CHAT_IDEMPOTENCY_TABLE: required,
-  CHAT_MIN_INTERVAL_MS: wholeNumber(DEFAULTS.minIntervalMs, 0, 60_000),
-  CHAT_IDEMPOTENCY_TTL_SECONDS: wholeNumber(DEFAULTS.rememberSeconds, 60, 30 * 24 * 60 * 60),
-  CHAT_MAX_LINES: wholeNumber(DEFAULTS.maxLines, 1, MAX_LINES_ALLOWED),
-});
+const Environment = z
+  .object({
+    CHAT_FORMAT: z
+      .string()
+      .optional()
+      .transform((text, context): ChatFormat => {
+        const format = (text?.trim() || DEFAULTS.format).toLowerCase();
+        if (format === 'slack' || format === 'teams') return format;
+        context.addIssue({ code: 'custom', message: `is ${JSON.stringify(text)}, not slack or teams` });
+        return z.NEVER;
+      }),
+    CHAT_WEBHOOK_SECRET: required,
+    CHAT_IDEMPOTENCY_TABLE: required,
+    CHAT_MIN_INTERVAL_MS: wholeNumber(DEFAULTS.minIntervalMs, 0, 60_000),
+    CHAT_IDEMPOTENCY_TTL_SECONDS: wholeNumber(DEFAULTS.rememberSeconds, 60, 30 * 24 * 60 * 60),
+    CHAT_MAX_LINES: wholeNumber(DEFAULTS.maxLines, 1, MAX_LINES_ALLOWED),
+    // SQS delays a message 15 minutes at most.
+    CHAT_QUIET_SECONDS: wholeNumber(0, 0, 900),
+    CHAT_FLUSH_QUEUE_URL: z.string().trim().optional(),
+  })
+  .superRefine((e, context) => {
+    if (e.CHAT_QUIET_SECONDS > 0 && !e.CHAT_FLUSH_QUEUE_URL)
+      context.addIssue({
+        code: 'custom',
+        path: ['CHAT_FLUSH_QUEUE_URL'],
+        message: 'is not set (CHAT_QUIET_SECONDS gathers each sync in a digest, flushed through this queue)',
+      });
+  });
 
 /** The settings the environment gives; throws naming every variable that is wrong. */
 function chatSettings(env: NodeJS.ProcessEnv = process.env): ChatNotifierSettings {
@@ -156,6 +182,8 @@ function chatSettings(env: NodeJS.ProcessEnv = process.env): ChatNotifierSetting
     retryBaseMs: DEFAULTS.retryBaseMs,
     requestTimeoutMs: DEFAULTS.requestTimeoutMs,
     safetyMarginMs: DEFAULTS.safetyMarginMs,
+    quietSeconds: e.CHAT_QUIET_SECONDS,
+    ...(e.CHAT_FLUSH_QUEUE_URL ? { flushQueueUrl: e.CHAT_FLUSH_QUEUE_URL } : {}),
   };
 }
 
@@ -299,13 +327,34 @@ function clip(text: string, max: number): string {
   return characters.length <= max ? text : `${characters.slice(0, max - 1).join('')}…`;
 }
 
-/** The message about `notices` of one sync. */
-function composeMessage(
+/** What a message tells of one sync: how many notices of each kind, and the first lines of each. */
+export interface Tally {
+  counts: Partial<Record<NoticeKind, number>>;
+  /** Per kind, its first `maxLines` notices (a message lists at most that many in all). */
+  lines: Partial<Record<NoticeKind, Array<{ subject: string; text: string }>>>;
+}
+
+/** `notices` added to `tally` (a new one when none is given). */
+function addToTally(
   notices: readonly Notice[],
+  maxLines: number,
+  tally: Tally = { counts: {}, lines: {} },
+): Tally {
+  for (const notice of notices) {
+    tally.counts[notice.kind] = (tally.counts[notice.kind] ?? 0) + 1;
+    const lines = (tally.lines[notice.kind] ??= []);
+    if (lines.length < maxLines) lines.push({ subject: notice.subject, text: notice.text });
+  }
+  return tally;
+}
+
+/** The message about a sync's tally. */
+function composeMessage(
+  tally: Tally,
   about: { syncId: string; account: string; region: string },
   maxLines: number,
 ): ChatMessage {
-  const count = (kind: NoticeKind) => notices.filter((n) => n.kind === kind).length;
+  const count = (kind: NoticeKind) => tally.counts[kind] ?? 0;
   // The first of the cluster counts names the noun: "3 clusters created, 2 upgraded, 1 deleted".
   const clusterCounts = (
     [
@@ -325,15 +374,16 @@ function composeMessage(
       ? [`${plural(count('scopePartial'), 'scope', 'scopes')} synced in part`]
       : []),
   ];
-  const ordered = KINDS.flatMap((kind) => notices.filter((n) => n.kind === kind));
+  const total = KINDS.reduce((n, kind) => n + count(kind), 0);
+  const ordered = KINDS.flatMap((kind) => tally.lines[kind] ?? []).slice(0, maxLines);
   // Cloud strings are shown as text: a newline, a bidi override or an escape in a name shows as `\u{…}`.
   return {
     title: `cpsync: ${parts.join(', ')}`,
-    lines: ordered.slice(0, maxLines).map((n) => {
+    lines: ordered.map((n) => {
       const subject = clip(printable(n.subject), 100);
       return { subject, text: clip(printable(n.text), MAX_LINE_CHARS - Array.from(subject).length) };
     }),
-    more: Math.max(0, ordered.length - maxLines),
+    more: Math.max(0, total - ordered.length),
     footer: printable(`sync ${clip(about.syncId, 200)} · hub account ${about.account} ${about.region}`),
   };
 }
@@ -623,6 +673,196 @@ async function recordKeys(
 }
 
 // ---------------------------------------------------------------------------------------------------
+// Digests: one message per sync across batches
+
+/** The body of a flush message: the digest whose quiet time may be over. */
+const FLUSH_KEY = 'cpsyncChatFlush';
+/** A digest item: the live tally (still gathering) and the one being posted (`outgoing`), if any. */
+interface DigestItem {
+  id: string;
+  syncId: string;
+  account: string;
+  region: string;
+  version: number;
+  lastSeen: number;
+  live?: string;
+  outgoing?: string;
+}
+
+/** The digest a flush record names; undefined for any other record (a cpsync event). */
+function flushOf(body: string): string | undefined {
+  if (!body.includes(FLUSH_KEY)) return undefined;
+  try {
+    const digest = (JSON.parse(body) as Record<string, { digest?: unknown } | undefined>)[FLUSH_KEY]?.digest;
+    return typeof digest === 'string' && digest.startsWith('digest#') ? digest : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Adds a sync group's notices to its digest (read, merged, written at the version read: another
+ * writer first means another try), then sends the digest's flush, delayed by the quiet time, and
+ * records the events as told. A flush that comes while events still arrive finds the digest not
+ * quiet and leaves it to the flush of the last batch.
+ */
+async function gather(
+  documents: DynamoDBDocumentClient,
+  sqs: SQSClient | undefined,
+  settings: ChatNotifierSettings,
+  keyOf: (eventId: string) => string,
+  channel: string,
+  group: SyncGroup,
+  notices: readonly Notice[],
+): Promise<void> {
+  const id = `digest#${channel}#${group.syncId}`;
+  const expiration = Math.floor(Date.now() / 1000) + settings.rememberSeconds;
+  for (let attempt = 1; ; attempt++) {
+    const item = (
+      await documents.send(new GetCommand({ TableName: settings.table, Key: { id }, ConsistentRead: true }))
+    ).Item as DigestItem | undefined;
+    const live = item?.live ? (JSON.parse(item.live) as Tally) : undefined;
+    const tally = addToTally(notices, settings.maxLines, live);
+    try {
+      await documents.send(
+        new UpdateCommand({
+          TableName: settings.table,
+          Key: { id },
+          UpdateExpression:
+            'SET live = :live, lastSeen = :now, syncId = :sync, account = :account, #region = :region, expiration = :expiration, version = :next',
+          ConditionExpression: item ? 'version = :version' : 'attribute_not_exists(id)',
+          ExpressionAttributeNames: { '#region': 'region' },
+          ExpressionAttributeValues: {
+            ':live': JSON.stringify(tally),
+            ':now': Date.now(),
+            ':sync': group.syncId,
+            ':account': group.account,
+            ':region': group.region,
+            ':expiration': expiration,
+            ':next': (item?.version ?? 0) + 1,
+            ...(item ? { ':version': item.version } : {}),
+          },
+        }),
+      );
+      break;
+    } catch (error) {
+      if ((error as Error).name !== 'ConditionalCheckFailedException' || attempt >= 8) throw error;
+    }
+  }
+  await sqs!.send(
+    new SendMessageCommand({
+      QueueUrl: settings.flushQueueUrl,
+      DelaySeconds: settings.quietSeconds,
+      MessageBody: JSON.stringify({ [FLUSH_KEY]: { digest: id } }),
+    }),
+  );
+  await recordGroup(documents, settings, keyOf, group);
+}
+
+/** Records a sync group's events as told (gathered or posted). */
+function recordGroup(
+  documents: DynamoDBDocumentClient,
+  settings: ChatNotifierSettings,
+  keyOf: (eventId: string) => string,
+  group: SyncGroup,
+): Promise<void> {
+  return recordKeys(
+    documents,
+    settings.table,
+    [...group.events.keys()].map(keyOf),
+    settings.rememberSeconds,
+    group.syncId,
+  );
+}
+
+/**
+ * A flush: posts what a digest holds once its sync has been quiet for `quietSeconds`. The live tally
+ * is first claimed — moved to `outgoing` at the version read — so events that arrive meanwhile start a
+ * new tally (a message of their own, later); `outgoing` goes once posted, and a flush that finds it
+ * (an earlier post failed) posts it again. `ok: false` leaves the flush record for redelivery.
+ */
+async function flushDigest(
+  documents: DynamoDBDocumentClient,
+  settings: ChatNotifierSettings,
+  id: string,
+  channel: string,
+  send: (payload: object) => Promise<PostOutcome>,
+): Promise<{ ok: boolean; posted: boolean; stop: boolean }> {
+  // Digests of another webhook (the secret was rotated) are not this one's to post.
+  if (!id.startsWith(`digest#${channel}#`)) return { ok: true, posted: false, stop: false };
+  const get = async () =>
+    (await documents.send(new GetCommand({ TableName: settings.table, Key: { id }, ConsistentRead: true })))
+      .Item as DigestItem | undefined;
+  let item = await get();
+  if (!item) return { ok: true, posted: false, stop: false };
+  let posted = false;
+  const postOutgoing = async (claimed: DigestItem): Promise<{ ok: boolean; stop: boolean }> => {
+    const tally = JSON.parse(claimed.outgoing!) as Tally;
+    const message = composeMessage(tally, claimed, settings.maxLines);
+    const outcome = await send(chatPayload(message, settings.format));
+    if (!outcome.posted) {
+      logger.warn('digest not posted: its flush comes back', {
+        syncId: claimed.syncId,
+        reason: outcome.reason,
+      });
+      return { ok: false, stop: outcome.stop };
+    }
+    posted = true;
+    logger.info('message posted', {
+      syncId: claimed.syncId,
+      title: message.title,
+      attempts: outcome.attempts,
+    });
+    await documents
+      .send(
+        new UpdateCommand({
+          TableName: settings.table,
+          Key: { id },
+          UpdateExpression: 'REMOVE outgoing',
+          ConditionExpression: 'outgoing = :outgoing',
+          ExpressionAttributeValues: { ':outgoing': claimed.outgoing },
+        }),
+      )
+      .catch((error: Error) => {
+        // Posted, not marked: posted again by a later flush (at-least-once).
+        if (error.name !== 'ConditionalCheckFailedException') throw error;
+      });
+    return { ok: true, stop: false };
+  };
+  if (item.outgoing) {
+    const retried = await postOutgoing(item);
+    if (!retried.ok) return { ...retried, posted };
+    item = await get();
+    if (!item) return { ok: true, posted, stop: false };
+  }
+  // Not quiet yet: the flush sent with the last batch comes later. Nothing gathered: nothing to say.
+  const quietSince = Date.now() - item.lastSeen;
+  if (!item.live || quietSince < settings.quietSeconds * 1000 - 1000)
+    return { ok: true, posted, stop: false };
+  try {
+    await documents.send(
+      new UpdateCommand({
+        TableName: settings.table,
+        Key: { id },
+        UpdateExpression: 'SET outgoing = :live, version = :next REMOVE live',
+        ConditionExpression: 'version = :version AND attribute_not_exists(outgoing)',
+        ExpressionAttributeValues: {
+          ':live': item.live,
+          ':version': item.version,
+          ':next': item.version + 1,
+        },
+      }),
+    );
+  } catch (error) {
+    // Another batch or flush came first: its own flush follows.
+    if ((error as Error).name === 'ConditionalCheckFailedException') return { ok: true, posted, stop: false };
+    throw error;
+  }
+  const sent = await postOutgoing({ ...item, outgoing: item.live });
+  return { ...sent, posted };
+}
+
+// ---------------------------------------------------------------------------------------------------
 // The handler
 
 /** The events of one sync in a batch, and which records carry each. */
@@ -639,22 +879,32 @@ interface SyncGroup {
  * in, a partial batch response out. `overrides` replace settings the environment would give.
  */
 export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
-  const { documents: givenDocuments, ...settingOverrides } = overrides;
+  const { documents: givenDocuments, sqs: givenSqs, ...settingOverrides } = overrides;
   let documents = givenDocuments;
+  let sqs = givenSqs;
   const post = makePoster();
 
   return withPowertools(async (event: SQSEvent, context: Context): Promise<SQSBatchResponse> => {
     const deadline = Date.now() + context.getRemainingTimeInMillis();
     const settings = { ...chatSettings(), ...settingOverrides };
     documents ??= DynamoDBDocumentClient.from(new DynamoDBClient({}));
+    if (settings.quietSeconds > 0) sqs ??= new SQSClient({});
     const failed = new Set<string>();
     let ignored = 0;
     let duplicates = 0;
+    let gathered = 0;
+    /** Digests whose quiet time may be over (a flush each), and the records that asked. */
+    const flushes = new Map<string, string[]>();
 
     // Read every record; one that is not a cpsync event fails alone.
     const groups = new Map<string, SyncGroup>();
     const byEventId = new Map<string, { notices: Notice[]; records: string[] }>();
     for (const record of event.Records) {
+      const digest = flushOf(record.body);
+      if (digest) {
+        flushes.set(digest, [...(flushes.get(digest) ?? []), record.messageId]);
+        continue;
+      }
       let parsed: CpsyncEventBridgeEvent;
       try {
         parsed = parseCpsyncEvent(record.body);
@@ -698,7 +948,7 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
     let notified = 0;
     /** Groups settled: posted, or nothing left to post. */
     const settled = new Set<SyncGroup>();
-    if (groups.size > 0) {
+    if (groups.size > 0 || flushes.size > 0) {
       try {
         const url = await webhookUrl(settings.webhookSecret);
         // Ids are kept per webhook, so notifiers sharing a table do not silence each other.
@@ -722,7 +972,14 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
             continue;
           }
           const notices = [...group.events.values()].flatMap((e) => e.notices);
-          const message = composeMessage(notices, group, settings.maxLines);
+          if (settings.quietSeconds > 0) {
+            // Gathered across batches: the message goes once the sync has been quiet for a while.
+            await gather(documents, sqs, settings, keyOf, channel, group, notices);
+            settled.add(group);
+            gathered += group.events.size;
+            continue;
+          }
+          const message = composeMessage(addToTally(notices, settings.maxLines), group, settings.maxLines);
           const payload = chatPayload(message, settings.format);
           const outcome = await post(url, payload, settings, deadline - settings.safetyMarginMs);
           if (!outcome.posted) {
@@ -749,13 +1006,7 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
           // posted again should these events come back: at-least-once. The records still succeed, so
           // SQS does not bring them back for that.
           try {
-            await recordKeys(
-              documents,
-              settings.table,
-              [...group.events.keys()].map(keyOf),
-              settings.rememberSeconds,
-              group.syncId,
-            );
+            await recordGroup(documents, settings, keyOf, group);
           } catch (error) {
             logger.warn('message posted, its events not recorded as delivered', {
               syncId: group.syncId,
@@ -763,12 +1014,29 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
             });
           }
         }
+        // Digests whose sync has been quiet long enough: one message each.
+        for (const [digest, records] of flushes) {
+          if (stopped) {
+            for (const id of records) failed.add(id);
+            continue;
+          }
+          const outcome = await flushDigest(documents, settings, digest, channel, (payload) =>
+            post(url, payload, settings, deadline - settings.safetyMarginMs),
+          );
+          if (outcome.posted) posted++;
+          if (!outcome.ok) {
+            for (const id of records) failed.add(id);
+            stopped ||= outcome.stop;
+          }
+          flushes.delete(digest);
+        }
       } catch (error) {
         // The secret or the table could not be read: every message not yet posted is left for redelivery.
         logger.error('chat notifier could not go on: the records not yet notified fail', {
           error: (error as Error).message,
         });
         failGroups([...groups.values()].filter((g) => !settled.has(g)));
+        for (const records of flushes.values()) for (const id of records) failed.add(id);
       }
     }
 
@@ -776,6 +1044,7 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
     metrics.addMetric('EventsNotified', MetricUnit.Count, notified);
     metrics.addMetric('EventsIgnored', MetricUnit.Count, ignored);
     metrics.addMetric('DuplicateEvents', MetricUnit.Count, duplicates);
+    metrics.addMetric('EventsGathered', MetricUnit.Count, gathered);
     return {
       batchItemFailures: event.Records.filter((r) => failed.has(r.messageId)).map((r) => ({
         itemIdentifier: r.messageId,

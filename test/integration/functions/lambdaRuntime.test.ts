@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { App } from 'aws-cdk-lib';
+import { App, Duration } from 'aws-cdk-lib';
 import { CreateTableCommand, DynamoDBClient, type KeySchemaElement } from '@aws-sdk/client-dynamodb';
 import {
   CreateEventBusCommand,
@@ -288,6 +288,8 @@ describe('the deployed assets under the Lambda runtime', () => {
     new ChatNotifier(stack, 'Chat', {
       cpsync: stack.cpsync,
       webhookSecret: SecretConstruct.fromSecretCompleteArn(stack, 'ChatUrl', chatSecret),
+      // A sync's message goes once it has been quiet this long (the default is a minute).
+      quiet: Duration.seconds(1),
     });
     // The member account's roles, trusting cpsync's account.
     const member = new Stack(app, 'Member', { env: { account: EKS_ACCOUNT, region: 'us-east-1' } });
@@ -557,6 +559,18 @@ describe('the deployed assets under the Lambda runtime', () => {
     });
     assert.equal(answer.status, 200, notifier.lines.join('\n'));
     assert.deepEqual(answer.body, { batchItemFailures: [] }, notifier.lines.join('\n'));
+    assert.equal(chatPosts.length, 0, 'each sync is gathered until it has been quiet');
+    // Its flushes, sent to its own queue delayed by the quiet time, as SQS then hands them over.
+    await new Promise((r) => setTimeout(r, 1500));
+    const queue = Object.entries(resources).find(
+      ([id, r]) => r.Type === 'AWS::SQS::Queue' && id.startsWith('ChatEvents'),
+    )![0];
+    const flushes = await drainMessages<unknown>(refs[queue]!);
+    assert.ok(flushes.length > 0, 'flushes were sent');
+    const flushed = await invoke(notifier, {
+      Records: flushes.map((body, i) => sqsRecord(`flush-${i}`, JSON.stringify(body))),
+    });
+    assert.deepEqual(flushed.body, { batchItemFailures: [] }, notifier.lines.join('\n'));
     // The scope worker's syncs are one per scope: a message each.
     const syncs = new Set(workerCreated.map((event) => event.detail.syncId as string));
     assert.equal(chatPosts.length, syncs.size, 'one message per sync');

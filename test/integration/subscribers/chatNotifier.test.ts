@@ -40,7 +40,7 @@ import type * as ChatNotifier from '../../../functions/subscribers/chatNotifier.
 import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
-import { lambdaContext } from '../../support/lambda.ts';
+import { lambdaContext, sqsRecord } from '../../support/lambda.ts';
 import { publishTo, wholeEventTarget } from '../../support/events.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 
@@ -217,7 +217,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
   let documents: DynamoDBDocumentClient;
   let makeChatNotifier: typeof ChatNotifier.makeChatNotifier;
   /** The queue of the recommended rules, and one taking every event cpsync publishes. */
-  const queues: Record<'chat' | 'everything', { url: string; arn: string }> = {} as never;
+  const queues: Record<'chat' | 'everything' | 'flush', { url: string; arn: string }> = {} as never;
   const logs: string[] = [];
   const restore: Array<() => void> = [];
 
@@ -287,7 +287,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     eventBridge = new EventBridgeClient(aws);
     sqs = new SQSClient(aws);
     await eventBridge.send(new CreateEventBusCommand({ Name: BUS }));
-    const wire = async (queue: 'chat' | 'everything', rules: EventPattern[]) => {
+    const wire = async (queue: 'chat' | 'everything' | 'flush', rules: EventPattern[]) => {
       const url = (await sqs.send(new CreateQueueCommand({ QueueName: `notifier-${queue}` }))).QueueUrl!;
       const arn = (
         await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))
@@ -316,6 +316,8 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     ]);
     // A notifier wired to everything: what is not worth a message must be let go.
     await wire('everything', [patterns.inventory(), patterns.scopeSynced(), patterns.scopeOrphaned()]);
+    // The queue a gathering notifier sends its digests' flushes to (in AWS, its own queue).
+    await wire('flush', []);
   });
 
   after(async () => {
@@ -330,7 +332,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
   const publish = (events: readonly CpsyncEvent[]) => publishTo(moto.endpoint, BUS, events);
 
   /** Every message now in `queue` as the SQS event Lambda would hand over (then removed from the queue). */
-  async function batchOf(queue: 'chat' | 'everything'): Promise<SQSEvent> {
+  async function batchOf(queue: 'chat' | 'everything' | 'flush'): Promise<SQSEvent> {
     const { url, arn } = queues[queue];
     const records: SQSRecord[] = [];
     for (;;) {
@@ -600,6 +602,121 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     }
   });
 
+  it('gathers a sync that spans batches into ONE message once it is quiet, tells nothing twice, and gives a late event a message of its own', async () => {
+    const clusters = Array.from({ length: 30 }, (_, i) =>
+      eksCluster({ name: `spread-${String(i).padStart(2, '0')}`, account: '666677778888' }),
+    );
+    await publish(clusters.map((c) => created(c, 'sync-spread')));
+    const batch = await batchOf('chat');
+    assert.equal(batch.Records.length, 30);
+    const notifier = makeChatNotifier({ documents, sqs, quietSeconds: 1, flushQueueUrl: queues.flush.url });
+    const since = receiver.posts.length;
+    // Three batches, as Lambda hands over a sync too large for one; the first delivered twice.
+    for (const part of [0, 0, 1, 2]) {
+      const records = batch.Records.slice(part * 10, part * 10 + 10);
+      assert.deepEqual(await notifier({ Records: records }, lambdaContext('chat-notifier')), {
+        batchItemFailures: [],
+      });
+    }
+    assert.equal(receiver.posts.length, since, 'nothing posted while the sync may go on');
+    assert.equal((await batchOf('flush')).Records.length, 0, 'the flushes wait out the quiet time');
+    await new Promise((r) => setTimeout(r, 1500));
+    const flushes = await batchOf('flush');
+    assert.equal(flushes.Records.length, 3, 'a flush per batch that added to the digest');
+    assert.deepEqual(await notifier(flushes, lambdaContext('chat-notifier')), { batchItemFailures: [] });
+    // The same flushes again (redelivered): nothing more.
+    assert.deepEqual(await notifier(flushes, lambdaContext('chat-notifier')), { batchItemFailures: [] });
+    const posts = receiver.delivered(since);
+    assert.equal(posts.length, 1, 'one message for the whole sync');
+    const lines = shown(posts[0]!);
+    assert.equal(lines[0], 'cpsync: 30 clusters created', 'the title counts the whole sync, each event once');
+    assert.equal(lines.filter((l) => l.startsWith('*spread-')).length, 20);
+    assert.ok(lines.includes('…and 10 more'));
+
+    // A late event of the same sync: a message of its own, once quiet again; its flush first fails.
+    await publish([created(eksCluster({ name: 'straggler', account: '666677778888' }), 'sync-spread')]);
+    assert.deepEqual(await notifier(await batchOf('chat'), lambdaContext('chat-notifier')), {
+      batchItemFailures: [],
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    const late = await batchOf('flush');
+    receiver.throttle(100, '0');
+    const impatient = makeChatNotifier({
+      documents,
+      sqs,
+      quietSeconds: 1,
+      flushQueueUrl: queues.flush.url,
+      maxAttempts: 2,
+      retryBaseMs: 10,
+    });
+    const refused = await impatient(late, lambdaContext('chat-notifier'));
+    receiver.throttle(0, '0');
+    assert.deepEqual(
+      refused.batchItemFailures.map((f) => f.itemIdentifier),
+      late.Records.map((r) => r.messageId),
+      'the flush comes back when its message could not be posted',
+    );
+    assert.deepEqual(await notifier(late, lambdaContext('chat-notifier')), { batchItemFailures: [] });
+    const after = receiver.delivered(since);
+    assert.equal(after.length, 2);
+    assert.deepEqual(shown(after[1]!).slice(0, 2), [
+      'cpsync: 1 cluster created',
+      '*straggler* created (eks 666677778888 us-east-1, Kubernetes 1.31)',
+    ]);
+  });
+
+  it('tells a sync of 5,000 creations, handed over in five batches of 1,000, in one message within each chat’s limits', async () => {
+    for (const format of ['slack', 'teams'] as const) {
+      const events = Array.from({ length: 5000 }, (_, i) =>
+        created(eksCluster({ name: `fleet-${format}-${i}`, account: '777788889999' }), `sync-5000-${format}`),
+      );
+      // As EventBridge delivers each to the queue, and Lambda hands the queue's messages over.
+      const records = events.map((e, i) =>
+        sqsRecord(
+          `fleet-${format}-${i}`,
+          JSON.stringify({
+            version: '0',
+            id: `fleet-${i}`,
+            'detail-type': e.detailType,
+            source: e.source,
+            account: '123456789012',
+            time: e.time,
+            region: 'us-east-1',
+            resources: e.resources,
+            detail: e.detail,
+          }),
+        ),
+      );
+      const notifier = makeChatNotifier({
+        documents,
+        sqs,
+        format,
+        quietSeconds: 1,
+        flushQueueUrl: queues.flush.url,
+      });
+      const since = receiver.posts.length;
+      for (let i = 0; i < 5; i++)
+        assert.deepEqual(
+          await notifier(
+            { Records: records.slice(i * 1000, (i + 1) * 1000) },
+            lambdaContext('chat-notifier'),
+          ),
+          { batchItemFailures: [] },
+        );
+      await new Promise((r) => setTimeout(r, 1500));
+      assert.deepEqual(await notifier(await batchOf('flush'), lambdaContext('chat-notifier')), {
+        batchItemFailures: [],
+      });
+      const posts = receiver.delivered(since);
+      assert.equal(posts.length, 1, `${format}: one message for the sync`);
+      const lines = shown(posts[0]!);
+      assert.equal(lines[0], 'cpsync: 5000 clusters created');
+      assert.ok(lines.includes('…and 4980 more'), lines.join('\n'));
+      const bytes = Buffer.byteLength(JSON.stringify(posts[0]!.body));
+      assert.ok(bytes <= (format === 'teams' ? 28 * 1024 : 40_000), `${format}: ${bytes} bytes`);
+    }
+  });
+
   it('posts an Adaptive Card to Teams (CHAT_FORMAT=teams, the URL given as JSON in the secret)', async () => {
     const clusters = ['alpha', 'beta'].map((name) => eksCluster({ name, account: '222233334444' }));
     await publish([
@@ -773,6 +890,18 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
           assert.match(error.message, /CHAT_MAX_LINES: is "0", not a whole number from 1 to 50/);
           return true;
         },
+      );
+      // Gathering needs the queue its flushes go to.
+      process.env = { ...saved, CHAT_QUIET_SECONDS: '60' };
+      delete process.env.CHAT_FLUSH_QUEUE_URL;
+      await assert.rejects(
+        makeChatNotifier()({ Records: [] }, lambdaContext('chat-notifier')),
+        /CHAT_FLUSH_QUEUE_URL: is not set \(CHAT_QUIET_SECONDS gathers/,
+      );
+      process.env = { ...saved, CHAT_QUIET_SECONDS: '901' };
+      await assert.rejects(
+        makeChatNotifier()({ Records: [] }, lambdaContext('chat-notifier')),
+        /CHAT_QUIET_SECONDS: is "901", not a whole number from 0 to 900/,
       );
     } finally {
       process.env = saved;

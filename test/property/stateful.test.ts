@@ -130,14 +130,27 @@ class Real {
           `I1: the profile ${key} of live cluster ${profile.providerId} was re-created (uid ${profile.uid} → ${now.uid})`,
         );
     }
-    for (const event of stepEvents)
+    // A Deleted event is of a live cluster's profile when it names that cluster and its uid is one its
+    // profiles have had (or no uid at all). The deletion of an earlier incarnation (a cluster that moved
+    // away and came back under the same id), announced late, is not.
+    const uidsOf = (id: string) =>
+      new Set(
+        [...before.values(), ...after.values()]
+          .filter((p) => p.providerId.toLowerCase() === id)
+          .map((p) => p.uid)
+          .concat(this.uidOf.get(id) ?? []),
+      );
+    for (const event of stepEvents) {
+      const id = String(event.detail.cluster?.providerId).toLowerCase();
       if (
         event['detail-type'] === 'ClusterProfile Deleted' &&
-        live.has(String(event.detail.cluster?.providerId).toLowerCase())
+        live.has(id) &&
+        (!event.detail.uid || uidsOf(id).has(event.detail.uid))
       )
         violations.push(
           `I1: Deleted announced for ${event.detail.name} of live cluster ${event.detail.cluster?.providerId}`,
         );
+    }
     for (const profile of after.values()) {
       const id = profile.providerId.toLowerCase();
       if (!live.has(id)) continue;
@@ -263,7 +276,19 @@ class CreateCluster implements Command {
   }
   check = () => true;
   async run(model: Model, real: Real) {
-    const name = `c${model.next++}`;
+    // Names as odd as each cloud allows: case, underscores, runs of dashes, the longest (EKS 100, AKS 63, GKE 40).
+    const n = model.next++;
+    const odd = {
+      eks: [
+        `C${n}-PAYMENTS`,
+        `c${n}_payments_`,
+        `c${n}-_-__-`,
+        `c${n}${'x'.repeat(100 - String(n).length - 1)}`,
+      ],
+      aks: [`C${n}_Web`, `c${n}-_-x`, `c${n}${'y'.repeat(63 - String(n).length - 1)}`],
+      gke: [`c${n}-z`, `c${n}${'z'.repeat(40 - String(n).length - 1)}`],
+    }[this.provider];
+    const name = this.pick % 3 === 0 ? odd[this.pick % odd.length]! : `c${n}`;
     const locations = { eks: EKS_LOCATIONS, gke: GKE_LOCATIONS, aks: AKS_LOCATIONS }[this.provider];
     const location = locations[this.pick % locations.length]!;
     await createCluster(real.emulators, this.provider, name, location);
@@ -573,6 +598,13 @@ class HostileStrings implements Command {
         if (c.name === cluster.name)
           c.tags = { ...c.tags, team: Array.from(this.text).slice(0, 256).join('') };
     await real.cli(['list']);
+    await real.cli(['list', '--summary']);
+    // The report shows the hub as it is: its one script, and no character that acts.
+    const page = join(real.directory, 'report.html');
+    await real.cli(['report', '--output', page]);
+    const html = readFileSync(page, 'utf8');
+    assert.equal(html.match(/<script/gi)?.length, 1, 'I5: the report holds its own script only');
+    assert.equal(ACTING.exec(html), null, 'I5: the report shows every character');
   }
   toString = () => `hostile strings on #${this.pick}: ${JSON.stringify(this.text.slice(0, 40))}`;
 }

@@ -551,11 +551,34 @@ describe('the deployed assets under the Lambda runtime', () => {
     assert.equal((await secrets()).length, (await profileNames()).length, 'a Secret per profile');
   });
 
-  it('the chat notifier posts one message per sync for an SQS batch of the bus’s events', async () => {
+  it('the chat notifier posts one message per sync for an SQS batch of the bus’s events, a hostile cluster’s strings shown as text', async () => {
     assert.equal(workerCreated.length, 6, 'the scope worker case ran first');
+    // A cluster whose cloud says hostile things, created in the local estate and synced by the webhook.
+    const hostile =
+      '1.31 <!channel> <https://evil.example|x> [y](https://evil.example) **b**\n• forged\u202e';
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      ...emulators.gke.clusters.get(GCP_PROJECT)!,
+      gkeCluster('odd', 'us-central1', { currentMasterVersion: hostile }),
+    ]);
+    const webhook = functions.CpsyncWebhook ?? (await start('CpsyncWebhook'));
+    const push = pubSubPush(
+      gkeAuditEntry(
+        GCP_PROJECT,
+        'google.container.v1.ClusterManager.CreateCluster',
+        `projects/${GCP_PROJECT}/locations/us-central1/clusters/odd`,
+      ),
+      'ps-lambda-odd',
+    );
+    const synced = await invoke(
+      webhook,
+      functionUrlRequest('/gcp', push, { authorization: `Bearer ${await signer.sign()}` }),
+    );
+    assert.equal((synced.body as { statusCode: number }).statusCode, 200, webhook.lines.join('\n'));
+    const odd = (await drainQueue(eventsQueue)).filter((e) => e['detail-type'] === 'ClusterProfile Created');
+    assert.equal(odd.length, 1);
     const notifier = await start('ChatFunction');
     const answer = await invoke(notifier, {
-      Records: workerCreated.map((event, i) => sqsRecord(`chat-${i}`, JSON.stringify(event))),
+      Records: [...workerCreated, ...odd].map((event, i) => sqsRecord(`chat-${i}`, JSON.stringify(event))),
     });
     assert.equal(answer.status, 200, notifier.lines.join('\n'));
     assert.deepEqual(answer.body, { batchItemFailures: [] }, notifier.lines.join('\n'));
@@ -571,9 +594,28 @@ describe('the deployed assets under the Lambda runtime', () => {
       Records: flushes.map((body, i) => sqsRecord(`flush-${i}`, JSON.stringify(body))),
     });
     assert.deepEqual(flushed.body, { batchItemFailures: [] }, notifier.lines.join('\n'));
-    // The scope worker's syncs are one per scope: a message each.
-    const syncs = new Set(workerCreated.map((event) => event.detail.syncId as string));
+    // The scope worker's syncs are one per scope: a message each; the webhook's sync one more.
+    const syncs = new Set([...workerCreated, ...odd].map((event) => event.detail.syncId as string));
     assert.equal(chatPosts.length, syncs.size, 'one message per sync');
+    // The hostile version is in a rich-text element, as text: its newline and override shown, not acted on.
+    const oddPost = chatPosts.find((post) => post.includes('odd'))!;
+    const texts = JSON.stringify(
+      JSON.parse(oddPost).blocks.filter((b: { type: string }) => b.type === 'rich_text'),
+    );
+    assert.ok(
+      texts.includes(
+        '1.31 <!channel> <https://evil.example|x> [y](https://evil.example) **b**\\\\u{a}• forged\\\\u{202e}',
+      ),
+      oddPost,
+    );
+    assert.ok(!/[\u202e]|\\n• forged/.test(oddPost), 'no override or forged line in the message');
+    assert.equal(
+      JSON.parse(oddPost).blocks.filter(
+        (b: { type: string; text?: { type: string } }) => b.text?.type === 'mrkdwn',
+      ).length,
+      0,
+      'no mrkdwn anywhere',
+    );
     for (const name of ['analytics', 'batch', 'checkout', 'edge', 'payments', 'web'])
       assert.ok(
         chatPosts.some((post) => post.includes(name)),

@@ -5,6 +5,7 @@ import { compose, type Composition } from '../adapters/compose/compose.ts';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
 import {
   inventoryProfiles,
+  keepUndelivered,
   orphanReport,
   runSync,
   type OrphanReport,
@@ -14,7 +15,8 @@ import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
 import { findOrphans, scopeCoversProfile } from '../core/domain/orphans.ts';
 import { announceInventory } from '../core/sync/announce.ts';
 import { LABEL_PROVIDER } from '../core/domain/constants.ts';
-import type { ClusterSource } from '../core/sync/ports.ts';
+import type { ClusterRef, ClusterSource } from '../core/sync/ports.ts';
+import { clusterKey, followClusters } from '../core/sync/follow.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
@@ -74,7 +76,7 @@ function clean(report: SyncReport): boolean {
 
 async function syncCommand(
   config: CpsyncConfig,
-  options: { provider?: Provider[]; scope?: Scope[]; dryRun?: boolean; output: string },
+  options: { provider?: Provider[]; scope?: Scope[]; dryRun?: boolean; follow?: boolean; output: string },
   io: Io,
 ): Promise<number> {
   const composition = await compose(config, ALL_PROVIDERS, { stdout: io.stdout });
@@ -118,6 +120,13 @@ async function syncCommand(
     }
     io.stderr.write(`${formatSummary(report)}\n`);
     if (report.interrupted) return SIGNAL_EXIT[report.interrupted.reason] ?? ExitCode.Incomplete;
+    let followed = true;
+    if (options.follow && !options.dryRun && report.settling.length > 0) {
+      const outcome = await follow(config, composition, report, io);
+      if (outcome.interrupted && io.signal?.aborted)
+        return SIGNAL_EXIT[String(io.signal.reason)] ?? ExitCode.Incomplete;
+      followed = outcome.clean;
+    }
     // Providers set to `off`: their profiles go now, each announced.
     const off = (report.orphans ?? []).filter((o) => config.providers.off.includes(o.scope.provider));
     let pruned = true;
@@ -125,10 +134,53 @@ async function syncCommand(
       io.stderr.write(`cpsync: deleting the profiles of ${config.providers.off.join(', ')} (set to off)\n`);
       pruned = (await prune(composition, off, io)) === ExitCode.Ok;
     }
-    return clean(report) && pruned && resolved.failures.length === 0 ? ExitCode.Ok : ExitCode.Incomplete;
+    return clean(report) && pruned && followed && resolved.failures.length === 0
+      ? ExitCode.Ok
+      : ExitCode.Incomplete;
   } finally {
     await composition.close();
   }
+}
+
+/**
+ * `sync --follow`: the clusters the run found in change, looked at again until they settle (or the
+ * configured bound is reached, or the run is stopped: a look under way finishes, no wait is begun).
+ */
+async function follow(
+  config: CpsyncConfig,
+  composition: Awaited<ReturnType<typeof compose>>,
+  report: SyncReport,
+  io: Io,
+): Promise<{ clean: boolean; interrupted: boolean }> {
+  const key = (ref: ClusterRef) => printable(clusterKey(ref));
+  io.stderr.write(
+    `following ${report.settling.length} cluster(s) the clouds are still changing: ${report.settling.map((c) => `${key(c.ref)} (${printable(c.state)})`).join(', ')}\n`,
+  );
+  const followed = await followClusters(composition.ports, {
+    ...composition.settings,
+    syncId: report.syncId,
+    clusters: report.settling,
+    firstDelayMillis: config.follow.firstDelaySeconds * 1000,
+    maxDelayMillis: config.follow.maxDelaySeconds * 1000,
+    maxMillis: config.follow.maxMinutes * 60_000,
+    ...(io.signal ? { signal: io.signal } : {}),
+    onLook: (look) =>
+      io.stderr.write(
+        `  ${key(look.ref)}: ${look.error ? `look failed (tried again later): ${printable(look.error)}` : look.state ? `still ${printable(look.state)}` : `settled${look.result && look.result !== 'unchanged' ? ` (${look.result})` : ''}`} after ${(look.afterMillis / 1000).toFixed(0)} s\n`,
+      ),
+  });
+  const undelivered = await keepUndelivered(composition.ports).catch((error: unknown) => [
+    { eventId: '', code: 'Error', message: messageOf(error), retryable: true },
+  ]);
+  const left = followed.unsettled.map((c) => `${key(c.ref)} (${printable(c.state)})`);
+  io.stderr.write(
+    `followed: ${followed.settled.length} settled in ${followed.looks} look(s)${left.length > 0 ? `; still in change, left to the next sync: ${left.join(', ')}` : ''}${followed.events.pending + undelivered.length > 0 ? `; ${followed.events.pending + undelivered.length} event(s) wait in the outbox for the next run` : ''}\n`,
+  );
+  for (const problem of followed.problems) io.stderr.write(`  ${printable(problem)}\n`);
+  return {
+    clean: followed.problems.length === 0 && followed.events.pending === 0 && undelivered.length === 0,
+    interrupted: followed.interrupted,
+  };
 }
 
 /** A source for the scopes of orphans: it lists nothing and is never complete, so only the named profiles go. */
@@ -379,6 +431,10 @@ export async function main(
     .option('-p, --provider <provider>', 'only this provider (eks, gke, aks); repeatable', parseProvider)
     .option('-s, --scope <provider/account[/region]>', 'only this scope; repeatable', parseScope)
     .option('--dry-run', 'print the plan as a diff; write nothing to the hub or the bus')
+    .option(
+      '--follow',
+      'then look again at every cluster the clouds are still changing (creating, updating, deleting…) until it settles (follow: in the configuration)',
+    )
     .addOption(
       new Option('-o, --output <format>', 'plan format with --dry-run')
         .choices(['text', 'json'])

@@ -351,6 +351,27 @@ export const configSchema = z.strictObject({
       leaseWaitSeconds: z.number().int().min(0).max(900).default(60),
     })
     .prefault({}),
+  /**
+   * Following a cluster the clouds are still changing (creating, updating, deleting…) until it settles:
+   * looked at again after `firstDelaySeconds`, the wait doubling up to `maxDelaySeconds`, for at most
+   * `maxMinutes` (then the schedule takes over).
+   */
+  follow: z
+    .strictObject({
+      firstDelaySeconds: z.number().int().min(1).max(900).default(15),
+      maxDelaySeconds: z.number().int().min(1).max(900).default(120),
+      maxMinutes: z
+        .number()
+        .int()
+        .min(1)
+        .max(24 * 60)
+        .default(180),
+    })
+    .refine((follow) => follow.firstDelaySeconds <= follow.maxDelaySeconds, {
+      message: 'firstDelaySeconds must not be longer than maxDelaySeconds',
+      path: ['firstDelaySeconds'],
+    })
+    .prefault({}),
 });
 
 export type CpsyncConfig = z.infer<typeof configSchema>;

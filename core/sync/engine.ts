@@ -30,7 +30,8 @@ import { scopeSelector } from '../domain/labels.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { profileKey } from '../domain/model/clusterProfile.ts';
 import { scopeKey, type Scope, type ScopeFailureReason, type ScopeOutcome } from '../domain/model/scope.ts';
-import type { Provider } from '../domain/model/observedCluster.ts';
+import type { ObservedCluster, Provider } from '../domain/model/observedCluster.ts';
+import { settlingState } from '../domain/settling.ts';
 import { canonicalScope } from '../domain/scopes.ts';
 import { syncScope, type MemberFigures } from './syncScope.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
@@ -136,6 +137,23 @@ export interface OrphanReport {
   providerIds: string[];
 }
 
+/** A cluster seen in change, and how to look at it again. */
+export interface SettlingCluster {
+  ref: ClusterRef;
+  /** As `settlingState` names it: `EKS CREATING`, `GKE RECONCILING`, `AKS Upgrading`. */
+  state: string;
+}
+
+/** How a single-cluster sync finds `cluster` again (`scope` as the listing had it). */
+function refOf(scope: Scope, cluster: ObservedCluster): ClusterRef {
+  return {
+    scope,
+    name: cluster.name,
+    ...(cluster.provider === 'gke' ? { location: cluster.zone ?? cluster.region } : {}),
+    ...(cluster.resourceGroup ? { resourceGroup: cluster.resourceGroup } : {}),
+  };
+}
+
 export interface ScopeReport {
   scope: Scope;
   outcome: ScopeOutcome;
@@ -165,6 +183,8 @@ export interface SyncReport {
   malformed: MalformedObject[];
   /** Profiles written without CA data, and why (`cpsync.io/certificate-authority-omitted`). */
   withoutCertificateAuthority: ProfileNotice[];
+  /** Clusters whose reading shows them in change (being created, updated, deleted…): worth another look soon. */
+  settling: SettlingCluster[];
   /** Outbox records that could not be read and were moved aside. */
   quarantined: QuarantinedRecord[];
   /** Set when the run was stopped: the signal's reason, and the scopes not started. */
@@ -251,6 +271,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     problems: [],
     malformed: [],
     withoutCertificateAuthority: [],
+    settling: [],
     quarantined: [],
     features: featureReport(request.options.features, noCounts()),
   };
@@ -356,25 +377,30 @@ async function recover(run: RunContext): Promise<void> {
 }
 
 /** What is left when the run ends: events and intents waiting, records moved aside, malformed objects met. */
+/**
+ * The events the bus reported published whose delivery it can no longer stand behind (a stream whose
+ * reader went away), put back in the outbox: what failed to be delivered, as refusals.
+ */
+export async function keepUndelivered(ports: Pick<EnginePorts, 'bus' | 'outbox'>): Promise<PublishFailure[]> {
+  const unproven = await ports.bus.unconfirmed?.();
+  if (!unproven || unproven.events.length === 0) return [];
+  await ports.outbox.add(unproven.events);
+  return unproven.events.map((e) => ({
+    eventId: e.detail.eventId,
+    code: 'NotDelivered',
+    message: unproven.reason,
+    retryable: true,
+  }));
+}
+
 async function takeStock(run: RunContext): Promise<void> {
   const { ports, report } = run;
-  const unproven = await attempt(run, 'ask the bus what it delivered', async () => ports.bus.unconfirmed?.());
-  if (unproven && unproven.events.length > 0) {
-    const kept = await attempt(run, 'keep undelivered events in the outbox', async () => {
-      await ports.outbox.add(unproven.events);
-      return true;
-    });
-    if (kept) {
-      report.events.published = Math.max(0, report.events.published - unproven.events.length);
-      report.events.failed.push(
-        ...unproven.events.map((e) => ({
-          eventId: e.detail.eventId,
-          code: 'NotDelivered',
-          message: unproven.reason,
-          retryable: true,
-        })),
-      );
-    }
+  const undelivered = await attempt(run, 'keep undelivered events in the outbox', () =>
+    keepUndelivered(ports),
+  );
+  if (undelivered && undelivered.length > 0) {
+    report.events.published = Math.max(0, report.events.published - undelivered.length);
+    report.events.failed.push(...undelivered);
   }
   report.events.pending =
     (await attempt(run, 'count pending events', () => ports.outbox.pending()))?.length ?? 0;
@@ -567,6 +593,10 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
         `cannot remove the projected copies of ${scopeKey(scope)} in namespace ${left.namespace}, which no rule names any more: ${left.reason}`,
       );
     run.report.withoutCertificateAuthority.push(...result.withoutCertificateAuthority);
+    for (const cluster of listing.clusters) {
+      const state = settlingState(cluster);
+      if (state) run.report.settling.push({ ref: refOf(scope, cluster), state });
+    }
     counts.unchanged = result.plan.unchanged;
     counts.invalid = result.invalid.length;
     counts.failed = result.applied.failed.length;
@@ -752,6 +782,8 @@ export interface ClusterSyncReport {
   pending: number;
   /** What needs a person's look: a name collision left the stored profile of another cluster untouched. */
   problems?: string[];
+  /** Set when the cluster's reading shows it in change: it is worth another look soon. */
+  settling?: string;
 }
 
 /** The name collisions a plan refused to write over, as a run reports them. */
@@ -835,12 +867,14 @@ export async function syncCluster(
     await ports.outbox.remove(doneWith(published));
     const kind = result.applied.applied[0]?.kind;
     const problems = collisions(ref.scope, result.plan);
+    const settling = observed ? settlingState(observed) : undefined;
     return {
       result: kind ?? 'unchanged',
       events,
       published: published.published.length,
       pending: events.length - published.published.length,
       ...(problems.length > 0 ? { problems } : {}),
+      ...(settling ? { settling } : {}),
     };
   } finally {
     await leases?.releaseAll();

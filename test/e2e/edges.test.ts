@@ -28,6 +28,7 @@ import {
 } from '../env/emulators.ts';
 import { freePort } from '../env/net.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
+import { holdTransition } from '../env/transitions.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration and profile documents are edited freely here
 type Doc = Record<string, any>;
@@ -178,6 +179,112 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     );
     for (const id of kept) assert.ok(next.stdout.includes(id), `event ${id} goes out again with its id`);
     assert.equal(await ws.pending(), 0);
+  });
+
+  /** The local GKE clusters as the estate made them (tests change them). */
+  const localGke = () =>
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      gkeCluster('analytics', 'europe-west1'),
+      gkeCluster('edge', 'europe-west1-c'),
+    ]);
+  /** A workspace whose `sync --follow` looks again after 1 s, then 2 s, for a minute at most. */
+  const following = () =>
+    workspace((document) => (document.follow = { firstDelaySeconds: 1, maxDelaySeconds: 2, maxMinutes: 1 }));
+  /** A profile of the file hub as written (YAML), by its display name. */
+  const profileNamed = (ws: ReturnType<typeof workspace>, displayName: string) => {
+    const stored = [...ws.inventory().values()].find((p) => p.displayName === displayName);
+    if (!stored) return undefined;
+    return parse(
+      readFileSync(join(ws.directory, 'inventory', stored.namespace, `${stored.name}.yaml`), 'utf8'),
+    ) as {
+      status: {
+        conditions: Array<{ type: string; status: string; reason: string }>;
+        accessProviders?: Array<{ cluster: { server: string; 'certificate-authority-data'?: string } }>;
+      };
+    };
+  };
+
+  it('14. sync --follow looks again at a cluster the cloud is still creating until it is ready: Created without endpoint, then Updated with server, CA and Healthy=True', async () => {
+    localGke();
+    const ws = following();
+    const held = holdTransition(emulators, 'gke', 'analytics', 'creating', 2500);
+    try {
+      const run = clean(await ws.sync('--follow'));
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(
+        run.stderr,
+        /following 1 cluster\(s\) the clouds are still changing: gke\/acme-data\/\*\/europe-west1\/analytics \(GKE PROVISIONING\)/,
+      );
+      assert.match(run.stderr, /analytics: still GKE PROVISIONING after \d+ s/);
+      assert.match(run.stderr, /analytics: settled \(updated\) after \d+ s/);
+      assert.match(run.stderr, /followed: 1 settled in \d+ look\(s\)\n/);
+      const mine = changes(run).filter(
+        (e) => (e.detail.cluster as { displayName?: string })?.displayName === 'analytics',
+      );
+      assert.deepEqual(
+        mine.map((e) => e['detail-type']),
+        ['ClusterProfile Created', 'ClusterProfile Updated'],
+      );
+      const profile = profileNamed(ws, 'analytics')!;
+      const healthy = profile.status.conditions.find((c) => c.type === 'ControlPlaneHealthy')!;
+      assert.equal(healthy.status, 'True');
+      assert.match(profile.status.accessProviders![0]!.cluster.server, /^https:\/\/34\.76\.10\.20/);
+      assert.ok(profile.status.accessProviders![0]!.cluster['certificate-authority-data']);
+      assert.equal(await ws.pending(), 0);
+    } finally {
+      held.settle();
+    }
+  });
+
+  it('15. sync --follow deletes a cluster the cloud was deleting at once when it is gone, with one Deleted event, and never while it is being deleted', async () => {
+    localGke();
+    const ws = following();
+    assert.equal(clean(await ws.sync()).code, 0);
+    const held = holdTransition(emulators, 'gke', 'edge', 'deleting', 2500);
+    try {
+      const run = clean(await ws.sync('--follow'));
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stderr, /edge \(GKE STOPPING\)/);
+      assert.match(run.stderr, /edge: settled \(deleted\) after \d+ s/);
+      const deleted = changes(run).filter((e) => e['detail-type'] === 'ClusterProfile Deleted');
+      assert.deepEqual(
+        deleted.map((e) => (e.detail.cluster as { displayName?: string }).displayName),
+        ['edge'],
+        'exactly one Deleted event',
+      );
+      assert.equal(profileNamed(ws, 'edge'), undefined, 'the profile is gone');
+      assert.ok(profileNamed(ws, 'analytics'), 'the others stay');
+    } finally {
+      held.settle();
+    }
+  });
+
+  it('16. SIGTERM during sync --follow stops it at once: exit 143, every event out or in the outbox, nothing half done', async () => {
+    localGke();
+    const ws = workspace(
+      (document) => (document.follow = { firstDelaySeconds: 30, maxDelaySeconds: 60, maxMinutes: 10 }),
+    );
+    const held = holdTransition(emulators, 'aks', 'web', 'updating');
+    try {
+      const started = Date.now();
+      const run = clean(
+        await ws.run(['sync', '--follow'], {
+          onStderr: (text, child) => {
+            if (text.includes('following 1 cluster') && !child.killed) child.kill('SIGTERM');
+          },
+        }),
+      );
+      assert.equal(run.code, 143, run.stderr);
+      assert.ok(Date.now() - started < 20_000, 'it did not wait out the follow');
+      assert.match(run.stderr, /web \(AKS Upgrading\)/);
+      assert.equal(await ws.pending(), 0, 'every event of the sync went out');
+      assert.equal(
+        readdirSync(join(ws.directory, 'outbox', 'intents')).filter((f) => f.endsWith('.json')).length,
+        0,
+      );
+    } finally {
+      held.settle();
+    }
   });
 
   it('2. a regional GKE scope sees the zonal clusters of its region and deletes none of them', async () => {

@@ -19,6 +19,8 @@ export interface CliOptions {
   started?: (child: ChildProcessWithoutNullStreams) => void;
   /** Called with each chunk of stdout. */
   onStdout?: (text: string, child: ChildProcessWithoutNullStreams) => void;
+  /** Called with everything printed on stderr so far, at each chunk. */
+  onStderr?: (text: string, child: ChildProcessWithoutNullStreams) => void;
   /** Run with `env` alone, not added to this process's environment (a machine with nothing of this one's). */
   clean?: boolean;
   /** Prefix the command (e.g. `unshare …`); the CLI's own arguments follow. */
@@ -40,7 +42,10 @@ export function runCli(args: readonly string[], options: CliOptions = {}): Promi
       options.onStdout?.(chunk.toString('utf8'), child);
     });
     child.stdout.on('error', () => {});
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString('utf8');
+      options.onStderr?.(stderr, child);
+    });
     child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
     options.started?.(child);
   });

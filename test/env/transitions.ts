@@ -1,0 +1,72 @@
+/**
+ * The local clouds in change: a GKE or AKS cluster of the emulators held in a state the cloud shows
+ * while it works (being created: no endpoint, no CA yet; being updated; being deleted) for a chosen
+ * time, then settled as the cloud would settle it (running as before, or gone).
+ */
+import { AZURE_SUBSCRIPTION, GCP_PROJECT, type Emulators } from './emulators.ts';
+
+export type Transition = 'creating' | 'updating' | 'deleting';
+
+/** GKE `status` numbers as its REST API answers them. */
+const GKE_STATUS = { creating: 1, updating: 3, deleting: 4, running: 2 } as const;
+const AKS_STATE = { creating: 'Creating', updating: 'Upgrading', deleting: 'Deleting' } as const;
+
+/**
+ * Holds the local cluster `name` of `provider` in `transition` for `millis` (forever when undefined),
+ * then settles it: running (creating, updating) or gone (deleting). Returns `settle()`, which ends the
+ * hold now (a held cluster never settles by itself once `settle` was called).
+ */
+export function holdTransition(
+  emulators: Emulators,
+  provider: 'gke' | 'aks',
+  name: string,
+  transition: Transition,
+  millis?: number,
+): { settle: () => void } {
+  let settle: () => void;
+  if (provider === 'gke') {
+    const clusters = emulators.gke.clusters.get(GCP_PROJECT) ?? [];
+    const cluster = clusters.find((c) => c.name === name);
+    if (!cluster) throw new Error(`no local GKE cluster ${name}`);
+    const { endpoint, masterAuth } = cluster;
+    cluster.status = GKE_STATUS[transition];
+    if (transition === 'creating') {
+      delete cluster.endpoint;
+      delete cluster.masterAuth;
+    }
+    settle = () => {
+      if (transition === 'deleting')
+        emulators.gke.clusters.set(
+          GCP_PROJECT,
+          (emulators.gke.clusters.get(GCP_PROJECT) ?? []).filter((c) => c !== cluster),
+        );
+      else Object.assign(cluster, { status: GKE_STATUS.running, endpoint, masterAuth });
+    };
+  } else {
+    const clusters = emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [];
+    const cluster = clusters.find((c) => c.name === name);
+    if (!cluster) throw new Error(`no local AKS cluster ${name}`);
+    const properties = cluster.properties as Record<string, unknown>;
+    const { fqdn } = properties;
+    properties.provisioningState = AKS_STATE[transition];
+    if (transition === 'creating') delete properties.fqdn;
+    settle = () => {
+      if (transition === 'deleting')
+        emulators.arm.clusters.set(
+          AZURE_SUBSCRIPTION,
+          (emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? []).filter((c) => c !== cluster),
+        );
+      else Object.assign(properties, { provisioningState: 'Succeeded', fqdn });
+    };
+  }
+  let done = false;
+  const once = () => {
+    if (done) return;
+    done = true;
+    clearTimeout(timer);
+    settle();
+  };
+  const timer = millis === undefined ? undefined : setTimeout(once, millis);
+  timer?.unref();
+  return { settle: once };
+}

@@ -204,35 +204,45 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     };
   };
 
-  it('14. sync --follow looks again at a cluster the cloud is still creating until it is ready: Created without endpoint, then Updated with server, CA and Healthy=True', async () => {
+  it('14. sync --follow looks again at a cluster the cloud is still creating until it is ready, in each cloud: Created without endpoint, then Updated with server, CA and Healthy=True', async () => {
     localGke();
-    const ws = following();
-    const held = holdTransition(emulators, 'gke', 'analytics', 'creating', 2500);
-    try {
-      const run = clean(await ws.sync('--follow'));
-      assert.equal(run.code, 0, run.stderr);
-      assert.match(
-        run.stderr,
-        /following 1 cluster\(s\) the clouds are still changing: gke\/acme-data\/\*\/europe-west1\/analytics \(GKE PROVISIONING\)/,
-      );
-      assert.match(run.stderr, /analytics: still GKE PROVISIONING after \d+ s/);
-      assert.match(run.stderr, /analytics: settled \(updated\) after \d+ s/);
-      assert.match(run.stderr, /followed: 1 settled in \d+ look\(s\)\n/);
-      const mine = changes(run).filter(
-        (e) => (e.detail.cluster as { displayName?: string })?.displayName === 'analytics',
-      );
-      assert.deepEqual(
-        mine.map((e) => e['detail-type']),
-        ['ClusterProfile Created', 'ClusterProfile Updated'],
-      );
-      const profile = profileNamed(ws, 'analytics')!;
-      const healthy = profile.status.conditions.find((c) => c.type === 'ControlPlaneHealthy')!;
-      assert.equal(healthy.status, 'True');
-      assert.match(profile.status.accessProviders![0]!.cluster.server, /^https:\/\/34\.76\.10\.20/);
-      assert.ok(profile.status.accessProviders![0]!.cluster['certificate-authority-data']);
-      assert.equal(await ws.pending(), 0);
-    } finally {
-      held.settle();
+    const clouds = [
+      ['eks', 'checkout', 'EKS CREATING', /^https:\/\//],
+      ['gke', 'analytics', 'GKE PROVISIONING', /^https:\/\/34\.76\.10\.20/],
+      ['aks', 'batch', 'AKS Creating', /^https:\/\/batch-dns\./],
+    ] as const;
+    for (const [provider, name, state, server] of clouds) {
+      const ws = following();
+      const held = holdTransition(emulators, provider, name, 'creating', 2500);
+      try {
+        const run = clean(await ws.sync('--follow'));
+        assert.equal(run.code, 0, run.stderr);
+        assert.match(
+          run.stderr,
+          new RegExp(
+            `following 1 cluster\\(s\\) the clouds are still changing: ${provider}/\\S+/${name} \\(${state}\\)`,
+          ),
+        );
+        assert.match(run.stderr, new RegExp(`${name}: still ${state} after \\d+ s`));
+        assert.match(run.stderr, new RegExp(`${name}: settled \\(updated\\) after \\d+ s`));
+        assert.match(run.stderr, /followed: 1 settled in \d+ look\(s\)\n/);
+        const mine = changes(run).filter(
+          (e) => (e.detail.cluster as { displayName?: string })?.displayName === name,
+        );
+        assert.deepEqual(
+          mine.map((e) => e['detail-type']),
+          ['ClusterProfile Created', 'ClusterProfile Updated'],
+          provider,
+        );
+        const profile = profileNamed(ws, name)!;
+        const healthy = profile.status.conditions.find((c) => c.type === 'ControlPlaneHealthy')!;
+        assert.equal(healthy.status, 'True', provider);
+        assert.match(profile.status.accessProviders![0]!.cluster.server, server);
+        assert.ok(profile.status.accessProviders![0]!.cluster['certificate-authority-data'], provider);
+        assert.equal(await ws.pending(), 0);
+      } finally {
+        held.settle();
+      }
     }
   });
 
@@ -256,6 +266,7 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
       assert.ok(profileNamed(ws, 'analytics'), 'the others stay');
     } finally {
       held.settle();
+      localGke();
     }
   });
 

@@ -1,15 +1,19 @@
 /**
- * The local clouds in change: a GKE or AKS cluster of the emulators held in a state the cloud shows
- * while it works (being created: no endpoint, no CA yet; being updated; being deleted) for a chosen
- * time, then settled as the cloud would settle it (running as before, or gone).
+ * The local clouds in change: a cluster of the emulators held in a state the cloud shows while it
+ * works (being created: no endpoint, no CA yet; being updated; being deleted) for a chosen time, then
+ * settled as the cloud would settle it (running as before, or gone). EKS through the AWS proxy: moto's
+ * answers for the cluster are rewritten while it is held, and a deleted one is deleted in moto.
  */
-import { AZURE_SUBSCRIPTION, GCP_PROJECT, type Emulators } from './emulators.ts';
+import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
+import { accountCredentials } from '../support/aws.ts';
+import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from './emulators.ts';
 
 export type Transition = 'creating' | 'updating' | 'deleting';
 
 /** GKE `status` numbers as its REST API answers them. */
 const GKE_STATUS = { creating: 1, updating: 3, deleting: 4, running: 2 } as const;
 const AKS_STATE = { creating: 'Creating', updating: 'Upgrading', deleting: 'Deleting' } as const;
+const EKS_STATUS = { creating: 'CREATING', updating: 'UPDATING', deleting: 'DELETING' } as const;
 
 /**
  * Holds the local cluster `name` of `provider` in `transition` for `millis` (forever when undefined),
@@ -18,13 +22,30 @@ const AKS_STATE = { creating: 'Creating', updating: 'Upgrading', deleting: 'Dele
  */
 export function holdTransition(
   emulators: Emulators,
-  provider: 'gke' | 'aks',
+  provider: 'eks' | 'gke' | 'aks',
   name: string,
   transition: Transition,
   millis?: number,
+  /** EKS: the cluster's region (of the estate's account). */
+  region = 'us-east-1',
 ): { settle: () => void } {
   let settle: () => void;
-  if (provider === 'gke') {
+  if (provider === 'eks') {
+    const path = `/clusters/${name}`;
+    const stop = emulators.proxy.rewrite((call, status, body) => {
+      if (status !== 200 || call.method !== 'GET' || call.path !== path || call.region !== region)
+        return undefined;
+      const answer = JSON.parse(body) as { cluster: Record<string, unknown> };
+      answer.cluster.status = EKS_STATUS[transition];
+      if (transition === 'creating') {
+        delete answer.cluster.endpoint;
+        delete answer.cluster.certificateAuthority;
+      }
+      return JSON.stringify(answer);
+    });
+    // A deleted cluster answers DELETING until moto has deleted it, then "not found".
+    settle = () => void (transition === 'deleting' ? deleteEksCluster(emulators, name, region).then(stop) : stop());
+  } else if (provider === 'gke') {
     const clusters = emulators.gke.clusters.get(GCP_PROJECT) ?? [];
     const cluster = clusters.find((c) => c.name === name);
     if (!cluster) throw new Error(`no local GKE cluster ${name}`);
@@ -69,4 +90,17 @@ export function holdTransition(
   const timer = millis === undefined ? undefined : setTimeout(once, millis);
   timer?.unref();
   return { settle: once };
+}
+
+async function deleteEksCluster(emulators: Emulators, name: string, region: string): Promise<void> {
+  const eks = new EKSClient({
+    endpoint: emulators.moto.endpoint,
+    region,
+    credentials: await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT),
+  });
+  try {
+    await eks.send(new DeleteClusterCommand({ name }));
+  } finally {
+    eks.destroy();
+  }
 }

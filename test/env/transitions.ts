@@ -44,7 +44,8 @@ export function holdTransition(
       return JSON.stringify(answer);
     });
     // A deleted cluster answers DELETING until moto has deleted it, then "not found".
-    settle = () => void (transition === 'deleting' ? deleteEksCluster(emulators, name, region).then(stop) : stop());
+    settle = () =>
+      void (transition === 'deleting' ? deleteEksCluster(emulators, name, region).then(stop) : stop());
   } else if (provider === 'gke') {
     const clusters = emulators.gke.clusters.get(GCP_PROJECT) ?? [];
     const cluster = clusters.find((c) => c.name === name);

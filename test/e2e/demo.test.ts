@@ -46,8 +46,9 @@ describe('npm run demo', () => {
     assert.equal(run.code, 0, run.stderr);
     const out = run.stdout;
     assert.match(out, /\$ cpsync sync --dry-run/);
-    assert.equal((out.match(/ClusterProfile Created/g) ?? []).length, 8, '7 at first, then ml');
-    const afterChange = out.slice(out.indexOf('Changing the clouds'));
+    assert.equal((out.match(/ClusterProfile Created/g) ?? []).length, 9, '7 at first, then ml, then ai');
+    const following = out.indexOf('A cluster the cloud is still creating');
+    const afterChange = out.slice(out.indexOf('Changing the clouds'), following);
     const changes = afterChange.split('\n').filter((l) => /ClusterProfile (Created|Updated|Deleted)/.test(l));
     assert.deepEqual(changes.map((l) => l.trim().split(' (')[0]).sort(), [
       'ClusterProfile Created: gke ml',
@@ -56,6 +57,15 @@ describe('npm run demo', () => {
     ]);
     assert.match(afterChange, /\[status\.version\.kubernetes\]/);
     assert.match(out, /0 created, 0 updated, 0 deleted, 7 unchanged/);
+    // A cluster being created: written at once without endpoint, followed until ready.
+    const followed = out.slice(following);
+    assert.match(followed, /ClusterProfile Created: gke ai/);
+    assert.match(
+      followed,
+      /following 1 cluster\(s\) the clouds are still changing: gke\/\S+\/ai \(GKE PROVISIONING\)/,
+    );
+    assert.match(followed, /ai: settled \(updated\) after \d+ s/);
+    assert.match(followed, /ClusterProfile Updated: gke ai .*status\.accessProviders/);
     assert.match(out, /^Done in \d+ s\./m);
     const directory = /removing (\S+)/.exec(out)?.[1];
     assert.ok(directory, out);

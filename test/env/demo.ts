@@ -11,6 +11,7 @@ import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { parse, stringify } from 'yaml';
 import { accountCredentials } from '../support/aws.ts';
 import { runCli } from '../support/cli.ts';
+import { holdTransition } from './transitions.ts';
 import {
   AZURE_SUBSCRIPTION,
   EKS_ACCOUNT,
@@ -100,6 +101,8 @@ try {
       ...document,
       inventory: { ...document.inventory, deletionGraceListings: 1 },
       bus: { stdout: true },
+      // A cluster in change is looked at again after 1 s, then every 2 s (the defaults: 15 s, up to 2 min).
+      follow: { firstDelaySeconds: 1, maxDelaySeconds: 2, maxMinutes: 5 },
     }),
   );
   console.log(
@@ -133,6 +136,21 @@ try {
   );
   await step('nothing changed since: nothing written, only the scope summaries', ['sync'], config, (r) =>
     [...events(r.stdout), r.stderr.split('\n')[0]].join('\n'),
+  );
+  console.log(
+    `\n${bold('A cluster the cloud is still creating:')} GKE cluster ai, without endpoint or CA for 3 s, then ready`,
+  );
+  emulators.gke.clusters.get(GCP_PROJECT)!.push(gkeCluster('ai', 'europe-west1'));
+  holdTransition(emulators, 'gke', 'ai', 'creating', 3000);
+  await step(
+    'sync --follow: its profile at once, then looked at again until it is ready',
+    ['sync', '--follow'],
+    config,
+    (r) =>
+      [
+        ...events(r.stdout).filter((line) => !line.includes('Inventory Scope Synced')),
+        ...r.stderr.split('\n').filter((line) => /^(following|  \S+: (still|settled)|followed:)/.test(line)),
+      ].join('\n'),
   );
   console.log(
     `\n${bold('Done')} in ${((Date.now() - started) / 1000).toFixed(0)} s. Next: README "Run" (your own clouds) and "Deploy".`,

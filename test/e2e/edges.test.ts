@@ -270,6 +270,74 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     }
   });
 
+  it('15b. a cluster the cloud begins to create, then deletes before it was ever ready: followed through both, deleted once gone, one Deleted event', async () => {
+    localGke();
+    emulators.gke.clusters.get(GCP_PROJECT)!.push(gkeCluster('brief', 'europe-west1'));
+    const ws = following();
+    holdTransition(emulators, 'gke', 'brief', 'creating');
+    // Never ready: 1.5 s after the run starts the cloud is deleting it, 1.5 s later it is gone.
+    const timer = setTimeout(() => holdTransition(emulators, 'gke', 'brief', 'deleting', 1500), 1500);
+    try {
+      const run = clean(await ws.sync('--follow'));
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stderr, /brief \(GKE PROVISIONING\)/);
+      assert.match(run.stderr, /brief: settled \(deleted\) after \d+ s/);
+      const mine = changes(run).filter(
+        (e) => (e.detail.cluster as { displayName?: string })?.displayName === 'brief',
+      );
+      assert.equal(mine[0]!['detail-type'], 'ClusterProfile Created');
+      assert.equal(mine.at(-1)!['detail-type'], 'ClusterProfile Deleted');
+      assert.equal(mine.filter((e) => e['detail-type'] === 'ClusterProfile Deleted').length, 1);
+      assert.equal(profileNamed(ws, 'brief'), undefined);
+      assert.ok(profileNamed(ws, 'analytics') && profileNamed(ws, 'edge'), 'the others stay');
+    } finally {
+      clearTimeout(timer);
+      localGke();
+    }
+  });
+
+  it('15c. a look that fails (the cloud refuses for a while) is tried again later; nothing is deleted for it', async () => {
+    localGke();
+    const ws = following();
+    const held = holdTransition(emulators, 'gke', 'analytics', 'creating', 4000);
+    let refused = false;
+    try {
+      const run = clean(
+        await ws.run(['sync', '--follow'], {
+          onStderr: (text) => {
+            if (!refused && text.includes('following 1 cluster')) {
+              refused = true;
+              emulators.gke.failures.set(
+                GCP_PROJECT,
+                Array.from({ length: 4 }, () => ({
+                  status: 403,
+                  code: 'PERMISSION_DENIED',
+                  message: 'refused for a while',
+                })),
+              );
+            }
+          },
+        }),
+      );
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stderr, /analytics: look failed \(tried again later\): .*refused for a while/);
+      assert.match(run.stderr, /analytics: settled \(updated\) after \d+ s/);
+      assert.deepEqual(
+        changes(run).filter((e) => e['detail-type'] === 'ClusterProfile Deleted'),
+        [],
+        'nothing deleted',
+      );
+      assert.equal(
+        profileNamed(ws, 'analytics')!.status.conditions.find((c) => c.type === 'ControlPlaneHealthy')!
+          .status,
+        'True',
+      );
+    } finally {
+      held.settle();
+      emulators.gke.failures.delete(GCP_PROJECT);
+    }
+  });
+
   it('16. SIGTERM during sync --follow stops it at once: exit 143, every event out or in the outbox, nothing half done', async () => {
     localGke();
     const ws = workspace(

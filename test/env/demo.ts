@@ -149,7 +149,9 @@ try {
     (r) =>
       [
         ...events(r.stdout).filter((line) => !line.includes('Inventory Scope Synced')),
-        ...r.stderr.split('\n').filter((line) => /^(following|  \S+: (still|settled)|followed:)/.test(line)),
+        ...r.stderr
+          .split('\n')
+          .filter((line) => /^(following| {2}\S+: (still|settled)|followed:)/.test(line)),
       ].join('\n'),
   );
   console.log(

@@ -40,7 +40,7 @@ export interface GkeServer {
   clusters: Map<string, GkeClusterJson[]>;
   missingZones: Map<string, string[]>;
   projects: GkeProjectJson[];
-  /** Errors to answer for a project's cluster listing: each request takes the next one; when empty, it answers normally. */
+  /** Errors to answer for a project's cluster listing or a cluster of it: each request takes the next one; when empty, it answers normally. */
   failures: Map<string, GoogleError[]>;
   /** Errors to answer for project searches, one per request, before answering normally. */
   searchFailures: GoogleError[];
@@ -178,6 +178,8 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     const one = /^\/v1\/projects\/([^/]+)\/locations\/([^/]+)\/clusters\/([^/]+)$/.exec(url.pathname);
     if (request.method === 'GET' && one) {
       const [project, location, name] = [one[1]!, one[2]!, one[3]!].map(decodeURIComponent);
+      const failure = state.failures.get(project!)?.shift();
+      if (failure) return sendError(response, failure);
       const cluster = (state.clusters.get(project!) ?? []).find(
         (c) => c.name === name && c.location === location,
       );

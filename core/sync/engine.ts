@@ -502,6 +502,53 @@ function writeAhead({ outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'inte
   };
 }
 
+/**
+ * The one step that applies a reading of the clouds (a scope's listing, or one cluster's) to the hub,
+ * for the full sync and the single-cluster sync alike: the plan's changes recorded as intents just
+ * before they are applied (write-ahead), applied, and their events made. `settle()` (nothing in a dry
+ * run) then puts the events in the outbox and removes the intents of the changes that surely reached
+ * the hub; should it fail, the intents stay and a later run announces the changes.
+ */
+async function applyReading(
+  ports: EnginePorts,
+  reading: {
+    context: EventContext;
+    listing: ScopeListing;
+    options: InventoryOptions;
+    now: string;
+    leaseMillis: number;
+    held?: IntentOwner['held'];
+    confirmedGone?: ReadonlySet<string>;
+    dryRun?: boolean;
+    signal?: AbortSignal;
+  },
+): Promise<{
+  result: Awaited<ReturnType<typeof syncScope>>;
+  events: CpsyncEvent[];
+  settle: () => Promise<void>;
+}> {
+  const ahead = writeAhead(ports, {
+    context: reading.context,
+    accessProviderNames: Object.values(reading.options.accessProviderNames),
+    leaseMillis: reading.leaseMillis,
+    ...(reading.held ? { held: reading.held } : {}),
+  });
+  const result = await syncScope({
+    hub: ports.hub,
+    listing: reading.listing,
+    options: reading.options,
+    now: reading.now,
+    ...(reading.confirmedGone ? { confirmedGone: reading.confirmedGone } : {}),
+    ...(reading.dryRun ? { dryRun: true } : {}),
+    ...(reading.signal ? { signal: reading.signal } : {}),
+    ...(ports.members ? { members: ports.members } : {}),
+    beforeApply: ahead.beforeApply,
+  });
+  const events = result.applied.applied.map((change) => buildChangeEvent(change, reading.context));
+  const settle = () => (reading.dryRun ? Promise.resolve() : ahead.settle(events, result.applied.failed));
+  return { result, events, settle };
+}
+
 function failureReason(error: unknown): ScopeFailureReason {
   if (error instanceof DeadlineError) return 'Timeout';
   if (error instanceof InterruptedError) return 'Interrupted';
@@ -559,23 +606,18 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
   try {
     if (skipped) return scopeReport(run, scope, outcome, counts, started, context, events);
     const signals = [request.signal, lease?.hold.signal].filter((s): s is AbortSignal => s !== undefined);
-    const ahead = writeAhead(ports, {
+    const applied = await applyReading(ports, {
       context,
-      accessProviderNames: Object.values(request.options.accessProviderNames),
-      leaseMillis: request.intentLeaseMillis,
-      ...(lease && leases ? { held: { holder: leases.holder, lease: lease.name } } : {}),
-    });
-    const result = await syncScope({
-      hub: ports.hub,
       listing,
       options: request.options,
       now,
+      leaseMillis: request.intentLeaseMillis,
+      ...(lease && leases ? { held: { holder: leases.holder, lease: lease.name } } : {}),
       ...(request.confirmedGone ? { confirmedGone: request.confirmedGone } : {}),
       ...(request.dryRun ? { dryRun: true } : {}),
       ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
-      ...(ports.members ? { members: ports.members } : {}),
-      beforeApply: ahead.beforeApply,
     });
+    const { result } = applied;
     plan = result.plan;
     features = await recordFeatures(run, scope, result.featureCounts);
     if (result.members) {
@@ -600,14 +642,12 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     counts.unchanged = result.plan.unchanged;
     counts.invalid = result.invalid.length;
     counts.failed = result.applied.failed.length;
-    for (const change of result.applied.applied) {
-      counts[change.kind] += 1;
-      events.push(buildChangeEvent(change, context));
-    }
+    for (const change of result.applied.applied) counts[change.kind] += 1;
+    events.push(...applied.events);
     if (!request.dryRun) {
       // The change events are durable before their intents go (the scope summary joins them later).
       try {
-        await ahead.settle(events, result.applied.failed);
+        await applied.settle();
       } catch (settleError) {
         // They are handed to the bus with the scope summary; their intents stay, so that a later run
         // announces them (again, with the same ids) should the bus not take them now.
@@ -844,23 +884,16 @@ export async function syncCluster(
       );
       if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
     }
-    const ahead = writeAhead(ports, {
+    const { result, events, settle } = await applyReading(ports, {
       context,
-      accessProviderNames,
-      leaseMillis: request.intentLeaseMillis,
-      ...(leases ? { held: { holder: leases.holder, lease } } : {}),
-    });
-    const result = await syncScope({
-      hub: ports.hub,
       listing,
       options: request.options,
       now,
+      leaseMillis: request.intentLeaseMillis,
+      ...(leases ? { held: { holder: leases.holder, lease } } : {}),
       ...(confirmedGone ? { confirmedGone } : {}),
-      ...(ports.members ? { members: ports.members } : {}),
-      beforeApply: ahead.beforeApply,
     });
-    const events = result.applied.applied.map((change) => buildChangeEvent(change, context));
-    await ahead.settle(events, result.applied.failed);
+    await settle();
     const failure = result.applied.failed[0];
     if (failure) throw failure.error;
     const published = await ports.bus.publish(events);

@@ -54,6 +54,7 @@ import {
   type ProfileChangeDetail,
 } from '../../events/index.ts';
 import { z } from 'zod';
+import { fitText } from '../../core/domain/properties.ts';
 import { printable } from '../../core/domain/text.ts';
 import { logger, metrics, settingsFromEnvironment, withPowertools } from '../runtime.ts';
 
@@ -320,13 +321,6 @@ export interface ChatMessage {
 
 const plural = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
-/** `text` cut to `max` characters (code points, never half of one), marked with an ellipsis. */
-function clip(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const characters = Array.from(text);
-  return characters.length <= max ? text : `${characters.slice(0, max - 1).join('')}…`;
-}
-
 /** What a message tells of one sync: how many notices of each kind, and the first lines of each. */
 export interface Tally {
   counts: Partial<Record<NoticeKind, number>>;
@@ -380,11 +374,11 @@ function composeMessage(
   return {
     title: `cpsync: ${parts.join(', ')}`,
     lines: ordered.map((n) => {
-      const subject = clip(printable(n.subject), 100);
-      return { subject, text: clip(printable(n.text), MAX_LINE_CHARS - Array.from(subject).length) };
+      const subject = fitText(printable(n.subject), 100);
+      return { subject, text: fitText(printable(n.text), MAX_LINE_CHARS - Array.from(subject).length) };
     }),
     more: Math.max(0, total - ordered.length),
-    footer: printable(`sync ${clip(about.syncId, 200)} · hub account ${about.account} ${about.region}`),
+    footer: printable(`sync ${fitText(about.syncId, 200)} · hub account ${about.account} ${about.region}`),
   };
 }
 

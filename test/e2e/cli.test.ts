@@ -19,7 +19,7 @@ import {
 } from '../env/emulators.ts';
 import { assertNoCredentials } from '../support/secrets.ts';
 import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
-import { adminKubeConfig } from '../support/hub.ts';
+import { adminKubeConfig, profileOfAnother } from '../support/hub.ts';
 import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
 import { CLI } from '../support/cli.ts';
 
@@ -250,14 +250,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     const listed = (await profiles()).find((p) => p.metadata.labels?.['cpsync.io/provider'] === 'gke')!;
     const victimId =
       'https://container.googleapis.com/v1/projects/victim-project/locations/us-central1/clusters/x';
-    await hub.applyObject({
-      ...listed,
-      metadata: {
-        ...listed.metadata,
-        labels: { ...listed.metadata.labels, 'cpsync.io/account': 'victim-project' },
-        annotations: { ...listed.metadata.annotations, 'cpsync.io/provider-id': victimId },
-      },
-    });
+    await hub.applyObject(profileOfAnother(listed, 'victim-project', victimId));
     const before = (await hub.get(listed.metadata))!;
     await drain();
     const run = await sync();

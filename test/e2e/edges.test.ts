@@ -73,6 +73,18 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
   };
   const changes = (run: CliRun) =>
     jsonLines<DeliveredEvent>(run.stdout).filter((e) => e['detail-type'] !== 'Inventory Scope Synced');
+  /** The next run of `ws`: it ends well and announces the creation of every profile `written` holds. */
+  const announcedByNextRun = async (ws: ReturnType<typeof workspace>, written: Map<string, unknown>) => {
+    const next = clean(await ws.sync());
+    assert.equal(next.code, 0, next.stderr);
+    const created = changes(next).filter((e) => e['detail-type'] === 'ClusterProfile Created');
+    assert.deepEqual(
+      created.map((e) => `${e.detail.namespace}/${e.detail.name}`).sort(),
+      [...written.keys()].sort(),
+      'every creation is announced, by the next run',
+    );
+    return next;
+  };
   const clean = (run: CliRun) => {
     assert.ok(!hasStackTrace(run.stderr), `a stack trace was printed:\n${run.stderr}`);
     return run;
@@ -132,14 +144,7 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     assert.ok(written.size >= 7, 'the run reached the hub');
     assert.ok((await ws.pending()) >= written.size, 'every event is still in the outbox');
 
-    const next = clean(await ws.sync());
-    assert.equal(next.code, 0, next.stderr);
-    const created = changes(next).filter((e) => e['detail-type'] === 'ClusterProfile Created');
-    assert.deepEqual(
-      created.map((e) => `${e.detail.namespace}/${e.detail.name}`).sort(),
-      [...written.keys()].sort(),
-      'every creation is announced, by the next run',
-    );
+    await announcedByNextRun(ws, written);
     assert.equal(await ws.pending(), 0);
   });
 
@@ -169,14 +174,7 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     const kept = (await new FileOutbox(join(ws.directory, 'outbox')).pending()).map((e) => e.detail.eventId);
     assert.ok(kept.length >= written.size, 'every event is still in the outbox');
 
-    const next = clean(await ws.sync());
-    assert.equal(next.code, 0, next.stderr);
-    const created = changes(next).filter((e) => e['detail-type'] === 'ClusterProfile Created');
-    assert.deepEqual(
-      created.map((e) => `${e.detail.namespace}/${e.detail.name}`).sort(),
-      [...written.keys()].sort(),
-      'every creation is announced again by the next run',
-    );
+    const next = await announcedByNextRun(ws, written);
     for (const id of kept) assert.ok(next.stdout.includes(id), `event ${id} goes out again with its id`);
     assert.equal(await ws.pending(), 0);
   });

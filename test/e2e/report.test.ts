@@ -4,7 +4,6 @@
  * disk in a real headless browser (Chromium from the OS packages; `CPSYNC_CHROMIUM` names another).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -17,47 +16,8 @@ import {
   type Emulators,
 } from '../env/emulators.ts';
 import { runCli } from '../support/cli.ts';
-import { openPage } from '../support/chromium.ts';
+import { openPage, runChromium as chromium } from '../support/chromium.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
-
-const CHROMIUM = process.env.CPSYNC_CHROMIUM ?? 'chromium';
-
-/** Runs headless Chromium on `url`; resolves to what it printed (the DOM after scripts with --dump-dom). */
-function chromium(
-  args: string[],
-  url: string,
-): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const profile = temporaryDirectory('cpsync-chromium-');
-    const child = spawn(
-      CHROMIUM,
-      [
-        '--headless',
-        '--no-sandbox',
-        '--disable-gpu',
-        '--no-first-run',
-        `--user-data-dir=${profile}`,
-        '--enable-logging=stderr',
-        '--v=0',
-        ...args,
-        url,
-      ],
-      { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: profile } },
-    );
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    child.on('error', (error) =>
-      reject(
-        new Error(
-          `cannot run ${CHROMIUM} (install the chromium package, or set CPSYNC_CHROMIUM): ${error.message}`,
-        ),
-      ),
-    );
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('the inventory at a glance: cpsync report in a real browser, cpsync list --summary', () => {
   let emulators: Emulators;

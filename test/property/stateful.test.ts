@@ -36,6 +36,8 @@ import { accountCredentials, createEksClusters } from '../support/aws.ts';
 import { hasStackTrace, jsonLines, runCli, type CliOptions, type CliRun } from '../support/cli.ts';
 import { liveClusters, readInventory, type DeliveredEvent, type StoredProfile } from '../support/oracle.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
+import type { ManagedClusterJson } from '../env/fakes/armServer.ts';
+import type { GkeClusterJson } from '../env/fakes/gkeServer.ts';
 
 const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261123);
 /** Wall time after which no new sequence is started (the test command's budget is two minutes). */
@@ -348,23 +350,38 @@ class DeleteCluster implements Command {
   toString = () => `delete #${this.pick}`;
 }
 
+/** Whether the model has a live GKE or AKS cluster (whose local server's record a step can change). */
+const hasServerCluster = (model: Readonly<Model>) => model.live.some((c) => c.provider !== 'eks');
+
+/** Changes the local server's record of the `pick`th live GKE or AKS cluster. */
+function changeServerCluster(
+  model: Model,
+  real: Real,
+  pick: number,
+  change: { gke: (cluster: GkeClusterJson) => void; aks: (cluster: ManagedClusterJson) => void },
+): void {
+  const candidates = model.live.filter((c) => c.provider !== 'eks');
+  const cluster = candidates[pick % candidates.length]!;
+  if (cluster.provider === 'gke')
+    for (const c of real.emulators.gke.clusters.get(GCP_PROJECT) ?? [])
+      if (c.name === cluster.name) change.gke(c);
+  if (cluster.provider === 'aks')
+    for (const c of real.emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [])
+      if (c.name === cluster.name) change.aks(c);
+}
+
 class UpgradeCluster implements Command {
   readonly pick: number;
   constructor(pick: number) {
     this.pick = pick;
   }
-  check = (model: Readonly<Model>) => model.live.some((c) => c.provider !== 'eks');
+  check = hasServerCluster;
   async run(model: Model, real: Real) {
-    const candidates = model.live.filter((c) => c.provider !== 'eks');
-    const cluster = candidates[this.pick % candidates.length]!;
-    if (cluster.provider === 'gke')
-      for (const c of real.emulators.gke.clusters.get(GCP_PROJECT) ?? [])
-        if (c.name === cluster.name)
-          c.currentMasterVersion = `1.3${1 + (this.pick % 3)}.${this.pick}-gke.100`;
-    if (cluster.provider === 'aks')
-      for (const c of real.emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [])
-        if (c.name === cluster.name)
-          c.properties.currentKubernetesVersion = `1.3${1 + (this.pick % 3)}.${this.pick}`;
+    const minor = `1.3${1 + (this.pick % 3)}.${this.pick}`;
+    changeServerCluster(model, real, this.pick, {
+      gke: (c) => (c.currentMasterVersion = `${minor}-gke.100`),
+      aks: (c) => (c.properties.currentKubernetesVersion = minor),
+    });
   }
   toString = () => `upgrade #${this.pick}`;
 }
@@ -586,17 +603,12 @@ class HostileStrings implements Command {
     this.pick = pick;
     this.text = text;
   }
-  check = (model: Readonly<Model>) => model.live.some((c) => c.provider !== 'eks');
+  check = hasServerCluster;
   async run(model: Model, real: Real) {
-    const candidates = model.live.filter((c) => c.provider !== 'eks');
-    const cluster = candidates[this.pick % candidates.length]!;
-    if (cluster.provider === 'gke')
-      for (const c of real.emulators.gke.clusters.get(GCP_PROJECT) ?? [])
-        if (c.name === cluster.name) c.conditions = [{ code: 'GCE_STOCKOUT', message: this.text.repeat(50) }];
-    if (cluster.provider === 'aks')
-      for (const c of real.emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [])
-        if (c.name === cluster.name)
-          c.tags = { ...c.tags, team: Array.from(this.text).slice(0, 256).join('') };
+    changeServerCluster(model, real, this.pick, {
+      gke: (c) => (c.conditions = [{ code: 'GCE_STOCKOUT', message: this.text.repeat(50) }]),
+      aks: (c) => (c.tags = { ...c.tags, team: Array.from(this.text).slice(0, 256).join('') }),
+    });
     await real.cli(['list']);
     await real.cli(['list', '--summary']);
     // The report shows the hub as it is: its one script, and no character that acts.

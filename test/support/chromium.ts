@@ -3,7 +3,7 @@
  * the DevTools protocol (Node's own WebSocket): what the page logged, refused (CSP) or threw, values read
  * from its DOM, and how long it took to be ready. The browser and its profile directory go on `close()`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { temporaryDirectory } from './tmp.ts';
 
@@ -17,6 +17,37 @@ export interface OpenedPage {
   /** The value of a JavaScript expression evaluated in the page (DevTools evaluation, outside its CSP). */
   evaluate<T>(expression: string): Promise<T>;
   close(): Promise<void>;
+}
+
+/** Headless Chromium with a profile directory of its own and nothing of this user's environment but PATH. */
+function spawnChromium(profile: string, args: string[], options: SpawnOptions = {}): ChildProcess {
+  return spawn(
+    CHROMIUM,
+    ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', `--user-data-dir=${profile}`, ...args],
+    { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: profile }, ...options },
+  );
+}
+
+const cannotRun = (error: Error) =>
+  new Error(
+    `cannot run ${CHROMIUM} (install the chromium package, or set CPSYNC_CHROMIUM): ${error.message}`,
+  );
+
+/** Runs headless Chromium on `url` with `args`; resolves to what it printed (the DOM after scripts with --dump-dom). */
+export function runChromium(
+  args: string[],
+  url: string,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const profile = temporaryDirectory('cpsync-chromium-');
+    const child = spawnChromium(profile, ['--enable-logging=stderr', '--v=0', ...args, url]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.on('error', (error) => reject(cannotRun(error)));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 interface Message {
@@ -34,22 +65,9 @@ export async function openPage(
   { width = 1280, height = 900, timeoutMillis = 120_000 } = {},
 ): Promise<OpenedPage> {
   const profile = temporaryDirectory('cpsync-chromium-');
-  const child: ChildProcess = spawn(
-    CHROMIUM,
-    [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--no-first-run',
-      `--user-data-dir=${profile}`,
-      '--remote-debugging-port=0',
-      'about:blank',
-    ],
-    {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: profile },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    },
-  );
+  const child: ChildProcess = spawnChromium(profile, ['--remote-debugging-port=0', 'about:blank'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
   const close = async () => {
     child.kill('SIGKILL');
@@ -59,11 +77,7 @@ export async function openPage(
   try {
     const endpoint = await new Promise<string>((resolve, reject) => {
       let stderr = '';
-      child.once('error', (error) =>
-        reject(
-          new Error(`cannot run ${CHROMIUM} (install chromium, or set CPSYNC_CHROMIUM): ${error.message}`),
-        ),
-      );
+      child.once('error', (error) => reject(cannotRun(error)));
       child.stderr!.on('data', (chunk: Buffer) => {
         stderr += chunk.toString();
         const found = /DevTools listening on (ws:\/\/\S+)/.exec(stderr);

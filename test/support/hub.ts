@@ -6,6 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import {
   clientCertificate,
   kubeconfigYaml,
@@ -52,4 +53,23 @@ export function userKubeConfig(state: HubState, user: string): KubeConfig {
 /** A namespace name no other test uses. */
 export function uniqueNamespace(prefix: string): string {
   return `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/**
+ * `profile` made the profile of another cluster (`account`, `providerId`) under the same name: the
+ * victim of a name collision (the same slug and 40-bit id hash), as a test plants it in the hub.
+ */
+export function profileOfAnother(
+  profile: ClusterProfile,
+  account: string,
+  providerId: string,
+): ClusterProfile {
+  return {
+    ...profile,
+    metadata: {
+      ...profile.metadata,
+      labels: { ...profile.metadata.labels, 'cpsync.io/account': account },
+      annotations: { ...profile.metadata.annotations, 'cpsync.io/provider-id': providerId },
+    },
+  };
 }

@@ -31,7 +31,7 @@ import {
 } from '../../env/emulators.ts';
 import { accountCredentials, createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
-import { adminKubeConfig } from '../../support/hub.ts';
+import { adminKubeConfig, profileOfAnother } from '../../support/hub.ts';
 import {
   cloudTrailEvent,
   functionUrlRequest,
@@ -324,14 +324,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     // The victim: that name now holds the profile of a cluster of another account (a 40-bit hash collision).
     const twin = (await profiles()).find((p) => p.spec.displayName === 'twin')!;
     const victimId = 'arn:aws:eks:us-east-1:999999999999:cluster/twin';
-    await hub.applyObject({
-      ...twin,
-      metadata: {
-        ...twin.metadata,
-        labels: { ...twin.metadata.labels, 'cpsync.io/account': '999999999999' },
-        annotations: { ...twin.metadata.annotations, 'cpsync.io/provider-id': victimId },
-      },
-    });
+    await hub.applyObject(profileOfAnother(twin, '999999999999', victimId));
     const before = (await hub.get(twin.metadata))!.metadata.resourceVersion;
     const again = await handler({ ...created, id: `${created.id}-again` } as never, context);
     assert.equal(again.result, 'unchanged');

@@ -227,6 +227,12 @@ describe('configuration', () => {
       { memberProbe: { eksRoleName: 'not a role' } },
       /^memberProbe\.eksRoleName: must be an IAM role name/,
     ],
+    [
+      'a first follow delay longer than the longest',
+      { follow: { firstDelaySeconds: 300, maxDelaySeconds: 120 } },
+      /^follow\.firstDelaySeconds: firstDelaySeconds must not be longer than maxDelaySeconds/,
+    ],
+    ['a follow bound of no time', { follow: { maxMinutes: 0 } }, /^follow\.maxMinutes: /],
   ];
   for (const [title, document, expected] of bad) {
     it(`refuses ${title}, naming the field`, () => {

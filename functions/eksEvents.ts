@@ -7,7 +7,8 @@ import { parser } from '@aws-lambda-powertools/parser/middleware';
 import { EventBridgeSchema } from '@aws-lambda-powertools/parser/schemas/eventbridge';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
-import { clusterSyncOnce, lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
+import { clusterSyncOnce } from './clusterSync.ts';
 import { eksProvider } from '../adapters/compose/providers/eks.ts';
 import { validClusterName } from './targets.ts';
 

@@ -14,8 +14,6 @@ import type { z } from 'zod';
 import type { Composition, ProviderModule } from '../adapters/compose/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
-import { syncCluster } from '../core/sync/engine.ts';
-import type { ClusterRef } from '../core/sync/ports.ts';
 
 export const logger = new Logger({ serviceName: 'cpsync' });
 export const metrics = new Metrics({ namespace: 'cpsync', serviceName: 'cpsync' });
@@ -147,22 +145,6 @@ export function once<P extends Keyed, R>(
     }
     return { value: result.value, replayed };
   };
-}
-
-/** A targeted sync of one cluster, once per delivery key (the EKS event handler, the webhook). */
-export function clusterSyncOnce(name: string, getDeps: () => Promise<FunctionDeps>) {
-  return once(name, async ({ key, ref }: { key: string; ref: ClusterRef }) => {
-    const deps = await getDeps();
-    const report = await syncCluster(deps.ports, { syncId: key, ref, ...deps.settings });
-    // A collision is no failure to retry: it is said in the log and in the answer, every delivery.
-    for (const problem of report.problems ?? []) logger.warn(problem);
-    return {
-      result: report.result,
-      published: report.published,
-      pending: report.pending,
-      ...(report.problems ? { problems: report.problems } : {}),
-    };
-  });
 }
 
 /** Wraps a handler with the Powertools middlewares every function uses. */

@@ -16,7 +16,9 @@ import type { DoctorReport } from '../adapters/compose/doctor.ts';
 import { z } from 'zod';
 import { runSync } from '../core/sync/engine.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
+import pLimit from 'p-limit';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
+import { follower } from './chases.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
 /** The message the scope enumerator sends. */
@@ -67,8 +69,14 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
     const result = report.scopes[0]!;
     if (result.summary.error?.reason === 'HubError')
       throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);
-    return { outcome: result.outcome.kind, counts: result.summary.counts, error: result.summary.error };
+    return {
+      outcome: result.outcome.kind,
+      counts: result.summary.counts,
+      error: result.summary.error,
+      settling: report.settling,
+    };
   });
+  const follow = follower();
   return withPowertools(async (event: SQSEvent | DoctorRequest, context: Context) => {
     const deps = await getDeps();
     // Invoked directly by `cpsync doctor --function` (SQS never sends this): the checks, with this role.
@@ -97,6 +105,12 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
       // A redelivered message keeps its sync id: its events keep their ids, and the sync itself is idempotent.
       const key = `${syncId}/${scopeKey(scope)}`;
       const { value: result, replayed } = await syncScope(deps, { key, scope }, context);
+      // Clusters the listing found in change are followed until they settle — on a redelivery too, so
+      // a chase that could not be started the first time is started now (a running one is joined).
+      const limit = pLimit(4);
+      await Promise.all(
+        (result.settling ?? []).map(({ ref, state }) => limit(() => follow(deps.config, ref, state))),
+      );
       if (replayed) return;
       metrics.addMetric('ScopesSynced', MetricUnit.Count, 1);
       if (result.outcome === 'failed') metrics.addMetric('FailedScopes', MetricUnit.Count, 1);
@@ -108,6 +122,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
         outcome: result.outcome,
         counts: result.counts,
         error: result.error,
+        inChange: result.settling?.length ?? 0,
       });
     };
     return processPartialResponse(event, record, processor, { context });

@@ -14,14 +14,8 @@ import { readSecret } from '../adapters/shared/secrets.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import type { ClusterSyncReport } from '../core/sync/engine.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
-import {
-  isIdempotencyInProgress,
-  clusterSyncOnce,
-  lazyDeps,
-  logger,
-  withPowertools,
-  type FunctionDeps,
-} from './runtime.ts';
+import { clusterSyncOnce } from './clusterSync.ts';
+import { isIdempotencyInProgress, lazyDeps, logger, withPowertools, type FunctionDeps } from './runtime.ts';
 import { aksProvider } from '../adapters/compose/providers/aks.ts';
 import { gkeProvider } from '../adapters/compose/providers/gke.ts';
 import { validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';

@@ -129,6 +129,18 @@ export interface CpsyncProps {
    * @default false
    */
   readonly stackTraceSourceMaps?: boolean;
+  /**
+   * Following a cluster in change (creating, updating, deleting…) until it settles: the first look after
+   * `firstDelay`, the wait doubling up to `maxDelay` (at most 15 minutes, SQS's longest delay), the whole
+   * chase bounded by `maxDuration` (then the schedule takes over). Each overrides the configuration's
+   * `follow` section.
+   * @default the configuration's `follow` (15 s, 2 min, 3 h)
+   */
+  readonly follow?: {
+    readonly firstDelay?: Duration;
+    readonly maxDelay?: Duration;
+    readonly maxDuration?: Duration;
+  };
 }
 
 const DEFAULTS = {
@@ -154,10 +166,27 @@ function memberProbeSlots(config: CpsyncConfig, props: CpsyncProps): CpsyncConfi
   };
 }
 
+/** The configuration's `follow` knobs, with the props' overrides (checked as the configuration is). */
+function followKnobs(config: CpsyncConfig, props: CpsyncProps): CpsyncConfig['follow'] {
+  const follow = props.follow ?? {};
+  const knobs = {
+    firstDelaySeconds: follow.firstDelay?.toSeconds() ?? config.follow.firstDelaySeconds,
+    maxDelaySeconds: follow.maxDelay?.toSeconds() ?? config.follow.maxDelaySeconds,
+    maxMinutes: follow.maxDuration?.toMinutes() ?? config.follow.maxMinutes,
+  };
+  return parseConfig({ ...configDocument(config), follow: knobs }, 'Cpsync props.follow').follow;
+}
+
 export class Cpsync extends Construct {
   public readonly eventBus: IEventBus;
   public readonly scopeQueue: Queue;
   public readonly deadLetterQueue: Queue;
+  /** Delayed looks at clusters in change, for the follow-up function. */
+  public readonly followQueue: Queue;
+  public readonly followDeadLetterQueue: Queue;
+  /** One item per cluster being followed: at most one chase per cluster. */
+  public readonly chaseTable: Table;
+  public readonly followUp: LambdaFunction;
   public readonly outboxTable: Table;
   /** Powertools idempotency records: deliveries already processed, remembered for an hour. */
   public readonly idempotencyTable: Table;
@@ -207,6 +236,7 @@ export class Cpsync extends Construct {
 
     this.outboxTable = expiringTable(this, 'Outbox', 'eventId', 'expiresAt');
     this.idempotencyTable = expiringTable(this, 'Idempotency', 'id', 'expiration');
+    this.chaseTable = expiringTable(this, 'Chases', 'cluster', 'expiresAt');
 
     const webhookConfig = { ...config.webhook };
     if (!webhookConfig.azure && (props.azureWebhook ?? config.providers.aks !== undefined)) {
@@ -231,6 +261,7 @@ export class Cpsync extends Construct {
       },
       webhook: webhookConfig,
       memberProbe: memberProbeSlots(config, props),
+      follow: followKnobs(config, props),
     };
 
     this.deadLetterQueue = deadLetterQueue(this, 'ScopeDeadLetters');
@@ -239,6 +270,15 @@ export class Cpsync extends Construct {
       enforceSSL: true,
       visibilityTimeout: Duration.minutes(6 * 5),
       deadLetterQueue: { queue: this.deadLetterQueue, maxReceiveCount: 3 },
+    });
+
+    this.followDeadLetterQueue = deadLetterQueue(this, 'FollowDeadLetters');
+    this.followQueue = new Queue(this, 'Follow', {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      // A look takes at most the function's minute; a failed one is seen again after two.
+      visibilityTimeout: Duration.minutes(2),
+      deadLetterQueue: { queue: this.followDeadLetterQueue, maxReceiveCount: 3 },
     });
 
     this.#functionSettings = { props, document, logRetention: props.logRetention ?? DEFAULTS.logRetention };
@@ -250,7 +290,22 @@ export class Cpsync extends Construct {
     this.scopeWorker = make('ScopeWorker', 'scopeWorker.ts', Duration.minutes(5), 1024);
     this.eksEventHandler = make('EksEventHandler', 'eksEvents.ts', Duration.minutes(1), 512);
     this.webhook = make('Webhook', 'webhook.ts', Duration.seconds(30), 512);
-    const all = [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook];
+    this.followUp = make('FollowUp', 'followUp.ts', Duration.minutes(1), 512);
+    const all = [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp];
+
+    // Every function that syncs clusters follows those it finds in change: it starts (or joins) a chase,
+    // and sends its first look; the follow-up function sends the next ones and ends the chase.
+    const followers = [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp];
+    for (const fn of followers) {
+      fn.addEnvironment('CPSYNC_FOLLOW_QUEUE_URL', this.followQueue.queueUrl);
+      fn.addEnvironment('CPSYNC_CHASE_TABLE', this.chaseTable.tableName);
+      this.followQueue.grant(fn, 'sqs:SendMessage');
+      this.chaseTable.grant(fn, 'dynamodb:PutItem', 'dynamodb:DeleteItem');
+    }
+    this.chaseTable.grant(this.followUp, 'dynamodb:GetItem', 'dynamodb:UpdateItem');
+    this.followUp.addEventSource(
+      new SqsEventSource(this.followQueue, { batchSize: 10, reportBatchItemFailures: true }),
+    );
 
     // SendMessageBatch is authorized as sqs:SendMessage; the queue URL comes from the environment.
     this.scopeQueue.grant(this.scopeEnumerator, 'sqs:SendMessage');
@@ -293,7 +348,7 @@ export class Cpsync extends Construct {
       new PolicyStatement({ actions: ['events:DescribeEventBus'], resources: [this.eventBus.eventBusArn] }),
     );
     // What Powertools idempotency does with its records, and nothing more.
-    for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook])
+    for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
       this.idempotencyTable.grant(
         fn,
         'dynamodb:GetItem',
@@ -304,11 +359,13 @@ export class Cpsync extends Construct {
     // The enumerator lists accounts and their regions; the worker and the EKS handler read clusters; the
     // webhook serves only GKE and AKS and reads no AWS cloud.
     this.#grantCloudReads(config, [this.scopeEnumerator], stack, { clusters: false });
-    this.#grantCloudReads(config, [this.scopeWorker, this.eksEventHandler], stack, { clusters: true });
+    this.#grantCloudReads(config, [this.scopeWorker, this.eksEventHandler, this.followUp], stack, {
+      clusters: true,
+    });
     // Every function reaches the hub, whichever clouds are configured.
     for (const fn of all) this.grantHubRead(fn);
     this.#grantSecrets(document, {
-      clouds: [this.scopeEnumerator, this.scopeWorker, this.webhook],
+      clouds: [this.scopeEnumerator, this.scopeWorker, this.webhook, this.followUp],
       webhook: [this.webhook],
     });
 
@@ -516,6 +573,12 @@ export class Cpsync extends Construct {
   #alarms(functions: LambdaFunction[]): void {
     this.alarms.push(
       deadLettersAlarm(this, 'DeadLetters', this.deadLetterQueue, 'Scope messages that failed three times'),
+      deadLettersAlarm(
+        this,
+        'FollowDeadLettersAlarm',
+        this.followDeadLetterQueue,
+        'Follow-up looks that failed three times (their clusters are left to the schedule)',
+      ),
       new Alarm(this, 'FailedScopes', {
         alarmDescription:
           'Scopes whose listing failed (access denied, API disabled, throttled past retries, timeouts)',

@@ -39,7 +39,13 @@ export function acknowledgeSchedulerInvoke(fn: IConstruct): void {
 export function acknowledgeFindings(cpsync: Cpsync, memberRoleName: string | undefined): void {
   const stack = Stack.of(cpsync);
   const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
-  const functions = [cpsync.scopeEnumerator, cpsync.scopeWorker, cpsync.eksEventHandler, cpsync.webhook];
+  const functions = [
+    cpsync.scopeEnumerator,
+    cpsync.scopeWorker,
+    cpsync.eksEventHandler,
+    cpsync.webhook,
+    cpsync.followUp,
+  ];
   for (const fn of functions) {
     const scope = Validations.of(fn);
     acknowledgeManagedLogsPolicy(fn);

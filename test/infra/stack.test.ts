@@ -71,7 +71,7 @@ describe('the CDK app', () => {
         RetryPolicy: Match.objectLike({ MaximumRetryAttempts: 2 }),
       }),
     });
-    template.resourceCountIs('AWS::SQS::Queue', 2);
+    template.resourceCountIs('AWS::SQS::Queue', 4);
     template.hasResourceProperties('AWS::SQS::Queue', {
       RedrivePolicy: Match.objectLike({ maxReceiveCount: 3 }),
       SqsManagedSseEnabled: true,
@@ -94,13 +94,13 @@ describe('the CDK app', () => {
     });
   });
 
-  it('runs four Node 24 arm64 functions with retained logs and the configuration in their environment', () => {
+  it('runs five Node 24 arm64 functions with retained logs and the configuration in their environment', () => {
     template.resourcePropertiesCountIs(
       'AWS::Lambda::Function',
       { Runtime: 'nodejs24.x', Architectures: ['arm64'] },
-      4,
+      5,
     );
-    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 4);
+    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 5);
     const functions = template.findResources('AWS::Lambda::Function');
     for (const fn of Object.values(functions)) {
       const variables = (fn as { Properties: { Environment: { Variables: Record<string, unknown> } } })
@@ -111,6 +111,74 @@ describe('the CDK app', () => {
       assert.match(document, /\\"eventBridge\\":\{\\"busName\\":/);
       assert.match(document, /cpsync-reader/);
     }
+  });
+
+  it('follows clusters in change: a delayed follow-up queue with its DLQ and alarm, a chase table, the knobs from props', () => {
+    const queues = template.findResources('AWS::SQS::Queue');
+    const follow = Object.entries(queues).find(
+      ([id]) => id.startsWith('CpsyncFollow') && !id.includes('Dead'),
+    )!;
+    const dead = Object.keys(queues).find((id) => id.startsWith('CpsyncFollowDeadLetters'))!;
+    assert.deepEqual(follow[1].Properties.RedrivePolicy, {
+      deadLetterTargetArn: { 'Fn::GetAtt': [dead, 'Arn'] },
+      maxReceiveCount: 3,
+    });
+    assert.equal(follow[1].Properties.SqsManagedSseEnabled, true);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [dead, 'QueueName'] } }],
+    });
+    template.hasResourceProperties('AWS::DynamoDB::Table', {
+      KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
+      TimeToLiveSpecification: { AttributeName: 'expiresAt', Enabled: true },
+    });
+    const followUp = Object.keys(template.findResources('AWS::Lambda::Function')).find((id) =>
+      id.startsWith('CpsyncFollowUp'),
+    )!;
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      FunctionName: { Ref: followUp },
+      EventSourceArn: { 'Fn::GetAtt': [follow[0], 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+    });
+    // Every function that syncs clusters is told where chases go; the enumerator syncs none.
+    const functions = template.findResources('AWS::Lambda::Function');
+    const told = Object.entries(functions)
+      .filter(([, fn]) => fn.Properties.Environment.Variables.CPSYNC_FOLLOW_QUEUE_URL)
+      .map(([id]) => id.replace(/^Cpsync|[0-9A-F]{8}$/g, ''))
+      .sort();
+    assert.deepEqual(told, ['EksEventHandler', 'FollowUp', 'ScopeWorker', 'Webhook']);
+    // The configuration is joined with the tables' names: its text, escaped once more.
+    const knobs = (fn: unknown) =>
+      /\\"follow\\":(\{[^}]*\})/.exec(JSON.stringify(fn))?.[1]?.replaceAll('\\"', '"');
+    assert.equal(
+      knobs(functions[followUp]),
+      JSON.stringify({ firstDelaySeconds: 15, maxDelaySeconds: 120, maxMinutes: 180 }),
+    );
+    // The props override the configuration, checked as the configuration is.
+    const app = new App({ context: NO_BUNDLING });
+    const stack = new CpsyncStack(app, 'Followed', {
+      env: ENV,
+      cpsync: {
+        config: CONFIG,
+        follow: {
+          firstDelay: Duration.seconds(5),
+          maxDelay: Duration.minutes(1),
+          maxDuration: Duration.hours(2),
+        },
+      },
+    });
+    const overridden = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function'))[0]!;
+    assert.equal(
+      knobs(overridden),
+      JSON.stringify({ firstDelaySeconds: 5, maxDelaySeconds: 60, maxMinutes: 120 }),
+    );
+    assert.throws(
+      () =>
+        new CpsyncStack(new App({ context: NO_BUNDLING }), 'Slow', {
+          env: ENV,
+          cpsync: { config: CONFIG, follow: { maxDelay: Duration.minutes(20) } },
+        }),
+      /follow\.maxDelaySeconds: .*900/,
+    );
   });
 
   it('routes EKS CloudTrail calls from the default bus to the EKS handler', () => {
@@ -241,7 +309,7 @@ describe('the CDK app', () => {
     template.hasResourceProperties('AWS::EventSchemas::Schema', {
       SchemaName: 'cpsync@InventoryScopeSynced',
     });
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 6);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 8);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'FailedScopes',
       Namespace: 'cpsync',
@@ -289,6 +357,7 @@ describe('the CDK app', () => {
     );
     assert.deepEqual(Object.keys(everything).sort(), [
       'EksEventHandler',
+      'FollowUp',
       'ScopeEnumerator',
       'ScopeWorker',
       'Webhook',
@@ -352,7 +421,7 @@ describe('the CDK app', () => {
     };
     assert.equal(
       Object.values(synthesized.Resources).filter((r) => r.Type === 'AWS::Lambda::Function').length,
-      4,
+      5,
     );
     const text = JSON.stringify(synthesized);
     assert.ok(
@@ -387,7 +456,7 @@ describe('the CDK app', () => {
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
     app.synth();
     const traced = functionsOf(Template.fromStack(stack));
-    assert.equal(traced.length, 4);
+    assert.equal(traced.length, 5);
     for (const fn of traced) {
       assert.deepEqual(fn.TracingConfig, { Mode: 'Active' });
       assert.equal(fn.Environment.Variables.POWERTOOLS_TRACE_ENABLED, 'true');
@@ -425,7 +494,7 @@ describe('the CDK app', () => {
       };
     }>;
     const cpsync = functions.filter((f) => f.Properties.Environment?.Variables?.CPSYNC_CONFIG);
-    assert.equal(cpsync.length, 4);
+    assert.equal(cpsync.length, 5);
     for (const f of cpsync) {
       assert.equal(f.Properties.VpcConfig?.SubnetIds.length, 2);
       assert.deepEqual(f.Properties.VpcConfig?.SecurityGroupIds, [
@@ -480,8 +549,8 @@ describe('the CDK app', () => {
     const policies = Object.values(gkeOnly.findResources('AWS::IAM::Policy')).filter((policy) =>
       JSON.stringify(policy).includes('eks:DescribeCluster'),
     );
-    assert.equal(functions.length, 4);
-    assert.equal(policies.length, 4, 'one policy per function grants it');
+    assert.equal(functions.length, 5);
+    assert.equal(policies.length, 5, 'one policy per function grants it');
     for (const policy of policies) assert.match(JSON.stringify(policy), /cluster\/hub/);
     assert.doesNotMatch(JSON.stringify(gkeOnly.findResources('AWS::IAM::Policy')), /sts:AssumeRole"/);
   });

@@ -295,12 +295,13 @@ export class Cpsync extends Construct {
 
     // Every function that syncs clusters follows those it finds in change: it starts (or joins) a chase,
     // and sends its first look; the follow-up function sends the next ones and ends the chase.
-    const followers = [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp];
-    for (const fn of followers) {
+    for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp]) {
       fn.addEnvironment('CPSYNC_FOLLOW_QUEUE_URL', this.followQueue.queueUrl);
       fn.addEnvironment('CPSYNC_CHASE_TABLE', this.chaseTable.tableName);
       this.followQueue.grant(fn, 'sqs:SendMessage');
-      this.chaseTable.grant(fn, 'dynamodb:PutItem', 'dynamodb:DeleteItem');
+      // A chase is put by the function that starts it, and removed by the one that ends it (or cannot start it).
+      const starts = fn !== this.followUp;
+      this.chaseTable.grant(fn, ...(starts ? ['dynamodb:PutItem'] : []), 'dynamodb:DeleteItem');
     }
     this.chaseTable.grant(this.followUp, 'dynamodb:GetItem', 'dynamodb:UpdateItem');
     this.followUp.addEventSource(

@@ -37,6 +37,7 @@ import {
   type Emulators,
 } from '../../env/emulators.ts';
 import { startFunction, type RunningFunction } from '../../env/lambdaRuntime.ts';
+import { holdTransition } from '../../env/transitions.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
@@ -100,6 +101,18 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
     action: /^(eks:(DescribeCluster|ListNodegroups|DescribeNodegroup|ListClusters))$/,
     resource: new RegExp(`:${ACCOUNT}:|^\\*$`),
     why: "clusters in cpsync's own account are read with the function role (the estate's clusters are in a member account)",
+  },
+  {
+    fn: /^CpsyncScopeWorker/,
+    action: /^(sqs:SendMessage|dynamodb:(PutItem|DeleteItem))$/,
+    resource: /Follow|Chases/,
+    why: 'the scope worker starts a chase for each cluster its listing finds in change (the EKS handler and the webhook walk the same code here)',
+  },
+  {
+    action: /^dynamodb:DeleteItem$/,
+    resource: /Chases/,
+    fn: /^Cpsync(EksEventHandler|Webhook)/,
+    why: 'a chase whose first look could not be sent is removed, so that it does not hold the cluster',
   },
   {
     action: /^ec2:DescribeRegions$/,
@@ -251,6 +264,8 @@ describe('the deployed assets under the Lambda runtime', () => {
       },
       hub: { kubeconfigSecretArn: await secret('hub-kubeconfig', kubeconfigText) },
       webhook: { gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri } },
+      // Clusters in change are looked at again after a second, then every two (15 s and 2 min deployed).
+      follow: { firstDelaySeconds: 1, maxDelaySeconds: 2, maxMinutes: 10 },
     };
 
     // The chat notifier's incoming webhook: a local receiver, its URL in Secrets Manager.
@@ -527,6 +542,212 @@ describe('the deployed assets under the Lambda runtime', () => {
     // A push without Google's signature is refused, and syncs nothing.
     const unsigned = await invoke(webhook, functionUrlRequest('/gcp', body));
     assert.equal((unsigned.body as { statusCode: number }).statusCode, 401);
+  });
+
+  it('clusters found in change are followed until they settle: delayed looks by the follow-up function, one chase per cluster, a redelivered look harmless', async () => {
+    const { state } = await estate;
+    const hub = adminKubeConfig(state).makeApiClient(CustomObjectsApi);
+    const profile = async (display: string) => {
+      const list = (await hub.listNamespacedCustomObject({
+        group: 'multicluster.x-k8s.io',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'clusterprofiles',
+      })) as {
+        items: Array<{
+          spec: { displayName: string };
+          status?: { conditions?: Array<{ type: string; status: string }>; accessProviders?: unknown[] };
+        }>;
+      };
+      return list.items.find((p) => p.spec.displayName === display);
+    };
+    const healthy = async (display: string) =>
+      (await profile(display))?.status?.conditions?.find((c) => c.type === 'ControlPlaneHealthy')?.status;
+    const queue = Object.entries(resources).find(
+      ([id, r]) => r.Type === 'AWS::SQS::Queue' && id.startsWith('CpsyncFollow') && !id.includes('Dead'),
+    )![0];
+    type Look = { chaseId: string; attempt: number; ref: { name: string }; delaySeconds: number };
+    /** The looks sent, once their delay has passed (none is visible before). */
+    const looksAfter = async (millis: number) => {
+      assert.deepEqual(
+        await drainMessages<Look>(refs[queue]!),
+        [],
+        'a look is not handed over before its delay',
+      );
+      await new Promise((r) => setTimeout(r, millis));
+      return drainMessages<Look>(refs[queue]!);
+    };
+
+    // An EKS cluster being created (no endpoint, no CA yet), and a GKE one.
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'queued' }]);
+    const eks = holdTransition(emulators, 'eks', 'queued', 'creating');
+    emulators.gke.clusters.set(GCP_PROJECT, [
+      ...emulators.gke.clusters.get(GCP_PROJECT)!,
+      gkeCluster('warming', 'us-central1'),
+    ]);
+    const gke = holdTransition(emulators, 'gke', 'warming', 'creating');
+    // And an AKS cluster being upgraded.
+    const aks = holdTransition(emulators, 'aks', 'web', 'updating');
+    const handler = functions.CpsyncEksEventHandler ?? (await start('CpsyncEksEventHandler'));
+    const webhook = functions.CpsyncWebhook ?? (await start('CpsyncWebhook'));
+    const created = await invoke(
+      handler,
+      cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'queued' }),
+    );
+    assert.deepEqual(
+      [(created.body as { result: string }).result, (created.body as { followed: string }).followed],
+      ['created', 'started'],
+      handler.lines.join('\n'),
+    );
+    // A second event for the same cluster during the chase joins it: no second chase.
+    const tagged = await invoke(
+      handler,
+      cloudTrailEvent('TagResource', EKS_ACCOUNT, 'us-east-1', {
+        resourceArn: `arn:aws:eks:us-east-1:${EKS_ACCOUNT}:cluster/queued`,
+      }),
+    );
+    assert.equal((tagged.body as { followed: string }).followed, 'joined', handler.lines.join('\n'));
+    const pushed = await invoke(
+      webhook,
+      functionUrlRequest(
+        '/gcp',
+        pubSubPush(
+          gkeAuditEntry(
+            GCP_PROJECT,
+            'google.container.v1.ClusterManager.CreateCluster',
+            `projects/${GCP_PROJECT}/locations/us-central1/clusters/warming`,
+          ),
+          'ps-lambda-warming',
+        ),
+        { authorization: `Bearer ${await signer.sign()}` },
+      ),
+    );
+    assert.equal((pushed.body as { statusCode: number }).statusCode, 200, webhook.lines.join('\n'));
+    const webSubject = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-web/providers/Microsoft.ContainerService/managedClusters/web`;
+    const key = Object.entries(refs).find(([id]) => id.startsWith('CpsyncAzureWebhookKey'))!;
+    const upgrading = await invoke(
+      webhook,
+      functionUrlRequest(
+        '/azure',
+        [
+          {
+            id: 'eg-lambda-upgrade',
+            eventType: 'Microsoft.Resources.ResourceWriteSuccess',
+            subject: webSubject,
+            data: {
+              resourceUri: webSubject,
+              operationName: 'Microsoft.ContainerService/managedClusters/write',
+            },
+          },
+        ],
+        {},
+        { key: `generated-${key[0]}` },
+      ),
+    );
+    assert.equal((upgrading.body as { statusCode: number }).statusCode, 200, webhook.lines.join('\n'));
+    assert.equal(await healthy('queued'), 'Unknown', 'written at once, not yet usable');
+    assert.equal(await healthy('warming'), 'Unknown');
+
+    const first = await looksAfter(1500);
+    assert.deepEqual(
+      first.map((look) => [look.ref.name, look.attempt, look.delaySeconds]).sort(),
+      [
+        ['queued', 1, 1],
+        ['warming', 1, 1],
+        ['web', 1, 1],
+      ],
+      'one first look per cluster, the joined event sending none',
+    );
+    const followUp = await start('CpsyncFollowUp');
+    const records = (looks: Look[], tag: string) =>
+      looks.map((look, i) => sqsRecord(`${tag}-${i}`, JSON.stringify(look)));
+    const stillCreating = await invoke(followUp, { Records: records(first, 'look1') });
+    assert.deepEqual(stillCreating.body, { batchItemFailures: [] }, followUp.lines.join('\n'));
+    // SQS hands a message over again (at-least-once): the look is answered from its record, nothing sent twice.
+    const again = await invoke(followUp, { Records: records(first, 'look1-again') });
+    assert.deepEqual(again.body, { batchItemFailures: [] }, followUp.lines.join('\n'));
+    const second = await looksAfter(2500);
+    assert.deepEqual(
+      second.map((look) => [look.ref.name, look.attempt, look.delaySeconds]).sort(),
+      [
+        ['queued', 2, 2],
+        ['warming', 2, 2],
+        ['web', 2, 2],
+      ],
+      'the next look of each, its delay doubled to the cap, once',
+    );
+    assert.deepEqual(
+      (await drainQueue(eventsQueue))
+        .filter((e) => e['detail-type'] !== 'ClusterProfile Created')
+        .map((e) => [e['detail-type'], (e.detail.cluster as { displayName: string }).displayName]),
+      [['ClusterProfile Updated', 'web']],
+      'nothing to announce about the clusters in change but their creation, and the upgrade seen',
+    );
+
+    // Ready: the next look makes the profiles usable and ends the chases.
+    eks.settle();
+    gke.settle();
+    aks.settle();
+    const ready = await invoke(followUp, { Records: records(second, 'look2') });
+    assert.deepEqual(ready.body, { batchItemFailures: [] }, followUp.lines.join('\n'));
+    assert.equal(await healthy('queued'), 'True');
+    assert.equal(await healthy('warming'), 'True');
+    const updated = await drainQueue(eventsQueue);
+    assert.deepEqual(
+      updated
+        .map((e) => [e['detail-type'], (e.detail.cluster as { displayName: string }).displayName])
+        .filter(([, name]) => name !== 'web')
+        .sort(),
+      [
+        ['ClusterProfile Updated', 'queued'],
+        ['ClusterProfile Updated', 'warming'],
+      ],
+    );
+    assert.equal(await healthy('web'), 'True');
+    assert.deepEqual(await looksAfter(2500), [], 'no look after the chase ended');
+
+    // Deleted: DELETING is no reason to delete; gone, the follow-up deletes the profile at once, with one event.
+    const deleting = holdTransition(emulators, 'eks', 'queued', 'deleting');
+    const deleteCall = await invoke(
+      handler,
+      cloudTrailEvent('DeleteCluster', EKS_ACCOUNT, 'us-east-1', { name: 'queued' }),
+    );
+    assert.equal((deleteCall.body as { followed: string }).followed, 'started', handler.lines.join('\n'));
+    assert.ok(await profile('queued'), 'kept while DELETING');
+    const look = await looksAfter(1500);
+    deleting.settle();
+    await new Promise((r) => setTimeout(r, 500));
+    const gone = await invoke(followUp, { Records: records(look, 'look-gone') });
+    assert.deepEqual(gone.body, { batchItemFailures: [] }, followUp.lines.join('\n'));
+    assert.equal(await profile('queued'), undefined);
+    // A late copy of the last look finds the chase over: nothing is done.
+    await invoke(followUp, { Records: records(look, 'look-gone-late') });
+    const deleted = (await drainQueue(eventsQueue)).filter(
+      (e) => e['detail-type'] === 'ClusterProfile Deleted',
+    );
+    assert.equal(deleted.length, 1, 'exactly one Deleted event');
+    assert.deepEqual(await looksAfter(2500), []);
+    // The estate as it was, for the cases after this one.
+    emulators.gke.clusters.set(
+      GCP_PROJECT,
+      emulators.gke.clusters.get(GCP_PROJECT)!.filter((c) => c.name !== 'warming'),
+    );
+    await invoke(
+      webhook,
+      functionUrlRequest(
+        '/gcp',
+        pubSubPush(
+          gkeAuditEntry(
+            GCP_PROJECT,
+            'google.container.v1.ClusterManager.DeleteCluster',
+            `projects/${GCP_PROJECT}/locations/us-central1/clusters/warming`,
+          ),
+          'ps-lambda-warming-gone',
+        ),
+        { authorization: `Bearer ${await signer.sign()}` },
+      ),
+    );
+    await drainQueue(eventsQueue);
   });
 
   it('the Argo CD subscriber turns the event the bus delivered into a cluster Secret, and reconciles the rest from the hub', async () => {

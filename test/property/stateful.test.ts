@@ -4,7 +4,8 @@
  * delete, upgrade, a zonal cluster moved to another zone of its region), syncs over random
  * `--provider`/`--scope` selections (every shape the CLI accepts, covered or not), runs killed at random
  * points (SIGKILL, SIGTERM, SIGINT), two runs at once, unreadable outbox files, hand-made junk in the
- * hub, a closed stdout (the bus gone) and cloud outages.
+ * hub, a closed stdout (the bus gone), cloud outages, and clusters the clouds are still changing (being
+ * created, updated or deleted) until they settle, followed by `sync --follow`.
  *
  * After every step it checks, with an oracle that reads the clouds, the hub's files and the delivered
  * lines itself (not cpsync's plan):
@@ -38,6 +39,7 @@ import { liveClusters, readInventory, type DeliveredEvent, type StoredProfile } 
 import { temporaryDirectory } from '../support/tmp.ts';
 import type { ManagedClusterJson } from '../env/fakes/armServer.ts';
 import type { GkeClusterJson } from '../env/fakes/gkeServer.ts';
+import { holdTransition, type Transition } from '../env/transitions.ts';
 
 const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261123);
 /** Wall time after which no new sequence is started (the test command's budget is two minutes). */
@@ -46,7 +48,13 @@ const EKS_REGIONS = ['us-east-1', 'eu-west-1'] as const;
 
 /** The clouds as the test changes them: what it created and what still stands. */
 interface Model {
-  live: Array<{ provider: 'eks' | 'gke' | 'aks'; name: string; location: string }>;
+  live: Array<{
+    provider: 'eks' | 'gke' | 'aks';
+    name: string;
+    location: string;
+    /** The cloud is still changing it: a DELETING cluster still exists, and its profile must stay. */
+    inChange?: Transition;
+  }>;
   next: number;
 }
 
@@ -65,6 +73,8 @@ class Real {
   readonly junk = new Map<string, string>();
   /** Cloud outages that end once the next sync is over. */
   readonly outages: Array<() => void> = [];
+  /** How each cluster in change settles, by `provider/name`. */
+  readonly holds = new Map<string, () => void>();
   runs = 0;
 
   readonly emulators: Emulators;
@@ -80,6 +90,8 @@ class Real {
     // The least forgiving grace: one complete listing without a cluster deletes its profile.
     document.inventory = { namespace: 'stateful', tagAllowList: ['team'], deletionGraceListings: 1 };
     document.sync = { leaseWaitSeconds: 60 };
+    // `sync --follow` looks again every second.
+    document.follow = { firstDelaySeconds: 1, maxDelaySeconds: 1, maxMinutes: 1 };
     this.config = join(this.directory, 'cpsync.yaml');
     writeFileSync(this.config, stringify(document));
   }
@@ -96,6 +108,7 @@ class Real {
     assert.ok(!hasStackTrace(run.stderr), `a stack trace:\n${run.stderr}`);
     // I5: what a cloud said is shown, never acted on: no control, bidi or zero-width character reaches the
     // terminal (JSON event lines escape controls; bidi characters in them are data, not display).
+    if (process.env.CPSYNC_PROPERTY_VERBOSE) console.log(`$ cpsync ${args.join(' ')}\n${run.stderr}`);
     const found = ACTING.exec(run.stderr);
     assert.equal(found, null, `I5: stderr of ${args[0]} carries ${JSON.stringify(found?.[0])}`);
     for (const line of run.stdout.split('\n')) {
@@ -405,6 +418,92 @@ class MoveZone implements Command {
   toString = () => `move a zonal GKE cluster #${this.pick} to the other zone of its region`;
 }
 
+/**
+ * A live GKE or AKS cluster the cloud starts changing: upgraded (GKE RECONCILING, AKS Upgrading), being
+ * deleted (STOPPING, Deleting) — or a new cluster still being created (no endpoint, no CA yet).
+ */
+class EnterChange implements Command {
+  readonly pick: number;
+  readonly transition: Transition;
+  constructor(pick: number, transition: Transition) {
+    this.pick = pick;
+    this.transition = transition;
+  }
+  check = () => true;
+  async run(model: Model, real: Real) {
+    let cluster: Model['live'][number] | undefined;
+    if (this.transition === 'creating') {
+      const provider = this.pick % 2 === 0 ? 'gke' : 'aks';
+      const name = `n${model.next++}`;
+      const location = provider === 'gke' ? 'europe-west1' : 'westeurope';
+      await createCluster(real.emulators, provider, name, location);
+      cluster = { provider, name, location };
+      model.live.push(cluster);
+    } else {
+      const steady = model.live.filter((c) => c.provider !== 'eks' && !c.inChange);
+      cluster = steady[this.pick % Math.max(steady.length, 1)];
+      if (!cluster) return;
+    }
+    const { settle } = holdTransition(real.emulators, cluster.provider, cluster.name, this.transition);
+    cluster.inChange = this.transition;
+    real.holds.set(`${cluster.provider}/${cluster.name}`, settle);
+  }
+  toString = () => `${this.transition} #${this.pick}`;
+}
+
+/** The cloud finishes its change of one cluster: running again, or (deleted) gone. */
+function settleCluster(model: Model, real: Real, cluster: Model['live'][number]): void {
+  real.holds.get(`${cluster.provider}/${cluster.name}`)?.();
+  real.holds.delete(`${cluster.provider}/${cluster.name}`);
+  if (cluster.inChange === 'deleting') model.live.splice(model.live.indexOf(cluster), 1);
+  delete cluster.inChange;
+}
+
+/** Every cluster in change settles. */
+async function settleAll(model: Model, real: Real): Promise<void> {
+  for (const cluster of model.live.filter((c) => c.inChange)) settleCluster(model, real, cluster);
+  await real.afterCloudChange();
+}
+
+class Settle implements Command {
+  readonly pick: number;
+  constructor(pick: number) {
+    this.pick = pick;
+  }
+  check = (model: Readonly<Model>) => model.live.some((c) => c.inChange);
+  async run(model: Model, real: Real) {
+    const changing = model.live.filter((c) => c.inChange);
+    settleCluster(model, real, changing[this.pick % changing.length]!);
+    await real.afterCloudChange();
+  }
+  toString = () => `settle #${this.pick}`;
+}
+
+/**
+ * `sync --follow`: the full sync, then the clusters in change looked at every second; the clouds settle
+ * them as the follow begins (or the follow's own bound ends it).
+ */
+class FollowedSync implements Command {
+  check = () => true;
+  async run(model: Model, real: Real) {
+    let settled = false;
+    const run = await real.cli(['sync', '--follow'], {
+      onStderr: (stderr) => {
+        if (settled || !/following \d+ cluster/.test(stderr)) return;
+        settled = true;
+        setTimeout(() => void settleAll(model, real), 1200);
+      },
+    });
+    assert.ok(run.code === 0 || run.code === 1, `exit ${run.code}: ${run.stderr}`);
+    if (settled) {
+      assert.match(run.stderr, /followed: \d+ settled/, run.stderr);
+      await settleAll(model, real);
+    }
+    await real.afterSync([run]);
+  }
+  toString = () => 'sync --follow';
+}
+
 const SELECTIONS: ReadonlyArray<{ args: string[]; refused?: boolean }> = [
   { args: [] },
   { args: ['--provider', 'eks'] },
@@ -651,6 +750,11 @@ const commands = [
   fc.constantFrom('scalar', 'list', 'no-spec').map((k) => new JunkInHub(k as 'scalar')),
   fc.constantFrom('gke', 'aks').map((p) => new CloudOutage(p as 'gke')),
   fc.tuple(fc.nat(20), hostileText).map(([n, text]) => new HostileStrings(n, text)),
+  fc
+    .tuple(fc.nat(20), fc.constantFrom('creating', 'updating', 'deleting'))
+    .map(([n, t]) => new EnterChange(n, t as Transition)),
+  fc.nat(20).map((n) => new Settle(n)),
+  fc.constant(new FollowedSync()),
 ];
 
 describe('both promises over random sequences (stateful property test)', () => {
@@ -697,11 +801,15 @@ describe('both promises over random sequences (stateful property test)', () => {
         await fc.asyncModelRun(() => ({ model, real }), sequence);
         trace.push(String(sequence));
         steps += [...sequence].length;
+        // The clouds finish what they were doing; then the inventory converges.
+        await settleAll(model, real);
         await real.converged();
         cliRuns += real.runs;
       }),
       {
         seed: SEED,
+        // A failure's `path` (with its seed) replays just that sequence.
+        ...(process.env.CPSYNC_PROPERTY_PATH ? { path: process.env.CPSYNC_PROPERTY_PATH } : {}),
         numRuns: 40,
         interruptAfterTimeLimit: TIME_LIMIT_MILLIS,
         markInterruptAsFailure: false,

@@ -13,6 +13,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
+import type * as ChaseApi from './chaseApi.ts';
 import { clusterKey } from '../core/sync/follow.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { logger, metrics, settingsFromEnvironment } from './runtime.ts';
@@ -65,7 +66,7 @@ interface ChaseItem {
 
 type Knobs = CpsyncConfig['follow'];
 
-type Api = typeof import('./chaseApi.ts');
+type Api = typeof ChaseApi;
 let api:
   | Promise<{
       module: Api;

@@ -1,5 +1,6 @@
 /**
- * The cpsync L3 construct: event bus, schedule, fan-out queue with DLQ, the four functions, the EKS
+ * The cpsync L3 construct: event bus, schedule, fan-out queue with DLQ, the five functions, the follow-up
+ * queue (delayed looks at clusters in change) with its DLQ and chase table, the EKS
  * CloudTrail rule, the webhook Function URL, the outbox table, least-privilege IAM, alarms, the event
  * schemas in an EventBridge schema registry and an optional archive.
  */

@@ -60,8 +60,8 @@ function synthesize(config: unknown): Template {
 function assertRoundTrip(config: unknown, label: string): void {
   const configured = parseConfig(config, label);
   const configs = functionConfigs(synthesize(config));
-  // The four functions of the construct and the two subscribers.
-  assert.equal(configs.length, 6, `${label}: functions with a configuration`);
+  // The five functions of the construct and the two subscribers.
+  assert.equal(configs.length, 7, `${label}: functions with a configuration`);
   for (const { id, text } of configs) {
     let read: CpsyncConfig;
     try {

@@ -714,7 +714,30 @@ describe('the deployed assets under the Lambda runtime', () => {
     );
     assert.equal((deleteCall.body as { followed: string }).followed, 'started', handler.lines.join('\n'));
     assert.ok(await profile('queued'), 'kept while DELETING');
-    const look = await looksAfter(1500);
+    const deleteLook = await looksAfter(1500);
+    // EKS throttles that look: it is tried again on the chase's schedule, and nothing is deleted.
+    const throttle = emulators.proxy.intercept((call) =>
+      call.service === 'eks' && call.path.startsWith('/clusters/queued')
+        ? {
+            status: 429,
+            headers: { 'x-amzn-errortype': 'ThrottlingException' },
+            body: JSON.stringify({ message: 'Rate exceeded' }),
+          }
+        : undefined,
+    );
+    try {
+      const throttled = await invoke(followUp, { Records: records(deleteLook, 'look-throttled') });
+      assert.deepEqual(throttled.body, { batchItemFailures: [] }, followUp.lines.join('\n'));
+    } finally {
+      throttle();
+    }
+    assert.ok(await profile('queued'), 'kept when the look was throttled');
+    const look = await looksAfter(2500);
+    assert.deepEqual(
+      look.map((l) => [l.ref.name, l.attempt]),
+      [['queued', 2]],
+      'looked at again',
+    );
     deleting.settle();
     await new Promise((r) => setTimeout(r, 500));
     const gone = await invoke(followUp, { Records: records(look, 'look-gone') });

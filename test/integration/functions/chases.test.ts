@@ -1,0 +1,167 @@
+/**
+ * One chase per cluster, against moto's DynamoDB and SQS: the chase item is the only lock, the delayed
+ * messages the only clock. What SQS holds (and when it hands a look over) and what the table holds are
+ * read back with clients of the test's own.
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { parseConfig } from '../../../adapters/compose/config.ts';
+import type { ClusterRef } from '../../../core/sync/ports.ts';
+import type { Chases, LookMessage, makeChases as MakeChases } from '../../../functions/chases.ts';
+import { startMoto, type MotoServer } from '../../env/moto.ts';
+import { HUB_CREDENTIALS } from '../../support/aws.ts';
+import { drainMessages } from '../../support/events.ts';
+
+const TABLE = 'cpsync-chases';
+const ref = (name: string): ClusterRef => ({
+  scope: { provider: 'eks', account: '210987654321', region: 'us-east-1' },
+  name,
+});
+
+describe('following clusters in AWS: one chase per cluster, delayed looks, a bounded chase', () => {
+  let moto: MotoServer;
+  let queueUrl: string;
+  let makeChases: typeof MakeChases;
+  let STALE_AFTER_MILLIS: number;
+  let documents: DynamoDBDocumentClient;
+  const knobs = parseConfig(
+    { follow: { firstDelaySeconds: 1, maxDelaySeconds: 4, maxMinutes: 1 } },
+    'test',
+  ).follow;
+  /** A clock the test moves. */
+  let clock = Date.now();
+  let chases: Chases;
+  const items = async () =>
+    ((await documents.send(new ScanCommand({ TableName: TABLE }))).Items ?? []) as Array<{
+      cluster: string;
+      chaseId: string;
+      attempt: number;
+    }>;
+
+  before(async () => {
+    moto = await startMoto();
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL: moto.endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      AWS_EC2_METADATA_DISABLED: 'true',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_LOG_LEVEL: 'ERROR',
+    });
+    ({ makeChases, STALE_AFTER_MILLIS } = await import('../../../functions/chases.ts'));
+    const aws = { endpoint: moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
+    const dynamo = new DynamoDBClient(aws);
+    await dynamo.send(
+      new CreateTableCommand({
+        TableName: TABLE,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [{ AttributeName: 'cluster', AttributeType: 'S' }],
+        KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
+      }),
+    );
+    documents = DynamoDBDocumentClient.from(dynamo);
+    queueUrl = (await new SQSClient(aws).send(new CreateQueueCommand({ QueueName: 'cpsync-follow' })))
+      .QueueUrl!;
+    chases = makeChases(knobs, { queueUrl, table: TABLE }, () => clock);
+  });
+  after(async () => moto?.stop());
+
+  const looksAfter = async (millis: number) => {
+    assert.deepEqual(
+      await drainMessages<LookMessage>(queueUrl),
+      [],
+      'no look is handed over before its delay',
+    );
+    await new Promise((r) => setTimeout(r, millis));
+    return drainMessages<LookMessage>(queueUrl);
+  };
+
+  it('starts one chase per cluster: its first look delayed, a second start joining it', async () => {
+    assert.equal(await chases.start(ref('a'), 'EKS CREATING'), 'started');
+    assert.equal(await chases.start(ref('a'), 'EKS CREATING'), 'joined');
+    assert.equal(await chases.start(ref('b'), 'EKS UPDATING'), 'started');
+    const looks = await looksAfter(1300);
+    assert.deepEqual(looks.map((l) => [l.ref.name, l.attempt, l.delaySeconds, l.state]).sort(), [
+      ['a', 1, 1, 'EKS CREATING'],
+      ['b', 1, 1, 'EKS UPDATING'],
+    ]);
+    assert.equal((await items()).length, 2);
+    for (const look of looks) assert.equal(await chases.isCurrent(look), true);
+  });
+
+  it('backs off, the wait doubling to the cap, and ends at the bound (then the schedule takes over)', async () => {
+    const start = clock;
+    await chases.start(ref('c'), 'EKS CREATING');
+    let [look] = (await looksAfter(1300)).filter((l) => l.ref.name === 'c');
+    const delays: number[] = [];
+    // The looks go on as the cloud is still changing; the clock runs as the delays say, and some more (the
+    // function ran late), so the bound comes after a few looks.
+    for (;;) {
+      const sentAt = clock;
+      const next = await chases.next(look!, 'EKS CREATING');
+      if (next === 'bounded') break;
+      [look] = await drainMessagesAfterDelay();
+      delays.push(look!.delaySeconds);
+      const due = sentAt + look!.delaySeconds * 1000;
+      assert.ok(due - start <= knobs.maxMinutes * 60_000, 'no look is due past the bound');
+      clock += look!.delaySeconds * 1000 + 20_000;
+    }
+    assert.deepEqual(delays, [2, 4, 4], 'doubled from the first delay, capped, until the bound');
+    assert.equal(
+      (await items()).some((i) => i.cluster.endsWith('/c')),
+      false,
+      'the chase is over: a later sync starts a new one',
+    );
+    assert.equal(await chases.isCurrent(look!), false);
+    assert.equal(await chases.start(ref('c'), 'EKS CREATING'), 'started');
+    await drainMessagesAfterDelay();
+  });
+
+  /** The looks now in the queue, whatever their delay (moto hands them over once it has passed). */
+  async function drainMessagesAfterDelay(): Promise<LookMessage[]> {
+    for (let waited = 0; waited < 6000; waited += 250) {
+      const found = await drainMessages<LookMessage>(queueUrl);
+      if (found.length > 0) return found;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error('no look came');
+  }
+
+  it('takes over a chase whose look was lost (long overdue); the old look then does nothing', async () => {
+    await chases.start(ref('d'), 'EKS DELETING');
+    const [old] = (await looksAfter(1300)).filter((l) => l.ref.name === 'd');
+    clock += 1000;
+    assert.equal(await chases.start(ref('d'), 'EKS DELETING'), 'joined', 'a look is due: joined');
+    clock += STALE_AFTER_MILLIS + 1000;
+    assert.equal(await chases.start(ref('d'), 'EKS DELETING'), 'started', 'overdue by far: taken over');
+    assert.equal(await chases.isCurrent(old!), false);
+    const [fresh] = await drainMessagesAfterDelay();
+    assert.equal(await chases.isCurrent(fresh!), true);
+    await chases.next(old!, 'EKS DELETING');
+    assert.equal(
+      (await items()).find((i) => i.cluster.endsWith('/d'))!.chaseId,
+      fresh!.chaseId,
+      'the old look changes nothing',
+    );
+    await chases.end(old!);
+    assert.ok(
+      (await items()).some((i) => i.cluster.endsWith('/d')),
+      'nor ends the new chase',
+    );
+  });
+
+  it('a chase whose first look cannot be sent is not left holding the cluster', async () => {
+    const broken = makeChases(knobs, { queueUrl: `${queueUrl}-gone`, table: TABLE }, () => clock);
+    await assert.rejects(broken.start(ref('e'), 'EKS CREATING'), /queue|exist/i);
+    assert.equal(
+      (await items()).some((i) => i.cluster.endsWith('/e')),
+      false,
+    );
+    assert.equal(await chases.start(ref('e'), 'EKS CREATING'), 'started');
+    await drainMessagesAfterDelay();
+  });
+});

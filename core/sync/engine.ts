@@ -235,6 +235,48 @@ function runLeases(
   });
 }
 
+/** What becomes of a step that failed: undefined and a problem named (the full sync), or thrown (one cluster's). */
+type Attempt = <T>(what: string, work: () => Promise<T>) => Promise<T | undefined>;
+
+/**
+ * What every sync does before it applies a reading, the full sync and the single-cluster sync alike:
+ * the run's leases (when the hub keeps them; none in a dry run), the inventory namespace they live in,
+ * and the intents stopped runs left settled first, so that a change they left unannounced is announced
+ * before anything else is written. `attempt` says what becomes of a failure: the full sync names it
+ * among its problems and goes on; the single-cluster sync fails (its event is delivered again). The
+ * caller releases the leases when it is done.
+ */
+async function beginSync(
+  ports: EnginePorts,
+  request: Pick<
+    SyncRequest,
+    | 'syncId'
+    | 'leaseWaitMillis'
+    | 'leaseDurationMillis'
+    | 'options'
+    | 'intentSettleDelayMillis'
+    | 'dryRun'
+    | 'signal'
+  >,
+  now: Date,
+  attempt: Attempt,
+): Promise<{ leases?: RunLeases; problems: string[] }> {
+  if (request.dryRun) return { problems: [] };
+  const leases = runLeases(ports, request, request.signal);
+  // Leases live in the inventory namespace, so it exists before the first is taken.
+  if (leases)
+    await attempt('create the inventory namespace', () =>
+      ensureInventoryNamespace(ports.hub, request.options),
+    );
+  const recovery = await attempt('settle the intents of earlier runs', () =>
+    recoverIntents(ports, Object.values(request.options.accessProviderNames), now, {
+      ...(ports.leases ? { leases: ports.leases } : {}),
+      settleDelayMillis: request.intentSettleDelayMillis,
+    }),
+  );
+  return { ...(leases ? { leases } : {}), problems: recovery?.problems ?? [] };
+}
+
 /**
  * The events that leave the outbox after a publish: those the bus took, and only those. An event the
  * bus refused, even for good, stays and is offered again by every run (and counted as pending) until
@@ -275,28 +317,17 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     quarantined: [],
     features: featureReport(request.options.features, noCounts()),
   };
-  const leases = request.dryRun ? undefined : runLeases(ports, request, request.signal);
-  const run: RunContext = {
-    ports,
-    request,
-    clock,
-    report,
-    featureTotals: noCounts(),
-    ...(leases ? { leases } : {}),
-  };
+  const run: RunContext = { ports, request, clock, report, featureTotals: noCounts() };
 
   try {
+    const begun = await beginSync(ports, request, clock(), (what, work) => attempt(run, what, work));
+    if (begun.leases) run.leases = begun.leases;
+    report.problems.push(...begun.problems);
     if (!request.dryRun) {
-      // Leases live in the inventory namespace, so it exists before the first is taken.
-      if (leases)
-        await attempt(run, 'create the inventory namespace', () =>
-          ensureInventoryNamespace(ports.hub, request.options),
-        );
       // ClusterSet namespaces labelled as the clusterSets feature says (their labels go when it is off).
       for (const namespace of inventoryNamespaces(request.options))
         if (request.options.clusterSets[namespace.name] !== undefined)
           await attempt(run, `label namespace ${namespace.name}`, () => ports.hub.ensureNamespace(namespace));
-      await recover(run);
       const leftover = await attempt(run, 'read the outbox', () => ports.outbox.pending());
       const result = await publishFromOutbox(run, leftover ?? []);
       report.events.republished = result.published.length;
@@ -338,7 +369,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     if (request.signal?.aborted)
       report.interrupted = { reason: String(request.signal.reason ?? 'interrupted'), notStarted };
   } finally {
-    await leases?.releaseAll();
+    await run.leases?.releaseAll();
   }
 
   report.features = featureReport(request.options.features, run.featureTotals);
@@ -362,18 +393,6 @@ async function attempt<T>(run: RunContext, what: string, work: () => Promise<T>)
     run.report.problems.push(`cannot ${what}: ${message(error)}`);
     return undefined;
   }
-}
-
-/** Settles what stopped runs left (intents of changes whose events were not yet made). */
-async function recover(run: RunContext): Promise<void> {
-  const { ports, request, clock } = run;
-  const recovery = await attempt(run, 'settle the intents of earlier runs', () =>
-    recoverIntents(ports, Object.values(request.options.accessProviderNames), clock(), {
-      ...(ports.leases ? { leases: ports.leases } : {}),
-      settleDelayMillis: request.intentSettleDelayMillis,
-    }),
-  );
-  run.report.problems.push(...(recovery?.problems ?? []));
 }
 
 /** What is left when the run ends: events and intents waiting, records moved aside, malformed objects met. */
@@ -847,18 +866,11 @@ export async function syncCluster(
   const ref: ClusterRef = { ...request.ref, scope: canonicalScope(request.ref.scope) };
   const source = ports.sources[ref.scope.provider];
   if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
-  const accessProviderNames = Object.values(request.options.accessProviderNames);
-  const leases = runLeases(ports, request);
-  await recoverIntents(ports, accessProviderNames, clock(), {
-    ...(ports.leases ? { leases: ports.leases } : {}),
-    settleDelayMillis: request.intentSettleDelayMillis,
-  });
+  // One cluster's sync fails as a whole when a step before its reading fails: its event is delivered again.
+  const { leases, problems: recovered } = await beginSync(ports, request, clock(), (_what, work) => work());
   const lease = leaseName(request.options.manager, ref.scope);
-  if (leases) {
-    await ensureInventoryNamespace(ports.hub, request.options);
-    await leases.enter(lease);
-  }
   try {
+    if (leases) await leases.enter(lease);
     const observed = await source.getCluster(ref);
     const now = timestamp(clock());
     const context = {
@@ -882,7 +894,14 @@ export async function syncCluster(
           .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
           .filter((id) => id !== '' && source.isProviderIdOf(id, ref)),
       );
-      if (confirmedGone.size === 0) return { result: 'absent', events: [], published: 0, pending: 0 };
+      if (confirmedGone.size === 0)
+        return {
+          result: 'absent',
+          events: [],
+          published: 0,
+          pending: 0,
+          ...(recovered.length > 0 ? { problems: recovered } : {}),
+        };
     }
     const { result, events, settle } = await applyReading(ports, {
       context,
@@ -899,7 +918,7 @@ export async function syncCluster(
     const published = await ports.bus.publish(events);
     await ports.outbox.remove(doneWith(published));
     const kind = result.applied.applied[0]?.kind;
-    const problems = collisions(ref.scope, result.plan);
+    const problems = [...recovered, ...collisions(ref.scope, result.plan)];
     const settling = observed ? settlingState(observed) : undefined;
     return {
       result: kind ?? 'unchanged',

@@ -135,7 +135,7 @@ export interface CpsyncProps {
    * `firstDelay`, the wait doubling up to `maxDelay` (at most 15 minutes, SQS's longest delay), the whole
    * chase bounded by `maxDuration` (then the schedule takes over). Each overrides the configuration's
    * `follow` section.
-   * @default the configuration's `follow` (15 s, 2 min, 3 h)
+   * @default the configuration's `follow` (10 s, 20 s, 3 h)
    */
   readonly follow?: {
     readonly firstDelay?: Duration;

@@ -358,8 +358,10 @@ export const configSchema = z.strictObject({
    */
   follow: z
     .strictObject({
-      firstDelaySeconds: z.number().int().min(1).max(900).default(15),
-      maxDelaySeconds: z.number().int().min(1).max(900).default(120),
+      firstDelaySeconds: z.number().int().min(1).max(900).default(10),
+      // The longest wait is how long a cluster may be ready before cpsync sees it: 20 s keeps a new cluster's
+      // profile usable within half a minute of the cloud's ready, for a few looks a minute (see BENCHMARKS.md).
+      maxDelaySeconds: z.number().int().min(1).max(900).default(20),
       maxMinutes: z
         .number()
         .int()

@@ -101,7 +101,7 @@ try {
       ...document,
       inventory: { ...document.inventory, deletionGraceListings: 1 },
       bus: { stdout: true },
-      // A cluster in change is looked at again after 1 s, then every 2 s (the defaults: 15 s, up to 2 min).
+      // A cluster in change is looked at again after 1 s, then every 2 s (the defaults: 10 s, then 20 s).
       follow: { firstDelaySeconds: 1, maxDelaySeconds: 2, maxMinutes: 5 },
     }),
   );

@@ -151,7 +151,7 @@ describe('the CDK app', () => {
       /\\"follow\\":(\{[^}]*\})/.exec(JSON.stringify(fn))?.[1]?.replaceAll('\\"', '"');
     assert.equal(
       knobs(functions[followUp]),
-      JSON.stringify({ firstDelaySeconds: 15, maxDelaySeconds: 120, maxMinutes: 180 }),
+      JSON.stringify({ firstDelaySeconds: 10, maxDelaySeconds: 20, maxMinutes: 180 }),
     );
     // The props override the configuration, checked as the configuration is.
     const app = new App({ context: NO_BUNDLING });

@@ -264,7 +264,7 @@ describe('the deployed assets under the Lambda runtime', () => {
       },
       hub: { kubeconfigSecretArn: await secret('hub-kubeconfig', kubeconfigText) },
       webhook: { gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri } },
-      // Clusters in change are looked at again after a second, then every two (15 s and 2 min deployed).
+      // Clusters in change are looked at again after a second, then every two (10 s and 20 s by default).
       follow: { firstDelaySeconds: 1, maxDelaySeconds: 2, maxMinutes: 10 },
     };
 

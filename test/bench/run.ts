@@ -24,6 +24,7 @@ import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
 import { bundleFunction } from '../../infra/functionCode.ts';
 import { parseArgs } from 'node:util';
 import { fullSyncAtScale } from './scale.ts';
+import { timeToUsable } from './usable.ts';
 import { coldRun } from '../support/cold.ts';
 import { reportCost } from './cost.ts';
 import { sdkCallFloor } from './sdkFloor.ts';
@@ -437,7 +438,7 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
   },
 });
-const parts = new Set((flags.only ?? 'cold-start,report,estate,scale,curve').split(','));
+const parts = new Set((flags.only ?? 'cold-start,report,estate,usable,scale,curve').split(','));
 
 say('# cpsync benchmarks');
 say('');
@@ -448,11 +449,12 @@ say(
     "- **Cold start**: each function bundled as the stack bundles it; module initialisation in a fresh Node process; bundle sizes beside the required libraries' own; the Init Duration of each synthesized function under the Lambda Runtime Interface Emulator.",
     '- **Steady state** and **Event latency**: a 7-cluster estate on moto, the local cloud servers and the real hub; CloudTrail events through the EKS handler warm (in process) and cold (a fresh process per event, the bundled handler).',
     "- **Full sync at scale**: a synthetic 10,000-cluster estate (4,000 EKS in 100 accounts × 4 regions, 3,000 GKE in 100 projects, 3,000 AKS in 50 subscriptions) behind local servers that add 50 ms to every call, synced by the `cpsync sync` CLI in its own process — into the real hub (full, a tenth of the EKS clusters changed, unchanged; writes as the kube-apiserver counted them) and into the file hub (the configuration's defaults, then the concurrency the bench chooses). CPU time is the cpsync process's own (user + system, from `process.resourceUsage()`), divided by the clusters.",
+    "- **Time to usable**: clusters created in each cloud's emulator and ready after a while, then deleted, the clouds' events entering as the clouds send them, handled by the bundled functions and followed by the follow-up function until they settle: ready → profile usable, gone → Deleted, wrongful deletions, and the follow-up's cost per cluster.",
     '- **What a deployment costs**: the file-hub run at the defaults, priced.',
     '- **The report at scale**: `cpsync report` of 30,000 clusters, its size, and the time to `data-ready` in headless Chromium (the OS package) driven over the DevTools protocol, as it opens and sorted on load.',
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,scale,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, and `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on.",
+    "Options: `--only cold-start,report,estate,usable,scale,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, and `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on.",
   ].join('\n'),
 );
 say('');
@@ -468,6 +470,8 @@ if (parts.has('scale') || parts.has('curve'))
 if (parts.has('cold-start')) await coldStart();
 if (parts.has('report')) await reportAtScale();
 if (parts.has('estate')) await withEstate();
+if (parts.has('usable'))
+  await timeToUsable({ say, bundled, perCloud: 10, readySeconds: [20, 60], deletingSeconds: [10, 30] });
 const whole = process.argv.length <= 2;
 const scale = Number(flags.scale);
 const latencyMillis = Number(flags['latency-ms']);

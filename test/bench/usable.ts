@@ -1,0 +1,518 @@
+/**
+ * Time to usable: clusters created in each cloud's emulator, held in their creating state for a random
+ * time and then ready, later deleted (held DELETING, then gone), with the clouds' events entering as the
+ * clouds send them — CloudTrail `CreateCluster`/`DeleteCluster` put on moto's default EventBridge bus and
+ * routed by the stack's rule pattern to a queue the EKS handler is invoked from, Event Grid
+ * `ResourceWriteSuccess`/`ResourceDeleteSuccess` and Pub/Sub pushes of start-of-operation audit entries to
+ * the webhook — handled by the functions as they are bundled (`index.mjs` of each, imported in this
+ * process), the follow-up function invoked with the batches its delayed SQS queue hands over, as Lambda's
+ * event source mapping does. Ready and gone are the moments the emulators settle a cluster; usable and
+ * Deleted are what the hub and the bus show (the hub polled every 200 ms, the bus's queue read as events
+ * arrive). The cost per created cluster counts the invocations, the cloud reads the emulators answered,
+ * and the AWS requests the proxy in front of moto saw, priced at list prices.
+ */
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  EventBridgeClient,
+  PutEventsCommand,
+  PutRuleCommand,
+  PutTargetsCommand,
+} from '@aws-sdk/client-eventbridge';
+import {
+  CreateQueueCommand,
+  DeleteMessageBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  SQSClient,
+  type Message,
+} from '@aws-sdk/client-sqs';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import type { SQSEvent } from 'aws-lambda';
+import { parse } from 'yaml';
+import { EKS_EVENT_NAMES } from '../../infra/Cpsync.ts';
+import {
+  aksCluster,
+  AZURE_SUBSCRIPTION,
+  EKS_ACCOUNT,
+  GCP_PROJECT,
+  gkeCluster,
+  startEmulators,
+} from '../env/emulators.ts';
+import { startHub, stopHub } from '../env/hub.ts';
+import { holdTransition } from '../env/transitions.ts';
+import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import {
+  cloudTrailEvent,
+  functionUrlRequest,
+  lambdaContext,
+  pubSubPush,
+  startGoogleSigner,
+  sqsRecord,
+} from '../support/lambda.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
+import { PRICES } from './cost.ts';
+
+type Cloud = 'eks' | 'gke' | 'aks';
+type Handler = (event: unknown, context: unknown) => Promise<unknown>;
+
+interface Timeline {
+  cloud: Cloud;
+  name: string;
+  readyAfterMillis: number;
+  deletingMillis: number;
+  createdAt?: number;
+  readyAt?: number;
+  usableAt?: number;
+  deleteAt?: number;
+  goneAt?: number;
+  deletedEventAt?: number;
+  profileGoneAt?: number;
+}
+
+export interface UsableOptions {
+  say: (line?: string) => void;
+  /** The bundle folder of a function (infra/functionCode.ts's output). */
+  bundled: (name: string) => string;
+  /** Clusters created in each cloud. */
+  perCloud: number;
+  /** Ready after a time drawn from this range (seconds). */
+  readySeconds: [number, number];
+  /** Held DELETING for a time drawn from this range (seconds). */
+  deletingSeconds: [number, number];
+}
+
+const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
+const PUSHER = 'pubsub-push@acme-data.iam.gserviceaccount.com';
+const AZURE_KEY = 'bench-event-grid-key-0123456789';
+/** The follow-up function's memory as the stack sets it (GB). */
+const FOLLOW_UP_GB = 0.5;
+
+/** A seeded random number in [0, 1) (mulberry32): the same times every run. */
+function seeded(seed: number) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const percentile = (values: number[], p: number) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+};
+const seconds = (millis: number) => `${(millis / 1000).toFixed(1)} s`;
+
+export async function timeToUsable(options: UsableOptions): Promise<void> {
+  const { say } = options;
+  const directory = temporaryDirectory('cpsync-usable-');
+  const hub = await startHub(join(directory, 'hub'));
+  const emulators = await startEmulators({ directory: join(directory, 'estate') });
+  const signer = await startGoogleSigner(AUDIENCE, PUSHER);
+  const stops: Array<() => void> = [];
+  let running = true;
+  try {
+    const proxy = emulators.proxy.endpoint;
+    Object.assign(process.env, {
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      AWS_REGION: 'us-east-1',
+      // The functions' own AWS clients (the chases' SQS and DynamoDB) reach moto through the proxy, which counts them.
+      AWS_ENDPOINT_URL: proxy,
+      AWS_EC2_METADATA_DISABLED: 'true',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_TRACE_ENABLED: 'false',
+      POWERTOOLS_LOG_LEVEL: 'ERROR',
+    });
+    // The bench's own AWS calls (the clouds' events, the event source's polling) go straight to moto.
+    const direct = { endpoint: emulators.moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
+    const dynamo = new DynamoDBClient(direct);
+    for (const [TableName, key] of [
+      ['usable-idempotency', 'id'],
+      ['usable-outbox', 'eventId'],
+      ['usable-chases', 'cluster'],
+    ] as const)
+      await dynamo.send(
+        new CreateTableCommand({
+          TableName,
+          BillingMode: 'PAY_PER_REQUEST',
+          AttributeDefinitions: [{ AttributeName: key, AttributeType: 'S' }],
+          KeySchema: [{ AttributeName: key, KeyType: 'HASH' }],
+        }),
+      );
+    const sqs = new SQSClient(direct);
+    const queue = async (name: string) => {
+      const url = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
+      const arn = (
+        await sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))
+      ).Attributes!.QueueArn!;
+      return { url, arn, viaProxy: `${proxy}${new URL(url).pathname}` };
+    };
+    const follow = await queue('usable-follow');
+    const cloudTrail = await queue('usable-cloudtrail');
+    // CloudTrail's events on the default bus, routed by the stack's own rule pattern.
+    const events = new EventBridgeClient(direct);
+    await events.send(
+      new PutRuleCommand({
+        Name: 'eks-api-calls',
+        EventPattern: JSON.stringify({
+          source: ['aws.eks'],
+          'detail-type': ['AWS API Call via CloudTrail'],
+          detail: { eventSource: ['eks.amazonaws.com'], eventName: [...EKS_EVENT_NAMES] },
+        }),
+      }),
+    );
+    await events.send(
+      new PutTargetsCommand({ Rule: 'eks-api-calls', Targets: [{ Id: 'eks', Arn: cloudTrail.arn }] }),
+    );
+
+    const keyFile = join(directory, 'event-grid-key');
+    writeFileSync(keyFile, AZURE_KEY);
+    const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+    const config = {
+      ...document,
+      hub: { kubeconfig: hub.kubeconfig },
+      outbox: { table: 'usable-outbox', endpoint: proxy },
+      idempotency: { table: 'usable-idempotency', endpoint: proxy },
+      webhook: {
+        azure: { key: { file: keyFile } },
+        gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri },
+      },
+      // follow: the defaults, as deployed.
+    };
+    Object.assign(process.env, {
+      CPSYNC_CONFIG: JSON.stringify(config),
+      CPSYNC_FOLLOW_QUEUE_URL: follow.viaProxy,
+      CPSYNC_CHASE_TABLE: 'usable-chases',
+    });
+    const load = async (name: string) =>
+      ((await import(pathToFileURL(join(options.bundled(name), 'index.mjs')).href)) as { handler: Handler })
+        .handler;
+    const handlers = {
+      eks: await load('eksEvents'),
+      webhook: await load('webhook'),
+      followUp: await load('followUp'),
+    };
+    const invocations = { eks: 0, webhook: 0, followUp: 0, looks: 0 };
+    const followMillis: number[] = [];
+    const context = lambdaContext();
+
+    /** Lambda's SQS event source: batches of up to 10, what did not fail deleted, the rest seen again later. */
+    const eventSource = (url: string, deliver: (messages: Message[]) => Promise<Set<string>>) => {
+      const loop = (async () => {
+        while (running) {
+          const { Messages = [] } = await sqs.send(
+            new ReceiveMessageCommand({
+              QueueUrl: url,
+              MaxNumberOfMessages: 10,
+              WaitTimeSeconds: 1,
+              VisibilityTimeout: 30,
+            }),
+          );
+          if (Messages.length === 0) continue;
+          const failed = await deliver(Messages).catch(() => new Set(Messages.map((m) => m.MessageId!)));
+          const done = Messages.filter((m) => !failed.has(m.MessageId!));
+          if (done.length > 0)
+            await sqs.send(
+              new DeleteMessageBatchCommand({
+                QueueUrl: url,
+                Entries: done.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+              }),
+            );
+        }
+      })();
+      return loop;
+    };
+    const loops = [
+      // EventBridge → the EKS handler, one event per invocation.
+      eventSource(cloudTrail.url, async (messages) => {
+        const failed = new Set<string>();
+        for (const message of messages) {
+          invocations.eks += 1;
+          try {
+            // moto's delivery leaves out the event's \`account\` (the bus's account), which EventBridge always sets.
+            await handlers.eks({ account: '123456789012', ...JSON.parse(message.Body!) }, context);
+          } catch (error) {
+            failed.add(message.MessageId!);
+            if (process.env.CPSYNC_BENCH_DEBUG) console.error('EKS handler failed', error, message.Body);
+          }
+        }
+        return failed;
+      }),
+      // The follow-up queue → the follow-up function, a batch per invocation.
+      eventSource(follow.url, async (messages) => {
+        invocations.followUp += 1;
+        invocations.looks += messages.length;
+        const started = performance.now();
+        const event: SQSEvent = { Records: messages.map((m) => ({ ...sqsRecord(m.MessageId!, m.Body!) })) };
+        const answer = (await handlers.followUp(event, context)) as {
+          batchItemFailures: Array<{ itemIdentifier: string }>;
+        };
+        followMillis.push(performance.now() - started);
+        return new Set(answer.batchItemFailures.map((f) => f.itemIdentifier));
+      }),
+    ];
+
+    // The clusters and their times, the same every run.
+    const random = seeded(20261125);
+    const between = ([low, high]: [number, number]) => Math.round((low + random() * (high - low)) * 1000);
+    const timelines: Timeline[] = [];
+    for (let i = 0; i < options.perCloud; i++)
+      for (const cloud of ['eks', 'gke', 'aks'] as const)
+        timelines.push({
+          cloud,
+          name: `usable-${cloud}-${i}`,
+          readyAfterMillis: between(options.readySeconds),
+          deletingMillis: between(options.deletingSeconds),
+        });
+    const byName = new Map(timelines.map((t) => [t.name, t]));
+
+    // What the hub shows, and what the bus received.
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromFile(hub.kubeconfig);
+    const api = kubeConfig.makeApiClient(CustomObjectsApi);
+    const namespace =
+      (document.inventory as { namespace?: string } | undefined)?.namespace ?? 'cluster-inventory';
+    let wrongful = 0;
+    const watchers = [
+      (async () => {
+        while (running) {
+          const list = (await api.listNamespacedCustomObject({
+            group: 'multicluster.x-k8s.io',
+            version: 'v1alpha1',
+            namespace,
+            plural: 'clusterprofiles',
+          })) as {
+            items: Array<{
+              spec: { displayName: string };
+              status?: {
+                conditions?: Array<{ type: string; status: string }>;
+                accessProviders?: Array<{
+                  cluster?: { server?: string; 'certificate-authority-data'?: string };
+                }>;
+              };
+            }>;
+          };
+          const now = Date.now();
+          const present = new Set<string>();
+          for (const profile of list.items) {
+            const timeline = byName.get(profile.spec.displayName);
+            if (!timeline) continue;
+            present.add(timeline.name);
+            const cluster = profile.status?.accessProviders?.[0]?.cluster;
+            const healthy = profile.status?.conditions?.find((c) => c.type === 'ControlPlaneHealthy')?.status;
+            if (
+              !timeline.usableAt &&
+              cluster?.server &&
+              cluster['certificate-authority-data'] &&
+              healthy === 'True'
+            )
+              timeline.usableAt = now;
+          }
+          for (const timeline of timelines)
+            if (timeline.usableAt && !timeline.profileGoneAt && !present.has(timeline.name)) {
+              timeline.profileGoneAt = now;
+              if (!timeline.goneAt) wrongful += 1;
+            }
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      })(),
+      (async () => {
+        while (running) {
+          const { Messages = [] } = await sqs.send(
+            new ReceiveMessageCommand({
+              QueueUrl: emulators.queueUrl,
+              MaxNumberOfMessages: 10,
+              WaitTimeSeconds: 1,
+            }),
+          );
+          const now = Date.now();
+          for (const message of Messages) {
+            const event = JSON.parse(message.Body!) as {
+              'detail-type': string;
+              detail: { cluster?: { displayName?: string } };
+            };
+            const timeline = byName.get(event.detail.cluster?.displayName ?? '');
+            if (!timeline || event['detail-type'] !== 'ClusterProfile Deleted') continue;
+            if (!timeline.goneAt) wrongful += 1;
+            timeline.deletedEventAt ??= now;
+          }
+          if (Messages.length > 0)
+            await sqs.send(
+              new DeleteMessageBatchCommand({
+                QueueUrl: emulators.queueUrl,
+                Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
+              }),
+            );
+        }
+      })(),
+    ];
+
+    const gcpRequests = emulators.gke.requests.length;
+    const armRequests = emulators.arm.requests.length;
+    emulators.proxy.clear();
+    const putCloudTrail = (name: string, call: 'CreateCluster' | 'DeleteCluster') => {
+      const { detail } = cloudTrailEvent(call, EKS_ACCOUNT, 'us-east-1', { name });
+      return events.send(
+        new PutEventsCommand({
+          Entries: [
+            { Source: 'aws.eks', DetailType: 'AWS API Call via CloudTrail', Detail: JSON.stringify(detail) },
+          ],
+        }),
+      );
+    };
+    const push = async (name: string, method: 'CreateCluster' | 'DeleteCluster') => {
+      invocations.webhook += 1;
+      const entry = {
+        protoPayload: {
+          '@type': 'type.googleapis.com/google.cloud.audit.AuditLog',
+          serviceName: 'container.googleapis.com',
+          methodName: `google.container.v1.ClusterManager.${method}`,
+          resourceName: `projects/${GCP_PROJECT}/locations/us-central1/clusters/${name}`,
+        },
+        // The entry Cloud Audit Logs writes as the operation starts.
+        operation: { id: `operation-${name}-${method}`, producer: 'container.googleapis.com', first: true },
+        resource: { type: 'gke_cluster', labels: { project_id: GCP_PROJECT } },
+      };
+      await handlers.webhook(
+        functionUrlRequest('/gcp', pubSubPush(entry, `${name}-${method}`), {
+          authorization: `Bearer ${await signer.sign()}`,
+        }),
+        context,
+      );
+    };
+    const grid = async (name: string, type: 'ResourceWriteSuccess' | 'ResourceDeleteSuccess') => {
+      invocations.webhook += 1;
+      const subject = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-${name}/providers/Microsoft.ContainerService/managedClusters/${name}`;
+      await handlers.webhook(
+        functionUrlRequest(
+          '/azure',
+          [
+            {
+              id: `${name}-${type}`,
+              eventType: `Microsoft.Resources.${type}`,
+              subject,
+              eventTime: new Date().toISOString(),
+              dataVersion: '2',
+              data: {
+                resourceUri: subject,
+                operationName: 'Microsoft.ContainerService/managedClusters/write',
+              },
+            },
+          ],
+          {},
+          { key: AZURE_KEY },
+        ),
+        context,
+      );
+    };
+
+    /** One cluster's life: created (its event sent), ready after its time, deleted once usable, gone. */
+    const life = async (timeline: Timeline, startAfter: number) => {
+      await new Promise((r) => setTimeout(r, startAfter));
+      const { cloud, name } = timeline;
+      let hold: { settle: () => void };
+      if (cloud === 'eks') {
+        hold = holdTransition(emulators, 'eks', name, 'creating');
+        await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name }]);
+      } else if (cloud === 'gke') {
+        emulators.gke.clusters.get(GCP_PROJECT)!.push(gkeCluster(name, 'us-central1'));
+        hold = holdTransition(emulators, 'gke', name, 'creating');
+      } else {
+        emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.push(aksCluster(name, `rg-${name}`));
+        hold = holdTransition(emulators, 'aks', name, 'creating');
+      }
+      stops.push(() => hold.settle());
+      timeline.createdAt = Date.now();
+      setTimeout(() => {
+        timeline.readyAt = Date.now();
+        hold.settle();
+      }, timeline.readyAfterMillis).unref();
+      if (cloud === 'eks') await putCloudTrail(name, 'CreateCluster');
+      else if (cloud === 'gke') await push(name, 'CreateCluster');
+      else await grid(name, 'ResourceWriteSuccess');
+      while (!timeline.usableAt) await new Promise((r) => setTimeout(r, 200));
+      // Deleted a little after it became usable: DELETING for its time, then gone.
+      await new Promise((r) => setTimeout(r, 2000));
+      const deleting = holdTransition(emulators, cloud, name, 'deleting');
+      stops.push(() => deleting.settle());
+      timeline.deleteAt = Date.now();
+      if (cloud === 'eks') await putCloudTrail(name, 'DeleteCluster');
+      else if (cloud === 'gke') await push(name, 'DeleteCluster');
+      else await grid(name, 'ResourceDeleteSuccess');
+      await new Promise((r) => setTimeout(r, timeline.deletingMillis));
+      deleting.settle();
+      // EKS: gone once moto has deleted it (the hold's settle deletes it there).
+      await new Promise((r) => setTimeout(r, cloud === 'eks' ? 300 : 0));
+      timeline.goneAt = Date.now();
+      while (!(timeline.deletedEventAt && timeline.profileGoneAt))
+        await new Promise((r) => setTimeout(r, 200));
+    };
+    const started = Date.now();
+    const deadline = started + 10 * 60_000;
+    await Promise.race([
+      Promise.all(timelines.map((t, i) => life(t, (i * 10_000) / timelines.length))),
+      new Promise((r) => setTimeout(r, deadline - Date.now()).unref()),
+    ]);
+    const wall = Date.now() - started;
+    running = false;
+    await Promise.allSettled([...loops, ...watchers]);
+
+    // Figures.
+    const done = timelines.filter((t) => t.usableAt && t.deletedEventAt && t.profileGoneAt);
+    const usable = done.map((t) => t.usableAt! - t.readyAt!);
+    const gone = done.map((t) => Math.max(t.deletedEventAt!, t.profileGoneAt!) - t.goneAt!);
+    const created = timelines.length;
+    const aws = emulators.proxy.calls;
+    const count = (test: (call: (typeof aws)[number]) => boolean) => aws.filter(test).length;
+    const eksReads = count((c) => c.service === 'eks');
+    const gkeReads = emulators.gke.requests.length - gcpRequests;
+    const armReads = emulators.arm.requests.length - armRequests;
+    const sqsSends = count((c) => c.service === 'sqs');
+    const dynamoWrites = count(
+      (c) => c.service === 'dynamodb' && /PutItem|UpdateItem|DeleteItem|BatchWriteItem/.test(c.operation),
+    );
+    const dynamoReads = count((c) => c.service === 'dynamodb' && /GetItem|Scan|Query/.test(c.operation));
+    const putEvents = count((c) => c.service === 'events');
+    const followSeconds = followMillis.reduce((a, b) => a + b, 0) / 1000;
+    // Each follow-up invocation: its duration at 512 MB and its request; each look's message sent, received and deleted.
+    const followDollars =
+      followSeconds * FOLLOW_UP_GB * PRICES.lambdaGbSecond +
+      invocations.followUp * PRICES.lambdaRequest +
+      invocations.looks * 3 * PRICES.sqsRequest +
+      dynamoWrites * PRICES.dynamoWrite +
+      dynamoReads * PRICES.dynamoRead;
+    const pair = (values: number[]) =>
+      `${seconds(percentile(values, 50))} | ${seconds(percentile(values, 99))}`;
+
+    say('## Time to usable');
+    say('');
+    say(
+      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over 10 s, each held in its creating state (no endpoint, no CA) for a time drawn from ${options.readySeconds[0]}–${options.readySeconds[1]} s (seeded), then ready; deleted 2 s after its profile was usable, held DELETING for ${options.deletingSeconds[0]}–${options.deletingSeconds[1]} s, then gone. The clouds' events enter as the clouds send them: CloudTrail \`CreateCluster\`/\`DeleteCluster\` on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler; Event Grid \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` and Pub/Sub pushes of the start-of-operation audit entry (\`operation.first\`) to the webhook. The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, with the configuration's follow-up defaults (first look after 10 s, then every 20 s). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
+    );
+    say('');
+    say('| | p50 | p99 | target |');
+    say('| --- | --- | --- | --- |');
+    say(`| cloud ready → profile usable | ${pair(usable)} | p99 ≤ 30 s |`);
+    say(`| cloud gone → Deleted event and profile gone | ${pair(gone)} | p99 ≤ 60 s |`);
+    say('');
+    say(
+      `Wrongful deletions (a \`Deleted\` event, or a profile gone, while its cluster still existed, DELETING included): ${wrongful}.`,
+    );
+    say('');
+    say(
+      `The follow-up's cost per created cluster (its creation and deletion both followed): ${(invocations.followUp / created).toFixed(1)} follow-up invocations carrying ${(invocations.looks / created).toFixed(1)} looks; cloud reads ${((eksReads + gkeReads + armReads) / created).toFixed(1)} (EKS ${eksReads}, GKE ${gkeReads}, ARM ${armReads} over all ${created}, the events' own syncs included); ${(sqsSends / created).toFixed(1)} SQS sends, ${(dynamoWrites / created).toFixed(1)} DynamoDB writes and ${(dynamoReads / created).toFixed(1)} reads (chases, idempotency records, the outbox), ${(putEvents / created).toFixed(1)} PutEvents. At list prices (Lambda arm64 at 512 MB for the follow-up's measured ${followSeconds.toFixed(1)} s in all, SQS, DynamoDB on demand): $${(followDollars / created).toFixed(6)} per cluster. Event handler and webhook invocations: ${invocations.eks} and ${invocations.webhook}.`,
+    );
+    say('');
+  } finally {
+    running = false;
+    for (const stop of stops) stop();
+    await signer.stop();
+    await emulators.stop();
+    await stopHub(hub.directory);
+  }
+}

@@ -29,7 +29,8 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { spawn } from 'node:child_process';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import type { SQSEvent } from 'aws-lambda';
 import { parse } from 'yaml';
 import { EKS_EVENT_NAMES } from '../../infra/Cpsync.ts';
@@ -40,7 +41,11 @@ import {
   GCP_PROJECT,
   gkeCluster,
   startEmulators,
+  withEksClusters,
 } from '../env/emulators.ts';
+import { ensureConsumerBinaries } from '../env/binaries.ts';
+import { startEstateMember, type Member } from '../env/member.ts';
+import { consumerKit } from '../support/consumerKit.ts';
 import { startHub, stopHub } from '../env/hub.ts';
 import { holdTransition } from '../env/transitions.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
@@ -66,6 +71,10 @@ interface Timeline {
   createdAt?: number;
   readyAt?: number;
   usableAt?: number;
+  /** The profile's name in the hub. */
+  profile?: string;
+  /** The consumer's object appeared in the member. */
+  objectAt?: number;
   deleteAt?: number;
   goneAt?: number;
   deletedEventAt?: number;
@@ -114,8 +123,14 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
   const emulators = await startEmulators({ directory: join(directory, 'estate') });
   const signer = await startGoogleSigner(AUDIENCE, PUSHER);
   const stops: Array<() => void> = [];
+  /** The EKS clusters the member stands in for (the names its tokens may be signed for). */
+  const eksNames: string[] = [];
+  let member: Member | undefined;
+  let consumer: ReturnType<typeof spawn> | undefined;
   let running = true;
   try {
+    const estateMember = await startEstateMember(emulators, () => eksNames);
+    member = estateMember;
     const proxy = emulators.proxy.endpoint;
     Object.assign(process.env, {
       AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
@@ -278,6 +293,63 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const namespace =
       (document.inventory as { namespace?: string } | undefined)?.namespace ?? 'cluster-inventory';
     let wrongful = 0;
+
+    // The consumer: multicluster-runtime's cluster-inventory-api provider, built as the consumer test builds
+    // it, engaging the inventory's members through \`cpsync credentials\` and creating a ConfigMap in each.
+    // Its identity is let create ConfigMaps in the member by hand (a Role), as consumers are granted today.
+    const memberConfig = new KubeConfig();
+    memberConfig.loadFromFile(estateMember.kubeconfig);
+    const memberCore = memberConfig.makeApiClient(CoreV1Api);
+    const objects = 'consumer-objects';
+    await memberCore.createNamespace({ body: { metadata: { name: objects } } });
+    const rbac = memberConfig.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace: objects,
+      body: {
+        metadata: { name: 'consumer' },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get'] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: objects,
+      body: {
+        metadata: { name: 'consumer' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'consumer' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'cpsync:consumers' }],
+      },
+    });
+    const kit = consumerKit(emulators);
+    const { consumer: consumerBinary } = ensureConsumerBinaries();
+    consumer = spawn(
+      consumerBinary,
+      [
+        'engage',
+        '-kubeconfig',
+        hub.kubeconfig,
+        '-namespace',
+        namespace,
+        '-provider-file',
+        kit.providerFile,
+        '-create-in',
+        objects,
+      ],
+      { env: kit.env, stdio: ['ignore', 'ignore', 'ignore'] },
+    );
+    const byObject = () =>
+      new Map(timelines.filter((t) => t.profile).map((t) => [`engaged.${namespace}.${t.profile}`, t]));
+    const objectWatcher = (async () => {
+      // The member's own view: when each consumer object appeared there.
+      while (running) {
+        const { items } = await memberCore.listNamespacedConfigMap({ namespace: objects });
+        const now = Date.now();
+        const owners = byObject();
+        for (const object of items) {
+          const timeline = owners.get(object.metadata?.name ?? '');
+          if (timeline && !timeline.objectAt) timeline.objectAt = now;
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
     const watchers = [
       (async () => {
         while (running) {
@@ -288,6 +360,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
             plural: 'clusterprofiles',
           })) as {
             items: Array<{
+              metadata: { name: string };
               spec: { displayName: string };
               status?: {
                 conditions?: Array<{ type: string; status: string }>;
@@ -303,6 +376,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
             const timeline = byName.get(profile.spec.displayName);
             if (!timeline) continue;
             present.add(timeline.name);
+            timeline.profile ??= profile.metadata.name;
             const cluster = profile.status?.accessProviders?.[0]?.cluster;
             const healthy = profile.status?.conditions?.find((c) => c.type === 'ControlPlaneHealthy')?.status;
             if (
@@ -352,6 +426,17 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       })(),
     ];
 
+    // Every bench cluster's endpoint is the member, with the member's CA, once its cloud has made it.
+    const memberHost = new URL(estateMember.server).hostname;
+    stops.push(
+      emulators.proxy.rewrite(
+        withEksClusters((name) =>
+          name.startsWith('usable-eks-')
+            ? { ca: estateMember.caData, endpoint: estateMember.server }
+            : undefined,
+        ),
+      ),
+    );
     const gcpRequests = emulators.gke.requests.length;
     const armRequests = emulators.arm.requests.length;
     emulators.proxy.clear();
@@ -417,13 +502,21 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       const { cloud, name } = timeline;
       let hold: { settle: () => void };
       if (cloud === 'eks') {
+        eksNames.push(name);
         hold = holdTransition(emulators, 'eks', name, 'creating');
         await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name }]);
       } else if (cloud === 'gke') {
-        emulators.gke.clusters.get(GCP_PROJECT)!.push(gkeCluster(name, 'us-central1'));
+        const cluster = gkeCluster(name, 'us-central1', {
+          endpoint: memberHost,
+          masterAuth: { clusterCaCertificate: estateMember.caData },
+        });
+        emulators.gke.clusters.get(GCP_PROJECT)!.push(cluster);
         hold = holdTransition(emulators, 'gke', name, 'creating');
       } else {
-        emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.push(aksCluster(name, `rg-${name}`));
+        const cluster = aksCluster(name, `rg-${name}`);
+        cluster.properties.fqdn = memberHost;
+        emulators.arm.caData.set(cluster.id.toLowerCase(), estateMember.caData);
+        emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.push(cluster);
         hold = holdTransition(emulators, 'aks', name, 'creating');
       }
       stops.push(() => hold.settle());
@@ -435,7 +528,11 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       if (cloud === 'eks') await putCloudTrail(name, 'CreateCluster');
       else if (cloud === 'gke') await push(name, 'CreateCluster');
       else await grid(name, 'ResourceWriteSuccess');
+      // Deleted once the consumer's object is in the member (or, should it never come, a minute after usable).
       while (!timeline.usableAt) await new Promise((r) => setTimeout(r, 200));
+      const usableAt = timeline.usableAt;
+      while (!timeline.objectAt && Date.now() - usableAt < 60_000)
+        await new Promise((r) => setTimeout(r, 200));
       // Deleted a little after it became usable: DELETING for its time, then gone.
       await new Promise((r) => setTimeout(r, 2000));
       const deleting = holdTransition(emulators, cloud, name, 'deleting');
@@ -460,11 +557,12 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     ]);
     const wall = Date.now() - started;
     running = false;
-    await Promise.allSettled([...loops, ...watchers]);
+    await Promise.allSettled([...loops, ...watchers, objectWatcher]);
 
     // Figures.
     const done = timelines.filter((t) => t.usableAt && t.deletedEventAt && t.profileGoneAt);
     const usable = done.map((t) => t.usableAt! - t.readyAt!);
+    const reached = done.filter((t) => t.objectAt).map((t) => t.objectAt! - t.readyAt!);
     const gone = done.map((t) => Math.max(t.deletedEventAt!, t.profileGoneAt!) - t.goneAt!);
     const created = timelines.length;
     const aws = emulators.proxy.calls;
@@ -492,12 +590,15 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     say('## Time to usable');
     say('');
     say(
-      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over 10 s, each held in its creating state (no endpoint, no CA) for a time drawn from ${options.readySeconds[0]}–${options.readySeconds[1]} s (seeded), then ready; deleted 2 s after its profile was usable, held DELETING for ${options.deletingSeconds[0]}–${options.deletingSeconds[1]} s, then gone. The clouds' events enter as the clouds send them: CloudTrail \`CreateCluster\`/\`DeleteCluster\` on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler; Event Grid \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` and Pub/Sub pushes of the start-of-operation audit entry (\`operation.first\`) to the webhook. The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, with the configuration's follow-up defaults (first look after 10 s, then every 20 s). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
+      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over 10 s, each held in its creating state (no endpoint, no CA) for a time drawn from ${options.readySeconds[0]}–${options.readySeconds[1]} s (seeded), then ready; deleted 2 s after its profile was usable, held DELETING for ${options.deletingSeconds[0]}–${options.deletingSeconds[1]} s, then gone. The clouds' events enter as the clouds send them: CloudTrail \`CreateCluster\`/\`DeleteCluster\` on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler; Event Grid \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` and Pub/Sub pushes of the start-of-operation audit entry (\`operation.first\`) to the webhook. The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, with the configuration's follow-up defaults (first look after 10 s, then every 20 s). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens; its identity may create ConfigMaps there by a Role made by hand); its object counts when the member lists it (polled every 200 ms). Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
     );
     say('');
     say('| | p50 | p99 | target |');
     say('| --- | --- | --- | --- |');
     say(`| cloud ready → profile usable | ${pair(usable)} | p99 ≤ 30 s |`);
+    say(
+      `| cloud ready → the consumer engaged and its object in the member (${reached.length} of ${done.length}) | ${reached.length > 0 ? pair(reached) : '— | —'} | p99 ≤ 60 s |`,
+    );
     say(`| cloud gone → Deleted event and profile gone | ${pair(gone)} | p99 ≤ 60 s |`);
     say('');
     say(
@@ -510,7 +611,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     say('');
   } finally {
     running = false;
+    consumer?.kill('SIGTERM');
     for (const stop of stops) stop();
+    await member?.stop();
     await signer.stop();
     await emulators.stop();
     await stopHub(hub.directory);

@@ -8,13 +8,12 @@
  * consumers carry, is the exec plugin of every access provider.
  */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
@@ -26,7 +25,6 @@ import {
   EKS_ACCOUNT,
   GCP_PROJECT,
   gkeCluster,
-  localGoogleFederation,
   withEksClusters,
   type Emulators,
 } from '../env/emulators.ts';
@@ -35,8 +33,8 @@ import { HUB_CREDENTIALS } from '../support/aws.ts';
 import { runCli } from '../support/cli.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig, localHub } from '../support/hub.ts';
+import { consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 /** The clusters of the estate whose endpoint is the member: one per cloud. */
 const AT_MEMBER = { eks: 'checkout', gke: 'edge', aks: 'batch' } as const;
 const EXTENSION = 'client.authentication.k8s.io/exec';
@@ -64,6 +62,7 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
   let binaries: { consumer: string; secretreader: string };
   let providerFile: string;
   let consumerEnv: Record<string, string>;
+  let kit: ConsumerKit;
   let configPath: string;
   let memberProfiles: Record<'eks' | 'gke' | 'aks', string>;
   let restoreEdge: () => void;
@@ -109,32 +108,6 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     assert.equal(done.code, 0, done.stderr);
     return (JSON.parse(done.stdout) as { status: { token: string } }).status.token;
   };
-  /** Writes an access-providers file mapping each cloud's access provider to `command args`. */
-  const providersFile = (
-    name: string,
-    command: string,
-    args: string[],
-    env: Array<{ name: string; value: string }> = [],
-  ) => {
-    const path = join(emulators.directory, `${name}.json`);
-    writeFileSync(
-      path,
-      JSON.stringify({
-        providers: ['eks', 'gke', 'aks'].map((provider) => ({
-          name: provider,
-          execConfig: {
-            apiVersion: 'client.authentication.k8s.io/v1',
-            command,
-            args,
-            env,
-            provideClusterInfo: true,
-            interactiveMode: 'Never',
-          },
-        })),
-      }),
-    );
-    return path;
-  };
 
   before(async () => {
     const estate = await estateOnHub('consumers', (line) => console.log(line));
@@ -177,31 +150,9 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     assert.equal(first.code, 0, first.stderr);
 
     // The plugin as consumers carry it: one bundled file, run by Node, nothing else of the project.
-    const plugin = join(emulators.directory, 'cpsync-credentials.mjs');
-    const built = spawnSync(process.execPath, [join(ROOT, 'infra/build-credentials.ts'), plugin], {
-      encoding: 'utf8',
-    });
-    assert.equal(built.status, 0, built.stderr);
-    providerFile = providersFile('cpsync-providers', process.execPath, [plugin]);
-    const aws = emulators.env;
-    // GKE through workload identity federation, exchanged at the local Google STS.
-    const federation = localGoogleFederation(emulators.directory, emulators.gke);
-    consumerEnv = {
-      PATH: process.env.PATH ?? '/usr/bin:/bin',
-      HOME: emulators.directory,
-      // The default credential chain of each cloud, pointed at the local clouds; no metadata probe.
-      AWS_ACCESS_KEY_ID: aws.AWS_ACCESS_KEY_ID!,
-      AWS_SECRET_ACCESS_KEY: aws.AWS_SECRET_ACCESS_KEY!,
-      AWS_ENDPOINT_URL_STS: emulators.proxy.endpoint,
-      AWS_EC2_METADATA_DISABLED: 'true',
-      GOOGLE_APPLICATION_CREDENTIALS: federation,
-      METADATA_SERVER_DETECTION: 'none',
-      AZURE_TENANT_ID: emulators.arm.tenantId,
-      AZURE_CLIENT_ID: emulators.arm.clientId,
-      AZURE_CLIENT_SECRET: emulators.arm.clientSecret,
-      AZURE_AUTHORITY_HOST: emulators.arm.endpoint,
-      NODE_EXTRA_CA_CERTS: aws.NODE_EXTRA_CA_CERTS!,
-    };
+    kit = consumerKit(emulators);
+    providerFile = kit.providerFile;
+    consumerEnv = kit.env;
     const byName = new Map((await profiles()).map((p) => [p.spec.displayName, p]));
     memberProfiles = {
       eks: [...(await profiles())].find(
@@ -354,7 +305,7 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
         namespace,
         body: { metadata: { name }, stringData: { token: secretOf(name) } },
       });
-    const file = providersFile(
+    const file = kit.providersFile(
       'secretreader-providers',
       binaries.secretreader,
       [],

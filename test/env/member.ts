@@ -29,8 +29,11 @@ const EKS_TOKEN_PREFIX = 'k8s-aws-v1.';
 
 export interface MemberVerifiers {
   eks: {
-    /** The cluster id tokens must be signed for (the member's EKS cluster name). */
-    clusterId: string;
+    /**
+     * The cluster id tokens must be signed for (the member's EKS cluster name), or the ids it answers
+     * for (one member standing in for several EKS clusters).
+     */
+    clusterId: string | (() => readonly string[]);
     /** The local STS tokens must point at (its origin). */
     stsEndpoint: string;
     /** Secret keys by access key id: the signature check STS does (the local STS does not). */
@@ -83,22 +86,26 @@ async function verifyEks(token: string, v: MemberVerifiers['eks']): Promise<stri
     service: 'sts',
     sha256: Sha256,
   });
-  const again = await signer.presign(
-    new HttpRequest({
-      method: 'GET',
-      protocol: url.protocol,
-      hostname: url.hostname,
-      ...(url.port ? { port: Number(url.port) } : {}),
-      path: '/',
-      query: unsigned,
-      headers: { host: url.host, 'x-k8s-aws-id': v.clusterId },
-    }),
-    { expiresIn: Number(query.get('X-Amz-Expires') ?? '60'), signingDate: new Date(signedAt) },
-  );
-  if (again.query?.['X-Amz-Signature'] !== query.get('X-Amz-Signature'))
-    throw new Error('signature does not match this cluster');
+  const candidates = typeof v.clusterId === 'string' ? [v.clusterId] : v.clusterId();
+  let clusterId: string | undefined;
+  for (const candidate of candidates) {
+    const again = await signer.presign(
+      new HttpRequest({
+        method: 'GET',
+        protocol: url.protocol,
+        hostname: url.hostname,
+        ...(url.port ? { port: Number(url.port) } : {}),
+        path: '/',
+        query: unsigned,
+        headers: { host: url.host, 'x-k8s-aws-id': candidate },
+      }),
+      { expiresIn: Number(query.get('X-Amz-Expires') ?? '60'), signingDate: new Date(signedAt) },
+    );
+    if (again.query?.['X-Amz-Signature'] === query.get('X-Amz-Signature')) clusterId = candidate;
+  }
+  if (!clusterId) throw new Error('signature does not match this cluster');
   // Then what aws-iam-authenticator does: ask STS who signed it.
-  const answer = await fetch(url, { headers: { 'x-k8s-aws-id': v.clusterId } });
+  const answer = await fetch(url, { headers: { 'x-k8s-aws-id': clusterId } });
   const body = await answer.text();
   const arn = /<Arn>([^<]+)<\/Arn>/.exec(body)?.[1];
   if (answer.status !== 200 || !arn)
@@ -216,7 +223,7 @@ async function startMember(
  */
 export function startEstateMember(
   emulators: Emulators,
-  eksClusterId: string,
+  eksClusterId: MemberVerifiers['eks']['clusterId'],
   log: (line: string) => void = () => {},
 ): Promise<Member> {
   return startMember(

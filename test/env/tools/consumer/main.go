@@ -6,8 +6,9 @@
 //	    for every profile in NS: build a rest.Config, load its CA, run the exec plugin through client-go
 //	consumer reach   -kubeconfig HUB -namespace NS -provider-file F -profile NAME
 //	    build the profile's rest.Config and list the member cluster's namespaces with it
-//	consumer engage  -kubeconfig HUB -provider-file F
-//	    run multicluster-runtime with the cluster-inventory-api provider; report engaged/disengaged clusters
+//	consumer engage  -kubeconfig HUB -provider-file F [-create-in NS]
+//	    run multicluster-runtime with the cluster-inventory-api provider; report engaged/disengaged clusters;
+//	    with -create-in, create a ConfigMap in NS of each engaged member (tried again until it is made)
 package main
 
 import (
@@ -62,7 +63,7 @@ func fail(format string, args ...any) {
 }
 
 type options struct {
-	kubeconfig, namespace, providerFile, profile string
+	kubeconfig, namespace, providerFile, profile, createIn string
 }
 
 func parse(args []string) options {
@@ -72,6 +73,7 @@ func parse(args []string) options {
 	set.StringVar(&o.namespace, "namespace", "", "the inventory namespace")
 	set.StringVar(&o.providerFile, "provider-file", "", "the access providers file")
 	set.StringVar(&o.profile, "profile", "", "one ClusterProfile name")
+	set.StringVar(&o.createIn, "create-in", "", "engage: the member namespace to create a ConfigMap in")
 	_ = set.Parse(args)
 	if o.kubeconfig == "" || o.providerFile == "" {
 		fail("-kubeconfig and -provider-file are required")
@@ -248,15 +250,17 @@ func engage(o options) {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	hub, _ := hubClient(o)
-	go watchEngaged(ctx, hub, provider)
+	go watchEngaged(ctx, hub, provider, o.createIn)
 	emit(map[string]any{"event": "started"})
 	if err := manager.Start(ctx); err != nil && !errors.Is(err, context.Canceled) {
 		fail("manager: %v", err)
 	}
 }
 
-func watchEngaged(ctx context.Context, hub client.Client, provider *clusterinventoryapi.Provider) {
+func watchEngaged(ctx context.Context, hub client.Client, provider *clusterinventoryapi.Provider, createIn string) {
 	engaged := map[string]bool{}
+	created := map[string]bool{}
+	refusal := map[string]string{}
 	ticker := time.NewTicker(500 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -290,7 +294,24 @@ func watchEngaged(ctx context.Context, hub client.Client, provider *clusterinven
 				emit(event)
 			} else if !holds && engaged[name] {
 				delete(engaged, name)
+				delete(created, name)
 				emit(map[string]any{"event": "disengaged", "cluster": name})
+			}
+			if holds && createIn != "" && !created[name] {
+				// What a consumer does with a member it engaged: an object of its own there, through the
+				// engaged cluster's client (refused until the consumer's identity is let in).
+				object := &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Name: "engaged." + strings.ReplaceAll(name, "/", "."), Namespace: createIn},
+					Data:       map[string]string{"cluster": name},
+				}
+				err := cluster.GetClient().Create(ctx, object)
+				if err == nil || apierrors.IsAlreadyExists(err) {
+					created[name] = true
+					emit(map[string]any{"event": "created", "cluster": name, "object": object.Name})
+				} else if refusal[name] != err.Error() {
+					refusal[name] = err.Error()
+					emit(map[string]any{"event": "refused", "cluster": name, "error": err.Error()})
+				}
 			}
 		}
 	}

@@ -1,0 +1,79 @@
+/**
+ * What a consumer of the inventory carries, made for the local estate: `cpsync credentials` bundled as the
+ * one file consumers run, an access-providers file mapping each cloud's access provider to it, and the
+ * environment its default credential chains find (the local clouds' credentials; GKE through workload
+ * identity federation at the local Google STS; no metadata probe).
+ */
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { localGoogleFederation, type Emulators } from '../env/emulators.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+export interface ConsumerKit {
+  /** The bundled plugin. */
+  plugin: string;
+  /** The access-providers file: each cloud's provider runs the plugin. */
+  providerFile: string;
+  env: Record<string, string>;
+  /** Writes another access-providers file mapping each cloud's access provider to `command args`. */
+  providersFile(
+    name: string,
+    command: string,
+    args: string[],
+    env?: Array<{ name: string; value: string }>,
+  ): string;
+}
+
+export function consumerKit(emulators: Emulators): ConsumerKit {
+  const plugin = join(emulators.directory, 'cpsync-credentials.mjs');
+  const built = spawnSync(process.execPath, [join(ROOT, 'infra/build-credentials.ts'), plugin], {
+    encoding: 'utf8',
+  });
+  if (built.status !== 0) throw new Error(`the credential plugin did not build: ${built.stderr}`);
+  const providersFile: ConsumerKit['providersFile'] = (name, command, args, env = []) => {
+    const path = join(emulators.directory, `${name}.json`);
+    writeFileSync(
+      path,
+      JSON.stringify({
+        providers: ['eks', 'gke', 'aks'].map((provider) => ({
+          name: provider,
+          execConfig: {
+            apiVersion: 'client.authentication.k8s.io/v1',
+            command,
+            args,
+            env,
+            provideClusterInfo: true,
+            interactiveMode: 'Never',
+          },
+        })),
+      }),
+    );
+    return path;
+  };
+  const aws = emulators.env;
+  return {
+    plugin,
+    providerFile: providersFile('cpsync-providers', process.execPath, [plugin]),
+    providersFile,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: emulators.directory,
+      // The default credential chain of each cloud, pointed at the local clouds; no metadata probe.
+      AWS_ACCESS_KEY_ID: aws.AWS_ACCESS_KEY_ID!,
+      AWS_SECRET_ACCESS_KEY: aws.AWS_SECRET_ACCESS_KEY!,
+      AWS_ENDPOINT_URL_STS: emulators.proxy.endpoint,
+      AWS_EC2_METADATA_DISABLED: 'true',
+      // GKE through workload identity federation, exchanged at the local Google STS.
+      GOOGLE_APPLICATION_CREDENTIALS: localGoogleFederation(emulators.directory, emulators.gke),
+      METADATA_SERVER_DETECTION: 'none',
+      AZURE_TENANT_ID: emulators.arm.tenantId,
+      AZURE_CLIENT_ID: emulators.arm.clientId,
+      AZURE_CLIENT_SECRET: emulators.arm.clientSecret,
+      AZURE_AUTHORITY_HOST: emulators.arm.endpoint,
+      NODE_EXTRA_CA_CERTS: aws.NODE_EXTRA_CA_CERTS!,
+    },
+  };
+}

@@ -2,6 +2,9 @@ import type { Cluster, Nodegroup } from '@aws-sdk/client-eks';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
+/** EKS managed node group states the cloud moves on from by itself. */
+const NODE_GROUP_IN_CHANGE = new Set(['CREATING', 'UPDATING', 'DELETING']);
+
 /**
  * An EKS cluster and its managed node groups as an ObservedCluster. `account` and `region` are the
  * scope's; the ARN is the provider id. A cluster still being created has no endpoint yet.
@@ -27,6 +30,10 @@ export function mapEksCluster(
   const version = str(c.version);
   const platformVersion = str(c.platformVersion);
   const createdAt = isoTime(c.createdAt);
+  const changing = groups
+    .map((g) => [str(g.nodegroupName) ?? '', (str(g.status) ?? '').toUpperCase()] as const)
+    .filter(([, status]) => NODE_GROUP_IN_CHANGE.has(status))
+    .map(([name, status]) => `${name} ${status}`);
   return {
     provider: 'eks',
     providerId: str(c.arn) ?? '',
@@ -59,6 +66,7 @@ export function mapEksCluster(
             },
           }
         : {}),
+      ...(changing.length > 0 ? { inChange: changing } : {}),
     },
     tags: strings(c.tags),
     ...(createdAt ? { createdAt } : {}),

@@ -1,6 +1,6 @@
 /**
  * Readings that will change by themselves: the cloud is creating, updating, deleting, starting or
- * stopping the cluster. A profile written from such a reading is looked at again until it settles.
+ * stopping the cluster (or one of its node groups). A profile written from such a reading is looked at again until it settles.
  */
 import type { ObservedCluster, Provider } from './model/observedCluster.ts';
 
@@ -29,12 +29,16 @@ const GKE_NAMES: Readonly<Record<string, string>> = {
 };
 
 /**
- * The state in change a reading shows (`EKS CREATING`, `GKE RECONCILING`, `AKS Upgrading`), or
- * undefined when the cluster is settled (running, stopped, failed, or in a state no table knows).
+ * The state in change a reading shows (`EKS CREATING`, `GKE RECONCILING`, `AKS Upgrading`, or a node
+ * group's: `EKS node group workers UPDATING`), or undefined when the cluster and its node groups are
+ * settled (running, stopped, failed, or in a state no table knows).
  */
 export function settlingState(cluster: ObservedCluster): string | undefined {
   const status = cluster.health.status.trim();
   const key = status.toUpperCase();
-  if (!IN_CHANGE[cluster.provider].has(key)) return undefined;
-  return `${cluster.provider.toUpperCase()} ${cluster.provider === 'gke' ? (GKE_NAMES[key] ?? key) : status}`;
+  const provider = cluster.provider.toUpperCase();
+  if (IN_CHANGE[cluster.provider].has(key))
+    return `${provider} ${cluster.provider === 'gke' ? (GKE_NAMES[key] ?? key) : status}`;
+  const group = cluster.nodes.inChange?.[0];
+  return group ? `${provider} node group ${group}` : undefined;
 }

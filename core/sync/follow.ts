@@ -50,7 +50,7 @@ export interface FollowReport {
 
 /** `cluster`'s key, for one chase per cluster. */
 export function clusterKey(ref: ClusterRef): string {
-  return `${scopeKey(ref.scope)}/${ref.location ?? ref.resourceGroup ?? ''}/${ref.name}`;
+  return [scopeKey(ref.scope), ref.location ?? ref.resourceGroup, ref.name].filter(Boolean).join('/');
 }
 
 export async function followClusters(ports: EnginePorts, request: FollowRequest): Promise<FollowReport> {

@@ -28,7 +28,7 @@ import {
 } from '../env/emulators.ts';
 import { freePort } from '../env/net.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
-import { holdTransition } from '../env/transitions.ts';
+import { holdNodeGroup, holdTransition } from '../env/transitions.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration and profile documents are edited freely here
 type Doc = Record<string, any>;
@@ -241,6 +241,22 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
       } finally {
         held.settle();
       }
+    }
+  });
+
+  it('14b. sync --follow follows an active EKS cluster while one of its node groups is being updated, until the group settles', async () => {
+    const ws = following();
+    assert.equal(clean(await ws.sync()).code, 0);
+    const held = holdNodeGroup(emulators, 'payments', 'general', 'updating', 2500);
+    try {
+      const run = clean(await ws.sync('--follow'));
+      assert.equal(run.code, 0, run.stderr);
+      assert.match(run.stderr, /eks\/\S+\/us-east-1\/payments \(EKS node group general UPDATING\)/);
+      assert.match(run.stderr, /payments: settled after \d+ s/);
+      assert.match(run.stderr, /followed: 1 settled in \d+ look\(s\)\n/);
+      assert.deepEqual(changes(run), [], 'a node group in change changes no profile');
+    } finally {
+      held.settle();
     }
   });
 

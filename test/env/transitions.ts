@@ -105,3 +105,34 @@ async function deleteEksCluster(emulators: Emulators, name: string, region: stri
     eks.destroy();
   }
 }
+
+/**
+ * Holds the managed node group `nodegroup` of the local EKS cluster `cluster` in `transition` (its
+ * DescribeNodegroup answers CREATING, UPDATING or DELETING through the AWS proxy) for `millis` (forever when
+ * undefined); `settle()` ends the hold, the group ACTIVE again.
+ */
+export function holdNodeGroup(
+  emulators: Emulators,
+  cluster: string,
+  nodegroup: string,
+  transition: Transition,
+  millis?: number,
+  region = 'us-east-1',
+): { settle: () => void } {
+  const path = `/clusters/${cluster}/node-groups/${nodegroup}`;
+  const stop = emulators.proxy.rewrite((call, status, body) => {
+    if (status !== 200 || call.method !== 'GET' || call.path !== path || call.region !== region)
+      return undefined;
+    const answer = JSON.parse(body) as { nodegroup: Record<string, unknown> };
+    answer.nodegroup.status = EKS_STATUS[transition];
+    return JSON.stringify(answer);
+  });
+  const timer = millis === undefined ? undefined : setTimeout(stop, millis);
+  timer?.unref();
+  return {
+    settle: () => {
+      clearTimeout(timer);
+      stop();
+    },
+  };
+}

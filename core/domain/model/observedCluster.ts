@@ -52,6 +52,11 @@ export interface ObservedNodes {
    * fixed size in both bounds). Absent when nothing autoscales.
    */
   autoscaling?: { min: number; max: number };
+  /**
+   * Node groups the cloud is still changing (EKS managed node groups CREATING, UPDATING or DELETING), as
+   * `<name> <STATUS>`: the cluster is looked at again until they settle. Not part of any profile.
+   */
+  inChange?: string[];
 }
 
 export interface ObservedCluster {

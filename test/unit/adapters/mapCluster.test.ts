@@ -81,6 +81,27 @@ describe('EKS mapper (DescribeCluster + DescribeNodegroup answers)', () => {
       [{ name: 'new', arn: ARN, status: 'CREATING' }, [], '111122223333', 'eu-west-1'],
       { endpoints: [], nodes: { instanceTypes: [] }, health: { status: 'CREATING', issues: [] }, tags: {} },
     ],
+    [
+      'an active cluster whose node groups are being created, updated and deleted (named, for the follow-up)',
+      [
+        { name: 'busy', arn: ARN, status: 'ACTIVE' },
+        [
+          { nodegroupName: 'workers', status: 'UPDATING', instanceTypes: ['m6i.large'] },
+          { nodegroupName: 'spot', status: 'CREATING', instanceTypes: [] },
+          { nodegroupName: 'old', status: 'DELETING' },
+          { nodegroupName: 'steady', status: 'ACTIVE' },
+          { nodegroupName: 'broken', status: 'CREATE_FAILED' },
+        ],
+        '111122223333',
+        'eu-west-1',
+      ],
+      {
+        nodes: {
+          instanceTypes: ['m6i.large'],
+          inChange: ['workers UPDATING', 'spot CREATING', 'old DELETING'],
+        },
+      },
+    ],
   ];
   for (const [name, args, expected] of rows)
     it(name, () => expectFields(mapEksCluster(...args), { provider: 'eks', account: args[2], ...expected }));

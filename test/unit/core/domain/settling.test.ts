@@ -48,4 +48,20 @@ describe('readings in change', () => {
     for (const [cluster, expected] of cases)
       assert.equal(settlingState(cluster), expected, `${cluster.provider} ${cluster.health.status}`);
   });
+
+  it('an active EKS cluster whose node group is still changing is in change too, named by the group', () => {
+    const nodes = (inChange?: string[]) => ({ instanceTypes: [], ...(inChange ? { inChange } : {}) });
+    assert.equal(
+      settlingState(eksCluster({ nodes: nodes(['workers UPDATING', 'spot CREATING']) })),
+      'EKS node group workers UPDATING',
+    );
+    assert.equal(settlingState(eksCluster({ nodes: nodes() })), undefined);
+    // The cluster's own state comes first.
+    assert.equal(
+      settlingState(
+        eksCluster({ health: { status: 'UPDATING', issues: [] }, nodes: nodes(['workers DELETING']) }),
+      ),
+      'EKS UPDATING',
+    );
+  });
 });

@@ -11,7 +11,7 @@ export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
 export const DEFAULT_SOURCE = 'cpsync';
 /** `major.minor` of the event contract; what may change within a major is in events/VERSIONING.md. */
-export const SCHEMA_VERSION = '1.3';
+export const SCHEMA_VERSION = '1.4';
 /** The major version this code reads and writes: a detail of another major is refused. */
 export const SCHEMA_MAJOR = 1;
 

@@ -40,6 +40,8 @@ export interface ProfileChangeDetail extends DetailBase {
     displayName: string;
     providerId: string;
     account: string;
+    /** The profile's `multicluster.x-k8s.io/inventory-member-id` (since 1.4): the same on every profile of the cluster. */
+    inventoryMemberId?: string;
   };
   /** Flat list of the fields that changed, for EventBridge patterns (e.g. `status.version.kubernetes`). */
   changedFields: string[];

@@ -6,8 +6,16 @@ export const LABEL_PROVIDER = 'cpsync.io/provider';
 export const LABEL_REGION = 'cpsync.io/region';
 export const LABEL_ACCOUNT = 'cpsync.io/account';
 /**
- * The same cluster in every inventory it is written to (the `projections` feature): a hash of the provider's
- * id, on the profile in the cluster's own namespace and on each copy. No upstream label names this yet.
+ * KEP-4322's member id (`multicluster.x-k8s.io/inventory-member-id`, defined in the API package of both
+ * versions): the same value on every profile of the same cluster, in any namespace, stable while the
+ * profile stands for that cluster, one profile per value in a namespace. Consumers (the Argo CD
+ * ClusterProfile integration) deduplicate by it. cpsync's value: a hash of the provider's immutable id.
+ */
+export const LABEL_INVENTORY_MEMBER_ID = 'multicluster.x-k8s.io/inventory-member-id';
+/**
+ * The same value as the member id, written where cpsync wrote it before the member id existed: on the
+ * profiles of a cluster written to more than one namespace (the `projections` feature). An alias kept for
+ * selectors written against it; select by `multicluster.x-k8s.io/inventory-member-id` instead.
  */
 export const LABEL_CLUSTER = 'cpsync.io/cluster';
 /** On a projected copy: the namespace of the cluster's own profile. */
@@ -19,6 +27,7 @@ export const OWNED_LABELS = [
   LABEL_REGION,
   LABEL_ACCOUNT,
   LABEL_CLUSTER,
+  LABEL_INVENTORY_MEMBER_ID,
   LABEL_PROJECTED_FROM,
 ] as const;
 

@@ -7,6 +7,7 @@ import {
   JoinedReason,
   LABEL_ACCOUNT,
   LABEL_CLUSTER,
+  LABEL_INVENTORY_MEMBER_ID,
   LABEL_PROJECTED_FROM,
   LABEL_CLUSTER_MANAGER,
   LABEL_PROVIDER,
@@ -325,9 +326,10 @@ export function normalize(cluster: ObservedCluster, options: InventoryOptions, n
 
 /**
  * The cluster's profile in its own namespace, then its projected copies (the `projections` feature):
- * the same content in each, but for the namespace's ClusterSet property. A cluster written to more than
- * one namespace carries the `cpsync.io/cluster` label on every copy; each copy names the cluster's own
- * namespace in `cpsync.io/projected-from`.
+ * the same content in each, but for the namespace's ClusterSet property. Every profile carries the
+ * cluster's member id (`multicluster.x-k8s.io/inventory-member-id`), the same on each copy; a cluster
+ * written to more than one namespace also carries it as `cpsync.io/cluster` (the alias selectors of
+ * earlier versions use), and each copy names the cluster's own namespace in `cpsync.io/projected-from`.
  */
 function normalizeEverywhere(
   cluster: ObservedCluster,
@@ -397,6 +399,7 @@ function normalizeIn(
         [LABEL_PROVIDER]: cluster.provider,
         [LABEL_REGION]: labelValue(cluster.region),
         [LABEL_ACCOUNT]: labelValue(cluster.account),
+        [LABEL_INVENTORY_MEMBER_ID]: clusterLabelValue(cluster),
       },
       annotations: { [ANNOTATION_PROVIDER_ID]: cluster.providerId },
     },

@@ -1,7 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { AppliedChange, EventContext } from './changes.ts';
 import { canonicalJson } from '../domain/json.ts';
-import { ANNOTATION_PROVIDER_ID, LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from '../domain/constants.ts';
+import {
+  ANNOTATION_PROVIDER_ID,
+  LABEL_ACCOUNT,
+  LABEL_INVENTORY_MEMBER_ID,
+  LABEL_PROVIDER,
+  LABEL_REGION,
+} from '../domain/constants.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { Provider } from '../domain/model/observedCluster.ts';
 import type { ScopeOutcome } from '../domain/model/scope.ts';
@@ -71,6 +77,7 @@ function clusterOf(profile: ClusterProfile, context: EventContext): ProfileChang
     account: labels[LABEL_ACCOUNT] ?? context.scope.account,
     displayName: profile.spec?.displayName ?? '',
     providerId: profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '',
+    ...(labels[LABEL_INVENTORY_MEMBER_ID] ? { inventoryMemberId: labels[LABEL_INVENTORY_MEMBER_ID] } : {}),
   };
 }
 

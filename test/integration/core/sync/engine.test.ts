@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { parse, stringify } from 'yaml';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
@@ -118,5 +120,52 @@ describe('runSync over many scopes', () => {
     assert.equal(scope!.outcome.kind, 'partial');
     assert.deepEqual([scope!.summary.counts.deleted, scope!.summary.counts.invalid], [0, 1]);
     assert.equal((await p.hub.list('unreadable', {})).length, 2, 'b is kept');
+  });
+
+  it('adds the member id to profiles an earlier version wrote without it: one Updated event each, once', async () => {
+    const { ports: p, directory } = ports();
+    const options = inventoryOptions({ namespace: 'upgrade' });
+    const settings = { scopes: eks, ...runSettings(options) };
+    await runSync(p, { syncId: 'old', ...settings });
+    // The profiles as a version without the member id left them: the label taken out of each file.
+    const folder = join(directory, 'hub', 'upgrade');
+    const files = readdirSync(folder).filter(
+      (f) =>
+        f.endsWith('.yaml') &&
+        (parse(readFileSync(join(folder, f), 'utf8')) as ClusterProfile).kind === 'ClusterProfile',
+    );
+    assert.equal(files.length, 3);
+    for (const file of files) {
+      const profile = parse(readFileSync(join(folder, file), 'utf8')) as ClusterProfile;
+      delete profile.metadata.labels!['multicluster.x-k8s.io/inventory-member-id'];
+      writeFileSync(join(folder, file), stringify(profile));
+    }
+    const events = () =>
+      readFileSync(join(directory, 'events.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line) as { 'detail-type': string; detail: { changedFields?: string[] } })
+        .filter((e) => e['detail-type'] !== 'Inventory Scope Synced');
+    const before = events().length;
+    const upgraded = await runSync(p, { syncId: 'new', ...settings });
+    assert.deepEqual(
+      upgraded.scopes.map((s) => s.summary.counts.updated),
+      [1, 1, 1],
+    );
+    const updates = events().slice(before);
+    assert.deepEqual(
+      updates.map((e) => [e['detail-type'], e.detail.changedFields]),
+      Array(3).fill([
+        'ClusterProfile Updated',
+        ['metadata.labels[multicluster.x-k8s.io/inventory-member-id]'],
+      ]),
+    );
+    for (const file of files) {
+      const profile = parse(readFileSync(join(folder, file), 'utf8')) as ClusterProfile;
+      assert.match(profile.metadata.labels!['multicluster.x-k8s.io/inventory-member-id']!, /^[0-9a-f]{20}$/);
+    }
+    const after = events().length;
+    await runSync(p, { syncId: 'then', ...settings });
+    assert.equal(events().length, after, 'once');
   });
 });

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import { InvalidClusterError } from '../../../../core/domain/errors.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
@@ -26,10 +27,56 @@ describe('normalize: metadata and spec', () => {
       'cpsync.io/provider': 'eks',
       'cpsync.io/region': 'us-east-1',
       'cpsync.io/account': '111122223333',
+      // KEP-4322's member id: the first 20 hex digits of the SHA-256 of the cluster's ARN.
+      'multicluster.x-k8s.io/inventory-member-id': createHash('sha256')
+        .update('arn:aws:eks:us-east-1:111122223333:cluster/payments')
+        .digest('hex')
+        .slice(0, 20),
     });
     assert.deepEqual(profile.metadata.annotations, {
       'cpsync.io/provider-id': 'arn:aws:eks:us-east-1:111122223333:cluster/payments',
     });
+  });
+
+  it('gives every cluster one member id: the same wherever and however it is written, another for another cluster of the same name', () => {
+    const MEMBER_ID = 'multicluster.x-k8s.io/inventory-member-id';
+    const idOf = (profile: ClusterProfile) => profile.metadata.labels?.[MEMBER_ID];
+    const cluster = eksCluster({ tags: { argocd: 'managed', team: 'pay' } });
+    const id = idOf(normalize(cluster, options, NOW))!;
+    // A label value (KEP-4322: non-empty when set, a valid label value).
+    assert.match(id, /^[0-9a-f]{20}$/);
+    // Stable: other tags, other label rules, another namespace, another manager, projected copies.
+    const elsewhere = inventoryOptions({
+      manager: 'fleet',
+      namespaceRules: [{ provider: 'eks', namespace: 'eks-inventory' }],
+      tagAllowList: ['team'],
+      projections: [{ tag: { key: 'argocd', value: 'managed' }, namespaces: ['argocd', 'kueue-system'] }],
+    });
+    const everywhere = normalizeAll([eksCluster({ tags: { argocd: 'managed' } })], elsewhere, NOW).profiles;
+    assert.equal(everywhere.length, 3);
+    assert.deepEqual(new Set(everywhere.map(idOf)), new Set([id]));
+    assert.deepEqual(
+      everywhere.map((p) => p.metadata.labels?.['cpsync.io/cluster']),
+      [id, id, id],
+      'the alias, where a cluster is written more than once',
+    );
+    // The same name in another region, another account, another cloud: another member.
+    const others = [
+      eksCluster({ region: 'eu-west-1', providerId: 'arn:aws:eks:eu-west-1:111122223333:cluster/payments' }),
+      eksCluster({
+        account: '444455556666',
+        providerId: 'arn:aws:eks:us-east-1:444455556666:cluster/payments',
+      }),
+      gkeCluster({ name: 'payments' }),
+      aksCluster({ name: 'payments' }),
+    ].map((c) => idOf(normalize(c, options, NOW)));
+    assert.equal(new Set([id, ...others]).size, 5);
+    // An Azure id in another case is the same cluster: the same member.
+    const aks = aksCluster();
+    assert.equal(
+      idOf(normalize({ ...aks, providerId: aks.providerId.toUpperCase() }, options, NOW)),
+      idOf(normalize(aks, options, NOW)),
+    );
   });
 
   it('sets displayName to the cloud name and clusterManager to the manager', () => {

@@ -211,11 +211,12 @@ export const configSchema = z.strictObject({
         .array(z.strictObject({ ...clusterMatcher, namespaces: z.array(dnsLabel).min(1) }))
         .default([]),
       tagAllowList: z.array(z.string().min(1).max(239)).default([]),
+      // The access provider's name in each profile: 1-253 characters (v1alpha2), as consumers configure it.
       accessProviderNames: z
         .strictObject({
-          eks: z.string().min(1).default('eks'),
-          gke: z.string().min(1).default('gke'),
-          aks: z.string().min(1).default('aks'),
+          eks: z.string().min(1).max(253).default('eks'),
+          gke: z.string().min(1).max(253).default('gke'),
+          aks: z.string().min(1).max(253).default('aks'),
         })
         .prefault({}),
       /** The `privateEndpoints` feature under its older name (`features.privateEndpoints` is the one switch). */

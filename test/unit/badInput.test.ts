@@ -12,6 +12,7 @@ import { InvalidClusterError } from '../../core/domain/errors.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import { normalize } from '../../core/domain/normalize.ts';
 import { inventoryOptions } from '../support/settings.ts';
+import { v1alpha2Violations } from '../support/v1alpha2.ts';
 import { crdViolations } from '../support/crdSchema.ts';
 import { loadConfig } from '../../cli/loadConfig.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
@@ -175,6 +176,7 @@ function typedErrorOrValidProfile(observed: ObservedCluster): void {
     return;
   }
   assert.deepEqual(crdViolations(profile), []);
+  assert.deepEqual(v1alpha2Violations(profile), []);
 }
 
 describe('bad input: generated cloud payloads', () => {

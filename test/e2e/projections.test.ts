@@ -17,6 +17,9 @@ import { jsonLines, runCli } from '../support/cli.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { orderedSteps } from '../support/steps.ts';
 import { adminKubeConfig } from '../support/hub.ts';
+import { conformance } from '../support/conformance.ts';
+import { v1alpha2Violations } from '../support/v1alpha2.ts';
+import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration and hub documents are read freely here
 type Doc = Record<string, any>;
@@ -136,6 +139,28 @@ describe('projections: a cluster in several inventories', () => {
           assert.ok(primary.metadata.annotations['cpsync.io/projected-to'].split(',').includes(namespace));
           assert.match(copy.metadata.labels['cpsync.io/cluster'], /^[0-9a-f]{20}$/);
         }
+      // The upstream conformance suite's specs (held as ours: test/support/conformance.ts), in every
+      // inventory cpsync writes, its own and the projections, and v1alpha2's rules on every profile.
+      for (const namespace of [own, kueue, argo]) {
+        const inventory = (await profiles(namespace)) as ClusterProfile[];
+        for (const result of conformance(inventory, 'cpsync'))
+          assert.equal(result.failure, undefined, `${namespace}: ${result.label}: ${result.spec}`);
+        for (const profile of inventory)
+          assert.deepEqual(v1alpha2Violations(profile), [], `${namespace}/${profile.metadata.name}`);
+      }
+      // One member id per cluster: the same on its copies, another for its namesake in eu-west-1.
+      const memberIds = new Map<string, Set<string>>();
+      for (const namespace of [own, kueue, argo])
+        for (const p of await profiles(namespace))
+          memberIds.set(
+            p.metadata.annotations['cpsync.io/provider-id'],
+            (memberIds.get(p.metadata.annotations['cpsync.io/provider-id']) ?? new Set()).add(
+              p.metadata.labels['multicluster.x-k8s.io/inventory-member-id'],
+            ),
+          );
+      assert.equal(memberIds.size, 7);
+      assert.ok([...memberIds.values()].every((ids) => ids.size === 1));
+      assert.equal(new Set([...memberIds.values()].flatMap((ids) => [...ids])).size, 7);
       // Clusters no rule matches carry no cluster label.
       assert.deepEqual(
         (await profiles(own))

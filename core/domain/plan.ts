@@ -61,7 +61,7 @@ export interface PlannedDelete {
  * Why a desired profile is not written: the name is another manager's; the stored object is malformed; the
  * stored profile (of this manager) is of another cloud cluster, whose name this one's collides with.
  */
-export type SkipReason = 'OwnedByAnotherManager' | 'Malformed' | 'ProviderIdConflict';
+export type SkipReason = 'OwnedByAnotherManager' | 'Malformed' | 'ProviderIdConflict' | 'Terminating';
 
 export interface Skipped {
   namespace: string;
@@ -310,6 +310,8 @@ function planUpdate(
  * - A profile whose cluster the provider confirmed gone is deleted at once.
  * - A profile of a listed cluster in a namespace its placement no longer names (a namespace rule or a
  *   projection changed) is deleted at once: the cluster's profile lives on where it is placed now.
+ * - A profile being deleted (another controller's finalizer holds it) is neither written, deleted again
+ *   nor counted; its cluster, listed again, gets a new profile once it is gone.
  * Pure: the same input always gives the same plan.
  */
 export function plan(input: PlanInput): Plan {
@@ -358,6 +360,14 @@ export function plan(input: PlanInput): Plan {
         profile: wanted,
         statusChanges: statusChanges({ ...wanted, status: undefined }, wanted, input.accessProviderNames),
       });
+    } else if (existing.metadata.deletionTimestamp !== undefined) {
+      // Being deleted, held by another controller's finalizer: never written to (a write would fail every
+      // run); the cluster's profile is created again once the old one is gone.
+      result.skipped.push({
+        ...wanted.metadata,
+        reason: 'Terminating',
+        detail: `${key} is being deleted, held by ${(existing.metadata.finalizers ?? []).join(', ') || 'finalizers'}; created again once it is gone`,
+      });
     } else if (!isManagedBy(existing, input.manager)) {
       result.skipped.push({
         ...wanted.metadata,
@@ -375,7 +385,9 @@ export function plan(input: PlanInput): Plan {
     if (
       desiredKeys.has(key) ||
       !isManagedBy(existing, input.manager) ||
-      !matchesSelector(existing.metadata.labels, selector)
+      !matchesSelector(existing.metadata.labels, selector) ||
+      // Deleted already, waiting for another controller's finalizer: not deleted (nor announced) again.
+      existing.metadata.deletionTimestamp !== undefined
     )
       continue;
     const providerId = existing.metadata.annotations?.[ANNOTATION_PROVIDER_ID];

@@ -165,7 +165,8 @@ function recoveredEvent(
 ): CpsyncEvent | undefined {
   let changes = intent.changes;
   if (intent.kind === 'deleted') {
-    if (stored !== undefined) return undefined;
+    // Deleted: gone, or held by another controller's finalizer (the hub took the deletion).
+    if (stored !== undefined && stored.metadata.deletionTimestamp === undefined) return undefined;
   } else if (!stored) return undefined;
   else if (fingerprint(stored, accessProviderNames, intent.kind === 'created') !== intent.target) {
     // The object half alone reached the hub: that half is announced, as the run itself would have.

@@ -21,6 +21,13 @@ export interface ObjectMeta {
   uid?: string;
   /** Set by the hub; never part of what cpsync desires. */
   generation?: number;
+  /**
+   * Set by the hub once the object is being deleted and waits for its finalizers (another controller's, as
+   * the Argo CD ClusterProfile integration adds): it is no longer written to, deleted again or counted.
+   */
+  deletionTimestamp?: string;
+  /** Other controllers' hold on the object; cpsync never adds or removes one. */
+  finalizers?: string[];
 }
 
 export interface ClusterManager {

@@ -138,11 +138,18 @@ export async function startAwsProxy(
     maxInFlight: () => peak,
     intercept(interceptor) {
       interceptors.push(interceptor);
-      return () => void interceptors.splice(interceptors.indexOf(interceptor), 1);
+      return () => {
+        const at = interceptors.indexOf(interceptor);
+        if (at >= 0) interceptors.splice(at, 1);
+      };
     },
     rewrite(rewriter) {
       rewriters.push(rewriter);
-      return () => void rewriters.splice(rewriters.indexOf(rewriter), 1);
+      // Once: a second call must not take out another rewriter (splice(-1) would remove the last one).
+      return () => {
+        const at = rewriters.indexOf(rewriter);
+        if (at >= 0) rewriters.splice(at, 1);
+      };
     },
     clear() {
       calls.length = 0;

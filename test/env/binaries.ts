@@ -164,6 +164,29 @@ export function ensureArgoCdBinary(log: (line: string) => void = () => {}): stri
   );
 }
 
+const KUEUE = join(TOOLS, 'kueue');
+
+/**
+ * Kueue's MultiKueue cluster controller, built from `test/env/tools/kueue` (Kueue's released Go module,
+ * `multikueue.SetupControllers`) and cached by a digest of its sources, with the directory of Kueue's CRDs
+ * in that module (what a Kueue installation applies).
+ */
+export function ensureKueue(log: (line: string) => void = () => {}): { binary: string; crds: string } {
+  const binary = ensureBinary(
+    { name: 'kueue-multikueue', version: sourceDigest(KUEUE), module: KUEUE, pkg: '.', ldflags: '-s -w' },
+    binaryDirectory(),
+    log,
+  );
+  const listed = spawnSync('go', ['list', '-m', '-json', 'sigs.k8s.io/kueue'], {
+    cwd: KUEUE,
+    env: { ...process.env, GOFLAGS: '' },
+    encoding: 'utf8',
+  });
+  if (listed.status !== 0) throw new Error(`go list of sigs.k8s.io/kueue failed: ${listed.stderr}`);
+  const { Dir } = JSON.parse(listed.stdout) as { Dir: string };
+  return { binary, crds: join(Dir, 'config', 'components', 'crd', 'bases') };
+}
+
 /** The AWS Lambda Runtime Interface Emulator's module version (it has no tags: a pinned pseudo-version). */
 const LAMBDA_RIE_VERSION = 'v0.0.0-20261030222936-bef5c4ba774d';
 

@@ -248,6 +248,53 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     assert.equal(await ask(rightCluster), 200, 'the same plugin, for the member, in flags mode');
   });
 
+  it("says when each cloud's token expires, never later than it does: a consumer refreshing at 80 % of the lifetime (Sveltos) always holds a valid token", async () => {
+    const runs = {
+      eks: ['--provider', 'eks', '--cluster-name', AT_MEMBER.eks, '--region', 'us-east-1'],
+      gke: ['--provider', 'gke'],
+      aks: ['--provider', 'aks', '--tenant-id', emulators.arm.tenantId],
+    } as const;
+    for (const [provider, flags] of Object.entries(runs)) {
+      const asked = Date.now();
+      const done = await plugin(...flags);
+      assert.equal(done.code, 0, `${provider}: ${done.stderr}`);
+      const { token, expirationTimestamp } = (
+        JSON.parse(done.stdout) as { status: { token: string; expirationTimestamp?: string } }
+      ).status;
+      assert.ok(expirationTimestamp, `${provider}: an expirationTimestamp, so consumers refresh`);
+      const said = Date.parse(expirationTimestamp);
+      // When the token really stops being accepted, as its verifier judges it.
+      let real: number;
+      if (provider === 'eks') {
+        // aws-iam-authenticator: 15 minutes from the presigned URL's date (the member's webhook checks the same).
+        const url = new URL(Buffer.from(token.slice('k8s-aws-v1.'.length), 'base64url').toString());
+        const d = url.searchParams.get('X-Amz-Date')!;
+        real =
+          Date.parse(
+            `${d.slice(0, 4)}-${d.slice(4, 6)}-${d.slice(6, 8)}T${d.slice(9, 11)}:${d.slice(11, 13)}:${d.slice(13, 15)}Z`,
+          ) +
+          15 * 60_000;
+      } else if (provider === 'gke') {
+        const info = (await (
+          await fetch(`${emulators.gke.endpoint}/tokeninfo?access_token=${encodeURIComponent(token)}`)
+        ).json()) as { expires_in: number };
+        real = asked + info.expires_in * 1000;
+      } else {
+        real =
+          (JSON.parse(Buffer.from(token.split('.')[1]!, 'base64url').toString()) as { exp: number }).exp *
+          1000;
+      }
+      assert.ok(
+        said <= real + 1000,
+        `${provider}: said ${new Date(said).toISOString()}, expires ${new Date(real).toISOString()}`,
+      );
+      assert.ok(said - asked >= 5 * 60_000, `${provider}: a lifetime of minutes, not seconds`);
+      // Sveltos refreshes at 80 % of the lifetime it is told: still inside the real one.
+      const refreshAt = asked + 0.8 * (said - asked);
+      assert.ok(refreshAt < real, provider);
+    }
+  });
+
   it("assumes the role named by --role-name in the cluster's account before signing an EKS token", async () => {
     emulators.proxy.clear();
     const done = await plugin(

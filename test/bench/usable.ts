@@ -52,6 +52,7 @@ import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
 import {
   cloudTrailEvent,
   functionUrlRequest,
+  gkeAuditEntry,
   lambdaContext,
   pubSubPush,
   startGoogleSigner,
@@ -452,17 +453,13 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     };
     const push = async (name: string, method: 'CreateCluster' | 'DeleteCluster') => {
       invocations.webhook += 1;
-      const entry = {
-        protoPayload: {
-          '@type': 'type.googleapis.com/google.cloud.audit.AuditLog',
-          serviceName: 'container.googleapis.com',
-          methodName: `google.container.v1.ClusterManager.${method}`,
-          resourceName: `projects/${GCP_PROJECT}/locations/us-central1/clusters/${name}`,
-        },
-        // The entry Cloud Audit Logs writes as the operation starts.
-        operation: { id: `operation-${name}-${method}`, producer: 'container.googleapis.com', first: true },
-        resource: { type: 'gke_cluster', labels: { project_id: GCP_PROJECT } },
-      };
+      // The entry Cloud Audit Logs writes as the operation starts.
+      const entry = gkeAuditEntry(
+        GCP_PROJECT,
+        `google.container.v1.ClusterManager.${method}`,
+        `projects/${GCP_PROJECT}/locations/us-central1/clusters/${name}`,
+        { id: `operation-${name}-${method}` },
+      );
       await handlers.webhook(
         functionUrlRequest('/gcp', pubSubPush(entry, `${name}-${method}`), {
           authorization: `Bearer ${await signer.sign()}`,

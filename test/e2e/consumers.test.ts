@@ -20,23 +20,14 @@ import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
 import { isDns1123Subdomain } from '../../core/domain/naming.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import { ensureConsumerBinaries } from '../env/binaries.ts';
-import {
-  AZURE_SUBSCRIPTION,
-  EKS_ACCOUNT,
-  GCP_PROJECT,
-  gkeCluster,
-  withEksClusters,
-  type Emulators,
-} from '../env/emulators.ts';
-import { startEstateMember, type Member } from '../env/member.ts';
+import { EKS_ACCOUNT, GCP_PROJECT, type Emulators } from '../env/emulators.ts';
+import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
 import { HUB_CREDENTIALS } from '../support/aws.ts';
 import { runCli } from '../support/cli.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig, localHub } from '../support/hub.ts';
 import { consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
 
-/** The clusters of the estate whose endpoint is the member: one per cloud. */
-const AT_MEMBER = { eks: 'checkout', gke: 'edge', aks: 'batch' } as const;
 const EXTENSION = 'client.authentication.k8s.io/exec';
 
 interface Line {
@@ -118,26 +109,11 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
 
     member = await startEstateMember(emulators, AT_MEMBER.eks, (line) => console.log(`[member] ${line}`));
     // One cluster of each cloud is served by the member, with the member's real CA.
-    const memberHost = new URL(member.server).hostname;
-    emulators.proxy.rewrite(
-      withEksClusters((name) =>
-        name === AT_MEMBER.eks ? { ca: member.caData, endpoint: member.server } : undefined,
-      ),
-    );
-    const gke = emulators.gke.clusters.get(GCP_PROJECT)!;
-    const edgeAt = gke.findIndex((c) => c.name === AT_MEMBER.gke);
-    const edge = gkeCluster(AT_MEMBER.gke, 'europe-west1-c', {
-      endpoint: memberHost,
-      masterAuth: { clusterCaCertificate: member.caData },
-    });
-    gke[edgeAt] = edge;
+    const edge = serveFromMember(emulators, member);
     restoreEdge = () => {
       const clusters = emulators.gke.clusters.get(GCP_PROJECT)!;
       if (!clusters.some((c) => c.name === AT_MEMBER.gke)) clusters.push(edge);
     };
-    const batch = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === AT_MEMBER.aks)!;
-    batch.properties.fqdn = memberHost;
-    emulators.arm.caData.set(batch.id.toLowerCase(), member.caData);
 
     // The real CLI writes the inventory into the shared hub.
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;

@@ -15,14 +15,8 @@ import { CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernete
 import { installCustomResourceDefinition } from '../env/hub.ts';
 import { parse, stringify } from 'yaml';
 import { ensureKueue } from '../env/binaries.ts';
-import {
-  AZURE_SUBSCRIPTION,
-  GCP_PROJECT,
-  gkeCluster,
-  withEksClusters,
-  type Emulators,
-} from '../env/emulators.ts';
-import { startEstateMember, type Member } from '../env/member.ts';
+import type { Emulators } from '../env/emulators.ts';
+import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
 import { runCli } from '../support/cli.ts';
 import { consumerKit } from '../support/consumerKit.ts';
 import { estateOnHub } from '../support/estate.ts';
@@ -30,9 +24,6 @@ import { adminKubeConfig } from '../support/hub.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents are read freely here
 type Doc = Record<string, any>;
-
-/** The clusters of the estate whose endpoint is the member: one per cloud. */
-const AT_MEMBER = { eks: 'checkout', gke: 'edge', aks: 'batch' } as const;
 
 /** Applies Kueue's CRDs (as a Kueue installation does) where they are not yet, and waits until they are served. */
 async function installKueueCrds(kubeconfig: string, directory: string): Promise<void> {
@@ -62,6 +53,32 @@ describe("Kueue's MultiKueue reaches the members through cpsync's profiles (Kueu
   let stderr = '';
   const clusterNames: string[] = [];
 
+  /** A MultiKueueCluster (cluster-scoped) connecting through the ClusterProfile `profile` of Kueue's namespace. */
+  const multiKueueCluster = (name: string, profile: string) => {
+    clusterNames.push(name);
+    return objects.createClusterCustomObject({
+      group: 'kueue.x-k8s.io',
+      version: 'v1beta2',
+      plural: 'multikueueclusters',
+      body: {
+        apiVersion: 'kueue.x-k8s.io/v1beta2',
+        kind: 'MultiKueueCluster',
+        metadata: { name },
+        spec: { clusterSource: { clusterProfileRef: { name: profile } } },
+      },
+    });
+  };
+  /** The ClusterProfiles in `ns`. */
+  const profilesIn = async (ns: string) =>
+    (
+      (await objects.listNamespacedCustomObject({
+        group: 'multicluster.x-k8s.io',
+        version: 'v1alpha1',
+        namespace: ns,
+        plural: 'clusterprofiles',
+      })) as { items: Doc[] }
+    ).items;
+
   before(async () => {
     const estate = await estateOnHub('kueue');
     ({ emulators, namespace } = estate);
@@ -71,20 +88,7 @@ describe("Kueue's MultiKueue reaches the members through cpsync's profiles (Kueu
     const { binary, crds } = ensureKueue((line) => console.log(`[kueue] ${line}`));
 
     member = await startEstateMember(emulators, AT_MEMBER.eks);
-    const memberHost = new URL(member.server).hostname;
-    emulators.proxy.rewrite(
-      withEksClusters((name) =>
-        name === AT_MEMBER.eks ? { ca: member.caData, endpoint: member.server } : undefined,
-      ),
-    );
-    const gke = emulators.gke.clusters.get(GCP_PROJECT)!;
-    gke[gke.findIndex((c) => c.name === AT_MEMBER.gke)] = gkeCluster(AT_MEMBER.gke, 'europe-west1-c', {
-      endpoint: memberHost,
-      masterAuth: { clusterCaCertificate: member.caData },
-    });
-    const batch = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === AT_MEMBER.aks)!;
-    batch.properties.fqdn = memberHost;
-    emulators.arm.caData.set(batch.id.toLowerCase(), member.caData);
+    serveFromMember(emulators, member);
 
     // Kueue on the hub; on the member, what its MultiKueue controller watches there (Workloads), and the
     // consumers' identities let watch them (by hand, as a worker cluster is prepared for MultiKueue today).
@@ -130,53 +134,18 @@ describe("Kueue's MultiKueue reaches the members through cpsync's profiles (Kueu
     assert.equal(run.code, 0, run.stderr);
 
     // A MultiKueueCluster per member profile, by its name in Kueue's namespace.
-    const profiles = (
-      (await objects.listNamespacedCustomObject({
-        group: 'multicluster.x-k8s.io',
-        version: 'v1alpha1',
-        namespace: kueueNamespace,
-        plural: 'clusterprofiles',
-      })) as { items: Doc[] }
-    ).items.filter((p) => Object.values(AT_MEMBER).includes(p.spec.displayName));
+    const profiles = (await profilesIn(kueueNamespace)).filter((p) =>
+      Object.values(AT_MEMBER).includes(p.spec.displayName),
+    );
     assert.equal(profiles.length, 3);
     for (const profile of profiles) {
-      const name = `${namespace}-${profile.spec.displayName}`;
-      clusterNames.push(name);
-      await objects.createClusterCustomObject({
-        group: 'kueue.x-k8s.io',
-        version: 'v1beta2',
-        plural: 'multikueueclusters',
-        body: {
-          apiVersion: 'kueue.x-k8s.io/v1beta2',
-          kind: 'MultiKueueCluster',
-          metadata: { name },
-          spec: { clusterSource: { clusterProfileRef: { name: profile.metadata.name } } },
-        },
-      });
+      await multiKueueCluster(`${namespace}-${profile.spec.displayName}`, profile.metadata.name);
     }
     // And one whose profile is only in cpsync's own namespace: Kueue does not look there.
-    const own = (
-      (await objects.listNamespacedCustomObject({
-        group: 'multicluster.x-k8s.io',
-        version: 'v1alpha1',
-        namespace,
-        plural: 'clusterprofiles',
-      })) as { items: Doc[] }
-    ).items.find(
+    const own = (await profilesIn(namespace)).find(
       (p) => p.spec.displayName === 'payments' && p.metadata.labels['cpsync.io/region'] === 'eu-west-1',
     )!;
-    clusterNames.push(`${namespace}-elsewhere`);
-    await objects.createClusterCustomObject({
-      group: 'kueue.x-k8s.io',
-      version: 'v1beta2',
-      plural: 'multikueueclusters',
-      body: {
-        apiVersion: 'kueue.x-k8s.io/v1beta2',
-        kind: 'MultiKueueCluster',
-        metadata: { name: `${namespace}-elsewhere` },
-        spec: { clusterSource: { clusterProfileRef: { name: own.metadata.name } } },
-      },
-    });
+    await multiKueueCluster(`${namespace}-elsewhere`, own.metadata.name);
 
     const kit = consumerKit(emulators);
     kueue = spawn(

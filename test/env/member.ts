@@ -18,7 +18,8 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { HUB_CREDENTIALS } from '../support/aws.ts';
-import type { Emulators } from './emulators.ts';
+import { AZURE_SUBSCRIPTION, GCP_PROJECT, gkeCluster, withEksClusters, type Emulators } from './emulators.ts';
+import type { GkeClusterJson } from './fakes/gkeServer.ts';
 import { startHub, stopHub } from './hub.ts';
 import { freePort, readBody, sendJson, serveOnLoopback } from './net.ts';
 
@@ -239,4 +240,31 @@ export function startEstateMember(
     },
     log,
   );
+}
+
+/** The estate's clusters a member stands for: one per cloud. */
+export const AT_MEMBER = { eks: 'checkout', gke: 'edge', aks: 'batch' } as const;
+
+/**
+ * Points one cluster of each cloud of the estate (`AT_MEMBER`) at `member`, with the member's real CA: the
+ * EKS answers rewritten through the AWS proxy, the GKE record replaced, the AKS record's fqdn and CA set.
+ * Returns the GKE cluster record the member stands behind (to put back once a test removed it).
+ */
+export function serveFromMember(emulators: Emulators, member: Member): GkeClusterJson {
+  const memberHost = new URL(member.server).hostname;
+  emulators.proxy.rewrite(
+    withEksClusters((name) =>
+      name === AT_MEMBER.eks ? { ca: member.caData, endpoint: member.server } : undefined,
+    ),
+  );
+  const gke = emulators.gke.clusters.get(GCP_PROJECT)!;
+  const edge = gkeCluster(AT_MEMBER.gke, 'europe-west1-c', {
+    endpoint: memberHost,
+    masterAuth: { clusterCaCertificate: member.caData },
+  });
+  gke[gke.findIndex((c) => c.name === AT_MEMBER.gke)] = edge;
+  const batch = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === AT_MEMBER.aks)!;
+  batch.properties.fqdn = memberHost;
+  emulators.arm.caData.set(batch.id.toLowerCase(), member.caData);
+  return edge;
 }

@@ -111,9 +111,20 @@ export function sqsRecord(messageId: string, body: string): SQSRecord {
   };
 }
 
-/** A Cloud Audit Logs entry of a GKE API call, as a log sink routes it to Pub/Sub. */
-export function gkeAuditEntry(project: string, methodName: string, resourceName: string) {
+/**
+ * A Cloud Audit Logs entry of a GKE API call, as a log sink routes it to Pub/Sub; with `operation`, the
+ * entry written as a long-running operation starts (`operation.first`).
+ */
+export function gkeAuditEntry(
+  project: string,
+  methodName: string,
+  resourceName: string,
+  operation?: { id: string },
+) {
   return {
+    ...(operation
+      ? { operation: { id: operation.id, producer: 'container.googleapis.com', first: true } }
+      : {}),
     protoPayload: {
       '@type': 'type.googleapis.com/google.cloud.audit.AuditLog',
       serviceName: 'container.googleapis.com',

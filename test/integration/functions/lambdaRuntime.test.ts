@@ -156,6 +156,21 @@ describe('the deployed assets under the Lambda runtime', () => {
     credentials: HUB_CREDENTIALS,
   });
 
+  /** A Pub/Sub push of the audit entry of GKE's `method` on `cluster` (us-central1), signed as Pub/Sub signs it. */
+  const gkePush = async (method: string, cluster: string, messageId: string) =>
+    functionUrlRequest(
+      '/gcp',
+      pubSubPush(
+        gkeAuditEntry(
+          GCP_PROJECT,
+          `google.container.v1.ClusterManager.${method}`,
+          `projects/${GCP_PROJECT}/locations/us-central1/clusters/${cluster}`,
+        ),
+        messageId,
+      ),
+      { authorization: `Bearer ${await signer.sign()}` },
+    );
+
   /** The template's value with its intrinsics resolved to the local estate. */
   const resolve = (value: unknown): string => String(templateResolver(resources, refs).resolve(value));
 
@@ -607,21 +622,7 @@ describe('the deployed assets under the Lambda runtime', () => {
       }),
     );
     assert.equal((tagged.body as { followed: string }).followed, 'joined', handler.lines.join('\n'));
-    const pushed = await invoke(
-      webhook,
-      functionUrlRequest(
-        '/gcp',
-        pubSubPush(
-          gkeAuditEntry(
-            GCP_PROJECT,
-            'google.container.v1.ClusterManager.CreateCluster',
-            `projects/${GCP_PROJECT}/locations/us-central1/clusters/warming`,
-          ),
-          'ps-lambda-warming',
-        ),
-        { authorization: `Bearer ${await signer.sign()}` },
-      ),
-    );
+    const pushed = await invoke(webhook, await gkePush('CreateCluster', 'warming', 'ps-lambda-warming'));
     assert.equal((pushed.body as { statusCode: number }).statusCode, 200, webhook.lines.join('\n'));
     const webSubject = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-web/providers/Microsoft.ContainerService/managedClusters/web`;
     const key = Object.entries(refs).find(([id]) => id.startsWith('CpsyncAzureWebhookKey'))!;
@@ -755,21 +756,7 @@ describe('the deployed assets under the Lambda runtime', () => {
       GCP_PROJECT,
       emulators.gke.clusters.get(GCP_PROJECT)!.filter((c) => c.name !== 'warming'),
     );
-    await invoke(
-      webhook,
-      functionUrlRequest(
-        '/gcp',
-        pubSubPush(
-          gkeAuditEntry(
-            GCP_PROJECT,
-            'google.container.v1.ClusterManager.DeleteCluster',
-            `projects/${GCP_PROJECT}/locations/us-central1/clusters/warming`,
-          ),
-          'ps-lambda-warming-gone',
-        ),
-        { authorization: `Bearer ${await signer.sign()}` },
-      ),
-    );
+    await invoke(webhook, await gkePush('DeleteCluster', 'warming', 'ps-lambda-warming-gone'));
     await drainQueue(eventsQueue);
   });
 

@@ -17,7 +17,8 @@ import { adminKubeConfig } from '../support/hub.ts';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents are read freely here
 type Doc = Record<string, any>;
 
-const FINALIZER = 'clusterprofile.argoproj.io/cluster-secret';
+// The finalizer the Argo CD ClusterProfile integration puts on each profile it renders (its controller.go).
+const FINALIZER = 'argoproj.io/cluster-profile-finalizer';
 const GROUP = { group: 'multicluster.x-k8s.io', version: 'v1alpha1', plural: 'clusterprofiles' };
 
 describe('profiles that other controllers hold (a foreign finalizer, labels and annotations)', () => {

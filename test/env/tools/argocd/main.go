@@ -7,18 +7,26 @@
 //
 //	{"cluster": <v1alpha1.Cluster>, "rest": {"host", "caDataLength", "insecure", "exec": {...} | null}}
 //
+// With -reach it then uses that rest.Config as Argo CD's components do and asks the cluster who the
+// caller is (a SelfSubjectReview, which runs the exec plugin and the cluster's authenticator), adding
+// "reach": {"username", "groups"}. `render` is the ClusterProfile integration's step before (integration.go).
 // On any error it prints the error to stderr and exits 1.
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"time"
 
 	"github.com/argoproj/argo-cd/v3/util/db"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 type execEnv struct {
@@ -44,7 +52,12 @@ type restOut struct {
 	Exec         *execOut `json:"exec"`
 }
 
-func run() error {
+type reachOut struct {
+	Username string   `json:"username"`
+	Groups   []string `json:"groups"`
+}
+
+func run(reach bool) error {
 	input, err := io.ReadAll(os.Stdin)
 	if err != nil {
 		return fmt.Errorf("reading stdin: %w", err)
@@ -64,7 +77,8 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("RawRestConfig: %w", err)
 	}
-	if _, err := cluster.RESTConfig(); err != nil {
+	restConfig, err := cluster.RESTConfig()
+	if err != nil {
 		return fmt.Errorf("RESTConfig: %w", err)
 	}
 	rest := restOut{
@@ -92,7 +106,21 @@ func run() error {
 		sort.Slice(out.Env, func(i, j int) bool { return out.Env[i].Name < out.Env[j].Name })
 		rest.Exec = out
 	}
-	result, err := json.Marshal(map[string]any{"cluster": cluster, "rest": rest})
+	output := map[string]any{"cluster": cluster, "rest": rest}
+	if reach {
+		clients, err := kubernetes.NewForConfig(restConfig)
+		if err != nil {
+			return fmt.Errorf("a client for %s: %w", restConfig.Host, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		review, err := clients.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("reaching %s: %w", restConfig.Host, err)
+		}
+		output["reach"] = reachOut{Username: review.Status.UserInfo.Username, Groups: review.Status.UserInfo.Groups}
+	}
+	result, err := json.Marshal(output)
 	if err != nil {
 		return err
 	}
@@ -101,7 +129,14 @@ func run() error {
 }
 
 func main() {
-	if err := run(); err != nil {
+	var err error
+	switch {
+	case len(os.Args) > 1 && os.Args[1] == "render":
+		err = render(os.Args[2:])
+	default:
+		err = run(len(os.Args) > 1 && os.Args[1] == "-reach")
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "argocd: %v\n", err)
 		os.Exit(1)
 	}

@@ -149,7 +149,8 @@ describe('the Argo CD ClusterProfile integration renders cpsync profiles into cl
   const argoCdReads = async (secret: V1Secret, reach: boolean): Promise<Doc> =>
     JSON.parse(await tool(reach ? ['-reach'] : [], secret, kit.env)) as Doc;
 
-  it('renders every projected profile into a Secret carrying its labels, one per member, that Argo CD reads and reaches the member of each cloud with', async () => {
+  /** renders every projected profile into a Secret carrying its labels, one per member, that Argo CD reads and reaches the member of each cloud with */
+  const renderedAndReached = async () => {
     const profiles = await profilesIn(argocd);
     assert.ok(profiles.length >= 6, `projected profiles: ${profiles.length}`);
     for (const profile of profiles) await reconcile(profile);
@@ -198,9 +199,10 @@ describe('the Argo CD ClusterProfile integration renders cpsync profiles into cl
       assert.equal(reach.username, accepted.at(-1)!.user, kind);
       assert.ok(reach.groups.includes('cpsync:consumers'), JSON.stringify(reach));
     }
-  });
+  };
 
-  it('keeps the integration finalizer and writes nothing on later runs; a deleted cluster goes once the integration prunes its Secret', async () => {
+  /** keeps the integration finalizer and writes nothing on later runs; a deleted cluster goes once the integration prunes its Secret */
+  const heldUntilPruned = async () => {
     const before = new Map((await profilesIn(argocd)).map((p) => [p.metadata.name as string, p]));
     assert.deepEqual(await sync(), []);
     for (const profile of await profilesIn(argocd)) {
@@ -239,5 +241,11 @@ describe('the Argo CD ClusterProfile integration renders cpsync profiles into cl
     assert.equal((await profilesIn(argocd)).length, before.size - 1);
     assert.equal((await secrets()).length, before.size - 1);
     assert.deepEqual(await sync(), []);
+  };
+
+  // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
+  it("renders every projected profile into a Secret Argo CD reads and reaches the member with; keeps the integration's finalizer; a deleted cluster goes once the integration prunes its Secret", async () => {
+    await renderedAndReached();
+    await heldUntilPruned();
   });
 });

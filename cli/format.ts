@@ -79,6 +79,11 @@ export function formatPlan(report: SyncReport): string {
       );
     for (const s of plan.skipped) out.push(`  ! ${s.namespace}/${s.name}  skipped: ${s.detail}`);
   }
+  // The access grants it would make or revoke (the `accessGrants` feature).
+  for (const a of report.grants?.actions ?? [])
+    out.push(
+      `${a.action === 'grant' ? '  grant' : '  revoke'} ${a.consumer} (${a.identity}) on ${a.providerId}`,
+    );
   return `${out.map(printable).join('\n')}\n`;
 }
 
@@ -106,6 +111,11 @@ export function formatSummary(report: SyncReport): string {
     ...(report.members
       ? [
           `members: ${report.members.read} read (${report.members.unreachable} could not be), ${report.members.millis} ms of probing`,
+        ]
+      : []),
+    ...(report.grants
+      ? [
+          `grants: ${report.grants.granted} granted, ${report.grants.revoked} revoked, ${report.grants.refused} refused, ${report.grants.notUsable} not usable yet`,
         ]
       : []),
     ...lines,

@@ -7,7 +7,8 @@ import { resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { EnginePorts } from '../../core/sync/engine.ts';
-import type { EventSink, MemberProbe } from '../../core/sync/ports.ts';
+import type { AccessGrants, EventSink, MemberProbe } from '../../core/sync/ports.ts';
+import type { ProviderGrants } from '../grants/CloudGrants.ts';
 import type { MemberProbeOptions } from '../member/KubernetesMemberProbe.ts';
 import { EventBridgeBus } from '../bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from '../bus/JsonLinesBus.ts';
@@ -77,13 +78,18 @@ function onDemand(module: ProviderModule, config: CpsyncConfig): ProviderInstanc
       isProviderIdOf: (providerId, ref) => module.isProviderIdOf(providerId, ref),
     },
     scopes: async (accounts) => (await load()).scopes(accounts),
-    ...(config.features.memberProbe
+    async memberToken(target) {
+      const instance = await load();
+      if (!instance.memberToken) throw new Error(`providers.${module.provider}: gives no member tokens`);
+      return instance.memberToken(target);
+    },
+    ...(module.provider === 'eks'
       ? {
-          async memberToken(target) {
+          async accessEntries() {
             const instance = await load();
-            if (!instance.memberToken)
-              throw new Error(`providers.${module.provider}: gives no member tokens`);
-            return instance.memberToken(target);
+            if (!instance.accessEntries)
+              throw new Error(`providers.${module.provider}: makes no access entries`);
+            return instance.accessEntries();
           },
         }
       : {}),
@@ -123,23 +129,54 @@ function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intent
   return { outbox: new FileOutbox(directory), intents: new FileIntentLog(directory) };
 }
 
+/** A member token for each configured provider, from its own credentials. */
+function memberTokens(providers: Partial<Record<Provider, ProviderInstance>>): MemberProbeOptions['tokens'] {
+  const tokens: MemberProbeOptions['tokens'] = {};
+  for (const [provider, instance] of Object.entries(providers) as Array<[Provider, ProviderInstance]>)
+    if (instance.memberToken) tokens[provider] = (target) => instance.memberToken!(target);
+  return tokens;
+}
+
 /** The member probe (the `memberProbe` feature), with each configured provider's own credentials. */
 async function memberProbe(
   config: CpsyncConfig,
   providers: Partial<Record<Provider, ProviderInstance>>,
 ): Promise<MemberProbe> {
   const { KubernetesMemberProbe } = await import('../member/KubernetesMemberProbe.ts');
-  const tokens: MemberProbeOptions['tokens'] = {};
-  for (const [provider, instance] of Object.entries(providers) as Array<[Provider, ProviderInstance]>)
-    if (instance.memberToken) tokens[provider] = (target) => instance.memberToken!(target);
   const probe = config.memberProbe;
   return new KubernetesMemberProbe({
-    tokens,
+    tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
     timeoutMillis: probe.timeoutSeconds * 1000,
     budgetMillis: probe.budgetSeconds * 1000,
     concurrency: probe.concurrency,
     pacing: { everyMillis: probe.everyMinutes * 60_000, slotMillis: probe.slotMinutes * 60_000 },
+  });
+}
+
+/** The access grants (the `accessGrants` feature, and its turn-off), with each configured provider's own credentials. */
+async function accessGrants(
+  config: CpsyncConfig,
+  providers: Partial<Record<Provider, ProviderInstance>>,
+): Promise<AccessGrants> {
+  const { CloudGrants } = await import('../grants/CloudGrants.ts');
+  const eks = providers.eks?.accessEntries;
+  let entries: Promise<ProviderGrants> | undefined;
+  const lazy = () => (entries ??= eks!());
+  return new CloudGrants({
+    tokens: memberTokens(providers),
+    accessProviderNames: config.inventory.accessProviderNames,
+    manager: config.manager,
+    // One member's access, as the member probe's.
+    timeoutMillis: config.memberProbe.timeoutSeconds * 1000,
+    ...(eks
+      ? {
+          eks: {
+            ensure: async (...args) => (await lazy()).ensure(...args),
+            revoke: async (...args) => (await lazy()).revoke(...args),
+          },
+        }
+      : {}),
   });
 }
 
@@ -170,6 +207,8 @@ export async function compose(
     for (const [provider, instance] of Object.entries(providers) as Array<[Provider, ProviderInstance]>)
       sources[provider] = instance.source;
     const members = config.features.memberProbe ? await memberProbe(config, providers) : undefined;
+    // Built whether the feature is on or not: turned off, it takes back what it granted.
+    const grants = await accessGrants(config, providers);
     return {
       config,
       ports: {
@@ -177,6 +216,7 @@ export async function compose(
         hub,
         leases,
         ...(members ? { members } : {}),
+        grants,
         bus: buildBus(config, options.stdout ?? process.stdout),
         ...buildOutbox(config),
       },

@@ -164,6 +164,43 @@ const clusterMatcher = {
   tag: z.strictObject({ key: z.string().min(1), value: z.string().optional() }).optional(),
 };
 
+/** EKS: an IAM role ARN (what an access entry's principal is). */
+const iamRoleArn = z
+  .string()
+  .regex(
+    /^arn:aws(-[a-z]+)*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/,
+    'must be an IAM role ARN such as arn:aws:iam::111122223333:role/argocd',
+  );
+/** GKE: a Google service account's email, or a workload identity federation principal. */
+const googlePrincipal = z
+  .string()
+  .regex(
+    /^([a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9-]+\.iam\.gserviceaccount\.com|principal:\/\/iam\.googleapis\.com\/projects\/\d+\/locations\/global\/workloadIdentityPools\/[a-z0-9-]{4,32}\/subject\/[^\s]{1,127})$/,
+    'must be a service account email (name@project.iam.gserviceaccount.com) or a workload identity federation principal (principal://iam.googleapis.com/projects/<number>/locations/global/workloadIdentityPools/<pool>/subject/<subject>)',
+  );
+/** AKS: an Entra object id. */
+const entraObjectId = z.uuid({ message: 'must be an Entra object id (a UUID)' });
+
+/** A consumer of the inventory and what it is granted (the `accessGrants` feature). */
+const consumer = z.strictObject({
+  /** A DNS label of at most 40 characters: its condition `consumers.cpsync.io/<name>` and the mark on its grants. */
+  name: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$/, 'must be a DNS label of at most 40 characters'),
+  /** The inventory namespaces it reads: it is granted every cluster profiled or projected there. */
+  namespaces: z.array(dnsLabel).min(1, 'must name at least one inventory namespace'),
+  /** view, edit or admin: nothing else can be granted. */
+  level: z.enum(['view', 'edit', 'admin'], { message: 'must be view, edit or admin' }),
+  /** Its identity on each cloud; a cloud it has none for is not granted (its condition says so). */
+  identities: z
+    .strictObject({
+      eks: z.strictObject({ roleArn: iamRoleArn }).optional(),
+      gke: z.strictObject({ principal: googlePrincipal }).optional(),
+      aks: z.strictObject({ objectId: entraObjectId }).optional(),
+    })
+    .refine((ids) => ids.eks || ids.gke || ids.aks, { message: 'must name an identity for eks, gke or aks' }),
+});
+
 export const configSchema = z.strictObject({
   manager: z
     .string()
@@ -224,6 +261,18 @@ export const configSchema = z.strictObject({
       deletionGraceListings: z.number().int().min(1).max(100).default(DEFAULT_DELETION_GRACE_LISTINGS),
     })
     .prefault({}),
+  /** Who reads the inventory and what each is granted on its clusters (the `accessGrants` feature). */
+  consumers: z
+    .array(consumer)
+    .default([])
+    .superRefine((list, context) => {
+      const seen = new Set<string>();
+      list.forEach((c, index) => {
+        if (seen.has(c.name))
+          context.addIssue({ code: 'custom', path: [index, 'name'], message: `${c.name} is named twice` });
+        seen.add(c.name);
+      });
+    }),
   /** Optional features (core/domain/features.ts): `<name>: on | off`; unset, each has its default. */
   features: z
     .record(z.string(), z.unknown())
@@ -452,6 +501,20 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
         ],
         source,
       );
+    const written = (ns: string) =>
+      ns === inventory.namespace ||
+      inventory.namespaceRules.some((r) => r.namespace === ns) ||
+      inventory.projections.some((r) => r.namespaces.includes(ns));
+    const unbound = result.data.consumers.flatMap((c, index) =>
+      c.namespaces
+        .map((ns, at) => [ns, at] as const)
+        .filter(([ns]) => !written(ns))
+        .map(
+          ([ns, at]) =>
+            `consumers[${index}].namespaces[${at}]: ${ns} is not the inventory namespace nor any namespace or projection rule's namespace (cpsync writes no profile there)`,
+        ),
+    );
+    if (unbound.length > 0) throw new ConfigError(unbound, source);
     return result.data;
   }
   throw new ConfigError(
@@ -508,6 +571,16 @@ export function inventoryOptionsOf(config: CpsyncConfig): InventoryOptions {
     tagAllowList: inventory.tagAllowList,
     accessProviderNames: inventory.accessProviderNames,
     features: config.features,
+    consumers: config.consumers.map((c) => ({
+      name: c.name,
+      namespaces: [...new Set(c.namespaces)],
+      level: c.level,
+      identities: {
+        ...(c.identities.eks ? { eks: c.identities.eks.roleArn } : {}),
+        ...(c.identities.gke ? { gke: c.identities.gke.principal } : {}),
+        ...(c.identities.aks ? { aks: c.identities.aks.objectId } : {}),
+      },
+    })),
     deletionGraceListings: inventory.deletionGraceListings,
   };
 }

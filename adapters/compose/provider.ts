@@ -5,6 +5,7 @@ import type { ClusterRef, ClusterSource } from '../../core/sync/ports.ts';
 import type { CpsyncConfig } from './config.ts';
 import type { Target } from '../credentials/target.ts';
 import type { ClusterToken } from '../credentials/tokens.ts';
+import type { ProviderGrants } from '../grants/CloudGrants.ts';
 
 /** A configured cloud: its source, and the scopes the configuration gives it. */
 export interface ProviderInstance {
@@ -15,10 +16,12 @@ export interface ProviderInstance {
    */
   scopes(accounts?: readonly string[]): Promise<Scope[]>;
   /**
-   * A token for one of the provider's clusters, from the provider's own credentials (the member probe;
-   * present while the `memberProbe` feature is on).
+   * A token for one of the provider's clusters, from the provider's own credentials (the member probe, the
+   * access grants).
    */
   memberToken?(target: Target): Promise<ClusterToken>;
+  /** The cloud's own way of granting consumers access (EKS: access entries); others bind on the member. */
+  accessEntries?(): Promise<ProviderGrants>;
   close?(): Promise<void>;
 }
 

@@ -145,6 +145,11 @@ export class EksSource implements ClusterSource {
       .sort();
   }
 
+  /** EKS's API in `account` and `region`, with the identity the account is listed with. */
+  async eksClient(account: string, region: string): Promise<EKSClient> {
+    return this.#clients.eks(region, await this.credentialsFor(account));
+  }
+
   isProviderIdOf(providerId: string, ref: ClusterRef): boolean {
     return isEksClusterArn(providerId, ref.scope.account, ref.scope.region, ref.name);
   }

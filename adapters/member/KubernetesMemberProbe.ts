@@ -15,33 +15,21 @@ import {
   ApisApi,
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
-  Observable,
-  type ConfigurationOptions,
-  type ObservableMiddleware,
-  type RequestContext,
-  type ResponseContext,
 } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
-import { EXEC_EXTENSION_NAME, LABEL_PROVIDER } from '../../core/domain/constants.ts';
 import type { MemberPacing, MemberReading } from '../../core/domain/member.ts';
 import { providerIdOf } from '../../core/domain/member.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
-import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import { DeadlineError, InterruptedError, withDeadline } from '../../core/sync/deadline.ts';
 import type { MemberProbe } from '../../core/sync/ports.ts';
-import { targetOfExtension, type Target } from '../credentials/target.ts';
-import type { ClusterToken } from '../credentials/tokens.ts';
+import { MemberAccessError, memberConnection, type MemberAccess } from './connection.ts';
 
 /** The label a member's ClusterProperty carries when ClusterProfiles are to copy it (KEP-4322). */
 const CLUSTER_PROFILE_PROPERTY_LABEL = 'multicluster.x-k8s.io/clusterProfile';
 const ABOUT_GROUP = 'about.k8s.io';
 const CRD_PAGE = 500;
 
-export interface MemberProbeOptions {
-  /** A token for a cluster of each provider (the provider's own credentials). */
-  tokens: Partial<Record<Provider, (target: Target) => Promise<ClusterToken>>>;
-  accessProviderNames: Record<Provider, string>;
+export interface MemberProbeOptions extends MemberAccess {
   /** One member's reading, every request included. */
   timeoutMillis: number;
   /** Members read at once. */
@@ -133,43 +121,14 @@ export class KubernetesMemberProbe implements MemberProbe {
   }
 
   async #read(profile: ClusterProfile, signal: AbortSignal): Promise<MemberReading> {
-    const provider = profile.metadata.labels?.[LABEL_PROVIDER] as Provider | undefined;
-    const name = provider ? this.#options.accessProviderNames[provider] : undefined;
-    const access = profile.status?.accessProviders?.find((a) => a.name === name)?.cluster;
-    const tokenFor = provider ? this.#options.tokens[provider] : undefined;
-    if (!provider || !access?.server || !tokenFor)
-      throw new Unreadable(
-        'NoAccessProvider',
-        'the profile has no access provider cpsync can reach the member with',
-      );
-    let token: ClusterToken;
+    let connection: Awaited<ReturnType<typeof memberConnection>>;
     try {
-      const extension = access.extensions?.find((e) => e.name === EXEC_EXTENSION_NAME)?.extension;
-      token = await tokenFor(targetOfExtension(extension));
+      connection = await memberConnection(profile, this.#options, signal, stableText);
     } catch (error) {
-      throw new Unreadable('NoToken', `no token for the member: ${stableText((error as Error).message)}`);
+      if (error instanceof MemberAccessError) throw new Unreadable(error.reason, error.message);
+      throw error;
     }
-    const config = new KubeConfig();
-    config.loadFromOptions({
-      clusters: [
-        {
-          name: 'member',
-          server: access.server,
-          ...(access['certificate-authority-data'] ? { caData: access['certificate-authority-data'] } : {}),
-        },
-      ],
-      users: [{ name: 'probe', token: token.token }],
-      contexts: [{ name: 'member', cluster: 'member', user: 'probe' }],
-      currentContext: 'member',
-    });
-    const middleware: ObservableMiddleware = {
-      pre: (context: RequestContext) => {
-        context.setSignal(signal);
-        return new Observable(Promise.resolve(context));
-      },
-      post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
-    };
-    const options: ConfigurationOptions = { middleware: [middleware], middlewareMergeStrategy: 'append' };
+    const { config, options } = connection;
     const step = async <T>(what: string, call: () => Promise<T>): Promise<T> => {
       try {
         return await call();

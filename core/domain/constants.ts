@@ -43,7 +43,17 @@ export const ANNOTATION_PROVIDER_ID = 'cpsync.io/provider-id';
  */
 export const ANNOTATION_PROJECTED_TO = 'cpsync.io/projected-to';
 /** The annotations cpsync owns on a profile. */
-export const OWNED_ANNOTATIONS = [ANNOTATION_PROVIDER_ID, ANNOTATION_PROJECTED_TO] as const;
+/**
+ * The grants cpsync holds on the cluster (the `accessGrants` feature): a JSON object, consumer name → the
+ * identity granted. The same on every profile of the cluster.
+ */
+export const ANNOTATION_ACCESS_GRANTS = 'cpsync.io/access-grants';
+
+export const OWNED_ANNOTATIONS = [
+  ANNOTATION_PROVIDER_ID,
+  ANNOTATION_PROJECTED_TO,
+  ANNOTATION_ACCESS_GRANTS,
+] as const;
 
 export const PROPERTY_ENDPOINTS = 'cluster-endpoints.k8s.io';
 export const PROPERTY_LOCATION = 'location.topology.k8s.io';
@@ -125,12 +135,19 @@ export const CONDITION_CONTROL_PLANE_HEALTHY = 'ControlPlaneHealthy';
 export const CONDITION_JOINED = 'Joined';
 /** Whether the member probe could read the member (the `memberProbe` feature); False names why. */
 export const CONDITION_MEMBER_REACHABLE = 'MemberReachable';
-/** The condition types cpsync owns. */
-export const OWNED_CONDITIONS: ReadonlySet<string> = new Set([
+/** Prefix of each consumer's condition (the `accessGrants` feature): `consumers.cpsync.io/<consumer>`. */
+export const CONSUMER_CONDITION_PREFIX = 'consumers.cpsync.io/';
+/** The condition types cpsync owns (and each `consumers.cpsync.io/` one: see isOwnedCondition). */
+const OWNED_CONDITIONS: ReadonlySet<string> = new Set([
   CONDITION_CONTROL_PLANE_HEALTHY,
   CONDITION_JOINED,
   CONDITION_MEMBER_REACHABLE,
 ]);
+
+/** Whether cpsync owns (writes and compares) a condition of this type. */
+export function isOwnedCondition(type: string): boolean {
+  return OWNED_CONDITIONS.has(type) || type.startsWith(CONSUMER_CONDITION_PREFIX);
+}
 
 /** Reasons of the `Joined` condition. */
 export const JoinedReason = {

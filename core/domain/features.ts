@@ -16,6 +16,7 @@ import {
 } from './constants.ts';
 import type { ClusterProfile } from './model/clusterProfile.ts';
 import { probedBefore } from './member.ts';
+import { carriesGrants } from './grants.ts';
 
 export type Maturity = 'alpha' | 'beta' | 'GA';
 
@@ -26,6 +27,7 @@ export const FEATURE_NAMES = [
   'certificateAuthority',
   'projections',
   'memberProbe',
+  'accessGrants',
 ] as const;
 export type FeatureName = (typeof FEATURE_NAMES)[number];
 
@@ -104,6 +106,16 @@ export const FEATURES: readonly Feature[] = [
     removes:
       'every property the probe wrote (`cpsync.io/member-properties` names them) and the `MemberReachable` condition',
     carries: (profile) => probedBefore(profile),
+  },
+  {
+    name: 'accessGrants',
+    maturity: 'alpha',
+    default: false,
+    writes:
+      'access for each consumer `consumers:` binds to the namespace on its clusters (EKS access entries, RBAC bindings on GKE and AKS members), recorded in `cpsync.io/access-grants`, and a `consumers.cpsync.io/<name>` condition per consumer',
+    removes:
+      'every grant cpsync made (the access entries and bindings it marked as its own), the record and the consumers’ conditions',
+    carries: (profile) => carriesGrants(profile),
   },
 ];
 

@@ -1,4 +1,5 @@
 import type { FeatureGates } from './features.ts';
+import type { Consumer } from './grants.ts';
 import type { Provider } from './model/observedCluster.ts';
 
 /** Which clusters a rule is about: every matcher given must match (none given: every cluster). */
@@ -69,6 +70,11 @@ export interface InventoryOptions {
   accessProviderNames: Record<Provider, string>;
   /** Which optional features are on (core/domain/features.ts holds each one's default). */
   features: FeatureGates;
+  /**
+   * The inventory's consumers and what each is granted (the `accessGrants` feature).
+   * @default []
+   */
+  consumers?: readonly Consumer[];
   /**
    * Consecutive complete listings of its scope a cluster may be missing from before its profile is deleted.
    * @default 2

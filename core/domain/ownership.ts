@@ -4,7 +4,7 @@
  * Kubernetes hub's apply bodies, the file hub's merge), so that other writers' labels, annotations,
  * properties, conditions and access providers are never compared, announced or overwritten.
  */
-import { OWNED_ANNOTATIONS, OWNED_CONDITIONS, OWNED_LABELS, isOwnedProperty } from './constants.ts';
+import { OWNED_ANNOTATIONS, OWNED_LABELS, isOwnedCondition, isOwnedProperty } from './constants.ts';
 import { memberPropertyNames } from './member.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
@@ -63,7 +63,7 @@ export function ownedStatusOf(
   const member = memberPropertyNames(status?.properties);
   const owned = {
     properties: (status?.properties ?? []).filter((p) => isOwnedProperty(p.name) || member.has(p.name)),
-    conditions: (status?.conditions ?? []).filter((c) => OWNED_CONDITIONS.has(c.type)),
+    conditions: (status?.conditions ?? []).filter((c) => isOwnedCondition(c.type)),
     accessProviders: (status?.accessProviders ?? []).filter((a) => accessProviderNames.includes(a.name)),
   };
   return status?.version?.kubernetes === undefined

@@ -16,6 +16,7 @@ import type {
   LeaseStore,
   MalformedObject,
   MemberProbe,
+  AccessGrants,
   ProfileNotice,
   Outbox,
   PublishFailure,
@@ -34,6 +35,7 @@ import type { ObservedCluster, Provider } from '../domain/model/observedCluster.
 import { settlingState } from '../domain/settling.ts';
 import { canonicalScope } from '../domain/scopes.ts';
 import { syncScope, type MemberFigures } from './syncScope.ts';
+import type { GrantFigures } from './grants.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
 import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
@@ -61,6 +63,8 @@ export interface EnginePorts {
   leases?: LeaseStore;
   /** Reads member clusters (the `memberProbe` feature). @default none (what was read before stays) */
   members?: MemberProbe;
+  /** Makes and revokes consumers' grants (the `accessGrants` feature). @default none (what is recorded stays) */
+  grants?: AccessGrants;
   /** @default () => new Date() */
   clock?: () => Date;
 }
@@ -198,6 +202,8 @@ export interface SyncReport {
   orphans?: OrphanReport[];
   /** Members the probe read over all scopes (the `memberProbe` feature); `millis` adds up each scope's time. */
   members?: MemberFigures;
+  /** Consumers' grants over all scopes (the `accessGrants` feature): made, revoked, refused, and each action. */
+  grants?: GrantFigures;
 }
 
 function emptyCounts(listed: number): ScopeSummary['counts'] {
@@ -561,6 +567,7 @@ async function applyReading(
     ...(reading.dryRun ? { dryRun: true } : {}),
     ...(reading.signal ? { signal: reading.signal } : {}),
     ...(ports.members ? { members: ports.members } : {}),
+    ...(ports.grants ? { grants: ports.grants } : {}),
     beforeApply: ahead.beforeApply,
   });
   const events = result.applied.applied.map((change) => buildChangeEvent(change, reading.context));
@@ -644,6 +651,14 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       total.read += result.members.read;
       total.unreachable += result.members.unreachable;
       total.millis += result.members.millis;
+    }
+    if (result.grants) {
+      const total = (run.report.grants ??= { granted: 0, revoked: 0, refused: 0, notUsable: 0, actions: [] });
+      total.granted += result.grants.granted;
+      total.revoked += result.grants.revoked;
+      total.refused += result.grants.refused;
+      total.notUsable += result.grants.notUsable;
+      total.actions.push(...result.grants.actions);
     }
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;

@@ -1,5 +1,6 @@
 import type { ClusterProfile, ProfileRef } from '../domain/model/clusterProfile.ts';
 import type { NamespaceSpec } from '../domain/options.ts';
+import type { ClusterGrantPlan, Consumer, GrantResult, HeldGrant } from '../domain/grants.ts';
 import type { MemberPacing, MemberReading } from '../domain/member.ts';
 
 export type { NamespaceSpec };
@@ -48,6 +49,29 @@ export interface MemberProbe {
    * be read is a reading saying why.
    */
   readAll(profiles: readonly ClusterProfile[], signal?: AbortSignal): Promise<Map<string, MemberReading>>;
+}
+
+/**
+ * Makes, checks and takes back consumers' access to clusters (the `accessGrants` feature): EKS access
+ * entries, Kubernetes RBAC bindings on GKE and AKS members. Marks what it makes as cpsync's and never
+ * changes what it did not make.
+ */
+export interface AccessGrants {
+  /**
+   * Makes `consumer`'s grant true on the cluster (or finds a grant cpsync did not make, left as it is),
+   * then asks whether the consumer may do what its level allows. Never rejects: a grant that cannot be
+   * made or checked is a result saying why.
+   */
+  ensure(plan: ClusterGrantPlan, consumer: Consumer, signal?: AbortSignal): Promise<GrantResult>;
+  /**
+   * Takes back a grant cpsync made: true once it is gone (or what is there is not cpsync's), false when it
+   * could not be done now (kept, tried again next run), with why.
+   */
+  revoke(
+    plan: ClusterGrantPlan,
+    grant: HeldGrant,
+    signal?: AbortSignal,
+  ): Promise<{ revoked: boolean; message: string }>;
 }
 
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */

@@ -8,7 +8,15 @@ import { normalizeAll } from '../domain/normalize.ts';
 import { inventoryNamespaces, type InventoryOptions } from '../domain/options.ts';
 import { plan, type Plan } from '../domain/plan.ts';
 import { featureCounts, type FeatureName } from '../domain/features.ts';
-import type { Hub, MalformedObject, MemberProbe, ProfileNotice, ScopeListing } from './ports.ts';
+import type {
+  AccessGrants,
+  Hub,
+  MalformedObject,
+  MemberProbe,
+  ProfileNotice,
+  ScopeListing,
+} from './ports.ts';
+import { withGrants, type GrantFigures } from './grants.ts';
 import {
   type MemberReading,
   applyMemberReading,
@@ -35,6 +43,8 @@ export interface SyncScopeInput {
   signal?: AbortSignal;
   /** Reads member clusters while the `memberProbe` feature is on (without it, what was read before stays). */
   members?: MemberProbe;
+  /** Makes, checks and revokes consumers' grants (the `accessGrants` feature, and its turn-off). */
+  grants?: AccessGrants;
 }
 
 export interface SyncScopeResult {
@@ -55,6 +65,8 @@ export interface SyncScopeResult {
   unreadable: ProfileNotice[];
   /** The member probe's work in this scope (while the `memberProbe` feature is on). */
   members?: MemberFigures;
+  /** Grants made, revoked and refused in this scope (the `accessGrants` feature, and its turn-off). */
+  grants?: GrantFigures;
 }
 
 /** How many members a scope read, how many of them could not be read, and the time it took. */
@@ -205,7 +217,14 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     }
 
   const probed = options.features.memberProbe ? await withMembers(normalized, current, input) : undefined;
-  const desired = probed?.profiles ?? normalized;
+  const granted = await withGrants(probed?.profiles ?? normalized, current, {
+    options,
+    now,
+    ...(input.grants ? { grants: input.grants } : {}),
+    ...(input.dryRun ? { dryRun: true } : {}),
+    ...(input.signal ? { signal: input.signal } : {}),
+  });
+  const desired = granted.profiles;
   const planInput = {
     outcome,
     desired,
@@ -262,6 +281,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     malformed,
     withoutCertificateAuthority,
     ...(probed ? { members: probed.figures } : {}),
+    ...(granted.figures ? { grants: granted.figures } : {}),
   };
   const known = [...current, ...result.updates.map((u) => u.current)];
   const names = Object.values(options.accessProviderNames);

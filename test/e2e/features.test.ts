@@ -20,6 +20,7 @@ import {
   withEksClusters,
   type Emulators,
 } from '../env/emulators.ts';
+import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
 import { runCli, jsonLines } from '../support/cli.ts';
 import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
@@ -31,6 +32,8 @@ const SET_LABELS = ['multicluster.x-k8s.io/clusterset', 'clusterset.multicluster
 
 /** The external_account configuration GKE tokens come from while the member probe is on. */
 let googleFederation = '';
+/** The local EKS access-entry API (the accessGrants feature). */
+let accessEntries: EksAccessEntries | undefined;
 
 /**
  * How each feature is put to use, and how the test sees (from the hub, not from cpsync's registry)
@@ -96,6 +99,35 @@ const USE: Record<
       profiles.every((p) =>
         p.status.conditions.some((c: Doc) => c.type === 'MemberReachable' && c.status === 'False'),
       ),
+  },
+  accessGrants: {
+    // One consumer bound to the inventory, with an identity on each cloud. EKS access entries are made at
+    // the local EKS API (cpsync records them); GKE and AKS members are at ports nothing listens on, so their
+    // consumer conditions say so (test/e2e/grants.test.ts grants on real members).
+    configure: (document, namespace) => {
+      document.consumers = [
+        {
+          name: 'deployer',
+          namespaces: [namespace],
+          level: 'view',
+          identities: {
+            eks: { roleArn: 'arn:aws:iam::111122223333:role/deployer' },
+            gke: { principal: 'deployer@consumers.iam.gserviceaccount.com' },
+            aks: { objectId: '7f3e2c1a-0000-4000-8000-00000000de01' },
+          },
+        },
+      ];
+      document.memberProbe = { timeoutSeconds: 3 };
+    },
+    prepare: (emulators) => {
+      accessEntries ??= serveEksAccessEntries(emulators.proxy);
+      for (const cluster of emulators.gke.clusters.get(GCP_PROJECT) ?? []) cluster.endpoint = '127.0.0.1:2';
+      for (const cluster of emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [])
+        cluster.properties.fqdn = '127.0.0.3';
+    },
+    wrote: (profiles) =>
+      profiles.some((p) => p.metadata.annotations['cpsync.io/access-grants'] !== undefined) &&
+      profiles.every((p) => p.status.conditions.some((c: Doc) => c.type === 'consumers.cpsync.io/deployer')),
   },
   certificateAuthority: {
     configure: () => {},

@@ -156,12 +156,16 @@ export function localCloudAccess(directory: string, gke: GkeServer, arm: ArmServ
 /**
  * Google credentials as a pod with workload identity federation has them: an external_account
  * configuration whose subject token comes from a file, exchanged at the local Google STS. Returns its path
- * (what GOOGLE_APPLICATION_CREDENTIALS names).
+ * (what GOOGLE_APPLICATION_CREDENTIALS names). With `as`, the identity is that email's (a consumer's own),
+ * else the estate's service account.
  */
-export function localGoogleFederation(directory: string, gke: GkeServer): string {
-  const subjectToken = join(directory, 'gke-subject-token');
-  writeFileSync(subjectToken, 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl');
-  const path = join(directory, 'gcp-external-account.json');
+export function localGoogleFederation(directory: string, gke: GkeServer, as?: { email: string }): string {
+  const suffix = as ? `-${as.email.split('@')[0]}` : '';
+  const subjectToken = join(directory, `gke-subject-token${suffix}`);
+  const subject = `eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ3b3JrbG9hZCJ9.c2lnbmF0dXJl${suffix}`;
+  if (as) gke.identities.set(subject, as.email);
+  writeFileSync(subjectToken, subject);
+  const path = join(directory, `gcp-external-account${suffix}.json`);
   writeFileSync(
     path,
     JSON.stringify({

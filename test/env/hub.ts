@@ -299,6 +299,8 @@ export interface HubOptions {
   /** Loopback address and port the kube-apiserver serves on. @default 127.0.0.1 and a free port */
   address?: string;
   port?: number;
+  /** Authorizers, in order. @default ['RBAC'] */
+  authorizationModes?: string[];
   /** More kube-apiserver flags (a member cluster's token webhook). */
   apiserverArgs?: string[];
   /** Install the ClusterProfile CRD. @default true */
@@ -352,7 +354,7 @@ export async function startHub(
       `--tls-cert-file=${join(pki, 'apiserver.crt')}`,
       `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
       `--client-ca-file=${caCert}`,
-      '--authorization-mode=RBAC',
+      `--authorization-mode=${(options.authorizationModes ?? ['RBAC']).join(',')}`,
       '--anonymous-auth=false',
       '--service-account-issuer=https://kubernetes.default.svc',
       `--service-account-key-file=${join(pki, 'sa.pub')}`,

@@ -20,6 +20,7 @@ import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { HUB_CREDENTIALS } from '../support/aws.ts';
 import { AZURE_SUBSCRIPTION, GCP_PROJECT, gkeCluster, withEksClusters, type Emulators } from './emulators.ts';
 import type { GkeClusterJson } from './fakes/gkeServer.ts';
+import type { EksAccessEntries } from './eksAccessEntries.ts';
 import { startHub, stopHub } from './hub.ts';
 import { freePort, readBody, sendJson, serveOnLoopback } from './net.ts';
 
@@ -129,11 +130,78 @@ async function review(token: string, verifiers: MemberVerifiers): Promise<{ kind
   throw new Error('not a token of any cloud');
 }
 
+/** What an EKS access policy lets its principal do (AWS's documented scope of each, in short). */
+function eksPolicyAllows(policyArn: string, attributes: ResourceAttributes): boolean {
+  const policy = policyArn.split('/').pop();
+  const reads = ['get', 'list', 'watch'].includes(attributes.verb ?? '');
+  const rbac = attributes.group === 'rbac.authorization.k8s.io';
+  if (attributes.resource === 'secrets' && policy === 'AmazonEKSViewPolicy') return false;
+  if (policy === 'AmazonEKSViewPolicy') return reads;
+  if (policy === 'AmazonEKSEditPolicy') return !rbac || reads;
+  if (policy === 'AmazonEKSAdminPolicy') return !rbac || attributes.namespace !== undefined || reads;
+  return false;
+}
+
+interface ResourceAttributes {
+  namespace?: string;
+  verb?: string;
+  group?: string;
+  resource?: string;
+}
+
+/** The IAM principal an EKS user is (an assumed role's session is its role), as EKS's access entries key it. */
+function principalOf(user: string): string {
+  const session = /^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role\/([^/]+)\/.+$/.exec(user);
+  return session ? `arn:${session[1]}:iam::${session[2]}:role/${session[3]}` : user;
+}
+
+/**
+ * EKS's authorizer of access entries: a user whose principal has an entry on one of the clusters the member
+ * stands for may do what the entry's access policies allow (after RBAC, which the member runs first).
+ */
+function eksAccessAuthorizer(
+  entries: EksAccessEntries,
+  clusterIds: () => readonly string[],
+): (user: string, attributes: ResourceAttributes | undefined) => boolean {
+  return (user, attributes) => {
+    if (!attributes) return false;
+    const principal = principalOf(user);
+    for (const [key, map] of entries.entries) {
+      if (!clusterIds().includes(key.split('/').slice(1).join('/'))) continue;
+      const entry = map.get(principal);
+      if (entry?.policies.some((p) => eksPolicyAllows(p.policyArn, attributes))) return true;
+    }
+    return false;
+  };
+}
+
+/**
+ * What kube-controller-manager's clusterrole-aggregation controller does (the member runs no controller
+ * manager): each ClusterRole with an aggregationRule (view, edit, admin) gets the rules of the ClusterRoles
+ * its selectors match, as on every real cluster.
+ */
+async function aggregateClusterRoles(rbac: RbacAuthorizationV1Api): Promise<void> {
+  const roles = (await rbac.listClusterRole()).items;
+  for (const role of roles) {
+    const selectors = role.aggregationRule?.clusterRoleSelectors ?? [];
+    if (selectors.length === 0) continue;
+    const matches = (labels: Record<string, string> | undefined) =>
+      selectors.some((selector) =>
+        Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels?.[key] === value),
+      );
+    const rules = roles
+      .filter((other) => other.metadata?.name !== role.metadata?.name && matches(other.metadata?.labels))
+      .flatMap((other) => other.rules ?? []);
+    await rbac.replaceClusterRole({ name: role.metadata!.name!, body: { ...role, rules } });
+  }
+}
+
 /** Starts the token webhook and the member kube-apiserver behind it. */
 async function startMember(
   directory: string,
   verifiers: MemberVerifiers,
   log: (line: string) => void = () => {},
+  authorize?: (user: string, attributes: ResourceAttributes | undefined) => boolean,
 ): Promise<Member> {
   const reviews: Member['reviews'] = [];
   const webhook = createServer(async (request, response) => {
@@ -174,25 +242,61 @@ async function startMember(
       '',
     ].join('\n'),
   );
+  // An authorizer after RBAC (EKS's access entries), when the member has one.
+  let stopAuthorizer = async () => {};
+  const authorizerArgs: string[] = [];
+  if (authorize) {
+    const authorizer = createServer(async (request, response) => {
+      const body = JSON.parse(await readBody(request)) as {
+        spec?: { user?: string; resourceAttributes?: ResourceAttributes };
+      };
+      const allowed = authorize(body.spec?.user ?? '', body.spec?.resourceAttributes);
+      sendJson(response, 200, {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        status: { allowed, ...(allowed ? { reason: 'EKS access entry' } : {}) },
+      });
+    });
+    const authorizerPort = await freePort();
+    stopAuthorizer = await serveOnLoopback(authorizer, authorizerPort);
+    const authorizerConfig = join(directory, '..', 'member-authorizer-webhook.kubeconfig');
+    writeFileSync(
+      authorizerConfig,
+      readFileSync(webhookConfig, 'utf8').replace(
+        `http://127.0.0.1:${webhookPort}/review`,
+        `http://127.0.0.1:${authorizerPort}/authorize`,
+      ),
+    );
+    authorizerArgs.push(
+      `--authorization-webhook-config-file=${authorizerConfig}`,
+      '--authorization-webhook-version=v1',
+      '--authorization-webhook-cache-authorized-ttl=0s',
+      '--authorization-webhook-cache-unauthorized-ttl=0s',
+    );
+  }
   let hub;
   try {
     hub = await startHub(directory, log, {
       address: MEMBER_ADDRESS,
       port: 443,
       crd: false,
+      ...(authorize ? { authorizationModes: ['RBAC', 'Webhook'] } : {}),
       apiserverArgs: [
         `--authentication-token-webhook-config-file=${webhookConfig}`,
         '--authentication-token-webhook-version=v1',
         '--authentication-token-webhook-cache-ttl=0s',
+        ...authorizerArgs,
       ],
     });
   } catch (error) {
     await stopWebhook();
+    await stopAuthorizer();
     throw error;
   }
   const config = new KubeConfig();
   config.loadFromFile(hub.kubeconfig);
   const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  await aggregateClusterRoles(rbac);
   await rbac.createClusterRole({
     body: {
       metadata: { name: 'cpsync-consumer' },
@@ -214,6 +318,7 @@ async function startMember(
     async stop() {
       await stopHub(directory);
       await stopWebhook();
+      await stopAuthorizer();
     },
   };
 }
@@ -226,19 +331,28 @@ export function startEstateMember(
   emulators: Emulators,
   eksClusterId: MemberVerifiers['eks']['clusterId'],
   log: (line: string) => void = () => {},
+  options: {
+    /** EKS access entries the member's authorizer honours (for the clusters it stands for). */
+    accessEntries?: EksAccessEntries;
+    /** Secret keys of other AWS identities (a consumer's): access key id → secret. */
+    secrets?: ReadonlyMap<string, string>;
+  } = {},
 ): Promise<Member> {
+  const ids = () => (typeof eksClusterId === 'string' ? [eksClusterId] : eksClusterId());
   return startMember(
     join(emulators.directory, 'member'),
     {
       eks: {
         clusterId: eksClusterId,
         stsEndpoint: emulators.proxy.endpoint,
-        secretOf: (id) => (id === HUB_CREDENTIALS.accessKeyId ? HUB_CREDENTIALS.secretAccessKey : undefined),
+        secretOf: (id) =>
+          id === HUB_CREDENTIALS.accessKeyId ? HUB_CREDENTIALS.secretAccessKey : options.secrets?.get(id),
       },
       gke: { tokeninfo: `${emulators.gke.endpoint}/tokeninfo` },
       aks: { verify: (token, audience) => emulators.arm.verifyToken(token, audience) },
     },
     log,
+    options.accessEntries ? eksAccessAuthorizer(options.accessEntries, ids) : undefined,
   );
 }
 

@@ -27,7 +27,14 @@ export interface ConsumerKit {
   ): string;
 }
 
-export function consumerKit(emulators: Emulators): ConsumerKit {
+/** A consumer's own identity in each local cloud (else the estate's, which cpsync uses too). */
+export interface ConsumerIdentity {
+  aws?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
+  google?: { email: string };
+  azure?: { clientId: string; clientSecret: string };
+}
+
+export function consumerKit(emulators: Emulators, as: ConsumerIdentity = {}): ConsumerKit {
   const plugin = join(emulators.directory, 'cpsync-credentials.mjs');
   const built = spawnSync(process.execPath, [join(ROOT, 'infra/build-credentials.ts'), plugin], {
     encoding: 'utf8',
@@ -62,16 +69,17 @@ export function consumerKit(emulators: Emulators): ConsumerKit {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       HOME: emulators.directory,
       // The default credential chain of each cloud, pointed at the local clouds; no metadata probe.
-      AWS_ACCESS_KEY_ID: aws.AWS_ACCESS_KEY_ID!,
-      AWS_SECRET_ACCESS_KEY: aws.AWS_SECRET_ACCESS_KEY!,
+      AWS_ACCESS_KEY_ID: as.aws?.accessKeyId ?? aws.AWS_ACCESS_KEY_ID!,
+      AWS_SECRET_ACCESS_KEY: as.aws?.secretAccessKey ?? aws.AWS_SECRET_ACCESS_KEY!,
+      ...(as.aws?.sessionToken ? { AWS_SESSION_TOKEN: as.aws.sessionToken } : {}),
       AWS_ENDPOINT_URL_STS: emulators.proxy.endpoint,
       AWS_EC2_METADATA_DISABLED: 'true',
       // GKE through workload identity federation, exchanged at the local Google STS.
-      GOOGLE_APPLICATION_CREDENTIALS: localGoogleFederation(emulators.directory, emulators.gke),
+      GOOGLE_APPLICATION_CREDENTIALS: localGoogleFederation(emulators.directory, emulators.gke, as.google),
       METADATA_SERVER_DETECTION: 'none',
       AZURE_TENANT_ID: emulators.arm.tenantId,
-      AZURE_CLIENT_ID: emulators.arm.clientId,
-      AZURE_CLIENT_SECRET: emulators.arm.clientSecret,
+      AZURE_CLIENT_ID: as.azure?.clientId ?? emulators.arm.clientId,
+      AZURE_CLIENT_SECRET: as.azure?.clientSecret ?? emulators.arm.clientSecret,
       AZURE_AUTHORITY_HOST: emulators.arm.endpoint,
       NODE_EXTRA_CA_CERTS: aws.NODE_EXTRA_CA_CERTS!,
     },

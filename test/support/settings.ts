@@ -20,12 +20,14 @@ export function inventoryOptions(
     features?: Partial<InventoryOptions['features']>;
   } = {},
 ): InventoryOptions {
-  const { manager, features, ...inventory } = overrides;
-  return settingsFrom({
+  const { manager, features, consumers, ...inventory } = overrides;
+  const options = settingsFrom({
     ...(manager !== undefined ? { manager } : {}),
     ...(features !== undefined ? { features } : {}),
     inventory,
   }).options;
+  // Consumers as the core takes them (the configuration's form is checked in config.test.ts).
+  return consumers === undefined ? options : { ...options, consumers };
 }
 
 /** The settings of a run with the configuration's defaults and `options`. */

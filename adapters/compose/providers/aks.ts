@@ -29,22 +29,18 @@ export const aksProvider: ProviderModule = {
     const { subscriptions } = aks;
     return {
       source,
-      ...(config.features.memberProbe
-        ? {
-            // The credential AKS is listed with (or the default chain).
-            async memberToken(target: Target) {
-              const { clusterToken } = await import('../../credentials/tokens.ts');
-              return clusterToken(target, {
-                env: {
-                  ...process.env,
-                  ...(aks.authorityHost ? { AZURE_AUTHORITY_HOST: aks.authorityHost } : {}),
-                },
-                ...(credential ? { azure: credential } : {}),
-                now: () => new Date(),
-              });
-            },
-          }
-        : {}),
+      // The credential AKS is listed with (or the default chain).
+      async memberToken(target: Target) {
+        const { clusterToken } = await import('../../credentials/tokens.ts');
+        return clusterToken(target, {
+          env: {
+            ...process.env,
+            ...(aks.authorityHost ? { AZURE_AUTHORITY_HOST: aks.authorityHost } : {}),
+          },
+          ...(credential ? { azure: credential } : {}),
+          now: () => new Date(),
+        });
+      },
       async scopes(only?: readonly string[]) {
         const scopes = await enumerateAksScopes(
           source,

@@ -27,23 +27,27 @@ export const eksProvider: ProviderModule = {
       ...(eks.externalId ? { externalId: eks.externalId } : {}),
       ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
     });
-    const probe = config.features.memberProbe ? config.memberProbe : undefined;
+    const probe = config.memberProbe;
     return {
       source,
-      ...(probe
-        ? {
-            // The run's own identity (or the role memberProbe.eksRoleName names in the cluster's account),
-            // signed for the STS the configuration points at.
-            async memberToken(target: Target) {
-              const { clusterToken } = await import('../../credentials/tokens.ts');
-              return clusterToken(target, {
-                env: { ...process.env, ...(eks.endpoint ? { AWS_ENDPOINT_URL_STS: eks.endpoint } : {}) },
-                ...(probe.eksRoleName ? { roleName: probe.eksRoleName } : {}),
-                now: () => new Date(),
-              });
-            },
-          }
-        : {}),
+      // The run's own identity (or the role memberProbe.eksRoleName names in the cluster's account), signed
+      // for the STS the configuration points at: the member probe's and the access grants' member access.
+      async memberToken(target: Target) {
+        const { clusterToken } = await import('../../credentials/tokens.ts');
+        return clusterToken(target, {
+          env: { ...process.env, ...(eks.endpoint ? { AWS_ENDPOINT_URL_STS: eks.endpoint } : {}) },
+          ...(probe.eksRoleName ? { roleName: probe.eksRoleName } : {}),
+          now: () => new Date(),
+        });
+      },
+      // Consumers' access entries, with the identity each account is listed with.
+      async accessEntries() {
+        const { EksAccessEntries } = await import('../../eks/accessEntries.ts');
+        return new EksAccessEntries({
+          manager: config.manager,
+          client: (account, region) => source.eksClient(account, region),
+        });
+      },
       async scopes(only?: readonly string[]) {
         const organizations =
           'organization' in eks.accounts

@@ -70,21 +70,15 @@ export const gkeProvider: ProviderModule = {
         );
         return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
       },
-      ...(config.features.memberProbe
-        ? {
-            // The credential configuration GKE is listed with (or Application Default Credentials).
-            async memberToken(target: Target) {
-              const [{ clusterToken }, { authClientFor, googleAuthClient }] = await Promise.all([
-                import('../../credentials/tokens.ts'),
-                import('../../gke/authClient.ts'),
-              ]);
-              google ??= credentials
-                ? authClientFor(credentials)
-                : (await googleAuthClient(undefined)).client;
-              return clusterToken(target, { env: process.env, google, now: () => new Date() });
-            },
-          }
-        : {}),
+      // The credential configuration GKE is listed with (or Application Default Credentials).
+      async memberToken(target: Target) {
+        const [{ clusterToken }, { authClientFor, googleAuthClient }] = await Promise.all([
+          import('../../credentials/tokens.ts'),
+          import('../../gke/authClient.ts'),
+        ]);
+        google ??= credentials ? authClientFor(credentials) : (await googleAuthClient(undefined)).client;
+        return clusterToken(target, { env: process.env, google, now: () => new Date() });
+      },
       close: () => source.close(),
     };
   },

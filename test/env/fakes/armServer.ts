@@ -36,6 +36,8 @@ export interface ArmServer {
   tenantId: string;
   clientId: string;
   clientSecret: string;
+  /** Other applications (a consumer's) that may get tokens: client id → secret; a token's subject is its client id. */
+  clients: Map<string, string>;
   subscriptions: Array<{ subscriptionId: string; displayName: string; state: string }>;
   clusters: Map<string, ManagedClusterJson[]>;
   /** Clusters per page of the managed cluster listing. */
@@ -77,6 +79,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     tenantId: '72f988bf-0000-4000-8000-000000000001',
     clientId: '0b1f0000-0000-4000-8000-00000000c9c9',
     clientSecret: 'local-secret-value',
+    clients: new Map(),
     subscriptions: [],
     clusters: new Map(),
     pageSize: 2,
@@ -128,7 +131,9 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     }
     if (request.method === 'POST' && url.pathname === `/${tenant}/oauth2/v2.0/token`) {
       const form = new URLSearchParams(body);
-      if (form.get('client_id') !== state.clientId || form.get('client_secret') !== state.clientSecret) {
+      const client = form.get('client_id') ?? '';
+      const secret = client === state.clientId ? state.clientSecret : state.clients.get(client);
+      if (secret === undefined || form.get('client_secret') !== secret) {
         return sendJson(response, 401, {
           error: 'invalid_client',
           error_description: 'AADSTS7000215: Invalid client secret provided.',
@@ -138,11 +143,11 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       const audience = resource?.slice(0, -'/.default'.length);
       const access =
         audience && !audience.includes('://')
-          ? await new SignJWT({ tid: tenant, appid: state.clientId })
+          ? await new SignJWT({ tid: tenant, appid: client, oid: client })
               .setProtectedHeader({ alg: 'RS256', kid: 'local' })
               .setIssuer(`${endpoint}/${tenant}/v2.0`)
               .setAudience(audience)
-              .setSubject(state.clientId)
+              .setSubject(client)
               .setIssuedAt()
               .setExpirationTime('1h')
               .sign(signing.privateKey)

@@ -45,6 +45,11 @@ export interface GkeServer {
   /** Errors to answer for project searches, one per request, before answering normally. */
   searchFailures: GoogleError[];
   requests: Array<{ method: string; path: string }>;
+  /**
+   * Other Google identities (a consumer's), by the workload identity federation subject token that buys
+   * their access token at this server's STS: their email, which tokeninfo names for that token.
+   */
+  identities: Map<string, string>;
   stop(): Promise<void>;
 }
 
@@ -116,7 +121,10 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     failures: new Map(),
     searchFailures: [],
     requests: [],
+    identities: new Map(),
   };
+  /** Access tokens of the other identities: token → email. */
+  const issued = new Map<string, string>();
 
   const server = createServer(async (request, response) => {
     const url = new URL(request.url ?? '/', endpoint);
@@ -137,8 +145,14 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
         !form.get('subject_token')
       )
         return sendJson(response, 400, { error: 'invalid_request' });
+      const email = state.identities.get(form.get('subject_token')!);
+      let access = token;
+      if (email) {
+        access = `ya29.local-${Math.random().toString(36).slice(2)}`;
+        issued.set(access, email);
+      }
       return sendJson(response, 200, {
-        access_token: token,
+        access_token: access,
         issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
         token_type: 'Bearer',
         expires_in: 3600,
@@ -146,14 +160,15 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     }
     // Google's tokeninfo endpoint: what a token is, for a verifier that did not issue it (GKE's own check).
     if (request.method === 'GET' && url.pathname === '/tokeninfo') {
-      if (url.searchParams.get('access_token') !== token)
+      const asked = url.searchParams.get('access_token') ?? '';
+      if (asked !== token && !issued.has(asked))
         return sendJson(response, 400, { error: 'invalid_token', error_description: 'Invalid Value' });
       return sendJson(response, 200, {
         azp: '1',
         aud: '1',
         scope: 'https://www.googleapis.com/auth/cloud-platform',
         expires_in: 3600,
-        email: clientEmail,
+        email: issued.get(asked) ?? clientEmail,
         email_verified: 'true',
       });
     }

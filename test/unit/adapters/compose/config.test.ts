@@ -53,6 +53,7 @@ describe('configuration', () => {
       certificateAuthority: true,
       projections: true,
       memberProbe: false,
+      accessGrants: false,
     });
     const set = parseConfig({ features: { tagProperties: 'off', privateEndpoints: true } });
     assert.deepEqual(inventoryOptionsOf(set).features, {
@@ -62,6 +63,7 @@ describe('configuration', () => {
       certificateAuthority: true,
       projections: true,
       memberProbe: false,
+      accessGrants: false,
     });
     assert.equal(
       parseConfig({ inventory: { preferPrivateEndpoints: true } }).features.privateEndpoints,
@@ -76,7 +78,7 @@ describe('configuration', () => {
 
   it('refuses a feature that does not exist, a state that is not on or off, and two names saying two things', () => {
     assert.deepEqual(issues({ features: { tagProperty: 'on', clusterSets: 'maybe' } }), [
-      'features.tagProperty: no such feature (the features are tagProperties, privateEndpoints, clusterSets, certificateAuthority, projections, memberProbe)',
+      'features.tagProperty: no such feature (the features are tagProperties, privateEndpoints, clusterSets, certificateAuthority, projections, memberProbe, accessGrants)',
       'features.clusterSets: must be on or off, got "maybe"',
     ]);
     assert.deepEqual(
@@ -252,6 +254,66 @@ describe('configuration', () => {
       },
     });
     assert.deepEqual(config.providers.aks?.subscriptions, ['aaaaaaaa-0000-0000-0000-000000000000']);
+  });
+
+  it('reads consumers, and refuses an unknown level or identity form, an unbound namespace or a name twice, naming the field', () => {
+    const consumer = {
+      name: 'argocd',
+      namespaces: ['argocd'],
+      level: 'edit',
+      identities: {
+        eks: { roleArn: 'arn:aws:iam::111122223333:role/argocd' },
+        gke: { principal: 'argocd@ops-project.iam.gserviceaccount.com' },
+        aks: { objectId: '5d1c0e2a-7b3f-4c6d-9e8a-0f1b2c3d4e5f' },
+      },
+    };
+    const inventory = { projections: [{ provider: 'eks', namespaces: ['argocd'] }] };
+    assert.deepEqual(inventoryOptionsOf(parseConfig({ inventory, consumers: [consumer] })).consumers, [
+      {
+        name: 'argocd',
+        namespaces: ['argocd'],
+        level: 'edit',
+        identities: {
+          eks: 'arn:aws:iam::111122223333:role/argocd',
+          gke: 'argocd@ops-project.iam.gserviceaccount.com',
+          aks: '5d1c0e2a-7b3f-4c6d-9e8a-0f1b2c3d4e5f',
+        },
+      },
+    ]);
+    const federated =
+      'principal://iam.googleapis.com/projects/123456789/locations/global/workloadIdentityPools/ops-pool/subject/argocd';
+    assert.equal(
+      parseConfig({ inventory, consumers: [{ ...consumer, identities: { gke: { principal: federated } } }] })
+        .consumers[0]!.identities.gke?.principal,
+      federated,
+    );
+    const refused = (changes: Record<string, unknown>) =>
+      issues({ inventory, consumers: [{ ...consumer, ...changes }] });
+    assert.deepEqual(refused({ level: 'cluster-admin' }), [
+      'consumers[0].level: must be view, edit or admin',
+    ]);
+    assert.match(
+      refused({ identities: { eks: { roleArn: 'arn:aws:iam::111122223333:user/argocd' } } })[0]!,
+      /^consumers\[0\]\.identities\.eks\.roleArn: must be an IAM role ARN/,
+    );
+    assert.match(
+      refused({ identities: { gke: { principal: 'user:someone@example.com' } } })[0]!,
+      /^consumers\[0\]\.identities\.gke\.principal: must be a service account email/,
+    );
+    assert.match(
+      refused({ identities: { aks: { objectId: 'someone' } } })[0]!,
+      /^consumers\[0\]\.identities\.aks\.objectId: must be an Entra object id/,
+    );
+    assert.match(refused({ identities: { eks: { arn: 'x' } } })[0]!, /^consumers\[0\]\.identities\.eks/);
+    assert.deepEqual(refused({ identities: {} }), [
+      'consumers[0].identities: must name an identity for eks, gke or aks',
+    ]);
+    assert.deepEqual(refused({ namespaces: ['elsewhere'] }), [
+      "consumers[0].namespaces[0]: elsewhere is not the inventory namespace nor any namespace or projection rule's namespace (cpsync writes no profile there)",
+    ]);
+    assert.deepEqual(issues({ inventory, consumers: [consumer, consumer] }), [
+      'consumers[1].name: argocd is named twice',
+    ]);
   });
 
   it('reports every bad field at once', () => {

@@ -1,0 +1,176 @@
+/**
+ * EKS access entries for consumers (the `accessGrants` feature): an entry for the consumer's IAM role,
+ * tagged as cpsync's, with the level's EKS access policy at cluster scope. That the entry holds the policy
+ * is the proof of reach: EKS's own authorizer reads it. An entry cpsync did not make is never changed.
+ */
+import {
+  AssociateAccessPolicyCommand,
+  CreateAccessEntryCommand,
+  DeleteAccessEntryCommand,
+  DescribeAccessEntryCommand,
+  DisassociateAccessPolicyCommand,
+  ListAssociatedAccessPoliciesCommand,
+  type EKSClient,
+} from '@aws-sdk/client-eks';
+import {
+  EKS_ACCESS_POLICIES,
+  GrantReason,
+  type ClusterGrantPlan,
+  type Consumer,
+  type GrantResult,
+  type HeldGrant,
+} from '../../core/domain/grants.ts';
+import type { ProviderGrants } from '../grants/CloudGrants.ts';
+import {
+  GRANT_CONSUMER_KEY,
+  GRANT_MANAGER_KEY,
+  grantMessage as message,
+  isCpsyncGrant,
+} from '../grants/marks.ts';
+
+/** An EKS cluster's account, region and name, from its ARN. */
+function eksCluster(providerId: string): { account: string; region: string; name: string } {
+  const match = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/(.+)$/.exec(providerId);
+  if (!match) throw new Error(`not an EKS cluster ARN: ${providerId}`);
+  return { region: match[1]!, account: match[2]!, name: match[3]! };
+}
+
+/** Whether an AWS error is a refusal (the caller may not do it), rather than a failure to reach the API. */
+function refused(error: unknown): boolean {
+  const name = (error as { name?: string }).name ?? '';
+  return /AccessDenied|Unauthorized|InvalidRequest|InvalidParameter|NotAuthorized/.test(name);
+}
+
+const notFound = (error: unknown) => (error as { name?: string }).name === 'ResourceNotFoundException';
+
+export class EksAccessEntries implements ProviderGrants {
+  readonly #manager: string;
+  readonly #client: (account: string, region: string) => Promise<EKSClient>;
+
+  constructor(options: { manager: string; client: (account: string, region: string) => Promise<EKSClient> }) {
+    this.#manager = options.manager;
+    this.#client = options.client;
+  }
+
+  #mine(marks: Record<string, string> | undefined, consumer: string): boolean {
+    return isCpsyncGrant(marks, this.#manager, consumer);
+  }
+
+  async #eks(plan: ClusterGrantPlan) {
+    const cluster = eksCluster(plan.providerId);
+    return { cluster, client: await this.#client(cluster.account, cluster.region) };
+  }
+
+  async ensure(
+    plan: ClusterGrantPlan,
+    consumer: Consumer,
+    principalArn: string,
+    signal: AbortSignal,
+  ): Promise<GrantResult> {
+    const { cluster, client } = await this.#eks(plan);
+    const clusterName = cluster.name;
+    const policyArn = EKS_ACCESS_POLICIES[consumer.level];
+    let mine: boolean;
+    try {
+      let entry;
+      try {
+        entry = (
+          await client.send(new DescribeAccessEntryCommand({ clusterName, principalArn }), {
+            abortSignal: signal,
+          })
+        ).accessEntry;
+      } catch (error) {
+        if (!notFound(error)) throw error;
+      }
+      if (!entry) {
+        await client.send(
+          new CreateAccessEntryCommand({
+            clusterName,
+            principalArn,
+            type: 'STANDARD',
+            tags: { [GRANT_MANAGER_KEY]: this.#manager, [GRANT_CONSUMER_KEY]: consumer.name },
+          }),
+          { abortSignal: signal },
+        );
+        mine = true;
+      } else mine = this.#mine(entry.tags, consumer.name);
+      const associated =
+        (
+          await client.send(new ListAssociatedAccessPoliciesCommand({ clusterName, principalArn }), {
+            abortSignal: signal,
+          })
+        ).associatedAccessPolicies ?? [];
+      if (mine) {
+        if (!associated.some((a) => a.policyArn === policyArn && a.accessScope?.type === 'cluster'))
+          await client.send(
+            new AssociateAccessPolicyCommand({
+              clusterName,
+              principalArn,
+              policyArn,
+              accessScope: { type: 'cluster' },
+            }),
+            { abortSignal: signal },
+          );
+        // Another level's policy on cpsync's own entry (the level changed): taken off.
+        for (const other of associated)
+          if (
+            other.policyArn !== policyArn &&
+            Object.values(EKS_ACCESS_POLICIES).includes(other.policyArn ?? '')
+          )
+            await client.send(
+              new DisassociateAccessPolicyCommand({ clusterName, principalArn, policyArn: other.policyArn! }),
+              { abortSignal: signal },
+            );
+        return {
+          held: principalArn,
+          status: 'True',
+          reason: GrantReason.Granted,
+          message: `access entry for ${principalArn} with ${policyArn.split('/').pop()} (cluster scope)`,
+        };
+      }
+      const through = associated.some((a) => a.policyArn === policyArn);
+      return through
+        ? {
+            status: 'True',
+            reason: GrantReason.GrantedElsewhere,
+            message: `an access entry cpsync did not make gives ${principalArn} ${policyArn.split('/').pop()}; left as it is`,
+          }
+        : {
+            status: 'False',
+            reason: GrantReason.NotAllowed,
+            message: `an access entry cpsync did not make exists for ${principalArn} without ${policyArn.split('/').pop()}; left as it is`,
+          };
+    } catch (error) {
+      if (refused(error))
+        return {
+          status: 'False',
+          reason: GrantReason.Refused,
+          message: `EKS refused the access entry: ${message(error)}`,
+        };
+      throw error;
+    }
+  }
+
+  async revoke(
+    plan: ClusterGrantPlan,
+    grant: HeldGrant,
+    signal: AbortSignal,
+  ): Promise<{ revoked: boolean; message: string }> {
+    const { cluster, client } = await this.#eks(plan);
+    const ref = { clusterName: cluster.name, principalArn: grant.identity };
+    try {
+      const entry = (await client.send(new DescribeAccessEntryCommand(ref), { abortSignal: signal }))
+        .accessEntry;
+      if (!this.#mine(entry?.tags, grant.consumer))
+        return {
+          revoked: true,
+          message: `the access entry for ${grant.identity} is not cpsync's; left as it is`,
+        };
+      await client.send(new DeleteAccessEntryCommand(ref), { abortSignal: signal });
+      return { revoked: true, message: `access entry for ${grant.identity} deleted` };
+    } catch (error) {
+      if (notFound(error)) return { revoked: true, message: 'already gone' };
+      return { revoked: false, message: message(error) };
+    }
+  }
+}

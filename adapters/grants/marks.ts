@@ -1,0 +1,19 @@
+/** How cpsync marks the grants it makes (EKS tags, RBAC labels), and knows them again. */
+
+/** The tag (EKS) and label (RBAC) naming the consumer a grant is for. */
+export const GRANT_CONSUMER_KEY = 'cpsync.io/consumer';
+/** The tag (EKS) and label (RBAC) naming the cluster manager that made a grant. */
+export const GRANT_MANAGER_KEY = 'app.kubernetes.io/managed-by';
+
+/** Whether marks (tags, labels) say the grant is `manager`'s, for `consumer`. */
+export function isCpsyncGrant(
+  marks: Record<string, string> | undefined,
+  manager: string,
+  consumer: string,
+): boolean {
+  return marks?.[GRANT_MANAGER_KEY] === manager && marks[GRANT_CONSUMER_KEY] === consumer;
+}
+
+/** An error's first line, short (a condition's message). */
+export const grantMessage = (error: unknown) =>
+  (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 300);

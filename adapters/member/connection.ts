@@ -1,0 +1,79 @@
+/**
+ * cpsync's own access to a member cluster, as a consumer reaches it: the server and CA of the profile's
+ * access provider and a token from the same code `cpsync credentials` runs, with each request bound to a
+ * signal. Shared by the member probe and the access grants.
+ */
+import {
+  KubeConfig,
+  Observable,
+  type ConfigurationOptions,
+  type ObservableMiddleware,
+  type RequestContext,
+  type ResponseContext,
+} from '@kubernetes/client-node';
+import { EXEC_EXTENSION_NAME, LABEL_PROVIDER } from '../../core/domain/constants.ts';
+import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
+import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import { targetOfExtension, type Target } from '../credentials/target.ts';
+import type { ClusterToken } from '../credentials/tokens.ts';
+
+export interface MemberAccess {
+  /** A token for a cluster of each provider (the provider's own credentials). */
+  tokens: Partial<Record<Provider, (target: Target) => Promise<ClusterToken>>>;
+  accessProviderNames: Record<Provider, string>;
+}
+
+/** Why a member cannot be reached before any request is made (no access provider, no token). */
+export class MemberAccessError extends Error {
+  readonly reason: 'NoAccessProvider' | 'NoToken';
+  constructor(reason: 'NoAccessProvider' | 'NoToken', message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+/** The member's client configuration and the request options that bind its requests to `signal`. */
+export async function memberConnection(
+  profile: ClusterProfile,
+  access: MemberAccess,
+  signal: AbortSignal,
+  stable: (text: string) => string = (text) => text,
+): Promise<{ config: KubeConfig; options: ConfigurationOptions }> {
+  const provider = profile.metadata.labels?.[LABEL_PROVIDER] as Provider | undefined;
+  const name = provider ? access.accessProviderNames[provider] : undefined;
+  const cluster = profile.status?.accessProviders?.find((a) => a.name === name)?.cluster;
+  const tokenFor = provider ? access.tokens[provider] : undefined;
+  if (!provider || !cluster?.server || !tokenFor)
+    throw new MemberAccessError(
+      'NoAccessProvider',
+      'the profile has no access provider cpsync can reach the member with',
+    );
+  let token: ClusterToken;
+  try {
+    const extension = cluster.extensions?.find((e) => e.name === EXEC_EXTENSION_NAME)?.extension;
+    token = await tokenFor(targetOfExtension(extension));
+  } catch (error) {
+    throw new MemberAccessError('NoToken', `no token for the member: ${stable((error as Error).message)}`);
+  }
+  const config = new KubeConfig();
+  config.loadFromOptions({
+    clusters: [
+      {
+        name: 'member',
+        server: cluster.server,
+        ...(cluster['certificate-authority-data'] ? { caData: cluster['certificate-authority-data'] } : {}),
+      },
+    ],
+    users: [{ name: 'cpsync', token: token.token }],
+    contexts: [{ name: 'member', cluster: 'member', user: 'cpsync' }],
+    currentContext: 'member',
+  });
+  const middleware: ObservableMiddleware = {
+    pre: (context: RequestContext) => {
+      context.setSignal(signal);
+      return new Observable(Promise.resolve(context));
+    },
+    post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
+  };
+  return { config, options: { middleware: [middleware], middlewareMergeStrategy: 'append' } };
+}

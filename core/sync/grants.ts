@@ -1,0 +1,144 @@
+/**
+ * The `accessGrants` step of a scope's sync: for every cluster of the listing, the grants its consumers
+ * should hold are made true and checked, and what cpsync holds but should not is revoked, before the plan,
+ * so that the profiles carry the outcome (the record, each consumer's condition). It runs while the feature
+ * is on, and while it is off for as long as a profile still records a grant (the clean turn-off).
+ */
+import pLimit from 'p-limit';
+import {
+  applyGrantOutcome,
+  carriesGrants,
+  grantBlocked,
+  planGrants,
+  GrantReason,
+  type ClusterGrantOutcome,
+  type ClusterGrantPlan,
+  type GrantResult,
+  type HeldGrant,
+} from '../domain/grants.ts';
+import { providerIdOf } from '../domain/member.ts';
+import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
+import type { InventoryOptions } from '../domain/options.ts';
+import type { AccessGrants } from './ports.ts';
+
+/** Clusters whose grants are handled at once. */
+const CLUSTERS_AT_ONCE = 8;
+
+/** One grant made or revoked (or, in a dry run, that would be). */
+export interface GrantAction {
+  action: 'grant' | 'revoke';
+  providerId: string;
+  consumer: string;
+  identity: string;
+}
+
+/** What the step did in a scope. */
+export interface GrantFigures {
+  /** Grants cpsync made this run (a consumer it did not hold before). */
+  granted: number;
+  revoked: number;
+  /** Grants the cloud refused. */
+  refused: number;
+  /** Consumers whose condition is False for another reason (member unreachable, not allowed, not ready). */
+  notUsable: number;
+  /** What was done, or in a dry run what would be. */
+  actions: GrantAction[];
+}
+
+async function handle(
+  plan: ClusterGrantPlan,
+  grants: AccessGrants,
+  signal: AbortSignal | undefined,
+): Promise<ClusterGrantOutcome> {
+  const revoked: HeldGrant[] = [];
+  for (const grant of plan.revoke) {
+    const taken = await grants.revoke(plan, grant, signal);
+    if (taken.revoked) revoked.push(grant);
+  }
+  const results = new Map<string, GrantResult>();
+  for (const consumer of plan.wanted)
+    results.set(consumer.name, grantBlocked(plan, consumer) ?? (await grants.ensure(plan, consumer, signal)));
+  return { results, revoked };
+}
+
+/**
+ * The profiles with their clusters' grants: made, checked and revoked through `grants` (none in a dry run:
+ * the actions it would take are listed, and what the hub holds stays).
+ */
+export async function withGrants(
+  desired: readonly ClusterProfile[],
+  current: readonly ClusterProfile[],
+  input: {
+    options: InventoryOptions;
+    grants?: AccessGrants;
+    dryRun?: boolean;
+    now: string;
+    signal?: AbortSignal;
+  },
+): Promise<{ profiles: ClusterProfile[]; figures?: GrantFigures }> {
+  const on = input.options.features.accessGrants;
+  if (!on && !current.some(carriesGrants)) return { profiles: [...desired] };
+  const plans = planGrants(desired, current, on ? (input.options.consumers ?? []) : []);
+  const figures: GrantFigures = { granted: 0, revoked: 0, refused: 0, notUsable: 0, actions: [] };
+  const outcomes = new Map<string, ClusterGrantOutcome>();
+  if (input.dryRun || !input.grants) {
+    for (const plan of plans) {
+      for (const grant of plan.revoke)
+        figures.actions.push({ action: 'revoke', providerId: plan.providerId, ...grant });
+      for (const consumer of plan.wanted) {
+        const identity = consumer.identities[plan.provider];
+        if (identity && !plan.held.some((g) => g.consumer === consumer.name && g.identity === identity))
+          figures.actions.push({
+            action: 'grant',
+            providerId: plan.providerId,
+            consumer: consumer.name,
+            identity,
+          });
+      }
+    }
+  } else {
+    const grants = input.grants;
+    const limit = pLimit(CLUSTERS_AT_ONCE);
+    await Promise.all(
+      plans.map((plan) =>
+        limit(async () => outcomes.set(plan.providerId, await handle(plan, grants, input.signal))),
+      ),
+    );
+    for (const plan of plans) {
+      const outcome = outcomes.get(plan.providerId)!;
+      for (const grant of outcome.revoked) {
+        figures.revoked++;
+        figures.actions.push({ action: 'revoke', providerId: plan.providerId, ...grant });
+      }
+      for (const [consumer, result] of outcome.results) {
+        const before = plan.held.find((g) => g.consumer === consumer);
+        if (result.held && (before?.identity !== result.held || outcome.revoked.includes(before))) {
+          figures.granted++;
+          figures.actions.push({
+            action: 'grant',
+            providerId: plan.providerId,
+            consumer,
+            identity: result.held,
+          });
+        }
+        if (result.reason === GrantReason.Refused) figures.refused++;
+        else if (result.status === 'False') figures.notUsable++;
+      }
+    }
+  }
+  const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
+  const byCluster = new Map(plans.map((plan) => [plan.providerId, plan]));
+  const profiles = desired.map((profile) => {
+    const plan = byCluster.get(providerIdOf(profile) ?? '');
+    return plan
+      ? applyGrantOutcome(
+          profile,
+          plan,
+          outcomes.get(plan.providerId),
+          previous.get(profileKey(profile.metadata)),
+          input.now,
+        )
+      : profile;
+  });
+  return { profiles, figures };
+}

@@ -1,0 +1,390 @@
+/**
+ * Consumer access grants (the `accessGrants` feature) against real parts: the real CLI and hub, EKS access
+ * entries at the local EKS API (its documented REST shapes, test/env/eksAccessEntries.ts), and a member
+ * kube-apiserver standing for one cluster of each cloud whose authorizer is RBAC (the bindings cpsync makes
+ * for GKE and AKS) then EKS's access entries. The consumer has identities of its own in each cloud and
+ * reaches the member as consumers do: `cpsync credentials` as its exec plugin. The oracle is the member's
+ * answer to the consumer (403 or 201), the access-entry store, the member's bindings and the hub's profiles.
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  loadAllYaml,
+  type V1ClusterRole,
+  type V1ClusterRoleBinding,
+} from '@kubernetes/client-node';
+import { parse, stringify } from 'yaml';
+import { EKS_ACCOUNT, localGoogleFederation, type Emulators } from '../env/emulators.ts';
+import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
+import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
+import { HUB_CREDENTIALS } from '../support/aws.ts';
+import { runCli, type CliRun } from '../support/cli.ts';
+import { consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
+import { estateOnHub } from '../support/estate.ts';
+import { adminKubeConfig } from '../support/hub.ts';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents are read freely here
+type Doc = Record<string, any>;
+
+const GROUP = { group: 'multicluster.x-k8s.io', version: 'v1alpha1', plural: 'clusterprofiles' };
+const MANIFEST = new URL('../../adapters/member/manifests/access-grants-rbac.yaml', import.meta.url);
+const CONDITION = 'consumers.cpsync.io/deployer';
+const ROLE = `arn:aws:iam::${EKS_ACCOUNT}:role/deployer`;
+const GOOGLE = 'deployer@consumers.iam.gserviceaccount.com';
+const ENTRA = '5d1c0e2a-7b3f-4c6d-9e8a-0f1b2c3d4e5f';
+/** A grant someone made by hand for another consumer: cpsync must never touch it. */
+const FOREIGN_ROLE = `arn:aws:iam::${EKS_ACCOUNT}:role/viewer`;
+
+describe('consumer access grants: configured consumers reach every cluster of their namespace, and no longer once turned off', () => {
+  let emulators: Emulators;
+  let member: Member;
+  let entries: EksAccessEntries;
+  let kit: ConsumerKit;
+  let objects: CustomObjectsApi;
+  let memberRbac: RbacAuthorizationV1Api;
+  let namespace: string;
+  let consumers: string;
+  let config: string;
+  let document: Doc;
+
+  before(async () => {
+    const estate = await estateOnHub('grants');
+    ({ emulators, namespace } = estate);
+    consumers = `${namespace}-deploy`;
+    objects = adminKubeConfig(estate.state).makeApiClient(CustomObjectsApi);
+
+    // The consumer's own identity in each cloud: an assumed IAM role, a Google service account (through
+    // workload identity federation), an Entra application.
+    const sts = new STSClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: HUB_CREDENTIALS,
+    });
+    const assumed = (await sts.send(new AssumeRoleCommand({ RoleArn: ROLE, RoleSessionName: 'deployer' })))
+      .Credentials!;
+    const secrets = new Map([[assumed.AccessKeyId!, assumed.SecretAccessKey!]]);
+    emulators.arm.clients.set(ENTRA, 'deployer-secret');
+    kit = consumerKit(emulators, {
+      aws: {
+        accessKeyId: assumed.AccessKeyId!,
+        secretAccessKey: assumed.SecretAccessKey!,
+        sessionToken: assumed.SessionToken!,
+      },
+      google: { email: GOOGLE },
+      azure: { clientId: ENTRA, clientSecret: 'deployer-secret' },
+    });
+
+    entries = serveEksAccessEntries(emulators.proxy);
+    member = await startEstateMember(emulators, AT_MEMBER.eks, undefined, {
+      accessEntries: entries,
+      secrets,
+    });
+    serveFromMember(emulators, member);
+    // What cpsync's own identities (its GKE service account, its Entra application) may do on the member:
+    // the manifest the README tells members to apply, bound to them.
+    const memberConfig = new KubeConfig();
+    memberConfig.loadFromFile(member.kubeconfig);
+    memberRbac = memberConfig.makeApiClient(RbacAuthorizationV1Api);
+    const [role, binding] = loadAllYaml(readFileSync(MANIFEST, 'utf8')) as [
+      V1ClusterRole,
+      V1ClusterRoleBinding,
+    ];
+    await memberRbac.createClusterRole({ body: role });
+    await memberRbac.createClusterRoleBinding({
+      body: {
+        ...binding,
+        subjects: [emulators.gke.serviceAccountKey.client_email!, emulators.arm.clientId].map((name) => ({
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'User',
+          name,
+        })),
+      },
+    });
+
+    // The inventory: the clusters of each cloud projected into the consumer's namespace.
+    document = parse(readFileSync(emulators.configPath, 'utf8')) as Doc;
+    document.hub = { kubeconfig: estate.state.kubeconfig };
+    document.outbox = { directory: join(emulators.directory, 'grants-outbox') };
+    document.bus = { jsonl: join(emulators.directory, 'grants-events.jsonl') };
+    document.inventory = {
+      namespace,
+      projections: [
+        { provider: 'eks', region: 'us-east-1', namespaces: [consumers] },
+        { provider: 'gke', namespaces: [consumers] },
+        { provider: 'aks', namespaces: [consumers] },
+      ],
+    };
+    document.memberProbe = { timeoutSeconds: 3 };
+    // cpsync reaches GKE members with the estate's Google identity through the local STS (a
+    // service-account key's tokens come from Google itself).
+    document.providers.gke.credentials = { file: localGoogleFederation(emulators.directory, emulators.gke) };
+    document.consumers = [
+      {
+        name: 'deployer',
+        namespaces: [consumers],
+        level: 'edit',
+        identities: { eks: { roleArn: ROLE }, gke: { principal: GOOGLE }, aks: { objectId: ENTRA } },
+      },
+    ];
+    config = join(emulators.directory, 'grants.yaml');
+  });
+
+  after(async () => {
+    entries?.stop();
+    await member?.stop();
+    await emulators?.stop();
+  });
+
+  async function sync(features: Record<string, string>, args: string[] = []): Promise<CliRun> {
+    writeFileSync(config, stringify({ ...document, features }));
+    const run = await runCli(['sync', '--config', config, ...args], { env: emulators.env });
+    assert.equal(run.code, 0, run.stderr);
+    return run;
+  }
+  const profiles = async () =>
+    ((await objects.listNamespacedCustomObject({ ...GROUP, namespace: consumers })) as { items: Doc[] })
+      .items;
+  /** The consumer's profile of the cluster the member stands for in `cloud`. */
+  const memberProfile = async (cloud: keyof typeof AT_MEMBER) =>
+    (await profiles()).find(
+      (p) => p.spec.displayName === AT_MEMBER[cloud] && p.metadata.labels['cpsync.io/provider'] === cloud,
+    )!;
+  const condition = (profile: Doc, type = CONDITION) =>
+    profile.status.conditions.find((c: Doc) => c.type === type) as Doc | undefined;
+
+  /** A token as the consumer's exec plugin gives it for the profile's cluster (KUBERNETES_EXEC_INFO). */
+  function consumerToken(profile: Doc): Promise<string> {
+    const cluster = profile.status.accessProviders[0].cluster;
+    const info = {
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: {
+        interactive: false,
+        cluster: {
+          server: cluster.server,
+          'certificate-authority-data': cluster['certificate-authority-data'],
+          config: cluster.extensions?.find((e: Doc) => e.name === 'client.authentication.k8s.io/exec')
+            ?.extension,
+        },
+      },
+    };
+    return new Promise((resolve, reject) => {
+      const child = spawn(process.execPath, [kit.plugin], {
+        env: { ...kit.env, KUBERNETES_EXEC_INFO: JSON.stringify(info) },
+      });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+      child.on('close', (code) =>
+        code === 0
+          ? resolve((JSON.parse(stdout) as { status: { token: string } }).status.token)
+          : reject(new Error(`cpsync credentials: ${stderr}`)),
+      );
+    });
+  }
+
+  /** The consumer creates a ConfigMap in the member: the HTTP status the member answers. */
+  async function consumerCreates(cloud: keyof typeof AT_MEMBER): Promise<number> {
+    const profile = await memberProfile(cloud);
+    const cluster = profile.status.accessProviders[0].cluster;
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromOptions({
+      clusters: [{ name: 'member', server: cluster.server, caData: cluster['certificate-authority-data'] }],
+      users: [{ name: 'consumer', token: await consumerToken(profile) }],
+      contexts: [{ name: 'member', cluster: 'member', user: 'consumer' }],
+      currentContext: 'member',
+    });
+    try {
+      await kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
+        namespace: 'default',
+        body: { metadata: { generateName: `deployer-${cloud}-` }, data: { from: 'consumer' } },
+      });
+      return 201;
+    } catch (error) {
+      if (error instanceof ApiException) return error.code;
+      throw error;
+    }
+  }
+  const bindingOf = async (name: string) =>
+    memberRbac.readClusterRoleBinding({ name }).catch((error: unknown) => {
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      throw error;
+    });
+
+  /** refuses the consumer on every member before anything is granted (403) */
+  const refusedBeforeAnyGrant = async () => {
+    await sync({ projections: 'on' });
+    for (const cloud of ['eks', 'gke', 'aks'] as const)
+      assert.equal(await consumerCreates(cloud), 403, cloud);
+    assert.ok((await profiles()).every((p) => condition(p) === undefined));
+  };
+
+  /** grants the consumer on every cluster of its namespace, marks each grant, says so on each profile, and lets the consumer in */
+  const grantedMarkedAndProven = async () => {
+    entries.refuse.add('us-east-1/payments');
+    const run = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.match(run.stderr, /grants: 3 granted, 0 revoked, 1 refused/);
+
+    for (const cloud of ['eks', 'gke', 'aks'] as const) {
+      const profile = await memberProfile(cloud);
+      assert.deepEqual(
+        [condition(profile)?.status, condition(profile)?.reason],
+        ['True', 'Granted'],
+        `${cloud}: ${JSON.stringify(condition(profile))}`,
+      );
+      assert.equal(await consumerCreates(cloud), 201, cloud);
+    }
+    // EKS: an access entry for the consumer's role, tagged as cpsync's, with the edit policy at cluster scope.
+    const entry = entries.of('us-east-1', AT_MEMBER.eks).get(ROLE)!;
+    assert.deepEqual(entry.tags, {
+      'app.kubernetes.io/managed-by': 'cpsync',
+      'cpsync.io/consumer': 'deployer',
+    });
+    assert.deepEqual(
+      entry.policies.map((p) => [p.policyArn, p.accessScope.type]),
+      [['arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy', 'cluster']],
+    );
+    // GKE and AKS: one binding on the member, labelled as cpsync's, of both identities to `edit`.
+    const binding = (await bindingOf('cpsync:consumer:deployer'))!;
+    assert.equal(binding.roleRef.name, 'edit');
+    assert.equal(binding.metadata?.labels?.['app.kubernetes.io/managed-by'], 'cpsync');
+    assert.deepEqual(binding.subjects?.map((s) => s.name).sort(), [ENTRA, GOOGLE].sort());
+
+    // The refused grant: the profile says why, and nothing else of it or of the cloud changed.
+    const payments = (await profiles()).find(
+      (p) => p.spec.displayName === 'payments' && p.metadata.labels['cpsync.io/provider'] === 'eks',
+    )!;
+    assert.deepEqual([condition(payments)?.status, condition(payments)?.reason], ['False', 'Refused']);
+    assert.match(condition(payments)!.message, /AccessDenied|not authorized/);
+    assert.equal(entries.of('us-east-1', 'payments').size, 0);
+    assert.equal(payments.metadata.annotations['cpsync.io/access-grants'], undefined);
+    // Clusters whose member cannot be reached say so.
+    const unreachable = (await profiles()).filter((p) => condition(p)?.reason === 'MemberUnreachable');
+    assert.deepEqual(unreachable.map((p) => p.spec.displayName).sort(), ['analytics', 'web']);
+
+    // The record: the identity granted, the same on every profile of the cluster.
+    const eks = await memberProfile('eks');
+    assert.deepEqual(JSON.parse(eks.metadata.annotations['cpsync.io/access-grants']), { deployer: ROLE });
+    const own = (
+      (await objects.listNamespacedCustomObject({ ...GROUP, namespace })) as { items: Doc[] }
+    ).items.find(
+      (p) =>
+        p.metadata.annotations['cpsync.io/provider-id'] === eks.metadata.annotations['cpsync.io/provider-id'],
+    )!;
+    assert.equal(
+      own.metadata.annotations['cpsync.io/access-grants'],
+      eks.metadata.annotations['cpsync.io/access-grants'],
+    );
+    // A consumer's condition is on the profiles of its namespace only.
+    assert.equal(condition(own), undefined);
+  };
+
+  /** an unchanged run grants nothing again and writes nothing; a dry run lists what it would grant */
+  const unchangedAndDryRun = async () => {
+    const before = new Map((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion]));
+    const again = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.match(again.stderr, /grants: 0 granted, 0 revoked, 1 refused/);
+    assert.deepEqual(
+      new Map((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion])),
+      before,
+    );
+
+    document.consumers.push({
+      name: 'auditor',
+      namespaces: [consumers],
+      level: 'view',
+      identities: { eks: { roleArn: `arn:aws:iam::${EKS_ACCOUNT}:role/auditor` } },
+    });
+    try {
+      const dry = await sync({ projections: 'on', accessGrants: 'on' }, ['--dry-run']);
+      const lines = dry.stdout.split('\n').filter((l) => l.trim().startsWith('grant auditor'));
+      assert.equal(lines.length, 2, dry.stdout);
+      assert.equal(
+        entries.of('us-east-1', AT_MEMBER.eks).has(`arn:aws:iam::${EKS_ACCOUNT}:role/auditor`),
+        false,
+      );
+    } finally {
+      document.consumers.pop();
+    }
+  };
+
+  /** leaves grants it did not make, and turned off revokes exactly its own: the consumer is refused again */
+  const foreignKeptOwnRevoked = async () => {
+    // Someone grants another consumer by hand: an access entry and a binding cpsync did not make.
+    entries.put(
+      'us-east-1',
+      AT_MEMBER.eks,
+      FOREIGN_ROLE,
+      'arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy',
+    );
+    await memberRbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: 'cpsync:consumer:viewer' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+        subjects: [
+          {
+            apiGroup: 'rbac.authorization.k8s.io',
+            kind: 'User',
+            name: 'viewer@consumers.iam.gserviceaccount.com',
+          },
+        ],
+      },
+    });
+    document.consumers.push({
+      name: 'viewer',
+      namespaces: [consumers],
+      level: 'view',
+      identities: {
+        eks: { roleArn: FOREIGN_ROLE },
+        gke: { principal: 'viewer@consumers.iam.gserviceaccount.com' },
+      },
+    });
+    const withViewer = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.match(withViewer.stderr, /grants: 0 granted/);
+    for (const cloud of ['eks', 'gke'] as const) {
+      const viewer = condition(await memberProfile(cloud), 'consumers.cpsync.io/viewer');
+      assert.deepEqual([viewer?.status, viewer?.reason], ['True', 'GrantedElsewhere'], cloud);
+    }
+    assert.deepEqual(
+      JSON.parse((await memberProfile('eks')).metadata.annotations['cpsync.io/access-grants']),
+      {
+        deployer: ROLE,
+      },
+    );
+
+    const off = await sync({ projections: 'on', accessGrants: 'off' });
+    assert.match(off.stderr, /grants: 0 granted, 3 revoked/);
+    for (const cloud of ['eks', 'gke', 'aks'] as const)
+      assert.equal(await consumerCreates(cloud), 403, cloud);
+    assert.equal(entries.of('us-east-1', AT_MEMBER.eks).has(ROLE), false);
+    assert.equal(await bindingOf('cpsync:consumer:deployer'), undefined);
+    // What cpsync did not make is still there.
+    assert.ok(entries.of('us-east-1', AT_MEMBER.eks).has(FOREIGN_ROLE));
+    assert.ok(await bindingOf('cpsync:consumer:viewer'));
+    // Nothing of the feature is left on the hub.
+    for (const profile of await profiles()) {
+      assert.equal(profile.metadata.annotations['cpsync.io/access-grants'], undefined);
+      assert.ok(!profile.status.conditions.some((c: Doc) => c.type.startsWith('consumers.cpsync.io/')));
+    }
+    const quiet = await sync({ projections: 'on', accessGrants: 'off' });
+    assert.doesNotMatch(quiet.stderr, /grants:/);
+  };
+
+  // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; leaves foreign grants; turned off, revokes exactly its own", async () => {
+    await refusedBeforeAnyGrant();
+    await grantedMarkedAndProven();
+    await unchangedAndDryRun();
+    await foreignKeptOwnRevoked();
+  });
+});

@@ -1,0 +1,201 @@
+/**
+ * EKS access entries for the local estate, which moto does not have: an interceptor on the AWS proxy
+ * answering the EKS API's documented REST shapes (CreateAccessEntry, DescribeAccessEntry,
+ * DeleteAccessEntry, ListAccessEntries, AssociateAccessPolicy, DisassociateAccessPolicy,
+ * ListAssociatedAccessPolicies), keyed by region and cluster. Errors are EKS's own: ResourceNotFoundException
+ * (404), ResourceInUseException (409), and AccessDeniedException (403) for a caller `refuse` names.
+ * What it holds is what a member's authorizer reads (test/env/member.ts: EKS access policies).
+ */
+import type { AwsCall, AwsProxy, CannedResponse } from './awsProxy.ts';
+
+export interface AssociatedPolicy {
+  policyArn: string;
+  accessScope: { type: string; namespaces?: string[] };
+  associatedAt: number;
+  modifiedAt: number;
+}
+
+export interface AccessEntry {
+  clusterName: string;
+  principalArn: string;
+  kubernetesGroups: string[];
+  accessEntryArn: string;
+  createdAt: number;
+  modifiedAt: number;
+  tags: Record<string, string>;
+  username: string;
+  type: string;
+  policies: AssociatedPolicy[];
+}
+
+export interface EksAccessEntries {
+  /** Entries by `<region>/<cluster>`, then by principal ARN. */
+  entries: Map<string, Map<string, AccessEntry>>;
+  /** Clusters (`<region>/<cluster>`) whose access entries the caller may not change: AccessDeniedException. */
+  refuse: Set<string>;
+  /** The entries of one cluster (an empty map when it has none). */
+  of(region: string, cluster: string): Map<string, AccessEntry>;
+  /** Puts an entry as someone other than cpsync would (the console, Terraform): no cpsync tags. */
+  put(region: string, cluster: string, principalArn: string, policyArn?: string): void;
+  stop(): void;
+}
+
+const ACCOUNT = /^arn:aws[a-z-]*:iam::(\d{12}):/;
+
+function error(status: number, type: string, message: string): CannedResponse {
+  return {
+    status,
+    headers: { 'content-type': 'application/json', 'x-amzn-errortype': type },
+    body: JSON.stringify({ message }),
+  };
+}
+
+const ok = (body: unknown): CannedResponse => ({
+  status: 200,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
+
+/** The username EKS gives an entry by default: an IAM role's sessions, a user as itself. */
+function defaultUsername(principalArn: string): string {
+  const role = /^arn:(aws[a-z-]*):iam::(\d{12}):role\/(?:.*\/)?([^/]+)$/.exec(principalArn);
+  return role ? `arn:${role[1]}:sts::${role[2]}:assumed-role/${role[3]}/{{SessionName}}` : principalArn;
+}
+
+function entryBody(entry: AccessEntry) {
+  const { policies: _policies, ...shown } = entry;
+  return shown;
+}
+
+function policyBody(policy: AssociatedPolicy) {
+  return policy;
+}
+
+export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
+  const entries = new Map<string, Map<string, AccessEntry>>();
+  const refuse = new Set<string>();
+  const of = (region: string, cluster: string) => {
+    const key = `${region}/${cluster}`;
+    let map = entries.get(key);
+    if (!map) entries.set(key, (map = new Map()));
+    return map;
+  };
+  const make = (region: string, clusterName: string, principalArn: string, tags: Record<string, string>) => {
+    const now = Date.now() / 1000;
+    const account = ACCOUNT.exec(principalArn)?.[1] ?? '000000000000';
+    const entry: AccessEntry = {
+      clusterName,
+      principalArn,
+      kubernetesGroups: [],
+      accessEntryArn: `arn:aws:eks:${region}:${account}:access-entry/${clusterName}/${encodeURIComponent(principalArn)}`,
+      createdAt: now,
+      modifiedAt: now,
+      tags,
+      username: defaultUsername(principalArn),
+      type: 'STANDARD',
+      policies: [],
+    };
+    of(region, clusterName).set(principalArn, entry);
+    return entry;
+  };
+
+  const answer = (call: AwsCall): CannedResponse | undefined => {
+    if (call.service !== 'eks') return undefined;
+    const path = call.path.split('?')[0]!;
+    const match =
+      /^\/clusters\/([^/]+)\/access-entries(?:\/([^/]+)(?:\/access-policies(?:\/([^/]+))?)?)?$/.exec(path);
+    if (!match) return undefined;
+    const cluster = decodeURIComponent(match[1]!);
+    const principal = match[2] === undefined ? undefined : decodeURIComponent(match[2]);
+    const policy = match[3] === undefined ? undefined : decodeURIComponent(match[3]);
+    const policies = path.includes('/access-policies');
+    const map = of(call.region, cluster);
+    const changes = call.method !== 'GET';
+    if (changes && refuse.has(`${call.region}/${cluster}`))
+      return error(
+        403,
+        'AccessDeniedException',
+        `User is not authorized to perform: eks:${call.method === 'DELETE' ? 'Delete' : 'Create'}AccessEntry on resource: ${cluster}`,
+      );
+    if (principal === undefined) {
+      if (call.method === 'GET') return ok({ accessEntries: [...map.keys()].sort() });
+      const request = JSON.parse(call.body || '{}') as {
+        principalArn?: string;
+        tags?: Record<string, string>;
+      };
+      if (!request.principalArn) return error(400, 'InvalidParameterException', 'principalArn is required');
+      if (map.has(request.principalArn))
+        return error(
+          409,
+          'ResourceInUseException',
+          `The specified access entry resource is already in use on this cluster.`,
+        );
+      return ok({
+        accessEntry: entryBody(make(call.region, cluster, request.principalArn, request.tags ?? {})),
+      });
+    }
+    const entry = map.get(principal);
+    if (!entry)
+      return error(404, 'ResourceNotFoundException', `The specified principalArn could not be found.`);
+    if (!policies) {
+      if (call.method === 'GET') return ok({ accessEntry: entryBody(entry) });
+      if (call.method === 'DELETE') {
+        map.delete(principal);
+        return ok({});
+      }
+      return undefined;
+    }
+    if (policy === undefined && call.method === 'GET')
+      return ok({
+        clusterName: cluster,
+        principalArn: principal,
+        associatedAccessPolicies: entry.policies.map(policyBody),
+      });
+    if (policy === undefined && call.method === 'POST') {
+      const request = JSON.parse(call.body || '{}') as {
+        policyArn?: string;
+        accessScope?: { type: string; namespaces?: string[] };
+      };
+      if (!request.policyArn || !request.accessScope)
+        return error(400, 'InvalidParameterException', 'policyArn and accessScope are required');
+      const now = Date.now() / 1000;
+      const existing = entry.policies.find((p) => p.policyArn === request.policyArn);
+      const associated = existing ?? {
+        policyArn: request.policyArn,
+        accessScope: request.accessScope,
+        associatedAt: now,
+        modifiedAt: now,
+      };
+      associated.accessScope = request.accessScope;
+      associated.modifiedAt = now;
+      if (!existing) entry.policies.push(associated);
+      return ok({
+        clusterName: cluster,
+        principalArn: principal,
+        associatedAccessPolicy: policyBody(associated),
+      });
+    }
+    if (policy !== undefined && call.method === 'DELETE') {
+      entry.policies = entry.policies.filter((p) => p.policyArn !== policy);
+      return ok({});
+    }
+    return undefined;
+  };
+  const stop = proxy.intercept((call) => answer(call));
+  return {
+    entries,
+    refuse,
+    of,
+    put(region, cluster, principalArn, policyArn) {
+      const entry = make(region, cluster, principalArn, {});
+      if (policyArn)
+        entry.policies.push({
+          policyArn,
+          accessScope: { type: 'cluster' },
+          associatedAt: Date.now() / 1000,
+          modifiedAt: Date.now() / 1000,
+        });
+    },
+    stop,
+  };
+}

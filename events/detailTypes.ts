@@ -6,12 +6,14 @@ export const DetailType = {
   ScopeSynced: 'Inventory Scope Synced',
   ScopeOrphaned: 'Inventory Scope Orphaned',
   Announced: 'ClusterProfile Announced',
+  AccessGranted: 'Consumer Access Granted',
+  AccessRevoked: 'Consumer Access Revoked',
 } as const;
 export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
 export const DEFAULT_SOURCE = 'cpsync';
 /** `major.minor` of the event contract; what may change within a major is in events/VERSIONING.md. */
-export const SCHEMA_VERSION = '1.4';
+export const SCHEMA_VERSION = '1.5';
 /** The major version this code reads and writes: a detail of another major is refused. */
 export const SCHEMA_MAJOR = 1;
 

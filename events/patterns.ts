@@ -44,6 +44,11 @@ export interface ScopeFilter {
   region?: OneOrMany<string>;
 }
 
+/** Which grants: of these consumers, on clusters of these providers, regions, accounts. */
+export interface AccessFilter extends Omit<ProfileFilter, 'namespace'> {
+  consumer?: OneOrMany<string>;
+}
+
 export interface ScopeSyncedFilter extends ScopeFilter {
   outcome?: OneOrMany<ScopeOutcomeKind>;
 }
@@ -134,4 +139,10 @@ export const patterns = {
     ),
   /** Scopes the configuration no longer covers whose profiles are still in the hub. */
   scopeOrphaned: (filter: ScopeFilter = {}) => scopePattern(DetailType.ScopeOrphaned, filter),
+  /** Consumers' grants made and taken back (the `accessGrants` feature): an audit trail of who was let in where. */
+  access: (filter: AccessFilter = {}) =>
+    withDetail(base([DetailType.AccessGranted, DetailType.AccessRevoked], filter.source), {
+      ...located('cluster', filter),
+      ...(filter.consumer !== undefined ? { consumer: list('consumer', filter.consumer) } : {}),
+    }),
 } as const;

@@ -108,6 +108,21 @@ export interface ProfileAnnouncedDetail extends DetailBase {
   profileOmitted?: boolean;
 }
 
+/**
+ * Detail of Consumer Access Granted / Revoked (the `accessGrants` feature): a grant cpsync made on a cluster for
+ * a consumer of the inventory, or took back.
+ */
+export interface ConsumerAccessDetail extends DetailBase {
+  /** The consumer's name in the configuration. */
+  consumer: string;
+  /** The identity granted (an IAM role ARN, a Google principal, an Entra object id). */
+  identity: string;
+  /** The level granted (Granted only). */
+  level?: 'view' | 'edit' | 'admin';
+  cluster: ProfileChangeDetail['cluster'];
+  message: string;
+}
+
 /** The detail of each detail-type. */
 export interface DetailOf {
   'ClusterProfile Created': ProfileChangeDetail;
@@ -116,6 +131,8 @@ export interface DetailOf {
   'ClusterProfile Announced': ProfileAnnouncedDetail;
   'Inventory Scope Synced': ScopeSyncedDetail;
   'Inventory Scope Orphaned': ScopeOrphanedDetail;
+  'Consumer Access Granted': ConsumerAccessDetail;
+  'Consumer Access Revoked': ConsumerAccessDetail;
 }
 
 /** Any detail cpsync publishes. */

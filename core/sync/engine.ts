@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import pLimit from 'p-limit';
-import { buildChangeEvent, buildOrphanEvent, buildScopeEvent, type ScopeSummary } from './events.ts';
+import {
+  buildAccessEvent,
+  buildChangeEvent,
+  buildOrphanEvent,
+  buildScopeEvent,
+  type ScopeSummary,
+} from './events.ts';
 import { findOrphans, type OrphanScope } from '../domain/orphans.ts';
 import { profileProblem } from '../domain/model/validate.ts';
 import { DetailType } from '../../events/detailTypes.ts';
@@ -570,7 +576,13 @@ async function applyReading(
     ...(ports.grants ? { grants: ports.grants } : {}),
     beforeApply: ahead.beforeApply,
   });
-  const events = result.applied.applied.map((change) => buildChangeEvent(change, reading.context));
+  const events = [
+    ...result.applied.applied.map((change) => buildChangeEvent(change, reading.context)),
+    // The grants made and revoked (none in a dry run: those are only listed).
+    ...(reading.dryRun
+      ? []
+      : (result.grants?.actions ?? []).map((a) => buildAccessEvent(a, reading.context))),
+  ];
   const settle = () => (reading.dryRun ? Promise.resolve() : ahead.settle(events, result.applied.failed));
   return { result, events, settle };
 }

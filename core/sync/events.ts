@@ -13,7 +13,9 @@ import type { Provider } from '../domain/model/observedCluster.ts';
 import type { ScopeOutcome } from '../domain/model/scope.ts';
 import { DEFAULT_SOURCE, DetailType, MAX_DETAIL_BYTES, SCHEMA_VERSION } from '../../events/detailTypes.ts';
 import { fitText } from '../domain/properties.ts';
+import type { GrantAction } from './grants.ts';
 import type {
+  ConsumerAccessDetail,
   CpsyncEvent,
   EventFieldChange,
   ProfileAnnouncedDetail,
@@ -222,4 +224,28 @@ export function buildAnnounceEvent(
     detail.profileOmitted = true;
   }
   return envelope(DetailType.Announced, detail, context, cluster.providerId ? [cluster.providerId] : []);
+}
+
+/**
+ * The `Consumer Access Granted` or `Revoked` event of a grant cpsync made or took back (the `accessGrants`
+ * feature). Its id is a function of the run, the cluster, the consumer and the identity.
+ */
+export function buildAccessEvent(
+  action: GrantAction,
+  context: EventContext,
+): CpsyncEvent<ConsumerAccessDetail> {
+  const detailType = action.action === 'grant' ? DetailType.AccessGranted : DetailType.AccessRevoked;
+  const cluster = clusterOf(action.profile, context);
+  const detail: ConsumerAccessDetail = {
+    ...detailBase(
+      context,
+      deterministicId(detailType, context.syncId, action.providerId, action.consumer, action.identity),
+    ),
+    consumer: action.consumer,
+    identity: action.identity,
+    ...(action.level ? { level: action.level } : {}),
+    cluster,
+    message: fitText(action.message, 1000),
+  };
+  return envelope(detailType, detail, context, cluster.providerId ? [cluster.providerId] : []);
 }

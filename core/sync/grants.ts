@@ -11,6 +11,7 @@ import {
   grantBlocked,
   planGrants,
   GrantReason,
+  type AccessLevel,
   type ClusterGrantOutcome,
   type ClusterGrantPlan,
   type GrantResult,
@@ -30,6 +31,12 @@ export interface GrantAction {
   providerId: string;
   consumer: string;
   identity: string;
+  /** The level granted (grants only). */
+  level?: AccessLevel;
+  /** What was done, in words. */
+  message: string;
+  /** A profile of the cluster (its event's `cluster`). */
+  profile: ClusterProfile;
 }
 
 /** What the step did in a scope. */
@@ -49,11 +56,11 @@ async function handle(
   plan: ClusterGrantPlan,
   grants: AccessGrants,
   signal: AbortSignal | undefined,
-): Promise<ClusterGrantOutcome> {
-  const revoked: HeldGrant[] = [];
+): Promise<ClusterGrantOutcome & { revoked: Array<HeldGrant & { message: string }> }> {
+  const revoked: Array<HeldGrant & { message: string }> = [];
   for (const grant of plan.revoke) {
     const taken = await grants.revoke(plan, grant, signal);
-    if (taken.revoked) revoked.push(grant);
+    if (taken.revoked) revoked.push({ ...grant, message: taken.message });
   }
   const results = new Map<string, GrantResult>();
   for (const consumer of plan.wanted)
@@ -80,11 +87,20 @@ export async function withGrants(
   if (!on && !current.some(carriesGrants)) return { profiles: [...desired] };
   const plans = planGrants(desired, current, on ? (input.options.consumers ?? []) : []);
   const figures: GrantFigures = { granted: 0, revoked: 0, refused: 0, notUsable: 0, actions: [] };
-  const outcomes = new Map<string, ClusterGrantOutcome>();
+  const outcomes = new Map<
+    string,
+    ClusterGrantOutcome & { revoked: Array<HeldGrant & { message: string }> }
+  >();
   if (input.dryRun || !input.grants) {
     for (const plan of plans) {
       for (const grant of plan.revoke)
-        figures.actions.push({ action: 'revoke', providerId: plan.providerId, ...grant });
+        figures.actions.push({
+          action: 'revoke',
+          providerId: plan.providerId,
+          ...grant,
+          message: 'would revoke',
+          profile: plan.profile,
+        });
       for (const consumer of plan.wanted) {
         const identity = consumer.identities[plan.provider];
         if (identity && !plan.held.some((g) => g.consumer === consumer.name && g.identity === identity))
@@ -93,6 +109,9 @@ export async function withGrants(
             providerId: plan.providerId,
             consumer: consumer.name,
             identity,
+            level: consumer.level,
+            message: 'would grant',
+            profile: plan.profile,
           });
       }
     }
@@ -108,17 +127,26 @@ export async function withGrants(
       const outcome = outcomes.get(plan.providerId)!;
       for (const grant of outcome.revoked) {
         figures.revoked++;
-        figures.actions.push({ action: 'revoke', providerId: plan.providerId, ...grant });
+        figures.actions.push({
+          action: 'revoke',
+          providerId: plan.providerId,
+          ...grant,
+          profile: plan.profile,
+        });
       }
       for (const [consumer, result] of outcome.results) {
         const before = plan.held.find((g) => g.consumer === consumer);
-        if (result.held && (before?.identity !== result.held || outcome.revoked.includes(before))) {
+        const revokedFirst = outcome.revoked.some((g) => g.consumer === consumer);
+        if (result.held && (before?.identity !== result.held || revokedFirst)) {
           figures.granted++;
           figures.actions.push({
             action: 'grant',
             providerId: plan.providerId,
             consumer,
             identity: result.held,
+            level: plan.wanted.find((c) => c.name === consumer)!.level,
+            message: result.message,
+            profile: plan.profile,
           });
         }
         if (result.reason === GrantReason.Refused) figures.refused++;

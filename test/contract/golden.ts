@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { normalize } from '../../core/domain/normalize.ts';
 import {
+  buildAccessEvent,
   buildAnnounceEvent,
   buildChangeEvent,
   buildOrphanEvent,
@@ -116,6 +117,30 @@ export function currentGolden(): Record<string, ReturnType<typeof delivered>> {
     'inventory-scope-orphaned': buildOrphanEvent(
       ['clusters/aks-legacy-westeurope', 'clusters/aks-old-westeurope'],
       context('aks', '00000000-0000-0000-0000-000000000002', '*'),
+    ),
+    'consumer-access-granted': buildAccessEvent(
+      {
+        action: 'grant',
+        providerId: eks.metadata.annotations!['cpsync.io/provider-id']!,
+        consumer: 'argocd',
+        identity: 'arn:aws:iam::111122223333:role/argocd',
+        level: 'edit',
+        message:
+          'access entry for arn:aws:iam::111122223333:role/argocd with AmazonEKSEditPolicy (cluster scope)',
+        profile: eks,
+      },
+      context('eks', '111122223333', 'us-east-1'),
+    ),
+    'consumer-access-revoked': buildAccessEvent(
+      {
+        action: 'revoke',
+        providerId: gke.metadata.annotations!['cpsync.io/provider-id']!,
+        consumer: 'argocd',
+        identity: 'argocd@platform-prod.iam.gserviceaccount.com',
+        message: 'argocd@platform-prod.iam.gserviceaccount.com taken out of cpsync:consumer:argocd',
+        profile: gke,
+      },
+      context('gke', 'acme-prod', 'europe-west1'),
     ),
   };
   return Object.fromEntries(Object.entries(events).map(([name, event], i) => [name, delivered(event, i)]));

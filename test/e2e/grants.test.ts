@@ -27,7 +27,7 @@ import { EKS_ACCOUNT, localGoogleFederation, type Emulators } from '../env/emula
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
 import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
 import { HUB_CREDENTIALS } from '../support/aws.ts';
-import { runCli, type CliRun } from '../support/cli.ts';
+import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
 import { consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
@@ -144,11 +144,23 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await emulators?.stop();
   });
 
-  async function sync(features: Record<string, string>, args: string[] = []): Promise<CliRun> {
+  /** A sync with `features`; its grant events as the bus received them (consumer, identity, cluster). */
+  async function sync(
+    features: Record<string, string>,
+    args: string[] = [],
+  ): Promise<CliRun & { access: string[] }> {
     writeFileSync(config, stringify({ ...document, features }));
+    writeFileSync(document.bus.jsonl, '');
     const run = await runCli(['sync', '--config', config, ...args], { env: emulators.env });
     assert.equal(run.code, 0, run.stderr);
-    return run;
+    const access = jsonLines<Doc>(readFileSync(document.bus.jsonl, 'utf8'))
+      .filter((e) => e['detail-type'].startsWith('Consumer Access '))
+      .map(
+        (e) =>
+          `${e['detail-type']} ${e.detail.consumer} ${e.detail.cluster.provider}/${e.detail.cluster.displayName}`,
+      )
+      .sort();
+    return { ...run, access };
   }
   const profiles = async () =>
     ((await objects.listNamespacedCustomObject({ ...GROUP, namespace: consumers })) as { items: Doc[] })
@@ -234,6 +246,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
     entries.refuse.add('us-east-1/payments');
     const run = await sync({ projections: 'on', accessGrants: 'on' });
     assert.match(run.stderr, /grants: 3 granted, 0 revoked, 1 refused/);
+    // Each grant is announced once on the bus.
+    assert.deepEqual(run.access, [
+      'Consumer Access Granted deployer aks/batch',
+      'Consumer Access Granted deployer eks/checkout',
+      'Consumer Access Granted deployer gke/edge',
+    ]);
 
     for (const cloud of ['eks', 'gke', 'aks'] as const) {
       const profile = await memberProfile(cloud);
@@ -294,6 +312,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     const before = new Map((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion]));
     const again = await sync({ projections: 'on', accessGrants: 'on' });
     assert.match(again.stderr, /grants: 0 granted, 0 revoked, 1 refused/);
+    assert.deepEqual(again.access, [], 'nothing granted, nothing announced');
     assert.deepEqual(
       new Map((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion])),
       before,
@@ -364,6 +383,11 @@ describe('consumer access grants: configured consumers reach every cluster of th
 
     const off = await sync({ projections: 'on', accessGrants: 'off' });
     assert.match(off.stderr, /grants: 0 granted, 3 revoked/);
+    assert.deepEqual(off.access, [
+      'Consumer Access Revoked deployer aks/batch',
+      'Consumer Access Revoked deployer eks/checkout',
+      'Consumer Access Revoked deployer gke/edge',
+    ]);
     for (const cloud of ['eks', 'gke', 'aks'] as const)
       assert.equal(await consumerCreates(cloud), 403, cloud);
     assert.equal(entries.of('us-east-1', AT_MEMBER.eks).has(ROLE), false);

@@ -20,6 +20,7 @@ import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-s
 import { normalize } from '../../../core/domain/normalize.ts';
 import type { ObservedCluster } from '../../../core/domain/model/observedCluster.ts';
 import {
+  buildAccessEvent,
   buildAnnounceEvent,
   buildChangeEvent,
   buildOrphanEvent,
@@ -92,6 +93,24 @@ function corpus(): CpsyncEvent[] {
         ),
       );
     events.push(buildOrphanEvent([`${namespace}/${cluster.name}`], context));
+    for (const [action, consumer] of [
+      ['grant', 'argocd'],
+      ['revoke', 'kueue'],
+    ] as const)
+      events.push(
+        buildAccessEvent(
+          {
+            action,
+            providerId: cluster.providerId,
+            consumer,
+            identity: `${consumer}-identity`,
+            ...(action === 'grant' ? { level: 'view' as const } : {}),
+            message: action,
+            profile,
+          },
+          context,
+        ),
+      );
   }
   return events;
 }
@@ -105,6 +124,7 @@ interface Seen {
   namespace?: string;
   fields: string[];
   outcome?: string;
+  consumer?: string;
 }
 
 function seen(event: CpsyncEvent): Seen {
@@ -118,6 +138,7 @@ function seen(event: CpsyncEvent): Seen {
     namespace: d.namespace,
     fields: d.changedFields ?? [],
     outcome: d.outcome,
+    consumer: d.consumer,
   };
 }
 
@@ -222,6 +243,12 @@ describe('pattern builders against EventBridge (moto: rule → SQS)', () => {
       'scopeOrphaned({ provider: eks })',
       patterns.scopeOrphaned({ provider: 'eks' }),
       (e) => e.type === 'Inventory Scope Orphaned' && e.provider === 'eks',
+    ],
+    ['access()', patterns.access(), (e) => e.type.startsWith('Consumer Access ')],
+    [
+      "access({ consumer: 'argocd', provider: 'eks' })",
+      patterns.access({ consumer: 'argocd', provider: 'eks' }),
+      (e) => e.type.startsWith('Consumer Access ') && e.consumer === 'argocd' && e.provider === 'eks',
     ],
     [
       "created({ source: 'acme.cpsync' }) (another source)",

@@ -39,7 +39,7 @@ import { eventSourceOf } from '../adapters/compose/settings.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
 import { CpsyncSubscription, type SubscriptionOptions } from './CpsyncSubscription.ts';
-import { memberReadStatements } from './CpsyncMemberRoles.ts';
+import { accessGrantStatements, memberReadStatements } from './CpsyncMemberRoles.ts';
 import {
   deadLetterQueue,
   deadLettersAlarm,
@@ -205,6 +205,8 @@ export class Cpsync extends Construct {
   readonly #functionSettings: { props: CpsyncProps; document: CpsyncConfig; logRetention: RetentionDays };
   /** The role assumed in member accounts, when EKS is configured. */
   public readonly memberRoleName?: string;
+  /** Whether the functions may make or take back EKS access entries (the `accessGrants` feature, or its turn-off). */
+  public readonly grantsAccess: boolean;
 
   constructor(scope: Construct, id: string, props: CpsyncProps) {
     super(scope, id);
@@ -214,6 +216,8 @@ export class Cpsync extends Construct {
       throw new Error('Cpsync: vpcSubnets and securityGroups need vpc');
     const config = parseConfig(props.config, 'Cpsync props.config');
     if (config.providers.eks) this.memberRoleName = config.providers.eks.roleName;
+    this.grantsAccess =
+      config.providers.eks !== undefined && (config.features.accessGrants || config.consumers.length > 0);
     if (!config.hub || 'directory' in config.hub || 'kubeconfig' in config.hub) {
       throw new Error(
         'Cpsync: config.hub must be hub.eks (IAM-signed tokens) or hub.kubeconfigSecretArn for the Lambda functions',
@@ -498,6 +502,18 @@ export class Cpsync extends Construct {
       : [];
     // Regions are read only when the configuration names none.
     if (clusters) statements.push(...memberReadStatements(stack, { regions: !eks.regions }));
+    // The accessGrants feature, in cpsync's own account (member accounts: CpsyncMemberRoles' accessGrants);
+    // turned off with consumers still configured, what taking its grants back needs.
+    if (clusters && (config.features.accessGrants || config.consumers.length > 0))
+      statements.push(
+        ...accessGrantStatements(stack, {
+          manager: config.manager,
+          consumerRoleArns: config.consumers.flatMap((c) =>
+            c.identities.eks ? [c.identities.eks.roleArn] : [],
+          ),
+          revokeOnly: !config.features.accessGrants,
+        }),
+      );
     else if (!eks.regions)
       statements.push(new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }));
     if (!Array.isArray(eks.accounts)) {

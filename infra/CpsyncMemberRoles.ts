@@ -27,6 +27,84 @@ export interface CpsyncMemberRolesProps {
    * through an access entry bound to the ClusterRole `cpsync:member-probe`.
    */
   readonly probeRoleName?: string;
+  /**
+   * The `accessGrants` feature: the reader may also make, change and delete the EKS access entries of these
+   * consumers' roles (`consumers[].identities.eks.roleArn`), only with the level policies cpsync grants and
+   * only entries tagged as the manager's. @default none (the reader only reads)
+   */
+  readonly accessGrants?: { readonly manager?: string; readonly consumerRoleArns: readonly string[] };
+}
+
+/** The EKS access policies cpsync grants (view, edit, admin): nothing else can be associated. */
+const GRANTED_POLICIES = ['AmazonEKSViewPolicy', 'AmazonEKSEditPolicy', 'AmazonEKSAdminPolicy'];
+
+/**
+ * What the `accessGrants` feature does in an account: access entries for exactly the consumers' roles, made
+ * with the manager's tag, given only the three level policies, and deleted or changed only when they carry
+ * that tag (IAM itself keeps cpsync off entries it did not make).
+ */
+export function accessGrantStatements(
+  stack: Stack,
+  {
+    manager = 'cpsync',
+    consumerRoleArns,
+    revokeOnly = false,
+  }: { manager?: string; consumerRoleArns: readonly string[]; revokeOnly?: boolean },
+): PolicyStatement[] {
+  const arn = (resource: string, resourceName: string) =>
+    stack.formatArn({
+      service: 'eks',
+      region: '*',
+      resource,
+      resourceName,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+  const entries = arn('access-entry', '*');
+  const tagged = { 'aws:ResourceTag/app.kubernetes.io/managed-by': manager };
+  const read = new PolicyStatement({
+    actions: ['eks:DescribeAccessEntry', 'eks:ListAssociatedAccessPolicies'],
+    resources: [entries],
+  });
+  const remove = new PolicyStatement({
+    actions: ['eks:DeleteAccessEntry'],
+    resources: [entries],
+    conditions: { StringEquals: tagged },
+  });
+  // Turned off (the consumers still configured): only what taking cpsync's grants back needs.
+  if (revokeOnly) return [read, remove];
+  return [
+    read,
+    remove,
+    ...(consumerRoleArns.length === 0
+      ? []
+      : [
+          new PolicyStatement({
+            actions: ['eks:CreateAccessEntry'],
+            resources: [arn('cluster', '*')],
+            conditions: {
+              StringEquals: { 'aws:RequestTag/app.kubernetes.io/managed-by': manager },
+              ArnEquals: { 'eks:principalArn': [...consumerRoleArns] },
+            },
+          }),
+        ]),
+    new PolicyStatement({
+      actions: ['eks:TagResource'],
+      resources: [arn('cluster', '*'), entries],
+      conditions: { StringEquals: { 'aws:RequestTag/app.kubernetes.io/managed-by': manager } },
+    }),
+    new PolicyStatement({
+      actions: ['eks:AssociateAccessPolicy', 'eks:DisassociateAccessPolicy'],
+      resources: [entries],
+      conditions: {
+        StringEquals: tagged,
+        ArnEquals: {
+          'eks:policyArn': GRANTED_POLICIES.map(
+            (name) => `arn:${stack.partition}:eks::aws:cluster-access-policy/${name}`,
+          ),
+        },
+      },
+    }),
+  ];
 }
 
 /**
@@ -75,8 +153,22 @@ export class CpsyncMemberRoles extends Construct {
       roleName: props.readerRoleName ?? 'cpsync-reader',
       description: 'cpsync reads EKS clusters, node groups and regions of this account',
       assumedBy: trusted(props.externalId),
-      inlinePolicies: { read: new PolicyDocument({ statements: memberReadStatements(stack) }) },
+      inlinePolicies: {
+        read: new PolicyDocument({ statements: memberReadStatements(stack) }),
+        ...(props.accessGrants
+          ? { grant: new PolicyDocument({ statements: accessGrantStatements(stack, props.accessGrants) }) }
+          : {}),
+      },
     });
+    if (props.accessGrants) {
+      const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
+      for (const resource of ['cluster/*', 'access-entry/*'])
+        Validations.of(this.reader).acknowledge({
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:${resource}]`,
+          reason:
+            "cpsync grants the configured consumers on any cluster of the account; IAM conditions bound it to their roles, the three level policies and the entries tagged as cpsync's.",
+        });
+    }
     Validations.of(this.reader).acknowledge({
       id: 'AwsSolutions-IAM5[Resource::*]',
       reason: 'eks:ListClusters and ec2:DescribeRegions support no resource-level permissions.',

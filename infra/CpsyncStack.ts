@@ -27,6 +27,6 @@ export class CpsyncStack extends Stack {
     if (this.cpsync.azureWebhookKey)
       new CfnOutput(this, 'AzureWebhookKeySecret', { value: this.cpsync.azureWebhookKey.secretArn });
 
-    acknowledgeFindings(this.cpsync, this.cpsync.memberRoleName);
+    acknowledgeFindings(this.cpsync, this.cpsync.memberRoleName, this.cpsync.grantsAccess);
   }
 }

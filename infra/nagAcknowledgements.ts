@@ -14,6 +14,8 @@ const REASONS = {
     'eks:ListClusters, ec2:DescribeRegions, sts:GetCallerIdentity and the Organizations List* calls support no resource-level permissions.',
   schedulerInvoke:
     'The scheduler role may invoke the scheduled function and its versions/aliases (the CDK scheduler target grant).',
+  accessGrants:
+    "The accessGrants feature's access entries in cpsync's own account, on any of its clusters; IAM conditions bound them to the configured consumers' roles, the three level policies and the entries tagged as cpsync's.",
   webhookKeyRotation:
     'The Event Grid key is rotated by updating the event subscription with a new key; automatic rotation would break deliveries in flight.',
 } as const;
@@ -36,7 +38,11 @@ export function acknowledgeSchedulerInvoke(fn: IConstruct): void {
 }
 
 /** The cdk-nag (AwsSolutions) findings cpsync accepts, each with its reason, acknowledged one by one. */
-export function acknowledgeFindings(cpsync: Cpsync, memberRoleName: string | undefined): void {
+export function acknowledgeFindings(
+  cpsync: Cpsync,
+  memberRoleName: string | undefined,
+  accessGrants = false,
+): void {
   const stack = Stack.of(cpsync);
   const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
   const functions = [
@@ -63,6 +69,11 @@ export function acknowledgeFindings(cpsync: Cpsync, memberRoleName: string | und
         reason: REASONS.ownEksReads,
       });
       scope.acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: REASONS.listCalls });
+      if (accessGrants)
+        scope.acknowledge({
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:access-entry/*]`,
+          reason: REASONS.accessGrants,
+        });
     }
   }
   acknowledgeSchedulerInvoke(cpsync.scopeEnumerator);

@@ -30,7 +30,16 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { spawn } from 'node:child_process';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  loadAllYaml,
+  type V1ClusterRole,
+  type V1ClusterRoleBinding,
+} from '@kubernetes/client-node';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import type { SQSEvent } from 'aws-lambda';
 import { parse } from 'yaml';
 import { EKS_EVENT_NAMES } from '../../infra/Cpsync.ts';
@@ -40,10 +49,12 @@ import {
   EKS_ACCOUNT,
   GCP_PROJECT,
   gkeCluster,
+  localGoogleFederation,
   startEmulators,
   withEksClusters,
 } from '../env/emulators.ts';
 import { ensureConsumerBinaries } from '../env/binaries.ts';
+import { serveEksAccessEntries } from '../env/eksAccessEntries.ts';
 import { startEstateMember, type Member } from '../env/member.ts';
 import { consumerKit } from '../support/consumerKit.ts';
 import { startHub, stopHub } from '../env/hub.ts';
@@ -76,6 +87,8 @@ interface Timeline {
   profile?: string;
   /** The consumer's object appeared in the member. */
   objectAt?: number;
+  /** cpsync's grant of the consumer on this cluster reached the bus (Consumer Access Granted). */
+  grantedAt?: number;
   deleteAt?: number;
   goneAt?: number;
   deletedEventAt?: number;
@@ -97,6 +110,10 @@ export interface UsableOptions {
 const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
 const PUSHER = 'pubsub-push@acme-data.iam.gserviceaccount.com';
 const AZURE_KEY = 'bench-event-grid-key-0123456789';
+/** The consumer's identities: cpsync grants them (the accessGrants feature). */
+const CONSUMER_ROLE = `arn:aws:iam::${EKS_ACCOUNT}:role/consumer`;
+const CONSUMER_GOOGLE = 'consumer@consumers.iam.gserviceaccount.com';
+const CONSUMER_ENTRA = '8a6f2c1e-3b4d-4e5f-9a0b-1c2d3e4f5a6b';
 /** The follow-up function's memory as the stack sets it (GB). */
 const FOLLOW_UP_GB = 0.5;
 
@@ -130,7 +147,22 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
   let consumer: ReturnType<typeof spawn> | undefined;
   let running = true;
   try {
-    const estateMember = await startEstateMember(emulators, () => eksNames);
+    // The consumer's own identity in each cloud (an assumed IAM role, a Google service account through
+    // workload identity federation, an Entra application): cpsync grants it, nobody by hand.
+    const assumed = (
+      await new STSClient({
+        endpoint: emulators.moto.endpoint,
+        region: 'us-east-1',
+        credentials: HUB_CREDENTIALS,
+      }).send(new AssumeRoleCommand({ RoleArn: CONSUMER_ROLE, RoleSessionName: 'consumer' }))
+    ).Credentials!;
+    emulators.arm.clients.set(CONSUMER_ENTRA, 'consumer-secret');
+    const accessEntries = serveEksAccessEntries(emulators.proxy);
+    stops.push(() => accessEntries.stop());
+    const estateMember = await startEstateMember(emulators, () => eksNames, undefined, {
+      accessEntries,
+      secrets: new Map([[assumed.AccessKeyId!, assumed.SecretAccessKey!]]),
+    });
     member = estateMember;
     const proxy = emulators.proxy.endpoint;
     Object.assign(process.env, {
@@ -189,8 +221,33 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const keyFile = join(directory, 'event-grid-key');
     writeFileSync(keyFile, AZURE_KEY);
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+    const providers = document.providers as { gke: Record<string, unknown> };
     const config = {
       ...document,
+      // GKE members are reached with the estate's Google identity through the local STS (a service-account
+      // key's tokens come from Google itself).
+      providers: {
+        ...providers,
+        gke: {
+          ...providers.gke,
+          credentials: { file: localGoogleFederation(emulators.directory, emulators.gke) },
+        },
+      },
+      features: { accessGrants: 'on' },
+      consumers: [
+        {
+          name: 'consumer',
+          namespaces: [
+            (document.inventory as { namespace?: string } | undefined)?.namespace ?? 'cluster-inventory',
+          ],
+          level: 'edit',
+          identities: {
+            eks: { roleArn: CONSUMER_ROLE },
+            gke: { principal: CONSUMER_GOOGLE },
+            aks: { objectId: CONSUMER_ENTRA },
+          },
+        },
+      ],
       hub: { kubeconfig: hub.kubeconfig },
       outbox: { table: 'usable-outbox', endpoint: proxy },
       idempotency: { table: 'usable-idempotency', endpoint: proxy },
@@ -297,29 +354,41 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
 
     // The consumer: multicluster-runtime's cluster-inventory-api provider, built as the consumer test builds
     // it, engaging the inventory's members through \`cpsync credentials\` and creating a ConfigMap in each.
-    // Its identity is let create ConfigMaps in the member by hand (a Role), as consumers are granted today.
+    // Nobody grants it anything by hand: the accessGrants feature does (an access entry per EKS cluster, a
+    // binding on the member for GKE and AKS). The member gives cpsync's own identities what the README asks
+    // of members (adapters/member/manifests/access-grants-rbac.yaml).
     const memberConfig = new KubeConfig();
     memberConfig.loadFromFile(estateMember.kubeconfig);
     const memberCore = memberConfig.makeApiClient(CoreV1Api);
     const objects = 'consumer-objects';
     await memberCore.createNamespace({ body: { metadata: { name: objects } } });
     const rbac = memberConfig.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({
-      namespace: objects,
+    const [grantsRole, grantsBinding] = loadAllYaml(
+      readFileSync(
+        new URL('../../adapters/member/manifests/access-grants-rbac.yaml', import.meta.url),
+        'utf8',
+      ),
+    ) as [V1ClusterRole, V1ClusterRoleBinding];
+    await rbac.createClusterRole({ body: grantsRole });
+    await rbac.createClusterRoleBinding({
       body: {
-        metadata: { name: 'consumer' },
-        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['create', 'get'] }],
+        ...grantsBinding,
+        subjects: [emulators.gke.serviceAccountKey.client_email!, emulators.arm.clientId].map((name) => ({
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'User',
+          name,
+        })),
       },
     });
-    await rbac.createNamespacedRoleBinding({
-      namespace: objects,
-      body: {
-        metadata: { name: 'consumer' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'consumer' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'cpsync:consumers' }],
+    const kit = consumerKit(emulators, {
+      aws: {
+        accessKeyId: assumed.AccessKeyId!,
+        secretAccessKey: assumed.SecretAccessKey!,
+        sessionToken: assumed.SessionToken!,
       },
+      google: { email: CONSUMER_GOOGLE },
+      azure: { clientId: CONSUMER_ENTRA, clientSecret: 'consumer-secret' },
     });
-    const kit = consumerKit(emulators);
     const { consumer: consumerBinary } = ensureConsumerBinaries();
     consumer = spawn(
       consumerBinary,
@@ -412,6 +481,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
               detail: { cluster?: { displayName?: string } };
             };
             const timeline = byName.get(event.detail.cluster?.displayName ?? '');
+            if (timeline && event['detail-type'] === 'Consumer Access Granted') timeline.grantedAt ??= now;
             if (!timeline || event['detail-type'] !== 'ClusterProfile Deleted') continue;
             if (!timeline.goneAt) wrongful += 1;
             timeline.deletedEventAt ??= now;
@@ -559,7 +629,13 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     // Figures.
     const done = timelines.filter((t) => t.usableAt && t.deletedEventAt && t.profileGoneAt);
     const usable = done.map((t) => t.usableAt! - t.readyAt!);
-    const reached = done.filter((t) => t.objectAt).map((t) => t.objectAt! - t.readyAt!);
+    // Reached: the consumer's object is in the member and cpsync's grant for this very cluster was announced
+    // (the member stands for every bench cluster, so a GKE or AKS binding made for one lets the consumer into
+    // the others: the later of the two is when this cluster was usable by the consumer through its own grant).
+    const reached = done
+      .filter((t) => t.objectAt && t.grantedAt)
+      .map((t) => Math.max(t.objectAt!, t.grantedAt!) - t.readyAt!);
+    const granted = done.filter((t) => t.grantedAt).map((t) => t.grantedAt! - t.readyAt!);
     const gone = done.map((t) => Math.max(t.deletedEventAt!, t.profileGoneAt!) - t.goneAt!);
     const created = timelines.length;
     const aws = emulators.proxy.calls;
@@ -587,7 +663,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     say('## Time to usable');
     say('');
     say(
-      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over 10 s, each held in its creating state (no endpoint, no CA) for a time drawn from ${options.readySeconds[0]}–${options.readySeconds[1]} s (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${options.deletingSeconds[0]}–${options.deletingSeconds[1]} s, then gone. The clouds' events enter as the clouds send them: CloudTrail \`CreateCluster\`/\`DeleteCluster\` on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler; Event Grid \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` and Pub/Sub pushes of the start-of-operation audit entry (\`operation.first\`) to the webhook. The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, with the configuration's follow-up defaults (first look after 10 s, then every 20 s). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens; its identity may create ConfigMaps there by a Role made by hand); its object counts when the member lists it (polled every 200 ms). Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
+      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over 10 s, each held in its creating state (no endpoint, no CA) for a time drawn from ${options.readySeconds[0]}–${options.readySeconds[1]} s (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${options.deletingSeconds[0]}–${options.deletingSeconds[1]} s, then gone. The clouds' events enter as the clouds send them: CloudTrail \`CreateCluster\`/\`DeleteCluster\` on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler; Event Grid \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` and Pub/Sub pushes of the start-of-operation audit entry (\`operation.first\`) to the webhook. The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, with the configuration's follow-up defaults (first look after 10 s, then every 20 s). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer is RBAC then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry, a ClusterRoleBinding on the member for GKE and AKS); its object counts when the member lists it (polled every 200 ms) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
     );
     say('');
     say('| | p50 | p99 | target |');
@@ -595,6 +671,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     say(`| cloud ready → profile usable | ${pair(usable)} | p99 ≤ 30 s |`);
     say(
       `| cloud ready → the consumer engaged and its object in the member (${reached.length} of ${done.length}) | ${reached.length > 0 ? pair(reached) : '— | —'} | p99 ≤ 60 s |`,
+    );
+    say(
+      `| cloud ready → cpsync's grant announced (${granted.length} of ${done.length}) | ${granted.length > 0 ? pair(granted) : '— | —'} | |`,
     );
     say(`| cloud gone → Deleted event and profile gone | ${pair(gone)} | p99 ≤ 60 s |`);
     say('');

@@ -26,7 +26,8 @@ import { parse, stringify } from 'yaml';
 import { EKS_ACCOUNT, localGoogleFederation, type Emulators } from '../env/emulators.ts';
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
 import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
-import { HUB_CREDENTIALS } from '../support/aws.ts';
+import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import { holdTransition } from '../env/transitions.ts';
 import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
 import { consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
 import { estateOnHub } from '../support/estate.ts';
@@ -338,6 +339,23 @@ describe('consumer access grants: configured consumers reach every cluster of th
   };
 
   /** leaves grants it did not make, and turned off revokes exactly its own: the consumer is refused again */
+  /** A cluster the cloud is still creating is granted at the follow-up look that finds it ready. */
+  const followedUntilReady = async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'rollout' }]);
+    const held = holdTransition(emulators, 'eks', 'rollout', 'creating', 2500);
+    try {
+      const run = await sync({ projections: 'on', accessGrants: 'on' }, ['--follow']);
+      assert.match(run.stderr, /following 1 cluster\(s\) the clouds are still changing: eks\/\S+\/rollout/);
+      assert.match(run.stderr, /rollout: settled \(updated\) after \d+ s/);
+      assert.deepEqual(run.access, ['Consumer Access Granted deployer eks/rollout']);
+    } finally {
+      held.settle();
+    }
+    const rollout = (await profiles()).find((p) => p.spec.displayName === 'rollout')!;
+    assert.deepEqual([condition(rollout)?.status, condition(rollout)?.reason], ['True', 'Granted']);
+    assert.ok(entries.of('us-east-1', 'rollout').has(ROLE));
+  };
+
   const foreignKeptOwnRevoked = async () => {
     // Someone grants another consumer by hand: an access entry and a binding cpsync did not make.
     entries.put(
@@ -369,7 +387,9 @@ describe('consumer access grants: configured consumers reach every cluster of th
       },
     });
     const withViewer = await sync({ projections: 'on', accessGrants: 'on' });
-    assert.match(withViewer.stderr, /grants: 0 granted/);
+    // Where no one granted it (the cluster created since), cpsync does; where EKS refuses, nothing.
+    assert.match(withViewer.stderr, /grants: 1 granted, 0 revoked, 2 refused/);
+    assert.deepEqual(withViewer.access, ['Consumer Access Granted viewer eks/rollout']);
     for (const cloud of ['eks', 'gke'] as const) {
       const viewer = condition(await memberProfile(cloud), 'consumers.cpsync.io/viewer');
       assert.deepEqual([viewer?.status, viewer?.reason], ['True', 'GrantedElsewhere'], cloud);
@@ -382,11 +402,13 @@ describe('consumer access grants: configured consumers reach every cluster of th
     );
 
     const off = await sync({ projections: 'on', accessGrants: 'off' });
-    assert.match(off.stderr, /grants: 0 granted, 3 revoked/);
+    assert.match(off.stderr, /grants: 0 granted, 5 revoked/);
     assert.deepEqual(off.access, [
       'Consumer Access Revoked deployer aks/batch',
       'Consumer Access Revoked deployer eks/checkout',
+      'Consumer Access Revoked deployer eks/rollout',
       'Consumer Access Revoked deployer gke/edge',
+      'Consumer Access Revoked viewer eks/rollout',
     ]);
     for (const cloud of ['eks', 'gke', 'aks'] as const)
       assert.equal(await consumerCreates(cloud), 403, cloud);
@@ -405,10 +427,11 @@ describe('consumer access grants: configured consumers reach every cluster of th
   };
 
   // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
-  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; leaves foreign grants; turned off, revokes exactly its own", async () => {
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants a cluster still being created once a follow-up look finds it ready; leaves foreign grants; turned off, revokes exactly its own", async () => {
     await refusedBeforeAnyGrant();
     await grantedMarkedAndProven();
     await unchangedAndDryRun();
+    await followedUntilReady();
     await foreignKeptOwnRevoked();
   });
 });

@@ -56,7 +56,10 @@ export interface Member {
   stop(): Promise<void>;
 }
 
-async function verifyEks(token: string, v: MemberVerifiers['eks']): Promise<string> {
+async function verifyEks(
+  token: string,
+  v: MemberVerifiers['eks'],
+): Promise<{ arn: string; clusterId: string }> {
   let url: URL;
   try {
     url = new URL(Buffer.from(token.slice(EKS_TOKEN_PREFIX.length), 'base64url').toString('utf8'));
@@ -112,8 +115,11 @@ async function verifyEks(token: string, v: MemberVerifiers['eks']): Promise<stri
   const arn = /<Arn>([^<]+)<\/Arn>/.exec(body)?.[1];
   if (answer.status !== 200 || !arn)
     throw new Error(`STS refused: HTTP ${answer.status} ${body.slice(0, 300)}`);
-  return arn;
+  return { arn, clusterId };
 }
+
+/** The user's extra attribute naming the EKS cluster its token was signed for (one member may stand for several). */
+const EKS_CLUSTER_EXTRA = 'cpsync.test/eks-cluster-id';
 
 async function verifyGke(token: string, v: MemberVerifiers['gke']): Promise<string> {
   const answer = await fetch(`${v.tokeninfo}?access_token=${encodeURIComponent(token)}`);
@@ -122,8 +128,14 @@ async function verifyGke(token: string, v: MemberVerifiers['gke']): Promise<stri
   return info.email;
 }
 
-async function review(token: string, verifiers: MemberVerifiers): Promise<{ kind: string; user: string }> {
-  if (token.startsWith(EKS_TOKEN_PREFIX)) return { kind: 'eks', user: await verifyEks(token, verifiers.eks) };
+async function review(
+  token: string,
+  verifiers: MemberVerifiers,
+): Promise<{ kind: string; user: string; extra?: Record<string, string[]> }> {
+  if (token.startsWith(EKS_TOKEN_PREFIX)) {
+    const { arn, clusterId } = await verifyEks(token, verifiers.eks);
+    return { kind: 'eks', user: arn, extra: { [EKS_CLUSTER_EXTRA]: [clusterId] } };
+  }
   if (token.startsWith('ya29.')) return { kind: 'gke', user: await verifyGke(token, verifiers.gke) };
   if (token.split('.').length === 3)
     return { kind: 'aks', user: await verifiers.aks.verify(token, AKS_SERVER_APPLICATION) };
@@ -149,6 +161,13 @@ interface ResourceAttributes {
   resource?: string;
 }
 
+/** An authorizer after RBAC: whether `user` may do `attributes`. */
+type Authorize = (
+  user: string,
+  attributes: ResourceAttributes | undefined,
+  extra: Record<string, string[]> | undefined,
+) => boolean;
+
 /** The IAM principal an EKS user is (an assumed role's session is its role), as EKS's access entries key it. */
 function principalOf(user: string): string {
   const session = /^arn:(aws[a-z-]*):sts::(\d{12}):assumed-role\/([^/]+)\/.+$/.exec(user);
@@ -156,18 +175,16 @@ function principalOf(user: string): string {
 }
 
 /**
- * EKS's authorizer of access entries: a user whose principal has an entry on one of the clusters the member
- * stands for may do what the entry's access policies allow (after RBAC, which the member runs first).
+ * EKS's authorizer of access entries: a user whose principal has an entry on the cluster its token was signed
+ * for may do what the entry's access policies allow (after RBAC, which the member runs first).
  */
-function eksAccessAuthorizer(
-  entries: EksAccessEntries,
-  clusterIds: () => readonly string[],
-): (user: string, attributes: ResourceAttributes | undefined) => boolean {
-  return (user, attributes) => {
-    if (!attributes) return false;
+function eksAccessAuthorizer(entries: EksAccessEntries): Authorize {
+  return (user, attributes, extra) => {
+    const cluster = extra?.[EKS_CLUSTER_EXTRA]?.[0];
+    if (!attributes || !cluster) return false;
     const principal = principalOf(user);
     for (const [key, map] of entries.entries) {
-      if (!clusterIds().includes(key.split('/').slice(1).join('/'))) continue;
+      if (key.split('/').slice(1).join('/') !== cluster) continue;
       const entry = map.get(principal);
       if (entry?.policies.some((p) => eksPolicyAllows(p.policyArn, attributes))) return true;
     }
@@ -201,7 +218,7 @@ async function startMember(
   directory: string,
   verifiers: MemberVerifiers,
   log: (line: string) => void = () => {},
-  authorize?: (user: string, attributes: ResourceAttributes | undefined) => boolean,
+  authorize?: Authorize,
 ): Promise<Member> {
   const reviews: Member['reviews'] = [];
   const webhook = createServer(async (request, response) => {
@@ -209,11 +226,14 @@ async function startMember(
     const token = body.spec?.token ?? '';
     const answer = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview' };
     try {
-      const { kind, user } = await review(token, verifiers);
+      const { kind, user, extra } = await review(token, verifiers);
       reviews.push({ kind, authenticated: true, user, token });
       sendJson(response, 200, {
         ...answer,
-        status: { authenticated: true, user: { username: user, groups: [CONSUMER_GROUP] } },
+        status: {
+          authenticated: true,
+          user: { username: user, groups: [CONSUMER_GROUP], ...(extra ? { extra } : {}) },
+        },
       });
     } catch (error) {
       const reason = error instanceof Error ? error.message : String(error);
@@ -248,9 +268,9 @@ async function startMember(
   if (authorize) {
     const authorizer = createServer(async (request, response) => {
       const body = JSON.parse(await readBody(request)) as {
-        spec?: { user?: string; resourceAttributes?: ResourceAttributes };
+        spec?: { user?: string; resourceAttributes?: ResourceAttributes; extra?: Record<string, string[]> };
       };
-      const allowed = authorize(body.spec?.user ?? '', body.spec?.resourceAttributes);
+      const allowed = authorize(body.spec?.user ?? '', body.spec?.resourceAttributes, body.spec?.extra);
       sendJson(response, 200, {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SubjectAccessReview',
@@ -338,7 +358,6 @@ export function startEstateMember(
     secrets?: ReadonlyMap<string, string>;
   } = {},
 ): Promise<Member> {
-  const ids = () => (typeof eksClusterId === 'string' ? [eksClusterId] : eksClusterId());
   return startMember(
     join(emulators.directory, 'member'),
     {
@@ -352,7 +371,7 @@ export function startEstateMember(
       aks: { verify: (token, audience) => emulators.arm.verifyToken(token, audience) },
     },
     log,
-    options.accessEntries ? eksAccessAuthorizer(options.accessEntries, ids) : undefined,
+    options.accessEntries ? eksAccessAuthorizer(options.accessEntries) : undefined,
   );
 }
 

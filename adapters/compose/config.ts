@@ -191,6 +191,11 @@ const consumer = z.strictObject({
   namespaces: z.array(dnsLabel).min(1, 'must name at least one inventory namespace'),
   /** view, edit or admin: nothing else can be granted. */
   level: z.enum(['view', 'edit', 'admin'], { message: 'must be view, edit or admin' }),
+  /**
+   * The member namespaces it is granted in (EKS: a namespace-scoped access policy; GKE, AKS: a RoleBinding in
+   * each); unset, the whole cluster.
+   */
+  memberNamespaces: z.array(dnsLabel).min(1).max(50).optional(),
   /** Its identity on each cloud; a cloud it has none for is not granted (its condition says so). */
   identities: z
     .strictObject({
@@ -575,6 +580,7 @@ export function inventoryOptionsOf(config: CpsyncConfig): InventoryOptions {
       name: c.name,
       namespaces: [...new Set(c.namespaces)],
       level: c.level,
+      ...(c.memberNamespaces ? { memberNamespaces: [...new Set(c.memberNamespaces)] } : {}),
       identities: {
         ...(c.identities.eks ? { eks: c.identities.eks.roleArn } : {}),
         ...(c.identities.gke ? { gke: c.identities.gke.principal } : {}),

@@ -101,14 +101,16 @@ export class EksAccessEntries implements ProviderGrants {
           })
         ).associatedAccessPolicies ?? [];
       if (mine) {
-        if (!associated.some((a) => a.policyArn === policyArn && a.accessScope?.type === 'cluster'))
+        // The cluster, or the consumer's member namespaces (associated again when they change).
+        const namespaces = consumer.memberNamespaces ? [...consumer.memberNamespaces].sort() : undefined;
+        const scope = namespaces ? { type: 'namespace' as const, namespaces } : { type: 'cluster' as const };
+        const same = (a: (typeof associated)[number]) =>
+          a.policyArn === policyArn &&
+          a.accessScope?.type === scope.type &&
+          JSON.stringify([...(a.accessScope?.namespaces ?? [])].sort()) === JSON.stringify(namespaces ?? []);
+        if (!associated.some(same))
           await client.send(
-            new AssociateAccessPolicyCommand({
-              clusterName,
-              principalArn,
-              policyArn,
-              accessScope: { type: 'cluster' },
-            }),
+            new AssociateAccessPolicyCommand({ clusterName, principalArn, policyArn, accessScope: scope }),
             { abortSignal: signal },
           );
         // Another level's policy on cpsync's own entry (the level changed): taken off.
@@ -125,7 +127,7 @@ export class EksAccessEntries implements ProviderGrants {
           held: principalArn,
           status: 'True',
           reason: GrantReason.Granted,
-          message: `access entry for ${principalArn} with ${policyArn.split('/').pop()} (cluster scope)`,
+          message: `access entry for ${principalArn} with ${policyArn.split('/').pop()} (${consumer.memberNamespaces ? `namespaces ${consumer.memberNamespaces.join(', ')}` : 'cluster scope'})`,
         };
       }
       const through = associated.some((a) => a.policyArn === policyArn);

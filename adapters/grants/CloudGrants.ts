@@ -10,12 +10,7 @@
  * What cpsync did not make (an entry without its tags, a binding without its labels) is never changed or
  * deleted: it is reported, and the proof of reach says whether the consumer gets in through it.
  */
-import {
-  ApiException,
-  AuthorizationV1Api,
-  RbacAuthorizationV1Api,
-  type V1ClusterRoleBinding,
-} from '@kubernetes/client-node';
+import { ApiException, AuthorizationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import {
   GrantReason,
   KUBERNETES_CLUSTER_ROLES,
@@ -29,7 +24,8 @@ import { withDeadline } from '../../core/sync/deadline.ts';
 import type { AccessGrants } from '../../core/sync/ports.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from '../member/connection.ts';
 
-import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY, grantMessage, isCpsyncGrant } from './marks.ts';
+import { grantMessage } from './marks.ts';
+import { MemberBindings } from './memberBindings.ts';
 
 /** One cloud's own way of granting (EKS: access entries), given by its provider. */
 export interface ProviderGrants {
@@ -55,9 +51,6 @@ export interface CloudGrantsOptions extends MemberAccess {
   timeoutMillis: number;
 }
 
-/** The binding cpsync makes for a consumer on a member (GKE, AKS). */
-const bindingName = (consumer: string) => `cpsync:consumer:${consumer}`;
-
 const message = grantMessage;
 
 export class CloudGrants implements AccessGrants {
@@ -65,10 +58,6 @@ export class CloudGrants implements AccessGrants {
 
   constructor(options: CloudGrantsOptions) {
     this.#options = options;
-  }
-
-  #mine(marks: Record<string, string> | undefined, consumer: string): boolean {
-    return isCpsyncGrant(marks, this.#options.manager, consumer);
   }
 
   #eks(): ProviderGrants {
@@ -129,45 +118,47 @@ export class CloudGrants implements AccessGrants {
     signal: AbortSignal,
   ): Promise<GrantResult> {
     const { config, options } = await this.#member(plan, signal);
-    const rbac = config.makeApiClient(RbacAuthorizationV1Api);
-    const name = bindingName(consumer.name);
-    const wanted: V1ClusterRoleBinding = {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'ClusterRoleBinding',
-      metadata: {
-        name,
-        labels: { [GRANT_MANAGER_KEY]: this.#options.manager, [GRANT_CONSUMER_KEY]: consumer.name },
-      },
-      roleRef: {
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
-        name: KUBERNETES_CLUSTER_ROLES[consumer.level],
-      },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: identity }],
-    };
-    let mine: boolean;
+    const bindings = new MemberBindings(
+      config.makeApiClient(RbacAuthorizationV1Api),
+      options,
+      this.#options.manager,
+      consumer.name,
+    );
+    const role = KUBERNETES_CLUSTER_ROLES[consumer.level];
+    const scoped = consumer.memberNamespaces;
+    const places: Array<{ namespace?: string }> = scoped ? scoped.map((namespace) => ({ namespace })) : [{}];
+    const shown = scoped
+      ? `RoleBindings ${bindings.name} in ${scoped.join(', ')}`
+      : `ClusterRoleBinding ${bindings.name}`;
+    let mine = true;
     try {
-      // Made, or the identity added to cpsync's own binding of the consumer; again on a conflict (another
-      // writer, another cluster's grant on the same member).
-      for (let attempt = 1; ; attempt++) {
+      for (const place of places)
         try {
-          mine = await this.#bind(rbac, options, wanted, consumer.name, identity);
-          break;
+          mine = (await bindings.bind(place, role, identity)) && mine;
         } catch (error) {
-          if (!(error instanceof ApiException && error.code === 409 && attempt < 4)) throw error;
+          if (error instanceof ApiException && error.code === 404 && place.namespace)
+            return {
+              status: 'False',
+              reason: GrantReason.NamespaceMissing,
+              message: `the member has no namespace ${place.namespace} to grant ${consumer.name} in`,
+            };
+          throw error;
         }
-      }
+      // The identity out of cpsync's bindings of the consumer elsewhere (its namespaces changed).
+      const kept = new Set(places.map((p) => p.namespace ?? ''));
+      for (const place of await bindings.places())
+        if (!kept.has(place.namespace ?? '')) await bindings.unbind(place, identity);
     } catch (error) {
       if (error instanceof ApiException && (error.code === 401 || error.code === 403))
         return {
           status: 'False',
           reason: GrantReason.Refused,
-          message: `the member refused cpsync's binding (${error.code}): cpsync's identity may not bind ${wanted.roleRef.name}`,
+          message: `the member refused cpsync's binding (${error.code}): cpsync's identity may not bind ${role} (adapters/member/manifests/access-grants-rbac.yaml)`,
         };
       throw error;
     }
     // The member's own authorizer: may the identity do what the level allows?
-    const proof = LEVEL_PROOF[consumer.level];
+    const proof = { ...LEVEL_PROOF[consumer.level], ...(scoped ? { namespace: scoped[0]! } : {}) };
     const review = await config.makeApiClient(AuthorizationV1Api).createSubjectAccessReview(
       {
         body: {
@@ -193,8 +184,8 @@ export class CloudGrants implements AccessGrants {
         status: 'True',
         reason: mine ? GrantReason.Granted : GrantReason.GrantedElsewhere,
         message: mine
-          ? `the member allows ${identity} to ${what} (ClusterRoleBinding ${name} to ${wanted.roleRef.name})`
-          : `the member allows ${identity} to ${what} through a binding cpsync did not make (${name} is not cpsync's; left as it is)`,
+          ? `the member allows ${identity} to ${what} (${shown} to ${role})`
+          : `the member allows ${identity} to ${what} through a binding cpsync did not make (${bindings.name} is not cpsync's; left as it is)`,
       };
     return {
       ...(mine ? { held: identity } : {}),
@@ -204,58 +195,23 @@ export class CloudGrants implements AccessGrants {
     };
   }
 
-  /** Makes the binding true; false when a binding of that name is not cpsync's (it is left as it is). */
-  async #bind(
-    rbac: RbacAuthorizationV1Api,
-    options: Parameters<RbacAuthorizationV1Api['readClusterRoleBinding']>[1],
-    wanted: V1ClusterRoleBinding,
-    consumer: string,
-    identity: string,
-  ): Promise<boolean> {
-    const name = wanted.metadata!.name!;
-    let existing: V1ClusterRoleBinding | undefined;
-    try {
-      existing = await rbac.readClusterRoleBinding({ name }, options);
-    } catch (error) {
-      if (!(error instanceof ApiException && error.code === 404)) throw error;
-    }
-    if (!existing) {
-      await rbac.createClusterRoleBinding({ body: wanted }, options);
-      return true;
-    }
-    if (!this.#mine(existing.metadata?.labels, consumer)) return false;
-    if (existing.roleRef.name !== wanted.roleRef.name) {
-      // A binding's role cannot change: cpsync's own is made again for the new level.
-      await rbac.deleteClusterRoleBinding({ name }, options);
-      await rbac.createClusterRoleBinding({ body: wanted }, options);
-      return true;
-    }
-    const subjects = existing.subjects ?? [];
-    if (!subjects.some((s) => s.kind === 'User' && s.name === identity))
-      await rbac.replaceClusterRoleBinding(
-        { name, body: { ...existing, subjects: [...subjects, ...(wanted.subjects ?? [])] } },
-        options,
-      );
-    return true;
-  }
-
   async #revokeBinding(
     plan: ClusterGrantPlan,
     grant: HeldGrant,
     signal: AbortSignal,
   ): Promise<{ revoked: boolean; message: string }> {
     const { config, options } = await this.#member(plan, signal);
-    const rbac = config.makeApiClient(RbacAuthorizationV1Api);
-    const name = bindingName(grant.consumer);
+    const bindings = new MemberBindings(
+      config.makeApiClient(RbacAuthorizationV1Api),
+      options,
+      this.#options.manager,
+      grant.consumer,
+    );
     try {
-      const existing = await rbac.readClusterRoleBinding({ name }, options);
-      if (!this.#mine(existing.metadata?.labels, grant.consumer))
-        return { revoked: true, message: `${name} is not cpsync's; left as it is` };
-      await rbac.deleteClusterRoleBinding({ name }, options);
-      return { revoked: true, message: `${name} deleted` };
+      const done: string[] = [];
+      for (const place of await bindings.places()) done.push(await bindings.unbind(place, grant.identity));
+      return { revoked: true, message: done.length > 0 ? done.join('; ') : 'already gone' };
     } catch (error) {
-      if (error instanceof ApiException && error.code === 404)
-        return { revoked: true, message: 'already gone' };
       return { revoked: false, message: message(error) };
     }
   }

@@ -60,6 +60,8 @@ export interface Consumer {
   level: AccessLevel;
   /** Its identity on each cloud (EKS: an IAM role ARN; GKE: a Google principal; AKS: an Entra object id). */
   identities: Partial<Record<Provider, string>>;
+  /** The member namespaces it is granted in; unset, the whole cluster. */
+  memberNamespaces?: readonly string[];
 }
 
 /** One grant cpsync holds: the consumer's name and the identity it was granted to. */
@@ -84,6 +86,8 @@ export const GrantReason = {
   ClusterNotReady: 'ClusterNotReady',
   /** The consumer has no identity for this cluster's cloud. */
   NoIdentity: 'NoIdentity',
+  /** A member namespace the consumer is to be granted in does not exist on the member. */
+  NamespaceMissing: 'NamespaceMissing',
 } as const;
 
 /** What the port reports for one consumer on one cluster. */

@@ -207,7 +207,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
   }
 
   /** The consumer creates a ConfigMap in the member: the HTTP status the member answers. */
-  async function consumerCreates(cloud: keyof typeof AT_MEMBER): Promise<number> {
+  async function consumerCreates(cloud: keyof typeof AT_MEMBER, namespace = 'default'): Promise<number> {
     const profile = await memberProfile(cloud);
     const cluster = profile.status.accessProviders[0].cluster;
     const kubeConfig = new KubeConfig();
@@ -219,7 +219,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     });
     try {
       await kubeConfig.makeApiClient(CoreV1Api).createNamespacedConfigMap({
-        namespace: 'default',
+        namespace,
         body: { metadata: { generateName: `deployer-${cloud}-` }, data: { from: 'consumer' } },
       });
       return 201;
@@ -356,6 +356,42 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.ok(entries.of('us-east-1', 'rollout').has(ROLE));
   };
 
+  /** Narrowed to member namespaces: EKS's policy scoped to them, RoleBindings there instead of the cluster's. */
+  const narrowedToNamespaces = async () => {
+    const memberConfig = new KubeConfig();
+    memberConfig.loadFromFile(member.kubeconfig);
+    await memberConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'apps' } } });
+    document.consumers[0].memberNamespaces = ['apps', 'absent'];
+    await sync({ projections: 'on', accessGrants: 'on' });
+    for (const cloud of ['gke', 'aks'] as const)
+      assert.deepEqual(
+        [condition(await memberProfile(cloud))?.status, condition(await memberProfile(cloud))?.reason],
+        ['False', 'NamespaceMissing'],
+        cloud,
+      );
+    document.consumers[0].memberNamespaces = ['apps'];
+    const narrowed = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.match(narrowed.stderr, /grants: 0 granted, 0 revoked/);
+    for (const cloud of ['eks', 'gke', 'aks'] as const) {
+      assert.equal(condition(await memberProfile(cloud))?.status, 'True', cloud);
+      assert.equal(await consumerCreates(cloud, 'apps'), 201, cloud);
+      assert.equal(await consumerCreates(cloud, 'default'), 403, cloud);
+    }
+    assert.deepEqual(
+      entries
+        .of('us-east-1', AT_MEMBER.eks)
+        .get(ROLE)!
+        .policies.map((p) => p.accessScope),
+      [{ type: 'namespace', namespaces: ['apps'] }],
+    );
+    assert.equal(await bindingOf('cpsync:consumer:deployer'), undefined, 'no cluster-wide binding left');
+    const scoped = await memberRbac.readNamespacedRoleBinding({
+      name: 'cpsync:consumer:deployer',
+      namespace: 'apps',
+    });
+    assert.deepEqual(scoped.subjects?.map((s) => s.name).sort(), [ENTRA, GOOGLE].sort());
+  };
+
   const foreignKeptOwnRevoked = async () => {
     // Someone grants another consumer by hand: an access entry and a binding cpsync did not make.
     entries.put(
@@ -410,6 +446,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
       'Consumer Access Revoked deployer gke/edge',
       'Consumer Access Revoked viewer eks/rollout',
     ]);
+    assert.equal(
+      await memberRbac
+        .readNamespacedRoleBinding({ name: 'cpsync:consumer:deployer', namespace: 'apps' })
+        .catch(() => undefined),
+      undefined,
+    );
     for (const cloud of ['eks', 'gke', 'aks'] as const)
       assert.equal(await consumerCreates(cloud), 403, cloud);
     assert.equal(entries.of('us-east-1', AT_MEMBER.eks).has(ROLE), false);
@@ -427,11 +469,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
   };
 
   // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
-  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants a cluster still being created once a follow-up look finds it ready; leaves foreign grants; turned off, revokes exactly its own", async () => {
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; leaves foreign grants; turned off, revokes exactly its own", async () => {
     await refusedBeforeAnyGrant();
     await grantedMarkedAndProven();
     await unchangedAndDryRun();
     await followedUntilReady();
+    await narrowedToNamespaces();
     await foreignKeptOwnRevoked();
   });
 });

@@ -186,7 +186,11 @@ function eksAccessAuthorizer(entries: EksAccessEntries): Authorize {
     for (const [key, map] of entries.entries) {
       if (key.split('/').slice(1).join('/') !== cluster) continue;
       const entry = map.get(principal);
-      if (entry?.policies.some((p) => eksPolicyAllows(p.policyArn, attributes))) return true;
+      // A namespace-scoped policy holds in its namespaces only.
+      const inScope = (scope: { type: string; namespaces?: string[] }) =>
+        scope.type === 'cluster' || (scope.namespaces ?? []).includes(attributes.namespace ?? '');
+      if (entry?.policies.some((p) => inScope(p.accessScope) && eksPolicyAllows(p.policyArn, attributes)))
+        return true;
     }
     return false;
   };

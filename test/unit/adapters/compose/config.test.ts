@@ -311,6 +311,16 @@ describe('configuration', () => {
     assert.deepEqual(refused({ namespaces: ['elsewhere'] }), [
       "consumers[0].namespaces[0]: elsewhere is not the inventory namespace nor any namespace or projection rule's namespace (cpsync writes no profile there)",
     ]);
+    assert.deepEqual(
+      inventoryOptionsOf(
+        parseConfig({ inventory, consumers: [{ ...consumer, memberNamespaces: ['apps', 'apps'] }] }),
+      ).consumers?.[0]?.memberNamespaces,
+      ['apps'],
+    );
+    assert.match(
+      refused({ memberNamespaces: ['Apps'] })[0]!,
+      /^consumers\[0\]\.memberNamespaces\[0\]: must be a DNS-1123 label/,
+    );
     assert.deepEqual(issues({ inventory, consumers: [consumer, consumer] }), [
       'consumers[1].name: argocd is named twice',
     ]);

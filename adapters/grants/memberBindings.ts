@@ -20,7 +20,7 @@ type Place = { namespace?: string };
 type Binding = V1ClusterRoleBinding | V1RoleBinding;
 
 /** The name of a consumer's bindings. */
-export const bindingName = (consumer: string) => `cpsync:consumer:${consumer}`;
+const bindingName = (consumer: string) => `cpsync:consumer:${consumer}`;
 
 const isUser = (identity: string) => (s: V1Subject) => s.kind === 'User' && s.name === identity;
 const notFound = (error: unknown) => error instanceof ApiException && error.code === 404;

@@ -167,8 +167,12 @@ async function accessGrants(
     tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
     manager: config.manager,
-    // One member's access, as the member probe's.
+    // One member's access, and how often settled grants are looked at again: as the member probe's.
     timeoutMillis: config.memberProbe.timeoutSeconds * 1000,
+    pacing: {
+      everyMillis: config.memberProbe.everyMinutes * 60_000,
+      slotMillis: config.memberProbe.slotMinutes * 60_000,
+    },
     ...(eks
       ? {
           eks: {

@@ -22,6 +22,7 @@ import {
 } from '../../core/domain/grants.ts';
 import { withDeadline } from '../../core/sync/deadline.ts';
 import type { AccessGrants } from '../../core/sync/ports.ts';
+import type { MemberPacing } from '../../core/domain/member.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from '../member/connection.ts';
 
 import { grantMessage } from './marks.ts';
@@ -49,15 +50,19 @@ export interface CloudGrantsOptions extends MemberAccess {
   eks?: ProviderGrants;
   /** One cluster's grant or revocation, every request included. */
   timeoutMillis: number;
+  /** How often a cluster whose grants all held is looked at again (the member probe's slots). */
+  pacing?: MemberPacing;
 }
 
 const message = grantMessage;
 
 export class CloudGrants implements AccessGrants {
   readonly #options: CloudGrantsOptions;
+  readonly pacing?: MemberPacing;
 
   constructor(options: CloudGrantsOptions) {
     this.#options = options;
+    if (options.pacing) this.pacing = options.pacing;
   }
 
   #eks(): ProviderGrants {

@@ -64,10 +64,20 @@ export interface Consumer {
   memberNamespaces?: readonly string[];
 }
 
-/** One grant cpsync holds: the consumer's name and the identity it was granted to. */
+/** One grant cpsync holds: the consumer's name, the identity it was granted to, and on what terms. */
 export interface HeldGrant {
   consumer: string;
   identity: string;
+  /** The level and member namespaces it was made with (a record without them: unknown). */
+  level?: AccessLevel;
+  memberNamespaces?: readonly string[];
+}
+
+/** Whether a held grant is on the terms `consumer` is configured with now. */
+export function sameTerms(grant: HeldGrant, consumer: Consumer): boolean {
+  const wanted = consumer.memberNamespaces ? [...consumer.memberNamespaces].sort() : undefined;
+  const held = grant.memberNamespaces ? [...grant.memberNamespaces].sort() : undefined;
+  return grant.level === consumer.level && JSON.stringify(held) === JSON.stringify(wanted);
 }
 
 /** The consumers' conditions' reasons. */
@@ -106,10 +116,31 @@ export function heldGrants(profile: ClusterProfile | undefined): HeldGrant[] {
   try {
     const record = JSON.parse(text) as unknown;
     if (typeof record !== 'object' || record === null || Array.isArray(record)) return [];
-    return Object.entries(record)
-      .filter((entry): entry is [string, string] => typeof entry[1] === 'string' && entry[1] !== '')
-      .map(([consumer, identity]) => ({ consumer, identity }))
-      .sort((a, b) => a.consumer.localeCompare(b.consumer));
+    const grants: HeldGrant[] = [];
+    for (const [consumer, value] of Object.entries(record)) {
+      // { identity, level, memberNamespaces? }; a bare identity is a grant on unknown terms.
+      const entry = (typeof value === 'string' ? { identity: value } : value) as Record<string, unknown>;
+      if (
+        typeof entry !== 'object' ||
+        entry === null ||
+        typeof entry.identity !== 'string' ||
+        !entry.identity
+      )
+        continue;
+      const level = (ACCESS_LEVELS as readonly unknown[]).includes(entry.level)
+        ? (entry.level as AccessLevel)
+        : undefined;
+      const namespaces = Array.isArray(entry.memberNamespaces)
+        ? entry.memberNamespaces.filter((n): n is string => typeof n === 'string')
+        : undefined;
+      grants.push({
+        consumer,
+        identity: entry.identity,
+        ...(level ? { level } : {}),
+        ...(namespaces ? { memberNamespaces: namespaces } : {}),
+      });
+    }
+    return grants.sort((a, b) => a.consumer.localeCompare(b.consumer));
   } catch {
     return [];
   }
@@ -166,12 +197,12 @@ export function planGrants(
     if (list) list.push(profile);
     else byCluster.set(id, [profile]);
   }
-  const heldBy = new Map<string, Map<string, string>>();
+  const heldBy = new Map<string, Map<string, HeldGrant>>();
   for (const profile of current) {
     const id = providerIdOf(profile);
     if (id === undefined) continue;
-    const held = heldBy.get(id) ?? new Map<string, string>();
-    for (const grant of heldGrants(profile)) held.set(grant.consumer, grant.identity);
+    const held = heldBy.get(id) ?? new Map<string, HeldGrant>();
+    for (const grant of heldGrants(profile)) held.set(grant.consumer, grant);
     heldBy.set(id, held);
   }
   const plans: ClusterGrantPlan[] = [];
@@ -180,9 +211,9 @@ export function planGrants(
     const provider = first.metadata.labels?.[LABEL_PROVIDER] as Provider;
     const namespaces = new Set(profiles.map((p) => p.metadata.namespace));
     const wanted = consumers.filter((c) => c.namespaces.some((ns) => namespaces.has(ns)));
-    const held = [...(heldBy.get(providerId) ?? new Map<string, string>())]
-      .map(([consumer, identity]) => ({ consumer, identity }))
-      .sort((a, b) => a.consumer.localeCompare(b.consumer));
+    const held = [...(heldBy.get(providerId) ?? new Map<string, HeldGrant>()).values()].sort((a, b) =>
+      a.consumer.localeCompare(b.consumer),
+    );
     const revoke = held.filter(
       (grant) => wanted.find((c) => c.name === grant.consumer)?.identities[provider] !== grant.identity,
     );
@@ -212,17 +243,40 @@ export function applyGrantOutcome(
   previous: ClusterProfile | undefined,
   now: string,
 ): ClusterProfile {
-  const held = new Map(plan.held.map((g) => [g.consumer, g.identity]));
+  const held = new Map(plan.held.map((g) => [g.consumer, g]));
   if (outcome) {
     // A revoked grant is no longer held; a grant that could not be made or checked keeps its record (a later
-    // revocation finds out whether anything of cpsync's is there).
+    // revocation finds out whether anything of cpsync's is there). A grant made or kept is recorded on the
+    // terms it now has.
     for (const grant of outcome.revoked) held.delete(grant.consumer);
-    for (const [consumer, result] of outcome.results) if (result.held) held.set(consumer, result.held);
+    for (const [name, result] of outcome.results) {
+      const consumer = plan.wanted.find((c) => c.name === name);
+      if (result.held && consumer)
+        held.set(name, {
+          consumer: name,
+          identity: result.held,
+          level: consumer.level,
+          ...(consumer.memberNamespaces ? { memberNamespaces: [...consumer.memberNamespaces].sort() } : {}),
+        });
+    }
   }
   const annotations = { ...profile.metadata.annotations };
   if (held.size > 0)
     annotations[ANNOTATION_ACCESS_GRANTS] = JSON.stringify(
-      Object.fromEntries([...held].sort(([a], [b]) => a.localeCompare(b))),
+      Object.fromEntries(
+        [...held.values()]
+          .sort((a, b) => a.consumer.localeCompare(b.consumer))
+          .map((g) => [
+            g.consumer,
+            g.level
+              ? {
+                  identity: g.identity,
+                  level: g.level,
+                  ...(g.memberNamespaces ? { memberNamespaces: g.memberNamespaces } : {}),
+                }
+              : g.identity,
+          ]),
+      ),
     );
   else delete annotations[ANNOTATION_ACCESS_GRANTS];
 

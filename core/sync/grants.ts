@@ -8,7 +8,9 @@ import pLimit from 'p-limit';
 import {
   applyGrantOutcome,
   carriesGrants,
+  consumerCondition,
   grantBlocked,
+  sameTerms,
   planGrants,
   GrantReason,
   type AccessLevel,
@@ -17,7 +19,7 @@ import {
   type GrantResult,
   type HeldGrant,
 } from '../domain/grants.ts';
-import { providerIdOf } from '../domain/member.ts';
+import { memberDue, providerIdOf } from '../domain/member.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { InventoryOptions } from '../domain/options.ts';
 import type { AccessGrants } from './ports.ts';
@@ -66,6 +68,36 @@ async function handle(
   for (const consumer of plan.wanted)
     results.set(consumer.name, grantBlocked(plan, consumer) ?? (await grants.ensure(plan, consumer, signal)));
   return { results, revoked };
+}
+
+/**
+ * Whether nothing is to be done for a cluster's grants but to look again: nothing to revoke, every wanted
+ * consumer with an identity held as it is configured (or let in by a grant cpsync did not make), and each
+ * consumer's condition True on the cluster's profiles in its namespaces as the hub holds them.
+ */
+function settled(
+  plan: ClusterGrantPlan,
+  desired: readonly ClusterProfile[],
+  previous: ReadonlyMap<string, ClusterProfile>,
+): boolean {
+  if (plan.revoke.length > 0) return false;
+  const profiles = desired.filter((p) => providerIdOf(p) === plan.providerId);
+  // A grant held on other terms (a level or member namespaces changed) is to be made again now.
+  const changed = plan.wanted.some((consumer) => {
+    const held = plan.held.find((g) => g.consumer === consumer.name);
+    return held !== undefined && !sameTerms(held, consumer);
+  });
+  if (changed) return false;
+  return plan.wanted.every((consumer) =>
+    profiles
+      .filter((p) => consumer.namespaces.includes(p.metadata.namespace))
+      .every(
+        (p) =>
+          previous
+            .get(profileKey(p.metadata))
+            ?.status?.conditions?.find((c) => c.type === consumerCondition(consumer.name))?.status === 'True',
+      ),
+  );
 }
 
 /**
@@ -118,13 +150,23 @@ export async function withGrants(
   } else {
     const grants = input.grants;
     const limit = pLimit(CLUSTERS_AT_ONCE);
+    const previousOf = new Map(current.map((p) => [profileKey(p.metadata), p]));
+    // A cluster whose grants all held at the last look is looked at again in its slot (as the member probe
+    // paces its reads); one with anything to do, or not yet usable by a consumer, at every sync.
+    const due = (plan: ClusterGrantPlan) =>
+      !grants.pacing ||
+      !settled(plan, desired, previousOf) ||
+      memberDue(plan.providerId, Date.parse(input.now), grants.pacing);
     await Promise.all(
-      plans.map((plan) =>
-        limit(async () => outcomes.set(plan.providerId, await handle(plan, grants, input.signal))),
-      ),
+      plans
+        .filter(due)
+        .map((plan) =>
+          limit(async () => outcomes.set(plan.providerId, await handle(plan, grants, input.signal))),
+        ),
     );
     for (const plan of plans) {
-      const outcome = outcomes.get(plan.providerId)!;
+      const outcome = outcomes.get(plan.providerId);
+      if (!outcome) continue;
       for (const grant of outcome.revoked) {
         figures.revoked++;
         figures.actions.push({

@@ -57,6 +57,8 @@ export interface MemberProbe {
  * changes what it did not make.
  */
 export interface AccessGrants {
+  /** How often a cluster whose grants all held is looked at again (unset: at every sync). */
+  pacing?: MemberPacing;
   /**
    * Makes `consumer`'s grant true on the cluster (or finds a grant cpsync did not make, left as it is),
    * then asks whether the consumer may do what its level allows. Never rejects: a grant that cannot be

@@ -293,7 +293,9 @@ describe('consumer access grants: configured consumers reach every cluster of th
 
     // The record: the identity granted, the same on every profile of the cluster.
     const eks = await memberProfile('eks');
-    assert.deepEqual(JSON.parse(eks.metadata.annotations['cpsync.io/access-grants']), { deployer: ROLE });
+    assert.deepEqual(JSON.parse(eks.metadata.annotations['cpsync.io/access-grants']), {
+      deployer: { identity: ROLE, level: 'edit' },
+    });
     const own = (
       (await objects.listNamespacedCustomObject({ ...GROUP, namespace })) as { items: Doc[] }
     ).items.find(
@@ -433,7 +435,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.deepEqual(
       JSON.parse((await memberProfile('eks')).metadata.annotations['cpsync.io/access-grants']),
       {
-        deployer: ROLE,
+        deployer: { identity: ROLE, level: 'edit', memberNamespaces: ['apps'] },
       },
     );
 

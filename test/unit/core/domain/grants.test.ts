@@ -112,7 +112,9 @@ describe('access grants: who is granted what, and what is recorded', () => {
     ]);
     const written = eks.map((p) => applyGrantOutcome(p, plan!, { results, revoked: [] }, undefined, LATER));
     for (const profile of written) {
-      assert.deepEqual(JSON.parse(profile.metadata.annotations![GRANTS]!), { argocd: ids.eks });
+      assert.deepEqual(JSON.parse(profile.metadata.annotations![GRANTS]!), {
+        argocd: { identity: ids.eks, level: 'edit' },
+      });
       assert.deepEqual(crdViolations(profile), []);
       const types = (profile.status?.conditions ?? [])
         .map((c) => c.type)
@@ -160,7 +162,7 @@ describe('access grants: who is granted what, and what is recorded', () => {
       current[0],
       LATER,
     );
-    assert.deepEqual(heldGrants(revoked), [{ consumer: 'argocd', identity: ids.eks }]);
+    assert.deepEqual(heldGrants(revoked), [{ consumer: 'argocd', identity: ids.eks, level: 'edit' }]);
     // A dry run (no outcome): what the hub holds stays.
     const dry = applyGrantOutcome(eks[0]!, plan!, undefined, current[0], LATER);
     assert.equal(dry.metadata.annotations![GRANTS], current[0]!.metadata.annotations![GRANTS]);

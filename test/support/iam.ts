@@ -28,6 +28,8 @@ export interface IamRequest {
   resource: string;
   /** The account that owns the resource. */
   account: string;
+  /** Condition keys of the request (request tags, the resource's tags, service keys). */
+  context?: Record<string, string | string[]>;
 }
 
 /** The identity policies of the role `roleId`: its inline policies from the template (resolved). */
@@ -77,7 +79,13 @@ const query = (body: string) => new URLSearchParams(body);
  * The requests IAM authorizes for one call `principal` made with credentials of `account`. Calls that
  * need no permission (STS GetCallerIdentity) give none.
  */
-export function iamRequestsOf(call: AwsCall, principal: string, account: string): IamRequest[] {
+export function iamRequestsOf(
+  call: AwsCall,
+  principal: string,
+  account: string,
+  /** EKS access entries: the tags of the entry a call is about (IAM's `aws:ResourceTag/*`). */
+  accessEntryTags: (cluster: string, principalArn: string) => Record<string, string> = () => ({}),
+): IamRequest[] {
   const region = call.region || REGION;
   const operation = call.operation.includes('.') ? call.operation.split('.').pop()! : call.operation;
   const request = (action: string, resource: string, owner = account): IamRequest => ({
@@ -135,6 +143,8 @@ export function iamRequestsOf(call: AwsCall, principal: string, account: string)
         .filter(Boolean)
         .map(decodeURIComponent);
       const cluster = `arn:aws:eks:${region}:${account}:cluster/${path[1]}`;
+      if (path[2] === 'access-entries')
+        return accessEntryRequests(call, path, region, account, principal, accessEntryTags);
       if (call.method !== 'GET')
         throw new Error(`an EKS call the functions never make: ${call.method} ${call.path}`);
       if (path.length === 1) return [request('eks:ListClusters', '*')];
@@ -154,12 +164,70 @@ export function iamRequestsOf(call: AwsCall, principal: string, account: string)
   }
 }
 
+/**
+ * The access-entry calls (the accessGrants feature) as IAM authorizes them, with the condition keys they
+ * carry: CreateAccessEntry on the cluster with its request tags and `eks:principalArn` (and TagResource for
+ * the tags), the other calls on the entry with its tags as `aws:ResourceTag/*` and, for the policy calls,
+ * `eks:policyArn`.
+ */
+function accessEntryRequests(
+  call: AwsCall,
+  path: string[],
+  region: string,
+  account: string,
+  principal: string,
+  tagsOf: (cluster: string, principalArn: string) => Record<string, string>,
+): IamRequest[] {
+  const clusterName = path[1]!;
+  const cluster = `arn:aws:eks:${region}:${account}:cluster/${clusterName}`;
+  const request = (action: string, resource: string, context: Record<string, string | string[]>) => ({
+    principal,
+    action,
+    resource,
+    account,
+    context,
+  });
+  if (path.length === 3 && call.method === 'POST') {
+    const body = json(call.body) as { principalArn?: string; tags?: Record<string, string> };
+    const tags = body.tags ?? {};
+    const context = {
+      'eks:principalArn': body.principalArn ?? '',
+      ...Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:RequestTag/${k}`, v])),
+      'aws:TagKeys': Object.keys(tags),
+    };
+    return [
+      request('eks:CreateAccessEntry', cluster, context),
+      ...(Object.keys(tags).length > 0 ? [request('eks:TagResource', cluster, context)] : []),
+    ];
+  }
+  const principalArn = path[3]!;
+  const identity = /^arn:aws[a-z-]*:iam::(\d{12}):(role|user)\/(?:.*\/)?([^/]+)$/.exec(principalArn);
+  const entry = `arn:aws:eks:${region}:${account}:access-entry/${clusterName}/${identity?.[2] ?? 'role'}/${identity?.[1] ?? account}/${identity?.[3] ?? 'unknown'}/00000000-0000-0000-0000-000000000000`;
+  const tags = Object.fromEntries(
+    Object.entries(tagsOf(clusterName, principalArn)).map(([k, v]) => [`aws:ResourceTag/${k}`, v]),
+  );
+  if (path.length === 4 && call.method === 'GET') return [request('eks:DescribeAccessEntry', entry, tags)];
+  if (path.length === 4 && call.method === 'DELETE') return [request('eks:DeleteAccessEntry', entry, tags)];
+  if (path[4] === 'access-policies' && path.length === 5 && call.method === 'GET')
+    return [request('eks:ListAssociatedAccessPolicies', entry, tags)];
+  if (path[4] === 'access-policies' && path.length === 5 && call.method === 'POST')
+    return [
+      request('eks:AssociateAccessPolicy', entry, {
+        ...tags,
+        'eks:policyArn': (json(call.body) as { policyArn?: string }).policyArn ?? '',
+      }),
+    ];
+  if (path[4] === 'access-policies' && path.length === 6 && call.method === 'DELETE')
+    return [request('eks:DisassociateAccessPolicy', entry, { ...tags, 'eks:policyArn': path[5]! })];
+  throw new Error(`an EKS access-entry call with no IAM mapping here: ${call.method} ${call.path}`);
+}
+
 /** IAM's decision for `request`: 'Allowed', 'ImplicitlyDenied' or 'ExplicitlyDenied'. */
 export async function decide(
   request: IamRequest,
   identityPolicies: Array<{ name: string; policy: PolicyDocument }>,
   resourcePolicy?: PolicyDocument,
-  context: Record<string, string> = {},
+  context: Record<string, string | string[]> = {},
 ): Promise<string> {
   const answer = await runSimulation(
     {
@@ -168,7 +236,7 @@ export async function decide(
         action: request.action,
         resource: { resource: request.resource, accountId: request.account },
         // Every SDK call is made over TLS.
-        contextVariables: { 'aws:SecureTransport': 'true', ...context },
+        contextVariables: { 'aws:SecureTransport': 'true', ...request.context, ...context },
       },
       identityPolicies: identityPolicies.map((p) => ({ name: p.name, policy: p.policy })),
       serviceControlPolicies: [],

@@ -38,6 +38,7 @@ import {
 } from '../../env/emulators.ts';
 import { startFunction, type RunningFunction } from '../../env/lambdaRuntime.ts';
 import { holdTransition } from '../../env/transitions.ts';
+import { serveEksAccessEntries, type EksAccessEntries } from '../../env/eksAccessEntries.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
@@ -119,7 +120,25 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
     resource: /^\*$/,
     why: 'the enabled regions are read only when the configuration names none (it names them here)',
   },
+  {
+    action:
+      /^eks:(CreateAccessEntry|TagResource|DescribeAccessEntry|ListAssociatedAccessPolicies|AssociateAccessPolicy|DisassociateAccessPolicy|DeleteAccessEntry)$/,
+    resource: new RegExp(`:${ACCOUNT}:`),
+    why: "the accessGrants feature on clusters in cpsync's own account (the estate's are in a member account)",
+  },
+  {
+    action: /^eks:(DisassociateAccessPolicy|DeleteAccessEntry)$/,
+    resource: /access-entry/,
+    why: 'the accessGrants feature takes grants back and changes levels (none here)',
+  },
+  {
+    action: /^eks:TagResource$/,
+    resource: /access-entry/,
+    why: 'tags given at CreateAccessEntry may be authorized against the new entry as well as its cluster',
+  },
 ];
+/** The consumer the accessGrants feature grants (its role is in the member account, as its clusters). */
+const DEPLOYER = `arn:aws:iam::${EKS_ACCOUNT}:role/deployer`;
 const log = (line: string) => console.log(`[lambda] ${line}`);
 
 describe('the deployed assets under the Lambda runtime', () => {
@@ -176,6 +195,8 @@ describe('the deployed assets under the Lambda runtime', () => {
 
   /** Starts the function whose logical id begins with `prefix`, as the template describes it. */
   const start = async (prefix: string): Promise<RunningFunction> => {
+    // A function started again replaces the running one: that one is stopped, not left behind.
+    await functions[prefix]?.stop();
     const [id, fn] = Object.entries(resources).find(
       ([key, r]) => r.Type === 'AWS::Lambda::Function' && key.startsWith(prefix),
     )!;
@@ -222,6 +243,8 @@ describe('the deployed assets under the Lambda runtime', () => {
   let estate: ReturnType<typeof estateOnHub>;
   /** The namespace Argo CD's cluster Secrets go to, and the Created event of the EKS handler's cluster. */
   const argoNamespace = `argocd-${Math.random().toString(36).slice(2, 8)}`;
+  let accessEntries: EksAccessEntries;
+  let deployNamespace: string;
   let ordersCreated: ReceivedEvent | undefined;
   /** The Created events of the scope worker's sync, and what the chat receiver was sent. */
   let workerCreated: ReceivedEvent[] = [];
@@ -235,6 +258,9 @@ describe('the deployed assets under the Lambda runtime', () => {
     directory = temporaryDirectory('cpsync-lambda-');
     kubeconfigText = readFileSync(state.kubeconfig, 'utf8');
     signer = await startGoogleSigner(AUDIENCE, PUSHER);
+    // EKS access entries (the accessGrants feature), at the local EKS API.
+    accessEntries = serveEksAccessEntries(emulators.proxy);
+    deployNamespace = `${namespace}-deploy`;
     // Credentials STS hands out, and the role they are for: the calls made with them are that role's.
     emulators.proxy.rewrite((call, status, body) => {
       if (call.service === 'sts' && call.operation === 'AssumeRole' && status === 200) {
@@ -260,7 +286,21 @@ describe('the deployed assets under the Lambda runtime', () => {
     const { gke, aks, eks } = local.providers;
     const config = {
       manager: 'cpsync',
-      inventory: local.inventory,
+      // Clusters tagged access=deploy are also profiled where the consumer `deployer` reads, and the
+      // accessGrants feature grants it on them.
+      inventory: {
+        ...(local.inventory as object),
+        projections: [{ tag: { key: 'access', value: 'deploy' }, namespaces: [deployNamespace] }],
+      },
+      features: { accessGrants: 'on' },
+      consumers: [
+        {
+          name: 'deployer',
+          namespaces: [deployNamespace],
+          level: 'edit',
+          identities: { eks: { roleArn: DEPLOYER } },
+        },
+      ],
       providers: {
         eks,
         gke: {
@@ -323,7 +363,10 @@ describe('the deployed assets under the Lambda runtime', () => {
     });
     // The member account's roles, trusting cpsync's account.
     const member = new Stack(app, 'Member', { env: { account: EKS_ACCOUNT, region: 'us-east-1' } });
-    new CpsyncMemberRoles(member, 'Cpsync', { cpsyncAccount: ACCOUNT });
+    new CpsyncMemberRoles(member, 'Cpsync', {
+      cpsyncAccount: ACCOUNT,
+      accessGrants: { consumerRoleArns: [DEPLOYER] },
+    });
     app.synth();
     memberResources = templateResources(assembly, 'Member');
     resources = templateResources(assembly, 'Cpsync');
@@ -881,6 +924,8 @@ describe('the deployed assets under the Lambda runtime', () => {
         .sort(),
       [
         `✔ hub ${namespace}`,
+        // The namespace clusters tagged access=deploy are projected into.
+        `✔ hub ${deployNamespace}`,
         '✔ bus',
         '✔ outbox',
         `✔ scope aks/${AZURE_SUBSCRIPTION}/*`,
@@ -891,8 +936,9 @@ describe('the deployed assets under the Lambda runtime', () => {
       healthy.stdout,
     );
     assert.match(lines[0]!, /every write cpsync makes is allowed/);
-    assert.match(lines[1]!, /EventBridge bus cpsync/);
-    assert.equal(lines.at(-1), 'cpsync doctor: all 7 checks passed in function');
+    assert.match(lines[1]!, /every write cpsync makes is allowed/);
+    assert.match(lines[2]!, /EventBridge bus cpsync/);
+    assert.equal(lines.at(-1), 'cpsync doctor: all 8 checks passed in function');
 
     // EKS refuses the member role's listing in one region: that scope fails, by name; the rest pass.
     const refuse = emulators.proxy.intercept((call) =>
@@ -910,7 +956,7 @@ describe('the deployed assets under the Lambda runtime', () => {
       const failed = refused.stdout.split('\n').filter((line) => line.startsWith('✖'));
       assert.equal(failed.length, 1, refused.stdout);
       assert.match(failed[0]!, new RegExp(`^✖ scope eks/${EKS_ACCOUNT}/eu-west-1: .*eks:ListClusters`));
-      assert.match(refused.stdout, /cpsync doctor: 1 of 7 checks failed/);
+      assert.match(refused.stdout, /cpsync doctor: 1 of 8 checks failed/);
     } finally {
       refuse();
     }
@@ -930,6 +976,41 @@ describe('the deployed assets under the Lambda runtime', () => {
       report.checks.map((c) => c.subject).filter((s) => s.startsWith('scope ')).length,
       4,
       'every configured scope listed',
+    );
+  });
+
+  it("the EKS event handler grants the consumer bound to the namespace a new cluster is projected into: an access entry tagged as cpsync's, its event on the bus", async () => {
+    const handler = await start('CpsyncEksEventHandler');
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [
+      { name: 'deploy-target', tags: { access: 'deploy' } },
+    ]);
+    const answer = await invoke(
+      handler,
+      cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'deploy-target' }),
+    );
+    assert.equal(answer.status, 200, JSON.stringify(answer.body));
+    const events = await drainQueue(eventsQueue);
+    assert.deepEqual(
+      events
+        .map(
+          (e) => `${e['detail-type']} ${(e.detail as { namespace?: string }).namespace ?? e.detail.consumer}`,
+        )
+        .sort(),
+      [
+        `ClusterProfile Created ${deployNamespace}`,
+        `ClusterProfile Created ${namespace}`,
+        'Consumer Access Granted deployer',
+      ].sort(),
+      handler.lines.join('\n'),
+    );
+    const entry = accessEntries.of('us-east-1', 'deploy-target').get(DEPLOYER)!;
+    assert.deepEqual(entry.tags, {
+      'app.kubernetes.io/managed-by': 'cpsync',
+      'cpsync.io/consumer': 'deployer',
+    });
+    assert.deepEqual(
+      entry.policies.map((p) => p.policyArn),
+      ['arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy'],
     );
   });
 
@@ -972,6 +1053,7 @@ describe('the deployed assets under the Lambda runtime', () => {
             call,
             `arn:aws:sts::${account}:assumed-role/${resource!.split('/').pop()}/cpsync`,
             account!,
+            (cluster, principal) => accessEntries.of(call.region, cluster).get(principal)?.tags ?? {},
           );
         } else {
           failures.push(`${name}: ${described(call)} with credentials of ${assumed ?? 'no known role'}`);

@@ -173,6 +173,21 @@ export class AksSource implements ClusterSource {
     }
   }
 
+  /** A managed cluster as ARM answers it, by its resource id (undefined when it is not there). */
+  async managedCluster(providerId: string): Promise<ManagedCluster | undefined> {
+    const match =
+      /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)\/providers\/microsoft\.containerservice\/managedclusters\/([^/]+)$/i.exec(
+        providerId,
+      );
+    if (!match) throw new InvalidOptionError('providerId', `is not an AKS cluster id: ${providerId}`);
+    try {
+      return await this.#client(match[1]!).managedClusters.get(match[2]!, match[3]!, this.#call());
+    } catch (error) {
+      if (classifyAzureError(error) === 'NotFound') return undefined;
+      throw error;
+    }
+  }
+
   isProviderIdOf(providerId: string, ref: ClusterRef): boolean {
     return isAksResourceId(providerId, ref.scope.account, ref.resourceGroup ?? '', ref.name);
   }

@@ -8,7 +8,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { EnginePorts } from '../../core/sync/engine.ts';
 import type { AccessGrants, EventSink, MemberProbe } from '../../core/sync/ports.ts';
-import type { ProviderGrants } from '../grants/CloudGrants.ts';
+import type { AzureRoleGrants, ProviderGrants } from '../grants/CloudGrants.ts';
 import type { MemberProbeOptions } from '../member/KubernetesMemberProbe.ts';
 import { EventBridgeBus } from '../bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from '../bus/JsonLinesBus.ts';
@@ -83,6 +83,16 @@ function onDemand(module: ProviderModule, config: CpsyncConfig): ProviderInstanc
       if (!instance.memberToken) throw new Error(`providers.${module.provider}: gives no member tokens`);
       return instance.memberToken(target);
     },
+    ...(module.provider === 'aks'
+      ? {
+          async roleAssignments() {
+            const instance = await load();
+            if (!instance.roleAssignments)
+              throw new Error(`providers.${module.provider}: makes no role assignments`);
+            return instance.roleAssignments();
+          },
+        }
+      : {}),
     ...(module.provider === 'eks'
       ? {
           async accessEntries() {
@@ -163,6 +173,9 @@ async function accessGrants(
   const eks = providers.eks?.accessEntries;
   let entries: Promise<ProviderGrants> | undefined;
   const lazy = () => (entries ??= eks!());
+  const aks = providers.aks?.roleAssignments;
+  let assignments: Promise<AzureRoleGrants> | undefined;
+  const azure = () => (assignments ??= aks!());
   return new CloudGrants({
     tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
@@ -178,6 +191,15 @@ async function accessGrants(
           eks: {
             ensure: async (...args) => (await lazy()).ensure(...args),
             revoke: async (...args) => (await lazy()).revoke(...args),
+          },
+        }
+      : {}),
+    ...(aks
+      ? {
+          aks: {
+            usesAzureRbac: async (plan) => (await azure()).usesAzureRbac(plan),
+            assign: async (...args) => (await azure()).assign(...args),
+            revoke: async (...args) => (await azure()).revoke(...args),
           },
         }
       : {}),

@@ -5,7 +5,7 @@ import type { ClusterRef, ClusterSource } from '../../core/sync/ports.ts';
 import type { CpsyncConfig } from './config.ts';
 import type { Target } from '../credentials/target.ts';
 import type { ClusterToken } from '../credentials/tokens.ts';
-import type { ProviderGrants } from '../grants/CloudGrants.ts';
+import type { AzureRoleGrants, ProviderGrants } from '../grants/CloudGrants.ts';
 
 /** A configured cloud: its source, and the scopes the configuration gives it. */
 export interface ProviderInstance {
@@ -22,6 +22,8 @@ export interface ProviderInstance {
   memberToken?(target: Target): Promise<ClusterToken>;
   /** The cloud's own way of granting consumers access (EKS: access entries); others bind on the member. */
   accessEntries?(): Promise<ProviderGrants>;
+  /** AKS: Azure role assignments, for clusters that use Azure RBAC for Kubernetes authorization. */
+  roleAssignments?(): Promise<AzureRoleGrants>;
   close?(): Promise<void>;
 }
 

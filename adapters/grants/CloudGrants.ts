@@ -10,7 +10,13 @@
  * What cpsync did not make (an entry without its tags, a binding without its labels) is never changed or
  * deleted: it is reported, and the proof of reach says whether the consumer gets in through it.
  */
-import { ApiException, AuthorizationV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  ApiException,
+  AuthorizationV1Api,
+  RbacAuthorizationV1Api,
+  type ConfigurationOptions,
+  type KubeConfig,
+} from '@kubernetes/client-node';
 import {
   GrantReason,
   KUBERNETES_CLUSTER_ROLES,
@@ -43,11 +49,21 @@ export interface ProviderGrants {
   ): Promise<{ revoked: boolean; message: string }>;
 }
 
+/** AKS: Azure role assignments on clusters that use Azure RBAC (given by the AKS provider). */
+export interface AzureRoleGrants {
+  usesAzureRbac(plan: ClusterGrantPlan): Promise<boolean>;
+  /** True when cpsync's own assignments hold the level; false when only assignments it did not make do. */
+  assign(plan: ClusterGrantPlan, consumer: Consumer, identity: string): Promise<boolean>;
+  revoke(plan: ClusterGrantPlan, grant: HeldGrant): Promise<string>;
+}
+
 export interface CloudGrantsOptions extends MemberAccess {
   /** The cluster manager name: the mark on every grant cpsync makes. */
   manager: string;
   /** EKS's access entries (from the EKS provider, with its SDK). */
   eks?: ProviderGrants;
+  /** AKS's Azure role assignments (from the AKS provider, with its SDK). */
+  aks?: AzureRoleGrants;
   /** One cluster's grant or revocation, every request included. */
   timeoutMillis: number;
   /** How often a cluster whose grants all held is looked at again (the member probe's slots). */
@@ -136,6 +152,24 @@ export class CloudGrants implements AccessGrants {
       ? `RoleBindings ${bindings.name} in ${scoped.join(', ')}`
       : `ClusterRoleBinding ${bindings.name}`;
     let mine = true;
+    const azure = plan.provider === 'aks' && this.#options.aks;
+    if (azure && (await azure.usesAzureRbac(plan))) {
+      // Azure RBAC authorizes the cluster: an Azure role assignment, and the identity out of cpsync's bindings.
+      try {
+        mine = await azure.assign(plan, consumer, identity);
+        for (const place of await bindings.places()) await bindings.unbind(place, identity);
+      } catch (error) {
+        const status = (error as { statusCode?: number }).statusCode;
+        if (status === 401 || status === 403)
+          return {
+            status: 'False',
+            reason: GrantReason.Refused,
+            message: `Azure refused the role assignment: ${message(error)}`,
+          };
+        throw error;
+      }
+      return this.#prove(config, options, consumer, identity, mine, `Azure RBAC role for ${consumer.level}`);
+    }
     try {
       for (const place of places)
         try {
@@ -162,7 +196,19 @@ export class CloudGrants implements AccessGrants {
         };
       throw error;
     }
-    // The member's own authorizer: may the identity do what the level allows?
+    return this.#prove(config, options, consumer, identity, mine, `${shown} to ${role}`);
+  }
+
+  /** The member's own authorizer: may the identity do what the level allows? */
+  async #prove(
+    config: KubeConfig,
+    options: ConfigurationOptions,
+    consumer: Consumer,
+    identity: string,
+    mine: boolean,
+    shown: string,
+  ): Promise<GrantResult> {
+    const scoped = consumer.memberNamespaces;
     const proof = { ...LEVEL_PROOF[consumer.level], ...(scoped ? { namespace: scoped[0]! } : {}) };
     const review = await config.makeApiClient(AuthorizationV1Api).createSubjectAccessReview(
       {
@@ -189,8 +235,8 @@ export class CloudGrants implements AccessGrants {
         status: 'True',
         reason: mine ? GrantReason.Granted : GrantReason.GrantedElsewhere,
         message: mine
-          ? `the member allows ${identity} to ${what} (${shown} to ${role})`
-          : `the member allows ${identity} to ${what} through a binding cpsync did not make (${bindings.name} is not cpsync's; left as it is)`,
+          ? `the member allows ${identity} to ${what} (${shown})`
+          : `the member allows ${identity} to ${what} through a grant cpsync did not make (left as it is)`,
       };
     return {
       ...(mine ? { held: identity } : {}),
@@ -214,6 +260,8 @@ export class CloudGrants implements AccessGrants {
     );
     try {
       const done: string[] = [];
+      if (plan.provider === 'aks' && this.#options.aks)
+        done.push(await this.#options.aks.revoke(plan, grant));
       for (const place of await bindings.places()) done.push(await bindings.unbind(place, grant.identity));
       return { revoked: true, message: done.length > 0 ? done.join('; ') : 'already gone' };
     } catch (error) {

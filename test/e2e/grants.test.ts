@@ -23,7 +23,7 @@ import {
   type V1ClusterRoleBinding,
 } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
-import { EKS_ACCOUNT, localGoogleFederation, type Emulators } from '../env/emulators.ts';
+import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, localGoogleFederation, type Emulators } from '../env/emulators.ts';
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
 import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
@@ -56,6 +56,9 @@ describe('consumer access grants: configured consumers reach every cluster of th
   let consumers: string;
   let config: string;
   let document: Doc;
+  let azureRbac = false;
+  /** The AKS cluster the member stands for, as ARM holds it. */
+  const batch = () => emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === AT_MEMBER.aks)!;
 
   before(async () => {
     const estate = await estateOnHub('grants');
@@ -88,6 +91,8 @@ describe('consumer access grants: configured consumers reach every cluster of th
     member = await startEstateMember(emulators, AT_MEMBER.eks, undefined, {
       accessEntries: entries,
       secrets,
+      // Once the AKS cluster uses Azure RBAC, the member honours its Azure role assignments as AKS does.
+      azureRbacCluster: () => (azureRbac ? batch().id : undefined),
     });
     serveFromMember(emulators, member);
     // What cpsync's own identities (its GKE service account, its Entra application) may do on the member:
@@ -124,7 +129,8 @@ describe('consumer access grants: configured consumers reach every cluster of th
         { provider: 'aks', namespaces: [consumers] },
       ],
     };
-    document.memberProbe = { timeoutSeconds: 3 };
+    // Every sync looks at every cluster's grants (one slot): a cluster turning to Azure RBAC is seen at once.
+    document.memberProbe = { timeoutSeconds: 3, everyMinutes: 1, slotMinutes: 1 };
     // cpsync reaches GKE members with the estate's Google identity through the local STS (a
     // service-account key's tokens come from Google itself).
     document.providers.gke.credentials = { file: localGoogleFederation(emulators.directory, emulators.gke) };
@@ -394,6 +400,44 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.deepEqual(scoped.subjects?.map((s) => s.name).sort(), [ENTRA, GOOGLE].sort());
   };
 
+  /** An AKS cluster that uses Azure RBAC: an Azure role assignment instead of a Kubernetes binding. */
+  const azureRbacOnAks = async () => {
+    azureRbac = true;
+    batch().properties.aadProfile = { managed: true, enableAzureRBAC: true };
+    const run = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.match(run.stderr, /grants: 0 granted, 0 revoked/);
+    const assignments = [...emulators.arm.roleAssignments.values()];
+    assert.deepEqual(
+      assignments.map((a) => [
+        a.properties.scope.toLowerCase(),
+        a.properties.principalId,
+        a.properties.roleDefinitionId.split('/').pop(),
+        a.properties.description,
+      ]),
+      [
+        [
+          `${batch().id}/namespaces/apps`.toLowerCase(),
+          ENTRA,
+          'a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb', // Azure Kubernetes Service RBAC Writer: the edit level
+          'cpsync: access grant for consumer deployer',
+        ],
+      ],
+    );
+    // The Entra identity is out of cpsync's Kubernetes binding; the Google one stays.
+    const scoped = await memberRbac.readNamespacedRoleBinding({
+      name: 'cpsync:consumer:deployer',
+      namespace: 'apps',
+    });
+    assert.deepEqual(
+      scoped.subjects?.map((s) => s.name),
+      [GOOGLE],
+    );
+    const aks = condition(await memberProfile('aks'));
+    assert.deepEqual([aks?.status, aks?.reason], ['True', 'Granted']);
+    assert.match(aks!.message, /Azure RBAC role for edit/);
+    assert.equal(await consumerCreates('aks', 'apps'), 201);
+  };
+
   const foreignKeptOwnRevoked = async () => {
     // Someone grants another consumer by hand: an access entry and a binding cpsync did not make.
     entries.put(
@@ -458,6 +502,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
       assert.equal(await consumerCreates(cloud), 403, cloud);
     assert.equal(entries.of('us-east-1', AT_MEMBER.eks).has(ROLE), false);
     assert.equal(await bindingOf('cpsync:consumer:deployer'), undefined);
+    assert.equal(emulators.arm.roleAssignments.size, 0, 'the Azure role assignment too');
     // What cpsync did not make is still there.
     assert.ok(entries.of('us-east-1', AT_MEMBER.eks).has(FOREIGN_ROLE));
     assert.ok(await bindingOf('cpsync:consumer:viewer'));
@@ -471,12 +516,13 @@ describe('consumer access grants: configured consumers reach every cluster of th
   };
 
   // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
-  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; leaves foreign grants; turned off, revokes exactly its own", async () => {
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; leaves foreign grants; turned off, revokes exactly its own", async () => {
     await refusedBeforeAnyGrant();
     await grantedMarkedAndProven();
     await unchangedAndDryRun();
     await followedUntilReady();
     await narrowedToNamespaces();
+    await azureRbacOnAks();
     await foreignKeptOwnRevoked();
   });
 });

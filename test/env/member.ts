@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { HUB_CREDENTIALS } from '../support/aws.ts';
 import { AZURE_SUBSCRIPTION, GCP_PROJECT, gkeCluster, withEksClusters, type Emulators } from './emulators.ts';
+import type { RoleAssignmentJson } from './fakes/armServer.ts';
 import type { GkeClusterJson } from './fakes/gkeServer.ts';
 import type { EksAccessEntries } from './eksAccessEntries.ts';
 import { startHub, stopHub } from './hub.ts';
@@ -217,6 +218,41 @@ async function aggregateClusterRoles(rbac: RbacAuthorizationV1Api): Promise<void
   }
 }
 
+/** The EKS access policy each AKS built-in data-plane role matches in what it allows. */
+const AKS_ROLE_AS_POLICY: Record<string, string> = {
+  '7f6c6a51-bcf8-42ba-9220-52d62157d7db': 'AmazonEKSViewPolicy',
+  'a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb': 'AmazonEKSEditPolicy',
+  '3498e952-d568-435e-9b2c-8d77e338d7f7': 'AmazonEKSAdminPolicy',
+};
+
+/**
+ * AKS's authorizer on a cluster that uses Azure RBAC: an Entra identity with one of the AKS RBAC roles assigned at
+ * the cluster's scope (or the request's namespace's) may do what the role allows.
+ */
+function azureRbacAuthorizer(cluster: string, assignments: () => Iterable<RoleAssignmentJson>): Authorize {
+  return (user, attributes) => {
+    if (!attributes) return false;
+    const scopes = [
+      cluster,
+      ...(attributes.namespace ? [`${cluster}/namespaces/${attributes.namespace}`] : []),
+    ].map((s) => s.toLowerCase());
+    for (const assignment of assignments()) {
+      if (assignment.properties.principalId !== user) continue;
+      if (!scopes.includes(assignment.properties.scope.toLowerCase())) continue;
+      const policy =
+        AKS_ROLE_AS_POLICY[assignment.properties.roleDefinitionId.split('/').pop()!.toLowerCase()];
+      if (policy && eksPolicyAllows(policy, attributes)) return true;
+    }
+    return false;
+  };
+}
+
+/** Authorizers after RBAC, any of which may allow (none: no webhook authorizer). */
+function anyOf(authorizers: Authorize[]): Authorize | undefined {
+  if (authorizers.length === 0) return undefined;
+  return (user, attributes, extra) => authorizers.some((authorize) => authorize(user, attributes, extra));
+}
+
 /** Starts the token webhook and the member kube-apiserver behind it. */
 async function startMember(
   directory: string,
@@ -360,6 +396,8 @@ export function startEstateMember(
     accessEntries?: EksAccessEntries;
     /** Secret keys of other AWS identities (a consumer's): access key id → secret. */
     secrets?: ReadonlyMap<string, string>;
+    /** The AKS cluster (resource id) whose Azure role assignments the member's authorizer honours. */
+    azureRbacCluster?: () => string | undefined;
   } = {},
 ): Promise<Member> {
   return startMember(
@@ -375,7 +413,23 @@ export function startEstateMember(
       aks: { verify: (token, audience) => emulators.arm.verifyToken(token, audience) },
     },
     log,
-    options.accessEntries ? eksAccessAuthorizer(options.accessEntries) : undefined,
+    anyOf([
+      ...(options.accessEntries ? [eksAccessAuthorizer(options.accessEntries)] : []),
+      ...(options.azureRbacCluster
+        ? [
+            ((user, attributes, extra) => {
+              const cluster = options.azureRbacCluster!();
+              return cluster
+                ? azureRbacAuthorizer(cluster, () => emulators.arm.roleAssignments.values())(
+                    user,
+                    attributes,
+                    extra,
+                  )
+                : false;
+            }) as Authorize,
+          ]
+        : []),
+    ]),
   );
 }
 

@@ -29,6 +29,19 @@ export const aksProvider: ProviderModule = {
     const { subscriptions } = aks;
     return {
       source,
+      // Azure role assignments for consumers on clusters that use Azure RBAC, as the subscriptions are listed.
+      async roleAssignments() {
+        const [{ AksRoleAssignments }, { DefaultAzureCredential }] = await Promise.all([
+          import('../../aks/roleAssignments.ts'),
+          import('@azure/identity'),
+        ]);
+        return new AksRoleAssignments({
+          credential: credential ?? new DefaultAzureCredential(),
+          ...(aks.endpoint ? { endpoint: aks.endpoint } : {}),
+          manager: config.manager,
+          cluster: (providerId) => source.managedCluster(providerId),
+        });
+      },
       // The credential AKS is listed with (or the default chain).
       async memberToken(target: Target) {
         const { clusterToken } = await import('../../credentials/tokens.ts');

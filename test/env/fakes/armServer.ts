@@ -29,6 +29,20 @@ interface ArmError {
   retryAfterSeconds?: number;
 }
 
+/** A role assignment as ARM answers it. */
+export interface RoleAssignmentJson {
+  id: string;
+  name: string;
+  type: 'Microsoft.Authorization/roleAssignments';
+  properties: {
+    scope: string;
+    roleDefinitionId: string;
+    principalId: string;
+    principalType?: string;
+    description?: string;
+  };
+}
+
 export interface ArmServer {
   endpoint: string;
   /** PEM of the server's self-signed certificate, for clients in other processes (NODE_EXTRA_CA_CERTS). */
@@ -48,6 +62,10 @@ export interface ArmServer {
   caData: Map<string, string>;
   /** An error to answer listClusterUserCredential with, by resource id (lower case): a missing permission. */
   credentialFailures: Map<string, ArmError>;
+  /** Azure role assignments (Microsoft.Authorization/roleAssignments), by id (lower case). */
+  roleAssignments: Map<string, RoleAssignmentJson>;
+  /** Scopes (lower case) where the caller may not assign roles: 403 AuthorizationFailed. */
+  refuseAssignments: Set<string>;
   requests: Array<{ method: string; path: string; query: string }>;
   /** The most listClusterUserCredential requests it held at once, by subscription (lower case). */
   peakCredentialReads: Map<string, number>;
@@ -86,6 +104,8 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     failures: new Map(),
     caData: new Map(),
     credentialFailures: new Map(),
+    roleAssignments: new Map(),
+    refuseAssignments: new Set(),
     requests: [],
     peakCredentialReads: new Map(),
     async verifyToken(jwt: string, audience: string) {
@@ -99,7 +119,8 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
 
   const inFlightCredentialReads = new Map<string, number>();
   const server: Server = createServer({ cert, key }, async (request, response) => {
-    const url = new URL(request.url ?? '/', endpoint);
+    // A path of repeated slashes (the SDK's `/{scope}` with a scope that starts with one) is one ARM reads as one.
+    const url = new URL((request.url ?? '/').replace(/^\/+/, '/'), endpoint);
     state.requests.push({ method: request.method ?? 'GET', path: url.pathname, query: url.search });
     const credentialRead = /^\/subscriptions\/([^/]+)\/.*\/listClusterUserCredential$/i.exec(url.pathname);
     if (credentialRead) {
@@ -172,6 +193,46 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
         code: 'MissingApiVersionParameter',
         message: 'The api-version query parameter (?api-version=) is required for all requests.',
       });
+    }
+    // Microsoft.Authorization/roleAssignments at any scope: list (at the scope and above, by principal), put, delete.
+    const assignment = /^(.*)\/providers\/Microsoft\.Authorization\/roleAssignments(?:\/([^/]+))?$/i.exec(
+      url.pathname,
+    );
+    if (assignment) {
+      const scope = assignment[1]!;
+      const name = assignment[2];
+      if (!name && request.method === 'GET') {
+        const principal = /principalId eq '([^']+)'/.exec(url.searchParams.get('$filter') ?? '')?.[1];
+        const value = [...state.roleAssignments.values()].filter(
+          (a) =>
+            scope.toLowerCase().startsWith(a.properties.scope.toLowerCase()) &&
+            (!principal || a.properties.principalId === principal),
+        );
+        return sendJson(response, 200, { value });
+      }
+      const id = `${scope}/providers/Microsoft.Authorization/roleAssignments/${name}`;
+      if (request.method !== 'GET' && state.refuseAssignments.has(scope.toLowerCase()))
+        return armError(response, {
+          status: 403,
+          code: 'AuthorizationFailed',
+          message: `The client does not have authorization to perform action 'Microsoft.Authorization/roleAssignments/write' over scope '${scope}'.`,
+        });
+      if (request.method === 'PUT') {
+        const properties = (JSON.parse(body) as { properties: RoleAssignmentJson['properties'] }).properties;
+        const made: RoleAssignmentJson = {
+          id,
+          name: name!,
+          type: 'Microsoft.Authorization/roleAssignments',
+          properties: { ...properties, scope },
+        };
+        state.roleAssignments.set(id.toLowerCase(), made);
+        return sendJson(response, 201, made);
+      }
+      if (request.method === 'DELETE') {
+        const gone = state.roleAssignments.get(id.toLowerCase());
+        state.roleAssignments.delete(id.toLowerCase());
+        return gone ? sendJson(response, 200, gone) : (response.writeHead(204), response.end());
+      }
     }
     if (request.method === 'GET' && url.pathname === '/subscriptions') {
       return sendJson(response, 200, {

@@ -1,0 +1,134 @@
+/**
+ * Azure role assignments for consumers on AKS clusters that use Azure RBAC for Kubernetes authorization (the
+ * `accessGrants` feature): the level's built-in role (Azure Kubernetes Service RBAC Reader / Writer / Admin)
+ * for the consumer's Entra object id at the cluster's scope (or each of its member namespaces'), marked as
+ * cpsync's by its description. An assignment cpsync did not make is never changed or deleted.
+ */
+import { AuthorizationManagementClient, type RoleAssignment } from '@azure/arm-authorization';
+import type { ManagedCluster } from '@azure/arm-containerservice';
+import type { TokenCredential } from '@azure/core-auth';
+import { createHash } from 'node:crypto';
+import type { AccessLevel, ClusterGrantPlan, Consumer, HeldGrant } from '../../core/domain/grants.ts';
+
+/** The built-in AKS data-plane roles each level is (their role definition ids are the same in every tenant). */
+const AKS_RBAC_ROLES: Readonly<Record<AccessLevel, string>> = {
+  view: '7f6c6a51-bcf8-42ba-9220-52d62157d7db',
+  edit: 'a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb',
+  admin: '3498e952-d568-435e-9b2c-8d77e338d7f7',
+};
+
+/** The description that marks an assignment as `manager`'s, for `consumer`. */
+const assignmentMark = (manager: string, consumer: string) =>
+  `${manager}: access grant for consumer ${consumer}`;
+
+/** A role assignment's name (a GUID) from what it is for: the same assignment is made again under its name. */
+function assignmentName(...parts: string[]): string {
+  const hex = createHash('sha256').update(parts.join('\n')).digest('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-4${hex.slice(13, 16)}-8${hex.slice(17, 20)}-${hex.slice(20, 32)}`;
+}
+
+export class AksRoleAssignments {
+  readonly #credential: TokenCredential;
+  readonly #endpoint: string | undefined;
+  readonly #manager: string;
+  readonly #cluster: (providerId: string) => Promise<ManagedCluster | undefined>;
+
+  constructor(options: {
+    credential: TokenCredential;
+    endpoint?: string;
+    manager: string;
+    cluster: (providerId: string) => Promise<ManagedCluster | undefined>;
+  }) {
+    this.#credential = options.credential;
+    this.#endpoint = options.endpoint;
+    this.#manager = options.manager;
+    this.#cluster = options.cluster;
+  }
+
+  /** Whether the cluster authorizes Kubernetes requests with Azure RBAC. */
+  async usesAzureRbac(plan: ClusterGrantPlan): Promise<boolean> {
+    return (await this.#cluster(plan.providerId))?.aadProfile?.enableAzureRbac === true;
+  }
+
+  #client(providerId: string) {
+    const subscription = /^\/subscriptions\/([^/]+)\//i.exec(providerId)?.[1];
+    if (!subscription) throw new Error(`not an AKS cluster id: ${providerId}`);
+    return {
+      subscription,
+      client: new AuthorizationManagementClient(
+        this.#credential,
+        subscription,
+        this.#endpoint ? { endpoint: this.#endpoint } : {},
+      ),
+    };
+  }
+
+  async #at(
+    client: AuthorizationManagementClient,
+    scope: string,
+    principalId: string,
+  ): Promise<RoleAssignment[]> {
+    const found: RoleAssignment[] = [];
+    for await (const assignment of client.roleAssignments.listForScope(scope, {
+      filter: `principalId eq '${principalId}'`,
+    }))
+      if ((assignment.scope ?? '').toLowerCase() === scope.toLowerCase()) found.push(assignment);
+    return found;
+  }
+
+  /**
+   * The level's role for `identity` at the cluster's scope (or each member namespace's): true when cpsync's
+   * own assignments hold it, false when only assignments cpsync did not make do. Rejects as Azure does
+   * (403 AuthorizationFailed when cpsync may not assign roles there).
+   */
+  async assign(plan: ClusterGrantPlan, consumer: Consumer, identity: string): Promise<boolean> {
+    const { subscription, client } = this.#client(plan.providerId);
+    const mark = assignmentMark(this.#manager, consumer.name);
+    const role = `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${AKS_RBAC_ROLES[consumer.level]}`;
+    const scopes = consumer.memberNamespaces
+      ? consumer.memberNamespaces.map((ns) => `${plan.providerId}/namespaces/${ns}`)
+      : [plan.providerId];
+    let mine = true;
+    for (const scope of scopes) {
+      const existing = await this.#at(client, scope, identity);
+      const ours = existing.filter((a) => a.description === mark);
+      const holds = (a: RoleAssignment) =>
+        (a.roleDefinitionId ?? '').toLowerCase().endsWith(AKS_RBAC_ROLES[consumer.level]);
+      if (!ours.some(holds)) {
+        if (existing.some(holds)) mine = false;
+        else
+          await client.roleAssignments.create(
+            scope,
+            assignmentName(scope, consumer.name, consumer.level, identity),
+            {
+              roleDefinitionId: role,
+              principalId: identity,
+              description: mark,
+            },
+          );
+      }
+      // Another level's assignment of cpsync's (the level changed): taken off.
+      for (const other of ours.filter((a) => !holds(a)))
+        await client.roleAssignments.delete(scope, other.name!);
+    }
+    return mine;
+  }
+
+  /** Deletes cpsync's assignments of the grant (at the cluster's scope and its recorded namespaces); what it did. */
+  async revoke(plan: ClusterGrantPlan, grant: HeldGrant): Promise<string> {
+    const { client } = this.#client(plan.providerId);
+    const mark = assignmentMark(this.#manager, grant.consumer);
+    const scopes = [
+      plan.providerId,
+      ...(grant.memberNamespaces ?? []).map((ns) => `${plan.providerId}/namespaces/${ns}`),
+    ];
+    let deleted = 0;
+    for (const scope of scopes)
+      for (const assignment of await this.#at(client, scope, grant.identity))
+        if (assignment.description === mark) {
+          await client.roleAssignments.delete(scope, assignment.name!);
+          deleted += 1;
+        }
+    return `${deleted} Azure role assignment(s) deleted`;
+  }
+}

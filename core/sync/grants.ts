@@ -179,14 +179,17 @@ export async function withGrants(
       for (const [consumer, result] of outcome.results) {
         const before = plan.held.find((g) => g.consumer === consumer);
         const revokedFirst = outcome.revoked.some((g) => g.consumer === consumer);
-        if (result.held && (before?.identity !== result.held || revokedFirst)) {
+        const wanted = plan.wanted.find((c) => c.name === consumer)!;
+        // Announced when made, and when made again on other terms (a level or member namespaces changed).
+        const changed = before !== undefined && !sameTerms(before, wanted);
+        if (result.held && (before?.identity !== result.held || revokedFirst || changed)) {
           figures.granted++;
           figures.actions.push({
             action: 'grant',
             providerId: plan.providerId,
             consumer,
             identity: result.held,
-            level: plan.wanted.find((c) => c.name === consumer)!.level,
+            level: wanted.level,
             message: result.message,
             profile: plan.profile,
           });

@@ -370,7 +370,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
     memberConfig.loadFromFile(member.kubeconfig);
     await memberConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'apps' } } });
     document.consumers[0].memberNamespaces = ['apps', 'absent'];
-    await sync({ projections: 'on', accessGrants: 'on' });
+    const first = await sync({ projections: 'on', accessGrants: 'on' });
+    // EKS takes the new scope (its namespaces need not exist); each grant made on new terms is announced.
+    assert.deepEqual(first.access, [
+      'Consumer Access Granted deployer eks/checkout',
+      'Consumer Access Granted deployer eks/rollout',
+    ]);
     for (const cloud of ['gke', 'aks'] as const)
       assert.deepEqual(
         [condition(await memberProfile(cloud))?.status, condition(await memberProfile(cloud))?.reason],
@@ -379,7 +384,13 @@ describe('consumer access grants: configured consumers reach every cluster of th
       );
     document.consumers[0].memberNamespaces = ['apps'];
     const narrowed = await sync({ projections: 'on', accessGrants: 'on' });
-    assert.match(narrowed.stderr, /grants: 0 granted, 0 revoked/);
+    assert.match(narrowed.stderr, /grants: 4 granted, 0 revoked/);
+    assert.deepEqual(narrowed.access, [
+      'Consumer Access Granted deployer aks/batch',
+      'Consumer Access Granted deployer eks/checkout',
+      'Consumer Access Granted deployer eks/rollout',
+      'Consumer Access Granted deployer gke/edge',
+    ]);
     for (const cloud of ['eks', 'gke', 'aks'] as const) {
       assert.equal(condition(await memberProfile(cloud))?.status, 'True', cloud);
       assert.equal(await consumerCreates(cloud, 'apps'), 201, cloud);

@@ -75,8 +75,13 @@ describe('access grants in a scope’s sync: when a cluster’s grants are looke
       features: { accessGrants: true },
       consumers: [{ ...consumer, level: 'admin' }],
     });
-    await run(port, held, outOfSlot, admin);
+    const raised = await run(port, held, outOfSlot, admin);
     assert.equal(port.ensured, 2, 'another level');
+    // Made again on other terms: announced, with the new level.
+    assert.deepEqual(
+      raised.figures?.actions.map((a) => [a.action, a.level]),
+      [['grant', 'admin']],
+    );
     const scoped = inventoryOptions({
       features: { accessGrants: true },
       consumers: [{ ...consumer, memberNamespaces: ['apps'] }],

@@ -35,6 +35,17 @@ export interface CpsyncMemberRolesProps {
   readonly accessGrants?: { readonly manager?: string; readonly consumerRoleArns: readonly string[] };
 }
 
+/** An EKS resource of the stack's account, in any region. */
+function eksArn(stack: Stack, resource: string, resourceName: string): string {
+  return stack.formatArn({
+    service: 'eks',
+    region: '*',
+    resource,
+    resourceName,
+    arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+  });
+}
+
 /** The EKS access policies cpsync grants (view, edit, admin): nothing else can be associated. */
 const GRANTED_POLICIES = ['AmazonEKSViewPolicy', 'AmazonEKSEditPolicy', 'AmazonEKSAdminPolicy'];
 
@@ -51,14 +62,7 @@ export function accessGrantStatements(
     revokeOnly = false,
   }: { manager?: string; consumerRoleArns: readonly string[]; revokeOnly?: boolean },
 ): PolicyStatement[] {
-  const arn = (resource: string, resourceName: string) =>
-    stack.formatArn({
-      service: 'eks',
-      region: '*',
-      resource,
-      resourceName,
-      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-    });
+  const arn = (resource: string, resourceName: string) => eksArn(stack, resource, resourceName);
   const entries = arn('access-entry', '*');
   const tagged = { 'aws:ResourceTag/app.kubernetes.io/managed-by': manager };
   const read = new PolicyStatement({
@@ -112,14 +116,7 @@ export function accessGrantStatements(
  * enabled regions. The member role is given all of it; cpsync's own functions, for their own account, what each does.
  */
 export function memberReadStatements(stack: Stack, { regions = true } = {}): PolicyStatement[] {
-  const arn = (resource: string, resourceName: string) =>
-    stack.formatArn({
-      service: 'eks',
-      region: '*',
-      resource,
-      resourceName,
-      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-    });
+  const arn = (resource: string, resourceName: string) => eksArn(stack, resource, resourceName);
   return [
     new PolicyStatement({
       actions: ['eks:DescribeCluster', 'eks:ListNodegroups'],

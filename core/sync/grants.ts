@@ -118,6 +118,8 @@ export async function withGrants(
   const on = input.options.features.accessGrants;
   if (!on && !current.some(carriesGrants)) return { profiles: [...desired] };
   const plans = planGrants(desired, current, on ? (input.options.consumers ?? []) : []);
+  // The profiles as the hub holds them, by namespace/name.
+  const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
   const figures: GrantFigures = { granted: 0, revoked: 0, refused: 0, notUsable: 0, actions: [] };
   const outcomes = new Map<
     string,
@@ -150,12 +152,11 @@ export async function withGrants(
   } else {
     const grants = input.grants;
     const limit = pLimit(CLUSTERS_AT_ONCE);
-    const previousOf = new Map(current.map((p) => [profileKey(p.metadata), p]));
     // A cluster whose grants all held at the last look is looked at again in its slot (as the member probe
     // paces its reads); one with anything to do, or not yet usable by a consumer, at every sync.
     const due = (plan: ClusterGrantPlan) =>
       !grants.pacing ||
-      !settled(plan, desired, previousOf) ||
+      !settled(plan, desired, previous) ||
       memberDue(plan.providerId, Date.parse(input.now), grants.pacing);
     await Promise.all(
       plans
@@ -199,7 +200,6 @@ export async function withGrants(
       }
     }
   }
-  const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
   const byCluster = new Map(plans.map((plan) => [plan.providerId, plan]));
   const profiles = desired.map((profile) => {
     const plan = byCluster.get(providerIdOf(profile) ?? '');

@@ -30,16 +30,7 @@ import {
   type Message,
 } from '@aws-sdk/client-sqs';
 import { spawn } from 'node:child_process';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  RbacAuthorizationV1Api,
-  loadAllYaml,
-  type V1ClusterRole,
-  type V1ClusterRoleBinding,
-} from '@kubernetes/client-node';
-import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import type { SQSEvent } from 'aws-lambda';
 import { parse } from 'yaml';
 import { EKS_EVENT_NAMES } from '../../infra/Cpsync.ts';
@@ -55,8 +46,8 @@ import {
 } from '../env/emulators.ts';
 import { ensureConsumerBinaries } from '../env/binaries.ts';
 import { serveEksAccessEntries } from '../env/eksAccessEntries.ts';
-import { startEstateMember, type Member } from '../env/member.ts';
-import { consumerKit } from '../support/consumerKit.ts';
+import { letCpsyncGrant, startEstateMember, type Member } from '../env/member.ts';
+import { consumerIdentity, consumerKit } from '../support/consumerKit.ts';
 import { startHub, stopHub } from '../env/hub.ts';
 import { holdTransition } from '../env/transitions.ts';
 import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
@@ -149,19 +140,16 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
   try {
     // The consumer's own identity in each cloud (an assumed IAM role, a Google service account through
     // workload identity federation, an Entra application): cpsync grants it, nobody by hand.
-    const assumed = (
-      await new STSClient({
-        endpoint: emulators.moto.endpoint,
-        region: 'us-east-1',
-        credentials: HUB_CREDENTIALS,
-      }).send(new AssumeRoleCommand({ RoleArn: CONSUMER_ROLE, RoleSessionName: 'consumer' }))
-    ).Credentials!;
-    emulators.arm.clients.set(CONSUMER_ENTRA, 'consumer-secret');
+    const identity = await consumerIdentity(emulators, {
+      roleArn: CONSUMER_ROLE,
+      email: CONSUMER_GOOGLE,
+      objectId: CONSUMER_ENTRA,
+    });
     const accessEntries = serveEksAccessEntries(emulators.proxy);
     stops.push(() => accessEntries.stop());
     const estateMember = await startEstateMember(emulators, () => eksNames, undefined, {
       accessEntries,
-      secrets: new Map([[assumed.AccessKeyId!, assumed.SecretAccessKey!]]),
+      secrets: identity.secrets,
     });
     member = estateMember;
     const proxy = emulators.proxy.endpoint;
@@ -362,33 +350,8 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const memberCore = memberConfig.makeApiClient(CoreV1Api);
     const objects = 'consumer-objects';
     await memberCore.createNamespace({ body: { metadata: { name: objects } } });
-    const rbac = memberConfig.makeApiClient(RbacAuthorizationV1Api);
-    const [grantsRole, grantsBinding] = loadAllYaml(
-      readFileSync(
-        new URL('../../adapters/member/manifests/access-grants-rbac.yaml', import.meta.url),
-        'utf8',
-      ),
-    ) as [V1ClusterRole, V1ClusterRoleBinding];
-    await rbac.createClusterRole({ body: grantsRole });
-    await rbac.createClusterRoleBinding({
-      body: {
-        ...grantsBinding,
-        subjects: [emulators.gke.serviceAccountKey.client_email!, emulators.arm.clientId].map((name) => ({
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'User',
-          name,
-        })),
-      },
-    });
-    const kit = consumerKit(emulators, {
-      aws: {
-        accessKeyId: assumed.AccessKeyId!,
-        secretAccessKey: assumed.SecretAccessKey!,
-        sessionToken: assumed.SessionToken!,
-      },
-      google: { email: CONSUMER_GOOGLE },
-      azure: { clientId: CONSUMER_ENTRA, clientSecret: 'consumer-secret' },
-    });
+    await letCpsyncGrant(emulators, estateMember);
+    const kit = consumerKit(emulators, identity.as);
     const { consumer: consumerBinary } = ensureConsumerBinaries();
     consumer = spawn(
       consumerBinary,

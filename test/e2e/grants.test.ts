@@ -11,25 +11,16 @@ import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
-import {
-  ApiException,
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  RbacAuthorizationV1Api,
-  loadAllYaml,
-  type V1ClusterRole,
-  type V1ClusterRoleBinding,
-} from '@kubernetes/client-node';
+import type { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, localGoogleFederation, type Emulators } from '../env/emulators.ts';
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
-import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
-import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import { AT_MEMBER, letCpsyncGrant, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
+import { createEksClusters } from '../support/aws.ts';
 import { holdTransition } from '../env/transitions.ts';
 import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
-import { consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
+import { consumerIdentity, consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
 
@@ -37,7 +28,6 @@ import { adminKubeConfig } from '../support/hub.ts';
 type Doc = Record<string, any>;
 
 const GROUP = { group: 'multicluster.x-k8s.io', version: 'v1alpha1', plural: 'clusterprofiles' };
-const MANIFEST = new URL('../../adapters/member/manifests/access-grants-rbac.yaml', import.meta.url);
 const CONDITION = 'consumers.cpsync.io/deployer';
 const ROLE = `arn:aws:iam::${EKS_ACCOUNT}:role/deployer`;
 const GOOGLE = 'deployer@consumers.iam.gserviceaccount.com';
@@ -68,24 +58,9 @@ describe('consumer access grants: configured consumers reach every cluster of th
 
     // The consumer's own identity in each cloud: an assumed IAM role, a Google service account (through
     // workload identity federation), an Entra application.
-    const sts = new STSClient({
-      endpoint: emulators.moto.endpoint,
-      region: 'us-east-1',
-      credentials: HUB_CREDENTIALS,
-    });
-    const assumed = (await sts.send(new AssumeRoleCommand({ RoleArn: ROLE, RoleSessionName: 'deployer' })))
-      .Credentials!;
-    const secrets = new Map([[assumed.AccessKeyId!, assumed.SecretAccessKey!]]);
-    emulators.arm.clients.set(ENTRA, 'deployer-secret');
-    kit = consumerKit(emulators, {
-      aws: {
-        accessKeyId: assumed.AccessKeyId!,
-        secretAccessKey: assumed.SecretAccessKey!,
-        sessionToken: assumed.SessionToken!,
-      },
-      google: { email: GOOGLE },
-      azure: { clientId: ENTRA, clientSecret: 'deployer-secret' },
-    });
+    const identity = await consumerIdentity(emulators, { roleArn: ROLE, email: GOOGLE, objectId: ENTRA });
+    const secrets = identity.secrets;
+    kit = consumerKit(emulators, identity.as);
 
     entries = serveEksAccessEntries(emulators.proxy);
     member = await startEstateMember(emulators, AT_MEMBER.eks, undefined, {
@@ -97,24 +72,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     serveFromMember(emulators, member);
     // What cpsync's own identities (its GKE service account, its Entra application) may do on the member:
     // the manifest the README tells members to apply, bound to them.
-    const memberConfig = new KubeConfig();
-    memberConfig.loadFromFile(member.kubeconfig);
-    memberRbac = memberConfig.makeApiClient(RbacAuthorizationV1Api);
-    const [role, binding] = loadAllYaml(readFileSync(MANIFEST, 'utf8')) as [
-      V1ClusterRole,
-      V1ClusterRoleBinding,
-    ];
-    await memberRbac.createClusterRole({ body: role });
-    await memberRbac.createClusterRoleBinding({
-      body: {
-        ...binding,
-        subjects: [emulators.gke.serviceAccountKey.client_email!, emulators.arm.clientId].map((name) => ({
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'User',
-          name,
-        })),
-      },
-    });
+    memberRbac = await letCpsyncGrant(emulators, member);
 
     // The inventory: the clusters of each cloud projected into the consumer's namespace.
     document = parse(readFileSync(emulators.configPath, 'utf8')) as Doc;

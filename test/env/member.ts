@@ -16,7 +16,13 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
-import { KubeConfig, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  KubeConfig,
+  RbacAuthorizationV1Api,
+  loadAllYaml,
+  type V1ClusterRole,
+  type V1ClusterRoleBinding,
+} from '@kubernetes/client-node';
 import { HUB_CREDENTIALS } from '../support/aws.ts';
 import { AZURE_SUBSCRIPTION, GCP_PROJECT, gkeCluster, withEksClusters, type Emulators } from './emulators.ts';
 import type { RoleAssignmentJson } from './fakes/armServer.ts';
@@ -431,6 +437,32 @@ export function startEstateMember(
         : []),
     ]),
   );
+}
+
+/**
+ * What a member gives cpsync for the access grants, as the README asks of members: the ClusterRole and binding
+ * of `adapters/member/manifests/access-grants-rbac.yaml`, bound to cpsync's own GKE service account and Entra
+ * application. Returns the member's RBAC client (to look at what cpsync bound).
+ */
+export async function letCpsyncGrant(emulators: Emulators, member: Member): Promise<RbacAuthorizationV1Api> {
+  const config = new KubeConfig();
+  config.loadFromFile(member.kubeconfig);
+  const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  const [role, binding] = loadAllYaml(
+    readFileSync(new URL('../../adapters/member/manifests/access-grants-rbac.yaml', import.meta.url), 'utf8'),
+  ) as [V1ClusterRole, V1ClusterRoleBinding];
+  await rbac.createClusterRole({ body: role });
+  await rbac.createClusterRoleBinding({
+    body: {
+      ...binding,
+      subjects: [emulators.gke.serviceAccountKey.client_email!, emulators.arm.clientId].map((name) => ({
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'User',
+        name,
+      })),
+    },
+  });
+  return rbac;
 }
 
 /** The estate's clusters a member stands for: one per cloud. */

@@ -8,7 +8,9 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { localGoogleFederation, type Emulators } from '../env/emulators.ts';
+import { HUB_CREDENTIALS } from './aws.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -32,6 +34,40 @@ export interface ConsumerIdentity {
   aws?: { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
   google?: { email: string };
   azure?: { clientId: string; clientSecret: string };
+}
+
+/**
+ * A consumer with identities of its own in the local clouds: the IAM role `roleArn` assumed at the local STS,
+ * the Google service account `email` (through workload identity federation), the Entra application `objectId`.
+ * Returns them for `consumerKit`, and the assumed role's secret key by its access key id (for a member's
+ * EKS token check, which verifies the signature as STS does).
+ */
+export async function consumerIdentity(
+  emulators: Emulators,
+  ids: { roleArn: string; email: string; objectId: string },
+): Promise<{ as: ConsumerIdentity; secrets: Map<string, string> }> {
+  const sts = new STSClient({
+    endpoint: emulators.moto.endpoint,
+    region: 'us-east-1',
+    credentials: HUB_CREDENTIALS,
+  });
+  const assumed = (
+    await sts.send(new AssumeRoleCommand({ RoleArn: ids.roleArn, RoleSessionName: 'consumer' }))
+  ).Credentials!;
+  const clientSecret = `secret-of-${ids.objectId}`;
+  emulators.arm.clients.set(ids.objectId, clientSecret);
+  return {
+    as: {
+      aws: {
+        accessKeyId: assumed.AccessKeyId!,
+        secretAccessKey: assumed.SecretAccessKey!,
+        sessionToken: assumed.SessionToken!,
+      },
+      google: { email: ids.email },
+      azure: { clientId: ids.objectId, clientSecret },
+    },
+    secrets: new Map([[assumed.AccessKeyId!, assumed.SecretAccessKey!]]),
+  };
 }
 
 export function consumerKit(emulators: Emulators, as: ConsumerIdentity = {}): ConsumerKit {

@@ -116,6 +116,7 @@ export function formatSummary(report: SyncReport): string {
     ...(report.grants
       ? [
           `grants: ${report.grants.granted} granted, ${report.grants.revoked} revoked, ${report.grants.refused} refused, ${report.grants.notUsable} not usable yet`,
+          ...(report.grants.projectRoles ?? []).map((change) => `  ${change}`),
         ]
       : []),
     ...lines,

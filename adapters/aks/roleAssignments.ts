@@ -8,6 +8,7 @@ import { AuthorizationManagementClient, type RoleAssignment } from '@azure/arm-a
 import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { TokenCredential } from '@azure/core-auth';
 import { createHash } from 'node:crypto';
+import { grantDescription } from '../grants/marks.ts';
 import type { AccessLevel, ClusterGrantPlan, Consumer, HeldGrant } from '../../core/domain/grants.ts';
 
 /** The built-in AKS data-plane roles each level is (their role definition ids are the same in every tenant). */
@@ -16,10 +17,6 @@ const AKS_RBAC_ROLES: Readonly<Record<AccessLevel, string>> = {
   edit: 'a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb',
   admin: '3498e952-d568-435e-9b2c-8d77e338d7f7',
 };
-
-/** The description that marks an assignment as `manager`'s, for `consumer`. */
-const assignmentMark = (manager: string, consumer: string) =>
-  `${manager}: access grant for consumer ${consumer}`;
 
 /** A role assignment's name (a GUID) from what it is for: the same assignment is made again under its name. */
 function assignmentName(...parts: string[]): string {
@@ -83,7 +80,7 @@ export class AksRoleAssignments {
    */
   async assign(plan: ClusterGrantPlan, consumer: Consumer, identity: string): Promise<boolean> {
     const { subscription, client } = this.#client(plan.providerId);
-    const mark = assignmentMark(this.#manager, consumer.name);
+    const mark = grantDescription(this.#manager, consumer.name);
     const role = `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${AKS_RBAC_ROLES[consumer.level]}`;
     const scopes = consumer.memberNamespaces
       ? consumer.memberNamespaces.map((ns) => `${plan.providerId}/namespaces/${ns}`)
@@ -117,7 +114,7 @@ export class AksRoleAssignments {
   /** Deletes cpsync's assignments of the grant (at the cluster's scope and its recorded namespaces); what it did. */
   async revoke(plan: ClusterGrantPlan, grant: HeldGrant): Promise<string> {
     const { client } = this.#client(plan.providerId);
-    const mark = assignmentMark(this.#manager, grant.consumer);
+    const mark = grantDescription(this.#manager, grant.consumer);
     const scopes = [
       plan.providerId,
       ...(grant.memberNamespaces ?? []).map((ns) => `${plan.providerId}/namespaces/${ns}`),

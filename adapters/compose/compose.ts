@@ -8,7 +8,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { EnginePorts } from '../../core/sync/engine.ts';
 import type { AccessGrants, EventSink, MemberProbe } from '../../core/sync/ports.ts';
-import type { AzureRoleGrants, ProviderGrants } from '../grants/CloudGrants.ts';
+import type { AzureRoleGrants, GoogleProjectRoles, ProviderGrants } from '../grants/CloudGrants.ts';
 import type { MemberProbeOptions } from '../member/KubernetesMemberProbe.ts';
 import { EventBridgeBus } from '../bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from '../bus/JsonLinesBus.ts';
@@ -176,6 +176,9 @@ async function accessGrants(
   const aks = providers.aks?.roleAssignments;
   let assignments: Promise<AzureRoleGrants> | undefined;
   const azure = () => (assignments ??= aks!());
+  const gke = providers.gke?.projectRoles;
+  let roles: Promise<GoogleProjectRoles> | undefined;
+  const google = () => (roles ??= gke!());
   return new CloudGrants({
     tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
@@ -200,6 +203,14 @@ async function accessGrants(
             usesAzureRbac: async (plan) => (await azure()).usesAzureRbac(plan),
             assign: async (...args) => (await azure()).assign(...args),
             revoke: async (...args) => (await azure()).revoke(...args),
+          },
+        }
+      : {}),
+    ...(gke
+      ? {
+          gke: {
+            hold: async (...args) => (await google()).hold(...args),
+            settle: async (...args) => (await google()).settle(...args),
           },
         }
       : {}),

@@ -5,7 +5,7 @@ import type { ClusterRef, ClusterSource } from '../../core/sync/ports.ts';
 import type { CpsyncConfig } from './config.ts';
 import type { Target } from '../credentials/target.ts';
 import type { ClusterToken } from '../credentials/tokens.ts';
-import type { AzureRoleGrants, ProviderGrants } from '../grants/CloudGrants.ts';
+import type { AzureRoleGrants, GoogleProjectRoles, ProviderGrants } from '../grants/CloudGrants.ts';
 
 /** A configured cloud: its source, and the scopes the configuration gives it. */
 export interface ProviderInstance {
@@ -24,6 +24,8 @@ export interface ProviderInstance {
   accessEntries?(): Promise<ProviderGrants>;
   /** AKS: Azure role assignments, for clusters that use Azure RBAC for Kubernetes authorization. */
   roleAssignments?(): Promise<AzureRoleGrants>;
+  /** GKE: the project-wide cloud role consumers need to authenticate. */
+  projectRoles?(): Promise<GoogleProjectRoles>;
   close?(): Promise<void>;
 }
 

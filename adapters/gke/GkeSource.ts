@@ -182,15 +182,21 @@ export class GkeSource implements ClusterSource {
   async selectProjects(selection: ProjectSelection): Promise<string[]> {
     if ('projects' in selection) return [...new Set(selection.projects)].sort();
     const found: string[] = [];
-    await this.#credentials();
-    const projects = await this.#projects();
-    this.#projectsMade = true;
+    const projects = await this.projectsClient();
     for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
       const state = project.state as unknown;
       if ((state === 'ACTIVE' || state === 1 || state === undefined || state === null) && project.projectId)
         found.push(project.projectId);
     }
     return [...new Set(found)].sort();
+  }
+
+  /** Resource Manager's client, made once with the source's credentials (project search, project IAM). */
+  async projectsClient(): Promise<ProjectsClient> {
+    await this.#credentials();
+    const projects = await this.#projects();
+    this.#projectsMade = true;
+    return projects;
   }
 
   async close(): Promise<void> {

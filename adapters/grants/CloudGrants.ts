@@ -3,6 +3,9 @@
  *   EKS      an access entry for the consumer's IAM role, tagged as cpsync's, with the level's EKS access
  *            policy (AmazonEKSViewPolicy / AmazonEKSEditPolicy / AmazonEKSAdminPolicy) at cluster scope;
  *            that the entry holds the policy is the proof of reach (EKS's own authorizer reads it).
+ *   GKE      first the cloud role the identity needs before GKE lets it in (`roles/container.clusterViewer`,
+ *            in a binding of the project's IAM policy marked as cpsync's, one per consumer: adapters/gke/
+ *            projectRoles.ts), settled per project from what every cluster of it records; then as AKS:
  *   GKE, AKS a ClusterRoleBinding on the member (through cpsync's member access) of the consumer's identity
  *            (Google principal, Entra object id) to the level's user-facing ClusterRole (view / edit /
  *            admin), labelled as cpsync's; the member's own authorizer is asked (a SubjectAccessReview)
@@ -57,6 +60,17 @@ export interface AzureRoleGrants {
   revoke(plan: ClusterGrantPlan, grant: HeldGrant): Promise<string>;
 }
 
+/** GKE: the project-wide cloud role consumers need to authenticate (given by the GKE provider). */
+export interface GoogleProjectRoles {
+  /** The consumer's identity in cpsync's binding of the cluster's project; returns what changed. */
+  hold(providerId: string, consumer: string, identity: string, signal?: AbortSignal): Promise<string[]>;
+  settle(
+    project: string,
+    holders: ReadonlyMap<string, ReadonlySet<string>>,
+    signal?: AbortSignal,
+  ): Promise<string[]>;
+}
+
 export interface CloudGrantsOptions extends MemberAccess {
   /** The cluster manager name: the mark on every grant cpsync makes. */
   manager: string;
@@ -64,6 +78,8 @@ export interface CloudGrantsOptions extends MemberAccess {
   eks?: ProviderGrants;
   /** AKS's Azure role assignments (from the AKS provider, with its SDK). */
   aks?: AzureRoleGrants;
+  /** GKE's project IAM role for consumers (from the GKE provider, with its SDK). */
+  gke?: GoogleProjectRoles;
   /** One cluster's grant or revocation, every request included. */
   timeoutMillis: number;
   /** How often a cluster whose grants all held is looked at again (the member probe's slots). */
@@ -79,6 +95,21 @@ export class CloudGrants implements AccessGrants {
   constructor(options: CloudGrantsOptions) {
     this.#options = options;
     if (options.pacing) this.pacing = options.pacing;
+  }
+
+  async settleProjectRoles(
+    project: string,
+    holders: ReadonlyMap<string, ReadonlySet<string>>,
+    signal?: AbortSignal,
+  ): Promise<string[]> {
+    if (!this.#options.gke) return [];
+    const gke = this.#options.gke;
+    return withDeadline(
+      `settling project ${project}'s cloud role for consumers`,
+      this.#options.timeoutMillis,
+      (deadline) => gke.settle(project, holders, deadline),
+      signal,
+    );
   }
 
   #eks(): ProviderGrants {
@@ -187,6 +218,17 @@ export class CloudGrants implements AccessGrants {
       const kept = new Set(places.map((p) => p.namespace ?? ''));
       for (const place of await bindings.places())
         if (!kept.has(place.namespace ?? '')) await bindings.unbind(place, identity);
+      // GKE lets no identity in without container.clusters.get: the project's role, for a grant of cpsync's.
+      const google = plan.provider === 'gke' && mine && this.#options.gke;
+      if (google) {
+        const refused = await this.#holdProjectRole(google, plan, consumer, identity, signal);
+        if (refused) {
+          // A grant it did not hold before is taken back whole: a refused grant changes nothing.
+          const heldBefore = plan.held.some((g) => g.consumer === consumer.name && g.identity === identity);
+          if (!heldBefore) for (const place of places) await bindings.unbind(place, identity);
+          return { ...refused, ...(heldBefore ? { held: identity } : {}) };
+        }
+      }
     } catch (error) {
       if (error instanceof ApiException && (error.code === 401 || error.code === 403))
         return {
@@ -197,6 +239,29 @@ export class CloudGrants implements AccessGrants {
       throw error;
     }
     return this.#prove(config, options, consumer, identity, mine, `${shown} to ${role}`);
+  }
+
+  /** The consumer's identity in cpsync's project binding of GKE's role; why not, when Google refused it. */
+  async #holdProjectRole(
+    google: GoogleProjectRoles,
+    plan: ClusterGrantPlan,
+    consumer: Consumer,
+    identity: string,
+    signal: AbortSignal,
+  ): Promise<GrantResult | undefined> {
+    try {
+      await google.hold(plan.providerId, consumer.name, identity, signal);
+      return undefined;
+    } catch (error) {
+      const code = (error as { code?: number }).code;
+      // PERMISSION_DENIED, UNAUTHENTICATED (as gRPC codes or HTTP statuses).
+      if (code !== 7 && code !== 16 && code !== 401 && code !== 403) throw error;
+      return {
+        status: 'False',
+        reason: GrantReason.Refused,
+        message: `Google refused cpsync's binding of roles/container.clusterViewer in the cluster's project: ${message(error)}`,
+      };
+    }
   }
 
   /** The member's own authorizer: may the identity do what the level allows? */

@@ -17,3 +17,7 @@ export function isCpsyncGrant(
 /** An error's first line, short (a condition's message). */
 export const grantMessage = (error: unknown) =>
   (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 300);
+
+/** The description that marks a cloud grant (an Azure role assignment, a GKE IAM binding) as `manager`'s, for `consumer`. */
+export const grantDescription = (manager: string, consumer: string) =>
+  `${manager}: access grant for consumer ${consumer}`;

@@ -671,6 +671,8 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       total.refused += result.grants.refused;
       total.notUsable += result.grants.notUsable;
       total.actions.push(...result.grants.actions);
+      if (result.grants.projectRoles) (total.projectRoles ??= []).push(...result.grants.projectRoles);
+      run.report.problems.push(...(result.grants.problems ?? []));
     }
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;

@@ -10,6 +10,7 @@ import {
   carriesGrants,
   consumerCondition,
   grantBlocked,
+  heldGrants,
   sameTerms,
   planGrants,
   GrantReason,
@@ -52,6 +53,10 @@ export interface GrantFigures {
   notUsable: number;
   /** What was done, or in a dry run what would be. */
   actions: GrantAction[];
+  /** What changed in GKE projects' cloud roles (the role consumers need to authenticate). */
+  projectRoles?: string[];
+  /** What could not be done and is tried again next run. */
+  problems?: string[];
 }
 
 async function handle(
@@ -113,10 +118,18 @@ export async function withGrants(
     dryRun?: boolean;
     now: string;
     signal?: AbortSignal;
+    /**
+     * The GKE project the scope is whole for (every region): its cloud role for consumers is settled from
+     * the grants its profiles record. Unset for a narrower scope, which cannot see every holder.
+     */
+    project?: string;
   },
 ): Promise<{ profiles: ClusterProfile[]; figures?: GrantFigures }> {
   const on = input.options.features.accessGrants;
-  if (!on && !current.some(carriesGrants)) return { profiles: [...desired] };
+  // A GKE project's cloud role outlives the records of one run: it is settled while consumers are configured.
+  const projectRoles =
+    input.project !== undefined && (input.options.consumers ?? []).some((c) => c.identities.gke);
+  if (!on && !current.some(carriesGrants) && !projectRoles) return { profiles: [...desired] };
   const plans = planGrants(desired, current, on ? (input.options.consumers ?? []) : []);
   // The profiles as the hub holds them, by namespace/name.
   const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
@@ -213,5 +226,48 @@ export async function withGrants(
         )
       : profile;
   });
+  if (input.project !== undefined && input.grants?.settleProjectRoles && !input.dryRun) {
+    const settled = await settleProject(input.project, input.grants, profiles, current, input.signal);
+    if (settled.changed.length > 0) figures.projectRoles = settled.changed;
+    if (settled.problem) figures.problems = [settled.problem];
+  }
+  // Turned off with nothing left to take back: the feature did nothing to report.
+  if (!on && plans.length === 0 && !figures.projectRoles && !figures.problems) return { profiles };
   return { profiles, figures };
+}
+
+/**
+ * Who holds a GKE project's cloud role: every consumer identity a grant of cpsync's on one of the project's
+ * clusters is recorded for, on the profiles as this run leaves them, and on those of clusters this run did not
+ * list (kept until their profiles go). The role is then made exactly that.
+ */
+async function settleProject(
+  project: string,
+  grants: AccessGrants,
+  after: readonly ClusterProfile[],
+  current: readonly ClusterProfile[],
+  signal: AbortSignal | undefined,
+): Promise<{ changed: string[]; problem?: string }> {
+  const listed = new Set(after.map(providerIdOf));
+  const holders = new Map<string, Set<string>>();
+  for (const profile of [...after, ...current.filter((p) => !listed.has(providerIdOf(p)))])
+    for (const grant of heldGrants(profile)) {
+      const identities = holders.get(grant.consumer) ?? new Set<string>();
+      identities.add(grant.identity);
+      holders.set(grant.consumer, identities);
+    }
+  try {
+    return { changed: await grants.settleProjectRoles!(project, holders, signal) };
+  } catch (error) {
+    // With nothing to hold, a project whose policy cpsync may not read or write holds nothing of cpsync's
+    // that it could take back (the feature not given the project yet, or turned off there): not a problem.
+    const code = (error as { code?: unknown }).code;
+    if (holders.size === 0 && (code === 7 || code === 16 || code === 401 || code === 403))
+      return { changed: [] };
+    const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+    return {
+      changed: [],
+      problem: `cannot settle project ${project}'s cloud role for consumers: ${reason}`,
+    };
+  }
 }

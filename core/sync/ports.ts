@@ -74,6 +74,17 @@ export interface AccessGrants {
     grant: HeldGrant,
     signal?: AbortSignal,
   ): Promise<{ revoked: boolean; message: string }>;
+  /**
+   * GKE: the project-wide cloud role a consumer's identity needs to authenticate to any of the project's
+   * clusters (`container.clusters.get`), made exactly what `holders` says: consumer → the identities cpsync's
+   * grants on the project's clusters are for. Only cpsync's own (marked) bindings are changed. Returns what
+   * it changed, in words; rejects when the project's policy cannot be read or written.
+   */
+  settleProjectRoles?(
+    project: string,
+    holders: ReadonlyMap<string, ReadonlySet<string>>,
+    signal?: AbortSignal,
+  ): Promise<string[]>;
 }
 
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */

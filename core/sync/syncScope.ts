@@ -26,6 +26,7 @@ import {
   providerIdOf,
 } from '../domain/member.ts';
 import { clusterInScope } from '../domain/scopes.ts';
+import { ALL_REGIONS } from '../domain/model/scope.ts';
 
 export interface SyncScopeInput {
   hub: Hub;
@@ -223,6 +224,10 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     ...(input.grants ? { grants: input.grants } : {}),
     ...(input.dryRun ? { dryRun: true } : {}),
     ...(input.signal ? { signal: input.signal } : {}),
+    // A GKE project's cloud role is settled where the whole project is seen (and its listing did not fail).
+    ...(scope.provider === 'gke' && scope.region === ALL_REGIONS && outcome.kind !== 'failed'
+      ? { project: scope.account }
+      : {}),
   });
   const desired = granted.profiles;
   const planInput = {

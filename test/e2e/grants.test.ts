@@ -14,9 +14,22 @@ import { after, before, describe, it } from 'node:test';
 import type { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
-import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, localGoogleFederation, type Emulators } from '../env/emulators.ts';
+import {
+  AZURE_SUBSCRIPTION,
+  EKS_ACCOUNT,
+  GCP_PROJECT,
+  localGoogleFederation,
+  type Emulators,
+} from '../env/emulators.ts';
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
-import { AT_MEMBER, letCpsyncGrant, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
+import {
+  AT_MEMBER,
+  letCpsyncGrant,
+  letCpsyncGrantInProject,
+  serveFromMember,
+  startEstateMember,
+  type Member,
+} from '../env/member.ts';
 import { createEksClusters } from '../support/aws.ts';
 import { holdTransition } from '../env/transitions.ts';
 import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
@@ -34,6 +47,7 @@ const GOOGLE = 'deployer@consumers.iam.gserviceaccount.com';
 const ENTRA = '5d1c0e2a-7b3f-4c6d-9e8a-0f1b2c3d4e5f';
 /** A grant someone made by hand for another consumer: cpsync must never touch it. */
 const FOREIGN_ROLE = `arn:aws:iam::${EKS_ACCOUNT}:role/viewer`;
+const FOREIGN_GOOGLE = 'viewer@consumers.iam.gserviceaccount.com';
 
 describe('consumer access grants: configured consumers reach every cluster of their namespace, and no longer once turned off', () => {
   let emulators: Emulators;
@@ -68,6 +82,18 @@ describe('consumer access grants: configured consumers reach every cluster of th
       secrets,
       // Once the AKS cluster uses Azure RBAC, the member honours its Azure role assignments as AKS does.
       azureRbacCluster: () => (azureRbac ? batch().id : undefined),
+      // GKE lets a Google identity in only with container.clusters.get in the project's IAM policy.
+      googleProject: GCP_PROJECT,
+    });
+    // The project's IAM policy: cpsync's own service account sees the project's clusters; someone gave
+    // another consumer GKE's cluster viewer role by hand.
+    emulators.gke.iamPolicies.set(GCP_PROJECT, {
+      version: 1,
+      etag: 'BwAAAA==',
+      bindings: [
+        { role: 'roles/container.viewer', members: [`serviceAccount:${cpsyncGoogle()}`] },
+        { role: 'roles/container.clusterViewer', members: [`serviceAccount:${FOREIGN_GOOGLE}`] },
+      ],
     });
     serveFromMember(emulators, member);
     // What cpsync's own identities (its GKE service account, its Entra application) may do on the member:
@@ -108,6 +134,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await member?.stop();
     await emulators?.stop();
   });
+
+  const cpsyncGoogle = () => emulators.gke.serviceAccountKey.client_email!;
+  const projectPolicy = () => emulators.gke.iamPolicies.get(GCP_PROJECT)!;
+  /** cpsync's bindings in the project's IAM policy: role, members, condition. */
+  const cpsyncProjectBindings = () =>
+    (projectPolicy().bindings ?? []).filter((b) => b.condition?.description?.startsWith('cpsync:'));
 
   /** A sync with `features`; its grant events as the bus received them (consumer, identity, cluster). */
   async function sync(
@@ -209,14 +241,48 @@ describe('consumer access grants: configured consumers reach every cluster of th
   /** grants the consumer on every cluster of its namespace, marks each grant, says so on each profile, and lets the consumer in */
   const grantedMarkedAndProven = async () => {
     entries.refuse.add('us-east-1/payments');
+    // The project has not let cpsync grant GKE's role yet: Google refuses, and the GKE grant is not made.
+    const policyBefore = structuredClone(projectPolicy());
+    const refused = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.match(refused.stderr, /grants: 2 granted, 0 revoked, 2 refused/);
+    const gkeRefused = condition(await memberProfile('gke'));
+    assert.deepEqual([gkeRefused?.status, gkeRefused?.reason], ['False', 'Refused']);
+    assert.match(gkeRefused!.message, /Google refused cpsync's binding of roles\/container.clusterViewer/);
+    assert.equal((await memberProfile('gke')).metadata.annotations['cpsync.io/access-grants'], undefined);
+    assert.deepEqual(projectPolicy(), policyBefore, 'the project policy is as it was');
+    assert.equal(await consumerCreates('gke'), 403);
+
+    // The project lets cpsync grant GKE's cluster viewer role, and no other (the README's binding).
+    letCpsyncGrantInProject(emulators, GCP_PROJECT);
+    const policy = structuredClone(projectPolicy());
     const run = await sync({ projections: 'on', accessGrants: 'on' });
-    assert.match(run.stderr, /grants: 3 granted, 0 revoked, 1 refused/);
-    // Each grant is announced once on the bus.
-    assert.deepEqual(run.access, [
-      'Consumer Access Granted deployer aks/batch',
-      'Consumer Access Granted deployer eks/checkout',
-      'Consumer Access Granted deployer gke/edge',
+    assert.match(run.stderr, /grants: 1 granted, 0 revoked, 1 refused/);
+    // Each grant is announced once on the bus, when it is made.
+    assert.deepEqual(
+      [...refused.access, ...run.access],
+      [
+        'Consumer Access Granted deployer aks/batch',
+        'Consumer Access Granted deployer eks/checkout',
+        'Consumer Access Granted deployer gke/edge',
+      ],
+    );
+    // GKE: one binding of the project's policy, limited to GKE and marked as cpsync's; the others as they were.
+    assert.deepEqual(cpsyncProjectBindings(), [
+      {
+        role: 'roles/container.clusterViewer',
+        members: [`serviceAccount:${GOOGLE}`],
+        condition: {
+          title: 'cpsync consumer deployer',
+          description: 'cpsync: access grant for consumer deployer',
+          expression: 'resource.service == "container.googleapis.com"',
+        },
+      },
     ]);
+    assert.equal(projectPolicy().version, 3, 'a policy with conditions is version 3');
+    assert.deepEqual(
+      projectPolicy().bindings!.filter((b) => !b.condition?.description?.startsWith('cpsync:')),
+      policy.bindings,
+    );
 
     for (const cloud of ['eks', 'gke', 'aks'] as const) {
       const profile = await memberProfile(cloud);
@@ -423,7 +489,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
           {
             apiGroup: 'rbac.authorization.k8s.io',
             kind: 'User',
-            name: 'viewer@consumers.iam.gserviceaccount.com',
+            name: FOREIGN_GOOGLE,
           },
         ],
       },
@@ -434,7 +500,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
       level: 'view',
       identities: {
         eks: { roleArn: FOREIGN_ROLE },
-        gke: { principal: 'viewer@consumers.iam.gserviceaccount.com' },
+        gke: { principal: FOREIGN_GOOGLE },
       },
     });
     const withViewer = await sync({ projections: 'on', accessGrants: 'on' });
@@ -469,6 +535,16 @@ describe('consumer access grants: configured consumers reach every cluster of th
     );
     for (const cloud of ['eks', 'gke', 'aks'] as const)
       assert.equal(await consumerCreates(cloud), 403, cloud);
+    assert.match(off.stderr, new RegExp(`revoked serviceAccount:${GOOGLE} roles/container.clusterViewer`));
+    assert.deepEqual(cpsyncProjectBindings(), [], "cpsync's project binding is gone");
+    assert.ok(
+      projectPolicy().bindings!.some(
+        (b) =>
+          b.role === 'roles/container.clusterViewer' &&
+          b.members.includes(`serviceAccount:${FOREIGN_GOOGLE}`),
+      ),
+      'the viewer role someone granted by hand is kept',
+    );
     assert.equal(entries.of('us-east-1', AT_MEMBER.eks).has(ROLE), false);
     assert.equal(await bindingOf('cpsync:consumer:deployer'), undefined);
     assert.equal(emulators.arm.roleAssignments.size, 0, 'the Azure role assignment too');

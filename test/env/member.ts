@@ -26,7 +26,7 @@ import {
 import { HUB_CREDENTIALS } from '../support/aws.ts';
 import { AZURE_SUBSCRIPTION, GCP_PROJECT, gkeCluster, withEksClusters, type Emulators } from './emulators.ts';
 import type { RoleAssignmentJson } from './fakes/armServer.ts';
-import type { GkeClusterJson } from './fakes/gkeServer.ts';
+import type { GkeClusterJson, IamPolicyJson } from './fakes/gkeServer.ts';
 import type { EksAccessEntries } from './eksAccessEntries.ts';
 import { startHub, stopHub } from './hub.ts';
 import { freePort, readBody, sendJson, serveOnLoopback } from './net.ts';
@@ -253,6 +253,42 @@ function azureRbacAuthorizer(cluster: string, assignments: () => Iterable<RoleAs
   };
 }
 
+/** A check before every other authorizer: the reason a request is denied outright, or undefined (no opinion). */
+type Deny = (user: string) => string | undefined;
+
+/** The roles that hold `container.clusters.get` (GKE's predefined roles and the basic ones). */
+const CLUSTERS_GET_ROLES = new Set([
+  'roles/container.clusterViewer',
+  'roles/container.viewer',
+  'roles/container.developer',
+  'roles/container.admin',
+  'roles/container.clusterAdmin',
+  'roles/viewer',
+  'roles/editor',
+  'roles/owner',
+]);
+
+/**
+ * GKE's own check before RBAC: a Google identity (a service account, a federated principal) is let in only
+ * with `container.clusters.get` in the cluster's project, from a binding of the project's IAM policy that is
+ * unconditional or limited to GKE (`resource.service == "container.googleapis.com"`).
+ */
+function gkeProjectIam(project: string, policy: () => IamPolicyJson | undefined): Deny {
+  return (user) => {
+    const google = user.endsWith('.iam.gserviceaccount.com') || user.startsWith('principal://');
+    if (!google) return undefined;
+    const member = user.startsWith('principal://') ? user : `serviceAccount:${user}`;
+    const held = (policy()?.bindings ?? []).some(
+      (b) =>
+        CLUSTERS_GET_ROLES.has(b.role) &&
+        b.members.includes(member) &&
+        (!b.condition ||
+          b.condition.expression.replace(/\s+/g, '') === 'resource.service=="container.googleapis.com"'),
+    );
+    return held ? undefined : `Required "container.clusters.get" permission(s) for "projects/${project}".`;
+  };
+}
+
 /** Authorizers after RBAC, any of which may allow (none: no webhook authorizer). */
 function anyOf(authorizers: Authorize[]): Authorize | undefined {
   if (authorizers.length === 0) return undefined;
@@ -265,6 +301,7 @@ async function startMember(
   verifiers: MemberVerifiers,
   log: (line: string) => void = () => {},
   authorize?: Authorize,
+  deny?: Deny,
 ): Promise<Member> {
   const reviews: Member['reviews'] = [];
   const webhook = createServer(async (request, response) => {
@@ -308,19 +345,25 @@ async function startMember(
       '',
     ].join('\n'),
   );
-  // An authorizer after RBAC (EKS's access entries), when the member has one.
+  // A webhook authorizer, when the member has one: checks that deny outright (GKE's project IAM) before RBAC,
+  // then what may allow besides RBAC (EKS's access entries, Azure RBAC); no opinion otherwise.
   let stopAuthorizer = async () => {};
   const authorizerArgs: string[] = [];
-  if (authorize) {
+  if (authorize || deny) {
     const authorizer = createServer(async (request, response) => {
       const body = JSON.parse(await readBody(request)) as {
         spec?: { user?: string; resourceAttributes?: ResourceAttributes; extra?: Record<string, string[]> };
       };
-      const allowed = authorize(body.spec?.user ?? '', body.spec?.resourceAttributes, body.spec?.extra);
+      const user = body.spec?.user ?? '';
+      const denied = deny?.(user);
+      const allowed =
+        !denied && (authorize?.(user, body.spec?.resourceAttributes, body.spec?.extra) ?? false);
       sendJson(response, 200, {
         apiVersion: 'authorization.k8s.io/v1',
         kind: 'SubjectAccessReview',
-        status: { allowed, ...(allowed ? { reason: 'EKS access entry' } : {}) },
+        status: denied
+          ? { allowed: false, denied: true, reason: denied }
+          : { allowed, ...(allowed ? { reason: 'EKS access entry' } : {}) },
       });
     });
     const authorizerPort = await freePort();
@@ -346,7 +389,12 @@ async function startMember(
       address: MEMBER_ADDRESS,
       port: 443,
       crd: false,
-      ...(authorize ? { authorizationModes: ['RBAC', 'Webhook'] } : {}),
+      // The webhook first when it may deny: an outright denial stops the chain before RBAC.
+      ...(deny
+        ? { authorizationModes: ['Webhook', 'RBAC'] }
+        : authorize
+          ? { authorizationModes: ['RBAC', 'Webhook'] }
+          : {}),
       apiserverArgs: [
         `--authentication-token-webhook-config-file=${webhookConfig}`,
         '--authentication-token-webhook-version=v1',
@@ -404,6 +452,8 @@ export function startEstateMember(
     secrets?: ReadonlyMap<string, string>;
     /** The AKS cluster (resource id) whose Azure role assignments the member's authorizer honours. */
     azureRbacCluster?: () => string | undefined;
+    /** The GCP project whose IAM policy (at the local GKE) must give Google identities container.clusters.get. */
+    googleProject?: string;
   } = {},
 ): Promise<Member> {
   return startMember(
@@ -436,6 +486,9 @@ export function startEstateMember(
           ]
         : []),
     ]),
+    options.googleProject
+      ? gkeProjectIam(options.googleProject, () => emulators.gke.iamPolicies.get(options.googleProject!))
+      : undefined,
   );
 }
 
@@ -490,4 +543,24 @@ export function serveFromMember(emulators: Emulators, member: Member): GkeCluste
   batch.properties.fqdn = memberHost;
   emulators.arm.caData.set(batch.id.toLowerCase(), member.caData);
   return edge;
+}
+
+/**
+ * What a GKE project gives cpsync for the access grants, as the README asks: Project IAM Admin, limited by its
+ * condition to granting and revoking GKE's cluster viewer role. Returns the binding added.
+ */
+export function letCpsyncGrantInProject(emulators: Emulators, project: string): IamPolicyJson['bindings'] {
+  const binding = {
+    role: 'roles/resourcemanager.projectIamAdmin',
+    members: [`serviceAccount:${emulators.gke.serviceAccountKey.client_email!}`],
+    condition: {
+      title: 'cpsync grants GKE cluster viewer only',
+      expression:
+        "api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly(['roles/container.clusterViewer'])",
+    },
+  };
+  const policy = emulators.gke.iamPolicies.get(project) ?? { version: 1, etag: 'BwAAAA==', bindings: [] };
+  (policy.bindings ??= []).push(binding);
+  emulators.gke.iamPolicies.set(project, policy);
+  return [binding];
 }

@@ -79,6 +79,19 @@ export const gkeProvider: ProviderModule = {
         google ??= credentials ? authClientFor(credentials) : (await googleAuthClient(undefined)).client;
         return clusterToken(target, { env: process.env, google, now: () => new Date() });
       },
+      // The project IAM role consumers need to authenticate, written with the credentials GKE is listed with.
+      async projectRoles() {
+        const { GkeProjectRoles } = await import('../../gke/projectRoles.ts');
+        const roles = new GkeProjectRoles({
+          projects: () => source.projectsClient(),
+          manager: config.manager,
+          timeoutMillis: config.sync.requestTimeoutSeconds * 1000,
+        });
+        return {
+          hold: (...args) => roles.hold(...args),
+          settle: (...args) => roles.settle(...args),
+        };
+      },
       close: () => source.close(),
     };
   },

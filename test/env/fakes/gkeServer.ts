@@ -21,6 +21,47 @@ interface GkeProjectJson {
   labels?: Record<string, string>;
 }
 
+/** An IAM allow policy as Resource Manager's REST API carries it (etag base64). */
+export interface IamPolicyJson {
+  version?: number;
+  bindings?: Array<{
+    role: string;
+    members: string[];
+    condition?: { title?: string; description?: string; expression: string };
+  }>;
+  etag?: string;
+}
+
+/** The role whose `resourcemanager.projects.getIamPolicy` / `setIamPolicy` the caller needs. */
+const PROJECT_IAM_ADMIN = 'roles/resourcemanager.projectIamAdmin';
+
+/**
+ * The roles a conditional projectIamAdmin binding lets its member grant or revoke: IAM's documented
+ * `api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly([...])`; unconditional, any.
+ */
+function grantableRoles(expression: string | undefined): Set<string> | 'any' | undefined {
+  if (!expression) return 'any';
+  const listed =
+    /^api\.getAttribute\('iam\.googleapis\.com\/modifiedGrantsByRole', \[\]\)\.hasOnly\(\[([^\]]*)\]\)$/.exec(
+      expression.trim(),
+    )?.[1];
+  if (listed === undefined) return undefined;
+  return new Set([...listed.matchAll(/'([^']+)'/g)].map((m) => m[1]!));
+}
+
+/** The roles whose grants differ between two policies (a binding's role, with or without its condition). */
+function modifiedRoles(before: IamPolicyJson, after: IamPolicyJson): Set<string> {
+  const grants = (policy: IamPolicyJson) =>
+    new Set(
+      (policy.bindings ?? []).flatMap((b) =>
+        b.members.map((m) => JSON.stringify([b.role, m, b.condition?.expression ?? ''])),
+      ),
+    );
+  const [a, b] = [grants(before), grants(after)];
+  const changed = [...a].filter((g) => !b.has(g)).concat([...b].filter((g) => !a.has(g)));
+  return new Set(changed.map((grant) => (JSON.parse(grant) as [string])[0]));
+}
+
 interface GoogleError {
   status: number;
   /** google.rpc.Code name, e.g. PERMISSION_DENIED. */
@@ -50,6 +91,12 @@ export interface GkeServer {
    * their access token at this server's STS: their email, which tokeninfo names for that token.
    */
   identities: Map<string, string>;
+  /**
+   * Projects' IAM allow policies (Resource Manager v3 getIamPolicy / setIamPolicy). cpsync's service account
+   * reads and writes one only with `roles/resourcemanager.projectIamAdmin` there, and changes only the roles
+   * that binding's `modifiedGrantsByRole` condition lets it; a write with a stale etag is ABORTED (409).
+   */
+  iamPolicies: Map<string, IamPolicyJson>;
   stop(): Promise<void>;
 }
 
@@ -122,6 +169,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     searchFailures: [],
     requests: [],
     identities: new Map(),
+    iamPolicies: new Map(),
   };
   /** Access tokens of the other identities: token → email. */
   const issued = new Map<string, string>();
@@ -205,6 +253,51 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
           message: `Not found: projects/${project}/locations/${location}/clusters/${name}.`,
         });
       return sendJson(response, 200, cluster);
+    }
+    const iam = /^\/v3\/projects\/([^/:]+):(getIamPolicy|setIamPolicy)$/.exec(url.pathname);
+    if (request.method === 'POST' && iam) {
+      const [project, method] = [decodeURIComponent(iam[1]!), iam[2]!];
+      const policy = state.iamPolicies.get(project) ?? { version: 1, bindings: [], etag: 'BwAAAA==' };
+      const denied = (what: string) =>
+        sendError(response, {
+          status: 403,
+          code: 'PERMISSION_DENIED',
+          message: `The caller does not have permission (${what} on projects/${project})`,
+        });
+      const admin = (policy.bindings ?? []).filter(
+        (b) => b.role === PROJECT_IAM_ADMIN && b.members.includes(`serviceAccount:${clientEmail}`),
+      );
+      if (admin.length === 0) return denied(`resourcemanager.projects.${method}`);
+      if (method === 'getIamPolicy') return sendJson(response, 200, policy);
+      const wanted = (JSON.parse(body) as { policy?: IamPolicyJson }).policy ?? {};
+      if (wanted.etag !== policy.etag)
+        return sendError(response, {
+          status: 409,
+          code: 'ABORTED',
+          message:
+            'There were concurrent policy changes. Please retry the whole read-modify-write with exponential backoff.',
+        });
+      const allowed = admin.map((b) => grantableRoles(b.condition?.expression));
+      for (const role of modifiedRoles(policy, wanted))
+        if (!allowed.some((roles) => roles === 'any' || roles?.has(role)))
+          return denied(`granting or revoking ${role}`);
+      const stored: IamPolicyJson = {
+        version: wanted.version ?? 1,
+        // As IAM keeps them: a condition's empty fields (proto3 JSON sends its defaults) are not kept.
+        bindings: (wanted.bindings ?? []).map(({ condition, ...binding }) => ({
+          ...binding,
+          ...(condition
+            ? {
+                condition: Object.fromEntries(
+                  Object.entries(condition).filter(([, value]) => value !== ''),
+                ) as typeof condition,
+              }
+            : {}),
+        })),
+        etag: Buffer.from(String(Date.now() + Math.random())).toString('base64'),
+      };
+      state.iamPolicies.set(project, stored);
+      return sendJson(response, 200, stored);
     }
     if (request.method === 'GET' && url.pathname === '/v3/projects:search') {
       const refused = state.searchFailures.shift();

@@ -6,7 +6,7 @@ import { normalizeAll } from '../../../../core/domain/normalize.ts';
 import type { Consumer, GrantResult } from '../../../../core/domain/grants.ts';
 import { withGrants } from '../../../../core/sync/grants.ts';
 import type { AccessGrants } from '../../../../core/sync/ports.ts';
-import { eksCluster, NOW } from '../../../support/fixtures.ts';
+import { eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
 const ROLE = 'arn:aws:iam::111122223333:role/argocd';
@@ -115,5 +115,86 @@ describe('access grants in a scope’s sync: when a cluster’s grants are looke
       [['grant', 'argocd', ROLE]],
     );
     assert.equal(dry.profiles[0]!.metadata.annotations?.['cpsync.io/access-grants'], undefined);
+  });
+});
+
+describe("access grants in a scope's sync: a GKE project's cloud role is held while any cluster of the project holds the consumer", () => {
+  const GOOGLE = 'deployer@consumers.iam.gserviceaccount.com';
+  const deployer: Consumer = {
+    name: 'deployer',
+    namespaces: ['cluster-inventory'],
+    level: 'view',
+    identities: { gke: GOOGLE },
+  };
+  const options = inventoryOptions({ features: { accessGrants: true }, consumers: [deployer] });
+  const clusters = normalizeAll(
+    [gkeCluster({ name: 'edge' }), gkeCluster({ name: 'analytics' })],
+    options,
+    NOW,
+  ).profiles;
+
+  /** The port: every grant holds; the project's holders as each settle was asked for them. */
+  function googlePort(refuse = false) {
+    const settled: Array<Record<string, string[]>> = [];
+    const port: AccessGrants = {
+      async ensure(): Promise<GrantResult> {
+        return { held: GOOGLE, status: 'True', reason: 'Granted', message: 'in' };
+      },
+      async revoke() {
+        return { revoked: true, message: 'gone' };
+      },
+      async settleProjectRoles(_project, holders) {
+        if (refuse) throw Object.assign(new Error('The caller does not have permission'), { code: 403 });
+        settled.push(Object.fromEntries([...holders].map(([c, ids]) => [c, [...ids].sort()])));
+        return [];
+      },
+    };
+    return { port, settled };
+  }
+  const sync = (
+    port: AccessGrants,
+    desired: readonly ClusterProfile[],
+    current: readonly ClusterProfile[],
+    project?: string,
+    opts = options,
+  ) =>
+    withGrants(desired, current, { options: opts, grants: port, now: NOW, ...(project ? { project } : {}) });
+
+  it('counts every cluster of the project: the role stays while one still holds the consumer, and goes with the last', async () => {
+    const { port, settled } = googlePort();
+    const both = (await sync(port, clusters, [], 'acme-data')).profiles;
+    assert.deepEqual(settled.at(-1), { deployer: [GOOGLE] });
+    // One cluster gone from the listing (its profile deleted): the other still holds the consumer.
+    const one = (await sync(port, both.slice(0, 1), both.slice(0, 1), 'acme-data')).profiles;
+    assert.deepEqual(settled.at(-1), { deployer: [GOOGLE] });
+    // A cluster the listing did not see (a partial listing) keeps its holding until its profile goes.
+    await sync(port, [], both, 'acme-data');
+    assert.deepEqual(settled.at(-1), { deployer: [GOOGLE] });
+    // Turned off: every grant revoked, and the role with them.
+    const off = inventoryOptions({ features: { accessGrants: false }, consumers: [deployer] });
+    await sync(port, clusters, one, 'acme-data', off);
+    assert.deepEqual(settled.at(-1), {});
+  });
+
+  it('is left alone where the scope does not see the whole project, and in a dry run', async () => {
+    const { port, settled } = googlePort();
+    await sync(port, clusters, [], undefined);
+    await withGrants(clusters, [], { options, grants: port, now: NOW, project: 'acme-data', dryRun: true });
+    assert.equal(settled.length, 0);
+  });
+
+  it('reports a project it cannot settle while it holds grants there, and not one where it holds none', async () => {
+    const { port } = googlePort(true);
+    const held = await sync(port, clusters, [], 'acme-data');
+    assert.match(
+      held.figures?.problems?.[0] ?? '',
+      /cannot settle project acme-data's cloud role for consumers: The caller does not have permission/,
+    );
+    const none = inventoryOptions({
+      features: { accessGrants: true },
+      consumers: [{ ...deployer, namespaces: ['elsewhere'] }],
+    });
+    const nothing = await sync(port, clusters, [], 'acme-data', none);
+    assert.equal(nothing.figures?.problems, undefined);
   });
 });

@@ -1,0 +1,198 @@
+/**
+ * The cloud role a consumer's Google identity needs before GKE lets it in at all (the `accessGrants` feature):
+ * `container.clusters.get` on the cluster, which GKE checks on every request, from
+ * `roles/container.clusterViewer`. It is granted where GKE reads it, in the project's IAM policy, in one
+ * binding per consumer that cpsync marks as its own: its condition, limited to GKE
+ * (`resource.service == "container.googleapis.com"`), carries cpsync's description. One binding serves every
+ * cluster of the project the consumer is granted; it holds exactly the identities cpsync's grants on them are
+ * for. A binding without cpsync's mark is never changed.
+ *
+ * Resource Manager v3's getIamPolicy / setIamPolicy (policy version 3, which conditions need), written with
+ * the etag read, and read again when another writer got there first.
+ */
+import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
+import type { CallOptions } from 'google-gax';
+import { grantDescription } from '../grants/marks.ts';
+
+/** The role with `container.clusters.get` and nothing else of the project's (nor any Kubernetes permission). */
+export const CLUSTER_VIEWER_ROLE = 'roles/container.clusterViewer';
+/** The condition that keeps cpsync's bindings to GKE. */
+export const GKE_ONLY = 'resource.service == "container.googleapis.com"';
+/** Writes tried again when another writer changed the policy in between (ABORTED, 409). */
+const ATTEMPTS = 5;
+
+interface Binding {
+  role?: string | null;
+  members?: string[] | null;
+  condition?: { title?: string | null; description?: string | null; expression?: string | null } | null;
+}
+interface Policy {
+  version?: number | null;
+  bindings?: Binding[] | null;
+  etag?: Uint8Array | string | null;
+}
+
+/** The IAM member a consumer's Google identity is: a service account's email, or a federated principal as it is. */
+export function iamMember(identity: string): string {
+  return identity.startsWith('principal://') || identity.startsWith('principalSet://')
+    ? identity
+    : `serviceAccount:${identity}`;
+}
+
+/** The GCP project a GKE cluster's provider id (its selfLink) names. */
+function projectOf(providerId: string): string {
+  const project = /\/projects\/([^/]+)\//.exec(providerId)?.[1];
+  if (!project) throw new Error(`not a GKE cluster id: ${providerId}`);
+  return project;
+}
+
+/** cpsync's bindings as one comparable value: consumer → members, without those left empty. */
+const shape = (ours: ReadonlyMap<string, ReadonlySet<string>>) =>
+  JSON.stringify(
+    [...ours]
+      .filter(([, members]) => members.size > 0)
+      .map(([consumer, members]) => [consumer, [...members].sort()])
+      .sort(),
+  );
+
+export class GkeProjectRoles {
+  readonly #projects: () => Promise<ProjectsClient>;
+  readonly #manager: string;
+  readonly #callOptions: CallOptions;
+
+  constructor(options: { projects: () => Promise<ProjectsClient>; manager: string; timeoutMillis: number }) {
+    this.#projects = options.projects;
+    this.#manager = options.manager;
+    this.#callOptions = { timeout: options.timeoutMillis };
+  }
+
+  /** Whether a binding is cpsync's, and for which consumer. */
+  #consumerOf(binding: Binding): string | undefined {
+    if (binding.role !== CLUSTER_VIEWER_ROLE || binding.condition?.expression !== GKE_ONLY) return undefined;
+    const prefix = grantDescription(this.#manager, '');
+    const description = binding.condition.description ?? '';
+    return description.startsWith(prefix) && description.length > prefix.length
+      ? description.slice(prefix.length)
+      : undefined;
+  }
+
+  #binding(consumer: string, members: string[]): Binding {
+    return {
+      role: CLUSTER_VIEWER_ROLE,
+      members,
+      condition: {
+        title: `cpsync consumer ${consumer}`,
+        description: grantDescription(this.#manager, consumer),
+        expression: GKE_ONLY,
+      },
+    };
+  }
+
+  /**
+   * Reads the project's policy, lets `change` edit cpsync's bindings (consumer → members) and writes it
+   * back when they changed, with the etag it read. Returns what `change` said it did.
+   */
+  async #edit(
+    project: string,
+    change: (ours: Map<string, Set<string>>) => string[],
+    signal?: AbortSignal,
+  ): Promise<string[]> {
+    const client = await this.#projects();
+    const resource = `projects/${project}`;
+    for (let attempt = 1; ; attempt++) {
+      signal?.throwIfAborted();
+      const [policy] = (await client.getIamPolicy(
+        { resource, options: { requestedPolicyVersion: 3 } },
+        this.#callOptions,
+      )) as [Policy, ...unknown[]];
+      const others: Binding[] = [];
+      const ours = new Map<string, Set<string>>();
+      for (const binding of policy.bindings ?? []) {
+        const consumer = this.#consumerOf(binding);
+        if (consumer === undefined) others.push(binding);
+        else {
+          const members = ours.get(consumer) ?? new Set<string>();
+          for (const member of binding.members ?? []) members.add(member);
+          ours.set(consumer, members);
+        }
+      }
+      const before = shape(ours);
+      const done = change(ours);
+      if (shape(ours) === before) return [];
+      const bindings = [
+        ...others,
+        ...[...ours]
+          .filter(([, members]) => members.size > 0)
+          .sort(([a], [b]) => a.localeCompare(b))
+          .map(([consumer, members]) => this.#binding(consumer, [...members].sort())),
+      ];
+      try {
+        await client.setIamPolicy(
+          { resource, policy: { ...policy, version: 3, bindings } },
+          this.#callOptions,
+        );
+        return done;
+      } catch (error) {
+        // Another writer changed the policy since it was read: read it again.
+        const code = (error as { code?: number }).code;
+        if ((code === 10 || code === 409) && attempt < ATTEMPTS) continue;
+        throw error;
+      }
+    }
+  }
+
+  /** `consumer`'s identity in cpsync's binding of the cluster's project (added when missing). */
+  async hold(
+    providerId: string,
+    consumer: string,
+    identity: string,
+    signal?: AbortSignal,
+  ): Promise<string[]> {
+    const project = projectOf(providerId);
+    const member = iamMember(identity);
+    return this.#edit(
+      project,
+      (ours) => {
+        const members = ours.get(consumer) ?? new Set<string>();
+        if (members.has(member)) return [];
+        members.add(member);
+        ours.set(consumer, members);
+        return [
+          `granted ${member} ${CLUSTER_VIEWER_ROLE} on GKE in project ${project} for consumer ${consumer}`,
+        ];
+      },
+      signal,
+    );
+  }
+
+  /** cpsync's bindings of the project made exactly `holders` (consumer → identities); returns what changed. */
+  async settle(
+    project: string,
+    holders: ReadonlyMap<string, ReadonlySet<string>>,
+    signal?: AbortSignal,
+  ): Promise<string[]> {
+    return this.#edit(
+      project,
+      (ours) => {
+        const changed: string[] = [];
+        for (const consumer of new Set([...ours.keys(), ...holders.keys()])) {
+          const wanted = new Set([...(holders.get(consumer) ?? [])].map(iamMember));
+          const members = ours.get(consumer) ?? new Set<string>();
+          for (const member of members)
+            if (!wanted.has(member))
+              changed.push(
+                `revoked ${member} ${CLUSTER_VIEWER_ROLE} in project ${project} (consumer ${consumer}: no cluster of the project is granted to it)`,
+              );
+          for (const member of wanted)
+            if (!members.has(member))
+              changed.push(
+                `granted ${member} ${CLUSTER_VIEWER_ROLE} on GKE in project ${project} for consumer ${consumer}`,
+              );
+          ours.set(consumer, wanted);
+        }
+        return changed;
+      },
+      signal,
+    );
+  }
+}

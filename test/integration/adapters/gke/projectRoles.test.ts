@@ -1,0 +1,184 @@
+/**
+ * GKE's project role for consumers (the `accessGrants` feature) through the real Resource Manager client over
+ * its REST transport, at the local server: cpsync's one marked binding per consumer is made, kept exact and
+ * removed; every other binding of the policy is left as it was; a write that loses a race is made again on
+ * the policy as it now is; what the project does not let cpsync do is refused.
+ */
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import fc from 'fast-check';
+import { GkeSource } from '../../../../adapters/gke/GkeSource.ts';
+import {
+  CLUSTER_VIEWER_ROLE,
+  GKE_ONLY,
+  GkeProjectRoles,
+  iamMember,
+} from '../../../../adapters/gke/projectRoles.ts';
+import { startGkeServer, type GkeServer, type IamPolicyJson } from '../../../env/fakes/gkeServer.ts';
+
+const PROJECT = 'acme-data';
+const CLUSTER = `https://container.googleapis.com/v1/projects/${PROJECT}/locations/europe-west1/clusters/edge`;
+const DEPLOYER = 'deployer@consumers.iam.gserviceaccount.com';
+const FEDERATED =
+  'principal://iam.googleapis.com/projects/123456789/locations/global/workloadIdentityPools/ci/subject/deployer';
+
+describe("GKE project role for consumers: cpsync's own bindings of the project's IAM policy, and nothing else", () => {
+  let server: GkeServer;
+  let source: GkeSource;
+  let roles: GkeProjectRoles;
+  /** Bindings cpsync must never change: someone's own grants, one of the same role. */
+  let foreign: NonNullable<IamPolicyJson['bindings']>;
+
+  before(async () => {
+    server = await startGkeServer();
+    source = new GkeSource({
+      credentials: server.serviceAccountKey,
+      endpoint: server.endpoint,
+      maxRetries: 0,
+    });
+    roles = new GkeProjectRoles({
+      projects: () => source.projectsClient(),
+      manager: 'cpsync',
+      timeoutMillis: 10_000,
+    });
+  });
+  after(async () => {
+    await source.close();
+    await server.stop();
+  });
+  beforeEach(() => {
+    foreign = [
+      { role: 'roles/container.clusterViewer', members: ['user:alice@example.com'] },
+      {
+        role: 'roles/container.clusterViewer',
+        members: ['serviceAccount:ops@acme-data.iam.gserviceaccount.com'],
+        condition: { title: 'ops', description: 'someone else: access grant', expression: GKE_ONLY },
+      },
+    ];
+    server.iamPolicies.set(PROJECT, {
+      version: 3,
+      etag: 'BwAAAA==',
+      bindings: [
+        ...structuredClone(foreign),
+        {
+          role: 'roles/resourcemanager.projectIamAdmin',
+          members: [`serviceAccount:${server.serviceAccountKey.client_email}`],
+          condition: {
+            title: 'cpsync',
+            expression:
+              "api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly(['roles/container.clusterViewer'])",
+          },
+        },
+      ],
+    });
+  });
+  const ours = () =>
+    (server.iamPolicies.get(PROJECT)!.bindings ?? []).filter((b) =>
+      b.condition?.description?.startsWith('cpsync: '),
+    );
+  const others = () =>
+    (server.iamPolicies.get(PROJECT)!.bindings ?? []).filter(
+      (b) =>
+        !b.condition?.description?.startsWith('cpsync: ') &&
+        b.role !== 'roles/resourcemanager.projectIamAdmin',
+    );
+
+  it('holds a consumer in one marked binding limited to GKE, once, and writes nothing when it is there', async () => {
+    assert.equal((await roles.hold(CLUSTER, 'deployer', DEPLOYER)).length, 1);
+    const writes = () => server.requests.filter((r) => r.path.endsWith(':setIamPolicy')).length;
+    const before = writes();
+    assert.deepEqual(await roles.hold(CLUSTER, 'deployer', DEPLOYER), []);
+    assert.equal(writes(), before, 'a held identity is not written again');
+    assert.deepEqual(ours(), [
+      {
+        role: CLUSTER_VIEWER_ROLE,
+        members: [`serviceAccount:${DEPLOYER}`],
+        condition: {
+          title: 'cpsync consumer deployer',
+          description: 'cpsync: access grant for consumer deployer',
+          expression: 'resource.service == "container.googleapis.com"',
+        },
+      },
+    ]);
+    assert.deepEqual(others(), foreign);
+    assert.equal(iamMember(FEDERATED), FEDERATED, 'a federated principal is its own member');
+  });
+
+  it('settles its bindings to exactly the holders, over any sequence of holders, leaving every other binding as it was', async () => {
+    const consumers = ['deployer', 'auditor'];
+    const identities = [DEPLOYER, 'auditor@consumers.iam.gserviceaccount.com', FEDERATED];
+    const holders = fc.array(
+      fc.dictionary(fc.constantFrom(...consumers), fc.subarray(identities, { minLength: 1 })),
+      { minLength: 1, maxLength: 4 },
+    );
+    await fc.assert(
+      fc.asyncProperty(holders, async (sequence) => {
+        for (const step of sequence) {
+          const wanted = new Map(Object.entries(step).map(([c, ids]) => [c, new Set(ids)]));
+          await roles.settle(PROJECT, wanted);
+          const held = Object.fromEntries(
+            ours().map((b) => [b.condition!.title!.replace('cpsync consumer ', ''), [...b.members].sort()]),
+          );
+          const expected = Object.fromEntries(
+            Object.entries(step).map(([c, ids]) => [c, ids.map(iamMember).sort()]),
+          );
+          assert.deepEqual(held, expected);
+          assert.deepEqual(others(), foreign);
+        }
+        await roles.settle(PROJECT, new Map());
+        assert.deepEqual(ours(), []);
+      }),
+      { numRuns: 15 },
+    );
+  });
+
+  it('makes a write that lost a race again on the policy as it now is, keeping what the other writer did', async () => {
+    // Another writer changes the policy between cpsync's read and its write, once.
+    let raced = false;
+    const original = server.iamPolicies.get.bind(server.iamPolicies);
+    server.iamPolicies.get = (project: string) => {
+      const policy = original(project);
+      const lastRequest = server.requests.at(-1)?.path ?? '';
+      if (!raced && policy && lastRequest.endsWith(':setIamPolicy')) {
+        raced = true;
+        policy.bindings = [
+          ...(policy.bindings ?? []),
+          { role: 'roles/viewer', members: ['user:bob@example.com'] },
+        ];
+        policy.etag = Buffer.from('raced').toString('base64');
+      }
+      return policy;
+    };
+    try {
+      await roles.hold(CLUSTER, 'deployer', DEPLOYER);
+    } finally {
+      server.iamPolicies.get = original;
+    }
+    assert.ok(raced);
+    const bindings = server.iamPolicies.get(PROJECT)!.bindings ?? [];
+    assert.ok(
+      bindings.some((b) => b.role === 'roles/viewer'),
+      "the other writer's binding is kept",
+    );
+    assert.deepEqual(
+      ours().map((b) => b.members),
+      [[`serviceAccount:${DEPLOYER}`]],
+    );
+  });
+
+  it('is refused where the project does not let cpsync change the policy, and changes nothing', async () => {
+    const policy = server.iamPolicies.get(PROJECT)!;
+    policy.bindings = policy.bindings!.filter((b) => b.role !== 'roles/resourcemanager.projectIamAdmin');
+    const before = structuredClone(policy);
+    await assert.rejects(
+      roles.hold(CLUSTER, 'deployer', DEPLOYER),
+      (error: { code?: number; message?: string }) => {
+        // PERMISSION_DENIED: Resource Manager's client reports the HTTP status.
+        assert.equal(error.code, 403);
+        assert.match(error.message ?? '', /does not have permission/);
+        return true;
+      },
+    );
+    assert.deepEqual(server.iamPolicies.get(PROJECT), before);
+  });
+});

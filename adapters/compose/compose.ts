@@ -55,6 +55,13 @@ export interface ComposeOptions {
  * A configured cloud built on its first use. Building it again after a failure is allowed (a secret that
  * could not be read may be readable on the next delivery).
  */
+/** Each provider's own way of granting consumers (the `accessGrants` feature). */
+const GRANTS_OF = {
+  eks: 'accessEntries',
+  gke: 'projectRoles',
+  aks: 'roleAssignments',
+} as const satisfies Record<Provider, keyof ProviderInstance>;
+
 function onDemand(module: ProviderModule, config: CpsyncConfig): ProviderInstance {
   let built: ProviderInstance | undefined;
   let building: Promise<ProviderInstance> | undefined;
@@ -83,26 +90,13 @@ function onDemand(module: ProviderModule, config: CpsyncConfig): ProviderInstanc
       if (!instance.memberToken) throw new Error(`providers.${module.provider}: gives no member tokens`);
       return instance.memberToken(target);
     },
-    ...(module.provider === 'aks'
-      ? {
-          async roleAssignments() {
-            const instance = await load();
-            if (!instance.roleAssignments)
-              throw new Error(`providers.${module.provider}: makes no role assignments`);
-            return instance.roleAssignments();
-          },
-        }
-      : {}),
-    ...(module.provider === 'eks'
-      ? {
-          async accessEntries() {
-            const instance = await load();
-            if (!instance.accessEntries)
-              throw new Error(`providers.${module.provider}: makes no access entries`);
-            return instance.accessEntries();
-          },
-        }
-      : {}),
+    // The provider's own way of granting consumers (the access grants), loaded with it.
+    [GRANTS_OF[module.provider]]: async () => {
+      const instance = await load();
+      const make = instance[GRANTS_OF[module.provider]] as (() => Promise<unknown>) | undefined;
+      if (!make) throw new Error(`providers.${module.provider}: gives no ${GRANTS_OF[module.provider]}`);
+      return make.call(instance);
+    },
     close: async () => {
       await building?.catch(() => undefined);
       await built?.close?.();

@@ -46,7 +46,7 @@ import {
 } from '../env/emulators.ts';
 import { ensureConsumerBinaries } from '../env/binaries.ts';
 import { serveEksAccessEntries } from '../env/eksAccessEntries.ts';
-import { letCpsyncGrant, startEstateMember, type Member } from '../env/member.ts';
+import { letCpsyncGrant, letCpsyncGrantInProject, startEstateMember, type Member } from '../env/member.ts';
 import { consumerIdentity, consumerKit } from '../support/consumerKit.ts';
 import { startHub, stopHub } from '../env/hub.ts';
 import { holdTransition } from '../env/transitions.ts';
@@ -150,7 +150,22 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const estateMember = await startEstateMember(emulators, () => eksNames, undefined, {
       accessEntries,
       secrets: identity.secrets,
+      // GKE lets the consumer in only once cpsync granted its project role (container.clusters.get).
+      googleProject: GCP_PROJECT,
     });
+    // The project's IAM policy: cpsync's own identity sees its clusters, and may grant GKE's cluster viewer
+    // role (and no other).
+    emulators.gke.iamPolicies.set(GCP_PROJECT, {
+      version: 1,
+      etag: 'BwAAAA==',
+      bindings: [
+        {
+          role: 'roles/container.viewer',
+          members: [`serviceAccount:${emulators.gke.serviceAccountKey.client_email!}`],
+        },
+      ],
+    });
+    letCpsyncGrantInProject(emulators, GCP_PROJECT);
     member = estateMember;
     const proxy = emulators.proxy.endpoint;
     Object.assign(process.env, {
@@ -625,8 +640,17 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
 
     say('## Time to usable');
     say('');
+    // GKE's project role for the consumer, as the project's IAM policy holds it (made by the grants alone).
+    const projectRole = (emulators.gke.iamPolicies.get(GCP_PROJECT)?.bindings ?? []).some(
+      (b) =>
+        b.role === 'roles/container.clusterViewer' &&
+        b.condition?.description === 'cpsync: access grant for consumer consumer' &&
+        b.members.includes(`serviceAccount:${CONSUMER_GOOGLE}`),
+    )
+      ? "held for the consumer's identity"
+      : 'not held';
     say(
-      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over 10 s, each held in its creating state (no endpoint, no CA) for a time drawn from ${options.readySeconds[0]}–${options.readySeconds[1]} s (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${options.deletingSeconds[0]}–${options.deletingSeconds[1]} s, then gone. The clouds' events enter as the clouds send them: CloudTrail \`CreateCluster\`/\`DeleteCluster\` on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler; Event Grid \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` and Pub/Sub pushes of the start-of-operation audit entry (\`operation.first\`) to the webhook. The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, with the configuration's follow-up defaults (first look after 10 s, then every 20 s). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer is RBAC then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry, a ClusterRoleBinding on the member for GKE and AKS); its object counts when the member lists it (polled every 200 ms) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
+      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over 10 s, each held in its creating state (no endpoint, no CA) for a time drawn from ${options.readySeconds[0]}–${options.readySeconds[1]} s (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${options.deletingSeconds[0]}–${options.deletingSeconds[1]} s, then gone. The clouds' events enter as the clouds send them: CloudTrail \`CreateCluster\`/\`DeleteCluster\` on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler; Event Grid \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` and Pub/Sub pushes of the start-of-operation audit entry (\`operation.first\`) to the webhook. The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, with the configuration's follow-up defaults (first look after 10 s, then every 20 s). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer first denies a Google identity without \`container.clusters.get\` in the project's IAM policy, as GKE does, then is RBAC, then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry; for GKE, \`roles/container.clusterViewer\` in cpsync's binding of the project's IAM policy — ${projectRole} at the end — and a ClusterRoleBinding on the member; for AKS the binding); its object counts when the member lists it (polled every 200 ms) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
     );
     say('');
     say('| | p50 | p99 | target |');

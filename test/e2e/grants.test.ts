@@ -36,6 +36,7 @@ import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
 import { consumerIdentity, consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
+import { assertNoCredentials } from '../support/secrets.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents are read freely here
 type Doc = Record<string, any>;
@@ -61,6 +62,8 @@ describe('consumer access grants: configured consumers reach every cluster of th
   let config: string;
   let document: Doc;
   let azureRbac = false;
+  /** Everything the runs showed (CLI output, events, profiles): scanned for credentials at the end. */
+  const captured: string[] = [];
   /** The AKS cluster the member stands for, as ARM holds it. */
   const batch = () => emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === AT_MEMBER.aks)!;
 
@@ -149,6 +152,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     writeFileSync(config, stringify({ ...document, features }));
     writeFileSync(document.bus.jsonl, '');
     const run = await runCli(['sync', '--config', config, ...args], { env: emulators.env });
+    captured.push(run.stdout, run.stderr, readFileSync(document.bus.jsonl, 'utf8'));
     assert.equal(run.code, 0, run.stderr);
     const access = jsonLines<Doc>(readFileSync(document.bus.jsonl, 'utf8'))
       .filter((e) => e['detail-type'].startsWith('Consumer Access '))
@@ -518,13 +522,27 @@ describe('consumer access grants: configured consumers reach every cluster of th
       },
     );
 
+    // Turned off in one GKE region first (`--scope`): that cluster's grant goes; the project's role stays, as a
+    // region cannot see every cluster of the project; nothing of the other clouds changes.
+    const regional = await sync({ projections: 'on', accessGrants: 'off' }, [
+      '--scope',
+      `gke/${GCP_PROJECT}/europe-west1`,
+    ]);
+    assert.deepEqual(regional.access, ['Consumer Access Revoked deployer gke/edge']);
+    assert.equal(await consumerCreates('gke', 'apps'), 403);
+    assert.deepEqual(
+      cpsyncProjectBindings().map((b) => b.members),
+      [[`serviceAccount:${GOOGLE}`]],
+    );
+    assert.equal(await consumerCreates('eks', 'apps'), 201, 'EKS is not in the scope');
+    assert.ok(entries.of('us-east-1', AT_MEMBER.eks).has(ROLE));
+
     const off = await sync({ projections: 'on', accessGrants: 'off' });
-    assert.match(off.stderr, /grants: 0 granted, 5 revoked/);
+    assert.match(off.stderr, /grants: 0 granted, 4 revoked/);
     assert.deepEqual(off.access, [
       'Consumer Access Revoked deployer aks/batch',
       'Consumer Access Revoked deployer eks/checkout',
       'Consumer Access Revoked deployer eks/rollout',
-      'Consumer Access Revoked deployer gke/edge',
       'Consumer Access Revoked viewer eks/rollout',
     ]);
     assert.equal(
@@ -560,8 +578,18 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.doesNotMatch(quiet.stderr, /grants:/);
   };
 
+  /** Nothing the runs showed carries a credential: the estate's, the hub's, or a token a member was shown. */
+  const leaksNothing = async () => {
+    captured.push(JSON.stringify(await profiles()));
+    const all = await assertNoCredentials(captured, emulators);
+    assert.match(all, /Consumer Access Granted/);
+    assert.ok(member.reviews.length > 10, 'tokens to look for');
+    for (const { kind, token } of member.reviews.filter((r) => r.token.length > 20))
+      assert.ok(!all.includes(token), `a ${kind} token leaked`);
+  };
+
   // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
-  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; leaves foreign grants; turned off, revokes exactly its own", async () => {
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; leaves foreign grants; turned off in one scope, then everywhere, revokes exactly its own; leaks no credential", async () => {
     await refusedBeforeAnyGrant();
     await grantedMarkedAndProven();
     await unchangedAndDryRun();
@@ -569,5 +597,6 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await narrowedToNamespaces();
     await azureRbacOnAks();
     await foreignKeptOwnRevoked();
+    await leaksNothing();
   });
 });

@@ -8,7 +8,9 @@
  *        local STS then names the caller, whose ARN is the user;
  *   GKE  Google access tokens through the issuer's tokeninfo endpoint;
  *   AKS  Entra JWTs: the issuer's signature, issuer and the AKS server application as audience.
- * Users it authenticates are in the group `cpsync:consumers`, which may list namespaces.
+ * Users it authenticates are in the group `cpsync:consumers`, which may list namespaces. For the access grants it can
+ * authorize as the clouds do besides RBAC: EKS access entries, Azure role assignments, and GKE's check of the
+ * project's IAM policy (`container.clusters.get`), which denies before RBAC is asked.
  */
 import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';

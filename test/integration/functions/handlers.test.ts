@@ -30,6 +30,7 @@ import {
   type Emulators,
 } from '../../env/emulators.ts';
 import { accountCredentials, createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
+import { letCpsyncGrantInProject } from '../../env/member.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig, profileOfAnother } from '../../support/hub.ts';
 import {
@@ -136,6 +137,27 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
   after(async () => {
     await emulators?.stop();
     await signer?.stop();
+  });
+
+  it("gives each cloud's own way of granting consumers as the functions build them, with that cloud's credentials", async () => {
+    // GKE's project role: written through the on-demand GKE provider, as the project's IAM policy then holds it.
+    letCpsyncGrantInProject(emulators, GCP_PROJECT);
+    const identity = 'deployer@consumers.iam.gserviceaccount.com';
+    const roles = await deps.providers.gke!.projectRoles!();
+    assert.equal((await roles.settle(GCP_PROJECT, new Map([['deployer', new Set([identity])]]))).length, 1);
+    const held = () =>
+      (emulators.gke.iamPolicies.get(GCP_PROJECT)?.bindings ?? []).filter(
+        (b) => b.role === 'roles/container.clusterViewer',
+      );
+    assert.deepEqual(
+      held().map((b) => b.members),
+      [[`serviceAccount:${identity}`]],
+    );
+    await roles.settle(GCP_PROJECT, new Map());
+    assert.deepEqual(held(), []);
+    // EKS's access entries and AKS's role assignments are given the same way.
+    assert.equal(typeof (await deps.providers.eks!.accessEntries!()).ensure, 'function');
+    assert.equal(typeof (await deps.providers.aks!.roleAssignments!()).assign, 'function');
   });
 
   it('enumerates the scopes and sends one SQS message per scope', async () => {

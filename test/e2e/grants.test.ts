@@ -154,15 +154,17 @@ describe('consumer access grants: configured consumers reach every cluster of th
     const run = await runCli(['sync', '--config', config, ...args], { env: emulators.env });
     captured.push(run.stdout, run.stderr, readFileSync(document.bus.jsonl, 'utf8'));
     assert.equal(run.code, 0, run.stderr);
-    const access = jsonLines<Doc>(readFileSync(document.bus.jsonl, 'utf8'))
+    return { ...run, access: accessEvents() };
+  }
+  /** The grant events on the bus (consumer, cluster), sorted. */
+  const accessEvents = () =>
+    jsonLines<Doc>(readFileSync(document.bus.jsonl, 'utf8'))
       .filter((e) => e['detail-type'].startsWith('Consumer Access '))
       .map(
         (e) =>
           `${e['detail-type']} ${e.detail.consumer} ${e.detail.cluster.provider}/${e.detail.cluster.displayName}`,
       )
       .sort();
-    return { ...run, access };
-  }
   const profiles = async () =>
     ((await objects.listNamespacedCustomObject({ ...GROUP, namespace: consumers })) as { items: Doc[] })
       .items;
@@ -372,6 +374,55 @@ describe('consumer access grants: configured consumers reach every cluster of th
     } finally {
       document.consumers.pop();
     }
+  };
+
+  /** Two runs at once (the schedule and a cloud event, say): each grant is made and announced once. */
+  const twoAtOnce = async () => {
+    const auditor = `arn:aws:iam::${EKS_ACCOUNT}:role/auditor`;
+    const auditorGoogle = 'auditor@consumers.iam.gserviceaccount.com';
+    document.consumers.push({
+      name: 'auditor',
+      namespaces: [consumers],
+      level: 'view',
+      identities: { eks: { roleArn: auditor }, gke: { principal: auditorGoogle } },
+    });
+    try {
+      writeFileSync(config, stringify({ ...document, features: { projections: 'on', accessGrants: 'on' } }));
+      writeFileSync(document.bus.jsonl, '');
+      const runs = await Promise.all(
+        [1, 2].map(() => runCli(['sync', '--config', config], { env: emulators.env })),
+      );
+      captured.push(readFileSync(document.bus.jsonl, 'utf8'));
+      for (const run of runs) {
+        captured.push(run.stdout, run.stderr);
+        assert.equal(run.code, 0, run.stderr);
+      }
+      assert.deepEqual(
+        accessEvents().filter((e) => e.includes(' auditor ')),
+        ['Consumer Access Granted auditor eks/checkout', 'Consumer Access Granted auditor gke/edge'],
+      );
+      assert.ok(entries.of('us-east-1', AT_MEMBER.eks).has(auditor));
+      assert.deepEqual(
+        cpsyncProjectBindings().map((b) => [b.condition?.title, b.members]),
+        [
+          ['cpsync consumer auditor', [`serviceAccount:${auditorGoogle}`]],
+          ['cpsync consumer deployer', [`serviceAccount:${GOOGLE}`]],
+        ],
+      );
+    } finally {
+      document.consumers.pop();
+    }
+    // The consumer removed from the configuration: exactly its grants go, its project binding too.
+    const removed = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.deepEqual(removed.access, [
+      'Consumer Access Revoked auditor eks/checkout',
+      'Consumer Access Revoked auditor gke/edge',
+    ]);
+    assert.equal(entries.of('us-east-1', AT_MEMBER.eks).has(auditor), false);
+    assert.deepEqual(
+      cpsyncProjectBindings().map((b) => b.condition?.title),
+      ['cpsync consumer deployer'],
+    );
   };
 
   /** leaves grants it did not make, and turned off revokes exactly its own: the consumer is refused again */
@@ -589,10 +640,11 @@ describe('consumer access grants: configured consumers reach every cluster of th
   };
 
   // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
-  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; leaves foreign grants; turned off in one scope, then everywhere, revokes exactly its own; leaks no credential", async () => {
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants once from two runs at once, and revokes a consumer removed; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; leaves foreign grants; turned off in one scope, then everywhere, revokes exactly its own; leaks no credential", async () => {
     await refusedBeforeAnyGrant();
     await grantedMarkedAndProven();
     await unchangedAndDryRun();
+    await twoAtOnce();
     await followedUntilReady();
     await narrowedToNamespaces();
     await azureRbacOnAks();

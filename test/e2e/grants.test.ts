@@ -36,6 +36,18 @@ import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
 import { consumerIdentity, consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
+import {
+  functionUrlRequest,
+  gkeAuditEntry,
+  lambdaContext,
+  pubSubPush,
+  startGoogleSigner,
+} from '../support/lambda.ts';
+import { compose } from '../../adapters/compose/compose.ts';
+import { parseConfig } from '../../adapters/compose/config.ts';
+import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
+import { makeWebhook } from '../../functions/webhook.ts';
+import type { FunctionDeps } from '../../functions/runtime.ts';
 import { assertNoCredentials } from '../support/secrets.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents are read freely here
@@ -49,6 +61,10 @@ const ENTRA = '5d1c0e2a-7b3f-4c6d-9e8a-0f1b2c3d4e5f';
 /** A grant someone made by hand for another consumer: cpsync must never touch it. */
 const FOREIGN_ROLE = `arn:aws:iam::${EKS_ACCOUNT}:role/viewer`;
 const FOREIGN_GOOGLE = 'viewer@consumers.iam.gserviceaccount.com';
+/** The webhook's settings: Pub/Sub's push audience and service account, Event Grid's key. */
+const AUDIENCE = 'https://cpsync-webhook.example/gcp';
+const PUSHER = 'pubsub-push@acme-data.iam.gserviceaccount.com';
+const EVENT_GRID_KEY = 'event-grid-key-for-grants';
 
 describe('consumer access grants: configured consumers reach every cluster of their namespace, and no longer once turned off', () => {
   let emulators: Emulators;
@@ -425,6 +441,130 @@ describe('consumer access grants: configured consumers reach every cluster of th
     );
   };
 
+  /**
+   * The clouds' events, through the webhook function as deployed (built on demand): a GKE Pub/Sub push and an
+   * Azure Event Grid event each sync their one cluster, which grants a newly configured consumer there (GKE's
+   * project role included) and nowhere else; the next full sync without it revokes exactly that.
+   */
+  const cloudEvents = async () => {
+    const objectId = '0b7e3c1d-2f4a-4b5c-8d6e-7f8091a2b3c4';
+    const releasesGoogle = 'releases@consumers.iam.gserviceaccount.com';
+    document.consumers.push({
+      name: 'releases',
+      namespaces: [consumers],
+      level: 'view',
+      identities: { gke: { principal: releasesGoogle }, aks: { objectId } },
+    });
+    const signer = await startGoogleSigner(AUDIENCE, PUSHER);
+    const keyFile = join(emulators.directory, 'event-grid-key');
+    writeFileSync(keyFile, EVENT_GRID_KEY);
+    let deps: FunctionDeps | undefined;
+    try {
+      writeFileSync(document.bus.jsonl, '');
+      deps = await compose(
+        parseConfig(
+          {
+            ...document,
+            features: { projections: 'on', accessGrants: 'on' },
+            webhook: {
+              azure: { key: { file: keyFile } },
+              gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri },
+            },
+          },
+          'grants webhook',
+        ),
+        ALL_PROVIDERS,
+        { onDemand: true },
+      );
+      const webhook = makeWebhook(async () => deps!);
+      const edge = emulators.gke.clusters.get(GCP_PROJECT)!.find((c) => c.name === AT_MEMBER.gke)!;
+      const pushed = await webhook(
+        functionUrlRequest(
+          '/gcp',
+          pubSubPush(
+            gkeAuditEntry(
+              GCP_PROJECT,
+              'google.container.v1.ClusterManager.UpdateCluster',
+              `projects/${GCP_PROJECT}/locations/${edge.location}/clusters/${edge.name}`,
+            ),
+            'ps-grants',
+          ),
+          { authorization: `Bearer ${await signer.sign({})}` },
+        ),
+        lambdaContext('cpsync-webhook'),
+      );
+      assert.equal(pushed.statusCode, 200, pushed.body as string);
+      const aks = batch().id;
+      const written = await webhook(
+        functionUrlRequest(
+          '/azure',
+          [
+            {
+              id: 'eg-grants',
+              eventType: 'Microsoft.Resources.ResourceWriteSuccess',
+              subject: aks,
+              eventTime: '2026-01-01T00:00:00Z',
+              dataVersion: '2',
+              data: {
+                resourceUri: aks,
+                operationName: 'Microsoft.ContainerService/managedClusters/write',
+                status: 'Succeeded',
+                subscriptionId: AZURE_SUBSCRIPTION,
+              },
+            },
+          ],
+          {},
+          { key: EVENT_GRID_KEY },
+        ),
+        lambdaContext('cpsync-webhook'),
+      );
+      assert.equal(written.statusCode, 200, written.body as string);
+      captured.push(readFileSync(document.bus.jsonl, 'utf8'));
+      assert.deepEqual(
+        accessEvents(),
+        ['Consumer Access Granted releases aks/batch', 'Consumer Access Granted releases gke/edge'],
+        'granted on the two clusters the events named, and announced once each',
+      );
+      for (const cloud of ['gke', 'aks'] as const) {
+        const releases = condition(await memberProfile(cloud), 'consumers.cpsync.io/releases');
+        assert.deepEqual([releases?.status, releases?.reason], ['True', 'Granted'], cloud);
+      }
+      assert.ok(
+        (await profiles())
+          .filter((p) => !['edge', 'batch'].includes(p.spec.displayName))
+          .every((p) => condition(p, 'consumers.cpsync.io/releases') === undefined),
+        'no other cluster was looked at',
+      );
+      assert.ok(
+        cpsyncProjectBindings().some(
+          (b) =>
+            b.condition?.title === 'cpsync consumer releases' &&
+            b.members.includes(`serviceAccount:${releasesGoogle}`),
+        ),
+      );
+      assert.ok(
+        [...emulators.arm.roleAssignments.values()].some((a) => a.properties.principalId === objectId),
+        'AKS with Azure RBAC: a role assignment',
+      );
+    } finally {
+      document.consumers.pop();
+      await deps?.close();
+      await signer.stop();
+    }
+    const removed = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.deepEqual(removed.access, [
+      'Consumer Access Revoked releases aks/batch',
+      'Consumer Access Revoked releases gke/edge',
+    ]);
+    assert.deepEqual(
+      cpsyncProjectBindings().map((b) => b.condition?.title),
+      ['cpsync consumer deployer'],
+    );
+    assert.ok(
+      ![...emulators.arm.roleAssignments.values()].some((a) => a.properties.principalId === objectId),
+    );
+  };
+
   /** leaves grants it did not make, and turned off revokes exactly its own: the consumer is refused again */
   /** A cluster the cloud is still creating is granted at the follow-up look that finds it ready. */
   const followedUntilReady = async () => {
@@ -640,7 +780,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
   };
 
   // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
-  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants once from two runs at once, and revokes a consumer removed; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; leaves foreign grants; turned off in one scope, then everywhere, revokes exactly its own; leaks no credential", async () => {
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants once from two runs at once, and revokes a consumer removed; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; grants from the webhook's GKE and Azure events; leaves foreign grants; turned off in one scope, then everywhere, revokes exactly its own; leaks no credential", async () => {
     await refusedBeforeAnyGrant();
     await grantedMarkedAndProven();
     await unchangedAndDryRun();
@@ -648,6 +788,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await followedUntilReady();
     await narrowedToNamespaces();
     await azureRbacOnAks();
+    await cloudEvents();
     await foreignKeptOwnRevoked();
     await leaksNothing();
   });

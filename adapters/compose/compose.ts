@@ -51,10 +51,6 @@ export interface ComposeOptions {
   onDemand?: boolean;
 }
 
-/**
- * A configured cloud built on its first use. Building it again after a failure is allowed (a secret that
- * could not be read may be readable on the next delivery).
- */
 /** Each provider's own way of granting consumers (the `accessGrants` feature). */
 const GRANTS_OF = {
   eks: 'accessEntries',
@@ -62,6 +58,10 @@ const GRANTS_OF = {
   aks: 'roleAssignments',
 } as const satisfies Record<Provider, keyof ProviderInstance>;
 
+/**
+ * A configured cloud built on its first use. Building it again after a failure is allowed (a secret that
+ * could not be read may be readable on the next delivery).
+ */
 function onDemand(module: ProviderModule, config: CpsyncConfig): ProviderInstance {
   let built: ProviderInstance | undefined;
   let building: Promise<ProviderInstance> | undefined;

@@ -947,7 +947,11 @@ export async function syncCluster(
     const published = await ports.bus.publish(events);
     await ports.outbox.remove(doneWith(published));
     const kind = result.applied.applied[0]?.kind;
-    const problems = [...recovered, ...collisions(ref.scope, result.plan)];
+    const problems = [
+      ...recovered,
+      ...collisions(ref.scope, result.plan),
+      ...(result.grants?.problems ?? []),
+    ];
     const settling = observed ? settlingState(observed) : undefined;
     return {
       result: kind ?? 'unchanged',

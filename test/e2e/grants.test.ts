@@ -47,6 +47,8 @@ import { compose } from '../../adapters/compose/compose.ts';
 import { parseConfig } from '../../adapters/compose/config.ts';
 import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
 import { makeWebhook } from '../../functions/webhook.ts';
+import { syncCluster } from '../../core/sync/engine.ts';
+import { ALL_REGIONS } from '../../core/domain/model/scope.ts';
 import type { FunctionDeps } from '../../functions/runtime.ts';
 import { assertNoCredentials } from '../support/secrets.ts';
 
@@ -546,6 +548,34 @@ describe('consumer access grants: configured consumers reach every cluster of th
         [...emulators.arm.roleAssignments.values()].some((a) => a.properties.principalId === objectId),
         'AKS with Azure RBAC: a role assignment',
       );
+      // The project takes cpsync's Project IAM Admin away: an event's sync of the cluster keeps what it holds,
+      // says Refused, and names the project it cannot settle (the functions log it and answer with it).
+      const policy = projectPolicy();
+      const admin = policy.bindings!.filter((b) => b.role === 'roles/resourcemanager.projectIamAdmin');
+      policy.bindings = policy.bindings!.filter((b) => b.role !== 'roles/resourcemanager.projectIamAdmin');
+      try {
+        const report = await syncCluster(deps.ports, {
+          syncId: 'grants-refused',
+          ref: {
+            scope: { provider: 'gke', account: GCP_PROJECT, region: ALL_REGIONS },
+            name: edge.name,
+            location: edge.location,
+          },
+          ...deps.settings,
+        });
+        assert.match(
+          (report.problems ?? []).join('\n'),
+          new RegExp(`cannot settle project ${GCP_PROJECT}'s cloud role for consumers: .*permission`),
+        );
+        const refused = condition(await memberProfile('gke'), 'consumers.cpsync.io/releases');
+        assert.deepEqual([refused?.status, refused?.reason], ['False', 'Refused']);
+        assert.ok(
+          cpsyncProjectBindings().some((b) => b.condition?.title === 'cpsync consumer releases'),
+          'the policy as it was',
+        );
+      } finally {
+        policy.bindings!.push(...admin);
+      }
     } finally {
       document.consumers.pop();
       await deps?.close();

@@ -549,7 +549,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
         'AKS with Azure RBAC: a role assignment',
       );
       // The project takes cpsync's Project IAM Admin away: an event's sync of the cluster keeps what it holds,
-      // says Refused, and names the project it cannot settle (the functions log it and answer with it).
+      // says Refused, and names the project it cannot settle among its problems (which the functions log).
       const policy = projectPolicy();
       const admin = policy.bindings!.filter((b) => b.role === 'roles/resourcemanager.projectIamAdmin');
       policy.bindings = policy.bindings!.filter((b) => b.role !== 'roles/resourcemanager.projectIamAdmin');

@@ -205,6 +205,7 @@ async function accessGrants(
           gke: {
             hold: async (...args) => (await google()).hold(...args),
             settle: async (...args) => (await google()).settle(...args),
+            inspect: async (...args) => (await google()).inspect(...args),
           },
         }
       : {}),

@@ -9,7 +9,7 @@ import pLimit from 'p-limit';
 import { messageOf } from '../../core/domain/errors.ts';
 import { LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
 import { inventoryNamespaces } from '../../core/domain/options.ts';
-import { scopeKey } from '../../core/domain/model/scope.ts';
+import { scopeKey, type Scope } from '../../core/domain/model/scope.ts';
 import type { Composition } from './compose.ts';
 
 export interface DoctorCheck {
@@ -95,6 +95,32 @@ async function hubChecks(composition: Composition): Promise<DoctorCheck[]> {
   );
 }
 
+/**
+ * The access grants (while the feature is on and a consumer has a Google identity): each GKE project's IAM policy,
+ * which cpsync must read and write for GKE's project role, read without changing it.
+ */
+async function grantChecks(composition: Composition, scopes: readonly Scope[]): Promise<DoctorCheck[]> {
+  const { config } = composition;
+  const projectRoles = composition.providers.gke?.projectRoles;
+  if (!config.features.accessGrants || !projectRoles || !config.consumers?.some((c) => c.identities.gke))
+    return [];
+  const projects = [...new Set(scopes.filter((s) => s.provider === 'gke').map((s) => s.account))].sort();
+  return Promise.all(
+    projects.map(async (project): Promise<DoctorCheck> => {
+      const subject = `access grants gke/${project}`;
+      try {
+        return { subject, ok: true, detail: await (await projectRoles()).inspect(project) };
+      } catch (error) {
+        return {
+          subject,
+          ok: false,
+          detail: `cannot read the project's IAM policy (${messageOf(error)}): GKE's project role for consumers needs Project IAM Admin limited to roles/container.clusterViewer (README: Consumer access grants)`,
+        };
+      }
+    }),
+  );
+}
+
 /** Runs every check; resolves to the report (never throws for a failed check). */
 export async function doctor(composition: Composition, options: DoctorOptions = {}): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
@@ -149,5 +175,6 @@ export async function doctor(composition: Composition, options: DoctorOptions = 
     ),
   );
   checks.push(...listed);
+  checks.push(...(await grantChecks(composition, scopes)));
   return { ok: checks.every((check) => check.ok), checks };
 }

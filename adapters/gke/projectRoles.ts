@@ -141,6 +141,19 @@ export class GkeProjectRoles {
     }
   }
 
+  /** What cpsync holds in the project's policy, read without changing it (`cpsync doctor`). */
+  async inspect(project: string, signal?: AbortSignal): Promise<string> {
+    signal?.throwIfAborted();
+    const [policy] = (await (
+      await this.#projects()
+    ).getIamPolicy(
+      { resource: `projects/${project}`, options: { requestedPolicyVersion: 3 } },
+      this.#callOptions,
+    )) as [Policy, ...unknown[]];
+    const consumers = (policy.bindings ?? []).flatMap((binding) => this.#consumerOf(binding) ?? []);
+    return `its IAM policy is readable; cpsync's ${CLUSTER_VIEWER_ROLE} bindings: ${consumers.length > 0 ? consumers.sort().join(', ') : 'none'}`;
+  }
+
   /** `consumer`'s identity in cpsync's binding of the cluster's project (added when missing). */
   async hold(
     providerId: string,

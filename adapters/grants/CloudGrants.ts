@@ -69,6 +69,8 @@ export interface GoogleProjectRoles {
     holders: ReadonlyMap<string, ReadonlySet<string>>,
     signal?: AbortSignal,
   ): Promise<string[]>;
+  /** What cpsync holds in the project's policy, read without changing it; rejects when it cannot be read. */
+  inspect(project: string, signal?: AbortSignal): Promise<string>;
 }
 
 export interface CloudGrantsOptions extends MemberAccess {

@@ -275,6 +275,17 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.equal((await memberProfile('gke')).metadata.annotations['cpsync.io/access-grants'], undefined);
     assert.deepEqual(projectPolicy(), policyBefore, 'the project policy is as it was');
     assert.equal(await consumerCreates('gke'), 403);
+    // The doctor names it, reading only.
+    const sick = await runCli(['doctor', '--config', config], { env: emulators.env });
+    captured.push(sick.stdout, sick.stderr);
+    assert.equal(sick.code, 1, sick.stdout);
+    assert.match(
+      sick.stdout,
+      new RegExp(
+        `✖ access grants gke/${GCP_PROJECT}: cannot read the project's IAM policy \\(.*permission.*\\): GKE's project role for consumers needs Project IAM Admin limited to roles/container.clusterViewer`,
+      ),
+    );
+    assert.deepEqual(projectPolicy(), policyBefore);
 
     // The project lets cpsync grant GKE's cluster viewer role, and no other (the README's binding).
     letCpsyncGrantInProject(emulators, GCP_PROJECT);
@@ -303,6 +314,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
       },
     ]);
     assert.equal(projectPolicy().version, 3, 'a policy with conditions is version 3');
+    const well = await runCli(['doctor', '--config', config], { env: emulators.env });
+    captured.push(well.stdout, well.stderr);
+    assert.match(
+      well.stdout,
+      new RegExp(`✔ access grants gke/${GCP_PROJECT}: .*roles/container.clusterViewer bindings: deployer`),
+    );
     assert.deepEqual(
       projectPolicy().bindings!.filter((b) => !b.condition?.description?.startsWith('cpsync:')),
       policy.bindings,

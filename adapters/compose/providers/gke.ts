@@ -90,6 +90,7 @@ export const gkeProvider: ProviderModule = {
         return {
           hold: (...args) => roles.hold(...args),
           settle: (...args) => roles.settle(...args),
+          inspect: (...args) => roles.inspect(...args),
         };
       },
       close: () => source.close(),

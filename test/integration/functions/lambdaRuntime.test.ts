@@ -602,7 +602,7 @@ describe('the deployed assets under the Lambda runtime', () => {
     assert.equal((unsigned.body as { statusCode: number }).statusCode, 401);
   });
 
-  it('clusters found in change are followed until they settle: delayed looks by the follow-up function, one chase per cluster, a redelivered look harmless', async () => {
+  it('clusters found in change are followed until they settle: delayed looks by the follow-up function, one chase per cluster, a redelivered look harmless, the consumer granted by the look that finds its cluster ready', async () => {
     const { state } = await estate;
     const hub = adminKubeConfig(state).makeApiClient(CustomObjectsApi);
     const profile = async (display: string) => {
@@ -636,8 +636,11 @@ describe('the deployed assets under the Lambda runtime', () => {
       return drainMessages<Look>(refs[queue]!);
     };
 
-    // An EKS cluster being created (no endpoint, no CA yet), and a GKE one.
-    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'queued' }]);
+    // An EKS cluster being created (no endpoint, no CA yet), and a GKE one. The EKS one is projected where the
+    // consumer `deployer` reads (tagged access=deploy): the accessGrants feature grants it once it is ready.
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [
+      { name: 'queued', tags: { access: 'deploy' } },
+    ]);
     const eks = holdTransition(emulators, 'eks', 'queued', 'creating');
     emulators.gke.clusters.set(GCP_PROJECT, [
       ...emulators.gke.clusters.get(GCP_PROJECT)!,
@@ -732,11 +735,17 @@ describe('the deployed assets under the Lambda runtime', () => {
     eks.settle();
     gke.settle();
     aks.settle();
+    assert.equal(
+      accessEntries.of('us-east-1', 'queued').size,
+      0,
+      'no grant on a cluster still being created',
+    );
     const ready = await invoke(followUp, { Records: records(second, 'look2') });
     assert.deepEqual(ready.body, { batchItemFailures: [] }, followUp.lines.join('\n'));
     assert.equal(await healthy('queued'), 'True');
     assert.equal(await healthy('warming'), 'True');
     const updated = await drainQueue(eventsQueue);
+    // The look that found it ready granted the consumer (its profile and the consumer's copy updated).
     assert.deepEqual(
       updated
         .map((e) => [e['detail-type'], (e.detail.cluster as { displayName: string }).displayName])
@@ -744,8 +753,15 @@ describe('the deployed assets under the Lambda runtime', () => {
         .sort(),
       [
         ['ClusterProfile Updated', 'queued'],
+        ['ClusterProfile Updated', 'queued'],
         ['ClusterProfile Updated', 'warming'],
+        ['Consumer Access Granted', 'queued'],
       ],
+    );
+    assert.deepEqual(
+      accessEntries.of('us-east-1', 'queued').get(DEPLOYER)?.tags,
+      { 'app.kubernetes.io/managed-by': 'cpsync', 'cpsync.io/consumer': 'deployer' },
+      "an access entry tagged as cpsync's",
     );
     assert.equal(await healthy('web'), 'True');
     assert.deepEqual(await looksAfter(2500), [], 'no look after the chase ended');
@@ -792,7 +808,7 @@ describe('the deployed assets under the Lambda runtime', () => {
     const deleted = (await drainQueue(eventsQueue)).filter(
       (e) => e['detail-type'] === 'ClusterProfile Deleted',
     );
-    assert.equal(deleted.length, 1, 'exactly one Deleted event');
+    assert.equal(deleted.length, 2, 'exactly one Deleted event per profile (its own, the consumer’s copy)');
     assert.deepEqual(await looksAfter(2500), []);
     // The estate as it was, for the cases after this one.
     emulators.gke.clusters.set(

@@ -502,9 +502,11 @@ export class Cpsync extends Construct {
       : [];
     // Regions are read only when the configuration names none.
     if (clusters) statements.push(...memberReadStatements(stack, { regions: !eks.regions }));
+    else if (!eks.regions)
+      statements.push(new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }));
     // The accessGrants feature, in cpsync's own account (member accounts: CpsyncMemberRoles' accessGrants);
     // turned off with consumers still configured, what taking its grants back needs.
-    if (clusters && (config.features.accessGrants || config.consumers.length > 0))
+    if (clusters && this.grantsAccess)
       statements.push(
         ...accessGrantStatements(stack, {
           manager: config.manager,
@@ -514,8 +516,6 @@ export class Cpsync extends Construct {
           revokeOnly: !config.features.accessGrants,
         }),
       );
-    else if (!eks.regions)
-      statements.push(new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }));
     if (!Array.isArray(eks.accounts)) {
       statements.push(
         new PolicyStatement({

@@ -10,7 +10,7 @@ import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { canonicalRegion } from '../../core/domain/scopes.ts';
 import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
 import { azureErrorDetails, classifyAzureError } from './classify.ts';
-import { isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';
+import { aksClusterOfId, isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';
 
 export interface AksSourceOptions {
   /**
@@ -175,13 +175,14 @@ export class AksSource implements ClusterSource {
 
   /** A managed cluster as ARM answers it, by its resource id (undefined when it is not there). */
   async managedCluster(providerId: string): Promise<ManagedCluster | undefined> {
-    const match =
-      /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)\/providers\/microsoft\.containerservice\/managedclusters\/([^/]+)$/i.exec(
-        providerId,
-      );
-    if (!match) throw new InvalidOptionError('providerId', `is not an AKS cluster id: ${providerId}`);
+    const cluster = aksClusterOfId(providerId);
+    if (!cluster) throw new InvalidOptionError('providerId', `is not an AKS cluster id: ${providerId}`);
     try {
-      return await this.#client(match[1]!).managedClusters.get(match[2]!, match[3]!, this.#call());
+      return await this.#client(cluster.subscription).managedClusters.get(
+        cluster.resourceGroup,
+        cluster.name,
+        this.#call(),
+      );
     } catch (error) {
       if (classifyAzureError(error) === 'NotFound') return undefined;
       throw error;

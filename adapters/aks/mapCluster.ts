@@ -7,6 +7,17 @@ export function resourceGroupOf(id: string): string | undefined {
   return /\/resourceGroups\/([^/]+)\//i.exec(id)?.[1];
 }
 
+/** An AKS cluster's subscription, resource group and name, from its resource id (its provider id). */
+export function aksClusterOfId(
+  providerId: string,
+): { subscription: string; resourceGroup: string; name: string } | undefined {
+  const match =
+    /^\/subscriptions\/([^/]+)\/resourcegroups\/([^/]+)\/providers\/microsoft\.containerservice\/managedclusters\/([^/]+)$/i.exec(
+      providerId,
+    );
+  return match ? { subscription: match[1]!, resourceGroup: match[2]!, name: match[3]! } : undefined;
+}
+
 function endpoints(cluster: Record<string, unknown>): ObservedEndpoint[] {
   const found: ObservedEndpoint[] = [];
   const fqdn = str(cluster.fqdn);

@@ -9,6 +9,7 @@ import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { TokenCredential } from '@azure/core-auth';
 import { createHash } from 'node:crypto';
 import { grantDescription } from '../grants/marks.ts';
+import { aksClusterOfId } from './mapCluster.ts';
 import type { AccessLevel, ClusterGrantPlan, Consumer, HeldGrant } from '../../core/domain/grants.ts';
 
 /** The built-in AKS data-plane roles each level is (their role definition ids are the same in every tenant). */
@@ -48,7 +49,7 @@ export class AksRoleAssignments {
   }
 
   #client(providerId: string) {
-    const subscription = /^\/subscriptions\/([^/]+)\//i.exec(providerId)?.[1];
+    const subscription = aksClusterOfId(providerId)?.subscription;
     if (!subscription) throw new Error(`not an AKS cluster id: ${providerId}`);
     return {
       subscription,

@@ -8,7 +8,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import type { EnginePorts } from '../../core/sync/engine.ts';
 import type { AccessGrants, EventSink, MemberProbe } from '../../core/sync/ports.ts';
-import type { AzureRoleGrants, GoogleProjectRoles, ProviderGrants } from '../grants/CloudGrants.ts';
+import type { CloudGrantsOptions } from '../grants/CloudGrants.ts';
+import { memoizeUntilFailure } from '../shared/memo.ts';
 import type { MemberProbeOptions } from '../member/KubernetesMemberProbe.ts';
 import { EventBridgeBus } from '../bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from '../bus/JsonLinesBus.ts';
@@ -158,21 +159,24 @@ async function memberProbe(
   });
 }
 
+/** Each configured provider's own way of granting consumers, made on first use. */
+function grantsOf(
+  providers: Partial<Record<Provider, ProviderInstance>>,
+): Pick<CloudGrantsOptions, 'eks' | 'aks' | 'gke'> {
+  const { eks, gke, aks } = providers;
+  return {
+    ...(eks?.accessEntries ? { eks: memoizeUntilFailure(() => eks.accessEntries!()) } : {}),
+    ...(aks?.roleAssignments ? { aks: memoizeUntilFailure(() => aks.roleAssignments!()) } : {}),
+    ...(gke?.projectRoles ? { gke: memoizeUntilFailure(() => gke.projectRoles!()) } : {}),
+  };
+}
+
 /** The access grants (the `accessGrants` feature, and its turn-off), with each configured provider's own credentials. */
 async function accessGrants(
   config: CpsyncConfig,
   providers: Partial<Record<Provider, ProviderInstance>>,
 ): Promise<AccessGrants> {
   const { CloudGrants } = await import('../grants/CloudGrants.ts');
-  const eks = providers.eks?.accessEntries;
-  let entries: Promise<ProviderGrants> | undefined;
-  const lazy = () => (entries ??= eks!());
-  const aks = providers.aks?.roleAssignments;
-  let assignments: Promise<AzureRoleGrants> | undefined;
-  const azure = () => (assignments ??= aks!());
-  const gke = providers.gke?.projectRoles;
-  let roles: Promise<GoogleProjectRoles> | undefined;
-  const google = () => (roles ??= gke!());
   return new CloudGrants({
     tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
@@ -183,32 +187,8 @@ async function accessGrants(
       everyMillis: config.memberProbe.everyMinutes * 60_000,
       slotMillis: config.memberProbe.slotMinutes * 60_000,
     },
-    ...(eks
-      ? {
-          eks: {
-            ensure: async (...args) => (await lazy()).ensure(...args),
-            revoke: async (...args) => (await lazy()).revoke(...args),
-          },
-        }
-      : {}),
-    ...(aks
-      ? {
-          aks: {
-            usesAzureRbac: async (plan) => (await azure()).usesAzureRbac(plan),
-            assign: async (...args) => (await azure()).assign(...args),
-            revoke: async (...args) => (await azure()).revoke(...args),
-          },
-        }
-      : {}),
-    ...(gke
-      ? {
-          gke: {
-            hold: async (...args) => (await google()).hold(...args),
-            settle: async (...args) => (await google()).settle(...args),
-            inspect: async (...args) => (await google()).inspect(...args),
-          },
-        }
-      : {}),
+    // Each cloud's own way of granting, made on first use (a failed making is tried again at the next use).
+    ...grantsOf(providers),
   });
 }
 

@@ -21,19 +21,13 @@ import {
   type HeldGrant,
 } from '../../core/domain/grants.ts';
 import type { ProviderGrants } from '../grants/CloudGrants.ts';
+import { eksClusterOfArn } from './mapCluster.ts';
 import {
   GRANT_CONSUMER_KEY,
   GRANT_MANAGER_KEY,
   grantMessage as message,
   isCpsyncGrant,
 } from '../grants/marks.ts';
-
-/** An EKS cluster's account, region and name, from its ARN. */
-function eksCluster(providerId: string): { account: string; region: string; name: string } {
-  const match = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/(.+)$/.exec(providerId);
-  if (!match) throw new Error(`not an EKS cluster ARN: ${providerId}`);
-  return { region: match[1]!, account: match[2]!, name: match[3]! };
-}
 
 /** Whether an AWS error is a refusal (the caller may not do it), rather than a failure to reach the API. */
 function refused(error: unknown): boolean {
@@ -57,7 +51,7 @@ export class EksAccessEntries implements ProviderGrants {
   }
 
   async #eks(plan: ClusterGrantPlan) {
-    const cluster = eksCluster(plan.providerId);
+    const cluster = eksClusterOfArn(plan.providerId);
     return { cluster, client: await this.#client(cluster.account, cluster.region) };
   }
 

@@ -73,6 +73,13 @@ export function mapEksCluster(
   };
 }
 
+/** An EKS cluster's account, region and name, from its ARN (its provider id). */
+export function eksClusterOfArn(providerId: string): { account: string; region: string; name: string } {
+  const match = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/(.+)$/.exec(providerId);
+  if (!match) throw new Error(`not an EKS cluster ARN: ${providerId}`);
+  return { region: match[1]!, account: match[2]!, name: match[3]! };
+}
+
 /** Whether `providerId` is the ARN of the cluster `name` of `account` in `region` (compared case-insensitively). */
 export function isEksClusterArn(providerId: string, account: string, region: string, name: string): boolean {
   const id = providerId.toLowerCase();

@@ -109,6 +109,13 @@ export function mapGkeCluster(cluster: Cluster, project: string): ObservedCluste
   };
 }
 
+/** The GCP project a GKE cluster's selfLink (its provider id) names. */
+export function projectOfSelfLink(providerId: string): string {
+  const project = /\/projects\/([^/]+)\//.exec(providerId)?.[1];
+  if (!project) throw new Error(`not a GKE cluster id: ${providerId}`);
+  return project;
+}
+
 /**
  * Whether `providerId` is the selfLink of the cluster `name` of `project` at `location` (`zones/` and
  * `locations/` spellings alike, compared case-insensitively).

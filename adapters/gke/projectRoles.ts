@@ -13,6 +13,7 @@
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import type { CallOptions } from 'google-gax';
 import { grantDescription } from '../grants/marks.ts';
+import { projectOfSelfLink } from './mapCluster.ts';
 
 /** The role with `container.clusters.get` and nothing else of the project's (nor any Kubernetes permission). */
 export const CLUSTER_VIEWER_ROLE = 'roles/container.clusterViewer';
@@ -37,13 +38,6 @@ export function iamMember(identity: string): string {
   return identity.startsWith('principal://') || identity.startsWith('principalSet://')
     ? identity
     : `serviceAccount:${identity}`;
-}
-
-/** The GCP project a GKE cluster's provider id (its selfLink) names. */
-function projectOf(providerId: string): string {
-  const project = /\/projects\/([^/]+)\//.exec(providerId)?.[1];
-  if (!project) throw new Error(`not a GKE cluster id: ${providerId}`);
-  return project;
 }
 
 /** cpsync's bindings as one comparable value: consumer → members, without those left empty. */
@@ -161,7 +155,7 @@ export class GkeProjectRoles {
     identity: string,
     signal?: AbortSignal,
   ): Promise<string[]> {
-    const project = projectOf(providerId);
+    const project = projectOfSelfLink(providerId);
     const member = iamMember(identity);
     return this.#edit(
       project,

@@ -34,6 +34,7 @@ import type { AccessGrants } from '../../core/sync/ports.ts';
 import type { MemberPacing } from '../../core/domain/member.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from '../member/connection.ts';
 
+import { classifyGoogleError } from '../gke/classify.ts';
 import { grantMessage } from './marks.ts';
 import { MemberBindings } from './memberBindings.ts';
 
@@ -76,12 +77,12 @@ export interface GoogleProjectRoles {
 export interface CloudGrantsOptions extends MemberAccess {
   /** The cluster manager name: the mark on every grant cpsync makes. */
   manager: string;
-  /** EKS's access entries (from the EKS provider, with its SDK). */
-  eks?: ProviderGrants;
-  /** AKS's Azure role assignments (from the AKS provider, with its SDK). */
-  aks?: AzureRoleGrants;
-  /** GKE's project IAM role for consumers (from the GKE provider, with its SDK). */
-  gke?: GoogleProjectRoles;
+  /** EKS's access entries (from the EKS provider, with its SDK), made on first use. */
+  eks?: () => Promise<ProviderGrants>;
+  /** AKS's Azure role assignments (from the AKS provider, with its SDK), made on first use. */
+  aks?: () => Promise<AzureRoleGrants>;
+  /** GKE's project IAM role for consumers (from the GKE provider, with its SDK), made on first use. */
+  gke?: () => Promise<GoogleProjectRoles>;
   /** One cluster's grant or revocation, every request included. */
   timeoutMillis: number;
   /** How often a cluster whose grants all held is looked at again (the member probe's slots). */
@@ -89,6 +90,10 @@ export interface CloudGrantsOptions extends MemberAccess {
 }
 
 const message = grantMessage;
+
+/** Whether Google refused cpsync (PERMISSION_DENIED, UNAUTHENTICATED, the API not enabled), rather than failing to answer. */
+const googleRefused = (error: unknown) =>
+  ['AccessDenied', 'ApiNotEnabled'].includes(classifyGoogleError(error));
 
 export class CloudGrants implements AccessGrants {
   readonly #options: CloudGrantsOptions;
@@ -104,30 +109,40 @@ export class CloudGrants implements AccessGrants {
     holders: ReadonlyMap<string, ReadonlySet<string>>,
     signal?: AbortSignal,
   ): Promise<string[]> {
-    if (!this.#options.gke) return [];
     const gke = this.#options.gke;
-    return withDeadline(
-      `settling project ${project}'s cloud role for consumers`,
-      this.#options.timeoutMillis,
-      (deadline) => gke.settle(project, holders, deadline),
-      signal,
-    );
+    if (!gke) return [];
+    try {
+      return await this.#within(
+        `settling project ${project}'s cloud role for consumers`,
+        async (deadline) => (await gke()).settle(project, holders, deadline),
+        signal,
+      );
+    } catch (error) {
+      // With nothing to hold, a project whose policy cpsync may not read or write holds nothing of cpsync's
+      // that it could take back (the feature not given the project yet, or turned off there).
+      if (holders.size === 0 && googleRefused(error)) return [];
+      throw error;
+    }
   }
 
-  #eks(): ProviderGrants {
+  /** `work`, given at most the grant timeout (and stopped with `signal`). */
+  #within<T>(what: string, work: (deadline: AbortSignal) => Promise<T>, signal?: AbortSignal): Promise<T> {
+    return withDeadline(what, this.#options.timeoutMillis, work, signal);
+  }
+
+  #eks(): Promise<ProviderGrants> {
     if (!this.#options.eks) throw new Error('EKS is not configured: no access entries can be made');
-    return this.#options.eks;
+    return this.#options.eks();
   }
 
   async ensure(plan: ClusterGrantPlan, consumer: Consumer, signal?: AbortSignal): Promise<GrantResult> {
     const identity = consumer.identities[plan.provider]!;
     try {
-      return await withDeadline(
+      return await this.#within(
         `granting ${consumer.name} on ${plan.profile.metadata.name}`,
-        this.#options.timeoutMillis,
-        (deadline) =>
+        async (deadline) =>
           plan.provider === 'eks'
-            ? this.#eks().ensure(plan, consumer, identity, deadline)
+            ? (await this.#eks()).ensure(plan, consumer, identity, deadline)
             : this.#ensureBinding(plan, consumer, identity, deadline),
         signal,
       );
@@ -142,12 +157,11 @@ export class CloudGrants implements AccessGrants {
     signal?: AbortSignal,
   ): Promise<{ revoked: boolean; message: string }> {
     try {
-      return await withDeadline(
+      return await this.#within(
         `revoking ${grant.consumer} on ${plan.profile.metadata.name}`,
-        this.#options.timeoutMillis,
-        (deadline) =>
+        async (deadline) =>
           plan.provider === 'eks'
-            ? this.#eks().revoke(plan, grant, deadline)
+            ? (await this.#eks()).revoke(plan, grant, deadline)
             : this.#revokeBinding(plan, grant, deadline),
         signal,
       );
@@ -185,7 +199,7 @@ export class CloudGrants implements AccessGrants {
       ? `RoleBindings ${bindings.name} in ${scoped.join(', ')}`
       : `ClusterRoleBinding ${bindings.name}`;
     let mine = true;
-    const azure = plan.provider === 'aks' && this.#options.aks;
+    const azure = plan.provider === 'aks' && this.#options.aks ? await this.#options.aks() : undefined;
     if (azure && (await azure.usesAzureRbac(plan))) {
       // Azure RBAC authorizes the cluster: an Azure role assignment, and the identity out of cpsync's bindings.
       try {
@@ -245,19 +259,17 @@ export class CloudGrants implements AccessGrants {
 
   /** The consumer's identity in cpsync's project binding of GKE's role; why not, when Google refused it. */
   async #holdProjectRole(
-    google: GoogleProjectRoles,
+    google: () => Promise<GoogleProjectRoles>,
     plan: ClusterGrantPlan,
     consumer: Consumer,
     identity: string,
     signal: AbortSignal,
   ): Promise<GrantResult | undefined> {
     try {
-      await google.hold(plan.providerId, consumer.name, identity, signal);
+      await (await google()).hold(plan.providerId, consumer.name, identity, signal);
       return undefined;
     } catch (error) {
-      const code = (error as { code?: number }).code;
-      // PERMISSION_DENIED, UNAUTHENTICATED (as gRPC codes or HTTP statuses).
-      if (code !== 7 && code !== 16 && code !== 401 && code !== 403) throw error;
+      if (!googleRefused(error)) throw error;
       return {
         status: 'False',
         reason: GrantReason.Refused,
@@ -328,7 +340,7 @@ export class CloudGrants implements AccessGrants {
     try {
       const done: string[] = [];
       if (plan.provider === 'aks' && this.#options.aks)
-        done.push(await this.#options.aks.revoke(plan, grant));
+        done.push(await (await this.#options.aks()).revoke(plan, grant));
       for (const place of await bindings.places()) done.push(await bindings.unbind(place, grant.identity));
       return { revoked: true, message: done.length > 0 ? done.join('; ') : 'already gone' };
     } catch (error) {

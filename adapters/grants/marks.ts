@@ -1,4 +1,5 @@
 /** How cpsync marks the grants it makes (EKS tags, RBAC labels), and knows them again. */
+import { firstLineOf } from '../../core/domain/errors.ts';
 
 /** The tag (EKS) and label (RBAC) naming the consumer a grant is for. */
 export const GRANT_CONSUMER_KEY = 'cpsync.io/consumer';
@@ -15,8 +16,7 @@ export function isCpsyncGrant(
 }
 
 /** An error's first line, short (a condition's message). */
-export const grantMessage = (error: unknown) =>
-  (error instanceof Error ? error.message : String(error)).split('\n')[0]!.slice(0, 300);
+export const grantMessage = (error: unknown) => firstLineOf(error, 300);
 
 /** The description that marks a cloud grant (an Azure role assignment, a GKE IAM binding) as `manager`'s, for `consumer`. */
 export const grantDescription = (manager: string, consumer: string) =>

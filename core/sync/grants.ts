@@ -5,6 +5,7 @@
  * is on, and while it is off for as long as a profile still records a grant (the clean turn-off).
  */
 import pLimit from 'p-limit';
+import { firstLineOf } from '../domain/errors.ts';
 import {
   applyGrantOutcome,
   carriesGrants,
@@ -259,15 +260,9 @@ async function settleProject(
   try {
     return { changed: await grants.settleProjectRoles!(project, holders, signal) };
   } catch (error) {
-    // With nothing to hold, a project whose policy cpsync may not read or write holds nothing of cpsync's
-    // that it could take back (the feature not given the project yet, or turned off there): not a problem.
-    const code = (error as { code?: unknown }).code;
-    if (holders.size === 0 && (code === 7 || code === 16 || code === 401 || code === 403))
-      return { changed: [] };
-    const reason = (error instanceof Error ? error.message : String(error)).split('\n')[0];
     return {
       changed: [],
-      problem: `cannot settle project ${project}'s cloud role for consumers: ${reason}`,
+      problem: `cannot settle project ${project}'s cloud role for consumers: ${firstLineOf(error, 1000)}`,
     };
   }
 }

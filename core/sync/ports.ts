@@ -78,7 +78,8 @@ export interface AccessGrants {
    * GKE: the project-wide cloud role a consumer's identity needs to authenticate to any of the project's
    * clusters (`container.clusters.get`), made exactly what `holders` says: consumer → the identities cpsync's
    * grants on the project's clusters are for. Only cpsync's own (marked) bindings are changed. Returns what
-   * it changed, in words; rejects when the project's policy cannot be read or written.
+   * it changed, in words; rejects when the project's policy cannot be read or written while something is held
+   * there (with nothing to hold, a project that refuses cpsync has nothing of cpsync's to take back).
    */
   settleProjectRoles?(
     project: string,

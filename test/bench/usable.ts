@@ -46,7 +46,8 @@ import {
 } from '../env/emulators.ts';
 import { ensureConsumerBinaries } from '../env/binaries.ts';
 import { serveEksAccessEntries } from '../env/eksAccessEntries.ts';
-import { letCpsyncGrant, letCpsyncGrantInProject, startEstateMember, type Member } from '../env/member.ts';
+import { letCpsyncGrant, startEstateMember, type Member } from '../env/member.ts';
+import { letCpsyncGrantInProject, letCpsyncSeeProject } from '../env/fakes/gkeServer.ts';
 import { consumerIdentity, consumerKit } from '../support/consumerKit.ts';
 import { startHub, stopHub } from '../env/hub.ts';
 import { holdTransition } from '../env/transitions.ts';
@@ -155,17 +156,8 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     });
     // The project's IAM policy: cpsync's own identity sees its clusters, and may grant GKE's cluster viewer
     // role (and no other).
-    emulators.gke.iamPolicies.set(GCP_PROJECT, {
-      version: 1,
-      etag: 'BwAAAA==',
-      bindings: [
-        {
-          role: 'roles/container.viewer',
-          members: [`serviceAccount:${emulators.gke.serviceAccountKey.client_email!}`],
-        },
-      ],
-    });
-    letCpsyncGrantInProject(emulators, GCP_PROJECT);
+    letCpsyncSeeProject(emulators.gke, GCP_PROJECT);
+    letCpsyncGrantInProject(emulators.gke, GCP_PROJECT);
     member = estateMember;
     const proxy = emulators.proxy.endpoint;
     Object.assign(process.env, {

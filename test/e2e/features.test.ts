@@ -21,7 +21,7 @@ import {
   type Emulators,
 } from '../env/emulators.ts';
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
-import { letCpsyncGrantInProject } from '../env/member.ts';
+import { letCpsyncGrantInProject } from '../env/fakes/gkeServer.ts';
 import { runCli, jsonLines } from '../support/cli.ts';
 import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
@@ -122,7 +122,7 @@ const USE: Record<
     },
     prepare: (emulators) => {
       accessEntries ??= serveEksAccessEntries(emulators.proxy);
-      if (!emulators.gke.iamPolicies.has(GCP_PROJECT)) letCpsyncGrantInProject(emulators, GCP_PROJECT);
+      if (!emulators.gke.iamPolicies.has(GCP_PROJECT)) letCpsyncGrantInProject(emulators.gke, GCP_PROJECT);
       for (const cluster of emulators.gke.clusters.get(GCP_PROJECT) ?? []) cluster.endpoint = '127.0.0.1:2';
       for (const cluster of emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [])
         cluster.properties.fqdn = '127.0.0.3';

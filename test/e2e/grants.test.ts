@@ -22,14 +22,8 @@ import {
   type Emulators,
 } from '../env/emulators.ts';
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
-import {
-  AT_MEMBER,
-  letCpsyncGrant,
-  letCpsyncGrantInProject,
-  serveFromMember,
-  startEstateMember,
-  type Member,
-} from '../env/member.ts';
+import { letCpsyncGrantInProject, letCpsyncSeeProject, PROJECT_IAM_ADMIN } from '../env/fakes/gkeServer.ts';
+import { AT_MEMBER, letCpsyncGrant, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
 import { createEksClusters } from '../support/aws.ts';
 import { holdTransition } from '../env/transitions.ts';
 import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
@@ -37,6 +31,7 @@ import { consumerIdentity, consumerKit, type ConsumerKit } from '../support/cons
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
 import {
+  eventGridEvent,
   functionUrlRequest,
   gkeAuditEntry,
   lambdaContext,
@@ -108,14 +103,9 @@ describe('consumer access grants: configured consumers reach every cluster of th
     });
     // The project's IAM policy: cpsync's own service account sees the project's clusters; someone gave
     // another consumer GKE's cluster viewer role by hand.
-    emulators.gke.iamPolicies.set(GCP_PROJECT, {
-      version: 1,
-      etag: 'BwAAAA==',
-      bindings: [
-        { role: 'roles/container.viewer', members: [`serviceAccount:${cpsyncGoogle()}`] },
-        { role: 'roles/container.clusterViewer', members: [`serviceAccount:${FOREIGN_GOOGLE}`] },
-      ],
-    });
+    letCpsyncSeeProject(emulators.gke, GCP_PROJECT, [
+      { role: 'roles/container.clusterViewer', members: [`serviceAccount:${FOREIGN_GOOGLE}`] },
+    ]);
     serveFromMember(emulators, member);
     // What cpsync's own identities (its GKE service account, its Entra application) may do on the member:
     // the manifest the README tells members to apply, bound to them.
@@ -156,7 +146,6 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await emulators?.stop();
   });
 
-  const cpsyncGoogle = () => emulators.gke.serviceAccountKey.client_email!;
   const projectPolicy = () => emulators.gke.iamPolicies.get(GCP_PROJECT)!;
   /** cpsync's bindings in the project's IAM policy: role, members, condition. */
   const cpsyncProjectBindings = () =>
@@ -288,7 +277,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.deepEqual(projectPolicy(), policyBefore);
 
     // The project lets cpsync grant GKE's cluster viewer role, and no other (the README's binding).
-    letCpsyncGrantInProject(emulators, GCP_PROJECT);
+    letCpsyncGrantInProject(emulators.gke, GCP_PROJECT);
     const policy = structuredClone(projectPolicy());
     const run = await sync({ projections: 'on', accessGrants: 'on' });
     assert.match(run.stderr, /grants: 1 granted, 0 revoked, 1 refused/);
@@ -517,21 +506,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
       const written = await webhook(
         functionUrlRequest(
           '/azure',
-          [
-            {
-              id: 'eg-grants',
-              eventType: 'Microsoft.Resources.ResourceWriteSuccess',
-              subject: aks,
-              eventTime: '2026-01-01T00:00:00Z',
-              dataVersion: '2',
-              data: {
-                resourceUri: aks,
-                operationName: 'Microsoft.ContainerService/managedClusters/write',
-                status: 'Succeeded',
-                subscriptionId: AZURE_SUBSCRIPTION,
-              },
-            },
-          ],
+          [eventGridEvent('Microsoft.Resources.ResourceWriteSuccess', aks, 'eg-grants')],
           {},
           { key: EVENT_GRID_KEY },
         ),
@@ -568,8 +543,8 @@ describe('consumer access grants: configured consumers reach every cluster of th
       // The project takes cpsync's Project IAM Admin away: an event's sync of the cluster keeps what it holds,
       // says Refused, and names the project it cannot settle among its problems (which the functions log).
       const policy = projectPolicy();
-      const admin = policy.bindings!.filter((b) => b.role === 'roles/resourcemanager.projectIamAdmin');
-      policy.bindings = policy.bindings!.filter((b) => b.role !== 'roles/resourcemanager.projectIamAdmin');
+      const admin = policy.bindings!.filter((b) => b.role === PROJECT_IAM_ADMIN);
+      policy.bindings = policy.bindings!.filter((b) => b.role !== PROJECT_IAM_ADMIN);
       try {
         const report = await syncCluster(deps.ports, {
           syncId: 'grants-refused',
@@ -612,7 +587,6 @@ describe('consumer access grants: configured consumers reach every cluster of th
     );
   };
 
-  /** leaves grants it did not make, and turned off revokes exactly its own: the consumer is refused again */
   /** A cluster the cloud is still creating is granted at the follow-up look that finds it ready. */
   const followedUntilReady = async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'rollout' }]);
@@ -715,6 +689,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.equal(await consumerCreates('aks', 'apps'), 201);
   };
 
+  /** leaves grants it did not make, and turned off revokes exactly its own: the consumer is refused again */
   const foreignKeptOwnRevoked = async () => {
     // Someone grants another consumer by hand: an access entry and a binding cpsync did not make.
     entries.put(

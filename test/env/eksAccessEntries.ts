@@ -6,7 +6,7 @@
  * (404), ResourceInUseException (409), and AccessDeniedException (403) for a caller `refuse` names.
  * What it holds is what a member's authorizer reads (test/env/member.ts: EKS access policies).
  */
-import type { AwsCall, AwsProxy, CannedResponse } from './awsProxy.ts';
+import { restJsonError, type AwsCall, type AwsProxy, type CannedResponse } from './awsProxy.ts';
 
 export interface AssociatedPolicy {
   policyArn: string;
@@ -42,14 +42,6 @@ export interface EksAccessEntries {
 
 const ACCOUNT = /^arn:aws[a-z-]*:iam::(\d{12}):/;
 
-function error(status: number, type: string, message: string): CannedResponse {
-  return {
-    status,
-    headers: { 'content-type': 'application/json', 'x-amzn-errortype': type },
-    body: JSON.stringify({ message }),
-  };
-}
-
 const ok = (body: unknown): CannedResponse => ({
   status: 200,
   headers: { 'content-type': 'application/json' },
@@ -65,10 +57,6 @@ function defaultUsername(principalArn: string): string {
 function entryBody(entry: AccessEntry) {
   const { policies: _policies, ...shown } = entry;
   return shown;
-}
-
-function policyBody(policy: AssociatedPolicy) {
-  return policy;
 }
 
 export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
@@ -112,7 +100,7 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
     const map = of(call.region, cluster);
     const changes = call.method !== 'GET';
     if (changes && refuse.has(`${call.region}/${cluster}`))
-      return error(
+      return restJsonError(
         403,
         'AccessDeniedException',
         `User is not authorized to perform: eks:${call.method === 'DELETE' ? 'Delete' : 'Create'}AccessEntry on resource: ${cluster}`,
@@ -123,9 +111,10 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
         principalArn?: string;
         tags?: Record<string, string>;
       };
-      if (!request.principalArn) return error(400, 'InvalidParameterException', 'principalArn is required');
+      if (!request.principalArn)
+        return restJsonError(400, 'InvalidParameterException', 'principalArn is required');
       if (map.has(request.principalArn))
-        return error(
+        return restJsonError(
           409,
           'ResourceInUseException',
           `The specified access entry resource is already in use on this cluster.`,
@@ -136,7 +125,11 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
     }
     const entry = map.get(principal);
     if (!entry)
-      return error(404, 'ResourceNotFoundException', `The specified principalArn could not be found.`);
+      return restJsonError(
+        404,
+        'ResourceNotFoundException',
+        `The specified principalArn could not be found.`,
+      );
     if (!policies) {
       if (call.method === 'GET') return ok({ accessEntry: entryBody(entry) });
       if (call.method === 'DELETE') {
@@ -149,7 +142,7 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
       return ok({
         clusterName: cluster,
         principalArn: principal,
-        associatedAccessPolicies: entry.policies.map(policyBody),
+        associatedAccessPolicies: entry.policies,
       });
     if (policy === undefined && call.method === 'POST') {
       const request = JSON.parse(call.body || '{}') as {
@@ -157,7 +150,7 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
         accessScope?: { type: string; namespaces?: string[] };
       };
       if (!request.policyArn || !request.accessScope)
-        return error(400, 'InvalidParameterException', 'policyArn and accessScope are required');
+        return restJsonError(400, 'InvalidParameterException', 'policyArn and accessScope are required');
       const now = Date.now() / 1000;
       const existing = entry.policies.find((p) => p.policyArn === request.policyArn);
       const associated = existing ?? {
@@ -172,7 +165,7 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
       return ok({
         clusterName: cluster,
         principalArn: principal,
-        associatedAccessPolicy: policyBody(associated),
+        associatedAccessPolicy: associated,
       });
     }
     if (policy !== undefined && call.method === 'DELETE') {

@@ -237,9 +237,13 @@ const AKS_ROLE_AS_POLICY: Record<string, string> = {
  * AKS's authorizer on a cluster that uses Azure RBAC: an Entra identity with one of the AKS RBAC roles assigned at
  * the cluster's scope (or the request's namespace's) may do what the role allows.
  */
-function azureRbacAuthorizer(cluster: string, assignments: () => Iterable<RoleAssignmentJson>): Authorize {
+function azureRbacAuthorizer(
+  clusterNow: () => string | undefined,
+  assignments: () => Iterable<RoleAssignmentJson>,
+): Authorize {
   return (user, attributes) => {
-    if (!attributes) return false;
+    const cluster = clusterNow();
+    if (!attributes || !cluster) return false;
     const scopes = [
       cluster,
       ...(attributes.namespace ? [`${cluster}/namespaces/${attributes.namespace}`] : []),
@@ -474,18 +478,7 @@ export function startEstateMember(
     anyOf([
       ...(options.accessEntries ? [eksAccessAuthorizer(options.accessEntries)] : []),
       ...(options.azureRbacCluster
-        ? [
-            ((user, attributes, extra) => {
-              const cluster = options.azureRbacCluster!();
-              return cluster
-                ? azureRbacAuthorizer(cluster, () => emulators.arm.roleAssignments.values())(
-                    user,
-                    attributes,
-                    extra,
-                  )
-                : false;
-            }) as Authorize,
-          ]
+        ? [azureRbacAuthorizer(options.azureRbacCluster, () => emulators.arm.roleAssignments.values())]
         : []),
     ]),
     options.googleProject
@@ -545,24 +538,4 @@ export function serveFromMember(emulators: Emulators, member: Member): GkeCluste
   batch.properties.fqdn = memberHost;
   emulators.arm.caData.set(batch.id.toLowerCase(), member.caData);
   return edge;
-}
-
-/**
- * What a GKE project gives cpsync for the access grants, as the README asks: Project IAM Admin, limited by its
- * condition to granting and revoking GKE's cluster viewer role. Returns the binding added.
- */
-export function letCpsyncGrantInProject(emulators: Emulators, project: string): IamPolicyJson['bindings'] {
-  const binding = {
-    role: 'roles/resourcemanager.projectIamAdmin',
-    members: [`serviceAccount:${emulators.gke.serviceAccountKey.client_email!}`],
-    condition: {
-      title: 'cpsync grants GKE cluster viewer only',
-      expression:
-        "api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly(['roles/container.clusterViewer'])",
-    },
-  };
-  const policy = emulators.gke.iamPolicies.get(project) ?? { version: 1, etag: 'BwAAAA==', bindings: [] };
-  (policy.bindings ??= []).push(binding);
-  emulators.gke.iamPolicies.set(project, policy);
-  return [binding];
 }

@@ -144,7 +144,16 @@ export function iamRequestsOf(
         .map(decodeURIComponent);
       const cluster = `arn:aws:eks:${region}:${account}:cluster/${path[1]}`;
       if (path[2] === 'access-entries')
-        return accessEntryRequests(call, path, region, account, principal, accessEntryTags);
+        return accessEntryRequests(
+          call,
+          path,
+          cluster,
+          (action, resource, context) => ({
+            ...request(action, resource),
+            context,
+          }),
+          accessEntryTags,
+        );
       if (call.method !== 'GET')
         throw new Error(`an EKS call the functions never make: ${call.method} ${call.path}`);
       if (path.length === 1) return [request('eks:ListClusters', '*')];
@@ -173,20 +182,13 @@ export function iamRequestsOf(
 function accessEntryRequests(
   call: AwsCall,
   path: string[],
-  region: string,
-  account: string,
-  principal: string,
+  /** The cluster's ARN. */
+  cluster: string,
+  request: (action: string, resource: string, context: Record<string, string | string[]>) => IamRequest,
   tagsOf: (cluster: string, principalArn: string) => Record<string, string>,
 ): IamRequest[] {
   const clusterName = path[1]!;
-  const cluster = `arn:aws:eks:${region}:${account}:cluster/${clusterName}`;
-  const request = (action: string, resource: string, context: Record<string, string | string[]>) => ({
-    principal,
-    action,
-    resource,
-    account,
-    context,
-  });
+  const [, , , region, account] = cluster.split(':');
   if (path.length === 3 && call.method === 'POST') {
     const body = json(call.body) as { principalArn?: string; tags?: Record<string, string> };
     const tags = body.tags ?? {};

@@ -136,6 +136,23 @@ export function gkeAuditEntry(
   };
 }
 
+/** An Event Grid event of an ARM resource write or delete, as an Azure subscription's system topic sends it. */
+export function eventGridEvent(eventType: string, subject: string, id: string) {
+  return {
+    id,
+    eventType,
+    subject,
+    eventTime: '2026-01-01T00:00:00Z',
+    dataVersion: '2',
+    data: {
+      resourceUri: subject,
+      operationName: 'Microsoft.ContainerService/managedClusters/write',
+      status: 'Succeeded',
+      subscriptionId: /^\/subscriptions\/([^/]+)/i.exec(subject)?.[1],
+    },
+  };
+}
+
 /** The body of a Pub/Sub push delivery carrying `entry`. */
 export function pubSubPush(entry: unknown, messageId: string) {
   return {

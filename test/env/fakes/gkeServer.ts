@@ -33,7 +33,7 @@ export interface IamPolicyJson {
 }
 
 /** The role whose `resourcemanager.projects.getIamPolicy` / `setIamPolicy` the caller needs. */
-const PROJECT_IAM_ADMIN = 'roles/resourcemanager.projectIamAdmin';
+export const PROJECT_IAM_ADMIN = 'roles/resourcemanager.projectIamAdmin';
 
 /**
  * The roles a conditional projectIamAdmin binding lets its member grant or revoke: IAM's documented
@@ -257,7 +257,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     const iam = /^\/v3\/projects\/([^/:]+):(getIamPolicy|setIamPolicy)$/.exec(url.pathname);
     if (request.method === 'POST' && iam) {
       const [project, method] = [decodeURIComponent(iam[1]!), iam[2]!];
-      const policy = state.iamPolicies.get(project) ?? { version: 1, bindings: [], etag: 'BwAAAA==' };
+      const policy = state.iamPolicies.get(project) ?? emptyPolicy();
       const denied = (what: string) =>
         sendError(response, {
           status: 403,
@@ -319,4 +319,43 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
   });
   const stop = await serveOnLoopback(server, port);
   return Object.assign(state, { stop });
+}
+
+/** A project's IAM policy before anyone changed it. */
+const emptyPolicy = (): IamPolicyJson => ({ version: 1, etag: 'BwAAAA==', bindings: [] });
+
+/**
+ * A project's IAM policy as a project using cpsync starts: cpsync's own service account sees its clusters
+ * (`roles/container.viewer`), with `bindings` besides.
+ */
+export function letCpsyncSeeProject(
+  gke: GkeServer,
+  project: string,
+  bindings: NonNullable<IamPolicyJson['bindings']> = [],
+): void {
+  gke.iamPolicies.set(project, {
+    ...emptyPolicy(),
+    bindings: [
+      { role: 'roles/container.viewer', members: [`serviceAccount:${gke.serviceAccountKey.client_email!}`] },
+      ...bindings,
+    ],
+  });
+}
+
+/**
+ * What a GKE project gives cpsync for the access grants, as the README asks: Project IAM Admin, limited by its
+ * condition to granting and revoking GKE's cluster viewer role.
+ */
+export function letCpsyncGrantInProject(gke: GkeServer, project: string): void {
+  const policy = gke.iamPolicies.get(project) ?? emptyPolicy();
+  (policy.bindings ??= []).push({
+    role: PROJECT_IAM_ADMIN,
+    members: [`serviceAccount:${gke.serviceAccountKey.client_email!}`],
+    condition: {
+      title: 'cpsync grants GKE cluster viewer only',
+      expression:
+        "api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly(['roles/container.clusterViewer'])",
+    },
+  });
+  gke.iamPolicies.set(project, policy);
 }

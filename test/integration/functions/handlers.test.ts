@@ -30,11 +30,12 @@ import {
   type Emulators,
 } from '../../env/emulators.ts';
 import { accountCredentials, createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
-import { letCpsyncGrantInProject } from '../../env/member.ts';
+import { letCpsyncGrantInProject } from '../../env/fakes/gkeServer.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig, profileOfAnother } from '../../support/hub.ts';
 import {
   cloudTrailEvent,
+  eventGridEvent,
   functionUrlRequest,
   gkeAuditEntry,
   lambdaContext,
@@ -141,7 +142,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
   it("gives each cloud's own way of granting consumers as the functions build them, with that cloud's credentials", async () => {
     // GKE's project role: written through the on-demand GKE provider, as the project's IAM policy then holds it.
-    letCpsyncGrantInProject(emulators, GCP_PROJECT);
+    letCpsyncGrantInProject(emulators.gke, GCP_PROJECT);
     const identity = 'deployer@consumers.iam.gserviceaccount.com';
     const roles = await deps.providers.gke!.projectRoles!();
     assert.equal((await roles.settle(GCP_PROJECT, new Map([['deployer', new Set([identity])]]))).length, 1);
@@ -543,19 +544,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       aksCluster('web', 'rg-web', { currentKubernetesVersion: '1.31.2' }),
       aksCluster('batch', 'rg-batch'),
     ]);
-    const write = (eventType: string, subject: string, eventId: string) => ({
-      id: eventId,
-      eventType,
-      subject,
-      eventTime: '2026-01-01T00:00:00Z',
-      dataVersion: '2',
-      data: {
-        resourceUri: subject,
-        operationName: 'Microsoft.ContainerService/managedClusters/write',
-        status: 'Succeeded',
-        subscriptionId: AZURE_SUBSCRIPTION,
-      },
-    });
+    const write = eventGridEvent;
     const storage = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-web/providers/Microsoft.Storage/storageAccounts/logs`;
     const response = await webhook(
       functionUrlRequest(

@@ -14,7 +14,13 @@ import {
   GkeProjectRoles,
   iamMember,
 } from '../../../../adapters/gke/projectRoles.ts';
-import { startGkeServer, type GkeServer, type IamPolicyJson } from '../../../env/fakes/gkeServer.ts';
+import {
+  letCpsyncGrantInProject,
+  PROJECT_IAM_ADMIN,
+  startGkeServer,
+  type GkeServer,
+  type IamPolicyJson,
+} from '../../../env/fakes/gkeServer.ts';
 
 const PROJECT = 'acme-data';
 const CLUSTER = `https://container.googleapis.com/v1/projects/${PROJECT}/locations/europe-west1/clusters/edge`;
@@ -55,22 +61,8 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
         condition: { title: 'ops', description: 'someone else: access grant', expression: GKE_ONLY },
       },
     ];
-    server.iamPolicies.set(PROJECT, {
-      version: 3,
-      etag: 'BwAAAA==',
-      bindings: [
-        ...structuredClone(foreign),
-        {
-          role: 'roles/resourcemanager.projectIamAdmin',
-          members: [`serviceAccount:${server.serviceAccountKey.client_email}`],
-          condition: {
-            title: 'cpsync',
-            expression:
-              "api.getAttribute('iam.googleapis.com/modifiedGrantsByRole', []).hasOnly(['roles/container.clusterViewer'])",
-          },
-        },
-      ],
-    });
+    server.iamPolicies.set(PROJECT, { version: 3, etag: 'BwAAAA==', bindings: structuredClone(foreign) });
+    letCpsyncGrantInProject(server, PROJECT);
   });
   const ours = () =>
     (server.iamPolicies.get(PROJECT)!.bindings ?? []).filter((b) =>
@@ -78,9 +70,7 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
     );
   const others = () =>
     (server.iamPolicies.get(PROJECT)!.bindings ?? []).filter(
-      (b) =>
-        !b.condition?.description?.startsWith('cpsync: ') &&
-        b.role !== 'roles/resourcemanager.projectIamAdmin',
+      (b) => !b.condition?.description?.startsWith('cpsync: ') && b.role !== PROJECT_IAM_ADMIN,
     );
 
   it('holds a consumer in one marked binding limited to GKE, once, and writes nothing when it is there', async () => {
@@ -168,7 +158,7 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
 
   it('is refused where the project does not let cpsync change the policy, and changes nothing', async () => {
     const policy = server.iamPolicies.get(PROJECT)!;
-    policy.bindings = policy.bindings!.filter((b) => b.role !== 'roles/resourcemanager.projectIamAdmin');
+    policy.bindings = policy.bindings!.filter((b) => b.role !== PROJECT_IAM_ADMIN);
     const before = structuredClone(policy);
     await assert.rejects(
       roles.hold(CLUSTER, 'deployer', DEPLOYER),

@@ -18,19 +18,34 @@ const consumer: Consumer = {
 };
 const pacing: MemberPacing = { everyMillis: 60 * 60_000, slotMillis: 15 * 60_000 };
 
-/** The port as a counter: every grant it is asked to make holds. */
-function counting(): AccessGrants & { ensured: number; revoked: number } {
+/**
+ * The port as a counter: every grant it is asked to make holds (for `held`); the holders of each GKE project
+ * settle, as it was asked for them (or refused when `refuseProjects`). Paced as the member probe unless `paced`
+ * is false.
+ */
+function counting(
+  held = ROLE,
+  { paced = true, refuseProjects = false } = {},
+): AccessGrants & { ensured: number; revoked: number; settled: Array<Record<string, string[]>> } {
   const port = {
-    pacing,
+    ...(paced ? { pacing } : {}),
     ensured: 0,
     revoked: 0,
+    settled: [] as Array<Record<string, string[]>>,
     async ensure(): Promise<GrantResult> {
       port.ensured += 1;
-      return { held: ROLE, status: 'True', reason: 'Granted', message: 'in' };
+      return { held, status: 'True', reason: 'Granted', message: 'in' };
     },
     async revoke() {
       port.revoked += 1;
       return { revoked: true, message: 'gone' };
+    },
+    async settleProjectRoles(_project: string, holders: ReadonlyMap<string, ReadonlySet<string>>) {
+      // As the port: a refusing project is a rejection only while something is held there.
+      if (refuseProjects && holders.size > 0)
+        throw Object.assign(new Error('The caller does not have permission'), { code: 403 });
+      port.settled.push(Object.fromEntries([...holders].map(([c, ids]) => [c, [...ids].sort()])));
+      return [];
     },
   };
   return port;
@@ -133,24 +148,10 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
     NOW,
   ).profiles;
 
-  /** The port: every grant holds; the project's holders as each settle was asked for them. */
-  function googlePort(refuse = false) {
-    const settled: Array<Record<string, string[]>> = [];
-    const port: AccessGrants = {
-      async ensure(): Promise<GrantResult> {
-        return { held: GOOGLE, status: 'True', reason: 'Granted', message: 'in' };
-      },
-      async revoke() {
-        return { revoked: true, message: 'gone' };
-      },
-      async settleProjectRoles(_project, holders) {
-        if (refuse) throw Object.assign(new Error('The caller does not have permission'), { code: 403 });
-        settled.push(Object.fromEntries([...holders].map(([c, ids]) => [c, [...ids].sort()])));
-        return [];
-      },
-    };
-    return { port, settled };
-  }
+  const googlePort = (refuseProjects = false) => {
+    const port = counting(GOOGLE, { paced: false, refuseProjects });
+    return { port, settled: port.settled };
+  };
   const sync = (
     port: AccessGrants,
     desired: readonly ClusterProfile[],

@@ -380,6 +380,18 @@ describe('consumer access grants: configured consumers reach every cluster of th
       new Map((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion])),
       before,
     );
+    // One cloud only (`--provider gke`): its grants hold as they are, GKE's project role with them.
+    const gkeOnly = await sync({ projections: 'on', accessGrants: 'on' }, ['--provider', 'gke']);
+    assert.match(gkeOnly.stderr, /grants: 0 granted, 0 revoked/);
+    assert.deepEqual(gkeOnly.access, []);
+    assert.deepEqual(
+      new Map((await profiles()).map((p) => [p.metadata.name, p.metadata.resourceVersion])),
+      before,
+    );
+    assert.deepEqual(
+      cpsyncProjectBindings().map((b) => b.members),
+      [[`serviceAccount:${GOOGLE}`]],
+    );
 
     document.consumers.push({
       name: 'auditor',
@@ -447,6 +459,62 @@ describe('consumer access grants: configured consumers reach every cluster of th
       cpsyncProjectBindings().map((b) => b.condition?.title),
       ['cpsync consumer deployer'],
     );
+  };
+
+  /**
+   * SIGTERM while a grant is in flight (its access entry asked for): the run stops (143); the next run finds
+   * the entry by its marks, records it and announces it; across both runs the grant is announced once.
+   */
+  const killedMidGrant = async () => {
+    const oncall = `arn:aws:iam::${EKS_ACCOUNT}:role/oncall`;
+    document.consumers.push({
+      name: 'oncall',
+      namespaces: [consumers],
+      level: 'view',
+      identities: { eks: { roleArn: oncall } },
+    });
+    try {
+      writeFileSync(config, stringify({ ...document, features: { projections: 'on', accessGrants: 'on' } }));
+      writeFileSync(document.bus.jsonl, '');
+      let watch: NodeJS.Timeout | undefined;
+      const killed = await runCli(['sync', '--config', config], {
+        env: emulators.env,
+        started: (child) => {
+          watch = setInterval(() => {
+            const asked = emulators.proxy.calls.some(
+              (c) => c.method === 'POST' && c.path.endsWith('/access-entries') && c.body.includes(oncall),
+            );
+            if (!asked) return;
+            clearInterval(watch);
+            child.kill('SIGTERM');
+          }, 2);
+        },
+      });
+      clearInterval(watch);
+      captured.push(killed.stdout, killed.stderr);
+      assert.equal(killed.code, 143, killed.stderr);
+      const next = await runCli(['sync', '--config', config], { env: emulators.env });
+      captured.push(next.stdout, next.stderr, readFileSync(document.bus.jsonl, 'utf8'));
+      assert.equal(next.code, 0, next.stderr);
+      assert.deepEqual(
+        accessEvents().filter((e) => e.includes(' oncall ')),
+        ['Consumer Access Granted oncall eks/checkout'],
+        'announced once across the killed run and the next',
+      );
+      assert.deepEqual(entries.of('us-east-1', AT_MEMBER.eks).get(oncall)?.tags, {
+        'app.kubernetes.io/managed-by': 'cpsync',
+        'cpsync.io/consumer': 'oncall',
+      });
+      assert.deepEqual(
+        JSON.parse((await memberProfile('eks')).metadata.annotations['cpsync.io/access-grants']).oncall,
+        { identity: oncall, level: 'view' },
+      );
+    } finally {
+      document.consumers.pop();
+    }
+    const removed = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.deepEqual(removed.access, ['Consumer Access Revoked oncall eks/checkout']);
+    assert.equal(entries.of('us-east-1', AT_MEMBER.eks).has(oncall), false);
   };
 
   /**
@@ -802,11 +870,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
   };
 
   // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
-  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged; lists a dry run's grants; grants once from two runs at once, and revokes a consumer removed; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; grants from the webhook's GKE and Azure events; leaves foreign grants; turned off in one scope, then everywhere, revokes exactly its own; leaks no credential", async () => {
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged (one cloud only, too); lists a dry run's grants; grants once from two runs at once, and revokes a consumer removed; finishes and announces once a grant a SIGTERM cut short; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; grants from the webhook's GKE and Azure events; leaves foreign grants; turned off in one scope, then everywhere, revokes exactly its own; leaks no credential", async () => {
     await refusedBeforeAnyGrant();
     await grantedMarkedAndProven();
     await unchangedAndDryRun();
     await twoAtOnce();
+    await killedMidGrant();
     await followedUntilReady();
     await narrowedToNamespaces();
     await azureRbacOnAks();

@@ -3,8 +3,14 @@ import { readFileSync, statSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
-import { LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP } from '../../core/domain/constants.ts';
-import { isDns1123Label, isDns1123Subdomain } from '../../core/domain/naming.ts';
+import {
+  ANNOTATION_PROVIDER_ID,
+  LABEL_NAMESPACE_CLUSTERSET,
+  LABEL_NAMESPACE_CLUSTERSET_KEP,
+  LABEL_PROVIDER,
+} from '../../core/domain/constants.ts';
+import { isDns1123Label, isDns1123Subdomain, sameProviderId } from '../../core/domain/naming.ts';
+import { PROVIDERS, type Provider } from '../../core/domain/model/observedCluster.ts';
 import { MalformedObjectError, messageOf } from '../../core/domain/errors.ts';
 import { profileProblem } from '../../core/domain/model/validate.ts';
 import { matchesSelector } from '../../core/domain/labels.ts';
@@ -405,6 +411,24 @@ export class FileHub implements Hub {
         'apply',
         `${profile.metadata.namespace}/${profile.metadata.name}`,
         'spec.clusterManager: ClusterManager is immutable',
+        422,
+      );
+    }
+    // As the hub's admission policy has it: a profile's cluster never changes (two runs that gave two
+    // clusters the same new name at once cannot write one over the other).
+    const storedId = current?.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    const appliedId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    const provider = profile.metadata.labels?.[LABEL_PROVIDER];
+    const known = (PROVIDERS as readonly string[]).includes(provider ?? '');
+    if (
+      storedId !== undefined &&
+      appliedId !== undefined &&
+      (known ? !sameProviderId(provider as Provider, storedId, appliedId) : storedId !== appliedId)
+    ) {
+      throw new HubRejectedError(
+        'apply',
+        `${profile.metadata.namespace}/${profile.metadata.name}`,
+        `metadata.annotations[${ANNOTATION_PROVIDER_ID}]: is the profile of ${storedId}, and a profile's cluster never changes`,
         422,
       );
     }

@@ -3,8 +3,6 @@ import type { ObservedCluster } from './model/observedCluster.ts';
 
 /** DNS-1123 label limit. */
 const MAX_NAME_LENGTH = 63;
-/** Hex digits of the id hash: 40 bits, so 10,000 clusters collide with odds below 1 in 20,000. */
-const HASH_LENGTH = 10;
 /** Longest manager name that still leaves room for provider, hash and a readable slug. */
 export const MAX_MANAGER_LENGTH = 30;
 
@@ -36,7 +34,7 @@ export function slugify(value: string): string {
  * The id the name hash is taken over. Azure resource ids are case-insensitive and the API is not
  * consistent about their case, so they are lower-cased first; EKS ARNs and GKE self links are exact.
  */
-function canonicalProviderId(cluster: Pick<ObservedCluster, 'provider' | 'providerId'>): string {
+export function canonicalProviderId(cluster: Pick<ObservedCluster, 'provider' | 'providerId'>): string {
   return cluster.provider === 'aks' ? cluster.providerId.toLowerCase() : cluster.providerId;
 }
 
@@ -45,10 +43,6 @@ export function sameProviderId(provider: ObservedCluster['provider'], a: string,
   return (
     canonicalProviderId({ provider, providerId: a }) === canonicalProviderId({ provider, providerId: b })
   );
-}
-
-function shortHash(value: string): string {
-  return createHash('sha256').update(value).digest('hex').slice(0, HASH_LENGTH);
 }
 
 /** Hex digits of the cross-inventory cluster label: 80 bits. */
@@ -62,18 +56,69 @@ export function clusterLabelValue(cluster: Pick<ObservedCluster, 'provider' | 'p
     .slice(0, CLUSTER_LABEL_LENGTH);
 }
 
+/** What a profile's name is made from: the cloud, the cluster's immutable id and its display name. */
+export type NameSubject = Pick<ObservedCluster, 'provider' | 'providerId' | 'name'>;
+
 /**
- * The profile name: `<manager>-<provider>-<slug>-<hash>`, a DNS-1123 label of at most 63 characters.
- * The hash is of the provider's immutable id, so the same cluster always gets the same name and two
- * clusters with the same display name (other region, other account) never share one.
+ * The names a cluster's profile may have. A profile on the hub keeps the name it has (any of these);
+ * a newcomer is given the first of `candidates` that nothing else holds (core/domain/names.ts decides).
  */
-export function profileName(
-  manager: string,
-  cluster: Pick<ObservedCluster, 'provider' | 'providerId' | 'name'>,
-): string {
-  const hash = shortHash(canonicalProviderId(cluster));
+export interface NameScheme {
+  /**
+   * The names a newcomer may be given, most wanted first: each is of the cluster alone (a function of its
+   * provider, immutable id and display name), and no two clusters share the last.
+   */
+  candidates(manager: string, cluster: NameSubject): string[];
+  /** Names earlier versions gave: a profile that has one keeps it, and none is given anew. */
+  legacy(manager: string, cluster: NameSubject): string[];
+}
+
+/** Hex digits of the id hash in a new name: 64 bits, so that a name matching a chosen one is out of reach. */
+const HASH_LENGTH = 16;
+/** Hex digits of the id hash in names given before (40 bits): profiles that have them keep them. */
+const LEGACY_HASH_LENGTH = 10;
+/** Longer hashes for a newcomer whose name is taken (a collision, or a name someone else holds). */
+const FALLBACK_HASH_LENGTHS = [24, 32, 48] as const;
+
+/**
+ * `<manager>-<provider>-<slug>-<hash>`, a DNS-1123 label of at most 63 characters: the first `digits` hex
+ * digits of the id's SHA-256, and as much of the display name's slug as fits (none when it does not).
+ */
+function nameWithHash(manager: string, cluster: NameSubject, digest: string, digits: number): string {
   const prefix = `${manager}-${cluster.provider}-`;
+  const hash = digest.slice(0, Math.min(digits, MAX_NAME_LENGTH - prefix.length));
   const room = MAX_NAME_LENGTH - prefix.length - hash.length - 1;
-  const slug = slugify(cluster.name).slice(0, Math.max(0, room)).replace(/-+$/, '');
+  const slug = room > 0 ? slugify(cluster.name).slice(0, room).replace(/-+$/, '') : '';
   return slug ? `${prefix}${slug}-${hash}` : `${prefix}${hash}`;
+}
+
+const digestOf = (cluster: NameSubject) =>
+  createHash('sha256').update(canonicalProviderId(cluster)).digest('hex');
+
+/**
+ * cpsync's names: the slug and 64 bits of the id hash; then longer hashes; last, the longest hash a name
+ * can carry and no slug (all the room given to the hash: 112 bits or more, whatever the manager's length).
+ */
+export const PROFILE_NAMES: NameScheme = {
+  candidates(manager, cluster) {
+    const digest = digestOf(cluster);
+    const names = [HASH_LENGTH, ...FALLBACK_HASH_LENGTHS].map((digits) =>
+      nameWithHash(manager, cluster, digest, digits),
+    );
+    names.push(nameWithHash(manager, { ...cluster, name: '' }, digest, digest.length));
+    return [...new Set(names)];
+  },
+  legacy(manager, cluster) {
+    return [nameWithHash(manager, cluster, digestOf(cluster), LEGACY_HASH_LENGTH)];
+  },
+};
+
+/**
+ * The name a newcomer gets when nothing else holds it: `<manager>-<provider>-<slug>-<hash>`, a DNS-1123
+ * label of at most 63 characters. The hash is of the provider's immutable id, so the same cluster always
+ * gets the same name and two clusters with the same display name (other region, other account) never
+ * share one.
+ */
+export function profileName(manager: string, cluster: NameSubject): string {
+  return PROFILE_NAMES.candidates(manager, cluster)[0]!;
 }

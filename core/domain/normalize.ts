@@ -52,7 +52,7 @@ import {
   type ObservedEndpoint,
   type Provider,
 } from './model/observedCluster.ts';
-import { clusterLabelValue, profileName } from './naming.ts';
+import { clusterLabelValue, profileName, sameProviderId } from './naming.ts';
 import { distinctSorted, fitJsonArray, fitValue } from './properties.ts';
 import type { ClusterMatcher, InventoryOptions } from './options.ts';
 
@@ -292,6 +292,22 @@ function properties(
       [PROPERTY_NODE_COUNT_MAX, String(cluster.nodes.autoscaling.max)],
     );
   }
+/**
+ * The name of a cluster's profile in a namespace (core/sync/names.ts chooses it against the hub), or
+ * undefined when the cluster is not written there.
+ */
+export type NameOf = (cluster: ObservedCluster, namespace: string) => string | undefined;
+
+/**
+ * The namespaces a cluster's profiles go to: its own first, then (while the `projections` feature is on)
+ * those of the projection rules that match it. Throws InvalidClusterError when the cluster cannot become
+ * a profile.
+ */
+export function namespacesOf(cluster: ObservedCluster, options: InventoryOptions): string[] {
+  assertCluster(cluster);
+  return placeCluster(cluster, options).map((p) => p.namespace);
+}
+
   const types = distinctSorted(cluster.nodes.instanceTypes);
   if (types.length > 0) {
     const fitted = fitJsonArray(types);
@@ -305,6 +321,7 @@ function properties(
   if (cluster.resourceGroup) entries.push([PROPERTY_RESOURCE_GROUP, cluster.resourceGroup]);
   if (cluster.createdAt) entries.push([PROPERTY_CREATED_AT, cluster.createdAt]);
   const caOmitted =
+  nameOf?: NameOf,
     endpoints.length > 0
       ? certificateAuthorityOmitted(cluster, options.features.certificateAuthority)
       : undefined;
@@ -316,9 +333,10 @@ function properties(
 }
 
 /**
- * The ClusterProfile cpsync wants for one observed cluster (SPEC §3). Pure: `now` stamps the
- * condition and property times; `plan` keeps the hub's times wherever nothing changed.
- * Throws InvalidClusterError naming the field when the cluster cannot become a profile.
+ * The ClusterProfile cpsync wants for one observed cluster (SPEC §3), under the name a newcomer gets
+ * (`profileName`). Pure: `now` stamps the condition and property times; `plan` keeps the hub's times
+ * wherever nothing changed. Throws InvalidClusterError naming the field when the cluster cannot become a
+ * profile.
  */
 export function normalize(cluster: ObservedCluster, options: InventoryOptions, now: string): ClusterProfile {
   return normalizeEverywhere(cluster, options, now)[0]!;
@@ -326,12 +344,15 @@ export function normalize(cluster: ObservedCluster, options: InventoryOptions, n
 
 /**
  * The cluster's profile in its own namespace, then its projected copies (the `projections` feature):
- * the same content in each, but for the namespace's ClusterSet property. Every profile carries the
- * cluster's member id (`multicluster.x-k8s.io/inventory-member-id`), the same on each copy; a cluster
- * written to more than one namespace also carries it as `cpsync.io/cluster` (the alias selectors of
- * earlier versions use), and each copy names the cluster's own namespace in `cpsync.io/projected-from`.
+ * the same content in each, but for the namespace's ClusterSet property (and the name, should a collision
+ * have given the cluster another name in one of them). Every profile carries the cluster's member id
+ * (`multicluster.x-k8s.io/inventory-member-id`), the same on each copy; a cluster written to more than
+ * one namespace also carries it as `cpsync.io/cluster` (the alias selectors of earlier versions use), and
+ * each copy names the cluster's own namespace in `cpsync.io/projected-from`. A namespace `nameOf` gives no
+ * name is left out.
  */
 function normalizeEverywhere(
+  name: string,
   cluster: ObservedCluster,
   options: InventoryOptions,
   now: string,
@@ -340,8 +361,12 @@ function normalizeEverywhere(
   const placements = placeCluster(cluster, options);
   const projected = placements.length > 1;
   const own = placements[0]!.namespace;
-  return placements.map((placement) => {
-    const profile = normalizeIn(cluster, options, now, placement);
+  const named = (namespace: string) =>
+    nameOf ? nameOf(cluster, namespace) : profileName(options.manager, cluster);
+  return placements.flatMap((placement) => {
+    const name = named(placement.namespace);
+    if (name === undefined) return [];
+    const profile = normalizeIn(cluster, options, now, placement, name);
     if (projected) {
       profile.metadata.labels![LABEL_CLUSTER] = clusterLabelValue(cluster);
       if (placement.namespace !== own) profile.metadata.labels![LABEL_PROJECTED_FROM] = own;
@@ -352,7 +377,7 @@ function normalizeEverywhere(
           .sort()
           .join(',');
     }
-    return profile;
+    return [profile];
   });
 }
 
@@ -364,7 +389,6 @@ function normalizeIn(
 ): ClusterProfile {
   const endpoints = orderEndpoints(validEndpoints(cluster.endpoints), options.features.privateEndpoints);
   const health = controlPlaneHealth(cluster);
-  const name = profileName(options.manager, cluster);
 
   const props: Property[] = properties(cluster, placement, endpoints, options)
     .map(([name, value]) => ({ name, value: fitValue(value), lastObservedTime: now }))
@@ -390,6 +414,7 @@ function normalizeIn(
 
   return {
     apiVersion: CLUSTER_PROFILE_API_VERSION,
+  nameOf?: NameOf,
     kind: CLUSTER_PROFILE_KIND,
     metadata: {
       name,
@@ -415,8 +440,9 @@ export interface NormalizeResult {
 }
 
 /**
- * Normalizes many clusters, collecting per-cluster errors instead of stopping at the first.
- * Two clusters that map to the same profile (the provider listed one twice) keep the first.
+ * Normalizes many clusters, collecting per-cluster errors instead of stopping at the first. `nameOf` gives
+ * each profile its name (the name a newcomer gets, when not given). A cluster the provider listed twice
+ * keeps its first reading.
  */
 export function normalizeAll(
   clusters: readonly ObservedCluster[],
@@ -427,9 +453,21 @@ export function normalizeAll(
   const errors: InvalidClusterError[] = [];
   for (const cluster of clusters) {
     try {
-      for (const profile of normalizeEverywhere(cluster, options, now)) {
+      for (const profile of normalizeEverywhere(cluster, options, now, nameOf)) {
         const key = `${profile.metadata.namespace}/${profile.metadata.name}`;
-        if (!byKey.has(key)) byKey.set(key, profile);
+        const first = byKey.get(key);
+        if (!first) byKey.set(key, profile);
+        else if (
+          !sameProviderId(
+            cluster.provider,
+            first.metadata.annotations![ANNOTATION_PROVIDER_ID]!,
+            cluster.providerId,
+          )
+        )
+          // Names are chosen before (core/sync/names.ts): two clusters never share one.
+          throw new Error(
+            `${key} was given to ${first.metadata.annotations![ANNOTATION_PROVIDER_ID]} and ${cluster.providerId}`,
+          );
       }
     } catch (error) {
       if (error instanceof InvalidClusterError) errors.push(error);

@@ -59,9 +59,15 @@ export interface PlannedDelete {
 
 /**
  * Why a desired profile is not written: the name is another manager's; the stored object is malformed; the
- * stored profile (of this manager) is of another cloud cluster, whose name this one's collides with.
+ * stored profile (of this manager) is of another cloud cluster, whose name this one's collides with; every
+ * name the cluster may be given is held by something else (core/sync/names.ts).
  */
-export type SkipReason = 'OwnedByAnotherManager' | 'Malformed' | 'ProviderIdConflict' | 'Terminating';
+export type SkipReason =
+  | 'OwnedByAnotherManager'
+  | 'Malformed'
+  | 'ProviderIdConflict'
+  | 'Terminating'
+  | 'NameUnavailable';
 
 export interface Skipped {
   namespace: string;

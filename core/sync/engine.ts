@@ -40,13 +40,16 @@ import { scopeKey, type Scope, type ScopeFailureReason, type ScopeOutcome } from
 import type { ObservedCluster, Provider } from '../domain/model/observedCluster.ts';
 import { settlingState } from '../domain/settling.ts';
 import { canonicalScope } from '../domain/scopes.ts';
-import { syncScope, type MemberFigures } from './syncScope.ts';
+import { syncScope, type MemberFigures, type SyncScopeResult } from './syncScope.ts';
+import type { NameScheme } from '../domain/naming.ts';
 import type { GrantFigures } from './grants.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
 import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
 import { LeaseBusyError, leaseName, RunLeases, type LeaseHold } from './runLeases.ts';
 import { timestamp } from '../domain/time.ts';
+import { cut } from '../domain/text.ts';
+import { own } from '../domain/own.ts';
 import { CountingHub } from './countingHub.ts';
 import {
   addCounts,
@@ -73,6 +76,8 @@ export interface EnginePorts {
   grants?: AccessGrants;
   /** @default () => new Date() */
   clock?: () => Date;
+  /** The names profiles may have (tests give a weak one, to make clusters' names collide). @default PROFILE_NAMES */
+  naming?: NameScheme;
 }
 
 /**
@@ -300,7 +305,7 @@ function doneWith(result: PublishResult): string[] {
 
 /** A run's lease holder id: the run, and this process's part in it. */
 function holderId(syncId: string): string {
-  return `${syncId.slice(0, 100)}#${randomUUID().slice(0, 8)}`;
+  return `${cut(syncId, 100)}#${randomUUID().slice(0, 8)}`;
 }
 
 /**
@@ -338,7 +343,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     if (!request.dryRun) {
       // ClusterSet namespaces labelled as the clusterSets feature says (their labels go when it is off).
       for (const namespace of inventoryNamespaces(request.options))
-        if (request.options.clusterSets[namespace.name] !== undefined)
+        if (own(request.options.clusterSets, namespace.name) !== undefined)
           await attempt(run, `label namespace ${namespace.name}`, () => ports.hub.ensureNamespace(namespace));
       const leftover = await attempt(run, 'read the outbox', () => ports.outbox.pending());
       const result = await publishFromOutbox(run, leftover ?? []);
@@ -574,6 +579,7 @@ async function applyReading(
     ...(reading.signal ? { signal: reading.signal } : {}),
     ...(ports.members ? { members: ports.members } : {}),
     ...(ports.grants ? { grants: ports.grants } : {}),
+    ...(ports.naming ? { naming: ports.naming } : {}),
     beforeApply: ahead.beforeApply,
   });
   const events = [
@@ -677,7 +683,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
     run.report.malformed.push(...result.malformed);
-    run.report.problems.push(...collisions(scope, result.plan));
+    run.report.problems.push(...collisions(scope, result));
     for (const left of result.unreadable)
       run.report.problems.push(
         `cannot remove the projected copies of ${scopeKey(scope)} in namespace ${left.namespace}, which no rule names any more: ${left.reason}`,
@@ -874,11 +880,17 @@ export interface ClusterSyncReport {
   settling?: string;
 }
 
-/** The name collisions a plan refused to write over, as a run reports them. */
-function collisions(scope: Scope, plan: Plan): string[] {
-  return plan.skipped
-    .filter((skipped) => skipped.reason === 'ProviderIdConflict')
-    .map((skipped) => `${scopeKey(scope)}: name collision: ${skipped.detail}`);
+/**
+ * The name collisions of a scope's sync, as a run reports them: newcomers given a name of their own because
+ * their first was held, clusters given no name, and profiles the plan refused to write over.
+ */
+function collisions(scope: Scope, result: Pick<SyncScopeResult, 'plan' | 'collisions'>): string[] {
+  return [
+    ...result.collisions,
+    ...result.plan.skipped
+      .filter((skipped) => skipped.reason === 'ProviderIdConflict' || skipped.reason === 'NameUnavailable')
+      .map((skipped) => skipped.detail),
+  ].map((detail) => `${scopeKey(scope)}: name collision: ${detail}`);
 }
 
 /**
@@ -947,11 +959,7 @@ export async function syncCluster(
     const published = await ports.bus.publish(events);
     await ports.outbox.remove(doneWith(published));
     const kind = result.applied.applied[0]?.kind;
-    const problems = [
-      ...recovered,
-      ...collisions(ref.scope, result.plan),
-      ...(result.grants?.problems ?? []),
-    ];
+    const problems = [...recovered, ...collisions(ref.scope, result), ...(result.grants?.problems ?? [])];
     const settling = observed ? settlingState(observed) : undefined;
     return {
       result: kind ?? 'unchanged',

@@ -1,10 +1,13 @@
 import { applyPlan, type ApplyResult } from './applyPlan.ts';
 import { ANNOTATION_PROJECTED_TO, PROPERTY_CA_OMITTED } from '../domain/constants.ts';
-import { InvalidClusterError, MalformedObjectError } from '../domain/errors.ts';
+import { InvalidClusterError } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { profileProblem } from '../domain/model/validate.ts';
-import { normalizeAll } from '../domain/normalize.ts';
+import { namespacesOf, normalizeAll } from '../domain/normalize.ts';
+import { PROFILE_NAMES, type NameScheme } from '../domain/naming.ts';
+import type { ObservedCluster } from '../domain/model/observedCluster.ts';
+import { chooseNames, nameKey, type NameRequest } from './names.ts';
 import { inventoryNamespaces, type InventoryOptions } from '../domain/options.ts';
 import { plan, type Plan } from '../domain/plan.ts';
 import { featureCounts, type FeatureName } from '../domain/features.ts';
@@ -46,6 +49,8 @@ export interface SyncScopeInput {
   members?: MemberProbe;
   /** Makes, checks and revokes consumers' grants (the `accessGrants` feature, and its turn-off). */
   grants?: AccessGrants;
+  /** The names profiles may have. @default PROFILE_NAMES */
+  naming?: NameScheme;
 }
 
 export interface SyncScopeResult {
@@ -68,6 +73,8 @@ export interface SyncScopeResult {
   members?: MemberFigures;
   /** Grants made, revoked and refused in this scope (the `accessGrants` feature, and its turn-off). */
   grants?: GrantFigures;
+  /** Newcomers whose first name something else holds, and the name each was given instead. */
+  collisions: string[];
 }
 
 /** How many members a scope read, how many of them could not be read, and the time it took. */
@@ -150,25 +157,37 @@ async function withMembers(
  * scope, plan, apply. Level-triggered: whatever earlier runs did, the hub ends matching the listing.
  *
  * Two guards keep a scope to what it can see: a listed cluster outside the scope is not planned (it
- * is reported as invalid), and a profile the plan would create is looked up by name first, so a
- * profile that exists but is not selected by the scope's labels (written by hand, or by an older
- * version) is updated rather than announced as created again. Malformed objects are left untouched.
+ * is reported as invalid), and every profile's name is chosen before the plan (core/sync/names.ts): a
+ * newcomer's name is looked up on the hub first, so that it never goes over another cluster's profile or
+ * another manager's, and a profile of the cluster that exists but is not selected by the scope's labels
+ * (written by hand, or by an older version) is updated rather than announced as created again.
+ * Malformed objects are left untouched.
  */
 export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult> {
   const { hub, listing, options, now } = input;
   const scope = listing.outcome.scope;
-  const outside = listing.clusters.filter((cluster) => !clusterInScope(cluster, scope));
-  const inside =
-    outside.length === 0 ? listing.clusters : listing.clusters.filter((c) => clusterInScope(c, scope));
-  const { profiles: normalized, errors: invalid } = normalizeAll(inside, options, now);
-  for (const cluster of outside)
-    invalid.push(
-      new InvalidClusterError(
-        'region',
-        cluster.providerId,
-        `is ${cluster.provider}/${cluster.account}/${cluster.region}, outside the scope listed`,
-      ),
-    );
+  const invalid: InvalidClusterError[] = [];
+  const valid: ObservedCluster[] = [];
+  const requests: NameRequest[] = [];
+  for (const cluster of listing.clusters) {
+    if (!clusterInScope(cluster, scope)) {
+      invalid.push(
+        new InvalidClusterError(
+          'region',
+          cluster.providerId,
+          `is ${cluster.provider}/${cluster.account}/${cluster.region}, outside the scope listed`,
+        ),
+      );
+      continue;
+    }
+    try {
+      for (const namespace of namespacesOf(cluster, options)) requests.push({ cluster, namespace });
+      valid.push(cluster);
+    } catch (error) {
+      if (!(error instanceof InvalidClusterError)) throw error;
+      invalid.push(error);
+    }
+  }
   // A complete listing with clusters that could not be read is not complete: their profiles must not be
   // taken for clusters that are gone.
   const outcome: ScopeListing['outcome'] =
@@ -217,8 +236,25 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       unreadable.push({ namespace, name: '*', reason: error.message });
     }
 
-  const probed = options.features.memberProbe ? await withMembers(normalized, current, input) : undefined;
-  const granted = await withGrants(probed?.profiles ?? normalized, current, {
+  // Each profile's name, before anything is planned: the hub's profiles keep theirs, newcomers get their own.
+  const naming = await chooseNames({
+    requests,
+    current,
+    malformedHere: malformed,
+    hub,
+    manager: options.manager,
+    scheme: input.naming ?? PROFILE_NAMES,
+  });
+  malformed.push(...naming.malformed);
+  const { profiles: normalized } = normalizeAll(valid, options, now, (cluster, namespace) =>
+    naming.names.get(nameKey(namespace, cluster)),
+  );
+  // The profiles of listed clusters found under their names but not selected by the scope's labels (written
+  // by hand, or by an older version) are planned against like the others: updated, not created again.
+  const known = [...current, ...naming.found];
+
+  const probed = options.features.memberProbe ? await withMembers(normalized, known, input) : undefined;
+  const granted = await withGrants(probed?.profiles ?? normalized, known, {
     options,
     now,
     ...(input.grants ? { grants: input.grants } : {}),
@@ -230,57 +266,23 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       : {}),
   });
   const desired = granted.profiles;
-  const planInput = {
+  const result = plan({
     outcome,
     desired,
+    current: known,
     manager: options.manager,
     deletionGraceListings: options.deletionGraceListings,
     accessProviderNames: Object.values(options.accessProviderNames),
     now,
     ...(input.confirmedGone ? { confirmedGone: input.confirmedGone } : {}),
-  };
-  let result = plan({ ...planInput, current });
-  if (result.creates.length > 0) {
-    // Profiles that exist under a name the plan would create, but that the scope's labels did not select.
-    const untouchable = new Set(malformed.map(profileKey));
-    const found: ClusterProfile[] = [];
-    for (const { profile } of result.creates) {
-      try {
-        const stored = await hub.get(profile.metadata);
-        if (!stored) continue;
-        const problem = profileProblem(stored);
-        if (problem) {
-          note(stored, problem, profile.metadata.namespace);
-          untouchable.add(profileKey(profile.metadata));
-        } else found.push(stored);
-      } catch (error) {
-        if (!(error instanceof MalformedObjectError)) throw error;
-        malformed.push({ ...profile.metadata, reason: error.malformed });
-        untouchable.add(profileKey(profile.metadata));
-      }
-    }
-    if (found.length > 0 || untouchable.size > 0) {
-      result = plan({
-        ...planInput,
-        desired: desired.filter((p) => !untouchable.has(profileKey(p.metadata))),
-        current: [...current, ...found],
-      });
-      for (const key of untouchable) {
-        const [namespace, name] = key.split('/') as [string, string];
-        result.skipped.push({
-          namespace,
-          name,
-          reason: 'Malformed',
-          detail: `${key} in the hub is malformed (${malformed.find((m) => profileKey(m) === key)?.reason ?? 'unreadable'}); left untouched`,
-        });
-      }
-    }
-  }
+  });
+  result.skipped.push(...naming.skipped);
   const withoutCertificateAuthority = desired.flatMap((profile): ProfileNotice[] => {
     const reason = profile.status?.properties?.find((p) => p.name === PROPERTY_CA_OMITTED)?.value;
     return reason ? [{ namespace: profile.metadata.namespace, name: profile.metadata.name, reason }] : [];
   });
   const done = {
+    collisions: naming.collisions,
     unreadable,
     invalid,
     malformed,
@@ -288,7 +290,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     ...(probed ? { members: probed.figures } : {}),
     ...(granted.figures ? { grants: granted.figures } : {}),
   };
-  const known = [...current, ...result.updates.map((u) => u.current)];
+  const after = [...known, ...result.updates.map((u) => u.current)];
   const names = Object.values(options.accessProviderNames);
   const noneApplied: ApplyResult = { applied: [], failed: [] };
   if (input.dryRun)
@@ -296,7 +298,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       plan: result,
       applied: noneApplied,
       ...done,
-      featureCounts: countsByNamespace(profilesAfter(known, noneApplied), names),
+      featureCounts: countsByNamespace(profilesAfter(after, noneApplied), names),
     };
 
   const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
@@ -307,6 +309,6 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     plan: result,
     applied,
     ...done,
-    featureCounts: countsByNamespace(profilesAfter(known, applied), names),
+    featureCounts: countsByNamespace(profilesAfter(after, applied), names),
   };
 }

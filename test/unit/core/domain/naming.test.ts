@@ -1,28 +1,28 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { isDns1123Label, profileName, slugify } from '../../../../core/domain/naming.ts';
+import { PROFILE_NAMES, isDns1123Label, profileName, slugify } from '../../../../core/domain/naming.ts';
 import { aksCluster, eksCluster, gkeCluster } from '../../../support/fixtures.ts';
 
 describe('profile names', () => {
   const cases: Array<{ title: string; name: string; expectSlug: RegExp }> = [
-    { title: 'plain names', name: 'payments', expectSlug: /^cpsync-eks-payments-[0-9a-f]{10}$/ },
-    { title: 'upper-case names', name: 'PROD-Cluster', expectSlug: /^cpsync-eks-prod-cluster-[0-9a-f]{10}$/ },
+    { title: 'plain names', name: 'payments', expectSlug: /^cpsync-eks-payments-[0-9a-f]{16}$/ },
+    { title: 'upper-case names', name: 'PROD-Cluster', expectSlug: /^cpsync-eks-prod-cluster-[0-9a-f]{16}$/ },
     {
       title: 'underscores and dots',
       name: 'team_a.prod__v2',
-      expectSlug: /^cpsync-eks-team-a-prod-v2-[0-9a-f]{10}$/,
+      expectSlug: /^cpsync-eks-team-a-prod-v2-[0-9a-f]{16}$/,
     },
     {
       title: 'accented letters',
       name: 'Équipe-Zürich',
-      expectSlug: /^cpsync-eks-equipe-zurich-[0-9a-f]{10}$/,
+      expectSlug: /^cpsync-eks-equipe-zurich-[0-9a-f]{16}$/,
     },
-    { title: 'names with no latin letters', name: '生产集群', expectSlug: /^cpsync-eks-[0-9a-f]{10}$/ },
-    { title: 'emoji and symbols', name: '🚀 launch!!', expectSlug: /^cpsync-eks-launch-[0-9a-f]{10}$/ },
+    { title: 'names with no latin letters', name: '生产集群', expectSlug: /^cpsync-eks-[0-9a-f]{16}$/ },
+    { title: 'emoji and symbols', name: '🚀 launch!!', expectSlug: /^cpsync-eks-launch-[0-9a-f]{16}$/ },
     {
       title: 'leading and trailing separators',
       name: '--edge--',
-      expectSlug: /^cpsync-eks-edge-[0-9a-f]{10}$/,
+      expectSlug: /^cpsync-eks-edge-[0-9a-f]{16}$/,
     },
   ];
   for (const { title, name, expectSlug } of cases) {
@@ -40,7 +40,7 @@ describe('profile names', () => {
     const result = profileName('cpsync', cluster);
     assert.ok(result.length <= 63, `${result.length}`);
     assert.ok(isDns1123Label(result));
-    assert.match(result, /-[0-9a-f]{10}$/);
+    assert.match(result, /-[0-9a-f]{16}$/);
     assert.doesNotMatch(result, /--/);
   });
 
@@ -70,6 +70,37 @@ describe('profile names', () => {
     const cluster = aksCluster();
     const shouted = { ...cluster, providerId: cluster.providerId.toUpperCase() };
     assert.equal(profileName('cpsync', cluster), profileName('cpsync', shouted));
+  });
+
+  it('gives new names 64 bits of the id hash, and keeps the 40-bit names earlier versions gave among the names a profile may have', () => {
+    const cluster = eksCluster({ name: 'payments' });
+    const [first] = PROFILE_NAMES.candidates('cpsync', cluster);
+    const [legacy] = PROFILE_NAMES.legacy('cpsync', cluster);
+    assert.match(first!, /^cpsync-eks-payments-[0-9a-f]{16}$/);
+    assert.match(legacy!, /^cpsync-eks-payments-[0-9a-f]{10}$/);
+    assert.equal(legacy!.slice(-10), first!.slice(-16, -6), 'the same hash, cut shorter');
+    assert.ok(
+      !PROFILE_NAMES.candidates('cpsync', cluster).includes(legacy!),
+      'a legacy name is never given anew',
+    );
+  });
+
+  it('offers a newcomer whose name is taken longer hashes, last the longest a name can carry, each a DNS-1123 label', () => {
+    for (const manager of ['cpsync', 'a-manager-name-of-thirty-chars'])
+      for (const name of ['payments', 'x'.repeat(80), '生产集群']) {
+        const candidates = PROFILE_NAMES.candidates(manager, eksCluster({ name }));
+        assert.equal(new Set(candidates).size, candidates.length, 'no name twice');
+        for (const candidate of candidates) assert.ok(isDns1123Label(candidate), candidate);
+        const hashes = candidates.map((c) => /-([0-9a-f]+)$/.exec(c)![1]!.length);
+        assert.deepEqual(
+          hashes,
+          [...hashes].sort((a, b) => a - b),
+          'hashes only grow',
+        );
+        const last = candidates.at(-1)!;
+        assert.equal(last.length, 63, `${last}: all the room goes to the hash`);
+        assert.ok(last.slice(`${manager}-eks-`.length).length >= 28, 'at least 112 bits');
+      }
   });
 
   it('slugs keep only lower-case letters, digits and single dashes', () => {

@@ -1,0 +1,193 @@
+/**
+ * Which name each cluster's profile has in each namespace it is placed in (SPEC §3, "Name"). No choice of
+ * cloud names can make two clusters share a profile: equal names are found before anything is planned,
+ * the profile already on the hub keeps its name, and a newcomer gets a name of its own.
+ *
+ *   1. A cluster whose profile the hub holds (of this manager, for this cluster's id, under one of the
+ *      names the cluster may have, earlier versions' included) keeps that name: a sync never renames.
+ *   2. Every other cluster (a newcomer), in the order of its id — never the listing's order — gets the first
+ *      of its candidate names that neither another cluster of this run nor any object of the hub holds.
+ *      A name held by an object that is not a well-formed profile blocks the cluster there (the object is
+ *      left untouched and named, as everywhere); a name no candidate frees leaves it unwritten, named.
+ * What the hub holds decides only which of the cluster's own names it keeps: a name is never taken from
+ * the hub for a cluster it was not made for, and the cluster's data goes only under its own names.
+ */
+import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER } from '../domain/constants.ts';
+import { MalformedObjectError } from '../domain/errors.ts';
+import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../domain/model/observedCluster.ts';
+import { profileProblem } from '../domain/model/validate.ts';
+import { canonicalProviderId, sameProviderId, type NameScheme } from '../domain/naming.ts';
+import type { Skipped } from '../domain/plan.ts';
+import type { Hub, MalformedObject } from './ports.ts';
+
+/** One profile to be named: a cluster in one of the namespaces it is placed in. */
+export interface NameRequest {
+  cluster: ObservedCluster;
+  namespace: string;
+}
+
+export interface NameChoice {
+  /** The name of each request's profile, by `nameKey(namespace, cluster)`; absent: not written there. */
+  names: Map<string, string>;
+  /** Profiles of listed clusters found by name outside the scope's selection: planned against, not created. */
+  found: ClusterProfile[];
+  /** Objects found under a cluster's name that are not well-formed profiles (left untouched). */
+  malformed: MalformedObject[];
+  /** Requests given no name: the reason, as the plan reports what it does not write. */
+  skipped: Skipped[];
+  /** Newcomers that did not get their first name, and why: a run reports each (a look is worth it). */
+  collisions: string[];
+}
+
+/** The key of one profile's name: a namespace and a cluster's canonical id. */
+export function nameKey(
+  namespace: string,
+  cluster: Pick<ObservedCluster, 'provider' | 'providerId'>,
+): string {
+  return `${namespace}\u0000${canonicalProviderId(cluster)}`;
+}
+
+function managedBy(profile: ClusterProfile, manager: string): boolean {
+  return (
+    profile.metadata.labels?.[LABEL_CLUSTER_MANAGER] === manager &&
+    profile.spec?.clusterManager?.name === manager
+  );
+}
+
+/** Whether `profile` is this manager's profile of `cluster`. */
+function profileOf(profile: ClusterProfile, cluster: ObservedCluster, manager: string): boolean {
+  const stored = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+  return (
+    managedBy(profile, manager) &&
+    stored !== undefined &&
+    sameProviderId(cluster.provider, stored, cluster.providerId)
+  );
+}
+
+/** Who holds a name, in words (a collision's report). */
+function holderOf(profile: ClusterProfile, manager: string): string {
+  if (!managedBy(profile, manager))
+    return `held by a profile of another manager (${JSON.stringify(profile.spec?.clusterManager?.name ?? profile.metadata.labels?.[LABEL_CLUSTER_MANAGER] ?? 'unknown')})`;
+  const id = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+  return id ? `the profile of ${id}` : 'a profile with no provider id';
+}
+
+/**
+ * Names every request (see the module's comment). `current` is what the hub holds for the scope (its
+ * well-formed profiles), `malformedHere` the objects of the scope that are not; other names are looked up
+ * on the hub one by one, only for newcomers.
+ */
+export async function chooseNames(input: {
+  requests: readonly NameRequest[];
+  current: readonly ClusterProfile[];
+  malformedHere: readonly MalformedObject[];
+  hub: Pick<Hub, 'get'>;
+  manager: string;
+  scheme: NameScheme;
+}): Promise<NameChoice> {
+  const { manager, scheme } = input;
+  const choice: NameChoice = { names: new Map(), found: [], malformed: [], skipped: [], collisions: [] };
+  const held = new Map(input.current.map((p) => [profileKey(p.metadata), p]));
+  const broken = new Set(input.malformedHere.map(profileKey));
+  /** Names given in this run, by namespace/name: the cluster they were given to. */
+  const claimed = new Map<string, ObservedCluster>();
+  const claim = (request: NameRequest, name: string) => {
+    choice.names.set(nameKey(request.namespace, request.cluster), name);
+    claimed.set(`${request.namespace}/${name}`, request.cluster);
+  };
+  const skip = (request: NameRequest, name: string, reason: Skipped['reason'], detail: string) =>
+    choice.skipped.push({ namespace: request.namespace, name, reason, detail });
+
+  // 1. Incumbents keep their names; a name that can only be the cluster's, held by a malformed object, blocks it.
+  const newcomers: Array<{ request: NameRequest; candidates: string[] }> = [];
+  const seen = new Set<string>();
+  for (const request of input.requests) {
+    const key = nameKey(request.namespace, request.cluster);
+    if (seen.has(key)) continue; // the provider listed the cluster twice
+    seen.add(key);
+    const candidates = scheme.candidates(manager, request.cluster);
+    const own = [...scheme.legacy(manager, request.cluster), ...candidates];
+    const kept = own.find((name) => {
+      const stored = held.get(`${request.namespace}/${name}`);
+      return stored !== undefined && profileOf(stored, request.cluster, manager);
+    });
+    if (kept !== undefined) claim(request, kept);
+    else newcomers.push({ request, candidates });
+  }
+
+  // 2. Newcomers, in the order of their ids: the first candidate nothing else holds.
+  newcomers.sort(
+    (a, b) =>
+      canonicalProviderId(a.request.cluster).localeCompare(canonicalProviderId(b.request.cluster)) ||
+      a.request.namespace.localeCompare(b.request.namespace),
+  );
+  for (const { request, candidates } of newcomers) {
+    const { namespace, cluster } = request;
+    let given: string | undefined;
+    let blocked = false;
+    const taken: string[] = [];
+    for (const name of candidates) {
+      const key = `${namespace}/${name}`;
+      const incumbent = held.get(key);
+      if (incumbent) {
+        taken.push(`${key} is ${holderOf(incumbent, manager)}`);
+        continue;
+      }
+      const rival = claimed.get(key);
+      if (rival) {
+        taken.push(`${key} is given in this run to ${rival.providerId}`);
+        continue;
+      }
+      if (broken.has(key)) {
+        blocked = true;
+        skip(request, name, 'Malformed', `${key} in the hub is malformed; left untouched`);
+        break;
+      }
+      let stored: ClusterProfile | undefined;
+      try {
+        stored = await input.hub.get({ namespace, name });
+      } catch (error) {
+        if (!(error instanceof MalformedObjectError)) throw error;
+        choice.malformed.push({ namespace, name, reason: error.malformed });
+        skip(
+          request,
+          name,
+          'Malformed',
+          `${key} in the hub is malformed (${error.malformed}); left untouched`,
+        );
+        blocked = true;
+        break;
+      }
+      const problem = stored === undefined ? undefined : profileProblem(stored);
+      if (problem) {
+        choice.malformed.push({ namespace, name, reason: problem });
+        skip(request, name, 'Malformed', `${key} in the hub is malformed (${problem}); left untouched`);
+        blocked = true;
+        break;
+      }
+      if (stored === undefined || profileOf(stored, cluster, manager)) {
+        if (stored) choice.found.push(stored);
+        given = name;
+        break;
+      }
+      taken.push(`${key} is ${holderOf(stored, manager)}`);
+    }
+    if (blocked) continue;
+    if (given === undefined) {
+      skip(
+        request,
+        candidates[0]!,
+        'NameUnavailable',
+        `${cluster.providerId} has no name free in ${namespace}: ${taken.join('; ')}`,
+      );
+      continue;
+    }
+    claim(request, given);
+    if (taken.length > 0)
+      choice.collisions.push(
+        `${taken.join('; ')}; ${cluster.providerId} is written as ${namespace}/${given}`,
+      );
+  }
+  return choice;
+}

@@ -1,0 +1,265 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { MalformedObjectError } from '../../../../core/domain/errors.ts';
+import { profileKey, type ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
+import { PROFILE_NAMES } from '../../../../core/domain/naming.ts';
+import { normalizeAll } from '../../../../core/domain/normalize.ts';
+import { chooseNames, nameKey, type NameRequest } from '../../../../core/sync/names.ts';
+import { eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
+import { WEAK_NAMES, weakName } from '../../../support/weakNames.ts';
+
+const NS = 'cluster-inventory';
+const options = inventoryOptions();
+
+/** The profile of `cluster` as the hub would hold it under `name`. */
+function stored(cluster: ObservedCluster, name: string, namespace = NS): ClusterProfile {
+  const [profile] = normalizeAll([cluster], { ...options, namespace }, NOW, () => name).profiles;
+  return { ...profile!, metadata: { ...profile!.metadata, uid: `uid-${name}`, resourceVersion: '7' } };
+}
+
+/** A hub holding `profiles` (and `broken` names, not well-formed), as `chooseNames` asks it. */
+function hubOf(profiles: readonly ClusterProfile[], broken: readonly string[] = []) {
+  const byKey = new Map(profiles.map((p) => [profileKey(p.metadata), p]));
+  const asked: string[] = [];
+  return {
+    asked,
+    get: async (ref: { namespace: string; name: string }) => {
+      asked.push(profileKey(ref));
+      if (broken.includes(ref.name)) throw new MalformedObjectError(ref.namespace, ref.name, 'has no spec');
+      return byKey.get(profileKey(ref));
+    },
+  };
+}
+
+const requests = (clusters: readonly ObservedCluster[], namespace = NS): NameRequest[] =>
+  clusters.map((cluster) => ({ cluster, namespace }));
+
+const nameOf = (choice: Awaited<ReturnType<typeof chooseNames>>, cluster: ObservedCluster, ns = NS) =>
+  choice.names.get(nameKey(ns, cluster));
+
+// Two clusters whose names collide under the weak scheme: the same display name in two regions.
+const east = eksCluster({ name: 'payments', region: 'us-east-1' });
+const eastTwin = eksCluster({ name: 'payments', account: '999999999999', region: 'us-east-1' });
+
+describe('choosing profile names', () => {
+  for (const order of ['incumbent first', 'newcomer first'] as const)
+    it(`keeps the incumbent's name and gives the newcomer a name of its own, whatever the listing's order (${order})`, async () => {
+      const incumbent = stored(east, weakName('eks', 'payments'));
+      const listing = order === 'incumbent first' ? [east, eastTwin] : [eastTwin, east];
+      const choice = await chooseNames({
+        requests: requests(listing),
+        current: [incumbent],
+        malformedHere: [],
+        hub: hubOf([incumbent]),
+        manager: 'cpsync',
+        scheme: WEAK_NAMES,
+      });
+      assert.equal(nameOf(choice, east), weakName('eks', 'payments'));
+      assert.equal(nameOf(choice, eastTwin), PROFILE_NAMES.candidates('cpsync', eastTwin)[0]);
+      assert.equal(choice.collisions.length, 1);
+      assert.match(
+        choice.collisions[0]!,
+        new RegExp(`${NS}/${weakName('eks', 'payments')} is the profile of ${east.providerId}`),
+      );
+      assert.match(choice.collisions[0]!, /is written as/);
+    });
+
+  it('gives the name to the incumbent when the incumbent is another scope’s, found on the hub only', async () => {
+    const incumbent = stored(eastTwin, weakName('eks', 'payments'));
+    const hub = hubOf([incumbent]);
+    const choice = await chooseNames({
+      requests: requests([east]),
+      current: [],
+      malformedHere: [],
+      hub,
+      manager: 'cpsync',
+      scheme: WEAK_NAMES,
+    });
+    assert.equal(nameOf(choice, east), PROFILE_NAMES.candidates('cpsync', east)[0]);
+    assert.deepEqual(hub.asked, [
+      `${NS}/${weakName('eks', 'payments')}`,
+      `${NS}/${PROFILE_NAMES.candidates('cpsync', east)[0]}`,
+    ]);
+  });
+
+  it('settles two newcomers by their ids, never by the listing order', async () => {
+    const results = [];
+    for (const listing of [
+      [east, eastTwin],
+      [eastTwin, east],
+    ]) {
+      const choice = await chooseNames({
+        requests: requests(listing),
+        current: [],
+        malformedHere: [],
+        hub: hubOf([]),
+        manager: 'cpsync',
+        scheme: WEAK_NAMES,
+      });
+      results.push([nameOf(choice, east), nameOf(choice, eastTwin)]);
+    }
+    assert.deepEqual(results[0], results[1]);
+    const first = [east, eastTwin].sort((a, b) => a.providerId.localeCompare(b.providerId))[0]!;
+    assert.equal(results[0]![first === east ? 0 : 1], weakName('eks', 'payments'));
+  });
+
+  it('keeps a name an earlier version gave (40 bits), with no look at the hub', async () => {
+    const [legacy] = PROFILE_NAMES.legacy('cpsync', east);
+    const hub = hubOf([]);
+    const choice = await chooseNames({
+      requests: requests([east]),
+      current: [stored(east, legacy!)],
+      malformedHere: [],
+      hub,
+      manager: 'cpsync',
+      scheme: PROFILE_NAMES,
+    });
+    assert.equal(nameOf(choice, east), legacy);
+    assert.deepEqual(hub.asked, []);
+    assert.deepEqual(choice.collisions, []);
+  });
+
+  it('never keeps a name the hub holds for the cluster unless it is one of the cluster’s own names', async () => {
+    const choice = await chooseNames({
+      requests: requests([east]),
+      current: [stored(east, 'cpsync-eks-chosen-by-someone')],
+      malformedHere: [],
+      hub: hubOf([]),
+      manager: 'cpsync',
+      scheme: PROFILE_NAMES,
+    });
+    assert.equal(nameOf(choice, east), PROFILE_NAMES.candidates('cpsync', east)[0]);
+  });
+
+  it('takes the next name when another manager holds the first, and updates its own profile found by name outside the scope', async () => {
+    const theirs = stored(east, weakName('eks', 'payments'));
+    theirs.metadata.labels!['x-k8s.io/cluster-manager'] = 'other';
+    theirs.spec = { ...theirs.spec, clusterManager: { name: 'other' } };
+    const own = stored(eastTwin, PROFILE_NAMES.candidates('cpsync', eastTwin)[0]!);
+    const choice = await chooseNames({
+      requests: requests([eastTwin]),
+      current: [],
+      malformedHere: [],
+      hub: hubOf([theirs, own]),
+      manager: 'cpsync',
+      scheme: WEAK_NAMES,
+    });
+    assert.equal(nameOf(choice, eastTwin), own.metadata.name);
+    assert.deepEqual(choice.found, [own]);
+    assert.match(choice.collisions[0]!, /held by a profile of another manager \("other"\)/);
+  });
+
+  it('leaves a cluster whose name holds a malformed object unwritten there, and names the object', async () => {
+    const choice = await chooseNames({
+      requests: requests([east]),
+      current: [],
+      malformedHere: [],
+      hub: hubOf([], [weakName('eks', 'payments')]),
+      manager: 'cpsync',
+      scheme: WEAK_NAMES,
+    });
+    assert.equal(nameOf(choice, east), undefined);
+    assert.deepEqual(
+      choice.skipped.map((s) => s.reason),
+      ['Malformed'],
+    );
+    assert.deepEqual(
+      choice.malformed.map((m) => m.name),
+      [weakName('eks', 'payments')],
+    );
+  });
+
+  it('gives no name when every name the cluster may have is held, and says why', async () => {
+    const names = PROFILE_NAMES.candidates('cpsync', east);
+    const squatters = names.map((name, i) => stored(gkeCluster({ name: `squat-${i}` }), name));
+    const choice = await chooseNames({
+      requests: requests([east]),
+      current: [],
+      malformedHere: [],
+      hub: hubOf(squatters),
+      manager: 'cpsync',
+      scheme: PROFILE_NAMES,
+    });
+    assert.equal(nameOf(choice, east), undefined);
+    assert.equal(choice.skipped[0]!.reason, 'NameUnavailable');
+    assert.match(choice.skipped[0]!.detail, /has no name free/);
+  });
+
+  it('names the cluster per namespace: a name taken in one namespace leaves its copies elsewhere their first name', async () => {
+    const other = 'argocd';
+    const squatter = stored(eastTwin, weakName('eks', 'payments'), other);
+    const choice = await chooseNames({
+      requests: [...requests([east]), ...requests([east], other)],
+      current: [],
+      malformedHere: [],
+      hub: hubOf([squatter]),
+      manager: 'cpsync',
+      scheme: WEAK_NAMES,
+    });
+    assert.equal(nameOf(choice, east), weakName('eks', 'payments'));
+    assert.equal(nameOf(choice, east, other), PROFILE_NAMES.candidates('cpsync', east)[0]);
+  });
+
+  it('never gives one name to two clusters, keeps every incumbent’s name and ignores the listing’s order (property)', async () => {
+    const displayNames = fc.constantFrom('payments', 'edge', 'batch');
+    const clusterArb = fc
+      .record({
+        name: displayNames,
+        account: fc.constantFrom('111111111111', '222222222222', '333333333333'),
+        region: fc.constantFrom('us-east-1', 'eu-west-1'),
+        incumbent: fc.boolean(),
+      })
+      .map(({ incumbent, ...fields }) => ({ cluster: eksCluster(fields), incumbent }));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(clusterArb, { selector: (c) => c.cluster.providerId, minLength: 1, maxLength: 8 }),
+        fc.infiniteStream(fc.nat()),
+        async (listed, shuffle) => {
+          // Incumbents hold the names a first run gave them (the hub is the outcome of such a run).
+          const first = await chooseNames({
+            requests: requests(listed.filter((c) => c.incumbent).map((c) => c.cluster)),
+            current: [],
+            malformedHere: [],
+            hub: hubOf([]),
+            manager: 'cpsync',
+            scheme: WEAK_NAMES,
+          });
+          const hubProfiles = listed
+            .filter((c) => c.incumbent)
+            .map((c) => stored(c.cluster, nameOf(first, c.cluster)!));
+          const order = [...listed.map((c) => c.cluster)];
+          const steps = shuffle.take(order.length);
+          for (let i = order.length - 1; i > 0; i--) {
+            const j = steps.next().value! % (i + 1);
+            [order[i], order[j]] = [order[j]!, order[i]!];
+          }
+          const run = (clusters: ObservedCluster[]) =>
+            chooseNames({
+              requests: requests(clusters),
+              current: hubProfiles,
+              malformedHere: [],
+              hub: hubOf(hubProfiles),
+              manager: 'cpsync',
+              scheme: WEAK_NAMES,
+            });
+          const a = await run(listed.map((c) => c.cluster));
+          const b = await run(order);
+          assert.deepEqual(new Map([...a.names].sort()), new Map([...b.names].sort()), 'order-free');
+          const given = [...a.names.values()];
+          assert.equal(new Set(given).size, given.length, 'one name, one cluster');
+          for (const profile of hubProfiles) {
+            const cluster = listed.find(
+              (c) => c.cluster.providerId === profile.metadata.annotations!['cpsync.io/provider-id'],
+            )!.cluster;
+            assert.equal(nameOf(a, cluster), profile.metadata.name, 'an incumbent keeps its name');
+          }
+          assert.equal(a.names.size, listed.length, 'every cluster is named');
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { firstLineOf } from '../core/domain/errors.ts';
+import { printable } from '../core/domain/text.ts';
 import { withDeadline } from '../core/sync/deadline.ts';
 import { clusterToken, type TokenSettings } from '../adapters/credentials/tokens.ts';
 import {
@@ -24,8 +25,11 @@ interface Flags extends TargetFlags {
   timeout: number;
 }
 
-/** The first line of what went wrong, without a stack, a token or a secret (SDK messages carry none). */
-const oneLine = (error: unknown) => firstLineOf(error, 400);
+/**
+ * The first line of what went wrong, without a stack, a token or a secret (SDK messages carry none), shown as
+ * text: a cloud's or the profile's words never act on the terminal.
+ */
+const oneLine = (error: unknown) => printable(firstLineOf(error, 400));
 
 function positiveSeconds(value: string): number {
   const seconds = Number(value);
@@ -110,7 +114,7 @@ export async function printCredential(flags: Flags, io: CredentialsIo): Promise<
     io.stdout.write(`${JSON.stringify(credential)}\n`);
     return 0;
   } catch (error) {
-    io.stderr.write(`cpsync credentials: ${provider ? `${provider}: ` : ''}${oneLine(error)}\n`);
+    io.stderr.write(`cpsync credentials: ${provider ? `${printable(provider)}: ` : ''}${oneLine(error)}\n`);
     return 1;
   }
 }

@@ -1,10 +1,11 @@
-import { stringify } from 'yaml';
+import { Document, Scalar, visit } from 'yaml';
 import { describeFeatures } from '../core/domain/features.ts';
 import { clusterRow } from './inventoryReport.ts';
 import type { ScopeReport, SyncReport } from '../core/sync/engine.ts';
 import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
 import { scopeKey } from '../core/domain/model/scope.ts';
 import type { FieldChange } from '../core/domain/plan.ts';
+import { cut } from '../core/domain/text.ts';
 import { printable } from './terminal.ts';
 
 /** One planned or applied change, as the CLI prints it (`--output json`). */
@@ -47,7 +48,7 @@ export function planLines(report: ScopeReport): ChangeLine[] {
 function show(value: unknown): string {
   if (value === undefined) return '(none)';
   const text = typeof value === 'string' ? JSON.stringify(value) : JSON.stringify(value);
-  return text.length > 120 ? `${text.slice(0, 117)}...` : text;
+  return text.length > 120 ? `${cut(text, 117)}...` : text;
 }
 
 /** A plan as a readable diff: `+` create, `~` update (with each field's before → after), `-` delete. */
@@ -136,7 +137,7 @@ function pendingReason(report: SyncReport): string | undefined {
   if (causes.size === 0) return undefined;
   return [...causes]
     .slice(0, 3)
-    .map(([cause, count]) => `${count} × ${cause.length > 300 ? `${cause.slice(0, 297)}...` : cause}`)
+    .map(([cause, count]) => `${count} × ${cause.length > 300 ? `${cut(cause, 297)}...` : cause}`)
     .join('; ');
 }
 
@@ -204,6 +205,31 @@ export function formatTable(
   return `${[line(columns.map(([, t]) => t)), ...rows.map((r) => line(columns.map(([k]) => r[k] ?? '')))].join('\n')}\n`;
 }
 
+/** Strings YAML is asked to write double-quoted, with escapes: those holding a character that acts. */
+const ACTING = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u;
+
+/** A character YAML would leave raw in a double-quoted string, as its `\u`/`\U` escape. */
+const yamlEscape = (c: string) => {
+  const code = c.codePointAt(0)!;
+  return code > 0xffff
+    ? `\\U${code.toString(16).padStart(8, '0')}`
+    : `\\u${code.toString(16).padStart(4, '0')}`;
+};
+
+/**
+ * `value` as YAML in which no character acts: a string holding a control, format character, separator or lone
+ * surrogate is written double-quoted, every such character as an escape (newlines too). It parses back to
+ * the same value.
+ */
 export function formatYaml(value: unknown): string {
-  return stringify(value);
+  const document = new Document(value);
+  visit(document, {
+    Scalar(_, node) {
+      if (typeof node.value === 'string' && ACTING.test(node.value)) node.type = Scalar.QUOTE_DOUBLE;
+    },
+  });
+  // The double-quoted strings are JSON's, whose C0 escapes YAML keeps; what JSON leaves raw is escaped here.
+  return document
+    .toString({ doubleQuotedMinMultiLineLength: Infinity })
+    .replace(/[\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]/gu, yamlEscape);
 }

@@ -17,6 +17,7 @@ import {
 } from '../core/domain/constants.ts';
 import { createHash } from 'node:crypto';
 import type { ClusterProfile } from '../core/domain/model/clusterProfile.ts';
+import { own } from '../core/domain/own.ts';
 import { printable } from './terminal.ts';
 
 export interface ClusterRow {
@@ -176,7 +177,7 @@ function versionChart(entry: InventorySummary['versions'][number]): string {
     .map((v, i) => {
       const y = 6 + i * (barHeight + 6);
       const width = Math.max(2, Math.round((v.count / max) * 300));
-      return `<g data-version="${escape(v.version)}" data-count="${v.count}"><text x="0" y="${y + 16}" class="label">${escape(v.version)}</text><rect x="70" y="${y}" width="${width}" height="${barHeight}" rx="3" fill="${COLORS[entry.provider] ?? '#666'}"/><text x="${78 + width}" y="${y + 16}" class="label">${v.count}</text></g>`;
+      return `<g data-version="${escape(v.version)}" data-count="${v.count}"><text x="0" y="${y + 16}" class="label">${escape(v.version)}</text><rect x="70" y="${y}" width="${width}" height="${barHeight}" rx="3" fill="${own(COLORS, entry.provider) ?? '#666'}"/><text x="${78 + width}" y="${y + 16}" class="label">${v.count}</text></g>`;
     })
     .join('');
   return `<figure class="chart" data-cloud="${escape(entry.provider)}"><figcaption>${escape(entry.provider.toUpperCase())}</figcaption><svg role="img" aria-label="Kubernetes versions of ${escape(entry.provider)} clusters" width="420" height="${height}" viewBox="0 0 420 ${height}">${bars}</svg></figure>`;
@@ -260,7 +261,7 @@ export function reportHtml(
   const cards = summary.byCloud
     .map(
       (c) =>
-        `<div class="card ${COLORS[c.provider] ? c.provider : 'other'}" data-cloud-count="${escape(c.provider)}"><span class="n">${c.count}</span><span>${escape(c.provider.toUpperCase())}</span></div>`,
+        `<div class="card ${own(COLORS, c.provider) ? c.provider : 'other'}" data-cloud-count="${escape(c.provider)}"><span class="n">${c.count}</span><span>${escape(c.provider.toUpperCase())}</span></div>`,
     )
     .join('');
   const scopes = summary.byScope

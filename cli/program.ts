@@ -21,7 +21,7 @@ import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.t
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
-import { printable, printableLines } from './terminal.ts';
+import { printable, printableJson, printableLines } from './terminal.ts';
 import { doctor, type DoctorReport } from '../adapters/compose/doctor.ts';
 import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
 import { formatInventorySummary, reportHtml, summarize } from './inventoryReport.ts';
@@ -87,11 +87,13 @@ async function syncCommand(
     });
     if (options.scope && resolved.refused.length > 0) {
       for (const refusal of resolved.refused)
-        io.stderr.write(`cpsync: --scope ${refusal.requested}: ${refusal.reason}\n`);
+        io.stderr.write(`cpsync: --scope ${printable(refusal.requested)}: ${printable(refusal.reason)}\n`);
       return ExitCode.Usage;
     }
     for (const failure of resolved.failures)
-      io.stderr.write(`cpsync: cannot enumerate the ${failure.provider} scopes: ${failure.message}\n`);
+      io.stderr.write(
+        `cpsync: cannot enumerate the ${failure.provider} scopes: ${printable(failure.message)}\n`,
+      );
     const progress = io.stderr.isTTY === true && !options.dryRun;
     const full = !options.provider && !options.scope;
     const determined = PROVIDERS.filter((p) => !resolved.failures.some((f) => f.provider === p));
@@ -114,7 +116,7 @@ async function syncCommand(
     if (options.dryRun) {
       io.stdout.write(
         options.output === 'json'
-          ? `${JSON.stringify(report.scopes.flatMap(planLines), null, 2)}\n`
+          ? `${printableJson(report.scopes.flatMap(planLines), 2)}\n`
           : formatPlan(report),
       );
     }
@@ -216,7 +218,7 @@ async function findInventoryOrphans(composition: Composition, io: Io) {
   const resolved = await composition.resolveScopes({});
   for (const failure of resolved.failures)
     io.stderr.write(
-      `cpsync: cannot tell the orphans of ${failure.provider} (its scopes cannot be enumerated): ${failure.message}\n`,
+      `cpsync: cannot tell the orphans of ${failure.provider} (its scopes cannot be enumerated): ${printable(failure.message)}\n`,
     );
   const determined = new Set(PROVIDERS.filter((p) => !resolved.failures.some((f) => f.provider === p)));
   const { profiles, malformed } = await readInventory(composition);
@@ -237,7 +239,7 @@ async function orphansCommand(
     const { orphans, malformed, failures } = await findInventoryOrphans(composition, io);
     const rows = orphans.flatMap((o) => o.profiles.map((p) => ({ scope: scopeKey(o.scope), ...listRow(p) })));
     if (!options.prune) {
-      if (options.output === 'json') io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+      if (options.output === 'json') io.stdout.write(`${printableJson(rows, 2)}\n`);
       else if (options.output === 'yaml') io.stdout.write(formatYaml(rows));
       else
         io.stdout.write(
@@ -256,9 +258,10 @@ async function orphansCommand(
       io.stderr.write('cpsync: no orphans: every profile is of a configured scope\n');
       return failures.length > 0 ? ExitCode.Incomplete : ExitCode.Ok;
     }
-    const listed = orphans.map((o) => `${scopeKey(o.scope)} (${o.profiles.length})`).join(', ');
+    const listed = printable(orphans.map((o) => `${scopeKey(o.scope)} (${o.profiles.length})`).join(', '));
     if (!options.yes) {
-      for (const row of rows) io.stdout.write(`would delete ${row.namespace}/${row.name} (${row.scope})\n`);
+      for (const row of rows)
+        io.stdout.write(`would delete ${printable(`${row.namespace}/${row.name} (${row.scope})`)}\n`);
       io.stderr.write(
         `cpsync: dry run: ${count} orphan profile(s) of ${listed}; nothing deleted — run again with --yes to delete them\n`,
       );
@@ -280,7 +283,7 @@ async function readInventory(from: CpsyncConfig | Composition) {
 function reportMalformed(malformed: MalformedObject[], io: Io): number {
   for (const object of malformed)
     io.stderr.write(
-      `cpsync: malformed object in the hub, not listed: ${object.namespace}/${object.name} (${object.reason})\n`,
+      `cpsync: malformed object in the hub, not listed: ${printable(`${object.namespace}/${object.name} (${object.reason})`)}\n`,
     );
   return malformed.length > 0 ? ExitCode.Incomplete : ExitCode.Ok;
 }
@@ -298,7 +301,7 @@ async function listCommand(
     return reportMalformed(malformed, io);
   }
   const rows = profiles.map(listRow).sort((a, b) => a.name.localeCompare(b.name));
-  if (output === 'json') io.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  if (output === 'json') io.stdout.write(`${printableJson(rows, 2)}\n`);
   else if (output === 'yaml') io.stdout.write(formatYaml(rows));
   else {
     io.stdout.write(
@@ -343,7 +346,7 @@ async function announceCommand(
     });
     for (const failure of report.failed)
       io.stderr.write(
-        `cpsync: event ${failure.eventId} not published: ${failure.code}: ${failure.message}\n`,
+        `cpsync: event ${printable(`${failure.eventId} not published: ${failure.code}: ${failure.message}`)}\n`,
       );
     const code = reportMalformed(report.malformed, io);
     io.stderr.write(
@@ -361,7 +364,7 @@ async function reportCommand(config: CpsyncConfig, source: string, file: string,
   const summary = summarize(profiles);
   writeFileSync(file, reportHtml(summary, { generatedAt: new Date().toISOString(), source }));
   io.stderr.write(
-    `cpsync: wrote ${file}: ${summary.total} cluster(s), ${summary.attention.length} need a look\n`,
+    `cpsync: wrote ${printable(file)}: ${summary.total} cluster(s), ${summary.attention.length} need a look\n`,
   );
   return reportMalformed(malformed, io);
 }
@@ -397,7 +400,7 @@ async function doctorCommand(
       await composition.close();
     }
   }
-  if (options.output === 'json') io.stdout.write(`${JSON.stringify(report, null, 2)}\n`);
+  if (options.output === 'json') io.stdout.write(`${printableJson(report, 2)}\n`);
   else {
     for (const check of report.checks)
       io.stdout.write(`${check.ok ? '✔' : '✖'} ${printable(check.subject)}: ${printable(check.detail)}\n`);
@@ -422,7 +425,10 @@ export async function main(
     .option('-c, --config <file>', 'configuration file (YAML)', undefined)
     .version(packageJson.version, '-V, --version', 'print the version of cpsync')
     .exitOverride()
-    .configureOutput({ writeOut: (s) => io.stdout.write(s), writeErr: (s) => io.stderr.write(s) })
+    .configureOutput({
+      writeOut: (s) => io.stdout.write(s),
+      writeErr: (s) => io.stderr.write(printableLines(s)),
+    })
     .showHelpAfterError();
 
   program
@@ -445,7 +451,9 @@ export async function main(
       // No configuration file: the clouds the default credentials reach, said on stderr; none is exit 2.
       const config =
         loaded.source === DEFAULTS_SOURCE
-          ? ambientConfig(await ambientDiscovery((text) => io.stderr.write(`cpsync: ${text}\n`)))
+          ? ambientConfig(
+              await ambientDiscovery((text) => io.stderr.write(`cpsync: ${printableLines(text)}\n`)),
+            )
           : loaded.config;
       code = await syncCommand(config, options, io);
     });
@@ -457,7 +465,7 @@ export async function main(
     )
     .action(async () => {
       await writeStarterConfig(program.opts().config ?? 'cpsync.yaml', (text) =>
-        io.stderr.write(`cpsync: ${text}\n`),
+        io.stderr.write(`cpsync: ${printableLines(text)}\n`),
       );
     });
 
@@ -544,7 +552,7 @@ export async function main(
     .description('check the configuration and say what is wrong')
     .action(() => {
       const { source } = loadConfig(program.opts().config);
-      io.stdout.write(`${source}: valid\n`);
+      io.stdout.write(`${printable(source)}: valid\n`);
     });
 
   try {
@@ -553,7 +561,7 @@ export async function main(
   } catch (error) {
     if (error instanceof CommanderError) return error.exitCode === 0 ? ExitCode.Ok : ExitCode.Usage;
     if (error instanceof CpsyncError && error.name === 'ConfigError') {
-      io.stderr.write(`${error.message}\n`);
+      io.stderr.write(`${printableLines(error.message)}\n`);
       return ExitCode.Usage;
     }
     // Bad configuration found on contact (a file, a secret, a kubeconfig): one line, never a stack trace.
@@ -562,7 +570,7 @@ export async function main(
       return ExitCode.Usage;
     }
     io.stderr.write(
-      `cpsync: ${process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? messageOf(error)) : printableLines(firstLineOf(error, Infinity))}\n`,
+      `cpsync: ${printableLines(process.env.CPSYNC_DEBUG && error instanceof Error ? (error.stack ?? messageOf(error)) : firstLineOf(error, Infinity))}\n`,
     );
     return ExitCode.Incomplete;
   }

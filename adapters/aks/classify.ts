@@ -1,4 +1,5 @@
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
+import { own } from '../../core/domain/own.ts';
 
 const BY_CODE: Readonly<Record<string, ScopeFailureReason>> = {
   AuthorizationFailed: 'AccessDenied',
@@ -61,7 +62,7 @@ export function azureErrorDetails(error: unknown): { code?: string; message: str
 /** The scope failure reason of an Azure SDK error: by its ARM error code, then by HTTP status. */
 export function classifyAzureError(error: unknown): ScopeFailureReason {
   const e = { ...((error ?? {}) as AzureErrorLike), code: azureErrorDetails(error).code };
-  const known = e.code ? BY_CODE[e.code] : undefined;
+  const known = e.code ? own(BY_CODE, e.code) : undefined;
   if (known) return known;
   if (e.name && AUTH_ERROR_NAMES.has(e.name)) {
     return 'AccessDenied';

@@ -5,10 +5,14 @@ import type { Writable } from 'node:stream';
 import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 import { messageOf } from '../../core/domain/errors.ts';
+import { printableJson } from '../../core/domain/text.ts';
 
-/** One JSON object per line, EventBridge-shaped (`source`, `detail-type`, `detail`, …). */
+/**
+ * One JSON object per line, EventBridge-shaped (`source`, `detail-type`, `detail`, …). The local default is a
+ * terminal: no character of a cloud string acts there, and none (U+2028 above all) splits a line for a reader.
+ */
 export function jsonLine(event: CpsyncEvent): string {
-  return `${JSON.stringify({ source: event.source, 'detail-type': event.detailType, time: event.time, resources: event.resources, detail: event.detail })}\n`;
+  return `${printableJson({ source: event.source, 'detail-type': event.detailType, time: event.time, resources: event.resources, detail: event.detail })}\n`;
 }
 
 function refused(events: readonly CpsyncEvent[], error: unknown, what: string): PublishFailure[] {

@@ -236,7 +236,7 @@ export const configSchema = z.strictObject({
                   path: [key],
                   message: 'must be a DNS-1123 label (a namespace)',
                 });
-              else if (setOf[namespace] !== undefined && setOf[namespace] !== set)
+              else if (Object.hasOwn(setOf, namespace) && setOf[namespace] !== set)
                 context.addIssue({
                   code: 'custom',
                   path: [key],

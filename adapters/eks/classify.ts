@@ -1,4 +1,5 @@
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
+import { own } from '../../core/domain/own.ts';
 
 const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
   AccessDenied: 'AccessDenied',
@@ -26,7 +27,7 @@ const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
 /** The scope failure reason of an AWS SDK error: by its name first, then by its HTTP status. */
 export function classifyAwsError(error: unknown): ScopeFailureReason {
   const name = (error as { name?: string } | undefined)?.name ?? '';
-  const known = BY_NAME[name];
+  const known = own(BY_NAME, name);
   if (known) return known;
   const status = (error as { $metadata?: { httpStatusCode?: number } } | undefined)?.$metadata
     ?.httpStatusCode;

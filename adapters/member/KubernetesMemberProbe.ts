@@ -22,6 +22,7 @@ import { providerIdOf } from '../../core/domain/member.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import { DeadlineError, InterruptedError, withDeadline } from '../../core/sync/deadline.ts';
 import type { MemberProbe } from '../../core/sync/ports.ts';
+import { cut } from '../../core/domain/text.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from './connection.ts';
 
 /** The label a member's ClusterProperty carries when ClusterProfiles are to copy it (KEP-4322). */
@@ -55,11 +56,11 @@ class Unreadable extends Error {
  * so that the same failure reads the same and writes nothing again.
  */
 function stableText(text: string): string {
-  return text
+  const stable = text
     .replace(/\s*(Trace ID|Correlation ID|Timestamp):.*$/s, '')
     .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/gi, '<id>')
-    .replace(/\d{4}-\d{2}-\d{2}[T ][\d:.]+Z?/g, '<time>')
-    .slice(0, 300);
+    .replace(/\d{4}-\d{2}-\d{2}[T ][\d:.]+Z?/g, '<time>');
+  return cut(stable, 300);
 }
 
 /** Why a request failed, as the `MemberReachable` condition says it (stable text: an unchanged failure writes nothing). */

@@ -14,6 +14,7 @@ import {
 import { EXEC_EXTENSION_NAME, LABEL_PROVIDER } from '../../core/domain/constants.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import { own } from '../../core/domain/own.ts';
 import { targetOfExtension, type Target } from '../credentials/target.ts';
 import type { ClusterToken } from '../credentials/tokens.ts';
 
@@ -39,10 +40,11 @@ export async function memberConnection(
   signal: AbortSignal,
   stable: (text: string) => string = (text) => text,
 ): Promise<{ config: KubeConfig; options: ConfigurationOptions }> {
-  const provider = profile.metadata.labels?.[LABEL_PROVIDER] as Provider | undefined;
-  const name = provider ? access.accessProviderNames[provider] : undefined;
+  // The provider label is the hub's word: only a provider cpsync knows names an access provider and a token.
+  const provider = profile.metadata.labels?.[LABEL_PROVIDER] ?? '';
+  const name = own(access.accessProviderNames, provider);
   const cluster = profile.status?.accessProviders?.find((a) => a.name === name)?.cluster;
-  const tokenFor = provider ? access.tokens[provider] : undefined;
+  const tokenFor = own(access.tokens, provider);
   if (!provider || !cluster?.server || !tokenFor)
     throw new MemberAccessError(
       'NoAccessProvider',

@@ -27,14 +27,17 @@ export function obj(value: unknown): Record<string, unknown> {
     : {};
 }
 
-/** A string-to-string map: entries whose values are not strings are dropped. */
+/**
+ * A string-to-string map: entries whose values are not strings are dropped. Every key is an own entry, even
+ * one spelled like a prototype's (`__proto__`, which an assignment would not keep).
+ */
 export function strings(value: unknown): Record<string, string> {
-  const result: Record<string, string> = {};
-  for (const [key, entry] of Object.entries(obj(value))) {
-    const text = str(entry);
-    if (text !== undefined) result[key] = text;
-  }
-  return result;
+  return Object.fromEntries(
+    Object.entries(obj(value)).flatMap(([key, entry]): Array<[string, string]> => {
+      const text = str(entry);
+      return text === undefined ? [] : [[key, text]];
+    }),
+  );
 }
 
 /** An ISO-8601 time from a Date or a string, when it is one. */

@@ -1,3 +1,5 @@
+import { cut } from './text.ts';
+
 /** What went wrong, as one line of text: an error's message, or whatever was thrown. */
 export function messageOf(error: unknown): string {
   return error instanceof Error ? error.message : String(error);
@@ -10,7 +12,7 @@ export function messageOf(error: unknown): string {
 export function firstLineOf(error: unknown, max: number): string {
   const text = messageOf(error);
   const line = (text.split('\n').find((l) => l.trim() !== '') ?? text).trim();
-  return line.length > max ? `${line.slice(0, max - 3)}...` : line;
+  return line.length > max ? `${cut(line, max - 3)}...` : line;
 }
 
 /** Base of every error cpsync's core raises; keeps `cause` and names itself. */

@@ -1,5 +1,6 @@
 import { CONDITION_MESSAGE_MAX_LENGTH, HealthReason } from './constants.ts';
 import { fitText } from './properties.ts';
+import { own } from './own.ts';
 import type { ConditionStatus } from './model/clusterProfile.ts';
 import type { ObservedCluster, Provider } from './model/observedCluster.ts';
 
@@ -93,7 +94,7 @@ export function controlPlaneHealth(cluster: ObservedCluster): HealthVerdict {
   if (cluster.provider === 'eks' && status === 'ACTIVE' && cluster.health.issues.length > 0) {
     return { status: 'False', reason: HealthReason.HealthIssues, message };
   }
-  const rule = RULES[cluster.provider][status];
+  const rule = own(RULES[cluster.provider], status);
   if (!rule) return { status: 'Unknown', reason: HealthReason.StatusUnknown, message };
   return { status: rule[0], reason: rule[1], message };
 }

@@ -34,9 +34,11 @@ import {
   PROPERTY_ZONE,
 } from './constants.ts';
 import { certificateAuthorityProblem } from './certificates.ts';
+import { canonicalServer, endpointHostPort } from './endpoints.ts';
 import { InvalidClusterError } from './errors.ts';
 import { controlPlaneHealth } from './health.ts';
 import { labelValue } from './labels.ts';
+import { own } from './own.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_KIND,
@@ -67,7 +69,7 @@ function ruleMatches(rule: ClusterMatcher, cluster: ObservedCluster): boolean {
   if (rule.account !== undefined && rule.account !== cluster.account) return false;
   if (rule.region !== undefined && rule.region !== cluster.region) return false;
   if (rule.tag !== undefined) {
-    const value = cluster.tags[rule.tag.key];
+    const value = own(cluster.tags, rule.tag.key);
     if (value === undefined) return false;
     if (rule.tag.value !== undefined && rule.tag.value !== value) return false;
   }
@@ -75,7 +77,7 @@ function ruleMatches(rule: ClusterMatcher, cluster: ObservedCluster): boolean {
 }
 
 function placementIn(namespace: string, options: InventoryOptions): Placement {
-  const clusterSet = options.features.clusterSets ? options.clusterSets[namespace] : undefined;
+  const clusterSet = options.features.clusterSets ? own(options.clusterSets, namespace) : undefined;
   return clusterSet === undefined ? { namespace } : { namespace, clusterSet };
 }
 
@@ -94,55 +96,20 @@ function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Plac
   return [...namespaces].map((namespace) => placementIn(namespace, options));
 }
 
-/** Host names that only mean something inside a cluster or on one machine: never a member's API server. */
-const LOCAL_NAMES = /(^|\.)(svc|cluster\.local|localhost)$/i;
-/** v1alpha2's limit on an access provider's `cluster.server`. */
-const MAX_SERVER_LENGTH = 2048;
-
 /**
- * Whether a cloud's endpoint may be written as a server consumers connect to (and send credentials to):
- * an absolute `https://` URL with a host, no user part (`https://34.76.10.20@evil.example` goes to
- * evil.example), no query or fragment, not an in-cluster or single-label name (`kubernetes.default.svc`,
- * `localhost`), within v1alpha2's 2048 characters. IP literals are allowed (GKE endpoints are IPs).
+ * The endpoints that may be servers (core/domain/endpoints.ts), each in its canonical spelling, once each
+ * (two spellings of one address are one endpoint).
  */
-function acceptableServer(endpoint: string): boolean {
-  if (endpoint.length > MAX_SERVER_LENGTH) return false;
-  let url: URL;
-  try {
-    url = new URL(endpoint);
-  } catch {
-    return false;
-  }
-  if (url.protocol !== 'https:' || url.hostname === '') return false;
-  if (
-    url.username !== '' ||
-    url.password !== '' ||
-    /@/.test(endpoint.slice('https://'.length).split('/')[0]!)
-  )
-    return false;
-  if (url.search !== '' || url.hash !== '' || /[?#]/.test(endpoint)) return false;
-  const host = url.hostname.replace(/^\[|\]$/g, '');
-  const ip = /^[\d.]+$/.test(host) || host.includes(':');
-  if (!ip && (!host.includes('.') || LOCAL_NAMES.test(host.replace(/\.$/, '')))) return false;
-  return true;
-}
-
 function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoint[] {
   const seen = new Set<string>();
-  return endpoints.filter((endpoint) => {
-    if (seen.has(endpoint.url)) return false;
-    seen.add(endpoint.url);
-    return acceptableServer(endpoint.url);
-  });
-}
-
-/**
- * An endpoint as KEP-4322's `cluster-endpoints.k8s.io` spells it: `host:port`, no scheme (the port
- * the scheme implies when the URL names none). The access provider keeps the full URL.
- */
-function hostPort(endpoint: string): string {
-  const url = new URL(endpoint);
-  return `${url.hostname}:${url.port || '443'}`;
+  const valid: ObservedEndpoint[] = [];
+  for (const endpoint of endpoints) {
+    const url = canonicalServer(endpoint.url);
+    if (url === undefined || seen.has(url)) continue;
+    seen.add(url);
+    valid.push({ ...endpoint, url });
+  }
+  return valid;
 }
 
 function orderEndpoints(endpoints: ObservedEndpoint[], preferPrivate: boolean): ObservedEndpoint[] {
@@ -278,7 +245,7 @@ function properties(
 ): Array<[string, string]> {
   const cloud = CLOUD_OF[cluster.provider];
   const entries: Array<[string, string]> = [
-    [PROPERTY_ENDPOINTS, fitJsonArray(endpoints.map((e) => hostPort(e.url))).json],
+    [PROPERTY_ENDPOINTS, fitJsonArray(endpoints.map((e) => endpointHostPort(e.url))).json],
     [PROPERTY_LOCATION, `${cloud}/${cluster.zone ?? cluster.region}`],
     [PROPERTY_REGION, cluster.region],
   ];

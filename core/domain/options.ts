@@ -1,6 +1,7 @@
 import type { FeatureGates } from './features.ts';
 import type { Consumer } from './grants.ts';
 import type { Provider } from './model/observedCluster.ts';
+import { own } from './own.ts';
 
 /** Which clusters a rule is about: every matcher given must match (none given: every cluster). */
 export interface ClusterMatcher {
@@ -100,7 +101,7 @@ export function inventoryNamespaces(options: InventoryOptions): NamespaceSpec[] 
     ...options.projections.flatMap((rule) => rule.namespaces),
   ]);
   return [...names].sort().map((name) => {
-    const clusterSet = options.features.clusterSets ? options.clusterSets[name] : undefined;
+    const clusterSet = options.features.clusterSets ? own(options.clusterSets, name) : undefined;
     return clusterSet === undefined ? { name } : { name, clusterSet };
   });
 }

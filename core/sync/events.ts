@@ -13,6 +13,7 @@ import type { Provider } from '../domain/model/observedCluster.ts';
 import type { ScopeOutcome } from '../domain/model/scope.ts';
 import { DEFAULT_SOURCE, DetailType, MAX_DETAIL_BYTES, SCHEMA_VERSION } from '../../events/detailTypes.ts';
 import { fitText } from '../domain/properties.ts';
+import { cut } from '../domain/text.ts';
 import type { GrantAction } from './grants.ts';
 import type {
   ConsumerAccessDetail,
@@ -178,7 +179,7 @@ export function buildScopeEvent(
     counts: summary.counts,
     durationMs: summary.durationMs,
     ...(outcome.missing && outcome.missing.length > 0 ? { missing: outcome.missing.slice(0, 100) } : {}),
-    ...(error ? { error: { reason: error.reason, message: error.message.slice(0, 2000) } } : {}),
+    ...(error ? { error: { reason: error.reason, message: cut(error.message, 2000) } } : {}),
     ...(summary.features ? { features: summary.features } : {}),
   };
   return envelope(DetailType.ScopeSynced, detail, context);

@@ -55,7 +55,7 @@ import {
 } from '../../events/index.ts';
 import { z } from 'zod';
 import { fitText } from '../../core/domain/properties.ts';
-import { printable } from '../../core/domain/text.ts';
+import { cut, printable } from '../../core/domain/text.ts';
 import { logger, metrics, settingsFromEnvironment, withPowertools } from '../runtime.ts';
 
 export type ChatFormat = 'slack' | 'teams';
@@ -577,7 +577,7 @@ function makePoster() {
           signal: AbortSignal.timeout(Math.min(settings.requestTimeoutMs, deadline - Date.now())),
         });
         status = response.status;
-        answer = (await response.text()).slice(0, 200);
+        answer = cut(await response.text(), 200);
         if (status === 429) wait = retryAfterMs(response.headers.get('retry-after'));
       } catch (error) {
         // Node's fetch errors name the host and port at most, never the path that holds the token.

@@ -15,6 +15,7 @@ import {
   PROPERTY_CLUSTERSET,
 } from '../../../core/domain/constants.ts';
 import { labelValue } from '../../../core/domain/labels.ts';
+import { cut } from '../../../core/domain/text.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import { targetOfExtension } from '../../../adapters/credentials/target.ts';
 
@@ -52,7 +53,7 @@ export interface ClusterSecret {
 
 /** The Secret's name: the profile's, prefixed (profile names are DNS-1123 and at most 63 characters). */
 export function secretNameOf(profileName: string): string {
-  return `cluster-${profileName}`.slice(0, 253);
+  return cut(`cluster-${profileName}`, 253);
 }
 
 const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');

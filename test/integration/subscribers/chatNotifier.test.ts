@@ -521,7 +521,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
 
   it('shows hostile cloud strings as text in Slack and Teams: no mention, link, formatting or forged line acts; sizes within each chat’s limit', async () => {
     const hostile =
-      '<!channel> <https://evil.example|click> [here](https://evil.example) **b** _i_ :fire:\n• forged\u202e';
+      '<!channel> <https://evil.example|click> [here](https://evil.example) **b** _i_ :fire:\n• forged\u202e\u2028\u061c\u00ad\u009b\u{e0041}';
     for (const format of ['slack', 'teams'] as const) {
       // Clusters of each format's own (an event told to a webhook once is not told again). One sync
       // carries the hostile strings; another, 60 clusters with long CJK names and messages.
@@ -571,8 +571,8 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
         );
         assert.ok(!lines.some((l) => l.startsWith('• forged')), 'no forged line');
         assert.ok(
-          lines.every((l) => !/[\n\u202e]/.test(l)),
-          'no newline or bidi override acts',
+          lines.every((l) => !/[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/u.test(l)),
+          'no newline, separator, bidi override or other control or format character acts',
         );
       }
       const [oddPost, bigPost] = ['1 cluster created', '60 clusters created'].map((title) =>
@@ -583,7 +583,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
       assert.ok(
         oddLines.some((l) =>
           l.includes(
-            '<!channel> <https://evil.example|click> [here](https://evil.example) **b** _i_ :fire:\\u{a}• forged\\u{202e}',
+            '<!channel> <https://evil.example|click> [here](https://evil.example) **b** _i_ :fire:\\u{a}• forged\\u{202e}\\u{2028}\\u{61c}\\u{ad}\\u{9b}\\u{e0041}',
           ),
         ),
         `${format}: the hostile text is there, as text, its newline and override shown: ${oddLines.join('\n')}`,

@@ -45,6 +45,19 @@ describe('configuration', () => {
     assert.deepEqual(inventoryOptionsOf(older).clusterSets, { 'cluster-inventory': 'production' });
   });
 
+  it('reads a namespace named like a prototype property (constructor) as any other', () => {
+    const config = parseConfig({
+      inventory: {
+        namespaceRules: [{ provider: 'gke', namespace: 'constructor' }],
+        clusterSets: { production: ['constructor', 'cluster-inventory'] },
+      },
+    });
+    assert.deepEqual(inventoryOptionsOf(config).clusterSets, {
+      constructor: 'production',
+      'cluster-inventory': 'production',
+    });
+  });
+
   it('reads features as on/off (or true/false) over their defaults, and the older preferPrivateEndpoints', () => {
     assert.deepEqual(parseConfig({}).features, {
       tagProperties: true,

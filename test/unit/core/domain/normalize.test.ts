@@ -1,9 +1,11 @@
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { InvalidClusterError } from '../../../../core/domain/errors.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import { normalize, normalizeAll } from '../../../../core/domain/normalize.ts';
+import { inventoryNamespaces, type InventoryOptions } from '../../../../core/domain/options.ts';
 import { ConfigError } from '../../../../adapters/compose/config.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
@@ -255,13 +257,18 @@ describe('normalize: status', () => {
       assert.deepEqual(profile.status?.accessProviders ?? [], [], url);
       assert.equal(prop(profile, 'cluster-endpoints.k8s.io'), '[]', url);
     }
-    for (const url of [
-      'https://34.76.10.20',
-      'https://ABC.gr7.us-east-1.eks.amazonaws.com',
-      'https://[fd00::1]:443',
+    // Written in the canonical spelling (core/domain/endpoints.ts): a canonical URL as it came.
+    for (const [url, server] of [
+      ['https://34.76.10.20', 'https://34.76.10.20'],
+      ['https://ABC.gr7.us-east-1.eks.amazonaws.com', 'https://abc.gr7.us-east-1.eks.amazonaws.com'],
+      ['https://[fd00::1]:443', 'https://[fd00::1]'],
     ]) {
-      const profile = normalize(eksCluster({ endpoints: [{ url, visibility: 'public' }] }), options, NOW);
-      assert.equal(profile.status?.accessProviders?.[0]?.cluster?.server, url, url);
+      const profile = normalize(
+        eksCluster({ endpoints: [{ url: url!, visibility: 'public' }] }),
+        options,
+        NOW,
+      );
+      assert.equal(profile.status?.accessProviders?.[0]?.cluster?.server, server, url);
     }
   });
 
@@ -381,7 +388,7 @@ describe('normalize: status', () => {
     const eks = eksProfile.status!.accessProviders!;
     assert.equal(eks.length, 1);
     assert.equal(eks[0]!.name, 'eks');
-    assert.equal(eks[0]!.cluster!.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
+    assert.equal(eks[0]!.cluster!.server, 'https://payments1234.gr7.us-east-1.eks.amazonaws.com');
     assert.equal(eks[0]!.cluster!['certificate-authority-data'], TEST_CA_DATA);
     assert.deepEqual(eks[0]!.cluster!.extensions, [
       {
@@ -456,7 +463,7 @@ describe('normalize: status', () => {
       const cluster = profile.status!.accessProviders![0]!.cluster!;
       assert.equal(cluster['certificate-authority-data'], undefined, bad);
       assert.equal(prop(profile, 'cpsync.io/certificate-authority-omitted'), reason, bad);
-      assert.equal(cluster.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
+      assert.equal(cluster.server, 'https://payments1234.gr7.us-east-1.eks.amazonaws.com');
       assert.deepEqual(crdViolations(profile), []);
     }
     // A bundle of two certificates is kept whole.
@@ -530,5 +537,62 @@ describe('normalize: bad input', () => {
     refused({ manager: 'm'.repeat(31) }, /^manager: .*at most 30/);
     refused({ namespace: 'Not A Namespace' }, /^inventory\.namespace: /);
     refused({ deletionGraceListings: 0 }, /^inventory\.deletionGraceListings: /);
+  });
+});
+
+describe('normalize: names from the configuration and the clouds are looked up as their own', () => {
+  /** The names the object prototype answers to. */
+  const PROTOTYPE_NAMES = Object.getOwnPropertyNames(Object.prototype);
+
+  it('matches no cluster by a tag rule on a prototype name the cluster is not tagged with', () => {
+    for (const key of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      const ruled = inventoryOptions({ namespaceRules: [{ tag: { key }, namespace: 'tagged' }] });
+      const profile = normalize(eksCluster({ tags: {} }), ruled, NOW);
+      assert.equal(profile.metadata.namespace, 'cluster-inventory', key);
+    }
+  });
+
+  it('gives a namespace named constructor no ClusterSet of the prototype', () => {
+    const options = inventoryOptions({
+      namespaceRules: [{ provider: 'eks', namespace: 'constructor' }],
+      clusterSets: { 'cluster-inventory': 'prod-set' },
+      features: { clusterSets: true },
+    });
+    const profile = normalize(eksCluster(), options, NOW);
+    assert.equal(profile.metadata.namespace, 'constructor');
+    assert.equal(prop(profile, 'clusterset.k8s.io'), undefined);
+    assert.deepEqual(
+      inventoryNamespaces(options).find((n) => n.name === 'constructor'),
+      { name: 'constructor' },
+    );
+  });
+
+  it('matches by a prototype name only the clusters tagged with it, and places by it no ClusterSet', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...PROTOTYPE_NAMES),
+        fc.option(fc.string({ minLength: 1, maxLength: 5 }), { nil: undefined }),
+        fc.dictionary(fc.string({ maxLength: 5 }), fc.string({ maxLength: 5 })),
+        fc.boolean(),
+        (key, value, otherTags, tagged) => {
+          const tags = Object.fromEntries(
+            Object.entries(otherTags)
+              .filter(([k]) => k !== key)
+              .concat(tagged ? [[key, value ?? 'x']] : []),
+          );
+          // Options as the core takes them: the namespace is the prototype name too (whatever the schema allows).
+          const options: InventoryOptions = {
+            ...inventoryOptions({ features: { clusterSets: true } }),
+            namespaceRules: [{ tag: { key, ...(value !== undefined ? { value } : {}) }, namespace: key }],
+            clusterSets: {},
+          };
+          const profile = normalize(eksCluster({ tags }), options, NOW);
+          assert.equal(profile.metadata.namespace, tagged ? key : 'cluster-inventory');
+          assert.equal(prop(profile, 'clusterset.k8s.io'), undefined);
+          assert.ok(inventoryNamespaces(options).every((n) => n.clusterSet === undefined));
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 });

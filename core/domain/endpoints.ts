@@ -1,0 +1,122 @@
+/**
+ * Which of a cloud's endpoints may become the server a profile's access provider names — the address
+ * consumers send their credentials to — and the one spelling it is written in. Pure: the host is judged as
+ * the URL parser reads it, never looked up.
+ */
+
+/** v1alpha2's limit on an access provider's `cluster.server`. */
+const MAX_SERVER_LENGTH = 2048;
+
+/** Host names that only mean something inside a cluster or on one machine: never a member's API server. */
+const LOCAL_NAMES = /(^|\.)(svc|cluster\.local|localhost|localdomain)$/;
+/** The clouds' instance metadata servers by name (Google's; single-label names are refused anyway). */
+const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata']);
+
+/** IPv4 ranges no server is in: [first address, prefix length]. */
+const REFUSED_IPV4: ReadonlyArray<readonly [number, number]> = [
+  [ipv4Number('0.0.0.0'), 8], // "this network": the unspecified address and what stands for this host
+  [ipv4Number('127.0.0.0'), 8], // loopback
+  [ipv4Number('169.254.0.0'), 16], // link-local, the clouds' metadata server 169.254.169.254 among them
+];
+
+/** AWS's instance metadata server over IPv6 (Nitro): in the unique-local range, which is otherwise kept. */
+const AWS_METADATA_IPV6 = [0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254];
+
+/**
+ * IPv6 prefixes of 96 bits whose last 32 bits are an IPv4 address a host or a translator reaches:
+ * IPv4-compatible `::a.b.c.d` (which holds `::` and `::1`), IPv4-mapped `::ffff:a.b.c.d`, IPv4-translated
+ * `::ffff:0:a.b.c.d`, and NAT64's well-known `64:ff9b::a.b.c.d`.
+ */
+const IPV4_CARRYING_PREFIXES: ReadonlyArray<readonly number[]> = [
+  [0, 0, 0, 0, 0, 0],
+  [0, 0, 0, 0, 0, 0xffff],
+  [0, 0, 0, 0, 0xffff, 0],
+  [0x64, 0xff9b, 0, 0, 0, 0],
+];
+
+function ipv4Number(dotted: string): number {
+  return dotted.split('.').reduce((n, part) => n * 256 + Number(part), 0);
+}
+
+function refusedIpv4(address: number): boolean {
+  return REFUSED_IPV4.some(
+    ([first, bits]) => Math.floor(address / 2 ** (32 - bits)) === first / 2 ** (32 - bits),
+  );
+}
+
+/** The eight 16-bit groups of an IPv6 address as the URL parser writes it (hex groups, at most one `::`). */
+function ipv6Groups(address: string): number[] | undefined {
+  const halves = address.split('::');
+  if (halves.length > 2) return undefined;
+  const groups = (text: string | undefined) => (text ? text.split(':').map((g) => parseInt(g, 16)) : []);
+  const head = groups(halves[0]);
+  const tail = groups(halves[1]);
+  const all =
+    halves.length === 2 ? [...head, ...Array<number>(8 - head.length - tail.length).fill(0), ...tail] : head;
+  return all.length === 8 && all.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? all : undefined;
+}
+
+function refusedIpv6(address: string): boolean {
+  const groups = ipv6Groups(address);
+  if (!groups) return true;
+  if ((groups[0]! & 0xffc0) === 0xfe80) return true; // link-local fe80::/10
+  if (groups.every((g, i) => g === AWS_METADATA_IPV6[i])) return true;
+  const carried = IPV4_CARRYING_PREFIXES.some((prefix) => prefix.every((g, i) => groups[i] === g));
+  return carried && refusedIpv4(groups[6]! * 0x10000 + groups[7]!);
+}
+
+/** Whether `hostname` (as the URL parser wrote it) is no server's. */
+function refusedHost(hostname: string): boolean {
+  if (hostname.startsWith('[')) return refusedIpv6(hostname.slice(1, -1));
+  // The parser writes every IPv4 address as a dotted quad, and a name that would be one is read as one.
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(hostname)) return refusedIpv4(ipv4Number(hostname));
+  // A name: a fully qualified name's trailing dot changes nothing a resolver does with it.
+  const name = hostname.replace(/\.+$/, '');
+  return !name.includes('.') || LOCAL_NAMES.test(name) || METADATA_NAMES.has(name);
+}
+
+/**
+ * The server a cloud's endpoint is written as, or undefined when consumers must not be sent there.
+ *
+ * Accepted: an absolute `https://` URL with a host, no user part (`https://34.76.10.20@evil.example` goes to
+ * evil.example), no query or fragment, within v1alpha2's 2048 characters, whose host is neither an in-cluster
+ * or single-label name (`kubernetes.default.svc`, `localhost`), nor Google's metadata server name, nor a
+ * loopback (127.0.0.0/8, ::1), link-local (169.254.0.0/16, fe80::/10), unspecified (0.0.0.0/8, ::) or metadata
+ * (169.254.169.254, fd00:ec2::254) address — also as an IPv4-mapped, -compatible, -translated or NAT64 IPv6
+ * address. The host is judged as the URL parser reads it, so every spelling of an address (decimal
+ * `2130706433`, hex `0x7f000001`, octal `017700000001`, short `127.1`, a trailing dot, upper case, percent-encoding)
+ * is judged as the address it spells. Private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)
+ * are servers: private endpoints are.
+ *
+ * Written in one canonical form, the URL parser's: `https://`, the host in lower case (IDNA's ASCII form for
+ * a name, dotted decimal for IPv4, compressed hex in brackets for IPv6), `:port` unless 443, and the path
+ * only when there is one — never a trailing `/` alone. A canonical URL comes back as it was.
+ */
+export function canonicalServer(endpoint: string): string | undefined {
+  if (endpoint.length > MAX_SERVER_LENGTH) return undefined;
+  // What no cloud's endpoint holds and the parser would silently drop or reinterpret: controls, spaces, `\`.
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0020\u007f\\]/.test(endpoint) || /[?#]/.test(endpoint)) return undefined;
+  if (!/^https:\/\//i.test(endpoint) || endpoint.slice('https://'.length).split('/')[0]!.includes('@'))
+    return undefined;
+  let url: URL;
+  try {
+    url = new URL(endpoint);
+  } catch {
+    return undefined;
+  }
+  if (url.protocol !== 'https:' || url.hostname === '' || url.username !== '' || url.password !== '')
+    return undefined;
+  if (url.search !== '' || url.hash !== '' || refusedHost(url.hostname)) return undefined;
+  const server = `https://${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+  return server.length <= MAX_SERVER_LENGTH ? server : undefined;
+}
+
+/**
+ * A server as KEP-4322's `cluster-endpoints.k8s.io` spells it: `host:port`, no scheme (443 when the URL
+ * names no port). The access provider keeps the full URL.
+ */
+export function endpointHostPort(server: string): string {
+  const url = new URL(server);
+  return `${url.hostname}:${url.port || '443'}`;
+}

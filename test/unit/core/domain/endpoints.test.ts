@@ -1,0 +1,265 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { canonicalServer, endpointHostPort } from '../../../../core/domain/endpoints.ts';
+
+const RUNS = 500;
+
+describe('endpoints: what may be a server', () => {
+  const refused: Array<[string, string]> = [
+    // The rules a server has always had.
+    ['http://34.76.10.20', 'not https'],
+    ['https://34.76.10.20@evil.example.com', 'a user part'],
+    ['https://user:pass@api.example.com', 'a user and password'],
+    ['https://@api.example.com', 'an empty user part'],
+    ['https://kubernetes.default.svc', 'an in-cluster name'],
+    ['https://kubernetes.default.svc.cluster.local:443', 'an in-cluster name'],
+    ['https://kubernetes', 'a single-label name'],
+    ['https://api.example.com/?next=https://evil.example.com', 'a query'],
+    ['https://api.example.com/#x', 'a fragment'],
+    [`https://api.example.com/${'a'.repeat(2048)}`, 'over 2048 characters'],
+    ['javascript:alert(1)', 'another scheme'],
+    ['file:///etc/passwd', 'another scheme'],
+    ['https://', 'no host'],
+    ['https://api.exa\tmple.com', 'a tab the parser would drop'],
+    ['https://api.exa\nmple.com', 'a newline the parser would drop'],
+    [' https://api.example.com', 'a space the parser would trim'],
+    ['https://34.76.10.20\\@evil.example.com', 'a backslash the parser reads as a slash'],
+    // Loopback, in every spelling.
+    ['https://127.0.0.1', 'loopback'],
+    ['https://127.255.255.254:6443', 'loopback, any of 127/8'],
+    ['https://2130706433', 'loopback as a decimal number'],
+    ['https://0x7f000001', 'loopback in hex'],
+    ['https://0X7F000001', 'loopback in upper-case hex'],
+    ['https://017700000001', 'loopback in octal'],
+    ['https://0177.0.0.1', 'loopback with an octal part'],
+    ['https://0x7f.1', 'loopback, hex and short'],
+    ['https://127.1', 'loopback, short'],
+    ['https://127.0.1', 'loopback, short'],
+    ['https://127.0.0.1.', 'loopback with a trailing dot'],
+    ['https://%31%32%37.0.0.1', 'loopback percent-encoded'],
+    ['https://１２７．０．０．１', 'loopback in full-width digits'],
+    ['https://127。0。0。1', 'loopback with ideographic full stops'],
+    ['https://localhost', 'localhost'],
+    ['https://LOCALHOST.', 'localhost, upper case with a trailing dot'],
+    ['https://api.localhost', 'a name under localhost'],
+    ['https://localhost.localdomain', 'localhost.localdomain'],
+    ['https://loc%61lhost.', 'localhost percent-encoded'],
+    ['https://[::1]', 'IPv6 loopback'],
+    ['https://[0:0:0:0:0:0:0:1]:443', 'IPv6 loopback, uncompressed'],
+    ['https://[::ffff:127.0.0.1]', 'loopback as an IPv4-mapped IPv6 address'],
+    ['https://[::ffff:7f00:1]', 'loopback as an IPv4-mapped IPv6 address in hex'],
+    ['https://[::127.0.0.1]', 'loopback as an IPv4-compatible IPv6 address'],
+    ['https://[::ffff:0:127.0.0.1]', 'loopback as an IPv4-translated IPv6 address'],
+    ['https://[64:ff9b::127.0.0.1]', 'loopback through NAT64'],
+    // Unspecified.
+    ['https://0.0.0.0', 'the unspecified address'],
+    ['https://0', 'the unspecified address, short'],
+    ['https://0.1.2.3', 'this network'],
+    ['https://[::]', 'the IPv6 unspecified address'],
+    ['https://[::ffff:0.0.0.0]', 'the unspecified address, mapped'],
+    // Link-local and the metadata servers.
+    ['https://169.254.169.254', "the clouds' metadata server"],
+    ['https://2852039166', 'the metadata server as a decimal number'],
+    ['https://0xa9.0xfe.0xa9.0xfe', 'the metadata server in hex parts'],
+    ['https://169.254.1.1', 'link-local'],
+    ['https://[fe80::1]', 'IPv6 link-local'],
+    ['https://[FEBF::1]', 'IPv6 link-local, the top of fe80::/10'],
+    ['https://[fd00:ec2::254]', "AWS's IPv6 metadata server"],
+    ['https://[fd00:0ec2:0:0:0:0:0:0254]', "AWS's IPv6 metadata server, uncompressed"],
+    ['https://[::ffff:169.254.169.254]', 'the metadata server, mapped'],
+    ['https://[::ffff:a9fe:a9fe]', 'the metadata server, mapped, in hex'],
+    ['https://metadata.google.internal', "Google's metadata server"],
+    ['https://METADATA.Google.Internal.', "Google's metadata server, in capitals with a trailing dot"],
+    ['https://metadata', "Google's metadata server's short name"],
+  ];
+  for (const [endpoint, why] of refused)
+    it(`refuses ${JSON.stringify(endpoint)} (${why})`, () => {
+      assert.equal(canonicalServer(endpoint), undefined);
+    });
+
+  const accepted: Array<[string, string]> = [
+    // Already canonical: as it came, byte for byte.
+    ['https://34.76.10.20', 'https://34.76.10.20'],
+    [
+      'https://payments1234.gr7.us-east-1.eks.amazonaws.com',
+      'https://payments1234.gr7.us-east-1.eks.amazonaws.com',
+    ],
+    ['https://web-dns.hcp.westeurope.azmk8s.io', 'https://web-dns.hcp.westeurope.azmk8s.io'],
+    ['https://api.example.com:6443', 'https://api.example.com:6443'],
+    ['https://rancher.example.com/k8s/clusters/c-m-1', 'https://rancher.example.com/k8s/clusters/c-m-1'],
+    ['https://[2001:db8::1]', 'https://[2001:db8::1]'],
+    // Private ranges are servers: private endpoints are.
+    ['https://10.0.0.2', 'https://10.0.0.2'],
+    ['https://172.16.0.1', 'https://172.16.0.1'],
+    ['https://172.31.255.254', 'https://172.31.255.254'],
+    ['https://192.168.1.10', 'https://192.168.1.10'],
+    ['https://100.64.0.1', 'https://100.64.0.1'],
+    ['https://[fd00::1]', 'https://[fd00::1]'],
+    ['https://[fc00::1]', 'https://[fc00::1]'],
+    ['https://[fd00:ec2::253]', 'https://[fd00:ec2::253]'],
+    // The neighbours of what is refused.
+    ['https://1.0.0.0', 'https://1.0.0.0'],
+    ['https://126.255.255.255', 'https://126.255.255.255'],
+    ['https://128.0.0.0', 'https://128.0.0.0'],
+    ['https://169.253.255.255', 'https://169.253.255.255'],
+    ['https://169.255.0.0', 'https://169.255.0.0'],
+    ['https://[fe7f::1]', 'https://[fe7f::1]'],
+    ['https://[fec0::1]', 'https://[fec0::1]'],
+    ['https://[::ffff:34.76.10.20]', 'https://[::ffff:224c:a14]'],
+    ['https://metadata.example.com', 'https://metadata.example.com'],
+    // Written in the canonical spelling.
+    ['https://ABC.gr7.us-east-1.eks.amazonaws.com/', 'https://abc.gr7.us-east-1.eks.amazonaws.com'],
+    ['HTTPS://api.example.com', 'https://api.example.com'],
+    ['https://api.example.com:443/', 'https://api.example.com'],
+    ['https://api.example.com:06443/', 'https://api.example.com:6443'],
+    ['https://[fd00::1]:443', 'https://[fd00::1]'],
+    ['https://[2001:DB8:0:0:0:0:0:1]', 'https://[2001:db8::1]'],
+    ['https://575408660', 'https://34.76.10.20'],
+    ['https://0x224c0a14', 'https://34.76.10.20'],
+    ['https://042.0114.012.024', 'https://34.76.10.20'],
+    ['https://10.1', 'https://10.0.0.1'],
+    ['https://%33%34.76.10.20', 'https://34.76.10.20'],
+    ['https://10.0.0.2.', 'https://10.0.0.2'],
+    ['https://bücher.example', 'https://xn--bcher-kva.example'],
+    ['https://api.example.com/a/../b', 'https://api.example.com/b'],
+  ];
+  for (const [endpoint, server] of accepted)
+    it(`writes ${JSON.stringify(endpoint)} as ${server}`, () => {
+      assert.equal(canonicalServer(endpoint), server);
+    });
+
+  it('spells the KEP endpoint as host:port, 443 when the server names none', () => {
+    assert.equal(endpointHostPort('https://34.76.10.20'), '34.76.10.20:443');
+    assert.equal(endpointHostPort('https://api.example.com:6443'), 'api.example.com:6443');
+    assert.equal(endpointHostPort('https://[fd00::1]'), '[fd00::1]:443');
+  });
+});
+
+/** 32-bit IPv4 addresses and their spellings, as a URL parser or a resolver reads them. */
+const REFUSED_RANGES: Array<[number, number]> = [
+  [0x00000000, 8],
+  [0x7f000000, 8],
+  [0xa9fe0000, 16],
+];
+const inRefusedRange = (address: number) =>
+  REFUSED_RANGES.some(([first, bits]) => Math.floor(address / 2 ** (32 - bits)) === first / 2 ** (32 - bits));
+
+const refusedAddress = fc
+  .tuple(fc.constantFrom(...REFUSED_RANGES), fc.nat({ max: 2 ** 24 - 1 }))
+  .map(([[first, bits], host]) => first + (host % 2 ** (32 - bits)));
+const keptAddress = fc.oneof(
+  // Private ranges: 10/8, 172.16/12, 192.168/16, 100.64/10.
+  fc.nat({ max: 2 ** 24 - 1 }).map((h) => 0x0a000000 + h),
+  fc.nat({ max: 2 ** 20 - 1 }).map((h) => 0xac100000 + h),
+  fc.nat({ max: 2 ** 16 - 1 }).map((h) => 0xc0a80000 + h),
+  fc.nat({ max: 2 ** 22 - 1 }).map((h) => 0x64400000 + h),
+  // Any other address.
+  fc.nat({ max: 2 ** 32 - 1 }).filter((a) => !inRefusedRange(a)),
+);
+
+const octets = (address: number) => [
+  address >>> 24,
+  (address >>> 16) & 255,
+  (address >>> 8) & 255,
+  address & 255,
+];
+const dotted = (address: number) => octets(address).join('.');
+
+type Base = 'decimal' | 'hex' | 'HEX' | 'octal';
+const inBase = (n: number, base: Base) =>
+  base === 'decimal'
+    ? String(n)
+    : base === 'hex'
+      ? `0x${n.toString(16)}`
+      : base === 'HEX'
+        ? `0X${n.toString(16).toUpperCase()}`
+        : `0${n.toString(8)}`;
+const base = fc.constantFrom<Base>('decimal', 'hex', 'HEX', 'octal');
+
+/** Every spelling of `address` that names it: whole numbers, mixed parts, short forms, IPv6 forms. */
+const spelling = (address: number) =>
+  fc.oneof(
+    fc.constant(dotted(address)),
+    base.map((b) => inBase(address, b)),
+    fc.tuple(base, base, base, base).map((bases) =>
+      octets(address)
+        .map((o, i) => inBase(o, bases[i]!))
+        .join('.'),
+    ),
+    // a.b.c with c 16 bits; a.b with b 24 bits.
+    fc.tuple(base, base, base).map(([x, y, z]) => {
+      const [a, b] = octets(address);
+      return `${inBase(a!, x)}.${inBase(b!, y)}.${inBase(address & 0xffff, z)}`;
+    }),
+    fc.tuple(base, base).map(([x, y]) => `${inBase(address >>> 24, x)}.${inBase(address & 0xffffff, y)}`),
+    fc.constant(`${dotted(address)}.`),
+    fc.constant(`[::ffff:${dotted(address)}]`),
+    fc.constant(`[::ffff:${(address >>> 16).toString(16)}:${(address & 0xffff).toString(16)}]`),
+    fc.constant(`[0:0:0:0:0:FFFF:${dotted(address)}]`),
+    fc.constant(`[::${dotted(address)}]`),
+    fc.constant(`[64:ff9b::${dotted(address)}]`),
+    // Percent-encoded, whole.
+    fc.constant(
+      [...dotted(address)].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join(''),
+    ),
+  );
+
+describe('endpoints: properties', () => {
+  it('refuses every spelling of every loopback, link-local, metadata and unspecified IPv4 address', () => {
+    fc.assert(
+      fc.property(
+        refusedAddress.chain((address) => spelling(address)),
+        fc.constantFrom('', ':443', ':6443', '/', '/api'),
+        (host, rest) => {
+          assert.equal(canonicalServer(`https://${host}${rest}`), undefined);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('keeps private and public IPv4 addresses, written as the dotted quad, whatever the spelling', () => {
+    fc.assert(
+      fc.property(keptAddress, (address) => {
+        const server = `https://${dotted(address)}`;
+        assert.equal(canonicalServer(server), server, 'a canonical server comes back as it was');
+        assert.equal(canonicalServer(`https://${inBase(address, 'hex')}/`), server);
+        assert.equal(canonicalServer(`https://${address}:443`), server);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('writes a server whose canonical form is itself (normalising twice changes nothing)', () => {
+    const host = fc.oneof(
+      keptAddress.chain((a) => spelling(a)),
+      refusedAddress.chain((a) => spelling(a)),
+      fc.domain(),
+      fc.string({ unit: 'binary', maxLength: 30 }),
+    );
+    const endpoint = fc.oneof(
+      fc
+        .tuple(
+          fc.constantFrom('https://', 'HTTPS://', 'http://', ''),
+          host,
+          fc.constantFrom('', ':443', ':6443', ':0', '/', '/a/b/', '/%7e', '?q', '#f'),
+        )
+        .map(([scheme, h, rest]) => `${scheme}${h}${rest}`),
+      fc.webUrl({ withQueryParameters: true, withFragments: true }),
+      fc.string({ unit: 'binary' }),
+    );
+    fc.assert(
+      fc.property(endpoint, (given) => {
+        const server = canonicalServer(given);
+        if (server === undefined) return;
+        assert.equal(canonicalServer(server), server);
+        assert.ok(server.length <= 2048);
+        const url = new URL(server);
+        assert.equal(url.protocol, 'https:');
+        assert.equal(`${url.username}${url.password}${url.search}${url.hash}`, '');
+      }),
+      { numRuns: RUNS * 4 },
+    );
+  });
+});

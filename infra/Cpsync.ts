@@ -207,6 +207,8 @@ export class Cpsync extends Construct {
   public readonly memberRoleName?: string;
   /** Whether the functions may make or take back EKS access entries (the `accessGrants` feature, or its turn-off). */
   public readonly grantsAccess: boolean;
+  /** The consumers' EKS roles: the only principals whose access entries the functions may make, tag or change. */
+  public readonly accessGrantRoleArns: readonly string[];
 
   constructor(scope: Construct, id: string, props: CpsyncProps) {
     super(scope, id);
@@ -218,6 +220,9 @@ export class Cpsync extends Construct {
     if (config.providers.eks) this.memberRoleName = config.providers.eks.roleName;
     this.grantsAccess =
       config.providers.eks !== undefined && (config.features.accessGrants || config.consumers.length > 0);
+    this.accessGrantRoleArns = config.consumers.flatMap((c) =>
+      c.identities.eks ? [c.identities.eks.roleArn] : [],
+    );
     if (!config.hub || 'directory' in config.hub || 'kubeconfig' in config.hub) {
       throw new Error(
         'Cpsync: config.hub must be hub.eks (IAM-signed tokens) or hub.kubeconfigSecretArn for the Lambda functions',
@@ -510,9 +515,8 @@ export class Cpsync extends Construct {
       statements.push(
         ...accessGrantStatements(stack, {
           manager: config.manager,
-          consumerRoleArns: config.consumers.flatMap((c) =>
-            c.identities.eks ? [c.identities.eks.roleArn] : [],
-          ),
+          consumerRoleArns: this.accessGrantRoleArns,
+          consumerNames: config.consumers.flatMap((c) => (c.identities.eks ? [c.name] : [])),
           revokeOnly: !config.features.accessGrants,
         }),
       );

@@ -13,6 +13,7 @@ import {
   type IPrincipal,
 } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY } from '../adapters/grants/marks.ts';
 
 export interface CpsyncMemberRolesProps {
   /** The account cpsync runs in: its function roles assume these roles. */
@@ -29,10 +30,21 @@ export interface CpsyncMemberRolesProps {
   readonly probeRoleName?: string;
   /**
    * The `accessGrants` feature: the reader may also make, change and delete the EKS access entries of these
-   * consumers' roles (`consumers[].identities.eks.roleArn`), only with the level policies cpsync grants and
-   * only entries tagged as the manager's. @default none (the reader only reads)
+   * consumers' roles (`consumers[].identities.eks.roleArn`), only `STANDARD` entries without Kubernetes
+   * groups or username, only with the level policies cpsync grants, and only entries tagged as the manager's
+   * (see `accessGrantStatements`). @default none (the reader only reads)
    */
-  readonly accessGrants?: { readonly manager?: string; readonly consumerRoleArns: readonly string[] };
+  readonly accessGrants?: {
+    /** `manager`. @default 'cpsync' */
+    readonly manager?: string;
+    /** The consumers' roles: the only principals whose access entries the reader may make, tag or change. */
+    readonly consumerRoleArns: readonly string[];
+    /**
+     * The consumers' names (`consumers[].name`): the `cpsync.io/consumer` tag of an entry the reader makes
+     * must be one of them. @default any value (the key is still one of the only two allowed)
+     */
+    readonly consumerNames?: readonly string[];
+  };
 }
 
 /** An EKS resource of the stack's account, in any region. */
@@ -48,57 +60,106 @@ function eksArn(stack: Stack, resource: string, resourceName: string): string {
 
 /** The EKS access policies cpsync grants (view, edit, admin): nothing else can be associated. */
 const GRANTED_POLICIES = ['AmazonEKSViewPolicy', 'AmazonEKSEditPolicy', 'AmazonEKSAdminPolicy'];
+/** The tags cpsync marks its access entries with: no other key is ever allowed. */
+const MANAGER_TAG = GRANT_MANAGER_KEY;
+const CONSUMER_TAG = GRANT_CONSUMER_KEY;
 
 /**
- * What the `accessGrants` feature does in an account: access entries for exactly the consumers' roles, made
- * with the manager's tag, given only the three level policies, and deleted or changed only when they carry
- * that tag (IAM itself keeps cpsync off entries it did not make).
+ * The name part of the ARN of every access entry of `roleArn`, on any cluster: EKS names an entry
+ * `access-entry/<cluster>/role/<role's account>/<role name>/<uuid>` (the Service Authorization Reference's
+ * `access-entry` resource type), so an IAM resource of this form is no other principal's entry.
+ */
+function accessEntriesOf(roleArn: string): string {
+  if (Token.isUnresolved(roleArn))
+    throw new Error(`accessGrants: consumer role ARNs must be written out, not tokens (${roleArn})`);
+  const role = /^arn:aws[a-z-]*:iam::(\d{12}):role\/(?:[\w+=,.@-]+\/)*([\w+=,.@-]+)$/.exec(roleArn);
+  if (!role) throw new Error(`accessGrants: ${roleArn} is not an IAM role ARN`);
+  return `*/role/${role[1]}/${role[2]}/*`;
+}
+
+/**
+ * What the `accessGrants` feature does in an account, each write bounded by IAM to what cpsync makes:
+ * - `eks:CreateAccessEntry` of a `STANDARD` entry for exactly the consumers' roles, with no Kubernetes groups
+ *   and no username, tagged as the manager's (and, when `consumerNames` are given, as one of them);
+ * - `eks:TagResource` only on those roles' access entries (never a cluster), only cpsync's two tag keys, the
+ *   manager's value: the tags given at `CreateAccessEntry` are authorized as TagResource on the new entry;
+ * - `eks:AssociateAccessPolicy` / `DisassociateAccessPolicy` only of the three level policies, only on those
+ *   roles' entries and only when they carry the manager's tag;
+ * - `eks:DeleteAccessEntry` only of entries carrying both of cpsync's marks, whoever their principal: an entry
+ *   cpsync made for a consumer since removed from the configuration is still taken back, while IAM lets cpsync
+ *   put its marks on nothing but the configured roles' entries;
+ * - reads: the access entries of each cluster (`eks:ListAccessEntries`, for the turn-off scan of cpsync's
+ *   marks), an entry and its policies.
+ * With `revokeOnly` (the feature turned off, the consumers still configured), the reads and the delete alone.
  */
 export function accessGrantStatements(
   stack: Stack,
   {
     manager = 'cpsync',
     consumerRoleArns,
+    consumerNames,
     revokeOnly = false,
-  }: { manager?: string; consumerRoleArns: readonly string[]; revokeOnly?: boolean },
+  }: {
+    manager?: string;
+    consumerRoleArns: readonly string[];
+    consumerNames?: readonly string[];
+    revokeOnly?: boolean;
+  },
 ): PolicyStatement[] {
   const arn = (resource: string, resourceName: string) => eksArn(stack, resource, resourceName);
+  const clusters = arn('cluster', '*');
   const entries = arn('access-entry', '*');
-  const tagged = { 'aws:ResourceTag/app.kubernetes.io/managed-by': manager };
-  const read = new PolicyStatement({
-    actions: ['eks:DescribeAccessEntry', 'eks:ListAssociatedAccessPolicies'],
-    resources: [entries],
-  });
+  const consumerEntries = [...new Set(consumerRoleArns.map(accessEntriesOf))].map((name) =>
+    arn('access-entry', name),
+  );
+  const tagged = { [`aws:ResourceTag/${MANAGER_TAG}`]: manager };
+  // The tags a request may carry: cpsync's two keys, the manager's value, a configured consumer's name.
+  const requestTags = {
+    'ForAllValues:StringEquals': { 'aws:TagKeys': [MANAGER_TAG, CONSUMER_TAG] },
+    StringEquals: {
+      [`aws:RequestTag/${MANAGER_TAG}`]: manager,
+      ...(consumerNames ? { [`aws:RequestTag/${CONSUMER_TAG}`]: [...consumerNames] } : {}),
+    },
+  };
+  const read = [
+    new PolicyStatement({ actions: ['eks:ListAccessEntries'], resources: [clusters] }),
+    new PolicyStatement({
+      actions: ['eks:DescribeAccessEntry', 'eks:ListAssociatedAccessPolicies'],
+      resources: [entries],
+    }),
+  ];
   const remove = new PolicyStatement({
     actions: ['eks:DeleteAccessEntry'],
     resources: [entries],
-    conditions: { StringEquals: tagged },
+    conditions: {
+      StringEquals: tagged,
+      Null: { [`aws:ResourceTag/${CONSUMER_TAG}`]: 'false' },
+    },
   });
-  // Turned off (the consumers still configured): only what taking cpsync's grants back needs.
-  if (revokeOnly) return [read, remove];
+  // Turned off (the consumers still configured), or no consumer has a role: only taking grants back.
+  if (revokeOnly || consumerEntries.length === 0) return [...read, remove];
   return [
-    read,
+    ...read,
     remove,
-    ...(consumerRoleArns.length === 0
-      ? []
-      : [
-          new PolicyStatement({
-            actions: ['eks:CreateAccessEntry'],
-            resources: [arn('cluster', '*')],
-            conditions: {
-              StringEquals: { 'aws:RequestTag/app.kubernetes.io/managed-by': manager },
-              ArnEquals: { 'eks:principalArn': [...consumerRoleArns] },
-            },
-          }),
-        ]),
+    new PolicyStatement({
+      actions: ['eks:CreateAccessEntry'],
+      resources: [clusters],
+      conditions: {
+        ...requestTags,
+        StringEquals: { ...requestTags.StringEquals, 'eks:accessEntryType': 'STANDARD' },
+        ArnEquals: { 'eks:principalArn': [...consumerRoleArns] },
+        // Present only when the request names them: an entry with groups or a username is refused.
+        Null: { 'eks:kubernetesGroups': 'true', 'eks:username': 'true' },
+      },
+    }),
     new PolicyStatement({
       actions: ['eks:TagResource'],
-      resources: [arn('cluster', '*'), entries],
-      conditions: { StringEquals: { 'aws:RequestTag/app.kubernetes.io/managed-by': manager } },
+      resources: consumerEntries,
+      conditions: requestTags,
     }),
     new PolicyStatement({
       actions: ['eks:AssociateAccessPolicy', 'eks:DisassociateAccessPolicy'],
-      resources: [entries],
+      resources: consumerEntries,
       conditions: {
         StringEquals: tagged,
         ArnEquals: {
@@ -110,6 +171,19 @@ export function accessGrantStatements(
     }),
   ];
 }
+
+/** The wildcard resources of `accessGrantStatements`, as cdk-nag names them after the account. */
+export function accessGrantResources(consumerRoleArns: readonly string[]): string[] {
+  return [
+    'cluster/*',
+    'access-entry/*',
+    ...new Set(consumerRoleArns.map((role) => `access-entry/${accessEntriesOf(role)}`)),
+  ];
+}
+
+/** Why the accessGrants feature's wildcard resources are accepted (cdk-nag AwsSolutions-IAM5). */
+export const ACCESS_GRANTS_REASON =
+  "cpsync grants the configured consumers on any cluster of the account; IAM bounds each write to the consumers' roles' entries, STANDARD entries without groups or username, cpsync's two tags, the three level policies and the entries tagged as cpsync's.";
 
 /**
  * What cpsync reads in an account: its clusters, their node groups and (with `regions`) the account's
@@ -159,11 +233,10 @@ export class CpsyncMemberRoles extends Construct {
     });
     if (props.accessGrants) {
       const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
-      for (const resource of ['cluster/*', 'access-entry/*'])
+      for (const resource of accessGrantResources(props.accessGrants.consumerRoleArns))
         Validations.of(this.reader).acknowledge({
           id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:${resource}]`,
-          reason:
-            "cpsync grants the configured consumers on any cluster of the account; IAM conditions bound it to their roles, the three level policies and the entries tagged as cpsync's.",
+          reason: ACCESS_GRANTS_REASON,
         });
     }
     Validations.of(this.reader).acknowledge({

@@ -2,6 +2,7 @@ import { Stack, Token, Validations } from 'aws-cdk-lib';
 import type { CfnElement } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import type { Cpsync } from './Cpsync.ts';
+import { ACCESS_GRANTS_REASON, accessGrantResources } from './CpsyncMemberRoles.ts';
 
 const REASONS = {
   managedLogsPolicy:
@@ -14,8 +15,6 @@ const REASONS = {
     'eks:ListClusters, ec2:DescribeRegions, sts:GetCallerIdentity and the Organizations List* calls support no resource-level permissions.',
   schedulerInvoke:
     'The scheduler role may invoke the scheduled function and its versions/aliases (the CDK scheduler target grant).',
-  accessGrants:
-    "The accessGrants feature's access entries in cpsync's own account, on any of its clusters; IAM conditions bound them to the configured consumers' roles, the three level policies and the entries tagged as cpsync's.",
   webhookKeyRotation:
     'The Event Grid key is rotated by updating the event subscription with a new key; automatic rotation would break deliveries in flight.',
 } as const;
@@ -70,10 +69,12 @@ export function acknowledgeFindings(
       });
       scope.acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: REASONS.listCalls });
       if (accessGrants)
-        scope.acknowledge({
-          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:access-entry/*]`,
-          reason: REASONS.accessGrants,
-        });
+        for (const resource of accessGrantResources(cpsync.accessGrantRoleArns))
+          if (resource.startsWith('access-entry/'))
+            scope.acknowledge({
+              id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:${resource}]`,
+              reason: ACCESS_GRANTS_REASON,
+            });
     }
   }
   acknowledgeSchedulerInvoke(cpsync.scopeEnumerator);

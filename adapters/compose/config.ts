@@ -12,6 +12,7 @@ import {
 import { isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
 import type { ClusterMatcher, InventoryOptions } from '../../core/domain/options.ts';
 import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
+import { manyPrincipals } from '../gke/manyPrincipals.ts';
 
 const dnsLabel = z.string().refine(isDns1123Label, {
   message: 'must be a DNS-1123 label (lower-case letters, digits and -, at most 63 characters)',
@@ -171,9 +172,22 @@ const iamRoleArn = z
     /^arn:aws(-[a-z]+)*:iam::\d{12}:role\/[\w+=,.@/-]{1,512}$/,
     'must be an IAM role ARN such as arn:aws:iam::111122223333:role/argocd',
   );
-/** GKE: a Google service account's email, or a workload identity federation principal. */
+/**
+ * GKE: a Google service account's email, or a workload identity federation principal: one principal. A member
+ * standing for many (`allUsers`, `allAuthenticatedUsers`, `domain:`, `group:`, `principalSet://`, a project's
+ * owners, editors or viewers), in any spelling, is refused by name.
+ */
 const googlePrincipal = z
   .string()
+  .superRefine((value, context) => {
+    const form = manyPrincipals(value);
+    if (form)
+      context.addIssue({
+        code: 'custom',
+        message: `names more than one principal (${form}); cpsync grants one service account or one workload identity federation principal per consumer`,
+        continue: false,
+      });
+  })
   .regex(
     /^([a-z][a-z0-9-]{4,28}[a-z0-9]@[a-z0-9-]+\.iam\.gserviceaccount\.com|principal:\/\/iam\.googleapis\.com\/projects\/\d+\/locations\/global\/workloadIdentityPools\/[a-z0-9-]{4,32}\/subject\/[^\s]{1,127})$/,
     'must be a service account email (name@project.iam.gserviceaccount.com) or a workload identity federation principal (principal://iam.googleapis.com/projects/<number>/locations/global/workloadIdentityPools/<pool>/subject/<subject>)',

@@ -12,7 +12,9 @@
  */
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import type { CallOptions } from 'google-gax';
+import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { grantDescription } from '../grants/marks.ts';
+import { manyPrincipals } from './manyPrincipals.ts';
 import { projectOfSelfLink } from './mapCluster.ts';
 
 /** The role with `container.clusters.get` and nothing else of the project's (nor any Kubernetes permission). */
@@ -33,11 +35,20 @@ interface Policy {
   etag?: Uint8Array | string | null;
 }
 
-/** The IAM member a consumer's Google identity is: a service account's email, or a federated principal as it is. */
+/**
+ * The IAM member a consumer's Google identity is: a service account's email, or a federated principal as it
+ * is. A member that stands for more than one principal (`allUsers`, `group:`, `domain:`, `principalSet://` …)
+ * is refused, whatever the configuration let through: the project's cluster viewer role is never given to
+ * such a member.
+ */
 export function iamMember(identity: string): string {
-  return identity.startsWith('principal://') || identity.startsWith('principalSet://')
-    ? identity
-    : `serviceAccount:${identity}`;
+  const form = manyPrincipals(identity);
+  if (form)
+    throw new InvalidOptionError(
+      `GKE identity ${JSON.stringify(identity)}`,
+      `names more than one principal (${form}); cpsync grants ${CLUSTER_VIEWER_ROLE} to one service account or one federated principal only`,
+    );
+  return identity.startsWith('principal://') ? identity : `serviceAccount:${identity}`;
 }
 
 /** cpsync's bindings as one comparable value: consumer → members, without those left empty. */

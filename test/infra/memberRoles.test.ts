@@ -8,7 +8,8 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { CpsyncMemberRoles } from '../../infra/CpsyncMemberRoles.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
-import { decide, grantsOf, rolePolicies } from '../support/iam.ts';
+import type { AwsCall } from '../env/awsProxy.ts';
+import { decide, grantsOf, iamRequestsOf, rolePolicies } from '../support/iam.ts';
 import { CONFIG, NO_BUNDLING } from '../support/infra.ts';
 import { placeholderRefs, templateResolver, type CfnResource } from '../support/template.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
@@ -113,83 +114,250 @@ describe('the member account roles', () => {
     assert.equal(await assume('CpsyncScopeWorker', 'cpsync-reader'), 'ImplicitlyDenied');
   });
 
-  it("with accessGrants, IAM lets the reader make access entries only for the configured consumers, tagged, with the three level policies, and delete only entries tagged as cpsync's", async () => {
-    const app = new App();
-    const stack = new Stack(app, 'Grants', { env: { account: '210987654321', region: 'us-east-1' } });
-    new CpsyncMemberRoles(stack, 'Cpsync', {
-      cpsyncAccount: '123456789012',
-      accessGrants: { consumerRoleArns: ['arn:aws:iam::210987654321:role/argocd'] },
-    });
-    const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
-    const resolver = templateResolver(resources, {}, '210987654321');
-    const readerId = Object.keys(resources).find(
-      (id) => resources[id]!.Properties.RoleName === 'cpsync-reader',
-    )!;
-    const policies = rolePolicies(resources, readerId, resolver.resolve);
-    const cluster = 'arn:aws:eks:us-east-1:210987654321:cluster/checkout';
-    const entry =
-      'arn:aws:eks:us-east-1:210987654321:access-entry/checkout/role/210987654321/argocd/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01';
-    const ask = (action: string, resource: string, context: Record<string, string | string[]>) =>
-      decide(
-        {
-          principal: 'arn:aws:sts::210987654321:assumed-role/cpsync-reader/cpsync',
-          action,
-          resource,
-          account: '210987654321',
-        },
-        policies,
-        undefined,
-        context as Record<string, string>,
-      );
-    const tag = 'aws:RequestTag/app.kubernetes.io/managed-by';
-    const mine = { 'aws:ResourceTag/app.kubernetes.io/managed-by': 'cpsync' };
-    const argocd = 'arn:aws:iam::210987654321:role/argocd';
-    assert.equal(
-      await ask('eks:CreateAccessEntry', cluster, { [tag]: 'cpsync', 'eks:principalArn': argocd }),
-      'Allowed',
-    );
-    assert.equal(
-      await ask('eks:CreateAccessEntry', cluster, {
-        [tag]: 'cpsync',
-        'eks:principalArn': 'arn:aws:iam::210987654321:role/admin',
-      }),
-      'ImplicitlyDenied',
-      'a role no consumer has',
-    );
-    assert.equal(
-      await ask('eks:CreateAccessEntry', cluster, { 'eks:principalArn': argocd }),
-      'ImplicitlyDenied',
-      'untagged',
-    );
+  describe('with accessGrants, IAM (judged by the policy simulator) bounds every access-entry write to what cpsync makes', () => {
+    const MEMBER = '210987654321';
+    const argocd = `arn:aws:iam::${MEMBER}:role/argocd`;
+    // A consumer whose role lives in another account than the clusters.
+    const deployer = 'arn:aws:iam::111122223333:role/platform/deployer';
+    const admin = `arn:aws:iam::${MEMBER}:role/admin`;
+    const cluster = `arn:aws:eks:us-east-1:${MEMBER}:cluster/checkout`;
+    const entryOf = (role: string) => {
+      const [, , , , account, resource] = role.split(':');
+      const [type, ...path] = resource!.split('/');
+      return `arn:aws:eks:us-east-1:${MEMBER}:access-entry/checkout/${type}/${account}/${path.pop()}/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01`;
+    };
+    const MANAGED_BY = 'app.kubernetes.io/managed-by';
+    const CONSUMER = 'cpsync.io/consumer';
+    /** The marks cpsync puts on an entry it makes for `consumer`. */
+    const marks = (consumer: string) => ({ [MANAGED_BY]: 'cpsync', [CONSUMER]: consumer });
     const policy = (name: string) => `arn:aws:eks::aws:cluster-access-policy/${name}`;
-    assert.equal(
-      await ask('eks:AssociateAccessPolicy', entry, {
-        ...mine,
-        'eks:policyArn': policy('AmazonEKSEditPolicy'),
-      }),
-      'Allowed',
-    );
-    assert.equal(
-      await ask('eks:AssociateAccessPolicy', entry, {
-        ...mine,
-        'eks:policyArn': policy('AmazonEKSClusterAdminPolicy'),
-      }),
-      'ImplicitlyDenied',
-      'cluster admin is never granted',
-    );
-    assert.equal(
-      await ask('eks:AssociateAccessPolicy', entry, { 'eks:policyArn': policy('AmazonEKSViewPolicy') }),
-      'ImplicitlyDenied',
-      "not cpsync's entry",
-    );
-    assert.equal(await ask('eks:DeleteAccessEntry', entry, mine), 'Allowed');
-    assert.equal(
-      await ask('eks:DeleteAccessEntry', entry, {
-        'aws:ResourceTag/app.kubernetes.io/managed-by': 'terraform',
-      }),
-      'ImplicitlyDenied',
-    );
-    assert.equal(await ask('eks:DescribeAccessEntry', entry, {}), 'Allowed');
+    let policies: ReturnType<typeof rolePolicies>;
+    let tagsOf: Record<string, Record<string, string>>;
+    const principal = `arn:aws:sts::${MEMBER}:assumed-role/cpsync-reader/cpsync`;
+
+    /** IAM's decisions on one EKS REST call as the reader makes it (mapped as test/support/iam.ts maps recorded calls). */
+    const decisions = async (method: string, path: string, body: unknown = undefined) => {
+      const call: AwsCall = {
+        method,
+        path,
+        service: 'eks',
+        region: 'us-east-1',
+        accessKeyId: 'AKIA',
+        operation: '',
+        body: body === undefined ? '' : JSON.stringify(body),
+      };
+      const requests = iamRequestsOf(call, principal, MEMBER, (_cluster, role) => tagsOf[role] ?? {});
+      return Promise.all(
+        requests.map(async (request) => `${request.action} ${await decide(request, policies)}`),
+      );
+    };
+    const entries = (role?: string) =>
+      `/clusters/checkout/access-entries${role ? `/${encodeURIComponent(role)}` : ''}`;
+    /** One request judged as IAM would, with the condition keys given. */
+    const ask = (action: string, resource: string, context: Record<string, string | string[]> = {}) =>
+      decide({ principal, action, resource, account: MEMBER, context }, policies);
+    const requestTags = (tags: Record<string, string>) => ({
+      ...Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:RequestTag/${k}`, v])),
+      'aws:TagKeys': Object.keys(tags),
+    });
+
+    before(() => {
+      const app = new App();
+      const stack = new Stack(app, 'Grants', { env: { account: MEMBER, region: 'us-east-1' } });
+      new CpsyncMemberRoles(stack, 'Cpsync', {
+        cpsyncAccount: '123456789012',
+        accessGrants: { consumerRoleArns: [argocd, deployer], consumerNames: ['argocd', 'deployer'] },
+      });
+      const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
+      const resolver = templateResolver(resources, {}, MEMBER);
+      const readerId = Object.keys(resources).find(
+        (id) => resources[id]!.Properties.RoleName === 'cpsync-reader',
+      )!;
+      policies = rolePolicies(resources, readerId, resolver.resolve);
+    });
+
+    it('allows each call cpsync makes: list, describe, create tagged (the tags judged on the new entry), associate, disassociate, delete', async () => {
+      tagsOf = { [argocd]: marks('argocd') };
+      assert.deepEqual(await decisions('GET', entries()), ['eks:ListAccessEntries Allowed']);
+      assert.deepEqual(await decisions('GET', entries(argocd)), ['eks:DescribeAccessEntry Allowed']);
+      for (const [role, name] of [
+        [argocd, 'argocd'],
+        [deployer, 'deployer'],
+      ] as const)
+        assert.deepEqual(
+          await decisions('POST', entries(), { principalArn: role, type: 'STANDARD', tags: marks(name) }),
+          ['eks:CreateAccessEntry Allowed', 'eks:TagResource Allowed'],
+          name,
+        );
+      assert.deepEqual(await decisions('GET', `${entries(argocd)}/access-policies`), [
+        'eks:ListAssociatedAccessPolicies Allowed',
+      ]);
+      for (const accessScope of [{ type: 'cluster' }, { type: 'namespace', namespaces: ['apps'] }])
+        assert.deepEqual(
+          await decisions('POST', `${entries(argocd)}/access-policies`, {
+            policyArn: policy('AmazonEKSEditPolicy'),
+            accessScope,
+          }),
+          ['eks:AssociateAccessPolicy Allowed'],
+        );
+      assert.deepEqual(
+        await decisions(
+          'DELETE',
+          `${entries(argocd)}/access-policies/${encodeURIComponent(policy('AmazonEKSViewPolicy'))}`,
+        ),
+        ['eks:DisassociateAccessPolicy Allowed'],
+      );
+      assert.deepEqual(await decisions('DELETE', entries(argocd)), ['eks:DeleteAccessEntry Allowed']);
+    });
+
+    it('refuses CreateAccessEntry of another type, with Kubernetes groups, with a username, for another principal, or tagged otherwise', async () => {
+      const made = { principalArn: argocd, type: 'STANDARD', tags: marks('argocd') };
+      const create = async (body: Record<string, unknown>) => (await decisions('POST', entries(), body))[0];
+      assert.equal(await create(made), 'eks:CreateAccessEntry Allowed');
+      assert.equal(await create({ ...made, type: 'EC2_LINUX' }), 'eks:CreateAccessEntry ImplicitlyDenied');
+      assert.equal(
+        await create({ ...made, kubernetesGroups: ['system:masters'] }),
+        'eks:CreateAccessEntry ImplicitlyDenied',
+      );
+      assert.equal(await create({ ...made, username: 'admin' }), 'eks:CreateAccessEntry ImplicitlyDenied');
+      assert.equal(
+        await create({ ...made, type: undefined }),
+        'eks:CreateAccessEntry ImplicitlyDenied',
+        'the type is pinned, so cpsync names it',
+      );
+      assert.equal(
+        await create({ ...made, principalArn: admin }),
+        'eks:CreateAccessEntry ImplicitlyDenied',
+        'a role no consumer has',
+      );
+      assert.equal(
+        await create({ ...made, tags: undefined }),
+        'eks:CreateAccessEntry ImplicitlyDenied',
+        'untagged',
+      );
+      assert.equal(
+        await create({ ...made, tags: { ...marks('argocd'), team: 'platform' } }),
+        'eks:CreateAccessEntry ImplicitlyDenied',
+        'a third tag key',
+      );
+      assert.equal(
+        await create({ ...made, tags: marks('someone') }),
+        'eks:CreateAccessEntry ImplicitlyDenied',
+        'a consumer the configuration does not name',
+      );
+    });
+
+    it('refuses TagResource on a cluster, of another key or value, or on an entry of a principal that is no consumer', async () => {
+      const mine = requestTags(marks('argocd'));
+      assert.equal(await ask('eks:TagResource', entryOf(argocd), mine), 'Allowed');
+      assert.equal(
+        await ask('eks:TagResource', cluster, mine),
+        'ImplicitlyDenied',
+        'clusters are never tagged',
+      );
+      assert.equal(
+        await ask('eks:TagResource', cluster, requestTags({ access: 'deploy' })),
+        'ImplicitlyDenied',
+        "a cluster's tags choose its namespaces",
+      );
+      assert.equal(
+        await ask('eks:TagResource', entryOf(argocd), requestTags({ ...marks('argocd'), team: 'x' })),
+        'ImplicitlyDenied',
+        'another tag key beside the two',
+      );
+      assert.equal(
+        await ask('eks:TagResource', entryOf(argocd), requestTags({ team: 'x' })),
+        'ImplicitlyDenied',
+        'another tag key alone',
+      );
+      assert.equal(
+        await ask(
+          'eks:TagResource',
+          entryOf(argocd),
+          requestTags({ ...marks('argocd'), [MANAGED_BY]: 'terraform' }),
+        ),
+        'ImplicitlyDenied',
+        "another manager's value",
+      );
+      assert.equal(
+        await ask('eks:TagResource', entryOf(argocd), requestTags(marks('intruder'))),
+        'ImplicitlyDenied',
+        'a consumer name the configuration does not have',
+      );
+      assert.equal(
+        await ask('eks:TagResource', entryOf(admin), mine),
+        'ImplicitlyDenied',
+        "a hand-made entry of another principal is never marked as cpsync's",
+      );
+      assert.equal(
+        await ask('eks:TagResource', entryOf(`arn:aws:iam::${MEMBER}:user/argocd`), mine),
+        'ImplicitlyDenied',
+        "a user's entry of the consumer role's name",
+      );
+      assert.equal(
+        await ask('eks:UntagResource', entryOf(argocd), { 'aws:TagKeys': [MANAGED_BY] }),
+        'ImplicitlyDenied',
+        'tags are never taken off',
+      );
+    });
+
+    it('refuses policy changes on an entry of a principal that is no consumer, on entries not marked as cpsync’s, and of any other policy', async () => {
+      const tagged = { [`aws:ResourceTag/${MANAGED_BY}`]: 'cpsync' };
+      const associate = (entry: string, name: string, tags: Record<string, string> = tagged) =>
+        ask('eks:AssociateAccessPolicy', entry, { ...tags, 'eks:policyArn': policy(name) });
+      assert.equal(await associate(entryOf(argocd), 'AmazonEKSAdminPolicy'), 'Allowed');
+      assert.equal(
+        await associate(entryOf(admin), 'AmazonEKSAdminPolicy'),
+        'ImplicitlyDenied',
+        'another principal, even an entry carrying the tag',
+      );
+      assert.equal(
+        await associate(entryOf(argocd), 'AmazonEKSViewPolicy', {}),
+        'ImplicitlyDenied',
+        'untagged',
+      );
+      assert.equal(
+        await associate(entryOf(argocd), 'AmazonEKSClusterAdminPolicy'),
+        'ImplicitlyDenied',
+        'cluster admin is never granted',
+      );
+      assert.equal(
+        await ask('eks:DisassociateAccessPolicy', entryOf(admin), {
+          ...tagged,
+          'eks:policyArn': policy('AmazonEKSViewPolicy'),
+        }),
+        'ImplicitlyDenied',
+      );
+    });
+
+    it("deletes only entries marked as cpsync's: never a hand-made entry, of a consumer or of any other principal; a grant to a consumer since removed is still taken back", async () => {
+      const resourceTags = (tags: Record<string, string>) =>
+        Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:ResourceTag/${k}`, v]));
+      assert.equal(
+        await ask('eks:DeleteAccessEntry', entryOf(argocd), resourceTags(marks('argocd'))),
+        'Allowed',
+      );
+      assert.equal(await ask('eks:DeleteAccessEntry', entryOf(admin), {}), 'ImplicitlyDenied', 'hand-made');
+      assert.equal(
+        await ask('eks:DeleteAccessEntry', entryOf(admin), resourceTags({ [MANAGED_BY]: 'terraform' })),
+        'ImplicitlyDenied',
+      );
+      assert.equal(
+        await ask('eks:DeleteAccessEntry', entryOf(admin), resourceTags({ [MANAGED_BY]: 'cpsync' })),
+        'ImplicitlyDenied',
+        'only one of the two marks',
+      );
+      assert.equal(await ask('eks:DeleteAccessEntry', entryOf(argocd), {}), 'ImplicitlyDenied', 'hand-made');
+      // Its marks could only have been put there when the role was a consumer's (TagResource is bounded above).
+      assert.equal(
+        await ask(
+          'eks:DeleteAccessEntry',
+          entryOf(`arn:aws:iam::${MEMBER}:role/retired`),
+          resourceTags(marks('retired')),
+        ),
+        'Allowed',
+      );
+    });
   });
 
   it('gives the functions EKS access-entry permissions only with accessGrants on (and, to revoke, while consumers stay configured), cdk-nag clean', () => {
@@ -232,7 +400,7 @@ describe('the member account roles', () => {
             ...new Set(
               grantsOf(rolePolicies(resources, roleId, resolver.resolve))
                 .map((g) => g.action)
-                .filter((a) => /AccessEntry|AccessPolic|TagResource/.test(a)),
+                .filter((a) => /AccessEntr|AccessPolic|TagResource/.test(a)),
             ),
           ].sort();
         }
@@ -247,6 +415,7 @@ describe('the member account roles', () => {
       'eks:DeleteAccessEntry',
       'eks:DescribeAccessEntry',
       'eks:DisassociateAccessPolicy',
+      'eks:ListAccessEntries',
       'eks:ListAssociatedAccessPolicies',
       'eks:TagResource',
     ];
@@ -262,6 +431,7 @@ describe('the member account roles', () => {
     assert.deepEqual(turningOff.CpsyncScopeWorker, [
       'eks:DeleteAccessEntry',
       'eks:DescribeAccessEntry',
+      'eks:ListAccessEntries',
       'eks:ListAssociatedAccessPolicies',
     ]);
     const off = accessActions(CONFIG);

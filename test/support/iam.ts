@@ -175,9 +175,11 @@ export function iamRequestsOf(
 
 /**
  * The access-entry calls (the accessGrants feature) as IAM authorizes them, with the condition keys they
- * carry: CreateAccessEntry on the cluster with its request tags and `eks:principalArn` (and TagResource for
- * the tags), the other calls on the entry with its tags as `aws:ResourceTag/*` and, for the policy calls,
- * `eks:policyArn`.
+ * carry (the Service Authorization Reference's for each action): ListAccessEntries on the cluster;
+ * CreateAccessEntry on the cluster with what its body names — `eks:principalArn`, `eks:accessEntryType`,
+ * `eks:kubernetesGroups`, `eks:username` (each only when the request gives it), the request tags
+ * (`aws:RequestTag/*`, `aws:TagKeys`) — and, for those tags, TagResource on the new entry; the other calls
+ * on the entry with its tags as `aws:ResourceTag/*` and, for the policy calls, `eks:policyArn`.
  */
 function accessEntryRequests(
   call: AwsCall,
@@ -189,22 +191,45 @@ function accessEntryRequests(
 ): IamRequest[] {
   const clusterName = path[1]!;
   const [, , , region, account] = cluster.split(':');
+  // An entry's ARN: access-entry/<cluster>/<role|user>/<the principal's account>/<its name>/<uuid>.
+  const entryOf = (principalArn: string) => {
+    const identity = /^arn:aws[a-z-]*:iam::(\d{12}):(role|user)\/(?:.*\/)?([^/]+)$/.exec(principalArn);
+    return `arn:aws:eks:${region}:${account}:access-entry/${clusterName}/${identity?.[2] ?? 'role'}/${identity?.[1] ?? account}/${identity?.[3] ?? 'unknown'}/00000000-0000-0000-0000-000000000000`;
+  };
+  if (path.length === 3 && call.method === 'GET') return [request('eks:ListAccessEntries', cluster, {})];
   if (path.length === 3 && call.method === 'POST') {
-    const body = json(call.body) as { principalArn?: string; tags?: Record<string, string> };
+    const body = json(call.body) as {
+      principalArn?: string;
+      tags?: Record<string, string>;
+      type?: string;
+      kubernetesGroups?: string[];
+      username?: string;
+    };
     const tags = body.tags ?? {};
+    const tagging: Record<string, string | string[]> =
+      Object.keys(tags).length > 0
+        ? {
+            ...Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:RequestTag/${k}`, v])),
+            'aws:TagKeys': Object.keys(tags),
+          }
+        : {};
     const context = {
       'eks:principalArn': body.principalArn ?? '',
-      ...Object.fromEntries(Object.entries(tags).map(([k, v]) => [`aws:RequestTag/${k}`, v])),
-      'aws:TagKeys': Object.keys(tags),
+      ...(body.type !== undefined ? { 'eks:accessEntryType': body.type } : {}),
+      ...(body.kubernetesGroups !== undefined ? { 'eks:kubernetesGroups': body.kubernetesGroups } : {}),
+      ...(body.username !== undefined ? { 'eks:username': body.username } : {}),
+      ...tagging,
     };
     return [
       request('eks:CreateAccessEntry', cluster, context),
-      ...(Object.keys(tags).length > 0 ? [request('eks:TagResource', cluster, context)] : []),
+      // Tags given at creation: TagResource on the entry being made.
+      ...(Object.keys(tags).length > 0
+        ? [request('eks:TagResource', entryOf(body.principalArn ?? ''), tagging)]
+        : []),
     ];
   }
   const principalArn = path[3]!;
-  const identity = /^arn:aws[a-z-]*:iam::(\d{12}):(role|user)\/(?:.*\/)?([^/]+)$/.exec(principalArn);
-  const entry = `arn:aws:eks:${region}:${account}:access-entry/${clusterName}/${identity?.[2] ?? 'role'}/${identity?.[1] ?? account}/${identity?.[3] ?? 'unknown'}/00000000-0000-0000-0000-000000000000`;
+  const entry = entryOf(principalArn);
   const tags = Object.fromEntries(
     Object.entries(tagsOf(clusterName, principalArn)).map(([k, v]) => [`aws:ResourceTag/${k}`, v]),
   );
@@ -212,13 +237,20 @@ function accessEntryRequests(
   if (path.length === 4 && call.method === 'DELETE') return [request('eks:DeleteAccessEntry', entry, tags)];
   if (path[4] === 'access-policies' && path.length === 5 && call.method === 'GET')
     return [request('eks:ListAssociatedAccessPolicies', entry, tags)];
-  if (path[4] === 'access-policies' && path.length === 5 && call.method === 'POST')
+  if (path[4] === 'access-policies' && path.length === 5 && call.method === 'POST') {
+    const body = json(call.body) as {
+      policyArn?: string;
+      accessScope?: { type?: string; namespaces?: string[] };
+    };
     return [
       request('eks:AssociateAccessPolicy', entry, {
         ...tags,
-        'eks:policyArn': (json(call.body) as { policyArn?: string }).policyArn ?? '',
+        'eks:policyArn': body.policyArn ?? '',
+        ...(body.accessScope?.type ? { 'eks:accessScope': body.accessScope.type } : {}),
+        ...(body.accessScope?.namespaces ? { 'eks:namespaces': body.accessScope.namespaces } : {}),
       }),
     ];
+  }
   if (path[4] === 'access-policies' && path.length === 6 && call.method === 'DELETE')
     return [request('eks:DisassociateAccessPolicy', entry, { ...tags, 'eks:policyArn': path[5]! })];
   throw new Error(`an EKS access-entry call with no IAM mapping here: ${call.method} ${call.path}`);
@@ -250,6 +282,15 @@ export async function decide(
   if (answer.resultType === 'error')
     throw new Error(
       `the simulator refused ${request.action} on ${request.resource}: ${answer.errors.message}`,
+    );
+  // A key the Service Authorization Reference does not give the action is dropped by the simulator, not
+  // judged: a condition on it would be decided as if the request did not carry it.
+  const ignored = (answer.resultType === 'single' ? [answer.result] : answer.results).flatMap(
+    (result) => result.ignoredContextKeys ?? [],
+  );
+  if (ignored.length > 0)
+    throw new Error(
+      `${request.action} on ${request.resource} carries condition keys IAM does not give it: ${[...new Set(ignored)].join(', ')}`,
     );
   return answer.overallResult;
 }

@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { mapAksCluster } from '../../adapters/aks/mapCluster.ts';
 import { mapEksCluster } from '../../adapters/eks/mapCluster.ts';
 import { mapGkeCluster } from '../../adapters/gke/mapCluster.ts';
+import { iamMember } from '../../adapters/gke/projectRoles.ts';
 import { ConfigError, parseConfig } from '../../adapters/compose/config.ts';
 import { InvalidClusterError } from '../../core/domain/errors.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
@@ -295,6 +296,88 @@ describe('bad input: generated configuration files', () => {
           assert.ok(error instanceof ConfigError, `${JSON.stringify(yaml)}: ${String(error)}`);
           assert.ok(error.issues.length > 0);
         }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe('bad input: GKE identities that name more than one principal', () => {
+  /** Whitespace and invisible characters a copied identity may carry around (or inside) it. */
+  const blank = fc.constantFrom(
+    ' ',
+    '\t',
+    '\n',
+    '\r',
+    '\u00a0',
+    '\u2028',
+    '\u3000',
+    '\ufeff',
+    '\u200b',
+    '\u2060',
+  );
+  const fullWidth = (text: string) =>
+    text.replace(/[!-~]/g, (c) => String.fromCodePoint(c.codePointAt(0)! - 0x21 + 0xff01));
+  const spelling = fc
+    .record({
+      form: fc.constantFrom(
+        'allUsers',
+        'allAuthenticatedUsers',
+        'domain:',
+        'group:',
+        'principalSet://',
+        'projectOwner:',
+        'projectEditor:',
+        'projectViewer:',
+      ),
+      // What follows a prefix: a domain, a group's email, a pool's set, or anything at all.
+      rest: fc.oneof(
+        fc.domain(),
+        fc.emailAddress(),
+        fc.constant('iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/ci-pool/*'),
+        fc.string({ maxLength: 40 }),
+      ),
+      deleted: fc.boolean(),
+      upper: fc.array(fc.boolean(), { minLength: 64, maxLength: 64 }),
+      wide: fc.boolean(),
+      before: fc.array(blank, { maxLength: 3 }),
+      inside: fc.array(fc.tuple(fc.nat(40), blank), { maxLength: 2 }),
+      after: fc.array(blank, { maxLength: 3 }),
+    })
+    .map(({ form, rest, deleted, upper, wide, before, inside, after }) => {
+      let core = `${deleted ? 'deleted:' : ''}${form}`;
+      core = [...core].map((c, i) => (upper[i] ? c.toUpperCase() : c.toLowerCase())).join('');
+      if (wide) core = fullWidth(core);
+      for (const [at, c] of inside)
+        core = `${core.slice(0, at % (core.length + 1))}${c}${core.slice(at % (core.length + 1))}`;
+      const whole = form === 'allUsers' || form === 'allAuthenticatedUsers';
+      return { form, identity: `${before.join('')}${core}${whole ? '' : rest}${after.join('')}` };
+    });
+
+  it(`${RUNS} spellings of allUsers, allAuthenticatedUsers, domain:, group:, principalSet:// and the project roles are refused by the configuration, naming the field and the form, and by the GKE adapter`, () => {
+    fc.assert(
+      fc.property(spelling, ({ form, identity }) => {
+        const document = {
+          inventory: { projections: [{ provider: 'gke', namespaces: ['argocd'] }] },
+          consumers: [
+            {
+              name: 'argocd',
+              namespaces: ['argocd'],
+              level: 'view',
+              identities: { gke: { principal: identity } },
+            },
+          ],
+        };
+        assert.throws(
+          () => parseConfig(document, 'generated.yaml'),
+          (error: unknown) =>
+            error instanceof ConfigError &&
+            error.issues.length === 1 &&
+            error.issues[0]!.startsWith(
+              `consumers[0].identities.gke.principal: names more than one principal (${form});`,
+            ),
+        );
+        assert.throws(() => iamMember(identity), /names more than one principal/);
       }),
       { numRuns: RUNS },
     );

@@ -132,9 +132,9 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
     why: 'the accessGrants feature takes grants back and changes levels (none here)',
   },
   {
-    action: /^eks:TagResource$/,
-    resource: /access-entry/,
-    why: 'tags given at CreateAccessEntry may be authorized against the new entry as well as its cluster',
+    action: /^eks:ListAccessEntries$/,
+    resource: /:cluster\/\*$/,
+    why: "at turn-off the accessGrants feature scans each cluster's access entries for cpsync's marks (not turned off here)",
   },
 ];
 /** The consumer the accessGrants feature grants (its role is in the member account, as its clusters). */

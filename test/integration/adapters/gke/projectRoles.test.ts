@@ -122,6 +122,33 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
     );
   });
 
+  it('never adds a member that stands for more than one principal, whatever it is handed, and then writes nothing', async () => {
+    await roles.hold(CLUSTER, 'deployer', DEPLOYER);
+    const writes = () => server.requests.filter((r) => r.path.endsWith(':setIamPolicy')).length;
+    const before = { writes: writes(), policy: structuredClone(server.iamPolicies.get(PROJECT)) };
+    for (const identity of [
+      'allUsers',
+      ' allAuthenticatedUsers ',
+      'domain:example.com',
+      'group:admins@example.com',
+      'principalSet://iam.googleapis.com/projects/123456789/locations/global/workloadIdentityPools/ci/*',
+    ]) {
+      await assert.rejects(
+        roles.hold(CLUSTER, 'deployer', identity),
+        (error: Error) =>
+          error.name === 'InvalidOptionError' && /names more than one principal/.test(error.message),
+        identity,
+      );
+      await assert.rejects(
+        roles.settle(PROJECT, new Map([['deployer', new Set([DEPLOYER, identity])]])),
+        /names more than one principal/,
+        identity,
+      );
+    }
+    assert.equal(writes(), before.writes, 'no write was made');
+    assert.deepEqual(server.iamPolicies.get(PROJECT), before.policy);
+  });
+
   it('makes a write that lost a race again on the policy as it now is, keeping what the other writer did', async () => {
     // Another writer changes the policy between cpsync's read and its write, once.
     let raced = false;

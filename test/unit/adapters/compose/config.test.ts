@@ -339,6 +339,47 @@ describe('configuration', () => {
     ]);
   });
 
+  it('refuses a GKE identity that names more than one principal, in any spelling, naming the field and the form', () => {
+    const inventory = { projections: [{ provider: 'gke', namespaces: ['argocd'] }] };
+    const refused = (principal: string) =>
+      issues({
+        inventory,
+        consumers: [
+          { name: 'argocd', namespaces: ['argocd'], level: 'view', identities: { gke: { principal } } },
+        ],
+      });
+    const because = (form: string) => [
+      `consumers[0].identities.gke.principal: names more than one principal (${form}); cpsync grants one service account or one workload identity federation principal per consumer`,
+    ];
+    assert.deepEqual(refused('allUsers'), because('allUsers'));
+    assert.deepEqual(refused('  ALLAUTHENTICATEDUSERS\n'), because('allAuthenticatedUsers'));
+    assert.deepEqual(refused('\u00a0allusers\u2028'), because('allUsers'), 'Unicode whitespace around it');
+    assert.deepEqual(refused('all\u200bUsers'), because('allUsers'), 'an invisible format character inside');
+    assert.deepEqual(refused('ａｌｌＵｓｅｒｓ'), because('allUsers'), 'full-width letters');
+    assert.deepEqual(refused('domain:example.com'), because('domain:'));
+    assert.deepEqual(refused('Group:platform-admins@example.com'), because('group:'));
+    assert.deepEqual(
+      refused('principalSet://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/ci/*'),
+      because('principalSet://'),
+    );
+    assert.deepEqual(refused('projectViewer:acme-data'), because('projectViewer:'));
+    assert.deepEqual(refused('deleted:group:old-admins@example.com?uid=1'), because('group:'));
+    // One principal each: a service account and a federated subject are still read.
+    for (const principal of [
+      'allusers@acme-data.iam.gserviceaccount.com',
+      'principal://iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/ci-pool/subject/group:x',
+    ])
+      assert.equal(
+        parseConfig({
+          inventory,
+          consumers: [
+            { name: 'argocd', namespaces: ['argocd'], level: 'view', identities: { gke: { principal } } },
+          ],
+        }).consumers[0]!.identities.gke?.principal,
+        principal,
+      );
+  });
+
   it('reports every bad field at once', () => {
     assert.equal(issues({ manager: 'X', inventory: { deletionGraceListings: -1 } }).length, 2);
   });

@@ -259,22 +259,6 @@ function properties(
       [PROPERTY_NODE_COUNT_MAX, String(cluster.nodes.autoscaling.max)],
     );
   }
-/**
- * The name of a cluster's profile in a namespace (core/sync/names.ts chooses it against the hub), or
- * undefined when the cluster is not written there.
- */
-export type NameOf = (cluster: ObservedCluster, namespace: string) => string | undefined;
-
-/**
- * The namespaces a cluster's profiles go to: its own first, then (while the `projections` feature is on)
- * those of the projection rules that match it. Throws InvalidClusterError when the cluster cannot become
- * a profile.
- */
-export function namespacesOf(cluster: ObservedCluster, options: InventoryOptions): string[] {
-  assertCluster(cluster);
-  return placeCluster(cluster, options).map((p) => p.namespace);
-}
-
   const types = distinctSorted(cluster.nodes.instanceTypes);
   if (types.length > 0) {
     const fitted = fitJsonArray(types);
@@ -288,7 +272,6 @@ export function namespacesOf(cluster: ObservedCluster, options: InventoryOptions
   if (cluster.resourceGroup) entries.push([PROPERTY_RESOURCE_GROUP, cluster.resourceGroup]);
   if (cluster.createdAt) entries.push([PROPERTY_CREATED_AT, cluster.createdAt]);
   const caOmitted =
-  nameOf?: NameOf,
     endpoints.length > 0
       ? certificateAuthorityOmitted(cluster, options.features.certificateAuthority)
       : undefined;
@@ -310,6 +293,22 @@ export function normalize(cluster: ObservedCluster, options: InventoryOptions, n
 }
 
 /**
+ * The name of a cluster's profile in a namespace (core/sync/names.ts chooses it against the hub), or
+ * undefined when the cluster is not written there.
+ */
+export type NameOf = (cluster: ObservedCluster, namespace: string) => string | undefined;
+
+/**
+ * The namespaces a cluster's profiles go to: its own first, then (while the `projections` feature is on)
+ * those of the projection rules that match it. Throws InvalidClusterError when the cluster cannot become
+ * a profile.
+ */
+export function namespacesOf(cluster: ObservedCluster, options: InventoryOptions): string[] {
+  assertCluster(cluster);
+  return placeCluster(cluster, options).map((p) => p.namespace);
+}
+
+/**
  * The cluster's profile in its own namespace, then its projected copies (the `projections` feature):
  * the same content in each, but for the namespace's ClusterSet property (and the name, should a collision
  * have given the cluster another name in one of them). Every profile carries the cluster's member id
@@ -319,10 +318,10 @@ export function normalize(cluster: ObservedCluster, options: InventoryOptions, n
  * name is left out.
  */
 function normalizeEverywhere(
-  name: string,
   cluster: ObservedCluster,
   options: InventoryOptions,
   now: string,
+  nameOf?: NameOf,
 ): ClusterProfile[] {
   assertCluster(cluster);
   const placements = placeCluster(cluster, options);
@@ -353,6 +352,7 @@ function normalizeIn(
   options: InventoryOptions,
   now: string,
   placement: Placement,
+  name: string,
 ): ClusterProfile {
   const endpoints = orderEndpoints(validEndpoints(cluster.endpoints), options.features.privateEndpoints);
   const health = controlPlaneHealth(cluster);
@@ -381,7 +381,6 @@ function normalizeIn(
 
   return {
     apiVersion: CLUSTER_PROFILE_API_VERSION,
-  nameOf?: NameOf,
     kind: CLUSTER_PROFILE_KIND,
     metadata: {
       name,
@@ -415,6 +414,7 @@ export function normalizeAll(
   clusters: readonly ObservedCluster[],
   options: InventoryOptions,
   now: string,
+  nameOf?: NameOf,
 ): NormalizeResult {
   const byKey = new Map<string, ClusterProfile>();
   const errors: InvalidClusterError[] = [];

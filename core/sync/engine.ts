@@ -42,6 +42,7 @@ import { settlingState } from '../domain/settling.ts';
 import { canonicalScope } from '../domain/scopes.ts';
 import { syncScope, type MemberFigures, type SyncScopeResult } from './syncScope.ts';
 import type { NameScheme } from '../domain/naming.ts';
+import type { NameClaims } from './names.ts';
 import type { GrantFigures } from './grants.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
 import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
@@ -236,6 +237,8 @@ interface RunContext {
   clock: () => Date;
   leases?: RunLeases;
   report: SyncReport;
+  /** The names the run's scopes gave newcomers: scopes synced at once never give one name twice. */
+  claims: NameClaims;
 }
 
 /** The leases of one run (or one event-triggered sync), when the hub keeps leases. */
@@ -334,7 +337,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     quarantined: [],
     features: featureReport(request.options.features, noCounts()),
   };
-  const run: RunContext = { ports, request, clock, report, featureTotals: noCounts() };
+  const run: RunContext = { ports, request, clock, report, featureTotals: noCounts(), claims: new Map() };
 
   try {
     const begun = await beginSync(ports, request, clock(), (what, work) => attempt(run, what, work));
@@ -557,6 +560,7 @@ async function applyReading(
     confirmedGone?: ReadonlySet<string>;
     dryRun?: boolean;
     signal?: AbortSignal;
+    claims?: NameClaims;
   },
 ): Promise<{
   result: Awaited<ReturnType<typeof syncScope>>;
@@ -580,6 +584,7 @@ async function applyReading(
     ...(ports.members ? { members: ports.members } : {}),
     ...(ports.grants ? { grants: ports.grants } : {}),
     ...(ports.naming ? { naming: ports.naming } : {}),
+    ...(reading.claims ? { claims: reading.claims } : {}),
     beforeApply: ahead.beforeApply,
   });
   const events = [
@@ -653,6 +658,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     const applied = await applyReading(ports, {
       context,
       listing,
+      claims: run.claims,
       options: request.options,
       now,
       leaseMillis: request.intentLeaseMillis,

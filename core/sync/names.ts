@@ -11,6 +11,11 @@
  *      left untouched and named, as everywhere); a name no candidate frees leaves it unwritten, named.
  * What the hub holds decides only which of the cluster's own names it keeps: a name is never taken from
  * the hub for a cluster it was not made for, and the cluster's data goes only under its own names.
+ *
+ * Scopes of one run are synced at once: the names their newcomers are given go in the run's `NameClaims`
+ * before the hub is asked, so that two scopes never give one name to two clusters. (Two runs of other
+ * accounts at once are kept apart by the hub itself: its admission policy, and the file hub, refuse to
+ * change the cluster a profile is of.)
  */
 import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER } from '../domain/constants.ts';
 import { MalformedObjectError } from '../domain/errors.ts';
@@ -39,6 +44,9 @@ export interface NameChoice {
   /** Newcomers that did not get their first name, and why: a run reports each (a look is worth it). */
   collisions: string[];
 }
+
+/** Names given to newcomers by the scopes of one run so far (namespace/name → the cluster's canonical id). */
+export type NameClaims = Map<string, string>;
 
 /** The key of one profile's name: a namespace and a cluster's canonical id. */
 export function nameKey(
@@ -85,8 +93,11 @@ export async function chooseNames(input: {
   hub: Pick<Hub, 'get'>;
   manager: string;
   scheme: NameScheme;
+  /** The run's names given so far by its other scopes (shared by them). @default this scope's own */
+  claims?: NameClaims;
 }): Promise<NameChoice> {
   const { manager, scheme } = input;
+  const run = input.claims ?? new Map<string, string>();
   const choice: NameChoice = { names: new Map(), found: [], malformed: [], skipped: [], collisions: [] };
   const held = new Map(input.current.map((p) => [profileKey(p.metadata), p]));
   const broken = new Set(input.malformedHere.map(profileKey));
@@ -139,15 +150,24 @@ export async function chooseNames(input: {
         taken.push(`${key} is given in this run to ${rival.providerId}`);
         continue;
       }
+      const elsewhere = run.get(key);
+      if (elsewhere !== undefined && elsewhere !== canonicalProviderId(cluster)) {
+        taken.push(`${key} is given in this run to ${elsewhere}`);
+        continue;
+      }
       if (broken.has(key)) {
         blocked = true;
         skip(request, name, 'Malformed', `${key} in the hub is malformed; left untouched`);
         break;
       }
+      // Held for this cluster while the hub is asked (another scope of the run may ask meanwhile).
+      run.set(key, canonicalProviderId(cluster));
+      const release = () => run.get(key) === canonicalProviderId(cluster) && run.delete(key);
       let stored: ClusterProfile | undefined;
       try {
         stored = await input.hub.get({ namespace, name });
       } catch (error) {
+        release();
         if (!(error instanceof MalformedObjectError)) throw error;
         choice.malformed.push({ namespace, name, reason: error.malformed });
         skip(
@@ -161,6 +181,7 @@ export async function chooseNames(input: {
       }
       const problem = stored === undefined ? undefined : profileProblem(stored);
       if (problem) {
+        release();
         choice.malformed.push({ namespace, name, reason: problem });
         skip(request, name, 'Malformed', `${key} in the hub is malformed (${problem}); left untouched`);
         blocked = true;
@@ -171,6 +192,7 @@ export async function chooseNames(input: {
         given = name;
         break;
       }
+      release();
       taken.push(`${key} is ${holderOf(stored, manager)}`);
     }
     if (blocked) continue;

@@ -7,7 +7,7 @@ import { profileProblem } from '../domain/model/validate.ts';
 import { namespacesOf, normalizeAll } from '../domain/normalize.ts';
 import { PROFILE_NAMES, type NameScheme } from '../domain/naming.ts';
 import type { ObservedCluster } from '../domain/model/observedCluster.ts';
-import { chooseNames, nameKey, type NameRequest } from './names.ts';
+import { chooseNames, nameKey, type NameClaims, type NameRequest } from './names.ts';
 import { inventoryNamespaces, type InventoryOptions } from '../domain/options.ts';
 import { plan, type Plan } from '../domain/plan.ts';
 import { featureCounts, type FeatureName } from '../domain/features.ts';
@@ -51,6 +51,8 @@ export interface SyncScopeInput {
   grants?: AccessGrants;
   /** The names profiles may have. @default PROFILE_NAMES */
   naming?: NameScheme;
+  /** Names given by the run's other scopes, synced at the same time (see core/sync/names.ts). */
+  claims?: NameClaims;
 }
 
 export interface SyncScopeResult {
@@ -244,6 +246,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     hub,
     manager: options.manager,
     scheme: input.naming ?? PROFILE_NAMES,
+    ...(input.claims ? { claims: input.claims } : {}),
   });
   malformed.push(...naming.malformed);
   const { profiles: normalized } = normalizeAll(valid, options, now, (cluster, namespace) =>

@@ -1,6 +1,10 @@
 /** Runs the real `cpsync` command in a child process, as a user (or a script, or a pipe) would. */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build, type Plugin } from 'esbuild';
+import { cliBundleOptions } from '../../infra/bundling.ts';
+import { temporaryDirectory } from './tmp.ts';
 
 /** The `cpsync` command as installed: the launcher, which runs the bundle the test command builds first. */
 export const CLI = fileURLToPath(new URL('../../cli/cpsync.mjs', import.meta.url));
@@ -25,12 +29,14 @@ export interface CliOptions {
   clean?: boolean;
   /** Prefix the command (e.g. `unshare …`); the CLI's own arguments follow. */
   wrapper?: string[];
+  /** The command to run: a build of its own (`cliWithNames`). @default CLI */
+  command?: string;
 }
 
 /** The CLI's exit, with everything it printed. */
 export function runCli(args: readonly string[], options: CliOptions = {}): Promise<CliRun> {
   return new Promise((resolve) => {
-    const command = [...(options.wrapper ?? []), process.execPath, CLI, ...args];
+    const command = [...(options.wrapper ?? []), process.execPath, options.command ?? CLI, ...args];
     const child = spawn(command[0]!, command.slice(1), {
       ...(options.cwd ? { cwd: options.cwd } : {}),
       env: options.clean ? { ...options.env } : { ...process.env, ...options.env },
@@ -70,4 +76,43 @@ export function jsonLines<T = Record<string, unknown>>(stdout: string): T[] {
 /** Whether `text` holds a stack trace (what a user must never be shown). */
 export function hasStackTrace(text: string): boolean {
   return /^\s+at .+\(.*:\d+:\d+\)$/m.test(text) || /^\s+at (async )?\S+ \(/m.test(text);
+}
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const builds = new Map<string, Promise<string>>();
+
+/**
+ * The `cpsync` command bundled as it is installed, but with another name scheme in place of the product's
+ * (`test/support/naming/<scheme>.ts` stands for core/domain/naming.ts wherever the product imports it):
+ * `weak` makes clusters of the same display name want the same name; `legacy` names profiles as earlier
+ * versions did. Built once per test process into a temporary directory; resolves to the command's entry.
+ */
+export function cliWithNames(scheme: 'weak' | 'legacy'): Promise<string> {
+  const built = builds.get(scheme);
+  if (built) return built;
+  const naming = join(ROOT, 'core/domain/naming.ts');
+  const substitute = join(ROOT, `test/support/naming/${scheme}.ts`);
+  const product = ['core', 'adapters', 'cli', 'functions', 'events', 'infra'].map((d) => join(ROOT, d, '/'));
+  const swap: Plugin = {
+    name: `${scheme}-names`,
+    setup(esbuild) {
+      esbuild.onResolve({ filter: /naming\.ts$/ }, (args) =>
+        resolve(args.resolveDir, args.path) === naming &&
+        product.some((folder) => args.importer.startsWith(folder))
+          ? { path: substitute }
+          : undefined,
+      );
+    },
+  };
+  const outdir = temporaryDirectory(`cpsync-cli-${scheme}-names-`);
+  const options = cliBundleOptions(join('cli', 'bin.ts'), outdir);
+  const building = build({
+    ...options,
+    absWorkingDir: ROOT,
+    sourcemap: false,
+    metafile: false,
+    plugins: [swap, ...(options.plugins ?? [])],
+  }).then(() => join(outdir, 'cpsync.mjs'));
+  builds.set(scheme, building);
+  return building;
 }

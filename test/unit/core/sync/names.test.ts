@@ -6,7 +6,7 @@ import { profileKey, type ClusterProfile } from '../../../../core/domain/model/c
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { PROFILE_NAMES } from '../../../../core/domain/naming.ts';
 import { normalizeAll } from '../../../../core/domain/normalize.ts';
-import { chooseNames, nameKey, type NameRequest } from '../../../../core/sync/names.ts';
+import { chooseNames, nameKey, type NameChoice, type NameRequest } from '../../../../core/sync/names.ts';
 import { eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { WEAK_NAMES, weakName } from '../../../support/weakNames.ts';
@@ -201,6 +201,40 @@ describe('choosing profile names', () => {
     });
     assert.equal(nameOf(choice, east), weakName('eks', 'payments'));
     assert.equal(nameOf(choice, east, other), PROFILE_NAMES.candidates('cpsync', east)[0]);
+  });
+
+  it('never gives one name twice when two scopes of one run name their newcomers at once, however their hub reads interleave', async () => {
+    for (const releaseFirst of [0, 1]) {
+      // Every hub read waits until the test lets it answer: both scopes ask before either hears back.
+      const gates: Array<() => void> = [];
+      const gated = {
+        get: (_ref: { namespace: string; name: string }) =>
+          new Promise<undefined>((resolve) => gates.push(() => resolve(undefined))),
+      };
+      const claims = new Map<string, string>();
+      const choose = (cluster: ObservedCluster) =>
+        chooseNames({
+          requests: requests([cluster]),
+          current: [],
+          malformedHere: [],
+          hub: gated,
+          manager: 'cpsync',
+          scheme: WEAK_NAMES,
+          claims,
+        });
+      const both = [choose(east), choose(eastTwin)];
+      while (gates.length < 2) await new Promise((resolve) => setImmediate(resolve));
+      gates.splice(releaseFirst, 1)[0]!();
+      gates.splice(0, 1)[0]!();
+      const [a, b] = (await Promise.all(both)) as [NameChoice, NameChoice];
+      assert.notEqual(nameOf(a, east), nameOf(b, eastTwin));
+      assert.deepEqual(
+        [nameOf(a, east), nameOf(b, eastTwin)],
+        [weakName('eks', 'payments'), PROFILE_NAMES.candidates('cpsync', eastTwin)[0]],
+        'the first to ask holds the name while the hub answers',
+      );
+      assert.equal(b.collisions.length, 1);
+    }
   });
 
   it('never gives one name to two clusters, keeps every incumbent’s name and ignores the listing’s order (property)', async () => {

@@ -602,5 +602,9 @@ export function inventoryOptionsOf(config: CpsyncConfig): InventoryOptions {
       },
     })),
     deletionGraceListings: inventory.deletionGraceListings,
+    localClouds: (['eks', 'gke', 'aks'] as const).filter((cloud) => {
+      const endpoint = config.providers[cloud]?.endpoint;
+      return endpoint !== undefined && LOOPBACK.test(new URL(endpoint).hostname);
+    }),
   };
 }

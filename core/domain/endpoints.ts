@@ -38,10 +38,16 @@ function ipv4Number(dotted: string): number {
   return dotted.split('.').reduce((n, part) => n * 256 + Number(part), 0);
 }
 
-function refusedIpv4(address: number): boolean {
-  return REFUSED_IPV4.some(
-    ([first, bits]) => Math.floor(address / 2 ** (32 - bits)) === first / 2 ** (32 - bits),
-  );
+/** The loopback range, allowed only for clouds the configuration reaches on this machine (`canonicalServer`). */
+const LOOPBACK_IPV4 = ipv4Number('127.0.0.0');
+
+function inRange(address: number, first: number, bits: number): boolean {
+  return Math.floor(address / 2 ** (32 - bits)) === first / 2 ** (32 - bits);
+}
+
+function refusedIpv4(address: number, loopback: boolean): boolean {
+  if (loopback && inRange(address, LOOPBACK_IPV4, 8)) return false;
+  return REFUSED_IPV4.some(([first, bits]) => inRange(address, first, bits));
 }
 
 /** The eight 16-bit groups of an IPv6 address as the URL parser writes it (hex groups, at most one `::`). */
@@ -56,20 +62,21 @@ function ipv6Groups(address: string): number[] | undefined {
   return all.length === 8 && all.every((g) => Number.isInteger(g) && g >= 0 && g <= 0xffff) ? all : undefined;
 }
 
-function refusedIpv6(address: string): boolean {
+function refusedIpv6(address: string, loopback: boolean): boolean {
   const groups = ipv6Groups(address);
   if (!groups) return true;
+  if (loopback && groups.every((g, i) => g === (i === 7 ? 1 : 0))) return false; // ::1
   if ((groups[0]! & 0xffc0) === 0xfe80) return true; // link-local fe80::/10
   if (groups.every((g, i) => g === AWS_METADATA_IPV6[i])) return true;
   const carried = IPV4_CARRYING_PREFIXES.some((prefix) => prefix.every((g, i) => groups[i] === g));
-  return carried && refusedIpv4(groups[6]! * 0x10000 + groups[7]!);
+  return carried && refusedIpv4(groups[6]! * 0x10000 + groups[7]!, loopback);
 }
 
 /** Whether `hostname` (as the URL parser wrote it) is no server's. */
-function refusedHost(hostname: string): boolean {
-  if (hostname.startsWith('[')) return refusedIpv6(hostname.slice(1, -1));
+function refusedHost(hostname: string, loopback: boolean): boolean {
+  if (hostname.startsWith('[')) return refusedIpv6(hostname.slice(1, -1), loopback);
   // The parser writes every IPv4 address as a dotted quad, and a name that would be one is read as one.
-  if (/^\d+\.\d+\.\d+\.\d+$/.test(hostname)) return refusedIpv4(ipv4Number(hostname));
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(hostname)) return refusedIpv4(ipv4Number(hostname), loopback);
   // A name: a fully qualified name's trailing dot changes nothing a resolver does with it.
   const name = hostname.replace(/\.+$/, '');
   return !name.includes('.') || LOCAL_NAMES.test(name) || METADATA_NAMES.has(name);
@@ -88,11 +95,15 @@ function refusedHost(hostname: string): boolean {
  * is judged as the address it spells. Private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)
  * are servers: private endpoints are.
  *
- * Written in one canonical form, the URL parser's: `https://`, the host in lower case (IDNA's ASCII form for
- * a name, dotted decimal for IPv4, compressed hex in brackets for IPv6), `:port` unless 443, and the path
- * only when there is one — never a trailing `/` alone. A canonical URL comes back as it was.
+ * Written in one canonical form, the URL parser's: `https://`, the host (IDNA's ASCII form for a name, in the
+ * case the cloud gave it; dotted decimal for IPv4; compressed lower-case hex in brackets for IPv6), `:port`
+ * unless 443, and the path only when there is one — never a trailing `/` alone. A canonical URL comes back
+ * as it was.
+ *
+ * `loopback`: the cloud is one the configuration reaches on this machine (a local emulator, whose clusters
+ * run here too): loopback addresses (127.0.0.0/8, ::1) are its servers. Nothing a cloud reports turns it on.
  */
-export function canonicalServer(endpoint: string): string | undefined {
+export function canonicalServer(endpoint: string, { loopback = false } = {}): string | undefined {
   if (endpoint.length > MAX_SERVER_LENGTH) return undefined;
   // What no cloud's endpoint holds and the parser would silently drop or reinterpret: controls, spaces, `\`.
   // eslint-disable-next-line no-control-regex
@@ -107,8 +118,13 @@ export function canonicalServer(endpoint: string): string | undefined {
   }
   if (url.protocol !== 'https:' || url.hostname === '' || url.username !== '' || url.password !== '')
     return undefined;
-  if (url.search !== '' || url.hash !== '' || refusedHost(url.hostname)) return undefined;
-  const server = `https://${url.host}${url.pathname === '/' ? '' : url.pathname}`;
+  if (url.search !== '' || url.hash !== '' || refusedHost(url.hostname, loopback)) return undefined;
+  // A name keeps the case the cloud gave it (DNS ignores case, and consumers such as Argo CD match servers as
+  // exact strings: a profile written before must not change for it); everything else is the parser's.
+  const given = /^https:\/\/([^/:]+)/i.exec(endpoint)?.[1];
+  const name = !url.hostname.startsWith('[') && !/^\d+\.\d+\.\d+\.\d+$/.test(url.hostname);
+  const host = name && given?.toLowerCase() === url.hostname ? given : url.hostname;
+  const server = `https://${host}${url.port ? `:${url.port}` : ''}${url.pathname === '/' ? '' : url.pathname}`;
   return server.length <= MAX_SERVER_LENGTH ? server : undefined;
 }
 

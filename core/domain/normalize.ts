@@ -100,11 +100,11 @@ function placeCluster(cluster: ObservedCluster, options: InventoryOptions): Plac
  * The endpoints that may be servers (core/domain/endpoints.ts), each in its canonical spelling, once each
  * (two spellings of one address are one endpoint).
  */
-function validEndpoints(endpoints: readonly ObservedEndpoint[]): ObservedEndpoint[] {
+function validEndpoints(endpoints: readonly ObservedEndpoint[], loopback: boolean): ObservedEndpoint[] {
   const seen = new Set<string>();
   const valid: ObservedEndpoint[] = [];
   for (const endpoint of endpoints) {
-    const url = canonicalServer(endpoint.url);
+    const url = canonicalServer(endpoint.url, { loopback });
     if (url === undefined || seen.has(url)) continue;
     seen.add(url);
     valid.push({ ...endpoint, url });
@@ -354,7 +354,10 @@ function normalizeIn(
   placement: Placement,
   name: string,
 ): ClusterProfile {
-  const endpoints = orderEndpoints(validEndpoints(cluster.endpoints), options.features.privateEndpoints);
+  const endpoints = orderEndpoints(
+    validEndpoints(cluster.endpoints, options.localClouds?.includes(cluster.provider) ?? false),
+    options.features.privateEndpoints,
+  );
   const health = controlPlaneHealth(cluster);
 
   const props: Property[] = properties(cluster, placement, endpoints, options)

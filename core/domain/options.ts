@@ -81,6 +81,12 @@ export interface InventoryOptions {
    * @default 2
    */
   deletionGraceListings: number;
+  /**
+   * Clouds the configuration reaches on this machine (an `endpoint` on a loopback address: a local emulator):
+   * the servers they report may be loopback addresses, as their clusters run here too. No other cloud's may.
+   * @default none
+   */
+  localClouds?: readonly Provider[];
 }
 
 /** A namespace the hub must hold, labelled as a ClusterSet when it stands for one. */

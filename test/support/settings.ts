@@ -20,14 +20,19 @@ export function inventoryOptions(
     features?: Partial<InventoryOptions['features']>;
   } = {},
 ): InventoryOptions {
-  const { manager, features, consumers, ...inventory } = overrides;
+  const { manager, features, consumers, localClouds, ...inventory } = overrides;
   const options = settingsFrom({
     ...(manager !== undefined ? { manager } : {}),
     ...(features !== undefined ? { features } : {}),
     inventory,
   }).options;
-  // Consumers as the core takes them (the configuration's form is checked in config.test.ts).
-  return consumers === undefined ? options : { ...options, consumers };
+  // Consumers, and the clouds reached on this machine, as the core takes them (the configuration's form is
+  // checked in config.test.ts).
+  return {
+    ...options,
+    ...(consumers === undefined ? {} : { consumers }),
+    ...(localClouds === undefined ? {} : { localClouds }),
+  };
 }
 
 /** The settings of a run with the configuration's defaults and `options`. */

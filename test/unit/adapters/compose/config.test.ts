@@ -267,6 +267,12 @@ describe('configuration', () => {
       },
     });
     assert.deepEqual(config.providers.aks?.subscriptions, ['aaaaaaaa-0000-0000-0000-000000000000']);
+    // Clouds reached on this machine (emulators) may report loopback servers; no other may.
+    assert.deepEqual(inventoryOptionsOf(config).localClouds, ['gke', 'aks']);
+    const remote = parseConfig({
+      providers: { gke: { projects: ['acme-data'], endpoint: 'https://container.example.com' } },
+    });
+    assert.deepEqual(inventoryOptionsOf(remote).localClouds, []);
   });
 
   it('reads consumers, and refuses an unknown level or identity form, an unbound namespace or a name twice, naming the field', () => {

@@ -109,7 +109,8 @@ describe('endpoints: what may be a server', () => {
     ['https://[::ffff:34.76.10.20]', 'https://[::ffff:224c:a14]'],
     ['https://metadata.example.com', 'https://metadata.example.com'],
     // Written in the canonical spelling.
-    ['https://ABC.gr7.us-east-1.eks.amazonaws.com/', 'https://abc.gr7.us-east-1.eks.amazonaws.com'],
+    ['https://ABC.gr7.us-east-1.eks.amazonaws.com/', 'https://ABC.gr7.us-east-1.eks.amazonaws.com'],
+    ['https://Api.Example.COM:443', 'https://Api.Example.COM'],
     ['HTTPS://api.example.com', 'https://api.example.com'],
     ['https://api.example.com:443/', 'https://api.example.com'],
     ['https://api.example.com:06443/', 'https://api.example.com:6443'],
@@ -128,6 +129,24 @@ describe('endpoints: what may be a server', () => {
     it(`writes ${JSON.stringify(endpoint)} as ${server}`, () => {
       assert.equal(canonicalServer(endpoint), server);
     });
+
+  it('takes loopback addresses as servers only of a cloud the configuration reaches on this machine, and nothing else it refuses', () => {
+    for (const server of ['https://127.0.0.2', 'https://127.0.0.1:6443', 'https://[::1]:8443'])
+      assert.equal(canonicalServer(server), undefined, `${server} from a cloud elsewhere`);
+    assert.equal(canonicalServer('https://127.0.0.2', { loopback: true }), 'https://127.0.0.2');
+    assert.equal(canonicalServer('https://2130706434', { loopback: true }), 'https://127.0.0.2');
+    assert.equal(canonicalServer('https://[::1]:8443', { loopback: true }), 'https://[::1]:8443');
+    for (const server of [
+      'https://169.254.169.254',
+      'https://[fd00:ec2::254]',
+      'https://0.0.0.0',
+      'https://[::]',
+      'https://[fe80::1]',
+      'https://localhost',
+      'https://metadata.google.internal',
+    ])
+      assert.equal(canonicalServer(server, { loopback: true }), undefined, server);
+  });
 
   it('spells the KEP endpoint as host:port, 443 when the server names none', () => {
     assert.equal(endpointHostPort('https://34.76.10.20'), '34.76.10.20:443');

@@ -260,7 +260,7 @@ describe('normalize: status', () => {
     // Written in the canonical spelling (core/domain/endpoints.ts): a canonical URL as it came.
     for (const [url, server] of [
       ['https://34.76.10.20', 'https://34.76.10.20'],
-      ['https://ABC.gr7.us-east-1.eks.amazonaws.com', 'https://abc.gr7.us-east-1.eks.amazonaws.com'],
+      ['https://ABC.gr7.us-east-1.eks.amazonaws.com', 'https://ABC.gr7.us-east-1.eks.amazonaws.com'],
       ['https://[fd00::1]:443', 'https://[fd00::1]'],
     ]) {
       const profile = normalize(
@@ -270,6 +270,20 @@ describe('normalize: status', () => {
       );
       assert.equal(profile.status?.accessProviders?.[0]?.cluster?.server, server, url);
     }
+  });
+
+  it('writes loopback servers only for a cloud the configuration reaches on this machine (a local emulator)', () => {
+    const local = eksCluster({ endpoints: [{ url: 'https://127.0.0.2', visibility: 'public' }] });
+    assert.deepEqual(normalize(local, options, NOW).status?.accessProviders, []);
+    const emulated = { ...options, localClouds: ['eks' as const] };
+    assert.equal(
+      normalize(local, emulated, NOW).status?.accessProviders?.[0]?.cluster?.server,
+      'https://127.0.0.2',
+    );
+    const metadata = eksCluster({ endpoints: [{ url: 'https://169.254.169.254', visibility: 'public' }] });
+    assert.deepEqual(normalize(metadata, emulated, NOW).status?.accessProviders, [], 'metadata never');
+    const gke = gkeCluster({ endpoints: [{ url: 'https://127.0.0.2', visibility: 'public' }] });
+    assert.deepEqual(normalize(gke, emulated, NOW).status?.accessProviders, [], 'another cloud is not local');
   });
 
   it('writes location as cloud/region, or cloud/zone for zonal clusters, with topology properties', () => {
@@ -388,7 +402,7 @@ describe('normalize: status', () => {
     const eks = eksProfile.status!.accessProviders!;
     assert.equal(eks.length, 1);
     assert.equal(eks[0]!.name, 'eks');
-    assert.equal(eks[0]!.cluster!.server, 'https://payments1234.gr7.us-east-1.eks.amazonaws.com');
+    assert.equal(eks[0]!.cluster!.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
     assert.equal(eks[0]!.cluster!['certificate-authority-data'], TEST_CA_DATA);
     assert.deepEqual(eks[0]!.cluster!.extensions, [
       {
@@ -463,7 +477,7 @@ describe('normalize: status', () => {
       const cluster = profile.status!.accessProviders![0]!.cluster!;
       assert.equal(cluster['certificate-authority-data'], undefined, bad);
       assert.equal(prop(profile, 'cpsync.io/certificate-authority-omitted'), reason, bad);
-      assert.equal(cluster.server, 'https://payments1234.gr7.us-east-1.eks.amazonaws.com');
+      assert.equal(cluster.server, 'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com');
       assert.deepEqual(crdViolations(profile), []);
     }
     // A bundle of two certificates is kept whole.

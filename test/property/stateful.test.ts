@@ -1,7 +1,9 @@
 /**
  * The net under both promises: a stateful, model-based property test (fast-check commands) that drives
  * the real `cpsync` CLI against the local estate with random sequences of cloud changes (create,
- * delete, upgrade, a zonal cluster moved to another zone of its region), syncs over random
+ * delete, upgrade, a zonal cluster moved to another zone of its region, a twin: a cluster named as a live
+ * one in another region, zone or resource group — the command is built with names weak enough that twins
+ * want the same profile name), syncs over random
  * `--provider`/`--scope` selections (every shape the CLI accepts, covered or not), runs killed at random
  * points (SIGKILL, SIGTERM, SIGINT), two runs at once, unreadable outbox files, hand-made junk in the
  * hub, a closed stdout (the bus gone), cloud outages, and clusters the clouds are still changing (being
@@ -34,7 +36,14 @@ import {
   type Emulators,
 } from '../env/emulators.ts';
 import { accountCredentials, createEksClusters } from '../support/aws.ts';
-import { hasStackTrace, jsonLines, runCli, type CliOptions, type CliRun } from '../support/cli.ts';
+import {
+  cliWithNames,
+  hasStackTrace,
+  jsonLines,
+  runCli,
+  type CliOptions,
+  type CliRun,
+} from '../support/cli.ts';
 import { liveClusters, readInventory, type DeliveredEvent, type StoredProfile } from '../support/oracle.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 import type { ManagedClusterJson } from '../env/fakes/armServer.ts';
@@ -54,6 +63,8 @@ interface Model {
     location: string;
     /** The cloud is still changing it: a DELETING cluster still exists, and its profile must stay. */
     inChange?: Transition;
+    /** AKS: its resource group, when not `rg-<name>` (a twin). */
+    group?: string;
   }>;
   next: number;
 }
@@ -76,11 +87,16 @@ class Real {
   /** How each cluster in change settles, by `provider/name`. */
   readonly holds = new Map<string, () => void>();
   runs = 0;
+  /** Name collisions the runs reported (twins wanting one name). */
+  collisions = 0;
 
   readonly emulators: Emulators;
+  /** The `cpsync` command under test: built with names weak enough to collide (see CreateTwin). */
+  readonly command: string;
 
-  constructor(emulators: Emulators, base: Record<string, unknown>, id: number) {
+  constructor(emulators: Emulators, base: Record<string, unknown>, id: number, command: string) {
     this.emulators = emulators;
+    this.command = command;
     this.directory = join(emulators.directory, `sequence-${id}`);
     mkdirSync(this.directory, { recursive: true });
     const document = structuredClone(base) as Record<string, unknown>;
@@ -102,9 +118,11 @@ class Real {
     const run = await runCli([...args, '--config', this.config], {
       cwd: this.directory,
       env: this.emulators.env,
+      command: this.command,
       ...options,
     });
     this.delivered.push(...jsonLines<DeliveredEvent>(run.stdout));
+    this.collisions += run.stderr.match(/name collision/g)?.length ?? 0;
     assert.ok(!hasStackTrace(run.stderr), `a stack trace:\n${run.stderr}`);
     // I5: what a cloud said is shown, never acted on: no control, bidi or zero-width character reaches the
     // terminal (JSON event lines escape controls; bidi characters in them are data, not display).
@@ -312,7 +330,13 @@ class CreateCluster implements Command {
   toString = () => `create ${this.provider} #${this.pick}`;
 }
 
-async function createCluster(emulators: Emulators, provider: string, name: string, location: string) {
+async function createCluster(
+  emulators: Emulators,
+  provider: string,
+  name: string,
+  location: string,
+  group = `rg-${name}`,
+) {
   if (provider === 'eks') await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, location, [{ name }]);
   else if (provider === 'gke')
     emulators.gke.clusters.set(GCP_PROJECT, [
@@ -322,7 +346,7 @@ async function createCluster(emulators: Emulators, provider: string, name: strin
   else
     emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
       ...(emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? []),
-      { ...aksCluster(name, `rg-${name}`), location },
+      { ...aksCluster(name, group), location },
     ]);
 }
 
@@ -342,11 +366,47 @@ async function deleteCluster(emulators: Emulators, cluster: Model['live'][number
         (c) => !(c.name === cluster.name && c.location === cluster.location),
       ),
     );
-  else
+  else {
+    const id = aksCluster(cluster.name, cluster.group ?? `rg-${cluster.name}`).id;
     emulators.arm.clusters.set(
       AZURE_SUBSCRIPTION,
-      (emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? []).filter((c) => c.name !== cluster.name),
+      (emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? []).filter((c) => c.id !== id),
     );
+  }
+}
+
+/** Whether another live cluster of the same cloud has `cluster`'s name (a twin): the steps that find a cluster by name leave both alone. */
+const twinned = (model: Readonly<Model>, cluster: Model['live'][number]) =>
+  model.live.some((c) => c !== cluster && c.provider === cluster.provider && c.name === cluster.name);
+
+/**
+ * A cluster named as a live one, in another region, zone or resource group of the same cloud: under the
+ * weak names the command is built with, both want one profile name. The profile on the hub keeps it; the
+ * newcomer gets its own (I1 holds the incumbent's profile to it: never deleted, re-created or marked missing).
+ */
+class CreateTwin implements Command {
+  readonly pick: number;
+  constructor(pick: number) {
+    this.pick = pick;
+  }
+  check = (model: Readonly<Model>) => model.live.length > 0;
+  async run(model: Model, real: Real) {
+    const of = model.live[this.pick % model.live.length]!;
+    const taken = (location: string) =>
+      model.live.some((c) => c.provider === of.provider && c.name === of.name && c.location === location);
+    const n = model.next++;
+    const location =
+      of.provider === 'eks'
+        ? EKS_REGIONS.find((r) => !taken(r))
+        : of.provider === 'gke'
+          ? GKE_LOCATIONS.find((l) => !taken(l))
+          : AKS_LOCATIONS[this.pick % AKS_LOCATIONS.length]!;
+    if (location === undefined) return;
+    const group = of.provider === 'aks' ? `rg-${of.name.slice(0, 50)}-twin${n}` : undefined;
+    await createCluster(real.emulators, of.provider, of.name, location, group);
+    model.live.push({ provider: of.provider, name: of.name, location, ...(group ? { group } : {}) });
+  }
+  toString = () => `a twin of #${this.pick} (its name, elsewhere)`;
 }
 
 class DeleteCluster implements Command {
@@ -405,9 +465,11 @@ class MoveZone implements Command {
     this.pick = pick;
   }
   check = (model: Readonly<Model>) =>
-    model.live.some((c) => c.provider === 'gke' && /-[bc]$/.test(c.location));
+    model.live.some((c) => c.provider === 'gke' && /-[bc]$/.test(c.location) && !twinned(model, c));
   async run(model: Model, real: Real) {
-    const candidates = model.live.filter((c) => c.provider === 'gke' && /-[bc]$/.test(c.location));
+    const candidates = model.live.filter(
+      (c) => c.provider === 'gke' && /-[bc]$/.test(c.location) && !twinned(model, c),
+    );
     const cluster = candidates[this.pick % candidates.length]!;
     await deleteCluster(real.emulators, cluster);
     const to = cluster.location.endsWith('-b') ? 'europe-west1-c' : 'europe-west1-b';
@@ -440,7 +502,7 @@ class EnterChange implements Command {
       cluster = { provider, name, location };
       model.live.push(cluster);
     } else {
-      const steady = model.live.filter((c) => c.provider !== 'eks' && !c.inChange);
+      const steady = model.live.filter((c) => c.provider !== 'eks' && !c.inChange && !twinned(model, c));
       cluster = steady[this.pick % Math.max(steady.length, 1)];
       if (!cluster) return;
     }
@@ -731,6 +793,7 @@ const commands = [
     .tuple(fc.constantFrom('eks', 'gke', 'aks'), fc.nat(20))
     .map(([p, n]) => new CreateCluster(p as 'eks', n)),
   fc.nat(20).map((n) => new DeleteCluster(n)),
+  fc.nat(20).map((n) => new CreateTwin(n)),
   fc.nat(20).map((n) => new UpgradeCluster(n)),
   fc.nat(20).map((n) => new MoveZone(n)),
   fc
@@ -760,8 +823,10 @@ const commands = [
 describe('both promises over random sequences (stateful property test)', () => {
   let emulators: Emulators;
   let base: Record<string, unknown>;
+  let command: string;
 
   before(async () => {
+    command = await cliWithNames('weak');
     emulators = await startEmulators({ directory: temporaryDirectory('cpsync-stateful-') });
     base = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
   });
@@ -771,6 +836,7 @@ describe('both promises over random sequences (stateful property test)', () => {
     let sequences = 0;
     let steps = 0;
     let cliRuns = 0;
+    let collisions = 0;
     const trace: string[] = [];
     const started = Date.now();
     await fc.assert(
@@ -795,7 +861,7 @@ describe('both promises over random sequences (stateful property test)', () => {
           ],
           next: 0,
         };
-        const real = new Real(emulators, base, sequences);
+        const real = new Real(emulators, base, sequences, command);
         // A running inventory to start from: what follows changes it.
         await real.afterSync([await real.cli(['sync'])]);
         await fc.asyncModelRun(() => ({ model, real }), sequence);
@@ -805,6 +871,7 @@ describe('both promises over random sequences (stateful property test)', () => {
         await settleAll(model, real);
         await real.converged();
         cliRuns += real.runs;
+        collisions += real.collisions;
       }),
       {
         seed: SEED,
@@ -819,7 +886,7 @@ describe('both promises over random sequences (stateful property test)', () => {
     );
     if (process.env.CPSYNC_PROPERTY_VERBOSE) console.log(JSON.stringify(trace, null, 1));
     console.log(
-      `stateful property: seed ${SEED}, ${sequences} random sequences, ${steps} steps, ${cliRuns} CLI runs in ${((Date.now() - started) / 1000).toFixed(1)} s`,
+      `stateful property: seed ${SEED}, ${sequences} random sequences, ${steps} steps, ${cliRuns} CLI runs (${collisions} name collisions reported) in ${((Date.now() - started) / 1000).toFixed(1)} s`,
     );
     assert.ok(sequences >= 3, `only ${sequences} sequences ran in the time allowed`);
   });

@@ -1,10 +1,17 @@
 /**
  * `cpsync doctor`: whether the identity running cpsync can do its work, checked without changing anything —
- * the hub (each inventory namespace read, and what cpsync writes there allowed by the hub's own authorizer),
+ * the hub (each inventory namespace read, and what cpsync writes there allowed by the hub's own authorizer;
+ * on a Kubernetes hub, whether the admission policy that lets only cpsync write its profiles is in force),
  * the bus, the outbox, and every configured scope listed. The CLI runs it with its own credentials, and a
  * deployed stack's scope worker with its role (`cpsync doctor --function`).
  */
-import { AuthorizationV1Api } from '@kubernetes/client-node';
+import {
+  AdmissionregistrationV1Api,
+  ApiException,
+  AuthorizationV1Api,
+  type V1ValidatingAdmissionPolicy,
+  type V1ValidatingAdmissionPolicyBinding,
+} from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { messageOf } from '../../core/domain/errors.ts';
 import { LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
@@ -95,6 +102,105 @@ async function hubChecks(composition: Composition): Promise<DoctorCheck[]> {
   );
 }
 
+/** The admission policy and its binding (adapters/hub/manifests/admission-policy.yaml): one name for both. */
+const ADMISSION_POLICY = 'cpsync-clusterprofiles';
+const ADMISSION_POLICY_FILE = 'adapters/hub/manifests/admission-policy.yaml';
+
+/** The string a policy variable's expression is, when it is a plain CEL string literal (`'cpsync'`). */
+function literalOf(policy: V1ValidatingAdmissionPolicy, variable: string): string | undefined {
+  const expression = policy.spec?.variables?.find((v) => v.name === variable)?.expression;
+  return expression
+    ?.trim()
+    .match(/^'([^'\\]*)'$|^"([^"\\]*)"$/)
+    ?.slice(1)
+    .find((v) => v !== undefined);
+}
+
+/** Why the policy and binding read from the hub do not guard `manager`'s profiles, or undefined when they do. */
+function notInForce(
+  policy: V1ValidatingAdmissionPolicy | undefined,
+  binding: V1ValidatingAdmissionPolicyBinding | undefined,
+  manager: string,
+): string | undefined {
+  if (!policy) return `the ValidatingAdmissionPolicy ${ADMISSION_POLICY} is not on the hub`;
+  if (!binding) return `the ValidatingAdmissionPolicyBinding ${ADMISSION_POLICY} is not on the hub`;
+  if (binding.spec?.policyName !== ADMISSION_POLICY)
+    return `the binding ${ADMISSION_POLICY} binds ${JSON.stringify(binding.spec?.policyName ?? '')}, not the policy ${ADMISSION_POLICY}`;
+  const actions = binding.spec.validationActions ?? [];
+  if (!actions.includes('Deny'))
+    return `the binding ${ADMISSION_POLICY} does not deny (validationActions: ${actions.join(', ') || 'none'})`;
+  if (policy.spec?.failurePolicy === 'Ignore')
+    return `the policy's failurePolicy is Ignore (a request it cannot evaluate is let through)`;
+  const guarded = literalOf(policy, 'manager');
+  if (guarded !== undefined && guarded !== manager)
+    return `the policy guards the manager ${JSON.stringify(guarded)}, this configuration's is ${JSON.stringify(manager)} (set its manager variable)`;
+  return undefined;
+}
+
+/** The API server's own words for a failed request. */
+function apiMessage(error: unknown): string {
+  if (!(error instanceof ApiException)) return messageOf(error);
+  const body: unknown = typeof error.body === 'string' ? safeJson(error.body) : error.body;
+  const message = (body as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' ? message : `HTTP ${error.code}`;
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { message: text };
+  }
+}
+
+/**
+ * On a Kubernetes hub: whether the admission policy that lets only cpsync's identity write its profiles is in
+ * force — the policy and its binding read by name, the binding denying what the policy refuses.
+ */
+async function admissionPolicyCheck(composition: Composition): Promise<DoctorCheck[]> {
+  if (!composition.hubKubeConfig) return [];
+  const subject = `admission policy ${ADMISSION_POLICY}`;
+  const absentIfNotFound = async <T>(read: Promise<T>): Promise<T | undefined> => {
+    try {
+      return await read;
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      throw error;
+    }
+  };
+  let policy: V1ValidatingAdmissionPolicy | undefined;
+  let binding: V1ValidatingAdmissionPolicyBinding | undefined;
+  try {
+    const api = (await composition.hubKubeConfig()).makeApiClient(AdmissionregistrationV1Api);
+    [policy, binding] = await Promise.all([
+      absentIfNotFound(api.readValidatingAdmissionPolicy({ name: ADMISSION_POLICY })),
+      absentIfNotFound(api.readValidatingAdmissionPolicyBinding({ name: ADMISSION_POLICY })),
+    ]);
+  } catch (error) {
+    const refused = error instanceof ApiException && (error.code === 401 || error.code === 403);
+    return [
+      {
+        subject,
+        ok: false,
+        detail: refused
+          ? `cannot tell whether it is in force: the hub does not let this identity read it (${apiMessage(error)}) — bind the ClusterRole cpsync:admission-policy (adapters/hub/manifests/rbac.yaml)`
+          : `cannot tell whether it is in force: ${apiMessage(error)}`,
+      },
+    ];
+  }
+  const manager = composition.settings.options.manager;
+  const why = notInForce(policy, binding, manager);
+  if (why) return [{ subject, ok: false, detail: `not in force: ${why} — apply ${ADMISSION_POLICY_FILE}` }];
+  const identity = literalOf(policy!, 'identity');
+  return [
+    {
+      subject,
+      ok: true,
+      detail: `in force: only ${identity === undefined ? 'its identity' : `the user ${identity}`} writes the profiles of manager ${manager} (binding ${ADMISSION_POLICY}, Deny)`,
+    },
+  ];
+}
+
 /**
  * The access grants (while the feature is on and a consumer has a Google identity): each GKE project's IAM policy,
  * which cpsync must read and write for GKE's project role, read without changing it.
@@ -125,6 +231,7 @@ async function grantChecks(composition: Composition, scopes: readonly Scope[]): 
 export async function doctor(composition: Composition, options: DoctorOptions = {}): Promise<DoctorReport> {
   const checks: DoctorCheck[] = [];
   checks.push(...(await hubChecks(composition)));
+  checks.push(...(await admissionPolicyCheck(composition)));
 
   const { bus, outbox } = composition.ports;
   try {

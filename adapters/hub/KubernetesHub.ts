@@ -68,6 +68,17 @@ interface ProfileList {
   metadata?: { continue?: string };
 }
 
+/** The API server's Status in a response body (the client leaves some bodies as their JSON text). */
+function statusOf(body: unknown): { message?: string } | string | undefined {
+  if (typeof body !== 'string') return body as { message?: string } | undefined;
+  try {
+    const parsed: unknown = JSON.parse(body);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as { message?: string }) : body;
+  } catch {
+    return body;
+  }
+}
+
 /**
  * A hub error naming the operation and its target, with the API server's own message (not the raw response);
  * `forbiddenHint` is added to a refusal (403), saying what would grant it.
@@ -77,7 +88,7 @@ export function translate(error: unknown, operation: string, target: string, for
     const detail = messageOf(error);
     return new HubUnavailableError(operation, target, detail, undefined, { cause: error });
   }
-  const body = error.body as { message?: string } | string | undefined;
+  const body = statusOf(error.body);
   const detail =
     (typeof body === 'object' && body?.message) || (typeof body === 'string' && body) || error.message;
   const status = error.code;
@@ -101,13 +112,26 @@ export function translate(error: unknown, operation: string, target: string, for
 /** The RoleBinding (of the ClusterRole in manifests/rbac.yaml) that grants cpsync the profiles of a namespace. */
 const PROFILES_ROLE_BINDING = 'cpsync:clusterprofiles';
 
-/** `translate` for a ClusterProfile request: a refusal names the RoleBinding the namespace lacks. */
+/** Whether the hub's refusal is an admission policy's (its message names the policy), not the authorizer's. */
+function refusedByAdmissionPolicy(error: unknown): boolean {
+  if (!(error instanceof ApiException) || error.code !== 403) return false;
+  const body = statusOf(error.body);
+  const message = typeof body === 'string' ? body : body?.message;
+  return message?.includes('ValidatingAdmissionPolicy') ?? false;
+}
+
+/**
+ * `translate` for a ClusterProfile request: an authorizer's refusal names the RoleBinding the namespace lacks (an
+ * admission policy's, adapters/hub/manifests/admission-policy.yaml, says what it refused in its own words).
+ */
 function translateProfile(error: unknown, operation: string, target: string, namespace: string): Error {
   return translate(
     error,
     operation,
     target,
-    `namespace ${namespace} needs the RoleBinding ${PROFILES_ROLE_BINDING} (ClusterRole ${PROFILES_ROLE_BINDING}, adapters/hub/manifests/rbac.yaml) for the identity cpsync runs as`,
+    refusedByAdmissionPolicy(error)
+      ? undefined
+      : `namespace ${namespace} needs the RoleBinding ${PROFILES_ROLE_BINDING} (ClusterRole ${PROFILES_ROLE_BINDING}, adapters/hub/manifests/rbac.yaml) for the identity cpsync runs as`,
   );
 }
 

@@ -17,7 +17,6 @@ import type { Context } from 'aws-lambda';
 import { z } from 'zod';
 import type { Composition } from '../../adapters/compose/compose.ts';
 import { memoizeUntilFailure } from '../../adapters/shared/memo.ts';
-import { LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
 import { DetailType } from '../../events/detailTypes.ts';
 import { parseCpsyncEvent } from '../../events/parse.ts';
 import type { CpsyncEventBridgeEvent } from '../../events/types.ts';
@@ -29,6 +28,7 @@ import {
   withPowertools,
 } from '../runtime.ts';
 import type { ArgoCdClusters, Outcome, ReconcileReport } from './argocd/ArgoCdClusters.ts';
+import { untrustedReason } from './argocd/untrustedReason.ts';
 
 export interface ArgoCdDeps {
   composition: Composition;
@@ -88,6 +88,7 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
       namespace: settings.ARGOCD_NAMESPACE,
       command: settings.ARGOCD_CREDENTIALS_COMMAND,
       extraArgs: settings.ARGOCD_CREDENTIALS_ARGS,
+      manager: composition.settings.options.manager,
     });
     return { composition, clusters };
   });
@@ -96,7 +97,8 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
 /**
  * What one event did to the Secrets. An event is only a notification: anyone allowed to put events on the
  * bus can send one that looks like cpsync's, so the profile is always read from the hub (never taken from
- * the event), and only profiles of the configured manager in one of its inventory namespaces are acted on.
+ * the event), and only profiles of the configured manager in one of its inventory namespaces are acted on —
+ * those whose manager label, `spec.clusterManager.name` and provider id annotation all say so (untrustedReason).
  */
 async function apply(
   deps: ArgoCdDeps,
@@ -111,8 +113,8 @@ async function apply(
   if (!inventoryNamespaces(options).some((ns) => ns.name === namespace))
     return { outcome: 'skipped', reason: `${namespace} is not an inventory namespace of this configuration` };
   const current = await hub.get({ namespace, name });
-  if (current && current.metadata.labels?.[LABEL_CLUSTER_MANAGER] !== options.manager)
-    return { outcome: 'skipped', reason: `${namespace}/${name} is not managed by ${options.manager}` };
+  const untrusted = current && untrustedReason(current, options.manager);
+  if (untrusted) return { outcome: 'skipped', reason: untrusted };
   switch (event['detail-type']) {
     case DetailType.Created:
     case DetailType.Updated:

@@ -19,7 +19,8 @@ import {
 } from '../env/emulators.ts';
 import { assertNoCredentials } from '../support/secrets.ts';
 import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
-import { adminKubeConfig, profileOfAnother } from '../support/hub.ts';
+import { adminKubeConfig, localHub, profileOfAnother } from '../support/hub.ts';
+import { installAdmissionPolicy } from '../support/hubManifests.ts';
 import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
 import { CLI } from '../support/cli.ts';
 
@@ -601,15 +602,22 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     await baseline();
     captured.push((await cli('list', '--output', 'yaml')).stdout);
     captured.push(JSON.stringify(await profiles()));
-    // The doctor's checks, passing and with a refusal it reports in the cloud's words (cli() captures both).
-    assert.equal((await cli('doctor', '--output', 'json')).code, 0);
-    const refuse = emulators.proxy.intercept((call) =>
-      call.operation === 'AssumeRole'
-        ? stsAccessDenied(`arn:aws:iam::${EKS_ACCOUNT}:role/cpsync-reader`)
-        : undefined,
-    );
-    const refused = await cli('doctor');
-    refuse();
+    // The doctor's checks, passing and with a refusal it reports in the cloud's words (cli() captures both); the
+    // hub's admission policy in place (its binding matching no namespace here: what the doctor reads is there).
+    const policy = await installAdmissionPolicy(adminKubeConfig(await localHub()));
+    let refused: Awaited<ReturnType<typeof cli>>;
+    try {
+      assert.equal((await cli('doctor', '--output', 'json')).code, 0);
+      const refuse = emulators.proxy.intercept((call) =>
+        call.operation === 'AssumeRole'
+          ? stsAccessDenied(`arn:aws:iam::${EKS_ACCOUNT}:role/cpsync-reader`)
+          : undefined,
+      );
+      refused = await cli('doctor');
+      refuse();
+    } finally {
+      await policy.remove();
+    }
     assert.equal(refused.code, 1);
     assert.match(refused.stdout, /✖ scope eks\/210987654321\/us-east-1: AccessDenied/);
     await drain();

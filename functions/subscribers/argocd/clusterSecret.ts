@@ -8,6 +8,7 @@
  */
 import {
   ANNOTATION_PROVIDER_ID,
+  DEFAULT_MANAGER,
   LABEL_ACCOUNT,
   LABEL_PROJECTED_FROM,
   LABEL_PROVIDER,
@@ -18,6 +19,7 @@ import { labelValue } from '../../../core/domain/labels.ts';
 import { cut } from '../../../core/domain/text.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import { targetOfExtension } from '../../../adapters/credentials/target.ts';
+import { untrustedReason } from './untrustedReason.ts';
 
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -35,6 +37,12 @@ export interface SecretOptions {
   command?: string;
   /** Arguments added after the cluster's flags (e.g. `--role-name cpsync-reader`). */
   extraArgs?: readonly string[];
+  /**
+   * The manager whose profiles are acted on (the configuration's `inventory.manager`): only a profile whose label,
+   * `spec.clusterManager.name` and `cpsync.io/provider-id` annotation say it wrote it gets a Secret.
+   * @default 'cpsync'
+   */
+  manager?: string;
 }
 
 /** A Secret as the Kubernetes API takes it (`stringData` left out: `data` only, base64). */
@@ -76,13 +84,16 @@ function credentialArgs(extension: unknown): string[] {
 }
 
 /**
- * The Secret for `profile`, or why there is none: a projected copy (the cluster's own profile has one),
- * or a profile with no access provider (no endpoint cpsync could name).
+ * The Secret for `profile`, or why there is none: a profile not written by the manager (see untrustedReason), a
+ * projected copy (the cluster's own profile has one), or a profile with no access provider (no endpoint cpsync
+ * could name).
  */
 export function clusterSecretOf(
   profile: ClusterProfile,
   options: SecretOptions,
 ): { secret: ClusterSecret } | { skipped: string } {
+  const untrusted = untrustedReason(profile, options.manager ?? DEFAULT_MANAGER);
+  if (untrusted) return { skipped: untrusted };
   const { namespace, name, uid, resourceVersion, labels = {}, annotations = {} } = profile.metadata;
   if (labels[LABEL_PROJECTED_FROM])
     return { skipped: `a projected copy of ${labels[LABEL_PROJECTED_FROM]}'s profile; that one is used` };

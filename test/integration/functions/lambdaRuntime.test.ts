@@ -42,6 +42,7 @@ import { serveEksAccessEntries, type EksAccessEntries } from '../../env/eksAcces
 import { createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
+import { installAdmissionPolicy } from '../../support/hubManifests.ts';
 import {
   decide,
   exercises,
@@ -930,58 +931,67 @@ describe('the deployed assets under the Lambda runtime', () => {
       (awsCalls[worker.name] ??= []).push(...emulators.proxy.calls);
       return result;
     };
-    const healthy = await record(runCli(['doctor', '--function', 'function'], { env }));
-    assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr);
-    const lines = healthy.stdout.trim().split('\n');
-    assert.deepEqual(
-      lines
-        .slice(0, -1)
-        .map((line) => line.split(': ')[0])
-        .sort(),
-      [
-        `✔ hub ${namespace}`,
-        // The namespace clusters tagged access=deploy are projected into.
-        `✔ hub ${deployNamespace}`,
-        '✔ bus',
-        '✔ outbox',
-        `✔ scope aks/${AZURE_SUBSCRIPTION}/*`,
-        `✔ scope eks/${EKS_ACCOUNT}/eu-west-1`,
-        `✔ scope eks/${EKS_ACCOUNT}/us-east-1`,
-        `✔ scope gke/${GCP_PROJECT}/*`,
-      ].sort(),
-      healthy.stdout,
-    );
-    assert.match(lines[0]!, /every write cpsync makes is allowed/);
-    assert.match(lines[1]!, /every write cpsync makes is allowed/);
-    assert.match(lines[2]!, /EventBridge bus cpsync/);
-    assert.equal(lines.at(-1), 'cpsync doctor: all 8 checks passed in function');
-
-    // EKS refuses the member role's listing in one region: that scope fails, by name; the rest pass.
-    const refuse = emulators.proxy.intercept((call) =>
-      call.service === 'eks' && call.region === 'eu-west-1' && call.path.split('?')[0] === '/clusters'
-        ? {
-            status: 403,
-            headers: { 'x-amzn-errortype': 'AccessDeniedException' },
-            body: JSON.stringify({ message: 'not authorized to perform: eks:ListClusters' }),
-          }
-        : undefined,
-    );
+    // The hub's admission policy in place (its binding matching no namespace here: what the doctor reads is there).
+    const policy = await installAdmissionPolicy(adminKubeConfig((await estate).state));
     try {
-      const refused = await record(runCli(['doctor', '--function', 'function'], { env }));
-      assert.equal(refused.code, 1, refused.stdout + refused.stderr);
-      const failed = refused.stdout.split('\n').filter((line) => line.startsWith('✖'));
-      assert.equal(failed.length, 1, refused.stdout);
-      assert.match(failed[0]!, new RegExp(`^✖ scope eks/${EKS_ACCOUNT}/eu-west-1: .*eks:ListClusters`));
-      assert.match(refused.stdout, /cpsync doctor: 1 of 8 checks failed/);
+      const healthy = await record(runCli(['doctor', '--function', 'function'], { env }));
+      assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr);
+      const lines = healthy.stdout.trim().split('\n');
+      assert.deepEqual(
+        lines
+          .slice(0, -1)
+          .map((line) => line.split(': ')[0])
+          .sort(),
+        [
+          `✔ hub ${namespace}`,
+          // The namespace clusters tagged access=deploy are projected into.
+          `✔ hub ${deployNamespace}`,
+          '✔ admission policy cpsync-clusterprofiles',
+          '✔ bus',
+          '✔ outbox',
+          `✔ scope aks/${AZURE_SUBSCRIPTION}/*`,
+          `✔ scope eks/${EKS_ACCOUNT}/eu-west-1`,
+          `✔ scope eks/${EKS_ACCOUNT}/us-east-1`,
+          `✔ scope gke/${GCP_PROJECT}/*`,
+        ].sort(),
+        healthy.stdout,
+      );
+      assert.match(lines[0]!, /every write cpsync makes is allowed/);
+      assert.match(lines[1]!, /every write cpsync makes is allowed/);
+      assert.match(lines[2]!, /^✔ admission policy cpsync-clusterprofiles: in force/);
+      assert.match(lines[3]!, /EventBridge bus cpsync/);
+      assert.equal(lines.at(-1), 'cpsync doctor: all 9 checks passed in function');
+
+      // EKS refuses the member role's listing in one region: that scope fails, by name; the rest pass.
+      const refuse = emulators.proxy.intercept((call) =>
+        call.service === 'eks' && call.region === 'eu-west-1' && call.path.split('?')[0] === '/clusters'
+          ? {
+              status: 403,
+              headers: { 'x-amzn-errortype': 'AccessDeniedException' },
+              body: JSON.stringify({ message: 'not authorized to perform: eks:ListClusters' }),
+            }
+          : undefined,
+      );
+      try {
+        const refused = await record(runCli(['doctor', '--function', 'function'], { env }));
+        assert.equal(refused.code, 1, refused.stdout + refused.stderr);
+        const failed = refused.stdout.split('\n').filter((line) => line.startsWith('✖'));
+        assert.equal(failed.length, 1, refused.stdout);
+        assert.match(failed[0]!, new RegExp(`^✖ scope eks/${EKS_ACCOUNT}/eu-west-1: .*eks:ListClusters`));
+        assert.match(refused.stdout, /cpsync doctor: 1 of 9 checks failed/);
+      } finally {
+        refuse();
+      }
     } finally {
-      refuse();
+      await policy.remove();
     }
   });
 
   it('cpsync doctor runs the same checks on this machine, with its configuration and credentials', async () => {
+    const policy = await installAdmissionPolicy(adminKubeConfig((await estate).state));
     const local = await runCli(['doctor', '-c', emulators.configPath, '-o', 'json'], {
       env: { ...emulators.env, AWS_EC2_METADATA_DISABLED: 'true' },
-    });
+    }).finally(() => policy.remove());
     assert.equal(local.code, 0, local.stdout + local.stderr);
     const report = JSON.parse(local.stdout) as {
       ok: boolean;

@@ -24,7 +24,11 @@ import { compose } from '../../../adapters/compose/compose.ts';
 import { parseConfig } from '../../../adapters/compose/config.ts';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
 import { normalize } from '../../../core/domain/normalize.ts';
-import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
+import {
+  CLUSTER_PROFILE_API_VERSION,
+  CLUSTER_PROFILE_KIND,
+  type ClusterProfile,
+} from '../../../core/domain/model/clusterProfile.ts';
 import { buildChangeEvent } from '../../../core/sync/events.ts';
 import type { CpsyncEvent } from '../../../events/types.ts';
 import { patterns } from '../../../events/index.ts';
@@ -508,5 +512,82 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     assert.equal(second.length, 1);
     assert.ok(!results.some((r) => r.event.detail.eventId === second[0]!.event.detail.eventId));
     assert.equal(second[0]!.result.outcome, 'unchanged');
+  });
+
+  it("a profile made by hand with cpsync's manager label but no provider id gets no Secret, from an event or the full reconcile", async () => {
+    // What anyone allowed to write ClusterProfiles here can make when the hub's admission policy is not applied:
+    // a real cluster's exec extension (so the Secret's credential plugin would name it) and a server of their choosing.
+    const real = profiles[0]!;
+    const forged = (name: string, manager: string): ClusterProfile => ({
+      apiVersion: CLUSTER_PROFILE_API_VERSION,
+      kind: CLUSTER_PROFILE_KIND,
+      metadata: { name, namespace: inventory, labels: { 'x-k8s.io/cluster-manager': 'cpsync' } },
+      spec: { displayName: name, clusterManager: { name: manager } },
+      status: {
+        accessProviders: real.status!.accessProviders!.map((provider) => ({
+          ...provider,
+          cluster: { ...provider.cluster!, server: 'https://collector.example.com' },
+        })),
+      },
+    });
+    const made = [forged('forged-label-only', 'someone-else'), forged('forged-no-provider-id', 'cpsync')];
+    try {
+      for (const profile of made) await store(profile);
+      const before = (await secrets()).map((s) => s.metadata!.name);
+      await publish(
+        made.map((p) =>
+          buildChangeEvent(
+            { kind: 'created', profile: p, changes: [{ field: 'spec', after: {} }] },
+            context(real),
+          ),
+        ),
+      );
+      const results = (await deliver())
+        .map((r) => [r.event.detail.name, r.result.outcome, r.result.reason])
+        .sort();
+      assert.deepEqual(results, [
+        [
+          'forged-label-only',
+          'skipped',
+          `${inventory}/forged-label-only is not managed by cpsync (spec.clusterManager.name: "someone-else")`,
+        ],
+        [
+          'forged-no-provider-id',
+          'skipped',
+          `${inventory}/forged-no-provider-id has no cpsync.io/provider-id annotation: not a profile cpsync wrote`,
+        ],
+      ]);
+      const report = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+      assert.deepEqual(
+        report.skipped
+          .filter((s) => s.profile.includes('/forged-'))
+          .sort((a, b) => a.profile.localeCompare(b.profile)),
+        [
+          {
+            profile: `${inventory}/forged-label-only`,
+            reason: `${inventory}/forged-label-only is not managed by cpsync (spec.clusterManager.name: "someone-else")`,
+          },
+          {
+            profile: `${inventory}/forged-no-provider-id`,
+            reason: `${inventory}/forged-no-provider-id has no cpsync.io/provider-id annotation: not a profile cpsync wrote`,
+          },
+        ],
+      );
+      const after = await secrets();
+      assert.ok(!after.some((s) => s.metadata!.name!.includes('forged')), 'no Secret of a forged profile');
+      assert.ok(
+        !after.some(
+          (s) => Buffer.from(s.data?.server ?? '', 'base64').toString() === 'https://collector.example.com',
+        ),
+        "no Secret names the writer's server",
+      );
+      assert.deepEqual(
+        after.map((s) => s.metadata!.name),
+        before,
+        "cpsync's own profiles keep their Secrets",
+      );
+    } finally {
+      for (const profile of made) await hub.delete(profile.metadata);
+    }
   });
 });

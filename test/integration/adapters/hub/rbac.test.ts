@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { before, describe, it } from 'node:test';
 import {
+  AdmissionregistrationV1Api,
   CoreV1Api,
   KubernetesObjectApi,
   type KubeConfig,
@@ -17,6 +18,7 @@ import { inventoryOptions } from '../../../support/settings.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, userKubeConfig } from '../../../support/hub.ts';
+import { installAdmissionPolicy } from '../../../support/hubManifests.ts';
 
 const RBAC = new URL('../../../../adapters/hub/manifests/rbac.yaml', import.meta.url);
 const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
@@ -104,6 +106,34 @@ describe('the shipped hub RBAC', () => {
       .updateConfigMap({ namespace: 'cluster-inventory', name: 'other' }, () => ({ a: 'b' }))
       .catch((e: unknown) => e);
     assert.ok(other instanceof HubForbiddenError, String(other));
+  });
+
+  it('lets a cpsync identity read the admission policy and its binding, by name, and nothing else of admission control', async () => {
+    const installed = await installAdmissionPolicy(adminKubeConfig(await localHub()));
+    try {
+      const admission = identity.makeApiClient(AdmissionregistrationV1Api);
+      const name = 'cpsync-clusterprofiles';
+      assert.equal((await admission.readValidatingAdmissionPolicy({ name })).spec?.failurePolicy, 'Fail');
+      assert.equal((await admission.readValidatingAdmissionPolicyBinding({ name })).spec?.policyName, name);
+      const refused: Array<() => Promise<unknown>> = [
+        () => admission.listValidatingAdmissionPolicy(),
+        () => admission.listValidatingAdmissionPolicyBinding(),
+        () => admission.readValidatingAdmissionPolicy({ name: 'another' }),
+        () => admission.readValidatingAdmissionPolicyBinding({ name: 'another' }),
+        () => admission.readValidatingWebhookConfiguration({ name }),
+        () => admission.deleteValidatingAdmissionPolicyBinding({ name }),
+        () => admission.deleteValidatingAdmissionPolicy({ name }),
+        () => admission.replaceValidatingAdmissionPolicyBinding({ name, body: installed.binding }),
+        () =>
+          admission.createValidatingAdmissionPolicy({
+            body: { ...installed.policy, metadata: { name: 'another' } },
+          }),
+      ];
+      for (const [index, call] of refused.entries())
+        assert.equal(await forbidden(call()), 403, `call ${index}`);
+    } finally {
+      await installed.remove();
+    }
   });
 
   it('is forbidden from reading Secrets, here or anywhere', async () => {

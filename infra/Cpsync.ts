@@ -44,6 +44,7 @@ import {
   deadLetterQueue,
   deadLettersAlarm,
   expiringTable,
+  ledgerTable,
   grantSecretValue,
   importedSecret,
 } from './parts.ts';
@@ -191,6 +192,11 @@ export class Cpsync extends Construct {
   public readonly outboxTable: Table;
   /** Powertools idempotency records: deliveries already processed, remembered for an hour. */
   public readonly idempotencyTable: Table;
+  /**
+   * What cpsync granted (the `accessGrants` feature, and its turn-off): the one record of what it must take
+   * back, which only its functions write. Made while the feature is on or consumers are configured.
+   */
+  public readonly grantsTable?: Table;
   public readonly scopeEnumerator: LambdaFunction;
   public readonly scopeWorker: LambdaFunction;
   public readonly eksEventHandler: LambdaFunction;
@@ -247,6 +253,8 @@ export class Cpsync extends Construct {
     this.outboxTable = expiringTable(this, 'Outbox', 'eventId', 'expiresAt');
     this.idempotencyTable = expiringTable(this, 'Idempotency', 'id', 'expiration');
     this.chaseTable = expiringTable(this, 'Chases', 'cluster', 'expiresAt');
+    if (config.features.accessGrants || config.consumers.length > 0)
+      this.grantsTable = ledgerTable(this, 'Grants');
 
     const webhookConfig = { ...config.webhook };
     if (!webhookConfig.azure && (props.azureWebhook ?? config.providers.aks !== undefined)) {
@@ -265,6 +273,7 @@ export class Cpsync extends Construct {
         },
       },
       outbox: { table: this.outboxTable.tableName },
+      ...(this.grantsTable ? { ledger: { table: this.grantsTable.tableName } } : {}),
       idempotency: {
         table: this.idempotencyTable.tableName,
         expiresAfterSeconds: config.idempotency?.expiresAfterSeconds ?? DEFAULT_IDEMPOTENCY_SECONDS,
@@ -358,6 +367,10 @@ export class Cpsync extends Construct {
     this.scopeWorker.addToRolePolicy(
       new PolicyStatement({ actions: ['events:DescribeEventBus'], resources: [this.eventBus.eventBusArn] }),
     );
+    // The grants ledger: a scope's records read through the account index, each cluster's put or removed.
+    if (this.grantsTable)
+      for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
+        this.grantsTable.grant(fn, 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:DeleteItem');
     // What Powertools idempotency does with its records, and nothing more.
     for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
       this.idempotencyTable.grant(

@@ -19,6 +19,26 @@ export function expiringTable(scope: Construct, id: string, key: string, timeToL
   });
 }
 
+/**
+ * The grants ledger (adapters/outbox/DynamoGrantLedger.ts): one item per cluster keyed by `cluster`, read per
+ * account through the `byAccount` index; no TTL, and kept when the stack goes (a record lost is a grant
+ * cpsync no longer knows to take back).
+ */
+export function ledgerTable(scope: Construct, id: string): Table {
+  const table = new Table(scope, id, {
+    partitionKey: { name: 'cluster', type: AttributeType.STRING },
+    billingMode: BillingMode.PAY_PER_REQUEST,
+    encryption: TableEncryption.AWS_MANAGED,
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    removalPolicy: RemovalPolicy.RETAIN,
+  });
+  table.addGlobalSecondaryIndex({
+    indexName: 'byAccount',
+    partitionKey: { name: 'account', type: AttributeType.STRING },
+  });
+  return table;
+}
+
 /** An encrypted queue that keeps what could not be delivered for 14 days. */
 export function deadLetterQueue(scope: Construct, id: string): Queue {
   return new Queue(scope, id, {

@@ -112,6 +112,44 @@ export class AksRoleAssignments {
     return mine;
   }
 
+  /**
+   * Every role assignment on the cluster (its scope, and its namespaces' for `principals`: Azure lists those
+   * below a scope only by principal) marked as cpsync's that `keep` does not name, deleted; what it deleted.
+   */
+  async sweep(
+    plan: ClusterGrantPlan,
+    keep: (consumer: string, identity: string) => boolean,
+    principals: readonly string[],
+  ): Promise<Array<HeldGrant & { message: string }>> {
+    const { client } = this.#client(plan.providerId);
+    const mark = grantDescription(this.#manager, '');
+    const cluster = plan.providerId.toLowerCase();
+    const found = new Map<string, RoleAssignment>();
+    for await (const assignment of client.roleAssignments.listForScope(plan.providerId))
+      found.set((assignment.id ?? '').toLowerCase(), assignment);
+    for (const principal of principals)
+      for await (const assignment of client.roleAssignments.listForScope(plan.providerId, {
+        filter: `principalId eq '${principal}'`,
+      }))
+        found.set((assignment.id ?? '').toLowerCase(), assignment);
+    const removed: Array<HeldGrant & { message: string }> = [];
+    for (const assignment of found.values()) {
+      const scope = assignment.scope ?? '';
+      const on = scope.toLowerCase() === cluster || scope.toLowerCase().startsWith(`${cluster}/namespaces/`);
+      const description = assignment.description ?? '';
+      if (!on || !description.startsWith(mark) || !assignment.name || !assignment.principalId) continue;
+      const consumer = description.slice(mark.length);
+      if (keep(consumer, assignment.principalId)) continue;
+      await client.roleAssignments.delete(scope, assignment.name);
+      removed.push({
+        consumer,
+        identity: assignment.principalId,
+        message: `Azure role assignment at ${scope} deleted (cpsync's, and no consumer is configured with it here)`,
+      });
+    }
+    return removed;
+  }
+
   /** Deletes cpsync's assignments of the grant (at the cluster's scope and its recorded namespaces); what it did. */
   async revoke(plan: ClusterGrantPlan, grant: HeldGrant): Promise<string> {
     const { client } = this.#client(plan.providerId);

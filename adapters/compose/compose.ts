@@ -15,6 +15,8 @@ import { EventBridgeBus } from '../bus/EventBridgeBus.ts';
 import { JsonLinesFileBus, StreamBus } from '../bus/JsonLinesBus.ts';
 import { DynamoIntentLog, DynamoOutbox, OutboxTable } from '../outbox/DynamoOutbox.ts';
 import { FileIntentLog } from '../outbox/FileIntentLog.ts';
+import { FileGrantLedger } from '../outbox/FileGrantLedger.ts';
+import { DynamoGrantLedger } from '../outbox/DynamoGrantLedger.ts';
 import { FileOutbox } from '../outbox/FileOutbox.ts';
 import type { CpsyncConfig } from './config.ts';
 import { connectHub } from './hub.ts';
@@ -123,15 +125,32 @@ function buildBus(config: CpsyncConfig, stdout: NodeJS.WritableStream): EventSin
  * Where unpublished events and write-ahead intents wait: a DynamoDB table, or a directory (by default
  * `.cpsync/outbox`, intents in its `intents/`).
  */
-function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intents'> {
+function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intents' | 'ledger'> {
   const outbox = config.outbox ?? { directory: '.cpsync/outbox' };
+  // What cpsync granted: its own table, else the grants/ folder of the outbox's directory.
+  const ledger = config.ledger
+    ? new DynamoGrantLedger({
+        tableName: config.ledger.table,
+        ...(config.ledger.endpoint ? { endpoint: config.ledger.endpoint } : {}),
+      })
+    : 'directory' in outbox
+      ? new FileGrantLedger(resolve(outbox.directory))
+      : undefined;
   if ('table' in outbox) {
     const table = { tableName: outbox.table, ...(outbox.endpoint ? { endpoint: outbox.endpoint } : {}) };
     const shared = new OutboxTable(table);
-    return { outbox: new DynamoOutbox(shared), intents: new DynamoIntentLog(shared) };
+    return {
+      outbox: new DynamoOutbox(shared),
+      intents: new DynamoIntentLog(shared),
+      ...(ledger ? { ledger } : {}),
+    };
   }
   const directory = resolve(outbox.directory);
-  return { outbox: new FileOutbox(directory), intents: new FileIntentLog(directory) };
+  return {
+    outbox: new FileOutbox(directory),
+    intents: new FileIntentLog(directory),
+    ...(ledger ? { ledger } : {}),
+  };
 }
 
 /** A member token for each configured provider, from its own credentials. */

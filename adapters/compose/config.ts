@@ -354,6 +354,13 @@ export const configSchema = z.strictObject({
     ])
     .optional(),
   /**
+   * Where cpsync keeps what it granted (the `accessGrants` feature): a DynamoDB table the stack owns, with
+   * partition key `cluster` and an index `byAccount` (partition key `account`). Unset, the ledger is the
+   * `grants/` folder of the outbox's directory; with a DynamoDB outbox it must be set while the feature is on
+   * or consumers are configured. Only cpsync writes it, and it alone says what cpsync must take back.
+   */
+  ledger: z.strictObject({ table: z.string().min(1), endpoint: url.optional() }).optional(),
+  /**
    * Lambda functions only: where duplicate deliveries are recognised (Powertools idempotency records in a
    * DynamoDB table with partition key `id` and TTL attribute `expiration`). Unset: every delivery is
    * processed, which is harmless (an unchanged cluster is neither written nor announced) but not free.
@@ -534,6 +541,14 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
         ),
     );
     if (unbound.length > 0) throw new ConfigError(unbound, source);
+    const granting = result.data.features.accessGrants || result.data.consumers.length > 0;
+    if (granting && result.data.outbox && 'table' in result.data.outbox && !result.data.ledger)
+      throw new ConfigError(
+        [
+          'ledger: is required with a DynamoDB outbox while accessGrants is on or consumers are configured (the table where cpsync keeps what it granted)',
+        ],
+        source,
+      );
     return result.data;
   }
   throw new ConfigError(

@@ -10,6 +10,7 @@ import {
   DescribeAccessEntryCommand,
   DisassociateAccessPolicyCommand,
   ListAssociatedAccessPoliciesCommand,
+  paginateListAccessEntries,
   type EKSClient,
 } from '@aws-sdk/client-eks';
 import {
@@ -145,6 +146,50 @@ export class EksAccessEntries implements ProviderGrants {
         };
       throw error;
     }
+  }
+
+  /**
+   * Every access entry of the cluster carrying cpsync's marks (both tags) that `keep` does not name, deleted:
+   * what no record names. Entries without both marks are never touched.
+   */
+  async sweep(
+    plan: ClusterGrantPlan,
+    keep: (consumer: string, identity: string) => boolean,
+    signal: AbortSignal,
+  ): Promise<Array<HeldGrant & { message: string }>> {
+    const { cluster, client } = await this.#eks(plan);
+    const clusterName = cluster.name;
+    const removed: Array<HeldGrant & { message: string }> = [];
+    for await (const page of paginateListAccessEntries({ client }, { clusterName }))
+      for (const principalArn of page.accessEntries ?? []) {
+        signal.throwIfAborted();
+        let tags: Record<string, string> | undefined;
+        try {
+          tags = (
+            await client.send(new DescribeAccessEntryCommand({ clusterName, principalArn }), {
+              abortSignal: signal,
+            })
+          ).accessEntry?.tags;
+        } catch (error) {
+          if (notFound(error)) continue;
+          throw error;
+        }
+        const consumer = tags?.[GRANT_CONSUMER_KEY];
+        if (consumer === undefined || !this.#mine(tags, consumer) || keep(consumer, principalArn)) continue;
+        try {
+          await client.send(new DeleteAccessEntryCommand({ clusterName, principalArn }), {
+            abortSignal: signal,
+          });
+        } catch (error) {
+          if (!notFound(error)) throw error;
+        }
+        removed.push({
+          consumer,
+          identity: principalArn,
+          message: `access entry for ${principalArn} deleted (cpsync's, and no consumer is configured with it here)`,
+        });
+      }
+    return removed;
   }
 
   async revoke(

@@ -35,7 +35,7 @@ import type { MemberPacing } from '../../core/domain/member.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from '../member/connection.ts';
 
 import { classifyGoogleError } from '../gke/classify.ts';
-import { grantMessage } from './marks.ts';
+import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY, grantMessage } from './marks.ts';
 import { MemberBindings } from './memberBindings.ts';
 
 /** One cloud's own way of granting (EKS: access entries), given by its provider. */
@@ -51,6 +51,12 @@ export interface ProviderGrants {
     grant: HeldGrant,
     signal: AbortSignal,
   ): Promise<{ revoked: boolean; message: string }>;
+  /** Takes back every grant carrying cpsync's marks that `keep` does not name; what it took back. */
+  sweep(
+    plan: ClusterGrantPlan,
+    keep: (consumer: string, identity: string) => boolean,
+    signal: AbortSignal,
+  ): Promise<Array<HeldGrant & { message: string }>>;
 }
 
 /** AKS: Azure role assignments on clusters that use Azure RBAC (given by the AKS provider). */
@@ -59,6 +65,11 @@ export interface AzureRoleGrants {
   /** True when cpsync's own assignments hold the level; false when only assignments it did not make do. */
   assign(plan: ClusterGrantPlan, consumer: Consumer, identity: string): Promise<boolean>;
   revoke(plan: ClusterGrantPlan, grant: HeldGrant): Promise<string>;
+  sweep(
+    plan: ClusterGrantPlan,
+    keep: (consumer: string, identity: string) => boolean,
+    principals: readonly string[],
+  ): Promise<Array<HeldGrant & { message: string }>>;
 }
 
 /** GKE: the project-wide cloud role consumers need to authenticate (given by the GKE provider). */
@@ -168,6 +179,66 @@ export class CloudGrants implements AccessGrants {
     } catch (error) {
       return { revoked: false, message: message(error) };
     }
+  }
+
+  async sweep(
+    plan: ClusterGrantPlan,
+    keep: (consumer: string, identity: string) => boolean,
+    identities: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<{ removed: Array<HeldGrant & { message: string }>; complete: boolean }> {
+    try {
+      const removed = await this.#within(
+        `scanning ${plan.profile.metadata.name} for cpsync's grants`,
+        async (deadline) => {
+          if (plan.provider === 'eks') return (await this.#eks()).sweep(plan, keep, deadline);
+          const taken: Array<HeldGrant & { message: string }> = [];
+          const azure = plan.provider === 'aks' && this.#options.aks ? await this.#options.aks() : undefined;
+          if (azure && (await azure.usesAzureRbac(plan)))
+            taken.push(...(await azure.sweep(plan, keep, identities)));
+          taken.push(...(await this.#sweepBindings(plan, keep, deadline)));
+          return taken;
+        },
+        signal,
+      );
+      return { removed, complete: true };
+    } catch {
+      // Tried again at the next look: nothing is known to be left or gone.
+      return { removed: [], complete: false };
+    }
+  }
+
+  /** The member's bindings marked as cpsync's: each identity `keep` does not name taken out. */
+  async #sweepBindings(
+    plan: ClusterGrantPlan,
+    keep: (consumer: string, identity: string) => boolean,
+    signal: AbortSignal,
+  ): Promise<Array<HeldGrant & { message: string }>> {
+    const { config, options } = await this.#member(plan, signal);
+    const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+    const labelSelector = `${GRANT_MANAGER_KEY}=${this.#options.manager}`;
+    const found = [
+      ...(await rbac.listClusterRoleBinding({ labelSelector }, options)).items.map((b) => ({ b, place: {} })),
+      ...(await rbac.listRoleBindingForAllNamespaces({ labelSelector }, options)).items.map((b) => ({
+        b,
+        place: { namespace: b.metadata?.namespace ?? '' },
+      })),
+    ];
+    const removed: Array<HeldGrant & { message: string }> = [];
+    for (const { b, place } of found) {
+      const consumer = b.metadata?.labels?.[GRANT_CONSUMER_KEY];
+      if (consumer === undefined) continue;
+      const bindings = new MemberBindings(rbac, options, this.#options.manager, consumer);
+      // Only cpsync's own binding of the consumer (its name and marks), never one labelled alike.
+      if (b.metadata?.name !== bindings.name) continue;
+      for (const subject of b.subjects ?? [])
+        if (subject.kind === 'User' && !keep(consumer, subject.name)) {
+          signal.throwIfAborted();
+          const message = await bindings.unbind(place, subject.name);
+          removed.push({ consumer, identity: subject.name, message });
+        }
+    }
+    return removed;
   }
 
   async #member(plan: ClusterGrantPlan, signal: AbortSignal) {

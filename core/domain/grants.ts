@@ -1,11 +1,12 @@
 /**
  * Consumer access grants (the `accessGrants` feature): who may reach the clusters of an inventory
  * namespace, decided by the configuration alone. A consumer bound to a namespace is granted its level
- * on every cluster profiled or projected there; what cpsync granted is recorded on the cluster's profiles
- * (the `cpsync.io/access-grants` annotation: consumer → the identity granted), so that exactly those grants
- * are revoked when the cluster leaves the consumer's namespaces, the consumer leaves the configuration or
- * the feature is turned off. Whether each consumer can reach the cluster is one condition per consumer,
- * `consumers.cpsync.io/<name>`, on the profiles in that consumer's namespaces.
+ * on every cluster whose profile cpsync writes there. What cpsync granted is recorded in its ledger, a store
+ * only cpsync writes (a DynamoDB table the stack owns; locally, the state directory beside the outbox), so
+ * that exactly those grants are revoked when the cluster leaves the consumer's namespaces, the consumer leaves
+ * the configuration or the feature is turned off — whatever anyone writes on the hub. The hub shows the record
+ * (the `cpsync.io/access-grants` annotation: consumer → the identity granted) and one condition per consumer,
+ * `consumers.cpsync.io/<name>`, on the profiles in that consumer's namespaces; neither is ever read back.
  *
  * This module plans and records; the grants themselves are made by the AccessGrants port (adapters/grants/).
  */
@@ -19,7 +20,9 @@ import {
 import type { ClusterProfile, Condition } from './model/clusterProfile.ts';
 import type { Provider } from './model/observedCluster.ts';
 import { providerIdOf } from './member.ts';
-import { LABEL_PROVIDER } from './constants.ts';
+import { LABEL_PROVIDER, LABEL_REGION, LABEL_ACCOUNT } from './constants.ts';
+import { canonicalProviderId } from './naming.ts';
+import { cut } from './text.ts';
 
 /** The levels a consumer can be given: nothing else can be granted. */
 export const ACCESS_LEVELS = ['view', 'edit', 'admin'] as const;
@@ -71,6 +74,11 @@ export interface HeldGrant {
   /** The level and member namespaces it was made with (a record without them: unknown). */
   level?: AccessLevel;
   memberNamespaces?: readonly string[];
+  /**
+   * Recorded before it was asked of the cloud, and not yet known to be made (the run stopped, or the cloud
+   * could not be reached): revoked like any other, but not yet announced.
+   */
+  pending?: true;
 }
 
 /** Whether a held grant is on the terms `consumer` is configured with now. */
@@ -109,44 +117,62 @@ export interface GrantResult {
   message: string;
 }
 
-/** What cpsync has granted on a cluster, as its profile records it (unreadable: nothing). */
-export function heldGrants(profile: ClusterProfile | undefined): HeldGrant[] {
-  const text = profile?.metadata.annotations?.[ANNOTATION_ACCESS_GRANTS];
-  if (!text) return [];
-  try {
-    const record = JSON.parse(text) as unknown;
-    if (typeof record !== 'object' || record === null || Array.isArray(record)) return [];
-    const grants: HeldGrant[] = [];
-    for (const [consumer, value] of Object.entries(record)) {
-      // { identity, level, memberNamespaces? }; a bare identity is a grant on unknown terms.
-      const entry = (typeof value === 'string' ? { identity: value } : value) as Record<string, unknown>;
-      if (
-        typeof entry !== 'object' ||
-        entry === null ||
-        typeof entry.identity !== 'string' ||
-        !entry.identity
-      )
-        continue;
-      const level = (ACCESS_LEVELS as readonly unknown[]).includes(entry.level)
-        ? (entry.level as AccessLevel)
-        : undefined;
-      const namespaces = Array.isArray(entry.memberNamespaces)
-        ? entry.memberNamespaces.filter((n): n is string => typeof n === 'string')
-        : undefined;
-      grants.push({
-        consumer,
-        identity: entry.identity,
-        ...(level ? { level } : {}),
-        ...(namespaces ? { memberNamespaces: namespaces } : {}),
-      });
-    }
-    return grants.sort((a, b) => a.consumer.localeCompare(b.consumer));
-  } catch {
-    return [];
-  }
+/** A consumer's outcome at the last look, as the ledger keeps it (the condition shown, and the pacing). */
+export type GrantOutcomeRecord = Pick<GrantResult, 'status' | 'reason' | 'message'>;
+
+/**
+ * What cpsync holds on one cluster, as its ledger keeps it: never read from the hub. The ledger is the only
+ * authority for what cpsync must take back.
+ */
+export interface GrantRecord {
+  /** The cluster's provider id, as its cloud spells it. */
+  providerId: string;
+  provider: Provider;
+  /** The account, project or subscription, and the region, of the scope that lists the cluster. */
+  account: string;
+  region: string;
+  /** The grants cpsync made (or was about to make: `pending`) on the cluster, by consumer. */
+  grants: HeldGrant[];
+  /** Each wanted consumer's outcome at the last look. */
+  outcomes?: Record<string, GrantOutcomeRecord>;
+  /** Complete listings of the cluster's scope in a row that did not list it: the record goes with the cluster. */
+  missed?: number;
+  /** Scanned for cpsync's marks since the feature was turned off, and nothing of cpsync's was left. */
+  swept?: true;
 }
 
-/** Whether a profile carries anything the feature wrote. */
+/** The key a ledger keeps a cluster's record under: its canonical id (an Azure id in any case is one). */
+export function ledgerKey(record: Pick<GrantRecord, 'provider' | 'providerId'>): string {
+  return canonicalProviderId(record);
+}
+
+/** Whether a record holds nothing worth keeping (no grant, no sweep to remember). */
+export function emptyRecord(record: GrantRecord): boolean {
+  return record.grants.length === 0 && !record.swept;
+}
+
+/** The record as the hub shows it (`cpsync.io/access-grants`): consumer → the identity and terms granted. */
+function shownRecord(grants: readonly HeldGrant[]): string {
+  return JSON.stringify(
+    Object.fromEntries(
+      [...grants]
+        .sort((a, b) => a.consumer.localeCompare(b.consumer))
+        .map((g) => [
+          g.consumer,
+          g.level
+            ? {
+                identity: g.identity,
+                level: g.level,
+                ...(g.memberNamespaces ? { memberNamespaces: g.memberNamespaces } : {}),
+                ...(g.pending ? { pending: true } : {}),
+              }
+            : g.identity,
+        ]),
+    ),
+  );
+}
+
+/** Whether a profile carries anything the feature wrote (the record shown, a consumer's condition). */
 export function carriesGrants(profile: ClusterProfile): boolean {
   return (
     profile.metadata.annotations?.[ANNOTATION_ACCESS_GRANTS] !== undefined ||
@@ -165,12 +191,14 @@ export interface ClusterGrantPlan {
   profile: ClusterProfile;
   /** Whether grants can be made now (the control plane is running). */
   ready: boolean;
-  /** The consumers bound to one of the cluster's namespaces. */
+  /** The consumers bound to a namespace the cluster's profile is written in. */
   wanted: Consumer[];
-  /** What cpsync holds on the cluster now. */
+  /** What cpsync holds on the cluster now, as its ledger says (pending grants included). */
   held: HeldGrant[];
   /** What cpsync holds and must take back: the consumer is no longer wanted, or its identity changed. */
   revoke: HeldGrant[];
+  /** The cluster's record in the ledger, if it has one. */
+  record?: GrantRecord;
 }
 
 /** Whether the cluster's control plane is running (grants are made on a running cluster only). */
@@ -180,14 +208,16 @@ function ready(profile: ClusterProfile): boolean {
 }
 
 /**
- * The grants of every cluster among `desired`: for each, the consumers bound to a namespace it is
- * profiled in (none while the feature is off), what the hub's profiles (`current`) record as held, and
- * what of that must be revoked.
+ * The grants of every cluster among `desired` (the profiles this run writes): for each, the consumers bound
+ * to a namespace it is written in (none while the feature is off), what the ledger records as held
+ * (`records`, by ledgerKey), and what of that must be revoked.
  */
 export function planGrants(
   desired: readonly ClusterProfile[],
-  current: readonly ClusterProfile[],
+  records: ReadonlyMap<string, GrantRecord>,
   consumers: readonly Consumer[],
+  /** A plan for every cluster, also one with nothing wanted or recorded (the turn-off's scan of marks). */
+  { everyCluster = false } = {},
 ): ClusterGrantPlan[] {
   const byCluster = new Map<string, ClusterProfile[]>();
   for (const profile of desired) {
@@ -197,28 +227,28 @@ export function planGrants(
     if (list) list.push(profile);
     else byCluster.set(id, [profile]);
   }
-  const heldBy = new Map<string, Map<string, HeldGrant>>();
-  for (const profile of current) {
-    const id = providerIdOf(profile);
-    if (id === undefined) continue;
-    const held = heldBy.get(id) ?? new Map<string, HeldGrant>();
-    for (const grant of heldGrants(profile)) held.set(grant.consumer, grant);
-    heldBy.set(id, held);
-  }
   const plans: ClusterGrantPlan[] = [];
   for (const [providerId, profiles] of byCluster) {
     const first = profiles[0]!;
     const provider = first.metadata.labels?.[LABEL_PROVIDER] as Provider;
     const namespaces = new Set(profiles.map((p) => p.metadata.namespace));
     const wanted = consumers.filter((c) => c.namespaces.some((ns) => namespaces.has(ns)));
-    const held = [...(heldBy.get(providerId) ?? new Map<string, HeldGrant>()).values()].sort((a, b) =>
-      a.consumer.localeCompare(b.consumer),
-    );
+    const record = records.get(ledgerKey({ provider, providerId }));
+    const held = [...(record?.grants ?? [])].sort((a, b) => a.consumer.localeCompare(b.consumer));
     const revoke = held.filter(
       (grant) => wanted.find((c) => c.name === grant.consumer)?.identities[provider] !== grant.identity,
     );
-    if (wanted.length === 0 && held.length === 0) continue;
-    plans.push({ providerId, provider, profile: first, ready: ready(first), wanted, held, revoke });
+    if (!everyCluster && wanted.length === 0 && held.length === 0 && record === undefined) continue;
+    plans.push({
+      providerId,
+      provider,
+      profile: first,
+      ready: ready(first),
+      wanted,
+      held,
+      revoke,
+      ...(record ? { record } : {}),
+    });
   }
   return plans;
 }
@@ -230,56 +260,113 @@ export interface ClusterGrantOutcome {
   revoked: readonly HeldGrant[];
 }
 
+/** The record a plan starts from: the cluster's in the ledger, or a new one. */
+function baseRecord(plan: ClusterGrantPlan): GrantRecord {
+  const labels = plan.profile.metadata.labels ?? {};
+  return (
+    plan.record ?? {
+      providerId: plan.providerId,
+      provider: plan.provider,
+      account: labels[LABEL_ACCOUNT] ?? '',
+      region: labels[LABEL_REGION] ?? '',
+      grants: [],
+    }
+  );
+}
+
 /**
- * `profile` with what the grants of its cluster came to: the annotation records what cpsync now holds
- * (what it held, less what it revoked, with what it made), and each consumer bound to the profile's
- * namespace has its condition (kept with its time while it says the same). Conditions of consumers no
- * longer bound there go. Without an outcome (a dry run, a cluster not handled) what the hub holds stays.
+ * The record as it must be before the cloud is asked (write-ahead): what is held, with each grant about to be
+ * made or made again on other terms recorded as pending, so that a run stopped halfway leaves nothing of
+ * cpsync's that its ledger does not name.
  */
-export function applyGrantOutcome(
-  profile: ClusterProfile,
+export function recordBefore(plan: ClusterGrantPlan): GrantRecord {
+  const grants = new Map(plan.held.map((g) => [pairOf(g), g]));
+  for (const consumer of plan.wanted) {
+    const identity = consumer.identities[plan.provider];
+    if (identity === undefined || !plan.ready) continue;
+    const held = grants.get(pairOf({ consumer: consumer.name, identity }));
+    if (held && !held.pending && sameTerms(held, consumer)) continue;
+    // A grant for another identity stays until it is revoked: both are named while either may be there.
+    grants.set(pairOf({ consumer: consumer.name, identity }), {
+      ...termsOf(consumer, identity),
+      pending: true,
+    });
+  }
+  const { swept: _swept, ...rest } = baseRecord(plan);
+  return { ...rest, grants: [...grants.values()].sort(byConsumer) };
+}
+
+/** A grant's consumer and identity, as one key. */
+const pairOf = (g: Pick<HeldGrant, 'consumer' | 'identity'>) => `${g.consumer}\u0000${g.identity}`;
+
+function termsOf(consumer: Consumer, identity: string): HeldGrant {
+  return {
+    consumer: consumer.name,
+    identity,
+    level: consumer.level,
+    ...(consumer.memberNamespaces ? { memberNamespaces: [...consumer.memberNamespaces].sort() } : {}),
+  };
+}
+
+const byConsumer = (a: HeldGrant, b: HeldGrant) =>
+  a.consumer.localeCompare(b.consumer) || a.identity.localeCompare(b.identity);
+
+/**
+ * The record once the cloud has answered: what was held, less what was revoked, with what was made (on the
+ * terms it now has). A grant that could not be made or checked keeps its record (pending when it was never
+ * known to be made): a later revocation finds out whether anything of cpsync's is there. A grant the cloud
+ * refused was not made. Each wanted consumer's outcome is kept (the condition the hub shows). Without an
+ * outcome (a dry run, a cluster not looked at) the record is as it was.
+ */
+export function recordAfter(
   plan: ClusterGrantPlan,
   outcome: ClusterGrantOutcome | undefined,
+  written: GrantRecord = baseRecord(plan),
+): GrantRecord {
+  if (!outcome) return written;
+  const revoked = new Set(outcome.revoked.map(pairOf));
+  const grants = new Map<string, HeldGrant>();
+  for (const grant of written.grants) if (!revoked.has(pairOf(grant))) grants.set(pairOf(grant), grant);
+  const outcomes: Record<string, GrantOutcomeRecord> = {};
+  for (const [name, result] of outcome.results) {
+    const consumer = plan.wanted.find((c) => c.name === name);
+    if (!consumer) continue;
+    outcomes[name] = { status: result.status, reason: result.reason, message: result.message };
+    const identity = consumer.identities[plan.provider];
+    if (identity === undefined) continue;
+    const key = pairOf({ consumer: name, identity });
+    if (result.held)
+      grants.set(pairOf({ consumer: name, identity: result.held }), termsOf(consumer, result.held));
+    else if (result.reason === GrantReason.Refused || result.reason === GrantReason.GrantedElsewhere) {
+      // Refused: nothing was made. Elsewhere: what lets the consumer in is not cpsync's.
+      const before = plan.held.find((g) => g.consumer === name && g.identity === identity && !g.pending);
+      if (before) grants.set(key, before);
+      else grants.delete(key);
+    }
+  }
+  const { swept: _swept, missed: _missed, ...rest } = written;
+  return {
+    ...rest,
+    grants: [...grants.values()].sort(byConsumer),
+    ...(Object.keys(outcomes).length > 0 ? { outcomes } : {}),
+  };
+}
+
+/**
+ * `profile` as the hub shows the cluster's grants: the record (`cpsync.io/access-grants`, from the ledger),
+ * and each consumer bound to the profile's namespace with its condition as the ledger's last outcome says
+ * (its time kept from the hub while it says the same). Conditions of consumers no longer bound there go.
+ */
+export function showGrants(
+  profile: ClusterProfile,
+  plan: ClusterGrantPlan,
+  record: GrantRecord,
   previous: ClusterProfile | undefined,
   now: string,
 ): ClusterProfile {
-  const held = new Map(plan.held.map((g) => [g.consumer, g]));
-  if (outcome) {
-    // A revoked grant is no longer held; a grant that could not be made or checked keeps its record (a later
-    // revocation finds out whether anything of cpsync's is there). A grant made or kept is recorded on the
-    // terms it now has.
-    for (const grant of outcome.revoked) held.delete(grant.consumer);
-    for (const [name, result] of outcome.results) {
-      const consumer = plan.wanted.find((c) => c.name === name);
-      if (result.held && consumer)
-        held.set(name, {
-          consumer: name,
-          identity: result.held,
-          level: consumer.level,
-          ...(consumer.memberNamespaces ? { memberNamespaces: [...consumer.memberNamespaces].sort() } : {}),
-        });
-    }
-  }
   const annotations = { ...profile.metadata.annotations };
-  if (held.size > 0)
-    annotations[ANNOTATION_ACCESS_GRANTS] = JSON.stringify(
-      Object.fromEntries(
-        [...held.values()]
-          .sort((a, b) => a.consumer.localeCompare(b.consumer))
-          .map((g) => [
-            g.consumer,
-            g.level
-              ? {
-                  identity: g.identity,
-                  level: g.level,
-                  ...(g.memberNamespaces ? { memberNamespaces: g.memberNamespaces } : {}),
-                }
-              : g.identity,
-          ]),
-      ),
-    );
+  if (record.grants.length > 0) annotations[ANNOTATION_ACCESS_GRANTS] = shownRecord(record.grants);
   else delete annotations[ANNOTATION_ACCESS_GRANTS];
-
   const mine = plan.wanted.filter((c) => c.namespaces.includes(profile.metadata.namespace));
   const before = (previous?.status?.conditions ?? []).filter((c) =>
     c.type.startsWith(CONSUMER_CONDITION_PREFIX),
@@ -287,18 +374,19 @@ export function applyGrantOutcome(
   const conditions: Condition[] = [];
   for (const consumer of mine) {
     const type = consumerCondition(consumer.name);
-    const result = outcome?.results.get(consumer.name);
+    const result = record.outcomes?.[consumer.name];
+    if (!result) continue;
     const old = before.find((c) => c.type === type);
-    if (!result) {
-      if (old) conditions.push(old);
-      continue;
-    }
-    const message = result.message.slice(0, CONDITION_MESSAGE_MAX_LENGTH);
+    const message = cut(result.message, CONDITION_MESSAGE_MAX_LENGTH);
     const same =
       old && old.status === result.status && old.reason === result.reason && old.message === message;
-    conditions.push(
-      same ? old : { type, status: result.status, reason: result.reason, message, lastTransitionTime: now },
-    );
+    conditions.push({
+      type,
+      status: result.status,
+      reason: result.reason,
+      message,
+      lastTransitionTime: same && old.lastTransitionTime ? old.lastTransitionTime : now,
+    });
   }
   const others = (profile.status?.conditions ?? []).filter(
     (c) => !c.type.startsWith(CONSUMER_CONDITION_PREFIX),

@@ -63,11 +63,7 @@ export interface PlannedDelete {
  * name the cluster may be given is held by something else (core/sync/names.ts).
  */
 export type SkipReason =
-  | 'OwnedByAnotherManager'
-  | 'Malformed'
-  | 'ProviderIdConflict'
-  | 'Terminating'
-  | 'NameUnavailable';
+  'OwnedByAnotherManager' | 'Malformed' | 'ProviderIdConflict' | 'Terminating' | 'NameUnavailable';
 
 export interface Skipped {
   namespace: string;

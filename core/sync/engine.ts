@@ -23,6 +23,7 @@ import type {
   MalformedObject,
   MemberProbe,
   AccessGrants,
+  GrantLedger,
   ProfileNotice,
   Outbox,
   PublishFailure,
@@ -75,6 +76,8 @@ export interface EnginePorts {
   members?: MemberProbe;
   /** Makes and revokes consumers' grants (the `accessGrants` feature). @default none (what is recorded stays) */
   grants?: AccessGrants;
+  /** What cpsync granted, kept where only it writes: the grants' one authority. @default none (nothing is granted) */
+  ledger?: GrantLedger;
   /** @default () => new Date() */
   clock?: () => Date;
   /** The names profiles may have (tests give a weak one, to make clusters' names collide). @default PROFILE_NAMES */
@@ -446,7 +449,11 @@ async function takeStock(run: RunContext): Promise<void> {
   const intents = (await attempt(run, 'count waiting intents', () => ports.intents.list())) ?? [];
   report.intents.waiting = intents.length;
   if (intents.length > 0) report.intents.settledFrom = intents.map((i) => i.notBefore).sort()[0]!;
-  report.quarantined = [...(ports.outbox.quarantined?.() ?? []), ...(ports.intents.quarantined?.() ?? [])];
+  report.quarantined = [
+    ...(ports.outbox.quarantined?.() ?? []),
+    ...(ports.intents.quarantined?.() ?? []),
+    ...(ports.ledger?.quarantined?.() ?? []),
+  ];
   const seen = new Map<string, MalformedObject>();
   for (const object of [...report.malformed, ...(ports.hub.malformed?.() ?? [])])
     seen.set(profileKey(object), object);
@@ -583,6 +590,7 @@ async function applyReading(
     ...(reading.signal ? { signal: reading.signal } : {}),
     ...(ports.members ? { members: ports.members } : {}),
     ...(ports.grants ? { grants: ports.grants } : {}),
+    ...(ports.ledger ? { ledger: ports.ledger } : {}),
     ...(ports.naming ? { naming: ports.naming } : {}),
     ...(reading.claims ? { claims: reading.claims } : {}),
     beforeApply: ahead.beforeApply,

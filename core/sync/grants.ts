@@ -1,30 +1,44 @@
 /**
  * The `accessGrants` step of a scope's sync: for every cluster of the listing, the grants its consumers
  * should hold are made true and checked, and what cpsync holds but should not is revoked, before the plan,
- * so that the profiles carry the outcome (the record, each consumer's condition). It runs while the feature
- * is on, and while it is off for as long as a profile still records a grant (the clean turn-off).
+ * so that the profiles show the outcome (the record, each consumer's condition).
+ *
+ * What cpsync holds is what its ledger says (core/sync/ports.ts GrantLedger): a store only cpsync writes.
+ * The hub shows the record and the conditions but is never read back for them, so nothing written on the hub
+ * can make cpsync grant, keep or forget a grant. The ledger is written ahead: a grant is recorded (pending)
+ * before the cloud is asked, so that a run stopped halfway leaves nothing of cpsync's that no record names.
+ *
+ * It runs while the feature is on, and while it is turning off (off, with consumers still configured) or the
+ * ledger still holds something of the scope's. At turn-off every listed cluster is also scanned once for
+ * cpsync's marks (in its slot), so that what no record names is taken back too.
  */
 import pLimit from 'p-limit';
 import { firstLineOf } from '../domain/errors.ts';
 import {
-  applyGrantOutcome,
   carriesGrants,
-  consumerCondition,
+  emptyRecord,
   grantBlocked,
-  heldGrants,
-  sameTerms,
+  ledgerKey,
   planGrants,
+  recordAfter,
+  recordBefore,
+  sameTerms,
+  showGrants,
   GrantReason,
   type AccessLevel,
   type ClusterGrantOutcome,
   type ClusterGrantPlan,
+  type Consumer,
+  type GrantRecord,
   type GrantResult,
   type HeldGrant,
 } from '../domain/grants.ts';
 import { memberDue, providerIdOf } from '../domain/member.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
+import type { Scope } from '../domain/model/scope.ts';
+import { ALL_REGIONS } from '../domain/model/scope.ts';
 import type { InventoryOptions } from '../domain/options.ts';
-import type { AccessGrants } from './ports.ts';
+import type { AccessGrants, GrantLedger } from './ports.ts';
 
 /** Clusters whose grants are handled at once. */
 const CLUSTERS_AT_ONCE = 8;
@@ -58,13 +72,59 @@ export interface GrantFigures {
   projectRoles?: string[];
   /** What could not be done and is tried again next run. */
   problems?: string[];
+  /**
+   * Clusters of the scope the feature still holds something on, as the ledger says after this run: grants
+   * cpsync made, and (while turning off) clusters not yet scanned for its marks. The feature reads
+   * `turning-off` until none is left.
+   */
+  remaining?: number;
+}
+
+type Outcome = ClusterGrantOutcome & {
+  revoked: Array<HeldGrant & { message: string }>;
+  /** Taken back by the scan of cpsync's marks; `complete` when it could look everywhere. */
+  swept?: { removed: Array<HeldGrant & { message: string }>; complete: boolean };
+};
+
+/** What the step needs besides the profiles. */
+export interface GrantsInput {
+  options: InventoryOptions;
+  grants?: AccessGrants;
+  /** Where cpsync keeps what it granted. Without one, nothing is granted (and nothing is known to be held). */
+  ledger?: GrantLedger;
+  dryRun?: boolean;
+  now: string;
+  signal?: AbortSignal;
+  /** The scope listed: the ledger's records of it are read, and judged by the listing. */
+  scope: Scope;
+  /** The listing was complete: a record of a cluster it did not list is counted missed (and goes with the grace). */
+  complete: boolean;
+  /** Ledger keys of the clusters the listing holds (readable or not). */
+  listed: ReadonlySet<string>;
+  /** Provider ids the cloud confirmed gone: their records go. */
+  confirmedGone?: ReadonlySet<string>;
+  /**
+   * Profiles of listed clusters that this run writes nowhere (every name they may have is held by something
+   * else): no consumer is granted on them, and what cpsync holds there is taken back.
+   */
+  unwritten?: readonly ClusterProfile[];
+  /** Whether the plan writes a profile (one being deleted by another controller's finalizer is not). */
+  writable?: (profile: ClusterProfile) => boolean;
+  /**
+   * The GKE project the scope is whole for (every region): its cloud role for consumers is settled from
+   * the ledger's records of its clusters. Unset for a narrower scope.
+   */
+  project?: string;
 }
 
 async function handle(
   plan: ClusterGrantPlan,
   grants: AccessGrants,
+  sweep: ((plan: ClusterGrantPlan) => boolean) | undefined,
+  on: boolean,
+  consumers: readonly Consumer[],
   signal: AbortSignal | undefined,
-): Promise<ClusterGrantOutcome & { revoked: Array<HeldGrant & { message: string }> }> {
+): Promise<Outcome> {
   const revoked: Array<HeldGrant & { message: string }> = [];
   for (const grant of plan.revoke) {
     const taken = await grants.revoke(plan, grant, signal);
@@ -73,85 +133,131 @@ async function handle(
   const results = new Map<string, GrantResult>();
   for (const consumer of plan.wanted)
     results.set(consumer.name, grantBlocked(plan, consumer) ?? (await grants.ensure(plan, consumer, signal)));
-  return { results, revoked };
+  const outcome: Outcome = { results, revoked };
+  if (sweep?.(plan) && grants.sweep) {
+    // What carries cpsync's marks and no configured consumer is wanted with here goes.
+    const keep = (consumer: string, identity: string) =>
+      on && plan.wanted.some((c) => c.name === consumer && c.identities[plan.provider] === identity);
+    const identities = [
+      ...new Set([
+        ...consumers.flatMap((c) => c.identities[plan.provider] ?? []),
+        ...plan.held.map((g) => g.identity),
+      ]),
+    ];
+    try {
+      outcome.swept = await grants.sweep(plan, keep, identities, signal);
+    } catch {
+      outcome.swept = { removed: [], complete: false };
+    }
+  }
+  return outcome;
 }
 
 /**
  * Whether nothing is to be done for a cluster's grants but to look again: nothing to revoke, every wanted
- * consumer with an identity held as it is configured (or let in by a grant cpsync did not make), and each
- * consumer's condition True on the cluster's profiles in its namespaces as the hub holds them.
+ * consumer with an identity held on its configured terms (or let in by a grant cpsync did not make), and
+ * each one's last outcome True — as the ledger says.
  */
-function settled(
-  plan: ClusterGrantPlan,
-  desired: readonly ClusterProfile[],
-  previous: ReadonlyMap<string, ClusterProfile>,
-): boolean {
+function settled(plan: ClusterGrantPlan): boolean {
   if (plan.revoke.length > 0) return false;
-  const profiles = desired.filter((p) => providerIdOf(p) === plan.providerId);
-  // A grant held on other terms (a level or member namespaces changed) is to be made again now.
-  const changed = plan.wanted.some((consumer) => {
-    const held = plan.held.find((g) => g.consumer === consumer.name);
-    return held !== undefined && !sameTerms(held, consumer);
+  return plan.wanted.every((consumer) => {
+    const identity = consumer.identities[plan.provider];
+    const held = plan.held.find((g) => g.consumer === consumer.name && g.identity === identity);
+    if (held && (held.pending || !sameTerms(held, consumer))) return false;
+    return plan.record?.outcomes?.[consumer.name]?.status === 'True';
   });
-  if (changed) return false;
-  return plan.wanted.every((consumer) =>
-    profiles
-      .filter((p) => consumer.namespaces.includes(p.metadata.namespace))
-      .every(
-        (p) =>
-          previous
-            .get(profileKey(p.metadata))
-            ?.status?.conditions?.find((c) => c.type === consumerCondition(consumer.name))?.status === 'True',
-      ),
+}
+
+/** Whether `record` is of a cluster of `scope` (its provider, account and, for a regional scope, region). */
+function inScope(record: GrantRecord, scope: Scope): boolean {
+  return (
+    record.provider === scope.provider &&
+    record.account === scope.account &&
+    (scope.region === ALL_REGIONS || record.region === scope.region)
   );
 }
 
+const sameRecord = (a: GrantRecord | undefined, b: GrantRecord) => JSON.stringify(a) === JSON.stringify(b);
+
 /**
- * The profiles with their clusters' grants: made, checked and revoked through `grants` (none in a dry run:
- * the actions it would take are listed, and what the hub holds stays).
+ * The profiles with their clusters' grants: made, checked and revoked through `grants`, and recorded in the
+ * ledger (none in a dry run: the actions it would take are listed, and nothing is written).
  */
 export async function withGrants(
   desired: readonly ClusterProfile[],
   current: readonly ClusterProfile[],
-  input: {
-    options: InventoryOptions;
-    grants?: AccessGrants;
-    dryRun?: boolean;
-    now: string;
-    signal?: AbortSignal;
-    /**
-     * The GKE project the scope is whole for (every region): its cloud role for consumers is settled from
-     * the grants its profiles record. Unset for a narrower scope, which cannot see every holder.
-     */
-    project?: string;
-  },
+  input: GrantsInput,
 ): Promise<{ profiles: ClusterProfile[]; figures?: GrantFigures }> {
   const on = input.options.features.accessGrants;
-  // A GKE project's cloud role outlives the records of one run: it is settled while consumers are configured.
-  const projectRoles =
-    input.project !== undefined && (input.options.consumers ?? []).some((c) => c.identities.gke);
-  if (!on && !current.some(carriesGrants) && !projectRoles) return { profiles: [...desired] };
-  const plans = planGrants(desired, current, on ? (input.options.consumers ?? []) : []);
-  // The profiles as the hub holds them, by namespace/name.
-  const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
+  const consumers = input.options.consumers ?? [];
+  const turningOff = !on && consumers.length > 0;
   const figures: GrantFigures = { granted: 0, revoked: 0, refused: 0, notUsable: 0, actions: [] };
-  const outcomes = new Map<
-    string,
-    ClusterGrantOutcome & { revoked: Array<HeldGrant & { message: string }> }
-  >();
-  if (input.dryRun || !input.grants) {
+  const problems: string[] = [];
+  let records: GrantRecord[] = [];
+  if (input.ledger)
+    try {
+      records = await input.ledger.read(input.scope);
+    } catch (error) {
+      // Without its record nothing is granted or revoked: what the ledger holds is kept for the next run.
+      return {
+        profiles: [...desired],
+        figures: {
+          ...figures,
+          problems: [`cannot read what cpsync granted (its ledger): ${firstLineOf(error, 1000)}`],
+        },
+      };
+    }
+  else if (on) problems.push('no ledger is configured: nothing is granted');
+  const scoped = records.filter((r) => inScope(r, input.scope));
+  const projectRoles = input.project !== undefined && consumers.some((c) => c.identities.gke);
+  if (!on && !turningOff && scoped.length === 0 && !current.some(carriesGrants) && !projectRoles)
+    return { profiles: [...desired] };
+
+  const byKey = new Map(scoped.map((r) => [ledgerKey(r), r]));
+  const writable = input.writable ?? (() => true);
+  const written = desired.filter(writable);
+  // Listed clusters this run writes nowhere (or only where no one reads): nothing wanted, everything held taken back.
+  const shadows = [
+    ...(input.unwritten ?? []),
+    ...desired.filter((p) => !writable(p) && !written.some((w) => providerIdOf(w) === providerIdOf(p))),
+  ];
+  const plans = [
+    ...planGrants(written, byKey, on && input.ledger ? consumers : [], { everyCluster: turningOff }),
+    ...planGrants(shadows, byKey, []).filter(
+      (shadow) => !written.some((w) => providerIdOf(w) === shadow.providerId),
+    ),
+  ];
+  const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
+  // A scan of cpsync's marks: at turn-off, once per cluster (in its slot); with the feature on, once for a
+  // cluster the hub shows grants for that the ledger does not know (a record lost, or written before it).
+  const nowMillis = Date.parse(input.now);
+  const inSlot = (plan: ClusterGrantPlan) =>
+    !input.grants?.pacing || memberDue(plan.providerId, nowMillis, input.grants.pacing);
+  const shownBefore = (plan: ClusterGrantPlan) =>
+    current.some((p) => providerIdOf(p) === plan.providerId && carriesGrants(p));
+  const sweepDue = (plan: ClusterGrantPlan) =>
+    plan.ready &&
+    (turningOff ? plan.record?.swept !== true && inSlot(plan) : on && !plan.record && shownBefore(plan));
+
+  const outcomes = new Map<string, Outcome>();
+  const after = new Map<string, GrantRecord>();
+  if (input.dryRun || !input.grants || !input.ledger) {
     for (const plan of plans) {
       for (const grant of plan.revoke)
-        figures.actions.push({
-          action: 'revoke',
-          providerId: plan.providerId,
-          ...grant,
-          message: 'would revoke',
-          profile: plan.profile,
-        });
+        if (!grant.pending)
+          figures.actions.push({
+            action: 'revoke',
+            providerId: plan.providerId,
+            ...grant,
+            message: 'would revoke',
+            profile: plan.profile,
+          });
       for (const consumer of plan.wanted) {
         const identity = consumer.identities[plan.provider];
-        if (identity && !plan.held.some((g) => g.consumer === consumer.name && g.identity === identity))
+        if (
+          identity &&
+          !plan.held.some((g) => g.consumer === consumer.name && g.identity === identity && !g.pending)
+        )
           figures.actions.push({
             action: 'grant',
             providerId: plan.providerId,
@@ -165,39 +271,67 @@ export async function withGrants(
     }
   } else {
     const grants = input.grants;
-    const limit = pLimit(CLUSTERS_AT_ONCE);
+    const ledger = input.ledger;
     // A cluster whose grants all held at the last look is looked at again in its slot (as the member probe
     // paces its reads); one with anything to do, or not yet usable by a consumer, at every sync.
-    const due = (plan: ClusterGrantPlan) =>
-      !grants.pacing ||
-      !settled(plan, desired, previous) ||
-      memberDue(plan.providerId, Date.parse(input.now), grants.pacing);
+    const due = plans.filter((plan) => !settled(plan) || inSlot(plan) || sweepDue(plan));
+    // Written ahead: every grant about to be made is recorded before the cloud is asked.
+    const ahead = due.map((plan) => recordBefore(plan));
+    const changed = ahead.filter((record, i) => !sameRecord(due[i]!.record, record));
+    try {
+      if (changed.length > 0) await ledger.write(changed);
+    } catch (error) {
+      return {
+        profiles: [...desired],
+        figures: {
+          ...figures,
+          problems: [
+            `cannot record grants ahead in cpsync's ledger (nothing was granted): ${firstLineOf(error, 1000)}`,
+          ],
+        },
+      };
+    }
+    const limit = pLimit(CLUSTERS_AT_ONCE);
     await Promise.all(
-      plans
-        .filter(due)
-        .map((plan) =>
-          limit(async () => outcomes.set(plan.providerId, await handle(plan, grants, input.signal))),
-        ),
+      due.map((plan, i) =>
+        limit(async () => {
+          const outcome = await handle(plan, grants, sweepDue, on, consumers, input.signal);
+          outcomes.set(plan.providerId, outcome);
+          const record = recordAfter(plan, outcome, ahead[i]);
+          if (outcome.swept?.complete && !on) record.swept = true;
+          after.set(plan.providerId, record);
+        }),
+      ),
     );
     for (const plan of plans) {
       const outcome = outcomes.get(plan.providerId);
       if (!outcome) continue;
-      for (const grant of outcome.revoked) {
+      for (const grant of [...outcome.revoked, ...(outcome.swept?.removed ?? [])]) {
+        if (grant.pending) continue;
         figures.revoked++;
         figures.actions.push({
           action: 'revoke',
           providerId: plan.providerId,
-          ...grant,
+          consumer: grant.consumer,
+          identity: grant.identity,
+          message: grant.message,
           profile: plan.profile,
         });
       }
+      if (outcome.swept && !outcome.swept.complete)
+        problems.push(
+          `cannot look everywhere on ${plan.profile.metadata.name} for what cpsync granted (scanned again next run)`,
+        );
       for (const [consumer, result] of outcome.results) {
-        const before = plan.held.find((g) => g.consumer === consumer);
-        const revokedFirst = outcome.revoked.some((g) => g.consumer === consumer);
         const wanted = plan.wanted.find((c) => c.name === consumer)!;
+        const before = plan.held.find(
+          (g) => g.consumer === consumer && g.identity === result.held && !g.pending,
+        );
+        const revokedFirst = outcome.revoked.some(
+          (g) => g.consumer === consumer && g.identity === result.held,
+        );
         // Announced when made, and when made again on other terms (a level or member namespaces changed).
-        const changed = before !== undefined && !sameTerms(before, wanted);
-        if (result.held && (before?.identity !== result.held || revokedFirst || changed)) {
+        if (result.held && (!before || revokedFirst || !sameTerms(before, wanted))) {
           figures.granted++;
           figures.actions.push({
             action: 'grant',
@@ -214,51 +348,95 @@ export async function withGrants(
       }
     }
   }
+
+  // The ledger after this run: what was done, and the records of clusters the listing did not hold.
+  const stored: GrantRecord[] = [];
+  const removed: GrantRecord[] = [];
+  for (const plan of plans) {
+    const record = after.get(plan.providerId);
+    if (!record || sameRecord(plan.record, record)) continue;
+    if (emptyRecord(record)) {
+      if (plan.record) removed.push(record);
+    } else stored.push(record);
+  }
+  for (const record of scoped) {
+    const key = ledgerKey(record);
+    if (input.confirmedGone?.has(record.providerId)) removed.push(record);
+    else if (!on && !turningOff && record.grants.length === 0 && !after.has(record.providerId))
+      removed.push(record); // the turn-off is over: what each scan found is no longer needed
+    else if (input.listed.has(key)) {
+      if (record.missed && !after.has(record.providerId)) stored.push({ ...record, missed: 0 });
+    } else if (input.complete) {
+      // Not listed by a complete listing: the cluster went (its grants with it) once the grace is over.
+      const missed = (record.missed ?? 0) + 1;
+      if (missed >= input.options.deletionGraceListings) removed.push(record);
+      else stored.push({ ...record, missed });
+    }
+  }
+  if (!input.dryRun && input.ledger && (stored.length > 0 || removed.length > 0))
+    try {
+      await input.ledger.write(stored, removed);
+    } catch (error) {
+      problems.push(`cannot record in cpsync's ledger what this run granted: ${firstLineOf(error, 1000)}`);
+    }
+  const final = new Map(records.map((r) => [ledgerKey(r), r]));
+  for (const record of stored) final.set(ledgerKey(record), record);
+  for (const record of removed) final.delete(ledgerKey(record));
+
   const byCluster = new Map(plans.map((plan) => [plan.providerId, plan]));
   const profiles = desired.map((profile) => {
     const plan = byCluster.get(providerIdOf(profile) ?? '');
-    return plan
-      ? applyGrantOutcome(
-          profile,
-          plan,
-          outcomes.get(plan.providerId),
-          previous.get(profileKey(profile.metadata)),
-          input.now,
-        )
-      : profile;
+    if (!plan || !writable(profile)) return profile;
+    const record = after.get(plan.providerId) ?? plan.record ?? recordAfter(plan, undefined);
+    return showGrants(profile, plan, record, previous.get(profileKey(profile.metadata)), input.now);
   });
-  if (input.project !== undefined && input.grants?.settleProjectRoles && !input.dryRun) {
-    const settled = await settleProject(input.project, input.grants, profiles, current, input.signal);
-    if (settled.changed.length > 0) figures.projectRoles = settled.changed;
-    if (settled.problem) figures.problems = [settled.problem];
+  // What the feature still holds in the scope that no profile shows: clusters not yet scanned at turn-off, and
+  // grants recorded for clusters this run writes no profile of.
+  const shown = new Set(profiles.filter(carriesGrants).map((p) => providerIdOf(p)));
+  const unswept = turningOff
+    ? plans.filter((plan) => input.listed.has(ledgerKey(plan)) && final.get(ledgerKey(plan))?.swept !== true)
+    : [];
+  const unshown = [...final.values()].filter(
+    (r) => inScope(r, input.scope) && r.grants.length > 0 && !shown.has(r.providerId),
+  );
+  const remaining = new Set([...unswept.map((p) => p.providerId), ...unshown.map((r) => r.providerId)]).size;
+  if (remaining > 0) figures.remaining = remaining;
+  if (input.project !== undefined && input.grants?.settleProjectRoles && !input.dryRun && input.ledger) {
+    const settledProject = await settleProject(input.project, input.grants, final, input, on);
+    if (settledProject.changed.length > 0) figures.projectRoles = settledProject.changed;
+    if (settledProject.problem) problems.push(settledProject.problem);
   }
-  // Turned off with nothing left to take back: the feature did nothing to report.
-  if (!on && plans.length === 0 && !figures.projectRoles && !figures.problems) return { profiles };
+  if (problems.length > 0) figures.problems = problems;
+  // Nothing held, nothing done: the feature did nothing to report.
+  if (!on && plans.length === 0 && !figures.projectRoles && !figures.problems && !figures.remaining)
+    return { profiles };
   return { profiles, figures };
 }
 
 /**
- * Who holds a GKE project's cloud role: every consumer identity a grant of cpsync's on one of the project's
- * clusters is recorded for, on the profiles as this run leaves them, and on those of clusters this run did not
- * list (kept until their profiles go). The role is then made exactly that.
+ * Who holds a GKE project's cloud role: every identity a grant of cpsync's on one of the project's clusters
+ * is recorded for in the ledger — and only while that consumer is configured with that identity and the
+ * feature is on. The role is then made exactly that (cpsync's own bindings only).
  */
 async function settleProject(
   project: string,
   grants: AccessGrants,
-  after: readonly ClusterProfile[],
-  current: readonly ClusterProfile[],
-  signal: AbortSignal | undefined,
+  records: ReadonlyMap<string, GrantRecord>,
+  input: GrantsInput,
+  on: boolean,
 ): Promise<{ changed: string[]; problem?: string }> {
-  const listed = new Set(after.map(providerIdOf));
   const holders = new Map<string, Set<string>>();
-  for (const profile of [...after, ...current.filter((p) => !listed.has(providerIdOf(p)))])
-    for (const grant of heldGrants(profile)) {
-      const identities = holders.get(grant.consumer) ?? new Set<string>();
-      identities.add(grant.identity);
-      holders.set(grant.consumer, identities);
+  if (on)
+    for (const record of records.values()) {
+      if (record.provider !== 'gke' || record.account !== project) continue;
+      for (const grant of record.grants) {
+        const configured = input.options.consumers?.find((c) => c.name === grant.consumer);
+        if (grant.pending || configured?.identities.gke !== grant.identity) continue;
+        holders.set(grant.consumer, (holders.get(grant.consumer) ?? new Set()).add(grant.identity));
+      }
     }
   try {
-    return { changed: await grants.settleProjectRoles!(project, holders, signal) };
+    return { changed: await grants.settleProjectRoles!(project, holders, input.signal) };
   } catch (error) {
     return {
       changed: [],

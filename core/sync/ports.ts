@@ -1,6 +1,6 @@
 import type { ClusterProfile, ProfileRef } from '../domain/model/clusterProfile.ts';
 import type { NamespaceSpec } from '../domain/options.ts';
-import type { ClusterGrantPlan, Consumer, GrantResult, HeldGrant } from '../domain/grants.ts';
+import type { ClusterGrantPlan, Consumer, GrantRecord, GrantResult, HeldGrant } from '../domain/grants.ts';
 import type { MemberPacing, MemberReading } from '../domain/member.ts';
 
 export type { NamespaceSpec };
@@ -86,6 +86,32 @@ export interface AccessGrants {
     holders: ReadonlyMap<string, ReadonlySet<string>>,
     signal?: AbortSignal,
   ): Promise<string[]>;
+  /**
+   * Looks on the cluster for every grant carrying cpsync's marks (EKS access entries, member bindings, Azure
+   * role assignments) and takes back each that `keep` (consumer, identity) does not name: what no record names
+   * (the feature turned off, a record lost or written before the ledger). Never changes what is not cpsync's.
+   * Resolves with what it took back, and whether it could look everywhere (a member it could not reach: not).
+   */
+  sweep?(
+    plan: ClusterGrantPlan,
+    keep: (consumer: string, identity: string) => boolean,
+    /** Identities worth asking about by name (the configured consumers', and those recorded): some clouds list grants below a scope only by principal. */
+    identities: readonly string[],
+    signal?: AbortSignal,
+  ): Promise<{ removed: Array<HeldGrant & { message: string }>; complete: boolean }>;
+}
+
+/**
+ * What cpsync granted, kept where only cpsync writes (a DynamoDB table the stack owns; the state directory
+ * beside the outbox): the one authority for what it must take back. One record per cluster.
+ */
+export interface GrantLedger {
+  /** The records of the clusters of an account, project or subscription (every region). */
+  read(scope: Pick<Scope, 'provider' | 'account'>): Promise<GrantRecord[]>;
+  /** Durable once it resolves: stores each record (in place of the cluster's), and removes the records `removed` names. */
+  write(records: readonly GrantRecord[], removed?: readonly GrantRecord[]): Promise<void>;
+  /** Records found unreadable (and moved aside) so far. */
+  quarantined?(): QuarantinedRecord[];
 }
 
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */

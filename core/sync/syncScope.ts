@@ -13,6 +13,7 @@ import { plan, type Plan } from '../domain/plan.ts';
 import { featureCounts, type FeatureName } from '../domain/features.ts';
 import type {
   AccessGrants,
+  GrantLedger,
   Hub,
   MalformedObject,
   MemberProbe,
@@ -20,6 +21,7 @@ import type {
   ScopeListing,
 } from './ports.ts';
 import { withGrants, type GrantFigures } from './grants.ts';
+import { ledgerKey } from '../domain/grants.ts';
 import {
   type MemberReading,
   applyMemberReading,
@@ -49,6 +51,8 @@ export interface SyncScopeInput {
   members?: MemberProbe;
   /** Makes, checks and revokes consumers' grants (the `accessGrants` feature, and its turn-off). */
   grants?: AccessGrants;
+  /** What cpsync granted: the grants step's one authority (never the hub). */
+  ledger?: GrantLedger;
   /** The names profiles may have. @default PROFILE_NAMES */
   naming?: NameScheme;
   /** Names given by the run's other scopes, synced at the same time (see core/sync/names.ts). */
@@ -100,6 +104,7 @@ function profilesAfter(current: readonly ClusterProfile[], applied: ApplyResult)
 function countsByNamespace(
   profiles: readonly ClusterProfile[],
   accessProviderNames: readonly string[],
+  grants: { namespace: string; remaining?: number },
 ): Map<string, Record<FeatureName, number>> {
   const byNamespace = new Map<string, ClusterProfile[]>();
   for (const profile of profiles) {
@@ -107,9 +112,16 @@ function countsByNamespace(
     if (list) list.push(profile);
     else byNamespace.set(profile.metadata.namespace, [profile]);
   }
-  return new Map(
+  const counts = new Map(
     [...byNamespace].map(([namespace, list]) => [namespace, featureCounts(list, accessProviderNames)]),
   );
+  // What the access grants still hold that no profile shows (the ledger's): counted in the inventory's namespace.
+  if (grants.remaining) {
+    const own = counts.get(grants.namespace) ?? featureCounts([], accessProviderNames);
+    own.accessGrants += grants.remaining;
+    counts.set(grants.namespace, own);
+  }
+  return counts;
 }
 
 /**
@@ -257,10 +269,32 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   const known = [...current, ...naming.found];
 
   const probed = options.features.memberProbe ? await withMembers(normalized, known, input) : undefined;
+  // Listed clusters written nowhere (every name they may have is held by something else): their profile as it
+  // would be, for the grants step to take back what cpsync holds there.
+  const named = new Set(normalized.map(providerIdOf));
+  const unwritten = normalizeAll(
+    valid.filter((cluster) => !named.has(cluster.providerId)),
+    options,
+    now,
+  ).profiles.filter((p) => !named.has(providerIdOf(p)));
+  const terminating = new Set(
+    known.filter((p) => p.metadata.deletionTimestamp !== undefined).map((p) => profileKey(p.metadata)),
+  );
   const granted = await withGrants(probed?.profiles ?? normalized, known, {
     options,
     now,
+    scope,
+    complete: outcome.kind === 'complete',
+    listed: new Set(
+      listing.clusters
+        .filter((c) => typeof c.providerId === 'string' && clusterInScope(c, scope))
+        .map((c) => ledgerKey(c)),
+    ),
+    unwritten,
+    writable: (profile) => !terminating.has(profileKey(profile.metadata)),
+    ...(input.confirmedGone ? { confirmedGone: input.confirmedGone } : {}),
     ...(input.grants ? { grants: input.grants } : {}),
+    ...(input.ledger ? { ledger: input.ledger } : {}),
     ...(input.dryRun ? { dryRun: true } : {}),
     ...(input.signal ? { signal: input.signal } : {}),
     // A GKE project's cloud role is settled where the whole project is seen (and its listing did not fail).
@@ -295,13 +329,17 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   };
   const after = [...known, ...result.updates.map((u) => u.current)];
   const names = Object.values(options.accessProviderNames);
+  const stillHeld = {
+    namespace: options.namespace,
+    ...(granted.figures?.remaining ? { remaining: granted.figures.remaining } : {}),
+  };
   const noneApplied: ApplyResult = { applied: [], failed: [] };
   if (input.dryRun)
     return {
       plan: result,
       applied: noneApplied,
       ...done,
-      featureCounts: countsByNamespace(profilesAfter(after, noneApplied), names),
+      featureCounts: countsByNamespace(profilesAfter(after, noneApplied), names, stillHeld),
     };
 
   const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
@@ -312,6 +350,6 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     plan: result,
     applied,
     ...done,
-    featureCounts: countsByNamespace(profilesAfter(after, applied), names),
+    featureCounts: countsByNamespace(profilesAfter(after, applied), names, stillHeld),
   };
 }

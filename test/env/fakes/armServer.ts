@@ -202,12 +202,16 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       const scope = assignment[1]!;
       const name = assignment[2];
       if (!name && request.method === 'GET') {
+        // As Azure documents it: every assignment at or above the scope; with `principalId eq`, that
+        // principal's at, above or below it.
         const principal = /principalId eq '([^']+)'/.exec(url.searchParams.get('$filter') ?? '')?.[1];
-        const value = [...state.roleAssignments.values()].filter(
-          (a) =>
-            scope.toLowerCase().startsWith(a.properties.scope.toLowerCase()) &&
-            (!principal || a.properties.principalId === principal),
-        );
+        const at = scope.toLowerCase();
+        const value = [...state.roleAssignments.values()].filter((a) => {
+          const of = a.properties.scope.toLowerCase();
+          return principal
+            ? a.properties.principalId === principal && (at.startsWith(of) || of.startsWith(`${at}/`))
+            : at.startsWith(of);
+        });
         return sendJson(response, 200, { value });
       }
       const id = `${scope}/providers/Microsoft.Authorization/roleAssignments/${name}`;

@@ -379,12 +379,30 @@ describe('the deployed assets under the Lambda runtime', () => {
     for (const [id, resource] of Object.entries(resources)) {
       if (resource.Type === 'AWS::DynamoDB::Table') {
         const keys = resource.Properties.KeySchema as KeySchemaElement[];
+        const indexes = (resource.Properties.GlobalSecondaryIndexes ?? []) as Array<{
+          IndexName: string;
+          KeySchema: KeySchemaElement[];
+          Projection: { ProjectionType: 'ALL' };
+        }>;
+        const attributes = [...keys, ...indexes.flatMap((i) => i.KeySchema)].map((k) => k.AttributeName!);
         await dynamo.send(
           new CreateTableCommand({
             TableName: id,
             BillingMode: 'PAY_PER_REQUEST',
             KeySchema: keys,
-            AttributeDefinitions: keys.map((k) => ({ AttributeName: k.AttributeName!, AttributeType: 'S' })),
+            AttributeDefinitions: [...new Set(attributes)].map((name) => ({
+              AttributeName: name,
+              AttributeType: 'S',
+            })),
+            ...(indexes.length > 0
+              ? {
+                  GlobalSecondaryIndexes: indexes.map((i) => ({
+                    IndexName: i.IndexName,
+                    KeySchema: i.KeySchema,
+                    Projection: i.Projection,
+                  })),
+                }
+              : {}),
           }),
         );
         refs[id] = id;

@@ -2,13 +2,16 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import {
-  applyGrantOutcome,
   carriesGrants,
   consumerCondition,
   grantBlocked,
-  heldGrants,
+  ledgerKey,
   planGrants,
+  recordAfter,
+  recordBefore,
+  showGrants,
   type Consumer,
+  type GrantRecord,
   type GrantResult,
 } from '../../../../core/domain/grants.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
@@ -44,11 +47,30 @@ const withRecord = (p: ClusterProfile, record: Record<string, string>): ClusterP
   ...p,
   metadata: { ...p.metadata, annotations: { ...p.metadata.annotations, [GRANTS]: JSON.stringify(record) } },
 });
+/** The ledger's records of `profiles`' clusters, each holding `held` (consumer → identity). */
+function ledgerOf(
+  profiles: readonly ClusterProfile[],
+  held: Record<string, string>,
+): Map<string, GrantRecord> {
+  const records = new Map<string, GrantRecord>();
+  for (const p of profiles) {
+    const record: GrantRecord = {
+      providerId: p.metadata.annotations!['cpsync.io/provider-id']!,
+      provider: providerOf(p) as GrantRecord['provider'],
+      account: p.metadata.labels!['cpsync.io/account']!,
+      region: p.metadata.labels!['cpsync.io/region']!,
+      grants: Object.entries(held).map(([consumer, identity]) => ({ consumer, identity })),
+    };
+    records.set(ledgerKey(record), record);
+  }
+  return records;
+}
+const none = new Map<string, GrantRecord>();
 const granted = (held: string): GrantResult => ({ held, status: 'True', reason: 'Granted', message: 'in' });
 
 describe('access grants: who is granted what, and what is recorded', () => {
   it('binds a consumer to exactly the clusters profiled or projected in its namespaces', () => {
-    const plans = planGrants(desired, [], [argocd, everywhere]);
+    const plans = planGrants(desired, none, [argocd, everywhere]);
     const byProvider = Object.fromEntries(plans.map((p) => [p.provider, p]));
     // argocd reads `argocd`, where only the EKS cluster is projected; auditor reads the inventory's own.
     assert.deepEqual(
@@ -64,17 +86,15 @@ describe('access grants: who is granted what, and what is recorded', () => {
       ['auditor'],
     );
     assert.ok(plans.every((p) => p.revoke.length === 0 && p.ready));
-    assert.deepEqual(planGrants(desired, [], []), [], 'no consumer, nothing held: nothing to do');
+    assert.deepEqual(planGrants(desired, none, []), [], 'no consumer, nothing held: nothing to do');
   });
 
-  it('revokes what it holds for a consumer no longer bound, removed, or with another identity; nothing it does not hold', () => {
+  it('revokes what its ledger holds for a consumer no longer bound, removed, or with another identity; nothing it does not hold', () => {
     const eks = desired.filter((p) => providerOf(p) === 'eks');
-    const current = eks.map((p) =>
-      withRecord(p, {
-        argocd: 'arn:aws:iam::111122223333:role/old',
-        gone: 'arn:aws:iam::111122223333:role/gone',
-      }),
-    );
+    const current = ledgerOf(eks, {
+      argocd: 'arn:aws:iam::111122223333:role/old',
+      gone: 'arn:aws:iam::111122223333:role/gone',
+    });
     const [plan] = planGrants(eks, current, [argocd]);
     assert.deepEqual(plan!.revoke, [
       { consumer: 'argocd', identity: 'arn:aws:iam::111122223333:role/old' },
@@ -92,25 +112,31 @@ describe('access grants: who is granted what, and what is recorded', () => {
       options,
       NOW,
     ).profiles;
-    const [plan] = planGrants(creating, [], [argocd]);
+    const [plan] = planGrants(creating, none, [argocd]);
     assert.equal(plan!.ready, false);
     assert.equal(grantBlocked(plan!, argocd)?.reason, 'ClusterNotReady');
     const [gke] = planGrants(
       desired.filter((p) => providerOf(p) === 'gke'),
-      [],
+      none,
       [everywhere],
     );
     assert.equal(grantBlocked(gke!, { ...everywhere, identities: {} })?.reason, 'NoIdentity');
   });
 
-  it('records what it holds on every profile of the cluster, and each consumer’s condition on its own namespace’s profiles only', () => {
+  it('shows what its ledger holds on every profile of the cluster, and each consumer’s condition on its own namespace’s profiles only', () => {
     const eks = desired.filter((p) => providerOf(p) === 'eks');
-    const [plan] = planGrants(eks, [], [argocd, everywhere]);
+    const [plan] = planGrants(eks, none, [argocd, everywhere]);
     const results = new Map([
       ['argocd', granted(ids.eks)],
       ['auditor', { status: 'False', reason: 'Refused', message: 'AccessDenied' } as GrantResult],
     ]);
-    const written = eks.map((p) => applyGrantOutcome(p, plan!, { results, revoked: [] }, undefined, LATER));
+    const record = recordAfter(plan!, { results, revoked: [] }, recordBefore(plan!));
+    assert.deepEqual(
+      record.grants,
+      [{ consumer: 'argocd', identity: ids.eks, level: 'edit' }],
+      'refused: not made',
+    );
+    const written = eks.map((p) => showGrants(p, plan!, record, undefined, LATER));
     for (const profile of written) {
       assert.deepEqual(JSON.parse(profile.metadata.annotations![GRANTS]!), {
         argocd: { identity: ids.eks, level: 'edit' },
@@ -127,59 +153,64 @@ describe('access grants: who is granted what, and what is recorded', () => {
       );
     }
     // Unchanged next time: the condition keeps its time (no write).
-    const again = applyGrantOutcome(
-      eks[0]!,
-      plan!,
-      { results, revoked: [] },
-      written[0],
-      '2026-01-02T00:00:00Z',
-    );
+    const again = showGrants(eks[0]!, plan!, record, written[0], '2026-01-02T00:00:00Z');
     assert.deepEqual(ownedState(again, ['eks']), ownedState(written[0]!, ['eks']));
   });
 
-  it('keeps the record of a grant it could not check or revoke, and drops one it revoked', () => {
+  it('shows what the ledger holds whatever the hub carries: a record written on the hub is not read', () => {
     const eks = desired.filter((p) => providerOf(p) === 'eks');
-    const current = eks.map((p) =>
-      withRecord(p, { argocd: ids.eks, gone: 'arn:aws:iam::111122223333:role/gone' }),
-    );
-    const [plan] = planGrants(eks, current, [argocd]);
-    const unreachable: GrantResult = { status: 'False', reason: 'MemberUnreachable', message: 'timeout' };
-    const kept = applyGrantOutcome(
-      eks[0]!,
-      plan!,
-      { results: new Map([['argocd', unreachable]]), revoked: [] },
-      current[0],
-      LATER,
-    );
-    assert.deepEqual(
-      heldGrants(kept).map((g) => g.consumer),
-      ['argocd', 'gone'],
-    );
-    const revoked = applyGrantOutcome(
-      eks[0]!,
-      plan!,
-      { results: new Map([['argocd', granted(ids.eks)]]), revoked: [plan!.revoke[0]!] },
-      current[0],
-      LATER,
-    );
-    assert.deepEqual(heldGrants(revoked), [{ consumer: 'argocd', identity: ids.eks, level: 'edit' }]);
-    // A dry run (no outcome): what the hub holds stays.
-    const dry = applyGrantOutcome(eks[0]!, plan!, undefined, current[0], LATER);
-    assert.equal(dry.metadata.annotations![GRANTS], current[0]!.metadata.annotations![GRANTS]);
+    const forged = eks.map((p) => withRecord(p, { intruder: 'arn:aws:iam::999999999999:role/intruder' }));
+    const [plan] = planGrants(eks, none, [argocd]);
+    assert.deepEqual(plan!.held, [], 'nothing held: the hub is not the record');
+    const shown = showGrants(eks[0]!, plan!, recordAfter(plan!, undefined), forged[0], LATER);
+    assert.equal(shown.metadata.annotations?.[GRANTS], undefined, 'the forged record is written over');
   });
 
-  it('reads an unreadable record as nothing held, and knows a profile that carries the feature', () => {
+  it('records a grant before the cloud is asked (pending), keeps one it could not check, and drops one it revoked or the cloud refused', () => {
+    const eks = desired.filter((p) => providerOf(p) === 'eks');
+    const [plan] = planGrants(eks, ledgerOf(eks, { gone: 'arn:aws:iam::111122223333:role/gone' }), [argocd]);
+    const ahead = recordBefore(plan!);
+    assert.deepEqual(
+      ahead.grants.map((g) => [g.consumer, g.identity, g.pending ?? false]),
+      [
+        ['argocd', ids.eks, true],
+        ['gone', 'arn:aws:iam::111122223333:role/gone', false],
+      ],
+    );
+    const unreachable: GrantResult = { status: 'False', reason: 'MemberUnreachable', message: 'timeout' };
+    const kept = recordAfter(plan!, { results: new Map([['argocd', unreachable]]), revoked: [] }, ahead);
+    assert.deepEqual(
+      kept.grants.map((g) => [g.consumer, g.pending ?? false]),
+      [
+        ['argocd', true],
+        ['gone', false],
+      ],
+      'what may have been made stays recorded (pending)',
+    );
+    const revoked = recordAfter(
+      plan!,
+      { results: new Map([['argocd', granted(ids.eks)]]), revoked: [plan!.revoke[0]!] },
+      ahead,
+    );
+    assert.deepEqual(revoked.grants, [{ consumer: 'argocd', identity: ids.eks, level: 'edit' }]);
+    const refused: GrantResult = { status: 'False', reason: 'Refused', message: 'AccessDenied' };
+    assert.deepEqual(
+      recordAfter(plan!, { results: new Map([['argocd', refused]]), revoked: [] }, ahead).grants.map(
+        (g) => g.consumer,
+      ),
+      ['gone'],
+    );
+    // A dry run (no outcome): the record stays as it was.
+    assert.deepEqual(recordAfter(plan!, undefined, plan!.record), plan!.record);
+  });
+
+  it('knows a profile that carries the feature', () => {
     const profile = desired[0]!;
-    for (const text of ['not json', '[]', '{"a": 1}', 'null'])
-      assert.deepEqual(
-        heldGrants({ ...profile, metadata: { ...profile.metadata, annotations: { [GRANTS]: text } } }),
-        [],
-      );
     assert.equal(carriesGrants(profile), false);
     assert.equal(carriesGrants(withRecord(profile, {})), true);
   });
 
-  it('never revokes a grant it does not hold, and revokes every held grant no wanted consumer holds the same way (property)', () => {
+  it('never revokes a grant its ledger does not hold, and revokes every held grant no wanted consumer holds the same way (property)', () => {
     const names = ['a', 'b', 'c', 'd'];
     const identity = fc.constantFrom('arn:aws:iam::111122223333:role/x', 'arn:aws:iam::111122223333:role/y');
     fc.assert(
@@ -196,8 +227,7 @@ describe('access grants: who is granted what, and what is recorded', () => {
             identities: identities[name] ? { eks: identities[name] } : {},
           }));
           const eks = desired.filter((p) => providerOf(p) === 'eks');
-          const current = eks.map((p) => withRecord(p, held));
-          const plans = planGrants(eks, current, consumers);
+          const plans = planGrants(eks, ledgerOf(eks, held), consumers);
           const plan = plans[0];
           const wanted = new Map(
             consumers

@@ -1,11 +1,21 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { memberDue, providerIdOf, type MemberPacing } from '../../../../core/domain/member.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import type { Scope } from '../../../../core/domain/model/scope.ts';
 import { normalizeAll } from '../../../../core/domain/normalize.ts';
-import type { Consumer, GrantResult } from '../../../../core/domain/grants.ts';
-import { withGrants } from '../../../../core/sync/grants.ts';
-import type { AccessGrants } from '../../../../core/sync/ports.ts';
+import {
+  ledgerKey,
+  type ClusterGrantPlan,
+  type Consumer,
+  type GrantRecord,
+  type GrantResult,
+  type HeldGrant,
+} from '../../../../core/domain/grants.ts';
+import type { InventoryOptions } from '../../../../core/domain/options.ts';
+import { withGrants, type GrantsInput } from '../../../../core/sync/grants.ts';
+import type { AccessGrants, GrantLedger } from '../../../../core/sync/ports.ts';
 import { eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
@@ -17,28 +27,63 @@ const consumer: Consumer = {
   identities: { eks: ROLE },
 };
 const pacing: MemberPacing = { everyMillis: 60 * 60_000, slotMillis: 15 * 60_000 };
+const GRANTS = 'cpsync.io/access-grants';
+
+/** A ledger in memory, as the port is (the file and DynamoDB ledgers are tested against real stores). */
+function memoryLedger(): GrantLedger & { records: Map<string, GrantRecord>; writes: number } {
+  const ledger = {
+    records: new Map<string, GrantRecord>(),
+    writes: 0,
+    async read(scope: Pick<Scope, 'provider' | 'account'>) {
+      return [...ledger.records.values()]
+        .filter((r) => r.provider === scope.provider && r.account === scope.account)
+        .map((r) => structuredClone(r));
+    },
+    async write(records: readonly GrantRecord[], removed: readonly GrantRecord[] = []) {
+      ledger.writes += 1;
+      for (const r of records) ledger.records.set(ledgerKey(r), structuredClone(r));
+      for (const r of removed) ledger.records.delete(ledgerKey(r));
+    },
+  };
+  return ledger;
+}
 
 /**
- * The port as a counter: every grant it is asked to make holds (for `held`); the holders of each GKE project
- * settle, as it was asked for them (or refused when `refuseProjects`). Paced as the member probe unless `paced`
- * is false.
+ * The port as a counter: every grant it is asked to make holds (for `held`), or the call fails as `fail`
+ * says; revocations and scans are counted with what they were given; the holders of each GKE project settle,
+ * as it was asked for them (or refused when `refuseProjects`). Paced as the member probe unless `paced` is false.
  */
-function counting(
-  held = ROLE,
-  { paced = true, refuseProjects = false } = {},
-): AccessGrants & { ensured: number; revoked: number; settled: Array<Record<string, string[]>> } {
+function counting(held = ROLE, { paced = true, refuseProjects = false, marks = [] as HeldGrant[] } = {}) {
   const port = {
     ...(paced ? { pacing } : {}),
     ensured: 0,
-    revoked: 0,
+    revokedGrants: [] as HeldGrant[],
+    swept: [] as Array<{ cluster: string; identities: readonly string[] }>,
+    /** What carries cpsync's marks in the cloud, whatever any record says (what a scan finds). */
+    marks: [...marks],
+    fail: undefined as undefined | 'throw',
     settled: [] as Array<Record<string, string[]>>,
     async ensure(): Promise<GrantResult> {
       port.ensured += 1;
+      if (port.fail === 'throw') throw new Error('the run was stopped');
       return { held, status: 'True', reason: 'Granted', message: 'in' };
     },
-    async revoke() {
-      port.revoked += 1;
+    async revoke(_plan: ClusterGrantPlan, grant: HeldGrant) {
+      port.revokedGrants.push(grant);
+      port.marks = port.marks.filter(
+        (m) => !(m.consumer === grant.consumer && m.identity === grant.identity),
+      );
       return { revoked: true, message: 'gone' };
+    },
+    async sweep(
+      plan: ClusterGrantPlan,
+      keep: (consumer: string, identity: string) => boolean,
+      identities: readonly string[],
+    ) {
+      port.swept.push({ cluster: plan.providerId, identities });
+      const removed = port.marks.filter((m) => !keep(m.consumer, m.identity));
+      port.marks = port.marks.filter((m) => keep(m.consumer, m.identity));
+      return { removed: removed.map((m) => ({ ...m, message: 'swept' })), complete: true };
     },
     async settleProjectRoles(_project: string, holders: ReadonlyMap<string, ReadonlySet<string>>) {
       // As the port: a refusing project is a rejection only while something is held there.
@@ -48,13 +93,16 @@ function counting(
       return [];
     },
   };
-  return port;
+  return port satisfies AccessGrants;
 }
+
+const EKS_SCOPE: Scope = { provider: 'eks', account: '111122223333', region: 'us-east-1' };
 
 describe('access grants in a scope’s sync: when a cluster’s grants are looked at', () => {
   const options = inventoryOptions({ features: { accessGrants: true }, consumers: [consumer] });
   const desired = normalizeAll([eksCluster()], options, NOW).profiles;
   const id = providerIdOf(desired[0]!)!;
+  const listed = new Set([ledgerKey({ provider: 'eks', providerId: id })]);
   // A time in the cluster's slot, and one outside it.
   const slots = [0, 1, 2, 3].map((i) => Date.parse(NOW) + i * pacing.slotMillis);
   const inSlot = new Date(slots.find((t) => memberDue(id, t, pacing))!).toISOString();
@@ -62,74 +110,300 @@ describe('access grants in a scope’s sync: when a cluster’s grants are looke
 
   const run = (
     port: AccessGrants,
+    ledger: GrantLedger,
     current: readonly ClusterProfile[],
     now: string,
     opts = options,
-    dryRun = false,
-  ) => withGrants(desired, current, { options: opts, grants: port, now, ...(dryRun ? { dryRun } : {}) });
+    extra: Partial<GrantsInput> = {},
+  ) =>
+    withGrants(desired, current, {
+      options: opts,
+      grants: port,
+      ledger,
+      now,
+      scope: EKS_SCOPE,
+      complete: true,
+      listed,
+      ...extra,
+    });
 
   it('grants a new cluster at once, then looks again only in its slot while every grant holds', async () => {
     const port = counting();
-    const first = await run(port, [], outOfSlot);
+    const ledger = memoryLedger();
+    const first = await run(port, ledger, [], outOfSlot);
     assert.equal(port.ensured, 1);
     assert.equal(first.figures?.granted, 1);
+    assert.deepEqual(
+      [...ledger.records.values()][0]!.grants,
+      [{ consumer: 'argocd', identity: ROLE, level: 'edit' }],
+      'recorded in the ledger',
+    );
     const held = first.profiles;
 
-    const quiet = await run(port, held, outOfSlot);
+    const quiet = await run(port, ledger, held, outOfSlot);
     assert.equal(port.ensured, 1, 'settled and not its slot: not looked at');
-    assert.deepEqual(quiet.profiles, held, 'what the hub holds stays');
+    assert.deepEqual(quiet.profiles, held, 'the hub shows the same');
 
-    await run(port, held, inSlot);
+    await run(port, ledger, held, inSlot);
     assert.equal(port.ensured, 2, 'its slot: looked at again');
   });
 
-  it('looks at once when a consumer’s terms change, it has something to revoke, or its grant did not hold', async () => {
+  it('looks at once when a consumer’s terms change, it has something to revoke, or its last outcome was False', async () => {
     const port = counting();
-    const held = (await run(port, [], outOfSlot)).profiles;
+    const ledger = memoryLedger();
+    const held = (await run(port, ledger, [], outOfSlot)).profiles;
     const admin = inventoryOptions({
       features: { accessGrants: true },
       consumers: [{ ...consumer, level: 'admin' }],
     });
-    const raised = await run(port, held, outOfSlot, admin);
+    const raised = await run(port, ledger, held, outOfSlot, admin);
     assert.equal(port.ensured, 2, 'another level');
     // Made again on other terms: announced, with the new level.
     assert.deepEqual(
       raised.figures?.actions.map((a) => [a.action, a.level]),
       [['grant', 'admin']],
     );
-    const scoped = inventoryOptions({
-      features: { accessGrants: true },
-      consumers: [{ ...consumer, memberNamespaces: ['apps'] }],
-    });
-    await run(port, held, outOfSlot, scoped);
-    assert.equal(port.ensured, 3, 'member namespaces');
+    // The ledger's last outcome False (a refusal, an unreachable member): looked at at every sync.
+    const record = [...ledger.records.values()][0]!;
+    record.outcomes = { argocd: { status: 'False', reason: 'Refused', message: 'AccessDenied' } };
+    await run(port, ledger, held, outOfSlot, admin);
+    assert.equal(port.ensured, 3);
     const off = inventoryOptions({ features: { accessGrants: false }, consumers: [consumer] });
-    const revoked = await run(port, held, outOfSlot, off);
-    assert.equal(port.revoked, 1, 'turned off');
-    assert.equal(revoked.profiles[0]!.metadata.annotations?.['cpsync.io/access-grants'], undefined);
-    // A grant whose condition is False (refused, unreachable) is tried at every sync.
-    const refused = held.map((p) => ({
-      ...p,
-      status: {
-        ...p.status,
-        conditions: p.status!.conditions!.map((c) =>
-          c.type === 'consumers.cpsync.io/argocd' ? { ...c, status: 'False' as const, reason: 'Refused' } : c,
-        ),
-      },
-    }));
-    await run(port, refused, outOfSlot);
-    assert.equal(port.ensured, 4);
+    const revoked = await run(port, ledger, held, outOfSlot, off);
+    assert.deepEqual(
+      port.revokedGrants.map((g) => g.identity),
+      [ROLE],
+      'turned off',
+    );
+    assert.equal(revoked.profiles[0]!.metadata.annotations?.[GRANTS], undefined);
   });
 
-  it('a dry run asks nothing of the clouds, lists what it would do and keeps what the hub holds', async () => {
+  it('a dry run asks nothing of the clouds, writes nothing to the ledger and lists what it would do', async () => {
     const port = counting();
-    const dry = await run(port, [], inSlot, options, true);
+    const ledger = memoryLedger();
+    const dry = await run(port, ledger, [], inSlot, options, { dryRun: true });
     assert.equal(port.ensured, 0);
+    assert.equal(ledger.writes, 0);
     assert.deepEqual(
       dry.figures?.actions.map((a) => [a.action, a.consumer, a.identity]),
       [['grant', 'argocd', ROLE]],
     );
-    assert.equal(dry.profiles[0]!.metadata.annotations?.['cpsync.io/access-grants'], undefined);
+    assert.equal(dry.profiles[0]!.metadata.annotations?.[GRANTS], undefined);
+  });
+});
+
+describe('access grants: the hub is never the record', () => {
+  const options = inventoryOptions({ features: { accessGrants: true }, consumers: [consumer] });
+  const off = inventoryOptions({ features: { accessGrants: false }, consumers: [consumer] });
+  const desired = normalizeAll([eksCluster()], options, NOW).profiles;
+  const id = providerIdOf(desired[0]!)!;
+  const input = (opts: InventoryOptions, port: AccessGrants, ledger: GrantLedger, extra = {}) => ({
+    options: opts,
+    grants: port,
+    ledger,
+    now: NOW,
+    scope: EKS_SCOPE,
+    complete: true,
+    listed: new Set([ledgerKey({ provider: 'eks', providerId: id })]),
+    ...extra,
+  });
+  const withShown = (profile: ClusterProfile, text: string | undefined): ClusterProfile => {
+    const annotations = { ...profile.metadata.annotations };
+    if (text === undefined) delete annotations[GRANTS];
+    else annotations[GRANTS] = text;
+    return { ...profile, metadata: { ...profile.metadata, annotations } };
+  };
+  const intruder = 'arn:aws:iam::999999999999:role/intruder';
+
+  for (const [edit, change] of [
+    ['deleted', () => undefined],
+    ['edited', () => JSON.stringify({ argocd: { identity: intruder, level: 'admin' } })],
+    ['forged', () => JSON.stringify({ stranger: { identity: intruder, level: 'admin' } })],
+  ] as const)
+    it(`takes back exactly what it granted at turn-off, the record on the hub ${edit}`, async () => {
+      const port = counting();
+      const ledger = memoryLedger();
+      const made = (await withGrants(desired, [], input(options, port, ledger))).profiles;
+      const hub = made.map((p) => withShown(p, change()));
+      // With the feature on, the hub's record changes nothing: nothing more granted, nothing forgotten.
+      const again = await withGrants(desired, hub, input(options, port, ledger));
+      assert.equal(again.figures?.granted ?? 0, 0);
+      assert.deepEqual(
+        JSON.parse(again.profiles[0]!.metadata.annotations![GRANTS]!),
+        { argocd: { identity: ROLE, level: 'edit' } },
+        'the ledger’s record is shown again',
+      );
+      const turnedOff = await withGrants(desired, hub, input(off, port, ledger));
+      assert.deepEqual(
+        port.revokedGrants.map((g) => [g.consumer, g.identity]),
+        [['argocd', ROLE]],
+        'exactly the grant it made, never the hub’s',
+      );
+      assert.equal(turnedOff.profiles[0]!.metadata.annotations?.[GRANTS], undefined);
+      assert.deepEqual(
+        [...ledger.records.values()].flatMap((r) => r.grants),
+        [],
+      );
+    });
+
+  it('grants a GKE project’s role to configured consumers’ identities only, whatever the ledger or the hub name', async () => {
+    const GOOGLE = 'deployer@consumers.iam.gserviceaccount.com';
+    const deployer: Consumer = { ...consumer, name: 'deployer', identities: { gke: GOOGLE } };
+    const gkeOptions = inventoryOptions({ features: { accessGrants: true }, consumers: [deployer] });
+    const clusters = normalizeAll([gkeCluster()], gkeOptions, NOW).profiles;
+    const gkeId = providerIdOf(clusters[0]!)!;
+    const port = counting(GOOGLE, { paced: false });
+    const ledger = memoryLedger();
+    // A record naming an identity no consumer is configured with (a ledger of another configuration).
+    await ledger.write([
+      {
+        providerId: 'https://container.googleapis.com/v1/projects/acme-data/locations/us-east1/clusters/old',
+        provider: 'gke',
+        account: 'acme-data',
+        region: 'us-east1',
+        grants: [{ consumer: 'stranger', identity: 'allUsers', level: 'admin' }],
+      },
+    ]);
+    const hub = clusters.map((p) => withShown(p, JSON.stringify({ deployer: 'evil@example.com' })));
+    await withGrants(clusters, hub, {
+      options: gkeOptions,
+      grants: port,
+      ledger,
+      now: NOW,
+      scope: { provider: 'gke', account: 'acme-data', region: '*' },
+      complete: false,
+      listed: new Set([ledgerKey({ provider: 'gke', providerId: gkeId })]),
+      project: 'acme-data',
+    });
+    assert.deepEqual(port.settled.at(-1), { deployer: [GOOGLE] });
+  });
+
+  it('grants nothing on a cluster it writes no profile of, and takes back what its ledger holds there', async () => {
+    const port = counting();
+    const ledger = memoryLedger();
+    await withGrants(desired, [], input(options, port, ledger));
+    const squatted = await withGrants([], [], input(options, port, ledger, { unwritten: desired }));
+    assert.equal(port.ensured, 1, 'never granted again');
+    assert.deepEqual(
+      port.revokedGrants.map((g) => g.identity),
+      [ROLE],
+    );
+    assert.equal(squatted.figures?.revoked, 1);
+    assert.equal(ledger.records.size, 0);
+  });
+
+  it('takes back, on the next run, a grant a stopped run was making: it was recorded before the cloud was asked', async () => {
+    const port = counting();
+    const ledger = memoryLedger();
+    port.fail = 'throw';
+    await assert.rejects(withGrants(desired, [], input(options, port, ledger)), /stopped/);
+    assert.deepEqual([...ledger.records.values()][0]!.grants, [
+      { consumer: 'argocd', identity: ROLE, level: 'edit', pending: true },
+    ]);
+    port.fail = undefined;
+    const removed = inventoryOptions({ features: { accessGrants: true }, consumers: [] });
+    const after = await withGrants(desired, [], input(removed, port, ledger));
+    assert.deepEqual(
+      port.revokedGrants.map((g) => g.identity),
+      [ROLE],
+    );
+    assert.deepEqual(after.figures?.actions ?? [], [], 'never announced, as never known to be made');
+    assert.equal(ledger.records.size, 0);
+  });
+
+  it('scans each cluster once at turn-off for cpsync’s marks no record names, and reads turning-off until every one is scanned', async () => {
+    const lost = { consumer: 'argocd', identity: ROLE };
+    const port = counting(ROLE, { paced: false, marks: [lost] });
+    const ledger = memoryLedger();
+    const first = await withGrants(desired, [], input(off, port, ledger));
+    assert.equal(port.swept.length, 1);
+    assert.deepEqual(port.marks, [], 'what no record named is gone');
+    assert.deepEqual(
+      first.figures?.actions.map((a) => [a.action, a.identity]),
+      [['revoke', ROLE]],
+    );
+    assert.equal(first.figures?.remaining, undefined, 'scanned: nothing left');
+    await withGrants(desired, [], input(off, port, ledger));
+    assert.equal(port.swept.length, 1, 'once');
+    // Consumers removed (the turn-off is over): what the scans found is forgotten.
+    const done = inventoryOptions({ features: { accessGrants: false }, consumers: [] });
+    await withGrants(desired, [], input(done, port, ledger));
+    assert.equal(ledger.records.size, 0);
+  });
+
+  it('counts a cluster not yet scanned at turn-off (outside its slot) among what the feature still holds', async () => {
+    const port = counting(ROLE, { paced: true });
+    const ledger = memoryLedger();
+    const slots = [0, 1, 2, 3].map((i) => Date.parse(NOW) + i * pacing.slotMillis);
+    const outOfSlot = new Date(slots.find((t) => !memberDue(id, t, pacing))!).toISOString();
+    const waiting = await withGrants(desired, [], { ...input(off, port, ledger), now: outOfSlot });
+    assert.equal(port.swept.length, 0);
+    assert.equal(waiting.figures?.remaining, 1);
+  });
+
+  it('scans a cluster the hub shows grants for that its ledger does not know (a lost record, or one written before the ledger), keeping what is configured', async () => {
+    const stale = { consumer: 'gone', identity: 'arn:aws:iam::111122223333:role/gone' };
+    const port = counting(ROLE, { paced: false, marks: [stale, { consumer: 'argocd', identity: ROLE }] });
+    const ledger = memoryLedger();
+    const shown = desired.map((p) => withShown(p, JSON.stringify({ gone: stale.identity })));
+    await withGrants(desired, shown, input(options, port, ledger));
+    assert.deepEqual(port.marks, [{ consumer: 'argocd', identity: ROLE }]);
+  });
+
+  it('forgets a record once its cluster is gone: after the grace of complete listings, or at once when the cloud says so', async () => {
+    const port = counting();
+    const ledger = memoryLedger();
+    await withGrants(desired, [], input(options, port, ledger));
+    const gone = input(options, port, ledger, { listed: new Set<string>() });
+    await withGrants([], [], gone);
+    assert.equal([...ledger.records.values()][0]!.missed, 1);
+    await withGrants([], [], { ...gone, complete: false });
+    assert.equal([...ledger.records.values()][0]!.missed, 1, 'a partial listing judges nothing');
+    await withGrants([], [], gone);
+    assert.equal(ledger.records.size, 0, 'the default grace: two complete listings');
+    await withGrants(desired, [], input(options, port, ledger));
+    await withGrants(
+      [],
+      [],
+      input(options, port, ledger, {
+        listed: new Set<string>(),
+        complete: false,
+        confirmedGone: new Set([id]),
+      }),
+    );
+    assert.equal(ledger.records.size, 0);
+  });
+
+  it('revokes exactly what its ledger holds and no consumer is wanted with, whatever the hub carries (property)', async () => {
+    const identity = fc.constantFrom(ROLE, 'arn:aws:iam::111122223333:role/x', intruder);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.dictionary(fc.constantFrom('argocd', 'gone', 'stranger'), identity),
+        fc.option(fc.dictionary(fc.constantFrom('argocd', 'gone', 'stranger'), identity)),
+        fc.boolean(),
+        async (recorded, shown, on) => {
+          const port = counting(ROLE, { paced: false });
+          const ledger = memoryLedger();
+          const record: GrantRecord = {
+            providerId: id,
+            provider: 'eks',
+            account: '111122223333',
+            region: 'us-east-1',
+            grants: Object.entries(recorded).map(([c, i]) => ({ consumer: c, identity: i })),
+            swept: true,
+          };
+          await ledger.write([record]);
+          const hub = desired.map((p) => withShown(p, shown ? JSON.stringify(shown) : undefined));
+          await withGrants(desired, hub, input(on ? options : off, port, ledger));
+          const expected = Object.entries(recorded)
+            .filter(([c, i]) => !(on && c === 'argocd' && i === ROLE))
+            .map(([c, i]) => `${c} ${i}`)
+            .sort();
+          assert.deepEqual(port.revokedGrants.map((g) => `${g.consumer} ${g.identity}`).sort(), expected);
+        },
+      ),
+      { numRuns: 150 },
+    );
   });
 });
 
@@ -147,46 +421,53 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
     options,
     NOW,
   ).profiles;
+  const project: Scope = { provider: 'gke', account: 'acme-data', region: '*' };
+  const keys = (profiles: readonly ClusterProfile[]) =>
+    new Set(profiles.map((p) => ledgerKey({ provider: 'gke', providerId: providerIdOf(p)! })));
 
-  const googlePort = (refuseProjects = false) => {
-    const port = counting(GOOGLE, { paced: false, refuseProjects });
-    return { port, settled: port.settled };
-  };
   const sync = (
     port: AccessGrants,
+    ledger: GrantLedger,
     desired: readonly ClusterProfile[],
-    current: readonly ClusterProfile[],
-    project?: string,
-    opts = options,
+    { whole = true, complete = true, opts = options, dryRun = false } = {},
   ) =>
-    withGrants(desired, current, { options: opts, grants: port, now: NOW, ...(project ? { project } : {}) });
+    withGrants(desired, [], {
+      options: opts,
+      grants: port,
+      ledger,
+      now: NOW,
+      scope: project,
+      complete,
+      listed: keys(desired),
+      ...(whole ? { project: 'acme-data' } : {}),
+      ...(dryRun ? { dryRun } : {}),
+    });
 
   it('counts every cluster of the project: the role stays while one still holds the consumer, and goes with the last', async () => {
-    const { port, settled } = googlePort();
-    const both = (await sync(port, clusters, [], 'acme-data')).profiles;
-    assert.deepEqual(settled.at(-1), { deployer: [GOOGLE] });
-    // One cluster gone from the listing (its profile deleted): the other still holds the consumer.
-    const one = (await sync(port, both.slice(0, 1), both.slice(0, 1), 'acme-data')).profiles;
-    assert.deepEqual(settled.at(-1), { deployer: [GOOGLE] });
-    // A cluster the listing did not see (a partial listing) keeps its holding until its profile goes.
-    await sync(port, [], both, 'acme-data');
-    assert.deepEqual(settled.at(-1), { deployer: [GOOGLE] });
+    const port = counting(GOOGLE, { paced: false });
+    const ledger = memoryLedger();
+    await sync(port, ledger, clusters);
+    assert.deepEqual(port.settled.at(-1), { deployer: [GOOGLE] });
+    // A partial listing without one cluster: its record stands, and holds the role.
+    await sync(port, ledger, clusters.slice(0, 1), { complete: false });
+    assert.deepEqual(port.settled.at(-1), { deployer: [GOOGLE] });
     // Turned off: every grant revoked, and the role with them.
     const off = inventoryOptions({ features: { accessGrants: false }, consumers: [deployer] });
-    await sync(port, clusters, one, 'acme-data', off);
-    assert.deepEqual(settled.at(-1), {});
+    await sync(port, ledger, clusters, { opts: off });
+    assert.deepEqual(port.settled.at(-1), {});
   });
 
   it('is left alone where the scope does not see the whole project, and in a dry run', async () => {
-    const { port, settled } = googlePort();
-    await sync(port, clusters, [], undefined);
-    await withGrants(clusters, [], { options, grants: port, now: NOW, project: 'acme-data', dryRun: true });
-    assert.equal(settled.length, 0);
+    const port = counting(GOOGLE, { paced: false });
+    const ledger = memoryLedger();
+    await sync(port, ledger, clusters, { whole: false });
+    await sync(port, ledger, clusters, { dryRun: true });
+    assert.equal(port.settled.length, 0);
   });
 
   it('reports a project it cannot settle while it holds grants there, and not one where it holds none', async () => {
-    const { port } = googlePort(true);
-    const held = await sync(port, clusters, [], 'acme-data');
+    const port = counting(GOOGLE, { paced: false, refuseProjects: true });
+    const held = await sync(port, memoryLedger(), clusters);
     assert.match(
       held.figures?.problems?.[0] ?? '',
       /cannot settle project acme-data's cloud role for consumers: The caller does not have permission/,
@@ -195,7 +476,7 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
       features: { accessGrants: true },
       consumers: [{ ...deployer, namespaces: ['elsewhere'] }],
     });
-    const nothing = await sync(port, clusters, [], 'acme-data', none);
+    const nothing = await sync(port, memoryLedger(), clusters, { opts: none });
     assert.equal(nothing.figures?.problems, undefined);
   });
 });

@@ -1,0 +1,101 @@
+/**
+ * The grants ledger as files (the CLI's): one JSON file per cluster, `<outbox>/grants/<provider>-<account>/
+ * <hash of the cluster's id>.json`, written whole and flushed to the disk before it counts. A file that cannot
+ * be read is moved to the outbox's `quarantine/` and named: what it recorded is then found again by the scan of
+ * cpsync's marks at turn-off, never by reading the hub.
+ */
+import { createHash } from 'node:crypto';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ledgerKey, type GrantRecord } from '../../core/domain/grants.ts';
+import { PROVIDERS } from '../../core/domain/model/observedCluster.ts';
+import type { Scope } from '../../core/domain/model/scope.ts';
+import type { GrantLedger, QuarantinedRecord } from '../../core/sync/ports.ts';
+import { QUARANTINE } from './batchFiles.ts';
+import { readIfExists, replaceFile } from '../shared/files.ts';
+
+/** Whether `value` is a record as the ledger writes them. */
+function isRecord(value: unknown): value is GrantRecord {
+  const r = value as Partial<GrantRecord> | null;
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    typeof r.providerId === 'string' &&
+    (PROVIDERS as readonly unknown[]).includes(r.provider) &&
+    typeof r.account === 'string' &&
+    typeof r.region === 'string' &&
+    Array.isArray(r.grants) &&
+    r.grants.every((g) => typeof g?.consumer === 'string' && typeof g.identity === 'string')
+  );
+}
+
+export class FileGrantLedger implements GrantLedger {
+  readonly #directory: string;
+  readonly #quarantine: string;
+  readonly #quarantined: QuarantinedRecord[] = [];
+
+  /** `outboxDirectory`: the file outbox's directory (the state directory), which the ledger lives in. */
+  constructor(outboxDirectory: string) {
+    this.#directory = join(outboxDirectory, 'grants');
+    this.#quarantine = join(outboxDirectory, QUARANTINE);
+  }
+
+  /** Records found unreadable (and moved aside) so far. */
+  quarantined(): QuarantinedRecord[] {
+    return [...this.#quarantined];
+  }
+
+  #folder(scope: Pick<Scope, 'provider' | 'account'>): string {
+    // An account is free text to the file system: its hash keeps the folder name safe.
+    const account = createHash('sha256').update(scope.account).digest('hex').slice(0, 16);
+    return join(this.#directory, `${scope.provider}-${account}`);
+  }
+
+  #file(record: Pick<GrantRecord, 'provider' | 'providerId' | 'account'>): string {
+    const name = createHash('sha256').update(ledgerKey(record)).digest('hex').slice(0, 32);
+    return join(this.#folder(record), `${name}.json`);
+  }
+
+  async read(scope: Pick<Scope, 'provider' | 'account'>): Promise<GrantRecord[]> {
+    const folder = this.#folder(scope);
+    let names: string[];
+    try {
+      names = (await readdir(folder)).filter((name) => /^[0-9a-f]{32}\.json$/.test(name));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw error;
+    }
+    const records: GrantRecord[] = [];
+    for (const name of names.sort()) {
+      const path = join(folder, name);
+      const text = await readIfExists(path);
+      if (text === undefined) continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        value = undefined;
+      }
+      if (isRecord(value) && value.provider === scope.provider && value.account === scope.account) {
+        records.push(value);
+        continue;
+      }
+      await mkdir(this.#quarantine, { recursive: true });
+      const aside = join(this.#quarantine, `grants-${scope.provider}-${name}`);
+      await rename(path, aside);
+      this.#quarantined.push({ path: aside, reason: 'not a grant record (truncated?)' });
+    }
+    return records;
+  }
+
+  async write(
+    records: readonly GrantRecord[],
+    removed: ReadonlyArray<Pick<GrantRecord, 'provider' | 'providerId' | 'account'>> = [],
+  ): Promise<void> {
+    for (const record of records) {
+      await mkdir(this.#folder(record), { recursive: true });
+      await replaceFile(this.#file(record), `${JSON.stringify(record, null, 1)}\n`, { durable: true });
+    }
+    for (const record of removed) await rm(this.#file(record), { force: true });
+  }
+}

@@ -16,7 +16,7 @@ import {
   LABEL_NAMESPACE_CLUSTERSET_KEP,
 } from '../../core/domain/constants.ts';
 import { selectorString } from '../../core/domain/labels.ts';
-import { objectApplyBody, statusApplyBody } from '../../core/domain/ownership.ts';
+import { objectApplyBody, statusApplyBody, strayOwnedKeys } from '../../core/domain/ownership.ts';
 import {
   CLUSTER_PROFILE_GROUP,
   CLUSTER_PROFILE_PLURAL,
@@ -296,7 +296,7 @@ export class KubernetesHub implements Hub {
   async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {
     const { namespace, name } = profile.metadata;
     try {
-      return (await this.#objects.patchNamespacedCustomObject(
+      const stored = (await this.#objects.patchNamespacedCustomObject(
         {
           ...PROFILE,
           namespace,
@@ -306,6 +306,28 @@ export class KubernetesHub implements Hub {
           force: true,
         },
         this.#options(PatchStrategy.ServerSideApply),
+      )) as ClusterProfile;
+      // Keys of cpsync's that another writer set and cpsync does not want: an apply leaves them (they are the
+      // other manager's), so they are removed, at the version just written.
+      const stray = strayOwnedKeys(stored, profile);
+      if (stray.labels.length === 0 && stray.annotations.length === 0) return stored;
+      const pointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
+      return (await this.#objects.patchNamespacedCustomObject(
+        {
+          ...PROFILE,
+          namespace,
+          name,
+          body: [
+            { op: 'test', path: '/metadata/resourceVersion', value: stored.metadata.resourceVersion },
+            ...stray.labels.map((key) => ({ op: 'remove', path: `/metadata/labels/${pointer(key)}` })),
+            ...stray.annotations.map((key) => ({
+              op: 'remove',
+              path: `/metadata/annotations/${pointer(key)}`,
+            })),
+          ],
+          fieldManager: this.#fieldManager,
+        },
+        this.#options(PatchStrategy.JsonPatch),
       )) as ClusterProfile;
     } catch (error) {
       throw translateProfile(error, 'apply', `${namespace}/${name}`, namespace);

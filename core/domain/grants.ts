@@ -164,7 +164,6 @@ function shownRecord(grants: readonly HeldGrant[]): string {
                 identity: g.identity,
                 level: g.level,
                 ...(g.memberNamespaces ? { memberNamespaces: g.memberNamespaces } : {}),
-                ...(g.pending ? { pending: true } : {}),
               }
             : g.identity,
         ]),
@@ -353,7 +352,8 @@ export function recordAfter(
 }
 
 /**
- * `profile` as the hub shows the cluster's grants: the record (`cpsync.io/access-grants`, from the ledger),
+ * `profile` as the hub shows the cluster's grants: the record (`cpsync.io/access-grants`, from the ledger: the
+ * grants known to be made),
  * and each consumer bound to the profile's namespace with its condition as the ledger's last outcome says
  * (its time kept from the hub while it says the same). Conditions of consumers no longer bound there go.
  */
@@ -364,8 +364,10 @@ export function showGrants(
   previous: ClusterProfile | undefined,
   now: string,
 ): ClusterProfile {
+  // What is known to be made: a pending grant (asked of a cloud that did not answer) is the ledger's to settle.
+  const made = record.grants.filter((g) => !g.pending);
   const annotations = { ...profile.metadata.annotations };
-  if (record.grants.length > 0) annotations[ANNOTATION_ACCESS_GRANTS] = shownRecord(record.grants);
+  if (made.length > 0) annotations[ANNOTATION_ACCESS_GRANTS] = shownRecord(made);
   else delete annotations[ANNOTATION_ACCESS_GRANTS];
   const mine = plan.wanted.filter((c) => c.namespaces.includes(profile.metadata.namespace));
   const before = (previous?.status?.conditions ?? []).filter((c) =>

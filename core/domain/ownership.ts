@@ -130,3 +130,23 @@ export function mergeObjectApply(
     ...(current?.status ? { status: current.status } : {}),
   };
 }
+
+/**
+ * Labels and annotations of cpsync's own that `stored` carries and `profile` does not: written by another
+ * writer (a server-side apply never removes a field another manager set), to be removed so that the hub
+ * shows only what cpsync wants under its keys.
+ */
+export function strayOwnedKeys(
+  stored: ClusterProfile,
+  profile: ClusterProfile,
+): { labels: string[]; annotations: string[] } {
+  const absent = (
+    from: Record<string, string> | undefined,
+    wanted: Record<string, string> | undefined,
+    keys: readonly string[],
+  ) => keys.filter((key) => from?.[key] !== undefined && wanted?.[key] === undefined);
+  return {
+    labels: absent(stored.metadata.labels, profile.metadata.labels, OWNED_LABELS),
+    annotations: absent(stored.metadata.annotations, profile.metadata.annotations, OWNED_ANNOTATIONS),
+  };
+}

@@ -13,6 +13,7 @@
  * cpsync's marks (in its slot), so that what no record names is taken back too.
  */
 import pLimit from 'p-limit';
+import { ANNOTATION_ACCESS_GRANTS } from '../domain/constants.ts';
 import { firstLineOf } from '../domain/errors.ts';
 import {
   carriesGrants,
@@ -136,8 +137,9 @@ async function handle(
   const outcome: Outcome = { results, revoked };
   if (sweep?.(plan) && grants.sweep) {
     // What carries cpsync's marks and no configured consumer is wanted with here goes.
+    // (Any of a wanted consumer's configured identities: one is never wrong where the consumer is wanted.)
     const keep = (consumer: string, identity: string) =>
-      on && plan.wanted.some((c) => c.name === consumer && c.identities[plan.provider] === identity);
+      on && plan.wanted.some((c) => c.name === consumer && Object.values(c.identities).includes(identity));
     const identities = [
       ...new Set([
         ...consumers.flatMap((c) => c.identities[plan.provider] ?? []),
@@ -213,6 +215,9 @@ export async function withGrants(
   if (!on && !turningOff && scoped.length === 0 && !current.some(carriesGrants) && !projectRoles)
     return { profiles: [...desired] };
 
+  // The turn-off's scan of cpsync's marks, where the feature has left a trace: the ledger holds something of
+  // the account's (a grant, a scan done), or the hub shows a grant. Configured and never on, nothing is scanned.
+  const scanning = turningOff && (records.length > 0 || current.some(carriesGrants));
   const byKey = new Map(scoped.map((r) => [ledgerKey(r), r]));
   const writable = input.writable ?? (() => true);
   const written = desired.filter(writable);
@@ -222,7 +227,7 @@ export async function withGrants(
     ...desired.filter((p) => !writable(p) && !written.some((w) => providerIdOf(w) === providerIdOf(p))),
   ];
   const plans = [
-    ...planGrants(written, byKey, on && input.ledger ? consumers : [], { everyCluster: turningOff }),
+    ...planGrants(written, byKey, on && input.ledger ? consumers : [], { everyCluster: scanning }),
     ...planGrants(shadows, byKey, []).filter(
       (shadow) => !written.some((w) => providerIdOf(w) === shadow.providerId),
     ),
@@ -234,10 +239,14 @@ export async function withGrants(
   const inSlot = (plan: ClusterGrantPlan) =>
     !input.grants?.pacing || memberDue(plan.providerId, nowMillis, input.grants.pacing);
   const shownBefore = (plan: ClusterGrantPlan) =>
-    current.some((p) => providerIdOf(p) === plan.providerId && carriesGrants(p));
+    current.some(
+      (p) =>
+        providerIdOf(p) === plan.providerId &&
+        p.metadata.annotations?.[ANNOTATION_ACCESS_GRANTS] !== undefined,
+    );
   const sweepDue = (plan: ClusterGrantPlan) =>
     plan.ready &&
-    (turningOff ? plan.record?.swept !== true && inSlot(plan) : on && !plan.record && shownBefore(plan));
+    (scanning ? plan.record?.swept !== true && inSlot(plan) : on && !plan.record && shownBefore(plan));
 
   const outcomes = new Map<string, Outcome>();
   const after = new Map<string, GrantRecord>();
@@ -276,7 +285,10 @@ export async function withGrants(
     // paces its reads); one with anything to do, or not yet usable by a consumer, at every sync.
     const due = plans.filter((plan) => !settled(plan) || inSlot(plan) || sweepDue(plan));
     // Written ahead: every grant about to be made is recorded before the cloud is asked.
-    const ahead = due.map((plan) => recordBefore(plan));
+    // (A scan done since the turn-off stays remembered while it lasts; turned on again, it is forgotten.)
+    const keepSwept = (plan: ClusterGrantPlan, record: GrantRecord): GrantRecord =>
+      turningOff && plan.record?.swept ? { ...record, swept: true } : record;
+    const ahead = due.map((plan) => keepSwept(plan, recordBefore(plan)));
     const changed = ahead.filter((record, i) => !sameRecord(due[i]!.record, record));
     try {
       if (changed.length > 0) await ledger.write(changed);
@@ -297,7 +309,7 @@ export async function withGrants(
         limit(async () => {
           const outcome = await handle(plan, grants, sweepDue, on, consumers, input.signal);
           outcomes.set(plan.providerId, outcome);
-          const record = recordAfter(plan, outcome, ahead[i]);
+          const record = keepSwept(plan, recordAfter(plan, outcome, ahead[i]));
           if (outcome.swept?.complete && !on) record.swept = true;
           after.set(plan.providerId, record);
         }),
@@ -318,10 +330,8 @@ export async function withGrants(
           profile: plan.profile,
         });
       }
-      if (outcome.swept && !outcome.swept.complete)
-        problems.push(
-          `cannot look everywhere on ${plan.profile.metadata.name} for what cpsync granted (scanned again next run)`,
-        );
+      // A scan that could not look everywhere (a member out of reach) is made again at the next look: until
+      // then the feature reads turning-off (`remaining`), which names no problem of the run.
       for (const [consumer, result] of outcome.results) {
         const wanted = plan.wanted.find((c) => c.name === consumer)!;
         const before = plan.held.find(
@@ -393,7 +403,7 @@ export async function withGrants(
   // What the feature still holds in the scope that no profile shows: clusters not yet scanned at turn-off, and
   // grants recorded for clusters this run writes no profile of.
   const shown = new Set(profiles.filter(carriesGrants).map((p) => providerIdOf(p)));
-  const unswept = turningOff
+  const unswept = scanning
     ? plans.filter((plan) => input.listed.has(ledgerKey(plan)) && final.get(ledgerKey(plan))?.swept !== true)
     : [];
   const unshown = [...final.values()].filter(

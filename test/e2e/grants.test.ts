@@ -12,7 +12,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import {
   AZURE_SUBSCRIPTION,
@@ -46,6 +53,8 @@ import { syncCluster } from '../../core/sync/engine.ts';
 import { ALL_REGIONS } from '../../core/domain/model/scope.ts';
 import type { FunctionDeps } from '../../functions/runtime.ts';
 import { assertNoCredentials } from '../support/secrets.ts';
+import { PROFILE_NAMES } from '../../core/domain/naming.ts';
+import { FileGrantLedger } from '../../adapters/outbox/FileGrantLedger.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents are read freely here
 type Doc = Record<string, any>;
@@ -155,12 +164,13 @@ describe('consumer access grants: configured consumers reach every cluster of th
   async function sync(
     features: Record<string, string>,
     args: string[] = [],
+    code = 0,
   ): Promise<CliRun & { access: string[] }> {
     writeFileSync(config, stringify({ ...document, features }));
     writeFileSync(document.bus.jsonl, '');
     const run = await runCli(['sync', '--config', config, ...args], { env: emulators.env });
     captured.push(run.stdout, run.stderr, readFileSync(document.bus.jsonl, 'utf8'));
-    assert.equal(run.code, 0, run.stderr);
+    assert.equal(run.code, code, run.stderr);
     return { ...run, access: accessEvents() };
   }
   /** The grant events on the bus (consumer, cluster), sorted. */
@@ -757,6 +767,105 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.equal(await consumerCreates('aks', 'apps'), 201);
   };
 
+  /**
+   * What another writer puts on the hub changes nothing cpsync grants (its record is its own ledger, never the
+   * hub): the record on one profile edited to another identity, on another deleted, and one forged on a profile
+   * of a cluster nothing is granted on — nothing is granted, revoked or announced, GKE's project role names the
+   * configured consumer only, and each profile shows the ledger's record again.
+   */
+  const hubEditsChangeNothing = async () => {
+    const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    const shown = async (profile: Doc, value: string | null) =>
+      objects.patchNamespacedCustomObject(
+        {
+          ...GROUP,
+          namespace: profile.metadata.namespace,
+          name: profile.metadata.name,
+          body: { metadata: { annotations: { 'cpsync.io/access-grants': value } } },
+        },
+        MERGE,
+      );
+    const eks = await memberProfile('eks');
+    const record = eks.metadata.annotations['cpsync.io/access-grants'];
+    const intruder = `arn:aws:iam::${EKS_ACCOUNT}:role/intruder`;
+    const intruderGoogle = 'intruder@elsewhere.iam.gserviceaccount.com';
+    await shown(eks, JSON.stringify({ deployer: { identity: intruder, level: 'admin' } }));
+    await shown(await memberProfile('gke'), null);
+    const analytics = (await profiles()).find((p) => p.spec.displayName === 'analytics')!;
+    await shown(analytics, JSON.stringify({ intruder: { identity: intruderGoogle, level: 'admin' } }));
+    const bindings = structuredClone(cpsyncProjectBindings());
+    const run = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.match(run.stderr, /grants: 0 granted, 0 revoked/);
+    assert.deepEqual(run.access, [], 'nothing granted or revoked for what the hub said');
+    assert.deepEqual(cpsyncProjectBindings(), bindings, "GKE's project role as it was");
+    assert.ok(!JSON.stringify(projectPolicy()).includes(intruderGoogle));
+    assert.equal(entries.of('us-east-1', AT_MEMBER.eks).has(intruder), false);
+    assert.equal((await memberProfile('eks')).metadata.annotations['cpsync.io/access-grants'], record);
+    assert.ok((await memberProfile('gke')).metadata.annotations['cpsync.io/access-grants']);
+    assert.equal(
+      (await profiles()).find((p) => p.spec.displayName === 'analytics')!.metadata.annotations[
+        'cpsync.io/access-grants'
+      ],
+      undefined,
+      'the forged record is gone',
+    );
+  };
+
+  /**
+   * A cluster whose every name in the consumer's namespace another writer took first (profiles of another
+   * manager): cpsync writes no profile of it there, so grants nothing on it for that consumer; once the names
+   * are free, its profile is written and the grant made.
+   */
+  const squattedNames = async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'squatted' }]);
+    const providerId = `arn:aws:eks:us-east-1:${EKS_ACCOUNT}:cluster/squatted`;
+    const names = PROFILE_NAMES.candidates('cpsync', { provider: 'eks', providerId, name: 'squatted' });
+    for (const name of names)
+      await objects.createNamespacedCustomObject({
+        ...GROUP,
+        namespace: consumers,
+        body: {
+          apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+          kind: 'ClusterProfile',
+          metadata: { name, labels: { 'x-k8s.io/cluster-manager': 'squatter' } },
+          spec: { displayName: 'squatted', clusterManager: { name: 'squatter' } },
+        },
+      });
+    const squatted = await sync({ projections: 'on', accessGrants: 'on' }, [], 1);
+    assert.match(squatted.stderr, /name collision: .*squatted has no name free in/);
+    assert.ok(!squatted.access.some((a) => a.includes('eks/squatted')), 'no grant: no profile there');
+    assert.equal(entries.of('us-east-1', 'squatted').size, 0);
+    for (const name of names)
+      await objects.deleteNamespacedCustomObject({ ...GROUP, namespace: consumers, name });
+    const freed = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.deepEqual(
+      freed.access.filter((a) => a.includes('eks/squatted')),
+      ['Consumer Access Granted deployer eks/squatted'],
+    );
+    assert.ok(entries.of('us-east-1', 'squatted').has(ROLE));
+  };
+
+  /**
+   * The hub wiped (every profile deleted) and a record lost from the ledger before the turn-off: what the
+   * ledger still names is taken back from it, what it no longer names is found by the turn-off's scan of
+   * cpsync's marks. (Run by the turn-off below.)
+   */
+  const wipeHubAndLoseARecord = async () => {
+    for (const ns of [namespace, consumers]) {
+      const { items } = (await objects.listNamespacedCustomObject({ ...GROUP, namespace: ns })) as {
+        items: Doc[];
+      };
+      for (const p of items)
+        if (p.metadata.labels?.['x-k8s.io/cluster-manager'] === 'cpsync')
+          await objects.deleteNamespacedCustomObject({ ...GROUP, namespace: ns, name: p.metadata.name });
+    }
+    const ledger = new FileGrantLedger(document.outbox.directory);
+    const records = await ledger.read({ provider: 'eks', account: EKS_ACCOUNT });
+    const checkout = records.find((r) => r.providerId.endsWith(`cluster/${AT_MEMBER.eks}`))!;
+    assert.ok(checkout.grants.length > 0, 'the record lost names grants');
+    await ledger.write([], [checkout]);
+  };
+
   /** leaves grants it did not make, and turned off revokes exactly its own: the consumer is refused again */
   const foreignKeptOwnRevoked = async () => {
     // Someone grants another consumer by hand: an access entry and a binding cpsync did not make.
@@ -790,8 +899,11 @@ describe('consumer access grants: configured consumers reach every cluster of th
     });
     const withViewer = await sync({ projections: 'on', accessGrants: 'on' });
     // Where no one granted it (the cluster created since), cpsync does; where EKS refuses, nothing.
-    assert.match(withViewer.stderr, /grants: 1 granted, 0 revoked, 2 refused/);
-    assert.deepEqual(withViewer.access, ['Consumer Access Granted viewer eks/rollout']);
+    assert.match(withViewer.stderr, /grants: 2 granted, 0 revoked, 2 refused/);
+    assert.deepEqual(withViewer.access, [
+      'Consumer Access Granted viewer eks/rollout',
+      'Consumer Access Granted viewer eks/squatted',
+    ]);
     for (const cloud of ['eks', 'gke'] as const) {
       const viewer = condition(await memberProfile(cloud), 'consumers.cpsync.io/viewer');
       assert.deepEqual([viewer?.status, viewer?.reason], ['True', 'GrantedElsewhere'], cloud);
@@ -818,13 +930,16 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.equal(await consumerCreates('eks', 'apps'), 201, 'EKS is not in the scope');
     assert.ok(entries.of('us-east-1', AT_MEMBER.eks).has(ROLE));
 
+    await wipeHubAndLoseARecord();
     const off = await sync({ projections: 'on', accessGrants: 'off' });
-    assert.match(off.stderr, /grants: 0 granted, 4 revoked/);
+    assert.match(off.stderr, /grants: 0 granted, 6 revoked/);
     assert.deepEqual(off.access, [
       'Consumer Access Revoked deployer aks/batch',
       'Consumer Access Revoked deployer eks/checkout',
       'Consumer Access Revoked deployer eks/rollout',
+      'Consumer Access Revoked deployer eks/squatted',
       'Consumer Access Revoked viewer eks/rollout',
+      'Consumer Access Revoked viewer eks/squatted',
     ]);
     assert.equal(
       await memberRbac
@@ -855,8 +970,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
       assert.equal(profile.metadata.annotations['cpsync.io/access-grants'], undefined);
       assert.ok(!profile.status.conditions.some((c: Doc) => c.type.startsWith('consumers.cpsync.io/')));
     }
+    // Two clusters' members were never reachable (analytics, web): not yet scanned for cpsync's marks, so the
+    // feature reads turning-off for them, and nothing else is done.
     const quiet = await sync({ projections: 'on', accessGrants: 'off' });
-    assert.doesNotMatch(quiet.stderr, /grants:/);
+    assert.match(quiet.stderr, /grants: 0 granted, 0 revoked/);
+    assert.match(quiet.stderr, /accessGrants turning-off \(2 profiles/);
+    assert.deepEqual(quiet.access, []);
   };
 
   /** Nothing the runs showed carries a credential: the estate's, the hub's, or a token a member was shown. */
@@ -870,7 +989,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
   };
 
   // One lifecycle, in order: the end-to-end cases run in a random order, so its steps are one case.
-  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged (one cloud only, too); lists a dry run's grants; grants once from two runs at once, and revokes a consumer removed; finishes and announces once a grant a SIGTERM cut short; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; grants from the webhook's GKE and Azure events; leaves foreign grants; turned off in one scope, then everywhere, revokes exactly its own; leaks no credential", async () => {
+  it("refuses the consumer before any grant; grants, marks and proves each; changes nothing unchanged (one cloud only, too); lists a dry run's grants; grants once from two runs at once, and revokes a consumer removed; finishes and announces once a grant a SIGTERM cut short; grants a cluster still being created once a follow-up look finds it ready; narrows to member namespaces; uses an Azure role assignment where AKS authorizes with Azure RBAC; grants from the webhook's GKE and Azure events; grants and revokes nothing for records edited, deleted or forged on the hub; grants nothing where every name of a cluster is squatted; leaves foreign grants; turned off in one scope, then everywhere — the hub wiped and a ledger record lost first — takes back exactly its own; leaks no credential", async () => {
     await refusedBeforeAnyGrant();
     await grantedMarkedAndProven();
     await unchangedAndDryRun();
@@ -880,6 +999,8 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await narrowedToNamespaces();
     await azureRbacOnAks();
     await cloudEvents();
+    await hubEditsChangeNothing();
+    await squattedNames();
     await foreignKeptOwnRevoked();
     await leaksNothing();
   });

@@ -94,6 +94,58 @@ describe('the CDK app', () => {
     });
   });
 
+  it('keeps what cpsync granted in a ledger table of its own only while accessGrants is on or consumers are configured: no TTL, retained, read per account, written by the functions that sync', () => {
+    const without = lightStack();
+    assert.ok(
+      !Object.values(without.findResources('AWS::DynamoDB::Table')).some((t) =>
+        JSON.stringify(t).includes('byAccount'),
+      ),
+      'no ledger without the feature',
+    );
+    const consumers = [
+      {
+        name: 'argocd',
+        namespaces: ['cluster-inventory'],
+        level: 'view',
+        identities: { gke: { principal: 'argocd@ops.iam.gserviceaccount.com' } },
+      },
+    ];
+    const granting = lightStack({ config: { ...CONFIG, consumers } });
+    const [id, table] = Object.entries(granting.findResources('AWS::DynamoDB::Table')).find(([, t]) =>
+      JSON.stringify(t).includes('byAccount'),
+    )!;
+    assert.equal(table.DeletionPolicy, 'Retain');
+    assert.deepEqual(table.Properties.KeySchema, [{ AttributeName: 'cluster', KeyType: 'HASH' }]);
+    assert.equal(table.Properties.TimeToLiveSpecification, undefined);
+    assert.deepEqual(
+      table.Properties.GlobalSecondaryIndexes.map((i: { IndexName: string; KeySchema: unknown }) => [
+        i.IndexName,
+        i.KeySchema,
+      ]),
+      [['byAccount', [{ AttributeName: 'account', KeyType: 'HASH' }]]],
+    );
+    // The functions are told where it is, and the four that sync clusters may query, put and delete only.
+    const functions = Object.values(granting.findResources('AWS::Lambda::Function'));
+    const documents = functions.map((f) => JSON.stringify(f.Properties.Environment.Variables.CPSYNC_CONFIG));
+    assert.ok(documents.every((d) => d.includes('ledger')));
+    const policies = Object.values(granting.findResources('AWS::IAM::Policy')).filter((p) =>
+      JSON.stringify(p).includes(id),
+    );
+    assert.equal(policies.length, 4);
+    for (const policy of policies) {
+      const actions = (
+        policy.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: unknown }>
+      )
+        .filter((st) => JSON.stringify(st.Resource).includes(id))
+        .flatMap((st) => st.Action);
+      assert.deepEqual([...new Set(actions)].sort(), [
+        'dynamodb:DeleteItem',
+        'dynamodb:PutItem',
+        'dynamodb:Query',
+      ]);
+    }
+  });
+
   it('runs five Node 24 arm64 functions with retained logs and the configuration in their environment', () => {
     template.resourcePropertiesCountIs(
       'AWS::Lambda::Function',

@@ -350,17 +350,27 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     await hub.applyObject(profileOfAnother(twin, '999999999999', victimId));
     const before = (await hub.get(twin.metadata))!.metadata.resourceVersion;
     const again = await handler({ ...created, id: `${created.id}-again` } as never, context);
-    assert.equal(again.result, 'unchanged');
+    // The listed cluster no longer has that name: it gets a name of its own, and the function says why.
+    assert.equal(again.result, 'created');
     assert.match(
       (again as { problems?: string[] }).problems?.[0] ?? '',
-      new RegExp(`name collision: .*${victimId}`),
+      new RegExp(`name collision: .*is the profile of ${victimId}.*is written as`),
     );
     const after = (await hub.get(twin.metadata))!;
     assert.equal(after.metadata.resourceVersion, before, 'the victim is not written');
     assert.equal(after.metadata.annotations?.['cpsync.io/provider-id'], victimId);
-    assert.deepEqual(await changeEvents(), [], 'no event claims the victim');
+    const own = (await profiles()).find(
+      (p) => p.spec.displayName === 'twin' && p.metadata.annotations?.['cpsync.io/provider-id'] !== victimId,
+    )!;
+    assert.notEqual(own.metadata.name, twin.metadata.name);
+    assert.deepEqual(
+      (await changeEvents()).map((e) => [e['detail-type'], e.detail.name]),
+      [['ClusterProfile Created', own.metadata.name]],
+      'no event claims the victim',
+    );
     // Gone again, for the cases after this one.
     await hub.delete({ namespace: twin.metadata.namespace, name: twin.metadata.name });
+    await hub.delete({ namespace: own.metadata.namespace, name: own.metadata.name });
     const eks = new EKSClient({
       endpoint: emulators.moto.endpoint,
       region: 'us-east-1',

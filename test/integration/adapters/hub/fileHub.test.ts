@@ -303,4 +303,41 @@ describe('file hub', () => {
         error instanceof HubRejectedError && /ClusterManager is immutable/.test(error.message),
     );
   });
+
+  it('refuses to change the cluster a profile is of (its provider id), as the hub’s admission policy refuses it', async () => {
+    const namespace = uniqueNamespace('files-provider-id');
+    const hub = new FileHub({ directory });
+    const profile = normalize(
+      eksCluster({ name: 'twin' }),
+      inventoryOptions({ namespace }),
+      '2026-04-01T00:00:00Z',
+    );
+    await hub.applyObject(profile);
+    const other = {
+      ...profile,
+      metadata: {
+        ...profile.metadata,
+        annotations: {
+          ...profile.metadata.annotations,
+          'cpsync.io/provider-id': 'arn:aws:eks:eu-west-1:111122223333:cluster/twin',
+        },
+      },
+    };
+    await assert.rejects(
+      hub.applyObject(other),
+      (error: unknown) =>
+        error instanceof HubRejectedError && /a profile's cluster never changes/.test(error.message),
+    );
+    // An Azure id in another case is the same cluster.
+    const aks = normalize(aksCluster(), inventoryOptions({ namespace }), '2026-04-01T00:00:00Z');
+    await hub.applyObject(aks);
+    const shouted = aks.metadata.annotations!['cpsync.io/provider-id']!.toUpperCase();
+    await hub.applyObject({
+      ...aks,
+      metadata: {
+        ...aks.metadata,
+        annotations: { ...aks.metadata.annotations, 'cpsync.io/provider-id': shouted },
+      },
+    });
+  });
 });

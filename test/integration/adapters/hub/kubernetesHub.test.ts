@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { HubRejectedError } from '../../../../adapters/hub/errors.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
@@ -201,13 +201,15 @@ describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', (
         now: `2026-02-01T00:${run}0:00Z`,
       });
       assert.equal(result.plan.deletes.length, 0);
-      // The clashing name is found before a create is tried, and skipped: no write to it at all.
+      // The clashing name is found before a create is tried: the cluster gets a name of its own (once, said
+      // so), and the other manager's profile is not written at all.
       assert.deepEqual(result.applied.failed, []);
-      assert.deepEqual(
-        result.plan.skipped.map((s) => [`${s.namespace}/${s.name}`, s.reason]),
-        [[`${ns}/${clash.metadata.name}`, 'OwnedByAnotherManager']],
-      );
+      assert.deepEqual(result.plan.skipped, []);
+      assert.equal(result.collisions.length, run === 0 ? 1 : 0);
+      if (run === 0) assert.match(result.collisions[0]!, /held by a profile of another manager \("ocm"\)/);
     }
+    const own = (await hub.list(ns, selector)).find((p) => p.spec.displayName === 'clash')!;
+    assert.notEqual(own.metadata.name, clash.metadata.name);
     const allAfter = versions(await ocm.list(ns, {}));
     assert.equal(allAfter[theirs.metadata.name], allBefore[theirs.metadata.name]);
     assert.equal(allAfter[clash.metadata.name], allBefore[clash.metadata.name]);
@@ -250,5 +252,41 @@ describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', (
     });
     assert.equal(listed, 7);
     assert.deepEqual(counted, { reads: 3, writes: 0, byVerb: { LIST: 3 } });
+  });
+
+  it("removes what another writer put under cpsync's own keys (an apply would leave it), then writes nothing again", async () => {
+    const ns = uniqueNamespace('hub-stray');
+    const opts = inventoryOptions({ namespace: ns });
+    const now = '2026-02-01T00:00:00Z';
+    await syncScope({ hub, listing: listing([eksCluster({ name: 'kept' })]), options: opts, now });
+    const [written] = await hub.list(ns, selector);
+    // Another identity (field manager) writes a grants record and a projection label cpsync does not want.
+    const objects = adminKubeConfig(await localHub()).makeApiClient(CustomObjectsApi);
+    await objects.patchNamespacedCustomObject(
+      {
+        group: 'multicluster.x-k8s.io',
+        version: 'v1alpha1',
+        plural: 'clusterprofiles',
+        namespace: ns,
+        name: written!.metadata.name,
+        body: {
+          metadata: {
+            annotations: { 'cpsync.io/access-grants': '{"intruder":"arn:aws:iam::999999999999:role/x"}' },
+            labels: { 'cpsync.io/projected-from': 'elsewhere', 'team.example.com/own': 'kept' },
+          },
+        },
+        fieldManager: 'someone-else',
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
+    await syncScope({ hub, listing: listing([eksCluster({ name: 'kept' })]), options: opts, now });
+    const [after] = await hub.list(ns, selector);
+    assert.equal(after!.metadata.annotations?.['cpsync.io/access-grants'], undefined);
+    assert.equal(after!.metadata.labels?.['cpsync.io/projected-from'], undefined);
+    assert.equal(after!.metadata.labels?.['team.example.com/own'], 'kept', "another writer's own key stays");
+    const counted = await countedByApiserver(await localHub(), () =>
+      syncScope({ hub, listing: listing([eksCluster({ name: 'kept' })]), options: opts, now }).then(() => {}),
+    );
+    assert.equal(counted.writes, 0);
   });
 });

@@ -311,10 +311,26 @@ describe('access grants: the hub is never the record', () => {
     assert.equal(ledger.records.size, 0);
   });
 
+  /** A ledger holding a grant on another cluster of the account: the feature has left a trace there. */
+  const withTrace = async () => {
+    const ledger = memoryLedger();
+    await ledger.write([
+      {
+        providerId: 'arn:aws:eks:us-east-1:111122223333:cluster/other',
+        provider: 'eks',
+        account: '111122223333',
+        region: 'us-east-1',
+        grants: [{ consumer: 'argocd', identity: ROLE, level: 'edit' }],
+      },
+    ]);
+    return ledger;
+  };
+
   it('scans each cluster once at turn-off for cpsync’s marks no record names, and reads turning-off until every one is scanned', async () => {
     const lost = { consumer: 'argocd', identity: ROLE };
     const port = counting(ROLE, { paced: false, marks: [lost] });
-    const ledger = memoryLedger();
+    const ledger = await withTrace();
+    // The other cluster is no longer listed: its record goes after the grace, as its cluster went.
     const first = await withGrants(desired, [], input(off, port, ledger));
     assert.equal(port.swept.length, 1);
     assert.deepEqual(port.marks, [], 'what no record named is gone');
@@ -322,23 +338,39 @@ describe('access grants: the hub is never the record', () => {
       first.figures?.actions.map((a) => [a.action, a.identity]),
       [['revoke', ROLE]],
     );
-    assert.equal(first.figures?.remaining, undefined, 'scanned: nothing left');
-    await withGrants(desired, [], input(off, port, ledger));
+    for (let run = 0; run < 3; run++) await withGrants(desired, [], input(off, port, ledger));
     assert.equal(port.swept.length, 1, 'once');
+    assert.deepEqual(
+      [...ledger.records.values()].map((r) => [r.providerId, r.grants, r.swept]),
+      [[id, [], true]],
+      'the scan is remembered while the turn-off lasts (the other record went with its cluster)',
+    );
+    const quiet = await withGrants(desired, [], input(off, port, ledger));
+    assert.equal(quiet.figures?.remaining, undefined, 'scanned: nothing left');
     // Consumers removed (the turn-off is over): what the scans found is forgotten.
     const done = inventoryOptions({ features: { accessGrants: false }, consumers: [] });
     await withGrants(desired, [], input(done, port, ledger));
     assert.equal(ledger.records.size, 0);
   });
 
+  it('scans nothing and holds nothing while consumers are configured and the feature was never on', async () => {
+    const port = counting(ROLE, { paced: false, marks: [{ consumer: 'argocd', identity: ROLE }] });
+    const ledger = memoryLedger();
+    const never = await withGrants(desired, [], input(off, port, ledger));
+    assert.equal(port.swept.length, 0);
+    assert.equal(never.figures?.remaining, undefined);
+    assert.equal(ledger.records.size, 0);
+  });
+
   it('counts a cluster not yet scanned at turn-off (outside its slot) among what the feature still holds', async () => {
     const port = counting(ROLE, { paced: true });
-    const ledger = memoryLedger();
+    const ledger = await withTrace();
     const slots = [0, 1, 2, 3].map((i) => Date.parse(NOW) + i * pacing.slotMillis);
     const outOfSlot = new Date(slots.find((t) => !memberDue(id, t, pacing))!).toISOString();
     const waiting = await withGrants(desired, [], { ...input(off, port, ledger), now: outOfSlot });
     assert.equal(port.swept.length, 0);
-    assert.equal(waiting.figures?.remaining, 1);
+    // This cluster, not yet scanned, and the other, whose record still names a grant (within the grace).
+    assert.equal(waiting.figures?.remaining, 2);
   });
 
   it('scans a cluster the hub shows grants for that its ledger does not know (a lost record, or one written before the ledger), keeping what is configured', async () => {

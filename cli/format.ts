@@ -118,6 +118,11 @@ export function formatSummary(report: SyncReport): string {
       ? [
           `grants: ${report.grants.granted} granted, ${report.grants.revoked} revoked, ${report.grants.refused} refused, ${report.grants.notUsable} not usable yet`,
           ...(report.grants.projectRoles ?? []).map((change) => `  ${change}`),
+          ...(report.grants.unreachedScans?.length
+            ? [
+                `  not scanned for cpsync's grants (the member cannot be reached, and nothing is recorded there): ${report.grants.unreachedScans.join(', ')}`,
+              ]
+            : []),
         ]
       : []),
     ...lines,

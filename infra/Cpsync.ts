@@ -368,9 +368,23 @@ export class Cpsync extends Construct {
       new PolicyStatement({ actions: ['events:DescribeEventBus'], resources: [this.eventBus.eventBusArn] }),
     );
     // The grants ledger: a scope's records read through the account index, each cluster's put or removed.
-    if (this.grantsTable)
-      for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
-        this.grantsTable.grant(fn, 'dynamodb:Query', 'dynamodb:PutItem', 'dynamodb:DeleteItem');
+    if (this.grantsTable) {
+      const ledger = this.grantsTable;
+      for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp]) {
+        fn.addToRolePolicy(
+          new PolicyStatement({
+            actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
+            resources: [ledger.tableArn],
+          }),
+        );
+        fn.addToRolePolicy(
+          new PolicyStatement({
+            actions: ['dynamodb:Query'],
+            resources: [`${ledger.tableArn}/index/byAccount`],
+          }),
+        );
+      }
+    }
     // What Powertools idempotency does with its records, and nothing more.
     for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
       this.idempotencyTable.grant(

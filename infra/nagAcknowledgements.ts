@@ -17,8 +17,6 @@ const REASONS = {
     'The scheduler role may invoke the scheduled function and its versions/aliases (the CDK scheduler target grant).',
   webhookKeyRotation:
     'The Event Grid key is rotated by updating the event subscription with a new key; automatic rotation would break deliveries in flight.',
-  ledgerIndex:
-    "The grants ledger is read per account through its one index (byAccount); the CDK's table grant names the table's indexes as <table>/index/*.",
 } as const;
 
 /** A function's role uses AWS's managed logs policy (every Lambda function the CDK makes does). */
@@ -80,13 +78,6 @@ export function acknowledgeFindings(
     }
   }
   acknowledgeSchedulerInvoke(cpsync.scopeEnumerator);
-  const ledger = cpsync.grantsTable;
-  if (ledger)
-    for (const fn of functions)
-      Validations.of(fn).acknowledge({
-        id: `AwsSolutions-IAM5[Resource::<${stack.getLogicalId(ledger.node.defaultChild as CfnElement)}.Arn>/index/*]`,
-        reason: REASONS.ledgerIndex,
-      });
   if (cpsync.azureWebhookKey)
     Validations.of(cpsync.azureWebhookKey).acknowledge({
       id: 'AwsSolutions-SMG4',

@@ -102,6 +102,19 @@ export interface CloudGrantsOptions extends MemberAccess {
 
 const message = grantMessage;
 
+/** Errors of a connection that never reached its server: nothing asked over it can have been done. */
+const UNREACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
+
+/** Whether `error` (or what caused it) says the cloud or member was never reached: no request was taken. */
+function unreached(error: unknown): boolean {
+  let e = error as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 6; depth++) {
+    if (e instanceof MemberAccessError || (typeof e.code === 'string' && UNREACHED.has(e.code))) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
 /** Whether Google refused cpsync (PERMISSION_DENIED, UNAUTHENTICATED, the API not enabled), rather than failing to answer. */
 const googleRefused = (error: unknown) =>
   ['AccessDenied', 'ApiNotEnabled'].includes(classifyGoogleError(error));
@@ -158,7 +171,12 @@ export class CloudGrants implements AccessGrants {
         signal,
       );
     } catch (error) {
-      return { status: 'False', reason: GrantReason.MemberUnreachable, message: message(error) };
+      return {
+        status: 'False',
+        reason: GrantReason.MemberUnreachable,
+        message: message(error),
+        ...(unreached(error) ? { untouched: true as const } : {}),
+      };
     }
   }
 
@@ -202,9 +220,9 @@ export class CloudGrants implements AccessGrants {
         signal,
       );
       return { removed, complete: true };
-    } catch {
+    } catch (error) {
       // Tried again at the next look: nothing is known to be left or gone.
-      return { removed: [], complete: false };
+      return { removed: [], complete: false, ...(unreached(error) ? { unreachable: true as const } : {}) };
     }
   }
 

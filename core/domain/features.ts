@@ -181,7 +181,7 @@ export function describeFeatures(report: FeatureReport): string[] {
   return FEATURES.map(({ name }) => {
     const use = report[name];
     return use.actual === 'turning-off'
-      ? `${name} turning-off (${use.profiles} profile${use.profiles === 1 ? '' : 's'} still carry what it wrote)`
+      ? `${name} turning-off (${use.profiles === 1 ? '1 profile still carries' : `${use.profiles} profiles still carry`} what it wrote)`
       : `${name} ${use.actual}`;
   });
 }

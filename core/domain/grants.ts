@@ -115,6 +115,11 @@ export interface GrantResult {
   status: 'True' | 'False';
   reason: string;
   message: string;
+  /**
+   * Nothing that could have made the grant reached the cloud (the member refused the connection, its name
+   * did not resolve, no token): a grant recorded ahead for this look is known not to be made.
+   */
+  untouched?: true;
 }
 
 /** A consumer's outcome at the last look, as the ledger keeps it (the condition shown, and the pacing). */
@@ -336,8 +341,12 @@ export function recordAfter(
     const key = pairOf({ consumer: name, identity });
     if (result.held)
       grants.set(pairOf({ consumer: name, identity: result.held }), termsOf(consumer, result.held));
-    else if (result.reason === GrantReason.Refused || result.reason === GrantReason.GrantedElsewhere) {
-      // Refused: nothing was made. Elsewhere: what lets the consumer in is not cpsync's.
+    else if (
+      result.untouched ||
+      result.reason === GrantReason.Refused ||
+      result.reason === GrantReason.GrantedElsewhere
+    ) {
+      // Refused or never reached: nothing was made. Elsewhere: what lets the consumer in is not cpsync's.
       const before = plan.held.find((g) => g.consumer === name && g.identity === identity && !g.pending);
       if (before) grants.set(key, before);
       else grants.delete(key);

@@ -692,6 +692,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
       total.notUsable += result.grants.notUsable;
       total.actions.push(...result.grants.actions);
       if (result.grants.projectRoles) (total.projectRoles ??= []).push(...result.grants.projectRoles);
+      if (result.grants.unreachedScans) (total.unreachedScans ??= []).push(...result.grants.unreachedScans);
       run.report.problems.push(...(result.grants.problems ?? []));
     }
     // Clusters it could not read make a complete listing partial (their profiles are kept).

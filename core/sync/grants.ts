@@ -74,6 +74,11 @@ export interface GrantFigures {
   /** What could not be done and is tried again next run. */
   problems?: string[];
   /**
+   * Clusters the turn-off's scan could not reach at all and of which the ledger names nothing: taken as holding
+   * nothing of cpsync's.
+   */
+  unreachedScans?: string[];
+  /**
    * Clusters of the scope the feature still holds something on, as the ledger says after this run: grants
    * cpsync made, and (while turning off) clusters not yet scanned for its marks. The feature reads
    * `turning-off` until none is left.
@@ -84,7 +89,7 @@ export interface GrantFigures {
 type Outcome = ClusterGrantOutcome & {
   revoked: Array<HeldGrant & { message: string }>;
   /** Taken back by the scan of cpsync's marks; `complete` when it could look everywhere. */
-  swept?: { removed: Array<HeldGrant & { message: string }>; complete: boolean };
+  swept?: { removed: Array<HeldGrant & { message: string }>; complete: boolean; unreachable?: true };
 };
 
 /** What the step needs besides the profiles. */
@@ -250,6 +255,8 @@ export async function withGrants(
 
   const outcomes = new Map<string, Outcome>();
   const after = new Map<string, GrantRecord>();
+  /** Clusters whose record this run wrote ahead (the ledger holds it even where it held none before). */
+  const writtenAhead = new Set<string>();
   if (input.dryRun || !input.grants || !input.ledger) {
     for (const plan of plans) {
       for (const grant of plan.revoke)
@@ -290,6 +297,7 @@ export async function withGrants(
       turningOff && plan.record?.swept ? { ...record, swept: true } : record;
     const ahead = due.map((plan) => keepSwept(plan, recordBefore(plan)));
     const changed = ahead.filter((record, i) => !sameRecord(due[i]!.record, record));
+    for (const record of changed) writtenAhead.add(record.providerId);
     try {
       if (changed.length > 0) await ledger.write(changed);
     } catch (error) {
@@ -311,6 +319,12 @@ export async function withGrants(
           outcomes.set(plan.providerId, outcome);
           const record = keepSwept(plan, recordAfter(plan, outcome, ahead[i]));
           if (outcome.swept?.complete && !on) record.swept = true;
+          // A member that cannot be reached at all, of which the ledger names nothing: taken as holding nothing
+          // of cpsync's (named in the run's figures), so that it does not hold the turn-off for ever.
+          else if (outcome.swept?.unreachable && !on && record.grants.length === 0) {
+            record.swept = true;
+            (figures.unreachedScans ??= []).push(plan.profile.metadata.name);
+          }
           after.set(plan.providerId, record);
         }),
       ),
@@ -364,9 +378,9 @@ export async function withGrants(
   const removed: GrantRecord[] = [];
   for (const plan of plans) {
     const record = after.get(plan.providerId);
-    if (!record || sameRecord(plan.record, record)) continue;
+    if (!record || (sameRecord(plan.record, record) && !writtenAhead.has(plan.providerId))) continue;
     if (emptyRecord(record)) {
-      if (plan.record) removed.push(record);
+      if (plan.record || writtenAhead.has(plan.providerId)) removed.push(record);
     } else stored.push(record);
   }
   for (const record of scoped) {

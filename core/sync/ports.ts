@@ -98,7 +98,12 @@ export interface AccessGrants {
     /** Identities worth asking about by name (the configured consumers', and those recorded): some clouds list grants below a scope only by principal. */
     identities: readonly string[],
     signal?: AbortSignal,
-  ): Promise<{ removed: Array<HeldGrant & { message: string }>; complete: boolean }>;
+  ): Promise<{
+    removed: Array<HeldGrant & { message: string }>;
+    complete: boolean;
+    /** The cluster could not be reached at all (nothing was asked of it). */
+    unreachable?: true;
+  }>;
 }
 
 /**

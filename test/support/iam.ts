@@ -100,8 +100,10 @@ export function iamRequestsOf(
       const tables = body.RequestItems
         ? Object.keys(body.RequestItems as object)
         : [body.TableName as string];
+      // A read through an index is authorized on the index (`table/<table>/index/<index>`).
+      const index = typeof body.IndexName === 'string' ? `/index/${body.IndexName}` : '';
       return tables.map((table) =>
-        request(`dynamodb:${operation}`, `arn:aws:dynamodb:${region}:${account}:table/${table}`),
+        request(`dynamodb:${operation}`, `arn:aws:dynamodb:${region}:${account}:table/${table}${index}`),
       );
     }
     case 'sqs': {

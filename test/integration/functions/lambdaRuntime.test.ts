@@ -133,6 +133,23 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
     why: 'the accessGrants feature takes grants back and changes levels (none here)',
   },
   {
+    action: /^dynamodb:(Query|PutItem|DeleteItem)$/,
+    resource: /Grants/,
+    fn: /^CpsyncWebhook/,
+    why: "the webhook's cloud events keep the grants ledger as every sync does (its events here grant nothing)",
+  },
+  {
+    action: /^dynamodb:DeleteItem$/,
+    resource: /Grants/,
+    why: "a cluster's record leaves the grants ledger once nothing is held there or the cluster is gone (not here)",
+  },
+  {
+    action: /^dynamodb:PutItem$/,
+    resource: /Grants/,
+    fn: /^CpsyncScopeWorker/,
+    why: 'the scope worker records the grants a scheduled sync makes (here the EKS handler and the follow-up grant)',
+  },
+  {
     action: /^eks:ListAccessEntries$/,
     resource: /:cluster\/\*$/,
     why: "at turn-off the accessGrants feature scans each cluster's access entries for cpsync's marks (not turned off here)",

@@ -11,7 +11,8 @@ import { normalize } from '../../../../core/domain/normalize.ts';
 import { eksCluster, NOW } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
-const options = inventoryOptions();
+// The silent member listens on this machine, as an emulated cloud's clusters do.
+const options = inventoryOptions({ localClouds: ['eks'] });
 
 describe('member probe limits', () => {
   const sockets: Socket[] = [];

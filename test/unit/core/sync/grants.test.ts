@@ -292,6 +292,18 @@ describe('access grants: the hub is never the record', () => {
     assert.equal(ledger.records.size, 0);
   });
 
+  it('leaves no record of a grant whose member was never reached (nothing was asked of it)', async () => {
+    const port = counting();
+    port.ensure = async () => {
+      port.ensured += 1;
+      return { status: 'False', reason: 'MemberUnreachable', message: 'fetch failed', untouched: true };
+    };
+    const ledger = memoryLedger();
+    await withGrants(desired, [], input(options, port, ledger));
+    assert.equal(port.ensured, 1);
+    assert.equal(ledger.records.size, 0, 'the record written ahead is taken back');
+  });
+
   it('takes back, on the next run, a grant a stopped run was making: it was recorded before the cloud was asked', async () => {
     const port = counting();
     const ledger = memoryLedger();

@@ -310,7 +310,9 @@ describe('features: on → use → off leaves the hub as if never on (every regi
       const off = await used.sync({ tagProperties: 'off' }, 1);
       assert.match(
         off.run.stderr,
-        new RegExp(`tagProperties turning-off \\(${azureTagged} profiles? still carr(y|ies) what it wrote\\)`),
+        new RegExp(
+          `tagProperties turning-off \\(${azureTagged} profiles? still carr(y|ies) what it wrote\\)`,
+        ),
       );
       const azure = off.events.find(
         (e) => e['detail-type'] === 'Inventory Scope Synced' && e.detail.scope.provider === 'aks',

@@ -13,7 +13,7 @@
  * cpsync's marks (in its slot), so that what no record names is taken back too.
  */
 import pLimit from 'p-limit';
-import { ANNOTATION_ACCESS_GRANTS } from '../domain/constants.ts';
+import { ANNOTATION_ACCESS_GRANTS, CONSUMER_CONDITION_PREFIX } from '../domain/constants.ts';
 import { firstLineOf } from '../domain/errors.ts';
 import {
   carriesGrants,
@@ -187,6 +187,33 @@ function inScope(record: GrantRecord, scope: Scope): boolean {
 const sameRecord = (a: GrantRecord | undefined, b: GrantRecord) => JSON.stringify(a) === JSON.stringify(b);
 
 /**
+ * `desired` showing what the hub shows of the grants now (the record, the consumers' conditions): when the
+ * ledger cannot be read or written, nothing is done and nothing shown changes (the next run shows the ledger's).
+ */
+function asShown(desired: readonly ClusterProfile[], current: readonly ClusterProfile[]): ClusterProfile[] {
+  const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
+  return desired.map((profile) => {
+    const before = previous.get(profileKey(profile.metadata));
+    if (!before || !carriesGrants(before)) return profile;
+    const record = before.metadata.annotations?.[ANNOTATION_ACCESS_GRANTS];
+    const conditions = (before.status?.conditions ?? []).filter((c) =>
+      c.type.startsWith(CONSUMER_CONDITION_PREFIX),
+    );
+    return {
+      ...profile,
+      metadata: {
+        ...profile.metadata,
+        annotations: {
+          ...profile.metadata.annotations,
+          ...(record !== undefined ? { [ANNOTATION_ACCESS_GRANTS]: record } : {}),
+        },
+      },
+      status: { ...profile.status, conditions: [...(profile.status?.conditions ?? []), ...conditions] },
+    };
+  });
+}
+
+/**
  * The profiles with their clusters' grants: made, checked and revoked through `grants`, and recorded in the
  * ledger (none in a dry run: the actions it would take are listed, and nothing is written).
  */
@@ -207,7 +234,7 @@ export async function withGrants(
     } catch (error) {
       // Without its record nothing is granted or revoked: what the ledger holds is kept for the next run.
       return {
-        profiles: [...desired],
+        profiles: asShown(desired, current),
         figures: {
           ...figures,
           problems: [`cannot read what cpsync granted (its ledger): ${firstLineOf(error, 1000)}`],
@@ -302,7 +329,7 @@ export async function withGrants(
       if (changed.length > 0) await ledger.write(changed);
     } catch (error) {
       return {
-        profiles: [...desired],
+        profiles: asShown(desired, current),
         figures: {
           ...figures,
           problems: [

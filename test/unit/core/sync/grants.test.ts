@@ -292,6 +292,28 @@ describe('access grants: the hub is never the record', () => {
     assert.equal(ledger.records.size, 0);
   });
 
+  it('does nothing, and changes nothing shown, while its ledger cannot be read; says so', async () => {
+    const port = counting();
+    const ledger = memoryLedger();
+    const shown = (await withGrants(desired, [], input(options, port, ledger))).profiles;
+    const broken = {
+      ...ledger,
+      read: async () => Promise.reject(new Error('ThrottlingException: slow down')),
+    };
+    const off = inventoryOptions({ features: { accessGrants: false }, consumers: [consumer] });
+    const stalled = await withGrants(desired, shown, input(off, port, broken));
+    assert.deepEqual(port.revokedGrants, [], 'nothing revoked without its record');
+    assert.equal(
+      stalled.profiles[0]!.metadata.annotations?.[GRANTS],
+      shown[0]!.metadata.annotations?.[GRANTS],
+      'what the hub shows stays',
+    );
+    assert.match(
+      stalled.figures?.problems?.[0] ?? '',
+      /cannot read what cpsync granted \(its ledger\): ThrottlingException/,
+    );
+  });
+
   it('leaves no record of a grant whose member was never reached (nothing was asked of it)', async () => {
     const port = counting();
     port.ensure = async () => {

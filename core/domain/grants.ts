@@ -23,6 +23,7 @@ import { providerIdOf } from './member.ts';
 import { LABEL_PROVIDER, LABEL_REGION, LABEL_ACCOUNT } from './constants.ts';
 import { canonicalProviderId } from './naming.ts';
 import { cut } from './text.ts';
+import { own } from './own.ts';
 
 /** The levels a consumer can be given: nothing else can be granted. */
 export const ACCESS_LEVELS = ['view', 'edit', 'admin'] as const;
@@ -385,7 +386,7 @@ export function showGrants(
   const conditions: Condition[] = [];
   for (const consumer of mine) {
     const type = consumerCondition(consumer.name);
-    const result = record.outcomes?.[consumer.name];
+    const result = own(record.outcomes, consumer.name);
     if (!result) continue;
     const old = before.find((c) => c.type === type);
     const message = cut(result.message, CONDITION_MESSAGE_MAX_LENGTH);

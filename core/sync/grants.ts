@@ -35,6 +35,7 @@ import {
   type HeldGrant,
 } from '../domain/grants.ts';
 import { memberDue, providerIdOf } from '../domain/member.ts';
+import { own } from '../domain/own.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { Scope } from '../domain/model/scope.ts';
 import { ALL_REGIONS } from '../domain/model/scope.ts';
@@ -171,7 +172,7 @@ function settled(plan: ClusterGrantPlan): boolean {
     const identity = consumer.identities[plan.provider];
     const held = plan.held.find((g) => g.consumer === consumer.name && g.identity === identity);
     if (held && (held.pending || !sameTerms(held, consumer))) return false;
-    return plan.record?.outcomes?.[consumer.name]?.status === 'True';
+    return own(plan.record?.outcomes, consumer.name)?.status === 'True';
   });
 }
 

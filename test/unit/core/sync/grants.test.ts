@@ -314,6 +314,24 @@ describe('access grants: the hub is never the record', () => {
     );
   });
 
+  it('takes a consumer named like a prototype property (constructor) as any other', async () => {
+    const named = inventoryOptions({
+      features: { accessGrants: true },
+      consumers: [{ ...consumer, name: 'constructor' }],
+    });
+    const ledger = memoryLedger();
+    const port = counting(ROLE, { paced: true });
+    const slots = [0, 1, 2, 3].map((i) => Date.parse(NOW) + i * pacing.slotMillis);
+    const now = new Date(slots.find((t) => !memberDue(id, t, pacing))!).toISOString();
+    const first = await withGrants(desired, [], { ...input(named, port, ledger), now });
+    const condition = first.profiles[0]!.status!.conditions!.find(
+      (c) => c.type === 'consumers.cpsync.io/constructor',
+    );
+    assert.deepEqual([condition?.status, condition?.reason], ['True', 'Granted']);
+    await withGrants(desired, first.profiles, { ...input(named, port, ledger), now });
+    assert.equal(port.ensured, 1, 'held, its outcome read as its own: not looked at again out of its slot');
+  });
+
   it('leaves no record of a grant whose member was never reached (nothing was asked of it)', async () => {
     const port = counting();
     port.ensure = async () => {

@@ -6,7 +6,9 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { parser } from '@aws-lambda-powertools/parser/middleware';
 import { EventBridgeSchema } from '@aws-lambda-powertools/parser/schemas/eventbridge';
 import type { Context } from 'aws-lambda';
+import type { MiddlewareObj } from '@middy/core';
 import { z } from 'zod';
+import { cut, printable } from '../core/domain/text.ts';
 import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './runtime.ts';
 import { clusterSyncOnce } from './clusterSync.ts';
 import { eksProvider } from '../adapters/compose/providers/eks.ts';
@@ -73,10 +75,10 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
         `event ${event.id}: ${undetermined.requested}: ${undetermined.reason}`,
       );
     if (!scope || resolved.refused.length > 0) {
-      logger.warn('ignored: account or region outside the configuration', {
+      logger.info('event refused: account or region outside the configuration', {
         eventId: event.id,
         ...asked,
-        reason: resolved.refused[0]?.reason,
+        reason: resolved.refused[0]?.reason ?? 'it stands for more than one configured scope',
       });
       return { result: 'ignored' as const };
     }
@@ -94,7 +96,37 @@ export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyD
       result: outcome.result,
     });
     return outcome;
-  }).use(parser({ schema: EksCloudTrailEvent }));
+  })
+    .use(logRefusal)
+    .use(parser({ schema: EksCloudTrailEvent }));
 }
+
+/**
+ * An event the parser refuses (not a CloudTrail call of EKS as this handler reads it) is logged at INFO with
+ * what is wrong — the fields and why, never their values — and fails as before.
+ */
+const logRefusal: MiddlewareObj<unknown> = {
+  onError: (request) => {
+    const error = request.error;
+    if (error?.name !== 'ParseError') return;
+    const issues = Array.isArray(error.cause) ? (error.cause as StandardIssue[]) : [];
+    const id = (request.event as { id?: unknown } | undefined)?.id;
+    logger.info('event refused: malformed', {
+      ...(typeof id === 'string' ? { eventId: printable(cut(id, 100)) } : {}),
+      reason: printable(
+        cut(issues.map((issue) => `${pathOf(issue)}: ${issue.message}`).join('; ') || error.message, 500),
+      ),
+    });
+  },
+};
+
+/** A Standard Schema issue, as the parser's error carries them. */
+interface StandardIssue {
+  message: string;
+  path?: ReadonlyArray<PropertyKey | { key: PropertyKey }>;
+}
+
+const pathOf = (issue: StandardIssue) =>
+  (issue.path ?? []).map((part) => String(typeof part === 'object' ? part.key : part)).join('.') || '(event)';
 
 export const handler = makeEksEventHandler();

@@ -6,12 +6,7 @@
  * A redelivered message does its look once (Powertools idempotency, keyed by the chase and the look's
  * number); a look the cloud refuses or throttles is tried again on the chase's own schedule, nothing deleted.
  */
-import {
-  BatchProcessor,
-  EventType,
-  processPartialResponse,
-  type ParsedRecord,
-} from '@aws-lambda-powertools/batch';
+import { BatchProcessor, EventType, type ParsedRecord } from '@aws-lambda-powertools/batch';
 import { parser } from '@aws-lambda-powertools/batch/parser';
 import type { PartialItemFailureResponse } from '@aws-lambda-powertools/batch/types';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -23,6 +18,7 @@ import { syncCluster } from '../core/sync/engine.ts';
 import { clusterKey } from '../core/sync/follow.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { chasesFromEnvironment, LookMessage, type Chases } from './chases.ts';
+import { processQueueBatch } from './queueBatch.ts';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
 
 /** What one look did. */
@@ -105,7 +101,11 @@ export function makeFollowUp(
         throw new Error(`${cluster}: coverage undetermined: ${resolved.refused[0]!.reason}`);
       if (!scope || resolved.refused.length > 0) {
         await chase.end(message);
-        logger.warn('follow-up of a cluster the configuration no longer covers: ended', { cluster });
+        logger.info('message refused: the configuration does not cover its cluster (its chase ended)', {
+          messageId: item.messageId,
+          cluster,
+          reason: resolved.refused[0]?.reason ?? 'it stands for more than one configured scope',
+        });
         return { chase: 'unconfigured' } satisfies LookOutcome;
       }
       if (!(await chase.isCurrent(message))) {
@@ -129,7 +129,8 @@ export function makeFollowUp(
       });
       return value;
     };
-    return processPartialResponse(event, record, processor, { context });
+    // A look at a cluster the configuration no longer covers ends its chase (above): nothing is refused here.
+    return processQueueBatch(event, record, processor, context, () => false);
   });
 }
 

@@ -2,12 +2,7 @@
  * SQS: syncs one scope per message; reports partial batch failures so only failed messages come back.
  * Each message is parsed by the Powertools batch parser (a malformed one is a failed item, named).
  */
-import {
-  BatchProcessor,
-  EventType,
-  processPartialResponse,
-  type ParsedRecord,
-} from '@aws-lambda-powertools/batch';
+import { BatchProcessor, EventType, type ParsedRecord } from '@aws-lambda-powertools/batch';
 import { parser } from '@aws-lambda-powertools/batch/parser';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context, SQSEvent, SQSRecord } from 'aws-lambda';
@@ -19,6 +14,7 @@ import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import pLimit from 'p-limit';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
 import { follower } from './chases.ts';
+import { processQueueBatch } from './queueBatch.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
 /** The message the scope enumerator sends. */
@@ -125,7 +121,13 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
         inChange: result.settling?.length ?? 0,
       });
     };
-    return processPartialResponse(event, record, processor, { context });
+    return processQueueBatch(
+      event,
+      record,
+      processor,
+      context,
+      (error) => error instanceof ScopeRefusedError,
+    );
   }) as unknown as ScopeWorker;
 }
 

@@ -6,12 +6,22 @@
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ArnFormat, Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
+import {
+  ArnFormat,
+  Aws,
+  CfnCondition,
+  Duration,
+  Fn,
+  RemovalPolicy,
+  Stack,
+  Token,
+  type ICfnConditionExpression,
+} from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction as LambdaTarget } from 'aws-cdk-lib/aws-events-targets';
-import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type CfnPolicy, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type ISecurityGroup, type IVpc, type SubnetSelection, SubnetType } from 'aws-cdk-lib/aws-ec2';
 import {
   Architecture,
@@ -45,8 +55,8 @@ import {
   deadLettersAlarm,
   expiringTable,
   ledgerTable,
+  grantSecretArn,
   grantSecretValue,
-  importedSecret,
 } from './parts.ts';
 import { functionCode } from './functionCode.ts';
 
@@ -168,6 +178,15 @@ function memberProbeSlots(config: CpsyncConfig, props: CpsyncProps): CpsyncConfi
   };
 }
 
+/** A CloudFormation condition that holds when any of `conditions` does (Fn::Or takes 2 to 10 of them). */
+function anyOf(conditions: ICfnConditionExpression[]): ICfnConditionExpression {
+  if (conditions.length === 1) return conditions[0]!;
+  if (conditions.length <= 10) return Fn.conditionOr(...conditions);
+  const groups: ICfnConditionExpression[] = [];
+  for (let i = 0; i < conditions.length; i += 10) groups.push(anyOf(conditions.slice(i, i + 10)));
+  return anyOf(groups);
+}
+
 /** The configuration's `follow` knobs, with the props' overrides (checked as the configuration is). */
 function followKnobs(config: CpsyncConfig, props: CpsyncProps): CpsyncConfig['follow'] {
   const follow = props.follow ?? {};
@@ -208,6 +227,7 @@ export class Cpsync extends Construct {
   public readonly alarms: Alarm[] = [];
   /** The `source` of the events this construct's functions publish. */
   public readonly eventSource: string;
+  #ownAccountCondition?: CfnCondition;
   readonly #functionSettings: { props: CpsyncProps; document: CpsyncConfig; logRetention: RetentionDays };
   /** The role assumed in member accounts, when EKS is configured. */
   public readonly memberRoleName?: string;
@@ -501,12 +521,14 @@ export class Cpsync extends Construct {
     const describeHub = this.#describeHub(document, Stack.of(this));
     if (describeHub) fn.addToRolePolicy(describeHub);
     if (hub && 'kubeconfigSecretArn' in hub)
-      grantSecretValue(importedSecret(fn, 'HubKubeconfig', hub.kubeconfigSecretArn), fn);
+      grantSecretArn(hub.kubeconfigSecretArn, fn, 'hub.kubeconfigSecretArn');
   }
 
   /**
    * Read-only AWS cloud access: assume the member role, list accounts and regions, and (with `clusters`)
-   * read clusters and node groups in cpsync's own account. STS GetCallerIdentity needs no permission.
+   * read clusters and node groups in cpsync's own account — and there make and take back the accessGrants
+   * feature's access entries. What is granted on cpsync's own account is granted only when the configuration
+   * reads it (see `#ownAccountRead`). STS GetCallerIdentity needs no permission.
    */
   #grantCloudReads(
     config: CpsyncConfig,
@@ -532,21 +554,6 @@ export class Cpsync extends Construct {
           }),
         ]
       : [];
-    // Regions are read only when the configuration names none.
-    if (clusters) statements.push(...memberReadStatements(stack, { regions: !eks.regions }));
-    else if (!eks.regions)
-      statements.push(new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }));
-    // The accessGrants feature, in cpsync's own account (member accounts: CpsyncMemberRoles' accessGrants);
-    // turned off with consumers still configured, what taking its grants back needs.
-    if (clusters && this.grantsAccess)
-      statements.push(
-        ...accessGrantStatements(stack, {
-          manager: config.manager,
-          consumerRoleArns: this.accessGrantRoleArns,
-          consumerNames: config.consumers.flatMap((c) => (c.identities.eks ? [c.name] : [])),
-          revokeOnly: !config.features.accessGrants,
-        }),
-      );
     if (!Array.isArray(eks.accounts)) {
       statements.push(
         new PolicyStatement({
@@ -560,6 +567,49 @@ export class Cpsync extends Construct {
       );
     }
     for (const fn of functions) for (const statement of statements) fn.addToRolePolicy(statement);
+
+    // In cpsync's own account, read with the function role: its clusters (and regions, when the
+    // configuration names none) and, with the accessGrants feature, its access entries.
+    const own: PolicyStatement[] = [];
+    if (clusters) own.push(...memberReadStatements(stack, { regions: !eks.regions }));
+    else if (!eks.regions)
+      own.push(new PolicyStatement({ actions: ['ec2:DescribeRegions'], resources: ['*'] }));
+    // The accessGrants feature, in cpsync's own account (member accounts: CpsyncMemberRoles' accessGrants);
+    // turned off with consumers still configured, what taking its grants back needs.
+    if (clusters && this.grantsAccess)
+      own.push(
+        ...accessGrantStatements(stack, {
+          manager: config.manager,
+          consumerRoleArns: this.accessGrantRoleArns,
+          consumerNames: config.consumers.flatMap((c) => (c.identities.eks ? [c.name] : [])),
+          revokeOnly: !config.features.accessGrants,
+        }),
+      );
+    if (own.length === 0) return;
+    const read = this.#ownAccountRead(eks.accounts, stack);
+    if (read === false) return;
+    for (const fn of functions) {
+      if (read === true) for (const statement of own) fn.addToRolePolicy(statement);
+      else {
+        // The stack's account is known only at deploy: the grants hold only where the condition does.
+        const policy = new Policy(fn, 'OwnAccount', { statements: own, roles: [fn.role!] });
+        (policy.node.defaultChild as CfnPolicy).cfnOptions.condition = read;
+      }
+    }
+  }
+
+  /**
+   * Whether the configuration reads cpsync's own account: always when accounts are discovered (Organizations
+   * lists it with the others); for a list of accounts, whether the stack's account is among them — decided
+   * at synth when the stack's account is known, else by a CloudFormation condition on `AWS::AccountId`.
+   */
+  #ownAccountRead(accounts: NonNullable<CpsyncConfig['providers']['eks']>['accounts'], stack: Stack) {
+    if (!Array.isArray(accounts)) return true;
+    if (!Token.isUnresolved(stack.account)) return accounts.includes(stack.account);
+    this.#ownAccountCondition ??= new CfnCondition(this, 'OwnAccountConfigured', {
+      expression: anyOf(accounts.map((account) => Fn.conditionEquals(Aws.ACCOUNT_ID, account))),
+    });
+    return this.#ownAccountCondition;
   }
 
   /** eks:DescribeCluster on the hub, when it is an EKS cluster (its IAM token needs the endpoint and CA). */
@@ -585,22 +635,30 @@ export class Cpsync extends Construct {
     config: CpsyncConfig,
     readers: { clouds: LambdaFunction[]; webhook: LambdaFunction[] },
   ): void {
-    const grants = new Map<string, LambdaFunction[]>();
-    const add = (ref: { secretArn?: string } | { file: string } | undefined, functions: LambdaFunction[]) => {
-      if (ref && 'secretArn' in ref && ref.secretArn)
-        grants.set(ref.secretArn, [...new Set([...(grants.get(ref.secretArn) ?? []), ...functions])]);
+    const grants = new Map<string, { field: string; functions: LambdaFunction[] }>();
+    const add = (
+      field: string,
+      ref: { secretArn?: string } | { file: string } | undefined,
+      functions: LambdaFunction[],
+    ) => {
+      if (ref && 'secretArn' in ref && ref.secretArn) {
+        const known = grants.get(ref.secretArn);
+        grants.set(ref.secretArn, {
+          field: known?.field ?? field,
+          functions: [...new Set([...(known?.functions ?? []), ...functions])],
+        });
+      }
     };
-    add(config.providers.gke?.credentials, readers.clouds);
+    add('providers.gke.credentials.secretArn', config.providers.gke?.credentials, readers.clouds);
     const aks = config.providers.aks?.credential;
-    if (aks && 'clientSecret' in aks) add(aks.clientSecret, readers.clouds);
-    add(config.webhook.azure?.key, readers.webhook);
-    [...grants].forEach(([arn, functions], index) => {
-      const secret =
-        arn === this.azureWebhookKey?.secretArn
-          ? this.azureWebhookKey
-          : importedSecret(this, `ConfiguredSecret${index}`, arn);
-      for (const fn of functions) grantSecretValue(secret, fn);
-    });
+    if (aks && 'clientSecret' in aks)
+      add('providers.aks.credential.clientSecret.secretArn', aks.clientSecret, readers.clouds);
+    add('webhook.azure.key.secretArn', config.webhook.azure?.key, readers.webhook);
+    for (const [arn, { field, functions }] of grants)
+      for (const fn of functions)
+        if (this.azureWebhookKey && arn === this.azureWebhookKey.secretArn)
+          grantSecretValue(this.azureWebhookKey, fn);
+        else grantSecretArn(arn, fn, field);
   }
 
   #registerSchemas(): void {

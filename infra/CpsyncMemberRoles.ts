@@ -2,7 +2,7 @@
  * The roles cpsync asks each AWS member account to create, as a construct: deploy it in every member
  * account (a stack per account, or the synthesized template as a CloudFormation StackSet).
  *
- *   new CpsyncMemberRoles(stack, 'Cpsync', { cpsyncAccount: '111111111111' })
+ *   new CpsyncMemberRoles(stack, 'Cpsync', { cpsyncAccount: '111111111111', config })
  */
 import { ArnFormat, Stack, Token, Validations } from 'aws-cdk-lib';
 import {
@@ -13,11 +13,21 @@ import {
   type IPrincipal,
 } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import { parseConfig } from '../adapters/compose/config.ts';
 import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY } from '../adapters/grants/marks.ts';
 
 export interface CpsyncMemberRolesProps {
   /** The account cpsync runs in: its function roles assume these roles. */
   readonly cpsyncAccount: string;
+  /**
+   * The cpsync configuration, as the `Cpsync` construct is given it: the reader's name and external id
+   * (`providers.eks.roleName`, `externalId`), the member probe's role (`memberProbe.eksRoleName`, while the
+   * feature is on) and the accessGrants terms — the manager, the consumers' EKS roles and names, while the
+   * feature is on or consumers are configured (only taking grants back while it is off) — are taken from it.
+   * Exclusive with `readerRoleName`, `externalId`, `probeRoleName` and `accessGrants`.
+   * @default none: those props say it
+   */
+  readonly config?: unknown;
   /** `providers.eks.roleName`. @default 'cpsync-reader' */
   readonly readerRoleName?: string;
   /** `providers.eks.externalId`, when cpsync is configured with one: the reader's trust requires it. */
@@ -35,8 +45,12 @@ export interface CpsyncMemberRolesProps {
    * (see `accessGrantStatements`). @default none (the reader only reads)
    */
   readonly accessGrants?: {
-    /** `manager`. @default 'cpsync' */
-    readonly manager?: string;
+    /**
+     * The configuration's `manager`: the `app.kubernetes.io/managed-by` value cpsync tags its entries with,
+     * and the only one IAM lets it write and act on. No default: a manager other than the configuration's
+     * would refuse every grant cpsync makes.
+     */
+    readonly manager: string;
     /** The consumers' roles: the only principals whose access entries the reader may make, tag or change. */
     readonly consumerRoleArns: readonly string[];
     /**
@@ -95,12 +109,12 @@ function accessEntriesOf(roleArn: string): string {
 export function accessGrantStatements(
   stack: Stack,
   {
-    manager = 'cpsync',
+    manager,
     consumerRoleArns,
     consumerNames,
     revokeOnly = false,
   }: {
-    manager?: string;
+    manager: string;
     consumerRoleArns: readonly string[];
     consumerNames?: readonly string[];
     revokeOnly?: boolean;
@@ -205,13 +219,60 @@ export function memberReadStatements(stack: Stack, { regions = true } = {}): Pol
   ];
 }
 
+/** What the member roles are made of: the props as given, or as the configuration says (`config`). */
+function memberRolesProps(props: CpsyncMemberRolesProps): Omit<
+  CpsyncMemberRolesProps,
+  'config' | 'accessGrants'
+> & {
+  accessGrants?: Parameters<typeof accessGrantStatements>[1];
+} {
+  const explicit = (['readerRoleName', 'externalId', 'probeRoleName', 'accessGrants'] as const).filter(
+    (key) => props[key] !== undefined,
+  );
+  if (props.config === undefined) {
+    if (props.accessGrants && !props.accessGrants.manager)
+      throw new Error(
+        "CpsyncMemberRoles: accessGrants.manager is required (the configuration's manager, which cpsync tags its access entries with), or give config",
+      );
+    return props;
+  }
+  if (explicit.length > 0)
+    throw new Error(
+      `CpsyncMemberRoles: give either config or ${explicit.join(', ')}, not both (config says them)`,
+    );
+  const config = parseConfig(props.config, 'CpsyncMemberRoles props.config');
+  const eks = config.providers.eks;
+  if (!eks) throw new Error('CpsyncMemberRoles: props.config reads no EKS account (providers.eks)');
+  const consumers = config.consumers.filter((c) => c.identities.eks);
+  const granting = config.features.accessGrants || config.consumers.length > 0;
+  return {
+    cpsyncAccount: props.cpsyncAccount,
+    readerRoleName: eks.roleName,
+    ...(eks.externalId ? { externalId: eks.externalId } : {}),
+    ...(config.features.memberProbe && config.memberProbe.eksRoleName
+      ? { probeRoleName: config.memberProbe.eksRoleName }
+      : {}),
+    ...(granting
+      ? {
+          accessGrants: {
+            manager: config.manager,
+            consumerRoleArns: consumers.map((c) => c.identities.eks!.roleArn),
+            consumerNames: consumers.map((c) => c.name),
+            revokeOnly: !config.features.accessGrants,
+          },
+        }
+      : {}),
+  };
+}
+
 /** The member account's roles for cpsync: the reader (and the member probe's role, when named). */
 export class CpsyncMemberRoles extends Construct {
   public readonly reader: Role;
   public readonly probe?: Role;
 
-  constructor(scope: Construct, id: string, props: CpsyncMemberRolesProps) {
+  constructor(scope: Construct, id: string, given: CpsyncMemberRolesProps) {
     super(scope, id);
+    const props = memberRolesProps(given);
     const stack = Stack.of(this);
     // The cpsync account decides which of its roles may assume these (its function roles alone are granted).
     const trusted = (externalId?: string): IPrincipal => {

@@ -3,7 +3,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { AttributeType, BillingMode, Table, TableEncryption } from 'aws-cdk-lib/aws-dynamodb';
 import { Grant, type IGrantable } from 'aws-cdk-lib/aws-iam';
-import { Secret, type ISecret } from 'aws-cdk-lib/aws-secretsmanager';
+import type { ISecret } from 'aws-cdk-lib/aws-secretsmanager';
 import { Queue, QueueEncryption, type IQueue } from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 
@@ -72,11 +72,29 @@ export function grantSecretValue(secret: ISecret, fn: IGrantable): void {
 }
 
 /**
- * The secret `arn` names, imported as complete (it ends in Secrets Manager's six-character suffix) or partial
- * (it does not): a complete ARN imported as partial is granted as `<arn>-??????`, which matches nothing.
+ * What IAM must match for the secret `arn` names. Secrets Manager makes a secret's ARN of its name, a `-` and six
+ * random alphanumeric characters; a partial ARN leaves those out, and a secret name may itself end in `-` and six
+ * of them. So an ARN whose name does not end that way is partial (`<arn>-??????`, the full ARN with any suffix, as
+ * AWS documents), and one whose name does may be either: complete, or partial for a name that ends so. Then
+ * both are matched, `<arn>` and `<arn>-??????` — never `*`, which would match longer names too.
  */
-export function importedSecret(scope: Construct, id: string, arn: string): ISecret {
-  return /-[A-Za-z0-9]{6}$/.test(arn)
-    ? Secret.fromSecretCompleteArn(scope, id, arn)
-    : Secret.fromSecretPartialArn(scope, id, arn);
+export function secretResourceArns(arn: string, field = 'secret'): string[] {
+  const name = /^arn:[^:]+:secretsmanager:[^:]*:[^:]*:secret:(.+)$/.exec(arn)?.[1];
+  if (!name)
+    throw new Error(
+      `${field}: ${arn} is not a Secrets Manager secret ARN (arn:<partition>:secretsmanager:<region>:<account>:secret:<name>)`,
+    );
+  return /-[A-Za-z0-9]{6}$/.test(name) ? [arn, `${arn}-??????`] : [`${arn}-??????`];
+}
+
+/**
+ * secretsmanager:GetSecretValue on the secret `arn` names, complete or partial (see `secretResourceArns`);
+ * `field` names where the ARN was given.
+ */
+export function grantSecretArn(arn: string, fn: IGrantable, field?: string): void {
+  Grant.addToPrincipal({
+    grantee: fn,
+    actions: ['secretsmanager:GetSecretValue'],
+    resourceArns: secretResourceArns(arn, field),
+  });
 }

@@ -10,7 +10,7 @@ import { CpsyncMemberRoles } from '../../infra/CpsyncMemberRoles.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import type { AwsCall } from '../env/awsProxy.ts';
 import { decide, grantsOf, iamRequestsOf, rolePolicies } from '../support/iam.ts';
-import { CONFIG, NO_BUNDLING } from '../support/infra.ts';
+import { CONFIG, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
 import { placeholderRefs, templateResolver, type CfnResource } from '../support/template.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
@@ -166,7 +166,11 @@ describe('the member account roles', () => {
       const stack = new Stack(app, 'Grants', { env: { account: MEMBER, region: 'us-east-1' } });
       new CpsyncMemberRoles(stack, 'Cpsync', {
         cpsyncAccount: '123456789012',
-        accessGrants: { consumerRoleArns: [argocd, deployer], consumerNames: ['argocd', 'deployer'] },
+        accessGrants: {
+          manager: 'cpsync',
+          consumerRoleArns: [argocd, deployer],
+          consumerNames: ['argocd', 'deployer'],
+        },
       });
       const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
       const resolver = templateResolver(resources, {}, MEMBER);
@@ -360,6 +364,78 @@ describe('the member account roles', () => {
     });
   });
 
+  it("takes the accessGrants manager from the configuration it is given (its entries are the manager's, not cpsync's), or requires it", async () => {
+    const MEMBER = '210987654321';
+    const argocd = `arn:aws:iam::${MEMBER}:role/argocd`;
+    const app = new App();
+    const stack = new Stack(app, 'Platform', { env: { account: MEMBER, region: 'us-east-1' } });
+    new CpsyncMemberRoles(stack, 'Cpsync', {
+      cpsyncAccount: '123456789012',
+      config: {
+        ...CONFIG,
+        manager: 'platform',
+        features: { accessGrants: 'on' },
+        consumers: [
+          {
+            name: 'argocd',
+            namespaces: ['cluster-inventory'],
+            level: 'edit',
+            identities: { eks: { roleArn: argocd } },
+          },
+        ],
+      },
+    });
+    const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
+    const resolver = templateResolver(resources, {}, MEMBER);
+    const [readerId, reader] = Object.entries(resources).find(
+      ([, r]) => r.Type === 'AWS::IAM::Role' && r.Properties.RoleName === 'cpsync-reader',
+    )!;
+    // The reader's name and external id, from providers.eks.
+    assert.deepEqual(
+      JSON.stringify(reader.Properties.AssumeRolePolicyDocument).match(/"sts:ExternalId":"([^"]+)"/)?.[1],
+      'my-external-id',
+    );
+    const policies = rolePolicies(resources, readerId, resolver.resolve);
+    const create = (manager: string) =>
+      decide(
+        {
+          principal: `arn:aws:sts::${MEMBER}:assumed-role/cpsync-reader/cpsync`,
+          action: 'eks:CreateAccessEntry',
+          resource: `arn:aws:eks:us-east-1:${MEMBER}:cluster/checkout`,
+          account: MEMBER,
+          context: {
+            'eks:accessEntryType': 'STANDARD',
+            'eks:principalArn': argocd,
+            'aws:RequestTag/app.kubernetes.io/managed-by': manager,
+            'aws:RequestTag/cpsync.io/consumer': 'argocd',
+            'aws:TagKeys': ['app.kubernetes.io/managed-by', 'cpsync.io/consumer'],
+          },
+        },
+        policies,
+      );
+    assert.equal(await create('platform'), 'Allowed', "an entry marked as the configuration's manager's");
+    assert.equal(await create('cpsync'), 'ImplicitlyDenied', 'not the default manager’s');
+
+    const other = new Stack(new App(), 'Other', { env: { account: MEMBER, region: 'us-east-1' } });
+    assert.throws(
+      () =>
+        new CpsyncMemberRoles(other, 'NoManager', {
+          cpsyncAccount: '123456789012',
+          accessGrants: { consumerRoleArns: [argocd] } as never,
+        }),
+      /accessGrants\.manager is required/,
+    );
+    assert.throws(
+      () =>
+        new CpsyncMemberRoles(other, 'Both', {
+          cpsyncAccount: '123456789012',
+          config: CONFIG,
+          externalId: 'x-y',
+        }),
+      /give either config or externalId, not both/,
+    );
+  });
+
   it('gives the functions EKS access-entry permissions only with accessGrants on (and, to revoke, while consumers stay configured), cdk-nag clean', () => {
     const consumers = [
       {
@@ -419,7 +495,16 @@ describe('the member account roles', () => {
       'eks:ListAssociatedAccessPolicies',
       'eks:TagResource',
     ];
-    const on = accessActions({ ...CONFIG, features: { accessGrants: 'on' }, consumers });
+    // cpsync's own account among those read: its functions grant there themselves.
+    const providers = EXAMPLE.providers as Record<string, Record<string, unknown>>;
+    const ownAccount = {
+      ...CONFIG,
+      providers: {
+        ...providers,
+        eks: { ...providers.eks, accounts: [...(providers.eks!.accounts as string[]), '123456789012'] },
+      },
+    };
+    const on = accessActions({ ...ownAccount, features: { accessGrants: 'on' }, consumers });
     assert.deepEqual(on, {
       CpsyncScopeWorker: full,
       CpsyncEksEventHandler: full,
@@ -427,17 +512,23 @@ describe('the member account roles', () => {
       CpsyncWebhook: [],
       CpsyncScopeEnumerator: [],
     });
-    const turningOff = accessActions({ ...CONFIG, consumers });
+    const turningOff = accessActions({ ...ownAccount, consumers });
     assert.deepEqual(turningOff.CpsyncScopeWorker, [
       'eks:DeleteAccessEntry',
       'eks:DescribeAccessEntry',
       'eks:ListAccessEntries',
       'eks:ListAssociatedAccessPolicies',
     ]);
-    const off = accessActions(CONFIG);
+    const off = accessActions(ownAccount);
     assert.ok(
       Object.values(off).every((actions) => actions.length === 0),
       JSON.stringify(off),
+    );
+    // Only other accounts read: nothing on cpsync's own (the member roles grant in theirs).
+    const elsewhere = accessActions({ ...CONFIG, features: { accessGrants: 'on' }, consumers });
+    assert.ok(
+      Object.values(elsewhere).every((actions) => actions.length === 0),
+      JSON.stringify(elsewhere),
     );
   });
 });

@@ -13,7 +13,7 @@ import { Cpsync } from '../../infra/Cpsync.ts';
 import { DETAIL_SCHEMAS } from '../../events/schemas.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { venvBin } from '../env/python.ts';
-import { CONFIG, ENV, NO_BUNDLING } from '../support/infra.ts';
+import { CONFIG, ENV, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
 import { FUNCTION_ENTRY_FILE } from '../../infra/bundling.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
@@ -33,9 +33,15 @@ describe('the CDK app', () => {
   before(() => {
     outdir = temporaryDirectory('cpsync-cdk-');
     const app = new App({ outdir });
+    // cpsync's own account is read too (its functions read its clusters with their own role).
+    const providers = EXAMPLE.providers as Record<string, Record<string, unknown>>;
+    const accounts = [...(providers.eks!.accounts as string[]), ENV.account];
     const stack = new CpsyncStack(app, 'Cpsync', {
       env: ENV,
-      cpsync: { config: CONFIG, archiveRetention: Duration.days(30) },
+      cpsync: {
+        config: { ...CONFIG, providers: { ...providers, eks: { ...providers.eks, accounts } } },
+        archiveRetention: Duration.days(30),
+      },
     });
     Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
     app.synth();

@@ -100,11 +100,6 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
     why: 'Powertools idempotency puts its record first, conditionally (an UpdateItem marks it complete)',
   },
   {
-    action: /^(eks:(DescribeCluster|ListNodegroups|DescribeNodegroup|ListClusters))$/,
-    resource: new RegExp(`:${ACCOUNT}:|^\\*$`),
-    why: "clusters in cpsync's own account are read with the function role (the estate's clusters are in a member account)",
-  },
-  {
     fn: /^CpsyncScopeWorker/,
     action: /^(sqs:SendMessage|dynamodb:(PutItem|DeleteItem))$/,
     resource: /Follow|Chases/,
@@ -120,12 +115,6 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
     action: /^ec2:DescribeRegions$/,
     resource: /^\*$/,
     why: 'the enabled regions are read only when the configuration names none (it names them here)',
-  },
-  {
-    action:
-      /^eks:(CreateAccessEntry|TagResource|DescribeAccessEntry|ListAssociatedAccessPolicies|AssociateAccessPolicy|DisassociateAccessPolicy|DeleteAccessEntry)$/,
-    resource: new RegExp(`:${ACCOUNT}:`),
-    why: "the accessGrants feature on clusters in cpsync's own account (the estate's are in a member account)",
   },
   {
     action: /^eks:(DisassociateAccessPolicy|DeleteAccessEntry)$/,
@@ -379,12 +368,9 @@ describe('the deployed assets under the Lambda runtime', () => {
       // A sync's message goes once it has been quiet this long (the default is a minute).
       quiet: Duration.seconds(1),
     });
-    // The member account's roles, trusting cpsync's account.
+    // The member account's roles, trusting cpsync's account, made from the same configuration.
     const member = new Stack(app, 'Member', { env: { account: EKS_ACCOUNT, region: 'us-east-1' } });
-    new CpsyncMemberRoles(member, 'Cpsync', {
-      cpsyncAccount: ACCOUNT,
-      accessGrants: { consumerRoleArns: [DEPLOYER] },
-    });
+    new CpsyncMemberRoles(member, 'Cpsync', { cpsyncAccount: ACCOUNT, config });
     app.synth();
     memberResources = templateResources(assembly, 'Member');
     resources = templateResources(assembly, 'Cpsync');

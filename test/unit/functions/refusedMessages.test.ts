@@ -1,0 +1,195 @@
+/**
+ * A queue message (or bus event) a function refuses or cannot read leaves a log line at INFO with its reason,
+ * and never its text: the scope worker, the follow-up function and the EKS event handler, each with a
+ * configuration of its own (a file hub, EKS in one account; nothing is reached over the network).
+ */
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { compose } from '../../../adapters/compose/compose.ts';
+import { parseConfig } from '../../../adapters/compose/config.ts';
+import { eksProvider } from '../../../adapters/compose/providers/eks.ts';
+import type { Chases } from '../../../functions/chases.ts';
+import type { FunctionDeps } from '../../../functions/runtime.ts';
+import { cloudTrailEvent, lambdaContext, sqsRecord } from '../../support/lambda.ts';
+import { temporaryDirectory } from '../../support/tmp.ts';
+
+/** What must never reach a log line: it stands for a secret someone put in a message. */
+const SECRET = 'hunter2-not-for-logs';
+const ACCOUNT = '111122223333';
+
+interface Line {
+  level: string;
+  message: string;
+  messageId?: string;
+  eventId?: string;
+  reason?: string;
+}
+
+describe('refused and malformed messages are logged at INFO with their reason, never their text', () => {
+  const lines: string[] = [];
+  const restore: Array<() => void> = [];
+  let deps: FunctionDeps;
+  const ended: string[] = [];
+  /** The log lines written while `work` ran, parsed. */
+  const logged = async (work: () => Promise<unknown>): Promise<Line[]> => {
+    const from = lines.length;
+    await work();
+    return lines.slice(from).map((line) => JSON.parse(line) as Line);
+  };
+
+  before(async () => {
+    // After the environment is set: Powertools reads the level when the functions' modules load.
+    Object.assign(process.env, {
+      POWERTOOLS_LOG_LEVEL: 'INFO',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_TRACE_ENABLED: 'false',
+    });
+    for (const stream of [process.stdout, process.stderr]) {
+      const write = stream.write.bind(stream);
+      restore.push(() => (stream.write = write));
+      stream.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+        if (typeof chunk === 'string' && chunk.startsWith('{"level"')) {
+          lines.push(chunk);
+          return true;
+        }
+        return write(chunk, ...rest);
+      }) as typeof stream.write;
+    }
+    const directory = temporaryDirectory('cpsync-refused-');
+    const config = parseConfig({
+      providers: { eks: { accounts: [ACCOUNT], regions: ['us-east-1'] } },
+      hub: { directory: `${directory}/hub` },
+      bus: { stdout: true },
+      outbox: { directory: `${directory}/outbox` },
+    });
+    deps = await compose(config, [eksProvider], { onDemand: true });
+  });
+
+  after(async () => {
+    for (const undo of restore) undo();
+    await deps?.close();
+  });
+
+  it('the scope worker: a body that is not JSON, a message of the wrong shape, a scope the configuration does not cover', async () => {
+    const { makeScopeWorker } = await import('../../../functions/scopeWorker.ts');
+    const worker = makeScopeWorker(async () => deps);
+    let failure: unknown;
+    // Every message of the batch fails: the invocation fails (as a batch of one does, deployed), each logged.
+    const logs = await logged(async () => {
+      failure = await worker(
+        {
+          Records: [
+            sqsRecord('not-json', `token=${SECRET}`),
+            sqsRecord('shape', JSON.stringify({ syncId: 's1', scope: { provider: 'oci', account: SECRET } })),
+            sqsRecord(
+              'foreign',
+              JSON.stringify({
+                syncId: 's1',
+                scope: { provider: 'eks', account: '999988887777', region: 'us-east-1' },
+              }),
+            ),
+          ],
+        },
+        lambdaContext('worker'),
+      ).catch((error: unknown) => error);
+    });
+    assert.equal((failure as Error).name, 'FullBatchFailureError');
+    const byId = new Map(logs.filter((l) => l.messageId).map((l) => [l.messageId, l]));
+    assert.deepEqual(
+      [...byId.values()].map((l) => [l.messageId, l.level, l.message]),
+      [
+        ['not-json', 'INFO', 'message refused: malformed'],
+        ['shape', 'INFO', 'message refused: malformed'],
+        ['foreign', 'INFO', 'message refused'],
+      ],
+    );
+    assert.equal(byId.get('not-json')!.reason, 'body: not JSON');
+    assert.match(byId.get('shape')!.reason!, /body\.scope\.provider: Invalid option/);
+    assert.match(byId.get('foreign')!.reason!, /eks\/999988887777\/us-east-1.*refused: /);
+    assert.ok(!JSON.stringify(logs).includes(SECRET), 'no message text logged');
+  });
+
+  it('the follow-up function: a look that is not JSON, one of the wrong shape, one at a cluster the configuration does not cover (its chase ended)', async () => {
+    const { makeFollowUp } = await import('../../../functions/followUp.ts');
+    const chases: Chases = {
+      start: () => Promise.resolve('started'),
+      isCurrent: () => Promise.resolve(true),
+      next: () => Promise.resolve('again'),
+      end: (message) => {
+        ended.push(message.chaseId);
+        return Promise.resolve();
+      },
+    };
+    const followUp = makeFollowUp(
+      async () => deps,
+      () => chases,
+    );
+    const look = {
+      chaseId: '6f1c7c2a-0d7e-4a4f-8a55-2a0d7a1f3b10',
+      attempt: 1,
+      ref: { scope: { provider: 'eks', account: '999988887777', region: 'us-east-1' }, name: 'far' },
+      state: 'EKS CREATING',
+      startedAt: 0,
+      delaySeconds: 10,
+    };
+    let answer: unknown;
+    const logs = await logged(async () => {
+      answer = await followUp(
+        {
+          Records: [
+            sqsRecord('not-json', `{"chaseId": "${SECRET}`),
+            sqsRecord('shape', JSON.stringify({ ...look, attempt: 0, state: SECRET.repeat(20) })),
+            sqsRecord('foreign', JSON.stringify(look)),
+          ],
+        },
+        lambdaContext('follow-up'),
+      );
+    });
+    assert.deepEqual(answer, {
+      batchItemFailures: [{ itemIdentifier: 'not-json' }, { itemIdentifier: 'shape' }],
+    });
+    const byId = new Map(logs.filter((l) => l.messageId).map((l) => [l.messageId, l]));
+    assert.deepEqual([...byId.values()].map((l) => [l.messageId, l.level]).sort(), [
+      ['foreign', 'INFO'],
+      ['not-json', 'INFO'],
+      ['shape', 'INFO'],
+    ]);
+    assert.equal(byId.get('not-json')!.reason, 'body: not JSON');
+    assert.match(byId.get('shape')!.reason!, /body\.attempt: .*; body\.state: /);
+    assert.match(
+      byId.get('foreign')!.message,
+      /^message refused: the configuration does not cover its cluster/,
+    );
+    assert.ok(byId.get('foreign')!.reason, 'with its reason');
+    assert.deepEqual(ended, [look.chaseId], 'the chase of the uncovered cluster ended');
+    assert.ok(!JSON.stringify(logs).includes(SECRET), 'no message text logged');
+  });
+
+  it('the EKS event handler: an event that is not a CloudTrail call of EKS, an account the configuration does not cover', async () => {
+    const { makeEksEventHandler } = await import('../../../functions/eksEvents.ts');
+    const handler = makeEksEventHandler(async () => deps);
+    const malformed = {
+      ...cloudTrailEvent('CreateCluster', ACCOUNT, 'us-east-1', { name: 'x' }, 'ct-malformed'),
+      detail: { eventSource: 'eks.amazonaws.com', eventName: SECRET, recipientAccountId: SECRET },
+    };
+    const refused = await logged(() =>
+      assert.rejects(handler(malformed as never, lambdaContext('eks')), { name: 'ParseError' }),
+    );
+    const line = refused.find((l) => l.eventId === 'ct-malformed')!;
+    assert.equal(line.level, 'INFO');
+    assert.equal(line.message, 'event refused: malformed');
+    assert.match(line.reason!, /detail\.awsRegion: .*; detail\.recipientAccountId: /);
+    assert.ok(!JSON.stringify(refused).includes(SECRET), 'no event text logged');
+
+    const foreign = await logged(() =>
+      handler(
+        cloudTrailEvent('CreateCluster', '999988887777', 'us-east-1', { name: 'far' }, 'ct-foreign') as never,
+        lambdaContext('eks'),
+      ),
+    );
+    const outside = foreign.find((l) => l.eventId === 'ct-foreign')!;
+    assert.equal(outside.level, 'INFO');
+    assert.equal(outside.message, 'event refused: account or region outside the configuration');
+    assert.ok(outside.reason, 'with its reason');
+  });
+});

@@ -8,10 +8,12 @@ import {
   DEFAULT_DELETION_GRACE_LISTINGS,
   DEFAULT_MANAGER,
   DEFAULT_NAMESPACE,
+  DEFAULT_TAG_LABEL_PREFIX,
 } from '../../core/domain/constants.ts';
 import { isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
 import type { ClusterMatcher, InventoryOptions } from '../../core/domain/options.ts';
 import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
+import { refusedAllowListEntry, refusedTagLabelPrefix } from '../../core/domain/tagLabels.ts';
 import { manyPrincipals } from '../gke/manyPrincipals.ts';
 
 const dnsLabel = z.string().refine(isDns1123Label, {
@@ -220,6 +222,46 @@ const consumer = z.strictObject({
     .refine((ids) => ids.eks || ids.gke || ids.aks, { message: 'must name an identity for eks, gke or aks' }),
 });
 
+/** An AWS Secrets Manager secret, by its complete or partial ARN (the CDK app grants reading it). */
+const secretArn = z
+  .string()
+  .regex(
+    /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$/,
+    'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)',
+  );
+
+/** The example subscribers the CDK app deploys when asked (`subscribers`). */
+const subscribers = z.strictObject({
+  /** The chat notifier: a message per sync to a Slack or Microsoft Teams incoming webhook. */
+  chat: z
+    .strictObject({
+      /** The secret holding the webhook URL (its text, or JSON `{"url": "…"}`). */
+      webhookSecretArn: secretArn,
+      format: z.enum(['slack', 'teams'], { message: 'must be slack or teams' }).default('slack'),
+      /** How long a sync must be quiet before its message goes (0: a message per batch); SQS delays 900 s at most. */
+      quietSeconds: z.number().int().min(0).max(900).default(60),
+      /** How long the queue gathers events before the function runs (Lambda's SQS batching window: 300 s at most). */
+      batchingWindowSeconds: z.number().int().min(0).max(300).default(30),
+      /** The least time between two posts (Slack takes about one message a second per webhook). */
+      minIntervalMillis: z.number().int().min(0).max(60_000).default(1000),
+    })
+    .optional(),
+  /** The Argo CD subscriber: a cluster Secret per profile in Argo CD's namespace. */
+  argocd: z
+    .strictObject({
+      /** Argo CD's namespace, where the cluster Secrets go. */
+      namespace: dnsLabel.default('argocd'),
+      /** The kubeconfig of the cluster Argo CD runs on; unset, the hub (Argo CD runs on the hub). */
+      kubeconfigSecretArn: secretArn.optional(),
+      /** The credential plugin Argo CD runs, and arguments added to every cluster's call. */
+      credentialsCommand: z.string().min(1).default('cpsync'),
+      credentialsArgs: z.array(z.string()).default([]),
+      /** How often every Secret is rebuilt from the hub. */
+      reconcileEveryMinutes: z.number().int().min(1).max(1440).default(60),
+    })
+    .optional(),
+});
+
 export const configSchema = z.strictObject({
   manager: z
     .string()
@@ -267,6 +309,29 @@ export const configSchema = z.strictObject({
         .array(z.strictObject({ ...clusterMatcher, namespaces: z.array(dnsLabel).min(1) }))
         .default([]),
       tagAllowList: z.array(z.string().min(1).max(239)).default([]),
+      /**
+       * The `tagLabels` feature: tags copied to profile labels `<prefix><tag key>`. A tag whose label would not be
+       * a valid label key, would be one of cpsync's own, or would fall in a domain Kubernetes or cpsync keeps, is
+       * refused here, naming it.
+       */
+      labels: z
+        .strictObject({
+          fromTags: z.array(z.string().min(1).max(317)).default([]),
+          prefix: z.string().max(316).default(DEFAULT_TAG_LABEL_PREFIX),
+        })
+        .prefault({})
+        .superRefine((labels, context) => {
+          const prefix = refusedTagLabelPrefix(labels.prefix);
+          if (prefix !== undefined) {
+            context.addIssue({ code: 'custom', path: ['prefix'], message: prefix });
+            return;
+          }
+          labels.fromTags.forEach((entry, index) => {
+            const why = refusedAllowListEntry(entry, labels.prefix);
+            if (why !== undefined)
+              context.addIssue({ code: 'custom', path: ['fromTags', index], message: why });
+          });
+        }),
       // The access provider's name in each profile: 1-253 characters (v1alpha2), as consumers configure it.
       accessProviderNames: z
         .strictObject({
@@ -450,6 +515,11 @@ export const configSchema = z.strictObject({
       path: ['firstDelaySeconds'],
     })
     .prefault({}),
+  /**
+   * The CDK app only: the example subscribers it deploys beside cpsync (infra/subscribers.ts), each when its
+   * section is given. cpsync's own functions are not told of them.
+   */
+  subscribers: subscribers.optional(),
 });
 
 export type CpsyncConfig = z.infer<typeof configSchema>;
@@ -603,6 +673,7 @@ export function inventoryOptionsOf(config: CpsyncConfig): InventoryOptions {
     })),
     clusterSets: inventory.clusterSets,
     tagAllowList: inventory.tagAllowList,
+    labels: { fromTags: inventory.labels.fromTags, prefix: inventory.labels.prefix },
     accessProviderNames: inventory.accessProviderNames,
     features: config.features,
     consumers: config.consumers.map((c) => ({

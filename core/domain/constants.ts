@@ -20,7 +20,20 @@ export const LABEL_INVENTORY_MEMBER_ID = 'multicluster.x-k8s.io/inventory-member
 export const LABEL_CLUSTER = 'cpsync.io/cluster';
 /** On a projected copy: the namespace of the cluster's own profile. */
 export const LABEL_PROJECTED_FROM = 'cpsync.io/projected-from';
-/** The labels cpsync owns on a profile. */
+/**
+ * The cluster's region as Kubernetes' standard topology label names it (KEP-1659), on every profile: what
+ * selectors written for any cluster manager (Argo CD ApplicationSets, Sveltos, Kueue) can use.
+ */
+export const LABEL_TOPOLOGY_REGION = 'topology.kubernetes.io/region';
+/** The zone of a zonal cluster (a zonal GKE cluster), as Kubernetes' standard topology label names it. */
+export const LABEL_TOPOLOGY_ZONE = 'topology.kubernetes.io/zone';
+/**
+ * The cloud (`aws`, `gcp`, `azure`: KEP-4322's `location.topology.k8s.io` vocabulary, as OpenTelemetry's
+ * `cloud.provider` spells it too), on every profile. No upstream label names a cluster's cloud;
+ * `cpsync.io/provider` names the service (`eks`, `gke`, `aks`).
+ */
+export const LABEL_CLOUD = 'cpsync.io/cloud';
+/** The labels cpsync owns on every profile (tag labels are cpsync's too: see ownership.ts). */
 export const OWNED_LABELS = [
   LABEL_CLUSTER_MANAGER,
   LABEL_PROVIDER,
@@ -29,7 +42,14 @@ export const OWNED_LABELS = [
   LABEL_CLUSTER,
   LABEL_INVENTORY_MEMBER_ID,
   LABEL_PROJECTED_FROM,
+  LABEL_TOPOLOGY_REGION,
+  LABEL_TOPOLOGY_ZONE,
+  LABEL_CLOUD,
 ] as const;
+/** Prefix of every label cpsync may write: a label under it is cpsync's (ownership.ts). */
+export const LABEL_PREFIX = 'cpsync.io/';
+/** Default prefix of the labels copied from cloud tags (`inventory.labels.prefix`). */
+export const DEFAULT_TAG_LABEL_PREFIX = 'cpsync.io/tag-';
 
 /** Namespace label of a ClusterSet (SPEC §3). */
 export const LABEL_NAMESPACE_CLUSTERSET = 'multicluster.x-k8s.io/clusterset';
@@ -48,11 +68,18 @@ export const ANNOTATION_PROJECTED_TO = 'cpsync.io/projected-to';
  * identity granted. The same on every profile of the cluster.
  */
 export const ANNOTATION_ACCESS_GRANTS = 'cpsync.io/access-grants';
+/**
+ * The labels cpsync copied from the cluster's cloud tags (the `tagLabels` feature), comma-separated and sorted:
+ * what cpsync owns among keys outside `cpsync.io/` (a prefix of `""` writes the tag keys as they are), so that
+ * they are compared, and removed when the tag or the feature goes. Present only while there is one.
+ */
+export const ANNOTATION_TAG_LABELS = 'cpsync.io/labels-from-tags';
 
 export const OWNED_ANNOTATIONS = [
   ANNOTATION_PROVIDER_ID,
   ANNOTATION_PROJECTED_TO,
   ANNOTATION_ACCESS_GRANTS,
+  ANNOTATION_TAG_LABELS,
 ] as const;
 
 export const PROPERTY_ENDPOINTS = 'cluster-endpoints.k8s.io';
@@ -92,6 +119,11 @@ export const PROPERTY_CA_OMITTED = 'cpsync.io/certificate-authority-omitted';
 export const PROPERTY_ENDPOINT_PREFERENCE = 'cpsync.io/endpoint-preference';
 /** Prefix of an allow-listed tag: `cpsync.io/tag.<key>`. */
 export const PROPERTY_TAG_PREFIX = 'cpsync.io/tag.';
+/**
+ * How many tags `inventory.labels.fromTags` names that were not copied to labels (present only when some were not):
+ * a label key or value that is not valid label syntax, or a key of Kubernetes' or cpsync's own.
+ */
+export const PROPERTY_TAG_LABELS_OMITTED = 'cpsync.io/tag-labels-omitted';
 
 /** KEP-2149's cluster id property (the member's own ClusterProperty, else its `kube-system` namespace UID). */
 export const PROPERTY_CLUSTER_ID = 'cluster.clusterset.k8s.io';

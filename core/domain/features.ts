@@ -9,9 +9,11 @@
  * feature, so a new one is covered by registering it (and naming how to use it there).
  */
 import {
+  ANNOTATION_TAG_LABELS,
   LABEL_CLUSTER,
   PROPERTY_CLUSTERSET,
   PROPERTY_ENDPOINT_PREFERENCE,
+  PROPERTY_TAG_LABELS_OMITTED,
   PROPERTY_TAG_PREFIX,
 } from './constants.ts';
 import type { ClusterProfile } from './model/clusterProfile.ts';
@@ -22,6 +24,7 @@ export type Maturity = 'alpha' | 'beta' | 'GA';
 
 export const FEATURE_NAMES = [
   'tagProperties',
+  'tagLabels',
   'privateEndpoints',
   'clusterSets',
   'certificateAuthority',
@@ -57,6 +60,17 @@ export const FEATURES: readonly Feature[] = [
     writes: '`cpsync.io/tag.<key>` properties for the tags `inventory.tagAllowList` names',
     removes: 'every `cpsync.io/tag.` property',
     carries: (profile) => hasProperty(profile, (name) => name.startsWith(PROPERTY_TAG_PREFIX)),
+  },
+  {
+    name: 'tagLabels',
+    maturity: 'beta',
+    default: true,
+    writes:
+      'a label `<prefix><tag key>` for each tag `inventory.labels.fromTags` names whose label key and value are valid label syntax, recorded in `cpsync.io/labels-from-tags`; `cpsync.io/tag-labels-omitted` counts the others',
+    removes: 'every label it copied from a tag, the record and the count',
+    carries: (profile) =>
+      profile.metadata.annotations?.[ANNOTATION_TAG_LABELS] !== undefined ||
+      hasProperty(profile, (name) => name === PROPERTY_TAG_LABELS_OMITTED),
   },
   {
     name: 'privateEndpoints',

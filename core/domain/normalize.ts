@@ -1,17 +1,21 @@
 import {
   ANNOTATION_PROJECTED_TO,
   ANNOTATION_PROVIDER_ID,
+  ANNOTATION_TAG_LABELS,
   CONDITION_CONTROL_PLANE_HEALTHY,
   CONDITION_JOINED,
   EXEC_EXTENSION_NAME,
   JoinedReason,
   LABEL_ACCOUNT,
+  LABEL_CLOUD,
   LABEL_CLUSTER,
   LABEL_INVENTORY_MEMBER_ID,
   LABEL_PROJECTED_FROM,
   LABEL_CLUSTER_MANAGER,
   LABEL_PROVIDER,
   LABEL_REGION,
+  LABEL_TOPOLOGY_REGION,
+  LABEL_TOPOLOGY_ZONE,
   PROPERTY_CA_OMITTED,
   PROPERTY_CLUSTERSET,
   PROPERTY_CREATED_AT,
@@ -30,6 +34,7 @@ import {
   PROPERTY_REGION,
   PROPERTY_RESOURCE_GROUP,
   PROPERTY_STATUS,
+  PROPERTY_TAG_LABELS_OMITTED,
   PROPERTY_TAG_PREFIX,
   PROPERTY_ZONE,
 } from './constants.ts';
@@ -57,6 +62,7 @@ import {
 import { clusterLabelValue, profileName, sameProviderId } from './naming.ts';
 import { distinctSorted, fitJsonArray, fitValue } from './properties.ts';
 import type { ClusterMatcher, InventoryOptions } from './options.ts';
+import { allowListed, tagLabelRecord, tagLabels } from './tagLabels.ts';
 
 /** Where a cluster's profile lives, and the ClusterSet that namespace stands for, if any. */
 export interface Placement {
@@ -229,10 +235,8 @@ function accessProviders(
 }
 
 function tagProperties(cluster: ObservedCluster, allowList: readonly string[]): Array<[string, string]> {
-  const allowed = (key: string) =>
-    allowList.some((entry) => (entry.endsWith('*') ? key.startsWith(entry.slice(0, -1)) : entry === key));
   return Object.entries(cluster.tags)
-    .filter(([key, value]) => allowed(key) && value !== '')
+    .filter(([key, value]) => allowListed(allowList, key) && value !== '')
     .map(([key, value]): [string, string] => [`${PROPERTY_TAG_PREFIX}${key}`, value])
     .filter(([name]) => name.length <= PROPERTY_NAME_MAX_LENGTH);
 }
@@ -279,7 +283,36 @@ function properties(
   if (preferenceApplied(endpoints, options.features.privateEndpoints))
     entries.push([PROPERTY_ENDPOINT_PREFERENCE, 'private']);
   if (options.features.tagProperties) entries.push(...tagProperties(cluster, options.tagAllowList));
+  const omitted = options.features.tagLabels ? tagLabels(cluster.tags, options.labels).omitted : 0;
+  if (omitted > 0) entries.push([PROPERTY_TAG_LABELS_OMITTED, String(omitted)]);
   return entries;
+}
+
+/**
+ * The labels of every profile of the cluster: cpsync's selection labels, the standard topology labels and the
+ * cloud, and (the `tagLabels` feature) the labels of its allow-listed tags, which the `cpsync.io/labels-from-tags`
+ * annotation records.
+ */
+function labelsOf(
+  cluster: ObservedCluster,
+  options: InventoryOptions,
+): { labels: Record<string, string>; annotations: Record<string, string> } {
+  const fromTags = options.features.tagLabels ? tagLabels(cluster.tags, options.labels).labels : {};
+  const tagged = Object.keys(fromTags);
+  return {
+    labels: {
+      ...fromTags,
+      [LABEL_CLUSTER_MANAGER]: options.manager,
+      [LABEL_PROVIDER]: cluster.provider,
+      [LABEL_REGION]: labelValue(cluster.region),
+      [LABEL_ACCOUNT]: labelValue(cluster.account),
+      [LABEL_INVENTORY_MEMBER_ID]: clusterLabelValue(cluster),
+      [LABEL_TOPOLOGY_REGION]: labelValue(cluster.region),
+      ...(cluster.zone ? { [LABEL_TOPOLOGY_ZONE]: labelValue(cluster.zone) } : {}),
+      [LABEL_CLOUD]: CLOUD_OF[cluster.provider],
+    },
+    annotations: tagged.length > 0 ? { [ANNOTATION_TAG_LABELS]: tagLabelRecord(tagged) } : {},
+  };
 }
 
 /**
@@ -382,20 +415,15 @@ function normalizeIn(
   };
   if (cluster.kubernetesVersion) status.version = { kubernetes: cluster.kubernetesVersion };
 
+  const { labels, annotations } = labelsOf(cluster, options);
   return {
     apiVersion: CLUSTER_PROFILE_API_VERSION,
     kind: CLUSTER_PROFILE_KIND,
     metadata: {
       name,
       namespace: placement.namespace,
-      labels: {
-        [LABEL_CLUSTER_MANAGER]: options.manager,
-        [LABEL_PROVIDER]: cluster.provider,
-        [LABEL_REGION]: labelValue(cluster.region),
-        [LABEL_ACCOUNT]: labelValue(cluster.account),
-        [LABEL_INVENTORY_MEMBER_ID]: clusterLabelValue(cluster),
-      },
-      annotations: { [ANNOTATION_PROVIDER_ID]: cluster.providerId },
+      labels,
+      annotations: { [ANNOTATION_PROVIDER_ID]: cluster.providerId, ...annotations },
     },
     spec: { displayName: cluster.name, clusterManager: { name: options.manager } },
     status,

@@ -2,6 +2,7 @@ import type { FeatureGates } from './features.ts';
 import type { Consumer } from './grants.ts';
 import type { Provider } from './model/observedCluster.ts';
 import { own } from './own.ts';
+import type { TagLabelOptions } from './tagLabels.ts';
 
 /** Which clusters a rule is about: every matcher given must match (none given: every cluster). */
 export interface ClusterMatcher {
@@ -64,6 +65,11 @@ export interface InventoryOptions {
    * @default []
    */
   tagAllowList: string[];
+  /**
+   * Tags copied to labels `<prefix><tag key>` (the `tagLabels` feature), checked when the configuration is read.
+   * @default { fromTags: [], prefix: 'cpsync.io/tag-' }
+   */
+  labels: TagLabelOptions;
   /**
    * Name of each cloud's access provider entry.
    * @default { eks: 'eks', gke: 'gke', aks: 'aks' }

@@ -4,8 +4,17 @@
  * Kubernetes hub's apply bodies, the file hub's merge), so that other writers' labels, annotations,
  * properties, conditions and access providers are never compared, announced or overwritten.
  */
-import { OWNED_ANNOTATIONS, OWNED_LABELS, isOwnedCondition, isOwnedProperty } from './constants.ts';
+import {
+  ANNOTATION_TAG_LABELS,
+  LABEL_PREFIX,
+  OWNED_ANNOTATIONS,
+  OWNED_LABELS,
+  isOwnedCondition,
+  isOwnedProperty,
+} from './constants.ts';
 import { memberPropertyNames } from './member.ts';
+import { own } from './own.ts';
+import { recordedTagLabels } from './tagLabels.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_KIND,
@@ -14,24 +23,35 @@ import {
   type ClusterProfileStatus,
 } from './model/clusterProfile.ts';
 
-/** The entries of `record` under `keys` (those that are set). */
-function pick(record: Record<string, string> | undefined, keys: readonly string[]): Record<string, string> {
+/** The entries of `record` whose key `owned` says are cpsync's. */
+function pick(
+  record: Record<string, string> | undefined,
+  owned: (key: string) => boolean,
+): Record<string, string> {
   const picked: Record<string, string> = {};
-  for (const key of keys) {
-    const value = record?.[key];
-    if (value !== undefined) picked[key] = value;
-  }
+  for (const [key, value] of Object.entries(record ?? {})) if (owned(key)) picked[key] = value;
   return picked;
 }
 
-/** The entries of `record` not under `keys`: someone else's. */
+/** The entries of `record` whose key `owned` says are not cpsync's: someone else's. */
 function othersOf(
   record: Record<string, string> | undefined,
-  keys: readonly string[],
+  owned: (key: string) => boolean,
 ): Record<string, string> {
-  const others: Record<string, string> = {};
-  for (const [key, value] of Object.entries(record ?? {})) if (!keys.includes(key)) others[key] = value;
-  return others;
+  return pick(record, (key) => !owned(key));
+}
+
+const ownedAnnotation = (key: string) => (OWNED_ANNOTATIONS as readonly string[]).includes(key);
+
+/**
+ * Which labels of a profile are cpsync's: its own (OWNED_LABELS), every label under `cpsync.io/` (the domain only
+ * cpsync writes: its tag labels under the default prefix, and anything another writer forges there), and the tag
+ * labels the profile's `cpsync.io/labels-from-tags` annotation names (a prefix outside `cpsync.io/`, or none).
+ */
+function ownedLabel(metadata: ClusterProfile['metadata']): (key: string) => boolean {
+  const recorded = new Set(recordedTagLabels(own(metadata.annotations, ANNOTATION_TAG_LABELS)));
+  return (key) =>
+    (OWNED_LABELS as readonly string[]).includes(key) || key.startsWith(LABEL_PREFIX) || recorded.has(key);
 }
 
 /** The labels and annotations cpsync owns on a profile. */
@@ -40,8 +60,8 @@ export function ownedMetadata(metadata: ClusterProfile['metadata']): {
   annotations: Record<string, string>;
 } {
   return {
-    labels: pick(metadata.labels, OWNED_LABELS),
-    annotations: pick(metadata.annotations, OWNED_ANNOTATIONS),
+    labels: pick(metadata.labels, ownedLabel(metadata)),
+    annotations: pick(metadata.annotations, ownedAnnotation),
   };
 }
 
@@ -113,7 +133,8 @@ export function statusApplyBody(profile: ClusterProfile): Pick<
 
 /**
  * The object as it reads after cpsync's object apply on `current` (as server-side apply leaves it):
- * the owned labels and annotations as applied (one no longer applied is gone), everyone else's kept; the spec replaced; the status untouched.
+ * the owned labels and annotations as applied (one no longer applied is gone: tag labels as `current` recorded
+ * them), everyone else's kept; the spec replaced; the status untouched.
  */
 export function mergeObjectApply(
   current: ClusterProfile | undefined,
@@ -124,8 +145,11 @@ export function mergeObjectApply(
 } {
   const owned = ownedMetadata(profile.metadata);
   return {
-    labels: { ...othersOf(current?.metadata.labels, OWNED_LABELS), ...owned.labels },
-    annotations: { ...othersOf(current?.metadata.annotations, OWNED_ANNOTATIONS), ...owned.annotations },
+    labels: {
+      ...(current ? othersOf(current.metadata.labels, ownedLabel(current.metadata)) : {}),
+      ...owned.labels,
+    },
+    annotations: { ...othersOf(current?.metadata.annotations, ownedAnnotation), ...owned.annotations },
     spec: profile.spec,
     ...(current?.status ? { status: current.status } : {}),
   };
@@ -134,7 +158,8 @@ export function mergeObjectApply(
 /**
  * Labels and annotations of cpsync's own that `stored` carries and `profile` does not: written by another
  * writer (a server-side apply never removes a field another manager set), to be removed so that the hub
- * shows only what cpsync wants under its keys.
+ * shows only what cpsync wants under its keys. A tag label outside `cpsync.io/` is cpsync's while its record
+ * names it: one that another writer also set when cpsync stopped writing it is theirs as well, and stays.
  */
 export function strayOwnedKeys(
   stored: ClusterProfile,
@@ -143,10 +168,13 @@ export function strayOwnedKeys(
   const absent = (
     from: Record<string, string> | undefined,
     wanted: Record<string, string> | undefined,
-    keys: readonly string[],
-  ) => keys.filter((key) => from?.[key] !== undefined && wanted?.[key] === undefined);
+    owned: (key: string) => boolean,
+  ) =>
+    Object.keys(from ?? {})
+      .filter((key) => owned(key) && own(wanted, key) === undefined)
+      .sort();
   return {
-    labels: absent(stored.metadata.labels, profile.metadata.labels, OWNED_LABELS),
-    annotations: absent(stored.metadata.annotations, profile.metadata.annotations, OWNED_ANNOTATIONS),
+    labels: absent(stored.metadata.labels, profile.metadata.labels, ownedLabel(stored.metadata)),
+    annotations: absent(stored.metadata.annotations, profile.metadata.annotations, ownedAnnotation),
   };
 }

@@ -55,6 +55,23 @@ const USE: Record<
     wrote: (profiles) =>
       profiles.some((p) => p.status.properties.some((q: Doc) => q.name.startsWith('cpsync.io/tag.'))),
   },
+  tagLabels: {
+    configure: (document) => (document.inventory.labels = { fromTags: ['team', 'owner'] }),
+    // An AKS cluster tagged with an owner whose value is no label value: left out, and counted.
+    prepare: (emulators) => {
+      const web = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === 'web')!;
+      web.tags = { ...web.tags, owner: 'Jane Doe' };
+    },
+    wrote: (profiles) =>
+      profiles.some(
+        (p) =>
+          p.metadata.labels['cpsync.io/tag-team'] !== undefined &&
+          p.metadata.annotations['cpsync.io/labels-from-tags'] === 'cpsync.io/tag-team',
+      ) &&
+      profiles.some((p) =>
+        p.status.properties.some((q: Doc) => q.name === 'cpsync.io/tag-labels-omitted' && q.value === '1'),
+      ),
+  },
   privateEndpoints: {
     configure: () => {},
     // A cluster with a public and a private endpoint.

@@ -16,6 +16,35 @@ const CRD = parse(
 const ajv = new Ajv({ strict: false, allErrors: true, validateFormats: false });
 const validate = ajv.compile(CRD.spec.versions[0]!.schema.openAPIV3Schema);
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/**
+ * Why the API server refuses `key` as a label key, or undefined when it takes it: apimachinery's
+ * `validation.IsQualifiedName`, written from its documented rules (a name of 1-63 characters, optionally after a
+ * DNS-1123 subdomain prefix of at most 253 and a `/`), not from the rule cpsync applies.
+ */
+export function labelKeyProblem(key: string): string | undefined {
+  const parts = key.split('/');
+  let name: string;
+  if (parts.length === 1) name = parts[0]!;
+  else if (parts.length === 2) {
+    const prefix = parts[0]!;
+    name = parts[1]!;
+    if (prefix.length === 0) return 'prefix part must be non-empty';
+    if (prefix.length > 253 || !DNS1123_SUBDOMAIN.test(prefix))
+      return 'prefix part must be a DNS-1123 subdomain of at most 253 characters';
+  } else return 'a qualified name has at most one /';
+  if (name.length === 0) return 'name part must be non-empty';
+  if (name.length > 63) return 'name part must be no more than 63 characters';
+  if (!QUALIFIED_NAME.test(name)) return 'name part must consist of alphanumeric characters, -, _ or .';
+  return undefined;
+}
+
+/** Why the API server refuses `value` as a label value, or undefined when it takes it. */
+export function labelValueProblem(value: string): string | undefined {
+  return value.length > 63 || !LABEL_VALUE.test(value) ? 'not a label value' : undefined;
+}
 
 /**
  * Whether the apiserver's `format: byte` check — Go's `base64.StdEncoding.DecodeString` — takes `text`:
@@ -43,7 +72,9 @@ export function crdViolations(profile: ClusterProfile): string[] {
   if (!isDns1123Label(profile.metadata.namespace))
     problems.push(`metadata.namespace ${profile.metadata.namespace}`);
   for (const [key, value] of Object.entries(profile.metadata.labels ?? {})) {
-    if (value.length > 63 || !LABEL_VALUE.test(value)) problems.push(`label ${key}=${value}`);
+    const keyProblem = labelKeyProblem(key);
+    if (keyProblem) problems.push(`label key ${key}: ${keyProblem}`);
+    if (labelValueProblem(value)) problems.push(`label ${key}=${value}`);
   }
   for (const p of profile.status?.properties ?? [])
     if (p.value.length < 1 || p.value.length > 1024)

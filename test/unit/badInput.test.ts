@@ -19,7 +19,10 @@ import { loadConfig } from '../../cli/loadConfig.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
 const RUNS = 250;
-const options = inventoryOptions({ tagAllowList: ['team', 'env', 'a*'] });
+const options = inventoryOptions({
+  tagAllowList: ['team', 'env', 'a*'],
+  labels: { fromTags: ['team', 'env', 'a*'], prefix: 'cpsync.io/tag-' },
+});
 
 /** Any JSON-ish value, including the awkward ones: unicode, huge strings, nulls, numbers as strings. */
 const junk = fc.oneof(

@@ -11,6 +11,7 @@ import { ConfigError, parseConfig } from '../../adapters/compose/config.ts';
 import { inventoryOptions } from '../support/settings.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../support/fixtures.ts';
 import { v1alpha2Violations } from '../support/v1alpha2.ts';
+import { crdViolations } from '../support/crdSchema.ts';
 
 const good = normalize(eksCluster(), inventoryOptions(), NOW);
 const changed = (change: (profile: ClusterProfile) => void): ClusterProfile => {
@@ -21,17 +22,28 @@ const changed = (change: (profile: ClusterProfile) => void): ClusterProfile => {
 const provider = (p: ClusterProfile) => p.status!.accessProviders![0]!;
 
 describe("v1alpha2's rules", () => {
-  it('accept every profile cpsync writes, in every cloud, projected copies included', () => {
+  it('accept every profile cpsync writes, in every cloud, projected copies and labels from tags included', () => {
     const projecting = inventoryOptions({
       projections: [{ provider: 'eks', namespaces: ['argocd', 'kueue-system'] }],
       clusterSets: { argocd: 'argo' },
+      labels: { fromTags: ['env', 'team'], prefix: 'cpsync.io/tag-' },
     });
+    const tags = { env: 'prod', team: 'Payments Platform' };
     const profiles = [
-      ...normalizeAll([eksCluster(), gkeCluster(), aksCluster()], projecting, NOW).profiles,
+      ...normalizeAll(
+        [eksCluster({ tags }), gkeCluster({ tags, zone: 'europe-west1-b' }), aksCluster({ tags })],
+        projecting,
+        NOW,
+      ).profiles,
       normalize(eksCluster({ endpoints: [] }), inventoryOptions(), NOW),
     ];
     assert.equal(profiles.length, 6);
-    for (const profile of profiles) assert.deepEqual(v1alpha2Violations(profile), [], profile.metadata.name);
+    assert.ok(profiles.slice(0, 5).every((p) => p.metadata.labels?.['cpsync.io/tag-env'] === 'prod'));
+    assert.ok(profiles.some((p) => p.metadata.labels?.['topology.kubernetes.io/zone'] === 'europe-west1-b'));
+    for (const profile of profiles) {
+      assert.deepEqual(v1alpha2Violations(profile), [], profile.metadata.name);
+      assert.deepEqual(crdViolations(profile), [], profile.metadata.name);
+    }
   });
 
   const violations: Array<[string, ClusterProfile, RegExp]> = [

@@ -45,6 +45,40 @@ describe('configuration', () => {
     assert.deepEqual(inventoryOptionsOf(older).clusterSets, { 'cluster-inventory': 'production' });
   });
 
+  it('reads labels from tags with the default prefix, or the one given ("" too)', () => {
+    assert.deepEqual(inventoryOptionsOf(parseConfig({})).labels, { fromTags: [], prefix: 'cpsync.io/tag-' });
+    assert.deepEqual(
+      inventoryOptionsOf(parseConfig({ inventory: { labels: { fromTags: ['env', 'team-*'], prefix: '' } } }))
+        .labels,
+      { fromTags: ['env', 'team-*'], prefix: '' },
+    );
+  });
+
+  it('refuses labels from tags that would clash with cpsync’s own labels or not be label keys, naming each', () => {
+    assert.deepEqual(
+      issues({
+        inventory: {
+          labels: {
+            prefix: '',
+            fromTags: ['env', 'cpsync.io/region', 'topology.kubernetes.io/region', 'Cost Center', 'x-k8s*'],
+          },
+        },
+      }),
+      [
+        "inventory.labels.fromTags[1]: the tag cpsync.io/region would be the label cpsync.io/region, which is one of cpsync's own labels",
+        "inventory.labels.fromTags[2]: the tag topology.kubernetes.io/region would be the label topology.kubernetes.io/region, which is one of cpsync's own labels",
+        'inventory.labels.fromTags[3]: the tag Cost Center would be the label Cost Center, which is not a valid label key ([<DNS subdomain>/]<name>, the name 1-63 characters of A-Z a-z 0-9 - _ ., alphanumeric at both ends)',
+        "inventory.labels.fromTags[4]: x-k8s* could match a tag whose label would be x-k8s.io/cluster-manager, one of cpsync's own labels",
+      ],
+    );
+    assert.deepEqual(issues({ inventory: { labels: { prefix: 'cpsync.io/', fromTags: ['region'] } } }), [
+      "inventory.labels.prefix: a label cpsync.io/<tag key> is in cpsync's own domain (tag labels go under cpsync.io/tag- there)",
+    ]);
+    assert.deepEqual(issues({ inventory: { labels: { fromTags: ['aws:cloudformation:stack-name'] } } }), [
+      'inventory.labels.fromTags[0]: the tag aws:cloudformation:stack-name would be the label cpsync.io/tag-aws:cloudformation:stack-name, which is not a valid label key ([<DNS subdomain>/]<name>, the name 1-63 characters of A-Z a-z 0-9 - _ ., alphanumeric at both ends)',
+    ]);
+  });
+
   it('reads a namespace named like a prototype property (constructor) as any other', () => {
     const config = parseConfig({
       inventory: {
@@ -61,6 +95,7 @@ describe('configuration', () => {
   it('reads features as on/off (or true/false) over their defaults, and the older preferPrivateEndpoints', () => {
     assert.deepEqual(parseConfig({}).features, {
       tagProperties: true,
+      tagLabels: true,
       privateEndpoints: false,
       clusterSets: true,
       certificateAuthority: true,
@@ -71,6 +106,7 @@ describe('configuration', () => {
     const set = parseConfig({ features: { tagProperties: 'off', privateEndpoints: true } });
     assert.deepEqual(inventoryOptionsOf(set).features, {
       tagProperties: false,
+      tagLabels: true,
       privateEndpoints: true,
       clusterSets: true,
       certificateAuthority: true,
@@ -91,7 +127,7 @@ describe('configuration', () => {
 
   it('refuses a feature that does not exist, a state that is not on or off, and two names saying two things', () => {
     assert.deepEqual(issues({ features: { tagProperty: 'on', clusterSets: 'maybe' } }), [
-      'features.tagProperty: no such feature (the features are tagProperties, privateEndpoints, clusterSets, certificateAuthority, projections, memberProbe, accessGrants)',
+      'features.tagProperty: no such feature (the features are tagProperties, tagLabels, privateEndpoints, clusterSets, certificateAuthority, projections, memberProbe, accessGrants)',
       'features.clusterSets: must be on or off, got "maybe"',
     ]);
     assert.deepEqual(

@@ -3,10 +3,14 @@ import { describe, it } from 'node:test';
 import {
   DEFAULT_FEATURE_GATES,
   FEATURE_SUMMARY_KEY,
+  featureCounts,
   featureReport,
   nextFeatureData,
   noCounts,
 } from '../../../../core/domain/features.ts';
+import { normalize } from '../../../../core/domain/normalize.ts';
+import { eksCluster, NOW } from '../../../support/fixtures.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
 
 const off = { ...DEFAULT_FEATURE_GATES, tagProperties: false };
 const left = (tagProperties: number) => ({ ...noCounts(), tagProperties });
@@ -61,5 +65,18 @@ describe('feature states', () => {
       DEFAULT_FEATURE_GATES,
     );
     assert.equal(JSON.parse(again[FEATURE_SUMMARY_KEY]!).tagProperties.actual, 'on');
+  });
+
+  it('counts a profile as carrying tag labels while it holds their record or the count of those left out', () => {
+    const labels = { fromTags: ['env', 'team'], prefix: 'cpsync.io/tag-' };
+    const carrying = (tags: Record<string, string>, tagLabels = true) =>
+      featureCounts(
+        [normalize(eksCluster({ tags }), inventoryOptions({ labels, features: { tagLabels } }), NOW)],
+        ['eks'],
+      ).tagLabels;
+    assert.equal(carrying({ env: 'prod' }), 1, 'a label and its record');
+    assert.equal(carrying({ team: 'Payments Platform' }), 1, 'only the count of one left out');
+    assert.equal(carrying({ owner: 'jane' }), 0, 'no tag named');
+    assert.equal(carrying({ env: 'prod' }, false), 0, 'the feature off');
   });
 });

@@ -22,7 +22,7 @@ function condition(profile: ClusterProfile, type: string) {
 }
 
 describe('normalize: metadata and spec', () => {
-  it('writes the manager label, the cpsync selection labels and the provider id annotation', () => {
+  it('writes the manager label, the cpsync selection labels, the standard topology labels, the cloud and the provider id annotation', () => {
     const profile = normalize(eksCluster(), options, NOW);
     assert.deepEqual(profile.metadata.labels, {
       'x-k8s.io/cluster-manager': 'cpsync',
@@ -34,6 +34,8 @@ describe('normalize: metadata and spec', () => {
         .update('arn:aws:eks:us-east-1:111122223333:cluster/payments')
         .digest('hex')
         .slice(0, 20),
+      'topology.kubernetes.io/region': 'us-east-1',
+      'cpsync.io/cloud': 'aws',
     });
     assert.deepEqual(profile.metadata.annotations, {
       'cpsync.io/provider-id': 'arn:aws:eks:us-east-1:111122223333:cluster/payments',
@@ -176,6 +178,87 @@ describe('normalize: metadata and spec', () => {
     const set = inventoryOptions({ clusterSets: { 'cluster-inventory': 'prod-set' } });
     assert.equal(prop(normalize(eksCluster(), set, NOW), 'clusterset.k8s.io'), 'prod-set');
     assert.equal(prop(normalize(eksCluster(), options, NOW), 'clusterset.k8s.io'), undefined);
+  });
+});
+
+describe('normalize: topology labels and labels from tags', () => {
+  const labelled = inventoryOptions({ labels: { fromTags: ['env', 'team'], prefix: 'cpsync.io/tag-' } });
+  const topology = (p: ClusterProfile) =>
+    Object.fromEntries(
+      Object.entries(p.metadata.labels ?? {}).filter(
+        ([key]) => key.startsWith('topology.kubernetes.io/') || key === 'cpsync.io/cloud',
+      ),
+    );
+
+  it("labels every profile with its region (and a zonal cluster's zone) as Kubernetes' topology labels, and its cloud", () => {
+    assert.deepEqual(topology(normalize(eksCluster(), options, NOW)), {
+      'topology.kubernetes.io/region': 'us-east-1',
+      'cpsync.io/cloud': 'aws',
+    });
+    assert.deepEqual(topology(normalize(gkeCluster({ zone: 'europe-west1-b' }), options, NOW)), {
+      'topology.kubernetes.io/region': 'europe-west1',
+      'topology.kubernetes.io/zone': 'europe-west1-b',
+      'cpsync.io/cloud': 'gcp',
+    });
+    assert.deepEqual(topology(normalize(aksCluster(), options, NOW)), {
+      'topology.kubernetes.io/region': 'westeurope',
+      'cpsync.io/cloud': 'azure',
+    });
+  });
+
+  it('copies the allow-listed tags to labels, records them, and counts the ones it left out', () => {
+    const profile = normalize(
+      eksCluster({ tags: { env: 'prod', team: 'Payments Platform', owner: 'jane' } }),
+      labelled,
+      NOW,
+    );
+    assert.equal(profile.metadata.labels?.['cpsync.io/tag-env'], 'prod');
+    assert.equal(profile.metadata.labels?.['cpsync.io/tag-team'], undefined);
+    assert.equal(profile.metadata.labels?.['cpsync.io/tag-owner'], undefined);
+    assert.equal(profile.metadata.annotations?.['cpsync.io/labels-from-tags'], 'cpsync.io/tag-env');
+    assert.equal(prop(profile, 'cpsync.io/tag-labels-omitted'), '1');
+    assert.deepEqual(crdViolations(profile), []);
+    // Nothing named, nothing left out: no record, no count.
+    const plain = normalize(eksCluster({ tags: { owner: 'Jane Doe' } }), labelled, NOW);
+    assert.equal(plain.metadata.annotations?.['cpsync.io/labels-from-tags'], undefined);
+    assert.equal(prop(plain, 'cpsync.io/tag-labels-omitted'), undefined);
+  });
+
+  it('writes tag keys as label keys with the prefix "", recorded (they are outside cpsync.io/)', () => {
+    const bare = inventoryOptions({ labels: { fromTags: ['env', 'example.com/*'], prefix: '' } });
+    const profile = normalize(eksCluster({ tags: { env: 'prod', 'example.com/tier': 'gold' } }), bare, NOW);
+    assert.equal(profile.metadata.labels?.env, 'prod');
+    assert.equal(profile.metadata.labels?.['example.com/tier'], 'gold');
+    assert.equal(profile.metadata.annotations?.['cpsync.io/labels-from-tags'], 'env,example.com/tier');
+  });
+
+  it('gives every copy of a projected profile the same labels', () => {
+    const projecting = inventoryOptions({
+      labels: { fromTags: ['env'], prefix: 'cpsync.io/tag-' },
+      projections: [{ tag: { key: 'env', value: 'prod' }, namespaces: ['argocd', 'kueue-system'] }],
+    });
+    const profiles = normalizeAll([eksCluster({ tags: { env: 'prod' } })], projecting, NOW).profiles;
+    assert.equal(profiles.length, 3);
+    const selectable = (p: ClusterProfile) => {
+      const { 'cpsync.io/projected-from': _from, ...labels } = p.metadata.labels ?? {};
+      return { labels, record: p.metadata.annotations?.['cpsync.io/labels-from-tags'] };
+    };
+    for (const copy of profiles.slice(1)) assert.deepEqual(selectable(copy), selectable(profiles[0]!));
+    assert.equal(profiles[2]!.metadata.labels?.['cpsync.io/tag-env'], 'prod');
+  });
+
+  it('writes no tag label, record or count while the tagLabels feature is off', () => {
+    const off = inventoryOptions({
+      labels: { fromTags: ['env', 'team'], prefix: 'cpsync.io/tag-' },
+      features: { tagLabels: false },
+    });
+    const cluster = eksCluster({ tags: { env: 'prod', team: 'Payments Platform' } });
+    const profile = normalize(cluster, off, NOW);
+    assert.deepEqual(profile, normalize(cluster, inventoryOptions(), NOW));
+    assert.deepEqual(topology(profile), {
+      'topology.kubernetes.io/region': 'us-east-1',
+      'cpsync.io/cloud': 'aws',
+    });
   });
 });
 

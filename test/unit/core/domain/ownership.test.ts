@@ -9,6 +9,7 @@ import {
   objectApplyBody,
   ownedState,
   statusApplyBody,
+  strayOwnedKeys,
 } from '../../../../core/domain/ownership.ts';
 import { plan } from '../../../../core/domain/plan.ts';
 import { fingerprint } from '../../../../core/sync/intents.ts';
@@ -112,5 +113,65 @@ describe("which fields are cpsync's (one owner for the plan, the intents and bot
         assert.deepEqual(merged.status, shared.status, 'an object apply leaves the status alone');
       }),
     );
+  });
+
+  describe('labels from tags', () => {
+    const bare = inventoryOptions({ labels: { fromTags: ['env'], prefix: '' } });
+    const stored = (profile: ClusterProfile): ClusterProfile => ({
+      ...profile,
+      metadata: { ...profile.metadata, resourceVersion: '9' },
+    });
+    const plannedFrom = (current: ClusterProfile, wanted: ClusterProfile) =>
+      plan({
+        outcome: { scope, kind: 'complete' },
+        desired: [wanted],
+        current: [current],
+        manager: options.manager,
+        deletionGraceListings: 2,
+        accessProviderNames: names,
+        now: LATER,
+      });
+
+    it('owns a label outside cpsync.io/ while its record names it: a tag gone is a planned change, and the merge removes its label', () => {
+      const tagged = stored(normalize(eksCluster({ name: 'owned', tags: { env: 'prod' } }), bare, NOW));
+      assert.equal(tagged.metadata.labels?.env, 'prod');
+      const untagged = normalize(eksCluster({ name: 'owned', tags: {} }), bare, LATER);
+      const planned = plannedFrom(tagged, untagged);
+      assert.equal(planned.updates.length, 1);
+      assert.deepEqual(
+        planned.updates[0]!.changes.filter((c) => c.field.startsWith('metadata.')),
+        [
+          { field: 'metadata.labels[env]', before: 'prod' },
+          { field: 'metadata.annotations[cpsync.io/labels-from-tags]', before: 'env' },
+        ],
+      );
+      assert.equal(mergeObjectApply(tagged, untagged).labels.env, undefined);
+    });
+
+    it('leaves a label of the same key it does not record to its writer: no change planned, kept by the merge', () => {
+      const current = normalize(eksCluster({ name: 'owned', tags: {} }), bare, NOW);
+      const theirs = stored({
+        ...current,
+        metadata: { ...current.metadata, labels: { ...current.metadata.labels, env: 'staging' } },
+      });
+      assert.equal(plannedFrom(theirs, current).unchanged, 1);
+      assert.equal(mergeObjectApply(theirs, current).labels.env, 'staging');
+      assert.deepEqual(strayOwnedKeys(theirs, current).labels, []);
+    });
+
+    it("takes every label under cpsync.io/ another writer set as stray (a forged tag label), and no one else's", () => {
+      const wanted = normalize(eksCluster({ name: 'owned' }), options, NOW);
+      const forged = stored({
+        ...wanted,
+        metadata: {
+          ...wanted.metadata,
+          labels: { ...wanted.metadata.labels, 'cpsync.io/tag-env': 'prod', team: 'pay' },
+        },
+      });
+      assert.deepEqual(strayOwnedKeys(forged, wanted), { labels: ['cpsync.io/tag-env'], annotations: [] });
+      assert.deepEqual(plannedFrom(forged, wanted).updates[0]!.changes, [
+        { field: 'metadata.labels[cpsync.io/tag-env]', before: 'prod' },
+      ]);
+    });
   });
 });

@@ -27,6 +27,8 @@ import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
 import { formatInventorySummary, reportHtml, summarize } from './inventoryReport.ts';
 import { ambientConfig, ambientDiscovery, writeStarterConfig } from './ambientConfig.ts';
 import { credentialsOptions, printCredential } from './credentials.ts';
+import { addConsumersCommand } from './consumersCommand.ts';
+import { addHubCommand } from './hubCommand.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 import packageJson from '../package.json' with { type: 'json' };
 
@@ -528,6 +530,13 @@ export async function main(
     .action(async (options) => {
       code = await announceCommand(loadConfig(program.opts().config).config, options, io);
     });
+
+  const configuration = () => loadConfig(program.opts().config).config;
+  const finish = (exitCode: number) => {
+    code = exitCode;
+  };
+  addConsumersCommand(program, io, configuration, finish);
+  addHubCommand(program, io, configuration, finish);
 
   credentialsOptions(program.command('credentials')).action(async (flags) => {
     code = await printCredential(flags, { stdout: io.stdout, stderr: io.stderr, env: process.env });

@@ -39,6 +39,7 @@ export async function kubeConfigFromFile(
   path: string,
   context?: string,
   label = 'hub.kubeconfig',
+  contextLabel = 'hub.context',
 ): Promise<KubeConfig> {
   const { KubeConfig } = await kubernetes();
   const kubeConfig = new KubeConfig();
@@ -49,7 +50,7 @@ export async function kubeConfigFromFile(
   }
   if (context) {
     if (!kubeConfig.getContexts().some((c) => c.name === context))
-      throw new CompositionError(`hub.context ${JSON.stringify(context)} is not a context of ${path}`);
+      throw new CompositionError(`${contextLabel} ${JSON.stringify(context)} is not a context of ${path}`);
     kubeConfig.setCurrentContext(context);
   }
   return kubeConfig;
@@ -68,6 +69,21 @@ export async function kubeConfigFromSecret(
     throw new CompositionError(`${label} ${secretArn}: ${safeReason(error)}`);
   }
   return kubeConfig;
+}
+
+/**
+ * The client configuration of the hub `config` names, as whoever runs this (an EKS hub's token is signed with
+ * this process's AWS credentials); undefined when the hub is a directory of files.
+ */
+export async function hubKubeConfig(config: CpsyncConfig): Promise<KubeConfig | undefined> {
+  const hub = config.hub;
+  if (!hub || 'directory' in hub) return undefined;
+  if ('eks' in hub) {
+    const { eksHubKubeConfig } = await import('../hub/eksHub.ts');
+    return eksHubKubeConfig(hub.eks);
+  }
+  if ('kubeconfigSecretArn' in hub) return kubeConfigFromSecret(hub.kubeconfigSecretArn);
+  return kubeConfigFromFile(hub.kubeconfig, hub.context);
 }
 
 export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {

@@ -1,0 +1,78 @@
+/**
+ * `cpsync hub install`: everything a Kubernetes hub needs for a configuration — the vendored ClusterProfile CRD,
+ * every inventory namespace the configuration names, cpsync's RBAC (a RoleBinding per inventory namespace) and the
+ * admission policy — for one cpsync identity; printed for GitOps, or applied with server-side apply.
+ */
+import { inventoryNamespaces } from '../../core/domain/options.ts';
+import type { AppliedManifest } from '../hub/applyManifests.ts';
+import { hubManifests, type HubIdentity, type HubManifest } from '../hub/hubManifests.ts';
+import { inventoryOptionsOf, type CpsyncConfig } from './config.ts';
+import { CompositionError } from './errors.ts';
+import { hubKubeConfig, kubeConfigFromFile } from './hub.ts';
+
+export type { AppliedManifest, HubIdentity, HubManifest };
+export { HubError } from '../hub/errors.ts';
+
+/** The field manager `hub install` applies as: apart from the `cpsync` manager of the sync's own writes. */
+export const INSTALL_FIELD_MANAGER = 'cpsync-install';
+
+export interface HubInstallRequest {
+  identity: HubIdentity;
+  /**
+   * Where the admission policy is enforced: every namespace (`all`), the configuration's inventory namespaces
+   * only (`inventory`), or not installed (`none`).
+   */
+  admissionPolicy: 'all' | 'inventory' | 'none';
+}
+
+/** Another way to reach the hub than the configuration's (an administrator's kubeconfig, or another context). */
+export interface HubConnection {
+  kubeconfig?: string;
+  context?: string;
+}
+
+/** The configuration's inventory namespaces (the default, and every namespace a rule or projection names). */
+function namespacesOf(config: CpsyncConfig): string[] {
+  return inventoryNamespaces(inventoryOptionsOf(config)).map((namespace) => namespace.name);
+}
+
+/** The manifests `hub install` applies for `config`, in the order it applies them. */
+export function hubInstallManifests(
+  config: CpsyncConfig,
+  request: HubInstallRequest,
+): Promise<HubManifest[]> {
+  const namespaces = namespacesOf(config);
+  return hubManifests({
+    manager: config.manager,
+    namespaces,
+    identity: request.identity,
+    admissionPolicy: request.admissionPolicy === 'inventory' ? { namespaces } : request.admissionPolicy,
+  });
+}
+
+/** Applies the manifests to the hub the configuration names (or `connection`); resolves to what each did. */
+export async function installHub(
+  config: CpsyncConfig,
+  request: HubInstallRequest,
+  connection: HubConnection = {},
+): Promise<AppliedManifest[]> {
+  const hub = config.hub;
+  const file = connection.kubeconfig ?? (hub && 'kubeconfig' in hub ? hub.kubeconfig : undefined);
+  if (connection.context && !file)
+    throw new CompositionError(
+      '--context: the configuration names no kubeconfig to take the context from; give --kubeconfig too',
+    );
+  const kubeConfig = connection.kubeconfig
+    ? await kubeConfigFromFile(connection.kubeconfig, connection.context, '--kubeconfig', '--context')
+    : connection.context
+      ? await kubeConfigFromFile(file!, connection.context, 'hub.kubeconfig', '--context')
+      : await hubKubeConfig(config);
+  if (!kubeConfig)
+    throw new CompositionError(
+      `the configuration's hub is a directory of files (${hub && 'directory' in hub ? hub.directory : 'inventory, the default'}): there is no Kubernetes hub to install into — set hub.kubeconfig or hub.eks, give --kubeconfig, or print the manifests with --dry-run`,
+    );
+  const { applyManifests } = await import('../hub/applyManifests.ts');
+  return applyManifests(kubeConfig, await hubInstallManifests(config, request), {
+    fieldManager: INSTALL_FIELD_MANAGER,
+  });
+}

@@ -1,10 +1,11 @@
 /**
  * Kueue's MultiKueue with cpsync's profiles, by Kueue's own code: the MultiKueue cluster controller from the
- * released module sigs.k8s.io/kueue v0.17.0 (test/env/tools/kueue: `multikueue.SetupControllers` with the
- * `MultiKueueClusterProfile` gate on and the access providers as Kueue's `multiKueue.clusterProfile`
- * configuration gives them). Kueue looks a `clusterProfileRef` up in its own namespace only: the profiles
- * get there as projected copies (the `projections` feature). One cluster of each cloud points at a member
- * kube-apiserver whose token webhook verifies each cloud's tokens; `cpsync credentials` is the exec plugin.
+ * released module sigs.k8s.io/kueue v0.17.0 (test/env/tools/kueue: `multikueue.SetupControllers`), given the
+ * Kueue Configuration `cpsync consumers kueue` prints — read by Kueue's own loader, which sets the
+ * `MultiKueueClusterProfile` gate, Kueue's namespace and the access providers (`multiKueue.clusterProfile`) from
+ * it. Kueue looks a `clusterProfileRef` up in its own namespace only: the profiles get there as projected copies
+ * (the `projections` feature). One cluster of each cloud points at a member kube-apiserver whose token webhook
+ * verifies each cloud's tokens; `cpsync credentials` is the exec plugin.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -18,7 +19,7 @@ import { ensureKueue } from '../env/binaries.ts';
 import type { Emulators } from '../env/emulators.ts';
 import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
 import { runCli } from '../support/cli.ts';
-import { consumerKit } from '../support/consumerKit.ts';
+import { consumerKit, printedPart } from '../support/consumerKit.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
 
@@ -147,19 +148,20 @@ describe("Kueue's MultiKueue reaches the members through cpsync's profiles (Kueu
     )!;
     await multiKueueCluster(`${namespace}-elsewhere`, own.metadata.name);
 
+    // Kueue's Configuration as cpsync prints it for this configuration, Kueue's namespace and the plugin as the
+    // consumer's image carries it.
     const kit = consumerKit(emulators);
-    kueue = spawn(
-      binary,
-      [
-        '-kubeconfig',
-        estate.state.kubeconfig,
-        '-namespace',
-        kueueNamespace,
-        '-provider-file',
-        kit.providerFile,
-      ],
-      { env: kit.env },
+    const kueueConfiguration = await printedPart(
+      kit,
+      config,
+      'kueue',
+      'kueue-configuration',
+      join(emulators.directory, 'kueue-configuration.yaml'),
+      ['--namespace', kueueNamespace],
     );
+    kueue = spawn(binary, ['-kubeconfig', estate.state.kubeconfig, '-config', kueueConfiguration], {
+      env: kit.env,
+    });
     kueue.stdout.on('data', (chunk: Buffer) => {
       for (const line of chunk.toString().split('\n'))
         if (line.startsWith('{')) lines.push(JSON.parse(line) as Doc);
@@ -194,6 +196,8 @@ describe("Kueue's MultiKueue reaches the members through cpsync's profiles (Kueu
       assert.equal(kueue!.exitCode, null, `the controller stopped:\n${stderr.slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 250));
     }
+    // Kueue took its namespace, as the rest, from the Configuration cpsync printed.
+    assert.equal(lines.find((l) => l.event === 'started')?.namespace, kueueNamespace);
     for (const name of members)
       assert.deepEqual(
         [latest(name)?.active, latest(name)?.reason, latest(name)?.message],

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { AssumeRoleCommand, STSClient } from '@aws-sdk/client-sts';
 import { localGoogleFederation, type Emulators } from '../env/emulators.ts';
 import { HUB_CREDENTIALS } from './aws.ts';
+import { runCli } from './cli.ts';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -120,4 +121,35 @@ export function consumerKit(emulators: Emulators, as: ConsumerIdentity = {}): Co
       NODE_EXTRA_CA_CERTS: aws.NODE_EXTRA_CA_CERTS!,
     },
   };
+}
+
+/**
+ * One part of what `cpsync consumers <kind>` prints for the configuration `config` (`--part <part>`), run through the
+ * command as a user runs it, with the plugin as the kit carries it (this Node and the bundled file); written to
+ * `file`, as a consumer is given it. `args` adds to the command line. Resolves to the file.
+ */
+export async function printedPart(
+  kit: ConsumerKit,
+  config: string,
+  kind: string,
+  part: string,
+  file: string,
+  args: readonly string[] = [],
+): Promise<string> {
+  const printed = await runCli([
+    'consumers',
+    kind,
+    '--config',
+    config,
+    '--command',
+    process.execPath,
+    '--plugin',
+    kit.plugin,
+    '--part',
+    part,
+    ...args,
+  ]);
+  if (printed.code !== 0) throw new Error(`cpsync consumers ${kind} --part ${part}: ${printed.stderr}`);
+  writeFileSync(file, printed.stdout);
+  return file;
 }

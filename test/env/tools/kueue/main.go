@@ -1,10 +1,12 @@
 // Kueue's MultiKueue cluster controller, built from the released module sigs.k8s.io/kueue, as cpsync's
-// interoperability test runs it: the manager of the MultiKueue controllers (multikueue.SetupControllers)
-// with the MultiKueueClusterProfile feature gate on and the ClusterProfile credentials providers given as
-// Kueue's configuration gives them, against the hub, watching ClusterProfiles in Kueue's namespace only.
-// Every half second it prints, one JSON line each, the Active condition of every MultiKueueCluster.
+// interoperability test runs it: Kueue's Configuration file read by Kueue's own loader (config.Load: strict
+// decoding, defaults, validation), its feature gates set from it as Kueue's main sets them, the ClusterProfile
+// cache limited to Kueue's namespace by Kueue's own ConfigureClusterProfileCache, and the manager of the
+// MultiKueue controllers (multikueue.SetupControllers) given the configuration's `multiKueue.clusterProfile`,
+// against the hub. Every half second it prints, one JSON line each, the Active condition of every
+// MultiKueueCluster.
 //
-//	kueue -kubeconfig HUB -namespace NS -provider-file F
+//	kueue -kubeconfig HUB -config KUEUE_CONFIGURATION
 package main
 
 import (
@@ -23,16 +25,17 @@ import (
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	inventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	configapi "sigs.k8s.io/kueue/apis/config/v1beta2"
 	kueue "sigs.k8s.io/kueue/apis/kueue/v1beta2"
+	"sigs.k8s.io/kueue/pkg/config"
 	"sigs.k8s.io/kueue/pkg/controller/admissionchecks/multikueue"
+	// The batch/job integration, the configuration's default framework, which Kueue's validation looks up.
+	_ "sigs.k8s.io/kueue/pkg/controller/jobs/job"
 	"sigs.k8s.io/kueue/pkg/features"
 )
 
@@ -46,78 +49,72 @@ func fail(format string, args ...any) {
 	os.Exit(2)
 }
 
-// providersFile is the access-providers file the consumers share: {"providers": [{"name", "execConfig"}]}.
-type providersFile struct {
-	Providers []struct {
-		Name       string                  `json:"name"`
-		ExecConfig clientcmdapi.ExecConfig `json:"execConfig"`
-	} `json:"providers"`
-}
-
 func main() {
 	// Its own flag set: controller-runtime registers --kubeconfig on the command line's.
-	var kubeconfig, namespace, providerFile string
+	var kubeconfig, configFile string
 	set := flag.NewFlagSet("kueue", flag.ExitOnError)
 	set.StringVar(&kubeconfig, "kubeconfig", "", "the hub's kubeconfig")
-	set.StringVar(&namespace, "namespace", "", "Kueue's namespace (where it looks ClusterProfiles up)")
-	set.StringVar(&providerFile, "provider-file", "", "the access providers file")
+	set.StringVar(&configFile, "config", "", "Kueue's Configuration (controller_manager_config.yaml)")
 	_ = set.Parse(os.Args[1:])
-	if kubeconfig == "" || namespace == "" || providerFile == "" {
-		fail("-kubeconfig, -namespace and -provider-file are required")
+	if kubeconfig == "" || configFile == "" {
+		fail("-kubeconfig and -config are required")
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr)))
-	// As Kueue's own main sets its --feature-gates.
-	if err := utilfeature.DefaultMutableFeatureGate.Set(string(features.MultiKueueClusterProfile) + "=true"); err != nil {
-		fail("feature gate: %v", err)
-	}
-	text, err := os.ReadFile(providerFile)
-	if err != nil {
-		fail("%v", err)
-	}
-	var file providersFile
-	if err := json.Unmarshal(text, &file); err != nil {
-		fail("provider file: %v", err)
-	}
-	profiles := &configapi.ClusterProfile{}
-	for _, provider := range file.Providers {
-		profiles.CredentialsProviders = append(profiles.CredentialsProviders, configapi.ClusterProfileCredentialsProvider{
-			Name: provider.Name, ExecConfig: provider.ExecConfig,
-		})
-	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(kueue.AddToScheme(scheme))
+	utilruntime.Must(configapi.AddToScheme(scheme))
 	utilruntime.Must(inventoryv1alpha1.AddToScheme(scheme))
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	// As Kueue's main reads its --config, and sets the feature gates the configuration names.
+	_, cfg, err := config.Load(scheme, configFile)
+	if err != nil {
+		fail("the configuration: %v", err)
+	}
+	if err := config.ValidateFeatureGates("", cfg.FeatureGates).ToAggregate(); err != nil {
+		fail("feature gates: %v", err)
+	}
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(cfg.FeatureGates); err != nil {
+		fail("feature gates: %v", err)
+	}
+	if !features.Enabled(features.MultiKueueClusterProfile) {
+		fail("the configuration does not turn the MultiKueueClusterProfile feature gate on")
+	}
+	if cfg.MultiKueue == nil || cfg.MultiKueue.ClusterProfile == nil {
+		fail("the configuration has no multiKueue.clusterProfile")
+	}
+	namespace := *cfg.Namespace
+
+	restConfig, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		fail("hub kubeconfig: %v", err)
 	}
-	manager, err := ctrl.NewManager(cfg, ctrl.Options{
+	options := ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		// As Kueue's configuration sets it up: ClusterProfiles are read in Kueue's namespace only.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&inventoryv1alpha1.ClusterProfile{}: {Namespaces: map[string]cache.Config{namespace: {}}},
-		}},
-	})
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	// As Kueue's main sets it up: ClusterProfiles are read in Kueue's namespace only.
+	if err := config.ConfigureClusterProfileCache(ctx, ctrl.Log, &options, restConfig, cfg); err != nil {
+		fail("cluster profile cache: %v", err)
+	}
+	manager, err := ctrl.NewManager(restConfig, options)
 	if err != nil {
 		fail("manager: %v", err)
 	}
-	if err := multikueue.SetupIndexer(context.Background(), manager.GetFieldIndexer(), namespace); err != nil {
+	if err := multikueue.SetupIndexer(ctx, manager.GetFieldIndexer(), namespace); err != nil {
 		fail("indexer: %v", err)
 	}
 	if err := multikueue.SetupControllers(manager, namespace,
-		multikueue.WithClusterProfiles(profiles),
+		multikueue.WithClusterProfiles(cfg.MultiKueue.ClusterProfile),
 		multikueue.WithGCInterval(0),
 	); err != nil {
 		fail("multikueue: %v", err)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	go report(ctx, manager.GetAPIReader())
-	emit(map[string]any{"event": "started"})
+	emit(map[string]any{"event": "started", "namespace": namespace})
 	if err := manager.Start(ctx); err != nil {
 		fail("manager: %v", err)
 	}

@@ -155,6 +155,8 @@ const ARGOCD = join(TOOLS, 'argocd');
  * The Argo CD cluster-Secret reader, built from `test/env/tools/argocd` (Argo CD's released Go module:
  * `util/db.SecretToCluster` and the Cluster's rest config) and cached by a digest of its sources. It
  * reads one Secret as JSON on stdin and prints `{"cluster": …, "rest": …}`; on an error it exits 1.
+ * `render` is the ClusterProfile integration's rendering of a profile; `clusters` runs the ApplicationSet
+ * controller's cluster generator (`applicationset/generators`) over the Secrets of Argo CD's namespace.
  */
 export function ensureArgoCdBinary(log: (line: string) => void = () => {}): string {
   return ensureBinary(

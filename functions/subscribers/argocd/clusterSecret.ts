@@ -3,19 +3,26 @@
  * `argocd.argoproj.io/secret-type: cluster` with `name`, `server` and `config`). Argo CD reaches the cluster
  * with an exec provider that runs `cpsync credentials` with the cluster's flags (Argo CD has no
  * `provideClusterInfo`, so the flags carry what the profile's exec extension says); the Secret's labels
- * carry the profile's provider, region, account, ClusterSet and Kubernetes version, so ApplicationSet
- * cluster generators can select by them. Pure: no I/O.
+ * carry the profile's provider, region, account, ClusterSet and Kubernetes version, its standard topology labels
+ * and cloud, and the labels cpsync copied from the cluster's tags, so ApplicationSet cluster generators can
+ * select by them. Pure: no I/O.
  */
 import {
   ANNOTATION_PROVIDER_ID,
+  ANNOTATION_TAG_LABELS,
   DEFAULT_MANAGER,
   LABEL_ACCOUNT,
+  LABEL_CLOUD,
   LABEL_PROJECTED_FROM,
   LABEL_PROVIDER,
   LABEL_REGION,
+  LABEL_TOPOLOGY_REGION,
+  LABEL_TOPOLOGY_ZONE,
   PROPERTY_CLUSTERSET,
 } from '../../../core/domain/constants.ts';
-import { labelValue } from '../../../core/domain/labels.ts';
+import { isLabelValue, labelValue } from '../../../core/domain/labels.ts';
+import { own } from '../../../core/domain/own.ts';
+import { recordedTagLabels, refusedTagLabelKey } from '../../../core/domain/tagLabels.ts';
 import { cut } from '../../../core/domain/text.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import { targetOfExtension } from '../../../adapters/credentials/target.ts';
@@ -84,6 +91,28 @@ function credentialArgs(extension: unknown): string[] {
 }
 
 /**
+ * The labels of the profile a selector may choose its cluster by: the standard topology labels, the cloud, and the
+ * labels cpsync copied from the cluster's tags (those its `cpsync.io/labels-from-tags` annotation names, and only
+ * keys a tag label may have: never one of cpsync's own), each as the profile carries it.
+ */
+function selectableLabels(labels: Record<string, string>, annotations: Record<string, string>) {
+  const keys = [
+    LABEL_TOPOLOGY_REGION,
+    LABEL_TOPOLOGY_ZONE,
+    LABEL_CLOUD,
+    ...recordedTagLabels(own(annotations, ANNOTATION_TAG_LABELS)).filter(
+      (key) => refusedTagLabelKey(key) === undefined,
+    ),
+  ];
+  const selectable: Record<string, string> = {};
+  for (const key of keys) {
+    const value = own(labels, key);
+    if (value !== undefined && isLabelValue(value)) selectable[key] = value;
+  }
+  return selectable;
+}
+
+/**
  * The Secret for `profile`, or why there is none: a profile not written by the manager (see untrustedReason), a
  * projected copy (the cluster's own profile has one), or a profile with no access provider (no endpoint cpsync
  * could name).
@@ -115,6 +144,8 @@ export function clusterSecretOf(
   const clusterSet = property(PROPERTY_CLUSTERSET);
   const version = profile.status?.version?.kubernetes?.match(/^v?(\d+\.\d+)/)?.[1];
   const secretLabels: Record<string, string> = {
+    // First: none of them may stand for a label of the Secret's own below.
+    ...selectableLabels(labels, annotations),
     [SECRET_TYPE_LABEL]: 'cluster',
     [MANAGED_BY_LABEL]: MANAGED_BY,
     ...(labels[LABEL_PROVIDER] ? { [LABEL_PROVIDER]: labels[LABEL_PROVIDER] } : {}),

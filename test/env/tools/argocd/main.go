@@ -9,7 +9,9 @@
 //
 // With -reach it then uses that rest.Config as Argo CD's components do and asks the cluster who the
 // caller is (a SelfSubjectReview, which runs the exec plugin and the cluster's authenticator), adding
-// "reach": {"username", "groups"}. `render` is the ClusterProfile integration's step before (integration.go).
+// "reach": {"username", "groups"}. `render` is the ClusterProfile integration's step before (integration.go);
+// `clusters` is the ApplicationSet controller's cluster generator over the Secrets in Argo CD's namespace
+// (generator.go).
 // On any error it prints the error to stderr and exits 1.
 package main
 
@@ -133,6 +135,8 @@ func main() {
 	switch {
 	case len(os.Args) > 1 && os.Args[1] == "render":
 		err = render(os.Args[2:])
+	case len(os.Args) > 1 && os.Args[1] == "clusters":
+		err = clusters(os.Args[2:])
 	default:
 		err = run(len(os.Args) > 1 && os.Args[1] == "-reach")
 	}

@@ -1,0 +1,63 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import type { ClusterProfile } from '../../../../../core/domain/model/clusterProfile.ts';
+import { normalize } from '../../../../../core/domain/normalize.ts';
+import { clusterSecretOf } from '../../../../../functions/subscribers/argocd/clusterSecret.ts';
+import { eksCluster, gkeCluster, NOW } from '../../../../support/fixtures.ts';
+import { inventoryOptions } from '../../../../support/settings.ts';
+
+const labelsOf = (profile: ClusterProfile) => {
+  const made = clusterSecretOf(profile, { namespace: 'argocd' });
+  assert.ok('secret' in made, JSON.stringify(made));
+  return made.secret.metadata.labels;
+};
+
+describe('the Argo CD subscriber’s cluster Secret: the labels selectors choose by', () => {
+  it('carries the standard topology labels and the cloud of every profile', () => {
+    const labels = labelsOf(normalize(gkeCluster({ zone: 'europe-west1-b' }), inventoryOptions(), NOW));
+    assert.equal(labels['topology.kubernetes.io/region'], 'europe-west1');
+    assert.equal(labels['topology.kubernetes.io/zone'], 'europe-west1-b');
+    assert.equal(labels['cpsync.io/cloud'], 'gcp');
+    assert.equal(labels['cpsync.io/provider'], 'gke');
+  });
+
+  it('carries the labels cpsync copied from the cluster’s tags, under the default prefix or none', () => {
+    const tags = { env: 'prod', team: 'payments', owner: 'jane' };
+    const prefixed = inventoryOptions({ labels: { fromTags: ['env', 'team'], prefix: 'cpsync.io/tag-' } });
+    const secret = labelsOf(normalize(eksCluster({ tags }), prefixed, NOW));
+    assert.equal(secret['cpsync.io/tag-env'], 'prod');
+    assert.equal(secret['cpsync.io/tag-team'], 'payments');
+    assert.equal(secret['cpsync.io/tag-owner'], undefined, 'a tag not allow-listed');
+    const bare = inventoryOptions({ labels: { fromTags: ['env'], prefix: '' } });
+    assert.equal(labelsOf(normalize(eksCluster({ tags }), bare, NOW)).env, 'prod');
+  });
+
+  it('copies no label of the profile cpsync did not record, and none over the Secret’s own', () => {
+    const profile = normalize(
+      eksCluster({ tags: { env: 'prod' } }),
+      inventoryOptions({ labels: { fromTags: ['env'], prefix: '' } }),
+      NOW,
+    );
+    // Another writer's label, and a record naming labels of the Secret's own (what a forger without the admission
+    // policy could write): the Secret's own stay as the subscriber sets them.
+    profile.metadata.labels = {
+      ...profile.metadata.labels,
+      team: 'theirs',
+      'argocd.argoproj.io/secret-type': 'repository',
+      'app.kubernetes.io/managed-by': 'someone',
+      'cpsync.io/clusterset': 'forged',
+    };
+    profile.metadata.annotations = {
+      ...profile.metadata.annotations,
+      'cpsync.io/labels-from-tags':
+        'app.kubernetes.io/managed-by,argocd.argoproj.io/secret-type,cpsync.io/clusterset,env,missing',
+    };
+    const labels = labelsOf(profile);
+    assert.equal(labels.env, 'prod');
+    assert.equal(labels.team, undefined);
+    assert.equal(labels.missing, undefined);
+    assert.equal(labels['argocd.argoproj.io/secret-type'], 'cluster');
+    assert.equal(labels['app.kubernetes.io/managed-by'], 'cpsync');
+    assert.equal(labels['cpsync.io/clusterset'], undefined, 'the profile is in no ClusterSet');
+  });
+});

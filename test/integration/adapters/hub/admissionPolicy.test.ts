@@ -305,9 +305,48 @@ describe('the shipped admission policy on the real kube-apiserver', () => {
     assert.equal(code, 403);
     assert.match(
       message,
-      /only cpsync may add, change or remove the labels x-k8s\.io\/cluster-manager, multicluster\.x-k8s\.io\/inventory-member-id and cpsync\.io\/\*/,
+      /only cpsync may add, change or remove the labels x-k8s\.io\/cluster-manager, multicluster\.x-k8s\.io\/inventory-member-id, topology\.kubernetes\.io\/region, topology\.kubernetes\.io\/zone, cpsync\.io\/\* and those copied from cloud tags of ClusterProfile/,
     );
     assert.equal((await read(guarded.metadata.name)).metadata.labels?.['x-k8s.io/cluster-manager'], 'cpsync');
+  });
+
+  it('refuses another identity that changes the topology labels or the labels cpsync copied from tags, whatever their prefix; lets cpsync remove them', async () => {
+    // Tag labels under no prefix: outside cpsync.io/, named by the profile's cpsync.io/labels-from-tags annotation.
+    const bare = inventoryOptions({ namespace, labels: { fromTags: ['env', 'example.com/*'], prefix: '' } });
+    const tags = { env: 'prod', 'example.com/tier': 'gold' };
+    const tagged = normalize(eksCluster({ name: 'tagged', tags }), bare, NOW);
+    await cpsync.applyObject(tagged);
+    await cpsync.applyStatus(tagged);
+    const name = tagged.metadata.name;
+    for (const labels of [
+      { env: 'staging' },
+      { env: null },
+      { 'example.com/tier': null },
+      { 'topology.kubernetes.io/region': 'eu-west-1' },
+      { 'topology.kubernetes.io/zone': 'us-east-1a' },
+      { 'cpsync.io/tag-env': 'prod' },
+    ]) {
+      const { code, message } = await patchAsConsumer(name, { metadata: { labels } });
+      assert.equal(code, 403, JSON.stringify(labels));
+      assert.match(message, /those copied from cloud tags of ClusterProfile .*; consumer may not/);
+    }
+    const stored = await read(name);
+    assert.equal(stored.metadata.labels?.env, 'prod');
+    assert.equal(stored.metadata.labels?.['example.com/tier'], 'gold');
+    assert.equal(stored.metadata.labels?.['topology.kubernetes.io/region'], 'us-east-1');
+    // A label of that kind cpsync did not record is the consumer's own.
+    assert.equal((await patchAsConsumer(name, { metadata: { labels: { team: 'pay' } } })).code, 200);
+    // The tag goes in the cloud: cpsync removes its label and its record.
+    const untagged = normalize(
+      eksCluster({ name: 'tagged', tags: { 'example.com/tier': 'gold' } }),
+      bare,
+      LATER,
+    );
+    await cpsync.applyObject(untagged);
+    const after = await read(name);
+    assert.equal(after.metadata.labels?.env, undefined);
+    assert.equal(after.metadata.labels?.team, 'pay');
+    assert.equal(after.metadata.annotations?.['cpsync.io/labels-from-tags'], 'example.com/tier');
   });
 
   it("accepts the Argo CD integration's finalizer on cpsync's profile, and its removal", async () => {

@@ -22,7 +22,7 @@ export const LABEL_CLUSTER = 'cpsync.io/cluster';
 export const LABEL_PROJECTED_FROM = 'cpsync.io/projected-from';
 /**
  * The cluster's region as Kubernetes' standard topology label names it (KEP-1659), on every profile: what
- * selectors written for any cluster manager (Argo CD ApplicationSets, Sveltos, Kueue) can use.
+ * selectors written for any cluster manager (an Argo CD ApplicationSet's cluster generator) can use.
  */
 export const LABEL_TOPOLOGY_REGION = 'topology.kubernetes.io/region';
 /** The zone of a zonal cluster (a zonal GKE cluster), as Kubernetes' standard topology label names it. */

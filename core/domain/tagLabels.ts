@@ -1,7 +1,7 @@
 /**
  * Labels from cloud tags (the `tagLabels` feature): each tag `inventory.labels.fromTags` names becomes the label
- * `<prefix><tag key>` with the tag's value, so that label selectors (Argo CD ApplicationSets, Kueue, Sveltos) can
- * choose clusters by them. Nothing is rewritten to fit: a tag whose label key (prefix included) is not a valid
+ * `<prefix><tag key>` with the tag's value, so that label selectors (an Argo CD ApplicationSet's cluster generator)
+ * can choose clusters by them. Nothing is rewritten to fit: a tag whose label key (prefix included) is not a valid
  * label key, or is a key Kubernetes or cpsync keeps for its own, and a tag whose value is not a valid label value
  * (longer than 63 characters, a character outside `[A-Za-z0-9._-]`, not alphanumeric at both ends) are left out
  * and counted, since any other value would be a guess. Pure.

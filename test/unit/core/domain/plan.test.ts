@@ -107,6 +107,24 @@ describe('plan', () => {
     ]);
   });
 
+  it('adds the topology labels and the cloud to a profile an earlier version wrote: one object write, once', () => {
+    const earlier = stored(desiredOf([a]));
+    const {
+      'topology.kubernetes.io/region': _region,
+      'cpsync.io/cloud': _cloud,
+      ...before
+    } = earlier[0]!.metadata.labels!;
+    earlier[0]!.metadata.labels = before;
+    const upgrade = run(desiredOf([a], LATER), earlier);
+    assert.equal(upgrade.updates.length, 1);
+    assert.deepEqual([upgrade.updates[0]!.writeObject, upgrade.updates[0]!.writeStatus], [true, false]);
+    assert.deepEqual(upgrade.updates[0]!.changes, [
+      { field: 'metadata.labels[cpsync.io/cloud]', after: 'aws' },
+      { field: 'metadata.labels[topology.kubernetes.io/region]', after: 'us-east-1' },
+    ]);
+    assert.equal(run(desiredOf([a], LATER), stored([upgrade.updates[0]!.profile])).unchanged, 1);
+  });
+
   it('ignores labels, annotations and properties that others wrote', () => {
     const current = stored(desiredOf([a]));
     current[0]!.metadata.labels = { ...current[0]!.metadata.labels, 'team.example.com/owner': 'ops' };

@@ -106,7 +106,7 @@ function print(kind: ConsumerKind, setup: ConsumerSetup, flags: Flags, io: IoStr
     if (value === undefined) {
       const has = partsOf(setup);
       throw new ConsumerSetupError(
-        `--part: ${kind} has no ${flags.part}${flags.part === 'consumer-entry' ? ' (give its identities: --identity)' : ''}; its parts: ${has.join(', ')}`,
+        `--part: ${kind} has no ${flags.part}${flags.part === 'consumer-entry' ? ' (give its identities: --identity)' : flags.part === 'rbac' ? ' (say who it is on the hub: --subject user:<name>, group:<name> or serviceaccount:<namespace>/<name>)' : ''}; its parts: ${has.join(', ')}`,
       );
     }
     io.stdout.write(formatPart(value, flags.output ?? part.format));

@@ -94,8 +94,11 @@ export interface ConsumerSetup {
     environment: Record<string, string>;
     constructProps: { namespace: string; credentialsCommand: string; credentialsArgs: string[] };
   };
-  /** The hub RBAC it needs: read ClusterProfiles in the namespaces it reads (and what else its kind does there). */
-  rbac: ConsumerManifest[];
+  /**
+   * The hub RBAC it needs: read ClusterProfiles in the namespaces it reads (and what else its kind does there); only
+   * when who it is on the hub is known (its kind's own ServiceAccount, or `subject`).
+   */
+  rbac?: ConsumerManifest[];
   /** Its `consumers:` entry (the `accessGrants` feature), to paste into the configuration. */
   consumerEntry?: { consumers: Array<Record<string, unknown>> };
   /** What a person should know (said apart from the output). */
@@ -326,8 +329,8 @@ export function consumerSetup(config: CpsyncConfig, request: ConsumerRequest): C
           { kind: 'User', name: 'cpsync' }
         : undefined);
   if (!subject)
-    throw new ConsumerSetupError(
-      `--subject: say who the ${request.kind === 'access-library' ? 'program using the access library' : 'multicluster-runtime manager'} is on the hub, for its RoleBindings: user:<name>, group:<name> or serviceaccount:<namespace>/<name>`,
+    notes.push(
+      `for the hub RBAC it needs, say who the ${request.kind === 'access-library' ? 'program using the access library' : 'multicluster-runtime manager'} is on the hub: --subject user:<name>, group:<name> or serviceaccount:<namespace>/<name>`,
     );
   const argocdNamespace = request.argocdNamespace ?? 'argocd';
   const eksArgs = request.eksRoleArn
@@ -339,7 +342,7 @@ export function consumerSetup(config: CpsyncConfig, request: ConsumerRequest): C
   const setup: ConsumerSetup = {
     kind: request.kind,
     namespaces,
-    rbac: rbacOf(request, name, namespaces, subject, argocdNamespace),
+    ...(subject ? { rbac: rbacOf(request, name, namespaces, subject, argocdNamespace) } : {}),
     notes,
   };
   if (subscriber) {

@@ -5,7 +5,9 @@
  * plugin, built from their Go modules, against profiles the real CLI wrote into the real hub from the
  * local estate. One cluster of each cloud points at a member cluster (a second kube-apiserver) whose
  * token webhook verifies tokens as the clouds do; `cpsync credentials`, bundled as the one file
- * consumers carry, is the exec plugin of every access provider.
+ * consumers carry, is the exec plugin of every access provider. The provider files are the ones
+ * `cpsync consumers access-library` and `cpsync consumers multicluster-runtime` print for the configuration,
+ * and the access library reads the hub as an identity bound only by the RBAC the first one prints.
  */
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -14,9 +16,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { parse, stringify } from 'yaml';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
+import { clientCertificate, kubeconfigYaml } from '../env/hub.ts';
 import { isDns1123Subdomain } from '../../core/domain/naming.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import { ensureConsumerBinaries } from '../env/binaries.ts';
@@ -25,8 +28,9 @@ import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../e
 import { HUB_CREDENTIALS } from '../support/aws.ts';
 import { runCli } from '../support/cli.ts';
 import { estateOnHub } from '../support/estate.ts';
-import { adminKubeConfig, localHub } from '../support/hub.ts';
-import { consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
+import { adminKubeConfig, localHub, userKubeConfig } from '../support/hub.ts';
+import { consumerKit, printedPart, type ConsumerKit } from '../support/consumerKit.ts';
+import { applyPrinted } from '../support/hubManifests.ts';
 
 const EXTENSION = 'client.authentication.k8s.io/exec';
 
@@ -52,6 +56,11 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
   let hub: KubernetesHub;
   let binaries: { consumer: string; secretreader: string };
   let providerFile: string;
+  let runtimeProviderFile: string;
+  /** The access library's program on the hub: a user bound only by the RBAC `cpsync consumers` printed. */
+  let consumerKubeconfig: string;
+  let consumerUser: string;
+  let removeConsumerRbac: (() => Promise<void>) | undefined;
   let consumerEnv: Record<string, string>;
   let kit: ConsumerKit;
   let configPath: string;
@@ -77,11 +86,11 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
       child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       child.on('close', (code) => resolve({ code, stdout, stderr }));
     });
-  const consumer = async (args: string[], file = providerFile) => {
+  const consumer = async (args: string[], file = providerFile, kubeconfig = hubKubeconfig) => {
     const done = await run(binaries.consumer, [
       ...args,
       '-kubeconfig',
-      hubKubeconfig,
+      kubeconfig,
       '-namespace',
       namespace,
       '-provider-file',
@@ -125,10 +134,45 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     const first = await sync();
     assert.equal(first.code, 0, first.stderr);
 
-    // The plugin as consumers carry it: one bundled file, run by Node, nothing else of the project.
+    // The plugin as consumers carry it: one bundled file, run by Node, nothing else of the project; the provider
+    // files and the access library's hub RBAC as cpsync prints them for this configuration.
     kit = consumerKit(emulators);
-    providerFile = kit.providerFile;
     consumerEnv = kit.env;
+    consumerUser = `fleet-${namespace.slice(-6)}`;
+    const subject = ['--subject', `user:${consumerUser}`];
+    providerFile = await printedPart(
+      kit,
+      configPath,
+      'access-library',
+      'provider-file',
+      join(emulators.directory, 'access-library-providers.json'),
+      subject,
+    );
+    runtimeProviderFile = await printedPart(
+      kit,
+      configPath,
+      'multicluster-runtime',
+      'provider-file',
+      join(emulators.directory, 'multicluster-runtime-providers.json'),
+    );
+    const rbac = await printedPart(
+      kit,
+      configPath,
+      'access-library',
+      'rbac',
+      join(emulators.directory, 'access-library-rbac.yaml'),
+      subject,
+    );
+    removeConsumerRbac = await applyPrinted(adminKubeConfig(estate.state), readFileSync(rbac, 'utf8'));
+    const { cert, key } = clientCertificate(estate.state, consumerUser);
+    consumerKubeconfig = join(emulators.directory, 'access-library.kubeconfig');
+    writeFileSync(
+      consumerKubeconfig,
+      kubeconfigYaml(estate.state.server, estate.state.caCert, consumerUser, cert, key),
+      {
+        mode: 0o600,
+      },
+    );
     const byName = new Map((await profiles()).map((p) => [p.spec.displayName, p]));
     memberProfiles = {
       eks: [...(await profiles())].find(
@@ -140,14 +184,15 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
   });
 
   after(async () => {
+    await removeConsumerRbac?.();
     await member?.stop();
     await emulators?.stop();
   });
 
-  it('the access library builds a rest.Config for every profile, its CA loads, and client-go runs cpsync credentials for a token of each cloud', async () => {
+  it('the access library, reading the hub as an identity bound only by the printed RBAC, builds a rest.Config for every profile with the printed provider file, its CA loads, and client-go runs cpsync credentials for a token of each cloud', async () => {
     const stored = await profiles();
     assert.equal(stored.length, emulators.clusters);
-    const results = await consumer(['tokens']);
+    const results = await consumer(['tokens'], providerFile, consumerKubeconfig);
     assert.equal(results.length, stored.length);
     const expected = { eks: 'k8s-aws-v1.', gke: 'ya29.', aks: 'jwt' } as Record<string, string>;
     for (const result of results) {
@@ -156,6 +201,23 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
       assert.equal(result.caData, true, `${String(result.profile)} carries CA data client-go loads`);
       assert.equal(result.token, expected[String(result.accessProvider)], JSON.stringify(result));
     }
+    // The identity reads ClusterProfiles where the access library reads them, and nothing else.
+    const identity = userKubeConfig(await localHub(), consumerUser);
+    const status = (call: Promise<unknown>) =>
+      call.then(
+        () => 200,
+        (error: { code?: number }) => error.code,
+      );
+    const profilesIn = (ns: string) =>
+      identity.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({
+        group: 'multicluster.x-k8s.io',
+        version: 'v1alpha1',
+        namespace: ns,
+        plural: 'clusterprofiles',
+      });
+    assert.equal(await status(profilesIn(namespace)), 200);
+    assert.equal(await status(profilesIn('default')), 403);
+    assert.equal(await status(identity.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace })), 403);
   });
 
   it('a consumer reaches the member cluster of each cloud with the plugin token and lists its namespaces', async () => {
@@ -352,7 +414,15 @@ describe('consumers reach the clusters through what cpsync writes (upstream acce
     const engage = () => {
       const child = spawn(
         binaries.consumer,
-        ['engage', '-kubeconfig', hubKubeconfig, '-namespace', namespace, '-provider-file', providerFile],
+        [
+          'engage',
+          '-kubeconfig',
+          hubKubeconfig,
+          '-namespace',
+          namespace,
+          '-provider-file',
+          runtimeProviderFile,
+        ],
         { env: consumerEnv },
       );
       const seen: Line[] = [];

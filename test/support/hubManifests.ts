@@ -9,6 +9,7 @@ import {
   AdmissionregistrationV1Api,
   ApiException,
   KubernetesObjectApi,
+  PatchStrategy,
   type KubeConfig,
   type KubernetesObject,
   type V1ValidatingAdmissionPolicy,
@@ -129,6 +130,30 @@ export async function ensureShippedRbac(
         if (!(error instanceof ApiException && error.code === 409)) throw error;
       }
     }
+  } catch (error) {
+    await remove();
+    throw error;
+  }
+  return remove;
+}
+
+/**
+ * Applies a YAML stream of manifests (as a command printed them) the way `kubectl apply --server-side` does: each
+ * document as it is, with server-side apply under `fieldManager`. Resolves to a function that deletes them again.
+ */
+export async function applyPrinted(
+  kubeConfig: KubeConfig,
+  text: string,
+  fieldManager = 'kubectl',
+): Promise<() => Promise<void>> {
+  const api = kubeConfig.makeApiClient(KubernetesObjectApi);
+  const documents = parseAllDocuments(text).map((document) => document.toJS() as KubernetesObject);
+  const remove = async () => {
+    for (const object of [...documents].reverse()) await gone(api.delete(object));
+  };
+  try {
+    for (const object of documents)
+      await api.patch(object, undefined, undefined, fieldManager, true, PatchStrategy.ServerSideApply);
   } catch (error) {
     await remove();
     throw error;

@@ -105,7 +105,7 @@ describe('what a consumer needs, from the configuration', () => {
     assert.deepEqual(consumerSetup(config(), { kind: 'access-library', subject }).namespaces, [
       'cluster-inventory',
     ]);
-    assert.deepEqual(setup.rbac[0], {
+    assert.deepEqual(setup.rbac![0], {
       apiVersion: 'rbac.authorization.k8s.io/v1',
       kind: 'ClusterRole',
       metadata: {
@@ -121,7 +121,7 @@ describe('what a consumer needs, from the configuration', () => {
       ],
     });
     assert.deepEqual(
-      setup.rbac.slice(1).map((b) => [b.kind, b.metadata.namespace, b.subjects]),
+      setup.rbac!.slice(1).map((b) => [b.kind, b.metadata.namespace, b.subjects]),
       ['team-a', 'cluster-inventory'].map((ns) => [
         'RoleBinding',
         ns,
@@ -130,8 +130,17 @@ describe('what a consumer needs, from the configuration', () => {
     );
   });
 
+  it('leaves the RBAC out, and says what to give, when who the consumer is on the hub is not known', () => {
+    const setup = consumerSetup(config(), { kind: 'access-library' });
+    assert.equal(setup.rbac, undefined);
+    assert.ok(setup.providerFile);
+    assert.match(
+      setup.notes.join('\n'),
+      /for the hub RBAC it needs, say who the program using the access library is on the hub: --subject/,
+    );
+  });
+
   it('refuses what cannot be answered, naming it', () => {
-    refused({ kind: 'access-library' }, /--subject: say who/);
     refused(
       { kind: 'access-library', subject, namespaces: ['nowhere'] },
       /--namespace nowhere: cpsync writes no profile there \(the inventory namespaces of this configuration: argocd, cluster-inventory, kueue-system, team-a\)/,
@@ -187,7 +196,7 @@ describe('what a consumer needs, from the configuration', () => {
         },
       },
     });
-    assert.deepEqual(setup.rbac[1]!.subjects, [
+    assert.deepEqual(setup.rbac![1]!.subjects, [
       { kind: 'ServiceAccount', name: 'kueue-controller-manager', namespace: 'kueue-system' },
     ]);
   });
@@ -208,14 +217,14 @@ describe('what a consumer needs, from the configuration', () => {
         value: '/etc/cpsync/providers.json',
       },
     ]);
-    assert.deepEqual((setup.rbac[0]!.rules as Array<{ verbs: string[] }>)[0]!.verbs, [
+    assert.deepEqual((setup.rbac![0]!.rules as Array<{ verbs: string[] }>)[0]!.verbs, [
       'get',
       'list',
       'watch',
       'update',
       'patch',
     ]);
-    assert.deepEqual(setup.rbac[1]!.subjects, [
+    assert.deepEqual(setup.rbac![1]!.subjects, [
       { kind: 'ServiceAccount', name: 'argocd-clusterprofile-controller', namespace: 'argocd' },
     ]);
   });
@@ -239,8 +248,8 @@ describe('what a consumer needs, from the configuration', () => {
       },
     });
     assert.deepEqual(
-      setup.rbac
-        .filter((m) => m.kind === 'RoleBinding')
+      setup
+        .rbac!.filter((m) => m.kind === 'RoleBinding')
         .map((m) => [m.metadata.namespace, (m.roleRef as { name: string }).name]),
       [
         ['argocd', 'cpsync:clusterprofiles:argocd'],

@@ -6,23 +6,26 @@
  * ClusterConfig, the profile's labels copied), its finalizer, and its pruning of the Secret when a profile goes.
  * The Secrets are then read by Argo CD's own code (v3.5.7: SecretToCluster, RESTConfig), which reaches one member
  * of each cloud through `cpsync credentials`. The integration watches ClusterProfiles in Argo CD's own namespace
- * by default: the profiles get there as projected copies.
+ * by default: the profiles get there as projected copies. What the integration is given is what
+ * `cpsync consumers argocd-integration` prints: the provider file as its ConfigMap holds it (the file its Deployment
+ * mounts), and the hub RBAC its ServiceAccount holds its finalizer with.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, CustomObjectsApi, type V1Secret } from '@kubernetes/client-node';
-import { parse, stringify } from 'yaml';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { parse, parseAllDocuments, stringify } from 'yaml';
 import { LABEL_INVENTORY_MEMBER_ID } from '../../core/domain/constants.ts';
 import { ensureArgoCdBinary } from '../env/binaries.ts';
 import { GCP_PROJECT, type Emulators } from '../env/emulators.ts';
 import { AT_MEMBER, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
 import { jsonLines, runCli } from '../support/cli.ts';
-import { consumerKit, type ConsumerKit } from '../support/consumerKit.ts';
+import { consumerKit, printedPart, type ConsumerKit } from '../support/consumerKit.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
+import { applyPrinted } from '../support/hubManifests.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents are read freely here
 type Doc = Record<string, any>;
@@ -40,6 +43,11 @@ describe('the Argo CD ClusterProfile integration renders cpsync profiles into cl
   let namespace: string;
   let argocd: string;
   let objects: CustomObjectsApi;
+  /** The integration's ServiceAccount on the hub, bound only by the RBAC cpsync printed for it. */
+  let integration: CustomObjectsApi;
+  /** The provider file as the integration reads it: its ConfigMap's, as its Deployment mounts it. */
+  let providersFile: string;
+  let removeRbac: (() => Promise<void>) | undefined;
   let core: CoreV1Api;
   let config: string;
   let eventsFile: string;
@@ -79,9 +87,55 @@ describe('the Argo CD ClusterProfile integration renders cpsync profiles into cl
       }),
     );
     await sync();
+
+    // What cpsync prints for the integration running in Argo CD's namespace.
+    const printed = (part: string) =>
+      printedPart(kit, config, 'argocd-integration', part, join(emulators.directory, `argocd-${part}`), [
+        '--namespace',
+        argocd,
+      ]);
+    const [configMap, deployment] = parseAllDocuments(
+      readFileSync(await printed('argocd-integration'), 'utf8'),
+    ).map((d) => d.toJS() as Doc);
+    assert.equal(configMap!.metadata.namespace, argocd);
+    providersFile = join(emulators.directory, 'argocd-mounted-providers.json');
+    writeFileSync(providersFile, configMap!.data['providers.json']);
+    assert.deepEqual(
+      JSON.parse(readFileSync(providersFile, 'utf8')),
+      JSON.parse(readFileSync(await printed('provider-file'), 'utf8')),
+    );
+    const container = deployment!.spec.template.spec.containers[0];
+    assert.deepEqual(container.env, [
+      {
+        name: 'ARGOCD_CLUSTERPROFILE_CONTROLLER_CLUSTER_PROFILE_PROVIDERS_FILE',
+        value: '/etc/cpsync/providers.json',
+      },
+    ]);
+    removeRbac = await applyPrinted(hub, readFileSync(await printed('rbac'), 'utf8'));
+    // The integration's ServiceAccount, as its manifests make it, with a token the hub issues for it.
+    const serviceAccount = { namespace: argocd, name: 'argocd-clusterprofile-controller' };
+    await core.createNamespacedServiceAccount({
+      namespace: argocd,
+      body: { metadata: { name: serviceAccount.name } },
+    });
+    const { status } = await core.createNamespacedServiceAccountToken({
+      ...serviceAccount,
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    });
+    const asIntegration = new KubeConfig();
+    asIntegration.loadFromOptions({
+      clusters: [
+        { name: 'hub', server: estate.state.server, caFile: estate.state.caCert, skipTLSVerify: false },
+      ],
+      users: [{ name: 'integration', token: status!.token }],
+      contexts: [{ name: 'integration', cluster: 'hub', user: 'integration' }],
+      currentContext: 'integration',
+    });
+    integration = asIntegration.makeApiClient(CustomObjectsApi);
   });
 
   after(async () => {
+    await removeRbac?.();
     await member?.stop();
     await emulators?.stop();
   });
@@ -118,18 +172,21 @@ describe('the Argo CD ClusterProfile integration renders cpsync profiles into cl
     });
   }
 
-  /** The integration's reconcile of one profile: its finalizer (an Update, as it does), then the Secret. */
+  /**
+   * The integration's reconcile of one profile: its finalizer (an Update, as it does, as its ServiceAccount), then
+   * the Secret.
+   */
   async function reconcile(profile: Doc): Promise<void> {
     if (!(profile.metadata.finalizers ?? []).includes(FINALIZER)) {
       profile.metadata.finalizers = [...(profile.metadata.finalizers ?? []), FINALIZER];
-      await objects.replaceNamespacedCustomObject({
+      await integration.replaceNamespacedCustomObject({
         ...GROUP,
         namespace: argocd,
         name: profile.metadata.name,
         body: profile,
       });
     }
-    const rendered = await tool(['render', '-providers', kit.providerFile, '-namespace', argocd], profile);
+    const rendered = await tool(['render', '-providers', providersFile, '-namespace', argocd], profile);
     await core.createNamespacedSecret({ namespace: argocd, body: JSON.parse(rendered) as V1Secret });
   }
 
@@ -137,7 +194,7 @@ describe('the Argo CD ClusterProfile integration renders cpsync profiles into cl
   async function prune(profile: Doc): Promise<void> {
     await core.deleteNamespacedSecret({ namespace: argocd, name: `cluster-${profile.metadata.name}` });
     profile.metadata.finalizers = profile.metadata.finalizers.filter((f: string) => f !== FINALIZER);
-    await objects.replaceNamespacedCustomObject({
+    await integration.replaceNamespacedCustomObject({
       ...GROUP,
       namespace: argocd,
       name: profile.metadata.name,

@@ -227,6 +227,11 @@ export class Cpsync extends Construct {
   public readonly alarms: Alarm[] = [];
   /** The `source` of the events this construct's functions publish. */
   public readonly eventSource: string;
+  /**
+   * The configuration's `subscribers` section: the example subscribers the CDK app deploys beside this
+   * construct (`configuredSubscribers` in infra/subscribers.ts). No function of cpsync is told of them.
+   */
+  public readonly subscribers?: CpsyncConfig['subscribers'];
   #ownAccountCondition?: CfnCondition;
   readonly #functionSettings: { props: CpsyncProps; document: CpsyncConfig; logRetention: RetentionDays };
   /** The role assumed in member accounts, when EKS is configured. */
@@ -284,8 +289,11 @@ export class Cpsync extends Construct {
       });
       webhookConfig.azure = { key: { secretArn: this.azureWebhookKey.secretArn } };
     }
+    // The subscribers' settings are the CDK app's (infra/subscribers.ts): no function of cpsync is told of them.
+    const { subscribers, ...own } = config;
+    this.subscribers = subscribers;
     const document: CpsyncConfig = {
-      ...config,
+      ...own,
       bus: {
         eventBridge: {
           busName: this.eventBus.eventBusName,
@@ -472,15 +480,29 @@ export class Cpsync extends Construct {
 
   /**
    * A Node 24 function made as cpsync's own are (bundling, logs, VPC, the configuration in CPSYNC_CONFIG):
-   * for subscribers that read the hub, such as the Argo CD subscriber. `entry` is relative to `functions/`.
+   * for subscribers, such as the Argo CD subscriber. `entry` is relative to `functions/`. `configuration`
+   * says how much of the configuration the function is given: `cpsync` all that cpsync's own functions
+   * have; `hub` (a subscriber that reads the hub) that without the clouds and the consumers (their accounts,
+   * identities and credentials' secrets); `none` none (CPSYNC_CONFIG is not set).
    */
   addFunction(
     scope: Construct,
     name: string,
-    options: { entry: string; timeout: Duration; memorySize: number; environment?: Record<string, string> },
+    options: {
+      entry: string;
+      timeout: Duration;
+      memorySize: number;
+      environment?: Record<string, string>;
+      /** @default 'cpsync' */
+      configuration?: 'cpsync' | 'hub' | 'none';
+    },
   ): LambdaFunction {
     const { props, document, logRetention } = this.#functionSettings;
-    const { entry, timeout, memorySize } = options;
+    const { entry, timeout, memorySize, configuration = 'cpsync' } = options;
+    const given =
+      configuration === 'hub'
+        ? { ...configDocument(document), providers: {}, consumers: [], webhook: {} }
+        : configDocument(document);
     return new LambdaFunction(scope, name, {
       code: functionCode(ROOT, join(ROOT, 'functions', entry)),
       handler: 'index.handler',
@@ -501,7 +523,7 @@ export class Cpsync extends Construct {
         removalPolicy: RemovalPolicy.DESTROY,
       }),
       environment: {
-        CPSYNC_CONFIG: JSON.stringify(configDocument(document)),
+        ...(configuration === 'none' ? {} : { CPSYNC_CONFIG: JSON.stringify(given) }),
         POWERTOOLS_SERVICE_NAME: 'cpsync',
         POWERTOOLS_METRICS_NAMESPACE: 'cpsync',
         ...(props.stackTraceSourceMaps ? { NODE_OPTIONS: '--enable-source-maps' } : {}),

@@ -2,18 +2,29 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import { acknowledgeFindings } from './nagAcknowledgements.ts';
 import type { Construct } from 'constructs';
 import { Cpsync, type CpsyncProps } from './Cpsync.ts';
+import { configuredSubscribers, type ArgoCdClusterSync, type ChatNotifier } from './subscribers.ts';
 
 export interface CpsyncStackProps extends StackProps {
   readonly cpsync: CpsyncProps;
 }
 
-/** The deployable stack: one Cpsync construct, its outputs, and the reasons for the cdk-nag findings it accepts. */
+/**
+ * The deployable stack: one Cpsync construct, the example subscribers its configuration asks for
+ * (`subscribers`), its outputs, and the reasons for the cdk-nag findings it accepts.
+ */
 export class CpsyncStack extends Stack {
   public readonly cpsync: Cpsync;
+  /** The chat notifier, when the configuration's `subscribers.chat` asks for it. */
+  public readonly chatNotifier?: ChatNotifier;
+  /** The Argo CD subscriber, when the configuration's `subscribers.argocd` asks for it. */
+  public readonly argoCdClusterSync?: ArgoCdClusterSync;
 
   constructor(scope: Construct, id: string, props: CpsyncStackProps) {
     super(scope, id, props);
     this.cpsync = new Cpsync(this, 'Cpsync', props.cpsync);
+    const subscribers = configuredSubscribers(this, this.cpsync);
+    if (subscribers.chat) this.chatNotifier = subscribers.chat;
+    if (subscribers.argoCd) this.argoCdClusterSync = subscribers.argoCd;
     new CfnOutput(this, 'WebhookUrl', {
       value: this.cpsync.webhookUrl.url,
       description: 'Base URL of the webhook: POST /azure (Event Grid), POST /gcp (Pub/Sub push)',

@@ -16,12 +16,26 @@ import { patterns } from '../events/patterns.ts';
 import type { Cpsync } from './Cpsync.ts';
 import type { CpsyncSubscription } from './CpsyncSubscription.ts';
 import { acknowledgeManagedLogsPolicy, acknowledgeSchedulerInvoke } from './nagAcknowledgements.ts';
-import { deadLetterQueue, deadLettersAlarm, expiringTable, grantSecretValue } from './parts.ts';
+import {
+  deadLetterQueue,
+  deadLettersAlarm,
+  expiringTable,
+  grantSecretArn,
+  grantSecretValue,
+} from './parts.ts';
 
 export interface ChatNotifierProps {
   readonly cpsync: Cpsync;
-  /** The secret holding the incoming-webhook URL (its text, or JSON `{"url": "..."}`). */
-  readonly webhookSecret: ISecret;
+  /**
+   * The secret holding the incoming-webhook URL (its text, or JSON `{"url": "..."}`). Exclusive with
+   * `webhookSecretArn`; one of them is required.
+   */
+  readonly webhookSecret?: ISecret;
+  /**
+   * That secret by its ARN, complete or partial (as the configuration's `subscribers.chat` gives it: an ARN
+   * whose name ends in `-` and six letters or digits may be either, and is granted both ways).
+   */
+  readonly webhookSecretArn?: string;
   /** @default 'slack' */
   readonly format?: 'slack' | 'teams';
   /**
@@ -58,6 +72,9 @@ export class ChatNotifier extends Construct {
   constructor(scope: Construct, id: string, props: ChatNotifierProps) {
     super(scope, id);
     const { cpsync } = props;
+    if (!props.webhookSecret === !props.webhookSecretArn)
+      throw new Error('ChatNotifier: give either webhookSecret or webhookSecretArn (one of them)');
+    const webhookSecret = props.webhookSecret?.secretArn ?? props.webhookSecretArn!;
     const timeout = Duration.minutes(2);
     const quiet = (props.quiet ?? Duration.seconds(60)).toSeconds();
     if (quiet > 900) throw new Error(`quiet is ${quiet} s; SQS delays a message 900 s at most`);
@@ -77,8 +94,10 @@ export class ChatNotifier extends Construct {
       entry: 'subscribers/chatNotifier.ts',
       timeout,
       memorySize: 256,
+      // The notifier reads no configuration of cpsync's: its settings are these.
+      configuration: 'none',
       environment: {
-        CHAT_WEBHOOK_SECRET: props.webhookSecret.secretArn,
+        CHAT_WEBHOOK_SECRET: webhookSecret,
         CHAT_FORMAT: props.format ?? 'slack',
         CHAT_IDEMPOTENCY_TABLE: this.deliveredTable.tableName,
         CHAT_MIN_INTERVAL_MS: String((props.minInterval ?? Duration.seconds(1)).toMilliseconds()),
@@ -88,7 +107,8 @@ export class ChatNotifier extends Construct {
       },
     });
     acknowledgeManagedLogsPolicy(this.function);
-    grantSecretValue(props.webhookSecret, this.function);
+    if (props.webhookSecret) grantSecretValue(props.webhookSecret, this.function);
+    else grantSecretArn(webhookSecret, this.function, 'webhookSecretArn');
     this.deliveredTable.grant(this.function, 'dynamodb:BatchGetItem', 'dynamodb:BatchWriteItem');
     if (quiet > 0) {
       // The digests (one item per sync) and their flushes, sent to the notifier's own queue.
@@ -125,10 +145,16 @@ export class ChatNotifier extends Construct {
 export interface ArgoCdClusterSyncProps {
   readonly cpsync: Cpsync;
   /**
-   * The kubeconfig of the cluster Argo CD runs on, kept in Secrets Manager.
+   * The kubeconfig of the cluster Argo CD runs on, kept in Secrets Manager. Exclusive with
+   * `argoCdKubeconfigArn`.
    * @default the hub (Argo CD runs on the hub)
    */
   readonly argoCdKubeconfig?: ISecret;
+  /**
+   * That secret by its ARN, complete or partial (as the configuration's `subscribers.argocd` gives it).
+   * @default the hub
+   */
+  readonly argoCdKubeconfigArn?: string;
   /** @default 'argocd' */
   readonly namespace?: string;
   /** The credential plugin Argo CD runs. @default 'cpsync' */
@@ -157,23 +183,30 @@ export class ArgoCdClusterSync extends Construct {
   constructor(scope: Construct, id: string, props: ArgoCdClusterSyncProps) {
     super(scope, id);
     const { cpsync } = props;
+    if (props.argoCdKubeconfig && props.argoCdKubeconfigArn)
+      throw new Error('ArgoCdClusterSync: give either argoCdKubeconfig or argoCdKubeconfigArn, not both');
+    const kubeconfig = props.argoCdKubeconfig?.secretArn ?? props.argoCdKubeconfigArn;
     this.idempotencyTable = expiringTable(this, 'Idempotency', 'id', 'expiration');
     this.function = cpsync.addFunction(this, 'Function', {
       entry: 'subscribers/argoCdClusters.ts',
       timeout: Duration.minutes(5),
       memorySize: 512,
+      // The hub and the inventory; not the clouds, their credentials or the consumers.
+      configuration: 'hub',
       environment: {
         ARGOCD_NAMESPACE: props.namespace ?? 'argocd',
         ARGOCD_CREDENTIALS_COMMAND: props.credentialsCommand ?? 'cpsync',
         ARGOCD_CREDENTIALS_ARGS: JSON.stringify(props.credentialsArgs ?? []),
         ARGOCD_IDEMPOTENCY_TABLE: this.idempotencyTable.tableName,
-        ...(props.argoCdKubeconfig ? { ARGOCD_KUBECONFIG_SECRET_ARN: props.argoCdKubeconfig.secretArn } : {}),
+        ...(kubeconfig ? { ARGOCD_KUBECONFIG_SECRET_ARN: kubeconfig } : {}),
         POWERTOOLS_SERVICE_NAME: 'cpsync-argocd',
       },
     });
     acknowledgeManagedLogsPolicy(this.function);
     cpsync.grantHubRead(this.function);
     if (props.argoCdKubeconfig) grantSecretValue(props.argoCdKubeconfig, this.function);
+    else if (props.argoCdKubeconfigArn)
+      grantSecretArn(props.argoCdKubeconfigArn, this.function, 'argoCdKubeconfigArn');
     this.idempotencyTable.grant(
       this.function,
       'dynamodb:GetItem',
@@ -196,4 +229,45 @@ export class ArgoCdClusterSync extends Construct {
     });
     acknowledgeSchedulerInvoke(this.function);
   }
+}
+
+/** The example subscribers a configuration asks for (`subscribers`), as `configuredSubscribers` makes them. */
+export interface ConfiguredSubscribers {
+  readonly chat?: ChatNotifier;
+  readonly argoCd?: ArgoCdClusterSync;
+}
+
+/**
+ * The example subscribers the configuration's `subscribers` section asks for, made in `scope` beside `cpsync`
+ * with the constructs above (ids `Chat` and `ArgoCd`): what the CDK app deploys. A section left out makes
+ * nothing.
+ */
+export function configuredSubscribers(scope: Construct, cpsync: Cpsync): ConfiguredSubscribers {
+  const { chat, argocd } = cpsync.subscribers ?? {};
+  return {
+    ...(chat
+      ? {
+          chat: new ChatNotifier(scope, 'Chat', {
+            cpsync,
+            webhookSecretArn: chat.webhookSecretArn,
+            format: chat.format,
+            quiet: Duration.seconds(chat.quietSeconds),
+            batchingWindow: Duration.seconds(chat.batchingWindowSeconds),
+            minInterval: Duration.millis(chat.minIntervalMillis),
+          }),
+        }
+      : {}),
+    ...(argocd
+      ? {
+          argoCd: new ArgoCdClusterSync(scope, 'ArgoCd', {
+            cpsync,
+            namespace: argocd.namespace,
+            ...(argocd.kubeconfigSecretArn ? { argoCdKubeconfigArn: argocd.kubeconfigSecretArn } : {}),
+            credentialsCommand: argocd.credentialsCommand,
+            credentialsArgs: argocd.credentialsArgs,
+            reconcileEvery: Duration.minutes(argocd.reconcileEveryMinutes),
+          }),
+        }
+      : {}),
+  };
 }

@@ -7,12 +7,10 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { App } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
 import fc from 'fast-check';
 import { configDocument, parseConfig, type CpsyncConfig } from '../../adapters/compose/config.ts';
 import { configFromEnvironment } from '../../functions/runtime.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
-import { ArgoCdClusterSync, ChatNotifier } from '../../infra/subscribers.ts';
 import { CONFIG, ENV, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
 import { templateResolver, type CfnResource } from '../support/template.ts';
 
@@ -33,42 +31,70 @@ function deployedRefs(resources: Record<string, CfnResource>): Record<string, st
   );
 }
 
-/** Each function of the template that carries a configuration: its logical id and its CPSYNC_CONFIG text. */
-function functionConfigs(template: Template): Array<{ id: string; text: string }> {
+/** Each function of the template: its logical id and its CPSYNC_CONFIG text, when it has one. */
+function functionConfigs(template: Template): Array<{ id: string; text?: string }> {
   const resources = template.toJSON().Resources as Record<string, CfnResource>;
   const { resolve } = templateResolver(resources, deployedRefs(resources));
-  return Object.entries(template.findResources('AWS::Lambda::Function')).flatMap(([id, resource]) => {
+  return Object.entries(template.findResources('AWS::Lambda::Function')).map(([id, resource]) => {
     const variables = (resource as { Properties: { Environment?: { Variables?: Record<string, unknown> } } })
       .Properties.Environment?.Variables;
     return variables?.CPSYNC_CONFIG === undefined
-      ? []
-      : [{ id, text: String(resolve(variables.CPSYNC_CONFIG)) }];
+      ? { id }
+      : { id, text: String(resolve(variables.CPSYNC_CONFIG)) };
   });
 }
 
-/** Synthesizes the deployable stack (with both example subscribers) for `config`. */
+const WEBHOOK_SECRET = `arn:aws:secretsmanager:${ENV.region}:${ENV.account}:secret:cpsync/chat-webhook`;
+const ARGOCD_SECRET = `arn:aws:secretsmanager:${ENV.region}:${ENV.account}:secret:cpsync/argocd-AbC123`;
+
+/** Synthesizes the deployable stack for `config`, with both example subscribers asked for by it. */
 function synthesize(config: unknown): Template {
   const app = new App({ context: NO_BUNDLING });
-  const stack = new CpsyncStack(app, 'Cpsync', { env: ENV, cpsync: { config } });
-  const secret = Secret.fromSecretNameV2(stack, 'ChatUrl', 'chat-webhook-url');
-  new ChatNotifier(stack, 'Chat', { cpsync: stack.cpsync, webhookSecret: secret });
-  new ArgoCdClusterSync(stack, 'ArgoCd', { cpsync: stack.cpsync });
+  const stack = new CpsyncStack(app, 'Cpsync', {
+    env: ENV,
+    cpsync: {
+      config: {
+        ...(config as object),
+        subscribers: {
+          chat: { webhookSecretArn: WEBHOOK_SECRET },
+          argocd: { kubeconfigSecretArn: ARGOCD_SECRET },
+        },
+      },
+    },
+  });
   return Template.fromStack(stack);
 }
 
-/** What a function reads from its environment equals what was configured, with the stack's own parts filled in. */
+/**
+ * What a function reads from its environment equals what was configured, with the stack's own parts filled
+ * in, and no more than it uses: no function is told of the subscribers' settings; the Argo CD subscriber reads
+ * the hub and the inventory, not the clouds or the consumers; the chat notifier no configuration at all.
+ */
 function assertRoundTrip(config: unknown, label: string): void {
   const configured = parseConfig(config, label);
-  const configs = functionConfigs(synthesize(config));
+  const functions = functionConfigs(synthesize(config));
   // The five functions of the construct and the two subscribers.
-  assert.equal(configs.length, 7, `${label}: functions with a configuration`);
-  for (const { id, text } of configs) {
+  assert.equal(functions.length, 7, `${label}: functions`);
+  assert.deepEqual(
+    functions.filter((f) => f.text === undefined).map((f) => f.id.replace(/[0-9A-F]{8}$/, '')),
+    ['ChatFunction'],
+    `${label}: only the chat notifier has no configuration`,
+  );
+  for (const { id, text } of functions) {
+    if (text === undefined) continue;
+    assert.ok(
+      !text.includes('subscribers') &&
+        !text.includes('cpsync/chat-webhook') &&
+        !text.includes('cpsync/argocd'),
+      `${label}: ${id} is not told of the subscribers`,
+    );
     let read: CpsyncConfig;
     try {
       read = configFromEnvironment({ CPSYNC_CONFIG: text });
     } catch (error) {
       assert.fail(`${label}: ${id} refuses the configuration the stack gave it: ${(error as Error).message}`);
     }
+    const argoCd = id.startsWith('ArgoCd');
     const { bus, outbox, idempotency, webhook, memberProbe, ...rest } = read;
     const {
       bus: _bus,
@@ -78,12 +104,17 @@ function assertRoundTrip(config: unknown, label: string): void {
       memberProbe: _probe,
       ...wanted
     } = configured;
-    assert.deepEqual(rest, wanted, `${label}: ${id} reads the configuration that was deployed`);
+    assert.deepEqual(
+      rest,
+      argoCd ? { ...wanted, providers: { off: [] }, consumers: [] } : wanted,
+      `${label}: ${id} reads the configuration that was deployed`,
+    );
     assert.match(JSON.stringify(bus), /"busName":"CpsyncBus[0-9A-F]+-ref"/, `${label}: ${id} bus`);
     assert.match(JSON.stringify(outbox), /"table":"CpsyncOutbox[0-9A-F]+-ref"/, `${label}: ${id} outbox`);
     assert.match(idempotency?.table ?? '', /^CpsyncIdempotency[0-9A-F]+-ref$/, `${label}: ${id} idempotency`);
     assert.equal(memberProbe.slotMinutes, 15, `${label}: ${id} member probe slots follow the schedule`);
-    if (configured.providers.aks) assert.ok(webhook.azure, `${label}: ${id} has the Event Grid key`);
+    if (argoCd) assert.deepEqual(webhook, {}, `${label}: ${id} has no webhook keys`);
+    else if (configured.providers.aks) assert.ok(webhook.azure, `${label}: ${id} has the Event Grid key`);
   }
 }
 

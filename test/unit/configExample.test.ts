@@ -98,4 +98,29 @@ describe('the example configuration (cpsync.example.yaml)', () => {
       );
     }
   });
+
+  it('marks as "# default" in its commented-out subscribers section only the schema’s defaults, and the section is valid', () => {
+    // The section as a user uncomments it: the lines from `# subscribers:` on, their `# ` taken off.
+    const lines = TEXT.split('\n');
+    const from = lines.findIndex((line) => line.startsWith('# subscribers:'));
+    assert.ok(from > 0, 'the example has a commented-out subscribers section');
+    const section = lines
+      .slice(from)
+      .filter((line) => line.startsWith('#'))
+      .map((line) => line.replace(/^# ?/, ''))
+      .join('\n');
+    const uncommented = { ...(document as object), ...(parse(section) as object) };
+    const marked = markedDefaults(section);
+    assert.ok(marked.length >= 7, `only ${marked.length} defaults marked`);
+    const full = parseConfig(uncommented, 'example with subscribers');
+    for (const path of marked) {
+      const shown = at(full, path);
+      const filled = at(parseConfig(without(uncommented, path), 'without the key'), path);
+      assert.deepEqual(
+        shown,
+        filled,
+        `${path.join('.')}: shows ${JSON.stringify(shown)}, default ${JSON.stringify(filled)}`,
+      );
+    }
+  });
 });

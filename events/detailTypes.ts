@@ -13,7 +13,7 @@ export type DetailType = (typeof DetailType)[keyof typeof DetailType];
 
 export const DEFAULT_SOURCE = 'cpsync';
 /** `major.minor` of the event contract; what may change within a major is in events/VERSIONING.md. */
-export const SCHEMA_VERSION = '1.5';
+export const SCHEMA_VERSION = '1.6';
 /** The major version this code reads and writes: a detail of another major is refused. */
 export const SCHEMA_MAJOR = 1;
 

@@ -18,6 +18,16 @@ interface DetailBase {
   scope: EventScope;
 }
 
+/** What the events of a scope's sync carry beside the sync's own id. */
+interface RunPart {
+  /**
+   * The run the sync was part of (since 1.6): every scope of one scheduled full sync (one scope enumerator
+   * invocation) carries the same one, each with a `syncId` of its own. Absent when the sync was a run of its
+   * own, which its `syncId` names: group by `runId ?? syncId` to tell one run.
+   */
+  runId?: string;
+}
+
 export interface EventFieldChange {
   field: string;
   before?: unknown;
@@ -25,7 +35,7 @@ export interface EventFieldChange {
 }
 
 /** Detail of ClusterProfile Created / Updated / Deleted. */
-export interface ProfileChangeDetail extends DetailBase {
+export interface ProfileChangeDetail extends DetailBase, RunPart {
   namespace: string;
   name: string;
   /**
@@ -58,7 +68,7 @@ export interface ProfileChangeDetail extends DetailBase {
 }
 
 /** Detail of Inventory Scope Synced. */
-export interface ScopeSyncedDetail extends DetailBase {
+export interface ScopeSyncedDetail extends DetailBase, RunPart {
   outcome: ScopeOutcomeKind;
   counts: {
     listed: number;
@@ -112,7 +122,7 @@ export interface ProfileAnnouncedDetail extends DetailBase {
  * Detail of Consumer Access Granted / Revoked (the `accessGrants` feature): a grant cpsync made on a cluster for
  * a consumer of the inventory, or took back.
  */
-export interface ConsumerAccessDetail extends DetailBase {
+export interface ConsumerAccessDetail extends DetailBase, RunPart {
   /** The consumer's name in the configuration. */
   consumer: string;
   /** The identity granted (an IAM role ARN, a Google principal, an Entra object id). */

@@ -53,25 +53,30 @@ interface ScopeWorker {
 export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS)): ScopeWorker {
   // Keyed by the run and the scope: a message delivered twice (SQS is at-least-once) or sent twice for
   // the same run syncs its scope once. A scope whose hub writes failed is not remembered, so it runs again.
-  const syncScope = once('scope', async ({ key, scope }: { key: string; scope: Scope }) => {
-    const deps = await getDeps();
-    const report = await runSync(deps.ports, {
-      syncId: key,
-      scopes: [scope],
-      ...deps.settings,
-    });
-    // What needs a look (a name collision, copies that could not be removed): in the log, every delivery.
-    for (const problem of report.problems) logger.warn(problem, { scope: scopeKey(scope) });
-    const result = report.scopes[0]!;
-    if (result.summary.error?.reason === 'HubError')
-      throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);
-    return {
-      outcome: result.outcome.kind,
-      counts: result.summary.counts,
-      error: result.summary.error,
-      settling: report.settling,
-    };
-  });
+  const syncScope = once(
+    'scope',
+    async ({ key, runId, scope }: { key: string; runId: string; scope: Scope }) => {
+      const deps = await getDeps();
+      // The scope's own sync id, and the run it is part of: every scope of one enumerator invocation shares it.
+      const report = await runSync(deps.ports, {
+        syncId: key,
+        runId,
+        scopes: [scope],
+        ...deps.settings,
+      });
+      // What needs a look (a name collision, copies that could not be removed): in the log, every delivery.
+      for (const problem of report.problems) logger.warn(problem, { scope: scopeKey(scope) });
+      const result = report.scopes[0]!;
+      if (result.summary.error?.reason === 'HubError')
+        throw new ScopeRetryError(`${scopeKey(scope)}: ${result.summary.error.message}`);
+      return {
+        outcome: result.outcome.kind,
+        counts: result.summary.counts,
+        error: result.summary.error,
+        settling: report.settling,
+      };
+    },
+  );
   const follow = follower();
   return withPowertools(async (event: SQSEvent | DoctorRequest, context: Context) => {
     const deps = await getDeps();
@@ -100,7 +105,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
       const scope = resolved.scopes[0]!;
       // A redelivered message keeps its sync id: its events keep their ids, and the sync itself is idempotent.
       const key = `${syncId}/${scopeKey(scope)}`;
-      const { value: result, replayed } = await syncScope(deps, { key, scope }, context);
+      const { value: result, replayed } = await syncScope(deps, { key, runId: syncId, scope }, context);
       // Clusters the listing found in change are followed until they settle — on a redelivery too, so
       // a chase that could not be started the first time is started now (a running one is joined).
       const limit = pLimit(4);

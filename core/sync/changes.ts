@@ -33,6 +33,8 @@ export interface ApplyFailure {
 
 export interface EventContext {
   syncId: string;
+  /** The run the sync is part of, when that is not the sync itself (a scheduled run's scope). */
+  runId?: string;
   occurredAt: string;
   scope: EventScope;
   /** @default 'cpsync' */

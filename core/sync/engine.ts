@@ -119,6 +119,11 @@ const LEASE_DURATION_MILLIS = 60_000;
 export interface SyncRequest extends RunSettings {
   /** Identifies the run in every event; derive it from the trigger so a redelivered trigger keeps it. */
   syncId: string;
+  /**
+   * The run this sync is part of, when it is one scope of a run fanned out (a scheduled full sync's scope
+   * worker): carried by its events beside `syncId` (`runId`), so that subscribers can tell the whole run.
+   */
+  runId?: string;
   scopes: Scope[];
   /** How long a lease lasts unless renewed. @default 60000 */
   leaseDurationMillis?: number;
@@ -648,6 +653,7 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
   const now = timestamp(clock());
   const context: EventContext = {
     syncId: request.syncId,
+    ...(request.runId ? { runId: request.runId } : {}),
     occurredAt: now,
     scope,
     source: request.eventSource,

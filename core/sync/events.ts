@@ -43,6 +43,7 @@ function detailBase(context: EventContext, eventId: string) {
     schemaVersion: SCHEMA_VERSION,
     eventId,
     syncId: context.syncId,
+    ...(context.runId ? { runId: context.runId } : {}),
     occurredAt: context.occurredAt,
     scope: context.scope,
   };

@@ -5,11 +5,13 @@
  * inventory, Kubernetes version changes, health changes, scopes that could not be synced. Everything
  * else it receives is counted and let go.
  *
- * - **One message per sync**: the events of one `detail.syncId` make one message, its list of clusters
- *   bounded (CHAT_MAX_LINES, then "and N more"). With CHAT_QUIET_SECONDS, a sync's events are gathered
- *   across batches in a digest and posted once the sync has been quiet that long (a flush message to the
- *   notifier's own queue, CHAT_FLUSH_QUEUE_URL, delayed by it); without, each batch's events of a sync
- *   are one message.
+ * - **One message per sync**: the events of one run (`detail.runId`, which every scope of a scheduled full
+ *   sync shares, else `detail.syncId`) make one message, its list of clusters bounded (CHAT_MAX_LINES, then
+ *   "and N more"). With CHAT_QUIET_SECONDS, a sync's events are gathered across batches in a digest and
+ *   posted once the sync has been quiet that long (a flush message to the notifier's own queue,
+ *   CHAT_FLUSH_QUEUE_URL, delayed by it); without, each batch's events of a sync are one message.
+ * - **One line per cluster**: the copies of a cluster's profile (its projections into other namespaces) are
+ *   one cluster — counted and listed once for what happened to it, by its member id (or provider id).
  * - **The webhook URL is a secret** (Secrets Manager: the URL itself, or JSON `{"url": "…"}`), read
  *   through Powertools parameters and cached; it is never logged.
  * - **Polite to the webhook**: one post at a time, at least CHAT_MIN_INTERVAL_MS after the previous one
@@ -200,6 +202,11 @@ export interface Notice {
   kind: NoticeKind;
   subject: string;
   text: string;
+  /**
+   * Who it is about, the same for every copy of a cluster's profile (its member id, else its provider id) or
+   * for a scope: a notice of a kind is told once per key.
+   */
+  key: string;
 }
 
 const VERSION_FIELD = 'status.version.kubernetes';
@@ -256,14 +263,21 @@ function noticesOf(event: CpsyncEventBridgeEvent): Notice[] {
     const detail = event.detail;
     const subject = detail.cluster.displayName || detail.name;
     const where = whereIs(detail.cluster);
+    // Every copy of the cluster's profile (a projection) carries its member id and provider id.
+    const key = `cluster:${detail.cluster.inventoryMemberId || detail.cluster.providerId}`;
     if (isEvent(event, 'ClusterProfile Created')) {
       const version = event.detail.profile?.status?.version?.kubernetes;
       return [
-        { kind: 'created', subject, text: `created (${where}${version ? `, Kubernetes ${version}` : ''})` },
+        {
+          kind: 'created',
+          subject,
+          text: `created (${where}${version ? `, Kubernetes ${version}` : ''})`,
+          key,
+        },
       ];
     }
     if (isEvent(event, 'ClusterProfile Deleted'))
-      return [{ kind: 'deleted', subject, text: `deleted (${where})` }];
+      return [{ kind: 'deleted', subject, text: `deleted (${where})`, key }];
     const notices: Notice[] = [];
     if (detail.changedFields.includes(VERSION_FIELD)) {
       const change = detail.changes.find((c) => c.field === VERSION_FIELD);
@@ -271,11 +285,11 @@ function noticesOf(event: CpsyncEventBridgeEvent): Notice[] {
         change && ('before' in change || 'after' in change)
           ? `Kubernetes ${shown(change.before)} → ${shown(change.after)}`
           : 'Kubernetes version changed';
-      notices.push({ kind: 'upgraded', subject, text: `${text} (${where})` });
+      notices.push({ kind: 'upgraded', subject, text: `${text} (${where})`, key });
     }
     const conditions = conditionChanges(detail);
     if (conditions.length > 0)
-      notices.push({ kind: 'health', subject, text: `${conditions.join('; ')} (${where})` });
+      notices.push({ kind: 'health', subject, text: `${conditions.join('; ')} (${where})`, key });
     return notices;
   }
   if (isEvent(event, 'Inventory Scope Synced')) {
@@ -287,6 +301,7 @@ function noticesOf(event: CpsyncEventBridgeEvent): Notice[] {
           kind: 'scopeFailed',
           subject,
           text: `could not be synced: ${error ? `${error.reason}: ${error.message}` : 'no reason given'}`,
+          key: `scope:${subject}`,
         },
       ];
     if (outcome === 'partial') {
@@ -301,6 +316,7 @@ function noticesOf(event: CpsyncEventBridgeEvent): Notice[] {
           kind: 'scopePartial',
           subject,
           text: `synced in part${parts.length ? `: ${parts.join('; ')}` : ''}`,
+          key: `scope:${subject}`,
         },
       ];
     }
@@ -326,19 +342,39 @@ export interface Tally {
   counts: Partial<Record<NoticeKind, number>>;
   /** Per kind, its first `maxLines` notices (a message lists at most that many in all). */
   lines: Partial<Record<NoticeKind, Array<{ subject: string; text: string }>>>;
+  /**
+   * Per kind, the keys told (hashed: a digest of thousands of clusters stays small), so that a cluster whose
+   * copies arrive in several batches is still told once. Absent in digests written before it was kept.
+   */
+  told?: Partial<Record<NoticeKind, string[]>>;
 }
 
-/** `notices` added to `tally` (a new one when none is given). */
+/** A notice's key as a tally keeps it: 66 bits of its hash, in 11 characters. */
+const toldKey = (key: string) => createHash('sha256').update(key).digest('base64url').slice(0, 11);
+
+/** `notices` added to `tally` (a new one when none is given), each key told once per kind. */
 function addToTally(
   notices: readonly Notice[],
   maxLines: number,
   tally: Tally = { counts: {}, lines: {} },
 ): Tally {
+  const told = new Map<NoticeKind, Set<string>>();
+  const toldOf = (kind: NoticeKind) => {
+    let keys = told.get(kind);
+    if (!keys) told.set(kind, (keys = new Set(tally.told?.[kind] ?? [])));
+    return keys;
+  };
   for (const notice of notices) {
+    const keys = toldOf(notice.kind);
+    const key = toldKey(notice.key);
+    if (keys.has(key)) continue;
+    keys.add(key);
     tally.counts[notice.kind] = (tally.counts[notice.kind] ?? 0) + 1;
     const lines = (tally.lines[notice.kind] ??= []);
     if (lines.length < maxLines) lines.push({ subject: notice.subject, text: notice.text });
   }
+  tally.told = { ...tally.told };
+  for (const [kind, keys] of told) tally.told[kind] = [...keys];
   return tally;
 }
 
@@ -916,7 +952,9 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
         ignored++;
         continue;
       }
-      const { syncId, eventId } = parsed.detail;
+      // Every scope of a scheduled run is its own sync: the run (`runId`) is what one message tells.
+      const { eventId } = parsed.detail;
+      const syncId = ('runId' in parsed.detail && parsed.detail.runId) || parsed.detail.syncId;
       const known = byEventId.get(eventId);
       if (known) {
         // The same event twice in one batch: one line, and the records share its fate.

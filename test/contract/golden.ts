@@ -23,7 +23,8 @@ import { inventoryOptions } from '../support/settings.ts';
 const RELEASES = join(dirname(fileURLToPath(import.meta.url)), 'releases');
 
 const NOW = '2026-11-01T12:00:00Z';
-const SYNC = '5b0f6c1e-2f7a-4d8e-9a51-0c3d2b1a7e90';
+/** The scheduled run whose scope the synced events are of (each scope with a sync id of its own, since 1.6). */
+const RUN = 'b3c1d2e4-5f60-4a7b-8c9d-0e1f2a3b4c5d';
 
 /** An event as EventBridge delivers it to a rule's target. */
 function delivered(event: CpsyncEvent, index: number) {
@@ -50,7 +51,8 @@ export function currentGolden(): Record<string, ReturnType<typeof delivered>> {
   const aks = normalize(aksCluster(), options, NOW);
   aks.metadata = { ...aks.metadata, uid: 'c3d4e5f6-a7b8-4c9d-8e0f-1a2b3c4d5e6f', resourceVersion: '4713' };
   const context = (provider: 'eks' | 'gke' | 'aks', account: string, region: string) => ({
-    syncId: SYNC,
+    syncId: `${RUN}/${provider}/${account}/${region}`,
+    runId: RUN,
     occurredAt: NOW,
     scope: { provider, account, region },
   });
@@ -84,8 +86,9 @@ export function currentGolden(): Record<string, ReturnType<typeof delivered>> {
       context('aks', '00000000-0000-0000-0000-000000000001', 'westeurope'),
     ),
     'clusterprofile-announced': buildAnnounceEvent(eks, {
-      ...context('eks', '111122223333', 'us-east-1'),
       syncId: '7d3e1f20-8b4c-4a6d-9e2f-3c5b7a9d1e04',
+      occurredAt: NOW,
+      scope: { provider: 'eks', account: '111122223333', region: 'us-east-1' },
     }),
     'inventory-scope-synced-complete': buildScopeEvent(
       {
@@ -114,9 +117,14 @@ export function currentGolden(): Record<string, ReturnType<typeof delivered>> {
       },
       context('gke', 'acme-prod', '*'),
     ),
+    // Of the run itself (the scope enumerator's), not of one of its scopes: its sync id is the run's.
     'inventory-scope-orphaned': buildOrphanEvent(
       ['clusters/aks-legacy-westeurope', 'clusters/aks-old-westeurope'],
-      context('aks', '00000000-0000-0000-0000-000000000002', '*'),
+      {
+        syncId: RUN,
+        occurredAt: NOW,
+        scope: { provider: 'aks', account: '00000000-0000-0000-0000-000000000002', region: '*' },
+      },
     ),
     'consumer-access-granted': buildAccessEvent(
       {

@@ -665,6 +665,109 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     ]);
   });
 
+  it('posts ONE message for a scheduled run over several scopes (each its own sync, one run id) and tells each cluster once, whatever its projected copies, across batches', async () => {
+    const run = 'exec-run-7';
+    /** A scope's sync of the run, as the scope worker makes it: its own sync id, the run's id. */
+    const ofRun = (scope: { provider: 'eks' | 'gke' | 'aks'; account: string; region: string }) => ({
+      syncId: `${run}/${scope.provider}/${scope.account}/${scope.region}`,
+      runId: run,
+      occurredAt: NOW,
+      scope,
+    });
+    const scopeOf = (cluster: ObservedCluster) => ({
+      provider: cluster.provider,
+      account: cluster.account,
+      region: cluster.provider === 'eks' ? cluster.region : '*',
+    });
+    /** The cluster's profile as written in `namespace` (its own, or a projected copy). */
+    const copyIn = (cluster: ObservedCluster, namespace: string) => {
+      const profile = profileOf(cluster);
+      profile.metadata = { ...profile.metadata, namespace, uid: `uid-${cluster.name}-${namespace}` };
+      return profile;
+    };
+    const alpha = eksCluster({ name: 'alpha', region: 'us-east-1', account: '888899990000' });
+    const beta = eksCluster({ name: 'beta', region: 'eu-west-1', account: '888899990000' });
+    const gamma = gkeCluster({ name: 'gamma', account: 'acme-run' });
+    const createdIn = (cluster: ObservedCluster, namespace: string) =>
+      buildChangeEvent(
+        { kind: 'created', profile: copyIn(cluster, namespace), changes: [{ field: 'spec', after: {} }] },
+        ofRun(scopeOf(cluster)),
+      );
+    const upgradedIn = (cluster: ObservedCluster, namespace: string) =>
+      buildChangeEvent(
+        {
+          kind: 'updated',
+          profile: copyIn(cluster, namespace),
+          previousResourceVersion: '6',
+          changes: [{ field: 'status.version.kubernetes', before: '1.30', after: '1.31' }],
+        },
+        ofRun(scopeOf(cluster)),
+      );
+    const failedScope = {
+      provider: 'aks' as const,
+      account: '00000000-aaaa-bbbb-cccc-000000000001',
+      region: '*',
+    };
+    const events = [
+      // alpha and its copy in kueue-system; beta and two copies; gamma upgraded in its namespace and a copy.
+      createdIn(alpha, 'inventory'),
+      createdIn(alpha, 'kueue-system'),
+      createdIn(beta, 'inventory'),
+      createdIn(beta, 'kueue-system'),
+      createdIn(beta, 'argocd'),
+      upgradedIn(gamma, 'inventory'),
+      upgradedIn(gamma, 'argocd'),
+      buildScopeEvent(
+        {
+          outcome: {
+            scope: failedScope,
+            kind: 'failed',
+            failure: { reason: 'AccessDenied', message: 'not authorized' },
+          },
+          counts: { listed: 0, created: 0, updated: 0, deleted: 0, unchanged: 0, failed: 0, invalid: 0 },
+          durationMs: 5,
+        },
+        ofRun(failedScope),
+      ),
+    ];
+    assert.equal(new Set(events.map((e) => e.detail.syncId)).size, 4, 'four scopes, a sync each');
+    await publish(events);
+    const batch = await batchOf('chat');
+    assert.equal(batch.Records.length, 8);
+    const notifier = makeChatNotifier({ documents, sqs, quietSeconds: 1, flushQueueUrl: queues.flush.url });
+    const since = receiver.posts.length;
+    // Two batches, every cluster's copies split between them: its own profile in the first, the copies in
+    // the second (Lambda hands a run over as it comes).
+    const isCopy = (record: SQSRecord) => {
+      const { namespace } = (JSON.parse(record.body) as { detail: { namespace?: string } }).detail;
+      return namespace !== undefined && namespace !== 'inventory';
+    };
+    for (const copies of [false, true])
+      assert.deepEqual(
+        await notifier(
+          { Records: batch.Records.filter((r) => isCopy(r) === copies) },
+          lambdaContext('chat-notifier'),
+        ),
+        { batchItemFailures: [] },
+      );
+    await new Promise((r) => setTimeout(r, 1500));
+    assert.deepEqual(await notifier(await batchOf('flush'), lambdaContext('chat-notifier')), {
+      batchItemFailures: [],
+    });
+    const posts = receiver.delivered(since);
+    assert.equal(posts.length, 1, 'one message for the run');
+    const lines = shown(posts[0]!);
+    assert.equal(lines[0], 'cpsync: 2 clusters created, 1 upgraded, 1 scope failed');
+    for (const name of ['alpha', 'beta', 'gamma'])
+      assert.equal(
+        lines.filter((l) => l.startsWith(`*${name}*`)).length,
+        1,
+        `${name} once: ${lines.join('\n')}`,
+      );
+    assert.ok(lines.some((l) => l.startsWith(`*aks/${failedScope.account}/**`)));
+    assert.match(lines.at(-1)!, new RegExp(`^sync ${run} · `), 'the run named');
+  });
+
   it('tells a sync of 5,000 creations, handed over in five batches of 1,000, in one message within each chat’s limits', async () => {
     for (const format of ['slack', 'teams'] as const) {
       const events = Array.from({ length: 5000 }, (_, i) =>

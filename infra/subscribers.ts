@@ -91,7 +91,7 @@ export class ChatNotifier extends Construct {
     );
     this.deliveredTable = expiringTable(this, 'Delivered', 'id', 'expiration');
     this.function = cpsync.addFunction(this, 'Function', {
-      entry: 'subscribers/chatNotifier.ts',
+      entry: 'subscribers/chat/handler.ts',
       timeout,
       memorySize: 256,
       // The notifier reads no configuration of cpsync's: its settings are these.
@@ -188,7 +188,7 @@ export class ArgoCdClusterSync extends Construct {
     const kubeconfig = props.argoCdKubeconfig?.secretArn ?? props.argoCdKubeconfigArn;
     this.idempotencyTable = expiringTable(this, 'Idempotency', 'id', 'expiration');
     this.function = cpsync.addFunction(this, 'Function', {
-      entry: 'subscribers/argoCdClusters.ts',
+      entry: 'subscribers/argocd/handler.ts',
       timeout: Duration.minutes(5),
       memorySize: 512,
       // The hub and the inventory; not the clouds, their credentials or the consumers.

@@ -22,7 +22,7 @@ import { compose } from '../../adapters/compose/compose.ts';
 import { parseConfig } from '../../adapters/compose/config.ts';
 import { patterns } from '../../events/index.ts';
 import { ArgoCdClusters } from '../../functions/subscribers/argocd/ArgoCdClusters.ts';
-import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../functions/subscribers/argoCdClusters.ts';
+import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../functions/subscribers/argocd/handler.ts';
 import { ensureArgoCdBinary } from '../env/binaries.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from '../env/emulators.ts';
 import { accountCredentials, HUB_CREDENTIALS } from '../support/aws.ts';

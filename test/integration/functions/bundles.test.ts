@@ -65,8 +65,8 @@ describe('the bundled functions', () => {
       'scopeWorker',
       'eksEvents',
       'webhook',
-      'subscribers/argoCdClusters',
-      'subscribers/chatNotifier',
+      'subscribers/argocd/handler',
+      'subscribers/chat/handler',
     ]) {
       const out = join(directory, name);
       bundleFunction(ROOT, join(ROOT, 'functions', `${name}.ts`), out);
@@ -128,8 +128,8 @@ describe('the bundled functions', () => {
       'eksEvents',
       'scopeEnumerator',
       'scopeWorker',
-      'subscribers/argoCdClusters',
-      'subscribers/chatNotifier',
+      'subscribers/argocd/handler',
+      'subscribers/chat/handler',
       'webhook',
     ]);
   });
@@ -172,7 +172,7 @@ describe('the bundled functions', () => {
     await core.createNamespace({ body: { metadata: { name: argocd } } });
     process.env.ARGOCD_NAMESPACE = argocd;
     try {
-      const report = (await handlers['subscribers/argoCdClusters']!(
+      const report = (await handlers['subscribers/argocd/handler']!(
         { reconcile: true },
         lambdaContext(),
       )) as {

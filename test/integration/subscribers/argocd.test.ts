@@ -36,7 +36,7 @@ import {
   ArgoCdClusters,
   type ReconcileReport,
 } from '../../../functions/subscribers/argocd/ArgoCdClusters.ts';
-import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../../functions/subscribers/argoCdClusters.ts';
+import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../../functions/subscribers/argocd/handler.ts';
 import { main } from '../../../cli/program.ts';
 import { ensureArgoCdBinary } from '../../env/binaries.ts';
 import { startMoto, type MotoServer } from '../../env/moto.ts';

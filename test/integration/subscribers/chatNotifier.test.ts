@@ -36,7 +36,7 @@ import {
 import type { FieldChange } from '../../../core/domain/plan.ts';
 import { patterns, type EventPattern } from '../../../events/index.ts';
 import type { CpsyncEvent } from '../../../events/types.ts';
-import type * as ChatNotifier from '../../../functions/subscribers/chatNotifier.ts';
+import type * as ChatNotifier from '../../../functions/subscribers/chat/handler.ts';
 import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
@@ -255,7 +255,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     });
     for (const name of ['AWS_PROFILE', 'AWS_SESSION_TOKEN', 'CHAT_FORMAT']) delete process.env[name];
     // After the environment is set: Powertools reads it when the function's module is loaded.
-    ({ makeChatNotifier } = await import('../../../functions/subscribers/chatNotifier.ts'));
+    ({ makeChatNotifier } = await import('../../../functions/subscribers/chat/handler.ts'));
 
     const aws = { endpoint: moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
     const secrets = new SecretsManagerClient(aws);

@@ -15,20 +15,20 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
-import type { Composition } from '../../adapters/compose/compose.ts';
-import { memoizeUntilFailure } from '../../adapters/shared/memo.ts';
-import { DetailType } from '../../events/detailTypes.ts';
-import { parseCpsyncEvent } from '../../events/parse.ts';
-import type { CpsyncEventBridgeEvent } from '../../events/types.ts';
+import type { Composition } from '../../../adapters/compose/compose.ts';
+import { memoizeUntilFailure } from '../../../adapters/shared/memo.ts';
+import { DetailType } from '../../../events/detailTypes.ts';
+import { parseCpsyncEvent } from '../../../events/parse.ts';
+import type { CpsyncEventBridgeEvent } from '../../../events/types.ts';
 import {
   configFromEnvironment,
   logger,
   metrics,
   settingsFromEnvironment,
   withPowertools,
-} from '../runtime.ts';
-import type { ArgoCdClusters, Outcome, ReconcileReport } from './argocd/ArgoCdClusters.ts';
-import { untrustedReason } from './argocd/untrustedReason.ts';
+} from '../../runtime.ts';
+import type { ArgoCdClusters, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
+import { untrustedReason } from './untrustedReason.ts';
 
 export interface ArgoCdDeps {
   composition: Composition;
@@ -63,7 +63,7 @@ async function argoKubeConfig(
   settings: ArgoCdSettings,
   composition: Composition,
 ): Promise<KubeConfig | (() => Promise<KubeConfig>)> {
-  const { kubeConfigFromFile, kubeConfigFromSecret } = await import('../../adapters/compose/hub.ts');
+  const { kubeConfigFromFile, kubeConfigFromSecret } = await import('../../../adapters/compose/hub.ts');
   if (settings.ARGOCD_KUBECONFIG_SECRET_ARN)
     return kubeConfigFromSecret(settings.ARGOCD_KUBECONFIG_SECRET_ARN, 'ARGOCD_KUBECONFIG_SECRET_ARN');
   if (settings.ARGOCD_KUBECONFIG)
@@ -79,8 +79,8 @@ async function argoKubeConfig(
 function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
   return memoizeUntilFailure(async () => {
     const [{ compose }, { ArgoCdClusters }] = await Promise.all([
-      import('../../adapters/compose/compose.ts'),
-      import('./argocd/ArgoCdClusters.ts'),
+      import('../../../adapters/compose/compose.ts'),
+      import('./ArgoCdClusters.ts'),
     ]);
     const settings = argoCdSettings();
     const composition = await compose(configFromEnvironment(), []);
@@ -109,7 +109,7 @@ async function apply(
   if (!('namespace' in event.detail))
     return { outcome: 'skipped', reason: `${event['detail-type']} does not concern Argo CD` };
   const { namespace, name } = event.detail;
-  const { inventoryNamespaces } = await import('../../core/domain/options.ts');
+  const { inventoryNamespaces } = await import('../../../core/domain/options.ts');
   if (!inventoryNamespaces(options).some((ns) => ns.name === namespace))
     return { outcome: 'skipped', reason: `${namespace} is not an inventory namespace of this configuration` };
   const current = await hub.get({ namespace, name });
@@ -132,7 +132,7 @@ async function apply(
 
 /** Every managed Secret rebuilt from the hub's inventory. */
 async function reconcile(deps: ArgoCdDeps): Promise<ReconcileReport & { malformed: number }> {
-  const { inventoryProfiles } = await import('../../core/sync/engine.ts');
+  const { inventoryProfiles } = await import('../../../core/sync/engine.ts');
   const { profiles, malformed } = await inventoryProfiles(
     deps.composition.ports.hub,
     deps.composition.settings.options,

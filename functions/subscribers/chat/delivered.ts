@@ -1,0 +1,98 @@
+/**
+ * The events already told, per webhook: their ids kept in a DynamoDB table for a while, so that a
+ * redelivered record, or the same change published again with the same `detail.eventId`, is not told twice.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import {
+  BatchGetCommand,
+  BatchWriteCommand,
+  type BatchGetCommandInput,
+  type BatchWriteCommandInput,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import type { Notice } from './notices.ts';
+import type { ChatNotifierSettings } from './settings.ts';
+
+/** The events of one sync in a batch, and which records carry each. */
+export interface SyncGroup {
+  syncId: string;
+  account: string;
+  region: string;
+  /** By event id: its notices and the message ids of the records that carry it. */
+  events: Map<string, { notices: Notice[]; records: string[] }>;
+}
+
+/** Runs a DynamoDB batch call until nothing is left unprocessed (a few rounds, with backoff). */
+async function untilProcessed<T>(
+  what: string,
+  first: T,
+  call: (request: T) => Promise<T | undefined>,
+): Promise<void> {
+  let request: T | undefined = first;
+  for (let round = 0; request; round++) {
+    if (round > 0) await sleep(50 * 2 ** round);
+    if (round === 6) throw new Error(`${what}: DynamoDB left items unprocessed after ${round} rounds`);
+    request = await call(request);
+  }
+}
+
+/** The ids of `keys` recorded (and not yet expired) in `table`. */
+export async function recordedKeys(
+  documents: DynamoDBDocumentClient,
+  table: string,
+  keys: readonly string[],
+): Promise<Set<string>> {
+  const found = new Set<string>();
+  const now = Math.floor(Date.now() / 1000);
+  for (let i = 0; i < keys.length; i += 100) {
+    const first: BatchGetCommandInput['RequestItems'] = {
+      [table]: { Keys: keys.slice(i, i + 100).map((id) => ({ id })), ConsistentRead: true },
+    };
+    await untilProcessed('reading delivered events', first, async (RequestItems) => {
+      const answer = await documents.send(new BatchGetCommand({ RequestItems }));
+      for (const item of answer.Responses?.[table] ?? [])
+        // TTL deletes expired items late; an expired one no longer counts.
+        if (typeof item.id === 'string' && !(Number(item.expiration) <= now)) found.add(item.id);
+      const left = answer.UnprocessedKeys?.[table];
+      return left?.Keys?.length ? { [table]: left } : undefined;
+    });
+  }
+  return found;
+}
+
+/** Records `keys` as delivered in `table`, each expiring after `seconds`. */
+async function recordKeys(
+  documents: DynamoDBDocumentClient,
+  table: string,
+  keys: readonly string[],
+  seconds: number,
+  syncId: string,
+): Promise<void> {
+  const expiration = Math.floor(Date.now() / 1000) + seconds;
+  for (let i = 0; i < keys.length; i += 25) {
+    const first: BatchWriteCommandInput['RequestItems'] = {
+      [table]: keys.slice(i, i + 25).map((id) => ({ PutRequest: { Item: { id, expiration, syncId } } })),
+    };
+    await untilProcessed('recording delivered events', first, async (RequestItems) => {
+      const answer = await documents.send(new BatchWriteCommand({ RequestItems }));
+      const left = answer.UnprocessedItems?.[table];
+      return left?.length ? { [table]: left } : undefined;
+    });
+  }
+}
+
+/** Records a sync group's events as told (gathered or posted). */
+export function recordGroup(
+  documents: DynamoDBDocumentClient,
+  settings: ChatNotifierSettings,
+  keyOf: (eventId: string) => string,
+  group: SyncGroup,
+): Promise<void> {
+  return recordKeys(
+    documents,
+    settings.table,
+    [...group.events.keys()].map(keyOf),
+    settings.rememberSeconds,
+    group.syncId,
+  );
+}

@@ -124,6 +124,48 @@ function eksCluster(account: string, region: string, name: string, index: number
   return { cluster, nodegroups };
 }
 
+/** The EKS API's operations, as the local AWS server counts them (the rest are STS, and the bus). */
+const EKS_OPERATIONS = new Set(['ListClusters', 'DescribeCluster', 'ListNodegroups', 'DescribeNodegroup']);
+const AWS_TOKEN_OPERATIONS = new Set(['AssumeRole', 'GetCallerIdentity']);
+
+/**
+ * One run's provider requests, by cloud: cloud API calls apart from token and credential requests (STS,
+ * Google's token endpoints, Entra's), the bus (PutEvents) left out.
+ */
+function countProviderCalls(
+  awsCalls: ReadonlyArray<readonly [string, number]>,
+  gkeRequests: ReadonlyArray<{ method: string; path: string }>,
+  armRequests: ReadonlyArray<{ method: string; path: string }>,
+) {
+  const sum = (calls: ReadonlyArray<readonly [string, number]>) => calls.reduce((a, [, n]) => a + n, 0);
+  const gkeToken = (path: string) => path === '/token' || path === '/v1/token' || path === '/tokeninfo';
+  // Entra's paths start with the tenant (`/<tenant>/oauth2/v2.0/token`, its OpenID configuration); ARM's do not.
+  const armToken = (path: string) => !/^\/(subscriptions|providers)(\/|$)/i.test(path);
+  const armCalls = armRequests.filter((r) => !armToken(r.path));
+  const eks = sum(awsCalls.filter(([op]) => EKS_OPERATIONS.has(op)));
+  const gke = gkeRequests.filter((r) => !gkeToken(r.path)).length;
+  const arm = {
+    pages: armCalls.filter((r) => r.method === 'GET' && /\/managedClusters$/i.test(r.path)).length,
+    gets: armCalls.filter((r) => r.method === 'GET' && /\/managedClusters\/[^/]+$/i.test(r.path)).length,
+    credentials: armCalls.filter((r) => /\/listClusterUserCredential$/i.test(r.path)).length,
+    graph: armCalls.filter((r) => /\/providers\/Microsoft\.ResourceGraph\/resources$/i.test(r.path)).length,
+  };
+  const tokens = {
+    aws: sum(awsCalls.filter(([op]) => AWS_TOKEN_OPERATIONS.has(op))),
+    gke: gkeRequests.length - gke,
+    arm: armRequests.length - armCalls.length,
+  };
+  return {
+    aws: Object.fromEntries(awsCalls),
+    eks,
+    gke,
+    aks: armCalls.length,
+    arm,
+    tokens,
+    total: eks + gke + armCalls.length + tokens.aws + tokens.gke + tokens.arm,
+  };
+}
+
 /**
  * The least wall time the provider round trips alone allow, each taking `latency` and nothing else
  * taking any time, under the configured limits. The largest of four necessary bounds:
@@ -375,16 +417,31 @@ export async function fullSyncAtScale(options: ScaleOptions) {
       }
       return { reads: undefined, writes: fileHubWrites(before.files!, after.files!).total };
     };
-    /** One `cpsync sync`, with what the hub and the bus saw of it and the scope durations its summaries report. */
+    /** Where the local servers' counts stand: AWS calls by operation, and how many requests GKE and ARM logged. */
+    const providerMark = () => ({
+      aws: new Map(aws.calls),
+      gke: gke.requests.length,
+      arm: arm.requests.length,
+    });
+    /** The calls the local servers counted since `mark`: one run's, by cloud. */
+    const providerCallsSince = (mark: ReturnType<typeof providerMark>) =>
+      countProviderCalls(
+        [...aws.calls].map(([op, n]) => [op, n - (mark.aws.get(op) ?? 0)] as const),
+        gke.requests.slice(mark.gke),
+        arm.requests.slice(mark.arm),
+      );
+    /** One `cpsync sync`, with what the hub, the bus and the clouds saw of it and the scope durations its summaries report. */
     const sync = async () => {
       const eventsBefore = aws.events;
       const bytesBefore = aws.detailBytes;
       aws.scopeSummaries.splice(0);
       const before = await hubCounts();
+      const mark = providerMark();
       const run = await runCli(configPath, env, hubPids);
       return {
         run,
         hub: await counted(before),
+        providers: providerCallsSince(mark),
         events: aws.events - eventsBefore,
         detailBytes: aws.detailBytes - bytesBefore,
         scopeDurations: aws.scopeSummaries.splice(0).map((summary) => summary.durationMs),
@@ -396,15 +453,12 @@ export async function fullSyncAtScale(options: ScaleOptions) {
     const full = await sync();
     const first = full.run;
     const ownCpu = process.cpuUsage(ownCpuBefore);
-    const calls = Object.fromEntries(aws.calls);
+    const calls = full.providers.aws;
     const spans = aws.eksSpans.splice(0);
     const eksStart = Math.min(...spans.map(([a]) => a));
     const eksEnd = Math.max(...spans.map(([, b]) => b));
     const eksBusy = spans.reduce((sum, [a, b]) => sum + (b - a), 0) / (eksEnd - eksStart);
-    const providerCalls =
-      [...aws.calls.entries()].filter(([op]) => op !== 'PutEvents').reduce((a, [, n]) => a + n, 0) +
-      gke.requests.length +
-      arm.requests.length;
+    const providerCalls = full.providers.total;
     if (first.created !== total || first.complete !== scopes)
       throw new Error(
         `first sync created ${first.created}/${total}, ${first.complete}/${scopes} scopes complete`,
@@ -485,15 +539,41 @@ export async function fullSyncAtScale(options: ScaleOptions) {
     );
     row('entries the EventBridge server received', (r) => `${r.events}`);
     row('peak RSS of the cpsync process (target ≤ 512 MB)', (r) => mb(r.run.peakRssBytes));
+    const clustersOf = {
+      eks: eksScopes * shape.clustersPerEksScope,
+      gke: shape.projects * shape.clustersPerProject,
+      aks: shape.subscriptions * shape.clustersPerSubscription,
+    };
+    const per = (calls: number, clusters: number) => (calls / clusters).toFixed(calls === 0 ? 0 : 2);
+    row(
+      '**cloud API calls per cluster, as the local servers counted them: EKS / GKE / AKS** (steady targets: AKS ≤ 0.5, GKE ≤ 0.05)',
+      (r) =>
+        `**${per(r.providers.eks, clustersOf.eks)} / ${per(r.providers.gke, clustersOf.gke)} / ${per(r.providers.aks, clustersOf.aks)}**`,
+    );
+    row(
+      'of which: EKS by operation; AKS listing pages / per-cluster reads (GET) / listClusterUserCredential / Resource Graph',
+      (r) =>
+        `${Object.entries(r.providers.aws)
+          .filter(([op]) => EKS_OPERATIONS.has(op) && r.providers.aws[op]! > 0)
+          .map(([op, n]) => `${op} ${n}`)
+          .join(
+            ', ',
+          )}; ${r.providers.arm.pages} / ${r.providers.arm.gets} / ${r.providers.arm.credentials} / ${r.providers.arm.graph}`,
+    );
+    row(
+      'token and credential requests apart: STS (AssumeRole, GetCallerIdentity) / Google token / Entra token and metadata',
+      (r) => `${r.providers.tokens.aws} / ${r.providers.tokens.gke} / ${r.providers.tokens.arm}`,
+    );
     say('');
     say(
-      `Lower bound terms: EKS overall limit ${sec(bound.bounds.overall)}, one account's limit ${sec(bound.bounds.perAccount)}, scope slots ${sec(bound.bounds.slots)}, longest chain ${sec(bound.bounds.chain)}. Provider calls in the full sync: ${providerCalls.toLocaleString('en')} (${Object.entries(
+      `Lower bound terms: EKS overall limit ${sec(bound.bounds.overall)}, one account's limit ${sec(bound.bounds.perAccount)}, scope slots ${sec(bound.bounds.slots)}, longest chain ${sec(bound.bounds.chain)}. Provider requests in the full sync alone, tokens included, the bus left out: ${providerCalls.toLocaleString('en')} (${Object.entries(
         calls,
       )
+        .filter(([op, n]) => op !== 'PutEvents' && n > 0)
         .map(([op, n]) => `${op} ${n}`)
         .join(
           ', ',
-        )}; GKE ${gke.requests.length}, ARM ${arm.requests.length}); peak calls in flight at the AWS server: ${aws.peakInFlight}; EKS calls went on from ${sec(eksStart - fullStarted)} after the start for ${sec(eksEnd - eksStart)}, ${eksBusy.toFixed(1)} in flight on average (the limit is ${limits.eksOverall}); the local servers used ${sec((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
+        )}; GKE ${full.providers.gke + full.providers.tokens.gke}, ARM ${full.providers.aks + full.providers.tokens.arm}); peak calls in flight at the AWS server: ${aws.peakInFlight}; EKS calls went on from ${sec(eksStart - fullStarted)} after the start for ${sec(eksEnd - eksStart)}, ${eksBusy.toFixed(1)} in flight on average (the limit is ${limits.eksOverall}); the local servers used ${sec((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
     );
     say('');
     return {

@@ -8,7 +8,8 @@ import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { canonicalRegion } from '../../core/domain/scopes.ts';
-import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
+import type { AnswerStore, ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
+import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/rememberedAnswers.ts';
 import { azureErrorDetails, classifyAzureError } from './classify.ts';
 import { aksClusterOfId, isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';
 
@@ -47,6 +48,17 @@ export interface AksSourceOptions {
    * @default 8
    */
   perSubscriptionConcurrency?: number;
+  /**
+   * Where the CAs read are remembered (only cpsync writes it): a cluster whose listing shows its control
+   * plane as it was when its CA was read (see `controlPlaneDigest`) and whose CA is younger than
+   * `certificateAuthorityMaxAgeMillis` is not asked again. Unset: every listing asks for every CA.
+   */
+  answers?: AnswerStore;
+  /**
+   * How old a remembered CA may be and still stand for the cloud's answer (0: always ask).
+   * @default 86400000 (a day)
+   */
+  certificateAuthorityMaxAgeMillis?: number;
   /** @default a ContainerServiceClient per subscription, built from these options */
   clientFor?: (subscriptionId: string) => ContainerServiceClient;
   /** @default a SubscriptionClient built from these options */
@@ -55,6 +67,43 @@ export interface AksSourceOptions {
 
 /** How to find the Azure subscriptions to list. */
 export type SubscriptionSelection = { subscriptions: string[] } | { all: true };
+
+/** A remembered CA is asked again after a day at most. */
+const DEFAULT_CA_MAX_AGE_MILLIS = 24 * 60 * 60 * 1000;
+
+/** The provisioning state of a cluster no operation is changing. */
+const SETTLED = 'succeeded';
+
+/**
+ * What the listing shows of a cluster's control plane: its id, API server names, Kubernetes version,
+ * provisioning state and ARM's last modification. A change in any of them (an upgrade, a private cluster
+ * turned public, an operation that ran, a cluster deleted and made again under the same id) reads the CA again.
+ */
+function controlPlaneDigest(cluster: ManagedCluster): string {
+  const time = (value: unknown) => (value instanceof Date ? value.toISOString() : String(value ?? ''));
+  return listedDigest([
+    (cluster.id ?? '').toLowerCase(),
+    cluster.fqdn ?? '',
+    cluster.privateFqdn ?? '',
+    cluster.azurePortalFqdn ?? '',
+    cluster.kubernetesVersion ?? '',
+    cluster.currentKubernetesVersion ?? '',
+    cluster.provisioningState ?? '',
+    time(cluster.systemData?.createdAt),
+    time(cluster.systemData?.lastModifiedAt),
+  ]);
+}
+
+/** A remembered CA answer as the source stores it. */
+type CaAnswer = Pick<ObservedCluster, 'certificateAuthorityData'>;
+
+function isCaAnswer(answer: Record<string, unknown>): answer is CaAnswer {
+  const keys = Object.keys(answer);
+  return (
+    keys.every((key) => key === 'certificateAuthorityData') &&
+    (answer.certificateAuthorityData === undefined || typeof answer.certificateAuthorityData === 'string')
+  );
+}
 
 /** Subscription states in which clusters can be listed. */
 const USABLE_STATES = new Set(['Enabled', 'Warned', 'PastDue']);
@@ -68,10 +117,15 @@ export class AksSource implements ClusterSource {
   readonly #credential: TokenCredential;
   readonly #clients = new Map<string, ContainerServiceClient>();
   readonly #perSubscription = new Map<string, LimitFunction>();
+  readonly #memory: AnswerMemory;
 
   constructor(options: AksSourceOptions = {}) {
     this.#options = options;
     this.#credential = options.credential ?? new DefaultAzureCredential();
+    this.#memory = {
+      ...(options.answers ? { store: options.answers } : {}),
+      maxAgeMillis: options.certificateAuthorityMaxAgeMillis ?? DEFAULT_CA_MAX_AGE_MILLIS,
+    };
   }
 
   /** Options of every ARM call: its deadline, and the scope's signal. */
@@ -143,11 +197,45 @@ export class AksSource implements ClusterSource {
       limit = pLimit(this.#options.perSubscriptionConcurrency ?? 8);
       this.#perSubscription.set(scope.account, limit);
     }
+    const answers = this.#fetchesCa()
+      ? await ScopeAnswers.load(this.#memory, scope)
+      : ScopeAnswers.none(this.#memory);
     const clusters = await Promise.all(
-      found.map((cluster) => limit(() => this.#observe(client, cluster, scope, signal))),
+      found.map((cluster) => {
+        const observed = this.#mapped(cluster, scope);
+        const remembered = this.#rememberedCa(cluster, observed, answers);
+        return remembered ?? limit(() => this.#observe(client, cluster, observed, answers, signal));
+      }),
     );
+    // The listing was whole: what is remembered of a cluster it did not show goes.
+    if (this.#fetchesCa()) await answers.save('all');
     clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
     return { outcome: { scope, kind: 'complete' }, clusters };
+  }
+
+  #fetchesCa(): boolean {
+    return this.#options.fetchCertificateAuthority !== false;
+  }
+
+  #mapped(cluster: ManagedCluster, scope: Scope): ObservedCluster {
+    const observed = mapAksCluster(cluster, scope.account);
+    if (!observed.tenantId && this.#options.tenantId) observed.tenantId = this.#options.tenantId;
+    return observed;
+  }
+
+  /**
+   * The cluster with the CA last read for it, when its listing shows its control plane settled and as it was
+   * then, and that read is young enough; undefined when the CA is to be asked for.
+   */
+  #rememberedCa(
+    cluster: ManagedCluster,
+    observed: ObservedCluster,
+    answers: ScopeAnswers,
+  ): ObservedCluster | undefined {
+    // An operation in progress (a certificate rotation among them) may change the CA: asked at every listing.
+    if (!this.#fetchesCa() || (cluster.provisioningState ?? '').toLowerCase() !== SETTLED) return undefined;
+    const answer = answers.usable(observed.providerId, controlPlaneDigest(cluster));
+    return answer && isCaAnswer(answer) ? { ...observed, ...answer } : undefined;
   }
 
   /**
@@ -158,17 +246,26 @@ export class AksSource implements ClusterSource {
   async #observe(
     client: ContainerServiceClient,
     cluster: ManagedCluster,
-    scope: Scope,
+    observed: ObservedCluster,
+    answers: ScopeAnswers,
     signal?: AbortSignal,
   ): Promise<ObservedCluster> {
-    const observed = mapAksCluster(cluster, scope.account);
-    if (!observed.tenantId && this.#options.tenantId) observed.tenantId = this.#options.tenantId;
-    if (this.#options.fetchCertificateAuthority === false)
-      return { ...observed, certificateAuthorityUnavailable: 'NotRead' };
+    if (!this.#fetchesCa()) return { ...observed, certificateAuthorityUnavailable: 'NotRead' };
+    const identity = {
+      provider: 'aks' as const,
+      account: observed.account,
+      region: canonicalRegion('aks', observed.region),
+      providerId: observed.providerId,
+    };
+    const askedAt = answers.askingNow();
     try {
-      return { ...observed, ...(await this.#caData(client, cluster, signal)) };
+      const ca = await this.#caData(client, cluster, signal);
+      if (ca.certificateAuthorityUnavailable) answers.forget(identity);
+      else answers.remember(identity, controlPlaneDigest(cluster), askedAt, ca);
+      return { ...observed, ...ca };
     } catch (error) {
       if (signal?.aborted) throw error;
+      answers.forget(identity);
       return { ...observed, certificateAuthorityUnavailable: classifyAzureError(error) };
     }
   }
@@ -203,7 +300,11 @@ export class AksSource implements ClusterSource {
       if (classifyAzureError(error) === 'NotFound') return undefined;
       throw error;
     }
-    return this.#observe(client, cluster, ref.scope);
+    // One cluster (an event, a follow-up look) is always asked, and what it said is remembered.
+    const answers = ScopeAnswers.none(this.#memory);
+    const observed = await this.#observe(client, cluster, this.#mapped(cluster, ref.scope), answers);
+    await answers.save();
+    return observed;
   }
 
   /** Subscriptions the identity can use: explicit, or every one it can see in a usable state. */

@@ -90,6 +90,11 @@ const eks = z.strictObject({
   maxAttempts: z.number().int().min(1).max(20).default(8),
   perAccountConcurrency: z.number().int().min(1).max(64).default(8),
   overallConcurrency: z.number().int().min(1).max(256).default(32),
+  /**
+   * How long the node groups read for a cluster stand for the cloud's answer while DescribeCluster shows the
+   * cluster unchanged (a node-group call's CloudTrail event reads them at once); 0 reads them at every sync.
+   */
+  nodegroupsMaxAgeMinutes: z.number().int().min(0).max(1440).default(360),
 });
 
 const gke = z.strictObject({
@@ -125,6 +130,11 @@ const aks = z.strictObject({
   perSubscriptionConcurrency: z.number().int().min(1).max(64).default(8),
   authorityHost: url.optional(),
   fetchCertificateAuthority: z.boolean().default(true),
+  /**
+   * How long a CA read stands for the cloud's answer while the listing shows the cluster's control plane settled
+   * and unchanged (a day at most); 0 reads every CA at every sync.
+   */
+  certificateAuthorityMaxAgeHours: z.number().min(0).max(24).default(24),
   /** The Entra tenant profiles name for clusters without their own AAD tenant. @default credential.tenantId */
   tenantId: z.guid({ message: 'must be a tenant id (a GUID)' }).optional(),
 });
@@ -426,6 +436,14 @@ export const configSchema = z.strictObject({
    */
   ledger: z.strictObject({ table: z.string().min(1), endpoint: url.optional() }).optional(),
   /**
+   * Where the sources remember the clouds' per-cluster answers (AKS CAs, EKS node groups) so that a cluster the
+   * listing shows unchanged is not asked again until its answer is old: a DynamoDB table the stack owns, with
+   * partition key `cluster` and an index `byScope` (partition key `scope`, sort key `region`). Unset, the
+   * `answers/` folder of the outbox's directory; with a DynamoDB outbox and no table, every sync asks. Only
+   * cpsync writes it; it never decides what is listed or deleted.
+   */
+  answers: z.strictObject({ table: z.string().min(1), endpoint: url.optional() }).optional(),
+  /**
    * Lambda functions only: where duplicate deliveries are recognised (Powertools idempotency records in a
    * DynamoDB table with partition key `id` and TTL attribute `expiration`). Unset: every delivery is
    * processed, which is harmless (an unchanged cluster is neither written nor announced) but not free.
@@ -495,7 +513,7 @@ export const configSchema = z.strictObject({
   /**
    * Following a cluster the clouds are still changing (creating, updating, deleting…) until it settles:
    * looked at again after `firstDelaySeconds`, the wait doubling up to `maxDelaySeconds`, for at most
-   * `maxMinutes` (then the schedule takes over).
+   * `maxMinutes` (then the schedule takes over); EKS clusters on the schedule of `eks`.
    */
   follow: z
     .strictObject({
@@ -509,6 +527,36 @@ export const configSchema = z.strictObject({
         .min(1)
         .max(24 * 60)
         .default(180),
+      /**
+       * EKS sends no event when an operation ends: its clusters are looked at more often as the operation
+       * nears the time EKS typically takes (core/domain/lookSchedule.ts). Creation averages 10–15 minutes
+       * (the control plane's provisioning), a version update "a few minutes" to a quarter of an hour, a
+       * deletion 5–10 minutes.
+       */
+      eks: z
+        .strictObject({
+          /** How long each operation typically takes, in seconds (a node group's change counts as an update). */
+          typicalSeconds: z
+            .strictObject({
+              create: z.number().int().min(1).max(86_400).default(720),
+              update: z.number().int().min(1).max(86_400).default(600),
+              delete: z.number().int().min(1).max(86_400).default(480),
+            })
+            .prefault({}),
+          /** The shortest wait between looks, at the typical time. */
+          minDelaySeconds: z.number().int().min(1).max(900).default(5),
+          /** The longest wait, far from the typical time. */
+          maxDelaySeconds: z.number().int().min(1).max(900).default(60),
+          /** The wait as a share of the time left to (or past) the typical time. */
+          tightening: z.number().gt(0).max(1).default(0.25),
+          /** The most looks one chase makes; then the schedule takes over. */
+          maxLooks: z.number().int().min(1).max(1000).default(60),
+        })
+        .refine((eks) => eks.minDelaySeconds <= eks.maxDelaySeconds, {
+          message: 'minDelaySeconds must not be longer than maxDelaySeconds',
+          path: ['minDelaySeconds'],
+        })
+        .prefault({}),
     })
     .refine((follow) => follow.firstDelaySeconds <= follow.maxDelaySeconds, {
       message: 'firstDelaySeconds must not be longer than maxDelaySeconds',

@@ -12,7 +12,8 @@ import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/domain/model/scope.ts';
-import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
+import type { AnswerStore, ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
+import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/rememberedAnswers.ts';
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
 import { classifyAwsError, errorMessage } from './classify.ts';
 import { isEksClusterArn, mapEksCluster } from './mapCluster.ts';
@@ -52,6 +53,19 @@ export interface EksSourceOptions extends AwsClientOptions {
    */
   overallConcurrency?: number;
   /**
+   * Where the node groups read are remembered (only cpsync writes it): a cluster DescribeCluster shows as it
+   * was when its node groups were read (see `clusterDigest`), none of whose node groups was changing then, is
+   * not asked for them again until they are `nodegroupsMaxAgeMillis` old. A node-group call (CloudTrail's
+   * CreateNodegroup, DeleteNodegroup, UpdateNodegroup*) syncs the one cluster, which always asks. Unset: every
+   * listing asks.
+   */
+  answers?: AnswerStore;
+  /**
+   * How old remembered node groups may be and still stand for the cloud's answer (0: always ask).
+   * @default 21600000 (six hours)
+   */
+  nodegroupsMaxAgeMillis?: number;
+  /**
    * Makes the SDK clients.
    * @default real clients built from these options
    */
@@ -59,6 +73,52 @@ export interface EksSourceOptions extends AwsClientOptions {
 }
 
 const DEFAULT_ROLE_NAME = 'cpsync-reader';
+
+/** Remembered node groups are asked for again after six hours at most. */
+const DEFAULT_NODEGROUPS_MAX_AGE_MILLIS = 6 * 60 * 60 * 1000;
+
+/**
+ * What DescribeCluster shows of a cluster that its node groups follow: its ARN and creation (a cluster made
+ * again under the same name), version, platform version and status. A change in any reads them again.
+ */
+function clusterDigest(cluster: Cluster): string {
+  const created = cluster.createdAt instanceof Date ? cluster.createdAt.toISOString() : '';
+  return listedDigest([
+    cluster.arn ?? '',
+    created,
+    cluster.version ?? '',
+    cluster.platformVersion ?? '',
+    cluster.status ?? '',
+  ]);
+}
+
+/** The fields of a node group a profile is made from: all that is remembered of it. */
+const NODEGROUP_FIELDS = ['nodegroupName', 'status', 'scalingConfig', 'instanceTypes'] as const;
+type RememberedNodegroup = Pick<Nodegroup, (typeof NODEGROUP_FIELDS)[number]>;
+
+function rememberedNodegroup(group: Nodegroup): RememberedNodegroup {
+  const kept: Record<string, unknown> = {};
+  for (const field of NODEGROUP_FIELDS) if (group[field] !== undefined) kept[field] = group[field];
+  return kept as RememberedNodegroup;
+}
+
+/** Remembered node groups, as the source stored them; undefined when the record is not that. */
+function nodegroupsOf(answer: Record<string, unknown>): RememberedNodegroup[] | undefined {
+  const groups = answer.nodegroups;
+  if (!Array.isArray(groups)) return undefined;
+  const valid = groups.every(
+    (g: unknown) =>
+      typeof g === 'object' &&
+      g !== null &&
+      typeof (g as RememberedNodegroup).nodegroupName === 'string' &&
+      Object.keys(g).every((key) => (NODEGROUP_FIELDS as readonly string[]).includes(key)),
+  );
+  return valid ? (groups as RememberedNodegroup[]) : undefined;
+}
+
+/** EKS managed node group states the cloud moves on from by itself: not remembered while any is in one. */
+const NODEGROUP_SETTLED = (group: RememberedNodegroup) =>
+  !['CREATING', 'UPDATING', 'DELETING'].includes((group.status ?? '').toUpperCase());
 
 function failed(scope: Scope, error: unknown, prefix = ''): ScopeListing {
   return {
@@ -82,9 +142,14 @@ export class EksSource implements ClusterSource {
   readonly #overall: LimitFunction;
   readonly #perAccount = new Map<string, LimitFunction>();
   readonly #hubAccount: () => Promise<string>;
+  readonly #memory: AnswerMemory;
 
   constructor(options: EksSourceOptions = {}) {
     this.#options = options;
+    this.#memory = {
+      ...(options.answers ? { store: options.answers } : {}),
+      maxAgeMillis: options.nodegroupsMaxAgeMillis ?? DEFAULT_NODEGROUPS_MAX_AGE_MILLIS,
+    };
     this.#clients = options.clients ?? awsClientFactory(options);
     this.#overall = pLimit(options.overallConcurrency ?? 32);
     this.#hubAccount = options.hubAccountId
@@ -156,12 +221,17 @@ export class EksSource implements ClusterSource {
 
   async getCluster(ref: ClusterRef): Promise<ObservedCluster | undefined> {
     const credentials = await this.credentialsFor(ref.scope.account);
-    return this.#describe(
+    // One cluster (an event, a follow-up look) is always asked for its node groups, and what it said is remembered.
+    const answers = ScopeAnswers.none(this.#memory);
+    const observed = await this.#describe(
       this.#clients.eks(ref.scope.region, credentials),
       ref.scope.account,
       ref.scope.region,
       ref.name,
+      answers,
     );
+    await answers.save();
+    return observed;
   }
 
   async listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing> {
@@ -215,10 +285,11 @@ export class EksSource implements ClusterSource {
     const clusters: ObservedCluster[] = [];
     const missing: string[] = [];
     let firstFailure: ScopeOutcome['failure'];
+    const answers = await ScopeAnswers.load(this.#memory, { ...scope, region });
     await Promise.all(
       names.map(async (name) => {
         try {
-          const observed = await this.#describe(client, scope.account, region, name, signal);
+          const observed = await this.#describe(client, scope.account, region, name, answers, signal);
           if (observed) clusters.push(observed);
         } catch (error) {
           missing.push(`${region}/${name}`);
@@ -229,6 +300,8 @@ export class EksSource implements ClusterSource {
         }
       }),
     );
+    // Only a whole listing of the region drops what is remembered of the clusters it did not show.
+    await answers.save(missing.length === 0 ? { regions: [region] } : 'none');
     clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
     if (missing.length > 0) {
       return {
@@ -244,12 +317,16 @@ export class EksSource implements ClusterSource {
     return { outcome: { scope, kind: 'complete' }, clusters };
   }
 
-  /** One cluster with its node groups; undefined when it was deleted in between (not found). */
+  /**
+   * One cluster with its node groups (those remembered, when DescribeCluster shows the cluster as it was when
+   * they were read and they are young enough); undefined when it was deleted in between (not found).
+   */
   async #describe(
     client: EKSClient,
     account: string,
     region: string,
     name: string,
+    answers: ScopeAnswers,
     signal?: AbortSignal,
   ): Promise<ObservedCluster | undefined> {
     const cluster = await this.#notFoundAsUndefined(() =>
@@ -258,8 +335,41 @@ export class EksSource implements ClusterSource {
       ).then((r) => r.cluster),
     );
     if (!cluster) return undefined;
-    const nodegroups = await this.#nodegroups(client, account, cluster, signal);
+    const nodegroups = cluster.arn
+      ? await this.#rememberedNodegroups(client, account, region, cluster, answers, signal)
+      : (await this.#nodegroups(client, account, cluster, signal)).map(rememberedNodegroup);
     return mapEksCluster(cluster, nodegroups, account, region);
+  }
+
+  /**
+   * The node groups remembered for an active cluster DescribeCluster shows as it was when they were read, when
+   * young enough; else those the cloud answers now (remembered unless one is changing).
+   */
+  async #rememberedNodegroups(
+    client: EKSClient,
+    account: string,
+    region: string,
+    cluster: Cluster,
+    answers: ScopeAnswers,
+    signal?: AbortSignal,
+  ): Promise<RememberedNodegroup[]> {
+    const identity = { provider: 'eks' as const, account, region, providerId: cluster.arn! };
+    const listed = clusterDigest(cluster);
+    // A cluster an operation is changing is asked at every listing.
+    const remembered = cluster.status === 'ACTIVE' ? answers.usable(identity.providerId, listed) : undefined;
+    const known = remembered && nodegroupsOf(remembered);
+    if (known) return known;
+    const askedAt = answers.askingNow();
+    let nodegroups: RememberedNodegroup[];
+    try {
+      nodegroups = (await this.#nodegroups(client, account, cluster, signal)).map(rememberedNodegroup);
+    } catch (error) {
+      answers.forget(identity);
+      throw error;
+    }
+    if (nodegroups.every(NODEGROUP_SETTLED)) answers.remember(identity, listed, askedAt, { nodegroups });
+    else answers.forget(identity);
+    return nodegroups;
   }
 
   async #nodegroups(

@@ -21,6 +21,19 @@ export interface DynamoGrantLedgerOptions {
   region?: string;
 }
 
+/** A document client for a table of cpsync's own: the one given, else one for the endpoint and region. */
+export function documentClient(
+  options: Pick<DynamoGrantLedgerOptions, 'client' | 'endpoint' | 'region'>,
+): DynamoDBDocumentClient {
+  return DynamoDBDocumentClient.from(
+    options.client ??
+      new DynamoDBClient({
+        ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+        ...(options.region ? { region: options.region } : {}),
+      }),
+  );
+}
+
 const accountKey = (scope: Pick<Scope, 'provider' | 'account'>) => `${scope.provider}/${scope.account}`;
 
 export class DynamoGrantLedger implements GrantLedger {
@@ -29,13 +42,7 @@ export class DynamoGrantLedger implements GrantLedger {
 
   constructor(options: DynamoGrantLedgerOptions) {
     this.#table = options.tableName;
-    this.#documents = DynamoDBDocumentClient.from(
-      options.client ??
-        new DynamoDBClient({
-          ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-          ...(options.region ? { region: options.region } : {}),
-        }),
-    );
+    this.#documents = documentClient(options);
   }
 
   async read(scope: Pick<Scope, 'provider' | 'account'>): Promise<GrantRecord[]> {

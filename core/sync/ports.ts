@@ -4,7 +4,7 @@ import type { ClusterGrantPlan, Consumer, GrantRecord, GrantResult, HeldGrant } 
 import type { MemberPacing, MemberReading } from '../domain/member.ts';
 
 export type { NamespaceSpec };
-import type { ObservedCluster } from '../domain/model/observedCluster.ts';
+import type { ObservedCluster, Provider } from '../domain/model/observedCluster.ts';
 import type { Scope, ScopeOutcome } from '../domain/model/scope.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 import type { ChangeIntent } from './changes.ts';
@@ -117,6 +117,41 @@ export interface GrantLedger {
   write(records: readonly GrantRecord[], removed?: readonly GrantRecord[]): Promise<void>;
   /** Records found unreadable (and moved aside) so far. */
   quarantined?(): QuarantinedRecord[];
+}
+
+/**
+ * One per-cluster answer a cloud gave a source (an AKS cluster's CA, an EKS cluster's node groups), with what
+ * its listing showed of the cluster when it was asked.
+ */
+export interface RememberedAnswer {
+  provider: Provider;
+  account: string;
+  /** The cluster's own region (never `*`). */
+  region: string;
+  providerId: string;
+  /** What the listing showed of the cluster when the cloud was asked (the source's digest): a change asks again. */
+  listed: string;
+  /** When the cloud was asked (milliseconds since the epoch): a later answer is never replaced by an earlier one. */
+  askedAt: number;
+  /** The answer, in the source's own shape (checked by the source when it is read back). */
+  answer: Record<string, unknown>;
+}
+
+/**
+ * What the sources remember of the clouds' per-cluster answers, so that a cluster whose listing shows it
+ * unchanged is not asked again until its answer is old (a cloud event or a changed listing asks at once). Kept
+ * where only cpsync writes (the state directory beside the outbox; a DynamoDB table the stack owns), never on
+ * the hub. A hint, never an authority: a record that cannot be read is no record (the cloud is asked), and
+ * nothing is listed, kept or deleted on its say.
+ */
+export interface AnswerStore {
+  /** The records of an account's clusters in `scope.region` (every region: `*`). Rejects when the store cannot be read. */
+  read(scope: Scope): Promise<RememberedAnswer[]>;
+  /** Stores each record unless the store holds a later answer for its cluster, and removes those `removed` names. */
+  write(
+    records: readonly RememberedAnswer[],
+    removed?: ReadonlyArray<Pick<RememberedAnswer, 'provider' | 'account' | 'region' | 'providerId'>>,
+  ): Promise<void>;
 }
 
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */

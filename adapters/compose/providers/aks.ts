@@ -2,6 +2,7 @@ import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
 import type { ProviderModule } from '../provider.ts';
 import { isAksResourceId } from '../../aks/mapCluster.ts';
+import { answerStore } from '../answers.ts';
 
 /** AKS from `providers.aks`. */
 export const aksProvider: ProviderModule = {
@@ -12,9 +13,10 @@ export const aksProvider: ProviderModule = {
     const aks = config.providers.aks;
     if (!aks) return undefined;
     // Azure's SDK is loaded only when AKS is configured.
-    const [{ AksSource, enumerateAksScopes }, { azureCredential }] = await Promise.all([
+    const [{ AksSource, enumerateAksScopes }, { azureCredential }, answers] = await Promise.all([
       import('../../aks/AksSource.ts'),
       import('./azureCredential.ts'),
+      answerStore(config),
     ]);
     const credential = await azureCredential(aks);
     const source = new AksSource({
@@ -23,6 +25,9 @@ export const aksProvider: ProviderModule = {
       ...(aks.tenantId || aks.credential ? { tenantId: aks.tenantId ?? aks.credential?.tenantId } : {}),
       requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
       perSubscriptionConcurrency: aks.perSubscriptionConcurrency,
+      // A CA read stands while the listing shows the control plane unchanged, a day at most.
+      certificateAuthorityMaxAgeMillis: aks.certificateAuthorityMaxAgeHours * 3_600_000,
+      ...(answers ? { answers } : {}),
       ...(credential ? { credential } : {}),
       ...(aks.endpoint ? { endpoint: aks.endpoint } : {}),
     });

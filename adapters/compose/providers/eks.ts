@@ -2,6 +2,7 @@ import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
 import type { ProviderModule } from '../provider.ts';
 import { isEksClusterArn } from '../../eks/mapCluster.ts';
+import { answerStore } from '../answers.ts';
 
 /** EKS from `providers.eks`. */
 export const eksProvider: ProviderModule = {
@@ -12,10 +13,11 @@ export const eksProvider: ProviderModule = {
     const eks = config.providers.eks;
     if (!eks) return undefined;
     // Each cloud's SDK is loaded only when that cloud is configured.
-    const [{ EksSource }, { awsClientFactory }, { enumerateEksScopes }] = await Promise.all([
+    const [{ EksSource }, { awsClientFactory }, { enumerateEksScopes }, answers] = await Promise.all([
       import('../../eks/EksSource.ts'),
       import('../../eks/awsClients.ts'),
       import('../../eks/EksScopes.ts'),
+      answerStore(config),
     ]);
     const source = new EksSource({
       roleName: eks.roleName,
@@ -23,6 +25,9 @@ export const eksProvider: ProviderModule = {
       maxAttempts: eks.maxAttempts,
       perAccountConcurrency: eks.perAccountConcurrency,
       overallConcurrency: eks.overallConcurrency,
+      // Node groups read stand while DescribeCluster shows the cluster unchanged, for a bounded time.
+      nodegroupsMaxAgeMillis: eks.nodegroupsMaxAgeMinutes * 60_000,
+      ...(answers ? { answers } : {}),
       requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
       ...(eks.externalId ? { externalId: eks.externalId } : {}),
       ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),

@@ -1,0 +1,22 @@
+/**
+ * Where the sources remember the clouds' per-cluster answers (see `AnswerStore`): the configured DynamoDB table
+ * (the functions'), else the `answers/` folder of the outbox's directory (the CLI's), else nowhere (a DynamoDB
+ * outbox without a table: every sync asks). Both are cpsync's alone; the hub, which others write, never is.
+ */
+import { resolve } from 'node:path';
+import type { AnswerStore } from '../../core/sync/ports.ts';
+import type { CpsyncConfig } from './config.ts';
+
+export async function answerStore(config: CpsyncConfig): Promise<AnswerStore | undefined> {
+  if (config.answers) {
+    const { DynamoAnswerStore } = await import('../outbox/DynamoAnswerStore.ts');
+    return new DynamoAnswerStore({
+      tableName: config.answers.table,
+      ...(config.answers.endpoint ? { endpoint: config.answers.endpoint } : {}),
+    });
+  }
+  const outbox = config.outbox ?? { directory: '.cpsync/outbox' };
+  if (!('directory' in outbox)) return undefined;
+  const { FileAnswerStore } = await import('../outbox/FileAnswerStore.ts');
+  return new FileAnswerStore(resolve(outbox.directory));
+}

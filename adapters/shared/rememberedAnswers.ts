@@ -1,0 +1,126 @@
+/**
+ * What one listing of a scope uses of the remembered answers (see `AnswerStore`): the record of a cluster its
+ * listing still shows as it was when the cloud was asked, and that is young enough, stands for the cloud's
+ * answer; anything else asks the cloud. A store that cannot be read is an empty one, one that cannot be
+ * written is left as it was: either way the cloud is asked next time, and the listing is neither failed nor
+ * made partial by it. Nothing here decides what is listed or deleted.
+ */
+import { createHash } from 'node:crypto';
+import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import type { Scope } from '../../core/domain/model/scope.ts';
+import type { AnswerStore, RememberedAnswer } from '../../core/sync/ports.ts';
+
+/** A record asked for more than this far in the future (a clock set wrong) stands for nothing. */
+const FUTURE_SKEW_MILLIS = 5 * 60 * 1000;
+
+/** A short digest of what a listing shows of a cluster (the fields whose change asks again). */
+export function listedDigest(fields: readonly unknown[]): string {
+  return createHash('sha256').update(JSON.stringify(fields)).digest('base64url').slice(0, 22);
+}
+
+/**
+ * The age after which a cluster's answer is asked again: `maxAgeMillis`, less up to a quarter by the cluster's
+ * id, so that the answers a first sync gathered at once are not all asked again in the same run.
+ */
+export function ageLimitOf(providerId: string, maxAgeMillis: number): number {
+  const spread = createHash('sha256').update(providerId.toLowerCase()).digest().readUInt32BE(0) / 2 ** 32;
+  return maxAgeMillis * (1 - spread / 4);
+}
+
+export interface AnswerMemory {
+  store?: AnswerStore;
+  /** How old an answer may be and still stand for the cloud's (0: always ask). */
+  maxAgeMillis: number;
+  /** @default Date.now */
+  now?: () => number;
+}
+
+type Identity = Pick<RememberedAnswer, 'provider' | 'account' | 'region' | 'providerId'>;
+
+/** The remembered answers of one listing, and the answers it gathered. */
+export class ScopeAnswers {
+  readonly #memory: AnswerMemory;
+  readonly #held = new Map<string, RememberedAnswer>();
+  readonly #seen = new Set<string>();
+  readonly #fresh: RememberedAnswer[] = [];
+  readonly #forgotten: Identity[] = [];
+  /** Read nothing: a failed read removes the cluster's record whatever it is. */
+  readonly #blind: boolean;
+
+  private constructor(memory: AnswerMemory, held: readonly RememberedAnswer[], blind = false) {
+    this.#memory = memory;
+    this.#blind = blind;
+    for (const record of held) this.#held.set(record.providerId.toLowerCase(), record);
+  }
+
+  /** The records of `scope` (none without a store, or when it cannot be read). */
+  static async load(memory: AnswerMemory, scope: Scope): Promise<ScopeAnswers> {
+    if (!memory.store || memory.maxAgeMillis <= 0) return new ScopeAnswers(memory, []);
+    const held = await memory.store.read(scope).catch(() => []);
+    return new ScopeAnswers(memory, held);
+  }
+
+  /** Answers without any record (one cluster read on its own: asked, then remembered). */
+  static none(memory: AnswerMemory): ScopeAnswers {
+    return new ScopeAnswers(memory, [], true);
+  }
+
+  #now(): number {
+    return (this.#memory.now ?? Date.now)();
+  }
+
+  /** When an answer asked now was asked. */
+  askingNow(): number {
+    return this.#now();
+  }
+
+  /**
+   * The remembered answer of a cluster the listing shows as `listed`, when it was asked while the listing
+   * showed the same and is younger than its age limit; undefined (ask the cloud) otherwise.
+   */
+  usable(providerId: string, listed: string): Record<string, unknown> | undefined {
+    const key = providerId.toLowerCase();
+    this.#seen.add(key);
+    const record = this.#held.get(key);
+    if (!record || record.listed !== listed) return undefined;
+    const age = this.#now() - record.askedAt;
+    if (age < -FUTURE_SKEW_MILLIS || age >= ageLimitOf(providerId, this.#memory.maxAgeMillis))
+      return undefined;
+    return record.answer;
+  }
+
+  /** The answer the cloud just gave for a cluster, asked at `askedAt` while its listing showed `listed`. */
+  remember(
+    identity: Omit<Identity, 'provider'> & { provider: Provider },
+    listed: string,
+    askedAt: number,
+    answer: Record<string, unknown>,
+  ): void {
+    this.#seen.add(identity.providerId.toLowerCase());
+    if (!this.#memory.store || this.#memory.maxAgeMillis <= 0) return;
+    this.#fresh.push({ ...identity, listed, askedAt, answer });
+  }
+
+  /** The cloud did not answer for a cluster: what was remembered of it goes, so the next listing asks. */
+  forget(identity: Identity): void {
+    this.#seen.add(identity.providerId.toLowerCase());
+    if (this.#blind || this.#held.has(identity.providerId.toLowerCase())) this.#forgotten.push(identity);
+  }
+
+  /**
+   * Stores the answers gathered, and drops the records of clusters a complete listing of `regions` (or of every
+   * region) did not show. Never rejects: what cannot be stored is asked again next time.
+   */
+  async save(complete: { regions: readonly string[] } | 'all' | 'none' = 'none'): Promise<void> {
+    const store = this.#memory.store;
+    if (!store) return;
+    const covered = (region: string) =>
+      complete === 'all' || (complete !== 'none' && complete.regions.includes(region));
+    const gone = [...this.#held.values()].filter(
+      (record) => !this.#seen.has(record.providerId.toLowerCase()) && covered(record.region),
+    );
+    const removed = [...this.#forgotten, ...gone];
+    if (this.#fresh.length === 0 && removed.length === 0) return;
+    await store.write(this.#fresh, removed).catch(() => undefined);
+  }
+}

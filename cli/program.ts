@@ -17,6 +17,7 @@ import { announceInventory } from '../core/sync/announce.ts';
 import { LABEL_PROVIDER } from '../core/domain/constants.ts';
 import type { ClusterRef, ClusterSource } from '../core/sync/ports.ts';
 import { clusterKey, followClusters } from '../core/sync/follow.ts';
+import { lookScheduleOf } from '../core/domain/lookSchedule.ts';
 import { PROVIDERS, type Provider } from '../core/domain/model/observedCluster.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
@@ -164,8 +165,7 @@ async function follow(
     ...composition.settings,
     syncId: report.syncId,
     clusters: report.settling,
-    firstDelayMillis: config.follow.firstDelaySeconds * 1000,
-    maxDelayMillis: config.follow.maxDelaySeconds * 1000,
+    schedule: lookScheduleOf(config.follow),
     maxMillis: config.follow.maxMinutes * 60_000,
     ...(io.signal ? { signal: io.signal } : {}),
     onLook: (look) =>

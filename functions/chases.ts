@@ -4,17 +4,23 @@
  *
  * - A sync that finds a cluster in change starts a chase: the item is put only if the cluster has none
  *   (or only a dead one: past its bound, or a look overdue by far), then the first look is sent, delayed
- *   by `follow.firstDelaySeconds`. A second event for the same cluster finds the item and joins the chase.
- * - Each look is the ordinary single-cluster sync. Still in change, the next look is sent with the delay
- *   doubled up to `follow.maxDelaySeconds`, unless that passes the chase's bound (`follow.maxMinutes`):
- *   then the chase ends and the schedule takes over. Settled (or gone), the chase ends.
- * - A look whose message is not the chase's (an older chase's, after a takeover) does nothing.
+ *   as the look schedule says (core/domain/lookSchedule.ts: `follow.firstDelaySeconds` for GKE and AKS;
+ *   for EKS, by how far the operation is from the time EKS typically takes). A second event for the same
+ *   cluster finds the item and joins the chase.
+ * - Each look is the ordinary single-cluster sync. Still in change, the next look is sent when the
+ *   schedule says, unless that passes the chase's bound (`follow.maxMinutes`, and for EKS
+ *   `follow.eks.maxLooks`): then the chase ends and the schedule takes over. Settled (or gone), the chase ends.
+ * - The cloud's word that an operation ended (GKE's last audit entry of it, Azure's Activity Log event of
+ *   its end) makes the sync it triggers end the cluster's chase when that sync finds the cluster settled or
+ *   gone (`complete`): the looks still on their way then find no chase of theirs.
+ * - A look whose message is not the chase's (an older chase's, after a takeover or an end) does nothing.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
 import type * as ChaseApi from './chaseApi.ts';
 import { clusterKey } from '../core/sync/follow.ts';
+import { lookScheduleOf, nextLookDelay, operationOf } from '../core/domain/lookSchedule.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { logger, metrics, settingsFromEnvironment } from './runtime.ts';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -49,6 +55,8 @@ export const LookMessage = z.strictObject({
   startedAt: z.number().int().min(0),
   /** The delay this look was sent with. */
   delaySeconds: z.number().int().min(0).max(900),
+  /** When the operation followed began (epoch milliseconds): the cluster's creation, else the chase's start. */
+  since: z.number().int().min(0).optional(),
 });
 export type LookMessage = z.infer<typeof LookMessage>;
 
@@ -87,14 +95,23 @@ function clients() {
 const conditionFailed = (error: unknown) => (error as Error).name === 'ConditionalCheckFailedException';
 
 export interface Chases {
-  /** Starts a chase of `ref`, or joins the one under way. */
-  start(ref: ClusterRef, state: string): Promise<'started' | 'joined'>;
+  /**
+   * Starts a chase of `ref`, or joins the one under way. `since`: when the cluster was created, while it
+   * is (ISO 8601), where its looks are placed from.
+   */
+  start(ref: ClusterRef, state: string, since?: string): Promise<'started' | 'joined'>;
   /** The chase `message` belongs to, when it is still the cluster's chase. */
   isCurrent(message: LookMessage): Promise<boolean>;
   /** After a look still in change: the next look, or the end of the chase at its bound. */
-  next(message: LookMessage, state: string): Promise<'again' | 'bounded'>;
+  next(message: LookMessage, state: string, since?: string): Promise<'again' | 'bounded'>;
   /** Ends `message`'s chase (the cluster settled, is gone, or is no longer configured). */
   end(message: LookMessage): Promise<void>;
+  /**
+   * The cloud said an operation on `ref` ended, and a reading made at `readAt` (epoch milliseconds) found
+   * the cluster settled or gone: ends its chase, unless that chase began after the reading (a newer
+   * operation's). Whether a chase was ended.
+   */
+  complete(ref: ClusterRef, readAt: number): Promise<boolean>;
 }
 
 /** The chases of this function, from its environment (`CPSYNC_FOLLOW_QUEUE_URL`, `CPSYNC_CHASE_TABLE`). */
@@ -112,6 +129,11 @@ export function makeChases(
   now: () => number = Date.now,
 ): Chases {
   const boundMillis = knobs.maxMinutes * 60_000;
+  const schedule = lookScheduleOf(knobs);
+  const sinceOf = (since: string | undefined, fallback: number) => {
+    const created = since ? Date.parse(since) : Number.NaN;
+    return Number.isNaN(created) ? fallback : Math.min(created, fallback);
+  };
   const send = async (message: LookMessage) => {
     const { module, sqs } = await clients();
     await sqs.send(
@@ -138,10 +160,19 @@ export function makeChases(
     }
   };
   return {
-    async start(ref, state) {
+    async start(ref, state, created) {
       const { module, documents } = await clients();
       const key = clusterKey(ref);
       const startedAt = now();
+      const since = sinceOf(created, startedAt);
+      const delaySeconds =
+        (nextLookDelay(schedule, {
+          provider: ref.scope.provider,
+          state,
+          looks: 0,
+          sinceMillis: since,
+          nowMillis: startedAt,
+        }) ?? schedule.firstDelayMillis) / 1000;
       const message: LookMessage = {
         chaseId: randomUUID(),
         attempt: 1,
@@ -153,14 +184,15 @@ export function makeChases(
         },
         state,
         startedAt,
-        delaySeconds: knobs.firstDelaySeconds,
+        delaySeconds,
+        since,
       };
       const item: ChaseItem = {
         cluster: key,
         chaseId: message.chaseId,
         startedAt,
         attempt: 1,
-        due: startedAt + knobs.firstDelaySeconds * 1000,
+        due: startedAt + delaySeconds * 1000,
         state,
         expiresAt: Math.ceil((startedAt + boundMillis + STALE_AFTER_MILLIS) / 1000),
       };
@@ -215,23 +247,36 @@ export function makeChases(
       return item?.chaseId === message.chaseId;
     },
 
-    async next(message, state) {
+    async next(message, state, created) {
       const { module, documents } = await clients();
       const key = clusterKey(message.ref);
-      const delaySeconds = Math.min(Math.max(message.delaySeconds, 1) * 2, knobs.maxDelaySeconds);
-      const due = now() + delaySeconds * 1000;
-      if (due - message.startedAt > boundMillis) {
+      const at = now();
+      // Another operation than the one followed: its looks are placed from now (or the cluster's creation).
+      const began =
+        operationOf(state) === operationOf(message.state) ? (message.since ?? message.startedAt) : at;
+      const since = sinceOf(created, began);
+      const delayMillis = nextLookDelay(schedule, {
+        provider: message.ref.scope.provider,
+        state,
+        looks: message.attempt,
+        previousDelayMillis: message.delaySeconds * 1000,
+        sinceMillis: since,
+        nowMillis: at,
+      });
+      const delaySeconds = (delayMillis ?? 0) / 1000;
+      const due = at + delaySeconds * 1000;
+      if (delayMillis === undefined || due - message.startedAt > boundMillis) {
         await end(key, message.chaseId);
         metrics.addMetric('ChasesBounded', MetricUnit.Count, 1);
         logger.warn('cluster still in change at the end of its follow-up: left to the schedule', {
           cluster: key,
           state,
-          minutes: knobs.maxMinutes,
+          ...(delayMillis === undefined ? { looks: message.attempt } : { minutes: knobs.maxMinutes }),
         });
         return 'bounded';
       }
       // The look first, then the record: a record whose look was never sent would block the cluster's chases.
-      await send({ ...message, attempt: message.attempt + 1, state, delaySeconds });
+      await send({ ...message, attempt: message.attempt + 1, state, delaySeconds, since });
       try {
         await documents.send(
           new module.UpdateCommand({
@@ -256,6 +301,29 @@ export function makeChases(
     },
 
     end: (message) => end(clusterKey(message.ref), message.chaseId),
+
+    async complete(ref, readAt) {
+      const { module, documents } = await clients();
+      const key = clusterKey(ref);
+      try {
+        await documents.send(
+          new module.DeleteCommand({
+            TableName: where.table,
+            Key: { cluster: key },
+            // A chase that began after the reading follows a newer operation: it is left to run.
+            ConditionExpression: 'attribute_exists(#cluster) AND startedAt <= :read',
+            ExpressionAttributeNames: { '#cluster': 'cluster' },
+            ExpressionAttributeValues: { ':read': readAt },
+          }),
+        );
+      } catch (error) {
+        if (!conditionFailed(error)) throw error;
+        return false;
+      }
+      metrics.addMetric('ChasesCompleted', MetricUnit.Count, 1);
+      logger.info('the cloud said the operation ended: chase ended', { cluster: key });
+      return true;
+    },
   };
 }
 
@@ -264,11 +332,12 @@ export function makeChases(
  * function deployed without a follow-up queue (`CPSYNC_FOLLOW_QUEUE_URL` unset) leaves it to the schedule.
  */
 export function follower(env: NodeJS.ProcessEnv = process.env) {
-  let chases: Chases | undefined;
+  const chasesOf = chasesOnce(env);
   return async (
     config: Pick<CpsyncConfig, 'follow'>,
     ref: ClusterRef,
     state: string,
+    since?: string,
   ): Promise<'started' | 'joined' | 'off'> => {
     if (!env.CPSYNC_FOLLOW_QUEUE_URL) {
       logger.info('cluster in change: left to the schedule (no follow-up queue)', {
@@ -277,7 +346,28 @@ export function follower(env: NodeJS.ProcessEnv = process.env) {
       });
       return 'off';
     }
-    chases ??= chasesFromEnvironment(config.follow, env);
-    return chases.start(ref, state);
+    return chasesOf(config).start(ref, state, since);
   };
+}
+
+/**
+ * What a function does when the cloud said an operation on a cluster ended and its sync found the cluster
+ * settled or gone: ends the cluster's chase (see `Chases.complete`).
+ */
+export function completer(env: NodeJS.ProcessEnv = process.env) {
+  const chasesOf = chasesOnce(env);
+  return async (
+    config: Pick<CpsyncConfig, 'follow'>,
+    ref: ClusterRef,
+    readAt: number,
+  ): Promise<'ended' | 'none' | 'off'> => {
+    if (!env.CPSYNC_FOLLOW_QUEUE_URL) return 'off';
+    return (await chasesOf(config).complete(ref, readAt)) ? 'ended' : 'none';
+  };
+}
+
+/** The chases of a function, made on first use from its environment. */
+function chasesOnce(env: NodeJS.ProcessEnv) {
+  let chases: Chases | undefined;
+  return (config: Pick<CpsyncConfig, 'follow'>) => (chases ??= chasesFromEnvironment(config.follow, env));
 }

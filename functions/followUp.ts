@@ -55,7 +55,7 @@ export function makeFollowUp(
     }): Promise<LookOutcome> => {
       const deps = await getDeps();
       const chase = chasesOf(deps);
-      let outcome: Omit<LookOutcome, 'chase'>;
+      let outcome: Omit<LookOutcome, 'chase'> & { since?: string };
       try {
         const report = await syncCluster(deps.ports, {
           syncId: `follow-${message.chaseId}-${message.attempt}`,
@@ -67,6 +67,7 @@ export function makeFollowUp(
           result: report.result,
           published: report.published,
           ...(report.settling ? { state: report.settling } : {}),
+          ...(report.since ? { since: report.since } : {}),
         };
       } catch (error) {
         // Like a reading in change: looked at again on the chase's schedule; nothing is deleted.
@@ -78,7 +79,8 @@ export function makeFollowUp(
         metrics.addMetric('ChasesSettled', MetricUnit.Count, 1);
         return { ...outcome, chase: 'settled' };
       }
-      return { ...outcome, chase: await chase.next(message, outcome.state) };
+      const { since, ...look } = outcome;
+      return { ...look, chase: await chase.next(message, outcome.state, since) };
     },
   );
 

@@ -110,7 +110,9 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
       // a chase that could not be started the first time is started now (a running one is joined).
       const limit = pLimit(4);
       await Promise.all(
-        (result.settling ?? []).map(({ ref, state }) => limit(() => follow(deps.config, ref, state))),
+        (result.settling ?? []).map(({ ref, state, since }) =>
+          limit(() => follow(deps.config, ref, state, since)),
+        ),
       );
       if (replayed) return;
       metrics.addMetric('ScopesSynced', MetricUnit.Count, 1);

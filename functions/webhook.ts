@@ -1,8 +1,15 @@
 /**
- * Lambda Function URL for the clouds that push: Azure Event Grid (`POST /azure`) and GCP Pub/Sub
- * push (`POST /gcp`), one handler per protocol on middy's HTTP router; errors become answers through
- * middy's HTTP error handler. Unauthenticated → 401, malformed → 400, unrelated events → 200 and
- * ignored, coverage that cannot be told now (discovery failed) → 503 so the cloud delivers again.
+ * Lambda Function URL for the clouds that push: Azure Event Grid (`POST /azure`), Azure Monitor's
+ * Activity Log alerts in the common alert schema (`POST /azure/alert`, from an action group's webhook)
+ * and GCP Pub/Sub push (`POST /gcp`), one handler per protocol on middy's HTTP router; errors become
+ * answers through middy's HTTP error handler. Unauthenticated → 401, malformed → 400, unrelated events →
+ * 200 and ignored, coverage that cannot be told now (discovery failed) → 503 so the cloud delivers again.
+ *
+ * Each names a cluster to sync; none decides anything itself. Two are the cloud's word that an operation
+ * ended — GKE's last audit entry of a long-running operation (`operation.last`), and the Activity Log's
+ * event of an AKS operation's end (status `Succeeded`, `Failed` or `Canceled`) — and end the cluster's
+ * chase when the sync finds it settled or gone (clusterSync.ts); a deletion is still only ever the sync's,
+ * on the cloud's per-cluster answer.
  */
 import { timingSafeEqual } from 'node:crypto';
 import httpErrorHandler from '@middy/http-error-handler';
@@ -106,12 +113,46 @@ const RESOURCE_EVENTS = new Set([
   'Microsoft.Resources.ResourceDeleteSuccess',
 ]);
 
+/** An Azure Monitor alert in the common alert schema, as an action group's webhook posts it (the fields read). */
+const CommonAlert = z.looseObject({
+  schemaId: z.literal('azureMonitorCommonAlertSchema'),
+  data: z.looseObject({
+    essentials: z.looseObject({
+      alertId: z.string().min(1),
+      signalType: z.string().min(1),
+      monitoringService: z.string().min(1),
+      alertTargetIDs: z.array(z.string()).default([]),
+    }),
+    alertContext: z
+      .looseObject({
+        operationName: z.string().optional(),
+        status: z.string().optional(),
+        eventDataId: z.string().min(1).optional(),
+        authorization: z.looseObject({ scope: z.string().optional() }).nullish(),
+      })
+      .nullish(),
+  }),
+});
+/** The Activity Log operations on a managed cluster or one of its node pools that cpsync follows. */
+const AKS_OPERATIONS = /^Microsoft\.ContainerService\/managedClusters(?:\/agentPools)?\/(?:write|delete)$/i;
+/** Activity Log statuses that end an operation. */
+const ENDED = new Set(['succeeded', 'failed', 'canceled']);
+
 const PubSubPush = z.looseObject({
   message: z.looseObject({ data: z.string().min(1), messageId: z.string().min(1) }),
   subscription: z.string().optional(),
 });
 const AuditLogEntry = z.looseObject({
   protoPayload: z.looseObject({ serviceName: z.string(), methodName: z.string(), resourceName: z.string() }),
+  /** A long-running operation's entries: the first as it starts, the last (`last: true`) as it ends. */
+  operation: z
+    .looseObject({
+      id: z.string().min(1),
+      producer: z.string().optional(),
+      first: z.boolean().optional(),
+      last: z.boolean().optional(),
+    })
+    .optional(),
 });
 const GKE_CLUSTER = /^projects\/([^/]+)\/(?:locations|zones)\/([^/]+)\/clusters\/([^/]+)/;
 const GKE_METHODS = /ClusterManager\.(Create|Delete|Update|Set\w+|Start\w+|Complete\w+)|NodePool/;
@@ -137,11 +178,12 @@ export function makeWebhook(
     context: Context,
     deliveryId: string,
     ref: ClusterRef,
+    completes = false,
   ): Promise<{ result: ClusterSyncReport['result']; duplicate: boolean }> {
     const key = `${ref.scope.provider}:${deliveryId}`;
     let outcome;
     try {
-      outcome = await apply(deps, { key, ref }, context);
+      outcome = await apply(deps, { key, ref, ...(completes ? { completes } : {}) }, context);
     } catch (error) {
       if (isIdempotencyInProgress(error))
         throw new WebhookError(429, `delivery ${deliveryId} is being processed; retry later`);
@@ -153,8 +195,45 @@ export function makeWebhook(
         provider: ref.scope.provider,
         cluster: ref.name,
         result: outcome.value.result,
+        ...(completes ? { operationEnded: true, chase: outcome.value.chase } : {}),
       });
     return { result: outcome.value.result, duplicate: outcome.replayed };
+  }
+
+  /** Azure's deliveries carry the key the stack made (`?key=` or the `x-cpsync-key` header): 401 otherwise. */
+  async function azureAuthenticated(deps: FunctionDeps, event: APIGatewayProxyEventV2): Promise<void> {
+    const settings = deps.config.webhook.azure;
+    if (!settings) throw new WebhookError(404, 'Azure events are not configured');
+    azureKey ??= memoizeUntilFailure(() => readSecret(settings.key).then((k) => k.trim()));
+    if (!sameSecret(event.queryStringParameters?.key ?? header(event, 'x-cpsync-key'), await azureKey()))
+      throw new WebhookError(401, 'missing or wrong key');
+  }
+
+  /** The AKS cluster `resourceId` names, synced; undefined when it names none the configuration covers. */
+  async function syncAks(
+    deps: FunctionDeps,
+    context: Context,
+    deliveryId: string,
+    resourceId: string,
+    completes = false,
+  ): Promise<{ key: string; result: string; duplicate: boolean } | undefined> {
+    const match = MANAGED_CLUSTER.exec(resourceId);
+    if (!match) return undefined;
+    const [, subscription, resourceGroup, name] = match as unknown as [string, string, string, string];
+    const scope =
+      validClusterName('aks', name) && validResourceGroup(resourceGroup)
+        ? await coveredScope(deps, 'aks', subscription)
+        : undefined;
+    if (!scope) return undefined;
+    const key = `${subscription}/${resourceGroup}/${name}`.toLowerCase();
+    const { result, duplicate } = await sync(
+      deps,
+      context,
+      deliveryId,
+      { scope, name, resourceGroup },
+      completes,
+    );
+    return { key, result, duplicate };
   }
 
   async function azure(
@@ -162,11 +241,7 @@ export function makeWebhook(
     context: Context,
     event: APIGatewayProxyEventV2,
   ): Promise<APIGatewayProxyStructuredResultV2> {
-    const settings = deps.config.webhook.azure;
-    if (!settings) throw new WebhookError(404, 'Azure events are not configured');
-    azureKey ??= memoizeUntilFailure(() => readSecret(settings.key).then((k) => k.trim()));
-    if (!sameSecret(event.queryStringParameters?.key ?? header(event, 'x-cpsync-key'), await azureKey()))
-      throw new WebhookError(401, 'missing or wrong key');
+    await azureAuthenticated(deps, event);
     const delivery = EventGridDelivery.safeParse(bodyOf(event));
     if (!delivery.success)
       throw new WebhookError(400, `not an Event Grid delivery: ${delivery.error.issues[0]?.message ?? ''}`);
@@ -182,27 +257,62 @@ export function makeWebhook(
     const duplicates: string[] = [];
     let ignored = 0;
     for (const item of delivery.data) {
-      const match = MANAGED_CLUSTER.exec(item.data.resourceUri ?? item.subject);
+      const resourceId = item.data.resourceUri ?? item.subject;
+      const match = MANAGED_CLUSTER.exec(resourceId);
       if (!RESOURCE_EVENTS.has(item.eventType) || !match) {
         ignored += 1;
         continue;
       }
-      const [, subscription, resourceGroup, name] = match as unknown as [string, string, string, string];
-      const key = `${subscription}/${resourceGroup}/${name}`.toLowerCase();
-      if (results[key]) continue;
-      const scope =
-        validClusterName('aks', name) && validResourceGroup(resourceGroup)
-          ? await coveredScope(deps, 'aks', subscription)
-          : undefined;
-      if (!scope) {
+      if (results[`${match[1]}/${match[2]}/${match[3]}`.toLowerCase()]) continue;
+      const synced = await syncAks(deps, context, item.id, resourceId);
+      if (!synced) {
         ignored += 1;
         continue;
       }
-      const { result, duplicate } = await sync(deps, context, item.id, { scope, name, resourceGroup });
-      results[key] = result;
-      if (duplicate) duplicates.push(key);
+      results[synced.key] = synced.result;
+      if (synced.duplicate) duplicates.push(synced.key);
     }
     return json(200, { synced: results, ignored, ...(duplicates.length ? { duplicates } : {}) });
+  }
+
+  /**
+   * An Activity Log alert's notification (common alert schema) of an operation on a managed cluster or its
+   * node pools: its end (`Succeeded`, `Failed`, `Canceled`) ends the cluster's chase once the sync finds it
+   * settled or gone; another status (`Started`, `Accepted`) is a start, synced like Event Grid's events.
+   */
+  async function azureAlert(
+    deps: FunctionDeps,
+    context: Context,
+    event: APIGatewayProxyEventV2,
+  ): Promise<APIGatewayProxyStructuredResultV2> {
+    await azureAuthenticated(deps, event);
+    const alert = CommonAlert.safeParse(bodyOf(event));
+    if (!alert.success) {
+      const issue = alert.error.issues[0];
+      throw new WebhookError(
+        400,
+        `not an alert in the common alert schema: ${issue ? `${issue.path.join('.') || '(body)'}: ${issue.message}` : ''}`,
+      );
+    }
+    const { essentials, alertContext } = alert.data.data;
+    const operation = alertContext?.operationName ?? '';
+    const resourceId = alertContext?.authorization?.scope ?? essentials.alertTargetIDs[0] ?? '';
+    if (essentials.monitoringService !== 'Activity Log - Administrative' || !AKS_OPERATIONS.test(operation))
+      return json(200, { ignored: 1 });
+    const completes = ENDED.has((alertContext?.status ?? '').toLowerCase());
+    const synced = await syncAks(
+      deps,
+      context,
+      alertContext?.eventDataId ?? essentials.alertId,
+      resourceId,
+      completes,
+    );
+    if (!synced) return json(200, { ignored: 1 });
+    return json(200, {
+      synced: { [synced.key]: synced.result },
+      ...(completes ? { operationEnded: true } : {}),
+      ...(synced.duplicate ? { duplicates: [synced.key] } : {}),
+    });
   }
 
   async function gcp(
@@ -228,12 +338,21 @@ export function makeWebhook(
     }
     const push = PubSubPush.safeParse(bodyOf(event));
     if (!push.success) throw new WebhookError(400, 'not a Pub/Sub push message');
-    let entry: z.infer<typeof AuditLogEntry>;
+    let data: unknown;
     try {
-      entry = AuditLogEntry.parse(JSON.parse(Buffer.from(push.data.message.data, 'base64').toString('utf8')));
+      data = JSON.parse(Buffer.from(push.data.message.data, 'base64').toString('utf8'));
     } catch {
       throw new WebhookError(400, 'the message data is not an audit log entry');
     }
+    const parsed = AuditLogEntry.safeParse(data);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      throw new WebhookError(
+        400,
+        `the message data is not an audit log entry${issue ? `: ${issue.path.join('.') || '(entry)'}: ${issue.message}` : ''}`,
+      );
+    }
+    const entry = parsed.data;
     const { serviceName, methodName, resourceName } = entry.protoPayload;
     const match = GKE_CLUSTER.exec(resourceName);
     if (serviceName !== 'container.googleapis.com' || !GKE_METHODS.test(methodName) || !match)
@@ -245,12 +364,20 @@ export function makeWebhook(
         : undefined;
     if (!scope) return json(200, { ignored: 1 });
     const key = `${project}/${location}/${name}`;
-    const { result, duplicate } = await sync(deps, context, push.data.message.messageId, {
-      scope,
-      name,
-      location,
+    // The operation's last entry: GKE says it ended (done, or failed).
+    const completes = entry.operation?.last === true;
+    const { result, duplicate } = await sync(
+      deps,
+      context,
+      push.data.message.messageId,
+      { scope, name, location },
+      completes,
+    );
+    return json(200, {
+      synced: { [key]: result },
+      ...(completes ? { operationEnded: true } : {}),
+      ...(duplicate ? { duplicates: [key] } : {}),
     });
-    return json(200, { synced: { [key]: result }, ...(duplicate ? { duplicates: [key] } : {}) });
   }
 
   /** A route: the container's adapters, then the protocol's handler. */
@@ -266,6 +393,7 @@ export function makeWebhook(
       protocol(await getDeps(), context, event);
   const routes = [
     { method: 'POST' as const, path: '/azure', handler: route(azure) },
+    { method: 'POST' as const, path: '/azure/alert', handler: route(azureAlert) },
     { method: 'POST' as const, path: '/gcp', handler: route(gcp) },
   ];
   const router = httpRouterHandler({

@@ -191,6 +191,7 @@ function anyOf(conditions: ICfnConditionExpression[]): ICfnConditionExpression {
 function followKnobs(config: CpsyncConfig, props: CpsyncProps): CpsyncConfig['follow'] {
   const follow = props.follow ?? {};
   const knobs = {
+    ...config.follow,
     firstDelaySeconds: follow.firstDelay?.toSeconds() ?? config.follow.firstDelaySeconds,
     maxDelaySeconds: follow.maxDelay?.toSeconds() ?? config.follow.maxDelaySeconds,
     maxMinutes: follow.maxDuration?.toMinutes() ?? config.follow.maxMinutes,

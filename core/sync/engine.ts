@@ -40,6 +40,7 @@ import { profileKey } from '../domain/model/clusterProfile.ts';
 import { scopeKey, type Scope, type ScopeFailureReason, type ScopeOutcome } from '../domain/model/scope.ts';
 import type { ObservedCluster, Provider } from '../domain/model/observedCluster.ts';
 import { settlingState } from '../domain/settling.ts';
+import { operationOf } from '../domain/lookSchedule.ts';
 import { canonicalScope } from '../domain/scopes.ts';
 import { syncScope, type MemberFigures, type SyncScopeResult } from './syncScope.ts';
 import type { NameScheme } from '../domain/naming.ts';
@@ -166,6 +167,13 @@ export interface SettlingCluster {
   ref: ClusterRef;
   /** As `settlingState` names it: `EKS CREATING`, `GKE RECONCILING`, `AKS Upgrading`. */
   state: string;
+  /** While the cluster is being created: when the cloud says it was created (ISO 8601), where the looks are placed from. */
+  since?: string;
+}
+
+/** A cluster being created: when it was, as the cloud says (the follow-up places its looks from there). */
+function creationOf(cluster: ObservedCluster, state: string): { since?: string } {
+  return operationOf(state) === 'create' && cluster.createdAt ? { since: cluster.createdAt } : {};
 }
 
 /** How a single-cluster sync finds `cluster` again (`scope` as the listing had it). */
@@ -712,7 +720,8 @@ async function syncOne(run: RunContext, requested: Scope): Promise<ScopeReport> 
     run.report.withoutCertificateAuthority.push(...result.withoutCertificateAuthority);
     for (const cluster of listing.clusters) {
       const state = settlingState(cluster);
-      if (state) run.report.settling.push({ ref: refOf(scope, cluster), state });
+      if (state)
+        run.report.settling.push({ ref: refOf(scope, cluster), state, ...creationOf(cluster, state) });
     }
     counts.unchanged = result.plan.unchanged;
     counts.invalid = result.invalid.length;
@@ -899,6 +908,8 @@ export interface ClusterSyncReport {
   problems?: string[];
   /** Set when the cluster's reading shows it in change: it is worth another look soon. */
   settling?: string;
+  /** While the cluster is being created: when the cloud says it was created (ISO 8601). */
+  since?: string;
 }
 
 /**
@@ -988,7 +999,7 @@ export async function syncCluster(
       published: published.published.length,
       pending: events.length - published.published.length,
       ...(problems.length > 0 ? { problems } : {}),
-      ...(settling ? { settling } : {}),
+      ...(settling && observed ? { settling, ...creationOf(observed, settling) } : {}),
     };
   } finally {
     await leases?.releaseAll();

@@ -1,13 +1,16 @@
 /**
  * Following clusters the clouds are still changing until they settle: each is looked at again — the
  * ordinary single-cluster sync, which never deletes on a reading in change and deletes a cluster the
- * cloud no longer has at once — after a first delay, the wait doubling up to a cap, for a bounded time
- * (then the schedule takes over). A look that fails (a throttled or unreachable cloud) is tried again
- * on the same schedule. A stop (`signal`) ends the waits; a look already started finishes.
+ * cloud no longer has at once — on the look schedule (core/domain/lookSchedule.ts: GKE and AKS after a
+ * first delay, the wait doubling up to a cap; EKS more often as the operation nears the time EKS typically
+ * takes, for a bounded number of looks), for a bounded time (then the schedule takes over). A look that
+ * fails (a throttled or unreachable cloud) is tried again on the same schedule. A stop (`signal`) ends the
+ * waits; a look already started finishes.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { messageOf } from '../domain/errors.ts';
 import { scopeKey } from '../domain/model/scope.ts';
+import { nextLookDelay, operationOf, type LookSchedule } from '../domain/lookSchedule.ts';
 import type { ClusterRef } from './ports.ts';
 import {
   syncCluster,
@@ -19,8 +22,8 @@ import {
 
 export interface FollowRequest extends Omit<ClusterSyncRequest, 'ref'> {
   clusters: readonly SettlingCluster[];
-  firstDelayMillis: number;
-  maxDelayMillis: number;
+  /** When each look comes. */
+  schedule: LookSchedule;
   /** How long the whole follow may last. */
   maxMillis: number;
   signal?: AbortSignal;
@@ -64,23 +67,41 @@ export async function followClusters(ports: EnginePorts, request: FollowRequest)
     interrupted: false,
   };
   // One chase per cluster, however often it was seen in change.
-  const chases = new Map<string, { cluster: SettlingCluster; delay: number; at: number }>();
+  interface Chase {
+    cluster: SettlingCluster;
+    looks: number;
+    delay?: number;
+    /** When its operation began: the cluster's creation, else when the follow began. */
+    since: number;
+    at: number;
+  }
+  const chases = new Map<string, Chase>();
+  /** When `chase` looks next, or undefined when it has made its looks. */
+  const place = (chase: Chase, now: number): number | undefined => {
+    const delay = nextLookDelay(request.schedule, {
+      provider: chase.cluster.ref.scope.provider,
+      state: chase.cluster.state,
+      looks: chase.looks,
+      ...(chase.delay === undefined ? {} : { previousDelayMillis: chase.delay }),
+      sinceMillis: chase.since,
+      nowMillis: now,
+    });
+    if (delay === undefined) return undefined;
+    chase.delay = delay;
+    return now + delay;
+  };
+  const sinceOf = (cluster: SettlingCluster, fallback: number) => {
+    const created = cluster.since ? Date.parse(cluster.since) : Number.NaN;
+    return Number.isNaN(created) ? fallback : created;
+  };
   for (const cluster of request.clusters)
-    if (!chases.has(clusterKey(cluster.ref)))
-      chases.set(clusterKey(cluster.ref), {
-        cluster,
-        delay: request.firstDelayMillis,
-        at: started + request.firstDelayMillis,
-      });
-  const {
-    clusters: _clusters,
-    firstDelayMillis: _f,
-    maxDelayMillis: _m,
-    maxMillis: _x,
-    signal,
-    onLook,
-    ...sync
-  } = request;
+    if (!chases.has(clusterKey(cluster.ref))) {
+      const chase: Chase = { cluster, looks: 0, since: sinceOf(cluster, started), at: started };
+      chase.at = place(chase, started) ?? started;
+      chases.set(clusterKey(cluster.ref), chase);
+    }
+  const { clusters: _clusters, schedule: _schedule, maxMillis: _x, signal, onLook, ...sync } = request;
+  const unsettled: SettlingCluster[] = [];
   while (chases.size > 0) {
     const [key, chase] = [...chases].sort(([, a], [, b]) => a.at - b.at)[0]!;
     if (chase.at - started > request.maxMillis) break;
@@ -91,13 +112,16 @@ export async function followClusters(ports: EnginePorts, request: FollowRequest)
       break;
     }
     report.looks += 1;
+    chase.looks += 1;
     const afterMillis = () => Date.now() - started;
     let look: FollowLook;
+    let since: string | undefined;
     try {
       const result = await syncCluster(ports, { ...sync, ref: chase.cluster.ref });
       report.events.published += result.published;
       report.events.pending += result.pending;
       report.problems.push(...(result.problems ?? []));
+      since = result.since;
       look = {
         ref: chase.cluster.ref,
         result: result.result,
@@ -117,12 +141,20 @@ export async function followClusters(ports: EnginePorts, request: FollowRequest)
     if (look.state === undefined) {
       report.settled.push(look);
       chases.delete(key);
-    } else {
-      chase.cluster = { ref: chase.cluster.ref, state: look.state };
-      chase.delay = Math.min(chase.delay * 2, request.maxDelayMillis);
-      chase.at = Date.now() + chase.delay;
+      continue;
     }
+    const now = Date.now();
+    // Another operation than the one followed: its looks are placed from now (or the cluster's creation).
+    if (operationOf(look.state) !== operationOf(chase.cluster.state)) chase.since = now;
+    chase.cluster = { ref: chase.cluster.ref, state: look.state, ...(since ? { since } : {}) };
+    chase.since = sinceOf(chase.cluster, chase.since);
+    const at = place(chase, now);
+    if (at === undefined) {
+      // Its looks are made: left to the next sync.
+      unsettled.push(chase.cluster);
+      chases.delete(key);
+    } else chase.at = at;
   }
-  report.unsettled = [...chases.values()].map((chase) => chase.cluster);
+  report.unsettled = [...unsettled, ...[...chases.values()].map((chase) => chase.cluster)];
   return report;
 }

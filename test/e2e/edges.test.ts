@@ -187,7 +187,15 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     ]);
   /** A workspace whose `sync --follow` looks again after 1 s, then 2 s, for a minute at most. */
   const following = () =>
-    workspace((document) => (document.follow = { firstDelaySeconds: 1, maxDelaySeconds: 2, maxMinutes: 1 }));
+    workspace(
+      (document) =>
+        (document.follow = {
+          firstDelaySeconds: 1,
+          maxDelaySeconds: 2,
+          maxMinutes: 1,
+          eks: { minDelaySeconds: 1, maxDelaySeconds: 2 },
+        }),
+    );
   /** A profile of the file hub as written (YAML), by its display name. */
   const profileNamed = (ws: ReturnType<typeof workspace>, displayName: string) => {
     const stored = [...ws.inventory().values()].find((p) => p.displayName === displayName);

@@ -102,7 +102,12 @@ try {
       inventory: { ...document.inventory, deletionGraceListings: 1 },
       bus: { stdout: true },
       // A cluster in change is looked at again after 1 s, then every 2 s (the defaults: 10 s, then 20 s).
-      follow: { firstDelaySeconds: 1, maxDelaySeconds: 2, maxMinutes: 5 },
+      follow: {
+        firstDelaySeconds: 1,
+        maxDelaySeconds: 2,
+        maxMinutes: 5,
+        eks: { minDelaySeconds: 1, maxDelaySeconds: 2 },
+      },
     }),
   );
   console.log(

@@ -152,6 +152,67 @@ describe('the CDK app', () => {
     }
   });
 
+  it('keeps the remembered answers in a table of its own while EKS or AKS is configured: removed with the stack, read per scope, written only by the functions that sync', () => {
+    const [id, table] = Object.entries(template.findResources('AWS::DynamoDB::Table')).find(([, t]) =>
+      JSON.stringify(t).includes('byScope'),
+    )!;
+    assert.equal(table.DeletionPolicy, 'Delete');
+    assert.deepEqual(table.Properties.KeySchema, [{ AttributeName: 'cluster', KeyType: 'HASH' }]);
+    assert.deepEqual(
+      table.Properties.GlobalSecondaryIndexes.map((i: { IndexName: string; KeySchema: unknown }) => [
+        i.IndexName,
+        i.KeySchema,
+      ]),
+      [
+        [
+          'byScope',
+          [
+            { AttributeName: 'scope', KeyType: 'HASH' },
+            { AttributeName: 'region', KeyType: 'RANGE' },
+          ],
+        ],
+      ],
+    );
+    const functions = template.findResources('AWS::Lambda::Function');
+    for (const fn of Object.values(functions))
+      assert.match(
+        JSON.stringify(fn.Properties.Environment.Variables.CPSYNC_CONFIG),
+        /\\"answers\\":\{\\"table\\":/,
+      );
+    // The four functions that read clusters may query the index, put and delete; none may read an item or scan.
+    const policies = Object.entries(template.findResources('AWS::IAM::Policy')).filter(([, p]) =>
+      JSON.stringify(p).includes(id),
+    );
+    assert.deepEqual(
+      policies
+        .map(([, p]) => JSON.stringify(p.Properties.Roles).match(/Cpsync(\w+?)ServiceRole/)?.[1])
+        .sort(),
+      ['EksEventHandler', 'FollowUp', 'ScopeWorker', 'Webhook'],
+    );
+    for (const [, policy] of policies) {
+      const statements = (
+        policy.Properties.PolicyDocument.Statement as Array<{ Action: string | string[]; Resource: unknown }>
+      ).filter((st) => JSON.stringify(st.Resource).includes(id));
+      const byResource = statements.map((st) => [
+        JSON.stringify(st.Resource).includes('index/byScope'),
+        [st.Action].flat().sort(),
+      ]);
+      assert.deepEqual(byResource, [
+        [false, ['dynamodb:DeleteItem', 'dynamodb:PutItem']],
+        [true, ['dynamodb:Query']],
+      ]);
+    }
+    const gkeOnly = lightStack({
+      config: { ...CONFIG, providers: { gke: (EXAMPLE.providers as Record<string, unknown>).gke } },
+    });
+    assert.ok(
+      !Object.values(gkeOnly.findResources('AWS::DynamoDB::Table')).some((t) =>
+        JSON.stringify(t).includes('byScope'),
+      ),
+      'no answers table for GKE alone',
+    );
+  });
+
   it('runs five Node 24 arm64 functions with retained logs and the configuration in their environment', () => {
     template.resourcePropertiesCountIs(
       'AWS::Lambda::Function',
@@ -205,8 +266,26 @@ describe('the CDK app', () => {
       .sort();
     assert.deepEqual(told, ['EksEventHandler', 'FollowUp', 'ScopeWorker', 'Webhook']);
     // The configuration is joined with the tables' names: its text, escaped once more.
-    const knobs = (fn: unknown) =>
-      /\\"follow\\":(\{[^}]*\})/.exec(JSON.stringify(fn))?.[1]?.replaceAll('\\"', '"');
+    const knobs = (fn: unknown) => {
+      const text = JSON.stringify(fn);
+      const start = text.indexOf('{', text.indexOf('\\"follow\\":'));
+      let depth = 0;
+      let end = start;
+      do depth += text[end] === '{' ? 1 : text[end] === '}' ? -1 : 0;
+      while (depth > 0 && ++end < text.length);
+      const { eks, ...rest } = JSON.parse(text.slice(start, end + 1).replaceAll('\\"', '"')) as Record<
+        string,
+        unknown
+      >;
+      assert.deepEqual(Object.keys(eks as object).sort(), [
+        'maxDelaySeconds',
+        'maxLooks',
+        'minDelaySeconds',
+        'tightening',
+        'typicalSeconds',
+      ]);
+      return JSON.stringify(rest);
+    };
     assert.equal(
       knobs(functions[followUp]),
       JSON.stringify({ firstDelaySeconds: 10, maxDelaySeconds: 20, maxMinutes: 180 }),

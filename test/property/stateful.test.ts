@@ -107,7 +107,12 @@ class Real {
     document.inventory = { namespace: 'stateful', tagAllowList: ['team'], deletionGraceListings: 1 };
     document.sync = { leaseWaitSeconds: 60 };
     // `sync --follow` looks again every second.
-    document.follow = { firstDelaySeconds: 1, maxDelaySeconds: 1, maxMinutes: 1 };
+    document.follow = {
+      firstDelaySeconds: 1,
+      maxDelaySeconds: 1,
+      maxMinutes: 1,
+      eks: { minDelaySeconds: 1, maxDelaySeconds: 1 },
+    };
     this.config = join(this.directory, 'cpsync.yaml');
     writeFileSync(this.config, stringify(document));
   }

@@ -20,6 +20,11 @@ const ref = (name: string): ClusterRef => ({
   scope: { provider: 'eks', account: '210987654321', region: 'us-east-1' },
   name,
 });
+const gkeRef = (name: string): ClusterRef => ({
+  scope: { provider: 'gke', account: 'acme-data', region: '*' },
+  name,
+  location: 'us-central1',
+});
 
 describe('following clusters in AWS: one chase per cluster, delayed looks, a bounded chase', () => {
   let moto: MotoServer;
@@ -27,8 +32,22 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
   let makeChases: typeof MakeChases;
   let STALE_AFTER_MILLIS: number;
   let documents: DynamoDBDocumentClient;
+  // EKS: a creation typically done after 20 s, looked at every 1 s near then, every 4 s far from it, 12 looks at most.
   const knobs = parseConfig(
-    { follow: { firstDelaySeconds: 1, maxDelaySeconds: 4, maxMinutes: 1 } },
+    {
+      follow: {
+        firstDelaySeconds: 1,
+        maxDelaySeconds: 4,
+        maxMinutes: 1,
+        eks: {
+          typicalSeconds: { create: 20, update: 20, delete: 20 },
+          minDelaySeconds: 1,
+          maxDelaySeconds: 4,
+          tightening: 0.25,
+          maxLooks: 12,
+        },
+      },
+    },
     'test',
   ).follow;
   /** A clock the test moves. */
@@ -84,25 +103,28 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
     assert.equal(await chases.start(ref('a'), 'EKS CREATING'), 'started');
     assert.equal(await chases.start(ref('a'), 'EKS CREATING'), 'joined');
     assert.equal(await chases.start(ref('b'), 'EKS UPDATING'), 'started');
-    const looks = await looksAfter(1300);
+    assert.equal(await chases.start(gkeRef('g'), 'GKE PROVISIONING'), 'started');
+    const looks = await looksAfter(4300);
+    // EKS's first looks come when the schedule says (far from the typical 20 s: the 4 s cap), GKE's after the first delay.
     assert.deepEqual(looks.map((l) => [l.ref.name, l.attempt, l.delaySeconds, l.state]).sort(), [
-      ['a', 1, 1, 'EKS CREATING'],
-      ['b', 1, 1, 'EKS UPDATING'],
+      ['a', 1, 4, 'EKS CREATING'],
+      ['b', 1, 4, 'EKS UPDATING'],
+      ['g', 1, 1, 'GKE PROVISIONING'],
     ]);
-    assert.equal((await items()).length, 2);
+    assert.equal((await items()).length, 3);
     for (const look of looks) assert.equal(await chases.isCurrent(look), true);
   });
 
   it('backs off, the wait doubling to the cap, and ends at the bound (then the schedule takes over)', async () => {
     const start = clock;
-    await chases.start(ref('c'), 'EKS CREATING');
+    await chases.start(gkeRef('c'), 'GKE PROVISIONING');
     let [look] = (await looksAfter(1300)).filter((l) => l.ref.name === 'c');
     const delays: number[] = [];
     // The looks go on as the cloud is still changing; the clock runs as the delays say, and some more (the
     // function ran late), so the bound comes after a few looks.
     for (;;) {
       const sentAt = clock;
-      const next = await chases.next(look!, 'EKS CREATING');
+      const next = await chases.next(look!, 'GKE PROVISIONING');
       if (next === 'bounded') break;
       [look] = await drainMessagesAfterDelay();
       delays.push(look!.delaySeconds);
@@ -117,8 +139,52 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
       'the chase is over: a later sync starts a new one',
     );
     assert.equal(await chases.isCurrent(look!), false);
-    assert.equal(await chases.start(ref('c'), 'EKS CREATING'), 'started');
+    assert.equal(await chases.start(gkeRef('c'), 'GKE PROVISIONING'), 'started');
     await drainMessagesAfterDelay();
+  });
+
+  it('places an EKS creation’s looks from the cluster’s creation: tighter as it nears the typical time, at most maxLooks', async () => {
+    // Created 10 s before the chase began (found by a scheduled sync): 10 s left to the typical 20 s.
+    const created = new Date(clock - 10_000).toISOString();
+    await chases.start(ref('t'), 'EKS CREATING', created);
+    let [look] = await drainMessagesAfterDelay();
+    assert.equal(look!.since, Date.parse(created));
+    const delays = [look!.delaySeconds];
+    clock += look!.delaySeconds * 1000;
+    for (;;) {
+      const next = await chases.next(look!, 'EKS CREATING');
+      if (next === 'bounded') break;
+      [look] = await drainMessagesAfterDelay();
+      delays.push(look!.delaySeconds);
+      clock += look!.delaySeconds * 1000;
+    }
+    // 10 s left: 3 s (a quarter, rounded), then 2, then every second around the typical end, then wider as it overruns.
+    assert.deepEqual(delays, [3, 2, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3]);
+    assert.equal(delays.length, knobs.eks.maxLooks, 'no more looks than maxLooks');
+    assert.equal(
+      (await items()).some((i) => i.cluster.endsWith('/t')),
+      false,
+      'the chase ended with its last look',
+    );
+  });
+
+  it('ends a chase when the cloud says the operation ended, unless the chase began after that reading', async () => {
+    const readBefore = clock;
+    clock += 1000;
+    await chases.start(ref('f'), 'EKS UPDATING');
+    // A reading older than the chase: the chase follows a newer operation, and is left to run.
+    assert.equal(await chases.complete(ref('f'), readBefore), false);
+    assert.ok((await items()).some((i) => i.cluster.endsWith('/f')));
+    assert.equal(await chases.complete(ref('f'), clock), true);
+    assert.equal(
+      (await items()).some((i) => i.cluster.endsWith('/f')),
+      false,
+    );
+    assert.equal(await chases.complete(ref('f'), clock), false, 'no chase: nothing to end');
+    // Its look, on its way, finds no chase of its own: it does nothing.
+    const [stale] = await drainMessagesAfterDelay();
+    assert.equal(stale!.ref.name, 'f');
+    assert.equal(await chases.isCurrent(stale!), false);
   });
 
   /** The looks now in the queue, whatever their delay (moto hands them over once it has passed). */
@@ -132,16 +198,16 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
   }
 
   it('takes over a chase whose look was lost (long overdue); the old look then does nothing', async () => {
-    await chases.start(ref('d'), 'EKS DELETING');
+    await chases.start(gkeRef('d'), 'GKE STOPPING');
     const [old] = (await looksAfter(1300)).filter((l) => l.ref.name === 'd');
     clock += 1000;
-    assert.equal(await chases.start(ref('d'), 'EKS DELETING'), 'joined', 'a look is due: joined');
+    assert.equal(await chases.start(gkeRef('d'), 'GKE STOPPING'), 'joined', 'a look is due: joined');
     clock += STALE_AFTER_MILLIS + 1000;
-    assert.equal(await chases.start(ref('d'), 'EKS DELETING'), 'started', 'overdue by far: taken over');
+    assert.equal(await chases.start(gkeRef('d'), 'GKE STOPPING'), 'started', 'overdue by far: taken over');
     assert.equal(await chases.isCurrent(old!), false);
     const [fresh] = await drainMessagesAfterDelay();
     assert.equal(await chases.isCurrent(fresh!), true);
-    await chases.next(old!, 'EKS DELETING');
+    await chases.next(old!, 'GKE STOPPING');
     assert.equal(
       (await items()).find((i) => i.cluster.endsWith('/d'))!.chaseId,
       fresh!.chaseId,

@@ -356,7 +356,12 @@ describe('the deployed assets under the Lambda runtime', () => {
       hub: { kubeconfigSecretArn: await secret('hub-kubeconfig', kubeconfigText) },
       webhook: { gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri } },
       // Clusters in change are looked at again after a second, then every two (10 s and 20 s by default).
-      follow: { firstDelaySeconds: 1, maxDelaySeconds: 2, maxMinutes: 10 },
+      follow: {
+        firstDelaySeconds: 1,
+        maxDelaySeconds: 2,
+        maxMinutes: 10,
+        eks: { minDelaySeconds: 1, maxDelaySeconds: 2 },
+      },
       // Both example subscribers, as the configuration asks the stack for them. A sync's message goes once
       // it has been quiet a second (the default is a minute).
       subscribers: {

@@ -76,7 +76,12 @@ describe('names no one can take, through the functions: a cloud event, the webho
         hub: { kubeconfig: state.kubeconfig },
         outbox: { directory: join(emulators.directory, `outbox-${scenes}`) },
         webhook: { azure: { key: { file: keyFile } } },
-        follow: { firstDelaySeconds: 1, maxDelaySeconds: 1, maxMinutes: 5 },
+        follow: {
+          firstDelaySeconds: 1,
+          maxDelaySeconds: 1,
+          maxMinutes: 5,
+          eks: { minDelaySeconds: 1, maxDelaySeconds: 1 },
+        },
       },
       'names test',
     );

@@ -115,6 +115,7 @@ describe('refused and malformed messages are logged at INFO with their reason, n
       start: () => Promise.resolve('started'),
       isCurrent: () => Promise.resolve(true),
       next: () => Promise.resolve('again'),
+      complete: () => Promise.resolve(false),
       end: (message) => {
         ended.push(message.chaseId);
         return Promise.resolve();

@@ -55,6 +55,7 @@ import {
   deadLettersAlarm,
   expiringTable,
   ledgerTable,
+  answersTable,
   grantSecretArn,
   grantSecretValue,
 } from './parts.ts';
@@ -217,6 +218,11 @@ export class Cpsync extends Construct {
    * back, which only its functions write. Made while the feature is on or consumers are configured.
    */
   public readonly grantsTable?: Table;
+  /**
+   * What the sources remember of the clouds' per-cluster answers (AKS CAs, EKS node groups), which only cpsync's
+   * functions write. Made while EKS or AKS is configured.
+   */
+  public readonly answersTable?: Table;
   public readonly scopeEnumerator: LambdaFunction;
   public readonly scopeWorker: LambdaFunction;
   public readonly eksEventHandler: LambdaFunction;
@@ -281,6 +287,7 @@ export class Cpsync extends Construct {
     this.chaseTable = expiringTable(this, 'Chases', 'cluster', 'expiresAt');
     if (config.features.accessGrants || config.consumers.length > 0)
       this.grantsTable = ledgerTable(this, 'Grants');
+    if (config.providers.eks || config.providers.aks) this.answersTable = answersTable(this, 'Answers');
 
     const webhookConfig = { ...config.webhook };
     if (!webhookConfig.azure && (props.azureWebhook ?? config.providers.aks !== undefined)) {
@@ -303,6 +310,7 @@ export class Cpsync extends Construct {
       },
       outbox: { table: this.outboxTable.tableName },
       ...(this.grantsTable ? { ledger: { table: this.grantsTable.tableName } } : {}),
+      ...(this.answersTable ? { answers: { table: this.answersTable.tableName } } : {}),
       idempotency: {
         table: this.idempotencyTable.tableName,
         expiresAfterSeconds: config.idempotency?.expiresAfterSeconds ?? DEFAULT_IDEMPOTENCY_SECONDS,
@@ -413,6 +421,24 @@ export class Cpsync extends Construct {
           }),
         );
       }
+    }
+    // The remembered answers: each cluster's put or removed by the functions that read clusters; a scope's
+    // records read through the scope index by the scope worker alone (one cluster read on its own always asks).
+    if (this.answersTable) {
+      const answers = this.answersTable;
+      for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
+        fn.addToRolePolicy(
+          new PolicyStatement({
+            actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
+            resources: [answers.tableArn],
+          }),
+        );
+      this.scopeWorker.addToRolePolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:Query'],
+          resources: [`${answers.tableArn}/index/byScope`],
+        }),
+      );
     }
     // What Powertools idempotency does with its records, and nothing more.
     for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])

@@ -39,6 +39,27 @@ export function ledgerTable(scope: Construct, id: string): Table {
   return table;
 }
 
+/**
+ * The sources' remembered answers (adapters/outbox/DynamoAnswerStore.ts): one item per cluster keyed by `cluster`,
+ * read per account (and region) through the `byScope` index. Removed with the stack: an answer lost is asked of
+ * the cloud again.
+ */
+export function answersTable(scope: Construct, id: string): Table {
+  const table = new Table(scope, id, {
+    partitionKey: { name: 'cluster', type: AttributeType.STRING },
+    billingMode: BillingMode.PAY_PER_REQUEST,
+    encryption: TableEncryption.AWS_MANAGED,
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    removalPolicy: RemovalPolicy.DESTROY,
+  });
+  table.addGlobalSecondaryIndex({
+    indexName: 'byScope',
+    partitionKey: { name: 'scope', type: AttributeType.STRING },
+    sortKey: { name: 'region', type: AttributeType.STRING },
+  });
+  return table;
+}
+
 /** An encrypted queue that keeps what could not be delivered for 14 days. */
 export function deadLetterQueue(scope: Construct, id: string): Queue {
   return new Queue(scope, id, {

@@ -111,6 +111,16 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
     why: 'a chase whose first look could not be sent is removed, so that it does not hold the cluster',
   },
   {
+    action: /^dynamodb:DeleteItem$/,
+    resource: /Answers/,
+    why: "a remembered answer is removed only when a listing no longer shows its cluster or the cloud's read of it failed",
+  },
+  {
+    action: /^dynamodb:(PutItem|Query)$/,
+    resource: /Answers/,
+    why: 'the remembered answers are written by whichever function reads an EKS or AKS cluster, and read by a listing of an EKS or AKS scope',
+  },
+  {
     action: /^ec2:DescribeRegions$/,
     resource: /^\*$/,
     why: 'the enabled regions are read only when the configuration names none (it names them here)',

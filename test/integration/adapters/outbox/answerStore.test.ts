@@ -1,0 +1,169 @@
+/**
+ * The sources' remembered answers, where only cpsync writes: the file store in the state directory (the CLI's)
+ * and the DynamoDB store in moto with the table as the stack makes it (partition key `cluster`, the `byScope`
+ * index by scope and region). Each keeps one record per cluster, reads an account's records in one region or
+ * every region (no other account's or cloud's), never replaces a later answer by an earlier one, takes an Azure id
+ * in any case as one cluster, removes what it is told to, and reads what is not a record as no record.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import type { AnswerStore, RememberedAnswer } from '../../../../core/sync/ports.ts';
+import { DynamoAnswerStore } from '../../../../adapters/outbox/DynamoAnswerStore.ts';
+import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
+import { startMoto, type MotoServer } from '../../../env/moto.ts';
+import { HUB_CREDENTIALS } from '../../../support/aws.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
+
+const ACCOUNT = '111122223333';
+const SUB = '00000000-1111-2222-3333-444444444444';
+const eks = (region: string, name: string, askedAt = 1_000, account = ACCOUNT): RememberedAnswer => ({
+  provider: 'eks',
+  account,
+  region,
+  providerId: `arn:aws:eks:${region}:${account}:cluster/${name}`,
+  listed: 'digest-1',
+  askedAt,
+  answer: { nodegroups: [{ nodegroupName: 'general', status: 'ACTIVE' }] },
+});
+const AKS_ID = `/subscriptions/${SUB}/resourceGroups/rg-web/providers/Microsoft.ContainerService/managedClusters/web`;
+const aks = (id: string, askedAt: number, ca: string): RememberedAnswer => ({
+  provider: 'aks',
+  account: SUB,
+  region: 'westeurope',
+  providerId: id,
+  listed: 'digest-a',
+  askedAt,
+  answer: { certificateAuthorityData: ca },
+});
+const ids = (records: RememberedAnswer[]) => records.map((r) => r.providerId).sort();
+
+/** The contract both stores keep; `junk` puts something that is not a record where `record`'s would be. */
+function behaves(
+  name: string,
+  make: () => Promise<{ store: AnswerStore; junk: (record: RememberedAnswer) => Promise<void> }>,
+) {
+  it(`${name}: reads an account's records in one region or every region, and no other account's or cloud's`, async () => {
+    const { store } = await make();
+    const east = eks('us-east-1', 'payments');
+    const west = eks('eu-west-1', 'payments');
+    const other = eks('us-east-1', 'payments', 1_000, '999999999999');
+    await store.write([east, west, other]);
+    const read = (region: string, account = ACCOUNT) => store.read({ provider: 'eks', account, region });
+    assert.deepEqual(ids(await read('*')), ids([east, west]));
+    assert.deepEqual(await read('us-east-1'), [east]);
+    assert.deepEqual(await read('us-east-1', '999999999999'), [other]);
+    assert.deepEqual(await read('ap-south-1'), []);
+    assert.deepEqual(await store.read({ provider: 'gke', account: ACCOUNT, region: '*' }), []);
+    await store.write([], [west]);
+    assert.deepEqual(await read('*'), [east]);
+  });
+
+  it(`${name}: never replaces a later answer by an earlier one, and takes an Azure id in any case as one cluster`, async () => {
+    const { store } = await make();
+    const scope = { provider: 'aks' as const, account: SUB, region: '*' };
+    await store.write([aks(AKS_ID, 2_000, 'event')]);
+    await store.write([aks(AKS_ID.toLowerCase(), 1_000, 'listing')]);
+    assert.deepEqual(
+      (await store.read(scope)).map((r) => r.answer),
+      [{ certificateAuthorityData: 'event' }],
+    );
+    await store.write([
+      aks(
+        AKS_ID.toUpperCase().replace(`/SUBSCRIPTIONS/${SUB.toUpperCase()}`, `/subscriptions/${SUB}`),
+        3_000,
+        'later',
+      ),
+    ]);
+    const records = await store.read(scope);
+    assert.equal(records.length, 1);
+    assert.deepEqual(records[0]!.answer, { certificateAuthorityData: 'later' });
+    await store.write([], [aks(AKS_ID.toLowerCase(), 0, '')]);
+    assert.deepEqual(await store.read(scope), []);
+  });
+
+  it(`${name}: reads what is not a record as no record, and the others`, async () => {
+    const { store, junk } = await make();
+    const payments = eks('us-west-2', 'payments');
+    const checkout = eks('us-west-2', 'checkout');
+    await store.write([payments, checkout]);
+    await junk(checkout);
+    const read = await store.read({ provider: 'eks', account: ACCOUNT, region: 'us-west-2' });
+    assert.ok(read.every((r) => r.providerId === payments.providerId));
+  });
+}
+
+describe('the remembered answers', () => {
+  let moto: MotoServer;
+  let tables = 0;
+
+  before(async () => {
+    moto = await startMoto();
+  });
+  after(async () => moto?.stop());
+
+  behaves('in files', async () => {
+    const directory = temporaryDirectory('cpsync-answers-');
+    return {
+      store: new FileAnswerStore(directory),
+      // A torn file: every record of its account and region is unreadable.
+      junk: async () => {
+        const root = join(directory, 'answers');
+        for (const folder of readdirSync(root))
+          for (const file of readdirSync(join(root, folder)))
+            if (file === 'us-west-2.json')
+              writeFileSync(join(root, folder, file), '{"records": [{"provider"');
+      },
+    };
+  });
+
+  behaves('in DynamoDB', async () => {
+    const TableName = `cpsync-answers-${++tables}`;
+    const client = new DynamoDBClient({
+      endpoint: moto.endpoint,
+      region: 'us-east-1',
+      credentials: HUB_CREDENTIALS,
+    });
+    await client.send(
+      new CreateTableCommand({
+        TableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'cluster', AttributeType: 'S' },
+          { AttributeName: 'scope', AttributeType: 'S' },
+          { AttributeName: 'region', AttributeType: 'S' },
+        ],
+        KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'byScope',
+            KeySchema: [
+              { AttributeName: 'scope', KeyType: 'HASH' },
+              { AttributeName: 'region', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      }),
+    );
+    return {
+      store: new DynamoAnswerStore({ tableName: TableName, client }),
+      junk: async (record) => {
+        await client.send(
+          new PutItemCommand({
+            TableName,
+            Item: {
+              cluster: { S: `${record.provider}/${record.providerId.toLowerCase()}` },
+              scope: { S: `${record.provider}/${record.account}` },
+              region: { S: record.region },
+              askedAt: { N: String(record.askedAt) },
+              record: { S: '{"provider": "eks", "answer"' },
+            },
+          }),
+        );
+      },
+    };
+  });
+});

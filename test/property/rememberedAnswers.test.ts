@@ -1,0 +1,202 @@
+/**
+ * The remembered AKS CAs over random sequences of cloud changes and store states, against the local ARM: CAs
+ * changed with or without a sign in the listing, operations started and settled, clusters made, deleted and made
+ * again, the store turned to junk or a record aged, listings and one-cluster reads. The oracle is the server's own
+ * log of listClusterUserCredential requests and what the test set there: every listing holds exactly the clusters
+ * ARM lists (nothing left out or kept on the store's say), each with the CA ARM gave at its last read, and every
+ * cluster whose listing changed, that is new, busy, aged or whose record was lost is read in that very listing.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { ClientSecretCredential } from '@azure/identity';
+import fc from 'fast-check';
+import { AksSource } from '../../adapters/aks/AksSource.ts';
+import { FileAnswerStore } from '../../adapters/outbox/FileAnswerStore.ts';
+import type { Scope } from '../../core/domain/model/scope.ts';
+import { startArmServer, type ArmServer, type ManagedClusterJson } from '../env/fakes/armServer.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
+
+const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261123);
+const SUB = '00000000-1111-2222-3333-666666666666';
+const SCOPE: Scope = { provider: 'aks', account: SUB, region: '*' };
+const NAMES = ['alpha', 'bravo', 'charlie', 'delta'] as const;
+
+type Step =
+  | { kind: 'ca'; name: number; shown: boolean }
+  | { kind: 'operation' | 'settle' | 'remove' | 'add' | 'age' | 'one'; name: number }
+  | { kind: 'junk' | 'list' };
+
+const step: fc.Arbitrary<Step> = fc.oneof(
+  fc.record({ kind: fc.constant('ca' as const), name: fc.nat(3), shown: fc.boolean() }),
+  fc.record({
+    kind: fc.constantFrom('operation', 'settle', 'remove', 'add', 'age', 'one') as fc.Arbitrary<
+      'operation' | 'settle' | 'remove' | 'add' | 'age' | 'one'
+    >,
+    name: fc.nat(3),
+  }),
+  fc.constantFrom({ kind: 'junk' as const }, { kind: 'list' as const }, { kind: 'list' as const }),
+);
+
+describe('remembered AKS CAs over random cloud and store states', () => {
+  let server: ArmServer;
+  let credential: ClientSecretCredential;
+
+  before(async () => {
+    server = await startArmServer();
+    credential = new ClientSecretCredential(server.tenantId, server.clientId, server.clientSecret, {
+      authorityHost: server.endpoint,
+      disableInstanceDiscovery: true,
+    });
+  });
+  after(async () => server?.stop());
+
+  it('lists exactly what ARM lists, each CA as ARM last gave it, and reads every cluster whose answer may have changed', async () => {
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 4, maxLength: 24 }), async (steps) => {
+        runs += 1;
+        const directory = temporaryDirectory('cpsync-answers-');
+        const store = new FileAnswerStore(directory);
+        const source = new AksSource({ credential, endpoint: server.endpoint, answers: store });
+        const id = (name: string) =>
+          `/subscriptions/${SUB}/resourcegroups/rg/providers/Microsoft.ContainerService/managedClusters/${name}-${runs}`;
+        let version = 0;
+        const make = (name: string): ManagedClusterJson => ({
+          id: id(name),
+          name: `${name}-${runs}`,
+          location: 'westeurope',
+          systemData: { createdAt: new Date(Date.UTC(2024, 0, 1, 0, ++version)).toISOString() },
+          properties: {
+            provisioningState: 'Succeeded',
+            kubernetesVersion: '1.30',
+            fqdn: `${name}-${runs}.hcp.westeurope.azmk8s.io`,
+            agentPoolProfiles: [{ name: 'system', count: 1, vmSize: 'Standard_D4s_v5' }],
+          },
+        });
+        const live = new Map<string, ManagedClusterJson>();
+        const sync = () => server.clusters.set(SUB, [...live.values()]);
+        /** The CA ARM gives each cluster now, and the one it gave at cpsync's last read. */
+        const current = new Map<string, string>();
+        const lastSaid = new Map<string, string>();
+        /** Clusters whose next listing must read their CA. */
+        const mustRead = new Set<string>();
+        const setCa = (key: string) => {
+          const ca = Buffer.from(`ca of ${key} #${++version}`).toString('base64');
+          current.set(key, ca);
+          server.caData.set(id(key).toLowerCase(), ca);
+        };
+        const add = (name: string) => {
+          live.set(name, make(name));
+          setCa(name);
+          mustRead.add(name);
+          sync();
+        };
+        add(NAMES[0]);
+        add(NAMES[1]);
+        /** Names whose CA ARM was asked for since `from`. */
+        const readSince = (from: number) =>
+          new Set(
+            server.requests
+              .slice(from)
+              .filter((r) => r.path.endsWith('/listClusterUserCredential'))
+              .map((r) => r.path.split('/').at(-2)!.replace(`-${runs}`, '')),
+          );
+        for (const s of [...steps, { kind: 'list' } as const]) {
+          const name = 'name' in s ? NAMES[s.name]! : '';
+          const cluster = live.get(name);
+          switch (s.kind) {
+            case 'ca':
+              if (!cluster) break;
+              setCa(name);
+              if (s.shown) {
+                cluster.systemData = {
+                  ...cluster.systemData,
+                  lastModifiedAt: new Date(++version * 1000).toISOString(),
+                };
+                mustRead.add(name);
+              }
+              break;
+            case 'operation':
+              if (!cluster) break;
+              cluster.properties.provisioningState = 'Updating';
+              mustRead.add(name);
+              break;
+            case 'settle':
+              if (!cluster) break;
+              if (cluster.properties.provisioningState !== 'Succeeded') mustRead.add(name);
+              cluster.properties.provisioningState = 'Succeeded';
+              break;
+            case 'remove':
+              live.delete(name);
+              sync();
+              break;
+            case 'add':
+              if (!cluster) add(name);
+              break;
+            case 'age': {
+              const record = (await store.read(SCOPE)).find((r) => r.providerId === id(name));
+              if (!record) break;
+              await store.write([], [record]);
+              await store.write([{ ...record, askedAt: record.askedAt - 25 * 3_600_000 }]);
+              mustRead.add(name);
+              break;
+            }
+            case 'junk': {
+              const root = join(directory, 'answers');
+              if (!existsSync(root)) break;
+              for (const folder of readdirSync(root, { withFileTypes: true }).filter((d) => d.isDirectory()))
+                for (const file of readdirSync(join(root, folder.name)))
+                  writeFileSync(join(root, folder.name, file), '{"records": [');
+              for (const key of live.keys()) mustRead.add(key);
+              break;
+            }
+            case 'one': {
+              if (!cluster) break;
+              const one = await source.getCluster({
+                scope: SCOPE,
+                name: `${name}-${runs}`,
+                resourceGroup: 'rg',
+              });
+              assert.equal(one?.certificateAuthorityData, current.get(name), 'one cluster is read afresh');
+              lastSaid.set(name, current.get(name)!);
+              mustRead.delete(name);
+              break;
+            }
+            case 'list': {
+              const from = server.requests.length;
+              const listing = await source.listScope(SCOPE);
+              const read = readSince(from);
+              assert.equal(listing.outcome.kind, 'complete');
+              assert.deepEqual(
+                listing.clusters.map((c) => c.providerId).sort(),
+                [...live.values()].map((c) => c.id).sort(),
+                'exactly the clusters ARM lists',
+              );
+              for (const key of mustRead)
+                if (live.has(key))
+                  assert.ok(read.has(key), `${key}: its answer may have changed, so it is read`);
+              for (const key of read) lastSaid.set(key, current.get(key)!);
+              for (const observed of listing.clusters) {
+                const key = observed.name.replace(`-${runs}`, '');
+                assert.equal(
+                  observed.certificateAuthorityData,
+                  lastSaid.get(key),
+                  `${key}: the CA ARM last gave`,
+                );
+              }
+              // A busy cluster stays to be read at the next listing too.
+              for (const key of [...mustRead])
+                if (!live.has(key) || live.get(key)!.properties.provisioningState === 'Succeeded')
+                  mustRead.delete(key);
+              break;
+            }
+          }
+        }
+        server.clusters.delete(SUB);
+      }),
+      { seed: SEED, numRuns: 60 },
+    );
+  });
+});

@@ -8,7 +8,7 @@ import {
   type ConfigurationOptions,
   type V1ConfigMap,
 } from '@kubernetes/client-node';
-import { sharedConnections } from './connections.ts';
+import { sharedConnections, type HubHttpLibrary } from './connections.ts';
 import { sameJson } from '../../core/domain/json.ts';
 import {
   FIELD_MANAGER,
@@ -55,6 +55,11 @@ export interface KubernetesHubOptions {
    * @default 30000
    */
   requestTimeoutMillis?: number;
+  /**
+   * How requests are sent: undici's `request()`, or client-node's own `fetch()` path (see connections.ts).
+   * @default 'request'
+   */
+  httpLibrary?: HubHttpLibrary;
 }
 
 const PROFILE = {
@@ -163,7 +168,7 @@ export class KubernetesHub implements Hub {
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#fieldManager = options.fieldManager ?? FIELD_MANAGER;
     this.#pageSize = options.pageSize ?? 500;
-    this.#shared = sharedConnections(options.requestTimeoutMillis ?? 30_000);
+    this.#shared = sharedConnections(options.requestTimeoutMillis ?? 30_000, options.httpLibrary);
   }
 
   #options(contentType?: string): ConfigurationOptions {

@@ -219,9 +219,16 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     ] as const;
     for (const [provider, name, state, server] of clouds) {
       const ws = following();
-      const held = holdTransition(emulators, provider, name, 'creating', 2500);
+      // Held until the follow has looked once and found it still in change; then the cloud says ready.
+      const held = holdTransition(emulators, provider, name, 'creating');
       try {
-        const run = clean(await ws.sync('--follow'));
+        const run = clean(
+          await ws.run(['sync', '--follow'], {
+            onStderr: (text) => {
+              if (text.includes(`${name}: still ${state}`)) held.settle();
+            },
+          }),
+        );
         assert.equal(run.code, 0, run.stderr);
         assert.match(
           run.stderr,
@@ -255,9 +262,16 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
   it('14b. sync --follow follows an active EKS cluster while one of its node groups is being updated, until the group settles', async () => {
     const ws = following();
     assert.equal(clean(await ws.sync()).code, 0);
-    const held = holdNodeGroup(emulators, 'payments', 'general', 'updating', 2500);
+    // Held until the follow has looked once and found the group still updating.
+    const held = holdNodeGroup(emulators, 'payments', 'general', 'updating');
     try {
-      const run = clean(await ws.sync('--follow'));
+      const run = clean(
+        await ws.run(['sync', '--follow'], {
+          onStderr: (text) => {
+            if (text.includes('payments: still')) held.settle();
+          },
+        }),
+      );
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stderr, /eks\/\S+\/us-east-1\/payments \(EKS node group general UPDATING\)/);
       assert.match(run.stderr, /payments: settled after \d+ s/);
@@ -272,9 +286,16 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     localGke();
     const ws = following();
     assert.equal(clean(await ws.sync()).code, 0);
-    const held = holdTransition(emulators, 'gke', 'edge', 'deleting', 2500);
+    // Held until the follow has looked once and found it still being deleted; then it is gone.
+    const held = holdTransition(emulators, 'gke', 'edge', 'deleting');
     try {
-      const run = clean(await ws.sync('--follow'));
+      const run = clean(
+        await ws.run(['sync', '--follow'], {
+          onStderr: (text) => {
+            if (text.includes('edge: still GKE STOPPING')) held.settle();
+          },
+        }),
+      );
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stderr, /edge \(GKE STOPPING\)/);
       assert.match(run.stderr, /edge: settled \(deleted\) after \d+ s/);
@@ -297,10 +318,19 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     emulators.gke.clusters.get(GCP_PROJECT)!.push(gkeCluster('brief', 'europe-west1'));
     const ws = following();
     holdTransition(emulators, 'gke', 'brief', 'creating');
-    // Never ready: 1.5 s after the run starts the cloud is deleting it, 1.5 s later it is gone.
-    const timer = setTimeout(() => holdTransition(emulators, 'gke', 'brief', 'deleting', 1500), 1500);
+    // Never ready: once a look found it still being created the cloud is deleting it, and once a look found
+    // it being deleted it is gone.
+    let deleting: { settle: () => void } | undefined;
     try {
-      const run = clean(await ws.sync('--follow'));
+      const run = clean(
+        await ws.run(['sync', '--follow'], {
+          onStderr: (text) => {
+            if (!deleting && text.includes('brief: still GKE PROVISIONING'))
+              deleting = holdTransition(emulators, 'gke', 'brief', 'deleting');
+            if (deleting && text.includes('brief: still GKE STOPPING')) deleting.settle();
+          },
+        }),
+      );
       assert.equal(run.code, 0, run.stderr);
       assert.match(run.stderr, /brief \(GKE PROVISIONING\)/);
       assert.match(run.stderr, /brief: settled \(deleted\) after \d+ s/);
@@ -313,7 +343,7 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
       assert.equal(profileNamed(ws, 'brief'), undefined);
       assert.ok(profileNamed(ws, 'analytics') && profileNamed(ws, 'edge'), 'the others stay');
     } finally {
-      clearTimeout(timer);
+      deleting?.settle();
       localGke();
     }
   });
@@ -321,7 +351,8 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
   it('15c. a look that fails (the cloud refuses for a while) is tried again later; nothing is deleted for it', async () => {
     localGke();
     const ws = following();
-    const held = holdTransition(emulators, 'gke', 'analytics', 'creating', 4000);
+    // Held until a look has failed; the looks after it find the cloud ready.
+    const held = holdTransition(emulators, 'gke', 'analytics', 'creating');
     let refused = false;
     try {
       const run = clean(
@@ -338,6 +369,7 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
                 })),
               );
             }
+            if (text.includes('analytics: look failed')) held.settle();
           },
         }),
       );

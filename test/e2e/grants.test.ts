@@ -165,10 +165,14 @@ describe('consumer access grants: configured consumers reach every cluster of th
     features: Record<string, string>,
     args: string[] = [],
     code = 0,
+    onStderr?: (text: string) => void,
   ): Promise<CliRun & { access: string[] }> {
     writeFileSync(config, stringify({ ...document, features }));
     writeFileSync(document.bus.jsonl, '');
-    const run = await runCli(['sync', '--config', config, ...args], { env: emulators.env });
+    const run = await runCli(['sync', '--config', config, ...args], {
+      env: emulators.env,
+      ...(onStderr ? { onStderr } : {}),
+    });
     captured.push(run.stdout, run.stderr, readFileSync(document.bus.jsonl, 'utf8'));
     assert.equal(run.code, code, run.stderr);
     return { ...run, access: accessEvents() };
@@ -668,9 +672,12 @@ describe('consumer access grants: configured consumers reach every cluster of th
   /** A cluster the cloud is still creating is granted at the follow-up look that finds it ready. */
   const followedUntilReady = async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'rollout' }]);
-    const held = holdTransition(emulators, 'eks', 'rollout', 'creating', 2500);
+    // Held until the run has seen it in change; the follow's looks find it ready.
+    const held = holdTransition(emulators, 'eks', 'rollout', 'creating');
     try {
-      const run = await sync({ projections: 'on', accessGrants: 'on' }, ['--follow']);
+      const run = await sync({ projections: 'on', accessGrants: 'on' }, ['--follow'], 0, (text) => {
+        if (text.includes('following 1 cluster')) held.settle();
+      });
       assert.match(run.stderr, /following 1 cluster\(s\) the clouds are still changing: eks\/\S+\/rollout/);
       assert.match(run.stderr, /rollout: settled \(updated\) after \d+ s/);
       assert.deepEqual(run.access, ['Consumer Access Granted deployer eks/rollout']);

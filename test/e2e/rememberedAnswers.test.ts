@@ -1,0 +1,174 @@
+/**
+ * Asking the clouds only what changed, along the entry points that reach the per-cluster reads: the `cpsync sync`
+ * command (a full sync, then `--scope`) into the file hub with its answers in the state directory, and the EKS
+ * event handler (a CloudTrail node-group call: the one-cluster sync events and the follow-up use) built from the
+ * same configuration. The local ARM and the proxy in front of moto count the reads; the hub's files show what the
+ * profiles say.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { DeleteNodegroupCommand, EKSClient } from '@aws-sdk/client-eks';
+import { parse } from 'yaml';
+import { compose } from '../../adapters/compose/compose.ts';
+import { parseConfig } from '../../adapters/compose/config.ts';
+import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
+import { makeEksEventHandler } from '../../functions/eksEvents.ts';
+import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, startEmulators, type Emulators } from '../env/emulators.ts';
+import { accountCredentials } from '../support/aws.ts';
+import { hasStackTrace, runCli } from '../support/cli.ts';
+import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
+import { TEST_CA_PEM } from '../support/certificates.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
+
+const ROTATED = Buffer.from(`${TEST_CA_PEM}${TEST_CA_PEM}`).toString('base64');
+
+interface ProfileFile {
+  metadata: { annotations?: Record<string, string> };
+  status?: {
+    accessProviders?: Array<{ cluster?: Record<string, unknown> }>;
+    properties?: Array<{ name: string; value: string }>;
+  };
+}
+
+describe('the clouds asked only what changed, from the command and from a cloud event', () => {
+  let emulators: Emulators;
+  let directory: string;
+
+  const sync = async (...args: string[]) => {
+    const run = await runCli(['sync', ...args, '--config', emulators.configPath], {
+      cwd: directory,
+      env: emulators.env,
+    });
+    assert.equal(run.code, 0, run.stderr);
+    assert.ok(!hasStackTrace(run.stderr), run.stderr);
+    return run;
+  };
+  /** Clusters whose CA ARM was asked for, and EKS clusters whose node groups moto was asked for, since `mark`. */
+  const mark = () => ({ arm: emulators.arm.requests.length, aws: emulators.proxy.calls.length });
+  const readsSince = (from: ReturnType<typeof mark>) => ({
+    cas: emulators.arm.requests
+      .slice(from.arm)
+      .filter((r) => r.path.endsWith('/listClusterUserCredential'))
+      .map((r) => r.path.split('/').at(-2)!)
+      .sort(),
+    nodegroups: [
+      ...new Set(
+        emulators.proxy.calls
+          .slice(from.aws)
+          .map((c) => /^\/clusters\/([^/?]+)\/node-groups/.exec(c.path)?.[1])
+          .filter((name): name is string => name !== undefined),
+      ),
+    ].sort(),
+  });
+  /** The profile file of the cluster whose provider id ends with `suffix`. */
+  const profile = (suffix: string): ProfileFile => {
+    const root = join(emulators.directory, 'inventory');
+    for (const namespace of readdirSync(root))
+      for (const file of readdirSync(join(root, namespace)).filter(
+        (f) => f.endsWith('.yaml') && !f.startsWith('_'),
+      )) {
+        const document = parse(readFileSync(join(root, namespace, file), 'utf8')) as ProfileFile;
+        if (
+          document.metadata.annotations?.['cpsync.io/provider-id']
+            ?.toLowerCase()
+            .endsWith(suffix.toLowerCase())
+        )
+          return document;
+      }
+    throw new Error(`no profile of …${suffix}`);
+  };
+  const caOf = (suffix: string) =>
+    profile(suffix).status?.accessProviders?.[0]?.cluster?.['certificate-authority-data'];
+  const nodesOf = (suffix: string) =>
+    profile(suffix).status?.properties?.find((p) => p.name === 'count.node.k8s.io')?.value;
+  const aksId = (name: string) =>
+    `/subscriptions/${AZURE_SUBSCRIPTION}/resourcegroups/rg-${name}/providers/microsoft.containerservice/managedclusters/${name}`;
+
+  const PAYMENTS = `:us-east-1:${EKS_ACCOUNT}:cluster/payments`;
+
+  before(async () => {
+    directory = temporaryDirectory('cpsync-answers-e2e-');
+    emulators = await startEmulators({ directory });
+    // The event handler runs in this process, with the estate's credentials.
+    Object.assign(process.env, emulators.env, {
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      POWERTOOLS_LOG_LEVEL: 'WARN',
+    });
+  });
+  after(async () => emulators?.stop());
+
+  it('a second full sync of an unchanged estate reads no CA and no node group, and changes nothing', async () => {
+    let from = mark();
+    await sync();
+    assert.deepEqual(readsSince(from), { cas: ['batch', 'web'], nodegroups: ['checkout', 'payments'] });
+    from = mark();
+    const second = await sync();
+    assert.deepEqual(readsSince(from), { cas: [], nodegroups: [] });
+    assert.match(second.stderr, /0 created, 0 updated, 0 deleted/);
+    assert.equal(nodesOf(PAYMENTS), '5');
+  });
+
+  it('--scope reads the CA of a cluster under rotation at each run and once more when it has settled, and the profile carries it', async () => {
+    const web = emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === 'web')!;
+    web.properties.provisioningState = 'Updating';
+    emulators.arm.caData.set(aksId('web'), ROTATED);
+    try {
+      let from = mark();
+      await sync('--scope', `aks/${AZURE_SUBSCRIPTION}`);
+      assert.deepEqual(readsSince(from).cas, ['web']);
+      assert.equal(caOf('/managedclusters/web'), ROTATED);
+      web.properties.provisioningState = 'Succeeded';
+      from = mark();
+      await sync('--scope', `aks/${AZURE_SUBSCRIPTION}`);
+      assert.deepEqual(readsSince(from).cas, ['web']);
+      from = mark();
+      await sync('--scope', `aks/${AZURE_SUBSCRIPTION}`);
+      assert.deepEqual(readsSince(from), { cas: [], nodegroups: [] });
+      assert.equal(caOf('/managedclusters/web'), ROTATED);
+    } finally {
+      web.properties.provisioningState = 'Succeeded';
+    }
+  });
+
+  it('a CloudTrail node-group call reads the one cluster afresh, and the next full sync keeps what it said without asking', async () => {
+    const eks = new EKSClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT),
+    });
+    await eks.send(new DeleteNodegroupCommand({ clusterName: 'payments', nodegroupName: 'compute' }));
+    eks.destroy();
+    const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
+    const deps = await compose(parseConfig(document, 'e2e'), ALL_PROVIDERS, { onDemand: true });
+    try {
+      const handler = makeEksEventHandler(async () => deps);
+      const from = mark();
+      const result = await handler(
+        cloudTrailEvent('DeleteNodegroup', EKS_ACCOUNT, 'us-east-1', {
+          clusterName: 'payments',
+          nodegroupName: 'compute',
+        }) as never,
+        lambdaContext(),
+      );
+      assert.equal(result.result, 'updated');
+      assert.deepEqual(readsSince(from).nodegroups, ['payments']);
+    } finally {
+      await deps.close();
+    }
+    assert.equal(nodesOf(PAYMENTS), '3');
+    const from = mark();
+    await sync();
+    assert.deepEqual(readsSince(from), { cas: [], nodegroups: [] });
+    assert.equal(nodesOf(PAYMENTS), '3');
+  });
+
+  it('asks every CA and node group again when the state directory lost its answers, and deletes nothing', async () => {
+    rmSync(join(emulators.directory, 'outbox', 'answers'), { recursive: true, force: true });
+    const from = mark();
+    const run = await sync();
+    assert.deepEqual(readsSince(from), { cas: ['batch', 'web'], nodegroups: ['checkout', 'payments'] });
+    assert.match(run.stderr, /0 created, 0 updated, 0 deleted/);
+  });
+});

@@ -21,8 +21,6 @@ export interface ClusterSyncOutcome {
   settling?: string;
   /** While the cluster is being created: when it was (ISO 8601). */
   since?: string;
-  /** When the sync began, before it read the cluster (epoch milliseconds). */
-  readAt: number;
   /** Whether a chase was started for it, joined, or the function has none. */
   followed?: 'started' | 'joined' | 'off';
   /** After an operation's end: whether the cluster's chase was ended by it. */
@@ -37,7 +35,9 @@ export interface ClusterSyncPayload {
 }
 
 export function clusterSyncOnce(name: string, getDeps: () => Promise<FunctionDeps>) {
-  const apply = once(name, async ({ key, ref }: ClusterSyncPayload): Promise<ClusterSyncOutcome> => {
+  /** What is recorded of a delivery: the outcome, and when the sync began, before it read the cluster. */
+  type Recorded = ClusterSyncOutcome & { readAt: number };
+  const apply = once(name, async ({ key, ref }: ClusterSyncPayload): Promise<Recorded> => {
     const deps = await getDeps();
     const readAt = Date.now();
     const report = await syncCluster(deps.ports, { syncId: key, ref, ...deps.settings });
@@ -55,14 +55,20 @@ export function clusterSyncOnce(name: string, getDeps: () => Promise<FunctionDep
   });
   const follow = follower();
   const complete = completer();
-  return async (deps: FunctionDeps, payload: ClusterSyncPayload, context: Context) => {
-    const outcome = await apply(deps, payload, context);
-    const { settling, since, readAt } = outcome.value;
-    if (settling) outcome.value.followed = await follow(deps.config, payload.ref, settling, since);
+  return async (
+    deps: FunctionDeps,
+    payload: ClusterSyncPayload,
+    context: Context,
+  ): Promise<{ value: ClusterSyncOutcome; replayed: boolean }> => {
+    const { value: recorded, replayed } = await apply(deps, payload, context);
+    // When the reading was made is the record's, not the answer's.
+    const { readAt, ...value } = recorded;
+    const { settling, since } = value;
+    if (settling) value.followed = await follow(deps.config, payload.ref, settling, since);
     // Settled or gone as the cloud said: the looks still on their way find no chase. The reading's own time
     // (kept with a replayed outcome) leaves a chase begun after it to a newer operation.
     else if (payload.completes && typeof readAt === 'number')
-      outcome.value.chase = await complete(deps.config, payload.ref, readAt);
-    return outcome;
+      value.chase = await complete(deps.config, payload.ref, readAt);
+    return { value, replayed };
   };
 }

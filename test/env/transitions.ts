@@ -3,9 +3,22 @@
  * works (being created: no endpoint, no CA yet; being updated; being deleted) for a chosen time, then
  * settled as the cloud would settle it (running as before, or gone). EKS through the AWS proxy: moto's
  * answers for the cluster are rewritten while it is held, and a deleted one is deleted in moto.
+ *
+ * `announcedTransition` also says what each cloud sends about the operation, in the documented shapes and
+ * order: EKS a CloudTrail record of the call as it starts and nothing at its end; GKE the audit entry
+ * written as the long-running operation starts (`operation.first`) and the one written as it ends
+ * (`operation.last`, the same operation id); AKS Event Grid's resource event as the request is taken, and
+ * the Activity Log's event of the operation's end (status `Succeeded`) through an alert's action group.
  */
 import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { accountCredentials } from '../support/aws.ts';
+import {
+  activityLogAlert,
+  cloudTrailEvent,
+  eventGridEvent,
+  gkeAuditEntry,
+  pubSubPush,
+} from '../support/lambda.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from './emulators.ts';
 
 export type Transition = 'creating' | 'updating' | 'deleting';
@@ -133,6 +146,102 @@ export function holdNodeGroup(
     settle: () => {
       clearTimeout(timer);
       stop();
+    },
+  };
+}
+
+/** What a cloud sends about an operation on a cluster, as it reaches cpsync. */
+export type CloudEvent =
+  | { cloud: 'eks'; via: 'cloudtrail'; event: ReturnType<typeof cloudTrailEvent> }
+  | { cloud: 'gke'; via: 'pubsub'; push: ReturnType<typeof pubSubPush> }
+  | { cloud: 'aks'; via: 'eventgrid'; events: Array<ReturnType<typeof eventGridEvent>> }
+  | { cloud: 'aks'; via: 'alert'; alert: ReturnType<typeof activityLogAlert> };
+
+const EKS_CALL = {
+  creating: 'CreateCluster',
+  updating: 'UpdateClusterVersion',
+  deleting: 'DeleteCluster',
+} as const;
+const GKE_METHOD = {
+  creating: 'CreateCluster',
+  updating: 'UpdateCluster',
+  deleting: 'DeleteCluster',
+} as const;
+let sent = 0;
+
+/**
+ * What `provider` sends about `transition` of the cluster `name`: the events as the operation starts, and
+ * those as it ends (none for EKS). `where`: the GKE location (default us-central1), the AKS resource group.
+ */
+export function operationEvents(
+  provider: 'eks' | 'gke' | 'aks',
+  name: string,
+  transition: Transition,
+  where: { region?: string; location?: string; resourceGroup?: string } = {},
+): { start: CloudEvent[]; end: CloudEvent[] } {
+  const id = `${name}-${transition}-${++sent}`;
+  if (provider === 'eks') {
+    const event = cloudTrailEvent(
+      EKS_CALL[transition],
+      EKS_ACCOUNT,
+      where.region ?? 'us-east-1',
+      { name },
+      `ct-${id}`,
+    );
+    return { start: [{ cloud: 'eks', via: 'cloudtrail', event }], end: [] };
+  }
+  if (provider === 'gke') {
+    const entry = (last: boolean) =>
+      gkeAuditEntry(
+        GCP_PROJECT,
+        `google.container.v1.ClusterManager.${GKE_METHOD[transition]}`,
+        `projects/${GCP_PROJECT}/locations/${where.location ?? 'us-central1'}/clusters/${name}`,
+        { id: `operation-${id}`, last },
+      );
+    return {
+      start: [{ cloud: 'gke', via: 'pubsub', push: pubSubPush(entry(false), `ps-${id}-first`) }],
+      end: [{ cloud: 'gke', via: 'pubsub', push: pubSubPush(entry(true), `ps-${id}-last`) }],
+    };
+  }
+  const resourceId = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/${where.resourceGroup ?? `rg-${name}`}/providers/Microsoft.ContainerService/managedClusters/${name}`;
+  const deleting = transition === 'deleting';
+  const operation = `Microsoft.ContainerService/managedClusters/${deleting ? 'delete' : 'write'}`;
+  const grid = eventGridEvent(
+    `Microsoft.Resources.${deleting ? 'ResourceDeleteSuccess' : 'ResourceWriteSuccess'}`,
+    resourceId,
+    `eg-${id}`,
+  );
+  grid.data.operationName = operation;
+  return {
+    start: [{ cloud: 'aks', via: 'eventgrid', events: [grid] }],
+    end: [
+      { cloud: 'aks', via: 'alert', alert: activityLogAlert(resourceId, operation, 'Succeeded', `al-${id}`) },
+    ],
+  };
+}
+
+/**
+ * `holdTransition`, with what the cloud sends: the start events handed to `send` now, the end events as the
+ * cloud settles the cluster (after it has).
+ */
+export function announcedTransition(
+  emulators: Emulators,
+  provider: 'eks' | 'gke' | 'aks',
+  name: string,
+  transition: Transition,
+  send: (event: CloudEvent, phase: 'start' | 'end') => void,
+  where: { region?: string; location?: string; resourceGroup?: string } = {},
+): { settle: () => void } {
+  const held = holdTransition(emulators, provider, name, transition, undefined, where.region);
+  const events = operationEvents(provider, name, transition, where);
+  for (const event of events.start) send(event, 'start');
+  let settled = false;
+  return {
+    settle: () => {
+      if (settled) return;
+      settled = true;
+      held.settle();
+      for (const event of events.end) send(event, 'end');
     },
   };
 }

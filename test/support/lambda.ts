@@ -112,18 +112,25 @@ export function sqsRecord(messageId: string, body: string): SQSRecord {
 }
 
 /**
- * A Cloud Audit Logs entry of a GKE API call, as a log sink routes it to Pub/Sub; with `operation`, the
- * entry written as a long-running operation starts (`operation.first`).
+ * A Cloud Audit Logs entry of a GKE API call, as a log sink routes it to Pub/Sub; with `operation`, an
+ * entry of a long-running operation: the one written as it starts (`operation.first`), or with `last` the
+ * one written as it ends (`operation.last`, the same operation id).
  */
 export function gkeAuditEntry(
   project: string,
   methodName: string,
   resourceName: string,
-  operation?: { id: string },
+  operation?: { id: string; last?: boolean },
 ) {
   return {
     ...(operation
-      ? { operation: { id: operation.id, producer: 'container.googleapis.com', first: true } }
+      ? {
+          operation: {
+            id: operation.id,
+            producer: 'container.googleapis.com',
+            ...(operation.last ? { last: true } : { first: true }),
+          },
+        }
       : {}),
     protoPayload: {
       '@type': 'type.googleapis.com/google.cloud.audit.AuditLog',
@@ -149,6 +156,59 @@ export function eventGridEvent(eventType: string, subject: string, id: string) {
       operationName: 'Microsoft.ContainerService/managedClusters/write',
       status: 'Succeeded',
       subscriptionId: /^\/subscriptions\/([^/]+)/i.exec(subject)?.[1],
+    },
+  };
+}
+
+/**
+ * An Activity Log alert's notification of an ARM operation on `resourceId`, in the common alert schema, as
+ * an action group's webhook posts it (`monitoringService` "Activity Log - Administrative"; the event's
+ * fields in `alertContext`, the resource in `authorization.scope` and, lower-cased, in `alertTargetIDs`).
+ */
+export function activityLogAlert(
+  resourceId: string,
+  operationName: string,
+  status: 'Started' | 'Accepted' | 'Succeeded' | 'Failed' | 'Canceled',
+  eventDataId: string,
+  at = new Date(),
+) {
+  const subscription = /^\/subscriptions\/([^/]+)/i.exec(resourceId)?.[1] ?? '';
+  const time = at.toISOString();
+  return {
+    schemaId: 'azureMonitorCommonAlertSchema',
+    data: {
+      essentials: {
+        alertId: `/subscriptions/${subscription}/providers/Microsoft.AlertsManagement/alerts/${eventDataId}`,
+        alertRule: 'cpsync-aks-operations',
+        severity: 'Sev4',
+        signalType: 'Activity Log',
+        monitorCondition: 'Fired',
+        monitoringService: 'Activity Log - Administrative',
+        alertTargetIDs: [resourceId.toLowerCase()],
+        configurationItems: [resourceId.split('/').at(-1)],
+        originAlertId: eventDataId,
+        firedDateTime: time,
+        description: '',
+        essentialsVersion: '1.0',
+        alertContextVersion: '1.0',
+      },
+      alertContext: {
+        authorization: { action: operationName, scope: resourceId },
+        channels: 'Operation',
+        claims: '{}',
+        caller: 'someone@example.com',
+        correlationId: `corr-${eventDataId}`,
+        eventSource: 'Administrative',
+        eventTimestamp: time,
+        eventDataId,
+        level: 'Informational',
+        operationName,
+        operationId: `op-${eventDataId}`,
+        status,
+        subStatus: '',
+        submissionTimestamp: time,
+      },
+      customProperties: null,
     },
   };
 }

@@ -34,6 +34,7 @@ import { letCpsyncGrantInProject } from '../../env/fakes/gkeServer.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig, profileOfAnother } from '../../support/hub.ts';
 import {
+  activityLogAlert,
   cloudTrailEvent,
   eventGridEvent,
   functionUrlRequest,
@@ -843,10 +844,23 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       data: fc.anything(),
     });
     const auditPush = fc
-      .tuple(fc.string({ maxLength: 30 }), fc.string({ maxLength: 30 }), fc.string({ maxLength: 50 }))
-      .map(([method, location, name]) =>
+      .tuple(
+        fc.string({ maxLength: 30 }),
+        fc.string({ maxLength: 30 }),
+        fc.string({ maxLength: 50 }),
+        // A long-running operation's first or last entry, or a malformed operation record.
+        fc.option(
+          fc.oneof(
+            fc.record({ id: fc.string({ minLength: 1 }), first: fc.boolean(), last: fc.boolean() }),
+            fc.anything(),
+          ),
+          { nil: undefined },
+        ),
+      )
+      .map(([method, location, name, operation]) =>
         push(
           {
+            ...(operation === undefined ? {} : { operation }),
             protoPayload: {
               serviceName: 'container.googleapis.com',
               methodName: `google.container.v1.ClusterManager.${method}`,
@@ -856,6 +870,41 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
           'gen',
         ),
       );
+    // Activity Log alerts (common alert schema) of AKS operations, their fields generated or replaced by anything.
+    const alert = fc
+      .record({
+        group: fc.string({ maxLength: 40 }),
+        name: fc.string({ maxLength: 70 }),
+        operation: fc.constantFrom(
+          'Microsoft.ContainerService/managedClusters/write',
+          'Microsoft.ContainerService/managedClusters/delete',
+          'Microsoft.ContainerService/managedClusters/agentPools/write',
+          'Microsoft.Storage/storageAccounts/write',
+        ),
+        status: fc.constantFrom('Started', 'Accepted', 'Succeeded', 'Failed', 'Canceled', ''),
+        id: fc.string({ minLength: 1, maxLength: 20 }),
+        replace: fc.option(
+          fc.tuple(
+            fc.constantFrom('schemaId', 'data', 'essentials', 'alertContext', 'alertTargetIDs'),
+            fc.anything(),
+          ),
+          { nil: undefined },
+        ),
+      })
+      .map(({ group, name, operation, status, id, replace }) => {
+        const body = activityLogAlert(
+          `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/${group}/providers/Microsoft.ContainerService/managedClusters/${name}`,
+          operation,
+          status as 'Succeeded',
+          id,
+        ) as unknown as Record<string, Record<string, Record<string, unknown>>>;
+        if (!replace) return body;
+        const [field, value] = replace;
+        if (field === 'schemaId' || field === 'data') return { ...body, [field]: value };
+        if (field === 'alertTargetIDs') body.data!.essentials![field] = value;
+        else body.data![field] = value as never;
+        return body;
+      });
     const delivery = fc.oneof(
       fc.record({ path: fc.constant('/azure'), body: fc.jsonValue() }),
       fc.record({
@@ -864,11 +913,13 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       }),
       fc.record({ path: fc.constant('/gcp'), body: fc.jsonValue() }),
       fc.record({ path: fc.constant('/gcp'), body: auditPush }),
+      fc.record({ path: fc.constant('/azure/alert'), body: fc.jsonValue() }),
+      fc.record({ path: fc.constant('/azure/alert'), body: alert }),
     );
     await fc.assert(
       fc.asyncProperty(delivery, async ({ path, body }) => {
         const request =
-          path === '/azure'
+          path !== '/gcp'
             ? functionUrlRequest(path, body as never, {}, { key: azureKey })
             : functionUrlRequest(path, body as never, { authorization: `Bearer ${token}` });
         const response = await webhook(request, context);

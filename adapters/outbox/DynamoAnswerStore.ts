@@ -14,7 +14,7 @@ import { documentClient } from './DynamoGrantLedger.ts';
 import { isRememberedAnswer } from './FileAnswerStore.ts';
 
 /** The index of the table by provider and account, sorted by region. */
-export const ANSWERS_SCOPE_INDEX = 'byScope';
+const ANSWERS_SCOPE_INDEX = 'byScope';
 
 export interface DynamoAnswerStoreOptions {
   tableName: string;

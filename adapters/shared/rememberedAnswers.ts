@@ -22,7 +22,7 @@ export function listedDigest(fields: readonly unknown[]): string {
  * The age after which a cluster's answer is asked again: `maxAgeMillis`, less up to a quarter by the cluster's
  * id, so that the answers a first sync gathered at once are not all asked again in the same run.
  */
-export function ageLimitOf(providerId: string, maxAgeMillis: number): number {
+function ageLimitOf(providerId: string, maxAgeMillis: number): number {
   const spread = createHash('sha256').update(providerId.toLowerCase()).digest().readUInt32BE(0) / 2 ** 32;
   return maxAgeMillis * (1 - spread / 4);
 }

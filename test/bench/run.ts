@@ -28,6 +28,7 @@ import { timeToUsable } from './usable.ts';
 import { coldRun } from '../support/cold.ts';
 import { reportCost } from './cost.ts';
 import { sdkCallFloor } from './sdkFloor.ts';
+import { reportHubRequestPaths } from './hubRequests.ts';
 import { scalingChart, type CurvePoint } from './chart.ts';
 import { App } from 'aws-cdk-lib';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -438,7 +439,7 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
   },
 });
-const parts = new Set((flags.only ?? 'cold-start,report,estate,usable,scale,curve').split(','));
+const parts = new Set((flags.only ?? 'cold-start,report,estate,usable,scale,hub-requests,curve').split(','));
 
 say('# cpsync benchmarks');
 say('');
@@ -452,9 +453,10 @@ say(
     "- **Time to usable**: clusters created in each cloud's emulator and ready after a while, then deleted, the clouds' events entering as the clouds send them, handled by the bundled functions and followed by the follow-up function until they settle: ready → profile usable, gone → Deleted, wrongful deletions, and the follow-up's cost per cluster.",
     '- **What a deployment costs**: the file-hub run at the defaults, priced.',
     '- **The report at scale**: `cpsync report` of 30,000 clusters, its size, and the time to `data-ready` in headless Chromium (the OS package) driven over the DevTools protocol, as it opens and sorted on load.',
+    "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, and `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on.",
+    "Options: `--only cold-start,report,estate,usable,scale,hub-requests,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, and `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on.",
   ].join('\n'),
 );
 say('');
@@ -519,6 +521,7 @@ if (parts.has('scale')) {
     96,
   );
 }
+if (parts.has('hub-requests')) await reportHubRequestPaths(say, 1000, 3);
 if (parts.has('curve')) {
   const points: CurvePoint[] = [];
   say('## Scaling curve');

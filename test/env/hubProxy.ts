@@ -9,7 +9,18 @@ import type { IncomingMessage } from 'node:http';
 import { clientCertificate, kubeconfigYaml, type HubState } from './hub.ts';
 import { freePort, serveOnLoopback } from './net.ts';
 
-type HubFault = { status: 503 | 409 | 500 } | { drop: true } | { hang: true };
+type HubFault = { status: keyof typeof REASONS } | { drop: true } | { hang: true };
+
+/** The Status reason the kube-apiserver gives with each status the proxy can answer with. */
+const REASONS = {
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  409: 'Conflict',
+  410: 'Expired',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+} as const;
 
 /** Decides, per request, whether to answer with a fault (undefined: forward). */
 type HubFaultRule = (request: { method: string; path: string; index: number }) => HubFault | undefined;
@@ -56,8 +67,7 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
         return;
       }
       if (fault) {
-        const reason =
-          fault.status === 409 ? 'Conflict' : fault.status === 503 ? 'ServiceUnavailable' : 'InternalError';
+        const reason = REASONS[fault.status];
         response.writeHead(fault.status, { 'content-type': 'application/json' });
         response.end(
           JSON.stringify({

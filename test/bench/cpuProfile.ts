@@ -67,7 +67,9 @@ function originOf(frame: CallFrame): { pkg: string; name: string; where: string 
   const source = mapped ? mapped.originalSource : frame.url;
   const line = mapped ? mapped.originalLine + 1 : frame.lineNumber + 1;
   // A package's own source map names its sources relative to it: the frame's file tells the package then.
-  const pkg = packageOf((frame.url.includes('/node_modules/') ? frame.url : source).replace(/^file:\/\//, ''));
+  const pkg = packageOf(
+    (frame.url.includes('/node_modules/') ? frame.url : source).replace(/^file:\/\//, ''),
+  );
   const module = source.replace(/^.*node_modules\//, '').replace(/^.*\/work\/[^/]+\//, '');
   const name = (mapped as { name?: string } | undefined)?.name || frame.functionName || '(anonymous)';
   return { pkg, name, where: `${module.replace(/^(\.\.\/)+/, '')}:${line}` };

@@ -5,17 +5,24 @@
  * log of listClusterUserCredential requests and what the test set there: every listing holds exactly the clusters
  * ARM lists (nothing left out or kept on the store's say), each with the CA ARM gave at its last read, and every
  * cluster whose listing changed, that is new, busy, aged or whose record was lost is read in that very listing.
+ * The same for EKS node groups against moto (node groups made and deleted through its API, a cluster's version or
+ * status changed by the proxy in front of it), the proxy's log the oracle.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ClientSecretCredential } from '@azure/identity';
+import { CreateNodegroupCommand, DeleteNodegroupCommand, EKSClient } from '@aws-sdk/client-eks';
 import fc from 'fast-check';
 import { AksSource } from '../../adapters/aks/AksSource.ts';
+import { EksSource } from '../../adapters/eks/EksSource.ts';
 import { FileAnswerStore } from '../../adapters/outbox/FileAnswerStore.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import { startArmServer, type ArmServer, type ManagedClusterJson } from '../env/fakes/armServer.ts';
+import { startAwsProxy, type AwsProxy } from '../env/awsProxy.ts';
+import { startMoto, type MotoServer } from '../env/moto.ts';
+import { accountCredentials, createEksClusters, HUB_ACCOUNT, HUB_CREDENTIALS } from '../support/aws.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
 const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261123);
@@ -197,6 +204,176 @@ describe('remembered AKS CAs over random cloud and store states', () => {
         server.clusters.delete(SUB);
       }),
       { seed: SEED, numRuns: 60 },
+    );
+  });
+});
+
+type EksStep =
+  | { kind: 'scale'; cluster: number; shown: boolean }
+  | { kind: 'busy' | 'settle' | 'age' | 'one'; cluster: number }
+  | { kind: 'junk' | 'list' };
+
+const eksStep: fc.Arbitrary<EksStep> = fc.oneof(
+  fc.record({ kind: fc.constant('scale' as const), cluster: fc.nat(1), shown: fc.boolean() }),
+  fc.record({
+    kind: fc.constantFrom('busy', 'settle', 'age', 'one') as fc.Arbitrary<'busy' | 'settle' | 'age' | 'one'>,
+    cluster: fc.nat(1),
+  }),
+  fc.constantFrom({ kind: 'junk' as const }, { kind: 'list' as const }, { kind: 'list' as const }),
+);
+
+describe('remembered EKS node groups over random cloud and store states', () => {
+  let moto: MotoServer;
+  let proxy: AwsProxy;
+  let eks: EKSClient;
+  /** What the proxy makes DescribeCluster say of each cluster, over what moto says. */
+  const described = new Map<string, { version?: string; status?: string }>();
+  const REGION = 'ap-northeast-1';
+
+  before(async () => {
+    moto = await startMoto();
+    proxy = await startAwsProxy(moto.endpoint);
+    proxy.rewrite((call, status, body) => {
+      const name = /^\/clusters\/([^/?]+)$/.exec(call.path)?.[1];
+      const change = name && described.get(decodeURIComponent(name));
+      if (status !== 200 || call.method !== 'GET' || !change) return undefined;
+      const answer = JSON.parse(body) as { cluster: Record<string, unknown> };
+      Object.assign(answer.cluster, change);
+      return JSON.stringify(answer);
+    });
+    eks = new EKSClient({
+      endpoint: moto.endpoint,
+      region: REGION,
+      credentials: await accountCredentials(moto.endpoint, HUB_ACCOUNT),
+    });
+  });
+  after(async () => {
+    eks?.destroy();
+    await proxy?.stop();
+    await moto?.stop();
+  });
+
+  it('lists exactly the clusters EKS lists, each with the node groups EKS gave at its last read, and reads every cluster whose node groups may have changed', async () => {
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(eksStep, { minLength: 3, maxLength: 12 }), async (steps) => {
+        runs += 1;
+        const directory = temporaryDirectory('cpsync-answers-');
+        const store = new FileAnswerStore(directory);
+        const scope: Scope = { provider: 'eks', account: HUB_ACCOUNT, region: REGION };
+        const source = new EksSource({
+          endpoint: proxy.endpoint,
+          credentials: async () => HUB_CREDENTIALS,
+          hubAccountId: HUB_ACCOUNT,
+          answers: store,
+        });
+        const names = [`one-${runs}`, `two-${runs}`];
+        await createEksClusters(
+          moto.endpoint,
+          HUB_ACCOUNT,
+          REGION,
+          names.map((name) => ({
+            name,
+            nodegroups: [{ name: 'g0', instanceTypes: ['m6i.large'], desiredSize: 1 }],
+          })),
+        );
+        /** Node groups each cluster has now (by name: desired size), and as EKS gave them at cpsync's last read. */
+        const current = new Map(names.map((name) => [name, new Map([['g0', 1]])]));
+        const lastSaid = new Map<string, number>();
+        const mustRead = new Set(names);
+        let version = 0;
+        const nodes = (name: string) => [...current.get(name)!.values()].reduce((a, b) => a + b, 0);
+        for (const s of [...steps, { kind: 'list' } as const]) {
+          const name = 'cluster' in s ? names[s.cluster]! : '';
+          switch (s.kind) {
+            case 'scale': {
+              const groups = current.get(name)!;
+              const group = `g${++version}`;
+              await eks.send(
+                new CreateNodegroupCommand({
+                  clusterName: name,
+                  nodegroupName: group,
+                  nodeRole: `arn:aws:iam::${HUB_ACCOUNT}:role/eks-node`,
+                  subnets: ['subnet-0a1b2c3d'],
+                  instanceTypes: ['m6i.large'],
+                  scalingConfig: { minSize: 0, maxSize: 5, desiredSize: 2 },
+                }),
+              );
+              groups.set(group, 2);
+              if (s.shown) {
+                described.set(name, { ...described.get(name), version: `1.${40 + version}` });
+                mustRead.add(name);
+              }
+              break;
+            }
+            case 'busy':
+              described.set(name, { ...described.get(name), status: 'UPDATING' });
+              mustRead.add(name);
+              break;
+            case 'settle':
+              if (described.get(name)?.status) mustRead.add(name);
+              described.set(name, { ...described.get(name), status: 'ACTIVE' });
+              break;
+            case 'age': {
+              const record = (await store.read(scope)).find((r) => r.providerId.endsWith(`/${name}`));
+              if (!record) break;
+              await store.write([], [record]);
+              await store.write([{ ...record, askedAt: record.askedAt - 7 * 3_600_000 }]);
+              mustRead.add(name);
+              break;
+            }
+            case 'junk': {
+              const root = join(directory, 'answers');
+              if (!existsSync(root)) break;
+              for (const folder of readdirSync(root))
+                for (const file of readdirSync(join(root, folder)))
+                  writeFileSync(join(root, folder, file), '{"records": [');
+              for (const key of names) mustRead.add(key);
+              break;
+            }
+            case 'one': {
+              const one = await source.getCluster({ scope, name });
+              assert.equal(one?.nodes.count, nodes(name), 'one cluster is read afresh');
+              lastSaid.set(name, nodes(name));
+              mustRead.delete(name);
+              break;
+            }
+            case 'list': {
+              const from = proxy.calls.length;
+              const listing = await source.listScope(scope);
+              const read = new Set(
+                proxy.calls
+                  .slice(from)
+                  .map((c) => /^\/clusters\/([^/?]+)\/node-groups/.exec(c.path)?.[1])
+                  .filter((n): n is string => n !== undefined),
+              );
+              assert.equal(listing.outcome.kind, 'complete');
+              const mine = listing.clusters.filter((c) => names.includes(c.name));
+              assert.deepEqual(
+                mine.map((c) => c.name).sort(),
+                [...names].sort(),
+                'exactly the clusters EKS lists',
+              );
+              for (const key of mustRead)
+                assert.ok(read.has(key), `${key}: its node groups may have changed, so they are read`);
+              for (const key of read) if (names.includes(key)) lastSaid.set(key, nodes(key));
+              for (const observed of mine)
+                assert.equal(
+                  observed.nodes.count,
+                  lastSaid.get(observed.name),
+                  `${observed.name}: as EKS last said`,
+                );
+              for (const key of [...mustRead])
+                if (described.get(key)?.status !== 'UPDATING') mustRead.delete(key);
+              break;
+            }
+          }
+        }
+        for (const name of names)
+          for (const group of current.get(name)!.keys())
+            await eks.send(new DeleteNodegroupCommand({ clusterName: name, nodegroupName: group }));
+      }),
+      { seed: SEED, numRuns: 12 },
     );
   });
 });

@@ -1,0 +1,94 @@
+/** The one-cluster sync: what a cloud's event and a follow-up look run. */
+import type { ClusterRef, ScopeListing } from './ports.ts';
+import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
+import { CpsyncError } from '../domain/errors.ts';
+import { scopeSelector } from '../domain/labels.ts';
+import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
+import { settlingState } from '../domain/settling.ts';
+import { canonicalScope } from '../domain/scopes.ts';
+import { inventoryNamespaces } from '../domain/options.ts';
+import { leaseName } from './runLeases.ts';
+import { timestamp } from '../domain/time.ts';
+import type { EnginePorts, ClusterSyncRequest, ClusterSyncReport } from './types.ts';
+import { creationOf, beginSync, doneWith, applyReading, collisions } from './steps.ts';
+
+/**
+ * An event-triggered sync of one cluster: its profile is created, updated, or — when the provider
+ * answers not found — deleted at once. Nothing else in the scope is touched, and no scope summary is
+ * published (it is not a listing of the scope). It holds the account's lease like a scope sync, so it
+ * never applies at the same time as a run over the same account.
+ */
+export async function syncCluster(
+  ports: EnginePorts,
+  request: ClusterSyncRequest,
+): Promise<ClusterSyncReport> {
+  const clock = ports.clock ?? (() => new Date());
+  const ref: ClusterRef = { ...request.ref, scope: canonicalScope(request.ref.scope) };
+  const source = ports.sources[ref.scope.provider];
+  if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
+  // One cluster's sync fails as a whole when a step before its reading fails: its event is delivered again.
+  const { leases, problems: recovered } = await beginSync(ports, request, clock(), (_what, work) => work());
+  const lease = leaseName(request.options.manager, ref.scope);
+  try {
+    if (leases) await leases.enter(lease);
+    const observed = await source.getCluster(ref);
+    const now = timestamp(clock());
+    const context = {
+      syncId: request.syncId,
+      occurredAt: now,
+      scope: ref.scope,
+      source: request.eventSource,
+    };
+    const listing: ScopeListing = {
+      outcome: { scope: ref.scope, kind: 'partial', missing: [] },
+      clusters: observed ? [observed] : [],
+    };
+    let confirmedGone: Set<string> | undefined;
+    if (!observed) {
+      const selector = scopeSelector(request.options.manager, ref.scope);
+      const current: ClusterProfile[] = [];
+      for (const namespace of inventoryNamespaces(request.options))
+        current.push(...(await ports.hub.list(namespace.name, selector)));
+      confirmedGone = new Set(
+        current
+          .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
+          .filter((id) => id !== '' && source.isProviderIdOf(id, ref)),
+      );
+      if (confirmedGone.size === 0)
+        return {
+          result: 'absent',
+          events: [],
+          published: 0,
+          pending: 0,
+          ...(recovered.length > 0 ? { problems: recovered } : {}),
+        };
+    }
+    const { result, events, settle } = await applyReading(ports, {
+      context,
+      listing,
+      options: request.options,
+      now,
+      leaseMillis: request.intentLeaseMillis,
+      ...(leases ? { held: { holder: leases.holder, lease } } : {}),
+      ...(confirmedGone ? { confirmedGone } : {}),
+    });
+    await settle();
+    const failure = result.applied.failed[0];
+    if (failure) throw failure.error;
+    const published = await ports.bus.publish(events);
+    await ports.outbox.remove(doneWith(published));
+    const kind = result.applied.applied[0]?.kind;
+    const problems = [...recovered, ...collisions(ref.scope, result), ...(result.grants?.problems ?? [])];
+    const settling = observed ? settlingState(observed) : undefined;
+    return {
+      result: kind ?? 'unchanged',
+      events,
+      published: published.published.length,
+      pending: events.length - published.published.length,
+      ...(problems.length > 0 ? { problems } : {}),
+      ...(settling && observed ? { settling, ...creationOf(observed, settling) } : {}),
+    };
+  } finally {
+    await leases?.releaseAll();
+  }
+}

@@ -52,6 +52,9 @@ function sourceMapOf(url: string): SourceMap | undefined {
     if (url.startsWith('file://')) {
       const path = `${fileURLToPath(url)}.map`;
       if (existsSync(path)) map = new SourceMap(JSON.parse(readFileSync(path, 'utf8')) as never);
+      // A bundle rebuilt since the profile was taken has other chunks: its frames would all count as cpsync's.
+      else if (url.includes('/dist/'))
+        console.error(`no source map for ${url} (rebuilt since?): its frames count as cpsync's`);
     }
     maps.set(url, map);
   }

@@ -416,12 +416,11 @@ async function doctorCommand(
   return report.ok ? ExitCode.Ok : ExitCode.Incomplete;
 }
 
-/** Runs the `cpsync` command line; resolves to the exit code. */
-export async function main(
-  argv: string[],
-  io: Io = { stdout: process.stdout, stderr: process.stderr },
-): Promise<number> {
-  let code: number = ExitCode.Ok;
+/**
+ * The `cpsync` command line as commander builds it; each command's action hands its exit code to `finish`.
+ * Parsed by `main`, and by the docs' tests (every `cpsync …` line the docs show must parse).
+ */
+export function cpsyncProgram(io: Io, finish: (exitCode: number) => void): Command {
   const program = new Command('cpsync')
     .description("Keep a hub cluster's ClusterProfile inventory in step with your EKS, GKE and AKS clusters.")
     .option('-c, --config <file>', 'configuration file (YAML)', undefined)
@@ -457,7 +456,7 @@ export async function main(
               await ambientDiscovery((text) => io.stderr.write(`cpsync: ${printableLines(text)}\n`)),
             )
           : loaded.config;
-      code = await syncCommand(config, options, io);
+      finish(await syncCommand(config, options, io));
     });
 
   program
@@ -482,7 +481,7 @@ export async function main(
     .option('--summary', 'counts per cloud, scope and Kubernetes version, and the clusters that need a look')
     .option('--orphans', 'only the profiles of scopes the configuration no longer covers')
     .action(async (options: { output: string; summary?: boolean; orphans?: boolean }) => {
-      code = await listCommand(loadConfig(program.opts().config).config, options, io);
+      finish(await listCommand(loadConfig(program.opts().config).config, options, io));
     });
 
   program
@@ -495,13 +494,15 @@ export async function main(
     .action(async (options: { orphans?: boolean; yes?: boolean }) => {
       if (!options.orphans) {
         io.stderr.write('cpsync: say what to prune: --orphans\n');
-        code = ExitCode.Usage;
+        finish(ExitCode.Usage);
         return;
       }
-      code = await orphansCommand(
-        loadConfig(program.opts().config).config,
-        { output: 'table', prune: true, ...(options.yes ? { yes: true } : {}) },
-        io,
+      finish(
+        await orphansCommand(
+          loadConfig(program.opts().config).config,
+          { output: 'table', prune: true, ...(options.yes ? { yes: true } : {}) },
+          io,
+        ),
       );
     });
 
@@ -511,7 +512,7 @@ export async function main(
     .option('-o, --output <file>', 'the page to write', 'cpsync-report.html')
     .action(async (options: { output: string }) => {
       const loaded = loadConfig(program.opts().config);
-      code = await reportCommand(loaded.config, loaded.source, options.output, io);
+      finish(await reportCommand(loaded.config, loaded.source, options.output, io));
     });
 
   program
@@ -528,18 +529,15 @@ export async function main(
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .action(async (options) => {
-      code = await announceCommand(loadConfig(program.opts().config).config, options, io);
+      finish(await announceCommand(loadConfig(program.opts().config).config, options, io));
     });
 
   const configuration = () => loadConfig(program.opts().config).config;
-  const finish = (exitCode: number) => {
-    code = exitCode;
-  };
   addConsumersCommand(program, io, configuration, finish);
   addHubCommand(program, io, configuration, finish);
 
   credentialsOptions(program.command('credentials')).action(async (flags) => {
-    code = await printCredential(flags, { stdout: io.stdout, stderr: io.stderr, env: process.env });
+    finish(await printCredential(flags, { stdout: io.stdout, stderr: io.stderr, env: process.env }));
   });
 
   program
@@ -553,7 +551,7 @@ export async function main(
     )
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .action(async (options: { function?: string; output: string }) => {
-      code = await doctorCommand(program.opts().config, options, io);
+      finish(await doctorCommand(program.opts().config, options, io));
     });
 
   program
@@ -563,7 +561,18 @@ export async function main(
       const { source } = loadConfig(program.opts().config);
       io.stdout.write(`${printable(source)}: valid\n`);
     });
+  return program;
+}
 
+/** Runs the `cpsync` command line; resolves to the exit code. */
+export async function main(
+  argv: string[],
+  io: Io = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  let code: number = ExitCode.Ok;
+  const program = cpsyncProgram(io, (exitCode) => {
+    code = exitCode;
+  });
   try {
     await program.parseAsync(argv, { from: 'user' });
     return code;

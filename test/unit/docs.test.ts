@@ -1,0 +1,305 @@
+/**
+ * The docs tell the truth: every relative link (and its `#heading`) resolves, every configuration snippet
+ * marked ```yaml cpsync-config passes `cpsync validate-config`, every `cpsync …` line of a ```sh block is one
+ * the command's own parser takes, every `npm run <script>` names a script there is, and the configuration
+ * reference is what `npm run docs` makes of the schema today.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { describe, it } from 'node:test';
+import { CommanderError, type Command } from 'commander';
+import GithubSlugger from 'github-slugger';
+import { Lexer, marked, type Token, type Tokens } from 'marked';
+import { parse as parseShell } from 'shell-quote';
+import { parse as parseYaml } from 'yaml';
+import { configSchema } from '../../adapters/compose/config.ts';
+import { loadConfig } from '../../cli/loadConfig.ts';
+import { cpsyncProgram } from '../../cli/program.ts';
+import { configReference, REFERENCE_PAGE } from '../../infra/configReference.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+/** The info string that marks a configuration snippet (a whole configuration, or a fragment of one). */
+const CONFIG_SNIPPET = 'cpsync-config';
+/** What a fragment is merged over: the smallest configuration a reader starts from. */
+const BASE_CONFIG = { hub: { directory: './inventory' }, bus: { stdout: true } };
+/** Written by `npm run bench` while others work on it: linked to, not checked here. */
+const NOT_CHECKED = new Set(['BENCHMARKS.md', 'README.md']);
+
+function markdownFiles(directory: string): string[] {
+  return readdirSync(join(ROOT, directory), { withFileTypes: true }).flatMap((entry) => {
+    const path = join(directory, entry.name);
+    if (entry.isDirectory()) return markdownFiles(path);
+    return entry.name.endsWith('.md') ? [path] : [];
+  });
+}
+
+/** The pages: the docs, the README, the security policy, the test and versioning guides. */
+const PAGES = [
+  'README.md',
+  'SECURITY.md',
+  'test/README.md',
+  'events/VERSIONING.md',
+  ...markdownFiles('docs'),
+].filter((page) => existsSync(join(ROOT, page)) && !NOT_CHECKED.has(page));
+
+interface CodeBlock {
+  lang: string;
+  text: string;
+  /** The line of the block's first line of code (1-based). */
+  line: number;
+}
+
+interface Page {
+  headings: Set<string>;
+  links: string[];
+  code: CodeBlock[];
+}
+
+/** A heading's text as GitHub renders it (code spans and links by their text; HTML left out). */
+function plainText(tokens: Token[] | undefined): string {
+  return (tokens ?? [])
+    .map((token) => {
+      if (token.type === 'html') return '';
+      if ('tokens' in token && token.tokens && token.type !== 'codespan') return plainText(token.tokens);
+      return 'text' in token ? String(token.text) : '';
+    })
+    .join('');
+}
+
+const pages = new Map<string, Page>();
+function page(path: string): Page {
+  const known = pages.get(path);
+  if (known) return known;
+  const source = readFileSync(join(ROOT, path), 'utf8');
+  const slugger = new GithubSlugger();
+  const result: Page = { headings: new Set(), links: [], code: [] };
+  let cursor = 0;
+  marked.walkTokens(Lexer.lex(source), (token) => {
+    if (token.type === 'heading')
+      result.headings.add(slugger.slug(plainText((token as Tokens.Heading).tokens)));
+    else if (token.type === 'link') result.links.push((token as Tokens.Link).href);
+    else if (token.type === 'code' && (token as Tokens.Code).codeBlockStyle !== 'indented') {
+      const code = token as Tokens.Code;
+      const fence = code.raw.trimStart().split('\n')[0]!;
+      const at = source.indexOf(fence, cursor);
+      cursor = at + fence.length;
+      result.code.push({
+        lang: code.lang ?? '',
+        text: code.text,
+        line: source.slice(0, at).split('\n').length + 1,
+      });
+    }
+  });
+  pages.set(path, result);
+  return result;
+}
+
+/** What is wrong with a relative link from `from`, or undefined when it resolves (anchor included). */
+function brokenLink(from: string, href: string): string | undefined {
+  const [target = '', anchor] = href.split('#');
+  const path =
+    target === '' ? from : relative(ROOT, resolve(ROOT, dirname(from), decodeURIComponent(target)));
+  if (!existsSync(join(ROOT, path))) return `${path} does not exist`;
+  if (anchor === undefined || anchor === '') return undefined;
+  if (!path.endsWith('.md') || statSync(join(ROOT, path)).isDirectory()) return `${path} has no headings`;
+  return page(path).headings.has(anchor) ? undefined : `${path} has no heading #${anchor}`;
+}
+
+/** Deep merge of a fragment over a base: objects key by key, anything else replaced. */
+function merged(base: unknown, fragment: unknown): unknown {
+  if (typeof base !== 'object' || base === null || Array.isArray(base)) return fragment;
+  if (typeof fragment !== 'object' || fragment === null || Array.isArray(fragment)) return fragment;
+  const out: Record<string, unknown> = { ...(base as Record<string, unknown>) };
+  for (const [key, value] of Object.entries(fragment)) out[key] = merged(out[key], value);
+  return out;
+}
+
+/** The `cpsync` program with every command's action a no-op: parsing a line checks it and runs nothing. */
+function parsingProgram(): { program: Command; output: string[] } {
+  const output: string[] = [];
+  const sink = {
+    write: (chunk: string) => {
+      output.push(String(chunk));
+      return true;
+    },
+  } as unknown as NodeJS.WritableStream;
+  const program = cpsyncProgram({ stdout: sink, stderr: sink }, () => {});
+  const silence = (command: Command): void => {
+    command.action(() => {});
+    command.commands.forEach(silence);
+  };
+  program.commands.forEach(silence);
+  return { program, output };
+}
+
+/** Why the `cpsync` command refuses a command line (its own message), or undefined when it takes it. */
+async function refusedCommand(args: string[]): Promise<string | undefined> {
+  const { program, output } = parsingProgram();
+  try {
+    await program.parseAsync(args, { from: 'user' });
+    return undefined;
+  } catch (error) {
+    if (error instanceof CommanderError && error.exitCode === 0) return undefined;
+    return output.join('').split('\n')[0]!.trim() || String(error);
+  }
+}
+
+/** The simple commands of a shell line: words, split at `|`, `&&`, `;` and redirections, comments gone. */
+function simpleCommands(line: string): string[][] {
+  const commands: string[][] = [[]];
+  let redirected = false;
+  for (const entry of parseShell(line, (name) => `$${name}`)) {
+    if (typeof entry === 'string') {
+      if (redirected) redirected = false;
+      else commands.at(-1)!.push(entry);
+    } else if ('comment' in entry) break;
+    else if ('op' in entry) {
+      if (/^[<>]/.test(entry.op)) redirected = true;
+      else commands.push([]);
+    }
+  }
+  return commands.filter((words) => words.length > 0);
+}
+
+/** The lines of a shell block, with the line each starts on (continuations joined). */
+function shellLines(block: CodeBlock): Array<{ text: string; line: number }> {
+  const lines: Array<{ text: string; line: number }> = [];
+  let pending: { text: string; line: number } | undefined;
+  block.text.split('\n').forEach((raw, index) => {
+    const text = raw.replace(/^\$ /, '');
+    if (pending) pending.text += ` ${text}`;
+    else pending = { text, line: block.line + index };
+    if (/\\$/.test(text)) pending.text = pending.text.replace(/\\$/, '');
+    else {
+      lines.push(pending);
+      pending = undefined;
+    }
+  });
+  if (pending) lines.push(pending);
+  return lines;
+}
+
+const SCRIPTS = Object.keys(
+  (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
+    .scripts,
+);
+/** npm's own commands the docs may show besides `npm run <script>`. */
+const NPM_COMMANDS = new Set(['ci', 'install', 'test']);
+
+describe('the docs', () => {
+  it('are found: the index, a page for each task, the configuration reference', () => {
+    for (const path of ['docs/README.md', 'docs/getting-started.md', 'docs/deploying.md', REFERENCE_PAGE])
+      assert.ok(PAGES.includes(path), `${path} is there`);
+  });
+
+  it('link only to files and headings that exist', () => {
+    const broken = PAGES.flatMap((from) =>
+      page(from)
+        .links.filter((href) => !/^[a-z][a-z0-9+.-]*:/i.test(href))
+        .flatMap((href) => {
+          const why = brokenLink(from, href);
+          return why ? [`${from}: (${href}): ${why}`] : [];
+        }),
+    );
+    assert.deepEqual(broken, [], 'every relative link resolves');
+  });
+
+  it('show configuration snippets that cpsync validate-config accepts', () => {
+    const directory = temporaryDirectory('cpsync-docs-');
+    const configKeys = new Set(Object.keys(configSchema.shape));
+    const refused: string[] = [];
+    let checked = 0;
+    for (const from of PAGES)
+      for (const block of page(from).code) {
+        const [lang, ...info] = block.lang.split(/\s+/);
+        if (lang !== 'yaml' && lang !== 'yml') continue;
+        if (!info.includes(CONFIG_SNIPPET)) {
+          // A block that is all configuration keys must say so, to be checked.
+          let document: unknown;
+          try {
+            document = parseYaml(block.text);
+          } catch {
+            continue;
+          }
+          if (document && typeof document === 'object' && !Array.isArray(document)) {
+            const keys = Object.keys(document);
+            if (keys.length > 0 && keys.every((key) => configKeys.has(key)))
+              refused.push(
+                `${from}:${block.line}: a configuration snippet not marked \`yaml ${CONFIG_SNIPPET}\``,
+              );
+          }
+          continue;
+        }
+        checked += 1;
+        const file = join(directory, `snippet-${checked}.yaml`);
+        try {
+          writeFileSync(file, JSON.stringify(merged(BASE_CONFIG, parseYaml(block.text) ?? {})));
+          loadConfig(file);
+        } catch (error) {
+          refused.push(`${from}:${block.line}: ${(error as Error).message.replace(file, 'the snippet')}`);
+        }
+      }
+    assert.deepEqual(refused, [], 'every configuration snippet is valid');
+    assert.ok(checked >= 5, `configuration snippets were found and checked (${checked})`);
+  });
+
+  it('show cpsync command lines the cpsync command parses, and npm scripts there are', async () => {
+    const refused: string[] = [];
+    let checked = 0;
+    for (const from of PAGES)
+      for (const block of page(from).code) {
+        if (!['sh', 'bash', 'shell', 'console'].includes(block.lang.split(/\s+/)[0]!)) continue;
+        for (const { text, line } of shellLines(block))
+          for (const words of simpleCommands(text)) {
+            const args =
+              words[0] === 'cpsync'
+                ? words.slice(1)
+                : words[0] === 'npx' && words[1] === 'cpsync'
+                  ? words.slice(2)
+                  : undefined;
+            if (args) {
+              checked += 1;
+              const why = await refusedCommand(args);
+              if (why) refused.push(`${from}:${line}: cpsync ${args.join(' ')}: ${why}`);
+            } else if (words[0] === 'npm') {
+              const [command, script] = [words[1] ?? '', words[2] ?? ''];
+              if (command === 'run' && !SCRIPTS.includes(script))
+                refused.push(`${from}:${line}: npm run ${script}: package.json has no such script`);
+              else if (command !== 'run' && !NPM_COMMANDS.has(command))
+                refused.push(`${from}:${line}: npm ${command}: not a command the docs expect`);
+            }
+          }
+      }
+    assert.deepEqual(refused, [], 'every command line shown is one cpsync and npm take');
+    assert.ok(checked >= 20, `cpsync command lines were found and checked (${checked})`);
+  });
+
+  it('are checked by checks that refuse what is wrong', async () => {
+    assert.match((await refusedCommand(['synk'])) ?? '', /unknown command 'synk'/);
+    assert.match((await refusedCommand(['sync', '--dryrun'])) ?? '', /unknown option '--dryrun'/);
+    assert.match((await refusedCommand(['list', '--output', 'xml'])) ?? '', /xml/);
+    assert.equal(
+      await refusedCommand(['sync', '--scope', 'eks/111122223333/us-east-1', '--dry-run']),
+      undefined,
+    );
+    assert.deepEqual(simpleCommands('npx cpsync list -o json | jq . > out.json # the list'), [
+      ['npx', 'cpsync', 'list', '-o', 'json'],
+      ['jq', '.'],
+    ]);
+    assert.match(
+      brokenLink('docs/README.md', '../README.md#no-such-heading') ?? '',
+      /no heading #no-such-heading/,
+    );
+    assert.match(brokenLink('docs/README.md', 'missing.md') ?? '', /does not exist/);
+  });
+
+  it('hold the configuration reference as `npm run docs` makes it from the schema', () => {
+    const committed = readFileSync(join(ROOT, REFERENCE_PAGE), 'utf8');
+    assert.ok(
+      committed === configReference(readFileSync(join(ROOT, 'adapters/compose/config.ts'), 'utf8')),
+      `${REFERENCE_PAGE} differs from the configuration schema: run \`npm run docs\` and commit the page`,
+    );
+  });
+});

@@ -1,6 +1,6 @@
 // Lint rules for cpsync. Besides the recommended TypeScript rules, this rejects skipped, focused and
 // placeholder tests (node:test `skip`/`only`/`todo` in any spelling) so every test in the tree runs, and
-// keeps the layers apart (see "Layout" in the README):
+// keeps the layers apart (see "Layout" in docs/developing.md):
 //   core/domain   pure: the model, naming, normalize, health, plan — imports nothing outside itself
 //                 but node:crypto (hashes); no clock, no environment, no timers
 //   events        the contract: types, schemas, validator — may use domain types, nothing else of cpsync

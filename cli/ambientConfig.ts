@@ -8,7 +8,7 @@ import { CpsyncError } from '../core/domain/errors.ts';
 class NothingToSyncError extends CpsyncError {}
 
 const HOW_TO_START =
-  'write a configuration (README "Configure", or `cpsync init` once a cloud\'s default credentials work), or see cpsync work offline with the local estate (README "See it work offline")';
+  'write a configuration (docs/configuring.md, or `cpsync init` once a cloud\'s default credentials work), or see cpsync work offline with the local estate (docs/getting-started.md, "See it work offline")';
 
 function describe(discovery: AmbientDiscovery): string {
   return discovery.clouds.map((c) => `  ${c.provider}: ${c.detail}`).join('\n');

@@ -172,7 +172,7 @@ export interface ArgoCdClusterSyncProps {
  * Keeps Argo CD's cluster Secrets in step with the inventory: every Created, Updated, Deleted and
  * Announced event, once per event id, and a full reconcile from the hub on a schedule (or on demand:
  * invoke the function with `{"reconcile": true}`). Its role must be allowed to read ClusterProfiles in
- * the hub and to manage Secrets in Argo CD's namespace (see the README).
+ * the hub and to manage Secrets in Argo CD's namespace (see docs/events.md).
  */
 export class ArgoCdClusterSync extends Construct {
   public readonly function: LambdaFunction;

@@ -220,7 +220,7 @@ async function grantChecks(composition: Composition, scopes: readonly Scope[]): 
         return {
           subject,
           ok: false,
-          detail: `cannot read the project's IAM policy (${messageOf(error)}): GKE's project role for consumers needs Project IAM Admin limited to roles/container.clusterViewer (README: Consumer access grants)`,
+          detail: `cannot read the project's IAM policy (${messageOf(error)}): GKE's project role for consumers needs Project IAM Admin limited to roles/container.clusterViewer (docs/configuring.md: What cpsync needs to grant)`,
         };
       }
     }),

@@ -117,7 +117,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     ]);
     serveFromMember(emulators, member);
     // What cpsync's own identities (its GKE service account, its Entra application) may do on the member:
-    // the manifest the README tells members to apply, bound to them.
+    // the manifest docs/configuring.md tells members to apply, bound to them.
     memberRbac = await letCpsyncGrant(emulators, member);
 
     // The inventory: the clusters of each cloud projected into the consumer's namespace.
@@ -290,7 +290,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
     );
     assert.deepEqual(projectPolicy(), policyBefore);
 
-    // The project lets cpsync grant GKE's cluster viewer role, and no other (the README's binding).
+    // The project lets cpsync grant GKE's cluster viewer role, and no other (docs/configuring.md's binding).
     letCpsyncGrantInProject(emulators.gke, GCP_PROJECT);
     const policy = structuredClone(projectPolicy());
     const run = await sync({ projections: 'on', accessGrants: 'on' });

@@ -99,7 +99,7 @@ describe('the member probe reads each member through its own access path (member
   const objects = () => memberConfig.makeApiClient(CustomObjectsApi);
   /**
    * The vendored about-api CRD, with the annotation a real API server requires of any `*.k8s.io` group
-   * (the upstream file has none: as it is, it cannot be installed; the README says so).
+   * (the upstream file has none: as it is, it cannot be installed; docs/configuring.md says so).
    */
   const aboutCrd = () => {
     const crd = parse(readFileSync(new URL('about.k8s.io_clusterproperties.yaml', MANIFESTS), 'utf8')) as Doc;

@@ -160,7 +160,7 @@ try {
       ].join('\n'),
   );
   console.log(
-    `\n${bold('Done')} in ${((Date.now() - started) / 1000).toFixed(0)} s. Next: README "Run" (your own clouds) and "Deploy".`,
+    `\n${bold('Done')} in ${((Date.now() - started) / 1000).toFixed(0)} s. Next: docs/getting-started.md "Syncing your own clouds", and docs/deploying.md.`,
   );
   console.log(`Stopping the local clouds and removing ${directory}`);
   await cleanUp(0);

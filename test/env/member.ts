@@ -488,7 +488,7 @@ export function startEstateMember(
 }
 
 /**
- * What a member gives cpsync for the access grants, as the README asks of members: the ClusterRole and binding
+ * What a member gives cpsync for the access grants, as docs/configuring.md asks of members: the ClusterRole and binding
  * of `adapters/member/manifests/access-grants-rbac.yaml`, bound to cpsync's own GKE service account and Entra
  * application. Returns the member's RBAC client (to look at what cpsync bound).
  */

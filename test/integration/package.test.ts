@@ -61,12 +61,13 @@ describe('the published subscriber kit (cpsync/events)', () => {
     );
   });
 
-  it('packs the built kit, its declarations and the versioning policy, not the sources or tests', () => {
+  it('packs the built kit, its declarations, the versioning policy and the docs, not the sources or tests', () => {
     for (const path of [
       'dist/events/index.js',
       'dist/events/index.d.ts',
       'dist/events/schemas/clusterprofile-created.json',
       'events/VERSIONING.md',
+      'docs/events.md',
       'package.json',
       'cli/cpsync.mjs',
       'dist/cpsync/cpsync.mjs',

@@ -343,7 +343,7 @@ export function letCpsyncSeeProject(
 }
 
 /**
- * What a GKE project gives cpsync for the access grants, as the README asks: Project IAM Admin, limited by its
+ * What a GKE project gives cpsync for the access grants, as docs/configuring.md asks: Project IAM Admin, limited by its
  * condition to granting and revoking GKE's cluster viewer role.
  */
 export function letCpsyncGrantInProject(gke: GkeServer, project: string): void {

@@ -148,7 +148,6 @@ function countProviderCalls(
     pages: armCalls.filter((r) => r.method === 'GET' && /\/managedClusters$/i.test(r.path)).length,
     gets: armCalls.filter((r) => r.method === 'GET' && /\/managedClusters\/[^/]+$/i.test(r.path)).length,
     credentials: armCalls.filter((r) => /\/listClusterUserCredential$/i.test(r.path)).length,
-    graph: armCalls.filter((r) => /\/providers\/Microsoft\.ResourceGraph\/resources$/i.test(r.path)).length,
   };
   const tokens = {
     aws: sum(awsCalls.filter(([op]) => AWS_TOKEN_OPERATIONS.has(op))),
@@ -551,14 +550,12 @@ export async function fullSyncAtScale(options: ScaleOptions) {
         `**${per(r.providers.eks, clustersOf.eks)} / ${per(r.providers.gke, clustersOf.gke)} / ${per(r.providers.aks, clustersOf.aks)}**`,
     );
     row(
-      'of which: EKS by operation; AKS listing pages / per-cluster reads (GET) / listClusterUserCredential / Resource Graph',
+      'of which: EKS by operation; AKS listing pages / per-cluster reads (GET) / listClusterUserCredential',
       (r) =>
         `${Object.entries(r.providers.aws)
           .filter(([op]) => EKS_OPERATIONS.has(op) && r.providers.aws[op]! > 0)
           .map(([op, n]) => `${op} ${n}`)
-          .join(
-            ', ',
-          )}; ${r.providers.arm.pages} / ${r.providers.arm.gets} / ${r.providers.arm.credentials} / ${r.providers.arm.graph}`,
+          .join(', ')}; ${r.providers.arm.pages} / ${r.providers.arm.gets} / ${r.providers.arm.credentials}`,
     );
     row(
       'token and credential requests apart: STS (AssumeRole, GetCallerIdentity) / Google token / Entra token and metadata',

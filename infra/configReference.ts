@@ -45,7 +45,7 @@ function leadingComment(node: ts.Node, text: string): string | undefined {
  * (`eks` in `providers`, `consumer` in `consumers`), so each constant's comments are found at its own
  * paths and then placed wherever `configSchema` uses it.
  */
-export function schemaDescriptions(source: string): Map<string, string> {
+function schemaDescriptions(source: string): Map<string, string> {
   const file = ts.createSourceFile(CONFIG_SOURCE, source, ts.ScriptTarget.Latest, true);
   const constants = new Map<string, { initializer: ts.Expression; comment?: string }>();
   for (const statement of file.statements) {

@@ -16,7 +16,7 @@ import { parse as parseYaml } from 'yaml';
 import { configSchema } from '../../adapters/compose/config.ts';
 import { loadConfig } from '../../cli/loadConfig.ts';
 import { cpsyncProgram } from '../../cli/program.ts';
-import { configReference, REFERENCE_PAGE } from '../../infra/configReference.ts';
+import { CONFIG_SOURCE, configReference, REFERENCE_PAGE } from '../../infra/configReference.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
 const ROOT = resolve(import.meta.dirname, '../..');
@@ -298,7 +298,7 @@ describe('the docs', () => {
   it('hold the configuration reference as `npm run docs` makes it from the schema', () => {
     const committed = readFileSync(join(ROOT, REFERENCE_PAGE), 'utf8');
     assert.ok(
-      committed === configReference(readFileSync(join(ROOT, 'adapters/compose/config.ts'), 'utf8')),
+      committed === configReference(readFileSync(join(ROOT, CONFIG_SOURCE), 'utf8')),
       `${REFERENCE_PAGE} differs from the configuration schema: run \`npm run docs\` and commit the page`,
     );
   });

@@ -1,11 +1,18 @@
 /**
- * `npm run docs`: writes the pages generated from the code (docs/reference/configuration.md, from the
- * configuration schema). test/unit/docs.test.ts fails when a committed page differs from what this writes.
+ * `npm run docs`: writes the pages generated from the code — docs/reference/configuration.md from the configuration
+ * schema, docs/reference/events.md from the events' JSON Schemas. test/unit/docs.test.ts fails when a committed page
+ * differs from what this writes.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { configReference, REFERENCE_PAGE } from './configReference.ts';
+import { eventsReference, EVENTS_PAGE } from './eventsReference.ts';
 
-mkdirSync(dirname(REFERENCE_PAGE), { recursive: true });
-writeFileSync(REFERENCE_PAGE, configReference());
-console.log(`wrote ${REFERENCE_PAGE}`);
+for (const [page, text] of [
+  [REFERENCE_PAGE, configReference()],
+  [EVENTS_PAGE, eventsReference()],
+] as const) {
+  mkdirSync(dirname(page), { recursive: true });
+  writeFileSync(page, text);
+  console.log(`wrote ${page}`);
+}

@@ -548,21 +548,24 @@ class Settle implements Command {
 
 /**
  * `sync --follow`: the full sync, then the clusters in change looked at every second; the clouds settle
- * them as the follow begins (or the follow's own bound ends it).
+ * them once a look has found one still in change (or failed), so that the follow has seen them in change
+ * (or the follow's own bound ends it).
  */
 class FollowedSync implements Command {
   check = () => true;
   async run(model: Model, real: Real) {
+    let following = false;
     let settled = false;
     const run = await real.cli(['sync', '--follow'], {
       onStderr: (stderr) => {
-        if (settled || !/following \d+ cluster/.test(stderr)) return;
+        following ||= /following \d+ cluster/.test(stderr);
+        if (settled || !following || !/: (still |look failed)/.test(stderr)) return;
         settled = true;
-        setTimeout(() => void settleAll(model, real), 1200);
+        void settleAll(model, real);
       },
     });
     assert.ok(run.code === 0 || run.code === 1, `exit ${run.code}: ${run.stderr}`);
-    if (settled) {
+    if (following) {
       assert.match(run.stderr, /followed: \d+ settled/, run.stderr);
       await settleAll(model, real);
     }

@@ -16,6 +16,7 @@ import { parse as parseYaml } from 'yaml';
 import { configSchema } from '../../adapters/compose/config.ts';
 import { loadConfig } from '../../cli/loadConfig.ts';
 import { cpsyncProgram } from '../../cli/program.ts';
+import { CLI_PAGE, cliReference } from '../../infra/cliReference.ts';
 import { CONFIG_SOURCE, configReference, REFERENCE_PAGE } from '../../infra/configReference.ts';
 import { EVENT_SCHEMAS, eventsReference, EVENTS_PAGE } from '../../infra/eventsReference.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
@@ -300,6 +301,7 @@ describe('the docs', () => {
     const stale = [
       [REFERENCE_PAGE, configReference(readFileSync(join(ROOT, CONFIG_SOURCE), 'utf8'))],
       [EVENTS_PAGE, eventsReference(join(ROOT, EVENT_SCHEMAS))],
+      [CLI_PAGE, cliReference()],
     ].filter(([page, text]) => readFileSync(join(ROOT, page!), 'utf8') !== text);
     assert.deepEqual(
       stale.map(([page]) => page),

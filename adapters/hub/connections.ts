@@ -20,8 +20,10 @@ export type HubHttpLibrary = 'request' | 'fetch';
 /** The response's headers as client-node reads them: lower-case names, one string each. */
 function headersOf(raw: Record<string, string | string[] | undefined>): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(raw))
+  for (const name in raw) {
+    const value = raw[name];
     if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(', ') : value;
+  }
   return headers;
 }
 

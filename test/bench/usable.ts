@@ -106,6 +106,9 @@ const AZURE_KEY = 'bench-event-grid-key-0123456789';
 const CONSUMER_ROLE = `arn:aws:iam::${EKS_ACCOUNT}:role/consumer`;
 const CONSUMER_GOOGLE = 'consumer@consumers.iam.gserviceaccount.com';
 const CONSUMER_ENTRA = '8a6f2c1e-3b4d-4e5f-9a0b-1c2d3e4f5a6b';
+/** The bench's EKS look schedule around the typical durations: the floor, and the share of the time left. */
+const EKS_FLOOR_SECONDS = 3;
+const EKS_TIGHTENING = 0.15;
 /** The follow-up function's memory as the stack sets it (GB). */
 const FOLLOW_UP_GB = 0.5;
 
@@ -270,10 +273,13 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
         azure: { key: { file: keyFile } },
         gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri },
       },
-      // follow: the defaults, as deployed, but for EKS's typical durations: the middle of the bench's own
-      // ranges, as an operator sets them to what their EKS takes.
+      // follow: the defaults, as deployed, but for EKS: its typical durations the middle of the bench's own ranges,
+      // as an operator sets them to what their EKS takes, and its looks closer together around them (the bench's
+      // durations spread half their length either way).
       follow: {
         eks: {
+          minDelaySeconds: EKS_FLOOR_SECONDS,
+          tightening: EKS_TIGHTENING,
           typicalSeconds: {
             create: Math.round((options.readySeconds[0] + options.readySeconds[1]) / 2),
             update: Math.round((options.readySeconds[0] + options.readySeconds[1]) / 2),
@@ -327,39 +333,47 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       })();
       return loop;
     };
+    /** The follow-up function's batch: one invocation. */
+    const followBatch = async (messages: Message[]) => {
+      invocations.followUp += 1;
+      invocations.looks += messages.length;
+      for (const message of messages) {
+        const provider = (JSON.parse(message.Body!) as { ref?: { scope?: { provider?: Cloud } } }).ref?.scope
+          ?.provider;
+        if (provider) looksBy[provider] += 1;
+      }
+      const started = performance.now();
+      const event: SQSEvent = { Records: messages.map((m) => ({ ...sqsRecord(m.MessageId!, m.Body!) })) };
+      const answer = (await handlers.followUp(event, context)) as {
+        batchItemFailures: Array<{ itemIdentifier: string }>;
+      };
+      followMillis.push(performance.now() - started);
+      return new Set(answer.batchItemFailures.map((f) => f.itemIdentifier));
+    };
     const loops = [
-      // EventBridge → the EKS handler, one event per invocation.
-      eventSource(cloudTrail.url, async (messages) => {
-        const failed = new Set<string>();
-        for (const message of messages) {
-          invocations.eks += 1;
-          try {
-            // moto's delivery leaves out the event's \`account\` (the bus's account), which EventBridge always sets.
-            await handlers.eks({ account: '123456789012', ...JSON.parse(message.Body!) }, context);
-          } catch (error) {
-            failed.add(message.MessageId!);
-            if (process.env.CPSYNC_BENCH_DEBUG) console.error('EKS handler failed', error, message.Body);
-          }
-        }
-        return failed;
-      }),
-      // The follow-up queue → the follow-up function, a batch per invocation.
-      eventSource(follow.url, async (messages) => {
-        invocations.followUp += 1;
-        invocations.looks += messages.length;
-        for (const message of messages) {
-          const provider = (JSON.parse(message.Body!) as { ref?: { scope?: { provider?: Cloud } } }).ref
-            ?.scope?.provider;
-          if (provider) looksBy[provider] += 1;
-        }
-        const started = performance.now();
-        const event: SQSEvent = { Records: messages.map((m) => ({ ...sqsRecord(m.MessageId!, m.Body!) })) };
-        const answer = (await handlers.followUp(event, context)) as {
-          batchItemFailures: Array<{ itemIdentifier: string }>;
-        };
-        followMillis.push(performance.now() - started);
-        return new Set(answer.batchItemFailures.map((f) => f.itemIdentifier));
-      }),
+      // EventBridge → the EKS handler: each event its own invocation, as EventBridge invokes a function for each
+      // event, at once (here through a queue, read by five pollers).
+      ...Array.from({ length: 5 }, () =>
+        eventSource(cloudTrail.url, async (messages) => {
+          const failed = new Set<string>();
+          await Promise.all(
+            messages.map(async (message) => {
+              invocations.eks += 1;
+              try {
+                // moto's delivery leaves out the event's \`account\` (the bus's account), which EventBridge always sets.
+                await handlers.eks({ account: '123456789012', ...JSON.parse(message.Body!) }, context);
+              } catch (error) {
+                failed.add(message.MessageId!);
+                if (process.env.CPSYNC_BENCH_DEBUG) console.error('EKS handler failed', error, message.Body);
+              }
+            }),
+          );
+          return failed;
+        }),
+      ),
+      // The follow-up queue → the follow-up function, a batch per invocation, five batches at a time: Lambda's SQS
+      // event source starts with five concurrent invocations.
+      ...Array.from({ length: 5 }, () => eventSource(follow.url, followBatch)),
     ];
 
     // The clusters and their times, the same every run.
@@ -675,7 +689,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const range = ([low, high]: [number, number]) => `${low}–${high} s`;
     const eks = (config.follow as { eks: { typicalSeconds: Record<string, number> } }).eks.typicalSeconds;
     say(
-      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over ${options.spreadSeconds} s, each held in its creating state (no endpoint, no CA) for a time drawn from ${range(options.readySeconds)} (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${range(options.deletingSeconds)}, then gone. The clouds say what real clouds say about each operation, in the documented shapes and order (test/env/transitions.ts), each delivered after a delay drawn from a range: EKS only the CloudTrail record of the call as it starts (\`CreateCluster\`, \`DeleteCluster\`; ${range(options.deliverySeconds.cloudtrail)}) on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler — nothing as the operation ends; GKE the audit entry written as the operation starts (\`operation.first\`) and the one written as it ends (\`operation.last\`, the same operation id), each pushed by Pub/Sub to the webhook (${range(options.deliverySeconds.pubsub)}); AKS Event Grid's \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` as the request is taken (${range(options.deliverySeconds.eventgrid)}) and, as the operation ends, the Activity Log's \`Succeeded\` event of \`managedClusters/write\`/\`delete\` through an Activity Log alert's action group, in the common alert schema, to \`/azure/alert\` (${range(options.deliverySeconds.alert)}). The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over. Following: the configuration's defaults (GKE and AKS: a backstop look after 10 s, then every 20 s, until the end event ends the chase), but for EKS's typical durations, set to the middle of the bench's ranges (\`follow.eks.typicalSeconds\` create ${eks.create}, delete ${eks.delete}; floor 5 s, cap 60 s, a quarter of the time left, ${60} looks at most, the defaults). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer first denies a Google identity without \`container.clusters.get\` in the project's IAM policy, as GKE does, then is RBAC, then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry; for GKE, \`roles/container.clusterViewer\` in cpsync's binding of the project's IAM policy — ${projectRole} at the end — and a ClusterRoleBinding on the member; for AKS the binding); its object counts when the member lists it (polled every 200 ms) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
+      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over ${options.spreadSeconds} s, each held in its creating state (no endpoint, no CA) for a time drawn from ${range(options.readySeconds)} (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${range(options.deletingSeconds)}, then gone. The clouds say what real clouds say about each operation, in the documented shapes and order (test/env/transitions.ts), each delivered after a delay drawn from a range: EKS only the CloudTrail record of the call as it starts (\`CreateCluster\`, \`DeleteCluster\`; ${range(options.deliverySeconds.cloudtrail)}) on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler — nothing as the operation ends; GKE the audit entry written as the operation starts (\`operation.first\`) and the one written as it ends (\`operation.last\`, the same operation id), each pushed by Pub/Sub to the webhook (${range(options.deliverySeconds.pubsub)}); AKS Event Grid's \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` as the request is taken (${range(options.deliverySeconds.eventgrid)}) and, as the operation ends, the Activity Log's \`Succeeded\` event of \`managedClusters/write\`/\`delete\` through an Activity Log alert's action group, in the common alert schema, to \`/azure/alert\` (${range(options.deliverySeconds.alert)}). The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, five batches at a time (Lambda's SQS event source starts with five concurrent invocations), and the EKS handler with each event at once. Following: the configuration's defaults (GKE and AKS: a backstop look after 10 s, then every 20 s, until the end event ends the chase), but for EKS's typical durations, set to the middle of the bench's ranges (\`follow.eks.typicalSeconds\` create ${eks.create}, delete ${eks.delete}), its floor ${EKS_FLOOR_SECONDS} s and its share of the time left ${EKS_TIGHTENING} (the defaults 5 s and 0.25), its cap 60 s and 60 looks at most (the defaults). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer first denies a Google identity without \`container.clusters.get\` in the project's IAM policy, as GKE does, then is RBAC, then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry; for GKE, \`roles/container.clusterViewer\` in cpsync's binding of the project's IAM policy — ${projectRole} at the end — and a ClusterRoleBinding on the member; for AKS the binding); its object counts when the member lists it (polled every 200 ms) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
     );
     say('');
     say('| | cloud | p50 | p99 | target (p99) |');

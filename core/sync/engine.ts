@@ -12,7 +12,6 @@ export type {
   ScopeReport,
   SettlingCluster,
   SyncReport,
-  SyncRequest,
 } from './types.ts';
 export { runSync, keepUndelivered } from './run.ts';
 export { syncCluster } from './cluster.ts';

@@ -194,7 +194,7 @@ async function publish(run: RunContext, events: CpsyncEvent[]): Promise<PublishR
  * Publishes events that are in the outbox and takes out those the bus accepted; refused ones stay for
  * a later run.
  */
-export async function publishFromOutbox(run: RunContext, events: CpsyncEvent[]): Promise<PublishResult> {
+async function publishFromOutbox(run: RunContext, events: CpsyncEvent[]): Promise<PublishResult> {
   if (events.length === 0) return { published: [], failed: [] };
   const result = await publish(run, events);
   run.report.events.failed.push(...result.failed);
@@ -209,7 +209,7 @@ export async function publishFromOutbox(run: RunContext, events: CpsyncEvent[]):
  * wait for the intents they stand for to be settled by a later run (which announces them again, with
  * the same ids).
  */
-export async function publishDirectly(run: RunContext, events: CpsyncEvent[]): Promise<void> {
+async function publishDirectly(run: RunContext, events: CpsyncEvent[]): Promise<void> {
   if (events.length === 0) return;
   const result = await publish(run, events);
   run.report.events.failed.push(...result.failed);

@@ -22,7 +22,7 @@ import { cut } from '../domain/text.ts';
 import type { EnginePorts, SyncRequest } from './types.ts';
 
 /** How long a lease lasts unless renewed (it is renewed at a third of that while held). */
-export const LEASE_DURATION_MILLIS = 60_000;
+const LEASE_DURATION_MILLIS = 60_000;
 
 /** A cluster being created: when it was, as the cloud says (the follow-up places its looks from there). */
 export function creationOf(cluster: ObservedCluster, state: string): { since?: string } {
@@ -40,7 +40,7 @@ export function refOf(scope: Scope, cluster: ObservedCluster): ClusterRef {
 }
 
 /** The leases of one run (or one event-triggered sync), when the hub keeps leases. */
-export function runLeases(
+function runLeases(
   ports: EnginePorts,
   request: { syncId: string; leaseWaitMillis: number; leaseDurationMillis?: number },
   signal?: AbortSignal,
@@ -105,16 +105,16 @@ export function doneWith(result: PublishResult): string[] {
 }
 
 /** A run's lease holder id: the run, and this process's part in it. */
-export function holderId(syncId: string): string {
+function holderId(syncId: string): string {
   return `${cut(syncId, 100)}#${randomUUID().slice(0, 8)}`;
 }
 
-export function ensureInventoryNamespace(hub: Hub, options: InventoryOptions): Promise<void> {
+function ensureInventoryNamespace(hub: Hub, options: InventoryOptions): Promise<void> {
   return hub.ensureNamespace(inventoryNamespaces(options).find((ns) => ns.name === options.namespace)!);
 }
 
 /** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
-export function writeAhead(
+function writeAhead(
   { outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'intents'>,
   owner: IntentOwner,
 ) {

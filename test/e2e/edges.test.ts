@@ -260,7 +260,17 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
   });
 
   it('14b. sync --follow follows an active EKS cluster while one of its node groups is being updated, until the group settles', async () => {
-    const ws = following();
+    // Node groups read at every sync (an unchanged cluster's are otherwise remembered for hours, and a node-group
+    // call's CloudTrail event reads them at once): the sync sees the update as it begins.
+    const ws = workspace((document) => {
+      document.follow = {
+        firstDelaySeconds: 1,
+        maxDelaySeconds: 2,
+        maxMinutes: 1,
+        eks: { minDelaySeconds: 1, maxDelaySeconds: 2 },
+      };
+      document.providers.eks.nodegroupsMaxAgeMinutes = 0;
+    });
     assert.equal(clean(await ws.sync()).code, 0);
     // Held until the follow has looked once and found the group still updating.
     const held = holdNodeGroup(emulators, 'payments', 'general', 'updating');

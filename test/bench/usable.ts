@@ -396,7 +396,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const api = kubeConfig.makeApiClient(CustomObjectsApi);
     const namespace =
       (document.inventory as { namespace?: string } | undefined)?.namespace ?? 'cluster-inventory';
-    let wrongful = 0;
+    const wrongful: Record<Cloud, number> = { eks: 0, gke: 0, aks: 0 };
 
     // The consumer: multicluster-runtime's cluster-inventory-api provider, built as the consumer test builds
     // it, engaging the inventory's members through \`cpsync credentials\` and creating a ConfigMap in each.
@@ -481,7 +481,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
           for (const timeline of timelines)
             if (timeline.usableAt && !timeline.profileGoneAt && !present.has(timeline.name)) {
               timeline.profileGoneAt = now;
-              if (!timeline.goneAt) wrongful += 1;
+              if (!timeline.goneAt) wrongful[timeline.cloud] += 1;
             }
           await new Promise((r) => setTimeout(r, 200));
         }
@@ -504,7 +504,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
             const timeline = byName.get(event.detail.cluster?.displayName ?? '');
             if (timeline && event['detail-type'] === 'Consumer Access Granted') timeline.grantedAt ??= now;
             if (!timeline || event['detail-type'] !== 'ClusterProfile Deleted') continue;
-            if (!timeline.goneAt) wrongful += 1;
+            if (!timeline.goneAt) wrongful[timeline.cloud] += 1;
             timeline.deletedEventAt ??= now;
           }
           if (Messages.length > 0)
@@ -614,10 +614,10 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       stops.push(() => deleting.settle());
       timeline.deleteAt = Date.now();
       await new Promise((r) => setTimeout(r, timeline.deletingMillis));
-      deleting.settle();
-      // EKS: gone once moto has deleted it (the hold's settle deletes it there).
-      await new Promise((r) => setTimeout(r, cloud === 'eks' ? 300 : 0));
+      // Gone from here on (EKS: the hold's settle deletes it in moto, a little later; a profile deleted before
+      // this moment is a wrongful deletion, and the time to Deleted counts moto's own deletion).
       timeline.goneAt = Date.now();
+      deleting.settle();
       while (!(timeline.deletedEventAt && timeline.profileGoneAt))
         await new Promise((r) => setTimeout(r, 200));
     };
@@ -708,7 +708,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       );
     say('');
     say(
-      `Wrongful deletions (a \`Deleted\` event, or a profile gone, while its cluster still existed, DELETING included): ${wrongful}.`,
+      `Wrongful deletions (a \`Deleted\` event, or a profile gone, while its cluster still existed, DELETING included): ${CLOUDS.map((c) => `${NAMES[c]} ${wrongful[c]}`).join(', ')}.`,
     );
     say('');
     say("The follow-up's cost per created cluster (its creation and deletion both followed), per cloud:");

@@ -114,10 +114,7 @@ function ensureInventoryNamespace(hub: Hub, options: InventoryOptions): Promise<
 }
 
 /** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
-function writeAhead(
-  { outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'intents'>,
-  owner: IntentOwner,
-) {
+function writeAhead({ outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'intents'>, owner: IntentOwner) {
   let intents: ChangeIntent[] = [];
   return {
     beforeApply: async (planned: Plan) => {

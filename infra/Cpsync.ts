@@ -526,9 +526,11 @@ export class Cpsync extends Construct {
   ): LambdaFunction {
     const { props, document, logRetention } = this.#functionSettings;
     const { entry, timeout, memorySize, configuration = 'cpsync' } = options;
+    // A function of the hub alone is told nothing of the clouds: their providers, consumers, keys or answers.
+    const { answers: _answers, ...hubDocument } = configDocument(document);
     const given =
       configuration === 'hub'
-        ? { ...configDocument(document), providers: {}, consumers: [], webhook: {} }
+        ? { ...hubDocument, providers: {}, consumers: [], webhook: {} }
         : configDocument(document);
     return new LambdaFunction(scope, name, {
       code: functionCode(ROOT, join(ROOT, 'functions', entry)),

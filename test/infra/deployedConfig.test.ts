@@ -95,13 +95,14 @@ function assertRoundTrip(config: unknown, label: string): void {
       assert.fail(`${label}: ${id} refuses the configuration the stack gave it: ${(error as Error).message}`);
     }
     const argoCd = id.startsWith('ArgoCd');
-    const { bus, outbox, idempotency, webhook, memberProbe, ...rest } = read;
+    const { bus, outbox, idempotency, webhook, memberProbe, answers, ...rest } = read;
     const {
       bus: _bus,
       outbox: _outbox,
       idempotency: _idempotency,
       webhook: _webhook,
       memberProbe: _probe,
+      answers: _answers,
       ...wanted
     } = configured;
     assert.deepEqual(
@@ -113,6 +114,10 @@ function assertRoundTrip(config: unknown, label: string): void {
     assert.match(JSON.stringify(outbox), /"table":"CpsyncOutbox[0-9A-F]+-ref"/, `${label}: ${id} outbox`);
     assert.match(idempotency?.table ?? '', /^CpsyncIdempotency[0-9A-F]+-ref$/, `${label}: ${id} idempotency`);
     assert.equal(memberProbe.slotMinutes, 15, `${label}: ${id} member probe slots follow the schedule`);
+    // The clouds' remembered answers, in the stack's table, for the functions that read clusters.
+    if (argoCd || (!configured.providers.eks && !configured.providers.aks))
+      assert.equal(answers, undefined, `${label}: ${id} has no answers table`);
+    else assert.match(answers?.table ?? '', /^CpsyncAnswers[0-9A-F]+-ref$/, `${label}: ${id} answers`);
     if (argoCd) assert.deepEqual(webhook, {}, `${label}: ${id} has no webhook keys`);
     else if (configured.providers.aks) assert.ok(webhook.azure, `${label}: ${id} has the Event Grid key`);
   }

@@ -27,7 +27,7 @@ const CONFIG_SNIPPET = 'cpsync-config';
 /** What a fragment is merged over: the smallest configuration a reader starts from. */
 const BASE_CONFIG = { hub: { directory: './inventory' }, bus: { stdout: true } };
 /** Written by `npm run bench` while others work on it: linked to, not checked here. */
-const NOT_CHECKED = new Set(['BENCHMARKS.md', 'README.md']);
+const NOT_CHECKED = new Set(['BENCHMARKS.md']);
 
 function markdownFiles(directory: string): string[] {
   return readdirSync(join(ROOT, directory), { withFileTypes: true }).flatMap((entry) => {
@@ -194,6 +194,17 @@ describe('the docs', () => {
   it('are found: the index, a page for each task, the configuration reference', () => {
     for (const path of ['docs/README.md', 'docs/getting-started.md', 'docs/deploying.md', REFERENCE_PAGE])
       assert.ok(PAGES.includes(path), `${path} is there`);
+  });
+
+  it('have a README that is a front door: under 200 lines, linking to every page', () => {
+    const lines = readFileSync(join(ROOT, 'README.md'), 'utf8').split('\n').length;
+    assert.ok(lines < 200, `README.md has ${lines} lines; what a reader comes to do goes in a page of docs/`);
+    const linked = new Set(page('README.md').links.map((href) => href.split('#')[0]));
+    assert.deepEqual(
+      markdownFiles('docs').filter((path) => !linked.has(path)),
+      [],
+      'README.md links to every page of docs/',
+    );
   });
 
   it('link only to files and headings that exist', () => {

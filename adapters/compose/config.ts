@@ -73,6 +73,10 @@ const secretRef = z.union([
 const iamRoleName = z.string().regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name');
 
 const eks = z.strictObject({
+  /**
+   * The accounts to list: an explicit list of account ids, or AWS Organizations discovery
+   * (`{ organization: { includeOus, excludeOus } }`; suspended accounts are skipped).
+   */
   accounts: z.union([
     z.array(awsAccount).min(1),
     z.strictObject({
@@ -82,13 +86,20 @@ const eks = z.strictObject({
       }),
     }),
   ]),
+  /** Regions to list; omitted, every region enabled for each account. */
   regions: z.array(awsRegion).min(1).optional(),
+  /** The role assumed in member accounts (not in cpsync's own account). */
   roleName: iamRoleName.default('cpsync-reader'),
+  /** What the member roles' trust policies require as the external id, if anything. */
   externalId: z.string().min(2).max(1224).optional(),
   endpoint: url.optional(),
+  /** Where account-wide calls go (STS, EC2 DescribeRegions). */
   homeRegion: awsRegion.default('us-east-1'),
+  /** Attempts per call; throttling is ridden out by the SDK's adaptive retry. */
   maxAttempts: z.number().int().min(1).max(20).default(8),
+  /** Calls in flight against one account. */
   perAccountConcurrency: z.number().int().min(1).max(64).default(8),
+  /** Calls in flight over all accounts. */
   overallConcurrency: z.number().int().min(1).max(256).default(32),
   /**
    * How long the node groups read for a cluster stand for the cloud's answer while DescribeCluster shows the
@@ -98,6 +109,10 @@ const eks = z.strictObject({
 });
 
 const gke = z.strictObject({
+  /**
+   * The projects to list: an explicit list of project ids, or Resource Manager's project search
+   * (`{ search: { query: "parent:folders/123456789" } }`).
+   */
   projects: z.union([
     z.array(z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, 'must be a GCP project id')).min(1),
     z.strictObject({ search: z.strictObject({ query: z.string().default('') }) }),
@@ -105,16 +120,25 @@ const gke = z.strictObject({
   /** A credential configuration (external_account preferred, service_account key as fallback). */
   credentials: secretRef.optional(),
   endpoint: url.optional(),
+  /** Retries of a listing answered 429 or 503. */
   maxRetries: z.number().int().min(0).max(10).default(5),
 });
 
 const aks = z.strictObject({
+  /**
+   * The subscriptions to list: an explicit list of subscription ids, or `{ all: true }` (every subscription the
+   * identity can see, in a usable state).
+   */
   subscriptions: z.union([
     z
       .array(z.guid({ message: 'must be a subscription id (a GUID)' }).transform((id) => id.toLowerCase()))
       .min(1),
     z.strictObject({ all: z.literal(true) }),
   ]),
+  /**
+   * The identity cpsync uses in Azure: a federated credential (preferred) or a client secret (from a file or
+   * Secrets Manager); omitted, the default credential chain.
+   */
   credential: z
     .union([
       z.strictObject({
@@ -129,6 +153,7 @@ const aks = z.strictObject({
   /** listClusterUserCredential calls in flight against one subscription (ARM throttles reads per subscription). */
   perSubscriptionConcurrency: z.number().int().min(1).max(64).default(8),
   authorityHost: url.optional(),
+  /** Read each cluster's CA with listClusterUserCredential (only the CA is kept of the kubeconfig it returns). */
   fetchCertificateAuthority: z.boolean().default(true),
   /**
    * How long a CA read stands for the cloud's answer while the listing shows the cluster's control plane settled
@@ -281,6 +306,7 @@ export const configSchema = z.strictObject({
     .default(DEFAULT_MANAGER),
   inventory: z
     .strictObject({
+      /** Namespace of the profiles no rule places elsewhere (one namespace = one inventory). */
       namespace: dnsLabel.default(DEFAULT_NAMESPACE),
       /**
        * ClusterSets and the namespaces that stand for them, as `<set>: [<namespace>, …]`; the older
@@ -313,11 +339,13 @@ export const configSchema = z.strictObject({
           }
           return setOf;
         }),
+      /** Ordered rules: the first whose matchers all match a cluster chooses its namespace. */
       namespaceRules: z.array(z.strictObject({ ...clusterMatcher, namespace: dnsLabel })).default([]),
       /** The `projections` feature's rules: a cluster they match is also written into their namespaces. */
       projections: z
         .array(z.strictObject({ ...clusterMatcher, namespaces: z.array(dnsLabel).min(1) }))
         .default([]),
+      /** Tag keys copied into `cpsync.io/tag.<key>` properties (`prefix*` matches a prefix); no tag otherwise. */
       tagAllowList: z.array(z.string().min(1).max(239)).default([]),
       /**
        * The `tagLabels` feature: tags copied to profile labels `<prefix><tag key>`. A tag whose label would not be
@@ -326,7 +354,9 @@ export const configSchema = z.strictObject({
        */
       labels: z
         .strictObject({
+          /** Tag keys copied to labels (`prefix*` matches a prefix). */
           fromTags: z.array(z.string().min(1).max(317)).default([]),
+          /** Put before each tag key; `""` for tag keys that are label keys already. */
           prefix: z.string().max(316).default(DEFAULT_TAG_LABEL_PREFIX),
         })
         .prefault({})
@@ -342,7 +372,7 @@ export const configSchema = z.strictObject({
               context.addIssue({ code: 'custom', path: ['fromTags', index], message: why });
           });
         }),
-      // The access provider's name in each profile: 1-253 characters (v1alpha2), as consumers configure it.
+      /** Each cloud's entry name in `status.accessProviders`: what the consumers' credential plugins are called. */
       accessProviderNames: z
         .strictObject({
           eks: z.string().min(1).max(253).default('eks'),
@@ -352,6 +382,7 @@ export const configSchema = z.strictObject({
         .prefault({}),
       /** The `privateEndpoints` feature under its older name (`features.privateEndpoints` is the one switch). */
       preferPrivateEndpoints: z.boolean().optional(),
+      /** Consecutive complete listings a cluster may be missing from before its profile is deleted. */
       deletionGraceListings: z.number().int().min(1).max(100).default(DEFAULT_DELETION_GRACE_LISTINGS),
     })
     .prefault({}),
@@ -499,6 +530,7 @@ export const configSchema = z.strictObject({
     }),
   sync: z
     .strictObject({
+      /** Scopes listed at once. */
       concurrency: z.number().int().min(1).max(64).default(4),
       /** How long a run's write-ahead intents stay its own (longer than any run's apply phase). */
       intentLeaseSeconds: z.number().int().min(0).max(86_400).default(900),
@@ -517,10 +549,12 @@ export const configSchema = z.strictObject({
    */
   follow: z
     .strictObject({
+      /** The first look at a cluster in change, after this long (GKE and AKS; EKS: `eks`). */
       firstDelaySeconds: z.number().int().min(1).max(900).default(10),
       // The longest wait is how long a cluster may be ready before cpsync sees it: 20 s keeps a new cluster's
       // profile usable within half a minute of the cloud's ready, for a few looks a minute (see BENCHMARKS.md).
       maxDelaySeconds: z.number().int().min(1).max(900).default(20),
+      /** How long a cluster is followed at most; then the schedule takes over. */
       maxMinutes: z
         .number()
         .int()

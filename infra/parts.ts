@@ -19,19 +19,24 @@ export function expiringTable(scope: Construct, id: string, key: string, timeToL
   });
 }
 
+/** A table of one item per cluster, keyed by `cluster`: on demand, encrypted, with point-in-time recovery. */
+function clusterTable(scope: Construct, id: string, removalPolicy: RemovalPolicy): Table {
+  return new Table(scope, id, {
+    partitionKey: { name: 'cluster', type: AttributeType.STRING },
+    billingMode: BillingMode.PAY_PER_REQUEST,
+    encryption: TableEncryption.AWS_MANAGED,
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+    removalPolicy,
+  });
+}
+
 /**
  * The grants ledger (adapters/outbox/DynamoGrantLedger.ts): one item per cluster keyed by `cluster`, read per
  * account through the `byAccount` index; no TTL, and kept when the stack goes (a record lost is a grant
  * cpsync no longer knows to take back).
  */
 export function ledgerTable(scope: Construct, id: string): Table {
-  const table = new Table(scope, id, {
-    partitionKey: { name: 'cluster', type: AttributeType.STRING },
-    billingMode: BillingMode.PAY_PER_REQUEST,
-    encryption: TableEncryption.AWS_MANAGED,
-    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-    removalPolicy: RemovalPolicy.RETAIN,
-  });
+  const table = clusterTable(scope, id, RemovalPolicy.RETAIN);
   table.addGlobalSecondaryIndex({
     indexName: 'byAccount',
     partitionKey: { name: 'account', type: AttributeType.STRING },
@@ -45,13 +50,7 @@ export function ledgerTable(scope: Construct, id: string): Table {
  * the cloud again.
  */
 export function answersTable(scope: Construct, id: string): Table {
-  const table = new Table(scope, id, {
-    partitionKey: { name: 'cluster', type: AttributeType.STRING },
-    billingMode: BillingMode.PAY_PER_REQUEST,
-    encryption: TableEncryption.AWS_MANAGED,
-    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-    removalPolicy: RemovalPolicy.DESTROY,
-  });
+  const table = clusterTable(scope, id, RemovalPolicy.DESTROY);
   table.addGlobalSecondaryIndex({
     indexName: 'byScope',
     partitionKey: { name: 'scope', type: AttributeType.STRING },

@@ -160,6 +160,13 @@ const aks = z.strictObject({
    * and unchanged (a day at most); 0 reads every CA at every sync.
    */
   certificateAuthorityMaxAgeHours: z.number().min(0).max(24).default(24),
+  /**
+   * How clusters are listed: `arm` (one `managedClusters.list` per subscription), or `resourceGraph` (one Azure
+   * Resource Graph query for every subscription, with ARM reading only the clusters whose row changed, and
+   * confirming every absence with its own "not found" before a profile goes). The graph pays where there are
+   * many subscriptions of few clusters each; it needs the remembered answers (`state`) to ask ARM less.
+   */
+  listing: z.enum(['arm', 'resourceGraph']).default('arm'),
   /** The Entra tenant profiles name for clusters without their own AAD tenant. @default credential.tenantId */
   tenantId: z.guid({ message: 'must be a tenant id (a GUID)' }).optional(),
 });

@@ -13,6 +13,21 @@ import type { ChangeIntent } from './changes.ts';
 export interface ScopeListing {
   outcome: ScopeOutcome;
   clusters: ObservedCluster[];
+  /**
+   * Set by a listing read from an index that lags the cloud (Azure Resource Graph): a complete listing's
+   * absences are not the cloud's word. Before anything is deleted, the engine hands it the provider ids of the
+   * scope's profiles the listing did not show; it asks the cloud for each and answers which are there (as
+   * observed now), which are gone (the cloud's own "not found"), and which it could not tell (their profiles
+   * are kept, and the listing counts as partial).
+   */
+  confirmAbsent?: (providerIds: readonly string[], signal?: AbortSignal) => Promise<AbsenceAnswer>;
+}
+
+/** What the cloud answered for the clusters a lagging listing did not show. */
+export interface AbsenceAnswer {
+  present: ObservedCluster[];
+  gone: string[];
+  unknown: string[];
 }
 
 /** A cloud: turns a scope into the clusters it holds. */

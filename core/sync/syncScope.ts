@@ -1,5 +1,6 @@
 import { applyPlan, type ApplyResult } from './applyPlan.ts';
 import { ANNOTATION_PROJECTED_TO, PROPERTY_CA_OMITTED } from '../domain/constants.ts';
+import { confirmAbsences } from './absences.ts';
 import { InvalidClusterError } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
@@ -178,12 +179,13 @@ async function withMembers(
  * Malformed objects are left untouched.
  */
 export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult> {
-  const { hub, listing, options, now } = input;
+  const { hub, options, now } = input;
+  let listing = input.listing;
   const scope = listing.outcome.scope;
   const invalid: InvalidClusterError[] = [];
   const valid: ObservedCluster[] = [];
   const requests: NameRequest[] = [];
-  for (const cluster of listing.clusters) {
+  const admit = (cluster: ObservedCluster) => {
     if (!clusterInScope(cluster, scope)) {
       invalid.push(
         new InvalidClusterError(
@@ -192,7 +194,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
           `is ${cluster.provider}/${cluster.account}/${cluster.region}, outside the scope listed`,
         ),
       );
-      continue;
+      return;
     }
     try {
       for (const namespace of namespacesOf(cluster, options)) requests.push({ cluster, namespace });
@@ -201,13 +203,8 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       if (!(error instanceof InvalidClusterError)) throw error;
       invalid.push(error);
     }
-  }
-  // A complete listing with clusters that could not be read is not complete: their profiles must not be
-  // taken for clusters that are gone.
-  const outcome: ScopeListing['outcome'] =
-    invalid.length > 0 && listing.outcome.kind === 'complete'
-      ? { ...listing.outcome, kind: 'partial', missing: invalid.map((e) => e.providerId || '(no id)').sort() }
-      : listing.outcome;
+  };
+  for (const cluster of listing.clusters) admit(cluster);
   const namespaces = inventoryNamespaces(options);
   const selector = scopeSelector(options.manager, scope);
   const malformed: MalformedObject[] = [];
@@ -249,6 +246,25 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       if (!(error instanceof Error && (error as { status?: number }).status === 403)) throw error;
       unreadable.push({ namespace, name: '*', reason: error.message });
     }
+
+  // A lagging listing's absences are asked of the cloud before the plan may take them for clusters gone.
+  let confirmedGone = input.confirmedGone;
+  if (listing.confirmAbsent && listing.outcome.kind === 'complete') {
+    const confirmed = await confirmAbsences(
+      { ...listing, confirmAbsent: listing.confirmAbsent },
+      current,
+      input.signal,
+    );
+    for (const cluster of confirmed.present) admit(cluster);
+    listing = confirmed.listing;
+    if (confirmed.gone.length > 0) confirmedGone = new Set([...(confirmedGone ?? []), ...confirmed.gone]);
+  }
+  // A complete listing with clusters that could not be read is not complete: their profiles must not be
+  // taken for clusters that are gone.
+  const outcome: ScopeListing['outcome'] =
+    invalid.length > 0 && listing.outcome.kind === 'complete'
+      ? { ...listing.outcome, kind: 'partial', missing: invalid.map((e) => e.providerId || '(no id)').sort() }
+      : listing.outcome;
 
   // Each profile's name, before anything is planned: the hub's profiles keep theirs, newcomers get their own.
   const naming = await chooseNames({
@@ -292,7 +308,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     ),
     unwritten,
     writable: (profile) => !terminating.has(profileKey(profile.metadata)),
-    ...(input.confirmedGone ? { confirmedGone: input.confirmedGone } : {}),
+    ...(confirmedGone ? { confirmedGone } : {}),
     ...(input.grants ? { grants: input.grants } : {}),
     ...(input.ledger ? { ledger: input.ledger } : {}),
     ...(input.dryRun ? { dryRun: true } : {}),
@@ -311,7 +327,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     deletionGraceListings: options.deletionGraceListings,
     accessProviderNames: Object.values(options.accessProviderNames),
     now,
-    ...(input.confirmedGone ? { confirmedGone: input.confirmedGone } : {}),
+    ...(confirmedGone ? { confirmedGone } : {}),
   });
   result.skipped.push(...naming.skipped);
   const withoutCertificateAuthority = desired.flatMap((profile): ProfileNotice[] => {

@@ -2,15 +2,15 @@
  * Asking the clouds only what changed, along the entry points that reach the per-cluster reads: the `cpsync sync`
  * command (a full sync, then `--scope`) into the file hub with its answers in the state directory, and the EKS
  * event handler (a CloudTrail node-group call: the one-cluster sync events and the follow-up use) built from the
- * same configuration. The local ARM and the proxy in front of moto count the reads; the hub's files show what the
- * profiles say.
+ * same configuration; and AKS listed through Azure Resource Graph (`providers.aks.listing: resourceGraph`). The
+ * local ARM and the proxy in front of moto count the reads; the hub's files show what the profiles say.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { DeleteNodegroupCommand, EKSClient } from '@aws-sdk/client-eks';
-import { parse } from 'yaml';
+import { parse, stringify } from 'yaml';
 import { compose } from '../../adapters/compose/compose.ts';
 import { parseConfig } from '../../adapters/compose/config.ts';
 import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
@@ -37,7 +37,8 @@ describe('the clouds asked only what changed, from the command and from a cloud 
   let directory: string;
 
   const sync = async (...args: string[]) => {
-    const run = await runCli(['sync', ...args, '--config', emulators.configPath], {
+    const config = args.includes('--config') ? [] : ['--config', emulators.configPath];
+    const run = await runCli(['sync', ...args, ...config], {
       cwd: directory,
       env: emulators.env,
     });
@@ -184,5 +185,60 @@ describe('the clouds asked only what changed, from the command and from a cloud 
     const run = await sync();
     assert.deepEqual(readsSince(from), { cas: ['batch', 'web'], nodegroups: ['checkout', 'payments'] });
     assert.match(run.stderr, /0 created, 0 updated, 0 deleted/);
+  });
+
+  it('through Resource Graph: one query for the subscription, no cluster read while nothing changed, and a deletion only on ARM’s word', async () => {
+    const document = parse(readFileSync(emulators.configPath, 'utf8')) as {
+      providers: { aks: Record<string, unknown> };
+    };
+    document.providers.aks.listing = 'resourceGraph';
+    const graphConfig = join(directory, 'graph.yaml');
+    writeFileSync(graphConfig, stringify(document));
+    const arm = emulators.arm;
+    const clusters = arm.clusters.get(AZURE_SUBSCRIPTION)!;
+    const batch = clusters.find((c) => c.name === 'batch')!;
+    const viaGraph = (...args: string[]) => sync(...args, '--config', graphConfig);
+    const calls = (from: number) => {
+      const requests = arm.requests.slice(from);
+      return {
+        graph: requests.filter((r) => /resourcegraph\/resources$/i.test(r.path)).length,
+        lists: requests.filter((r) => /\/managedClusters$/i.test(r.path)).length,
+        reads: requests
+          .filter((r) => r.method === 'GET' && /\/managedClusters\/[^/]+$/i.test(r.path))
+          .map((r) => r.path.split('/').at(-1)!)
+          .sort(),
+      };
+    };
+    rmSync(ANSWERS(), { recursive: true, force: true });
+    try {
+      let from = arm.requests.length;
+      await viaGraph();
+      assert.deepEqual(calls(from), { graph: 1, lists: 0, reads: ['batch', 'web'] });
+      from = arm.requests.length;
+      const steady = await viaGraph('--scope', `aks/${AZURE_SUBSCRIPTION}`);
+      assert.deepEqual(calls(from), { graph: 1, lists: 0, reads: [] });
+      assert.deepEqual(readsSince({ arm: from, aws: emulators.proxy.calls.length }).cas, []);
+      assert.match(steady.stderr, /0 created, 0 updated, 0 deleted/);
+
+      // The graph lags: batch is gone from ARM, the graph still shows it as it was.
+      arm.indexGraph();
+      arm.clusters.set(
+        AZURE_SUBSCRIPTION,
+        clusters.filter((c) => c !== batch),
+      );
+      await viaGraph();
+      assert.ok(profile('/managedclusters/batch'), 'kept while the graph shows it unchanged');
+      // The graph catches up: the profile the graph no longer shows goes on ARM's own "not found".
+      arm.graph = undefined;
+      from = arm.requests.length;
+      const caught = await viaGraph();
+      assert.deepEqual(calls(from), { graph: 1, lists: 0, reads: ['batch'] });
+      assert.match(caught.stderr, /0 created, 0 updated, 1 deleted/);
+      assert.throws(() => profile('/managedclusters/batch'), /no profile/);
+    } finally {
+      arm.graph = undefined;
+      arm.clusters.set(AZURE_SUBSCRIPTION, clusters);
+      if (existsSync(graphConfig)) rmSync(graphConfig);
+    }
   });
 });

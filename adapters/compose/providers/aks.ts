@@ -28,6 +28,9 @@ export const aksProvider: ProviderModule = {
       // A CA read stands while the listing shows the control plane unchanged, a day at most.
       certificateAuthorityMaxAgeMillis: aks.certificateAuthorityMaxAgeHours * 3_600_000,
       ...(answers ? { answers } : {}),
+      listing: aks.listing,
+      // The graph is asked for the configured subscriptions, or (`all`) every one the identity can read.
+      ...(Array.isArray(aks.subscriptions) ? { graphSubscriptions: aks.subscriptions } : {}),
       ...(credential ? { credential } : {}),
       ...(aks.endpoint ? { endpoint: aks.endpoint } : {}),
     });

@@ -2,7 +2,9 @@
  * A local Azure Resource Manager over TLS speaking the shapes `@azure/arm-containerservice`,
  * `@azure/arm-resources-subscriptions` and `@azure/identity` use: the Entra ID OpenID configuration and
  * token endpoints (client credentials), subscriptions, managed clusters (paged with nextLink) and
- * listClusterUserCredential. The ARM SDK refuses bearer tokens over plain HTTP, hence TLS.
+ * listClusterUserCredential, and Azure Resource Graph's `resources` query for managed clusters (the one query
+ * cpsync sends, paged with `$skipToken`, as an index that may lag ARM). The ARM SDK refuses bearer tokens over
+ * plain HTTP, hence TLS.
  */
 import { createServer, type Server } from 'node:https';
 import { generateKeyPair, jwtVerify, SignJWT } from 'jose';
@@ -21,6 +23,16 @@ export type ManagedClusterJson = {
   properties: Record<string, unknown>;
   systemData?: Record<string, unknown>;
 };
+
+/** The Resource Graph query cpsync sends for managed clusters (the index below answers only this one). */
+const MANAGED_CLUSTERS_QUERY =
+  "resources | where type =~ 'microsoft.containerservice/managedclusters' | project id, name, location, tags, properties, subscriptionId | order by id asc";
+
+interface GraphQuery {
+  subscriptions?: string[];
+  query: string;
+  options?: { $top?: number; $skipToken?: string; resultFormat?: string };
+}
 
 interface ArmError {
   status: number;
@@ -60,12 +72,27 @@ export interface ArmServer {
   failures: Map<string, ArmError[]>;
   /** CA data returned in each cluster's user kubeconfig, by resource id (lower case); TEST_CA_DATA otherwise. */
   caData: Map<string, string>;
+  /** An error to answer a managed cluster's GET with, by resource id (lower case). */
+  readFailures: Map<string, ArmError>;
   /** An error to answer listClusterUserCredential with, by resource id (lower case): a missing permission. */
   credentialFailures: Map<string, ArmError>;
   /** Azure role assignments (Microsoft.Authorization/roleAssignments), by id (lower case). */
   roleAssignments: Map<string, RoleAssignmentJson>;
   /** Scopes (lower case) where the caller may not assign roles: 403 AuthorizationFailed. */
   refuseAssignments: Set<string>;
+  /**
+   * What Azure Resource Graph holds of managed clusters, by subscription: unset, it is in step with `clusters`;
+   * set (see `indexGraph`), it answers from this copy, as the real index does in the minutes after a change.
+   */
+  graph: Map<string, ManagedClusterJson[]> | undefined;
+  /** Rows per page of a Resource Graph answer (`$top` asks for fewer). */
+  graphPageSize: number;
+  /** Errors to answer Resource Graph queries with, one per request, before answering normally. */
+  graphFailures: ArmError[];
+  /** The bodies of the Resource Graph queries received. */
+  graphQueries: Array<{ subscriptions?: string[]; query: string; options?: Record<string, unknown> }>;
+  /** Freezes Resource Graph at what ARM holds now: later changes to `clusters` are not seen until it is indexed again. */
+  indexGraph(): void;
   requests: Array<{ method: string; path: string; query: string }>;
   /** The most listClusterUserCredential requests it held at once, by subscription (lower case). */
   peakCredentialReads: Map<string, number>;
@@ -103,9 +130,22 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     pageSize: 2,
     failures: new Map(),
     caData: new Map(),
+    readFailures: new Map(),
     credentialFailures: new Map(),
     roleAssignments: new Map(),
     refuseAssignments: new Set(),
+    graph: undefined,
+    graphPageSize: 1000,
+    graphFailures: [],
+    graphQueries: [],
+    indexGraph() {
+      state.graph = new Map(
+        [...state.clusters].map(([subscription, list]) => [
+          subscription,
+          list.map((cluster) => structuredClone(cluster)),
+        ]),
+      );
+    },
     requests: [],
     peakCredentialReads: new Map(),
     async verifyToken(jwt: string, audience: string) {
@@ -238,6 +278,14 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
         return gone ? sendJson(response, 200, gone) : (response.writeHead(204), response.end());
       }
     }
+    if (
+      request.method === 'POST' &&
+      url.pathname.toLowerCase() === '/providers/microsoft.resourcegraph/resources'
+    ) {
+      const failure = state.graphFailures.shift();
+      if (failure) return armError(response, failure);
+      return answerGraph(response, JSON.parse(body) as GraphQuery);
+    }
     if (request.method === 'GET' && url.pathname === '/subscriptions') {
       return sendJson(response, 200, {
         value: state.subscriptions.map((s) => ({
@@ -269,6 +317,8 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       );
     if (request.method === 'GET' && single) {
       const id = url.pathname.toLowerCase();
+      const refused = state.readFailures.get(id);
+      if (refused) return armError(response, refused);
       const cluster = [...state.clusters.values()].flat().find((c) => c.id.toLowerCase() === id);
       if (!cluster)
         return armError(response, {
@@ -317,6 +367,50 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       message: `no route ${request.method} ${url.pathname}`,
     });
   });
+  /**
+   * A Resource Graph query (REST 2024-04-01): the managed clusters of the subscriptions asked (all it knows
+   * without any), as its `resources` table shows them (ARM's resource without `systemData`) in the columns the
+   * query projects, ordered by id, paged by `$skipToken`.
+   * The index runs no KQL: any other query is refused, naming what it expects.
+   */
+  function answerGraph(response: ServerResponse, asked: GraphQuery): void {
+    state.graphQueries.push(asked);
+    if (asked.query !== MANAGED_CLUSTERS_QUERY)
+      return armError(response, {
+        status: 400,
+        code: 'BadRequest',
+        message: `the local index answers only ${JSON.stringify(MANAGED_CLUSTERS_QUERY)}`,
+      });
+    const held = state.graph ?? state.clusters;
+    const wanted = asked.subscriptions?.map((s) => s.toLowerCase());
+    const rows = [...held]
+      .filter(([subscription]) => !wanted || wanted.includes(subscription.toLowerCase()))
+      .flatMap(([subscription, list]) =>
+        list.map((cluster) => ({
+          id: cluster.id,
+          name: cluster.name,
+          location: cluster.location,
+          tags: cluster.tags ?? null,
+          properties: cluster.properties,
+          subscriptionId: subscription,
+        })),
+      )
+      .sort((a, b) => a.id.toLowerCase().localeCompare(b.id.toLowerCase()));
+    const options = asked.options ?? {};
+    const skip = Number(
+      options.$skipToken ? Buffer.from(String(options.$skipToken), 'base64').toString() : 0,
+    );
+    const top = Math.min(state.graphPageSize, Number(options.$top ?? 100));
+    const page = rows.slice(skip, skip + top);
+    const next = skip + top < rows.length ? Buffer.from(String(skip + top)).toString('base64') : undefined;
+    sendJson(response, 200, {
+      totalRecords: rows.length,
+      count: page.length,
+      resultTruncated: 'false',
+      ...(next ? { $skipToken: next } : {}),
+      data: page,
+    });
+  }
   const stop = await serveOnLoopback(server, port);
   return Object.assign(state, { stop });
 }

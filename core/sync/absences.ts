@@ -1,0 +1,53 @@
+/** A lagging listing's absences, asked of the cloud before a plan may take them for clusters gone. */
+import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
+import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../domain/model/observedCluster.ts';
+import type { AbsenceAnswer, ScopeListing } from './ports.ts';
+
+/**
+ * Asks a lagging listing's cloud about the scope's profiles it did not show (see `ScopeListing.confirmAbsent`):
+ * the listing with the clusters found there added, and made partial (naming them) for those the cloud could
+ * not answer for; and the provider ids the cloud answered gone. A question that fails leaves every absence
+ * unknown: nothing is deleted by it.
+ */
+export async function confirmAbsences(
+  listing: ScopeListing & { confirmAbsent: NonNullable<ScopeListing['confirmAbsent']> },
+  current: readonly ClusterProfile[],
+  signal?: AbortSignal,
+): Promise<{ listing: ScopeListing; present: ObservedCluster[]; gone: string[] }> {
+  const shown = new Set(listing.clusters.map((c) => c.providerId.toLowerCase()));
+  const absent = [
+    ...new Set(
+      current
+        .filter((p) => p.metadata.deletionTimestamp === undefined)
+        .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
+        .filter((id) => id !== '' && !shown.has(id.toLowerCase())),
+    ),
+  ].sort();
+  if (absent.length === 0) return { listing, present: [], gone: [] };
+  let answer: AbsenceAnswer;
+  try {
+    answer = await listing.confirmAbsent(absent, signal);
+  } catch {
+    answer = { present: [], gone: [], unknown: absent };
+  }
+  const asked = new Set(absent);
+  const present = answer.present.filter((c) => !shown.has(c.providerId.toLowerCase()));
+  const gone = answer.gone.filter((id) => asked.has(id));
+  const answered = new Set([
+    ...present.map((c) => c.providerId.toLowerCase()),
+    ...gone.map((id) => id.toLowerCase()),
+  ]);
+  const unknown = absent.filter((id) => !answered.has(id.toLowerCase()));
+  return {
+    listing: {
+      outcome:
+        unknown.length > 0
+          ? { ...listing.outcome, kind: 'partial', missing: [...(listing.outcome.missing ?? []), ...unknown] }
+          : listing.outcome,
+      clusters: [...listing.clusters, ...present],
+    },
+    present,
+    gone,
+  };
+}

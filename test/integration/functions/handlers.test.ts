@@ -1104,6 +1104,123 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     await projected.close();
   });
 
+  it('lists AKS through Resource Graph from a scope message, and a graph behind ARM brings back no cluster its event deleted', async () => {
+    const TableName = 'cpsync-answers-graph';
+    await new DynamoDBClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'us-east-1',
+      credentials: HUB_CREDENTIALS,
+    }).send(
+      new CreateTableCommand({
+        TableName,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'cluster', AttributeType: 'S' },
+          { AttributeName: 'scope', AttributeType: 'S' },
+          { AttributeName: 'region', AttributeType: 'S' },
+        ],
+        KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'byScope',
+            KeySchema: [
+              { AttributeName: 'scope', KeyType: 'HASH' },
+              { AttributeName: 'region', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
+          },
+        ],
+      }),
+    );
+    const graphDeps = await compose(
+      {
+        ...deps.config,
+        answers: { table: TableName, endpoint: emulators.moto.endpoint },
+        providers: {
+          ...deps.config.providers,
+          aks: { ...deps.config.providers.aks!, listing: 'resourceGraph' },
+        },
+      },
+      ALL_PROVIDERS,
+      { onDemand: true },
+    );
+    const arm = emulators.arm;
+    const calls = (from: number) => {
+      const requests = arm.requests.slice(from);
+      return {
+        graph: requests.filter((r) => /resourcegraph\/resources$/i.test(r.path)).length,
+        lists: requests.filter((r) => /\/managedClusters$/i.test(r.path)).length,
+        reads: requests
+          .filter((r) => r.method === 'GET' && /\/managedClusters\/[^/]+$/i.test(r.path))
+          .map((r) => r.path.split('/').at(-1)!)
+          .sort(),
+      };
+    };
+    const aksNames = async () =>
+      (await profiles())
+        .filter((p) => /\/managedclusters\//i.test(p.metadata.annotations?.['cpsync.io/provider-id'] ?? ''))
+        .map((p) => p.spec.displayName)
+        .sort();
+    const scopeRecord = (id: string) =>
+      sqsRecord(
+        id,
+        JSON.stringify({ syncId: id, scope: { provider: 'aks', account: AZURE_SUBSCRIPTION, region: '*' } }),
+      );
+    const batchId = `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-batch/providers/Microsoft.ContainerService/managedClusters/batch`;
+    const held = arm.clusters.get(AZURE_SUBSCRIPTION);
+    arm.clusters.set(AZURE_SUBSCRIPTION, [aksCluster('web', 'rg-web'), aksCluster('batch', 'rg-batch')]);
+    try {
+      const worker = makeScopeWorker(async () => graphDeps);
+      let from = arm.requests.length;
+      assert.deepEqual(await worker({ Records: [scopeRecord('graph-1')] }, context), {
+        batchItemFailures: [],
+      });
+      assert.deepEqual(await aksNames(), ['batch', 'web']);
+      assert.deepEqual(calls(from).lists, 0, 'no subscription listed by ARM');
+      assert.equal(calls(from).graph, 1);
+
+      from = arm.requests.length;
+      assert.deepEqual(await worker({ Records: [scopeRecord('graph-2')] }, context), {
+        batchItemFailures: [],
+      });
+      const again = calls(from);
+      // One graph answer serves a container's scopes for a while (graphShareMillis): asked again, or not.
+      assert.ok(again.graph <= 1, `graph queries: ${again.graph}`);
+      assert.deepEqual(
+        { lists: again.lists, reads: again.reads },
+        { lists: 0, reads: [] },
+        'the answers in DynamoDB stand for ARM’s',
+      );
+
+      // The graph lags the deletion its event announced.
+      arm.indexGraph();
+      arm.clusters.set(AZURE_SUBSCRIPTION, [aksCluster('web', 'rg-web')]);
+      const deleted = await makeWebhook(async () => graphDeps)(
+        functionUrlRequest(
+          '/azure',
+          [eventGridEvent('Microsoft.Resources.ResourceDeleteSuccess', batchId, 'eg-graph-1')],
+          {},
+          { key: azureKey },
+        ),
+        context,
+      );
+      assert.deepEqual(JSON.parse(deleted.body as string).synced, {
+        [`${AZURE_SUBSCRIPTION}/rg-batch/batch`]: 'deleted',
+      });
+      from = arm.requests.length;
+      assert.deepEqual(await worker({ Records: [scopeRecord('graph-3')] }, context), {
+        batchItemFailures: [],
+      });
+      assert.deepEqual(await aksNames(), ['web'], 'the graph’s row of batch brought nothing back');
+      assert.deepEqual(calls(from).reads, ['batch'], 'it was asked of ARM, which answered not found');
+    } finally {
+      arm.graph = undefined;
+      if (held) arm.clusters.set(AZURE_SUBSCRIPTION, held);
+      await graphDeps.close();
+      await changeEvents();
+    }
+  });
+
   it('answers 404 to unknown routes and 405 to other methods, never crashing', async () => {
     const webhook = makeWebhook(getDeps);
     assert.equal((await webhook(functionUrlRequest('/elsewhere', {}), context)).statusCode, 404);

@@ -439,7 +439,9 @@ const { values: flags } = parseArgs({
     only: { type: 'string' },
   },
 });
-const parts = new Set((flags.only ?? 'cold-start,report,estate,usable,scale,hub-requests,curve').split(','));
+const parts = new Set(
+  (flags.only ?? 'cold-start,report,estate,usable,scale,aks-graph,hub-requests,curve').split(','),
+);
 
 say('# cpsync benchmarks');
 say('');
@@ -452,11 +454,12 @@ say(
     "- **Full sync at scale**: a synthetic 10,000-cluster estate (4,000 EKS in 100 accounts × 4 regions, 3,000 GKE in 100 projects, 3,000 AKS in 50 subscriptions) behind local servers that add 50 ms to every call, synced by the `cpsync sync` CLI in its own process — into the real hub (full, a tenth of the EKS clusters changed, unchanged; writes as the kube-apiserver counted them) and into the file hub (the configuration's defaults, then the concurrency the bench chooses). CPU time is the cpsync process's own (user + system, from `process.resourceUsage()`), divided by the clusters.",
     "- **Time to usable**: clusters created in each cloud's emulator and ready after a while, then deleted, the clouds' events entering as the clouds send them, handled by the bundled functions and followed by the follow-up function until they settle: ready → profile usable, gone → Deleted, wrongful deletions, and the follow-up's cost per cluster.",
     '- **What a deployment costs**: the file-hub run at the defaults, priced.',
+    '- **AKS through Resource Graph**: the file-hub run at the defaults with `providers.aks.listing: resourceGraph`: one graph query for every subscription in place of a listing per subscription.',
     '- **The report at scale**: `cpsync report` of 30,000 clusters, its size, and the time to `data-ready` in headless Chromium (the OS package) driven over the DevTools protocol, as it opens and sorted on load.',
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,hub-requests,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, and `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on.",
+    "Options: `--only cold-start,report,estate,usable,scale,aks-graph,hub-requests,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, and `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on.",
   ].join('\n'),
 );
 say('');
@@ -530,6 +533,13 @@ if (parts.has('scale')) {
     96,
   );
 }
+if (parts.has('aks-graph'))
+  await scaleRun({
+    fileHub: true,
+    aksListing: 'resourceGraph',
+    title:
+      'AKS listed through Resource Graph (`providers.aks.listing: resourceGraph`), the defaults otherwise',
+  });
 if (parts.has('hub-requests')) await reportHubRequestPaths(say, 1000, 3);
 if (parts.has('curve')) {
   const points: CurvePoint[] = [];

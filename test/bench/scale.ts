@@ -45,6 +45,8 @@ export interface ScaleOptions {
   report?: boolean;
   /** Said after the section's heading. */
   title?: string;
+  /** `providers.aks.listing`. @default the configuration's */
+  aksListing?: 'arm' | 'resourceGraph';
   say: (line?: string) => void;
 }
 
@@ -146,6 +148,7 @@ function countProviderCalls(
   const gke = gkeRequests.filter((r) => !gkeToken(r.path)).length;
   const arm = {
     pages: armCalls.filter((r) => r.method === 'GET' && /\/managedClusters$/i.test(r.path)).length,
+    graph: armCalls.filter((r) => /^\/providers\/Microsoft\.ResourceGraph\/resources$/i.test(r.path)).length,
     gets: armCalls.filter((r) => r.method === 'GET' && /\/managedClusters\/[^/]+$/i.test(r.path)).length,
     credentials: armCalls.filter((r) => /\/listClusterUserCredential$/i.test(r.path)).length,
   };
@@ -373,7 +376,11 @@ export async function fullSyncAtScale(options: ScaleOptions) {
             endpoint: aws.endpoint,
           },
           gke: { projects, ...access.gke },
-          aks: { subscriptions, ...access.aks },
+          aks: {
+            subscriptions,
+            ...access.aks,
+            ...(options.aksListing ? { listing: options.aksListing } : {}),
+          },
         },
         hub: hub ? { kubeconfig: hub.kubeconfig } : { directory: join(directory, 'inventory') },
         bus: { eventBridge: { busName: 'cpsync-events', region: 'us-east-1', endpoint: aws.endpoint } },
@@ -550,12 +557,14 @@ export async function fullSyncAtScale(options: ScaleOptions) {
         `**${per(r.providers.eks, clustersOf.eks)} / ${per(r.providers.gke, clustersOf.gke)} / ${per(r.providers.aks, clustersOf.aks)}**`,
     );
     row(
-      'of which: EKS by operation; AKS listing pages / per-cluster reads (GET) / listClusterUserCredential',
+      'of which: EKS by operation; AKS listing pages / Resource Graph queries / per-cluster reads (GET) / listClusterUserCredential',
       (r) =>
         `${Object.entries(r.providers.aws)
           .filter(([op]) => EKS_OPERATIONS.has(op) && r.providers.aws[op]! > 0)
           .map(([op, n]) => `${op} ${n}`)
-          .join(', ')}; ${r.providers.arm.pages} / ${r.providers.arm.gets} / ${r.providers.arm.credentials}`,
+          .join(
+            ', ',
+          )}; ${r.providers.arm.pages} / ${r.providers.arm.graph} / ${r.providers.arm.gets} / ${r.providers.arm.credentials}`,
     );
     row(
       'token and credential requests apart: STS (AssumeRole, GetCallerIdentity) / Google token / Entra token and metadata',

@@ -9,7 +9,6 @@ import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { canonicalRegion } from '../../core/domain/scopes.ts';
 import type {
-  AbsenceAnswer,
   AnswerStore,
   ClusterRef,
   ClusterSource,
@@ -19,6 +18,7 @@ import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/remembe
 import { azureErrorDetails, classifyAzureError } from './classify.ts';
 import { aksClusterOfId, isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';
 import { AksResourceGraph } from './resourceGraph.ts';
+import { GraphListing, graphDigest, isCaAnswer } from './graphListing.ts';
 
 export interface AksSourceOptions {
   /**
@@ -120,41 +120,6 @@ function controlPlaneDigest(cluster: ManagedCluster): string {
   ]);
 }
 
-/** A remembered answer as the source stores it: the CA, and (listing through the graph) what the graph lacks. */
-type CaAnswer = Pick<ObservedCluster, 'certificateAuthorityData' | 'createdAt'>;
-
-function isCaAnswer(answer: Record<string, unknown>): answer is CaAnswer {
-  const keys = Object.keys(answer);
-  return (
-    keys.every((key) => key === 'certificateAuthorityData' || key === 'createdAt') &&
-    (answer.certificateAuthorityData === undefined || typeof answer.certificateAuthorityData === 'string') &&
-    (answer.createdAt === undefined || typeof answer.createdAt === 'string')
-  );
-}
-
-/**
- * What Resource Graph shows of a cluster, as cpsync maps it (all but its creation time and CA, which the graph
- * lacks): a graph row whose digest is the one ARM's answer had when it was read stands for that answer.
- */
-function graphDigest(observed: ObservedCluster, readsCa: boolean): string {
-  const {
-    createdAt: _created,
-    certificateAuthorityData: _ca,
-    certificateAuthorityUnavailable: _unavailable,
-    ...shown
-  } = observed;
-  // Ids are compared as ARM compares them (without regard to case).
-  return listedDigest([
-    'graph',
-    readsCa,
-    {
-      ...shown,
-      providerId: shown.providerId.toLowerCase(),
-      resourceGroup: shown.resourceGroup?.toLowerCase(),
-    },
-  ]);
-}
-
 /** Subscription states in which clusters can be listed. */
 const USABLE_STATES = new Set(['Enabled', 'Warned', 'PastDue']);
 
@@ -168,9 +133,8 @@ export class AksSource implements ClusterSource {
   readonly #clients = new Map<string, ContainerServiceClient>();
   readonly #perSubscription = new Map<string, LimitFunction>();
   readonly #memory: AnswerMemory;
-  readonly #graph: AksResourceGraph | undefined;
-  /** The Resource Graph answer the scopes listed now share, and when it came. */
-  #graphAnswer: { clusters: Promise<Map<string, ManagedCluster[]>>; at?: number } | undefined;
+  /** Listing through Resource Graph (`listing: 'resourceGraph'`). */
+  readonly #graph: GraphListing | undefined;
 
   constructor(options: AksSourceOptions = {}) {
     this.#options = options;
@@ -181,11 +145,27 @@ export class AksSource implements ClusterSource {
     };
     this.#graph =
       options.listing === 'resourceGraph'
-        ? new AksResourceGraph({
-            credential: this.#credential,
-            ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-            requestTimeoutMillis: options.requestTimeoutMillis ?? 30_000,
-          })
+        ? new GraphListing(
+            new AksResourceGraph({
+              credential: this.#credential,
+              ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+              requestTimeoutMillis: options.requestTimeoutMillis ?? 30_000,
+            }),
+            {
+              client: (subscription) => this.#client(subscription),
+              limit: (subscription) => this.#limit(subscription),
+              call: (signal) => this.#call(signal),
+              mapped: (cluster, scope) => this.#mapped(cluster, scope),
+              observe: (client, cluster, observed, answers, signal) =>
+                this.#observe(client, cluster, observed, answers, signal),
+              readsCa: this.#fetchesCa(),
+              memory: this.#memory,
+            },
+            {
+              ...(options.graphSubscriptions ? { subscriptions: options.graphSubscriptions } : {}),
+              ...(options.graphShareMillis !== undefined ? { shareMillis: options.graphShareMillis } : {}),
+            },
+          )
         : undefined;
   }
 
@@ -237,9 +217,9 @@ export class AksSource implements ClusterSource {
 
   async listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing> {
     if (this.#graph) {
-      const rows = await this.#graphRows(scope);
+      const rows = await this.#graph.rows(scope);
       // The graph could not be read: ARM lists the subscription, as it does without the graph.
-      if (rows) return this.#listFromGraph(scope, rows, signal);
+      if (rows) return this.#graph.list(scope, rows, signal);
     }
     const client = this.#client(scope.account);
     const found: ManagedCluster[] = [];
@@ -283,150 +263,6 @@ export class AksSource implements ClusterSource {
       this.#perSubscription.set(subscription, limit);
     }
     return limit;
-  }
-
-  /**
-   * The scope's managed clusters as Resource Graph shows them, from the answer the scopes listed now share (one
-   * query for every subscription); undefined when the graph cannot be read.
-   */
-  async #graphRows(scope: Scope): Promise<ManagedCluster[] | undefined> {
-    const share = this.#options.graphShareMillis ?? 30_000;
-    const now = Date.now();
-    let answer = this.#graphAnswer;
-    if (!answer || (answer.at !== undefined && now - answer.at >= share)) {
-      const asked: NonNullable<typeof answer> = {
-        clusters: this.#graph!.clusters(this.#options.graphSubscriptions).then(({ clusters }) => clusters),
-      };
-      this.#graphAnswer = answer = asked;
-      // A failed query is not shared: the next scope asks again.
-      asked.clusters.then(
-        () => (asked.at = Date.now()),
-        () => {
-          if (this.#graphAnswer === asked) this.#graphAnswer = undefined;
-        },
-      );
-    }
-    try {
-      const rows = (await answer.clusters).get(scope.account.toLowerCase()) ?? [];
-      return rows.filter(
-        (cluster) =>
-          scope.region === ALL_REGIONS || canonicalRegion('aks', cluster.location ?? '') === scope.region,
-      );
-    } catch {
-      return undefined;
-    }
-  }
-
-  /**
-   * A subscription listed through Resource Graph. A row the graph shows as ARM last answered (and settled, and
-   * young enough) stands with what was remembered of that answer; any other is read from ARM (a row ARM no
-   * longer has is left out: the graph lags a deletion). The listing's absences are confirmed with ARM
-   * (`confirmAbsent`) before the engine deletes anything.
-   */
-  async #listFromGraph(scope: Scope, rows: ManagedCluster[], signal?: AbortSignal): Promise<ScopeListing> {
-    const client = this.#client(scope.account);
-    const limit = this.#limit(scope.account);
-    const answers = await ScopeAnswers.load(this.#memory, scope);
-    const unread: string[] = [];
-    const read = await Promise.all(
-      rows.map((row) => {
-        const shown = this.#mapped(row, scope);
-        const remembered =
-          (row.provisioningState ?? '').toLowerCase() === SETTLED
-            ? answers.usable(shown.providerId, graphDigest(shown, this.#fetchesCa()))
-            : undefined;
-        if (remembered && isCaAnswer(remembered)) return this.#withRemembered(shown, remembered);
-        return limit(async () => {
-          try {
-            return await this.#readFromArm(client, shown, answers, signal);
-          } catch (error) {
-            if (signal?.aborted) throw error;
-            unread.push(shown.providerId);
-            return undefined;
-          }
-        });
-      }),
-    );
-    await answers.save('all');
-    const clusters = read.filter((c): c is ObservedCluster => c !== undefined);
-    clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
-    return {
-      outcome:
-        unread.length > 0 ? { scope, kind: 'partial', missing: unread.sort() } : { scope, kind: 'complete' },
-      clusters,
-      confirmAbsent: (providerIds, absentSignal) => this.#confirmAbsent(scope, providerIds, absentSignal),
-    };
-  }
-
-  #withRemembered(shown: ObservedCluster, remembered: CaAnswer): ObservedCluster {
-    return {
-      ...shown,
-      ...remembered,
-      ...(this.#fetchesCa() ? {} : { certificateAuthorityUnavailable: 'NotRead' }),
-    };
-  }
-
-  /** One cluster read from ARM by its id, with its CA; undefined when ARM answers not found (what was remembered of it goes). */
-  async #readFromArm(
-    client: ContainerServiceClient,
-    shown: Pick<ObservedCluster, 'providerId' | 'account' | 'region'>,
-    answers: ScopeAnswers,
-    signal?: AbortSignal,
-  ): Promise<ObservedCluster | undefined> {
-    const id = aksClusterOfId(shown.providerId);
-    if (!id) throw new InvalidOptionError('providerId', `is not an AKS cluster id: ${shown.providerId}`);
-    let cluster: ManagedCluster;
-    try {
-      cluster = await client.managedClusters.get(id.resourceGroup, id.name, this.#call(signal));
-    } catch (error) {
-      if (classifyAzureError(error) !== 'NotFound') throw error;
-      answers.forget({
-        provider: 'aks',
-        account: shown.account,
-        region: canonicalRegion('aks', shown.region),
-        providerId: shown.providerId,
-      });
-      return undefined;
-    }
-    return this.#observe(client, cluster, this.#mapped(cluster, { account: shown.account }), answers, signal);
-  }
-
-  /** What ARM answers for clusters the graph did not show: there (read now), gone, or not told. */
-  async #confirmAbsent(
-    scope: Scope,
-    providerIds: readonly string[],
-    signal?: AbortSignal,
-  ): Promise<AbsenceAnswer> {
-    const client = this.#client(scope.account);
-    const limit = this.#limit(scope.account);
-    const answers = ScopeAnswers.none(this.#memory);
-    const answer: AbsenceAnswer = { present: [], gone: [], unknown: [] };
-    await Promise.all(
-      providerIds.map((providerId) =>
-        limit(async () => {
-          const id = aksClusterOfId(providerId);
-          if (id?.subscription.toLowerCase() !== scope.account.toLowerCase()) {
-            answer.unknown.push(providerId);
-            return;
-          }
-          try {
-            const found = await this.#readFromArm(
-              client,
-              { providerId, account: scope.account, region: scope.region },
-              answers,
-              signal,
-            );
-            if (found) answer.present.push(found);
-            else answer.gone.push(providerId);
-          } catch (error) {
-            if (signal?.aborted) throw error;
-            answer.unknown.push(providerId);
-          }
-        }),
-      ),
-    );
-    await answers.save();
-    return answer;
   }
 
   #fetchesCa(): boolean {
@@ -528,7 +364,7 @@ export class AksSource implements ClusterSource {
     } catch (error) {
       if (classifyAzureError(error) !== 'NotFound') throw error;
       // The graph may show a deleted cluster for minutes: what was remembered of it must not stand for it.
-      if (this.#graph) await this.#forgetGone(ref);
+      if (this.#graph) await this.#graph.forgetGone(ref);
       return undefined;
     }
     // One cluster (an event, a follow-up look) is always asked, and what it said is remembered.
@@ -536,19 +372,6 @@ export class AksSource implements ClusterSource {
     const observed = await this.#observe(client, cluster, this.#mapped(cluster, ref.scope), answers);
     await answers.save();
     return observed;
-  }
-
-  /** Drops what is remembered of a cluster ARM answered not found (never rejects: it is then asked next time). */
-  async #forgetGone(ref: ClusterRef): Promise<void> {
-    const store = this.#memory.store;
-    if (!store) return;
-    try {
-      const held = await store.read({ provider: 'aks', account: ref.scope.account, region: ALL_REGIONS });
-      const gone = held.filter((record) => this.isProviderIdOf(record.providerId, ref));
-      if (gone.length > 0) await store.write([], gone);
-    } catch {
-      // Not forgotten: the listing's ARM read finds it gone, as without memory.
-    }
   }
 
   /** Subscriptions the identity can use: explicit, or every one it can see in a usable state. */

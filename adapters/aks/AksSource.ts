@@ -8,12 +8,7 @@ import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { canonicalRegion } from '../../core/domain/scopes.ts';
-import type {
-  AnswerStore,
-  ClusterRef,
-  ClusterSource,
-  ScopeListing,
-} from '../../core/sync/ports.ts';
+import type { AnswerStore, ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
 import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/rememberedAnswers.ts';
 import { azureErrorDetails, classifyAzureError } from './classify.ts';
 import { aksClusterOfId, isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';

@@ -34,7 +34,11 @@ export class FileOutbox implements Outbox {
   }
 
   async pending(): Promise<CpsyncEvent[]> {
-    return (await this.#events.all()).sort((a, b) => a.time.localeCompare(b.time));
+    // An event written twice under its id (a stopped run's, then its recovered intent's) is one event.
+    const byId = new Map<string, CpsyncEvent>();
+    for (const event of await this.#events.all())
+      if (!byId.has(event.detail.eventId)) byId.set(event.detail.eventId, event);
+    return [...byId.values()].sort((a, b) => a.time.localeCompare(b.time));
   }
 
   remove(eventIds: readonly string[]): Promise<void> {

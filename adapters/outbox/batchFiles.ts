@@ -22,8 +22,12 @@ export class BatchFiles<T> {
   readonly #validId: RegExp;
   readonly #quarantined: QuarantinedRecord[];
   #swept = false;
-  /** Which file holds each record this outbox has written or read. */
-  readonly #fileOf = new Map<string, string>();
+  /**
+   * Which files hold each record this outbox has written or read. Usually one; two when a stopped process wrote
+   * a record that the next one then wrote again under the same id (its intents recovered): taking the record out
+   * takes it out of every file that holds it.
+   */
+  readonly #filesOf = new Map<string, Set<string>>();
   /** Each file's changes, one after another. */
   readonly #queues = new Map<string, Promise<unknown>>();
 
@@ -87,7 +91,13 @@ export class BatchFiles<T> {
     const file = `${randomUUID()}.json`;
     // Flushed to the disk before it counts: a power loss must not leave an empty or half file.
     await replaceFile(join(this.#directory, file), JSON.stringify(records), { durable: true });
-    for (const record of records) this.#fileOf.set(this.#idOf(record), file);
+    for (const record of records) this.#holds(this.#idOf(record), file);
+  }
+
+  #holds(id: string, file: string): void {
+    const files = this.#filesOf.get(id);
+    if (files) files.add(file);
+    else this.#filesOf.set(id, new Set([file]));
   }
 
   /**
@@ -117,7 +127,7 @@ export class BatchFiles<T> {
         continue;
       }
       for (const record of parsed) {
-        this.#fileOf.set(this.#idOf(record), file);
+        this.#holds(this.#idOf(record), file);
         records.push(record);
       }
     }
@@ -126,12 +136,11 @@ export class BatchFiles<T> {
 
   async remove(ids: readonly string[]): Promise<void> {
     const wanted = ids.filter((id) => this.#validId.test(id));
-    if (wanted.some((id) => !this.#fileOf.has(id))) await this.all();
+    if (wanted.some((id) => !this.#filesOf.has(id))) await this.all();
     const byFile = new Map<string, Set<string>>();
-    for (const id of wanted) {
-      const file = this.#fileOf.get(id);
-      if (file) byFile.set(file, (byFile.get(file) ?? new Set()).add(id));
-    }
+    for (const id of wanted)
+      for (const file of this.#filesOf.get(id) ?? [])
+        byFile.set(file, (byFile.get(file) ?? new Set()).add(id));
     await Promise.all([...byFile].map(([file, gone]) => this.#inTurn(file, () => this.#takeOut(file, gone))));
   }
 
@@ -141,13 +150,21 @@ export class BatchFiles<T> {
     const parsed = text === undefined ? [] : this.#parse(text);
     if (typeof parsed === 'string') {
       await this.#putAside(file, parsed);
-      for (const id of gone) this.#fileOf.delete(id);
+      this.#forget(file, gone);
       return;
     }
     const left = parsed.filter((r) => !gone.has(this.#idOf(r)));
     if (left.length === 0) await rm(path, { force: true });
     else await replaceFile(path, JSON.stringify(left), { durable: true });
-    for (const id of gone) this.#fileOf.delete(id);
+    this.#forget(file, gone);
+  }
+
+  #forget(file: string, gone: Set<string>): void {
+    for (const id of gone) {
+      const files = this.#filesOf.get(id);
+      files?.delete(file);
+      if (files?.size === 0) this.#filesOf.delete(id);
+    }
   }
 
   #inTurn(file: string, change: () => Promise<void>): Promise<void> {

@@ -192,7 +192,10 @@ describe("Kueue's MultiKueue reaches the members through cpsync's profiles (Kueu
 
   it('connects to the member of each cloud through the projected profile (Active=True, Connected), and refuses a profile outside its namespace', async () => {
     const members = clusterNames.filter((n) => !n.endsWith('-elsewhere'));
-    for (let i = 0; i < 240 && !members.every((n) => latest(n)?.active === 'True'); i++) {
+    // Until Kueue has said its word on every cluster: each member active, and the profile outside its namespace judged.
+    const settled = () =>
+      members.every((n) => latest(n)?.active === 'True') && latest(`${namespace}-elsewhere`) !== undefined;
+    for (let i = 0; i < 240 && !settled(); i++) {
       assert.equal(kueue!.exitCode, null, `the controller stopped:\n${stderr.slice(-3000)}`);
       await new Promise((r) => setTimeout(r, 250));
     }

@@ -46,6 +46,23 @@ describe('FileOutbox', () => {
     assert.deepEqual(readdirSync(directory), []);
   });
 
+  it('holds an event written twice under its id (a stopped run’s, then its recovered intent’s) once, and takes out both copies', async () => {
+    const directory = temporaryDirectory('cpsync-outbox-');
+    const twice = event(1);
+    const other = event(2);
+    // Two processes, one after the other, each writing the event in a batch of its own.
+    await new FileOutbox(directory).add([twice, other]);
+    await new FileOutbox(directory).add([twice]);
+    assert.equal(jsonFiles(directory).length, 2);
+    const next = new FileOutbox(directory);
+    assert.deepEqual(ids(await next.pending()), ids([twice, other]), 'one event, offered once');
+    await next.remove([twice.detail.eventId]);
+    assert.deepEqual(ids(await next.pending()), ids([other]));
+    assert.deepEqual(ids(await new FileOutbox(directory).pending()), ids([other]), 'no copy left on disk');
+    await next.remove([other.detail.eventId]);
+    assert.deepEqual(readdirSync(directory), []);
+  });
+
   it('lets another outbox on the same directory take out events it did not write', async () => {
     const directory = temporaryDirectory('cpsync-outbox-');
     const events = [event(1), event(2), event(3)];

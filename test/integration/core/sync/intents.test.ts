@@ -260,4 +260,77 @@ describe('write-ahead intents', () => {
     await run();
     assert.equal((await log.list()).length, 0, 'settled once the run let go');
   });
+
+  it('a run stopped between putting its events in the outbox and removing its intents: the next announces each change once and leaves nothing pending', async () => {
+    const directory = temporaryDirectory('cpsync-intents-');
+    const outboxDirectory = join(directory, 'outbox');
+    const hub = new FileHub({ directory: join(directory, 'hub') });
+    const options = inventoryOptions({ namespace: 'stopped-in-settle' });
+    const source = {
+      listScope: async () => ({
+        outcome: { scope, kind: 'complete' as const },
+        clusters: [eksCluster({ name: 'a' })],
+      }),
+      getCluster: async () => undefined,
+      isProviderIdOf: () => false,
+    };
+    // Held exactly where a stop would leave it: the events written, the intents not yet removed.
+    let reached!: () => void;
+    const inWindow = new Promise<void>((resolve) => (reached = resolve));
+    const stoppedLog = new FileIntentLog(outboxDirectory);
+    const held = Object.assign(Object.create(stoppedLog) as FileIntentLog, {
+      add: stoppedLog.add.bind(stoppedLog),
+      list: stoppedLog.list.bind(stoppedLog),
+      // The removal of the applied changes' intents (the start's removes none).
+      remove: (ids: readonly string[]) =>
+        ids.length === 0 ? stoppedLog.remove(ids) : (reached(), new Promise<void>(() => {})),
+    });
+    void runSync(
+      {
+        sources: { eks: source },
+        hub,
+        bus: new JsonLinesFileBus(join(directory, 'stopped.jsonl')),
+        outbox: new FileOutbox(outboxDirectory),
+        intents: held,
+      },
+      {
+        syncId: 'stopped',
+        scopes: [scope],
+        ...runSettings(options),
+        intentLeaseMillis: 0,
+        intentSettleDelayMillis: 0,
+      },
+    );
+    await inWindow;
+
+    const events = join(directory, 'next.jsonl');
+    const report = await runSync(
+      {
+        sources: { eks: source },
+        hub,
+        bus: new JsonLinesFileBus(events),
+        outbox: new FileOutbox(outboxDirectory),
+        intents: new FileIntentLog(outboxDirectory),
+      },
+      {
+        syncId: 'next',
+        scopes: [scope],
+        ...runSettings(options),
+        intentLeaseMillis: 0,
+        intentSettleDelayMillis: 0,
+      },
+    );
+    assert.equal(report.events.pending, 0, JSON.stringify(report.problems));
+    assert.deepEqual(await new FileIntentLog(outboxDirectory).list(), []);
+    assert.deepEqual(
+      readdirSync(outboxDirectory).filter((f) => f.endsWith('.json')),
+      [],
+    );
+    const created = readFileSync(events, 'utf8')
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { 'detail-type': string; detail: { eventId: string } })
+      .filter((e) => e['detail-type'] === 'ClusterProfile Created');
+    assert.equal(created.length, 1, 'the Created the stopped run wrote, once');
+  });
 });

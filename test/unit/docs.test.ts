@@ -1,8 +1,8 @@
 /**
  * The docs tell the truth: every relative link (and its `#heading`) resolves, every configuration snippet
- * marked ```yaml cpsync-config passes `cpsync validate-config`, every `cpsync …` line of a ```sh block is one
- * the command's own parser takes, every `npm run <script>` names a script there is, and the configuration
- * reference is what `npm run docs` makes of the schema today.
+ * marked ```yaml cpsync-config passes `cpsync validate-config`, every `cpsync …` line of a ```sh block and every
+ * `cpsync …` code span of the prose is one the command's own parser takes, every `npm run <script>` names a
+ * script there is, and the configuration reference is what `npm run docs` makes of the schema today.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -53,10 +53,18 @@ interface CodeBlock {
   line: number;
 }
 
+/** An inline code span (`…` in the prose, outside code blocks). */
+interface CodeSpan {
+  text: string;
+  /** The line the span starts on (1-based). */
+  line: number;
+}
+
 interface Page {
   headings: Set<string>;
   links: string[];
   code: CodeBlock[];
+  spans: CodeSpan[];
 }
 
 /** A heading's text as GitHub renders it (code spans and links by their text; HTML left out). */
@@ -76,8 +84,10 @@ function page(path: string): Page {
   if (known) return known;
   const source = readFileSync(join(ROOT, path), 'utf8');
   const slugger = new GithubSlugger();
-  const result: Page = { headings: new Set(), links: [], code: [] };
+  const result: Page = { headings: new Set(), links: [], code: [], spans: [] };
+  /** Where in the source the last block or span found ends: the tokens come in the page's order. */
   let cursor = 0;
+  const lineAt = (at: number): number => source.slice(0, at).split('\n').length;
   marked.walkTokens(Lexer.lex(source), (token) => {
     if (token.type === 'heading')
       result.headings.add(slugger.slug(plainText((token as Tokens.Heading).tokens)));
@@ -90,8 +100,16 @@ function page(path: string): Page {
       result.code.push({
         lang: code.lang ?? '',
         text: code.text,
-        line: source.slice(0, at).split('\n').length + 1,
+        line: lineAt(at) + 1,
       });
+    } else if (token.type === 'codespan') {
+      const { raw, text } = token as Tokens.Codespan;
+      // In a table cell the token's raw has `\|` unescaped; the source has it as written.
+      const at = [raw, raw.replaceAll('|', '\\|')]
+        .map((written) => source.indexOf(written, cursor))
+        .find((found) => found >= 0);
+      if (at !== undefined) cursor = at + 1;
+      result.spans.push({ text, line: lineAt(at ?? cursor) });
     }
   });
   pages.set(path, result);
@@ -118,7 +136,16 @@ function merged(base: unknown, fragment: unknown): unknown {
   return out;
 }
 
-/** The `cpsync` program with every command's action a no-op: parsing a line checks it and runs nothing. */
+/**
+ * What a placeholder of a code span (`<role ARN>`, a `…` standing for a value) is given to the parser as: a value
+ * holding it stands for any the option or argument takes.
+ */
+const PLACEHOLDER = '‹placeholder›';
+
+/**
+ * The `cpsync` program with every command's action a no-op: parsing a line checks it and runs nothing. Each
+ * option's and argument's own check (its choices, its parser) still judges every value but a placeholder.
+ */
 function parsingProgram(): { program: Command; output: string[] } {
   const output: string[] = [];
   const sink = {
@@ -130,6 +157,12 @@ function parsingProgram(): { program: Command; output: string[] } {
   const program = cpsyncProgram({ stdout: sink, stderr: sink }, () => {});
   const silence = (command: Command): void => {
     command.action(() => {});
+    for (const taking of [...command.options, ...command.registeredArguments]) {
+      const parseArg = taking.parseArg;
+      if (parseArg)
+        taking.parseArg = <T>(value: string, previous: T): T =>
+          value.includes(PLACEHOLDER) ? previous : parseArg(value, previous);
+    }
     command.commands.forEach(silence);
   };
   program.commands.forEach(silence);
@@ -146,6 +179,14 @@ async function refusedCommand(args: string[]): Promise<string | undefined> {
     if (error instanceof CommanderError && error.exitCode === 0) return undefined;
     return output.join('').split('\n')[0]!.trim() || String(error);
   }
+}
+
+/** Whether the words are a command's name alone (`consumers`, `hub install`), as prose names a command. */
+function namesCommand(args: string[]): boolean {
+  let command: Command | undefined = parsingProgram().program;
+  for (const word of args)
+    command = command?.commands.find((sub) => sub.name() === word || sub.aliases().includes(word));
+  return command !== undefined && args.length > 0;
 }
 
 /** The simple commands of a shell line: words, split at `|`, `&&`, `;` and redirections, comments gone. */
@@ -181,6 +222,35 @@ function shellLines(block: CodeBlock): Array<{ text: string; line: number }> {
   });
   if (pending) lines.push(pending);
   return lines;
+}
+
+/** The words after `cpsync` of a simple command that runs it (`cpsync …` or `npx cpsync …`), else undefined. */
+function cpsyncArgs(words: string[]): string[] | undefined {
+  if (words[0] === 'cpsync') return words.slice(1);
+  if (words[0] === 'npx' && words[1] === 'cpsync') return words.slice(2);
+  return undefined;
+}
+
+/** Code spans that begin with `cpsync ` and are not command lines: names cpsync writes. */
+const NOT_COMMAND_SPANS = new Set(['cpsync consumer <name>']);
+/** Generated from the command's own help and the event schemas, and checked against them instead. */
+const GENERATED = 'docs/reference/';
+
+/**
+ * The command lines of a code span of the prose that shows `cpsync …` or `npx cpsync …`, as the words after
+ * `cpsync`; none for any other span. A `<placeholder>` is one word, a `…` is one too, but a closing `…` (the rest
+ * of the options) is left out, and a span that says nothing after `cpsync` but `…` is no command line.
+ */
+function spanCommands(text: string): string[][] {
+  if (!/^(npx )?cpsync /.test(text) || NOT_COMMAND_SPANS.has(text)) return [];
+  const words = text
+    .replace(/<[^<>]*>/g, PLACEHOLDER)
+    .replace(/\s*…$/, '')
+    .replace(/(^|\s)…(?=\s|$)/g, `$1${PLACEHOLDER}`);
+  return simpleCommands(words).flatMap((command) => {
+    const args = cpsyncArgs(command);
+    return args && args.length > 0 ? [args] : [];
+  });
 }
 
 const SCRIPTS = Object.keys(
@@ -266,12 +336,7 @@ describe('the docs', () => {
         if (!['sh', 'bash', 'shell', 'console'].includes(block.lang.split(/\s+/)[0]!)) continue;
         for (const { text, line } of shellLines(block))
           for (const words of simpleCommands(text)) {
-            const args =
-              words[0] === 'cpsync'
-                ? words.slice(1)
-                : words[0] === 'npx' && words[1] === 'cpsync'
-                  ? words.slice(2)
-                  : undefined;
+            const args = cpsyncArgs(words);
             if (args) {
               checked += 1;
               const why = await refusedCommand(args);
@@ -289,6 +354,21 @@ describe('the docs', () => {
     assert.ok(checked >= 20, `cpsync command lines were found and checked (${checked})`);
   });
 
+  it('name, in the prose, cpsync command lines the cpsync command parses', async () => {
+    const refused: string[] = [];
+    let checked = 0;
+    for (const from of PAGES.filter((path) => !path.startsWith(GENERATED)))
+      for (const { text, line } of page(from).spans)
+        for (const args of spanCommands(text)) {
+          checked += 1;
+          // A command named alone (`cpsync consumers` prints …) needs only to exist; a line, to be taken.
+          const why = namesCommand(args) ? undefined : await refusedCommand(args);
+          if (why) refused.push(`${from}:${line}: \`${text}\`: ${why}`);
+        }
+    assert.deepEqual(refused, [], 'every cpsync command line named in the prose is one cpsync takes');
+    assert.ok(checked >= 50, `cpsync command lines of the prose were found and checked (${checked})`);
+  });
+
   it('are checked by checks that refuse what is wrong', async () => {
     assert.match((await refusedCommand(['synk'])) ?? '', /unknown command 'synk'/);
     assert.match((await refusedCommand(['sync', '--dryrun'])) ?? '', /unknown option '--dryrun'/);
@@ -301,6 +381,35 @@ describe('the docs', () => {
       ['npx', 'cpsync', 'list', '-o', 'json'],
       ['jq', '.'],
     ]);
+    assert.deepEqual(spanCommands('cpsync consumers <kind> --subject … --part rbac'), [
+      ['consumers', PLACEHOLDER, '--subject', PLACEHOLDER, '--part', 'rbac'],
+    ]);
+    assert.deepEqual(spanCommands('npx cpsync hub install --eks-role <role ARN> …'), [
+      ['hub', 'install', '--eks-role', PLACEHOLDER],
+    ]);
+    assert.deepEqual(spanCommands('cpsync sync | head -c 200'), [['sync']]);
+    for (const fragment of [
+      'cpsync …',
+      'cpsync.yaml',
+      'cpsync-install',
+      'cpsync.io/tag-',
+      'cpsync consumer <name>',
+    ])
+      assert.deepEqual(spanCommands(fragment), [], `${fragment} is no command line`);
+    assert.ok(namesCommand(['consumers']) && namesCommand(['hub', 'install']));
+    assert.ok(!namesCommand(['synk']) && !namesCommand(['consumers', 'kueue']) && !namesCommand([]));
+    assert.equal(
+      await refusedCommand(spanCommands('cpsync consumers <kind> --subject … --part rbac')[0]!),
+      undefined,
+    );
+    assert.match(
+      (await refusedCommand(spanCommands('cpsync consumers <kind> --subject … --part nothing')[0]!)) ?? '',
+      /argument 'nothing' is invalid/,
+    );
+    assert.match(
+      (await refusedCommand(['consumers', 'kueue', '--part', 'nothing'])) ?? '',
+      /'nothing' is invalid/,
+    );
     assert.match(
       brokenLink('docs/README.md', '../README.md#no-such-heading') ?? '',
       /no heading #no-such-heading/,

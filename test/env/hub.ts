@@ -157,10 +157,18 @@ export function kubeconfigYaml(
   });
 }
 
-function alive(pid: number): boolean {
+/**
+ * Whether the hub process `pid` of `directory` still runs: a pid the system has given to another process since
+ * (pids wrap at /proc/sys/kernel/pid_max, 32,768 here, within a test run) is not ours, and is never signalled.
+ */
+function alive(pid: number, directory: string): boolean {
   try {
     process.kill(pid, 0);
-    return true;
+  } catch {
+    return false;
+  }
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(directory);
   } catch {
     return false;
   }
@@ -288,7 +296,7 @@ function stateFile(directory: string): string {
 export function readState(directory: string): HubState | undefined {
   if (!existsSync(stateFile(directory))) return undefined;
   const state = JSON.parse(readFileSync(stateFile(directory), 'utf8')) as HubState;
-  return alive(state.apiserverPid) && alive(state.etcdPid) ? state : undefined;
+  return alive(state.apiserverPid, directory) && alive(state.etcdPid, directory) ? state : undefined;
 }
 
 /**
@@ -401,23 +409,23 @@ export async function startHub(
   return state;
 }
 
-async function terminate(pid: number): Promise<void> {
-  if (!alive(pid)) return;
+async function terminate(pid: number, directory: string): Promise<void> {
+  if (!alive(pid, directory)) return;
   try {
     process.kill(-pid, 'SIGTERM');
   } catch {
     process.kill(pid, 'SIGTERM');
   }
-  for (let i = 0; i < 40 && alive(pid); i++) await new Promise((r) => setTimeout(r, 125));
-  if (alive(pid)) process.kill(pid, 'SIGKILL');
+  for (let i = 0; i < 40 && alive(pid, directory); i++) await new Promise((r) => setTimeout(r, 125));
+  if (alive(pid, directory)) process.kill(pid, 'SIGKILL');
 }
 
 /** Stops the hub running from `directory`, if any. */
 export async function stopHub(directory: string): Promise<void> {
   if (!existsSync(stateFile(directory))) return;
   const state = JSON.parse(readFileSync(stateFile(directory), 'utf8')) as HubState;
-  await terminate(state.apiserverPid);
-  await terminate(state.etcdPid);
+  await terminate(state.apiserverPid, directory);
+  await terminate(state.etcdPid, directory);
   rmSync(stateFile(directory), { force: true });
 }
 
@@ -426,6 +434,7 @@ export function stopHubNow(directory: string): void {
   if (!existsSync(stateFile(directory))) return;
   const state = JSON.parse(readFileSync(stateFile(directory), 'utf8')) as HubState;
   for (const pid of [state.apiserverPid, state.etcdPid]) {
+    if (!alive(pid, directory)) continue;
     try {
       process.kill(-pid, 'SIGKILL');
     } catch {

@@ -395,7 +395,7 @@ export async function startHub(
   const config = new KubeConfig();
   config.loadFromFile(kubeconfig);
   const ready = async () => {
-    if (!alive(apiserver.pid!)) throw new Error('kube-apiserver exited');
+    if (!alive(apiserver.pid!, directory)) throw new Error('kube-apiserver exited');
     return (await rawRequest(config, 'GET', '/readyz')).status === 200;
   };
   try {

@@ -66,12 +66,19 @@ const provider = z.enum(['eks', 'gke', 'aks']);
 
 /** Where a secret comes from: a file (mounted or local) or an AWS Secrets Manager secret. Never inline. */
 const secretRef = z.union([
-  z.strictObject({ file: z.string().min(1) }),
-  z.strictObject({ secretArn: z.string().startsWith('arn:', 'must be an ARN') }),
+  z.strictObject({
+    /** A file holding the secret, read as text; a relative path is from the configuration file's directory. */
+    file: z.string().min(1),
+  }),
+  z.strictObject({
+    /** An AWS Secrets Manager secret holding it (its string value), by ARN, read with cpsync's AWS credentials. */
+    secretArn: z.string().startsWith('arn:', 'must be an ARN'),
+  }),
 ]);
 
 const iamRoleName = z.string().regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name');
 
+/** EKS: the AWS accounts and regions whose clusters are listed, and how (or `off`); unset, EKS is not listed. */
 const eks = z.strictObject({
   /**
    * The accounts to list: an explicit list of account ids, or AWS Organizations discovery
@@ -80,8 +87,14 @@ const eks = z.strictObject({
   accounts: z.union([
     z.array(awsAccount).min(1),
     z.strictObject({
+      /**
+       * AWS Organizations discovery: the organization's active accounts (cpsync runs in its management or a
+       * delegated-administrator account); `{}` for every one.
+       */
       organization: z.strictObject({
+        /** Only accounts under these OUs or roots (`ou-…`, `r-…`), searched recursively; unset, every account. */
         includeOus: z.array(z.string()).optional(),
+        /** No account under these OUs or roots, searched recursively; unset, none left out. */
         excludeOus: z.array(z.string()).optional(),
       }),
     }),
@@ -108,6 +121,7 @@ const eks = z.strictObject({
   nodegroupsMaxAgeMinutes: z.number().int().min(0).max(1440).default(360),
 });
 
+/** GKE: the GCP projects whose clusters are listed, and how (or `off`); unset, GKE is not listed. */
 const gke = z.strictObject({
   /**
    * The projects to list: an explicit list of project ids, or Resource Manager's project search
@@ -115,7 +129,13 @@ const gke = z.strictObject({
    */
   projects: z.union([
     z.array(z.string().regex(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/, 'must be a GCP project id')).min(1),
-    z.strictObject({ search: z.strictObject({ query: z.string().default('') }) }),
+    z.strictObject({
+      /** Resource Manager's project search: every active project it finds. */
+      search: z.strictObject({
+        /** The search's query (`searchProjects` syntax); `""`, every project the credentials can see. */
+        query: z.string().default(''),
+      }),
+    }),
   ]),
   /** A credential configuration (external_account preferred, service_account key as fallback). */
   credentials: secretRef.optional(),
@@ -124,6 +144,7 @@ const gke = z.strictObject({
   maxRetries: z.number().int().min(0).max(10).default(5),
 });
 
+/** AKS: the Azure subscriptions whose clusters are listed, and how (or `off`); unset, AKS is not listed. */
 const aks = z.strictObject({
   /**
    * The subscriptions to list: an explicit list of subscription ids, or `{ all: true }` (every subscription the
@@ -133,7 +154,10 @@ const aks = z.strictObject({
     z
       .array(z.guid({ message: 'must be a subscription id (a GUID)' }).transform((id) => id.toLowerCase()))
       .min(1),
-    z.strictObject({ all: z.literal(true) }),
+    z.strictObject({
+      /** `true`: every subscription the identity can see in a usable state (Enabled, Warned or PastDue). */
+      all: z.literal(true),
+    }),
   ]),
   /**
    * The identity cpsync uses in Azure: a federated credential (preferred) or a client secret (from a file or
@@ -142,8 +166,14 @@ const aks = z.strictObject({
   credential: z
     .union([
       z.strictObject({
+        /** The Entra tenant (directory) id of the identity. */
         tenantId: z.string().min(1),
+        /** The identity's client (application) id. */
         clientId: z.string().min(1),
+        /**
+         * A file holding the federated token (as workload identity mounts it), read again for every new access
+         * token; a relative path is from the configuration file's directory.
+         */
         federatedTokenFile: z.string().min(1),
       }),
       z.strictObject({ tenantId: z.string().min(1), clientId: z.string().min(1), clientSecret: secretRef }),
@@ -171,31 +201,66 @@ const aks = z.strictObject({
   tenantId: z.guid({ message: 'must be a tenant id (a GUID)' }).optional(),
 });
 
+/**
+ * The hub cpsync writes the inventory to: a kubeconfig's cluster, an EKS cluster, a kubeconfig kept in AWS Secrets
+ * Manager, or a directory of files. Unset, the directory `inventory` where cpsync is run.
+ */
 const hub = z.union([
-  z.strictObject({ kubeconfig: z.string().min(1), context: z.string().optional() }),
   z.strictObject({
+    /** A kubeconfig file that reaches the hub; a relative path is from the configuration file's directory. */
+    kubeconfig: z.string().min(1),
+    /** The kubeconfig's context to use; unset, its current context. */
+    context: z.string().optional(),
+  }),
+  z.strictObject({
+    /** An EKS cluster, reached with tokens signed with cpsync's own AWS credentials (renewed every 10 minutes). */
     eks: z.strictObject({
+      /** The EKS cluster's name. */
       clusterName: z.string().min(1),
       stsEndpoint: url.optional(),
+      /** The AWS region the cluster is in. */
       region: awsRegion,
       endpoint: url.optional(),
     }),
   }),
-  z.strictObject({ kubeconfigSecretArn: z.string().startsWith('arn:') }),
-  z.strictObject({ directory: z.string().min(1) }),
+  z.strictObject({
+    /** The ARN of an AWS Secrets Manager secret holding the hub's kubeconfig (its current context is used). */
+    kubeconfigSecretArn: z.string().startsWith('arn:'),
+  }),
+  z.strictObject({
+    /**
+     * A directory of files, one per profile, standing for a hub (local runs without a cluster); a relative path
+     * is from the configuration file's directory.
+     */
+    directory: z.string().min(1),
+  }),
 ]);
 
+/**
+ * Where cpsync publishes its events: an Amazon EventBridge bus, JSON lines on standard output, or JSON lines
+ * appended to a file. Unset, standard output.
+ */
 const bus = z.union([
   z.strictObject({
+    /** An Amazon EventBridge event bus. */
     eventBridge: z.strictObject({
+      /** The event bus's name. */
       busName: z.string().min(1),
+      /** The bus's AWS region; unset, the region the AWS SDK finds (`AWS_REGION`). */
       region: awsRegion.optional(),
       endpoint: url.optional(),
+      /** The `source` of every event put on the bus (what subscribers' rules match). */
       source: z.string().min(1).default('cpsync'),
     }),
   }),
-  z.strictObject({ stdout: z.literal(true) }),
-  z.strictObject({ jsonl: z.string().min(1) }),
+  z.strictObject({
+    /** `true`: each event as one JSON line on standard output. */
+    stdout: z.literal(true),
+  }),
+  z.strictObject({
+    /** A file each event is appended to as one JSON line; a relative path is from the configuration file's directory. */
+    jsonl: z.string().min(1),
+  }),
 ]);
 
 /** How long a processed delivery is remembered by default (seconds). */
@@ -203,10 +268,21 @@ export const DEFAULT_IDEMPOTENCY_SECONDS = 3600;
 
 /** The matchers of a namespace or projection rule: every one given must match. */
 const clusterMatcher = {
+  /** Only clusters of this cloud; unset, any. */
   provider: provider.optional(),
+  /** Only clusters of this AWS account id, GCP project id or Azure subscription id; unset, any. */
   account: z.string().min(1).optional(),
+  /** Only clusters in this region, as the cloud names it (a zonal GKE cluster: its zone's region); unset, any. */
   region: z.string().min(1).optional(),
-  tag: z.strictObject({ key: z.string().min(1), value: z.string().optional() }).optional(),
+  /** Only clusters carrying this tag (GKE: label); unset, any. */
+  tag: z
+    .strictObject({
+      /** The tag's key. */
+      key: z.string().min(1),
+      /** The tag's value; unset, any value. */
+      value: z.string().optional(),
+    })
+    .optional(),
 };
 
 /** EKS: an IAM role ARN (what an access entry's principal is). */
@@ -257,8 +333,11 @@ const consumer = z.strictObject({
   /** Its identity on each cloud; a cloud it has none for is not granted (its condition says so). */
   identities: z
     .strictObject({
+      /** Its identity on EKS: the IAM role its access entries are for; unset, no EKS cluster is granted. */
       eks: z.strictObject({ roleArn: iamRoleArn }).optional(),
+      /** Its identity on GKE: one Google principal; unset, no GKE cluster is granted. */
       gke: z.strictObject({ principal: googlePrincipal }).optional(),
+      /** Its identity on AKS: an Entra object; unset, no AKS cluster is granted. */
       aks: z.strictObject({ objectId: entraObjectId }).optional(),
     })
     .refine((ids) => ids.eks || ids.gke || ids.aks, { message: 'must name an identity for eks, gke or aks' }),
@@ -279,6 +358,7 @@ const subscribers = z.strictObject({
     .strictObject({
       /** The secret holding the webhook URL (its text, or JSON `{"url": "…"}`). */
       webhookSecretArn: secretArn,
+      /** The chat the webhook posts to: `slack` (an incoming-webhook message) or `teams` (an Adaptive Card). */
       format: z.enum(['slack', 'teams'], { message: 'must be slack or teams' }).default('slack'),
       /** How long a sync must be quiet before its message goes (0: a message per batch); SQS delays 900 s at most. */
       quietSeconds: z.number().int().min(0).max(900).default(60),
@@ -295,8 +375,9 @@ const subscribers = z.strictObject({
       namespace: dnsLabel.default('argocd'),
       /** The kubeconfig of the cluster Argo CD runs on; unset, the hub (Argo CD runs on the hub). */
       kubeconfigSecretArn: secretArn.optional(),
-      /** The credential plugin Argo CD runs, and arguments added to every cluster's call. */
+      /** The credential plugin Argo CD runs for each cluster's token. */
       credentialsCommand: z.string().min(1).default('cpsync'),
+      /** Arguments added to every cluster's call of the plugin (e.g. `["--role-name", "cpsync-reader"]`); none by default. */
       credentialsArgs: z.array(z.string()).default([]),
       /** How often every Secret is rebuilt from the hub. */
       reconcileEveryMinutes: z.number().int().min(1).max(1440).default(60),
@@ -305,12 +386,21 @@ const subscribers = z.strictObject({
 });
 
 export const configSchema = z.strictObject({
+  /**
+   * The cluster manager's name: the `x-k8s.io/cluster-manager` label and `spec.clusterManager.name` of every
+   * profile cpsync writes (only profiles carrying both are its to update or delete), the start of their names, and
+   * the mark on its grants. A DNS-1123 label of at most 30 characters.
+   */
   manager: z
     .string()
     .refine((m) => isDns1123Label(m) && m.length <= MAX_MANAGER_LENGTH, {
       message: `must be a DNS-1123 label of at most ${MAX_MANAGER_LENGTH} characters`,
     })
     .default(DEFAULT_MANAGER),
+  /**
+   * The profiles cpsync writes: the namespaces they go to (rules, projections, ClusterSets), what they copy of the
+   * clusters' tags, the names of their access providers, and when a missing cluster's profile goes.
+   */
   inventory: z
     .strictObject({
       /** Namespace of the profiles no rule places elsewhere (one namespace = one inventory). */
@@ -347,10 +437,24 @@ export const configSchema = z.strictObject({
           return setOf;
         }),
       /** Ordered rules: the first whose matchers all match a cluster chooses its namespace. */
-      namespaceRules: z.array(z.strictObject({ ...clusterMatcher, namespace: dnsLabel })).default([]),
+      namespaceRules: z
+        .array(
+          z.strictObject({
+            ...clusterMatcher,
+            /** The namespace the clusters it matches go to. */
+            namespace: dnsLabel,
+          }),
+        )
+        .default([]),
       /** The `projections` feature's rules: a cluster they match is also written into their namespaces. */
       projections: z
-        .array(z.strictObject({ ...clusterMatcher, namespaces: z.array(dnsLabel).min(1) }))
+        .array(
+          z.strictObject({
+            ...clusterMatcher,
+            /** The namespaces each cluster it matches is also written into (a copy of its profile in each). */
+            namespaces: z.array(dnsLabel).min(1),
+          }),
+        )
         .default([]),
       /** Tag keys copied into `cpsync.io/tag.<key>` properties (`prefix*` matches a prefix); no tag otherwise. */
       tagAllowList: z.array(z.string().min(1).max(239)).default([]),
@@ -382,8 +486,11 @@ export const configSchema = z.strictObject({
       /** Each cloud's entry name in `status.accessProviders`: what the consumers' credential plugins are called. */
       accessProviderNames: z
         .strictObject({
+          /** The entry's name on EKS clusters' profiles. */
           eks: z.string().min(1).max(253).default('eks'),
+          /** The entry's name on GKE clusters' profiles. */
           gke: z.string().min(1).max(253).default('gke'),
+          /** The entry's name on AKS clusters' profiles. */
           aks: z.string().min(1).max(253).default('aks'),
         })
         .prefault({}),
@@ -460,10 +567,25 @@ export const configSchema = z.strictObject({
     })),
   hub: hub.optional(),
   bus: bus.optional(),
+  /**
+   * Where events not yet published and each run's write-ahead intents wait: a directory of files or a DynamoDB
+   * table. Unset, the directory `.cpsync/outbox` where cpsync is run.
+   */
   outbox: z
     .union([
-      z.strictObject({ directory: z.string().min(1) }),
-      z.strictObject({ table: z.string().min(1), endpoint: url.optional() }),
+      z.strictObject({
+        /**
+         * A directory (a relative path is from the configuration file's directory); the intents go in its
+         * `intents/`, and the ledger and the remembered answers, when they have no table, in `grants/` and
+         * `answers/`.
+         */
+        directory: z.string().min(1),
+      }),
+      z.strictObject({
+        /** The DynamoDB table's name (it holds the intents too). */
+        table: z.string().min(1),
+        endpoint: url.optional(),
+      }),
     ])
     .optional(),
   /**
@@ -472,7 +594,13 @@ export const configSchema = z.strictObject({
    * `grants/` folder of the outbox's directory; with a DynamoDB outbox it must be set while the feature is on
    * or consumers are configured. Only cpsync writes it, and it alone says what cpsync must take back.
    */
-  ledger: z.strictObject({ table: z.string().min(1), endpoint: url.optional() }).optional(),
+  ledger: z
+    .strictObject({
+      /** The DynamoDB table's name. */
+      table: z.string().min(1),
+      endpoint: url.optional(),
+    })
+    .optional(),
   /**
    * Where the sources remember the clouds' per-cluster answers (AKS CAs, EKS node groups) so that a cluster the
    * listing shows unchanged is not asked again until its answer is old: a DynamoDB table the stack owns, with
@@ -480,7 +608,13 @@ export const configSchema = z.strictObject({
    * `answers/` folder of the outbox's directory; with a DynamoDB outbox and no table, every sync asks. Only
    * cpsync writes it; it never decides what is listed or deleted.
    */
-  answers: z.strictObject({ table: z.string().min(1), endpoint: url.optional() }).optional(),
+  answers: z
+    .strictObject({
+      /** The DynamoDB table's name. */
+      table: z.string().min(1),
+      endpoint: url.optional(),
+    })
+    .optional(),
   /**
    * Lambda functions only: where duplicate deliveries are recognised (Powertools idempotency records in a
    * DynamoDB table with partition key `id` and TTL attribute `expiration`). Unset: every delivery is
@@ -488,6 +622,7 @@ export const configSchema = z.strictObject({
    */
   idempotency: z
     .strictObject({
+      /** The DynamoDB table's name. */
       table: z.string().min(1),
       endpoint: url.optional(),
       /** How long a processed delivery is remembered. */
@@ -502,9 +637,12 @@ export const configSchema = z.strictObject({
       /** GCP Pub/Sub push: the Google-signed OIDC token must have this audience and service-account email. */
       gcp: z
         .strictObject({
+          /** The audience (`aud`) the push subscription's tokens are issued for. */
           audience: z.string().min(1),
+          /** The service account the push subscription signs as: a token's verified `email` must be this one. */
           serviceAccountEmail: z.email({ message: 'must be a service-account email' }),
           jwksUri: url.default('https://www.googleapis.com/oauth2/v3/certs'),
+          /** The issuers (`iss`) a token may name: Google's, in its two spellings. */
           issuers: z.array(z.string().min(1)).default(['https://accounts.google.com', 'accounts.google.com']),
         })
         .optional(),
@@ -535,6 +673,7 @@ export const configSchema = z.strictObject({
       message: 'timeoutSeconds must not be longer than budgetSeconds',
       path: ['timeoutSeconds'],
     }),
+  /** How a sync runs: how many scopes it lists at once, and how long its steps may take. */
   sync: z
     .strictObject({
       /** Scopes listed at once. */
@@ -579,8 +718,11 @@ export const configSchema = z.strictObject({
           /** How long each operation typically takes, in seconds (a node group's change counts as an update). */
           typicalSeconds: z
             .strictObject({
+              /** A cluster's creation (the default: 12 minutes). */
               create: z.number().int().min(1).max(86_400).default(720),
+              /** A cluster's or a node group's update (the default: 10 minutes). */
               update: z.number().int().min(1).max(86_400).default(600),
+              /** A cluster's deletion (the default: 8 minutes). */
               delete: z.number().int().min(1).max(86_400).default(480),
             })
             .prefault({}),

@@ -162,6 +162,20 @@ describe('AKS listed through Resource Graph, against the local ARM', () => {
     );
   });
 
+  it('asks for every subscription the identity can read when the configuration takes them all, and keeps each scope to its own', async () => {
+    const all = source({ graphSubscriptions: undefined });
+    const listing = await all.listScope(scopeOf(SUBS[2]!));
+    assert.equal(server.graphQueries.at(-1)?.subscriptions, undefined, 'a tenant-wide query');
+    assert.deepEqual(
+      listing.clusters.map((c) => [c.account, c.name]),
+      [
+        [SUBS[2], 'broken'],
+        [SUBS[2], 'private'],
+        [SUBS[2], 'public'],
+      ],
+    );
+  });
+
   it('keeps to one location when the scope names one', async () => {
     const listing = await source().listScope(scopeOf(SUBS[1]!, 'eastus'));
     assert.deepEqual(

@@ -6,7 +6,7 @@
  */
 import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { TokenCredential } from '@azure/core-auth';
-import { ResourceGraphClient } from '@azure/arm-resourcegraph';
+import type { ResourceGraphClient } from '@azure/arm-resourcegraph';
 import { obj, str } from '../shared/read.ts';
 
 /** The one query: every managed cluster, in the columns the mapping reads, in a stable order for paging. */
@@ -64,14 +64,22 @@ export interface ResourceGraphOptions {
 
 /** Reads the managed clusters of subscriptions through Resource Graph, every page. */
 export class AksResourceGraph {
-  readonly #client: ResourceGraphClient;
-  readonly #timeout: number;
+  readonly #options: ResourceGraphOptions;
+  #client: ResourceGraphClient | undefined;
 
   constructor(options: ResourceGraphOptions) {
-    this.#client =
-      options.client ??
-      new ResourceGraphClient(options.credential, options.endpoint ? { endpoint: options.endpoint } : {});
-    this.#timeout = options.requestTimeoutMillis;
+    this.#options = options;
+    this.#client = options.client;
+  }
+
+  /** The SDK is loaded on the first query: a source that lists through ARM never loads it. */
+  async #graphClient(): Promise<ResourceGraphClient> {
+    if (!this.#client) {
+      const { ResourceGraphClient } = await import('@azure/arm-resourcegraph');
+      const { credential, endpoint } = this.#options;
+      this.#client = new ResourceGraphClient(credential, endpoint ? { endpoint } : {});
+    }
+    return this.#client;
   }
 
   /**
@@ -79,17 +87,21 @@ export class AksResourceGraph {
    * subscription (lower case). Rejects when a page cannot be read: the graph's answer is whole or none.
    */
   async clusters(subscriptions: readonly string[] | undefined, signal?: AbortSignal) {
+    const client = await this.#graphClient();
     const found = new Map<string, ManagedCluster[]>();
     let skipToken: string | undefined;
     let pages = 0;
     do {
-      const page = await this.#client.resources(
+      const page = await client.resources(
         {
           ...(subscriptions ? { subscriptions: [...subscriptions] } : {}),
           query: MANAGED_CLUSTERS_QUERY,
           options: { top: PAGE_ROWS, resultFormat: 'objectArray', ...(skipToken ? { skipToken } : {}) },
         },
-        { requestOptions: { timeout: this.#timeout }, ...(signal ? { abortSignal: signal } : {}) },
+        {
+          requestOptions: { timeout: this.#options.requestTimeoutMillis },
+          ...(signal ? { abortSignal: signal } : {}),
+        },
       );
       pages += 1;
       if (page.resultTruncated === 'true' && !page.skipToken)

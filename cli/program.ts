@@ -1,3 +1,8 @@
+/**
+ * The `cpsync` command line (commander): every command, its options and help, and how each is run and
+ * printed. One file because it is one program: the generated CLI reference (docs/reference/cli.md) and the docs'
+ * command checks read `cpsyncProgram` whole; what a command does lives in adapters/ and core/.
+ */
 import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';

@@ -3,6 +3,9 @@
  * queue (delayed looks at clusters in change) with its DLQ and chase table, the EKS
  * CloudTrail rule, the webhook Function URL, the outbox table, least-privilege IAM, alarms, the event
  * schemas in an EventBridge schema registry and an optional archive.
+ *
+ * One file because it is one construct whose parts are wired to one another (the queues, tables and roles
+ * each function is granted); the parts other constructs share are in infra/parts.ts.
  */
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,6 +1,9 @@
 /**
  * The one configuration document of cpsync (SPEC §6), shared by the CLI (a YAML file) and the Lambda
  * functions (the stack's props or a parameter). Validated with zod; errors name the field.
+ *
+ * One file because it is one schema: `validate-config`, the functions and the generated reference
+ * (docs/reference/configuration.md) read it whole, and each section is one zod object below.
  */
 import { z } from 'zod';
 import { CpsyncError } from '../../core/domain/errors.ts';

@@ -1,3 +1,7 @@
+/**
+ * The file hub (see `FileHub` below): the CLI's local inventory and the offline demo. One file because it is one
+ * adapter of the Hub port whose index of labels, writes and reads share one state per namespace.
+ */
 import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';

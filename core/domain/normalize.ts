@@ -1,3 +1,8 @@
+/**
+ * An observed cluster as the ClusterProfiles it is written as (SPEC §3): where it is placed (the inventory's
+ * namespace and every projection rule that matches), its labels, properties, conditions and access providers.
+ * One file because it is the one mapping from a cloud's answer to the contract, read top to bottom.
+ */
 import {
   ANNOTATION_PROJECTED_TO,
   ANNOTATION_PROVIDER_ID,

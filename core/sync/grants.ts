@@ -11,6 +11,9 @@
  * It runs while the feature is on, and while it is turning off (off, with consumers still configured) or the
  * ledger still holds something of the scope's. At turn-off every listed cluster is also scanned once for
  * cpsync's marks (in its slot), so that what no record names is taken back too.
+ *
+ * One file because the step reads the ledger once and every decision below (grant, check, revoke, the
+ * turn-off's sweep, the GKE project role) is made from that one reading and recorded in one write.
  */
 import pLimit from 'p-limit';
 import { ANNOTATION_ACCESS_GRANTS, CONSUMER_CONDITION_PREFIX } from '../domain/constants.ts';

@@ -506,7 +506,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
       });
       clearInterval(watch);
       captured.push(killed.stdout, killed.stderr);
-      assert.equal(killed.code, 143, killed.stderr);
+      assert.equal(killed.code, 143, `signal ${killed.signal}: ${killed.stderr}`);
       const next = await runCli(['sync', '--config', config], { env: emulators.env });
       captured.push(next.stdout, next.stderr, readFileSync(document.bus.jsonl, 'utf8'));
       assert.equal(next.code, 0, next.stderr);

@@ -8,7 +8,6 @@ import {
   type RequestContext,
 } from '@kubernetes/client-node';
 import { request } from 'undici';
-import { http1Only } from '../shared/http1.ts';
 
 /**
  * How the hub's requests are sent. `'request'`: undici's `request()`, the dispatcher API under undici's `fetch()`
@@ -69,7 +68,7 @@ export function sharedConnections(
   let dispatcher: ReturnType<RequestContext['getDispatcher']>;
   const middleware: ObservableMiddleware = {
     pre: (context: RequestContext) => {
-      dispatcher ??= http1Only(context.getDispatcher());
+      dispatcher ??= context.getDispatcher();
       if (dispatcher) context.setDispatcher(dispatcher);
       context.setSignal(AbortSignal.timeout(timeoutMillis));
       return new Observable(Promise.resolve(context));

@@ -3,11 +3,10 @@ import type { RequestContext } from '@kubernetes/client-node';
 import { Agent } from 'undici';
 
 /**
- * client-node's Agent (its TLS settings from the kubeconfig) as one that speaks HTTP/1.1 only. undici offers
- * HTTP/2 by default, and Node's HTTP/2 session aborts the whole process (std::bad_alloc in
- * Http2Session::CopyDataIntoOutgoing) when streams are cut short under load, as a stopped run cuts its member
- * reads; HTTP/1.1 over kept-alive connections is what client-node's earlier transport spoke. An Agent whose options
- * cannot be read is kept as it is.
+ * client-node's Agent (its TLS settings from the kubeconfig) as one that speaks HTTP/1.1 only, for the member
+ * clusters' requests, which a stopped run cuts short. undici offers HTTP/2 by default, and Node's HTTP/2 session
+ * aborted the whole process under load (std::bad_alloc in Http2Session::CopyDataIntoOutgoing) when those streams
+ * were cut short. An Agent whose options cannot be read is kept as it is.
  */
 export function http1Only(dispatcher: ReturnType<RequestContext['getDispatcher']>) {
   if (!(dispatcher instanceof Agent)) return dispatcher;

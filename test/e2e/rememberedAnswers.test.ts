@@ -17,6 +17,7 @@ import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
 import { makeEksEventHandler } from '../../functions/eksEvents.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, startEmulators, type Emulators } from '../env/emulators.ts';
 import { accountCredentials } from '../support/aws.ts';
+import { clusterReadsSince } from '../env/fakes/armServer.ts';
 import { hasStackTrace, runCli } from '../support/cli.ts';
 import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
 import { TEST_CA_PEM } from '../support/certificates.ts';
@@ -198,17 +199,7 @@ describe('the clouds asked only what changed, from the command and from a cloud 
     const clusters = arm.clusters.get(AZURE_SUBSCRIPTION)!;
     const batch = clusters.find((c) => c.name === 'batch')!;
     const viaGraph = (...args: string[]) => sync(...args, '--config', graphConfig);
-    const calls = (from: number) => {
-      const requests = arm.requests.slice(from);
-      return {
-        graph: requests.filter((r) => /resourcegraph\/resources$/i.test(r.path)).length,
-        lists: requests.filter((r) => /\/managedClusters$/i.test(r.path)).length,
-        reads: requests
-          .filter((r) => r.method === 'GET' && /\/managedClusters\/[^/]+$/i.test(r.path))
-          .map((r) => r.path.split('/').at(-1)!)
-          .sort(),
-      };
-    };
+    const calls = (from: number) => clusterReadsSince(arm, from);
     rmSync(ANSWERS(), { recursive: true, force: true });
     try {
       let from = arm.requests.length;

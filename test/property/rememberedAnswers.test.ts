@@ -12,14 +12,19 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ClientSecretCredential } from '@azure/identity';
+import type { ClientSecretCredential } from '@azure/identity';
 import { CreateNodegroupCommand, DeleteNodegroupCommand, EKSClient } from '@aws-sdk/client-eks';
 import fc from 'fast-check';
 import { AksSource } from '../../adapters/aks/AksSource.ts';
 import { EksSource } from '../../adapters/eks/EksSource.ts';
 import { FileAnswerStore } from '../../adapters/outbox/FileAnswerStore.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
-import { startArmServer, type ArmServer, type ManagedClusterJson } from '../env/fakes/armServer.ts';
+import {
+  armCredential,
+  startArmServer,
+  type ArmServer,
+  type ManagedClusterJson,
+} from '../env/fakes/armServer.ts';
 import { startAwsProxy, type AwsProxy } from '../env/awsProxy.ts';
 import { startMoto, type MotoServer } from '../env/moto.ts';
 import { accountCredentials, createEksClusters, HUB_ACCOUNT, HUB_CREDENTIALS } from '../support/aws.ts';
@@ -52,10 +57,7 @@ describe('remembered AKS CAs over random cloud and store states', () => {
 
   before(async () => {
     server = await startArmServer();
-    credential = new ClientSecretCredential(server.tenantId, server.clientId, server.clientSecret, {
-      authorityHost: server.endpoint,
-      disableInstanceDiscovery: true,
-    });
+    credential = armCredential(server);
   });
   after(async () => server?.stop());
 

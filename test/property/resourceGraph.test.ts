@@ -17,7 +17,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { ClientSecretCredential } from '@azure/identity';
+import type { ClientSecretCredential } from '@azure/identity';
 import fc from 'fast-check';
 import { load } from 'js-yaml';
 import { AksSource } from '../../adapters/aks/AksSource.ts';
@@ -28,7 +28,12 @@ import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import { runSync, syncCluster } from '../../core/sync/engine.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
-import { startArmServer, type ArmServer, type ManagedClusterJson } from '../env/fakes/armServer.ts';
+import {
+  armCredential,
+  startArmServer,
+  type ArmServer,
+  type ManagedClusterJson,
+} from '../env/fakes/armServer.ts';
 import { inventoryOptions, runSettings } from '../support/settings.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
@@ -81,10 +86,7 @@ describe('AKS through a lagging Resource Graph, over random cloud changes and ev
 
   before(async () => {
     server = await startArmServer();
-    credential = new ClientSecretCredential(server.tenantId, server.clientId, server.clientSecret, {
-      authorityHost: server.endpoint,
-      disableInstanceDiscovery: true,
-    });
+    credential = armCredential(server);
   });
   after(async () => server?.stop());
 

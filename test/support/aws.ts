@@ -81,3 +81,30 @@ export async function createIdempotencyTable(endpoint: string, tableName: string
     }),
   );
 }
+
+/** A remembered-answers table (key `cluster`, index `byScope` on scope and region) in moto, as the stack creates it. */
+export async function createAnswersTable(endpoint: string, tableName: string): Promise<void> {
+  const { CreateTableCommand, DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
+  await new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS }).send(
+    new CreateTableCommand({
+      TableName: tableName,
+      BillingMode: 'PAY_PER_REQUEST',
+      AttributeDefinitions: [
+        { AttributeName: 'cluster', AttributeType: 'S' },
+        { AttributeName: 'scope', AttributeType: 'S' },
+        { AttributeName: 'region', AttributeType: 'S' },
+      ],
+      KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: 'byScope',
+          KeySchema: [
+            { AttributeName: 'scope', KeyType: 'HASH' },
+            { AttributeName: 'region', KeyType: 'RANGE' },
+          ],
+          Projection: { ProjectionType: 'ALL' },
+        },
+      ],
+    }),
+  );
+}

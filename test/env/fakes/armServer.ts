@@ -6,6 +6,7 @@
  * cpsync sends, paged with `$skipToken`, as an index that may lag ARM). The ARM SDK refuses bearer tokens over
  * plain HTTP, hence TLS.
  */
+import { ClientSecretCredential } from '@azure/identity';
 import { createServer, type Server } from 'node:https';
 import { generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import type { ServerResponse } from 'node:http';
@@ -413,4 +414,25 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
   }
   const stop = await serveOnLoopback(server, port);
   return Object.assign(state, { stop });
+}
+
+/** The client-secret credential the local ARM issues tokens for, its authority this server. */
+export function armCredential(server: ArmServer): ClientSecretCredential {
+  return new ClientSecretCredential(server.tenantId, server.clientId, server.clientSecret, {
+    authorityHost: server.endpoint,
+    disableInstanceDiscovery: true,
+  });
+}
+
+/** How the AKS clusters were read since request `from`: graph queries, listing pages, and clusters read one by one. */
+export function clusterReadsSince(server: ArmServer, from: number) {
+  const requests = server.requests.slice(from);
+  return {
+    graph: requests.filter((r) => /resourcegraph\/resources$/i.test(r.path)).length,
+    lists: requests.filter((r) => /\/managedClusters$/i.test(r.path)).length,
+    reads: requests
+      .filter((r) => r.method === 'GET' && /\/managedClusters\/[^/]+$/i.test(r.path))
+      .map((r) => r.path.split('/').at(-1)!)
+      .sort(),
+  };
 }

@@ -29,7 +29,13 @@ import {
   gkeCluster,
   type Emulators,
 } from '../../env/emulators.ts';
-import { accountCredentials, createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
+import {
+  accountCredentials,
+  createAnswersTable,
+  createEksClusters,
+  HUB_CREDENTIALS,
+} from '../../support/aws.ts';
+import { clusterReadsSince } from '../../env/fakes/armServer.ts';
 import { letCpsyncGrantInProject } from '../../env/fakes/gkeServer.ts';
 import { drainQueue, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig, profileOfAnother } from '../../support/hub.ts';
@@ -1106,32 +1112,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
   it('lists AKS through Resource Graph from a scope message, and a graph behind ARM brings back no cluster its event deleted', async () => {
     const TableName = 'cpsync-answers-graph';
-    await new DynamoDBClient({
-      endpoint: emulators.moto.endpoint,
-      region: 'us-east-1',
-      credentials: HUB_CREDENTIALS,
-    }).send(
-      new CreateTableCommand({
-        TableName,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [
-          { AttributeName: 'cluster', AttributeType: 'S' },
-          { AttributeName: 'scope', AttributeType: 'S' },
-          { AttributeName: 'region', AttributeType: 'S' },
-        ],
-        KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: 'byScope',
-            KeySchema: [
-              { AttributeName: 'scope', KeyType: 'HASH' },
-              { AttributeName: 'region', KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: 'ALL' },
-          },
-        ],
-      }),
-    );
+    await createAnswersTable(emulators.moto.endpoint, TableName);
     const graphDeps = await compose(
       {
         ...deps.config,
@@ -1145,17 +1126,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       { onDemand: true },
     );
     const arm = emulators.arm;
-    const calls = (from: number) => {
-      const requests = arm.requests.slice(from);
-      return {
-        graph: requests.filter((r) => /resourcegraph\/resources$/i.test(r.path)).length,
-        lists: requests.filter((r) => /\/managedClusters$/i.test(r.path)).length,
-        reads: requests
-          .filter((r) => r.method === 'GET' && /\/managedClusters\/[^/]+$/i.test(r.path))
-          .map((r) => r.path.split('/').at(-1)!)
-          .sort(),
-      };
-    };
+    const calls = (from: number) => clusterReadsSince(arm, from);
     const aksNames = async () =>
       (await profiles())
         .filter((p) => /\/managedclusters\//i.test(p.metadata.annotations?.['cpsync.io/provider-id'] ?? ''))

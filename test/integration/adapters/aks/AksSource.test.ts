@@ -3,7 +3,12 @@ import { after, before, describe, it } from 'node:test';
 import { ClientSecretCredential } from '@azure/identity';
 import { AksSource, enumerateAksScopes } from '../../../../adapters/aks/AksSource.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
-import { startArmServer, type ArmServer, type ManagedClusterJson } from '../../../env/fakes/armServer.ts';
+import {
+  armCredential,
+  startArmServer,
+  type ArmServer,
+  type ManagedClusterJson,
+} from '../../../env/fakes/armServer.ts';
 import { TEST_CA_DATA, TEST_CA_PEM } from '../../../support/certificates.ts';
 
 const SUB = '00000000-1111-2222-3333-444444444444';
@@ -58,10 +63,7 @@ describe('AKS adapter against a local Azure Resource Manager over TLS', () => {
 
   before(async () => {
     server = await startArmServer();
-    credential = new ClientSecretCredential(server.tenantId, server.clientId, server.clientSecret, {
-      authorityHost: server.endpoint,
-      disableInstanceDiscovery: true,
-    });
+    credential = armCredential(server);
     server.clusters.set(SUB, [
       managedCluster('web', 'rg-web'),
       managedCluster('vault', 'rg-sec', {

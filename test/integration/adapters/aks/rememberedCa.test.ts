@@ -2,12 +2,17 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { ClientSecretCredential } from '@azure/identity';
+import type { ClientSecretCredential } from '@azure/identity';
 import { AksSource } from '../../../../adapters/aks/AksSource.ts';
 import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
 import type { AnswerStore } from '../../../../core/sync/ports.ts';
-import { startArmServer, type ArmServer, type ManagedClusterJson } from '../../../env/fakes/armServer.ts';
+import {
+  armCredential,
+  startArmServer,
+  type ArmServer,
+  type ManagedClusterJson,
+} from '../../../env/fakes/armServer.ts';
 import { TEST_CA_DATA, TEST_CA_PEM } from '../../../support/certificates.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
@@ -60,10 +65,7 @@ describe('AKS CAs remembered between listings (a store only cpsync writes), agai
 
   before(async () => {
     server = await startArmServer();
-    credential = new ClientSecretCredential(server.tenantId, server.clientId, server.clientSecret, {
-      authorityHost: server.endpoint,
-      disableInstanceDiscovery: true,
-    });
+    credential = armCredential(server);
   });
   after(async () => server?.stop());
   beforeEach(() => {

@@ -5,12 +5,17 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
-import { ClientSecretCredential } from '@azure/identity';
+import type { ClientSecretCredential } from '@azure/identity';
 import { AksSource, type AksSourceOptions } from '../../../../adapters/aks/AksSource.ts';
 import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
-import { startArmServer, type ArmServer, type ManagedClusterJson } from '../../../env/fakes/armServer.ts';
+import {
+  armCredential,
+  startArmServer,
+  type ArmServer,
+  type ManagedClusterJson,
+} from '../../../env/fakes/armServer.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const SUBS = [
@@ -94,10 +99,7 @@ describe('AKS listed through Resource Graph, against the local ARM', () => {
 
   before(async () => {
     server = await startArmServer();
-    credential = new ClientSecretCredential(server.tenantId, server.clientId, server.clientSecret, {
-      authorityHost: server.endpoint,
-      disableInstanceDiscovery: true,
-    });
+    credential = armCredential(server);
   });
   after(async () => server?.stop());
   beforeEach(() => {

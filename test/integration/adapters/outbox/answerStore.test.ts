@@ -9,12 +9,12 @@ import assert from 'node:assert/strict';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CreateTableCommand, DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
 import type { AnswerStore, RememberedAnswer } from '../../../../core/sync/ports.ts';
 import { DynamoAnswerStore } from '../../../../adapters/outbox/DynamoAnswerStore.ts';
 import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
-import { HUB_CREDENTIALS } from '../../../support/aws.ts';
+import { createAnswersTable, HUB_CREDENTIALS } from '../../../support/aws.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const ACCOUNT = '111122223333';
@@ -126,28 +126,7 @@ describe('the remembered answers', () => {
       region: 'us-east-1',
       credentials: HUB_CREDENTIALS,
     });
-    await client.send(
-      new CreateTableCommand({
-        TableName,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [
-          { AttributeName: 'cluster', AttributeType: 'S' },
-          { AttributeName: 'scope', AttributeType: 'S' },
-          { AttributeName: 'region', AttributeType: 'S' },
-        ],
-        KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: 'byScope',
-            KeySchema: [
-              { AttributeName: 'scope', KeyType: 'HASH' },
-              { AttributeName: 'region', KeyType: 'RANGE' },
-            ],
-            Projection: { ProjectionType: 'ALL' },
-          },
-        ],
-      }),
-    );
+    await createAnswersTable(moto.endpoint, TableName);
     return {
       store: new DynamoAnswerStore({ tableName: TableName, client }),
       junk: async (record) => {

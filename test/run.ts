@@ -63,6 +63,7 @@ else {
   // The end-to-end and fault cases each start from ground of their own: they run in a random order
   // (the seed is printed; CPSYNC_TEST_SEED=<seed> repeats an order).
   const seed = process.env.CPSYNC_TEST_SEED ?? String(Math.floor(Math.random() * 2 ** 31));
+  console.log(`[e2e] the cases run in a random order, seed ${seed} (CPSYNC_TEST_SEED=${seed} repeats it)`);
   const randomized = await nodeTest(
     ['test/e2e/**/*.test.ts', 'test/fault/**/*.test.ts'],
     ['--test-randomize', `--test-random-seed=${seed}`],

@@ -31,6 +31,7 @@ import {
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
 import { letCpsyncGrantInProject, letCpsyncSeeProject, PROJECT_IAM_ADMIN } from '../env/fakes/gkeServer.ts';
 import { AT_MEMBER, letCpsyncGrant, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
+import { startSilentListener } from '../env/net.ts';
 import { createEksClusters } from '../support/aws.ts';
 import { holdTransition } from '../env/transitions.ts';
 import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
@@ -75,6 +76,8 @@ const EVENT_GRID_KEY = 'event-grid-key-for-grants';
 describe('consumer access grants: configured consumers reach every cluster of their namespace, and no longer once turned off', () => {
   let emulators: Emulators;
   let member: Member;
+  /** analytics' member: it takes connections and never answers. */
+  let silent: Awaited<ReturnType<typeof startSilentListener>> | undefined;
   let entries: EksAccessEntries;
   let kit: ConsumerKit;
   let objects: CustomObjectsApi;
@@ -116,6 +119,13 @@ describe('consumer access grants: configured consumers reach every cluster of th
       { role: 'roles/container.clusterViewer', members: [`serviceAccount:${FOREIGN_GOOGLE}`] },
     ]);
     serveFromMember(emulators, member);
+    // Two clusters whose member cpsync cannot reach, both on loopback: analytics' member takes connections and
+    // never answers (cpsync cannot tell whether a request reached it); nothing listens at web's address (a
+    // connection refused: nothing was ever reached).
+    silent = await startSilentListener();
+    emulators.gke.clusters.get(GCP_PROJECT)!.find((c) => c.name === 'analytics')!.endpoint = silent.address;
+    emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === 'web')!.properties.fqdn =
+      '127.0.0.3';
     // What cpsync's own identities (its GKE service account, its Entra application) may do on the member:
     // the manifest docs/configuring.md tells members to apply, bound to them.
     memberRbac = await letCpsyncGrant(emulators, member);
@@ -152,6 +162,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
   after(async () => {
     entries?.stop();
     await member?.stop();
+    await silent?.stop();
     await emulators?.stop();
   });
 
@@ -977,7 +988,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
       assert.equal(profile.metadata.annotations['cpsync.io/access-grants'], undefined);
       assert.ok(!profile.status.conditions.some((c: Doc) => c.type.startsWith('consumers.cpsync.io/')));
     }
-    // Two clusters' members were never reachable. web's name does not resolve: nothing ever reached it, the
+    // Two clusters' members were never reachable. Nothing listens at web's address: nothing ever reached it, the
     // ledger names nothing there, and the turn-off takes it as holding nothing of cpsync's, named. analytics'
     // address never answers (a timeout: cpsync cannot tell whether a grant reached it), so its grant stays
     // recorded and the feature reads turning-off until it can be taken back; nothing else is done.

@@ -116,3 +116,25 @@ export async function startTcpRelay(
     },
   };
 }
+
+/**
+ * A loopback TCP listener that takes every connection and never answers on it: a server that cannot be told
+ * apart from one whose answers are lost on the way (a client's request to it ends only by its own timeout).
+ */
+export async function startSilentListener(): Promise<{ address: string; stop(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  const server = createServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as { port: number };
+  return {
+    address: `127.0.0.1:${port}`,
+    stop: async () => {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}

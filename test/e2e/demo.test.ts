@@ -4,20 +4,34 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const DEMO = fileURLToPath(new URL('../env/demo.ts', import.meta.url));
+/** The environment variable that marks one demo's processes. */
+const MARK = 'CPSYNC_DEMO_TEST_RUN';
 
 /** Process ids whose command line includes `text`. */
 async function processesOf(text: string): Promise<number[]> {
-  const { readdirSync, readFileSync } = await import('node:fs');
+  return processesWhere((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text));
+}
+
+/**
+ * Process ids that carry `mark` in their environment: every process a demo started (moto, the cpsync command,
+ * anything they started) inherits it, and no other suite's processes have it.
+ */
+async function processesMarked(mark: string): Promise<number[]> {
+  return processesWhere((pid) => readFileSync(`/proc/${pid}/environ`, 'utf8').includes(`${MARK}=${mark}\0`));
+}
+
+function processesWhere(test: (pid: string) => boolean): number[] {
   return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
+    .filter((entry) => /^\d+$/.test(entry) && entry !== String(process.pid))
     .filter((pid) => {
       try {
-        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(text);
+        return test(pid);
       } catch {
         return false;
       }
@@ -25,9 +39,9 @@ async function processesOf(text: string): Promise<number[]> {
     .map(Number);
 }
 
-function runDemo(onOutput?: (text: string, kill: () => void) => void) {
+function runDemo(mark: string, onOutput?: (text: string, kill: () => void) => void) {
   return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-    const child = spawn(process.execPath, [DEMO], { env: process.env });
+    const child = spawn(process.execPath, [DEMO], { env: { ...process.env, [MARK]: mark } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => {
@@ -41,8 +55,8 @@ function runDemo(onOutput?: (text: string, kill: () => void) => void) {
 
 describe('npm run demo', () => {
   it('runs to the end: dry run, sync, list, three changes announced exactly, a quiet re-sync; nothing left behind', async () => {
-    const motoBefore = new Set(await processesOf('moto'));
-    const run = await runDemo();
+    const mark = randomUUID();
+    const run = await runDemo(mark);
     assert.equal(run.code, 0, run.stderr);
     const out = run.stdout;
     assert.match(out, /\$ cpsync sync --dry-run/);
@@ -70,18 +84,13 @@ describe('npm run demo', () => {
     const directory = /removing (\S+)/.exec(out)?.[1];
     assert.ok(directory, out);
     assert.equal(existsSync(directory), false);
-    assert.deepEqual(await processesOf('cpsync-demo-'), [], 'no process of the demo is left');
-    assert.deepEqual(
-      (await processesOf('moto')).filter((pid) => !motoBefore.has(pid)),
-      [],
-      'moto stopped',
-    );
+    assert.deepEqual(await processesMarked(mark), [], 'no process of the demo is left (moto stopped)');
   });
 
   it('stopped by Ctrl-C midway, stops everything it started and removes its files', async () => {
-    const motoBefore = new Set(await processesOf('moto'));
+    const mark = randomUUID();
     let killed = false;
-    const run = await runDemo((text, kill) => {
+    const run = await runDemo(mark, (text, kill) => {
       if (!killed && text.includes('$ cpsync list')) {
         killed = true;
         kill();
@@ -93,11 +102,6 @@ describe('npm run demo', () => {
     assert.ok(directory, run.stdout);
     assert.equal(existsSync(directory), false);
     assert.deepEqual(await processesOf(directory), []);
-    assert.deepEqual(await processesOf('cpsync-demo-'), []);
-    assert.deepEqual(
-      (await processesOf('moto')).filter((pid) => !motoBefore.has(pid)),
-      [],
-      'moto stopped',
-    );
+    assert.deepEqual(await processesMarked(mark), [], 'no process of the demo is left (moto stopped)');
   });
 });

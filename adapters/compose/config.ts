@@ -197,7 +197,8 @@ const aks = z.strictObject({
    * How clusters are listed: `arm` (one `managedClusters.list` per subscription), or `resourceGraph` (one Azure
    * Resource Graph query for every subscription, with ARM reading only the clusters whose row changed, and
    * confirming every absence with its own "not found" before a profile goes). The graph pays where there are
-   * many subscriptions of few clusters each; it needs the remembered answers (`state`) to ask ARM less.
+   * many subscriptions of few clusters each; it needs the remembered answers (`answers`, required with a DynamoDB
+   * outbox) to ask ARM less.
    */
   listing: z.enum(['arm', 'resourceGraph']).default('arm'),
   /** The Entra tenant profiles name for clusters without their own AAD tenant. @default credential.tenantId */
@@ -850,6 +851,19 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
       throw new ConfigError(
         [
           'ledger: is required with a DynamoDB outbox while accessGrants is on or consumers are configured (the table where cpsync keeps what it granted)',
+        ],
+        source,
+      );
+    const aks = result.data.providers.aks;
+    if (
+      aks?.listing === 'resourceGraph' &&
+      result.data.outbox &&
+      'table' in result.data.outbox &&
+      !result.data.answers
+    )
+      throw new ConfigError(
+        [
+          "answers: is required with a DynamoDB outbox while providers.aks.listing is resourceGraph (the table where ARM's answers are remembered: without it each sync reads every AKS cluster from ARM, twice the calls of listing: arm)",
         ],
         source,
       );

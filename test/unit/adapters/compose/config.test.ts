@@ -18,6 +18,19 @@ function issues(document: unknown): string[] {
 }
 
 describe('configuration', () => {
+  it("takes AKS through Resource Graph wherever ARM's answers are remembered: a DynamoDB outbox with its answers table, or a directory", () => {
+    const aks = {
+      subscriptions: ['AAAAAAAA-0000-0000-0000-000000000000'],
+      listing: 'resourceGraph',
+    };
+    for (const document of [
+      { providers: { aks }, outbox: { table: 'cpsync-outbox' }, answers: { table: 'cpsync-answers' } },
+      { providers: { aks }, outbox: { directory: 'outbox' } },
+      { providers: { aks } },
+    ])
+      assert.equal(parseConfig(document, 'test.yaml').providers.aks?.listing, 'resourceGraph');
+  });
+
   it('accepts the documented example, every option of it', () => {
     const config = parseConfig(parse(readFileSync(EXAMPLE, 'utf8')), 'cpsync.example.yaml');
     assert.equal(config.providers.eks?.roleName, 'cpsync-reader');
@@ -237,6 +250,16 @@ describe('configuration', () => {
       'an EventBridge region that is not one',
       { bus: { eventBridge: { busName: 'b', region: 'eu' } } },
       /^bus\.eventBridge\.region: must be an AWS region/,
+    ],
+    [
+      'AKS through Resource Graph with a DynamoDB outbox and nowhere to remember what ARM answered',
+      {
+        providers: {
+          aks: { subscriptions: ['AAAAAAAA-0000-0000-0000-000000000000'], listing: 'resourceGraph' },
+        },
+        outbox: { table: 'cpsync-outbox' },
+      },
+      /^answers: is required with a DynamoDB outbox while providers\.aks\.listing is resourceGraph/,
     ],
     [
       'a ClusterSet for a namespace nothing uses',

@@ -136,7 +136,9 @@ export async function syncOne(run: RunContext, requested: Scope): Promise<ScopeR
         `cannot remove the projected copies of ${scopeKey(scope)} in namespace ${left.namespace}, which no rule names any more: ${left.reason}`,
       );
     run.report.withoutCertificateAuthority.push(...result.withoutCertificateAuthority);
-    for (const cluster of listing.clusters) {
+    // What the scope saw: the listing, and the clusters a lagging listing missed that the cloud answered present.
+    counts.listed += result.confirmedPresent.length;
+    for (const cluster of [...listing.clusters, ...result.confirmedPresent]) {
       const state = settlingState(cluster);
       if (state)
         run.report.settling.push({ ref: refOf(scope, cluster), state, ...creationOf(cluster, state) });

@@ -67,6 +67,11 @@ export interface SyncScopeResult {
   withoutCertificateAuthority: ProfileNotice[];
   /** Clusters the listing reported that could not become profiles. */
   invalid: InvalidClusterError[];
+  /**
+   * Clusters a lagging listing did not show that the cloud answered present when asked about their profiles
+   * (`ScopeListing.confirmAbsent`): synced as listed ones.
+   */
+  confirmedPresent: ObservedCluster[];
   /** Objects of the hub that are not well-formed profiles: left untouched. */
   malformed: MalformedObject[];
   /**
@@ -249,6 +254,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
 
   // A lagging listing's absences are asked of the cloud before the plan may take them for clusters gone.
   let confirmedGone = input.confirmedGone;
+  const confirmedPresent: ObservedCluster[] = [];
   if (listing.confirmAbsent && listing.outcome.kind === 'complete') {
     const confirmed = await confirmAbsences(
       { ...listing, confirmAbsent: listing.confirmAbsent },
@@ -256,6 +262,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       input.signal,
     );
     for (const cluster of confirmed.present) admit(cluster);
+    confirmedPresent.push(...confirmed.present);
     listing = confirmed.listing;
     if (confirmed.gone.length > 0) confirmedGone = new Set([...(confirmedGone ?? []), ...confirmed.gone]);
   }
@@ -338,6 +345,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     collisions: naming.collisions,
     unreadable,
     invalid,
+    confirmedPresent,
     malformed,
     withoutCertificateAuthority,
     ...(probed ? { members: probed.figures } : {}),

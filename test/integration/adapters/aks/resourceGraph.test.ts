@@ -7,7 +7,12 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import type { ClientSecretCredential } from '@azure/identity';
 import { AksSource, type AksSourceOptions } from '../../../../adapters/aks/AksSource.ts';
+import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
+import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
+import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
+import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import {
@@ -16,6 +21,7 @@ import {
   type ArmServer,
   type ManagedClusterJson,
 } from '../../../env/fakes/armServer.ts';
+import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const SUBS = [
@@ -264,6 +270,45 @@ describe('AKS listed through Resource Graph, against the local ARM', () => {
       answer.unknown,
       [elsewhere],
       'another subscription’s cluster is not this scope’s to answer for',
+    );
+  });
+
+  it('counts and follows, in a whole run, the clusters the graph did not show that ARM answered present', async () => {
+    const directory = temporaryDirectory('cpsync-graph-run-');
+    const ports = {
+      sources: { aks: source({ graphShareMillis: 0 }) },
+      hub: new FileHub({ directory: `${directory}/hub` }),
+      bus: new JsonLinesFileBus(`${directory}/events.jsonl`),
+      outbox: new FileOutbox(`${directory}/outbox`),
+      intents: new FileIntentLog(`${directory}/outbox`),
+    };
+    const settings = runSettings(inventoryOptions({ namespace: 'graph-run' }));
+    const scope = scopeOf(SUBS[0]!);
+    const run = () => runSync(ports, { syncId: `graph-run-${Math.random()}`, scopes: [scope], ...settings });
+    const first = await run();
+    assert.equal(first.scopes[0]!.summary.counts.created, 3);
+    server.indexGraph();
+    // Made after the graph was indexed and told by its event; ARM then starts upgrading it.
+    server.clusters
+      .get(SUBS[0]!)!
+      .push({ ...variants(SUBS[0]!)[0]!, id: idOf(SUBS[0]!, 'newer'), name: 'newer' });
+    const told = await syncCluster(ports, {
+      syncId: 'graph-run-event',
+      ref: { scope, name: 'newer', resourceGroup: 'rg-newer' },
+      ...settings,
+    });
+    assert.equal(told.result, 'created');
+    server.clusters.get(SUBS[0]!)!.at(-1)!.properties.provisioningState = 'Upgrading';
+
+    const whole = await run();
+    const { counts } = whole.scopes[0]!.summary;
+    assert.equal(counts.listed, 4, 'the 3 rows the graph shows and the cluster ARM answered present');
+    assert.equal(counts.updated, 1);
+    assert.equal(counts.deleted, 0);
+    assert.deepEqual(
+      whole.settling.map((s) => [s.ref.name, s.state]),
+      [['newer', 'AKS Upgrading']],
+      'followed until it settles, as a listed cluster would be',
     );
   });
 

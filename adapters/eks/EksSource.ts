@@ -1,3 +1,9 @@
+/**
+ * The EKS adapter of the ClusterSource port (`EksSource` below): clusters of one account and region, or every
+ * enabled region, with their managed node groups, and one cluster's read for its events. One file because the
+ * listing, the node groups remembered between listings and the per-account and overall call limits share one
+ * state per source; the SDK clients are made in `awsClients.ts`, and an answer is mapped in `mapCluster.ts`.
+ */
 import {
   DescribeClusterCommand,
   DescribeNodegroupCommand,

@@ -1,3 +1,9 @@
+/**
+ * The plan of one scope (`plan` below): what to create, update and delete so the hub matches the scope's
+ * listing, with each field that changes. One file because the diff of a profile (object and status apart, kept
+ * times, keyed lists) and the rules of deletion (grace listings, confirmed gone, placement) decide one plan
+ * together, and it is pure: its property tests drive it whole.
+ */
 import {
   ANNOTATION_PROVIDER_ID,
   CONDITION_CONTROL_PLANE_HEALTHY,

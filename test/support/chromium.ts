@@ -19,12 +19,16 @@ export interface OpenedPage {
   close(): Promise<void>;
 }
 
-/** Headless Chromium with a profile directory of its own and nothing of this user's environment but PATH. */
+/**
+ * Headless Chromium with a profile directory of its own and nothing of this user's environment but PATH. Its
+ * temporary folder is the profile directory too: Chromium puts its singleton socket in a folder of its own under
+ * TMPDIR (`org.chromium.Chromium.*`), which a stopped browser leaves behind.
+ */
 function spawnChromium(profile: string, args: string[], options: SpawnOptions = {}): ChildProcess {
   return spawn(
     CHROMIUM,
     ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', `--user-data-dir=${profile}`, ...args],
-    { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: profile }, ...options },
+    { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: profile, TMPDIR: profile }, ...options },
   );
 }
 

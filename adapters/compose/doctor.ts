@@ -44,7 +44,7 @@ function needs(namespace: string, manager: string) {
   return [
     ...['get', 'list', 'create', 'patch', 'delete'].map((verb) => ({ ...profiles, verb })),
     { ...profiles, subresource: 'status', verb: 'patch' },
-    ...['get', 'create', 'update', 'delete'].map((verb) => ({
+    ...['get', 'list', 'create', 'update', 'delete'].map((verb) => ({
       group: 'coordination.k8s.io',
       resource: 'leases',
       namespace,

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, rename, unlink, link } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, unlink, link } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
 import { createFileExclusively, readIfExists, replaceFile } from '../shared/files.ts';
@@ -10,11 +10,14 @@ interface LockFile {
   until: string;
   host: string;
   pid: number;
+  /** The lease this one is a share of (see `sharers`). */
+  shares?: string;
 }
 
 const LEASES = '.leases';
 /** Attempts at taking a lease that keeps changing hands under us. */
 const MAX_ATTEMPTS = 5;
+const LEASE_NAME = /^[a-z0-9][-a-z0-9]{0,62}$/;
 
 function parse(text: string | undefined): LockFile | undefined {
   if (text === undefined) return undefined;
@@ -43,8 +46,7 @@ export class FileLeaseStore implements LeaseStore {
   }
 
   #path(name: string): string {
-    if (!/^[a-z0-9][-a-z0-9]{0,62}$/.test(name))
-      throw new Error(`lease name ${JSON.stringify(name)} is not valid`);
+    if (!LEASE_NAME.test(name)) throw new Error(`lease name ${JSON.stringify(name)} is not valid`);
     return join(this.#directory, `${name}.json`);
   }
 
@@ -58,28 +60,29 @@ export class FileLeaseStore implements LeaseStore {
     return !holderGone(lock.host, lock.pid, name, lock.holder);
   }
 
-  #lock(holder: string, durationMillis: number): string {
+  #lock(holder: string, durationMillis: number, shares: string | undefined): string {
     const lock: LockFile = {
       holder,
       until: new Date(this.#clock() + durationMillis).toISOString(),
       host: HOST,
       pid: process.pid,
+      ...(shares ? { shares } : {}),
     };
     return JSON.stringify(lock);
   }
 
-  async acquire(name: string, holder: string, durationMillis: number): Promise<LeaseAnswer> {
+  async acquire(name: string, holder: string, durationMillis: number, shares?: string): Promise<LeaseAnswer> {
     const path = this.#path(name);
     await mkdir(this.#directory, { recursive: true });
     for (let attempt = 1; ; attempt++) {
-      if (await createFileExclusively(path, this.#lock(holder, durationMillis))) {
+      if (await createFileExclusively(path, this.#lock(holder, durationMillis, shares))) {
         leaseTaken(name, holder);
         return { acquired: true };
       }
       const current = await this.#read(path);
       if (current === undefined) continue; // given up in between: try again
       if (current.lock?.holder === holder) {
-        await replaceFile(path, this.#lock(holder, durationMillis));
+        await replaceFile(path, this.#lock(holder, durationMillis, shares));
         leaseTaken(name, holder);
         return { acquired: true };
       }
@@ -119,5 +122,21 @@ export class FileLeaseStore implements LeaseStore {
     const lock = (await this.#read(this.#path(name)))?.lock;
     if (!lock || !this.#alive(name, lock)) return undefined;
     return { holder: lock.holder, until: lock.until };
+  }
+
+  async sharers(name: string): Promise<LeaseHolder[]> {
+    const files = await readdir(this.#directory).catch((error: NodeJS.ErrnoException) => {
+      if (error.code === 'ENOENT') return [];
+      throw error;
+    });
+    const holders: LeaseHolder[] = [];
+    for (const file of files) {
+      const lease = file.endsWith('.json') ? file.slice(0, -'.json'.length) : '';
+      if (!LEASE_NAME.test(lease)) continue; // a lock being written or moved aside
+      const lock = (await this.#read(join(this.#directory, file)))?.lock;
+      if (lock?.shares === name && this.#alive(lease, lock))
+        holders.push({ holder: lock.holder, until: lock.until });
+    }
+    return holders;
   }
 }

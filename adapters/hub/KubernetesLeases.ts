@@ -28,6 +28,8 @@ const LEASE = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
 /** Where the holder runs: a lease of a process of this machine that is gone is free at once. */
 const HOLDER_HOST = 'cpsync.io/holder-host';
 const HOLDER_PID = 'cpsync.io/holder-pid';
+/** On a lease taken as a share of another: that lease's name (see `sharers`). */
+const SHARES = 'cpsync.io/shares';
 /** Attempts at a lease whose resourceVersion keeps moving under us. */
 const MAX_ATTEMPTS = 5;
 
@@ -127,7 +129,15 @@ export class KubernetesLeaseStore implements LeaseStore {
     };
   }
 
-  async acquire(name: string, holder: string, durationMillis: number): Promise<LeaseAnswer> {
+  #labels(current: Lease | undefined, shares: string | undefined): Record<string, string> {
+    return {
+      ...current?.metadata.labels,
+      'app.kubernetes.io/managed-by': 'cpsync',
+      ...(shares ? { [SHARES]: shares } : {}),
+    };
+  }
+
+  async acquire(name: string, holder: string, durationMillis: number, shares?: string): Promise<LeaseAnswer> {
     const { api: client, options } = await this.#client();
     for (let attempt = 1; ; attempt++) {
       const current = await this.#get(name);
@@ -143,7 +153,7 @@ export class KubernetesLeaseStore implements LeaseStore {
                 metadata: {
                   name,
                   namespace: this.#namespace,
-                  labels: { 'app.kubernetes.io/managed-by': 'cpsync' },
+                  labels: this.#labels(undefined, shares),
                   annotations: this.#annotations(),
                 },
                 spec: this.#spec(holder, durationMillis, this.#clock()),
@@ -167,7 +177,11 @@ export class KubernetesLeaseStore implements LeaseStore {
             name,
             body: {
               ...current,
-              metadata: { ...current.metadata, annotations: this.#annotations(current) },
+              metadata: {
+                ...current.metadata,
+                labels: this.#labels(current, shares),
+                annotations: this.#annotations(current),
+              },
               spec: this.#spec(holder, durationMillis, acquired),
             },
           },
@@ -212,5 +226,20 @@ export class KubernetesLeaseStore implements LeaseStore {
   async holderOf(name: string): Promise<LeaseHolder | undefined> {
     const current = await this.#get(name);
     return current && this.#heldBy(current);
+  }
+
+  async sharers(name: string): Promise<LeaseHolder[]> {
+    let listed: { items?: Lease[] };
+    try {
+      const { api, options } = await this.#client();
+      // A list without a resourceVersion is read from etcd by quorum: it sees every share taken before it.
+      listed = (await api.listNamespacedCustomObject(
+        { ...LEASE, namespace: this.#namespace, labelSelector: `${SHARES}=${name}` },
+        options,
+      )) as { items?: Lease[] };
+    } catch (error) {
+      throw translate(error, 'list the shares of lease', `${this.#namespace}/${name}`);
+    }
+    return (listed.items ?? []).flatMap((lease) => this.#heldBy(lease) ?? []);
   }
 }

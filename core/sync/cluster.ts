@@ -12,11 +12,19 @@ import { timestamp } from '../domain/time.ts';
 import type { EnginePorts, ClusterSyncRequest, ClusterSyncReport } from './types.ts';
 import { creationOf, beginSync, doneWith, applyReading, collisions } from './steps.ts';
 
+/** What names one cluster among its account's (one share of the account's lease each): case aside, as Azure ignores it. */
+function clusterPart(ref: ClusterRef): string {
+  return [ref.scope.region ?? '', ref.location ?? '', ref.resourceGroup ?? '', ref.name]
+    .join('/')
+    .toLowerCase();
+}
+
 /**
  * An event-triggered sync of one cluster: its profile is created, updated, or — when the provider
  * answers not found — deleted at once. Nothing else in the scope is touched, and no scope summary is
- * published (it is not a listing of the scope). It holds the account's lease like a scope sync, so it
- * never applies at the same time as a run over the same account.
+ * published (it is not a listing of the scope). It holds a share of the account's lease, so it never
+ * applies at the same time as a run over the same account, nor as another sync of the same cluster; syncs
+ * of other clusters of the account apply beside it.
  */
 export async function syncCluster(
   ports: EnginePorts,
@@ -30,7 +38,8 @@ export async function syncCluster(
   const { leases, problems: recovered } = await beginSync(ports, request, clock(), (_what, work) => work());
   const lease = leaseName(request.options.manager, ref.scope);
   try {
-    if (leases) await leases.enter(lease);
+    // A share of the account's lease: syncs of other clusters of the account go on beside this one.
+    const hold = leases ? await leases.enterShared(lease, clusterPart(ref)) : undefined;
     const observed = await source.getCluster(ref);
     const now = timestamp(clock());
     const context = {
@@ -69,7 +78,13 @@ export async function syncCluster(
       options: request.options,
       now,
       leaseMillis: request.intentLeaseMillis,
-      ...(leases ? { held: { holder: leases.holder, lease } } : {}),
+      ...(leases && hold
+        ? {
+            held: { holder: leases.holder, lease: hold.lease },
+            signal: hold.signal,
+            alone: <T>(work: (signal: AbortSignal) => Promise<T>) => leases.alone(lease, work),
+          }
+        : {}),
       ...(confirmedGone ? { confirmedGone } : {}),
     });
     await settle();

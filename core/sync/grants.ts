@@ -125,7 +125,16 @@ export interface GrantsInput {
    * the ledger's records of its clusters. Unset for a narrower scope.
    */
   project?: string;
+  /**
+   * Set where other syncs of the account may be applying at the same time (one-cluster syncs): the project's
+   * role is then settled inside it, from the ledger as read there, so that no sync settles it from a reading
+   * older than another's last write.
+   */
+  alone?: AccountWork;
 }
+
+/** Runs `work` while no other sync of the account runs work of its own (`signal`: that hold was lost). */
+export type AccountWork = <T>(work: (signal: AbortSignal) => Promise<T>) => Promise<T>;
 
 async function handle(
   plan: ClusterGrantPlan,
@@ -480,6 +489,28 @@ async function settleProject(
   input: GrantsInput,
   on: boolean,
 ): Promise<{ changed: string[]; problem?: string }> {
+  if (input.alone && input.ledger) {
+    const ledger = input.ledger;
+    const settle = async (signal: AbortSignal) => {
+      const fresh = await ledger.read({ provider: 'gke', account: project });
+      const signals = [signal, ...(input.signal ? [input.signal] : [])];
+      return settleProject(
+        project,
+        grants,
+        new Map(fresh.map((r) => [ledgerKey(r), r])),
+        { ...input, signal: AbortSignal.any(signals), alone: undefined },
+        on,
+      );
+    };
+    try {
+      return await input.alone(settle);
+    } catch (error) {
+      return {
+        changed: [],
+        problem: `cannot settle project ${project}'s cloud role for consumers: ${firstLineOf(error, 1000)}`,
+      };
+    }
+  }
   const holders = new Map<string, Set<string>>();
   if (on)
     for (const record of records.values()) {

@@ -263,15 +263,22 @@ export type LeaseAnswer = { acquired: true } | { acquired: false; heldBy: LeaseH
 
 /**
  * Leases on the hub that keep two runs from applying the same account's scopes at once (a
- * `coordination.k8s.io` Lease, or a lock file beside the file hub).
+ * `coordination.k8s.io` Lease, or a lock file beside the file hub). A lease may be taken as one of another's
+ * shares (`shares`): the one-cluster syncs of an account each hold a share of its lease, and a whole run of
+ * the account waits until no share is held (core/sync/runLeases.ts says how the two keep apart).
  */
 export interface LeaseStore {
-  /** Takes `name` for `holder` for `durationMillis` (renews it when `holder` has it), or says who has it. */
-  acquire(name: string, holder: string, durationMillis: number): Promise<LeaseAnswer>;
+  /**
+   * Takes `name` for `holder` for `durationMillis` (renews it when `holder` has it), or says who has it.
+   * `shares`: the lease is a share of that lease, found by `sharers(shares)`.
+   */
+  acquire(name: string, holder: string, durationMillis: number, shares?: string): Promise<LeaseAnswer>;
   /** Gives `name` up if `holder` still has it. */
   release(name: string, holder: string): Promise<void>;
   /** Who has `name` now; an expired lease, or one whose process is gone, is nobody's. */
   holderOf(name: string): Promise<LeaseHolder | undefined>;
+  /** Who holds a share of `name` now (as `holderOf` judges each), read at once from the store. */
+  sharers(name: string): Promise<LeaseHolder[]>;
 }
 
 /** An object in the hub that is not a well-formed ClusterProfile: named, left untouched, counted. */

@@ -14,6 +14,7 @@ import type { ObservedCluster } from '../domain/model/observedCluster.ts';
 import { operationOf } from '../domain/lookSchedule.ts';
 import { syncScope, type SyncScopeResult } from './syncScope.ts';
 import type { NameClaims } from './names.ts';
+import type { AccountWork } from './grants.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
 import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
@@ -161,6 +162,8 @@ export async function applyReading(
     dryRun?: boolean;
     signal?: AbortSignal;
     claims?: NameClaims;
+    /** Other syncs of the account may apply at the same time: what is decided for all of it is decided inside. */
+    alone?: AccountWork;
   },
 ): Promise<{
   result: Awaited<ReturnType<typeof syncScope>>;
@@ -186,6 +189,7 @@ export async function applyReading(
     ...(ports.ledger ? { ledger: ports.ledger } : {}),
     ...(ports.naming ? { naming: ports.naming } : {}),
     ...(reading.claims ? { claims: reading.claims } : {}),
+    ...(reading.alone ? { alone: reading.alone } : {}),
     beforeApply: ahead.beforeApply,
   });
   const events = [

@@ -21,7 +21,7 @@ import type {
   ProfileNotice,
   ScopeListing,
 } from './ports.ts';
-import { withGrants, type GrantFigures } from './grants.ts';
+import { withGrants, type AccountWork, type GrantFigures } from './grants.ts';
 import { ledgerKey } from '../domain/grants.ts';
 import {
   type MemberReading,
@@ -54,6 +54,11 @@ export interface SyncScopeInput {
   grants?: AccessGrants;
   /** What cpsync granted: the grants step's one authority (never the hub). */
   ledger?: GrantLedger;
+  /**
+   * Set where other syncs of the account may be applying at the same time (one-cluster syncs): what is
+   * settled for the whole account (a GKE project's cloud role) is settled inside it, from the ledger as read there.
+   */
+  alone?: AccountWork;
   /** The names profiles may have. @default PROFILE_NAMES */
   naming?: NameScheme;
   /** Names given by the run's other scopes, synced at the same time (see core/sync/names.ts). */
@@ -318,6 +323,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     ...(confirmedGone ? { confirmedGone } : {}),
     ...(input.grants ? { grants: input.grants } : {}),
     ...(input.ledger ? { ledger: input.ledger } : {}),
+    ...(input.alone ? { alone: input.alone } : {}),
     ...(input.dryRun ? { dryRun: true } : {}),
     ...(input.signal ? { signal: input.signal } : {}),
     // A GKE project's cloud role is settled where the whole project is seen (and its listing did not fail).

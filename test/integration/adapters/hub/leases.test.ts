@@ -4,6 +4,7 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
@@ -35,7 +36,22 @@ async function takenByAKilledProcess(code: string): Promise<void> {
   await new Promise((resolve) => child.on('close', resolve));
 }
 
-function contract(name: string, make: () => Promise<{ store: () => LeaseStore; killedHolder: string }>) {
+/** Resolves once `condition` holds, asking again as soon as each answer is in (no fixed wait). */
+async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
+  for (let attempt = 0; attempt < 10_000; attempt++) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  assert.fail(`never saw: ${what}`);
+}
+
+let accounts = 0;
+
+function contract(
+  name: string,
+  make: () => Promise<{ store: () => LeaseStore; killedHolder: string }>,
+  propertyRuns: number,
+) {
   describe(`${name} leases`, () => {
     let setup: Awaited<ReturnType<typeof make>>;
     before(async () => (setup = await make()));
@@ -97,6 +113,95 @@ function contract(name: string, make: () => Promise<{ store: () => LeaseStore; k
       assert.equal(await store.holderOf('account'), undefined);
     });
 
+    it('lets one-cluster syncs of an account hold shares side by side, one per cluster, and keeps a whole run of it apart from them', async () => {
+      const store = setup.store();
+      const account = `shared-${++accounts}`;
+      const once = { durationMillis: 30_000, waitMillis: 0 };
+      const [a, b] = [new RunLeases(store, 'event-a', once), new RunLeases(store, 'event-b', once)];
+      const [holdA, holdB] = await Promise.all([
+        a.enterShared(account, 'us-east-1/alpha'),
+        b.enterShared(account, 'us-east-1/beta'),
+      ]);
+      const sharers = async () => (await store.sharers(account)).map((h) => h.holder).sort();
+      assert.deepEqual(await sharers(), ['event-a', 'event-b']);
+      assert.notEqual(holdA.lease, holdB.lease, 'each cluster its own share');
+      // A second sync of the same cluster takes its turn.
+      await assert.rejects(new RunLeases(store, 'event-a2', once).enterShared(account, 'us-east-1/alpha'), {
+        name: 'LeaseBusyError',
+        message: /another run \(event-a\)/,
+      });
+      // A whole run takes the lease and waits for the shares; a share asked for meanwhile stands back.
+      const whole = new RunLeases(store, 'whole', {
+        durationMillis: 30_000,
+        waitMillis: 120_000,
+        pollMillis: 20,
+      });
+      const waiting = whole.enter(account);
+      await until(
+        async () => (await store.holderOf(account))?.holder === 'whole',
+        'the whole run holding the lease',
+      );
+      const late = new RunLeases(store, 'event-c', once);
+      await assert.rejects(late.enterShared(account, 'us-east-1/gamma'), {
+        message: /another run \(whole\)/,
+      });
+      assert.deepEqual(await sharers(), ['event-a', 'event-b'], 'the late share was given up');
+      await holdA.exit();
+      await holdB.exit();
+      const held = await waiting;
+      assert.equal(held.lease, account);
+      assert.deepEqual(await sharers(), []);
+      await assert.rejects(late.enterShared(account, 'us-east-1/gamma'), LeaseBusyError);
+      await whole.releaseAll();
+      const next = await late.enterShared(account, 'us-east-1/gamma');
+      assert.deepEqual(await sharers(), ['event-c']);
+      await next.exit();
+      assert.equal(await store.holderOf(account), undefined);
+      assert.deepEqual(await sharers(), []);
+    });
+
+    it('never lets a whole run hold an account beside a share of it, nor two syncs of one cluster at once, in any order (property)', async () => {
+      const store = setup.store();
+      const actor = fc.record({
+        whole: fc.boolean(),
+        cluster: fc.constantFrom('alpha', 'beta', 'gamma'),
+        /** Store reads before it asks, and while it holds: how its requests interleave with the others'. */
+        before: fc.nat({ max: 3 }),
+        holding: fc.nat({ max: 3 }),
+      });
+      await fc.assert(
+        fc.asyncProperty(fc.array(actor, { minLength: 2, maxLength: 6 }), async (actors) => {
+          const account = `prop-${++accounts}`;
+          const inside = new Map<number, (typeof actors)[number]>();
+          const overlaps: string[] = [];
+          await Promise.all(
+            actors.map(async (me, i) => {
+              for (let k = 0; k < me.before; k++) await store.holderOf(account);
+              const leases = new RunLeases(store, `actor-${i}`, {
+                durationMillis: 30_000,
+                waitMillis: 120_000,
+                pollMillis: 10,
+              });
+              const hold = me.whole
+                ? await leases.enter(account)
+                : await leases.enterShared(account, me.cluster);
+              for (const [j, other] of inside)
+                if (me.whole || other.whole || me.cluster === other.cluster)
+                  overlaps.push(`${JSON.stringify(me)} (${i}) beside ${JSON.stringify(other)} (${j})`);
+              inside.set(i, me);
+              for (let k = 0; k < me.holding; k++) await store.sharers(account);
+              inside.delete(i);
+              await hold.exit();
+            }),
+          );
+          assert.deepEqual(overlaps, []);
+          assert.equal(await store.holderOf(account), undefined, 'the account is free after');
+          assert.deepEqual(await store.sharers(account), [], 'no share is left held');
+        }),
+        { numRuns: propertyRuns },
+      );
+    });
+
     it('keeps a lease that a scope takes while another of the same run is giving it up', async () => {
       const store = setup.store();
       const run = new RunLeases(store, 'run', { durationMillis: 30_000, waitMillis: 1000, pollMillis: 20 });
@@ -112,29 +217,37 @@ function contract(name: string, make: () => Promise<{ store: () => LeaseStore; k
   });
 }
 
-contract('file hub', async () => {
-  const directory = temporaryDirectory('cpsync-leases-');
-  return {
-    store: () => new FileLeaseStore(directory),
-    killedHolder: `import { FileLeaseStore } from ${JSON.stringify(MODULES.file)};
+contract(
+  'file hub',
+  async () => {
+    const directory = temporaryDirectory('cpsync-leases-');
+    return {
+      store: () => new FileLeaseStore(directory),
+      killedHolder: `import { FileLeaseStore } from ${JSON.stringify(MODULES.file)};
       const answer = await new FileLeaseStore(${JSON.stringify(directory)}).acquire('killed', 'killed-run', 60_000);
       if (!answer.acquired) process.exit(3);`,
-  };
-});
+    };
+  },
+  60,
+);
 
-contract('Kubernetes hub (coordination.k8s.io Lease)', async () => {
-  const state = await localHub();
-  const namespace = uniqueNamespace('leases');
-  await new KubernetesHub({ kubeConfig: adminKubeConfig(state) }).ensureNamespace({ name: namespace });
-  return {
-    store: () => new KubernetesLeaseStore({ kubeConfig: adminKubeConfig(state), namespace }),
-    killedHolder: `import { KubeConfig } from '@kubernetes/client-node';
+contract(
+  'Kubernetes hub (coordination.k8s.io Lease)',
+  async () => {
+    const state = await localHub();
+    const namespace = uniqueNamespace('leases');
+    await new KubernetesHub({ kubeConfig: adminKubeConfig(state) }).ensureNamespace({ name: namespace });
+    return {
+      store: () => new KubernetesLeaseStore({ kubeConfig: adminKubeConfig(state), namespace }),
+      killedHolder: `import { KubeConfig } from '@kubernetes/client-node';
       import { KubernetesLeaseStore } from ${JSON.stringify(MODULES.kubernetes)};
       const kubeConfig = new KubeConfig(); kubeConfig.loadFromFile(${JSON.stringify(state.kubeconfig)});
       const answer = await new KubernetesLeaseStore({ kubeConfig, namespace: ${JSON.stringify(namespace)} }).acquire('killed', 'killed-run', 60_000);
       if (!answer.acquired) process.exit(3);`,
-  };
-});
+    };
+  },
+  15,
+);
 
 describe('file hub leases on disk', () => {
   it('take a lock of another machine (or process-id namespace) for live until it runs out, whatever its pid', async () => {

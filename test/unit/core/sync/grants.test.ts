@@ -14,7 +14,7 @@ import {
   type HeldGrant,
 } from '../../../../core/domain/grants.ts';
 import type { InventoryOptions } from '../../../../core/domain/options.ts';
-import { withGrants, type GrantsInput } from '../../../../core/sync/grants.ts';
+import { withGrants, type AccountWork, type GrantsInput } from '../../../../core/sync/grants.ts';
 import type { AccessGrants, GrantLedger } from '../../../../core/sync/ports.ts';
 import { eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
@@ -539,6 +539,60 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
     const off = inventoryOptions({ features: { accessGrants: false }, consumers: [deployer] });
     await sync(port, ledger, clusters, { opts: off });
     assert.deepEqual(port.settled.at(-1), {});
+  });
+
+  it('settles the role from the ledger as read inside `alone`, when one-cluster syncs of the project run side by side', async () => {
+    const outcomes: Array<Record<string, string[]> | undefined> = [];
+    for (const serialized of [false, true]) {
+      const port = counting(GOOGLE, { paced: false });
+      const ledger = memoryLedger();
+      await sync(port, ledger, clusters);
+      assert.deepEqual(port.settled.at(-1), { deployer: [GOOGLE] });
+      // Both clusters go, each seen by its own event's sync; each reads the ledger before the other writes.
+      let arrived = 0;
+      let bothRead!: () => void;
+      const together = new Promise<void>((resolve) => (bothRead = resolve));
+      const reading: GrantLedger = {
+        ...ledger,
+        read: async (scope) => {
+          const records = await ledger.read(scope);
+          if (arrived < 2 && ++arrived === 2) bothRead();
+          if (arrived <= 2) await together;
+          return records;
+        },
+      };
+      let tail = Promise.resolve();
+      const alone: AccountWork = (work) => {
+        const turn = tail.then(() => work(new AbortController().signal));
+        tail = turn.then(
+          () => undefined,
+          () => undefined,
+        );
+        return turn;
+      };
+      await Promise.all(
+        clusters.map((gone) =>
+          withGrants([], [], {
+            options,
+            grants: port,
+            ledger: reading,
+            now: NOW,
+            scope: project,
+            complete: false,
+            listed: new Set(),
+            confirmedGone: new Set([providerIdOf(gone)!]),
+            project: 'acme-data',
+            ...(serialized ? { alone } : {}),
+          }),
+        ),
+      );
+      assert.equal(ledger.records.size, 0, 'both records gone');
+      outcomes.push(port.settled.at(-1));
+    }
+    // Each settling from its own first reading, the last still counts the other's cluster: the role stays.
+    assert.deepEqual(outcomes[0], { deployer: [GOOGLE] });
+    // Settled one at a time from the ledger as it is then: nothing holds the role, and it goes.
+    assert.deepEqual(outcomes[1], {});
   });
 
   it('is left alone where the scope does not see the whole project, and in a dry run', async () => {

@@ -465,7 +465,16 @@ export async function withGrants(
   );
   const remaining = new Set([...unswept.map((p) => p.providerId), ...unshown.map((r) => r.providerId)]).size;
   if (remaining > 0) figures.remaining = remaining;
-  if (input.project !== undefined && input.grants?.settleProjectRoles && !input.dryRun && input.ledger) {
+  // Beside other syncs of the project (`alone`), a sync that took nothing out of the ledger leaves the role to the
+  // syncs that did: a grant it made already holds the role (the grant's own step adds its identity).
+  const shrank = figures.revoked > 0 || removed.length > 0 || !on;
+  if (
+    input.project !== undefined &&
+    input.grants?.settleProjectRoles &&
+    !input.dryRun &&
+    input.ledger &&
+    (!input.alone || shrank)
+  ) {
     const settledProject = await settleProject(input.project, input.grants, final, input, on);
     if (settledProject.changed.length > 0) figures.projectRoles = settledProject.changed;
     if (settledProject.problem) problems.push(settledProject.problem);
@@ -480,7 +489,9 @@ export async function withGrants(
 /**
  * Who holds a GKE project's cloud role: every identity a grant of cpsync's on one of the project's clusters
  * is recorded for in the ledger — and only while that consumer is configured with that identity and the
- * feature is on. The role is then made exactly that (cpsync's own bindings only).
+ * feature is on. The role is then made exactly that (cpsync's own bindings only). A grant recorded ahead and not
+ * yet known to be made counts only while other syncs of the project may be making it (`inFlight`); a whole run
+ * of the project, which nothing runs beside, finds such a grant left by a sync that stopped.
  */
 async function settleProject(
   project: string,
@@ -488,6 +499,8 @@ async function settleProject(
   records: ReadonlyMap<string, GrantRecord>,
   input: GrantsInput,
   on: boolean,
+  /** Other syncs of the project may be under way: a grant one recorded ahead (pending) may hold the role already. */
+  inFlight = false,
 ): Promise<{ changed: string[]; problem?: string }> {
   if (input.alone && input.ledger) {
     const ledger = input.ledger;
@@ -500,6 +513,7 @@ async function settleProject(
         new Map(fresh.map((r) => [ledgerKey(r), r])),
         { ...input, signal: AbortSignal.any(signals), alone: undefined },
         on,
+        true,
       );
     };
     try {
@@ -517,7 +531,7 @@ async function settleProject(
       if (record.provider !== 'gke' || record.account !== project) continue;
       for (const grant of record.grants) {
         const configured = input.options.consumers?.find((c) => c.name === grant.consumer);
-        if (grant.pending || configured?.identities.gke !== grant.identity) continue;
+        if ((grant.pending && !inFlight) || configured?.identities.gke !== grant.identity) continue;
         holders.set(grant.consumer, (holders.get(grant.consumer) ?? new Set()).add(grant.identity));
       }
     }

@@ -631,6 +631,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     running = false;
     await Promise.allSettled([...loops, ...watchers, objectWatcher, ...pending]);
 
+    // Each cluster's timeline, for a closer look at a tail.
+    if (process.env.CPSYNC_BENCH_TIMELINES)
+      writeFileSync(process.env.CPSYNC_BENCH_TIMELINES, JSON.stringify(timelines, null, 1));
     // Figures, per cloud.
     const done = timelines.filter((t) => t.usableAt && t.deletedEventAt && t.profileGoneAt);
     const CLOUDS = ['eks', 'gke', 'aks'] as const;

@@ -79,15 +79,26 @@ describe('the shipped hub RBAC', () => {
     assert.equal(ns.metadata?.labels?.['multicluster.x-k8s.io/clusterset'], 'prod');
   });
 
-  it('lets a cpsync identity take, renew and give up its leases in the inventory namespace, and nowhere else', async () => {
+  it('lets a cpsync identity take, renew, list and give up its leases and their shares in the inventory namespace, and nowhere else', async () => {
     const leases = new KubernetesLeaseStore({ kubeConfig: identity, namespace: 'cluster-inventory' });
     assert.deepEqual(await leases.acquire('cpsync-lease-rbac', 'run-1', 30_000), { acquired: true });
     assert.deepEqual(await leases.acquire('cpsync-lease-rbac', 'run-1', 30_000), { acquired: true });
+    assert.deepEqual(await leases.acquire('cpsync-lease-rbac-a', 'event-1', 30_000, 'cpsync-lease-rbac'), {
+      acquired: true,
+    });
+    assert.deepEqual(
+      (await leases.sharers('cpsync-lease-rbac')).map((h) => h.holder),
+      ['event-1'],
+    );
+    await leases.release('cpsync-lease-rbac-a', 'event-1');
     await leases.release('cpsync-lease-rbac', 'run-1');
     assert.equal(await leases.holderOf('cpsync-lease-rbac'), undefined);
+    assert.deepEqual(await leases.sharers('cpsync-lease-rbac'), []);
     const elsewhere = new KubernetesLeaseStore({ kubeConfig: identity, namespace: 'kube-system' });
     const refused = await elsewhere.acquire('cpsync-lease-rbac', 'run-1', 30_000).catch((e: unknown) => e);
     assert.ok(refused instanceof HubForbiddenError, String(refused));
+    const unlisted = await elsewhere.sharers('cpsync-lease-rbac').catch((e: unknown) => e);
+    assert.ok(unlisted instanceof HubForbiddenError, String(unlisted));
   });
 
   it('lets a cpsync identity record the feature states in its one ConfigMap, and apply no other', async () => {

@@ -595,6 +595,67 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
     assert.deepEqual(outcomes[1], {});
   });
 
+  it('beside other syncs of the project, settles the role only after taking something out, and counts grants they have under way', async () => {
+    const [edge, analytics] = clusters.map((p) => providerIdOf(p)!);
+    const alone: AccountWork = (work) => work(new AbortController().signal);
+    const seed = async (ledger: GrantLedger) =>
+      ledger.write(
+        [edge!, analytics!].map((providerId, i) => ({
+          providerId,
+          provider: 'gke' as const,
+          account: 'acme-data',
+          region: 'us-east1',
+          // analytics' grant is under way in another sync: recorded ahead, not yet known to be made.
+          grants: [
+            {
+              consumer: 'deployer',
+              identity: GOOGLE,
+              level: 'view' as const,
+              ...(i === 1 ? { pending: true as const } : {}),
+            },
+          ],
+        })),
+      );
+    const one = (
+      port: AccessGrants,
+      ledger: GrantLedger,
+      desired: readonly ClusterProfile[],
+      extra: Partial<GrantsInput>,
+    ) =>
+      withGrants(desired, [], {
+        options,
+        grants: port,
+        ledger,
+        now: NOW,
+        scope: project,
+        complete: false,
+        listed: keys(desired),
+        project: 'acme-data',
+        ...extra,
+      });
+
+    // A new cluster's sync that only grants: the grant's own step holds the role; nothing is settled.
+    const granting = counting(GOOGLE, { paced: false });
+    const fresh = memoryLedger();
+    await one(granting, fresh, clusters.slice(0, 1), { alone });
+    assert.equal(fresh.records.size, 1);
+    assert.equal(granting.settled.length, 0);
+
+    // edge goes: the role stays, for analytics' grant under way.
+    const beside = counting(GOOGLE, { paced: false });
+    const ledger = memoryLedger();
+    await seed(ledger);
+    await one(beside, ledger, [], { alone, confirmedGone: new Set([edge!]) });
+    assert.deepEqual(beside.settled, [{ deployer: [GOOGLE] }]);
+
+    // A whole run of the project, which no other sync runs beside: a grant left pending holds nothing.
+    const whole = counting(GOOGLE, { paced: false });
+    const alsoLedger = memoryLedger();
+    await seed(alsoLedger);
+    await one(whole, alsoLedger, [], { confirmedGone: new Set([edge!]) });
+    assert.deepEqual(whole.settled, [{}]);
+  });
+
   it('is left alone where the scope does not see the whole project, and in a dry run', async () => {
     const port = counting(GOOGLE, { paced: false });
     const ledger = memoryLedger();

@@ -17,7 +17,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   EventBridgeClient,
@@ -424,7 +424,13 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
         '-create-in',
         objects,
       ],
-      { env: kit.env, stdio: ['ignore', 'ignore', 'ignore'] },
+      {
+        env: kit.env,
+        // What the consumer saw of each cluster (engaged, refused and why, created), for a closer look at a tail.
+        stdio: process.env.CPSYNC_BENCH_CONSUMER_LOG
+          ? ['ignore', openSync(process.env.CPSYNC_BENCH_CONSUMER_LOG, 'w'), 'ignore']
+          : ['ignore', 'ignore', 'ignore'],
+      },
     );
     const byObject = () =>
       new Map(timelines.filter((t) => t.profile).map((t) => [`engaged.${namespace}.${t.profile}`, t]));

@@ -53,6 +53,7 @@ func init() {
 }
 
 func emit(fields map[string]any) {
+	fields["at"] = time.Now().UnixMilli()
 	line, _ := json.Marshal(fields)
 	fmt.Println(string(line))
 }

@@ -466,8 +466,9 @@ export async function withGrants(
   const remaining = new Set([...unswept.map((p) => p.providerId), ...unshown.map((r) => r.providerId)]).size;
   if (remaining > 0) figures.remaining = remaining;
   // Beside other syncs of the project (`alone`), a sync that took nothing out of the ledger leaves the role to the
-  // syncs that did: a grant it made already holds the role (the grant's own step adds its identity).
-  const shrank = figures.revoked > 0 || removed.length > 0 || !on;
+  // syncs that did: a grant it made already holds the role (the grant's own step adds its identity). One whose
+  // grant was refused settles it all the same, so that what the project refuses is named among its problems.
+  const shrank = figures.revoked > 0 || removed.length > 0 || !on || figures.refused > 0;
   if (
     input.project !== undefined &&
     input.grants?.settleProjectRoles &&

@@ -688,7 +688,10 @@ export const configSchema = z.strictObject({
       scopeTimeoutSeconds: z.number().int().min(1).max(3600).default(300),
       /** Time one request to a cloud may take before it is abandoned (and retried by the SDK). */
       requestTimeoutSeconds: z.number().int().min(1).max(600).default(30),
-      /** Time to wait for an account another run is applying before its scopes fail (Busy). */
+      /**
+       * Time to wait for an account another run is applying (a whole run waits for the account's one-cluster syncs
+       * under way too) before its scopes fail (Busy).
+       */
       leaseWaitSeconds: z.number().int().min(0).max(900).default(60),
     })
     .prefault({}),

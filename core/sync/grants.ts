@@ -520,10 +520,7 @@ async function settleProject(
     try {
       return await input.alone(settle);
     } catch (error) {
-      return {
-        changed: [],
-        problem: `cannot settle project ${project}'s cloud role for consumers: ${firstLineOf(error, 1000)}`,
-      };
+      return { changed: [], problem: cannotSettle(project, error) };
     }
   }
   const holders = new Map<string, Set<string>>();
@@ -539,9 +536,11 @@ async function settleProject(
   try {
     return { changed: await grants.settleProjectRoles!(project, holders, input.signal) };
   } catch (error) {
-    return {
-      changed: [],
-      problem: `cannot settle project ${project}'s cloud role for consumers: ${firstLineOf(error, 1000)}`,
-    };
+    return { changed: [], problem: cannotSettle(project, error) };
   }
+}
+
+/** The problem a project whose cloud role could not be settled is named by. */
+function cannotSettle(project: string, error: unknown): string {
+  return `cannot settle project ${project}'s cloud role for consumers: ${firstLineOf(error, 1000)}`;
 }

@@ -13,6 +13,7 @@ import { LeaseBusyError, RunLeases } from '../../../../core/sync/runLeases.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { startTcpRelay } from '../../../env/net.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
+import { until } from '../../../support/until.ts';
 
 const MODULES = {
   file: fileURLToPath(new URL('../../../../adapters/hub/FileLeases.ts', import.meta.url)),
@@ -34,15 +35,6 @@ async function takenByAKilledProcess(code: string): Promise<void> {
   });
   child.kill('SIGKILL');
   await new Promise((resolve) => child.on('close', resolve));
-}
-
-/** Resolves once `condition` holds, asking again as soon as each answer is in (no fixed wait). */
-async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 10_000; attempt++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  assert.fail(`never saw: ${what}`);
 }
 
 let accounts = 0;

@@ -18,21 +18,13 @@ import { leaseName } from '../../../../core/sync/runLeases.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
+import { until } from '../../../support/until.ts';
 
 /** A promise and what settles it. */
 function signal(): { promise: Promise<void>; fire: () => void } {
   let fire!: () => void;
   const promise = new Promise<void>((resolve) => (fire = resolve));
   return { promise, fire };
-}
-
-/** Resolves once `condition` holds, asking again as soon as each answer is in (no fixed wait). */
-async function until(condition: () => Promise<boolean>, what: string): Promise<void> {
-  for (let attempt = 0; attempt < 10_000; attempt++) {
-    if (await condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  assert.fail(`never saw: ${what}`);
 }
 
 describe('one-cluster syncs of one account', () => {

@@ -68,8 +68,13 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
     if (stopped()) return result;
     let created: ClusterProfile | undefined;
     try {
-      created = await hub.applyObject(profile);
-      const stored = await hub.applyStatus(profile);
+      let stored: ClusterProfile;
+      // In one write where the hub can: then nothing is ever half created.
+      if (hub.applyWhole) stored = await hub.applyWhole(profile);
+      else {
+        created = await hub.applyObject(profile);
+        stored = await hub.applyStatus(profile);
+      }
       result.applied.push({ kind: 'created', profile: stored, changes: createdChanges(profile) });
     } catch (error) {
       // Not whole (no object, or no status): the cluster's old place stays until the new one is.
@@ -127,8 +132,12 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
     let objectStored: ClusterProfile | undefined;
     try {
       let stored = update.current;
-      if (update.writeObject) stored = objectStored = await hub.applyObject(update.profile);
-      if (update.writeStatus) stored = await hub.applyStatus(update.profile);
+      if (update.writeObject && update.writeStatus && hub.applyWhole)
+        stored = await hub.applyWhole(update.profile);
+      else {
+        if (update.writeObject) stored = objectStored = await hub.applyObject(update.profile);
+        if (update.writeStatus) stored = await hub.applyStatus(update.profile);
+      }
       result.applied.push(applied(stored, update.changes));
     } catch (error) {
       // What did reach the hub (the object part) is announced; the rest is retried by the next run.

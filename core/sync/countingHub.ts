@@ -12,8 +12,18 @@ export class CountingHub implements Hub {
   readonly #hub: Hub;
   readonly #counts: HubCounts = { reads: 0, writes: 0 };
 
+  /** Present when the hub counted has it: one write. */
+  readonly applyWhole?: (profile: ClusterProfile) => Promise<ClusterProfile>;
+
   constructor(hub: Hub) {
     this.#hub = hub;
+    if (hub.applyWhole) {
+      const whole = hub.applyWhole.bind(hub);
+      this.applyWhole = (profile) => {
+        this.#counts.writes += 1;
+        return whole(profile);
+      };
+    }
   }
 
   counts(): HubCounts {

@@ -180,6 +180,12 @@ export interface Hub {
   applyObject(profile: ClusterProfile): Promise<ClusterProfile>;
   /** Applies the status (status subresource); returns the object as stored. */
   applyStatus(profile: ClusterProfile): Promise<ClusterProfile>;
+  /**
+   * Applies the object and its status in one write that succeeds or fails whole, where the store can (the file
+   * hub; a Kubernetes hub writes a status only through its subresource). The engine uses it, when present, in
+   * place of `applyObject` then `applyStatus`.
+   */
+  applyWhole?(profile: ClusterProfile): Promise<ClusterProfile>;
   /** Deletes the profile; with `resourceVersion`, only if it is still that version. Absent is not an error. */
   delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
   /**

@@ -9,7 +9,6 @@
  * node test/bench/hubRequests.ts                                           (prints the table)
  * node test/bench/hubRequests.ts child <hub directory> <library> <namespace> <profiles>   (a measured process)
  */
-import { fork } from 'node:child_process';
 import pLimit from 'p-limit';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
 import type { HubHttpLibrary } from '../../adapters/hub/connections.ts';
@@ -18,6 +17,7 @@ import { syntheticProfiles } from '../support/fixtures.ts';
 import { adminKubeConfig } from '../support/hub.ts';
 import { apiserverProfileRequests, requestsBetween } from '../support/hubCounts.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
+import { median, takingTurns } from './turns.ts';
 
 /** Requests in flight at once, as a scope's writes are. */
 const CONCURRENCY = 8;
@@ -92,38 +92,21 @@ async function child(directory: string, library: HubHttpLibrary, namespace: stri
 export async function hubRequestPaths(profiles = 2000, rounds = 3): Promise<Map<HubHttpLibrary, Measured[]>> {
   const directory = temporaryDirectory('cpsync-hub-requests-');
   await startHub(directory);
-  const results = new Map<HubHttpLibrary, Measured[]>([
-    ['fetch', []],
-    ['request', []],
-  ]);
   try {
-    for (let round = 0; round < rounds; round++)
-      for (const library of round % 2 ? (['request', 'fetch'] as const) : (['fetch', 'request'] as const)) {
-        const measured = await new Promise<Measured>((done, fail) => {
-          const worker = fork(import.meta.filename, [
-            'child',
-            directory,
-            library,
-            `bench-${library}-${round}`,
-            String(profiles),
-          ]);
-          worker.on('message', (message) => done(message as Measured));
-          worker.on('exit', (code) =>
-            code === 0 ? undefined : fail(new Error(`the measured process exited ${code}`)),
-          );
-        });
-        results.get(library)!.push(measured);
-      }
+    return await takingTurns<HubHttpLibrary, Measured>(
+      import.meta.filename,
+      ['fetch', 'request'],
+      rounds,
+      (library, round) => [directory, library, `bench-${library}-${round}`, String(profiles)],
+    );
   } finally {
     await stopHub(directory);
   }
-  return results;
 }
 
 /** The section: a row per request path, medians of its rounds. */
 export async function reportHubRequestPaths(say: (line?: string) => void, profiles = 2000, rounds = 3) {
   const results = await hubRequestPaths(profiles, rounds);
-  const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   const ms = (values: number[]) => `${median(values).toFixed(3)} ms`;
   say('## The Kubernetes hub: CPU per request path');
   say('');

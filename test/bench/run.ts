@@ -29,6 +29,7 @@ import { coldRun } from '../support/cold.ts';
 import { reportCost } from './cost.ts';
 import { sdkCallFloor } from './sdkFloor.ts';
 import { reportHubRequestPaths } from './hubRequests.ts';
+import { reportFileHubWrites } from './fileHubWrites.ts';
 import { scalingChart, type CurvePoint } from './chart.ts';
 import { App } from 'aws-cdk-lib';
 import { Secret } from 'aws-cdk-lib/aws-secretsmanager';
@@ -440,7 +441,9 @@ const { values: flags } = parseArgs({
   },
 });
 const parts = new Set(
-  (flags.only ?? 'cold-start,report,estate,usable,scale,aks-graph,hub-requests,curve').split(','),
+  (flags.only ?? 'cold-start,report,estate,usable,scale,aks-graph,hub-requests,file-hub-writes,curve').split(
+    ',',
+  ),
 );
 
 say('# cpsync benchmarks');
@@ -459,7 +462,7 @@ say(
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,aks-graph,hub-requests,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, and `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON.",
+    "Options: `--only cold-start,report,estate,usable,scale,aks-graph,hub-requests,file-hub-writes,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, and `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON.",
   ].join('\n'),
 );
 say('');
@@ -541,6 +544,7 @@ if (parts.has('aks-graph'))
       'AKS listed through Resource Graph (`providers.aks.listing: resourceGraph`), the defaults otherwise',
   });
 if (parts.has('hub-requests')) await reportHubRequestPaths(say, 1000, 3);
+if (parts.has('file-hub-writes')) await reportFileHubWrites(say, 5000, 5);
 if (parts.has('curve')) {
   const points: CurvePoint[] = [];
   say('## Scaling curve');

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { parse } from 'yaml';
 import { HubConflictError, HubRejectedError } from '../../../../adapters/hub/errors.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
@@ -146,6 +147,155 @@ describe('file hub', () => {
       removed: 0,
       total: 0,
     });
+  });
+
+  it('writes a created profile once, object and status together, and a change of both once', async () => {
+    const namespace = uniqueNamespace('files-whole');
+    const options = inventoryOptions({
+      namespace,
+      features: { tagLabels: true },
+      labels: { fromTags: ['team'], prefix: 'cpsync.io/tag-' },
+    });
+    const hub = new FileHub({ directory });
+    const at = (clusters: ObservedCluster[], now: string) =>
+      syncScope({ hub, listing: { outcome: { scope, kind: 'complete' as const }, clusters }, options, now });
+    let before = fileHubInodes(directory);
+    const created = await at([web, api], '2026-04-01T00:00:00Z');
+    assert.deepEqual(created.applied.failed, []);
+    assert.deepEqual(fileHubWrites(before, fileHubInodes(directory)), {
+      created: 2,
+      replaced: 0,
+      removed: 0,
+      total: 2,
+    });
+    const stored = await hub.list(namespace, selector);
+    // The hub's own count of writes: a resourceVersion moves on with each.
+    assert.deepEqual(
+      stored.map((p) => p.metadata.resourceVersion),
+      ['1', '1'],
+    );
+    assert.ok(stored.every((p) => p.status?.accessProviders?.length && p.status.version));
+
+    // Another team (a label: the object) and a new version (the status): one write.
+    const upgraded = { ...web, kubernetesVersion: '1.31.1', tags: { team: 'checkout' } };
+    before = fileHubInodes(directory);
+    const changed = await at([upgraded, api], '2026-04-01T00:15:00Z');
+    assert.equal(changed.plan.updates.length, 1);
+    const update = changed.plan.updates[0]!;
+    assert.ok(update.writeObject && update.writeStatus, 'the change is to both the object and the status');
+    assert.deepEqual(fileHubWrites(before, fileHubInodes(directory)), {
+      created: 0,
+      replaced: 1,
+      removed: 0,
+      total: 1,
+    });
+    const web2 = (await hub.get(update.profile.metadata))!;
+    assert.equal(web2.metadata.resourceVersion, '2');
+    assert.equal(web2.metadata.labels?.['cpsync.io/tag-team'], 'checkout');
+    assert.equal(web2.status?.version?.kubernetes, '1.31.1');
+  });
+
+  it('writes whole what an object apply then a status apply would write, for any profile and any stored one', async () => {
+    const hub = new FileHub({ directory });
+    const namespace = uniqueNamespace('files-whole-property');
+    const options = inventoryOptions({
+      namespace,
+      features: { tagLabels: true },
+      labels: { fromTags: ['team', 'env'], prefix: 'cpsync.io/tag-' },
+    });
+    const word = fc.stringMatching(/^[a-z][a-z0-9]{0,6}$/);
+    const clusterOf = fc.record({
+      version: fc.constantFrom('1.30.4', '1.31.1', '1.32.0'),
+      count: fc.nat(40),
+      tags: fc.dictionary(fc.constantFrom('team', 'env', 'other'), word, { maxKeys: 3 }),
+      running: fc.boolean(),
+      // A cluster still being created has no endpoint yet.
+      reachable: fc.boolean(),
+    });
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.option(clusterOf, { nil: undefined }),
+        clusterOf,
+        fc.dictionary(
+          fc.constantFrom('team.example/owner', 'argocd.argoproj.io/x', 'cpsync.io/cluster'),
+          word,
+          { maxKeys: 2 },
+        ),
+        async (was, now, foreign) => {
+          const name = `w${n++}`;
+          const cluster = (c: typeof now) =>
+            aksCluster({
+              name,
+              resourceGroup: `rg-${name}`,
+              kubernetesVersion: c.version,
+              nodes: { count: c.count, instanceTypes: ['Standard_D4s_v5'] },
+              tags: c.tags,
+              health: { status: 'Succeeded', powerState: c.running ? 'Running' : 'Stopped', issues: [] },
+              ...(c.reachable ? {} : { endpoints: [] }),
+            });
+          const next = normalize(cluster(now), options, '2026-04-01T00:15:00Z');
+          const whole = { namespace, name };
+          const apart = { namespace, name: `${name}-apart` };
+          const named = (p: ClusterProfile, ref: { name: string }) => ({
+            ...p,
+            metadata: { ...p.metadata, name: ref.name },
+          });
+          if (was) {
+            // What the hub holds already, with labels and annotations another writer added to its file.
+            const stored = normalize(cluster(was), options, '2026-04-01T00:00:00Z');
+            for (const ref of [whole, apart]) {
+              await hub.applyObject(named(stored, ref));
+              await hub.applyStatus(named(stored, ref));
+              const file = join(directory, namespace, `${ref.name}.yaml`);
+              const edited = JSON.parse(readFileSync(file, 'utf8')) as ClusterProfile;
+              Object.assign(edited.metadata.labels!, foreign);
+              edited.metadata.annotations = { ...edited.metadata.annotations, ...foreign };
+              writeFileSync(file, JSON.stringify(edited));
+            }
+          }
+          const one = await hub.applyWhole(named(next, whole));
+          await hub.applyObject(named(next, apart));
+          const two = await hub.applyStatus(named(next, apart));
+          const comparable = (p: ClusterProfile) => ({
+            labels: p.metadata.labels,
+            annotations: p.metadata.annotations,
+            generation: p.metadata.generation,
+            spec: p.spec,
+            status: p.status,
+          });
+          assert.deepEqual(comparable(one), comparable(two));
+          assert.deepEqual(comparable((await hub.get(whole))!), comparable(one), 'as stored');
+          // One write where the two applies made two.
+          assert.equal(Number(two.metadata.resourceVersion) - Number(one.metadata.resourceVersion), 1);
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
+  it('finds every profile written at once into a namespace that had no directory, each written apart or whole', async () => {
+    const namespace = uniqueNamespace('files-first');
+    const hub = new FileHub({ directory });
+    const options = inventoryOptions({ namespace });
+    const profiles = Array.from({ length: 24 }, (_, i) =>
+      normalize(
+        aksCluster({ name: `first-${i}`, resourceGroup: `rg-${i}` }),
+        options,
+        '2026-04-01T00:00:00Z',
+      ),
+    );
+    // No list first: the namespace's first read happens while the other writes are under way.
+    await Promise.all(
+      profiles.map(async (profile, i) => {
+        if (i % 2) return hub.applyWhole(profile);
+        await hub.applyObject(profile);
+        return hub.applyStatus(profile);
+      }),
+    );
+    const listed = await hub.list(namespace, selector);
+    assert.deepEqual(listed.map((p) => p.metadata.name).sort(), profiles.map((p) => p.metadata.name).sort());
+    assert.ok(listed.every((p) => p.status?.version));
   });
 
   it('refuses a delete whose precondition no longer holds', async () => {
@@ -297,10 +447,15 @@ describe('file hub', () => {
     );
     await hub.applyObject(profile);
     const other = { ...profile, spec: { ...profile.spec, clusterManager: { name: 'someone-else' } } };
-    await assert.rejects(
-      hub.applyObject(other),
-      (error: unknown) =>
-        error instanceof HubRejectedError && /ClusterManager is immutable/.test(error.message),
+    for (const apply of [hub.applyObject, hub.applyWhole])
+      await assert.rejects(
+        apply.call(hub, other),
+        (error: unknown) =>
+          error instanceof HubRejectedError && /ClusterManager is immutable/.test(error.message),
+      );
+    assert.equal(
+      (await hub.get(profile.metadata))!.spec.clusterManager.name,
+      profile.spec.clusterManager.name,
     );
   });
 
@@ -323,10 +478,15 @@ describe('file hub', () => {
         },
       },
     };
-    await assert.rejects(
-      hub.applyObject(other),
-      (error: unknown) =>
-        error instanceof HubRejectedError && /a profile's cluster never changes/.test(error.message),
+    for (const apply of [hub.applyObject, hub.applyWhole])
+      await assert.rejects(
+        apply.call(hub, other),
+        (error: unknown) =>
+          error instanceof HubRejectedError && /a profile's cluster never changes/.test(error.message),
+      );
+    assert.equal(
+      (await hub.get(profile.metadata))!.metadata.annotations?.['cpsync.io/provider-id'],
+      profile.metadata.annotations?.['cpsync.io/provider-id'],
     );
     // An Azure id in another case is the same cluster.
     const aks = normalize(aksCluster(), inventoryOptions({ namespace }), '2026-04-01T00:00:00Z');

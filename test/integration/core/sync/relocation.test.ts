@@ -8,14 +8,25 @@ import { describe, it } from 'node:test';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
+import type { Hub } from '../../../../core/sync/ports.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
-/** The file hub, refusing object or status writes or deletes in `namespace` while `refusing.what` is set. */
+type Refused = 'whole' | 'object' | 'status' | 'delete';
+
+/**
+ * The file hub, refusing whole writes (object and status at once), object or status writes, or deletes in
+ * `namespace` while `refusing.what` is set.
+ */
 class RefusingHub extends FileHub {
-  refusing: { namespace: string; what: 'object' | 'status' | 'delete' } | undefined;
+  refusing: { namespace: string; what: Refused } | undefined;
+  override async applyWhole(profile: ClusterProfile) {
+    if (this.refusing?.what === 'whole' && profile.metadata.namespace === this.refusing.namespace)
+      throw new Error(`refused: ${profile.metadata.namespace}`);
+    return super.applyWhole(profile);
+  }
   override async delete(ref: Parameters<FileHub['delete']>[0]) {
     if (this.refusing?.what === 'delete' && ref.namespace === this.refusing.namespace)
       throw new Error(`refused: ${ref.namespace}`);
@@ -33,6 +44,18 @@ class RefusingHub extends FileHub {
   }
 }
 
+/** The hub as one that writes a status only apart from its object, as a Kubernetes hub does (no `applyWhole`). */
+const apart = (hub: FileHub): Hub => ({
+  ensureNamespace: (namespace) => hub.ensureNamespace(namespace),
+  get: (ref) => hub.get(ref),
+  list: (namespace, selector) => hub.list(namespace, selector),
+  applyObject: (profile) => hub.applyObject(profile),
+  applyStatus: (profile) => hub.applyStatus(profile),
+  delete: (ref) => hub.delete(ref),
+  updateConfigMap: (ref, change) => hub.updateConfigMap(ref, change),
+  malformed: () => hub.malformed(),
+});
+
 /** A complete listing of the cluster's scope that lists it. */
 const completeListing = (cluster: ObservedCluster) => ({
   outcome: {
@@ -43,14 +66,15 @@ const completeListing = (cluster: ObservedCluster) => ({
 });
 
 describe('a cluster placed elsewhere', () => {
-  for (const what of ['object', 'status'] as const)
-    it(`keeps its old profile while its new one cannot be written whole (${what} refused), and moves once it can`, async () => {
-      const hub = new RefusingHub({ directory: temporaryDirectory('cpsync-relocation-') });
+  for (const what of ['whole', 'object', 'status'] as const)
+    it(`keeps its old profile while its new one cannot be written whole (${what === 'whole' ? 'the one write' : `${what}, written apart,`} refused), and moves once it can`, async () => {
+      const files = new RefusingHub({ directory: temporaryDirectory('cpsync-relocation-') });
+      const hub = what === 'whole' ? files : apart(files);
       const cluster = eksCluster({ name: 'moving' });
       const listing = completeListing(cluster);
       await syncScope({ hub, listing, options: inventoryOptions(), now: '2026-03-01T00:00:00Z' });
       const moved = inventoryOptions({ namespaceRules: [{ provider: 'eks', namespace: 'elsewhere' }] });
-      hub.refusing = { namespace: 'elsewhere', what };
+      files.refusing = { namespace: 'elsewhere', what };
       const refused = await syncScope({ hub, listing, options: moved, now: '2026-03-01T00:15:00Z' });
       assert.deepEqual(
         refused.applied.failed.map((f) => f.kind).sort(),
@@ -58,7 +82,7 @@ describe('a cluster placed elsewhere', () => {
         'the create failed, and the delete of the old place was held back',
       );
       assert.equal((await hub.list('cluster-inventory', {})).length, 1, 'the old profile is kept');
-      hub.refusing = undefined;
+      files.refusing = undefined;
       const done = await syncScope({ hub, listing, options: moved, now: '2026-03-01T00:30:00Z' });
       assert.deepEqual(done.applied.failed, []);
       assert.equal((await hub.list('cluster-inventory', {})).length, 0);

@@ -541,7 +541,16 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     /** What a cloud sent, delivered as its service delivers it, after that service's delay. */
     const delays = seeded(20261126);
     const pending: Array<Promise<void>> = [];
-    const deliverNow = async (event: CloudEvent) => {
+    /** Each delivery to the webhook: its cluster and what it said, when it was delivered, when it was answered. */
+    const deliveries: Array<{
+      cluster: string;
+      via: CloudEvent['via'];
+      what: string;
+      at: number;
+      answeredAt?: number;
+      status?: number;
+    }> = [];
+    const deliverNow = async (event: CloudEvent, cluster: string, what: string) => {
       if (event.via === 'cloudtrail') {
         await events.send(
           new PutEventsCommand({
@@ -563,16 +572,21 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
           : event.via === 'eventgrid'
             ? functionUrlRequest('/azure', event.events, {}, { key: AZURE_KEY })
             : functionUrlRequest('/azure/alert', event.alert, {}, { key: AZURE_KEY });
+      const delivery: (typeof deliveries)[number] = { cluster, via: event.via, what, at: Date.now() };
+      deliveries.push(delivery);
       const answer = (await handlers.webhook(request, context)) as { statusCode?: number; body?: string };
+      delivery.answeredAt = Date.now();
+      if (answer.statusCode !== undefined) delivery.status = answer.statusCode;
       if (answer.statusCode !== 200 && process.env.CPSYNC_BENCH_DEBUG)
         console.error('webhook answered', answer.statusCode, answer.body);
     };
-    const send = (event: CloudEvent) => {
+    /** What the cloud sends about `cluster`'s `what` (creating, deleting), each event after its delay. */
+    const sender = (cluster: string, what: string) => (event: CloudEvent) => {
       const [low, high] = options.deliverySeconds[event.via];
       const delay = Math.round((low + delays() * (high - low)) * 1000);
       pending.push(
         new Promise<void>((resolve) => setTimeout(resolve, delay))
-          .then(() => deliverNow(event))
+          .then(() => deliverNow(event, cluster, what))
           .catch((error: unknown) => {
             if (process.env.CPSYNC_BENCH_DEBUG) console.error('delivery failed', error);
           }),
@@ -587,7 +601,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       let hold: { settle: () => void };
       if (cloud === 'eks') {
         eksNames.push(name);
-        hold = announcedTransition(emulators, 'eks', name, 'creating', send, where);
+        hold = announcedTransition(emulators, 'eks', name, 'creating', sender(name, 'creating'), where);
         await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name }]);
       } else if (cloud === 'gke') {
         const cluster = gkeCluster(name, 'us-central1', {
@@ -595,13 +609,13 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
           masterAuth: { clusterCaCertificate: estateMember.caData },
         });
         emulators.gke.clusters.get(GCP_PROJECT)!.push(cluster);
-        hold = announcedTransition(emulators, 'gke', name, 'creating', send, where);
+        hold = announcedTransition(emulators, 'gke', name, 'creating', sender(name, 'creating'), where);
       } else {
         const cluster = aksCluster(name, `rg-${name}`);
         cluster.properties.fqdn = memberHost;
         emulators.arm.caData.set(cluster.id.toLowerCase(), estateMember.caData);
         emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.push(cluster);
-        hold = announcedTransition(emulators, 'aks', name, 'creating', send, where);
+        hold = announcedTransition(emulators, 'aks', name, 'creating', sender(name, 'creating'), where);
       }
       stops.push(() => hold.settle());
       timeline.createdAt = Date.now();
@@ -616,7 +630,14 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
         await new Promise((r) => setTimeout(r, 200));
       // Deleted a little after it became usable: DELETING for its time, then gone.
       await new Promise((r) => setTimeout(r, 2000));
-      const deleting = announcedTransition(emulators, cloud, name, 'deleting', send, where);
+      const deleting = announcedTransition(
+        emulators,
+        cloud,
+        name,
+        'deleting',
+        sender(name, 'deleting'),
+        where,
+      );
       stops.push(() => deleting.settle());
       timeline.deleteAt = Date.now();
       await new Promise((r) => setTimeout(r, timeline.deletingMillis));
@@ -640,6 +661,8 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     // Each cluster's timeline, for a closer look at a tail.
     if (process.env.CPSYNC_BENCH_TIMELINES)
       writeFileSync(process.env.CPSYNC_BENCH_TIMELINES, JSON.stringify(timelines, null, 1));
+    if (process.env.CPSYNC_BENCH_DELIVERIES)
+      writeFileSync(process.env.CPSYNC_BENCH_DELIVERIES, JSON.stringify(deliveries, null, 1));
     // Figures, per cloud.
     const done = timelines.filter((t) => t.usableAt && t.deletedEventAt && t.profileGoneAt);
     const CLOUDS = ['eks', 'gke', 'aks'] as const;

@@ -25,6 +25,7 @@ import (
 	"os/signal"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -39,6 +40,7 @@ import (
 	clusterinventoryv1alpha1 "sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 	"sigs.k8s.io/cluster-inventory-api/pkg/access"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -52,7 +54,12 @@ func init() {
 	runtime.Must(clusterinventoryv1alpha1.AddToScheme(scheme.Scheme))
 }
 
+var emitting sync.Mutex
+
+// emit prints one line, whole, whichever goroutine asks.
 func emit(fields map[string]any) {
+	emitting.Lock()
+	defer emitting.Unlock()
 	fields["at"] = time.Now().UnixMilli()
 	line, _ := json.Marshal(fields)
 	fmt.Println(string(line))
@@ -258,10 +265,54 @@ func engage(o options) {
 	}
 }
 
+// watchEngaged reports each cluster the provider engages (and lets go), and with createIn makes an object in it.
+// It reaches each newly engaged member in a goroutine of its own, as a multicluster-runtime controller's
+// per-cluster sources start their informers (and so run the exec plugin) side by side; one member's slow
+// credentials or list never hold up another's.
 func watchEngaged(ctx context.Context, hub client.Client, provider *clusterinventoryapi.Provider, createIn string) {
+	var lock sync.Mutex
 	engaged := map[string]bool{}
 	created := map[string]bool{}
 	refusal := map[string]string{}
+	// The members a goroutine is reaching now: one at a time per member, so its lines keep their order.
+	busy := map[string]bool{}
+	reach := func(name string, cluster cluster.Cluster, first bool) {
+		if first {
+			var namespaces corev1.NamespaceList
+			event := map[string]any{"event": "engaged", "cluster": name}
+			if err := cluster.GetClient().List(ctx, &namespaces); err != nil {
+				event["error"] = err.Error()
+			} else {
+				event["namespaces"] = len(namespaces.Items)
+			}
+			emit(event)
+		}
+		if createIn == "" {
+			return
+		}
+		lock.Lock()
+		done := created[name]
+		lock.Unlock()
+		if done {
+			return
+		}
+		// What a consumer does with a member it engaged: an object of its own there, through the
+		// engaged cluster's client (refused until the consumer's identity is let in).
+		object := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Name: "engaged." + strings.ReplaceAll(name, "/", "."), Namespace: createIn},
+			Data:       map[string]string{"cluster": name},
+		}
+		err := cluster.GetClient().Create(ctx, object)
+		lock.Lock()
+		defer lock.Unlock()
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			created[name] = true
+			emit(map[string]any{"event": "created", "cluster": name, "object": object.Name})
+		} else if refusal[name] != err.Error() {
+			refusal[name] = err.Error()
+			emit(map[string]any{"event": "refused", "cluster": name, "error": err.Error()})
+		}
+	}
 	ticker := time.NewTicker(500 * time.Millisecond)
 	defer ticker.Stop()
 	for {
@@ -277,44 +328,37 @@ func watchEngaged(ctx context.Context, hub client.Client, provider *clusterinven
 				known[profile.Namespace+"/"+profile.Name] = true
 			}
 		}
+		lock.Lock()
 		for name := range engaged {
 			known[name] = true
 		}
 		for name := range known {
+			if busy[name] {
+				continue
+			}
 			cluster, err := provider.Get(ctx, multicluster.ClusterName(name))
 			holds := err == nil
-			if holds && !engaged[name] {
+			first := holds && !engaged[name]
+			if first {
 				engaged[name] = true
-				var namespaces corev1.NamespaceList
-				event := map[string]any{"event": "engaged", "cluster": name}
-				if err := cluster.GetClient().List(ctx, &namespaces); err != nil {
-					event["error"] = err.Error()
-				} else {
-					event["namespaces"] = len(namespaces.Items)
-				}
-				emit(event)
 			} else if !holds && engaged[name] {
 				delete(engaged, name)
 				delete(created, name)
 				emit(map[string]any{"event": "disengaged", "cluster": name})
 			}
-			if holds && createIn != "" && !created[name] {
-				// What a consumer does with a member it engaged: an object of its own there, through the
-				// engaged cluster's client (refused until the consumer's identity is let in).
-				object := &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Name: "engaged." + strings.ReplaceAll(name, "/", "."), Namespace: createIn},
-					Data:       map[string]string{"cluster": name},
-				}
-				err := cluster.GetClient().Create(ctx, object)
-				if err == nil || apierrors.IsAlreadyExists(err) {
-					created[name] = true
-					emit(map[string]any{"event": "created", "cluster": name, "object": object.Name})
-				} else if refusal[name] != err.Error() {
-					refusal[name] = err.Error()
-					emit(map[string]any{"event": "refused", "cluster": name, "error": err.Error()})
-				}
+			if first || (holds && createIn != "" && !created[name]) {
+				busy[name] = true
+				go func(name string) {
+					defer func() {
+						lock.Lock()
+						delete(busy, name)
+						lock.Unlock()
+					}()
+					reach(name, cluster, first)
+				}(name)
 			}
 		}
+		lock.Unlock()
 	}
 }
 

@@ -66,15 +66,9 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
   };
   for (const { profile, statusChanges } of plan.creates) {
     if (stopped()) return result;
-    let created: ClusterProfile | undefined;
+    const written: WrittenParts = {};
     try {
-      let stored: ClusterProfile;
-      // In one write where the hub can: then nothing is ever half created.
-      if (hub.applyWhole) stored = await hub.applyWhole(profile);
-      else {
-        created = await hub.applyObject(profile);
-        stored = await hub.applyStatus(profile);
-      }
+      const stored = await applyBoth(hub, profile, written);
       result.applied.push({ kind: 'created', profile: stored, changes: createdChanges(profile) });
     } catch (error) {
       // Not whole (no object, or no status): the cluster's old place stays until the new one is.
@@ -82,6 +76,7 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
       if (providerId !== undefined) notCreated.add(providerId);
       // The object exists even if its status write failed: that creation is announced now, the status
       // follows as an update (from the created version) in the next run.
+      const created = written.object;
       if (created)
         result.applied.push({ kind: 'created', profile: created, changes: createdChanges(profile) });
       const version = created?.metadata.resourceVersion;
@@ -129,18 +124,16 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
       changes,
       ...(previous ? { previousResourceVersion: previous } : {}),
     });
-    let objectStored: ClusterProfile | undefined;
+    const written: WrittenParts = {};
     try {
       let stored = update.current;
-      if (update.writeObject && update.writeStatus && hub.applyWhole)
-        stored = await hub.applyWhole(update.profile);
-      else {
-        if (update.writeObject) stored = objectStored = await hub.applyObject(update.profile);
-        if (update.writeStatus) stored = await hub.applyStatus(update.profile);
-      }
+      if (update.writeObject && update.writeStatus) stored = await applyBoth(hub, update.profile, written);
+      else if (update.writeObject) stored = written.object = await hub.applyObject(update.profile);
+      else if (update.writeStatus) stored = await hub.applyStatus(update.profile);
       result.applied.push(applied(stored, update.changes));
     } catch (error) {
       // What did reach the hub (the object part) is announced; the rest is retried by the next run.
+      const objectStored = written.object;
       if (objectStored)
         result.applied.push(
           applied(
@@ -170,4 +163,19 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
     await remove(planned);
   }
   return result;
+}
+
+/** What reached the hub of a profile written in two parts: its object, once stored. */
+interface WrittenParts {
+  object?: ClusterProfile;
+}
+
+/**
+ * Writes a profile's object and status: in one write where the hub can (then nothing is ever half written),
+ * else the object then the status, `written.object` set once the object is stored.
+ */
+async function applyBoth(hub: Hub, profile: ClusterProfile, written: WrittenParts): Promise<ClusterProfile> {
+  if (hub.applyWhole) return hub.applyWhole(profile);
+  written.object = await hub.applyObject(profile);
+  return hub.applyStatus(profile);
 }

@@ -13,7 +13,7 @@ import pLimit from 'p-limit';
 import { FileHub } from '../../adapters/hub/FileHub.ts';
 import { syntheticProfiles } from '../support/fixtures.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
-import { median, takingTurns } from './turns.ts';
+import { median, sayTurns, takingTurns } from './turns.ts';
 
 type Way = 'whole' | 'apart';
 
@@ -72,23 +72,23 @@ export async function reportFileHubWrites(say: (line?: string) => void, profiles
   );
   const range = (values: number[]) =>
     `${median(values).toFixed(3)} ms (${Math.min(...values).toFixed(3)}–${Math.max(...values).toFixed(3)})`;
-  say('## The file hub: CPU per created profile');
-  say('');
-  say(
-    `FileHub in a directory of its own, in a process of its own per way and round (median of ${rounds}, range in brackets, the ways taking turns): ${profiles.toLocaleString('en')} profiles created as a full sync creates them (a read that finds none, then the writes), ${CONCURRENCY} at once. CPU of the process per profile; writes per profile as the hub counted them (its resourceVersion, which moves on with each write).`,
+  sayTurns(
+    say,
+    {
+      title: 'The file hub: CPU per created profile',
+      text: `FileHub in a directory of its own, in a process of its own per way and round (median of ${rounds}, range in brackets, the ways taking turns): ${profiles.toLocaleString('en')} profiles created as a full sync creates them (a read that finds none, then the writes), ${CONCURRENCY} at once. CPU of the process per profile; writes per profile as the hub counted them (its resourceVersion, which moves on with each write).`,
+      columns: ['written', 'CPU per created profile', 'writes per profile'],
+      labels: {
+        apart: 'the object, then the status (read back first): a hub without `applyWhole`',
+        whole: 'object and status in one write, `applyWhole` (what the engine uses)',
+      },
+      cells: (runs) => [
+        range(runs.map((r) => r.createdMillis)),
+        median(runs.map((r) => r.writesPerProfile)).toFixed(2),
+      ],
+    },
+    results,
   );
-  say('');
-  say('| written | CPU per created profile | writes per profile |');
-  say('| --- | --- | --- |');
-  const labels: Record<Way, string> = {
-    apart: 'the object, then the status (read back first): a hub without `applyWhole`',
-    whole: 'object and status in one write, `applyWhole` (what the engine uses)',
-  };
-  for (const [way, runs] of results)
-    say(
-      `| ${labels[way]} | ${range(runs.map((r) => r.createdMillis))} | ${median(runs.map((r) => r.writesPerProfile)).toFixed(2)} |`,
-    );
-  say('');
 }
 
 if (process.argv[2] === 'child') await child(process.argv[3] as Way, Number(process.argv[4]));

@@ -17,7 +17,7 @@ import { syntheticProfiles } from '../support/fixtures.ts';
 import { adminKubeConfig } from '../support/hub.ts';
 import { apiserverProfileRequests, requestsBetween } from '../support/hubCounts.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
-import { median, takingTurns } from './turns.ts';
+import { median, sayTurns, takingTurns } from './turns.ts';
 
 /** Requests in flight at once, as a scope's writes are. */
 const CONCURRENCY = 8;
@@ -108,25 +108,31 @@ export async function hubRequestPaths(profiles = 2000, rounds = 3): Promise<Map<
 export async function reportHubRequestPaths(say: (line?: string) => void, profiles = 2000, rounds = 3) {
   const results = await hubRequestPaths(profiles, rounds);
   const ms = (values: number[]) => `${median(values).toFixed(3)} ms`;
-  say('## The Kubernetes hub: CPU per request path');
-  say('');
-  say(
-    `KubernetesHub against the real local kube-apiserver, in a process of its own per path and round (median of ${rounds}, the paths taking turns): ${profiles.toLocaleString('en')} profiles created as a full sync creates them (a read that finds none, the object applied, the status applied), each one's status changed, all listed (pages of 500); ${CONCURRENCY} requests in flight. CPU of the calling process per profile; writes as the kube-apiserver counted them.`,
+  sayTurns(
+    say,
+    {
+      title: 'The Kubernetes hub: CPU per request path',
+      text: `KubernetesHub against the real local kube-apiserver, in a process of its own per path and round (median of ${rounds}, the paths taking turns): ${profiles.toLocaleString('en')} profiles created as a full sync creates them (a read that finds none, the object applied, the status applied), each one's status changed, all listed (pages of 500); ${CONCURRENCY} requests in flight. CPU of the calling process per profile; writes as the kube-apiserver counted them.`,
+      columns: [
+        'request path',
+        'created (read + 2 writes)',
+        'status changed (1 write)',
+        'listed',
+        'writes per created / changed profile',
+      ],
+      labels: {
+        fetch: "client-node's own (undici `fetch()`)",
+        request: 'undici `request()` (the default)',
+      },
+      cells: (runs) => [
+        ms(runs.map((r) => r.createdMillis)),
+        ms(runs.map((r) => r.changedMillis)),
+        ms(runs.map((r) => r.listedMillis)),
+        `${median(runs.map((r) => r.writesPerCreated)).toFixed(2)} / ${median(runs.map((r) => r.writesPerChanged)).toFixed(2)}`,
+      ],
+    },
+    results,
   );
-  say('');
-  say(
-    '| request path | created (read + 2 writes) | status changed (1 write) | listed | writes per created / changed profile |',
-  );
-  say('| --- | --- | --- | --- | --- |');
-  const labels: Record<HubHttpLibrary, string> = {
-    fetch: "client-node's own (undici `fetch()`)",
-    request: 'undici `request()` (the default)',
-  };
-  for (const [library, runs] of results)
-    say(
-      `| ${labels[library]} | ${ms(runs.map((r) => r.createdMillis))} | ${ms(runs.map((r) => r.changedMillis))} | ${ms(runs.map((r) => r.listedMillis))} | ${median(runs.map((r) => r.writesPerCreated)).toFixed(2)} / ${median(runs.map((r) => r.writesPerChanged)).toFixed(2)} |`,
-    );
-  say('');
 }
 
 if (process.argv[2] === 'child')

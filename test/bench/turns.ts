@@ -28,3 +28,28 @@ export async function takingTurns<Way extends string, Measured>(
 
 /** The middle value (the upper of the two middle ones for an even count). */
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/**
+ * A turn-taking bench's section: its title, what it measured, and a table with a row per way (its label, then the
+ * cells made of its rounds' figures).
+ */
+export function sayTurns<Way extends string, Measured>(
+  say: (line?: string) => void,
+  section: {
+    title: string;
+    text: string;
+    columns: string[];
+    labels: Record<Way, string>;
+    cells: (runs: Measured[]) => string[];
+  },
+  results: Map<Way, Measured[]>,
+): void {
+  say(`## ${section.title}`);
+  say('');
+  say(section.text);
+  say('');
+  say(`| ${section.columns.join(' | ')} |`);
+  say(`| ${section.columns.map(() => '---').join(' | ')} |`);
+  for (const [way, runs] of results) say(`| ${[section.labels[way], ...section.cells(runs)].join(' | ')} |`);
+  say('');
+}

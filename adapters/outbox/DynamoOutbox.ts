@@ -1,5 +1,6 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchWriteCommand, DynamoDBDocumentClient, paginateScan, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { setTimeout } from 'node:timers/promises';
+import { BatchWriteCommand, DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { ChangeIntent } from '../../core/sync/changes.ts';
 import type { IntentLog, Outbox } from '../../core/sync/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
@@ -8,6 +9,14 @@ import type { CpsyncEvent } from '../../events/types.ts';
 export const OUTBOX_RETENTION_DAYS = 14;
 /** Intents share the table, under keys with this prefix. */
 const INTENT_PREFIX = 'intent#';
+/** BatchWriteItem's limit of items to a request. */
+const BATCH_SIZE = 25;
+/** Requests for one batch, what DynamoDB leaves unprocessed (throttled) sent again after 50, 100, 200… ms. */
+const BATCH_ATTEMPTS = 6;
+const BACKOFF_MILLIS = 50;
+
+type WriteRequest =
+  { PutRequest: { Item: Record<string, unknown> } } | { DeleteRequest: { Key: Record<string, unknown> } };
 
 export interface DynamoOutboxOptions {
   tableName: string;
@@ -36,10 +45,14 @@ export class OutboxTable {
     this.documents = DynamoDBDocumentClient.from(client);
   }
 
+  /**
+   * Stores the items, up to 25 to a request (BatchWriteItem): a full sync's events take one request per 25, not
+   * one each. Durable once it resolves; it fails, naming how many were not stored, should DynamoDB leave some
+   * unprocessed through every retry.
+   */
   async put(items: ReadonlyArray<Record<string, unknown>>): Promise<void> {
     const expiresAt = Math.floor(Date.now() / 1000) + OUTBOX_RETENTION_DAYS * 86_400;
-    for (const item of items)
-      await this.documents.send(new PutCommand({ TableName: this.name, Item: { ...item, expiresAt } }));
+    await this.#batches(items.map((item) => ({ PutRequest: { Item: { ...item, expiresAt } } })));
   }
 
   /** The items that carry `attribute` (a string of JSON), parsed. */
@@ -52,14 +65,33 @@ export class OutboxTable {
   }
 
   async delete(keys: readonly string[]): Promise<void> {
-    for (let i = 0; i < keys.length; i += 25) {
-      const chunk = keys.slice(i, i + 25);
-      let requests: Record<string, unknown[]> | undefined = {
-        [this.name]: chunk.map((eventId) => ({ DeleteRequest: { Key: { eventId } } })),
-      };
-      for (let attempt = 0; requests && Object.keys(requests).length > 0 && attempt < 5; attempt++) {
-        const answer = await this.documents.send(new BatchWriteCommand({ RequestItems: requests as never }));
-        requests = answer.UnprocessedItems as Record<string, unknown[]> | undefined;
+    await this.#batches(keys.map((eventId) => ({ DeleteRequest: { Key: { eventId } } })));
+  }
+
+  /**
+   * Writes `requests` 25 to a BatchWriteItem, what DynamoDB leaves unprocessed sent again after a backoff. A key
+   * named twice is written once, as the last names it (BatchWriteItem refuses a request that names a key twice).
+   */
+  async #batches(all: readonly WriteRequest[]): Promise<void> {
+    const byKey = new Map<string, WriteRequest>();
+    for (const request of all)
+      byKey.set(
+        String('PutRequest' in request ? request.PutRequest.Item.eventId : request.DeleteRequest.Key.eventId),
+        request,
+      );
+    const requests = [...byKey.values()];
+    for (let i = 0; i < requests.length; i += BATCH_SIZE) {
+      let left: WriteRequest[] = requests.slice(i, i + BATCH_SIZE);
+      for (let attempt = 0; left.length > 0; attempt++) {
+        if (attempt === BATCH_ATTEMPTS)
+          throw new Error(
+            `DynamoDB table ${this.name} left ${left.length} of ${requests.length} writes unprocessed after ${BATCH_ATTEMPTS} attempts`,
+          );
+        if (attempt > 0) await setTimeout(BACKOFF_MILLIS * 2 ** (attempt - 1));
+        const answer = await this.documents.send(
+          new BatchWriteCommand({ RequestItems: { [this.name]: left } }),
+        );
+        left = (answer.UnprocessedItems?.[this.name] ?? []) as WriteRequest[];
       }
     }
   }

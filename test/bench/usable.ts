@@ -59,6 +59,7 @@ import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
 import { functionUrlRequest, lambdaContext, startGoogleSigner, sqsRecord } from '../support/lambda.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 import { PRICES } from './cost.ts';
+import { requestTrace } from './requestTrace.ts';
 
 type Cloud = 'eks' | 'gke' | 'aks';
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
@@ -306,6 +307,8 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const looksBy: Record<Cloud, number> = { eks: 0, gke: 0, aks: 0 };
     const followMillis: number[] = [];
     const context = lambdaContext();
+    // Each invocation's requests, for a closer look at where its time goes.
+    const trace = requestTrace(process.env.CPSYNC_BENCH_TRACE);
 
     /** Lambda's SQS event source: batches of up to 10, what did not fail deleted, the rest seen again later. */
     const eventSource = (url: string, deliver: (messages: Message[]) => Promise<Set<string>>) => {
@@ -344,7 +347,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       }
       const started = performance.now();
       const event: SQSEvent = { Records: messages.map((m) => ({ ...sqsRecord(m.MessageId!, m.Body!) })) };
-      const answer = (await handlers.followUp(event, context)) as {
+      const answer = (await trace.invocation('followUp', undefined, () =>
+        handlers.followUp(event, context),
+      )) as {
         batchItemFailures: Array<{ itemIdentifier: string }>;
       };
       followMillis.push(performance.now() - started);
@@ -361,7 +366,12 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
               invocations.eks += 1;
               try {
                 // moto's delivery leaves out the event's \`account\` (the bus's account), which EventBridge always sets.
-                await handlers.eks({ account: '123456789012', ...JSON.parse(message.Body!) }, context);
+                const body = JSON.parse(message.Body!) as {
+                  detail?: { requestParameters?: { name?: string } };
+                };
+                await trace.invocation('eks', body.detail?.requestParameters?.name, () =>
+                  handlers.eks({ account: '123456789012', ...body }, context),
+                );
               } catch (error) {
                 failed.add(message.MessageId!);
                 if (process.env.CPSYNC_BENCH_DEBUG) console.error('EKS handler failed', error, message.Body);
@@ -574,7 +584,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
             : functionUrlRequest('/azure/alert', event.alert, {}, { key: AZURE_KEY });
       const delivery: (typeof deliveries)[number] = { cluster, via: event.via, what, at: Date.now() };
       deliveries.push(delivery);
-      const answer = (await handlers.webhook(request, context)) as { statusCode?: number; body?: string };
+      const answer = (await trace.invocation(`webhook ${event.via} ${what}`, cluster, () =>
+        handlers.webhook(request, context),
+      )) as { statusCode?: number; body?: string };
       delivery.answeredAt = Date.now();
       if (answer.statusCode !== undefined) delivery.status = answer.statusCode;
       if (answer.statusCode !== 200 && process.env.CPSYNC_BENCH_DEBUG)
@@ -663,6 +675,18 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       writeFileSync(process.env.CPSYNC_BENCH_TIMELINES, JSON.stringify(timelines, null, 1));
     if (process.env.CPSYNC_BENCH_DELIVERIES)
       writeFileSync(process.env.CPSYNC_BENCH_DELIVERIES, JSON.stringify(deliveries, null, 1));
+    const hostOf = (url: string) => {
+      const parsed = new URL(url);
+      return `${parsed.hostname}:${parsed.port || (parsed.protocol === 'https:' ? 443 : 80)}`;
+    };
+    trace.write({
+      [hostOf(hub.server)]: 'hub',
+      [hostOf(proxy)]: 'aws',
+      [hostOf(emulators.moto.endpoint)]: 'moto',
+      [hostOf(emulators.gke.endpoint)]: 'gke',
+      [hostOf(emulators.arm.endpoint)]: 'arm',
+      [hostOf(estateMember.server)]: 'member',
+    });
     // Figures, per cloud.
     const done = timelines.filter((t) => t.usableAt && t.deletedEventAt && t.profileGoneAt);
     const CLOUDS = ['eks', 'gke', 'aks'] as const;

@@ -400,8 +400,8 @@ export class Cpsync extends Construct {
 
     for (const fn of all) {
       this.eventBus.grantPutEventsTo(fn);
-      // The outbox and the intent log: items put one by one, read back by a scan, removed in batches.
-      this.outboxTable.grant(fn, 'dynamodb:PutItem', 'dynamodb:Scan', 'dynamodb:BatchWriteItem');
+      // The outbox and the intent log: items written and removed in batches, read back by a scan.
+      this.outboxTable.grant(fn, 'dynamodb:Scan', 'dynamodb:BatchWriteItem');
     }
     // `cpsync doctor --function` runs in the scope worker: it reads the bus's description.
     this.scopeWorker.addToRolePolicy(

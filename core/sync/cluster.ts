@@ -10,7 +10,16 @@ import { inventoryNamespaces } from '../domain/options.ts';
 import { leaseName } from './runLeases.ts';
 import { timestamp } from '../domain/time.ts';
 import type { EnginePorts, ClusterSyncRequest, ClusterSyncReport } from './types.ts';
-import { creationOf, beginSync, doneWith, applyReading, collisions } from './steps.ts';
+import {
+  creationOf,
+  doneWith,
+  applyReading,
+  collisions,
+  recoverEarlier,
+  syncLeases,
+  type Attempt,
+} from './steps.ts';
+import type { RunLeases } from './runLeases.ts';
 
 /** What names one cluster among its account's (one share of the account's lease each): case aside, as Azure ignores it. */
 function clusterPart(ref: ClusterRef): string {
@@ -35,11 +44,17 @@ export async function syncCluster(
   const source = ports.sources[ref.scope.provider];
   if (!source) throw new CpsyncError(`no ${ref.scope.provider} source is configured`);
   // One cluster's sync fails as a whole when a step before its reading fails: its event is delivered again.
-  const { leases, problems: recovered } = await beginSync(ports, request, clock(), (_what, work) => work());
+  const attempt: Attempt = (_what, work) => work();
+  // The intents earlier runs left are settled while the share is taken and the cluster read: nothing of this
+  // sync's is written until they are.
+  const recovering = recoverEarlier(ports, request, clock(), attempt);
+  recovering.catch(() => {}); // its failure is met where it is awaited
   const lease = leaseName(request.options.manager, ref.scope);
+  let leases: RunLeases | undefined;
   try {
+    const taken = (leases = await syncLeases(ports, request, attempt));
     // A share of the account's lease: syncs of other clusters of the account go on beside this one.
-    const hold = leases ? await leases.enterShared(lease, clusterPart(ref)) : undefined;
+    const hold = taken ? await taken.enterShared(lease, clusterPart(ref)) : undefined;
     const observed = await source.getCluster(ref);
     const now = timestamp(clock());
     const context = {
@@ -63,7 +78,8 @@ export async function syncCluster(
           .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
           .filter((id) => id !== '' && source.isProviderIdOf(id, ref)),
       );
-      if (confirmedGone.size === 0)
+      if (confirmedGone.size === 0) {
+        const recovered = await recovering;
         return {
           result: 'absent',
           events: [],
@@ -71,26 +87,31 @@ export async function syncCluster(
           pending: 0,
           ...(recovered.length > 0 ? { problems: recovered } : {}),
         };
+      }
     }
+    const recovered = await recovering;
     const { result, events, settle } = await applyReading(ports, {
       context,
       listing,
       options: request.options,
       now,
       leaseMillis: request.intentLeaseMillis,
-      ...(leases && hold
+      ...(taken && hold
         ? {
-            held: { holder: leases.holder, lease: hold.lease },
+            held: { holder: taken.holder, lease: hold.lease },
             signal: hold.signal,
-            alone: <T>(work: (signal: AbortSignal) => Promise<T>) => leases.alone(lease, work),
+            alone: <T>(work: (signal: AbortSignal) => Promise<T>) => taken.alone(lease, work),
           }
         : {}),
       ...(confirmedGone ? { confirmedGone } : {}),
     });
-    await settle();
     const failure = result.applied.failed[0];
-    if (failure) throw failure.error;
-    const published = await ports.bus.publish(events);
+    if (failure) {
+      await settle();
+      throw failure.error;
+    }
+    // Published as soon as the events are in the outbox, while the intents go.
+    const published = await settle(() => ports.bus.publish(events));
     await ports.outbox.remove(doneWith(published));
     const kind = result.applied.applied[0]?.kind;
     const problems = [...recovered, ...collisions(ref.scope, result), ...(result.grants?.problems ?? [])];
@@ -104,6 +125,8 @@ export async function syncCluster(
       ...(settling && observed ? { settling, ...creationOf(observed, settling) } : {}),
     };
   } finally {
+    // Nothing of the sync's is left running when it returns, nor when it throws.
+    await recovering.catch(() => {});
     await leases?.releaseAll();
   }
 }

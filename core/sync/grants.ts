@@ -131,6 +131,23 @@ export interface GrantsInput {
    * older than another's last write.
    */
   alone?: AccountWork;
+  /**
+   * The ledger's record of what the run did (written once the grants are made) is left to the caller
+   * (`recorded`), to be awaited beside the hub's writes rather than before them. Where the project's cloud role is
+   * settled from the ledger, the record is written first all the same.
+   */
+  recordAlongside?: boolean;
+}
+
+/** What `withGrants` did: the profiles showing it, its figures, and the ledger's record when left to the caller. */
+export interface Granted {
+  profiles: ClusterProfile[];
+  figures?: GrantFigures;
+  /**
+   * Resolves once the ledger holds what this run did (`recordAlongside`); never rejects: a record that could not
+   * be written resolves to the problem that names it (the next run, reading the ledger, does the work again).
+   */
+  recorded?: Promise<string | undefined>;
 }
 
 /** Runs `work` while no other sync of the account runs work of its own (`signal`: that hold was lost). */
@@ -234,7 +251,7 @@ export async function withGrants(
   desired: readonly ClusterProfile[],
   current: readonly ClusterProfile[],
   input: GrantsInput,
-): Promise<{ profiles: ClusterProfile[]; figures?: GrantFigures }> {
+): Promise<Granted> {
   const on = input.options.features.accessGrants;
   const consumers = input.options.consumers ?? [];
   const turningOff = !on && consumers.length > 0;
@@ -437,12 +454,14 @@ export async function withGrants(
       else stored.push({ ...record, missed });
     }
   }
-  if (!input.dryRun && input.ledger && (stored.length > 0 || removed.length > 0))
-    try {
-      await input.ledger.write(stored, removed);
-    } catch (error) {
-      problems.push(`cannot record in cpsync's ledger what this run granted: ${firstLineOf(error, 1000)}`);
-    }
+  let recorded =
+    !input.dryRun && input.ledger && (stored.length > 0 || removed.length > 0)
+      ? input.ledger.write(stored, removed).then(
+          () => undefined,
+          (error: unknown) =>
+            `cannot record in cpsync's ledger what this run granted: ${firstLineOf(error, 1000)}`,
+        )
+      : undefined;
   const final = new Map(records.map((r) => [ledgerKey(r), r]));
   for (const record of stored) final.set(ledgerKey(record), record);
   for (const record of removed) final.delete(ledgerKey(record));
@@ -469,13 +488,19 @@ export async function withGrants(
   // syncs that did: a grant it made already holds the role (the grant's own step adds its identity). One whose
   // grant was refused settles it all the same, so that what the project refuses is named among its problems.
   const shrank = figures.revoked > 0 || removed.length > 0 || !on || figures.refused > 0;
-  if (
+  const settling =
     input.project !== undefined &&
     input.grants?.settleProjectRoles &&
     !input.dryRun &&
     input.ledger &&
-    (!input.alone || shrank)
-  ) {
+    (!input.alone || shrank);
+  // The project's role is settled from the ledger as this run leaves it: the record is written first.
+  if (recorded && (settling || !input.recordAlongside)) {
+    const problem = await recorded;
+    if (problem) problems.push(problem);
+    recorded = undefined;
+  }
+  if (settling && input.project !== undefined && input.grants) {
     const settledProject = await settleProject(input.project, input.grants, final, input, on);
     if (settledProject.changed.length > 0) figures.projectRoles = settledProject.changed;
     if (settledProject.problem) problems.push(settledProject.problem);
@@ -483,8 +508,8 @@ export async function withGrants(
   if (problems.length > 0) figures.problems = problems;
   // Nothing held, nothing done: the feature did nothing to report.
   if (!on && plans.length === 0 && !figures.projectRoles && !figures.problems && !figures.remaining)
-    return { profiles };
-  return { profiles, figures };
+    return { profiles, ...(recorded ? { recorded } : {}) };
+  return { profiles, figures, ...(recorded ? { recorded } : {}) };
 }
 
 /**

@@ -57,6 +57,17 @@ function runLeases(
 /** What becomes of a step that failed: undefined and a problem named (the full sync), or thrown (one cluster's). */
 export type Attempt = <T>(what: string, work: () => Promise<T>) => Promise<T | undefined>;
 
+type BeginRequest = Pick<
+  SyncRequest,
+  | 'syncId'
+  | 'leaseWaitMillis'
+  | 'leaseDurationMillis'
+  | 'options'
+  | 'intentSettleDelayMillis'
+  | 'dryRun'
+  | 'signal'
+>;
+
 /**
  * What every sync does before it applies a reading, the full sync and the single-cluster sync alike:
  * the run's leases (when the hub keeps them; none in a dry run), the inventory namespace they live in,
@@ -67,33 +78,50 @@ export type Attempt = <T>(what: string, work: () => Promise<T>) => Promise<T | u
  */
 export async function beginSync(
   ports: EnginePorts,
-  request: Pick<
-    SyncRequest,
-    | 'syncId'
-    | 'leaseWaitMillis'
-    | 'leaseDurationMillis'
-    | 'options'
-    | 'intentSettleDelayMillis'
-    | 'dryRun'
-    | 'signal'
-  >,
+  request: BeginRequest,
   now: Date,
   attempt: Attempt,
 ): Promise<{ leases?: RunLeases; problems: string[] }> {
   if (request.dryRun) return { problems: [] };
+  const leases = await syncLeases(ports, request, attempt);
+  const problems = await recoverEarlier(ports, request, now, attempt);
+  return { ...(leases ? { leases } : {}), problems };
+}
+
+/** The sync's leases (none in a dry run, nor where the hub keeps none), their namespace made first. */
+export async function syncLeases(
+  ports: EnginePorts,
+  request: BeginRequest,
+  attempt: Attempt,
+): Promise<RunLeases | undefined> {
+  if (request.dryRun) return undefined;
   const leases = runLeases(ports, request, request.signal);
   // Leases live in the inventory namespace, so it exists before the first is taken.
   if (leases)
     await attempt('create the inventory namespace', () =>
       ensureInventoryNamespace(ports.hub, request.options),
     );
+  return leases;
+}
+
+/**
+ * The intents of earlier runs settled (their changes announced where they reached the hub): what must be done
+ * before this sync writes anything. Resolves to the problems it met.
+ */
+export async function recoverEarlier(
+  ports: EnginePorts,
+  request: BeginRequest,
+  now: Date,
+  attempt: Attempt,
+): Promise<string[]> {
+  if (request.dryRun) return [];
   const recovery = await attempt('settle the intents of earlier runs', () =>
     recoverIntents(ports, Object.values(request.options.accessProviderNames), now, {
       ...(ports.leases ? { leases: ports.leases } : {}),
       settleDelayMillis: request.intentSettleDelayMillis,
     }),
   );
-  return { ...(leases ? { leases } : {}), problems: recovery?.problems ?? [] };
+  return recovery?.problems ?? [];
 }
 
 /**
@@ -128,7 +156,11 @@ function writeAhead({ outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'inte
      * run announces it if it did. A change whose object write reached the hub and whose status write
      * failed keeps an intent for its status half.
      */
-    settle: async (events: CpsyncEvent[], failures: readonly ApplyFailure[]) => {
+    settle: async <T>(
+      events: CpsyncEvent[],
+      failures: readonly ApplyFailure[],
+      beside?: () => Promise<T>,
+    ): Promise<T | undefined> => {
       const unknown = new Set(failures.filter((f) => !f.remainder).map((f) => f.key));
       const remainders = failures
         .filter(
@@ -137,9 +169,26 @@ function writeAhead({ outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'inte
         .map((f) => remainderIntent(f, owner));
       await outbox.add(events);
       if (remainders.length > 0) await log.add(remainders);
-      await log.remove(intents.filter((i) => !unknown.has(`${i.namespace}/${i.name}`)).map((i) => i.id));
+      // Once the events are in the outbox, what goes with them (their publishing) need not wait for the intents.
+      const [removed, done] = await Promise.allSettled([
+        log.remove(intents.filter((i) => !unknown.has(`${i.namespace}/${i.name}`)).map((i) => i.id)),
+        beside?.(),
+      ]);
+      if (removed.status === 'rejected') throw removed.reason;
+      if (done.status === 'rejected') throw done.reason;
+      return done.value;
     },
   };
+}
+
+/**
+ * Puts a reading's events in the outbox and removes the intents of the changes that surely reached the hub.
+ * `beside`: work that needs the events in the outbox (their publishing), done while the intents are removed;
+ * its answer is settle's.
+ */
+interface Settle {
+  (): Promise<void>;
+  <T>(beside: () => Promise<T>): Promise<T>;
 }
 
 /**
@@ -168,7 +217,7 @@ export async function applyReading(
 ): Promise<{
   result: Awaited<ReturnType<typeof syncScope>>;
   events: CpsyncEvent[];
-  settle: () => Promise<void>;
+  settle: Settle;
 }> {
   const ahead = writeAhead(ports, {
     context: reading.context,
@@ -199,7 +248,10 @@ export async function applyReading(
       ? []
       : (result.grants?.actions ?? []).map((a) => buildAccessEvent(a, reading.context))),
   ];
-  const settle = () => (reading.dryRun ? Promise.resolve() : ahead.settle(events, result.applied.failed));
+  const settle = (<T>(beside?: () => Promise<T>) =>
+    reading.dryRun
+      ? (beside?.() ?? Promise.resolve(undefined))
+      : ahead.settle(events, result.applied.failed, beside)) as Settle;
   return { result, events, settle };
 }
 

@@ -326,6 +326,9 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     ...(input.alone ? { alone: input.alone } : {}),
     ...(input.dryRun ? { dryRun: true } : {}),
     ...(input.signal ? { signal: input.signal } : {}),
+    // The ledger's record of what was granted is written beside the hub's writes (it is the grants' authority,
+    // written ahead of every grant: the hub showing a grant before the record of it is safe).
+    recordAlongside: true,
     // A GKE project's cloud role is settled where the whole project is seen (and its listing did not fail).
     ...(scope.provider === 'gke' && scope.region === ALL_REGIONS && outcome.kind !== 'failed'
       ? { project: scope.account }
@@ -355,7 +358,6 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     malformed,
     withoutCertificateAuthority,
     ...(probed ? { members: probed.figures } : {}),
-    ...(granted.figures ? { grants: granted.figures } : {}),
   };
   const after = [...known, ...result.updates.map((u) => u.current)];
   const names = Object.values(options.accessProviderNames);
@@ -369,17 +371,37 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       plan: result,
       applied: noneApplied,
       ...done,
+      ...(granted.figures ? { grants: granted.figures } : {}),
       featureCounts: countsByNamespace(profilesAfter(after, noneApplied), names, stillHeld),
     };
 
-  const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
-  for (const namespace of namespaces.filter((ns) => used.has(ns.name))) await hub.ensureNamespace(namespace);
-  await input.beforeApply?.(result);
-  const applied = await applyPlan(hub, result, input.signal);
+  let applied: ApplyResult;
+  let unrecorded: string | undefined;
+  try {
+    const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
+    for (const namespace of namespaces.filter((ns) => used.has(ns.name)))
+      await hub.ensureNamespace(namespace);
+    await input.beforeApply?.(result);
+    applied = await applyPlan(hub, result, input.signal);
+  } finally {
+    // Nothing of the scope's is left running when it returns, nor when it throws.
+    unrecorded = await granted.recorded;
+  }
   return {
     plan: result,
     applied,
     ...done,
+    ...withProblem(granted.figures, unrecorded),
     featureCounts: countsByNamespace(profilesAfter(after, applied), names, stillHeld),
   };
+}
+
+/** The grants' figures, with a problem met after they were made (the ledger's record of them not written). */
+function withProblem(
+  figures: GrantFigures | undefined,
+  problem: string | undefined,
+): { grants?: GrantFigures } {
+  if (!problem) return figures ? { grants: figures } : {};
+  const base = figures ?? { granted: 0, revoked: 0, refused: 0, notUsable: 0, actions: [] };
+  return { grants: { ...base, problems: [...(base.problems ?? []), problem] } };
 }

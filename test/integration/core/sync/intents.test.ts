@@ -10,7 +10,8 @@ import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
-import { runSync } from '../../../../core/sync/engine.ts';
+import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
+import type { ClusterSource, IntentLog } from '../../../../core/sync/ports.ts';
 import { planIntents, type IntentOwner } from '../../../../core/sync/intents.ts';
 import type { EventContext } from '../../../../core/sync/changes.ts';
 import type { Plan } from '../../../../core/domain/plan.ts';
@@ -100,6 +101,170 @@ describe('write-ahead intents', () => {
     assert.deepEqual(await log.list(), []);
     assert.deepEqual(await outbox.pending(), []);
   });
+
+  it(
+    "a cloud's event: the cluster is read while a stopped run's intents are settled, and nothing is written until they are",
+    { timeout: 120_000 },
+    async () => {
+      const directory = temporaryDirectory('cpsync-beside-');
+      const hub = new FileHub({ directory: join(directory, 'hub') });
+      const options = inventoryOptions({ namespace: 'beside' });
+      const outbox = new FileOutbox(join(directory, 'outbox'));
+      const stored = new FileIntentLog(join(directory, 'outbox'));
+      const context = { syncId: 'stopped-run', occurredAt: '2026-05-01T00:00:00Z', scope };
+      // The stopped run created the profile and stopped before announcing it.
+      await syncScope({
+        hub,
+        listing: {
+          outcome: { scope, kind: 'partial' as const, missing: [] },
+          clusters: [eksCluster({ name: 'a' })],
+        },
+        options,
+        now: context.occurredAt,
+        beforeApply: async (plan) => stored.add(intentsOf(plan, context)),
+      });
+      const [left] = await stored.list();
+      const created = (await hub.get({ namespace: 'beside', name: left!.name }))!;
+      assert.ok(created.metadata.resourceVersion);
+
+      // The earlier runs' intents are listed only once the cloud has been read: the two go side by side. What
+      // reaches the hub and the outbox, in order:
+      const seen: string[] = [];
+      let read!: () => void;
+      const cloudRead = new Promise<void>((resolve) => (read = resolve));
+      const log: IntentLog = {
+        list: async () => {
+          await cloudRead;
+          seen.push('intents listed');
+          return stored.list();
+        },
+        add: (intents) => stored.add(intents),
+        remove: (ids) => stored.remove(ids),
+      };
+      const watched = new Proxy(hub, {
+        get(target, key: keyof FileHub) {
+          const value = target[key];
+          if (typeof value !== 'function') return value;
+          return (...args: unknown[]) => {
+            if (/^apply|^delete$/.test(String(key))) seen.push('hub written');
+            return (value as (...a: unknown[]) => unknown).apply(target, args);
+          };
+        },
+      });
+      const box = {
+        add: async (added: Parameters<FileOutbox['add']>[0]) => {
+          for (const event of added) seen.push(`outbox: ${event.detailType} of ${event.detail.syncId}`);
+          return outbox.add(added);
+        },
+        pending: () => outbox.pending(),
+        remove: (ids: readonly string[]) => outbox.remove(ids),
+      };
+      const source: ClusterSource = {
+        listScope: () => Promise.reject(new Error('not listed')),
+        getCluster: async (ref) => {
+          read();
+          return eksCluster({ name: ref.name, kubernetesVersion: '1.32' });
+        },
+        isProviderIdOf: () => false,
+      };
+      const events = join(directory, 'events.jsonl');
+      const report = await syncCluster(
+        {
+          sources: { eks: source },
+          hub: watched,
+          leases: new FileLeaseStore(join(directory, 'hub')),
+          bus: new JsonLinesFileBus(events),
+          outbox: box,
+          intents: log,
+        },
+        { ...runSettings(options), syncId: 'event-a', ref: { scope, name: 'a' } },
+      );
+      assert.equal(report.result, 'updated');
+      assert.deepEqual(seen, [
+        'intents listed',
+        // The stopped run's change, announced from the profile as it stored it, before the event's sync writes.
+        'outbox: ClusterProfile Created of stopped-run',
+        'hub written',
+        'outbox: ClusterProfile Updated of event-a',
+      ]);
+      const [recovered] = await outbox.pending();
+      assert.equal(
+        (recovered?.detail as { profile?: { metadata: { resourceVersion?: string } } }).profile?.metadata
+          .resourceVersion,
+        created.metadata.resourceVersion,
+        'announced from the object as the stopped run left it',
+      );
+      const published = readFileSync(events, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { 'detail-type': string; detail: { syncId: string } });
+      assert.deepEqual(
+        published.map((e) => [e['detail-type'], e.detail.syncId]),
+        [['ClusterProfile Updated', 'event-a']],
+        "the event's own change is published at once (the recovered one waits in the outbox for the next run)",
+      );
+      assert.deepEqual(await stored.list(), []);
+    },
+  );
+
+  it(
+    "a cloud's event: its change is published once in the outbox, while its intents are removed",
+    { timeout: 60_000 },
+    async () => {
+      const directory = temporaryDirectory('cpsync-beside-');
+      const outbox = new FileOutbox(join(directory, 'outbox'));
+      const stored = new FileIntentLog(join(directory, 'outbox'));
+      const events = join(directory, 'events.jsonl');
+      const bus = new JsonLinesFileBus(events);
+      let published!: () => void;
+      const onBus = new Promise<void>((resolve) => (published = resolve));
+      const seen: string[] = [];
+      const source: ClusterSource = {
+        listScope: () => Promise.reject(new Error('not listed')),
+        getCluster: async (ref) => eksCluster({ name: ref.name }),
+        isProviderIdOf: () => false,
+      };
+      const report = await syncCluster(
+        {
+          sources: { eks: source },
+          hub: new FileHub({ directory: join(directory, 'hub') }),
+          leases: new FileLeaseStore(join(directory, 'hub')),
+          bus: {
+            publish: async (sent) => {
+              const answer = await bus.publish(sent);
+              seen.push(`published ${sent.map((e) => e.detailType).join()}`);
+              published();
+              return answer;
+            },
+            describe: () => bus.describe(),
+          },
+          outbox,
+          // The intents' removal is held until the bus has the event.
+          intents: {
+            list: () => stored.list(),
+            add: (intents) => stored.add(intents),
+            remove: async (ids) => {
+              if (ids.length === 0) return;
+              seen.push(`removing ${ids.length} intent(s)`);
+              await onBus;
+              await stored.remove(ids);
+              seen.push('intents removed');
+            },
+          },
+        },
+        {
+          ...runSettings(inventoryOptions({ namespace: 'beside' })),
+          syncId: 'event-a',
+          ref: { scope, name: 'a' },
+        },
+      );
+      assert.equal(report.result, 'created');
+      assert.equal(report.published, 1);
+      assert.deepEqual(seen, ['removing 1 intent(s)', 'published ClusterProfile Created', 'intents removed']);
+      assert.deepEqual(await stored.list(), []);
+      assert.deepEqual(await outbox.pending(), [], 'published, so gone from the outbox');
+    },
+  );
 
   it("leaves another run's intents alone while their lease lasts", async () => {
     const hub = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });

@@ -1,0 +1,156 @@
+/**
+ * The grants ledger's record of what a sync granted is written beside the hub's writes, not before them: the
+ * record is written ahead of every grant (pending), so a profile that shows a grant before the record says it was
+ * made is safe. Held until the test has seen the hub written; a record that cannot be written is named, and the
+ * next sync records it.
+ */
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { FileHub } from '../../../../adapters/hub/FileHub.ts';
+import { ledgerKey, type Consumer, type GrantRecord } from '../../../../core/domain/grants.ts';
+import type { Scope } from '../../../../core/domain/model/scope.ts';
+import type { AccessGrants, GrantLedger } from '../../../../core/sync/ports.ts';
+import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
+
+const ROLE = 'arn:aws:iam::111122223333:role/argocd';
+const consumer: Consumer = {
+  name: 'argocd',
+  namespaces: ['cluster-inventory'],
+  level: 'edit',
+  identities: { eks: ROLE },
+};
+const scope: Scope = { provider: 'eks', account: '111122223333', region: 'us-east-1' };
+const options = inventoryOptions({ features: { accessGrants: true }, consumers: [consumer] });
+const GRANTS = 'cpsync.io/access-grants';
+
+/** Every grant holds; how many were made is counted. */
+function grants() {
+  const port = {
+    made: 0,
+    async ensure() {
+      port.made += 1;
+      return { held: ROLE, status: 'True' as const, reason: 'Granted', message: 'granted' };
+    },
+    async revoke() {
+      return { revoked: true, message: 'gone' };
+    },
+  };
+  return port satisfies AccessGrants;
+}
+
+/** A ledger in memory whose writes after the first go through `after` (the record of what was done). */
+function ledger(after: (write: () => Promise<void>) => Promise<void>) {
+  const records = new Map<string, GrantRecord>();
+  let writes = 0;
+  const store: GrantLedger = {
+    async read(account) {
+      return [...records.values()]
+        .filter((r) => r.provider === account.provider && r.account === account.account)
+        .map((r) => structuredClone(r));
+    },
+    async write(written, removed = []) {
+      const apply = async () => {
+        for (const r of written) records.set(ledgerKey(r), structuredClone(r));
+        for (const r of removed) records.delete(ledgerKey(r));
+      };
+      writes += 1;
+      return writes === 1 ? apply() : after(apply);
+    },
+  };
+  return { store, records };
+}
+
+const sync = (hub: FileHub, store: GrantLedger, port: AccessGrants, now = NOW) =>
+  syncScope({
+    hub,
+    listing: { outcome: { scope, kind: 'complete' }, clusters: [eksCluster()] },
+    options,
+    now,
+    grants: port,
+    ledger: store,
+  });
+
+describe("the grants ledger's record, beside the hub's writes", () => {
+  it(
+    'the profile is written while the record of its grant is still on its way',
+    { timeout: 60_000 },
+    async () => {
+      const directory = temporaryDirectory('cpsync-beside-');
+      const hub = new FileHub({ directory: join(directory, 'hub') });
+      let profileWritten!: () => void;
+      const written = new Promise<void>((resolve) => (profileWritten = resolve));
+      const seen: string[] = [];
+      // The record of the grant is held until the hub holds the profile.
+      const { store, records } = ledger(async (apply) => {
+        seen.push('record sent');
+        await written;
+        seen.push('record written');
+        return apply();
+      });
+      const watched = new Proxy(hub, {
+        get(target, key: keyof FileHub) {
+          const value = target[key];
+          if (typeof value !== 'function') return value;
+          return async (...args: unknown[]) => {
+            const answer: unknown = await (value as (...a: unknown[]) => Promise<unknown>).apply(
+              target,
+              args,
+            );
+            if (/^apply/.test(String(key))) {
+              seen.push('profile written');
+              profileWritten();
+            }
+            return answer;
+          };
+        },
+      });
+      const port = grants();
+      const result = await sync(watched, store, port);
+
+      assert.deepEqual(seen, ['record sent', 'profile written', 'record written']);
+      assert.equal(result.applied.applied[0]?.kind, 'created');
+      assert.equal(result.grants?.granted, 1);
+      assert.equal(result.grants?.problems, undefined);
+      const [record] = [...records.values()];
+      assert.deepEqual(
+        record?.grants.map((g) => [g.consumer, g.identity, g.pending ?? false]),
+        [['argocd', ROLE, false]],
+        'the record says the grant was made',
+      );
+      const [profile] = await hub.list(options.namespace, {});
+      assert.match(profile?.metadata.annotations?.[GRANTS] ?? '', /argocd/);
+    },
+  );
+
+  it('a record that cannot be written is named among the problems, the profile is written, and the next sync records it', async () => {
+    const directory = temporaryDirectory('cpsync-beside-');
+    const hub = new FileHub({ directory: join(directory, 'hub') });
+    let failing = true;
+    const { store, records } = ledger(async (apply) => {
+      if (failing) throw new Error('ProvisionedThroughputExceededException: slow down');
+      return apply();
+    });
+    const port = grants();
+    const first = await sync(hub, store, port);
+    assert.equal(first.applied.applied[0]?.kind, 'created');
+    assert.deepEqual(first.grants?.problems, [
+      "cannot record in cpsync's ledger what this run granted: ProvisionedThroughputExceededException: slow down",
+    ]);
+    assert.equal(
+      [...records.values()][0]?.grants[0]?.pending,
+      true,
+      'the ledger holds the grant as written ahead of it',
+    );
+    const [profile] = await hub.list(options.namespace, {});
+    assert.match(profile?.metadata.annotations?.[GRANTS] ?? '', /argocd/);
+
+    failing = false;
+    const second = await sync(hub, store, port, LATER);
+    assert.equal(second.grants?.problems, undefined);
+    assert.equal([...records.values()][0]?.grants[0]?.pending ?? false, false, 'recorded as made');
+  });
+});

@@ -312,8 +312,8 @@ export async function withGrants(
 
   const outcomes = new Map<string, Outcome>();
   const after = new Map<string, GrantRecord>();
-  /** Clusters whose record this run wrote ahead (the ledger holds it even where it held none before). */
-  const writtenAhead = new Set<string>();
+  /** The records this run wrote ahead, by cluster (the ledger holds them even where it held none before). */
+  const writtenAhead = new Map<string, GrantRecord>();
   if (input.dryRun || !input.grants || !input.ledger) {
     for (const plan of plans) {
       for (const grant of plan.revoke)
@@ -353,8 +353,12 @@ export async function withGrants(
     const keepSwept = (plan: ClusterGrantPlan, record: GrantRecord): GrantRecord =>
       turningOff && plan.record?.swept ? { ...record, swept: true } : record;
     const ahead = due.map((plan) => keepSwept(plan, recordBefore(plan)));
-    const changed = ahead.filter((record, i) => !sameRecord(due[i]!.record, record));
-    for (const record of changed) writtenAhead.add(record.providerId);
+    // Nothing is written ahead for a cluster the ledger knows nothing of and that nothing is about to be made on
+    // (one not ready yet): there is nothing a stop halfway could leave unnamed.
+    const changed = ahead.filter(
+      (record, i) => !sameRecord(due[i]!.record, record) && (due[i]!.record || !emptyRecord(record)),
+    );
+    for (const record of changed) writtenAhead.set(record.providerId, record);
     try {
       if (changed.length > 0) await ledger.write(changed);
     } catch (error) {
@@ -487,7 +491,15 @@ export async function withGrants(
   // Beside other syncs of the project (`alone`), a sync that took nothing out of the ledger leaves the role to the
   // syncs that did: a grant it made already holds the role (the grant's own step adds its identity). One whose
   // grant was refused settles it all the same, so that what the project refuses is named among its problems.
-  const shrank = figures.revoked > 0 || removed.length > 0 || !on || figures.refused > 0;
+  // Only a record that named a grant (held, or written ahead) can take anything out of the role.
+  const named = new Map(scoped.map((r) => [ledgerKey(r), r.grants.length > 0]));
+  for (const record of writtenAhead.values())
+    if (record.grants.length > 0) named.set(ledgerKey(record), true);
+  const shrank =
+    figures.revoked > 0 ||
+    removed.some((r) => named.get(ledgerKey(r)) === true) ||
+    !on ||
+    figures.refused > 0;
   const settling =
     input.project !== undefined &&
     input.grants?.settleProjectRoles &&

@@ -10,12 +10,13 @@
  * (`Succeeded`, common alert schema) from an action group. The functions run as they are bundled
  * (`index.mjs` of each, imported in this process), the follow-up function invoked with the batches its
  * delayed SQS queue hands over, as Lambda's event source mapping does. Ready and gone are the moments the
- * emulators settle a cluster; usable and Deleted are what the hub and the bus show (the hub polled every
- * 200 ms, the bus's queue read as events arrive). Figures per cloud; the cost per created cluster counts
+ * emulators settle a cluster; usable and Deleted are what the hub and the bus show, seen from a process of
+ * its own (test/bench/observer.ts: watches on the hub and the member, the bus's queue read as events
+ * arrive). Figures per cloud; the cost per created cluster counts
  * the invocations, the looks, the cloud reads the emulators answered, and the AWS requests the proxy in
  * front of moto saw, priced at list prices.
  */
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { openSync, readFileSync, writeFileSync } from 'node:fs';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
@@ -33,8 +34,8 @@ import {
   SQSClient,
   type Message,
 } from '@aws-sdk/client-sqs';
-import { spawn } from 'node:child_process';
-import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import type { SQSEvent } from 'aws-lambda';
 import { parse } from 'yaml';
 import { EKS_EVENT_NAMES } from '../../infra/Cpsync.ts';
@@ -60,6 +61,7 @@ import { functionUrlRequest, lambdaContext, startGoogleSigner, sqsRecord } from 
 import { temporaryDirectory } from '../support/tmp.ts';
 import { PRICES } from './cost.ts';
 import { requestTrace } from './requestTrace.ts';
+import type { Observation, ObserverSetup } from './observer.ts';
 
 type Cloud = 'eks' | 'gke' | 'aks';
 type Handler = (event: unknown, context: unknown) => Promise<unknown>;
@@ -141,6 +143,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
   const eksNames: string[] = [];
   let member: Member | undefined;
   let consumer: ReturnType<typeof spawn> | undefined;
+  let observer: ChildProcess | undefined;
   let running = true;
   try {
     // The consumer's own identity in each cloud (an assumed IAM role, a Google service account through
@@ -400,10 +403,6 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
         });
     const byName = new Map(timelines.map((t) => [t.name, t]));
 
-    // What the hub shows, and what the bus received.
-    const kubeConfig = new KubeConfig();
-    kubeConfig.loadFromFile(hub.kubeconfig);
-    const api = kubeConfig.makeApiClient(CustomObjectsApi);
     const namespace =
       (document.inventory as { namespace?: string } | undefined)?.namespace ?? 'cluster-inventory';
     const wrongful: Record<Cloud, number> = { eks: 0, gke: 0, aks: 0 };
@@ -444,95 +443,54 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     );
     const byObject = () =>
       new Map(timelines.filter((t) => t.profile).map((t) => [`engaged.${namespace}.${t.profile}`, t]));
-    const objectWatcher = (async () => {
-      // The member's own view: when each consumer object appeared there.
-      while (running) {
-        const { items } = await memberCore.listNamespacedConfigMap({ namespace: objects });
-        const now = Date.now();
-        const owners = byObject();
-        for (const object of items) {
-          const timeline = owners.get(object.metadata?.name ?? '');
-          if (timeline && !timeline.objectAt) timeline.objectAt = now;
+    // What the hub shows, what the member holds and what reached the bus, seen from a process of its own
+    // (test/bench/observer.ts), each stamped when it saw it.
+    const setup: ObserverSetup = {
+      hubKubeconfig: hub.kubeconfig,
+      namespace,
+      memberKubeconfig: estateMember.kubeconfig,
+      objects,
+      queueUrl: emulators.queueUrl,
+      aws: direct,
+    };
+    observer = fork(
+      fileURLToPath(new URL('./observer.ts', import.meta.url)),
+      ['child', JSON.stringify(setup)],
+      {
+        stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+      },
+    );
+    const watching = observer;
+    const observing = new Promise<void>((resolve, reject) => {
+      watching.once('exit', (code) =>
+        reject(new Error(`the observer exited ${code} before it was watching`)),
+      );
+      watching.on('message', (o: Observation) => {
+        if (o.kind === 'ready') return resolve();
+        if (o.kind === 'object') {
+          const timeline = byObject().get(o.name);
+          if (timeline && !timeline.objectAt) timeline.objectAt = o.at;
+          return;
         }
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    })();
-    const watchers = [
-      (async () => {
-        while (running) {
-          const list = (await api.listNamespacedCustomObject({
-            group: 'multicluster.x-k8s.io',
-            version: 'v1alpha1',
-            namespace,
-            plural: 'clusterprofiles',
-          })) as {
-            items: Array<{
-              metadata: { name: string };
-              spec: { displayName: string };
-              status?: {
-                conditions?: Array<{ type: string; status: string }>;
-                accessProviders?: Array<{
-                  cluster?: { server?: string; 'certificate-authority-data'?: string };
-                }>;
-              };
-            }>;
-          };
-          const now = Date.now();
-          const present = new Set<string>();
-          for (const profile of list.items) {
-            const timeline = byName.get(profile.spec.displayName);
-            if (!timeline) continue;
-            present.add(timeline.name);
-            timeline.profile ??= profile.metadata.name;
-            const cluster = profile.status?.accessProviders?.[0]?.cluster;
-            const healthy = profile.status?.conditions?.find((c) => c.type === 'ControlPlaneHealthy')?.status;
-            if (
-              !timeline.usableAt &&
-              cluster?.server &&
-              cluster['certificate-authority-data'] &&
-              healthy === 'True'
-            )
-              timeline.usableAt = now;
+        const timeline = byName.get(o.displayName);
+        if (!timeline) return;
+        // Wrongful: a profile gone, or a Deleted event, before its cluster was gone.
+        const early = (at: number) => timeline.goneAt === undefined || timeline.goneAt > at;
+        if (o.kind === 'profile') timeline.profile ??= o.name;
+        else if (o.kind === 'usable') timeline.usableAt ??= o.at;
+        else if (o.kind === 'profile-gone') {
+          if (timeline.usableAt && !timeline.profileGoneAt) {
+            timeline.profileGoneAt = o.at;
+            if (early(o.at)) wrongful[timeline.cloud] += 1;
           }
-          for (const timeline of timelines)
-            if (timeline.usableAt && !timeline.profileGoneAt && !present.has(timeline.name)) {
-              timeline.profileGoneAt = now;
-              if (!timeline.goneAt) wrongful[timeline.cloud] += 1;
-            }
-          await new Promise((r) => setTimeout(r, 200));
+        } else if (o.detailType === 'Consumer Access Granted') timeline.grantedAt ??= o.at;
+        else if (o.detailType === 'ClusterProfile Deleted') {
+          if (early(o.at)) wrongful[timeline.cloud] += 1;
+          timeline.deletedEventAt ??= o.at;
         }
-      })(),
-      (async () => {
-        while (running) {
-          const { Messages = [] } = await sqs.send(
-            new ReceiveMessageCommand({
-              QueueUrl: emulators.queueUrl,
-              MaxNumberOfMessages: 10,
-              WaitTimeSeconds: 1,
-            }),
-          );
-          const now = Date.now();
-          for (const message of Messages) {
-            const event = JSON.parse(message.Body!) as {
-              'detail-type': string;
-              detail: { cluster?: { displayName?: string } };
-            };
-            const timeline = byName.get(event.detail.cluster?.displayName ?? '');
-            if (timeline && event['detail-type'] === 'Consumer Access Granted') timeline.grantedAt ??= now;
-            if (!timeline || event['detail-type'] !== 'ClusterProfile Deleted') continue;
-            if (!timeline.goneAt) wrongful[timeline.cloud] += 1;
-            timeline.deletedEventAt ??= now;
-          }
-          if (Messages.length > 0)
-            await sqs.send(
-              new DeleteMessageBatchCommand({
-                QueueUrl: emulators.queueUrl,
-                Entries: Messages.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle! })),
-              }),
-            );
-        }
-      })(),
-    ];
+      });
+    });
+    await observing;
 
     // Every bench cluster's endpoint is the member, with the member's CA, once its cloud has made it.
     const memberHost = new URL(estateMember.server).hostname;
@@ -668,7 +626,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     ]);
     const wall = Date.now() - started;
     running = false;
-    await Promise.allSettled([...loops, ...watchers, objectWatcher, ...pending]);
+    await Promise.allSettled([...loops, ...pending]);
 
     // Each cluster's timeline, for a closer look at a tail.
     if (process.env.CPSYNC_BENCH_TIMELINES)
@@ -745,7 +703,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const range = ([low, high]: [number, number]) => `${low}–${high} s`;
     const eks = (config.follow as { eks: { typicalSeconds: Record<string, number> } }).eks.typicalSeconds;
     say(
-      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over ${options.spreadSeconds} s, each held in its creating state (no endpoint, no CA) for a time drawn from ${range(options.readySeconds)} (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${range(options.deletingSeconds)}, then gone. The clouds say what real clouds say about each operation, in the documented shapes and order (test/env/transitions.ts), each delivered after a delay drawn from a range: EKS only the CloudTrail record of the call as it starts (\`CreateCluster\`, \`DeleteCluster\`; ${range(options.deliverySeconds.cloudtrail)}) on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler — nothing as the operation ends; GKE the audit entry written as the operation starts (\`operation.first\`) and the one written as it ends (\`operation.last\`, the same operation id), each pushed by Pub/Sub to the webhook (${range(options.deliverySeconds.pubsub)}); AKS Event Grid's \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` as the request is taken (${range(options.deliverySeconds.eventgrid)}) and, as the operation ends, the Activity Log's \`Succeeded\` event of \`managedClusters/write\`/\`delete\` through an Activity Log alert's action group, in the common alert schema, to \`/azure/alert\` (${range(options.deliverySeconds.alert)}). The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, five batches at a time (Lambda's SQS event source starts with five concurrent invocations), and the EKS handler with each event at once. Following: the configuration's defaults (GKE and AKS: a backstop look after 10 s, then every 20 s, until the end event ends the chase), but for EKS's typical durations, set to the middle of the bench's ranges (\`follow.eks.typicalSeconds\` create ${eks.create}, delete ${eks.delete}), its floor ${EKS_FLOOR_SECONDS} s and its share of the time left ${EKS_TIGHTENING} (the defaults 5 s and 0.25), its cap 60 s and 60 looks at most (the defaults). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (the hub polled every 200 ms). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer first denies a Google identity without \`container.clusters.get\` in the project's IAM policy, as GKE does, then is RBAC, then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry; for GKE, \`roles/container.clusterViewer\` in cpsync's binding of the project's IAM policy — ${projectRole} at the end — and a ClusterRoleBinding on the member; for AKS the binding); its object counts when the member lists it (polled every 200 ms) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue and the profile is gone from the hub. ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
+      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over ${options.spreadSeconds} s, each held in its creating state (no endpoint, no CA) for a time drawn from ${range(options.readySeconds)} (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${range(options.deletingSeconds)}, then gone. The clouds say what real clouds say about each operation, in the documented shapes and order (test/env/transitions.ts), each delivered after a delay drawn from a range: EKS only the CloudTrail record of the call as it starts (\`CreateCluster\`, \`DeleteCluster\`; ${range(options.deliverySeconds.cloudtrail)}) on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler — nothing as the operation ends; GKE the audit entry written as the operation starts (\`operation.first\`) and the one written as it ends (\`operation.last\`, the same operation id), each pushed by Pub/Sub to the webhook (${range(options.deliverySeconds.pubsub)}); AKS Event Grid's \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` as the request is taken (${range(options.deliverySeconds.eventgrid)}) and, as the operation ends, the Activity Log's \`Succeeded\` event of \`managedClusters/write\`/\`delete\` through an Activity Log alert's action group, in the common alert schema, to \`/azure/alert\` (${range(options.deliverySeconds.alert)}). The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, five batches at a time (Lambda's SQS event source starts with five concurrent invocations), and the EKS handler with each event at once. Following: the configuration's defaults (GKE and AKS: a backstop look after 10 s, then every 20 s, until the end event ends the chase), but for EKS's typical durations, set to the middle of the bench's ranges (\`follow.eks.typicalSeconds\` create ${eks.create}, delete ${eks.delete}), its floor ${EKS_FLOOR_SECONDS} s and its share of the time left ${EKS_TIGHTENING} (the defaults 5 s and 0.25), its cap 60 s and 60 looks at most (the defaults). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (seen by a watch on the hub's ClusterProfiles, from a process of its own, apart from the functions' event loop). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer first denies a Google identity without \`container.clusters.get\` in the project's IAM policy, as GKE does, then is RBAC, then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry; for GKE, \`roles/container.clusterViewer\` in cpsync's binding of the project's IAM policy — ${projectRole} at the end — and a ClusterRoleBinding on the member; for AKS the binding); its object counts when a watch on the member sees it (from that same observer process) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue (read by the observer) and the profile is gone from the hub (its watch). ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
     );
     say('');
     say('| | cloud | p50 | p99 | target (p99) |');
@@ -784,6 +742,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     say('');
   } finally {
     running = false;
+    observer?.kill('SIGTERM');
     consumer?.kill('SIGTERM');
     for (const stop of stops) stop();
     await member?.stop();

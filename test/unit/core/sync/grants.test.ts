@@ -656,6 +656,57 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
     assert.deepEqual(whole.settled, [{}]);
   });
 
+  it('beside other syncs of the project, a look at a cluster not yet running writes nothing and settles nothing', async () => {
+    const port = counting(GOOGLE, { paced: false });
+    const ledger = memoryLedger();
+    // One cluster's sync beside others of the project.
+    const look = (desired: readonly ClusterProfile[], extra: Partial<GrantsInput> = {}) =>
+      withGrants(desired, [], {
+        options,
+        grants: port,
+        ledger,
+        now: NOW,
+        scope: project,
+        complete: false,
+        listed: keys(desired),
+        project: 'acme-data',
+        alone: (work) => work(new AbortController().signal),
+        ...extra,
+      });
+    const creating = normalizeAll(
+      [gkeCluster({ name: 'edge', health: { status: 'PROVISIONING', issues: [] } })],
+      options,
+      NOW,
+    ).profiles;
+    const looked = await look(creating);
+    assert.equal(ledger.writes, 0, 'nothing written ahead, nothing removed');
+    assert.equal(port.ensured, 0);
+    assert.deepEqual(port.settled, [], "the project's role is not settled");
+    assert.equal(looked.figures?.notUsable, 1, 'the consumer is told the cluster is not running yet');
+
+    // Once it runs: granted, recorded, and (the grant's own step holding the role) still nothing settled.
+    await look(clusters.slice(0, 1));
+    assert.equal(port.ensured, 1);
+    assert.deepEqual(
+      [...ledger.records.values()].map((r) => r.grants.map((g) => g.identity)),
+      [[GOOGLE]],
+    );
+    assert.deepEqual(port.settled, []);
+
+    // A cluster gone whose record named no grant (a scan remembered): its record goes, the role is left as it is.
+    const analytics = providerIdOf(clusters[1]!)!;
+    const remembered = {
+      providerId: analytics,
+      provider: 'gke' as const,
+      account: 'acme-data',
+      region: 'us-east1',
+    };
+    await ledger.write([{ ...remembered, grants: [], swept: true }]);
+    await look([], { confirmedGone: new Set([analytics]) });
+    assert.equal(ledger.records.size, 1, "the gone cluster's record is removed");
+    assert.deepEqual(port.settled, []);
+  });
+
   it('is left alone where the scope does not see the whole project, and in a dry run', async () => {
     const port = counting(GOOGLE, { paced: false });
     const ledger = memoryLedger();

@@ -1,5 +1,5 @@
 /** The one-cluster sync: what a cloud's event and a follow-up look run. */
-import type { ClusterRef, ScopeListing } from './ports.ts';
+import type { ClusterRef, PublishResult, ScopeListing } from './ports.ts';
 import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import { CpsyncError } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
@@ -106,15 +106,27 @@ export async function syncCluster(
       ...(confirmedGone ? { confirmedGone } : {}),
     });
     const failure = result.applied.failed[0];
-    if (failure) {
-      await settle();
-      throw failure.error;
+    let published: PublishResult;
+    let afterwards: Awaited<ReturnType<NonNullable<typeof result.afterwards>>> | undefined;
+    try {
+      if (failure) {
+        await settle();
+        throw failure.error;
+      }
+      // Published as soon as the events are in the outbox, while the intents go.
+      published = await settle(() => ports.bus.publish(events));
+      await ports.outbox.remove(doneWith(published));
+    } finally {
+      // What waits until the changes are announced (a GKE project's role), however this ends.
+      afterwards = await result.afterwards?.();
     }
-    // Published as soon as the events are in the outbox, while the intents go.
-    const published = await settle(() => ports.bus.publish(events));
-    await ports.outbox.remove(doneWith(published));
     const kind = result.applied.applied[0]?.kind;
-    const problems = [...recovered, ...collisions(ref.scope, result), ...(result.grants?.problems ?? [])];
+    const problems = [
+      ...recovered,
+      ...collisions(ref.scope, result),
+      ...(result.grants?.problems ?? []),
+      ...(afterwards?.problem ? [afterwards.problem] : []),
+    ];
     const settling = observed ? settlingState(observed) : undefined;
     return {
       result: kind ?? 'unchanged',

@@ -148,6 +148,11 @@ export interface Granted {
    * be written resolves to the problem that names it (the next run, reading the ledger, does the work again).
    */
   recorded?: Promise<string | undefined>;
+  /**
+   * A GKE project's role, settled beside other syncs of the project once the caller has announced its changes
+   * (`recordAlongside` with `alone`). Never rejects; the caller runs it however its sync ends.
+   */
+  afterwards?: () => Promise<{ changed: string[]; problem?: string }>;
 }
 
 /** Runs `work` while no other sync of the account runs work of its own (`signal`: that hold was lost). */
@@ -506,22 +511,36 @@ export async function withGrants(
     !input.dryRun &&
     input.ledger &&
     (!input.alone || shrank);
+  // Beside other syncs of the project, where the caller writes the record beside the hub's writes, the role is
+  // settled once the sync's changes are announced (`afterwards`): its wait for the project's turn holds up no
+  // profile and no event.
+  const deferred = settling && input.alone !== undefined && input.recordAlongside === true;
   // The project's role is settled from the ledger as this run leaves it: the record is written first.
-  if (recorded && (settling || !input.recordAlongside)) {
+  if (recorded && ((settling && !deferred) || !input.recordAlongside)) {
     const problem = await recorded;
     if (problem) problems.push(problem);
     recorded = undefined;
   }
+  let afterwards: Granted['afterwards'];
   if (settling && input.project !== undefined && input.grants) {
-    const settledProject = await settleProject(input.project, input.grants, final, input, on);
-    if (settledProject.changed.length > 0) figures.projectRoles = settledProject.changed;
-    if (settledProject.problem) problems.push(settledProject.problem);
+    const [project, port, written] = [input.project, input.grants, recorded];
+    const settle = async () => {
+      await written;
+      return settleProject(project, port, final, input, on);
+    };
+    if (deferred) afterwards = settle;
+    else {
+      const settledProject = await settle();
+      if (settledProject.changed.length > 0) figures.projectRoles = settledProject.changed;
+      if (settledProject.problem) problems.push(settledProject.problem);
+    }
   }
   if (problems.length > 0) figures.problems = problems;
+  const later = { ...(recorded ? { recorded } : {}), ...(afterwards ? { afterwards } : {}) };
   // Nothing held, nothing done: the feature did nothing to report.
   if (!on && plans.length === 0 && !figures.projectRoles && !figures.problems && !figures.remaining)
-    return { profiles, ...(recorded ? { recorded } : {}) };
-  return { profiles, figures, ...(recorded ? { recorded } : {}) };
+    return { profiles, ...later };
+  return { profiles, figures, ...later };
 }
 
 /**

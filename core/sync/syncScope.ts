@@ -92,6 +92,11 @@ export interface SyncScopeResult {
   grants?: GrantFigures;
   /** Newcomers whose first name something else holds, and the name each was given instead. */
   collisions: string[];
+  /**
+   * What the caller runs once it has announced the scope's changes, however its sync ends: a GKE project's role
+   * settled beside other syncs of the project (withGrants' `afterwards`). Never rejects.
+   */
+  afterwards?: () => Promise<{ changed: string[]; problem?: string }>;
 }
 
 /** How many members a scope read, how many of them could not be read, and the time it took. */
@@ -375,7 +380,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       featureCounts: countsByNamespace(profilesAfter(after, noneApplied), names, stillHeld),
     };
 
-  let applied: ApplyResult;
+  let applied: ApplyResult | undefined;
   let unrecorded: string | undefined;
   try {
     const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
@@ -384,14 +389,17 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     await input.beforeApply?.(result);
     applied = await applyPlan(hub, result, input.signal);
   } finally {
-    // Nothing of the scope's is left running when it returns, nor when it throws.
+    // Nothing of the scope's is left running when it returns, nor when it throws; and what was to be done
+    // once the changes are announced is done now when it throws (nothing will be announced).
     unrecorded = await granted.recorded;
+    if (!applied) await granted.afterwards?.();
   }
   return {
     plan: result,
     applied,
     ...done,
     ...withProblem(granted.figures, unrecorded),
+    ...(granted.afterwards ? { afterwards: granted.afterwards } : {}),
     featureCounts: countsByNamespace(profilesAfter(after, applied), names, stillHeld),
   };
 }

@@ -7,13 +7,20 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
+import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
+import { FileGrantLedger } from '../../../../adapters/outbox/FileGrantLedger.ts';
+import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
+import { ALL_REGIONS } from '../../../../core/domain/model/scope.ts';
+import { syncCluster } from '../../../../core/sync/engine.ts';
 import { ledgerKey, type Consumer, type GrantRecord } from '../../../../core/domain/grants.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
-import type { AccessGrants, GrantLedger } from '../../../../core/sync/ports.ts';
+import type { AccessGrants, ClusterSource, GrantLedger, IntentLog } from '../../../../core/sync/ports.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
-import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
-import { inventoryOptions } from '../../../support/settings.ts';
+import { eksCluster, gkeCluster, LATER, NOW } from '../../../support/fixtures.ts';
+import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const ROLE = 'arn:aws:iam::111122223333:role/argocd';
@@ -152,5 +159,123 @@ describe("the grants ledger's record, beside the hub's writes", () => {
     const second = await sync(hub, store, port, LATER);
     assert.equal(second.grants?.problems, undefined);
     assert.equal([...records.values()][0]?.grants[0]?.pending ?? false, false, 'recorded as made');
+  });
+});
+
+describe("a GKE project's role, beside other syncs of the project", () => {
+  const GOOGLE = 'deployer@consumers.iam.gserviceaccount.com';
+  const deployer: Consumer = {
+    name: 'deployer',
+    namespaces: ['cluster-inventory'],
+    level: 'view',
+    identities: { gke: GOOGLE },
+  };
+  const gkeOptions = inventoryOptions({ features: { accessGrants: true }, consumers: [deployer] });
+  const project: Scope = { provider: 'gke', account: 'acme-data', region: ALL_REGIONS };
+  const cluster = gkeCluster({ name: 'edge' });
+
+  /** An intent log whose writes fail once there is something to write (the deletion's intent). */
+  const failingAdds = (log: IntentLog): IntentLog => ({
+    list: () => log.list(),
+    add: (intents) =>
+      intents.some((i) => i.kind === 'deleted')
+        ? Promise.reject(new Error('the intent log is unavailable'))
+        : log.add(intents),
+    remove: (ids) => log.remove(ids),
+  });
+
+  /** One cluster's syncs (a cloud's event), the cluster there until `gone`, what was done written to `seen`. */
+  function setup({ failDelete = false, failIntents = false } = {}) {
+    const directory = temporaryDirectory('cpsync-role-');
+    const seen: string[] = [];
+    const state = { gone: false };
+    const hub = new FileHub({ directory: join(directory, 'hub') });
+    const bus = new JsonLinesFileBus(join(directory, 'events.jsonl'));
+    const source: ClusterSource = {
+      listScope: () => Promise.reject(new Error('not listed')),
+      getCluster: async () => (state.gone ? undefined : cluster),
+      isProviderIdOf: (id) => id === cluster.providerId,
+    };
+    const port = {
+      async ensure() {
+        return { held: GOOGLE, status: 'True' as const, reason: 'Granted', message: 'granted' };
+      },
+      async revoke() {
+        seen.push('grant revoked');
+        return { revoked: true, message: 'gone' };
+      },
+      async settleProjectRoles(_project: string, holders: ReadonlyMap<string, ReadonlySet<string>>) {
+        seen.push(`role settled: ${JSON.stringify([...holders.keys()])}`);
+        return [];
+      },
+    } satisfies AccessGrants;
+    const ports = {
+      sources: { gke: source },
+      hub: new Proxy(hub, {
+        get(target, key: keyof FileHub) {
+          const value = target[key];
+          if (typeof value !== 'function') return value;
+          if (key === 'delete' && failDelete)
+            return () => Promise.reject(Object.assign(new Error('the hub is unavailable'), { status: 503 }));
+          return (value as (...a: unknown[]) => unknown).bind(target);
+        },
+      }),
+      leases: new FileLeaseStore(join(directory, 'hub')),
+      bus: {
+        publish: async (events: Parameters<typeof bus.publish>[0]) => {
+          seen.push(`published ${events.map((e) => e.detailType).join()}`);
+          return bus.publish(events);
+        },
+        describe: () => bus.describe(),
+      },
+      outbox: new FileOutbox(join(directory, 'outbox')),
+      intents: failIntents
+        ? failingAdds(new FileIntentLog(join(directory, 'outbox')))
+        : new FileIntentLog(join(directory, 'outbox')),
+      grants: port,
+      ledger: new FileGrantLedger(join(directory, 'outbox')),
+    };
+    const sync = (syncId: string) =>
+      syncCluster(ports, {
+        ...runSettings(gkeOptions),
+        syncId,
+        ref: { scope: project, name: 'edge', location: 'europe-west1' },
+      });
+    return { seen, state, sync, ledger: ports.ledger };
+  }
+
+  it('is settled once the Deleted event of a cluster gone is published, not before', async () => {
+    const { seen, state, sync, ledger } = setup();
+    assert.equal((await sync('created')).result, 'created');
+    assert.deepEqual(seen, ['published ClusterProfile Created,Consumer Access Granted']);
+
+    state.gone = true;
+    seen.length = 0;
+    const report = await sync('deleted');
+    assert.equal(report.result, 'deleted');
+    assert.deepEqual(seen, [
+      // The cluster is gone, its grants with it: nothing to revoke, the role to settle.
+      'published ClusterProfile Deleted',
+      'role settled: []',
+    ]);
+    assert.deepEqual(await ledger.read(project), []);
+  });
+
+  it('is settled all the same when the deletion cannot be written, and the sync fails', async () => {
+    const { seen, state, sync } = setup({ failDelete: true });
+    await sync('created');
+    state.gone = true;
+    seen.length = 0;
+    await assert.rejects(sync('deleted'), /the hub is unavailable/);
+    assert.deepEqual(seen, ['role settled: []']);
+  });
+
+  it('is settled all the same when the sync stops before its hub writes', async () => {
+    const { seen, state, sync } = setup({ failIntents: true });
+    await sync('created');
+    state.gone = true;
+    seen.length = 0;
+    await assert.rejects(sync('deleted'), /the intent log is unavailable/);
+    assert.deepEqual(seen, ['role settled: []']);
   });
 });

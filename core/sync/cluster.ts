@@ -1,5 +1,7 @@
 /** The one-cluster sync: what a cloud's event and a follow-up look run. */
-import type { ClusterRef, PublishResult, ScopeListing } from './ports.ts';
+import type { ClusterRef, GrantLedger, PublishResult, ScopeListing } from './ports.ts';
+import type { GrantRecord } from '../domain/grants.ts';
+import type { Scope } from '../domain/model/scope.ts';
 import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import { CpsyncError } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
@@ -29,6 +31,26 @@ function clusterPart(ref: ClusterRef): string {
 }
 
 /**
+ * The ledger, its records of `scope`'s account read at once: the first read of them is answered from that reading
+ * (a failed one fails that read, as it would have), every other read and write goes to the ledger.
+ */
+function readAhead(ledger: GrantLedger, scope: Scope): GrantLedger {
+  let ahead: Promise<GrantRecord[]> | undefined = ledger.read(scope);
+  ahead.catch(() => {}); // met by the read that takes it
+  const same = (other: Pick<Scope, 'provider' | 'account'>) =>
+    other.provider === scope.provider && other.account === scope.account;
+  return {
+    read: (account) => {
+      const taken = ahead && same(account) ? ahead : undefined;
+      if (taken) ahead = undefined;
+      return taken ?? ledger.read(account);
+    },
+    write: (records, removed) => ledger.write(records, removed),
+    ...(ledger.quarantined ? { quarantined: () => ledger.quarantined!() } : {}),
+  };
+}
+
+/**
  * An event-triggered sync of one cluster: its profile is created, updated, or — when the provider
  * answers not found — deleted at once. Nothing else in the scope is touched, and no scope summary is
  * published (it is not a listing of the scope). It holds a share of the account's lease, so it never
@@ -55,6 +77,8 @@ export async function syncCluster(
     const taken = (leases = await syncLeases(ports, request, attempt));
     // A share of the account's lease: syncs of other clusters of the account go on beside this one.
     const hold = taken ? await taken.enterShared(lease, clusterPart(ref)) : undefined;
+    // What cpsync granted in the account, read while the cluster is: this cluster's record changes only under its share.
+    const ledger = ports.ledger && readAhead(ports.ledger, ref.scope);
     const observed = await source.getCluster(ref);
     const now = timestamp(clock());
     const context = {
@@ -90,21 +114,24 @@ export async function syncCluster(
       }
     }
     const recovered = await recovering;
-    const { result, events, settle } = await applyReading(ports, {
-      context,
-      listing,
-      options: request.options,
-      now,
-      leaseMillis: request.intentLeaseMillis,
-      ...(taken && hold
-        ? {
-            held: { holder: taken.holder, lease: hold.lease },
-            signal: hold.signal,
-            alone: <T>(work: (signal: AbortSignal) => Promise<T>) => taken.alone(lease, work),
-          }
-        : {}),
-      ...(confirmedGone ? { confirmedGone } : {}),
-    });
+    const { result, events, settle } = await applyReading(
+      { ...ports, ...(ledger ? { ledger } : {}) },
+      {
+        context,
+        listing,
+        options: request.options,
+        now,
+        leaseMillis: request.intentLeaseMillis,
+        ...(taken && hold
+          ? {
+              held: { holder: taken.holder, lease: hold.lease },
+              signal: hold.signal,
+              alone: <T>(work: (signal: AbortSignal) => Promise<T>) => taken.alone(lease, work),
+            }
+          : {}),
+        ...(confirmedGone ? { confirmedGone } : {}),
+      },
+    );
     const failure = result.applied.failed[0];
     let published: PublishResult;
     let afterwards: Awaited<ReturnType<NonNullable<typeof result.afterwards>>> | undefined;

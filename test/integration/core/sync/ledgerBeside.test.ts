@@ -278,4 +278,75 @@ describe("a GKE project's role, beside other syncs of the project", () => {
     await assert.rejects(sync('deleted'), /the intent log is unavailable/);
     assert.deepEqual(seen, ['role settled: []']);
   });
+
+  it(
+    "a cloud's event: the ledger is read while the cluster is, and a reading that fails grants nothing",
+    { timeout: 60_000 },
+    async () => {
+      for (const failing of [false, true]) {
+        const directory = temporaryDirectory('cpsync-ahead-');
+        const stored = new FileGrantLedger(join(directory, 'outbox'));
+        // The cloud answers only once the ledger is being read, and the ledger only once the cloud is being asked.
+        let asked!: () => void;
+        let reading!: () => void;
+        const cloudAsked = new Promise<void>((resolve) => (asked = resolve));
+        const ledgerRead = new Promise<void>((resolve) => (reading = resolve));
+        const ledger: GrantLedger = {
+          read: async (account) => {
+            reading();
+            await cloudAsked;
+            if (failing) throw new Error('ProvisionedThroughputExceededException: slow down');
+            return stored.read(account);
+          },
+          write: (records, removed) => stored.write(records, removed),
+        };
+        const source: ClusterSource = {
+          listScope: () => Promise.reject(new Error('not listed')),
+          getCluster: async () => {
+            asked();
+            await ledgerRead;
+            return cluster;
+          },
+          isProviderIdOf: (id) => id === cluster.providerId,
+        };
+        const made: string[] = [];
+        const report = await syncCluster(
+          {
+            sources: { gke: source },
+            hub: new FileHub({ directory: join(directory, 'hub') }),
+            leases: new FileLeaseStore(join(directory, 'hub')),
+            bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
+            outbox: new FileOutbox(join(directory, 'outbox')),
+            intents: new FileIntentLog(join(directory, 'outbox')),
+            grants: {
+              async ensure() {
+                made.push('granted');
+                return { held: GOOGLE, status: 'True' as const, reason: 'Granted', message: 'granted' };
+              },
+              async revoke() {
+                return { revoked: true, message: 'gone' };
+              },
+            },
+            ledger,
+          },
+          {
+            ...runSettings(gkeOptions),
+            syncId: 'event',
+            ref: { scope: project, name: 'edge', location: 'europe-west1' },
+          },
+        );
+        assert.equal(report.result, 'created');
+        if (failing) {
+          assert.deepEqual(made, [], 'nothing granted without the ledger');
+          assert.match(
+            report.problems?.join('\n') ?? '',
+            /cannot read what cpsync granted \(its ledger\): ProvisionedThroughputExceededException/,
+          );
+        } else {
+          assert.deepEqual(made, ['granted']);
+          assert.equal((await stored.read(project))[0]?.grants[0]?.identity, GOOGLE);
+        }
+      }
+    },
+  );
 });

@@ -306,6 +306,10 @@ export class CloudGrants implements AccessGrants {
       }
       return this.#prove(config, options, consumer, identity, mine, `Azure RBAC role for ${consumer.level}`);
     }
+    // Where cpsync's bindings of the consumer are, read while the wanted ones are made: those are left out of
+    // what it is used for, so the binds' own writes do not matter to it.
+    const found = bindings.places();
+    found.catch(() => {}); // met below, or when this ends first
     try {
       for (const place of places)
         try {
@@ -321,7 +325,7 @@ export class CloudGrants implements AccessGrants {
         }
       // The identity out of cpsync's bindings of the consumer elsewhere (its namespaces changed).
       const kept = new Set(places.map((p) => p.namespace ?? ''));
-      for (const place of await bindings.places())
+      for (const place of await found)
         if (!kept.has(place.namespace ?? '')) await bindings.unbind(place, identity);
       // GKE lets no identity in without container.clusters.get: the project's role, for a grant of cpsync's.
       const google = plan.provider === 'gke' && mine && this.#options.gke;
@@ -342,6 +346,8 @@ export class CloudGrants implements AccessGrants {
           message: `the member refused cpsync's binding (${error.code}): cpsync's identity may not bind ${role} (adapters/member/manifests/access-grants-rbac.yaml)`,
         };
       throw error;
+    } finally {
+      await found.catch(() => {});
     }
     return this.#prove(config, options, consumer, identity, mine, `${shown} to ${role}`);
   }

@@ -158,16 +158,16 @@ export class MemberBindings {
   /** The places where cpsync's bindings of this consumer are: the cluster's, and each namespace's. */
   async places(): Promise<Place[]> {
     const places: Place[] = [];
-    try {
-      if (this.#mine(await this.#read({}))) places.push({});
-    } catch (error) {
-      if (!notFound(error)) throw error;
-    }
     const selector = `${GRANT_MANAGER_KEY}=${this.#manager},${GRANT_CONSUMER_KEY}=${this.#consumer}`;
-    const { items } = await this.#rbac.listRoleBindingForAllNamespaces(
-      { labelSelector: selector },
-      this.#options,
-    );
+    // The cluster's binding and the namespaces', asked at once (both answered before either's failure is met).
+    const [cluster, listed] = await Promise.allSettled([
+      this.#read({}),
+      this.#rbac.listRoleBindingForAllNamespaces({ labelSelector: selector }, this.#options),
+    ]);
+    if (cluster.status === 'rejected' && !notFound(cluster.reason)) throw cluster.reason;
+    if (listed.status === 'rejected') throw listed.reason;
+    if (cluster.status === 'fulfilled' && this.#mine(cluster.value)) places.push({});
+    const { items } = listed.value;
     for (const binding of items)
       if (binding.metadata?.name === this.name && binding.metadata.namespace)
         places.push({ namespace: binding.metadata.namespace });

@@ -64,15 +64,23 @@ export class OutboxTable {
     return found;
   }
 
+  /**
+   * Removes the items, 25 to a request. What DynamoDB still leaves unprocessed after every retry stays, as before:
+   * an event left is published again (same id), an intent left is settled by a later run.
+   */
   async delete(keys: readonly string[]): Promise<void> {
-    await this.#batches(keys.map((eventId) => ({ DeleteRequest: { Key: { eventId } } })));
+    await this.#batches(
+      keys.map((eventId) => ({ DeleteRequest: { Key: { eventId } } })),
+      false,
+    );
   }
 
   /**
    * Writes `requests` 25 to a BatchWriteItem, what DynamoDB leaves unprocessed sent again after a backoff. A key
    * named twice is written once, as the last names it (BatchWriteItem refuses a request that names a key twice).
+   * What is still unprocessed after every attempt fails the call when `required`, and is left otherwise.
    */
-  async #batches(all: readonly WriteRequest[]): Promise<void> {
+  async #batches(all: readonly WriteRequest[], required = true): Promise<void> {
     const byKey = new Map<string, WriteRequest>();
     for (const request of all)
       byKey.set(
@@ -83,6 +91,7 @@ export class OutboxTable {
     for (let i = 0; i < requests.length; i += BATCH_SIZE) {
       let left: WriteRequest[] = requests.slice(i, i + BATCH_SIZE);
       for (let attempt = 0; left.length > 0; attempt++) {
+        if (attempt === BATCH_ATTEMPTS && !required) break;
         if (attempt === BATCH_ATTEMPTS)
           throw new Error(
             `DynamoDB table ${this.name} left ${left.length} of ${requests.length} writes unprocessed after ${BATCH_ATTEMPTS} attempts`,

@@ -34,9 +34,10 @@ function clusterPart(ref: ClusterRef): string {
  * The ledger, its records of `scope`'s account read at once: the first read of them is answered from that reading
  * (a failed one fails that read, as it would have), every other read and write goes to the ledger.
  */
-function readAhead(ledger: GrantLedger, scope: Scope): GrantLedger {
-  let ahead: Promise<GrantRecord[]> | undefined = ledger.read(scope);
-  ahead.catch(() => {}); // met by the read that takes it
+function readAhead(ledger: GrantLedger, scope: Scope): GrantLedger & { done: Promise<unknown> } {
+  const reading = ledger.read(scope);
+  const done = reading.catch(() => {}); // its failure is met by the read that takes it
+  let ahead: Promise<GrantRecord[]> | undefined = reading;
   const same = (other: Pick<Scope, 'provider' | 'account'>) =>
     other.provider === scope.provider && other.account === scope.account;
   return {
@@ -47,6 +48,8 @@ function readAhead(ledger: GrantLedger, scope: Scope): GrantLedger {
     },
     write: (records, removed) => ledger.write(records, removed),
     ...(ledger.quarantined ? { quarantined: () => ledger.quarantined!() } : {}),
+    /** Settled once the early reading is (whether or not a read took it). */
+    done,
   };
 }
 
@@ -73,12 +76,13 @@ export async function syncCluster(
   recovering.catch(() => {}); // its failure is met where it is awaited
   const lease = leaseName(request.options.manager, ref.scope);
   let leases: RunLeases | undefined;
+  let early: ReturnType<typeof readAhead> | undefined;
   try {
     const taken = (leases = await syncLeases(ports, request, attempt));
     // A share of the account's lease: syncs of other clusters of the account go on beside this one.
     const hold = taken ? await taken.enterShared(lease, clusterPart(ref)) : undefined;
     // What cpsync granted in the account, read while the cluster is: this cluster's record changes only under its share.
-    const ledger = ports.ledger && readAhead(ports.ledger, ref.scope);
+    const ledger = (early = ports.ledger && readAhead(ports.ledger, ref.scope));
     const observed = await source.getCluster(ref);
     const now = timestamp(clock());
     const context = {
@@ -166,6 +170,7 @@ export async function syncCluster(
   } finally {
     // Nothing of the sync's is left running when it returns, nor when it throws.
     await recovering.catch(() => {});
+    await early?.done;
     await leases?.releaseAll();
   }
 }

@@ -149,4 +149,33 @@ describe('the DynamoDB outbox and intent log', () => {
     await outbox.add(events);
     assert.deepEqual(ids(await outbox.pending()), ids(events));
   });
+
+  it('removes what DynamoDB takes and leaves the rest pending when it never takes it all (published again later)', async () => {
+    const outbox = new DynamoOutbox(table);
+    const events = Array.from({ length: 12 }, (_, i) => event(i));
+    await outbox.add(events);
+    const stop = proxy.intercept(async (call, forward) => {
+      if (!call.operation.endsWith('BatchWriteItem')) return undefined;
+      const body = JSON.parse(call.body) as BatchBody;
+      const [name, requests] = Object.entries(body.RequestItems)[0]!;
+      // Only the first item of each request is ever taken.
+      await forward(JSON.stringify({ RequestItems: { [name]: requests.slice(0, 1) } }));
+      return {
+        status: 200,
+        headers: { 'content-type': 'application/x-amz-json-1.0' },
+        body: JSON.stringify({ UnprocessedItems: { [name]: requests.slice(1) } }),
+      };
+    });
+    try {
+      // Resolves: a removal left undone is benign (the event is published again, with its id).
+      await outbox.remove(ids(events).slice(0, 10));
+    } finally {
+      stop();
+    }
+    assert.deepEqual(
+      ids(await outbox.pending()),
+      ids([...events.slice(6, 10), ...events.slice(10)]),
+      'six taken in six attempts, four of the ten left',
+    );
+  });
 });

@@ -31,6 +31,19 @@ interface BatchBody {
   RequestItems: Record<string, unknown[]>;
 }
 
+/** DynamoDB as it throttles: only the first item of each BatchWriteItem is ever taken, the others left unprocessed. */
+const firstOnly: Parameters<AwsProxy['intercept']>[0] = async (call, forward) => {
+  if (!call.operation.endsWith('BatchWriteItem')) return undefined;
+  const body = JSON.parse(call.body) as BatchBody;
+  const [name, requests] = Object.entries(body.RequestItems)[0]!;
+  await forward(JSON.stringify({ RequestItems: { [name]: requests.slice(0, 1) } }));
+  return {
+    status: 200,
+    headers: { 'content-type': 'application/x-amz-json-1.0' },
+    body: JSON.stringify({ UnprocessedItems: { [name]: requests.slice(1) } }),
+  };
+};
+
 describe('the DynamoDB outbox and intent log', () => {
   let moto: MotoServer;
   let proxy: AwsProxy;
@@ -120,18 +133,7 @@ describe('the DynamoDB outbox and intent log', () => {
 
   it('fails, naming how many were not stored, when DynamoDB never takes them, and keeps what it took', async () => {
     const outbox = new DynamoOutbox(table);
-    const stop = proxy.intercept(async (call, forward) => {
-      if (!call.operation.endsWith('BatchWriteItem')) return undefined;
-      const body = JSON.parse(call.body) as BatchBody;
-      const [name, requests] = Object.entries(body.RequestItems)[0]!;
-      // Only the first item of each request is ever taken.
-      await forward(JSON.stringify({ RequestItems: { [name]: requests.slice(0, 1) } }));
-      return {
-        status: 200,
-        headers: { 'content-type': 'application/x-amz-json-1.0' },
-        body: JSON.stringify({ UnprocessedItems: { [name]: requests.slice(1) } }),
-      };
-    });
+    const stop = proxy.intercept(firstOnly);
     const events = Array.from({ length: 10 }, (_, i) => event(i));
     try {
       await assert.rejects(outbox.add(events), (error: Error) => {
@@ -154,18 +156,7 @@ describe('the DynamoDB outbox and intent log', () => {
     const outbox = new DynamoOutbox(table);
     const events = Array.from({ length: 12 }, (_, i) => event(i));
     await outbox.add(events);
-    const stop = proxy.intercept(async (call, forward) => {
-      if (!call.operation.endsWith('BatchWriteItem')) return undefined;
-      const body = JSON.parse(call.body) as BatchBody;
-      const [name, requests] = Object.entries(body.RequestItems)[0]!;
-      // Only the first item of each request is ever taken.
-      await forward(JSON.stringify({ RequestItems: { [name]: requests.slice(0, 1) } }));
-      return {
-        status: 200,
-        headers: { 'content-type': 'application/x-amz-json-1.0' },
-        body: JSON.stringify({ UnprocessedItems: { [name]: requests.slice(1) } }),
-      };
-    });
+    const stop = proxy.intercept(firstOnly);
     try {
       // Resolves: a removal left undone is benign (the event is published again, with its id).
       await outbox.remove(ids(events).slice(0, 10));

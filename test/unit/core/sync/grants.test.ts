@@ -527,6 +527,25 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
       ...(dryRun ? { dryRun } : {}),
     });
 
+  /** One cluster's sync of the project (a partial listing of the whole project). */
+  const one = (
+    port: AccessGrants,
+    ledger: GrantLedger,
+    desired: readonly ClusterProfile[],
+    extra: Partial<GrantsInput> = {},
+  ) =>
+    withGrants(desired, [], {
+      options,
+      grants: port,
+      ledger,
+      now: NOW,
+      scope: project,
+      complete: false,
+      listed: keys(desired),
+      project: 'acme-data',
+      ...extra,
+    });
+
   it('counts every cluster of the project: the role stays while one still holds the consumer, and goes with the last', async () => {
     const port = counting(GOOGLE, { paced: false });
     const ledger = memoryLedger();
@@ -616,24 +635,6 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
           ],
         })),
       );
-    const one = (
-      port: AccessGrants,
-      ledger: GrantLedger,
-      desired: readonly ClusterProfile[],
-      extra: Partial<GrantsInput>,
-    ) =>
-      withGrants(desired, [], {
-        options,
-        grants: port,
-        ledger,
-        now: NOW,
-        scope: project,
-        complete: false,
-        listed: keys(desired),
-        project: 'acme-data',
-        ...extra,
-      });
-
     // A new cluster's sync that only grants: the grant's own step holds the role; nothing is settled.
     const granting = counting(GOOGLE, { paced: false });
     const fresh = memoryLedger();
@@ -660,19 +661,9 @@ describe("access grants in a scope's sync: a GKE project's cloud role is held wh
     const port = counting(GOOGLE, { paced: false });
     const ledger = memoryLedger();
     // One cluster's sync beside others of the project.
+    const alone: AccountWork = (work) => work(new AbortController().signal);
     const look = (desired: readonly ClusterProfile[], extra: Partial<GrantsInput> = {}) =>
-      withGrants(desired, [], {
-        options,
-        grants: port,
-        ledger,
-        now: NOW,
-        scope: project,
-        complete: false,
-        listed: keys(desired),
-        project: 'acme-data',
-        alone: (work) => work(new AbortController().signal),
-        ...extra,
-      });
+      one(port, ledger, desired, { alone, ...extra });
     const creating = normalizeAll(
       [gkeCluster({ name: 'edge', health: { status: 'PROVISIONING', issues: [] } })],
       options,

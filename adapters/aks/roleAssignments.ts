@@ -9,6 +9,7 @@ import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { TokenCredential } from '@azure/core-auth';
 import { createHash } from 'node:crypto';
 import { grantDescription } from '../grants/marks.ts';
+import type { MadeByLook } from '../grants/made.ts';
 import { aksClusterOfId } from './mapCluster.ts';
 import type { AccessLevel, ClusterGrantPlan, Consumer, HeldGrant } from '../../core/domain/grants.ts';
 
@@ -61,54 +62,80 @@ export class AksRoleAssignments {
     };
   }
 
-  async #at(
+  /**
+   * The principal's assignments on the cluster: at its scope and at each of its namespaces' (Azure lists
+   * those below a scope only by principal), by scope (lower case).
+   */
+  async #onCluster(
     client: AuthorizationManagementClient,
-    scope: string,
+    providerId: string,
     principalId: string,
-  ): Promise<RoleAssignment[]> {
-    const found: RoleAssignment[] = [];
-    for await (const assignment of client.roleAssignments.listForScope(scope, {
+  ): Promise<Map<string, RoleAssignment[]>> {
+    const cluster = providerId.toLowerCase();
+    const byScope = new Map<string, RoleAssignment[]>();
+    for await (const assignment of client.roleAssignments.listForScope(providerId, {
       filter: `principalId eq '${principalId}'`,
-    }))
-      if ((assignment.scope ?? '').toLowerCase() === scope.toLowerCase()) found.push(assignment);
-    return found;
+    })) {
+      const scope = (assignment.scope ?? '').toLowerCase();
+      if (scope !== cluster && !scope.startsWith(`${cluster}/namespaces/`)) continue;
+      byScope.set(scope, [...(byScope.get(scope) ?? []), assignment]);
+    }
+    return byScope;
   }
 
   /**
    * The level's role for `identity` at the cluster's scope (or each member namespace's): true when cpsync's
-   * own assignments hold it, false when only assignments cpsync did not make do. Rejects as Azure does
-   * (403 AuthorizationFailed when cpsync may not assign roles there).
+   * own assignments hold it, false when only assignments cpsync did not make do. cpsync's assignments of the
+   * consumer elsewhere on the cluster (its namespaces or scope changed) are taken off once the wanted ones
+   * hold. Rejects as Azure does (403 AuthorizationFailed when cpsync may not assign roles there).
+   * `made` is told of every assignment made, and of cpsync's found already there.
    */
-  async assign(plan: ClusterGrantPlan, consumer: Consumer, identity: string): Promise<boolean> {
+  async assign(
+    plan: ClusterGrantPlan,
+    consumer: Consumer,
+    identity: string,
+    made: MadeByLook,
+  ): Promise<boolean> {
     const { subscription, client } = this.#client(plan.providerId);
     const mark = grantDescription(this.#manager, consumer.name);
     const role = `/subscriptions/${subscription}/providers/Microsoft.Authorization/roleDefinitions/${AKS_RBAC_ROLES[consumer.level]}`;
     const scopes = consumer.memberNamespaces
       ? consumer.memberNamespaces.map((ns) => `${plan.providerId}/namespaces/${ns}`)
       : [plan.providerId];
+    const onCluster = await this.#onCluster(client, plan.providerId, identity);
+    const holds = (a: RoleAssignment) =>
+      (a.roleDefinitionId ?? '').toLowerCase().endsWith(AKS_RBAC_ROLES[consumer.level]);
+    // cpsync's own assignments of the consumer, already there: the record names them as much.
+    if ([...onCluster.values()].flat().some((a) => a.description === mark)) made.found();
     let mine = true;
     for (const scope of scopes) {
-      const existing = await this.#at(client, scope, identity);
+      const existing = onCluster.get(scope.toLowerCase()) ?? [];
       const ours = existing.filter((a) => a.description === mark);
-      const holds = (a: RoleAssignment) =>
-        (a.roleDefinitionId ?? '').toLowerCase().endsWith(AKS_RBAC_ROLES[consumer.level]);
       if (!ours.some(holds)) {
         if (existing.some(holds)) mine = false;
         else
-          await client.roleAssignments.create(
-            scope,
-            assignmentName(scope, consumer.name, consumer.level, identity),
-            {
-              roleDefinitionId: role,
-              principalId: identity,
-              description: mark,
-            },
+          // Azure's SDK sends a request again after a failure: only a refusal proves it was not done.
+          await made.adding(
+            () =>
+              client.roleAssignments.create(
+                scope,
+                assignmentName(scope, consumer.name, consumer.level, identity),
+                { roleDefinitionId: role, principalId: identity, description: mark },
+              ),
+            { resent: true },
           );
       }
       // Another level's assignment of cpsync's (the level changed): taken off.
       for (const other of ours.filter((a) => !holds(a)))
         await client.roleAssignments.delete(scope, other.name!);
     }
+    // cpsync's assignments of the consumer where it is no longer wanted (its namespaces changed): taken off.
+    const wanted = new Set(scopes.map((scope) => scope.toLowerCase()));
+    for (const [scope, assignments] of onCluster)
+      if (!wanted.has(scope))
+        for (const assignment of assignments)
+          if (assignment.description === mark && assignment.name)
+            await client.roleAssignments.delete(assignment.scope!, assignment.name);
     return mine;
   }
 
@@ -150,19 +177,18 @@ export class AksRoleAssignments {
     return removed;
   }
 
-  /** Deletes cpsync's assignments of the grant (at the cluster's scope and its recorded namespaces); what it did. */
+  /**
+   * Deletes cpsync's assignments of the grant: every one of the consumer's for the identity on the cluster (its
+   * scope and any namespace's), whatever terms the record gives; what it did.
+   */
   async revoke(plan: ClusterGrantPlan, grant: HeldGrant): Promise<string> {
     const { client } = this.#client(plan.providerId);
     const mark = grantDescription(this.#manager, grant.consumer);
-    const scopes = [
-      plan.providerId,
-      ...(grant.memberNamespaces ?? []).map((ns) => `${plan.providerId}/namespaces/${ns}`),
-    ];
     let deleted = 0;
-    for (const scope of scopes)
-      for (const assignment of await this.#at(client, scope, grant.identity))
-        if (assignment.description === mark) {
-          await client.roleAssignments.delete(scope, assignment.name!);
+    for (const assignments of (await this.#onCluster(client, plan.providerId, grant.identity)).values())
+      for (const assignment of assignments)
+        if (assignment.description === mark && assignment.name) {
+          await client.roleAssignments.delete(assignment.scope!, assignment.name);
           deleted += 1;
         }
     return `${deleted} Azure role assignment(s) deleted`;

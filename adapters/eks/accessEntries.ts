@@ -22,6 +22,7 @@ import {
   type HeldGrant,
 } from '../../core/domain/grants.ts';
 import type { ProviderGrants } from '../grants/CloudGrants.ts';
+import type { MadeByLook } from '../grants/made.ts';
 import { eksClusterOfArn } from './mapCluster.ts';
 import {
   GRANT_CONSUMER_KEY,
@@ -61,6 +62,7 @@ export class EksAccessEntries implements ProviderGrants {
     consumer: Consumer,
     principalArn: string,
     signal: AbortSignal,
+    made: MadeByLook,
   ): Promise<GrantResult> {
     const { cluster, client } = await this.#eks(plan);
     const clusterName = cluster.name;
@@ -77,18 +79,27 @@ export class EksAccessEntries implements ProviderGrants {
       } catch (error) {
         if (!notFound(error)) throw error;
       }
+      // The AWS SDK sends a request again after a failure: only a refusal proves a write was not done.
+      const resent = { resent: true };
       if (!entry) {
-        await client.send(
-          new CreateAccessEntryCommand({
-            clusterName,
-            principalArn,
-            type: 'STANDARD',
-            tags: { [GRANT_MANAGER_KEY]: this.#manager, [GRANT_CONSUMER_KEY]: consumer.name },
-          }),
-          { abortSignal: signal },
+        await made.adding(
+          () =>
+            client.send(
+              new CreateAccessEntryCommand({
+                clusterName,
+                principalArn,
+                type: 'STANDARD',
+                tags: { [GRANT_MANAGER_KEY]: this.#manager, [GRANT_CONSUMER_KEY]: consumer.name },
+              }),
+              { abortSignal: signal },
+            ),
+          resent,
         );
         mine = true;
-      } else mine = this.#mine(entry.tags, consumer.name);
+      } else {
+        mine = this.#mine(entry.tags, consumer.name);
+        if (mine) made.found(); // cpsync's entry for the identity, already there
+      }
       const associated =
         (
           await client.send(new ListAssociatedAccessPoliciesCommand({ clusterName, principalArn }), {
@@ -104,9 +115,18 @@ export class EksAccessEntries implements ProviderGrants {
           a.accessScope?.type === scope.type &&
           JSON.stringify([...(a.accessScope?.namespaces ?? [])].sort()) === JSON.stringify(namespaces ?? []);
         if (!associated.some(same))
-          await client.send(
-            new AssociateAccessPolicyCommand({ clusterName, principalArn, policyArn, accessScope: scope }),
-            { abortSignal: signal },
+          await made.adding(
+            () =>
+              client.send(
+                new AssociateAccessPolicyCommand({
+                  clusterName,
+                  principalArn,
+                  policyArn,
+                  accessScope: scope,
+                }),
+                { abortSignal: signal },
+              ),
+            resent,
           );
         // Another level's policy on cpsync's own entry (the level changed): taken off.
         for (const other of associated)

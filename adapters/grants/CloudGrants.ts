@@ -35,16 +35,19 @@ import type { MemberPacing } from '../../core/domain/member.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from '../member/connection.ts';
 
 import { classifyGoogleError } from '../gke/classify.ts';
+import { MadeByLook, unreached } from './made.ts';
 import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY, grantMessage } from './marks.ts';
 import { MemberBindings } from './memberBindings.ts';
 
 /** One cloud's own way of granting (EKS: access entries), given by its provider. */
 export interface ProviderGrants {
+  /** `made` is told of every write that can give access, and of cpsync's grant found already there. */
   ensure(
     plan: ClusterGrantPlan,
     consumer: Consumer,
     identity: string,
     signal: AbortSignal,
+    made: MadeByLook,
   ): Promise<GrantResult>;
   revoke(
     plan: ClusterGrantPlan,
@@ -62,8 +65,11 @@ export interface ProviderGrants {
 /** AKS: Azure role assignments on clusters that use Azure RBAC (given by the AKS provider). */
 export interface AzureRoleGrants {
   usesAzureRbac(plan: ClusterGrantPlan): Promise<boolean>;
-  /** True when cpsync's own assignments hold the level; false when only assignments it did not make do. */
-  assign(plan: ClusterGrantPlan, consumer: Consumer, identity: string): Promise<boolean>;
+  /**
+   * True when cpsync's own assignments hold the level; false when only assignments it did not make do.
+   * `made` is told of every assignment made, and of cpsync's found already there.
+   */
+  assign(plan: ClusterGrantPlan, consumer: Consumer, identity: string, made: MadeByLook): Promise<boolean>;
   revoke(plan: ClusterGrantPlan, grant: HeldGrant): Promise<string>;
   sweep(
     plan: ClusterGrantPlan,
@@ -101,19 +107,6 @@ export interface CloudGrantsOptions extends MemberAccess {
 }
 
 const message = grantMessage;
-
-/** Errors of a connection that never reached its server: nothing asked over it can have been done. */
-const UNREACHED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN']);
-
-/** Whether `error` (or what caused it) says the cloud or member was never reached: no request was taken. */
-function unreached(error: unknown): boolean {
-  let e = error as { code?: unknown; cause?: unknown } | undefined;
-  for (let depth = 0; e && depth < 6; depth++) {
-    if (e instanceof MemberAccessError || (typeof e.code === 'string' && UNREACHED.has(e.code))) return true;
-    e = e.cause as typeof e;
-  }
-  return false;
-}
 
 /** Whether Google refused cpsync (PERMISSION_DENIED, UNAUTHENTICATED, the API not enabled), rather than failing to answer. */
 const googleRefused = (error: unknown) =>
@@ -159,23 +152,32 @@ export class CloudGrants implements AccessGrants {
     return this.#options.eks();
   }
 
+  /**
+   * The grant's result says `untouched` (the ledger may drop what it recorded ahead) only when nothing of
+   * cpsync's that can give the identity access may be there after the look: no write that can give access
+   * may have been done, and none of cpsync's was found. Whatever ends the look (a refusal, a binding that is
+   * not cpsync's, a member that stops answering), a look that made something says so.
+   */
   async ensure(plan: ClusterGrantPlan, consumer: Consumer, signal?: AbortSignal): Promise<GrantResult> {
     const identity = consumer.identities[plan.provider]!;
+    const made = new MadeByLook();
     try {
-      return await this.#within(
+      const result = await this.#within(
         `granting ${consumer.name} on ${plan.profile.metadata.name}`,
         async (deadline) =>
           plan.provider === 'eks'
-            ? (await this.#eks()).ensure(plan, consumer, identity, deadline)
-            : this.#ensureBinding(plan, consumer, identity, deadline),
+            ? (await this.#eks()).ensure(plan, consumer, identity, deadline, made)
+            : this.#ensureBinding(plan, consumer, identity, deadline, made),
         signal,
       );
+      const { untouched: _claimed, ...told } = result;
+      return result.held === undefined && !made.made ? { ...told, untouched: true } : told;
     } catch (error) {
       return {
         status: 'False',
         reason: GrantReason.MemberUnreachable,
         message: message(error),
-        ...(unreached(error) ? { untouched: true as const } : {}),
+        ...(!made.made && unreached(error) ? { untouched: true as const } : {}),
       };
     }
   }
@@ -273,6 +275,7 @@ export class CloudGrants implements AccessGrants {
     consumer: Consumer,
     identity: string,
     signal: AbortSignal,
+    made: MadeByLook,
   ): Promise<GrantResult> {
     const { config, options } = await this.#member(plan, signal);
     const bindings = new MemberBindings(
@@ -280,6 +283,7 @@ export class CloudGrants implements AccessGrants {
       options,
       this.#options.manager,
       consumer.name,
+      made,
     );
     const role = KUBERNETES_CLUSTER_ROLES[consumer.level];
     const scoped = consumer.memberNamespaces;
@@ -292,7 +296,7 @@ export class CloudGrants implements AccessGrants {
     if (azure && (await azure.usesAzureRbac(plan))) {
       // Azure RBAC authorizes the cluster: an Azure role assignment, and the identity out of cpsync's bindings.
       try {
-        mine = await azure.assign(plan, consumer, identity);
+        mine = await azure.assign(plan, consumer, identity, made);
         for (const place of await bindings.places()) await bindings.unbind(place, identity);
       } catch (error) {
         const status = (error as { statusCode?: number }).statusCode;
@@ -334,7 +338,10 @@ export class CloudGrants implements AccessGrants {
         if (refused) {
           // A grant it did not hold before is taken back whole: a refused grant changes nothing.
           const heldBefore = plan.held.some((g) => g.consumer === consumer.name && g.identity === identity);
-          if (!heldBefore) for (const place of places) await bindings.unbind(place, identity);
+          if (!heldBefore) {
+            for (const place of places) await bindings.unbind(place, identity);
+            made.takenBack();
+          }
           return { ...refused, ...(heldBefore ? { held: identity } : {}) };
         }
       }

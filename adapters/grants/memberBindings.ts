@@ -13,6 +13,7 @@ import {
   type V1RoleBinding,
   type RbacV1Subject as V1Subject,
 } from '@kubernetes/client-node';
+import type { MadeByLook } from './made.ts';
 import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY, isCpsyncGrant } from './marks.ts';
 
 /** Where a binding is: the whole cluster, or one namespace. */
@@ -41,17 +42,26 @@ export class MemberBindings {
   readonly #options: ConfigurationOptions;
   readonly #manager: string;
   readonly #consumer: string;
+  readonly #made: MadeByLook | undefined;
 
+  /** `made`: a grant's look, told of every write that can give the identity access. */
   constructor(
     rbac: RbacAuthorizationV1Api,
     options: ConfigurationOptions,
     manager: string,
     consumer: string,
+    made?: MadeByLook,
   ) {
     this.#rbac = rbac;
     this.#options = options;
     this.#manager = manager;
     this.#consumer = consumer;
+    this.#made = made;
+  }
+
+  /** A write that gives access, told to the look. */
+  #adding<T>(write: () => Promise<T>): Promise<T> {
+    return this.#made ? this.#made.adding(write) : write();
   }
 
   get name(): string {
@@ -115,22 +125,26 @@ export class MemberBindings {
         if (!notFound(error)) throw error;
       }
       if (!existing) {
-        await this.#create(place, wanted);
+        await this.#adding(() => this.#create(place, wanted));
         return true;
       }
       if (!this.#mine(existing)) return false;
       const subjects = existing.subjects ?? [];
+      const holds = subjects.some(isUser(identity));
+      if (holds) this.#made?.found(); // cpsync's, already giving the identity access
       if (existing.roleRef.name !== role) {
         // A binding's role cannot change: cpsync's own is made again for the new level, with its identities.
         await this.#delete(place, existing.metadata?.resourceVersion);
-        await this.#create(place, {
-          ...wanted,
-          subjects: [...subjects.filter((s) => !isUser(identity)(s)), subject],
-        });
+        await this.#adding(() =>
+          this.#create(place, {
+            ...wanted,
+            subjects: [...subjects.filter((s) => !isUser(identity)(s)), subject],
+          }),
+        );
         return true;
       }
-      if (!subjects.some(isUser(identity)))
-        await this.#replace(place, { ...existing, subjects: [...subjects, subject] });
+      if (!holds)
+        await this.#adding(() => this.#replace(place, { ...existing, subjects: [...subjects, subject] }));
       return true;
     });
   }

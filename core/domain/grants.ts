@@ -117,8 +117,10 @@ export interface GrantResult {
   reason: string;
   message: string;
   /**
-   * Nothing that could have made the grant reached the cloud (the member refused the connection, its name
-   * did not resolve, no token): a grant recorded ahead for this look is known not to be made.
+   * Nothing of cpsync's that can give the identity access may be there after this look: no write that could
+   * give it was done (none sent, each refused or never reaching its server) and none of cpsync's was found.
+   * Only then is a grant recorded ahead for this look dropped; whatever else the result says (refused, granted
+   * through what cpsync did not make, unreachable), without it the record keeps naming what may be there.
    */
   untouched?: true;
 }
@@ -319,9 +321,10 @@ const byConsumer = (a: HeldGrant, b: HeldGrant) =>
 /**
  * The record once the cloud has answered: what was held, less what was revoked, with what was made (on the
  * terms it now has). A grant that could not be made or checked keeps its record (pending when it was never
- * known to be made): a later revocation finds out whether anything of cpsync's is there. A grant the cloud
- * refused was not made. Each wanted consumer's outcome is kept (the condition the hub shows). Without an
- * outcome (a dry run, a cluster not looked at) the record is as it was.
+ * known to be made): a later revocation finds out whether anything of cpsync's is there. Only a look that
+ * says it left nothing (`untouched`) drops what this look recorded ahead. Each wanted consumer's outcome is
+ * kept (the condition the hub shows). Without an outcome (a dry run, a cluster not looked at) the record is
+ * as it was.
  */
 export function recordAfter(
   plan: ClusterGrantPlan,
@@ -342,13 +345,10 @@ export function recordAfter(
     const key = pairOf({ consumer: name, identity });
     if (result.held)
       grants.set(pairOf({ consumer: name, identity: result.held }), termsOf(consumer, result.held));
-    else if (
-      result.untouched ||
-      result.reason === GrantReason.Refused ||
-      result.reason === GrantReason.GrantedElsewhere
-    ) {
-      // Refused or never reached: nothing was made. Elsewhere: what lets the consumer in is not cpsync's.
-      const before = plan.held.find((g) => g.consumer === name && g.identity === identity && !g.pending);
+    else if (result.untouched) {
+      // Nothing of cpsync's for the identity may be there after the look: the record is as before it (a grant
+      // held, or one recorded pending by an earlier look that may have made it, stays named).
+      const before = plan.held.find((g) => pairOf(g) === key);
       if (before) grants.set(key, before);
       else grants.delete(key);
     }

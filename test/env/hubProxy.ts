@@ -1,22 +1,33 @@
 /**
  * A TLS proxy in front of the local hub that can answer in its place: 503s, 409 conflicts, dropped
- * connections. Its certificate is issued by the hub's CA, so a kubeconfig for it is an ordinary one;
+ * connections; lose the hub's answer to a request it forwarded; or stop taking connections once it has
+ * answered one (a refused connection from then on, until `reopen`). Its certificate is issued by the hub's CA, so a kubeconfig for it is an ordinary one;
  * it forwards everything else to the kube-apiserver as the hub's admin.
  */
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpsRequest } from 'node:https';
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
 import { clientCertificate, kubeconfigYaml, type HubState } from './hub.ts';
 import { freePort, serveOnLoopback } from './net.ts';
 
-type HubFault = { status: keyof typeof REASONS } | { drop: true } | { hang: true };
+type HubFault =
+  | { status: keyof typeof REASONS }
+  | { drop: true }
+  | { hang: true }
+  /** Forwarded, done by the hub, and its answer lost: the connection is dropped. */
+  | { lose: true }
+  /** Forwarded and answered; then no connection is taken until `reopen()`. */
+  | { refuseAfter: true };
 
 /** The Status reason the kube-apiserver gives with each status the proxy can answer with. */
 const REASONS = {
+  400: 'BadRequest',
   401: 'Unauthorized',
   403: 'Forbidden',
+  404: 'NotFound',
   409: 'Conflict',
   410: 'Expired',
+  422: 'Invalid',
   429: 'TooManyRequests',
   500: 'InternalError',
   503: 'ServiceUnavailable',
@@ -33,6 +44,10 @@ export interface HubProxy {
   /** Called once the hub has answered a forwarded request, before the answer goes back. */
   onAnswered: ((request: { method: string; path: string }) => void) | undefined;
   requests: Array<{ method: string; path: string; fault?: string }>;
+  /** False: every answer closes its connection, so each request is a connection of its own. */
+  keepAlive: boolean;
+  /** Takes connections again after a `refuseAfter`. */
+  reopen(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -52,7 +67,14 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
     rule: undefined,
     onAnswered: undefined,
     requests: [],
+    keepAlive: true,
+    reopen: async () => {},
     stop: async () => {},
+  };
+  /** Answer headers, closing the connection when the proxy keeps none alive. */
+  const closing = (headers: OutgoingHttpHeaders): OutgoingHttpHeaders => {
+    const { connection: _connection, 'keep-alive': _keepAlive, ...rest } = headers;
+    return proxy.keepAlive ? headers : { ...rest, connection: 'close' };
   };
 
   const server = createServer(
@@ -66,9 +88,9 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
         request.socket.destroy();
         return;
       }
-      if (fault) {
+      if (fault && 'status' in fault) {
         const reason = REASONS[fault.status];
-        response.writeHead(fault.status, { 'content-type': 'application/json' });
+        response.writeHead(fault.status, closing({ 'content-type': 'application/json' }));
         response.end(
           JSON.stringify({
             kind: 'Status',
@@ -94,7 +116,14 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
         },
         (answer) => {
           proxy.onAnswered?.(entry);
-          response.writeHead(answer.statusCode ?? 502, answer.headers);
+          if (fault && 'lose' in fault) {
+            answer.resume();
+            answer.on('end', () => request.socket.destroy());
+            return;
+          }
+          // Closed before the answer goes back: the next request's connection is refused.
+          if (fault && 'refuseAfter' in fault) server.close();
+          response.writeHead(answer.statusCode ?? 502, closing(answer.headers));
           answer.pipe(response);
         },
       );
@@ -103,6 +132,10 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
     },
   );
   proxy.stop = await serveOnLoopback(server, port);
+  proxy.reopen = () =>
+    server.listening
+      ? Promise.resolve()
+      : new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   const client = clientCertificate(state, 'hub-proxy-client');
   proxy.kubeconfig = kubeconfigYaml(proxy.server, state.caCert, 'via-proxy', client.cert, client.key);
   return proxy;

@@ -207,10 +207,10 @@ function eksAccessAuthorizer(entries: EksAccessEntries): Authorize {
 
 /**
  * What kube-controller-manager's clusterrole-aggregation controller does (the member runs no controller
- * manager): each ClusterRole with an aggregationRule (view, edit, admin) gets the rules of the ClusterRoles
- * its selectors match, as on every real cluster.
+ * manager, nor does the local hub): each ClusterRole with an aggregationRule (view, edit, admin) gets the
+ * rules of the ClusterRoles its selectors match, as on every real cluster.
  */
-async function aggregateClusterRoles(rbac: RbacAuthorizationV1Api): Promise<void> {
+export async function aggregateClusterRoles(rbac: RbacAuthorizationV1Api): Promise<void> {
   const roles = (await rbac.listClusterRole()).items;
   for (const role of roles) {
     const selectors = role.aggregationRule?.clusterRoleSelectors ?? [];

@@ -128,7 +128,10 @@ describe('access grants: who is granted what, and what is recorded', () => {
     const [plan] = planGrants(eks, none, [argocd, everywhere]);
     const results = new Map([
       ['argocd', granted(ids.eks)],
-      ['auditor', { status: 'False', reason: 'Refused', message: 'AccessDenied' } as GrantResult],
+      [
+        'auditor',
+        { status: 'False', reason: 'Refused', message: 'AccessDenied', untouched: true } as GrantResult,
+      ],
     ]);
     const record = recordAfter(plan!, { results, revoked: [] }, recordBefore(plan!));
     assert.deepEqual(
@@ -166,7 +169,7 @@ describe('access grants: who is granted what, and what is recorded', () => {
     assert.equal(shown.metadata.annotations?.[GRANTS], undefined, 'the forged record is written over');
   });
 
-  it('records a grant before the cloud is asked (pending), keeps one it could not check, and drops one it revoked or the cloud refused', () => {
+  it('records a grant before the cloud is asked (pending), keeps one it could not check, and drops one it revoked or that the look left untouched', () => {
     const eks = desired.filter((p) => providerOf(p) === 'eks');
     const [plan] = planGrants(eks, ledgerOf(eks, { gone: 'arn:aws:iam::111122223333:role/gone' }), [argocd]);
     const ahead = recordBefore(plan!);
@@ -193,13 +196,35 @@ describe('access grants: who is granted what, and what is recorded', () => {
       ahead,
     );
     assert.deepEqual(revoked.grants, [{ consumer: 'argocd', identity: ids.eks, level: 'edit' }]);
+    const after = (result: GrantResult, from = plan!, written = ahead) =>
+      recordAfter(from, { results: new Map([['argocd', result]]), revoked: [] }, written).grants.map((g) => [
+        g.consumer,
+        g.pending ?? false,
+      ]);
     const refused: GrantResult = { status: 'False', reason: 'Refused', message: 'AccessDenied' };
     assert.deepEqual(
-      recordAfter(plan!, { results: new Map([['argocd', refused]]), revoked: [] }, ahead).grants.map(
-        (g) => g.consumer,
-      ),
-      ['gone'],
+      after({ ...refused, untouched: true }),
+      [['gone', false]],
+      'refused before anything was made',
     );
+    // Refused, or granted through what cpsync did not make, after the look made something (a first namespace's
+    // binding, an access entry before its policy): what may be there stays named.
+    const elsewhere: GrantResult = { status: 'True', reason: 'GrantedElsewhere', message: 'not cpsync’s' };
+    for (const result of [refused, elsewhere, unreachable])
+      assert.deepEqual(
+        after(result),
+        [
+          ['argocd', true],
+          ['gone', false],
+        ],
+        result.reason,
+      );
+    // Recorded pending by an earlier look (which may have made it): a look that left nothing keeps it named.
+    const [again] = planGrants(eks, new Map([[ledgerKey(ahead), ahead]]), [argocd]);
+    assert.deepEqual(after({ ...refused, untouched: true }, again!, recordBefore(again!)), [
+      ['argocd', true],
+      ['gone', false],
+    ]);
     // A dry run (no outcome): the record stays as it was.
     assert.deepEqual(recordAfter(plan!, undefined, plan!.record), plan!.record);
   });

@@ -1,0 +1,230 @@
+/**
+ * A look at a consumer's grant made through the cloud itself (an EKS access entry and its access policy; Azure
+ * role assignments on a cluster that uses Azure RBAC) says it left nothing only when nothing of cpsync's for
+ * the identity may be there: a refusal after the look made something keeps the grant named in the ledger.
+ * EKS is the access-entry API's documented shapes on the AWS proxy; Azure is the local ARM server; the
+ * member (for the Azure look's bindings and proof) is the local kube-apiserver behind the TLS proxy.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import type { ManagedCluster } from '@azure/arm-containerservice';
+import { EKSClient } from '@aws-sdk/client-eks';
+import { AksRoleAssignments } from '../../../../adapters/aks/roleAssignments.ts';
+import { EksAccessEntries } from '../../../../adapters/eks/accessEntries.ts';
+import { CloudGrants } from '../../../../adapters/grants/CloudGrants.ts';
+import { GRANT_CONSUMER_KEY } from '../../../../adapters/grants/marks.ts';
+import {
+  planGrants,
+  recordAfter,
+  recordBefore,
+  type Consumer,
+  type GrantResult,
+} from '../../../../core/domain/grants.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import { normalize } from '../../../../core/domain/normalize.ts';
+import { restJsonError, startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
+import {
+  serveEksAccessEntries,
+  type EksAccessEntries as EntriesServer,
+} from '../../../env/eksAccessEntries.ts';
+import { armCredential, startArmServer, type ArmServer } from '../../../env/fakes/armServer.ts';
+import { startHubProxy, type HubProxy } from '../../../env/hubProxy.ts';
+import { aksCluster, eksCluster, NOW } from '../../../support/fixtures.ts';
+import { localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
+
+const REGION = 'eu-west-1';
+const ROLE = 'arn:aws:iam::111122223333:role/deployer';
+const ENTRA = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+
+/** The record after one look at `consumer` on the cluster of `profile`, as the engine takes it. */
+async function look(grants: CloudGrants, profile: ClusterProfile, consumer: Consumer) {
+  const [plan] = planGrants([profile], new Map(), [consumer]);
+  assert.ok(plan?.ready);
+  const ahead = recordBefore(plan);
+  const result: GrantResult = await grants.ensure(plan, consumer);
+  const record = recordAfter(plan, { results: new Map([[consumer.name, result]]), revoked: [] }, ahead);
+  return { plan, result, named: record.grants.find((g) => g.consumer === consumer.name) };
+}
+
+describe("a look through the cloud's own grants names what it made, whatever refuses it afterwards", () => {
+  const manager = uniqueNamespace('cpsync-cloud-looks');
+  let aws: AwsProxy;
+  let entries: EntriesServer;
+  let arm: ArmServer;
+  let member: HubProxy;
+  let memberCa: string;
+  let refuseAssociate = false;
+
+  before(async () => {
+    aws = await startAwsProxy('http://127.0.0.1:9'); // every call is answered by the interceptors
+    // EKS refusing the access policy's association (the caller may create entries, not associate policies).
+    aws.intercept((call) =>
+      refuseAssociate && call.method === 'POST' && call.path.endsWith('/access-policies')
+        ? restJsonError(403, 'AccessDeniedException', 'not authorized to perform eks:AssociateAccessPolicy')
+        : undefined,
+    );
+    entries = serveEksAccessEntries(aws);
+    arm = await startArmServer();
+    const hub = await localHub();
+    member = await startHubProxy(hub);
+    memberCa = readFileSync(hub.caCert).toString('base64');
+  });
+  after(async () => {
+    entries?.stop();
+    await aws?.stop();
+    await arm?.stop();
+    await member?.stop();
+  });
+
+  /** CloudGrants for AKS clusters that use Azure RBAC: role assignments on the local ARM, bindings on the member. */
+  const azureGrants = () =>
+    new CloudGrants({
+      manager,
+      tokens: { aks: async () => ({ token: 'aks-token' }) },
+      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+      aks: async () =>
+        new AksRoleAssignments({
+          credential: armCredential(arm),
+          endpoint: arm.endpoint,
+          manager,
+          cluster: async () => ({ aadProfile: { managed: true, enableAzureRbac: true } }) as ManagedCluster,
+        }),
+      timeoutMillis: 10_000,
+    });
+
+  /** A ready AKS cluster whose profile reaches the member through the proxy. */
+  function azureProfile(name: string): ClusterProfile {
+    const profile = normalize(
+      aksCluster({ name }),
+      inventoryOptions({ namespace: 'cluster-inventory' }),
+      NOW,
+    );
+    const [access] = profile.status!.accessProviders!;
+    access!.cluster = { ...access!.cluster, server: member.server, 'certificate-authority-data': memberCa };
+    return profile;
+  }
+
+  it('EKS: the access entry made before its policy was refused stays named', async () => {
+    const grants = new CloudGrants({
+      manager,
+      tokens: {},
+      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+      eks: async () =>
+        new EksAccessEntries({
+          manager,
+          client: async (_account, region) =>
+            new EKSClient({
+              region,
+              endpoint: aws.endpoint,
+              credentials: { accessKeyId: 'AKIDLOOKS', secretAccessKey: 'looks' },
+            }),
+        }),
+      timeoutMillis: 10_000,
+    });
+    const profile = normalize(
+      eksCluster({ name: 'looks', region: REGION }),
+      inventoryOptions({ namespace: 'cluster-inventory' }),
+      NOW,
+    );
+    const consumer: Consumer = {
+      name: 'deployer',
+      namespaces: ['cluster-inventory'],
+      level: 'edit',
+      identities: { eks: ROLE },
+    };
+    refuseAssociate = true;
+    const refused = await look(grants, profile, consumer);
+    assert.equal(refused.result.reason, 'Refused');
+    assert.equal(refused.result.untouched, undefined);
+    const entry = entries.of(REGION, 'looks').get(ROLE);
+    assert.equal(entry?.tags[GRANT_CONSUMER_KEY], 'deployer', "cpsync's entry was made");
+    assert.deepEqual(entry?.policies, [], 'without its policy');
+    assert.equal(refused.named?.pending, true, 'the entry is named, pending');
+    // Refused at its first write (nothing made): nothing named.
+    entries.of(REGION, 'looks').clear();
+    entries.refuse.add(`${REGION}/looks`);
+    const first = await look(grants, profile, consumer);
+    assert.deepEqual(
+      [first.result.reason, first.result.untouched, first.named],
+      ['Refused', true, undefined],
+    );
+    assert.equal(entries.of(REGION, 'looks').size, 0);
+    // Allowed: granted and named as held.
+    entries.refuse.clear();
+    refuseAssociate = false;
+    const granted = await look(grants, profile, consumer);
+    assert.deepEqual([granted.result.status, granted.named?.pending], ['True', undefined]);
+  });
+
+  it("Azure RBAC: the first namespace's assignment made before the second was refused stays named", async () => {
+    const namespaces = [uniqueNamespace('looks-a'), uniqueNamespace('looks-b')];
+    const grants = azureGrants();
+    const profile = azureProfile('looks');
+    const providerId = profile.metadata.annotations!['cpsync.io/provider-id']!;
+    const consumer: Consumer = {
+      name: 'analyst',
+      namespaces: ['cluster-inventory'],
+      level: 'view',
+      identities: { aks: ENTRA },
+      memberNamespaces: namespaces,
+    };
+    arm.refuseAssignments.add(`${providerId}/namespaces/${namespaces[1]}`.toLowerCase());
+    const refused = await look(grants, profile, consumer);
+    assert.equal(refused.result.reason, 'Refused');
+    assert.match(refused.result.message, /Azure refused the role assignment/);
+    const made = [...arm.roleAssignments.values()].filter((a) => a.properties.principalId === ENTRA);
+    assert.deepEqual(
+      made.map((a) => a.properties.scope.toLowerCase()),
+      [`${providerId}/namespaces/${namespaces[0]}`.toLowerCase()],
+      'the first namespace was assigned',
+    );
+    assert.equal(refused.named?.pending, true, 'the assignment is named, pending');
+    // Refused at the first namespace (nothing made): nothing named.
+    for (const id of arm.roleAssignments.keys()) arm.roleAssignments.delete(id);
+    arm.refuseAssignments.add(`${providerId}/namespaces/${namespaces[0]}`.toLowerCase());
+    const first = await look(grants, profile, consumer);
+    assert.deepEqual(
+      [first.result.reason, first.result.untouched, first.named],
+      ['Refused', true, undefined],
+    );
+    assert.equal(arm.roleAssignments.size, 0);
+  });
+
+  it("Azure RBAC: a consumer's namespaces changed take its old assignments off, and a revocation takes every one of cpsync's whatever terms the record gives", async () => {
+    const [a, b, c] = [uniqueNamespace('moved-a'), uniqueNamespace('moved-b'), uniqueNamespace('moved-c')];
+    const grants = azureGrants();
+    const profile = azureProfile('moved');
+    const providerId = profile.metadata.annotations!['cpsync.io/provider-id']!.toLowerCase();
+    const consumer = (memberNamespaces: string[]): Consumer => ({
+      name: 'mover',
+      namespaces: ['cluster-inventory'],
+      level: 'view',
+      identities: { aks: ENTRA },
+      memberNamespaces,
+    });
+    const scopes = () =>
+      [...arm.roleAssignments.values()]
+        .filter(
+          (x) =>
+            x.properties.principalId === ENTRA && x.properties.scope.toLowerCase().startsWith(providerId),
+        )
+        .map((x) => x.properties.scope.toLowerCase().slice(providerId.length))
+        .sort();
+    await look(grants, profile, consumer([a]));
+    assert.deepEqual(scopes(), [`/namespaces/${a}`]);
+    await look(grants, profile, consumer([b]));
+    assert.deepEqual(scopes(), [`/namespaces/${b}`], 'the old namespace is taken off once the new one holds');
+    // Moved again, refused in the new namespace: the old one stays (and the record names the grant).
+    arm.refuseAssignments.add(`${providerId}/namespaces/${c}`);
+    const refused = await look(grants, profile, consumer([c]));
+    assert.equal(refused.named?.pending, true);
+    assert.deepEqual(refused.named?.memberNamespaces, [c]);
+    assert.deepEqual(scopes(), [`/namespaces/${b}`]);
+    // Revoked as the record names it (namespace c only): b's assignment goes too.
+    const revoked = await grants.revoke({ ...refused.plan, held: [refused.named!] }, refused.named!);
+    assert.equal(revoked.revoked, true, revoked.message);
+    assert.deepEqual(scopes(), []);
+  });
+});

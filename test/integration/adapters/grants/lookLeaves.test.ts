@@ -1,0 +1,427 @@
+/**
+ * Whatever ends a look at a consumer's grant on a member (GKE, AKS: RBAC bindings), what it may leave there is
+ * named by the cluster's ledger record: the record written ahead, then `recordAfter` with the look's result.
+ * The member is the real local kube-apiserver behind a TLS proxy that can fail any request of the look: a
+ * refusal or rejection (400, 401, 403, 404, 409, 422), a server error (500, 503), a dropped connection, an
+ * answer lost after the request was done, a request never answered, or every connection refused once one
+ * request has been answered. GKE's project role is the real adapter against the local Google server, which
+ * lets cpsync hold it or refuses. The oracle is the member's own bindings, read as its admin.
+ */
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
+import {
+  ApiException,
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  type V1ClusterRoleBinding,
+  type V1RoleBinding,
+} from '@kubernetes/client-node';
+import { GkeSource } from '../../../../adapters/gke/GkeSource.ts';
+import { GkeProjectRoles } from '../../../../adapters/gke/projectRoles.ts';
+import { CloudGrants } from '../../../../adapters/grants/CloudGrants.ts';
+import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY } from '../../../../adapters/grants/marks.ts';
+import {
+  ledgerKey,
+  planGrants,
+  recordAfter,
+  recordBefore,
+  type AccessLevel,
+  type Consumer,
+  type GrantRecord,
+  type GrantResult,
+} from '../../../../core/domain/grants.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import { normalize } from '../../../../core/domain/normalize.ts';
+import { letCpsyncGrantInProject, startGkeServer, type GkeServer } from '../../../env/fakes/gkeServer.ts';
+import type { HubState } from '../../../env/hub.ts';
+import { startHubProxy, type HubProxy } from '../../../env/hubProxy.ts';
+import { aggregateClusterRoles } from '../../../env/member.ts';
+import { aksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { inventoryOptions } from '../../../support/settings.ts';
+
+const PROJECT = 'acme-looks';
+const LEVELS: AccessLevel[] = ['view', 'edit', 'admin'];
+/** What a place on the member holds before the look, under the consumer's binding name. */
+type Planted = 'none' | 'ours' | 'oursOtherLevel' | 'oursOtherIdentity' | 'foreign';
+type Fault =
+  | { status: 400 | 401 | 403 | 404 | 409 | 422 | 500 | 503 }
+  | { drop: true }
+  | { lose: true }
+  | { refuseAfter: true }
+  | { hang: true };
+
+const notFound = (error: unknown) => error instanceof ApiException && error.code === 404;
+
+describe("a look at a consumer's grant leaves nothing on the member that its ledger does not name", () => {
+  let state: HubState;
+  let proxy: HubProxy;
+  let gke: GkeServer;
+  let source: GkeSource;
+  let rbac: RbacAuthorizationV1Api;
+  let core: CoreV1Api;
+  const manager = uniqueNamespace('cpsync-looks');
+  const namespaces = { a: uniqueNamespace('looks-a'), b: uniqueNamespace('looks-b') };
+  const missing = uniqueNamespace('looks-missing'); // never made
+  let grants: CloudGrants;
+  let runs = 0;
+
+  before(async () => {
+    state = await localHub();
+    proxy = await startHubProxy(state);
+    proxy.keepAlive = false; // a connection per request: once refused, every later request is refused
+    const admin = adminKubeConfig(state);
+    rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    core = admin.makeApiClient(CoreV1Api);
+    await aggregateClusterRoles(rbac); // view, edit and admin allow what they do on a real cluster
+    for (const name of Object.values(namespaces))
+      await core.createNamespace({ body: { metadata: { name } } });
+    gke = await startGkeServer();
+    source = new GkeSource({ credentials: gke.serviceAccountKey, endpoint: gke.endpoint, maxRetries: 0 });
+    const roles = new GkeProjectRoles({
+      projects: () => source.projectsClient(),
+      manager,
+      timeoutMillis: 10_000,
+    });
+    grants = new CloudGrants({
+      manager,
+      tokens: { gke: async () => ({ token: 'gke-token' }), aks: async () => ({ token: 'aks-token' }) },
+      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+      gke: async () => roles,
+      timeoutMillis: 1_500,
+    });
+  });
+
+  after(async () => {
+    await proxy?.stop();
+    await source?.close();
+    await gke?.stop();
+    for (const name of Object.values(namespaces)) await core?.deleteNamespace({ name }).catch(() => {});
+    const labelSelector = `${GRANT_MANAGER_KEY}=${manager}`;
+    for (const binding of (await rbac.listClusterRoleBinding({ labelSelector })).items)
+      await rbac.deleteClusterRoleBinding({ name: binding.metadata!.name! }).catch(() => {});
+  });
+
+  /** A ready cluster of `provider` whose profile reaches the member through the proxy. */
+  function profileOf(provider: 'gke' | 'aks', name: string): ClusterProfile {
+    const cluster =
+      provider === 'gke'
+        ? gkeCluster({ name, account: PROJECT })
+        : aksCluster({ name, resourceGroup: 'rg-looks' });
+    const profile = normalize(cluster, inventoryOptions({ namespace: 'cluster-inventory' }), NOW);
+    const [access] = profile.status!.accessProviders!;
+    access!.cluster = {
+      ...access!.cluster,
+      server: proxy.server,
+      'certificate-authority-data': readFileSync(state.caCert).toString('base64'),
+    };
+    return profile;
+  }
+
+  const bindingName = (consumer: string) => `cpsync:consumer:${consumer}`;
+
+  /** The places (`''`: the cluster) where cpsync's binding of `consumer` holds `identity`, as the member says. */
+  async function holding(consumer: string, identity: string): Promise<Set<string>> {
+    const name = bindingName(consumer);
+    const read = async (place: string): Promise<V1ClusterRoleBinding | V1RoleBinding | undefined> => {
+      try {
+        return place
+          ? await rbac.readNamespacedRoleBinding({ name, namespace: place })
+          : await rbac.readClusterRoleBinding({ name });
+      } catch (error) {
+        if (notFound(error)) return undefined;
+        throw error;
+      }
+    };
+    const places = new Set<string>();
+    for (const place of ['', namespaces.a, namespaces.b]) {
+      const binding = await read(place);
+      const labels = binding?.metadata?.labels;
+      if (labels?.[GRANT_MANAGER_KEY] !== manager || labels[GRANT_CONSUMER_KEY] !== consumer) continue;
+      if ((binding?.subjects ?? []).some((s) => s.kind === 'User' && s.name === identity)) places.add(place);
+    }
+    return places;
+  }
+
+  async function plant(place: string, what: Planted, consumer: string, identity: string, level: AccessLevel) {
+    if (what === 'none') return;
+    const other = LEVELS.find((l) => l !== level)!;
+    const body = {
+      metadata: {
+        name: bindingName(consumer),
+        ...(place ? { namespace: place } : {}),
+        ...(what === 'foreign'
+          ? {}
+          : { labels: { [GRANT_MANAGER_KEY]: manager, [GRANT_CONSUMER_KEY]: consumer } }),
+      },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: what === 'oursOtherLevel' ? other : level,
+      },
+      subjects: [
+        {
+          apiGroup: 'rbac.authorization.k8s.io',
+          kind: 'User',
+          name: what === 'oursOtherIdentity' ? `someone-else-${consumer}` : identity,
+        },
+      ],
+    };
+    if (place) await rbac.createNamespacedRoleBinding({ namespace: place, body });
+    else await rbac.createClusterRoleBinding({ body });
+  }
+
+  async function clear(consumer: string) {
+    const name = bindingName(consumer);
+    await rbac.deleteClusterRoleBinding({ name }).catch(() => {});
+    for (const namespace of Object.values(namespaces))
+      await rbac.deleteNamespacedRoleBinding({ name, namespace }).catch(() => {});
+  }
+
+  /** Google's answer for the project: cpsync may hold its role there, or is refused. */
+  function project(lets: boolean) {
+    gke.iamPolicies.set(PROJECT, { version: 3, etag: 'BwAAAA==', bindings: [] });
+    if (lets) letCpsyncGrantInProject(gke, PROJECT);
+  }
+
+  interface Look {
+    provider: 'gke' | 'aks';
+    googleLets: boolean;
+    level: AccessLevel;
+    /** Member namespaces (`missing`: one the member lacks); unset: the whole cluster. */
+    scope?: Array<'a' | 'b' | 'missing'>;
+    planted: { cluster: Planted; a: Planted; b: Planted };
+    /** What the ledger records for the consumer's identity before the look. */
+    ledger: 'none' | 'held' | 'pending';
+    /** The fault, on the look's `at`th request, or its `at`th change (any request but a read). */
+    fault?: { at: number; among: 'requests' | 'changes'; kind: Fault };
+  }
+
+  type Rule = NonNullable<HubProxy['rule']>;
+
+  /** One look, as the engine takes it: the record written ahead, the look, the record after. */
+  async function look(given: Look, rule?: Rule) {
+    runs += 1;
+    const consumerName = `c${runs}`;
+    const identity = `${given.provider}-user-${runs}@example.com`;
+    const consumer: Consumer = {
+      name: consumerName,
+      namespaces: ['cluster-inventory'],
+      level: given.level,
+      identities: { [given.provider]: identity },
+      ...(given.scope
+        ? { memberNamespaces: given.scope.map((s) => (s === 'missing' ? missing : namespaces[s])) }
+        : {}),
+    };
+    await clear(consumerName);
+    for (const [place, what] of Object.entries(given.planted))
+      await plant(
+        place === 'cluster' ? '' : namespaces[place as 'a' | 'b'],
+        what,
+        consumerName,
+        identity,
+        given.level,
+      );
+    project(given.googleLets);
+    const profile = profileOf(given.provider, `looks-${runs}`);
+    const records = new Map<string, GrantRecord>();
+    if (given.ledger !== 'none') {
+      const record: GrantRecord = {
+        providerId: profile.metadata.annotations!['cpsync.io/provider-id']!,
+        provider: given.provider,
+        account: '',
+        region: '',
+        grants: [
+          {
+            consumer: consumerName,
+            identity,
+            level: given.level,
+            ...(given.ledger === 'pending' ? { pending: true as const } : {}),
+          },
+        ],
+      };
+      records.set(ledgerKey(record), record);
+    }
+    const [plan] = planGrants([profile], records, [consumer]);
+    assert.ok(plan?.ready, 'the cluster is ready for grants');
+    const before = await holding(consumerName, identity);
+    const ahead = recordBefore(plan);
+    const fault = given.fault;
+    proxy.requests = [];
+    let seen = 0;
+    proxy.rule =
+      rule ??
+      (fault
+        ? ({ method }) =>
+            (fault.among === 'requests' || method !== 'GET') && seen++ === fault.at ? fault.kind : undefined
+        : undefined);
+    let result: GrantResult;
+    try {
+      result = await grants.ensure(plan, consumer);
+    } finally {
+      proxy.rule = undefined;
+      await proxy.reopen();
+    }
+    const recorded = recordAfter(plan, { results: new Map([[consumerName, result]]), revoked: [] }, ahead);
+    const left = await holding(consumerName, identity);
+    const named = recorded.grants.find((g) => g.consumer === consumerName && g.identity === identity);
+    await clear(consumerName);
+    return {
+      result,
+      identity,
+      before,
+      left,
+      named,
+      namedBefore: given.ledger !== 'none',
+      requests: proxy.requests,
+    };
+  }
+
+  /** The promise: what the look may have left, or what was named before it, is named after it. */
+  function assertNamed(given: Look, outcome: Awaited<ReturnType<typeof look>>) {
+    const { result, before, left, named, namedBefore } = outcome;
+    const made = [...left].filter((place) => !before.has(place));
+    const why = JSON.stringify({
+      given,
+      result,
+      before: [...before],
+      left: [...left],
+      requests: outcome.requests,
+    });
+    if (made.length > 0)
+      assert.ok(named, `the look left a binding of the identity its record does not name: ${why}`);
+    if (namedBefore && left.size > 0)
+      assert.ok(named, `a grant named before the look is no longer named: ${why}`);
+    if (result.untouched)
+      assert.deepEqual(made, [], `a look that says it left nothing made a binding: ${why}`);
+  }
+
+  const creates = (resource: string) => (request: { method: string; path: string }) =>
+    request.method === 'POST' && request.path.endsWith(`/${resource}`);
+  const cluster = { cluster: 'none', a: 'none', b: 'none' } as const;
+  const gkeLook: Look = {
+    provider: 'gke',
+    googleLets: true,
+    level: 'view',
+    planted: cluster,
+    ledger: 'none',
+  };
+
+  it('names the binding it made when the member refuses every connection after making it', async () => {
+    const outcome = await look(gkeLook, (r) =>
+      creates('clusterrolebindings')(r) ? { refuseAfter: true } : undefined,
+    );
+    assert.deepEqual([...outcome.left], [''], 'the binding was made');
+    assert.equal(outcome.result.reason, 'MemberUnreachable');
+    assert.match(outcome.result.message, /ECONNREFUSED|fetch failed/);
+    assert.equal(outcome.result.untouched, undefined);
+    assert.equal(outcome.named?.pending, true, 'named as pending');
+    assertNamed(gkeLook, outcome);
+  });
+
+  it('names the binding it made when the answer to making it is lost', async () => {
+    const outcome = await look(gkeLook, (r) =>
+      creates('clusterrolebindings')(r) ? { lose: true } : undefined,
+    );
+    assert.deepEqual([...outcome.left], ['']);
+    assert.equal(outcome.result.untouched, undefined);
+    assert.equal(outcome.named?.pending, true);
+  });
+
+  it("names the first namespace's binding when the second is refused, or not cpsync's", async () => {
+    const scoped: Look = { ...gkeLook, provider: 'aks', scope: ['a', 'b'] };
+    const refused = await look(scoped, (r) =>
+      r.method === 'POST' && r.path.includes(`/namespaces/${namespaces.b}/`) ? { status: 403 } : undefined,
+    );
+    assert.equal(refused.result.reason, 'Refused');
+    assert.deepEqual([...refused.left], [namespaces.a]);
+    assert.equal(refused.named?.pending, true);
+    const elsewhere = await look({ ...scoped, planted: { ...cluster, b: 'foreign' } });
+    assert.equal(elsewhere.result.reason, 'GrantedElsewhere');
+    assert.deepEqual([...elsewhere.left], [namespaces.a]);
+    assert.equal(elsewhere.named?.pending, true);
+  });
+
+  it('records nothing when nothing was made: refused at its first write, or its bindings taken back when Google refuses the project role', async () => {
+    const refused = await look(gkeLook, (r) =>
+      creates('clusterrolebindings')(r) ? { status: 403 } : undefined,
+    );
+    assert.equal(refused.result.reason, 'Refused');
+    assert.equal(refused.result.untouched, true);
+    assert.equal(refused.named, undefined);
+    const google = await look({ ...gkeLook, googleLets: false });
+    assert.equal(google.result.reason, 'Refused');
+    assert.match(google.result.message, /Google refused/);
+    assert.deepEqual([...google.left], [], 'taken back whole');
+    assert.equal(google.named, undefined);
+    // Granted in full when nothing fails.
+    const granted = await look(gkeLook);
+    assert.deepEqual([granted.result.status, granted.result.held], ['True', granted.identity]);
+    assert.deepEqual(granted.named?.pending, undefined);
+  });
+
+  it('whatever fails, and wherever (property)', async () => {
+    const planted = fc.constantFrom<Planted>(
+      'none',
+      'none',
+      'ours',
+      'oursOtherLevel',
+      'oursOtherIdentity',
+      'foreign',
+    );
+    const faultKind = fc.oneof(
+      {
+        weight: 6,
+        arbitrary: fc
+          .constantFrom(400, 401, 403, 404, 409, 422, 500, 503)
+          .map((status) => ({ status }) as Fault),
+      },
+      { weight: 2, arbitrary: fc.constant<Fault>({ drop: true }) },
+      { weight: 3, arbitrary: fc.constant<Fault>({ lose: true }) },
+      { weight: 4, arbitrary: fc.constant<Fault>({ refuseAfter: true }) },
+      { weight: 1, arbitrary: fc.constant<Fault>({ hang: true }) },
+    );
+    let faulted = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record<Look>(
+          {
+            provider: fc.constantFrom('gke', 'aks'),
+            googleLets: fc.boolean(),
+            level: fc.constantFrom(...LEVELS),
+            scope: fc.option(
+              fc.uniqueArray(fc.constantFrom<'a' | 'b' | 'missing'>('a', 'b', 'missing'), {
+                minLength: 1,
+                maxLength: 3,
+              }),
+              { nil: undefined },
+            ),
+            planted: fc.record({ cluster: planted, a: planted, b: planted }),
+            ledger: fc.constantFrom('none', 'held', 'pending'),
+            fault: fc.option(
+              fc.record({
+                at: fc.nat({ max: 6 }),
+                among: fc.constantFrom<'requests' | 'changes'>('requests', 'changes'),
+                kind: faultKind,
+              }),
+              {
+                nil: undefined,
+                freq: 6,
+              },
+            ),
+          },
+          { requiredKeys: ['provider', 'googleLets', 'level', 'planted', 'ledger'] },
+        ),
+        async (given) => {
+          const outcome = await look(given);
+          if (outcome.requests.some((r) => r.fault)) faulted += 1;
+          assertNamed(given, outcome);
+        },
+      ),
+      { numRuns: 120 },
+    );
+    assert.ok(faulted >= 20, `only ${faulted} looks met a fault`);
+  });
+});

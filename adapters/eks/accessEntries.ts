@@ -176,11 +176,13 @@ export class EksAccessEntries implements ProviderGrants {
     plan: ClusterGrantPlan,
     keep: (consumer: string, identity: string) => boolean,
     signal: AbortSignal,
+    reached: () => void,
   ): Promise<Array<HeldGrant & { message: string }>> {
     const { cluster, client } = await this.#eks(plan);
     const clusterName = cluster.name;
     const removed: Array<HeldGrant & { message: string }> = [];
-    for await (const page of paginateListAccessEntries({ client }, { clusterName }))
+    for await (const page of paginateListAccessEntries({ client }, { clusterName })) {
+      reached();
       for (const principalArn of page.accessEntries ?? []) {
         signal.throwIfAborted();
         let tags: Record<string, string> | undefined;
@@ -209,6 +211,7 @@ export class EksAccessEntries implements ProviderGrants {
           message: `access entry for ${principalArn} deleted (cpsync's, and no consumer is configured with it here)`,
         });
       }
+    }
     return removed;
   }
 

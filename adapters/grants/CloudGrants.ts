@@ -54,11 +54,15 @@ export interface ProviderGrants {
     grant: HeldGrant,
     signal: AbortSignal,
   ): Promise<{ revoked: boolean; message: string }>;
-  /** Takes back every grant carrying cpsync's marks that `keep` does not name; what it took back. */
+  /**
+   * Takes back every grant carrying cpsync's marks that `keep` does not name; what it took back. `reached` is
+   * called once the cloud has answered its listing.
+   */
   sweep(
     plan: ClusterGrantPlan,
     keep: (consumer: string, identity: string) => boolean,
     signal: AbortSignal,
+    reached: () => void,
   ): Promise<Array<HeldGrant & { message: string }>>;
 }
 
@@ -206,17 +210,23 @@ export class CloudGrants implements AccessGrants {
     keep: (consumer: string, identity: string) => boolean,
     identities: readonly string[],
     signal?: AbortSignal,
-  ): Promise<{ removed: Array<HeldGrant & { message: string }>; complete: boolean }> {
+  ): Promise<{ removed: Array<HeldGrant & { message: string }>; complete: boolean; unreachable?: true }> {
+    // Once the member (EKS: its cloud) has answered, it was reached: a later refused connection says nothing
+    // of what is left there.
+    let reached = false;
+    const answered = () => {
+      reached = true;
+    };
     try {
       const removed = await this.#within(
         `scanning ${plan.profile.metadata.name} for cpsync's grants`,
         async (deadline) => {
-          if (plan.provider === 'eks') return (await this.#eks()).sweep(plan, keep, deadline);
+          if (plan.provider === 'eks') return (await this.#eks()).sweep(plan, keep, deadline, answered);
           const taken: Array<HeldGrant & { message: string }> = [];
           const azure = plan.provider === 'aks' && this.#options.aks ? await this.#options.aks() : undefined;
           if (azure && (await azure.usesAzureRbac(plan)))
             taken.push(...(await azure.sweep(plan, keep, identities)));
-          taken.push(...(await this.#sweepBindings(plan, keep, deadline)));
+          taken.push(...(await this.#sweepBindings(plan, keep, deadline, answered)));
           return taken;
         },
         signal,
@@ -224,7 +234,11 @@ export class CloudGrants implements AccessGrants {
       return { removed, complete: true };
     } catch (error) {
       // Tried again at the next look: nothing is known to be left or gone.
-      return { removed: [], complete: false, ...(unreached(error) ? { unreachable: true as const } : {}) };
+      return {
+        removed: [],
+        complete: false,
+        ...(!reached && unreached(error) ? { unreachable: true as const } : {}),
+      };
     }
   }
 
@@ -233,12 +247,15 @@ export class CloudGrants implements AccessGrants {
     plan: ClusterGrantPlan,
     keep: (consumer: string, identity: string) => boolean,
     signal: AbortSignal,
+    reached: () => void,
   ): Promise<Array<HeldGrant & { message: string }>> {
     const { config, options } = await this.#member(plan, signal);
     const rbac = config.makeApiClient(RbacAuthorizationV1Api);
     const labelSelector = `${GRANT_MANAGER_KEY}=${this.#options.manager}`;
+    const clusterWide = (await rbac.listClusterRoleBinding({ labelSelector }, options)).items;
+    reached();
     const found = [
-      ...(await rbac.listClusterRoleBinding({ labelSelector }, options)).items.map((b) => ({ b, place: {} })),
+      ...clusterWide.map((b) => ({ b, place: {} })),
       ...(await rbac.listRoleBindingForAllNamespaces({ labelSelector }, options)).items.map((b) => ({
         b,
         place: { namespace: b.metadata?.namespace ?? '' },

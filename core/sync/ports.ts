@@ -116,7 +116,7 @@ export interface AccessGrants {
   ): Promise<{
     removed: Array<HeldGrant & { message: string }>;
     complete: boolean;
-    /** The cluster could not be reached at all (nothing was asked of it). */
+    /** The cluster could not be reached at all (nothing it was asked answered). */
     unreachable?: true;
   }>;
 }

@@ -37,6 +37,7 @@ import { normalize } from '../../../../core/domain/normalize.ts';
 import { letCpsyncGrantInProject, startGkeServer, type GkeServer } from '../../../env/fakes/gkeServer.ts';
 import type { HubState } from '../../../env/hub.ts';
 import { startHubProxy, type HubProxy } from '../../../env/hubProxy.ts';
+import { freePort } from '../../../env/net.ts';
 import { aggregateClusterRoles } from '../../../env/member.ts';
 import { aksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
@@ -103,6 +104,13 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     for (const binding of (await rbac.listClusterRoleBinding({ labelSelector })).items)
       await rbac.deleteClusterRoleBinding({ name: binding.metadata!.name! }).catch(() => {});
   });
+
+  /** `profile` reaching its member at `server`. */
+  function withServer(profile: ClusterProfile, server: string): ClusterProfile {
+    const copy = structuredClone(profile);
+    copy.status!.accessProviders![0]!.cluster = { ...copy.status!.accessProviders![0]!.cluster, server };
+    return copy;
+  }
 
   /** A ready cluster of `provider` whose profile reaches the member through the proxy. */
   function profileOf(provider: 'gke' | 'aks', name: string): ClusterProfile {
@@ -360,6 +368,44 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     const granted = await look(gkeLook);
     assert.deepEqual([granted.result.status, granted.result.held], ['True', granted.identity]);
     assert.deepEqual(granted.named?.pending, undefined);
+  });
+
+  it('a scan for its marks that the member answered never says the member could not be reached', async () => {
+    runs += 1;
+    const consumerName = `c${runs}`;
+    // Two of cpsync's bindings no consumer is configured with: the scan (the feature turned off) takes them out.
+    await plant('', 'ours', consumerName, 'gone-1@example.com', 'view');
+    await plant(namespaces.a, 'ours', consumerName, 'gone-2@example.com', 'view');
+    const profile = profileOf('gke', `looks-scan-${runs}`);
+    const [plan] = planGrants([profile], new Map(), [], { everyCluster: true });
+    const scan = () => grants.sweep(plan!, () => false, []);
+    try {
+      // The cluster's bindings listed, then no connection taken: the member was reached.
+      proxy.rule = ({ method, path }) =>
+        method === 'GET' && path.includes('/clusterrolebindings?') ? { refuseAfter: true } : undefined;
+      const cut = await scan();
+      assert.deepEqual([cut.complete, cut.unreachable], [false, undefined]);
+      proxy.rule = undefined;
+      await proxy.reopen();
+      // A member never reached at all: said so.
+      const unreachable = await grants.sweep(
+        { ...plan!, profile: withServer(profile, `https://127.0.0.1:${await freePort()}`) },
+        () => false,
+        [],
+      );
+      assert.deepEqual([unreachable.complete, unreachable.unreachable], [false, true]);
+      // Reached and answered in full: both taken out.
+      const whole = await scan();
+      assert.equal(whole.complete, true);
+      assert.deepEqual(whole.removed.map((r) => r.identity).sort(), [
+        'gone-1@example.com',
+        'gone-2@example.com',
+      ]);
+    } finally {
+      proxy.rule = undefined;
+      await proxy.reopen();
+      await clear(consumerName);
+    }
   });
 
   it('whatever fails, and wherever (property)', async () => {

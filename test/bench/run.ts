@@ -438,6 +438,9 @@ const { values: flags } = parseArgs({
     // Unset: the configuration's default `sync.concurrency`; set: the bench's choice, said as such.
     'scope-concurrency': { type: 'string' },
     only: { type: 'string' },
+    // What answers DynamoDB in the usable section: dynalite in a process of its own, or moto (with every other
+    // AWS service, as before 2026-11-27 midday).
+    dynamodb: { type: 'string', default: 'dynalite' },
   },
 });
 const parts = new Set(
@@ -462,7 +465,7 @@ say(
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,aks-graph,hub-requests,file-hub-writes,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
+    "Options: `--only cold-start,report,estate,usable,scale,aks-graph,hub-requests,file-hub-writes,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
   ].join('\n'),
 );
 say('');
@@ -488,6 +491,7 @@ if (parts.has('usable'))
     spreadSeconds: 30,
     // From the cloud's event to the function: delays the bench assumes (the services document none as a bound).
     deliverySeconds: { cloudtrail: [2, 5], pubsub: [1, 3], eventgrid: [0.5, 2], alert: [1, 3] },
+    dynamodb: flags.dynamodb === 'moto' ? 'moto' : 'dynalite',
   });
 const whole = process.argv.length <= 2;
 const scale = Number(flags.scale);

@@ -51,6 +51,7 @@ import {
 } from '../env/emulators.ts';
 import { ensureConsumerBinaries } from '../env/binaries.ts';
 import { serveEksAccessEntries } from '../env/eksAccessEntries.ts';
+import { startAwsProxy, type AwsProxy } from '../env/awsProxy.ts';
 import { letCpsyncGrant, startEstateMember, type Member } from '../env/member.ts';
 import { letCpsyncGrantInProject, letCpsyncSeeProject } from '../env/fakes/gkeServer.ts';
 import { consumerIdentity, consumerKit } from '../support/consumerKit.ts';
@@ -100,6 +101,11 @@ export interface UsableOptions {
   spreadSeconds: number;
   /** How long each way of delivering takes, from the cloud's event to the function (seconds, a range). */
   deliverySeconds: Record<CloudEvent['via'], [number, number]>;
+  /**
+   * What answers DynamoDB: dynalite in a process of its own, or moto with the other AWS services (whose DynamoDB
+   * answers take 150–200 ms at the median under this bench's load, where DynamoDB's take milliseconds).
+   */
+  dynamodb: 'moto' | 'dynalite';
 }
 
 const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
@@ -144,6 +150,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
   let member: Member | undefined;
   let consumer: ReturnType<typeof spawn> | undefined;
   let observer: ChildProcess | undefined;
+  let dynalite: ChildProcess | undefined;
+  let dynaliteEndpoint: string | undefined;
+  let dynamoProxy: AwsProxy | undefined;
   let running = true;
   try {
     // The consumer's own identity in each cloud (an assumed IAM role, a Google service account through
@@ -178,9 +187,24 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       POWERTOOLS_TRACE_ENABLED: 'false',
       POWERTOOLS_LOG_LEVEL: 'ERROR',
     });
+    // DynamoDB in dynalite, when asked: its own process, behind a counting proxy of its own.
+    if (options.dynamodb === 'dynalite') {
+      const child = fork(fileURLToPath(new URL('./dynaliteServer.ts', import.meta.url)), [], {
+        stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+      });
+      dynalite = child;
+      const port = await new Promise<number>((resolve, reject) => {
+        child.once('message', (message) => resolve((message as { port: number }).port));
+        child.once('exit', (code) => reject(new Error(`dynalite exited (${code})`)));
+      });
+      dynaliteEndpoint = `http://127.0.0.1:${port}`;
+      dynamoProxy = await startAwsProxy(dynaliteEndpoint);
+      process.env.AWS_ENDPOINT_URL_DYNAMODB = dynamoProxy.endpoint;
+    }
+    const dynamoEndpoint = dynamoProxy?.endpoint ?? proxy;
     // The bench's own AWS calls (the clouds' events, the event source's polling) go straight to moto.
     const direct = { endpoint: emulators.moto.endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS };
-    const dynamo = new DynamoDBClient(direct);
+    const dynamo = new DynamoDBClient({ ...direct, endpoint: dynaliteEndpoint ?? direct.endpoint });
     for (const [TableName, key] of [
       ['usable-idempotency', 'id'],
       ['usable-outbox', 'eventId'],
@@ -270,9 +294,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
         },
       ],
       hub: { kubeconfig: hub.kubeconfig },
-      outbox: { table: 'usable-outbox', endpoint: proxy },
-      ledger: { table: 'usable-grants', endpoint: proxy },
-      idempotency: { table: 'usable-idempotency', endpoint: proxy },
+      outbox: { table: 'usable-outbox', endpoint: dynamoEndpoint },
+      ledger: { table: 'usable-grants', endpoint: dynamoEndpoint },
+      idempotency: { table: 'usable-idempotency', endpoint: dynamoEndpoint },
       webhook: {
         azure: { key: { file: keyFile } },
         gcp: { audience: AUDIENCE, serviceAccountEmail: PUSHER, jwksUri: signer.jwksUri },
@@ -641,6 +665,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       [hostOf(hub.server)]: 'hub',
       [hostOf(proxy)]: 'aws',
       [hostOf(emulators.moto.endpoint)]: 'moto',
+      ...(dynamoProxy && dynaliteEndpoint
+        ? { [hostOf(dynamoProxy.endpoint)]: 'aws', [hostOf(dynaliteEndpoint)]: 'dynalite' }
+        : {}),
       [hostOf(emulators.gke.endpoint)]: 'gke',
       [hostOf(emulators.arm.endpoint)]: 'arm',
       [hostOf(estateMember.server)]: 'member',
@@ -660,7 +687,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
         .map((t) => Math.max(t.objectAt!, t.grantedAt!) - t.readyAt!);
     const gone = (ts: Timeline[]) => ts.map((t) => Math.max(t.deletedEventAt!, t.profileGoneAt!) - t.goneAt!);
     const created = timelines.length;
-    const aws = emulators.proxy.calls;
+    const aws = [...emulators.proxy.calls, ...(dynamoProxy?.calls ?? [])];
     const count = (test: (call: (typeof aws)[number]) => boolean) => aws.filter(test).length;
     const reads: Record<Cloud, number> = {
       eks: count((c) => c.service === 'eks'),
@@ -703,7 +730,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     const range = ([low, high]: [number, number]) => `${low}–${high} s`;
     const eks = (config.follow as { eks: { typicalSeconds: Record<string, number> } }).eks.typicalSeconds;
     say(
-      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over ${options.spreadSeconds} s, each held in its creating state (no endpoint, no CA) for a time drawn from ${range(options.readySeconds)} (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${range(options.deletingSeconds)}, then gone. The clouds say what real clouds say about each operation, in the documented shapes and order (test/env/transitions.ts), each delivered after a delay drawn from a range: EKS only the CloudTrail record of the call as it starts (\`CreateCluster\`, \`DeleteCluster\`; ${range(options.deliverySeconds.cloudtrail)}) on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler — nothing as the operation ends; GKE the audit entry written as the operation starts (\`operation.first\`) and the one written as it ends (\`operation.last\`, the same operation id), each pushed by Pub/Sub to the webhook (${range(options.deliverySeconds.pubsub)}); AKS Event Grid's \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` as the request is taken (${range(options.deliverySeconds.eventgrid)}) and, as the operation ends, the Activity Log's \`Succeeded\` event of \`managedClusters/write\`/\`delete\` through an Activity Log alert's action group, in the common alert schema, to \`/azure/alert\` (${range(options.deliverySeconds.alert)}). The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, five batches at a time (Lambda's SQS event source starts with five concurrent invocations), and the EKS handler with each event at once. Following: the configuration's defaults (GKE and AKS: a backstop look after 10 s, then every 20 s, until the end event ends the chase), but for EKS's typical durations, set to the middle of the bench's ranges (\`follow.eks.typicalSeconds\` create ${eks.create}, delete ${eks.delete}), its floor ${EKS_FLOOR_SECONDS} s and its share of the time left ${EKS_TIGHTENING} (the defaults 5 s and 0.25), its cap 60 s and 60 looks at most (the defaults). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (seen by a watch on the hub's ClusterProfiles, from a process of its own, apart from the functions' event loop). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer first denies a Google identity without \`container.clusters.get\` in the project's IAM policy, as GKE does, then is RBAC, then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry; for GKE, \`roles/container.clusterViewer\` in cpsync's binding of the project's IAM policy — ${projectRole} at the end — and a ClusterRoleBinding on the member; for AKS the binding); its object counts when a watch on the member sees it (from that same observer process) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue (read by the observer) and the profile is gone from the hub (its watch). ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.`,
+      `${created} clusters (${options.perCloud} in each cloud) created in the emulators over ${options.spreadSeconds} s, each held in its creating state (no endpoint, no CA) for a time drawn from ${range(options.readySeconds)} (seeded), then ready; deleted 2 s after the consumer's object appeared in the member (a minute after the profile was usable, should it never appear), held DELETING for ${range(options.deletingSeconds)}, then gone. The clouds say what real clouds say about each operation, in the documented shapes and order (test/env/transitions.ts), each delivered after a delay drawn from a range: EKS only the CloudTrail record of the call as it starts (\`CreateCluster\`, \`DeleteCluster\`; ${range(options.deliverySeconds.cloudtrail)}) on moto's default EventBridge bus, routed by the stack's rule pattern to the EKS event handler — nothing as the operation ends; GKE the audit entry written as the operation starts (\`operation.first\`) and the one written as it ends (\`operation.last\`, the same operation id), each pushed by Pub/Sub to the webhook (${range(options.deliverySeconds.pubsub)}); AKS Event Grid's \`ResourceWriteSuccess\`/\`ResourceDeleteSuccess\` as the request is taken (${range(options.deliverySeconds.eventgrid)}) and, as the operation ends, the Activity Log's \`Succeeded\` event of \`managedClusters/write\`/\`delete\` through an Activity Log alert's action group, in the common alert schema, to \`/azure/alert\` (${range(options.deliverySeconds.alert)}). The functions run as bundled, in this process; the follow-up function is invoked with the batches its delayed SQS queue hands over, five batches at a time (Lambda's SQS event source starts with five concurrent invocations), and the EKS handler with each event at once. Following: the configuration's defaults (GKE and AKS: a backstop look after 10 s, then every 20 s, until the end event ends the chase), but for EKS's typical durations, set to the middle of the bench's ranges (\`follow.eks.typicalSeconds\` create ${eks.create}, delete ${eks.delete}), its floor ${EKS_FLOOR_SECONDS} s and its share of the time left ${EKS_TIGHTENING} (the defaults 5 s and 0.25), its cap 60 s and 60 looks at most (the defaults). Usable: the profile in the real hub has its server, its CA and \`ControlPlaneHealthy=True\` (seen by a watch on the hub's ClusterProfiles, from a process of its own, apart from the functions' event loop). The consumer: multicluster-runtime's cluster-inventory-api provider (the consumer test's program, \`engage -create-in\`), running all along, engages each profile through \`cpsync credentials\` with identities of its own and creates a ConfigMap in the member (every bench cluster's endpoint is one member kube-apiserver whose token webhook verifies each cloud's tokens, and whose authorizer first denies a Google identity without \`container.clusters.get\` in the project's IAM policy, as GKE does, then is RBAC, then EKS's access entries for the cluster a token was signed for); nobody grants it anything by hand: the \`accessGrants\` feature is on and grants it \`edit\` (an EKS access entry; for GKE, \`roles/container.clusterViewer\` in cpsync's binding of the project's IAM policy — ${projectRole} at the end — and a ClusterRoleBinding on the member; for AKS the binding); its object counts when a watch on the member sees it (from that same observer process) and the \`Consumer Access Granted\` event of that cluster reached the bus. Deleted: the \`Deleted\` event reached the bus's subscriber queue (read by the observer) and the profile is gone from the hub (its watch). ${done.length} of ${created} clusters went the whole way in ${seconds(wall)}.${options.dynamodb === 'dynalite' ? ' DynamoDB (the idempotency records, the outbox, the chases, the grants ledger) was dynalite, in a process of its own behind a counting proxy as moto is; every other AWS service was moto (`--dynamodb moto`: DynamoDB too).' : ' DynamoDB was moto, with every other AWS service (`--dynamodb moto`).'}`,
     );
     say('');
     say('| | cloud | p50 | p99 | target (p99) |');
@@ -744,6 +771,9 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
     running = false;
     observer?.kill('SIGTERM');
     consumer?.kill('SIGTERM');
+    dynalite?.kill('SIGTERM');
+    await dynamoProxy?.stop();
+    delete process.env.AWS_ENDPOINT_URL_DYNAMODB;
     for (const stop of stops) stop();
     await member?.stop();
     await signer.stop();

@@ -1,10 +1,36 @@
 #!/usr/bin/env node
+import { mkdirSync, statSync } from 'node:fs';
 import { enableCompileCache } from 'node:module';
+import { homedir } from 'node:os';
+import { isAbsolute, join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
+
+/**
+ * Where Node keeps the compiled code of the modules cpsync loads: NODE_COMPILE_CACHE when set, else the user's
+ * own cache directory (`$XDG_CACHE_HOME/cpsync/node-compile-cache`, `~/.cache/…` without it), made private.
+ * Not Node's default, a folder of the shared temporary directory that any local user can make first and fill:
+ * the compiled code found there is run. A folder another user owns, or others may write, is not used.
+ */
+function compileCacheDirectory(): string | undefined {
+  if (process.env.NODE_COMPILE_CACHE) return process.env.NODE_COMPILE_CACHE;
+  const xdg = process.env.XDG_CACHE_HOME;
+  const base = xdg && isAbsolute(xdg) ? xdg : homedir() ? join(homedir(), '.cache') : undefined;
+  if (!base) return undefined;
+  const directory = join(base, 'cpsync', 'node-compile-cache');
+  try {
+    mkdirSync(directory, { recursive: true, mode: 0o700 });
+    const { uid, mode } = statSync(directory);
+    const mine = process.getuid === undefined || uid === process.getuid();
+    return mine && (mode & 0o022) === 0 ? directory : undefined;
+  } catch {
+    return undefined; // no cache: every run compiles, as the first does
+  }
+}
 
 // Node keeps the compiled code of the modules it loads (the cloud SDKs are large) in its compile cache
 // on disk, so every run after the first starts faster. Enabled before the modules are imported.
-enableCompileCache();
+const cache = compileCacheDirectory();
+if (cache) enableCompileCache(cache);
 // Warnings the libraries emit (gcp-metadata's MetadataLookupWarning when no Google credentials are found,
 // deprecation notices) speak to cpsync's developers, not to its users: Node's own printer is removed, and
 // they are shown only with CPSYNC_DEBUG set.

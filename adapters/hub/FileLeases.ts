@@ -133,9 +133,13 @@ export class FileLeaseStore implements LeaseStore {
     for (const file of files) {
       const lease = file.endsWith('.json') ? file.slice(0, -'.json'.length) : '';
       if (!LEASE_NAME.test(lease)) continue; // a lock being written or moved aside
-      const lock = (await this.#read(join(this.#directory, file)))?.lock;
-      if (lock?.shares === name && this.#alive(lease, lock))
-        holders.push({ holder: lock.holder, until: lock.until });
+      const path = join(this.#directory, file);
+      const read = await this.#read(path);
+      const lock = read?.lock;
+      if (lock?.shares !== name) continue;
+      if (this.#alive(lease, lock)) holders.push({ holder: lock.holder, until: lock.until });
+      // A share that ran out (its holder stopped without giving it up): its file goes, unless it changed.
+      else await this.#breakStale(path, read!.text).catch(() => {});
     }
     return holders;
   }

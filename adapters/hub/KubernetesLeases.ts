@@ -240,6 +240,34 @@ export class KubernetesLeaseStore implements LeaseStore {
     } catch (error) {
       throw translate(error, 'list the shares of lease', `${this.#namespace}/${name}`);
     }
-    return (listed.items ?? []).flatMap((lease) => this.#heldBy(lease) ?? []);
+    const held: LeaseHolder[] = [];
+    for (const lease of listed.items ?? []) {
+      const heldBy = this.#heldBy(lease);
+      if (heldBy) held.push(heldBy);
+      else await this.#forget(lease);
+    }
+    return held;
+  }
+
+  /**
+   * Deletes a share that ran out (its holder stopped without giving it up), unless it changed since it was
+   * read: a cluster's share is taken again only by that cluster's next sync, and a deleted cluster has none.
+   * Taking a lease that is not there and one that ran out are the same; a failure leaves it for the next look.
+   */
+  async #forget(lease: Lease): Promise<void> {
+    try {
+      const { api, options } = await this.#client();
+      await api.deleteNamespacedCustomObject(
+        {
+          ...LEASE,
+          namespace: this.#namespace,
+          name: lease.metadata.name,
+          body: { preconditions: { resourceVersion: lease.metadata.resourceVersion } },
+        },
+        options,
+      );
+    } catch {
+      // Taken again meanwhile (409), gone already (404), or the hub did not answer: left as it is.
+    }
   }
 }

@@ -283,7 +283,10 @@ export interface LeaseStore {
   release(name: string, holder: string): Promise<void>;
   /** Who has `name` now; an expired lease, or one whose process is gone, is nobody's. */
   holderOf(name: string): Promise<LeaseHolder | undefined>;
-  /** Who holds a share of `name` now (as `holderOf` judges each), read at once from the store. */
+  /**
+   * Who holds a share of `name` now (as `holderOf` judges each), read at once from the store. Shares nobody
+   * holds (run out, their process gone) are removed from the store as they are found, unless they changed.
+   */
   sharers(name: string): Promise<LeaseHolder[]>;
 }
 

@@ -41,7 +41,7 @@ let accounts = 0;
 
 function contract(
   name: string,
-  make: () => Promise<{ store: () => LeaseStore; killedHolder: string }>,
+  make: () => Promise<{ store: (clock?: () => number) => LeaseStore; killedHolder: string }>,
   propertyRuns: number,
 ) {
   describe(`${name} leases`, () => {
@@ -83,6 +83,30 @@ function contract(
       await takenByAKilledProcess(setup.killedHolder);
       assert.equal(await setup.store().holderOf('killed'), undefined);
       assert.deepEqual(await setup.store().acquire('killed', 'next-run', 30_000), { acquired: true });
+    });
+
+    it('forgets the shares that ran out when the shares of a lease are listed, and only those', async () => {
+      const account = `forget-${++accounts}`;
+      const now = setup.store();
+      const later = setup.store(() => Date.now() + 60_000); // a minute on: a 30 s share has run out
+      assert.deepEqual(await now.acquire(`${account}-gone`, 'event-gone', 30_000, account), {
+        acquired: true,
+      });
+      assert.deepEqual(await later.acquire(`${account}-held`, 'event-held', 300_000, account), {
+        acquired: true,
+      });
+      assert.deepEqual(
+        (await later.sharers(account)).map((h) => h.holder),
+        ['event-held'],
+      );
+      // Gone from the hub: by the first store's clock the share would still be held, were it there.
+      assert.equal(await now.holderOf(`${account}-gone`), undefined);
+      assert.equal((await now.holderOf(`${account}-held`))?.holder, 'event-held');
+      assert.deepEqual(
+        (await now.sharers(account)).map((h) => h.holder),
+        ['event-held'],
+      );
+      await later.release(`${account}-held`, 'event-held');
     });
 
     it('lets a run hold an account for many scopes at once, and makes another run wait for it', async () => {
@@ -214,7 +238,7 @@ contract(
   async () => {
     const directory = temporaryDirectory('cpsync-leases-');
     return {
-      store: () => new FileLeaseStore(directory),
+      store: (clock) => new FileLeaseStore(directory, clock),
       killedHolder: `import { FileLeaseStore } from ${JSON.stringify(MODULES.file)};
       const answer = await new FileLeaseStore(${JSON.stringify(directory)}).acquire('killed', 'killed-run', 60_000);
       if (!answer.acquired) process.exit(3);`,
@@ -230,7 +254,12 @@ contract(
     const namespace = uniqueNamespace('leases');
     await new KubernetesHub({ kubeConfig: adminKubeConfig(state) }).ensureNamespace({ name: namespace });
     return {
-      store: () => new KubernetesLeaseStore({ kubeConfig: adminKubeConfig(state), namespace }),
+      store: (clock) =>
+        new KubernetesLeaseStore({
+          kubeConfig: adminKubeConfig(state),
+          namespace,
+          ...(clock ? { clock } : {}),
+        }),
       killedHolder: `import { KubeConfig } from '@kubernetes/client-node';
       import { KubernetesLeaseStore } from ${JSON.stringify(MODULES.kubernetes)};
       const kubeConfig = new KubeConfig(); kubeConfig.loadFromFile(${JSON.stringify(state.kubeconfig)});

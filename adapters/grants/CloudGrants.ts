@@ -112,6 +112,24 @@ export interface CloudGrantsOptions extends MemberAccess {
 
 const message = grantMessage;
 
+/**
+ * The identity taken out of cpsync's binding of the consumer at `place`; when that fails, what may still hold
+ * it there is cpsync's, found by the look.
+ */
+async function takenOut(
+  bindings: MemberBindings,
+  place: { namespace?: string },
+  identity: string,
+  made: MadeByLook,
+) {
+  try {
+    await bindings.unbind(place, identity);
+  } catch (error) {
+    made.found();
+    throw error;
+  }
+}
+
 /** Whether Google refused cpsync (PERMISSION_DENIED, UNAUTHENTICATED, the API not enabled), rather than failing to answer. */
 const googleRefused = (error: unknown) =>
   ['AccessDenied', 'ApiNotEnabled'].includes(classifyGoogleError(error));
@@ -211,12 +229,14 @@ export class CloudGrants implements AccessGrants {
     identities: readonly string[],
     signal?: AbortSignal,
   ): Promise<{ removed: Array<HeldGrant & { message: string }>; complete: boolean; unreachable?: true }> {
-    // Once the member (EKS: its cloud) has answered, it was reached: a later refused connection says nothing
-    // of what is left there.
+    // Unreachable only when what holds cpsync's grants never answered: the member (EKS: its cloud) was not
+    // reached, and on an AKS cluster that uses Azure RBAC, Azure's own part was scanned whole first. Once
+    // either answered, a refused connection says nothing of what is left.
     let reached = false;
     const answered = () => {
       reached = true;
     };
+    let cloudDone = plan.provider !== 'aks' || !this.#options.aks;
     try {
       const removed = await this.#within(
         `scanning ${plan.profile.metadata.name} for cpsync's grants`,
@@ -226,6 +246,7 @@ export class CloudGrants implements AccessGrants {
           const azure = plan.provider === 'aks' && this.#options.aks ? await this.#options.aks() : undefined;
           if (azure && (await azure.usesAzureRbac(plan)))
             taken.push(...(await azure.sweep(plan, keep, identities)));
+          cloudDone = true;
           taken.push(...(await this.#sweepBindings(plan, keep, deadline, answered)));
           return taken;
         },
@@ -237,7 +258,7 @@ export class CloudGrants implements AccessGrants {
       return {
         removed: [],
         complete: false,
-        ...(!reached && unreached(error) ? { unreachable: true as const } : {}),
+        ...(cloudDone && !reached && unreached(error) ? { unreachable: true as const } : {}),
       };
     }
   }
@@ -314,7 +335,7 @@ export class CloudGrants implements AccessGrants {
       // Azure RBAC authorizes the cluster: an Azure role assignment, and the identity out of cpsync's bindings.
       try {
         mine = await azure.assign(plan, consumer, identity, made);
-        for (const place of await bindings.places()) await bindings.unbind(place, identity);
+        for (const place of await bindings.places()) await takenOut(bindings, place, identity, made);
       } catch (error) {
         const status = (error as { statusCode?: number }).statusCode;
         if (status === 401 || status === 403)
@@ -347,14 +368,16 @@ export class CloudGrants implements AccessGrants {
       // The identity out of cpsync's bindings of the consumer elsewhere (its namespaces changed).
       const kept = new Set(places.map((p) => p.namespace ?? ''));
       for (const place of await found)
-        if (!kept.has(place.namespace ?? '')) await bindings.unbind(place, identity);
+        if (!kept.has(place.namespace ?? '')) await takenOut(bindings, place, identity, made);
       // GKE lets no identity in without container.clusters.get: the project's role, for a grant of cpsync's.
       const google = plan.provider === 'gke' && mine && this.#options.gke;
       if (google) {
         const refused = await this.#holdProjectRole(google, plan, consumer, identity, signal);
         if (refused) {
           // A grant it did not hold before is taken back whole: a refused grant changes nothing.
-          const heldBefore = plan.held.some((g) => g.consumer === consumer.name && g.identity === identity);
+          const heldBefore = plan.held.some(
+            (g) => g.consumer === consumer.name && g.identity === identity && !g.pending,
+          );
           if (!heldBefore) {
             for (const place of places) await bindings.unbind(place, identity);
             made.takenBack();

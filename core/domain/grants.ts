@@ -345,12 +345,18 @@ export function recordAfter(
     const key = pairOf({ consumer: name, identity });
     if (result.held)
       grants.set(pairOf({ consumer: name, identity: result.held }), termsOf(consumer, result.held));
-    else if (result.untouched) {
+    else {
+      const before = plan.held.find((g) => pairOf(g) === key);
       // Nothing of cpsync's for the identity may be there after the look: the record is as before it (a grant
       // held, or one recorded pending by an earlier look that may have made it, stays named).
-      const before = plan.held.find((g) => pairOf(g) === key);
-      if (before) grants.set(key, before);
-      else grants.delete(key);
+      if (result.untouched) {
+        if (before) grants.set(key, before);
+        else grants.delete(key);
+      }
+      // Not made on its new terms: a grant held before stays held on its own (it names the identity, and a
+      // revocation takes back all of cpsync's for it, whatever the terms), until a look makes the new ones.
+      else if (before && !before.pending) grants.set(key, before);
+      // Otherwise the grant recorded ahead stays pending: it names what the look may have made.
     }
   }
   const { swept: _swept, missed: _missed, ...rest } = written;

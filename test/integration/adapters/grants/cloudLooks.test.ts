@@ -13,7 +13,7 @@ import { EKSClient } from '@aws-sdk/client-eks';
 import { AksRoleAssignments } from '../../../../adapters/aks/roleAssignments.ts';
 import { EksAccessEntries } from '../../../../adapters/eks/accessEntries.ts';
 import { CloudGrants } from '../../../../adapters/grants/CloudGrants.ts';
-import { GRANT_CONSUMER_KEY } from '../../../../adapters/grants/marks.ts';
+import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY } from '../../../../adapters/grants/marks.ts';
 import {
   planGrants,
   recordAfter,
@@ -30,6 +30,7 @@ import {
 } from '../../../env/eksAccessEntries.ts';
 import { armCredential, startArmServer, type ArmServer } from '../../../env/fakes/armServer.ts';
 import { startHubProxy, type HubProxy } from '../../../env/hubProxy.ts';
+import { freePort } from '../../../env/net.ts';
 import { aksCluster, eksCluster, NOW } from '../../../support/fixtures.ts';
 import { localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
@@ -79,7 +80,7 @@ describe("a look through the cloud's own grants names what it made, whatever ref
   });
 
   /** CloudGrants for AKS clusters that use Azure RBAC: role assignments on the local ARM, bindings on the member. */
-  const azureGrants = () =>
+  const azureGrants = (armEndpoint?: string) =>
     new CloudGrants({
       manager,
       tokens: { aks: async () => ({ token: 'aks-token' }) },
@@ -87,12 +88,19 @@ describe("a look through the cloud's own grants names what it made, whatever ref
       aks: async () =>
         new AksRoleAssignments({
           credential: armCredential(arm),
-          endpoint: arm.endpoint,
+          endpoint: armEndpoint ?? arm.endpoint,
           manager,
           cluster: async () => ({ aadProfile: { managed: true, enableAzureRbac: true } }) as ManagedCluster,
         }),
       timeoutMillis: 10_000,
     });
+
+  /** `profile` reaching its member at `server`. */
+  function withServer(profile: ClusterProfile, server: string): ClusterProfile {
+    const copy = structuredClone(profile);
+    copy.status!.accessProviders![0]!.cluster = { ...copy.status!.accessProviders![0]!.cluster, server };
+    return copy;
+  }
 
   /** A ready AKS cluster whose profile reaches the member through the proxy. */
   function azureProfile(name: string): ClusterProfile {
@@ -142,6 +150,19 @@ describe("a look through the cloud's own grants names what it made, whatever ref
     assert.equal(entry?.tags[GRANT_CONSUMER_KEY], 'deployer', "cpsync's entry was made");
     assert.deepEqual(entry?.policies, [], 'without its policy');
     assert.equal(refused.named?.pending, true, 'the entry is named, pending');
+    // cpsync's entry already there (an earlier look made it, no record names it), its policy refused: the look
+    // made nothing, but found cpsync's entry, and names it.
+    entries.of(REGION, 'looks').clear();
+    entries.put(REGION, 'looks', ROLE);
+    entries.of(REGION, 'looks').get(ROLE)!.tags = {
+      [GRANT_MANAGER_KEY]: manager,
+      [GRANT_CONSUMER_KEY]: 'deployer',
+    };
+    const found = await look(grants, profile, consumer);
+    assert.deepEqual(
+      [found.result.reason, found.result.untouched, found.named?.pending],
+      ['Refused', undefined, true],
+    );
     // Refused at its first write (nothing made): nothing named.
     entries.of(REGION, 'looks').clear();
     entries.refuse.add(`${REGION}/looks`);
@@ -212,19 +233,80 @@ describe("a look through the cloud's own grants names what it made, whatever ref
         )
         .map((x) => x.properties.scope.toLowerCase().slice(providerId.length))
         .sort();
+    // Someone else's assignment of the same principal in a namespace the consumer leaves: never touched.
+    const foreignId = `${providerId}/namespaces/${a}/providers/microsoft.authorization/roleassignments/foreign-${a}`;
+    arm.roleAssignments.set(foreignId, {
+      id: foreignId,
+      name: `foreign-${a}`,
+      type: 'Microsoft.Authorization/roleAssignments',
+      properties: {
+        scope: `${providerId}/namespaces/${a}`,
+        // Another role than the consumer's: cpsync still makes its own.
+        roleDefinitionId:
+          '/providers/Microsoft.Authorization/roleDefinitions/a7ffa36f-339b-4b5c-8bdf-e2c188b2c0eb',
+        principalId: ENTRA,
+        description: 'granted by hand',
+      },
+    });
+    const ours = () =>
+      [...arm.roleAssignments.values()]
+        .filter((x) => x.properties.description !== 'granted by hand')
+        .map((x) => x.properties.scope.toLowerCase());
     await look(grants, profile, consumer([a]));
-    assert.deepEqual(scopes(), [`/namespaces/${a}`]);
+    assert.deepEqual(ours().filter((x) => x.startsWith(providerId)).length, 1);
     await look(grants, profile, consumer([b]));
-    assert.deepEqual(scopes(), [`/namespaces/${b}`], 'the old namespace is taken off once the new one holds');
+    assert.deepEqual(
+      scopes(),
+      [`/namespaces/${a}`, `/namespaces/${b}`],
+      "cpsync's in the old namespace is taken off once the new one holds; the one by hand stays",
+    );
+    assert.ok(arm.roleAssignments.has(foreignId));
     // Moved again, refused in the new namespace: the old one stays (and the record names the grant).
     arm.refuseAssignments.add(`${providerId}/namespaces/${c}`);
     const refused = await look(grants, profile, consumer([c]));
     assert.equal(refused.named?.pending, true);
     assert.deepEqual(refused.named?.memberNamespaces, [c]);
-    assert.deepEqual(scopes(), [`/namespaces/${b}`]);
-    // Revoked as the record names it (namespace c only): b's assignment goes too.
+    assert.deepEqual(scopes(), [`/namespaces/${a}`, `/namespaces/${b}`]);
+    // Revoked as the record names it (namespace c only): b's assignment goes too, the one by hand stays.
     const revoked = await grants.revoke({ ...refused.plan, held: [refused.named!] }, refused.named!);
     assert.equal(revoked.revoked, true, revoked.message);
-    assert.deepEqual(scopes(), []);
+    assert.deepEqual(scopes(), [`/namespaces/${a}`]);
+    assert.ok(arm.roleAssignments.has(foreignId));
+  });
+
+  it('Azure RBAC: a scan of its marks says the cluster unreachable only when Azure was scanned whole and the member never answered', async () => {
+    const profile = azureProfile('scanned');
+    const providerId = profile.metadata.annotations!['cpsync.io/provider-id']!;
+    const [plan] = planGrants([profile], new Map(), [], { everyCluster: true });
+    const plant = () => {
+      const id = `${providerId}/providers/Microsoft.Authorization/roleAssignments/left-behind`.toLowerCase();
+      arm.roleAssignments.set(id, {
+        id,
+        name: 'left-behind',
+        type: 'Microsoft.Authorization/roleAssignments',
+        properties: {
+          scope: providerId,
+          roleDefinitionId:
+            '/providers/Microsoft.Authorization/roleDefinitions/7f6c6a51-bcf8-42ba-9220-52d62157d7db',
+          principalId: ENTRA,
+          description: `${manager}: access grant for consumer gone`,
+        },
+      });
+      return id;
+    };
+    const closed = `https://127.0.0.1:${await freePort()}`;
+    // The member never answers, Azure does: Azure's marks are taken out, and the member is said unreachable.
+    const planted = plant();
+    const memberAway = await azureGrants().sweep(
+      { ...plan!, profile: withServer(profile, closed) },
+      () => false,
+      [ENTRA],
+    );
+    assert.deepEqual([memberAway.complete, memberAway.unreachable], [false, true]);
+    assert.equal(arm.roleAssignments.has(planted), false, "Azure's own part was scanned whole");
+    // Azure never answers: not said unreachable (what Azure holds is unknown), and kept for the next look.
+    plant();
+    const armAway = await azureGrants(closed).sweep(plan!, () => false, [ENTRA]);
+    assert.deepEqual([armAway.complete, armAway.unreachable], [false, undefined]);
   });
 });

@@ -329,6 +329,42 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     assertNamed(gkeLook, outcome);
   });
 
+  it("names cpsync's binding it found holding the identity, when the member stops answering before the proof", async () => {
+    // Both reads of the cluster's binding answered (the bind's and the look for where the consumer's bindings
+    // are), then no connection is taken: the look made nothing, but found the identity bound by cpsync.
+    const given: Look = { ...gkeLook, planted: { ...cluster, cluster: 'ours' } };
+    let reads = 0;
+    const outcome = await look(given, (r) =>
+      r.method === 'GET' && /\/clusterrolebindings\/[^/?]+$/.test(r.path) && ++reads === 2
+        ? { refuseAfter: true }
+        : undefined,
+    );
+    assert.equal(outcome.result.reason, 'MemberUnreachable');
+    assert.equal(outcome.result.untouched, undefined);
+    assert.deepEqual([...outcome.left], ['']);
+    assert.equal(outcome.named?.pending, true);
+  });
+
+  it("names cpsync's binding elsewhere that it could not take the identity out of", async () => {
+    // Wanted in b only, where the binding is not cpsync's (nothing made); cpsync's binding in a (the consumer's
+    // namespaces changed) holds the identity, and taking it out is refused.
+    const given: Look = {
+      ...gkeLook,
+      provider: 'aks',
+      scope: ['b'],
+      planted: { ...cluster, a: 'ours', b: 'foreign' },
+    };
+    const outcome = await look(given, (r) =>
+      r.method !== 'GET' && r.path.includes(`/namespaces/${namespaces.a}/rolebindings/`)
+        ? { status: 403 }
+        : undefined,
+    );
+    assert.equal(outcome.result.reason, 'Refused');
+    assert.equal(outcome.result.untouched, undefined);
+    assert.deepEqual([...outcome.left], [namespaces.a]);
+    assert.equal(outcome.named?.pending, true);
+  });
+
   it('names the binding it made when the answer to making it is lost', async () => {
     const outcome = await look(gkeLook, (r) =>
       creates('clusterrolebindings')(r) ? { lose: true } : undefined,

@@ -225,6 +225,17 @@ describe('access grants: who is granted what, and what is recorded', () => {
       ['argocd', true],
       ['gone', false],
     ]);
+    // Held on other terms (a ledger record without terms): the new terms are recorded pending ahead; a look
+    // that did not make them leaves the grant held as it was, whatever it made meanwhile.
+    const [held] = planGrants(eks, ledgerOf(eks, { argocd: ids.eks }), [argocd]);
+    const heldAhead = recordBefore(held!);
+    assert.equal(heldAhead.grants[0]?.pending, true, 'the new terms, pending');
+    for (const result of [refused, elsewhere, unreachable, { ...refused, untouched: true as const }])
+      assert.deepEqual(
+        recordAfter(held!, { results: new Map([['argocd', result]]), revoked: [] }, heldAhead).grants,
+        [{ consumer: 'argocd', identity: ids.eks }],
+        result.reason,
+      );
     // A dry run (no outcome): the record stays as it was.
     assert.deepEqual(recordAfter(plan!, undefined, plan!.record), plan!.record);
   });

@@ -10,6 +10,9 @@
  * event of an AKS operation's end (status `Succeeded`, `Failed` or `Canceled`) — and end the cluster's
  * chase when the sync finds it settled or gone (clusterSync.ts); a deletion is still only ever the sync's,
  * on the cloud's per-cluster answer.
+ *
+ * One file because the three protocols share one answering policy (401, 400, 200, 503) and one way to a
+ * cluster's sync; each protocol's own part is a few dozen lines.
  */
 import { timingSafeEqual } from 'node:crypto';
 import httpErrorHandler from '@middy/http-error-handler';

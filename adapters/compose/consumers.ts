@@ -4,6 +4,8 @@
  * `multiKueue.clusterProfile`, the Argo CD integration's settings, the Argo CD subscriber's), the RBAC it needs on
  * the hub to read ClusterProfiles in the namespaces it reads, and (with the `accessGrants` feature) its
  * `consumers:` entry. Plain data, made from the configuration alone: nothing is read from the hub or a cloud.
+ * One file because every kind is the same configuration read another way: apart, they would drift on which
+ * namespaces and access providers they name.
  */
 import { CpsyncError } from '../../core/domain/errors.ts';
 import { inventoryNamespaces } from '../../core/domain/options.ts';

@@ -12,6 +12,9 @@
  *            whether the identity may do what the level allows.
  * What cpsync did not make (an entry without its tags, a binding without its labels) is never changed or
  * deleted: it is reported, and the proof of reach says whether the consumer gets in through it.
+ *
+ * One file because the three clouds' grants keep one contract: what a look may say it left (made.ts), one
+ * deadline, the member's bindings and the proof of reach. Read side by side, a path that promises less shows.
  */
 import {
   ApiException,

@@ -9,6 +9,8 @@
  * `consumers.cpsync.io/<name>`, on the profiles in that consumer's namespaces; neither is ever read back.
  *
  * This module plans and records; the grants themselves are made by the AccessGrants port (adapters/grants/).
+ * One file because the plan, the record written ahead, the record after the look and what the hub shows are
+ * one rule seen four times: what the ledger names, and when it may stop naming it.
  */
 import {
   ANNOTATION_ACCESS_GRANTS,

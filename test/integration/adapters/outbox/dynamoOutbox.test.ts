@@ -31,18 +31,28 @@ interface BatchBody {
   RequestItems: Record<string, unknown[]>;
 }
 
-/** DynamoDB as it throttles: only the first item of each BatchWriteItem is ever taken, the others left unprocessed. */
-const firstOnly: Parameters<AwsProxy['intercept']>[0] = async (call, forward) => {
-  if (!call.operation.endsWith('BatchWriteItem')) return undefined;
-  const body = JSON.parse(call.body) as BatchBody;
-  const [name, requests] = Object.entries(body.RequestItems)[0]!;
-  await forward(JSON.stringify({ RequestItems: { [name]: requests.slice(0, 1) } }));
-  return {
-    status: 200,
-    headers: { 'content-type': 'application/x-amz-json-1.0' },
-    body: JSON.stringify({ UnprocessedItems: { [name]: requests.slice(1) } }),
+/**
+ * DynamoDB as it throttles: only the first `taken` items of each BatchWriteItem are written, the others left
+ * unprocessed, for the first `times` batches (then every batch is answered in full).
+ */
+function takingFirst(taken: number, times = Infinity): Parameters<AwsProxy['intercept']>[0] {
+  let left = times;
+  return async (call, forward) => {
+    if (!call.operation.endsWith('BatchWriteItem') || left === 0) return undefined;
+    left -= 1;
+    const body = JSON.parse(call.body) as BatchBody;
+    const [name, requests] = Object.entries(body.RequestItems)[0]!;
+    await forward(JSON.stringify({ RequestItems: { [name]: requests.slice(0, taken) } }));
+    return {
+      status: 200,
+      headers: { 'content-type': 'application/x-amz-json-1.0' },
+      body: JSON.stringify({ UnprocessedItems: { [name]: requests.slice(taken) } }),
+    };
   };
-};
+}
+
+/** Only the first item of each BatchWriteItem is ever taken. */
+const firstOnly = takingFirst(1);
 
 describe('the DynamoDB outbox and intent log', () => {
   let moto: MotoServer;
@@ -103,19 +113,7 @@ describe('the DynamoDB outbox and intent log', () => {
     const outbox = new DynamoOutbox(table);
     const log = new DynamoIntentLog(table);
     // DynamoDB takes the first three items of each of the first two batches and leaves the others unprocessed.
-    let partial = 2;
-    const stop = proxy.intercept(async (call, forward) => {
-      if (!call.operation.endsWith('BatchWriteItem') || partial === 0) return undefined;
-      partial -= 1;
-      const body = JSON.parse(call.body) as BatchBody;
-      const [name, requests] = Object.entries(body.RequestItems)[0]!;
-      await forward(JSON.stringify({ RequestItems: { [name]: requests.slice(0, 3) } }));
-      return {
-        status: 200,
-        headers: { 'content-type': 'application/x-amz-json-1.0' },
-        body: JSON.stringify({ UnprocessedItems: { [name]: requests.slice(3) } }),
-      };
-    });
+    const stop = proxy.intercept(takingFirst(3, 2));
     try {
       const events = Array.from({ length: 10 }, (_, i) => event(i));
       await outbox.add(events);

@@ -5,6 +5,7 @@ import {
   type PutEventsRequestEntry,
 } from '@aws-sdk/client-eventbridge';
 import type { AwsCredentialIdentityProvider } from '@smithy/types';
+import { messageOf } from '../../core/domain/errors.ts';
 import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import { PUT_EVENTS_MAX_BYTES } from '../../events/detailTypes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
@@ -162,7 +163,7 @@ export class EventBridgeBus implements EventSink {
       };
       const status = e.$metadata?.httpStatusCode ?? 0;
       const retryable = status === 0 || status >= 500 || status === 429 || RETRYABLE_CODES.has(e.name ?? '');
-      return call.map(() => ({ code: e.name ?? 'Error', message: e.message ?? String(error), retryable }));
+      return call.map(() => ({ code: e.name ?? 'Error', message: messageOf(error), retryable }));
     }
   }
 }

@@ -1,4 +1,5 @@
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
+import { messageOf } from '../../core/domain/errors.ts';
 import { own } from '../../core/domain/own.ts';
 
 const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
@@ -38,5 +39,5 @@ export function classifyAwsError(error: unknown): ScopeFailureReason {
 }
 
 export function errorMessage(error: unknown): string {
-  return error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return error instanceof Error ? `${error.name}: ${messageOf(error)}` : String(error);
 }

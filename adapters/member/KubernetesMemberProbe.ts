@@ -22,6 +22,7 @@ import { providerIdOf } from '../../core/domain/member.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import { DeadlineError, InterruptedError, withDeadline } from '../../core/sync/deadline.ts';
 import type { MemberProbe } from '../../core/sync/ports.ts';
+import { messageOf } from '../../core/domain/errors.ts';
 import { cut } from '../../core/domain/text.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from './connection.ts';
 
@@ -72,9 +73,8 @@ function unreadable(error: unknown, what: string): Unreadable {
     const reason = code === 401 ? 'Unauthorized' : code === 403 ? 'Forbidden' : 'Failed';
     return new Unreadable(reason, `${what}: the member answered ${code}`);
   }
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  const detail = cause?.code ?? cause?.message ?? (error as Error).message ?? String(error);
-  return new Unreadable('Unreachable', `${what}: ${detail}`);
+  // Why, and where: `fetch failed: connect ECONNREFUSED 10.0.0.7:443` (an address is as stable as the failure).
+  return new Unreadable('Unreachable', stableText(`${what}: ${messageOf(error)}`));
 }
 
 export class KubernetesMemberProbe implements MemberProbe {

@@ -11,6 +11,7 @@ import {
   type RequestContext,
   type ResponseContext,
 } from '@kubernetes/client-node';
+import { messageOf } from '../../core/domain/errors.ts';
 import { EXEC_EXTENSION_NAME, LABEL_PROVIDER } from '../../core/domain/constants.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
@@ -56,7 +57,7 @@ export async function memberConnection(
     const extension = cluster.extensions?.find((e) => e.name === EXEC_EXTENSION_NAME)?.extension;
     token = await tokenFor(targetOfExtension(extension));
   } catch (error) {
-    throw new MemberAccessError('NoToken', `no token for the member: ${stable((error as Error).message)}`);
+    throw new MemberAccessError('NoToken', `no token for the member: ${stable(messageOf(error))}`);
   }
   const config = new KubeConfig();
   config.loadFromOptions({

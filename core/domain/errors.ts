@@ -1,8 +1,39 @@
 import { cut } from './text.ts';
 
-/** What went wrong, as one line of text: an error's message, or whatever was thrown. */
+/** Causes followed below an error, at most: enough for fetch's `TypeError` over a socket's error over the system's. */
+const CAUSES_FOLLOWED = 4;
+
+/**
+ * What went wrong: an error's message, or whatever was thrown, followed by what its causes add. Node's fetch says
+ * only `fetch failed` and keeps why (`connect ECONNREFUSED 10.0.0.7:443`, a TLS failure) in `cause`; a connection
+ * tried on several addresses fails with an AggregateError without a message, its own errors saying why. A cause
+ * whose text the message already holds adds nothing.
+ */
 export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  let text = ownText(error);
+  let cause = causeOf(error);
+  for (let depth = 0; cause !== undefined && depth < CAUSES_FOLLOWED; depth += 1) {
+    const more = ownText(cause);
+    if (more !== '' && !text.includes(more)) text = text === '' ? more : `${text}: ${more}`;
+    cause = causeOf(cause);
+  }
+  return text;
+}
+
+/** An error's own text: its message, else what its errors say (AggregateError), else its code; whatever else was thrown as a string. */
+function ownText(error: unknown): string {
+  if (!(error instanceof Error)) return error === undefined || error === null ? '' : String(error);
+  if (error.message !== '') return error.message;
+  if (error instanceof AggregateError && Array.isArray(error.errors)) {
+    const each = [...new Set(error.errors.map((e: unknown) => messageOf(e)).filter((t) => t !== ''))];
+    if (each.length > 0) return each.join('; ');
+  }
+  const code = (error as { code?: unknown }).code;
+  return typeof code === 'string' ? code : '';
+}
+
+function causeOf(error: unknown): unknown {
+  return error instanceof Error ? error.cause : undefined;
 }
 
 /**

@@ -237,7 +237,11 @@ describe('the member probe reads each member through its own access path (member
         const reachable = condition(profile, 'MemberReachable');
         assert.equal(reachable?.status, 'False', profile.metadata.name);
         assert.equal(reachable?.reason, 'Unreachable');
-        assert.match(reachable?.message ?? '', /ECONNREFUSED/);
+        // Why, and where: the system's refusal and the address, not only `fetch failed`.
+        assert.match(
+          reachable?.message ?? '',
+          /: fetch failed: connect ECONNREFUSED 127\.\d+\.\d+\.\d+:\d+$/,
+        );
         assert.equal(condition(profile, 'ControlPlaneHealthy')?.status, 'True');
         assert.equal(condition(profile, 'Joined')?.status, 'True');
         assert.equal(prop(profile, 'clusterset.k8s.io'), 'prod');

@@ -18,7 +18,7 @@ import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import { own } from '../../core/domain/own.ts';
 import { targetOfExtension, type Target } from '../credentials/target.ts';
 import type { ClusterToken } from '../credentials/tokens.ts';
-import { http1Only } from '../shared/http1.ts';
+import { http1Dispatcher } from '../shared/http1.ts';
 
 export interface MemberAccess {
   /** A token for a cluster of each provider (the provider's own credentials). */
@@ -72,11 +72,10 @@ export async function memberConnection(
     contexts: [{ name: 'member', cluster: 'member', user: 'cpsync' }],
     currentContext: 'member',
   });
-  // One connection pool for the member's requests, over HTTP/1.1 (see http1Only).
-  let dispatcher: ReturnType<RequestContext['getDispatcher']>;
+  // One connection pool for the member's requests, over HTTP/1.1 (see http1Dispatcher).
+  const dispatcher = http1Dispatcher(config);
   const middleware: ObservableMiddleware = {
     pre: (context: RequestContext) => {
-      dispatcher ??= http1Only(context.getDispatcher());
       if (dispatcher) context.setDispatcher(dispatcher);
       context.setSignal(signal);
       return new Observable(Promise.resolve(context));

@@ -121,6 +121,11 @@ const USABLE_STATES = new Set(['Enabled', 'Warned', 'PastDue']);
 /**
  * AKS managed clusters of one subscription (every page of `managedClusters.list`), optionally
  * filtered to one location. The SDK follows nextLink and honours 429 Retry-After by itself.
+ *
+ * One file because the listing, one cluster's read and the CA each cluster's kubeconfig holds share one memory of
+ * what ARM answered (when the CA is asked again, and what a control-plane change makes stale): apart, a path
+ * that asks again or trusts a stale answer would not show beside the others. Resource Graph's listing, which
+ * only replaces the listing, is its own file (graphListing.ts).
  */
 export class AksSource implements ClusterSource {
   readonly #options: AksSourceOptions;

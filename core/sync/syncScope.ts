@@ -1,3 +1,11 @@
+/**
+ * One scope against the hub: the listing normalized, the names chosen, the plan made and applied, and around
+ * them what a scope also carries (the members' readings, the consumers' grants, the feature counts).
+ *
+ * One file because each step narrows what the next may touch (a cluster outside the scope is neither planned nor
+ * granted, a name is chosen before anything is written under it, a profile being deleted is not written): read in
+ * one place, in order, a step that would widen the scope's reach shows.
+ */
 import { applyPlan, type ApplyResult } from './applyPlan.ts';
 import { ANNOTATION_PROJECTED_TO, PROPERTY_CA_OMITTED } from '../domain/constants.ts';
 import { confirmAbsences } from './absences.ts';

@@ -4,26 +4,85 @@
  * child process so the server's CPU is not counted. It is the floor under the EKS part of CPU per cluster:
  * three such calls per EKS cluster (DescribeCluster, ListNodegroups, DescribeNodegroup).
  *
- * node test/bench/sdkFloor.ts child <endpoint> <concurrency> <calls>   (the measured process)
+ * Beside it, what the same request costs beneath the SDK: signed with the SDK's own SigV4 signer and hash, sent
+ * over a kept-alive node:http agent, its JSON parsed, nothing else (no middleware, retries, endpoint rules or
+ * schema). cpsync does not send requests that way; the figure says what the SDK's request path costs on top.
+ *
+ * node test/bench/sdkFloor.ts child <endpoint> <concurrency> <calls> [sdk|signed]   (the measured process)
  */
 import { fork } from 'node:child_process';
-import { DescribeClusterCommand } from '@aws-sdk/client-eks';
+import { Agent, request } from 'node:http';
+import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
+import { HttpRequest } from '@smithy/protocol-http';
+import { SignatureV4 } from '@smithy/signature-v4';
 import pLimit from 'p-limit';
 import { awsClientFactory } from '../../adapters/eks/awsClients.ts';
 import { startFakeAws } from '../env/fakes/awsServer.ts';
 
 const ACCOUNT = '111111111111';
 
-async function child(endpoint: string, concurrency: number, calls: number): Promise<void> {
-  const client = awsClientFactory({
-    endpoint,
-    credentials: async () => ({ accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'bench' }),
-  }).eks('us-east-1');
-  const limit = pLimit(concurrency);
-  const run = (n: number) =>
-    Promise.all(
-      Array.from({ length: n }, () => limit(() => client.send(new DescribeClusterCommand({ name: 'c0' })))),
+const CREDENTIALS = async () => ({ accessKeyId: 'AKIAIOSFODNN7EXAMPLE', secretAccessKey: 'bench' });
+
+/** One DescribeCluster of `c0`, through the SDK's client as cpsync makes it. */
+function throughSdk(endpoint: string): () => Promise<unknown> {
+  const client = awsClientFactory({ endpoint, credentials: CREDENTIALS }).eks('us-east-1');
+  return () => client.send(new DescribeClusterCommand({ name: 'c0' })).then((r) => r.cluster);
+}
+
+/** The same request beneath the SDK: signed by its SigV4 signer, sent on a kept-alive agent, parsed. */
+function signedOnly(endpoint: string): () => Promise<unknown> {
+  const url = new URL(endpoint);
+  const signer = new SignatureV4({
+    service: 'eks',
+    region: 'us-east-1',
+    // The hash the SDK's EKS client signs with.
+    sha256: new EKSClient({ region: 'us-east-1' }).config.sha256,
+    credentials: CREDENTIALS,
+  });
+  const agent = new Agent({ keepAlive: true });
+  return async () => {
+    const signed = await signer.sign(
+      new HttpRequest({
+        method: 'GET',
+        protocol: url.protocol,
+        hostname: url.hostname,
+        port: Number(url.port),
+        path: '/clusters/c0',
+        headers: { host: url.host },
+      }),
     );
+    const text = await new Promise<string>((done, fail) => {
+      const sent = request(
+        {
+          agent,
+          host: url.hostname,
+          port: url.port,
+          path: signed.path,
+          method: 'GET',
+          headers: signed.headers,
+        },
+        (response) => {
+          let body = '';
+          response.setEncoding('utf8');
+          response.on('data', (chunk: string) => (body += chunk));
+          response.on('end', () => done(body));
+          response.on('error', fail);
+        },
+      );
+      sent.on('error', fail);
+      sent.end();
+    });
+    return (JSON.parse(text) as { cluster: unknown }).cluster;
+  };
+}
+
+async function child(endpoint: string, concurrency: number, calls: number, path: string): Promise<void> {
+  const call = path === 'signed' ? signedOnly(endpoint) : throughSdk(endpoint);
+  const limit = pLimit(concurrency);
+  const run = (n: number) => Promise.all(Array.from({ length: n }, () => limit(call)));
+  const [first] = await run(1);
+  if ((first as { name?: string } | undefined)?.name !== 'c0')
+    throw new Error('the call did not describe c0');
   await run(200); // warm: connections, the signing key, V8's optimised code
   const before = process.cpuUsage();
   await run(calls);
@@ -31,10 +90,14 @@ async function child(endpoint: string, concurrency: number, calls: number): Prom
   process.send!({ cpuMillisPerCall: (used.user + used.system) / 1000 / calls }, () => process.exit(0));
 }
 
-/** CPU of the calling process per DescribeCluster, at each concurrency (calls in flight). */
+/**
+ * CPU of the calling process per DescribeCluster, at each concurrency (calls in flight): through the SDK, or
+ * (`signed`) signed and sent beneath it.
+ */
 export async function sdkCallFloor(
   concurrencies: readonly number[],
   calls = 3000,
+  path: 'sdk' | 'signed' = 'sdk',
 ): Promise<Map<number, number>> {
   const aws = await startFakeAws({ latencyMillis: 5, hubAccount: ACCOUNT });
   aws.clusters.set(`${ACCOUNT}/us-east-1`, [
@@ -59,6 +122,7 @@ export async function sdkCallFloor(
           aws.endpoint,
           String(concurrency),
           String(calls),
+          path,
         ]);
         worker.on('message', (message) => done((message as { cpuMillisPerCall: number }).cpuMillisPerCall));
         worker.on('exit', (code) =>
@@ -74,4 +138,4 @@ export async function sdkCallFloor(
 }
 
 if (process.argv[2] === 'child')
-  await child(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]));
+  await child(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]), process.argv[6] ?? 'sdk');

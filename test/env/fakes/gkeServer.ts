@@ -62,7 +62,7 @@ function modifiedRoles(before: IamPolicyJson, after: IamPolicyJson): Set<string>
   return new Set(changed.map((grant) => (JSON.parse(grant) as [string])[0]));
 }
 
-interface GoogleError {
+export interface GoogleError {
   status: number;
   /** google.rpc.Code name, e.g. PERMISSION_DENIED. */
   code: string;
@@ -97,6 +97,11 @@ export interface GkeServer {
    * that binding's `modifiedGrantsByRole` condition lets it; a write with a stale etag is ABORTED (409).
    */
   iamPolicies: Map<string, IamPolicyJson>;
+  /**
+   * Faults of IAM policy calls, each taken by the next call of its method: an error answered instead (nothing
+   * changed), or (`lose`) the call done as usual and its answer lost, the connection cut before it is sent.
+   */
+  iamFaults: Array<{ method: 'getIamPolicy' | 'setIamPolicy'; fault: GoogleError | 'lose' }>;
   stop(): Promise<void>;
 }
 
@@ -170,6 +175,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     requests: [],
     identities: new Map(),
     iamPolicies: new Map(),
+    iamFaults: [],
   };
   /** Access tokens of the other identities: token → email. */
   const issued = new Map<string, string>();
@@ -257,6 +263,15 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     const iam = /^\/v3\/projects\/([^/:]+):(getIamPolicy|setIamPolicy)$/.exec(url.pathname);
     if (request.method === 'POST' && iam) {
       const [project, method] = [decodeURIComponent(iam[1]!), iam[2]!];
+      const faultAt = state.iamFaults.findIndex((f) => f.method === method);
+      const fault = faultAt < 0 ? undefined : state.iamFaults.splice(faultAt, 1)[0]!.fault;
+      if (fault && fault !== 'lose') return sendError(response, fault);
+      // Done, then the connection cut before the answer (held until then): what a caller whose answer was lost sees.
+      if (fault === 'lose')
+        response.end = (() => {
+          response.socket?.destroy();
+          return response;
+        }) as typeof response.end;
       const policy = state.iamPolicies.get(project) ?? emptyPolicy();
       const denied = (what: string) =>
         sendError(response, {

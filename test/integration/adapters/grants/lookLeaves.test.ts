@@ -5,7 +5,8 @@
  * refusal or rejection (400, 401, 403, 404, 409, 422), a server error (500, 503), a dropped connection, an
  * answer lost after the request was done, a request never answered, or every connection refused once one
  * request has been answered. GKE's project role is the real adapter against the local Google server, which
- * lets cpsync hold it or refuses. The oracle is the member's own bindings, read as its admin.
+ * lets cpsync hold it or refuses, and can fail a read or a write of the project's policy or lose its answer. The
+ * oracles are the member's own bindings, read as its admin, and the project's policy as Google keeps it.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -40,6 +41,7 @@ import { startHubProxy, type HubProxy } from '../../../env/hubProxy.ts';
 import { freePort } from '../../../env/net.ts';
 import { aggregateClusterRoles } from '../../../env/member.ts';
 import { aksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
+import type { GoogleError } from '../../../env/fakes/gkeServer.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
@@ -53,6 +55,24 @@ type Fault =
   | { lose: true }
   | { refuseAfter: true }
   | { hang: true };
+
+/** Google failing a read or a write of the project's policy: refusing, conflicting, erring, or losing its answer. */
+interface GoogleFault {
+  method: 'getIamPolicy' | 'setIamPolicy';
+  kind: 403 | 409 | 500 | 503 | 'lose';
+}
+
+const GOOGLE_ERRORS: Record<Exclude<GoogleFault['kind'], 'lose'>, GoogleError> = {
+  403: { status: 403, code: 'PERMISSION_DENIED', message: 'The caller does not have permission' },
+  409: { status: 409, code: 'ABORTED', message: 'There were concurrent policy changes.' },
+  500: { status: 500, code: 'INTERNAL', message: 'Internal error encountered.' },
+  503: { status: 503, code: 'UNAVAILABLE', message: 'The service is currently unavailable.' },
+};
+
+const googleFaultOf = ({ method, kind }: GoogleFault) => ({
+  method,
+  fault: kind === 'lose' ? ('lose' as const) : GOOGLE_ERRORS[kind],
+});
 
 const notFound = (error: unknown) => error instanceof ApiException && error.code === 404;
 
@@ -205,6 +225,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     ledger: 'none' | 'held' | 'pending';
     /** The fault, on the look's `at`th request, or its `at`th change (any request but a read). */
     fault?: { at: number; among: 'requests' | 'changes'; kind: Fault };
+    /** GKE: a fault of Google's, on the first read or write of the project's policy. */
+    googleFault?: GoogleFault;
   }
 
   type Rule = NonNullable<HubProxy['rule']>;
@@ -233,6 +255,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
         given.level,
       );
     project(given.googleLets);
+    gke.iamFaults = given.googleFault ? [googleFaultOf(given.googleFault)] : [];
     const profile = profileOf(given.provider, `looks-${runs}`);
     const records = new Map<string, GrantRecord>();
     if (given.ledger !== 'none') {
@@ -275,12 +298,16 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     const recorded = recordAfter(plan, { results: new Map([[consumerName, result]]), revoked: [] }, ahead);
     const left = await holding(consumerName, identity);
     const named = recorded.grants.find((g) => g.consumer === consumerName && g.identity === identity);
+    const googleFaultTaken = given.googleFault !== undefined && gke.iamFaults.length === 0;
+    gke.iamFaults = [];
     await clear(consumerName);
     return {
       result,
       identity,
       before,
       left,
+      inProject: projectHolds(identity),
+      googleFaultTaken,
       named,
       namedBefore: given.ledger !== 'none',
       requests: proxy.requests,
@@ -289,7 +316,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
 
   /** The promise: what the look may have left, or what was named before it, is named after it. */
   function assertNamed(given: Look, outcome: Awaited<ReturnType<typeof look>>) {
-    const { result, before, left, named, namedBefore } = outcome;
+    const { result, before, left, named, namedBefore, inProject } = outcome;
     const made = [...left].filter((place) => !before.has(place));
     const why = JSON.stringify({
       given,
@@ -304,6 +331,15 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       assert.ok(named, `a grant named before the look is no longer named: ${why}`);
     if (result.untouched)
       assert.deepEqual(made, [], `a look that says it left nothing made a binding: ${why}`);
+    // The project's policy began each look without the identity: holding it now, the look left it there.
+    if (inProject) assert.ok(named, `the look left the identity in the project's policy, unnamed: ${why}`);
+    if (result.untouched) assert.equal(inProject, false, `a look that says it left nothing: ${why}`);
+  }
+
+  /** Whether the project's policy, as Google keeps it, binds `identity` to anything. */
+  function projectHolds(identity: string): boolean {
+    const policy = gke.iamPolicies.get(PROJECT);
+    return (policy?.bindings ?? []).some((b) => b.members.includes(`serviceAccount:${identity}`));
   }
 
   const creates = (resource: string) => (request: { method: string; path: string }) =>
@@ -407,6 +443,22 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     assert.deepEqual(granted.named?.pending, undefined);
   });
 
+  it("names the grant when Google did hold the project's role but its answer was lost; nothing when it refused", async () => {
+    const lost = await look({ ...gkeLook, googleFault: { method: 'setIamPolicy', kind: 'lose' } });
+    assert.equal(lost.googleFaultTaken, true);
+    assert.equal(lost.inProject, true, "Google holds the identity in cpsync's binding");
+    assert.equal(lost.result.untouched, undefined);
+    assert.equal(lost.named?.pending, true, 'named as pending');
+    const refused = await look({ ...gkeLook, googleFault: { method: 'setIamPolicy', kind: 403 } });
+    assert.equal(refused.result.reason, 'Refused');
+    assert.deepEqual([refused.inProject, [...refused.left]], [false, []], 'nothing left, anywhere');
+    assert.equal(refused.named, undefined);
+    // A conflicting writer: the policy is read again and written with the identity.
+    const conflict = await look({ ...gkeLook, googleFault: { method: 'setIamPolicy', kind: 409 } });
+    assert.deepEqual([conflict.result.status, conflict.inProject], ['True', true]);
+    assert.equal(conflict.named?.pending, undefined);
+  });
+
   it('a scan for its marks that the member answered never says the member could not be reached', async () => {
     runs += 1;
     const consumerName = `c${runs}`;
@@ -445,15 +497,43 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     }
   });
 
-  it('whatever fails, and wherever (property)', async () => {
-    const planted = fc.constantFrom<Planted>(
-      'none',
-      'none',
-      'ours',
-      'oursOtherLevel',
-      'oursOtherIdentity',
-      'foreign',
+  /** What a place holds before a look: nothing more often than each of the others. */
+  const planted = fc.constantFrom<Planted>(
+    'none',
+    'none',
+    'ours',
+    'oursOtherLevel',
+    'oursOtherIdentity',
+    'foreign',
+  );
+
+  it("whatever Google fails, GKE's project role is named when it may be held (property)", async () => {
+    let taken = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          level: fc.constantFrom(...LEVELS),
+          planted: fc.record({ cluster: planted, a: planted, b: planted }),
+          ledger: fc.constantFrom<Look['ledger']>('none', 'held', 'pending'),
+          // Writes more than reads, and a lost answer as often as any error: after a write, Google may hold it.
+          googleFault: fc.record({
+            method: fc.constantFrom<GoogleFault['method']>('setIamPolicy', 'setIamPolicy', 'getIamPolicy'),
+            kind: fc.constantFrom<GoogleFault['kind']>('lose', 'lose', 'lose', 403, 409, 500, 503),
+          }),
+        }),
+        async (drawn) => {
+          const given: Look = { provider: 'gke', googleLets: true, ...drawn };
+          const outcome = await look(given);
+          if (outcome.googleFaultTaken) taken += 1;
+          assertNamed(given, outcome);
+        },
+      ),
+      { numRuns: 40 },
     );
+    assert.ok(taken >= 20, `only ${taken} looks met a fault of Google's`);
+  });
+
+  it('whatever fails, and wherever (property)', async () => {
     const faultKind = fc.oneof(
       {
         weight: 6,
@@ -467,6 +547,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       { weight: 1, arbitrary: fc.constant<Fault>({ hang: true }) },
     );
     let faulted = 0;
+    let googleFaulted = 0;
     await fc.assert(
       fc.asyncProperty(
         fc.record<Look>(
@@ -483,6 +564,13 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
             ),
             planted: fc.record({ cluster: planted, a: planted, b: planted }),
             ledger: fc.constantFrom('none', 'held', 'pending'),
+            googleFault: fc.option(
+              fc.record({
+                method: fc.constantFrom<GoogleFault['method']>('getIamPolicy', 'setIamPolicy'),
+                kind: fc.constantFrom<GoogleFault['kind']>(403, 409, 500, 503, 'lose'),
+              }),
+              { nil: undefined, freq: 3 },
+            ),
             fault: fc.option(
               fc.record({
                 at: fc.nat({ max: 6 }),
@@ -500,11 +588,13 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
         async (given) => {
           const outcome = await look(given);
           if (outcome.requests.some((r) => r.fault)) faulted += 1;
+          if (outcome.googleFaultTaken) googleFaulted += 1;
           assertNamed(given, outcome);
         },
       ),
       { numRuns: 120 },
     );
     assert.ok(faulted >= 20, `only ${faulted} looks met a fault`);
+    assert.ok(googleFaulted >= 4, `only ${googleFaulted} looks met a fault of Google's`);
   });
 });

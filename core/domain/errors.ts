@@ -25,7 +25,8 @@ function ownText(error: unknown): string {
   if (!(error instanceof Error)) return error === undefined || error === null ? '' : String(error);
   if (error.message !== '') return error.message;
   if (error instanceof AggregateError && Array.isArray(error.errors)) {
-    const each = [...new Set(error.errors.map((e: unknown) => messageOf(e)).filter((t) => t !== ''))];
+    // Sorted: addresses tried in another order (DNS answers rotate) are the same failure, and read the same.
+    const each = [...new Set(error.errors.map((e: unknown) => messageOf(e)).filter((t) => t !== ''))].sort();
     if (each.length > 0) return each.join('; ');
   }
   const code = (error as { code?: unknown }).code;

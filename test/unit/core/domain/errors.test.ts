@@ -78,6 +78,20 @@ describe('messageOf: what went wrong, causes included', () => {
     assert.equal(messageOf(coded), 'EPIPE', 'an error with only a code says its code');
   });
 
+  it('reads the same for the same failures in any order (a name whose addresses were tried in another order)', () => {
+    fc.assert(
+      fc.property(
+        fc.uniqueArray(socketFailure, { minLength: 2, maxLength: 4, selector: (e) => e.message }),
+        (failures) => {
+          const tried = (order: Error[]) =>
+            new TypeError('fetch failed', { cause: new AggregateError(order, '') });
+          assert.equal(messageOf(tried(failures)), messageOf(tried([...failures].reverse())));
+          for (const failure of failures) assert.ok(messageOf(tried(failures)).includes(failure.message));
+        },
+      ),
+    );
+  });
+
   it('ends on an error that is its own cause', () => {
     const loop = new Error('fetch failed');
     const inner = new Error('connect ECONNREFUSED 10.0.0.7:443', { cause: loop });

@@ -35,7 +35,7 @@ interface GraphQuery {
   options?: { $top?: number; $skipToken?: string; resultFormat?: string };
 }
 
-interface ArmError {
+export interface ArmError {
   status: number;
   code: string;
   message: string;
@@ -81,6 +81,12 @@ export interface ArmServer {
   roleAssignments: Map<string, RoleAssignmentJson>;
   /** Scopes (lower case) where the caller may not assign roles: 403 AuthorizationFailed. */
   refuseAssignments: Set<string>;
+  /**
+   * Faults of role assignment requests, each taken by the next request of its method once `after` more of them
+   * have been answered: an error answered instead (nothing changed), or (`lose`) the request done as usual and its
+   * answer lost, the connection cut first.
+   */
+  assignmentFaults: Array<{ method: 'GET' | 'PUT' | 'DELETE'; after?: number; fault: ArmError | 'lose' }>;
   /**
    * What Azure Resource Graph holds of managed clusters, by subscription: unset, it is in step with `clusters`;
    * set (see `indexGraph`), it answers from this copy, as the real index does in the minutes after a change.
@@ -135,6 +141,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     credentialFailures: new Map(),
     roleAssignments: new Map(),
     refuseAssignments: new Set(),
+    assignmentFaults: [],
     graph: undefined,
     graphPageSize: 1000,
     graphFailures: [],
@@ -242,6 +249,17 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     if (assignment) {
       const scope = assignment[1]!;
       const name = assignment[2];
+      const faultAt = state.assignmentFaults.findIndex((f) => f.method === request.method);
+      const due = state.assignmentFaults[faultAt];
+      const fault = due && !due.after ? state.assignmentFaults.splice(faultAt, 1)[0]!.fault : undefined;
+      if (due?.after) due.after -= 1;
+      if (fault && fault !== 'lose') return armError(response, fault);
+      // Done, then the connection cut before the answer (held until then): what a caller whose answer was lost sees.
+      if (fault === 'lose')
+        response.end = (() => {
+          response.socket?.destroy();
+          return response;
+        }) as typeof response.end;
       if (!name && request.method === 'GET') {
         // As Azure documents it: every assignment at or above the scope; with `principalId eq`, that
         // principal's at, above or below it.

@@ -5,10 +5,13 @@
  * refusal or rejection (400, 401, 403, 404, 409, 422), a server error (500, 503), a dropped connection, an
  * answer lost after the request was done, a request never answered, or every connection refused once one
  * request has been answered. GKE's project role is the real adapter against the local Google server, which
- * lets cpsync hold it or refuses, and can fail a read or a write of the project's policy or lose its answer. The
- * oracles are the member's own bindings, read as its admin, and the project's policy as Google keeps it.
+ * lets cpsync hold it or refuses, and can fail a read or a write of the project's policy or lose its answer. An AKS
+ * cluster that uses Azure RBAC is granted through role assignments on the local ARM server, which can fail any of
+ * their requests or lose its answer. The oracles are the member's own bindings, read as its admin, the project's
+ * policy as Google keeps it, and the role assignments as ARM keeps them.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -19,6 +22,8 @@ import {
   type V1ClusterRoleBinding,
   type V1RoleBinding,
 } from '@kubernetes/client-node';
+import type { ManagedCluster } from '@azure/arm-containerservice';
+import { AksRoleAssignments } from '../../../../adapters/aks/roleAssignments.ts';
 import { GkeSource } from '../../../../adapters/gke/GkeSource.ts';
 import { GkeProjectRoles } from '../../../../adapters/gke/projectRoles.ts';
 import { CloudGrants } from '../../../../adapters/grants/CloudGrants.ts';
@@ -42,6 +47,12 @@ import { freePort } from '../../../env/net.ts';
 import { aggregateClusterRoles } from '../../../env/member.ts';
 import { aksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import type { GoogleError } from '../../../env/fakes/gkeServer.ts';
+import {
+  armCredential,
+  startArmServer,
+  type ArmError,
+  type ArmServer,
+} from '../../../env/fakes/armServer.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
@@ -69,6 +80,20 @@ const GOOGLE_ERRORS: Record<Exclude<GoogleFault['kind'], 'lose'>, GoogleError> =
   503: { status: 503, code: 'UNAVAILABLE', message: 'The service is currently unavailable.' },
 };
 
+/** ARM failing a role assignment request: refusing, conflicting, erring, or losing its answer. */
+interface ArmFault {
+  method: 'GET' | 'PUT' | 'DELETE';
+  /** Requests of that method answered first. */
+  after: number;
+  kind: 403 | 409 | 500 | 'lose';
+}
+
+const ARM_ERRORS: Record<Exclude<ArmFault['kind'], 'lose'>, ArmError> = {
+  403: { status: 403, code: 'AuthorizationFailed', message: 'The client does not have authorization.' },
+  409: { status: 409, code: 'RoleAssignmentExists', message: 'The role assignment already exists.' },
+  500: { status: 500, code: 'InternalServerError', message: 'Internal error.' },
+};
+
 const googleFaultOf = ({ method, kind }: GoogleFault) => ({
   method,
   fault: kind === 'lose' ? ('lose' as const) : GOOGLE_ERRORS[kind],
@@ -87,6 +112,9 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
   const namespaces = { a: uniqueNamespace('looks-a'), b: uniqueNamespace('looks-b') };
   const missing = uniqueNamespace('looks-missing'); // never made
   let grants: CloudGrants;
+  let arm: ArmServer;
+  /** Grants on AKS clusters that use Azure RBAC: role assignments on the local ARM, bindings on the member. */
+  let azureGrants: CloudGrants;
   let runs = 0;
 
   before(async () => {
@@ -113,12 +141,27 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       gke: async () => roles,
       timeoutMillis: 1_500,
     });
+    arm = await startArmServer();
+    const assignments = new AksRoleAssignments({
+      credential: armCredential(arm),
+      endpoint: arm.endpoint,
+      manager,
+      cluster: async () => ({ aadProfile: { managed: true, enableAzureRbac: true } }) as ManagedCluster,
+    });
+    azureGrants = new CloudGrants({
+      manager,
+      tokens: { aks: async () => ({ token: 'aks-token' }) },
+      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+      aks: async () => assignments,
+      timeoutMillis: 3_000,
+    });
   });
 
   after(async () => {
     await proxy?.stop();
     await source?.close();
     await gke?.stop();
+    await arm?.stop();
     for (const name of Object.values(namespaces)) await core?.deleteNamespace({ name }).catch(() => {});
     const labelSelector = `${GRANT_MANAGER_KEY}=${manager}`;
     for (const binding of (await rbac.listClusterRoleBinding({ labelSelector })).items)
@@ -227,6 +270,9 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     fault?: { at: number; among: 'requests' | 'changes'; kind: Fault };
     /** GKE: a fault of Google's, on the first read or write of the project's policy. */
     googleFault?: GoogleFault;
+    /** AKS: the cluster uses Azure RBAC (the grant is a role assignment), and ARM's fault on its requests. */
+    azureRbac?: boolean;
+    armFault?: ArmFault;
   }
 
   type Rule = NonNullable<HubProxy['rule']>;
@@ -235,7 +281,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
   async function look(given: Look, rule?: Rule) {
     runs += 1;
     const consumerName = `c${runs}`;
-    const identity = `${given.provider}-user-${runs}@example.com`;
+    // Azure RBAC assigns roles to an Entra object id.
+    const identity = given.azureRbac ? randomUUID() : `${given.provider}-user-${runs}@example.com`;
     const consumer: Consumer = {
       name: consumerName,
       namespaces: ['cluster-inventory'],
@@ -256,6 +303,15 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       );
     project(given.googleLets);
     gke.iamFaults = given.googleFault ? [googleFaultOf(given.googleFault)] : [];
+    arm.assignmentFaults = given.armFault
+      ? [
+          {
+            method: given.armFault.method,
+            after: given.armFault.after,
+            fault: given.armFault.kind === 'lose' ? 'lose' : ARM_ERRORS[given.armFault.kind],
+          },
+        ]
+      : [];
     const profile = profileOf(given.provider, `looks-${runs}`);
     const records = new Map<string, GrantRecord>();
     if (given.ledger !== 'none') {
@@ -290,7 +346,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
         : undefined);
     let result: GrantResult;
     try {
-      result = await grants.ensure(plan, consumer);
+      result = await (given.azureRbac ? azureGrants : grants).ensure(plan, consumer);
     } finally {
       proxy.rule = undefined;
       await proxy.reopen();
@@ -299,7 +355,9 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     const left = await holding(consumerName, identity);
     const named = recorded.grants.find((g) => g.consumer === consumerName && g.identity === identity);
     const googleFaultTaken = given.googleFault !== undefined && gke.iamFaults.length === 0;
+    const armFaultTaken = given.armFault !== undefined && arm.assignmentFaults.length === 0;
     gke.iamFaults = [];
+    arm.assignmentFaults = [];
     await clear(consumerName);
     return {
       result,
@@ -307,6 +365,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       before,
       left,
       inProject: projectHolds(identity),
+      inAzure: [...arm.roleAssignments.values()].some((a) => a.properties.principalId === identity),
+      armFaultTaken,
       googleFaultTaken,
       named,
       namedBefore: given.ledger !== 'none',
@@ -316,7 +376,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
 
   /** The promise: what the look may have left, or what was named before it, is named after it. */
   function assertNamed(given: Look, outcome: Awaited<ReturnType<typeof look>>) {
-    const { result, before, left, named, namedBefore, inProject } = outcome;
+    const { result, before, left, named, namedBefore, inProject, inAzure } = outcome;
     const made = [...left].filter((place) => !before.has(place));
     const why = JSON.stringify({
       given,
@@ -334,6 +394,9 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     // The project's policy began each look without the identity: holding it now, the look left it there.
     if (inProject) assert.ok(named, `the look left the identity in the project's policy, unnamed: ${why}`);
     if (result.untouched) assert.equal(inProject, false, `a look that says it left nothing: ${why}`);
+    // No assignment held the identity before the look (a new one each look): one now, the look made it.
+    if (inAzure) assert.ok(named, `the look left a role assignment of the identity, unnamed: ${why}`);
+    if (result.untouched) assert.equal(inAzure, false, `a look that says it left nothing: ${why}`);
   }
 
   /** Whether the project's policy, as Google keeps it, binds `identity` to anything. */
@@ -531,6 +594,52 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       { numRuns: 40 },
     );
     assert.ok(taken >= 20, `only ${taken} looks met a fault of Google's`);
+  });
+
+  it("names the role assignment made in the first namespace when ARM refuses the second's", async () => {
+    const outcome = await look({
+      ...gkeLook,
+      provider: 'aks',
+      azureRbac: true,
+      scope: ['a', 'b'],
+      armFault: { method: 'PUT', after: 1, kind: 403 },
+    });
+    assert.equal(outcome.armFaultTaken, true);
+    assert.equal(outcome.result.reason, 'Refused');
+    assert.equal(outcome.inAzure, true, 'the first namespace holds its assignment');
+    assert.equal(outcome.result.untouched, undefined);
+    assert.equal(outcome.named?.pending, true, 'named as pending');
+  });
+
+  it('whatever ARM fails, a role assignment the look leaves is named (property)', async () => {
+    let taken = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          level: fc.constantFrom(...LEVELS),
+          scope: fc.option(
+            fc.uniqueArray(fc.constantFrom<'a' | 'b'>('a', 'b'), { minLength: 1, maxLength: 2 }),
+            { nil: undefined },
+          ),
+          planted: fc.record({ cluster: planted, a: planted, b: planted }),
+          ledger: fc.constantFrom<Look['ledger']>('none', 'held', 'pending'),
+          // Writes more than reads, and a lost answer as often as any error: after a write, ARM may hold it.
+          armFault: fc.record({
+            method: fc.constantFrom<ArmFault['method']>('PUT', 'PUT', 'GET', 'DELETE'),
+            after: fc.nat({ max: 1 }),
+            kind: fc.constantFrom<ArmFault['kind']>('lose', 'lose', 403, 409, 500),
+          }),
+        }),
+        async (drawn) => {
+          const given: Look = { provider: 'aks', azureRbac: true, googleLets: false, ...drawn };
+          const outcome = await look(given);
+          if (outcome.armFaultTaken) taken += 1;
+          assertNamed(given, outcome);
+        },
+      ),
+      { numRuns: 40 },
+    );
+    assert.ok(taken >= 15, `only ${taken} looks met a fault of ARM's`);
   });
 
   it('whatever fails, and wherever (property)', async () => {

@@ -6,8 +6,9 @@ import { Agent, type Dispatcher } from 'undici';
  * A connection pool for a kubeconfig's current cluster that speaks HTTP/1.1 only, with the TLS settings
  * client-node would give its own (its public `createDispatcherOptions`): for the member clusters' requests, which
  * a stopped run cuts short. undici offers HTTP/2 by default, and Node's HTTP/2 session aborted the whole process
- * under load (std::bad_alloc in Http2Session::CopyDataIntoOutgoing) when those streams were cut short. Undefined
- * when client-node would not make a pool of its own (a proxy, or no TLS settings): its choice is kept then.
+ * under load (std::bad_alloc in Http2Session::CopyDataIntoOutgoing) when those streams were cut short. A cluster
+ * without TLS settings of its own (no CA: the system's trust) gets one too, where client-node would use undici's
+ * global pool (HTTP/2 offered). Undefined only through a proxy, whose own pool client-node keeps.
  */
 export function http1Dispatcher(config: KubeConfig): Dispatcher | undefined {
   const cluster = config.getCurrentCluster();
@@ -22,5 +23,9 @@ export function http1Dispatcher(config: KubeConfig): Dispatcher | undefined {
     ...(cluster?.skipTLSVerify ? { rejectUnauthorized: false } : {}),
     ...(cluster?.tlsServerName ? { servername: cluster.tlsServerName } : {}),
   });
-  return options.type === 'agent' ? new Agent({ connect: options.connect, allowH2: false }) : undefined;
+  if (options.type === 'agent') return new Agent({ connect: options.connect, allowH2: false });
+  // As client-node keeps its own pools' connections (30 s, as client-go does).
+  if (options.type === 'none')
+    return new Agent({ connect: { keepAlive: true, keepAliveInitialDelay: 30_000 }, allowH2: false });
+  return undefined;
 }

@@ -4,30 +4,68 @@ import { cut } from './text.ts';
 const CAUSES_FOLLOWED = 4;
 
 /**
- * What went wrong: an error's message, or whatever was thrown, followed by what its causes add. Node's fetch says
- * only `fetch failed` and keeps why (`connect ECONNREFUSED 10.0.0.7:443`, a TLS failure) in `cause`; a connection
- * tried on several addresses fails with an AggregateError without a message, its own errors saying why. A cause
- * whose text the message already holds adds nothing.
+ * What went wrong: an error's message, or whatever was thrown, followed by what the transport failures below it add.
+ * Node's fetch says only `fetch failed` and keeps why (`connect ECONNREFUSED 10.0.0.7:443`, a TLS failure) in its
+ * `cause`; a connection tried on several addresses fails with an AggregateError without a message, its own errors
+ * saying why. Only such failures are followed (see `transportFailure`): an answer's error below (a Kubernetes
+ * ApiException, a Google or Azure HTTP error) holds the raw response, its headers and ids, and what cpsync's own
+ * errors want of it they have said already. A cause whose text the message already holds adds nothing.
  */
 export function messageOf(error: unknown): string {
-  let text = ownText(error);
+  return textOf(error, new Set());
+}
+
+function textOf(error: unknown, seen: Set<unknown>): string {
+  if (!(error instanceof Error)) return String(error);
+  seen.add(error);
+  let text = ownText(error, seen);
   let cause = causeOf(error);
-  for (let depth = 0; cause !== undefined && depth < CAUSES_FOLLOWED; depth += 1) {
-    const more = ownText(cause);
+  for (let depth = 0; depth < CAUSES_FOLLOWED && transportFailure(cause) && !seen.has(cause); depth += 1) {
+    seen.add(cause);
+    const more = ownText(cause as Error, seen);
     if (more !== '' && !text.includes(more)) text = text === '' ? more : `${text}: ${more}`;
     cause = causeOf(cause);
   }
   return text;
 }
 
-/** An error's own text: its message, else what its errors say (AggregateError), else its code; whatever else was thrown as a string. */
-function ownText(error: unknown): string {
-  if (!(error instanceof Error)) return error === undefined || error === null ? '' : String(error);
-  if (error.message !== '') return error.message;
+/**
+ * A failure to reach or talk to a server, as Node and undici raise them: an error with a system or transport code
+ * (`ECONNREFUSED`, `UND_ERR_CONNECT_TIMEOUT`, `CERT_HAS_EXPIRED`) and no answer of the server's about it, or the
+ * AggregateError of several attempts.
+ */
+function transportFailure(cause: unknown): boolean {
+  if (cause instanceof AggregateError) return true;
+  if (!(cause instanceof Error)) return false;
+  const code = (cause as { code?: unknown }).code;
+  return (
+    typeof code === 'string' &&
+    /^[A-Z][A-Z0-9_]*$/.test(code) &&
+    !('response' in cause) &&
+    !('body' in cause) &&
+    !('headers' in cause)
+  );
+}
+
+/** undici's connect timeout names the addresses in the order tried, which follows DNS's rotating answers. */
+const ATTEMPTED = /\(attempted addresses: ([^()]*?), timeout: (\d+ms)\)/;
+
+/**
+ * An error's own text: its message (the same for the same failure: addresses tried in any order read the same),
+ * else what its errors say (AggregateError), else its code.
+ */
+function ownText(error: Error, seen: Set<unknown>): string {
+  if (error.message !== '')
+    return error.message.replace(
+      ATTEMPTED,
+      (_all, list: string, timeout: string) =>
+        `(attempted addresses: ${list.split(', ').sort().join(', ')}, timeout: ${timeout})`,
+    );
   if (error instanceof AggregateError && Array.isArray(error.errors)) {
     // Sorted: addresses tried in another order (DNS answers rotate) are the same failure, and read the same.
-    const each = [...new Set(error.errors.map((e: unknown) => messageOf(e)).filter((t) => t !== ''))].sort();
-    if (each.length > 0) return each.join('; ');
+    const each = error.errors.filter((e: unknown) => !seen.has(e)).map((e: unknown) => textOf(e, seen));
+    const distinct = [...new Set(each.filter((t) => t !== ''))].sort();
+    if (distinct.length > 0) return distinct.join('; ');
   }
   const code = (error as { code?: unknown }).code;
   return typeof code === 'string' ? code : '';

@@ -514,6 +514,9 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     assert.equal(lost.named?.pending, true, 'named as pending');
     const refused = await look({ ...gkeLook, googleFault: { method: 'setIamPolicy', kind: 403 } });
     assert.equal(refused.result.reason, 'Refused');
+    // Google's own words, on one line: nothing of the HTTP error's raw answer below it.
+    assert.match(refused.result.message, /^Google refused .*The caller does not have permission/);
+    assert.doesNotMatch(refused.result.message, /\[object Object\]|\n/);
     assert.deepEqual([refused.inProject, [...refused.left]], [false, []], 'nothing left, anywhere');
     assert.equal(refused.named, undefined);
     // A conflicting writer: the policy is read again and written with the identity.

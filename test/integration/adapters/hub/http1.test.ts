@@ -1,15 +1,71 @@
 /**
  * The members' Kubernetes clients speak HTTP/1.1, even to a server that offers HTTP/2 (as every kube-apiserver
  * does): a stopped run cuts member requests short, and Node's HTTP/2 session then aborted the whole process under
- * load (std::bad_alloc). The oracle is the server: the HTTP version of each request it received.
+ * load (std::bad_alloc). The oracle is the server: the HTTP version of each request it received. A member whose
+ * profile names no CA (the system's trust) is read by a process that trusts the server's certificate as a system
+ * one (NODE_EXTRA_CA_CERTS).
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { createSecureServer, type Http2SecureServer } from 'node:http2';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { memberConnection } from '../../../../adapters/member/connection.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import { makeLocalCertificate } from '../../../env/tlsCert.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
+
+/** A GKE profile whose access provider reaches `server`, with `caData` or (undefined) the system's trust. */
+function memberProfile(server: string, caData: string | undefined): ClusterProfile {
+  return {
+    metadata: { namespace: 'inventory', name: 'member', labels: { 'cpsync.io/provider': 'gke' } },
+    status: {
+      accessProviders: [
+        {
+          name: 'gke',
+          cluster: {
+            server,
+            ...(caData ? { 'certificate-authority-data': caData } : {}),
+            extensions: [
+              {
+                name: 'client.authentication.k8s.io/exec',
+                extension: {
+                  provider: 'gke',
+                  projectId: 'acme',
+                  location: 'europe-west1',
+                  clusterName: 'member',
+                },
+              },
+            ],
+          },
+        },
+      ],
+    },
+  } as unknown as ClusterProfile;
+}
+
+/** Reads the member's kube-system namespace twice, through its connection. */
+async function readTwice(server: string, caData: string | undefined): Promise<void> {
+  const { config, options } = await memberConnection(
+    memberProfile(server, caData),
+    {
+      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+      tokens: { gke: async () => ({ token: 'member-token', expiresAt: new Date(Date.now() + 60_000) }) },
+    },
+    new AbortController().signal,
+  );
+  const api = config.makeApiClient(CoreV1Api);
+  for (let i = 0; i < 2; i++) await api.readNamespace({ name: 'kube-system' }, options);
+}
+
+// The process that reads a member with no CA of its own (see the last test).
+if (process.env.CPSYNC_HTTP1_READ) {
+  await readTwice(process.env.CPSYNC_HTTP1_READ, undefined);
+  process.exit(0);
+}
 
 describe('Kubernetes clients over HTTP/1.1', () => {
   let server: Http2SecureServer;
@@ -36,42 +92,18 @@ describe('Kubernetes clients over HTTP/1.1', () => {
   });
 
   it('a member’s requests, through its connection', async () => {
-    const profile = {
-      metadata: { namespace: 'inventory', name: 'member', labels: { 'cpsync.io/provider': 'gke' } },
-      status: {
-        accessProviders: [
-          {
-            name: 'gke',
-            cluster: {
-              server: url,
-              'certificate-authority-data': caData,
-              extensions: [
-                {
-                  name: 'client.authentication.k8s.io/exec',
-                  extension: {
-                    provider: 'gke',
-                    projectId: 'acme',
-                    location: 'europe-west1',
-                    clusterName: 'member',
-                  },
-                },
-              ],
-            },
-          },
-        ],
-      },
-    } as unknown as ClusterProfile;
-    const { config, options } = await memberConnection(
-      profile,
-      {
-        accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
-        tokens: { gke: async () => ({ token: 'member-token', expiresAt: new Date(Date.now() + 60_000) }) },
-      },
-      new AbortController().signal,
-    );
     versions.length = 0;
-    const api = config.makeApiClient(CoreV1Api);
-    for (let i = 0; i < 2; i++) await api.readNamespace({ name: 'kube-system' }, options);
+    await readTwice(url, caData);
+    assert.deepEqual(versions, ['1.1', '1.1']);
+  });
+
+  it('a member’s requests when its profile names no CA (the system’s trust)', async () => {
+    const trusted = join(temporaryDirectory('cpsync-http1-'), 'ca.pem');
+    writeFileSync(trusted, Buffer.from(caData, 'base64'));
+    versions.length = 0;
+    await promisify(execFile)(process.execPath, [import.meta.filename], {
+      env: { ...process.env, CPSYNC_HTTP1_READ: url, NODE_EXTRA_CA_CERTS: trusted },
+    });
     assert.deepEqual(versions, ['1.1', '1.1']);
   });
 });

@@ -1,4 +1,5 @@
 import { TEST_CA_DATA } from './certificates.ts';
+import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 
 /** An EKS cluster as the EKS adapter reports it; override any field. */
@@ -98,4 +99,16 @@ export async function syntheticProfiles(count: number) {
     profile.metadata.namespace = 'inventory';
     return profile;
   });
+}
+
+/** A copy of `profile` whose access provider reaches its member at `server` (with `caData`, when given). */
+export function reachingMember(profile: ClusterProfile, server: string, caData?: string): ClusterProfile {
+  const copy = structuredClone(profile);
+  const [access] = copy.status!.accessProviders!;
+  access!.cluster = {
+    ...access!.cluster,
+    server,
+    ...(caData === undefined ? {} : { 'certificate-authority-data': caData }),
+  };
+  return copy;
 }

@@ -31,7 +31,7 @@ import {
 import { armCredential, startArmServer, type ArmServer } from '../../../env/fakes/armServer.ts';
 import { startHubProxy, type HubProxy } from '../../../env/hubProxy.ts';
 import { freePort } from '../../../env/net.ts';
-import { aksCluster, eksCluster, NOW } from '../../../support/fixtures.ts';
+import { aksCluster, eksCluster, NOW, reachingMember } from '../../../support/fixtures.ts';
 import { localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
@@ -95,23 +95,13 @@ describe("a look through the cloud's own grants names what it made, whatever ref
       timeoutMillis: 10_000,
     });
 
-  /** `profile` reaching its member at `server`. */
-  function withServer(profile: ClusterProfile, server: string): ClusterProfile {
-    const copy = structuredClone(profile);
-    copy.status!.accessProviders![0]!.cluster = { ...copy.status!.accessProviders![0]!.cluster, server };
-    return copy;
-  }
-
   /** A ready AKS cluster whose profile reaches the member through the proxy. */
   function azureProfile(name: string): ClusterProfile {
-    const profile = normalize(
-      aksCluster({ name }),
-      inventoryOptions({ namespace: 'cluster-inventory' }),
-      NOW,
+    return reachingMember(
+      normalize(aksCluster({ name }), inventoryOptions({ namespace: 'cluster-inventory' }), NOW),
+      member.server,
+      memberCa,
     );
-    const [access] = profile.status!.accessProviders!;
-    access!.cluster = { ...access!.cluster, server: member.server, 'certificate-authority-data': memberCa };
-    return profile;
   }
 
   it('EKS: the access entry made before its policy was refused stays named', async () => {
@@ -298,7 +288,7 @@ describe("a look through the cloud's own grants names what it made, whatever ref
     // The member never answers, Azure does: Azure's marks are taken out, and the member is said unreachable.
     const planted = plant();
     const memberAway = await azureGrants().sweep(
-      { ...plan!, profile: withServer(profile, closed) },
+      { ...plan!, profile: reachingMember(profile, closed) },
       () => false,
       [ENTRA],
     );

@@ -3,7 +3,7 @@ import { mkdir, readFile, readdir, rename, unlink, link } from 'node:fs/promises
 import { join } from 'node:path';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
 import { createFileExclusively, readIfExists, replaceFile } from '../shared/files.ts';
-import { HOST, holderGone, leaseReleased, leaseTaken } from './leaseHolders.ts';
+import { HOST, holderGone, leaseReleased, leaseTaken, takingLease } from './leaseHolders.ts';
 
 interface LockFile {
   holder: string;
@@ -71,7 +71,16 @@ export class FileLeaseStore implements LeaseStore {
     return JSON.stringify(lock);
   }
 
-  async acquire(name: string, holder: string, durationMillis: number, shares?: string): Promise<LeaseAnswer> {
+  acquire(name: string, holder: string, durationMillis: number, shares?: string): Promise<LeaseAnswer> {
+    return takingLease(name, holder, () => this.#acquire(name, holder, durationMillis, shares));
+  }
+
+  async #acquire(
+    name: string,
+    holder: string,
+    durationMillis: number,
+    shares?: string,
+  ): Promise<LeaseAnswer> {
     const path = this.#path(name);
     await mkdir(this.#directory, { recursive: true });
     for (let attempt = 1; ; attempt++) {

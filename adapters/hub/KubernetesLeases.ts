@@ -6,7 +6,7 @@ import {
 } from '@kubernetes/client-node';
 import { sharedConnections } from './connections.ts';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
-import { HOST, holderGone, leaseReleased, leaseTaken } from './leaseHolders.ts';
+import { HOST, holderGone, leaseReleased, leaseTaken, takingLease } from './leaseHolders.ts';
 import { translate } from './KubernetesHub.ts';
 
 interface Lease {
@@ -137,7 +137,16 @@ export class KubernetesLeaseStore implements LeaseStore {
     };
   }
 
-  async acquire(name: string, holder: string, durationMillis: number, shares?: string): Promise<LeaseAnswer> {
+  acquire(name: string, holder: string, durationMillis: number, shares?: string): Promise<LeaseAnswer> {
+    return takingLease(name, holder, () => this.#acquire(name, holder, durationMillis, shares));
+  }
+
+  async #acquire(
+    name: string,
+    holder: string,
+    durationMillis: number,
+    shares?: string,
+  ): Promise<LeaseAnswer> {
     const { api: client, options } = await this.#client();
     for (let attempt = 1; ; attempt++) {
       const current = await this.#get(name);

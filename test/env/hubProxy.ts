@@ -17,7 +17,9 @@ type HubFault =
   /** Forwarded, done by the hub, and its answer lost: the connection is dropped. */
   | { lose: true }
   /** Forwarded and answered; then no connection is taken until `reopen()`. */
-  | { refuseAfter: true };
+  | { refuseAfter: true }
+  /** Forwarded and done by the hub; its answer goes back once `until` settles. */
+  | { holdAnswer: true; until: Promise<unknown> };
 
 /** The Status reason the kube-apiserver gives with each status the proxy can answer with. */
 const REASONS = {
@@ -123,8 +125,12 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
           }
           // Closed before the answer goes back: the next request's connection is refused.
           if (fault && 'refuseAfter' in fault) server.close();
-          response.writeHead(answer.statusCode ?? 502, closing(answer.headers));
-          answer.pipe(response);
+          const send = () => {
+            response.writeHead(answer.statusCode ?? 502, closing(answer.headers));
+            answer.pipe(response);
+          };
+          if (fault && 'holdAnswer' in fault) void fault.until.then(send, send);
+          else send();
         },
       );
       forwarded.on('error', () => response.destroy());

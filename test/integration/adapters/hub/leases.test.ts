@@ -5,12 +5,14 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import type { LeaseStore } from '../../../../core/sync/ports.ts';
 import { LeaseBusyError, RunLeases } from '../../../../core/sync/runLeases.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { startHubProxy } from '../../../env/hubProxy.ts';
 import { startTcpRelay } from '../../../env/net.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 import { until } from '../../../support/until.ts';
@@ -347,6 +349,56 @@ describe('Kubernetes hub connections, as counted in front of the kube-apiserver'
       );
     } finally {
       await relay.stop();
+    }
+  });
+});
+
+describe('Kubernetes hub leases, taken while this same process lists them', () => {
+  it('never removes a share it is taking again as one given up, while its write is on its way back', async () => {
+    const state = await localHub();
+    const proxy = await startHubProxy(state);
+    try {
+      const kubeConfig = new KubeConfig();
+      kubeConfig.loadFromString(proxy.kubeconfig);
+      const namespace = uniqueNamespace('retaken');
+      await new KubernetesHub({ kubeConfig: adminKubeConfig(state) }).ensureNamespace({ name: namespace });
+      const store = new KubernetesLeaseStore({ kubeConfig, namespace });
+      // A one-cluster sync held its share and gave it up: this process counts that holder as gone.
+      assert.deepEqual(await store.acquire('share-alpha', 'sync-1', 30_000, 'account'), { acquired: true });
+      await store.release('share-alpha', 'sync-1');
+      // Its next sync takes the share again; the hub makes the lease, and its answer is held on the way back.
+      let answer!: () => void;
+      const held = new Promise<void>((resolve) => (answer = resolve));
+      proxy.rule = ({ method, path }) =>
+        method === 'POST' && path.includes('/leases') ? { holdAnswer: true, until: held } : undefined;
+      const taking = store.acquire('share-alpha', 'sync-1', 30_000, 'account');
+      // The Lease as the hub keeps it (read as its admin, not through the store: no view of this process's).
+      const leases = adminKubeConfig(state).makeApiClient(CoordinationV1Api);
+      const holder = () =>
+        leases.readNamespacedLease({ name: 'share-alpha', namespace }).then(
+          (lease) => lease.spec?.holderIdentity,
+          () => undefined,
+        );
+      await until(async () => (await holder()) === 'sync-1', 'the hub holds the share');
+      // A whole run of the account, in this process, lists its shares meanwhile: the share is held, not given up.
+      assert.deepEqual(
+        (await store.sharers('account')).map((s) => s.holder),
+        ['sync-1'],
+      );
+      assert.equal(await holder(), 'sync-1', 'the Lease is still there');
+      answer();
+      assert.deepEqual(await taking, { acquired: true });
+      proxy.rule = undefined;
+      assert.deepEqual(
+        (await store.sharers('account')).map((s) => s.holder),
+        ['sync-1'],
+        'still held after',
+      );
+      await store.release('share-alpha', 'sync-1');
+      assert.deepEqual(await store.sharers('account'), []);
+    } finally {
+      proxy.rule = undefined;
+      await proxy.stop();
     }
   });
 });

@@ -138,3 +138,36 @@ export async function startSilentListener(): Promise<{ address: string; stop(): 
     },
   };
 }
+
+/** A fault a fake cloud server answers a request of `method` with, once `after` more of them have been answered. */
+export interface QueuedFault<M extends string, E> {
+  method: M;
+  after?: number;
+  /** An error answered instead (nothing changed), or (`lose`) the request done as usual and its answer lost. */
+  fault: E | 'lose';
+}
+
+/**
+ * The fault due for a request of `method`, taken out of `faults`. A `lose` fault is applied here: the request
+ * goes on as usual, and the connection is cut where its answer would be sent (held until then).
+ */
+export function takeFault<M extends string, E>(
+  faults: Array<QueuedFault<M, E>>,
+  method: string,
+  response: ServerResponse,
+): E | undefined {
+  const at = faults.findIndex((f) => f.method === method);
+  const due = faults[at];
+  if (!due) return undefined;
+  if (due.after) {
+    due.after -= 1;
+    return undefined;
+  }
+  const { fault } = faults.splice(at, 1)[0]!;
+  if (fault !== 'lose') return fault;
+  response.end = (() => {
+    response.socket?.destroy();
+    return response;
+  }) as typeof response.end;
+  return undefined;
+}

@@ -11,7 +11,7 @@ import { createServer, type Server } from 'node:https';
 import { generateKeyPair, jwtVerify, SignJWT } from 'jose';
 import type { ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, readBody, sendJson, serveOnLoopback } from '../net.ts';
+import { freePort, readBody, sendJson, serveOnLoopback, takeFault, type QueuedFault } from '../net.ts';
 import { makeLocalCertificate, trustCertificate } from '../tlsCert.ts';
 import { TEST_CA_DATA } from '../../support/certificates.ts';
 
@@ -86,7 +86,7 @@ export interface ArmServer {
    * have been answered: an error answered instead (nothing changed), or (`lose`) the request done as usual and its
    * answer lost, the connection cut first.
    */
-  assignmentFaults: Array<{ method: 'GET' | 'PUT' | 'DELETE'; after?: number; fault: ArmError | 'lose' }>;
+  assignmentFaults: Array<QueuedFault<'GET' | 'PUT' | 'DELETE', ArmError>>;
   /**
    * What Azure Resource Graph holds of managed clusters, by subscription: unset, it is in step with `clusters`;
    * set (see `indexGraph`), it answers from this copy, as the real index does in the minutes after a change.
@@ -249,17 +249,8 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     if (assignment) {
       const scope = assignment[1]!;
       const name = assignment[2];
-      const faultAt = state.assignmentFaults.findIndex((f) => f.method === request.method);
-      const due = state.assignmentFaults[faultAt];
-      const fault = due && !due.after ? state.assignmentFaults.splice(faultAt, 1)[0]!.fault : undefined;
-      if (due?.after) due.after -= 1;
-      if (fault && fault !== 'lose') return armError(response, fault);
-      // Done, then the connection cut before the answer (held until then): what a caller whose answer was lost sees.
-      if (fault === 'lose')
-        response.end = (() => {
-          response.socket?.destroy();
-          return response;
-        }) as typeof response.end;
+      const fault = takeFault(state.assignmentFaults, request.method ?? '', response);
+      if (fault) return armError(response, fault);
       if (!name && request.method === 'GET') {
         // As Azure documents it: every assignment at or above the scope; with `principalId eq`, that
         // principal's at, above or below it.

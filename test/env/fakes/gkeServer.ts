@@ -7,7 +7,7 @@
 import { generateKeyPairSync, verify } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, readBody, sendJson, serveOnLoopback } from '../net.ts';
+import { freePort, readBody, sendJson, serveOnLoopback, takeFault, type QueuedFault } from '../net.ts';
 
 /** A cluster as the GKE REST API returns it (camelCase JSON of google.container.v1.Cluster). */
 export type GkeClusterJson = Record<string, unknown> & { name: string; location: string };
@@ -101,7 +101,7 @@ export interface GkeServer {
    * Faults of IAM policy calls, each taken by the next call of its method: an error answered instead (nothing
    * changed), or (`lose`) the call done as usual and its answer lost, the connection cut before it is sent.
    */
-  iamFaults: Array<{ method: 'getIamPolicy' | 'setIamPolicy'; fault: GoogleError | 'lose' }>;
+  iamFaults: Array<QueuedFault<'getIamPolicy' | 'setIamPolicy', GoogleError>>;
   stop(): Promise<void>;
 }
 
@@ -263,15 +263,8 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     const iam = /^\/v3\/projects\/([^/:]+):(getIamPolicy|setIamPolicy)$/.exec(url.pathname);
     if (request.method === 'POST' && iam) {
       const [project, method] = [decodeURIComponent(iam[1]!), iam[2]!];
-      const faultAt = state.iamFaults.findIndex((f) => f.method === method);
-      const fault = faultAt < 0 ? undefined : state.iamFaults.splice(faultAt, 1)[0]!.fault;
-      if (fault && fault !== 'lose') return sendError(response, fault);
-      // Done, then the connection cut before the answer (held until then): what a caller whose answer was lost sees.
-      if (fault === 'lose')
-        response.end = (() => {
-          response.socket?.destroy();
-          return response;
-        }) as typeof response.end;
+      const fault = takeFault(state.iamFaults, method, response);
+      if (fault) return sendError(response, fault);
       const policy = state.iamPolicies.get(project) ?? emptyPolicy();
       const denied = (what: string) =>
         sendError(response, {

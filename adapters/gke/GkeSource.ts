@@ -9,7 +9,7 @@ import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { regionOfZone } from '../../core/domain/scopes.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
-import { classifyGoogleError, GrpcCode } from './classify.ts';
+import { askingResourceManager, classifyGoogleError, GrpcCode } from './classify.ts';
 import { isGkeSelfLink, mapGkeCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 
@@ -183,11 +183,13 @@ export class GkeSource implements ClusterSource {
     if ('projects' in selection) return [...new Set(selection.projects)].sort();
     const found: string[] = [];
     const projects = await this.projectsClient();
-    for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
-      const state = project.state as unknown;
-      if ((state === 'ACTIVE' || state === 1 || state === undefined || state === null) && project.projectId)
-        found.push(project.projectId);
-    }
+    await askingResourceManager(async () => {
+      for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
+        const state = project.state as unknown;
+        if ((state === 'ACTIVE' || state === 1 || state === undefined || state === null) && project.projectId)
+          found.push(project.projectId);
+      }
+    });
     return [...new Set(found)].sort();
   }
 

@@ -55,3 +55,77 @@ export function classifyGoogleError(error: unknown): ScopeFailureReason {
   if ((error as { name?: string } | undefined)?.name === 'AbortError') return 'Timeout';
   return 'Unknown';
 }
+
+/**
+ * An answer's error from Resource Manager's client (project search, project IAM), told as the newer Google
+ * clients tell theirs: the error document's own message, its status and ErrorInfo reason kept as fields.
+ */
+export class GoogleApiError extends Error {
+  /** The HTTP status, as Resource Manager's client reports it (409, not ABORTED's 10). */
+  readonly code: number;
+  readonly httpStatusCode: number;
+  /** google.rpc.Code name, e.g. PERMISSION_DENIED. */
+  readonly status?: string;
+  /** google.rpc.ErrorInfo reason, e.g. SERVICE_DISABLED. */
+  readonly reason?: string;
+  constructor(
+    message: string,
+    fields: { code: number; status?: string; reason?: string },
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'GoogleApiError';
+    this.code = fields.code;
+    this.httpStatusCode = fields.code;
+    if (fields.status !== undefined) this.status = fields.status;
+    if (fields.reason !== undefined) this.reason = fields.reason;
+  }
+}
+
+const asRecord = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+
+/**
+ * Resource Manager's client (it ships an older google-gax) rejects with the HTTP error of its transport, whose
+ * message is the answer's whole body: `{"error":{"code":403,"message":"The caller does not have permission",…}}`.
+ * That error as a GoogleApiError saying the document's message (the cause keeps the rest); any other error as it is.
+ */
+export function readableGoogleError(error: unknown): unknown {
+  if (!(error instanceof Error) || error instanceof GoogleApiError) return error;
+  const text = error.message.trim();
+  if (!text.startsWith('{')) return error;
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    return error;
+  }
+  const body = asRecord(asRecord(document)?.error);
+  const message = body?.message;
+  if (typeof message !== 'string' || message.trim() === '') return error;
+  const given = (error as { code?: unknown }).code;
+  const code = typeof body?.code === 'number' ? body.code : typeof given === 'number' ? given : Number(given);
+  const reason = (Array.isArray(body?.details) ? body.details : [])
+    .map((detail) => asRecord(detail))
+    .find((detail) => String(detail?.['@type'] ?? '').endsWith('google.rpc.ErrorInfo'))?.reason;
+  return new GoogleApiError(
+    message,
+    {
+      code: Number.isFinite(code) ? code : 0,
+      ...(typeof body?.status === 'string' ? { status: body.status } : {}),
+      ...(typeof reason === 'string' ? { reason } : {}),
+    },
+    { cause: error },
+  );
+}
+
+/** `call` to Resource Manager, its answer's error made readable (see `readableGoogleError`). */
+export async function askingResourceManager<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw readableGoogleError(error);
+  }
+}

@@ -14,6 +14,7 @@ import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3
 import type { CallOptions } from 'google-gax';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { grantDescription } from '../grants/marks.ts';
+import { askingResourceManager } from './classify.ts';
 import { manyPrincipals } from './manyPrincipals.ts';
 import { projectOfSelfLink } from './mapCluster.ts';
 
@@ -106,9 +107,8 @@ export class GkeProjectRoles {
     const resource = `projects/${project}`;
     for (let attempt = 1; ; attempt++) {
       signal?.throwIfAborted();
-      const [policy] = (await client.getIamPolicy(
-        { resource, options: { requestedPolicyVersion: 3 } },
-        this.#callOptions,
+      const [policy] = (await askingResourceManager(() =>
+        client.getIamPolicy({ resource, options: { requestedPolicyVersion: 3 } }, this.#callOptions),
       )) as [Policy, ...unknown[]];
       const others: Binding[] = [];
       const ours = new Map<string, Set<string>>();
@@ -132,9 +132,8 @@ export class GkeProjectRoles {
           .map(([consumer, members]) => this.#binding(consumer, [...members].sort())),
       ];
       try {
-        await client.setIamPolicy(
-          { resource, policy: { ...policy, version: 3, bindings } },
-          this.#callOptions,
+        await askingResourceManager(() =>
+          client.setIamPolicy({ resource, policy: { ...policy, version: 3, bindings } }, this.#callOptions),
         );
         return done;
       } catch (error) {
@@ -149,11 +148,12 @@ export class GkeProjectRoles {
   /** What cpsync holds in the project's policy, read without changing it (`cpsync doctor`). */
   async inspect(project: string, signal?: AbortSignal): Promise<string> {
     signal?.throwIfAborted();
-    const [policy] = (await (
-      await this.#projects()
-    ).getIamPolicy(
-      { resource: `projects/${project}`, options: { requestedPolicyVersion: 3 } },
-      this.#callOptions,
+    const client = await this.#projects();
+    const [policy] = (await askingResourceManager(() =>
+      client.getIamPolicy(
+        { resource: `projects/${project}`, options: { requestedPolicyVersion: 3 } },
+        this.#callOptions,
+      ),
     )) as [Policy, ...unknown[]];
     const consumers = (policy.bindings ?? []).flatMap((binding) => this.#consumerOf(binding) ?? []);
     return `its IAM policy is readable; cpsync's ${CLUSTER_VIEWER_ROLE} bindings: ${consumers.length > 0 ? consumers.sort().join(', ') : 'none'}`;

@@ -7,6 +7,8 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { classifyAzureError } from '../../../adapters/aks/classify.ts';
 import { classifyAwsError } from '../../../adapters/eks/classify.ts';
+import { classifyGoogleError, GoogleApiError, readableGoogleError } from '../../../adapters/gke/classify.ts';
+import { messageOf } from '../../../core/domain/errors.ts';
 
 const PROTOTYPE_NAMES = Object.getOwnPropertyNames(Object.prototype);
 
@@ -26,5 +28,82 @@ describe('classifying cloud errors', () => {
         assert.equal(classifyAzureError({ code: name, message: 'x' }), 'Unknown');
       }),
     );
+  });
+});
+
+describe("Resource Manager's errors in Google's own words", () => {
+  const STATUSES = {
+    PERMISSION_DENIED: 403,
+    UNAUTHENTICATED: 401,
+    NOT_FOUND: 404,
+    ABORTED: 409,
+    RESOURCE_EXHAUSTED: 429,
+    INTERNAL: 500,
+    UNAVAILABLE: 503,
+  } as const;
+  /** What Resource Manager's client rejects with: its transport's error, the answer's body as its message. */
+  const transportError = (body: string, status: number) =>
+    Object.assign(new Error(body), { code: status, response: { status, data: undefined } });
+  const answer = fc.record(
+    {
+      status: fc.constantFrom(...(Object.keys(STATUSES) as Array<keyof typeof STATUSES>)),
+      message: fc.string({ minLength: 1 }).filter((m) => m.trim() !== ''),
+      reason: fc.constantFrom('SERVICE_DISABLED', 'IAM_PERMISSION_DENIED', 'RATE_LIMIT_EXCEEDED'),
+      otherDetails: fc.array(fc.record({ '@type': fc.string(), reason: fc.string() }), { maxLength: 2 }),
+    },
+    { requiredKeys: ['status', 'message'] },
+  );
+
+  it("says the error document's message, keeps its code, status and reason, and the transport's error as its cause", () => {
+    fc.assert(
+      fc.property(answer, ({ status, message, reason, otherDetails }) => {
+        const code = STATUSES[status];
+        const details = [
+          ...(otherDetails ?? []),
+          ...(reason ? [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason }] : []),
+        ];
+        const thrown = transportError(JSON.stringify({ error: { code, message, status, details } }), code);
+        const readable = readableGoogleError(thrown) as GoogleApiError;
+        assert.ok(readable instanceof GoogleApiError);
+        assert.equal(messageOf(readable), message);
+        assert.deepEqual(
+          [readable.code, readable.httpStatusCode, readable.status, readable.reason, readable.cause],
+          [code, code, status, reason, thrown],
+        );
+        // Classified as the transport's error was, and a disabled API by its reason now.
+        assert.equal(
+          classifyGoogleError(readable),
+          reason === 'SERVICE_DISABLED' ? 'ApiNotEnabled' : classifyGoogleError(thrown),
+        );
+      }),
+    );
+  });
+
+  const documentWithMessage = (body: string) => {
+    try {
+      const message = (JSON.parse(body) as { error?: { message?: unknown } } | null)?.error?.message;
+      return typeof message === 'string' && message.trim() !== '';
+    } catch {
+      return false;
+    }
+  };
+
+  it('leaves every other error as it is: any text, any JSON that is not an error document with a message', () => {
+    const notADocument = fc.oneof(
+      fc.string(),
+      fc.jsonValue().map((value) => JSON.stringify(value)),
+      fc
+        .record({ code: fc.integer(), message: fc.oneof(fc.integer(), fc.constant(''), fc.constant(' ')) })
+        .map((error) => JSON.stringify({ error })),
+    );
+    fc.assert(
+      fc.property(notADocument, fc.integer({ min: 100, max: 599 }), (body, status) => {
+        fc.pre(!documentWithMessage(body));
+        const thrown = transportError(body, status);
+        assert.equal(readableGoogleError(thrown), thrown);
+      }),
+    );
+    for (const other of [undefined, 'refused', { message: '{"error":{"message":"x"}}' }])
+      assert.equal(readableGoogleError(other), other);
   });
 });

@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { classifyGoogleError } from '../../../../adapters/gke/classify.ts';
 import { enumerateGkeScopes, GkeSource } from '../../../../adapters/gke/GkeSource.ts';
+import { messageOf } from '../../../../core/domain/errors.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
-import { startGkeServer, type GkeClusterJson, type GkeServer } from '../../../env/fakes/gkeServer.ts';
+import {
+  startGkeServer,
+  type GkeClusterJson,
+  type GkeServer,
+  type GoogleError as GoogleErrorJson,
+} from '../../../env/fakes/gkeServer.ts';
 import { TEST_CA_DATA } from '../../../support/certificates.ts';
 
 const CA = TEST_CA_DATA;
@@ -270,6 +277,40 @@ describe('GKE adapter against a local server speaking the GKE REST shapes', () =
     assert.deepEqual(
       (await enumerateGkeScopes(source, { projects: ['b', 'a', 'b'] })).map((s) => s.account),
       ['a', 'b'],
+    );
+  });
+
+  it("says a refused project search in Google's own words, and classifies it as the cluster listing's refusals", async () => {
+    const search = { search: { query: 'parent:folders/100' } };
+    /** What a search refused with `failure` (the next answer) rejects with. */
+    const refusedWith = async (failure: GoogleErrorJson) => {
+      server.searchFailures.push(failure);
+      return enumerateGkeScopes(source, search).then(
+        () => assert.fail('the search was refused'),
+        (error: unknown) => error as { code?: number; reason?: string },
+      );
+    };
+    const denied = await refusedWith({
+      status: 403,
+      code: 'PERMISSION_DENIED',
+      message: 'The caller does not have permission to search projects',
+    });
+    // The answer's message, not its JSON document (Resource Manager's client reports the whole body).
+    assert.deepEqual(
+      [messageOf(denied), classifyGoogleError(denied), denied.code],
+      ['The caller does not have permission to search projects', 'AccessDenied', 403],
+    );
+    const disabled = await refusedWith({
+      status: 403,
+      code: 'PERMISSION_DENIED',
+      reason: 'SERVICE_DISABLED',
+      message: 'Cloud Resource Manager API has not been used in project 4242 before or it is disabled.',
+    });
+    assert.deepEqual([classifyGoogleError(disabled), disabled.reason], ['ApiNotEnabled', 'SERVICE_DISABLED']);
+    assert.match(messageOf(disabled), /^Cloud Resource Manager API has not been used/);
+    assert.deepEqual(
+      (await enumerateGkeScopes(source, search)).map((s) => s.account),
+      ['acme-data', 'acme-web'],
     );
   });
 

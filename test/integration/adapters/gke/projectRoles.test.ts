@@ -190,9 +190,12 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
     await assert.rejects(
       roles.hold(CLUSTER, 'deployer', DEPLOYER),
       (error: { code?: number; message?: string }) => {
-        // PERMISSION_DENIED: Resource Manager's client reports the HTTP status.
+        // PERMISSION_DENIED: Resource Manager's client reports the HTTP status; the message is Google's own.
         assert.equal(error.code, 403);
-        assert.match(error.message ?? '', /does not have permission/);
+        assert.equal(
+          error.message,
+          `The caller does not have permission (resourcemanager.projects.getIamPolicy on projects/${PROJECT})`,
+        );
         return true;
       },
     );

@@ -6,6 +6,7 @@ import { fromTemporaryCredentials } from '@aws-sdk/credential-providers';
 import type { Agent as HttpAgent } from 'node:http';
 import type { Agent as HttpsAgent } from 'node:https';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
+import { LRUCache } from 'lru-cache';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
 import { awsAgents } from '../shared/proxy.ts';
 
@@ -98,9 +99,19 @@ export interface AwsClientFactory {
   ): AwsCredentialIdentityProvider;
 }
 
+/**
+ * Clients kept for reuse, the least recently used forgotten beyond these. A sync asks each account's region through a
+ * client of its own (its role's credentials), a few scopes at a time: kept for the whole run, the clients of an
+ * estate of 300 accounts held some 50 MB (each its middleware, configuration and serializer buffers). Enough for
+ * every scope in flight at the largest concurrency and the events in between; a client forgotten is only made again.
+ */
+const CLIENTS_KEPT = 128;
+
 /** The default factory: real SDK clients, one per (service, region, credentials), reused. */
 export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFactory {
-  const cache = new Map<string, unknown>();
+  const clients = new LRUCache<string, object>({ max: CLIENTS_KEPT });
+  // A role's credentials, one per account, are kept for the run: forgotten, they would be asked of STS again.
+  const roles = new Map<string, AwsCredentialIdentityProvider>();
   // One pool for all clients rather than one per client: an account's scopes (a client per region
   // and role) and every account's calls to the same regional endpoint reuse the same connections,
   // instead of each client opening (and handshaking) its own. Through the environment's proxy, if it names one.
@@ -112,9 +123,10 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
     if (!ids.has(credentials)) ids.set(credentials, ++nextId);
     return ids.get(credentials)!;
   };
-  function cached<T>(key: string, make: () => T): T {
-    if (!cache.has(key)) cache.set(key, make());
-    return cache.get(key) as T;
+  function cached<T extends object>(key: string, make: () => T): T {
+    let client = clients.get(key);
+    if (client === undefined) clients.set(key, (client = make()));
+    return client as T;
   }
   return {
     eks: (region, credentials) =>
@@ -139,20 +151,26 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
           clientConfig(options, agents, 'organizations', 'us-east-1', credentials),
         );
       }),
-    assumeRole: (roleArn, externalId, sessionName) =>
-      cached(`role:${roleArn}:${externalId ?? ''}`, () =>
-        sharedCredentials(
-          fromTemporaryCredentials({
-            params: {
-              RoleArn: roleArn,
-              RoleSessionName: sessionName,
-              ...(externalId ? { ExternalId: externalId } : {}),
-            },
-            clientConfig: clientConfig(options, agents, 'sts', 'us-east-1'),
-            ...(options.credentials ? { masterCredentials: options.credentials } : {}),
-          }),
-        ),
-      ),
+    assumeRole: (roleArn, externalId, sessionName) => {
+      const key = `${roleArn}:${externalId ?? ''}`;
+      let role = roles.get(key);
+      if (role === undefined)
+        roles.set(
+          key,
+          (role = sharedCredentials(
+            fromTemporaryCredentials({
+              params: {
+                RoleArn: roleArn,
+                RoleSessionName: sessionName,
+                ...(externalId ? { ExternalId: externalId } : {}),
+              },
+              clientConfig: clientConfig(options, agents, 'sts', 'us-east-1'),
+              ...(options.credentials ? { masterCredentials: options.credentials } : {}),
+            }),
+          )),
+        );
+      return role;
+    },
   };
 }
 

@@ -103,7 +103,8 @@ export interface AwsClientFactory {
  * Clients kept for reuse, the least recently used forgotten beyond these. A sync asks each account's region through a
  * client of its own (its role's credentials), a few scopes at a time: kept for the whole run, the clients of an
  * estate of 300 accounts held some 50 MB (each its middleware, configuration and serializer buffers). Enough for
- * every scope in flight at the largest concurrency and the events in between; a client forgotten is only made again.
+ * every scope in flight at the largest concurrency and the events in between; a client forgotten is only made again
+ * (its adaptive retry's view of the account's throttling starting afresh).
  */
 const CLIENTS_KEPT = 128;
 
@@ -123,9 +124,13 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
     if (!ids.has(credentials)) ids.set(credentials, ++nextId);
     return ids.get(credentials)!;
   };
-  function cached<T extends object>(key: string, make: () => T): T {
-    let client = clients.get(key);
-    if (client === undefined) clients.set(key, (client = make()));
+  // The clients of cpsync's own credentials, one per service and region, are kept for the run: made again, each
+  // would resolve the default credential chain again (the instance's metadata service, a web identity's STS call).
+  const own = new Map<string, object>();
+  function cached<T extends object>(key: string, make: () => T, credentials?: object): T {
+    const store = credentials === undefined ? own : clients;
+    let client = store.get(key);
+    if (client === undefined) store.set(key, (client = make()));
     return client as T;
   }
   return {
@@ -133,24 +138,34 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
       cached(
         `eks:${region}:${idOf(credentials)}`,
         () => new EKSClient(clientConfig(options, agents, 'eks', region, credentials)),
+        credentials,
       ),
     ec2: (region, credentials) =>
-      cached(`ec2:${region}:${idOf(credentials)}`, async () => {
-        const { EC2Client } = await import('./ec2Api.ts');
-        return new EC2Client(clientConfig(options, agents, 'ec2', region, credentials));
-      }),
+      cached(
+        `ec2:${region}:${idOf(credentials)}`,
+        async () => {
+          const { EC2Client } = await import('./ec2Api.ts');
+          return new EC2Client(clientConfig(options, agents, 'ec2', region, credentials));
+        },
+        credentials,
+      ),
     sts: (region, credentials) =>
       cached(
         `sts:${region}:${idOf(credentials)}`,
         () => new STSClient(clientConfig(options, agents, 'sts', region, credentials)),
+        credentials,
       ),
     organizations: (credentials) =>
-      cached(`organizations:${idOf(credentials)}`, async () => {
-        const { OrganizationsClient } = await import('./organizationsApi.ts');
-        return new OrganizationsClient(
-          clientConfig(options, agents, 'organizations', 'us-east-1', credentials),
-        );
-      }),
+      cached(
+        `organizations:${idOf(credentials)}`,
+        async () => {
+          const { OrganizationsClient } = await import('./organizationsApi.ts');
+          return new OrganizationsClient(
+            clientConfig(options, agents, 'organizations', 'us-east-1', credentials),
+          );
+        },
+        credentials,
+      ),
     assumeRole: (roleArn, externalId, sessionName) => {
       const key = `${roleArn}:${externalId ?? ''}`;
       let role = roles.get(key);

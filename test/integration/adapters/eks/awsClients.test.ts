@@ -39,6 +39,7 @@ describe('AWS clients', () => {
         factory.assumeRole(`arn:aws:iam::${account}:role/cpsync-reader`, undefined, 'cpsync'),
       );
     const first = clientOf(accounts[0]!, regions[0]!);
+    const own = factory.eks(regions[0]!);
     // Twice round an estate of more clients than are kept, each account's regions one after the other.
     for (const round of [1, 2])
       for (const account of accounts)
@@ -48,6 +49,8 @@ describe('AWS clients', () => {
         }
     assert.equal(clientOf(accounts.at(-1)!, regions.at(-1)!), clientOf(accounts.at(-1)!, regions.at(-1)!));
     assert.notEqual(clientOf(accounts[0]!, regions[0]!), first, 'the first client was forgotten');
+    // cpsync's own credentials' clients are kept: made again, each would resolve the default chain again.
+    assert.equal(factory.eks(regions[0]!), own);
     // Each role asked of STS once, whatever became of its clients; every client on the one pool of connections.
     assert.equal((aws.calls.get('AssumeRole') ?? 0) - assumed, accounts.length);
     assert.ok(aws.connections - connections <= 1, `${aws.connections - connections} connections opened`);

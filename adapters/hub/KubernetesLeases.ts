@@ -202,9 +202,13 @@ export class KubernetesLeaseStore implements LeaseStore {
         // Someone else created or changed it first: look again.
         if ((status(error) === 409 || status(error) === 422) && attempt < MAX_ATTEMPTS) continue;
         if (status(error) === 409) {
+          // Other writers won every race for it: busy, as when it is held, and the caller asks again.
           const now = await this.#get(name);
           const heldBy = now && this.#heldBy(now);
-          if (heldBy) return { acquired: false, heldBy };
+          return {
+            acquired: false,
+            heldBy: heldBy ?? { holder: now?.spec?.holderIdentity || '(unknown)', until: '' },
+          };
         }
         throw translate(error, 'take lease', `${this.#namespace}/${name}`);
       }

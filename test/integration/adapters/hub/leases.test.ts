@@ -12,7 +12,8 @@ import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.
 import type { LeaseStore } from '../../../../core/sync/ports.ts';
 import { LeaseBusyError, RunLeases } from '../../../../core/sync/runLeases.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
-import { startHubProxy } from '../../../env/hubProxy.ts';
+import type { HubState } from '../../../env/hub.ts';
+import { startHubProxy, type HubProxy } from '../../../env/hubProxy.ts';
 import { startTcpRelay } from '../../../env/net.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 import { until } from '../../../support/until.ts';
@@ -353,16 +354,33 @@ describe('Kubernetes hub connections, as counted in front of the kube-apiserver'
   });
 });
 
+/** A Kubernetes lease store of a fresh namespace, reaching the hub through a proxy that can answer in its place. */
+async function throughProxy(
+  prefix: string,
+  body: (setup: {
+    store: KubernetesLeaseStore;
+    proxy: HubProxy;
+    state: HubState;
+    namespace: string;
+  }) => Promise<void>,
+) {
+  const state = await localHub();
+  const proxy = await startHubProxy(state);
+  try {
+    const kubeConfig = new KubeConfig();
+    kubeConfig.loadFromString(proxy.kubeconfig);
+    const namespace = uniqueNamespace(prefix);
+    await new KubernetesHub({ kubeConfig: adminKubeConfig(state) }).ensureNamespace({ name: namespace });
+    await body({ store: new KubernetesLeaseStore({ kubeConfig, namespace }), proxy, state, namespace });
+  } finally {
+    proxy.rule = undefined;
+    await proxy.stop();
+  }
+}
+
 describe('Kubernetes hub leases, taken while this same process lists them', () => {
-  it('never removes a share it is taking again as one given up, while its write is on its way back', async () => {
-    const state = await localHub();
-    const proxy = await startHubProxy(state);
-    try {
-      const kubeConfig = new KubeConfig();
-      kubeConfig.loadFromString(proxy.kubeconfig);
-      const namespace = uniqueNamespace('retaken');
-      await new KubernetesHub({ kubeConfig: adminKubeConfig(state) }).ensureNamespace({ name: namespace });
-      const store = new KubernetesLeaseStore({ kubeConfig, namespace });
+  it('never removes a share it is taking again as one given up, while its write is on its way back', () =>
+    throughProxy('retaken', async ({ store, proxy, state, namespace }) => {
       // A one-cluster sync held its share and gave it up: this process counts that holder as gone.
       assert.deepEqual(await store.acquire('share-alpha', 'sync-1', 30_000, 'account'), { acquired: true });
       await store.release('share-alpha', 'sync-1');
@@ -396,9 +414,37 @@ describe('Kubernetes hub leases, taken while this same process lists them', () =
       );
       await store.release('share-alpha', 'sync-1');
       assert.deepEqual(await store.sharers('account'), []);
-    } finally {
+    }));
+});
+
+describe('Kubernetes hub leases, when other writers win every race for one', () => {
+  it('answers busy, not an error, and a sync waiting for its share takes it once the races end', () =>
+    throughProxy('contended', async ({ store, proxy }) => {
+      // Every write of a Lease is answered as the hub answers a writer that lost a race: 409, someone was first.
+      const raced = ({ method, path }: { method: string; path: string }) =>
+        (method === 'POST' || method === 'PUT') && path.includes('/leases');
+      proxy.rule = (request) => (raced(request) ? { status: 409 } : undefined);
+      assert.deepEqual(await store.acquire('share-alpha', 'sync-1', 30_000, 'account'), {
+        acquired: false,
+        heldBy: { holder: '(unknown)', until: '' },
+      });
+      // A one-cluster sync asks for its share meanwhile: it waits, as for a share held, rather than failing.
+      const leases = new RunLeases(store, 'sync-2', {
+        durationMillis: 30_000,
+        waitMillis: 120_000,
+        pollMillis: 10,
+      });
+      const lost = () => proxy.requests.filter((r) => r.fault !== undefined && raced(r)).length;
+      const before = lost();
+      const entering = leases.enterShared('account', 'alpha');
+      await until(async () => lost() >= before + 10, 'the sync has lost two acquisitions of its share');
       proxy.rule = undefined;
-      await proxy.stop();
-    }
-  });
+      const hold = await entering;
+      assert.deepEqual(
+        (await store.sharers('account')).map((s) => s.holder),
+        ['sync-2'],
+      );
+      await hold.exit();
+      assert.deepEqual(await store.sharers('account'), []);
+    }));
 });

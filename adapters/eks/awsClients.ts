@@ -127,12 +127,17 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
   // The clients of cpsync's own credentials, one per service and region, are kept for the run: made again, each
   // would resolve the default credential chain again (the instance's metadata service, a web identity's STS call).
   const own = new Map<string, object>();
-  function cached<T extends object>(key: string, make: () => T, credentials?: object): T {
-    const store = credentials === undefined ? own : clients;
-    let client = store.get(key);
-    if (client === undefined) store.set(key, (client = make()));
-    return client as T;
+  function kept<T extends object>(
+    store: { get(key: string): object | undefined; set(key: string, value: object): unknown },
+    key: string,
+    make: () => T,
+  ): T {
+    let value = store.get(key);
+    if (value === undefined) store.set(key, (value = make()));
+    return value as T;
   }
+  const cached = <T extends object>(key: string, make: () => T, credentials?: object): T =>
+    kept(credentials === undefined ? own : clients, key, make);
   return {
     eks: (region, credentials) =>
       cached(
@@ -166,26 +171,20 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
         },
         credentials,
       ),
-    assumeRole: (roleArn, externalId, sessionName) => {
-      const key = `${roleArn}:${externalId ?? ''}`;
-      let role = roles.get(key);
-      if (role === undefined)
-        roles.set(
-          key,
-          (role = sharedCredentials(
-            fromTemporaryCredentials({
-              params: {
-                RoleArn: roleArn,
-                RoleSessionName: sessionName,
-                ...(externalId ? { ExternalId: externalId } : {}),
-              },
-              clientConfig: clientConfig(options, agents, 'sts', 'us-east-1'),
-              ...(options.credentials ? { masterCredentials: options.credentials } : {}),
-            }),
-          )),
-        );
-      return role;
-    },
+    assumeRole: (roleArn, externalId, sessionName) =>
+      kept(roles, `${roleArn}:${externalId ?? ''}`, () =>
+        sharedCredentials(
+          fromTemporaryCredentials({
+            params: {
+              RoleArn: roleArn,
+              RoleSessionName: sessionName,
+              ...(externalId ? { ExternalId: externalId } : {}),
+            },
+            clientConfig: clientConfig(options, agents, 'sts', 'us-east-1'),
+            ...(options.credentials ? { masterCredentials: options.credentials } : {}),
+          }),
+        ),
+      ),
   };
 }
 

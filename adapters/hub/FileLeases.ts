@@ -1,8 +1,8 @@
-import { randomUUID } from 'node:crypto';
-import { mkdir, readFile, readdir, rename, unlink, link } from 'node:fs/promises';
+import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
-import { createFileExclusively, readIfExists, replaceFile } from '../shared/files.ts';
+import { readIfExists, replaceFile } from '../shared/files.ts';
+import { FileGuard, type FileStep } from './fileGuard.ts';
 import { HOST, holderGone, leaseReleased, leaseTaken, takingLease } from './leaseHolders.ts';
 
 interface LockFile {
@@ -15,8 +15,8 @@ interface LockFile {
 }
 
 const LEASES = '.leases';
-/** Attempts at taking a lease that keeps changing hands under us. */
-const MAX_ATTEMPTS = 5;
+/** The guard of the lock files, in the leases' directory (a name no lease has). */
+const GUARD = '.guard';
 const LEASE_NAME = /^[a-z0-9][-a-z0-9]{0,62}$/;
 
 function parse(text: string | undefined): LockFile | undefined {
@@ -30,19 +30,37 @@ function parse(text: string | undefined): LockFile | undefined {
   return undefined;
 }
 
+export interface FileLeaseStoreOptions {
+  clock?: () => number;
+  /** Called before each step on the disk (tests: the order in which several stores' steps meet). */
+  step?: FileStep;
+}
+
 /**
- * Leases of the file hub: one lock file per lease in `<directory>/.leases/`, created whole or not at
- * all (a temporary file linked into place). A lease is free once it has run out, or at once when the
- * process that holds it is gone from this machine (a run that was killed), so the next run need not
- * wait. A stale lock is broken by moving it aside and checking that what was moved is what was seen.
+ * Leases of the file hub: one lock file per lease in `<directory>/.leases/`, written whole (a temporary
+ * file renamed into place). A lease is free once it has run out, or at once when the process that holds
+ * it is gone from this machine (a run that was killed), so the next run need not wait.
+ *
+ * Every change of a lock file (taking, renewing, giving up, removing a share that ran out) reads it and
+ * changes it while holding the directory's guard (see FileGuard), so nothing changes it between the read
+ * and the change, in this process or another: a lock is never removed or taken over after it changed hands.
  */
 export class FileLeaseStore implements LeaseStore {
   readonly #directory: string;
   readonly #clock: () => number;
+  readonly #step: FileStep | undefined;
+  readonly #guard: FileGuard;
 
-  constructor(hubDirectory: string, clock: () => number = Date.now) {
+  constructor(hubDirectory: string, options: FileLeaseStoreOptions | (() => number) = {}) {
+    const { clock = Date.now, step } = typeof options === 'function' ? { clock: options } : options;
     this.#directory = join(hubDirectory, LEASES);
     this.#clock = clock;
+    this.#step = step;
+    this.#guard = new FileGuard(join(this.#directory, GUARD), step);
+  }
+
+  async #at(what: string): Promise<void> {
+    if (this.#step) await this.#step(what);
   }
 
   #path(name: string): string {
@@ -50,12 +68,12 @@ export class FileLeaseStore implements LeaseStore {
     return join(this.#directory, `${name}.json`);
   }
 
-  async #read(path: string): Promise<{ text: string; lock: LockFile | undefined } | undefined> {
-    const text = await readIfExists(path);
-    return text === undefined ? undefined : { text, lock: parse(text) };
+  async #read(path: string): Promise<LockFile | undefined> {
+    await this.#at(`read ${path}`);
+    return parse(await readIfExists(path));
   }
 
-  #alive(name: string, lock: LockFile | undefined): boolean {
+  #alive(name: string, lock: LockFile | undefined): lock is LockFile {
     if (!lock || Date.parse(lock.until) <= this.#clock()) return false;
     return !holderGone(lock.host, lock.pid, name, lock.holder);
   }
@@ -72,84 +90,66 @@ export class FileLeaseStore implements LeaseStore {
   }
 
   acquire(name: string, holder: string, durationMillis: number, shares?: string): Promise<LeaseAnswer> {
-    return takingLease(name, holder, () => this.#acquire(name, holder, durationMillis, shares));
-  }
-
-  async #acquire(
-    name: string,
-    holder: string,
-    durationMillis: number,
-    shares?: string,
-  ): Promise<LeaseAnswer> {
     const path = this.#path(name);
-    await mkdir(this.#directory, { recursive: true });
-    for (let attempt = 1; ; attempt++) {
-      if (await createFileExclusively(path, this.#lock(holder, durationMillis, shares))) {
-        leaseTaken(name, holder);
-        return { acquired: true };
-      }
-      const current = await this.#read(path);
-      if (current === undefined) continue; // given up in between: try again
-      if (current.lock?.holder === holder) {
+    return takingLease(name, holder, () =>
+      this.#guard.hold(async (): Promise<LeaseAnswer> => {
+        const current = await this.#read(path);
+        if (current?.holder !== holder && this.#alive(name, current))
+          return { acquired: false, heldBy: { holder: current.holder, until: current.until } };
+        await this.#at(`write ${path}`);
         await replaceFile(path, this.#lock(holder, durationMillis, shares));
         leaseTaken(name, holder);
         return { acquired: true };
-      }
-      if (current.lock && this.#alive(name, current.lock))
-        return { acquired: false, heldBy: { holder: current.lock.holder, until: current.lock.until } };
-      if (attempt >= MAX_ATTEMPTS)
-        return {
-          acquired: false,
-          heldBy: { holder: current.lock?.holder ?? '(unknown)', until: current.lock?.until ?? '' },
-        };
-      await this.#breakStale(path, current.text);
-    }
-  }
-
-  /** Moves a stale lock aside; if what moved is not the stale lock (it was replaced meanwhile), puts it back. */
-  async #breakStale(path: string, stale: string): Promise<void> {
-    const aside = `${path}.${process.pid}.${randomUUID()}.stale`;
-    try {
-      await rename(path, aside);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
-    const moved = await readFile(aside, 'utf8').catch(() => stale);
-    if (moved !== stale) await link(aside, path).catch(() => {});
-    await unlink(aside).catch(() => {});
+      }),
+    );
   }
 
   async release(name: string, holder: string): Promise<void> {
     leaseReleased(name, holder);
     const path = this.#path(name);
-    const current = await this.#read(path);
-    if (current?.lock?.holder === holder) await unlink(path).catch(() => {});
+    await this.#guard.hold(async () => {
+      if ((await this.#read(path))?.holder === holder) await this.#remove(path);
+    });
+  }
+
+  async #remove(path: string): Promise<void> {
+    await this.#at(`remove ${path}`);
+    await unlink(path).catch((error: NodeJS.ErrnoException) => {
+      if (error.code !== 'ENOENT') throw error;
+    });
   }
 
   async holderOf(name: string): Promise<LeaseHolder | undefined> {
-    const lock = (await this.#read(this.#path(name)))?.lock;
-    if (!lock || !this.#alive(name, lock)) return undefined;
+    const lock = await this.#read(this.#path(name));
+    if (!this.#alive(name, lock)) return undefined;
     return { holder: lock.holder, until: lock.until };
   }
 
   async sharers(name: string): Promise<LeaseHolder[]> {
+    await this.#at('list leases');
     const files = await readdir(this.#directory).catch((error: NodeJS.ErrnoException) => {
       if (error.code === 'ENOENT') return [];
       throw error;
     });
     const holders: LeaseHolder[] = [];
+    const ranOut: string[] = [];
     for (const file of files) {
       const lease = file.endsWith('.json') ? file.slice(0, -'.json'.length) : '';
-      if (!LEASE_NAME.test(lease)) continue; // a lock being written or moved aside
-      const path = join(this.#directory, file);
-      const read = await this.#read(path);
-      const lock = read?.lock;
+      if (!LEASE_NAME.test(lease)) continue; // a lock being written, or the guard
+      const lock = await this.#read(join(this.#directory, file));
       if (lock?.shares !== name) continue;
       if (this.#alive(lease, lock)) holders.push({ holder: lock.holder, until: lock.until });
-      // A share that ran out (its holder stopped without giving it up): its file goes, unless it changed.
-      else await this.#breakStale(path, read!.text).catch(() => {});
+      else ranOut.push(lease);
     }
+    // A share that ran out (its holder stopped without giving it up) goes, unless it changed meanwhile.
+    if (ranOut.length > 0)
+      await this.#guard.hold(async () => {
+        for (const lease of ranOut) {
+          const path = this.#path(lease);
+          const lock = await this.#read(path);
+          if (lock?.shares === name && !this.#alive(lease, lock)) await this.#remove(path);
+        }
+      });
     return holders;
   }
 }

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { CoordinationV1Api, KubeConfig } from '@kubernetes/client-node';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
+import { HOST } from '../../../../adapters/shared/files.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import type { LeaseStore } from '../../../../core/sync/ports.ts';
@@ -314,13 +315,23 @@ describe('file hub leases on disk', () => {
     );
   });
 
-  it('leave no stray files: a lease is one file, gone once given up', async () => {
+  it('leave no stray files: a lease is one file, gone once given up, beside the one file of their guard', async () => {
     const directory = temporaryDirectory('cpsync-leases-');
     const store = new FileLeaseStore(directory);
-    await store.acquire('one', 'h', 10_000);
-    assert.deepEqual(readdirSync(join(directory, '.leases')), ['one.json']);
-    await store.release('one', 'h');
-    assert.deepEqual(readdirSync(join(directory, '.leases')), []);
+    for (let i = 0; i < 3; i++) await store.acquire(`lease-${i}`, 'h', 10_000);
+    assert.deepEqual(readdirSync(join(directory, '.leases')).sort(), [
+      '.guard',
+      'lease-0.json',
+      'lease-1.json',
+      'lease-2.json',
+    ]);
+    for (let i = 0; i < 3; i++) await store.release(`lease-${i}`, 'h');
+    assert.deepEqual(readdirSync(join(directory, '.leases')), ['.guard']);
+    assert.deepEqual(
+      readdirSync(join(directory, '.leases', '.guard')),
+      ['12'],
+      'the guard: one file, taken 6 times',
+    );
   });
 });
 
@@ -447,4 +458,121 @@ describe('Kubernetes hub leases, when other writers win every race for one', () 
       await hold.exit();
       assert.deepEqual(await store.sharers('account'), []);
     }));
+});
+
+/**
+ * Runs actors one step at a time: a step waits until every actor still running waits at one, then `choose`
+ * says which of them goes on. Whatever an actor does between two steps (its own file operations) is done
+ * before any other actor's next step, so the order of the steps is all that `choose` decides.
+ */
+function lockstep(choose: (waiting: number) => number) {
+  let running = 0;
+  const waiting: Array<() => void> = [];
+  const next = () => {
+    if (running > 0 && waiting.length === running) waiting.splice(choose(waiting.length), 1)[0]!();
+  };
+  return {
+    step: () =>
+      new Promise<void>((resolve) => {
+        waiting.push(resolve);
+        next();
+      }),
+    run: (actors: Array<() => Promise<void>>) => {
+      running = actors.length;
+      return Promise.all(
+        actors.map(async (actor) => {
+          try {
+            await actor();
+          } finally {
+            running -= 1;
+            next();
+          }
+        }),
+      );
+    },
+  };
+}
+
+describe('file hub leases, whatever order the steps on the disk of several processes meet in', () => {
+  it('never let two holders hold one lease at once, nor remove a lock that changed hands, beside a crashed holder (property)', async () => {
+    const parent = temporaryDirectory('cpsync-leases-');
+    // A process of this machine that has ended: what it left behind is a crashed holder's.
+    const gone = spawnSync(process.execPath, ['-e', '']).pid;
+    const crashed = (extra: object) =>
+      JSON.stringify({
+        holder: 'crashed',
+        until: new Date(Date.now() + 600_000).toISOString(),
+        host: HOST,
+        pid: gone,
+        ...extra,
+      });
+    let round = 0;
+    const actor = fc.record({
+      lease: fc.oneof(
+        { weight: 3, arbitrary: fc.constant('account') },
+        fc.constantFrom('account-alpha', 'account-beta'),
+      ),
+      turns: fc.integer({ min: 1, max: 3 }),
+      /** While holding: lists the account's shares (removing those that ran out), or only lets others go on. */
+      lists: fc.boolean(),
+    });
+    const left = fc.record({ lock: fc.boolean(), share: fc.boolean(), guard: fc.boolean() });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(actor, { minLength: 2, maxLength: 5 }),
+        left,
+        fc.gen(),
+        async (actors, leftBehind, g) => {
+          const directory = mkdtempSync(join(parent, 'run-'));
+          const leases = join(directory, '.leases');
+          mkdirSync(join(leases, '.guard'), { recursive: true });
+          if (leftBehind.lock) writeFileSync(join(leases, 'account.json'), crashed({}));
+          if (leftBehind.share)
+            writeFileSync(join(leases, 'account-beta.json'), crashed({ shares: 'account' }));
+          if (leftBehind.guard)
+            writeFileSync(
+              join(leases, '.guard', '7'),
+              JSON.stringify({ host: HOST, pid: gone, id: 'crashed', at: new Date().toISOString() }),
+            );
+          const { step, run } = lockstep((waiting) => g(fc.nat, { max: waiting - 1 }));
+          const tag = ++round;
+          const inside = new Map<string, number>();
+          const overlaps: string[] = [];
+          await run(
+            actors.map((me, i) => async () => {
+              // Each actor a process of its own, as far as the disk goes: a store (and guard) of its own.
+              const store = new FileLeaseStore(directory, { step });
+              const holder = `run-${tag}-actor-${i}`;
+              const shares = me.lease === 'account' ? undefined : 'account';
+              for (let turn = 0, attempts = 0; turn < me.turns && attempts < 8; attempts++) {
+                const answer = await store.acquire(me.lease, holder, 600_000, shares);
+                if (!answer.acquired) {
+                  await step();
+                  continue;
+                }
+                turn += 1;
+                const other = inside.get(me.lease);
+                if (other !== undefined) overlaps.push(`${me.lease}: actor ${i} beside actor ${other}`);
+                inside.set(me.lease, i);
+                if (me.lists) await store.sharers('account');
+                else await step();
+                if (inside.get(me.lease) === i) inside.delete(me.lease);
+                await store.release(me.lease, holder);
+              }
+            }),
+          );
+          assert.deepEqual(overlaps, []);
+          // Every holder gave its lease up: no lock names one of them; a crashed holder's lock is either
+          // still there, untouched, or was taken over and given up.
+          for (const file of readdirSync(leases).filter((f) => f.endsWith('.json'))) {
+            const lock = JSON.parse(readFileSync(join(leases, file), 'utf8')) as { holder: string };
+            assert.equal(lock.holder, 'crashed', `${file} is left held by ${lock.holder}`);
+          }
+          assert.equal(readdirSync(join(leases, '.guard')).length, 1, 'the guard: one file');
+          rmSync(directory, { recursive: true, force: true });
+        },
+      ),
+      { numRuns: 150 },
+    );
+  });
 });

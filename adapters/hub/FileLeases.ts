@@ -1,7 +1,7 @@
 import { readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
-import { readIfExists, replaceFile } from '../shared/files.ts';
+import { readIfExists, removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
 import { FileGuard, type FileStep } from './fileGuard.ts';
 import { HOST, holderGone, leaseReleased, leaseTaken, takingLease } from './leaseHolders.ts';
 
@@ -50,13 +50,14 @@ export class FileLeaseStore implements LeaseStore {
   readonly #clock: () => number;
   readonly #step: FileStep | undefined;
   readonly #guard: FileGuard;
+  #swept = false;
 
   constructor(hubDirectory: string, options: FileLeaseStoreOptions | (() => number) = {}) {
     const { clock = Date.now, step } = typeof options === 'function' ? { clock: options } : options;
     this.#directory = join(hubDirectory, LEASES);
     this.#clock = clock;
     this.#step = step;
-    this.#guard = new FileGuard(join(this.#directory, GUARD), step);
+    this.#guard = new FileGuard(join(this.#directory, GUARD), step ? { step } : {});
   }
 
   async #at(what: string): Promise<void> {
@@ -93,6 +94,11 @@ export class FileLeaseStore implements LeaseStore {
     const path = this.#path(name);
     return takingLease(name, holder, () =>
       this.#guard.hold(async (): Promise<LeaseAnswer> => {
+        if (!this.#swept) {
+          // What a killed process was writing when it stopped.
+          this.#swept = true;
+          await removeAbandonedTemporaryFiles(this.#directory);
+        }
         const current = await this.#read(path);
         if (current?.holder !== holder && this.#alive(name, current))
           return { acquired: false, heldBy: { holder: current.holder, until: current.until } };

@@ -1,13 +1,25 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, unlink } from 'node:fs/promises';
+import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import { HOST, createFileExclusively, processAlive, readIfExists } from '../shared/files.ts';
+import {
+  HOST,
+  createFileExclusively,
+  processAlive,
+  readIfExists,
+  removeAbandonedTemporaryFiles,
+} from '../shared/files.ts';
 
 /** Called before each step on the disk: how tests choose the order in which steps of several holders meet. */
 export type FileStep = (what: string) => Promise<void>;
 
-/** A guard held longer than this is taken for abandoned, whoever holds it (it is held for a few file operations). */
-const ABANDONED_AFTER_MILLIS = 30_000;
+/**
+ * A guard of another machine (a shared volume) whose record has not changed for this long is taken for abandoned:
+ * far longer than it is ever held (a few file operations), and than a lease lasts. Its age is the file's, by the
+ * clock of the disk that keeps it. A guard of this machine is abandoned only when its process is gone.
+ */
+const OTHER_MACHINE_ABANDONED_AFTER_MILLIS = 5 * 60_000;
+/** How long a guard held by a live holder is waited for, by default, before the step fails naming the holder. */
+const WAIT_MILLIS = 60_000;
 /** Pauses while another process holds the guard: a random time up to this, so waiters do not move in step. */
 const PAUSE_MILLIS = 4;
 
@@ -19,10 +31,28 @@ interface GuardRecord {
   at: string;
 }
 
+/** Guards of this process that could not be given up (a full disk): whoever takes them next may. */
+const leftHeld = new Set<string>();
+
+/** A guard held by a live holder for longer than the wait. */
+export class FileGuardBusyError extends Error {
+  constructor(directory: string, record: GuardRecord, waitedMillis: number) {
+    super(
+      `the lease guard ${directory} is held by process ${record.pid} on ${record.host} since ${record.at}, and was not given up within ${waitedMillis / 1000} s`,
+    );
+    this.name = 'FileGuardBusyError';
+  }
+}
+
 function parse(text: string): GuardRecord | undefined {
   try {
     const value = JSON.parse(text) as Partial<GuardRecord>;
-    if (typeof value.host === 'string' && typeof value.pid === 'number' && typeof value.at === 'string')
+    if (
+      typeof value.host === 'string' &&
+      typeof value.pid === 'number' &&
+      typeof value.id === 'string' &&
+      typeof value.at === 'string'
+    )
       return value as GuardRecord;
   } catch {
     // Not a record of a holder: nobody's.
@@ -44,28 +74,44 @@ const NUMBER = /^\d+$/;
  * live holder relies on, which no delete-then-check can do. Numbers below the highest are removed;
  * the highest never is.
  */
+export interface FileGuardOptions {
+  /** Called before each step on the disk (tests: the order in which several holders' steps meet). */
+  step?: FileStep;
+  /** How long a live holder is waited for before FileGuardBusyError. @default 60 s */
+  waitMillis?: number;
+}
+
 export class FileGuard {
   readonly #directory: string;
   readonly #id = randomUUID();
   readonly #step: FileStep | undefined;
-  #made: Promise<unknown> | undefined;
+  readonly #waitMillis: number;
+  #swept = false;
   /** Work of this guard waiting for it, one at a time. */
   #queue: Promise<unknown> = Promise.resolve();
 
-  constructor(directory: string, step?: FileStep) {
+  constructor(directory: string, options: FileGuardOptions = {}) {
     this.#directory = directory;
-    this.#step = step;
+    this.#step = options.step;
+    this.#waitMillis = options.waitMillis ?? WAIT_MILLIS;
   }
 
-  /** Runs `work` while this guard alone holds the directory. */
+  /**
+   * Runs `work` while this guard alone holds the directory. A guard that could not be given up afterwards (a
+   * full disk) does not hide what the work did: the next taker in this process takes it over.
+   */
   hold<T>(work: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(async () => {
       const held = await this.#take();
+      let result: T;
       try {
-        return await work();
-      } finally {
-        await this.#give(held);
+        result = await work();
+      } catch (error) {
+        await this.#give(held).catch(() => leftHeld.add(this.#id));
+        throw error;
       }
+      await this.#give(held).catch(() => leftHeld.add(this.#id));
+      return result;
     });
     this.#queue = run.catch(() => {});
     return run;
@@ -87,11 +133,19 @@ export class FileGuard {
       .sort((a, b) => a - b);
   }
 
-  /** Whether the holder a record names is gone: its process has ended, or it held the guard far too long. */
-  #abandoned(record: GuardRecord | undefined): boolean {
-    if (!record || record.id === this.#id) return true; // this guard's own: left by a give-up that failed
-    if (!(Date.now() - Date.parse(record.at) < ABANDONED_AFTER_MILLIS)) return true;
-    return record.host === HOST && record.pid !== process.pid && !processAlive(record.pid);
+  /**
+   * Whether the holder a record names is gone: a process of this machine that has ended, a guard of this
+   * process that could not be given up, or one of another machine whose record is long past.
+   */
+  async #abandoned(record: GuardRecord | undefined, file: string): Promise<boolean> {
+    if (!record) return true;
+    if (record.host === HOST)
+      return record.pid === process.pid ? leftHeld.has(record.id) : !processAlive(record.pid);
+    const modified = await stat(file).then(
+      (s) => s.mtimeMs,
+      () => undefined,
+    );
+    return modified !== undefined && Date.now() - modified > OTHER_MACHINE_ABANDONED_AFTER_MILLIS;
   }
 
   /** Lets the holder go on: a short sleep (a step of its own, where tests choose the order of steps). */
@@ -101,18 +155,26 @@ export class FileGuard {
   }
 
   async #take(): Promise<number> {
-    this.#made ??= mkdir(this.#directory, { recursive: true });
-    await this.#made;
+    await mkdir(this.#directory, { recursive: true });
+    if (!this.#swept) {
+      this.#swept = true;
+      await removeAbandonedTemporaryFiles(this.#directory);
+    }
+    const deadline = Date.now() + this.#waitMillis;
     for (;;) {
       const top = (await this.#numbers()).at(-1) ?? 0;
       if (top > 0) {
         await this.#at('guard: read');
         const text = await readIfExists(this.#file(top));
         if (text === undefined) continue; // a higher number came meanwhile
-        if (text !== '' && !this.#abandoned(parse(text))) {
+        const record = text === '' ? undefined : parse(text);
+        if (text !== '' && !(await this.#abandoned(record, this.#file(top)))) {
+          if (Date.now() >= deadline)
+            throw new FileGuardBusyError(this.#directory, record!, this.#waitMillis);
           await this.#pause();
           continue;
         }
+        if (record?.pid === process.pid) leftHeld.delete(record.id);
       }
       const mine = top + 1;
       const record: GuardRecord = {
@@ -123,15 +185,20 @@ export class FileGuard {
       };
       await this.#at('guard: create');
       if (!(await createFileExclusively(this.#file(mine), JSON.stringify(record)))) continue;
-      // A number removed below a higher one can be created again by one who read an old listing: it holds
-      // the guard only if nothing above it exists.
-      const after = await this.#numbers();
-      if (after.at(-1)! > mine) {
-        await this.#remove(mine);
-        continue;
+      try {
+        // A number removed below a higher one can be created again by one who read an old listing: it holds
+        // the guard only if nothing above it exists.
+        const after = await this.#numbers();
+        if (after.at(-1)! > mine) {
+          await this.#remove(mine);
+          continue;
+        }
+        for (const n of after) if (n < mine) await this.#remove(n);
+        return mine;
+      } catch (error) {
+        await this.#give(mine).catch(() => leftHeld.add(this.#id));
+        throw error;
       }
-      for (const n of after) if (n < mine) await this.#remove(n);
-      return mine;
     }
   }
 

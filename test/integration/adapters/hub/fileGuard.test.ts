@@ -1,9 +1,9 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { FileGuard } from '../../../../adapters/hub/fileGuard.ts';
+import { FileGuard, FileGuardBusyError } from '../../../../adapters/hub/fileGuard.ts';
 import { HOST } from '../../../../adapters/shared/files.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
@@ -22,13 +22,15 @@ describe('the file guard', { timeout: 60_000 }, () => {
     const waiting = signal();
     // The slow one has listed the guard (nothing there) and is about to create number 1.
     let created = false;
-    const slow = new FileGuard(directory, async (what) => {
-      if (what === 'guard: create' && !created) {
-        created = true;
-        atCreate.settle();
-        await mayCreate.settled;
-      }
-      if (what === 'guard: wait') waiting.settle();
+    const slow = new FileGuard(directory, {
+      step: async (what) => {
+        if (what === 'guard: create' && !created) {
+          created = true;
+          atCreate.settle();
+          await mayCreate.settled;
+        }
+        if (what === 'guard: wait') waiting.settle();
+      },
     });
     let otherInside = false;
     let slowSawOtherInside: boolean | undefined;
@@ -60,7 +62,7 @@ describe('the file guard', { timeout: 60_000 }, () => {
     assert.deepEqual(readdirSync(directory), ['6'], 'given up: only the highest number is left');
   });
 
-  it('is taken over from a process that ended holding it, and from a holder that held it past all reason', async () => {
+  it("is taken over from a process that ended holding it, and from another machine's holder long past", async () => {
     const directory = temporaryDirectory('cpsync-guard-');
     mkdirSync(directory, { recursive: true });
     const gone = spawnSync(process.execPath, ['-e', '']).pid;
@@ -71,16 +73,13 @@ describe('the file guard', { timeout: 60_000 }, () => {
     let ran = 0;
     await new FileGuard(directory).hold(async () => void (ran += 1));
     assert.deepEqual(readdirSync(directory), ['6']);
-    // Another machine's holder (its pid means nothing here), an hour ago.
+    // Another machine's holder (its pid means nothing here), whose record was written an hour ago by the disk's clock.
+    const hourAgo = new Date(Date.now() - 3_600_000);
     writeFileSync(
       join(directory, '7'),
-      JSON.stringify({
-        host: 'elsewhere',
-        pid: 1,
-        id: 'stuck',
-        at: new Date(Date.now() - 3_600_000).toISOString(),
-      }),
+      JSON.stringify({ host: 'elsewhere', pid: 1, id: 'stuck', at: new Date().toISOString() }),
     );
+    utimesSync(join(directory, '7'), hourAgo, hourAgo);
     await new FileGuard(directory).hold(async () => void (ran += 1));
     assert.equal(ran, 2);
     assert.deepEqual(readdirSync(directory), ['9']);
@@ -100,8 +99,10 @@ describe('the file guard', { timeout: 60_000 }, () => {
       );
       const waited = signal();
       let ran = false;
-      const done = new FileGuard(directory, async (what) => {
-        if (what === 'guard: wait') waited.settle();
+      const done = new FileGuard(directory, {
+        step: async (what) => {
+          if (what === 'guard: wait') waited.settle();
+        },
       }).hold(async () => void (ran = true));
       await waited.settled;
       assert.equal(ran, false, `ran beside the live holder of ${host}`);
@@ -109,5 +110,51 @@ describe('the file guard', { timeout: 60_000 }, () => {
       await done;
       assert.equal(ran, true);
     }
+  });
+
+  it('is not taken over from a live holder of this machine however long it holds on, and a waiter that gives up names it', async () => {
+    const directory = temporaryDirectory('cpsync-guard-');
+    mkdirSync(directory, { recursive: true });
+    // Another live process of this machine (this test's parent, the runner), and its record an hour old.
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    writeFileSync(
+      join(directory, '30'),
+      JSON.stringify({ host: HOST, pid: process.ppid, id: 'live', at: hourAgo.toISOString() }),
+    );
+    utimesSync(join(directory, '30'), hourAgo, hourAgo);
+    let ran = false;
+    await assert.rejects(
+      new FileGuard(directory, { waitMillis: 0 }).hold(async () => void (ran = true)),
+      {
+        name: FileGuardBusyError.name,
+        message: new RegExp(`held by process ${process.ppid} on .* since ${hourAgo.toISOString()}`),
+      },
+    );
+    assert.equal(ran, false);
+    assert.deepEqual(readdirSync(directory), ['30'], 'left as it was');
+  });
+
+  it("gives the guard up after work that failed, and one that could not be given up does not hide the work's answer", async () => {
+    const directory = temporaryDirectory('cpsync-guard-');
+    await assert.rejects(
+      new FileGuard(directory).hold(async () => {
+        throw new Error('the work failed');
+      }),
+      /the work failed/,
+    );
+    const next = () => new FileGuard(directory, { waitMillis: 0 }).hold(async () => 'next');
+    assert.equal(await next(), 'next', 'free after the failed work');
+    // Giving up fails (a full disk): the work's answer still comes back, and the next taker here takes it over.
+    const failing = new FileGuard(directory, {
+      step: async (what) => {
+        if (what === 'guard: give up') throw new Error('ENOSPC: no space left on device');
+      },
+    });
+    assert.equal(await failing.hold(async () => 'done'), 'done');
+    assert.equal(
+      JSON.parse(readFileSync(join(directory, readdirSync(directory)[0]!), 'utf8')).pid,
+      process.pid,
+    );
+    assert.equal(await next(), 'next');
   });
 });

@@ -477,9 +477,10 @@ function lockstep(choose: (waiting: number) => number) {
         waiting.push(resolve);
         next();
       }),
-    run: (actors: Array<() => Promise<void>>) => {
+    /** Runs the actors to their end, every one of them, then fails with the first that failed. */
+    run: async (actors: Array<() => Promise<void>>) => {
       running = actors.length;
-      return Promise.all(
+      const ends = await Promise.allSettled(
         actors.map(async (actor) => {
           try {
             await actor();
@@ -489,6 +490,7 @@ function lockstep(choose: (waiting: number) => number) {
           }
         }),
       );
+      for (const end of ends) if (end.status === 'rejected') throw end.reason;
     },
   };
 }
@@ -524,52 +526,56 @@ describe('file hub leases, whatever order the steps on the disk of several proce
         fc.gen(),
         async (actors, leftBehind, g) => {
           const directory = mkdtempSync(join(parent, 'run-'));
-          const leases = join(directory, '.leases');
-          mkdirSync(join(leases, '.guard'), { recursive: true });
-          if (leftBehind.lock) writeFileSync(join(leases, 'account.json'), crashed({}));
-          if (leftBehind.share)
-            writeFileSync(join(leases, 'account-beta.json'), crashed({ shares: 'account' }));
-          if (leftBehind.guard)
-            writeFileSync(
-              join(leases, '.guard', '7'),
-              JSON.stringify({ host: HOST, pid: gone, id: 'crashed', at: new Date().toISOString() }),
-            );
-          const { step, run } = lockstep((waiting) => g(fc.nat, { max: waiting - 1 }));
-          const tag = ++round;
-          const inside = new Map<string, number>();
-          const overlaps: string[] = [];
-          await run(
-            actors.map((me, i) => async () => {
-              // Each actor a process of its own, as far as the disk goes: a store (and guard) of its own.
-              const store = new FileLeaseStore(directory, { step });
-              const holder = `run-${tag}-actor-${i}`;
-              const shares = me.lease === 'account' ? undefined : 'account';
-              for (let turn = 0, attempts = 0; turn < me.turns && attempts < 8; attempts++) {
-                const answer = await store.acquire(me.lease, holder, 600_000, shares);
-                if (!answer.acquired) {
-                  await step();
-                  continue;
+          try {
+            const leases = join(directory, '.leases');
+            mkdirSync(join(leases, '.guard'), { recursive: true });
+            if (leftBehind.lock) writeFileSync(join(leases, 'account.json'), crashed({}));
+            if (leftBehind.share)
+              writeFileSync(join(leases, 'account-beta.json'), crashed({ shares: 'account' }));
+            if (leftBehind.guard)
+              writeFileSync(
+                join(leases, '.guard', '7'),
+                JSON.stringify({ host: HOST, pid: gone, id: 'crashed', at: new Date().toISOString() }),
+              );
+            const { step, run } = lockstep((waiting) => g(fc.nat, { max: waiting - 1 }));
+            const tag = ++round;
+            const inside = new Map<string, number>();
+            const overlaps: string[] = [];
+            await run(
+              actors.map((me, i) => async () => {
+                // Each actor a process of its own, as far as the disk goes: a store (and guard) of its own.
+                const store = new FileLeaseStore(directory, { step });
+                const holder = `run-${tag}-actor-${i}`;
+                const shares = me.lease === 'account' ? undefined : 'account';
+                for (let turn = 0, attempts = 0; turn < me.turns && attempts < 8; attempts++) {
+                  const answer = await store.acquire(me.lease, holder, 600_000, shares);
+                  if (!answer.acquired) {
+                    await step();
+                    continue;
+                  }
+                  turn += 1;
+                  const other = inside.get(me.lease);
+                  if (other !== undefined) overlaps.push(`${me.lease}: actor ${i} beside actor ${other}`);
+                  inside.set(me.lease, i);
+                  if (me.lists) await store.sharers('account');
+                  else await step();
+                  // Held until it is given up: from the call on, this process counts the holder as gone.
+                  if (inside.get(me.lease) === i) inside.delete(me.lease);
+                  await store.release(me.lease, holder);
                 }
-                turn += 1;
-                const other = inside.get(me.lease);
-                if (other !== undefined) overlaps.push(`${me.lease}: actor ${i} beside actor ${other}`);
-                inside.set(me.lease, i);
-                if (me.lists) await store.sharers('account');
-                else await step();
-                if (inside.get(me.lease) === i) inside.delete(me.lease);
-                await store.release(me.lease, holder);
-              }
-            }),
-          );
-          assert.deepEqual(overlaps, []);
-          // Every holder gave its lease up: no lock names one of them; a crashed holder's lock is either
-          // still there, untouched, or was taken over and given up.
-          for (const file of readdirSync(leases).filter((f) => f.endsWith('.json'))) {
-            const lock = JSON.parse(readFileSync(join(leases, file), 'utf8')) as { holder: string };
-            assert.equal(lock.holder, 'crashed', `${file} is left held by ${lock.holder}`);
+              }),
+            );
+            assert.deepEqual(overlaps, []);
+            // Every holder gave its lease up: no lock names one of them; a crashed holder's lock is either
+            // still there, untouched, or was taken over and given up.
+            for (const file of readdirSync(leases).filter((f) => f.endsWith('.json'))) {
+              const lock = JSON.parse(readFileSync(join(leases, file), 'utf8')) as { holder: string };
+              assert.equal(lock.holder, 'crashed', `${file} is left held by ${lock.holder}`);
+            }
+            assert.equal(readdirSync(join(leases, '.guard')).length, 1, 'the guard: one file');
+          } finally {
+            rmSync(directory, { recursive: true, force: true });
           }
-          assert.equal(readdirSync(join(leases, '.guard')).length, 1, 'the guard: one file');
-          rmSync(directory, { recursive: true, force: true });
         },
       ),
       { numRuns: 150 },

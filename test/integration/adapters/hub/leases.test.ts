@@ -275,6 +275,50 @@ contract(
 );
 
 describe('file hub leases on disk', () => {
+  it('are held by one process at a time, among processes taking, renewing and giving up one lease over and over', async () => {
+    const directory = temporaryDirectory('cpsync-leases-');
+    const marker = join(directory, 'inside');
+    const turns = 20;
+    // Each process, while it holds the lease, holds a marker file made exclusively: a second holder cannot make it.
+    const code = `import { closeSync, openSync, unlinkSync } from 'node:fs';
+      import { FileLeaseStore } from ${JSON.stringify(MODULES.file)};
+      const store = new FileLeaseStore(${JSON.stringify(directory)});
+      const me = 'process-' + process.pid;
+      let held = 0, overlaps = 0, busy = 0;
+      while (held < ${turns}) {
+        if (!(await store.acquire('contended', me, 60_000)).acquired) { busy += 1; continue; }
+        held += 1;
+        let mine = false;
+        try { closeSync(openSync(${JSON.stringify(marker)}, 'wx')); mine = true; } catch { overlaps += 1; }
+        if (!(await store.acquire('contended', me, 60_000)).acquired) overlaps += 1; // renewed while held
+        if (mine) unlinkSync(${JSON.stringify(marker)});
+        await store.release('contended', me);
+      }
+      console.log(JSON.stringify({ held, overlaps, busy }));`;
+    const run = () =>
+      new Promise<{ held: number; overlaps: number; busy: number }>((resolve, reject) => {
+        const child = spawn(process.execPath, ['--input-type=module', '-e', code], {
+          stdio: ['ignore', 'pipe', 'inherit'],
+        });
+        let out = '';
+        child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+        child.on('close', (status) =>
+          status === 0 ? resolve(JSON.parse(out)) : reject(new Error(`a contender exited with ${status}`)),
+        );
+      });
+    const results = await Promise.all([run(), run(), run(), run()]);
+    assert.deepEqual(
+      results.map(({ held, overlaps }) => ({ held, overlaps })),
+      Array.from({ length: 4 }, () => ({ held: turns, overlaps: 0 })),
+    );
+    assert.ok(
+      results.some(({ busy }) => busy > 0),
+      'the processes did contend: some were answered busy',
+    );
+    assert.deepEqual(readdirSync(join(directory, '.leases')), ['.guard'], 'every lock given up');
+    assert.equal(readdirSync(join(directory, '.leases', '.guard')).length, 1, 'the guard: one file');
+  });
+
   it('take a lock of another machine (or process-id namespace) for live until it runs out, whatever its pid', async () => {
     const directory = temporaryDirectory('cpsync-leases-');
     mkdirSync(join(directory, '.leases'));

@@ -143,7 +143,7 @@ const gke = z.strictObject({
   /** A credential configuration (external_account preferred, service_account key as fallback). */
   credentials: secretRef.optional(),
   endpoint: url.optional(),
-  /** Retries of a listing answered 429 or 503. */
+  /** Retries, after the first ask, of a listing, a project search or a project IAM call answered 429, 503 or 504. */
   maxRetries: z.number().int().min(0).max(10).default(5),
 });
 

@@ -9,7 +9,12 @@ import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { regionOfZone } from '../../core/domain/scopes.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
-import { askingResourceManager, classifyGoogleError, GrpcCode } from './classify.ts';
+import {
+  askingResourceManager,
+  classifyGoogleError,
+  GrpcCode,
+  RESOURCE_MANAGER_RETRY_CODES,
+} from './classify.ts';
 import { isGkeSelfLink, mapGkeCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 
@@ -26,7 +31,8 @@ export interface GkeSourceOptions {
    */
   endpoint?: string;
   /**
-   * Retries of a listing answered RESOURCE_EXHAUSTED (429) or UNAVAILABLE, spaced by the client's backoff.
+   * Retries, after the first ask, of a listing answered RESOURCE_EXHAUSTED (429), UNAVAILABLE (503) or
+   * DEADLINE_EXCEEDED (504), and of Resource Manager's calls (`resourceManagerRetry`), spaced by the client's backoff.
    * @default 5
    */
   maxRetries?: number;
@@ -80,6 +86,8 @@ export class GkeSource implements ClusterSource {
   readonly #projects: () => Promise<ProjectsClient>;
   #projectsMade = false;
   readonly #callOptions: CallOptions;
+  /** How Resource Manager's calls are retried (project search, project IAM): as the cluster listing's. */
+  readonly resourceManagerRetry: NonNullable<CallOptions['retry']>;
   /**
    * The credentials, resolved before the first call: the client makes a promise per API method when it
    * first connects, and without credentials every one it does not call would reject unhandled (a crash).
@@ -106,21 +114,24 @@ export class GkeSource implements ClusterSource {
             },
           ),
         );
+    const backoffSettings = {
+      initialRetryDelayMillis: 200,
+      retryDelayMultiplier: 2,
+      maxRetryDelayMillis: 5_000,
+      initialRpcTimeoutMillis: options.requestTimeoutMillis ?? 20_000,
+      rpcTimeoutMultiplier: 1,
+      maxRpcTimeoutMillis: options.requestTimeoutMillis ?? 20_000,
+      // google-gax counts the first ask among its "retries": retries after it are one fewer.
+      maxRetries: (options.maxRetries ?? 5) + 1,
+    };
     this.#callOptions = {
       timeout: options.timeoutMillis ?? 60_000,
       retry: {
         retryCodes: [GrpcCode.RESOURCE_EXHAUSTED, GrpcCode.UNAVAILABLE, GrpcCode.DEADLINE_EXCEEDED],
-        backoffSettings: {
-          initialRetryDelayMillis: 200,
-          retryDelayMultiplier: 2,
-          maxRetryDelayMillis: 5_000,
-          initialRpcTimeoutMillis: options.requestTimeoutMillis ?? 20_000,
-          rpcTimeoutMultiplier: 1,
-          maxRpcTimeoutMillis: options.requestTimeoutMillis ?? 20_000,
-          maxRetries: options.maxRetries ?? 5,
-        },
+        backoffSettings,
       },
     };
+    this.resourceManagerRetry = { retryCodes: [...RESOURCE_MANAGER_RETRY_CODES], backoffSettings };
   }
 
   #clientOptions(): ClientOptions {
@@ -184,7 +195,10 @@ export class GkeSource implements ClusterSource {
     const found: string[] = [];
     const projects = await this.projectsClient();
     await askingResourceManager(async () => {
-      for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' })) {
+      for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' }, {
+        ...this.#callOptions,
+        retry: this.resourceManagerRetry,
+      } as Parameters<ProjectsClient['searchProjectsAsync']>[1])) {
         const state = project.state as unknown;
         if ((state === 'ACTIVE' || state === 1 || state === undefined || state === null) && project.projectId)
           found.push(project.projectId);

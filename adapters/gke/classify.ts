@@ -87,6 +87,27 @@ const asRecord = (value: unknown): Record<string, unknown> | undefined =>
     ? (value as Record<string, unknown>)
     : undefined;
 
+/** The start of google-gax's message when its retries ran out, up to the last error it quotes. */
+const RETRIES_RAN_OUT =
+  /^(?:Exceeded maximum number of retries|Total timeout of API \S+ exceeded \d+ milliseconds) retrying error (?:\w*Error: )?/;
+
+/** The JSON object `text` starts with (a string's braces are not counted), or undefined. */
+function leadingObject(text: string): string | undefined {
+  if (!text.startsWith('{')) return undefined;
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i += 1;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{') depth += 1;
+    else if (c === '}' && --depth === 0) return text.slice(0, i + 1);
+  }
+  return undefined;
+}
+
 /**
  * Resource Manager's client (it ships an older google-gax) rejects with the HTTP error of its transport, whose
  * message is the answer's whole body: `{"error":{"code":403,"message":"The caller does not have permission",…}}`.
@@ -94,7 +115,10 @@ const asRecord = (value: unknown): Record<string, unknown> | undefined =>
  */
 export function readableGoogleError(error: unknown): unknown {
   if (!(error instanceof Error) || error instanceof GoogleApiError) return error;
-  const text = error.message.trim();
+  let text = error.message.trim();
+  // Retries that ran out: the client's own message quotes the last answer's error, then the earlier ones.
+  const ranOut = RETRIES_RAN_OUT.exec(text);
+  if (ranOut) text = leadingObject(text.slice(ranOut[0].length)) ?? '';
   if (!text.startsWith('{')) return error;
   let document: unknown;
   try {
@@ -111,7 +135,7 @@ export function readableGoogleError(error: unknown): unknown {
     .map((detail) => asRecord(detail))
     .find((detail) => String(detail?.['@type'] ?? '').endsWith('google.rpc.ErrorInfo'))?.reason;
   return new GoogleApiError(
-    message,
+    ranOut ? `${message} (still so when the retries ran out)` : message,
     {
       code: Number.isFinite(code) ? code : 0,
       ...(typeof body?.status === 'string' ? { status: body.status } : {}),
@@ -120,6 +144,19 @@ export function readableGoogleError(error: unknown): unknown {
     { cause: error },
   );
 }
+
+/**
+ * What Resource Manager's calls are asked again on: its client reports an answer's HTTP status as the error's
+ * code (503, not UNAVAILABLE's 14), so both spellings of throttled, unavailable and timed out.
+ */
+export const RESOURCE_MANAGER_RETRY_CODES: readonly number[] = [
+  GrpcCode.RESOURCE_EXHAUSTED,
+  GrpcCode.UNAVAILABLE,
+  GrpcCode.DEADLINE_EXCEEDED,
+  429,
+  503,
+  504,
+];
 
 /** `call` to Resource Manager, its answer's error made readable (see `readableGoogleError`). */
 export async function askingResourceManager<T>(call: () => Promise<T>): Promise<T> {

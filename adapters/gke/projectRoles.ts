@@ -66,10 +66,19 @@ export class GkeProjectRoles {
   readonly #manager: string;
   readonly #callOptions: CallOptions;
 
-  constructor(options: { projects: () => Promise<ProjectsClient>; manager: string; timeoutMillis: number }) {
+  constructor(options: {
+    projects: () => Promise<ProjectsClient>;
+    manager: string;
+    timeoutMillis: number;
+    /** How a call is asked again (GkeSource's `resourceManagerRetry`); by default, as the client's own settings. */
+    retry?: CallOptions['retry'];
+  }) {
     this.#projects = options.projects;
     this.#manager = options.manager;
-    this.#callOptions = { timeout: options.timeoutMillis };
+    this.#callOptions = {
+      timeout: options.timeoutMillis,
+      ...(options.retry ? { retry: options.retry } : {}),
+    };
   }
 
   /** Whether a binding is cpsync's, and for which consumer. */

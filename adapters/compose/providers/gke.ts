@@ -86,6 +86,7 @@ export const gkeProvider: ProviderModule = {
           projects: () => source.projectsClient(),
           manager: config.manager,
           timeoutMillis: config.sync.requestTimeoutSeconds * 1000,
+          retry: source.resourceManagerRetry,
         });
         return {
           hold: (...args) => roles.hold(...args),

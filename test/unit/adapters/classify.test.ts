@@ -79,6 +79,30 @@ describe("Resource Manager's errors in Google's own words", () => {
     );
   });
 
+  it("says the last answer's message when the client's retries ran out, however the message is spelled", () => {
+    /** google-gax's error when its retries ran out: the last error, then the earlier ones, quoted. */
+    const ranOut = fc.constantFrom(
+      (last: string, earlier: string) =>
+        `Exceeded maximum number of retries retrying error Error: ${last} before any response was received : Previous errors : [{message: ${earlier}, code: 503, details: , note: }]`,
+      (last: string) =>
+        `Total timeout of API google.cloud.resourcemanager.v3.Projects exceeded 60000 milliseconds retrying error Error: ${last} before any response was received.`,
+    );
+    fc.assert(
+      fc.property(answer, answer, ranOut, (last, earlier, spell) => {
+        const body = (a: typeof last) =>
+          JSON.stringify({ error: { code: STATUSES[a.status], message: a.message, status: a.status } });
+        const thrown = Object.assign(new Error(spell(body(last), body(earlier))), { code: 4 });
+        const readable = readableGoogleError(thrown) as GoogleApiError;
+        assert.ok(readable instanceof GoogleApiError);
+        assert.equal(messageOf(readable), `${last.message} (still so when the retries ran out)`);
+        assert.deepEqual(
+          [readable.code, readable.status, readable.cause],
+          [STATUSES[last.status], last.status, thrown],
+        );
+      }),
+    );
+  });
+
   const documentWithMessage = (body: string) => {
     try {
       const message = (JSON.parse(body) as { error?: { message?: unknown } } | null)?.error?.message;

@@ -254,12 +254,42 @@ describe('GKE adapter against a local server speaking the GKE REST shapes', () =
       'acme-busy',
       Array.from({ length: 10 }, () => quota),
     );
+    const asked = () => server.requests.filter((r) => r.path.startsWith('/v1/projects/acme-busy/')).length;
+    const before = asked();
     const throttled = await source.listScope({ provider: 'gke', account: 'acme-busy', region: '*' });
+    assert.equal(asked() - before, 4, 'asked once, and again as many times as maxRetries (3)');
     assert.deepEqual(
       [throttled.outcome.kind, throttled.outcome.failure?.reason, throttled.clusters],
       ['failed', 'Throttled', []],
     );
     server.failures.delete('acme-busy');
+  });
+
+  it('asks the project search again when Resource Manager is briefly unavailable, not when it refuses', async () => {
+    const searches = () => server.requests.filter((r) => r.path === '/v3/projects:search').length;
+    const search = () => enumerateGkeScopes(source, { search: { query: 'parent:folders/100' } });
+    let before = searches();
+    await search();
+    const pages = searches() - before;
+    before = searches();
+    server.searchFailures.push({
+      status: 503,
+      code: 'UNAVAILABLE',
+      message: 'The service is currently unavailable.',
+    });
+    assert.deepEqual(
+      (await search()).map((s) => s.account),
+      ['acme-data', 'acme-web'],
+    );
+    assert.equal(searches() - before, pages + 1, 'the refused page asked again once');
+    before = searches();
+    server.searchFailures.push({
+      status: 403,
+      code: 'PERMISSION_DENIED',
+      message: 'The caller does not have permission',
+    });
+    await assert.rejects(search(), { code: 403 });
+    assert.equal(searches() - before, 1, 'a refusal is not asked again');
   });
 
   it('finds projects with Resource Manager search, active ones only, across pages', async () => {

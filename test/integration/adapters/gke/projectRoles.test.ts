@@ -201,4 +201,76 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
     );
     assert.deepEqual(server.iamPolicies.get(PROJECT), before);
   });
+
+  it("asks again when Resource Manager is briefly unavailable or throttling, by the source's retry settings, and says the last answer when it stays so", async () => {
+    const retrying = new GkeSource({
+      credentials: server.serviceAccountKey,
+      endpoint: server.endpoint,
+      maxRetries: 2,
+    });
+    const patient = new GkeProjectRoles({
+      projects: () => retrying.projectsClient(),
+      manager: 'cpsync',
+      timeoutMillis: 10_000,
+      retry: retrying.resourceManagerRetry,
+    });
+    const unavailable = {
+      status: 503,
+      code: 'UNAVAILABLE',
+      message: 'The service is currently unavailable.',
+    };
+    const throttled = {
+      status: 429,
+      code: 'RESOURCE_EXHAUSTED',
+      message: 'Quota exceeded for quota metric.',
+    };
+    const asked = (method: string) => server.requests.filter((r) => r.path.endsWith(`:${method}`)).length;
+    try {
+      const before = { get: asked('getIamPolicy'), set: asked('setIamPolicy') };
+      server.iamFaults.push(
+        { method: 'getIamPolicy', fault: unavailable },
+        { method: 'setIamPolicy', fault: throttled },
+      );
+      await patient.hold(CLUSTER, 'deployer', DEPLOYER);
+      assert.deepEqual(
+        { get: asked('getIamPolicy') - before.get, set: asked('setIamPolicy') - before.set },
+        { get: 2, set: 2 },
+        'each asked once more',
+      );
+      const ours = server.iamPolicies
+        .get(PROJECT)!
+        .bindings!.filter((b) => b.condition?.title === 'cpsync consumer deployer');
+      assert.deepEqual(
+        ours.map((b) => [b.members, b.condition?.expression]),
+        [[[`serviceAccount:${DEPLOYER}`], GKE_ONLY]],
+      );
+      // Unavailable on every ask: after the retries, the error is the last answer's, in Google's words.
+      const gets = asked('getIamPolicy');
+      server.iamFaults.push(
+        ...Array.from({ length: 3 }, () => ({ method: 'getIamPolicy' as const, fault: unavailable })),
+      );
+      await assert.rejects(patient.inspect(PROJECT), (error: { code?: number; message?: string }) => {
+        assert.equal(error.code, 503);
+        assert.match(
+          error.message!,
+          /^The service is currently unavailable\. \(still so when the retries ran out\)$/,
+        );
+        return true;
+      });
+      assert.equal(asked('getIamPolicy') - gets, 3, 'asked once, and again as many times as maxRetries (2)');
+      // A refusal is not asked again.
+      const refused = asked('getIamPolicy');
+      server.iamFaults.push({
+        method: 'getIamPolicy',
+        fault: { status: 403, code: 'PERMISSION_DENIED', message: 'The caller does not have permission' },
+      });
+      await assert.rejects(patient.inspect(PROJECT), {
+        code: 403,
+        message: 'The caller does not have permission',
+      });
+      assert.equal(asked('getIamPolicy') - refused, 1);
+    } finally {
+      await retrying.close();
+    }
+  });
 });

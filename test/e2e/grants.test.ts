@@ -328,7 +328,15 @@ describe('consumer access grants: configured consumers reach every cluster of th
       },
     ]);
     assert.equal(projectPolicy().version, 3, 'a policy with conditions is version 3');
+    // Resource Manager briefly unavailable: the doctor's read of the policy is asked again, by the configuration's retries.
+    const reads = () => emulators.gke.requests.filter((r) => r.path.endsWith(':getIamPolicy')).length;
+    const readsBefore = reads();
+    emulators.gke.iamFaults.push({
+      method: 'getIamPolicy',
+      fault: { status: 503, code: 'UNAVAILABLE', message: 'The service is currently unavailable.' },
+    });
     const well = await runCli(['doctor', '--config', config], { env: emulators.env });
+    assert.equal(reads() - readsBefore, 2, 'the refused read asked again once');
     captured.push(well.stdout, well.stderr);
     assert.match(
       well.stdout,

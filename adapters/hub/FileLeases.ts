@@ -1,4 +1,4 @@
-import { readdir, unlink } from 'node:fs/promises';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LeaseAnswer, LeaseHolder, LeaseStore } from '../../core/sync/ports.ts';
 import { readIfExists, removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
@@ -120,9 +120,7 @@ export class FileLeaseStore implements LeaseStore {
 
   async #remove(path: string): Promise<void> {
     await this.#at(`remove ${path}`);
-    await unlink(path).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-    });
+    await rm(path, { force: true });
   }
 
   async holderOf(name: string): Promise<LeaseHolder | undefined> {

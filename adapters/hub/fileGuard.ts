@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { mkdir, readdir, stat, unlink } from 'node:fs/promises';
+import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   HOST,
@@ -62,6 +62,13 @@ function parse(text: string): GuardRecord | undefined {
 
 const NUMBER = /^\d+$/;
 
+export interface FileGuardOptions {
+  /** Called before each step on the disk (tests: the order in which several holders' steps meet). */
+  step?: FileStep;
+  /** How long a live holder is waited for before FileGuardBusyError. @default 60 s */
+  waitMillis?: number;
+}
+
 /**
  * Mutual exclusion over a directory of files, between every process that uses it and every guard of
  * this one: whatever is read and then changed while the guard is held is changed by nobody else
@@ -74,13 +81,6 @@ const NUMBER = /^\d+$/;
  * live holder relies on, which no delete-then-check can do. Numbers below the highest are removed;
  * the highest never is.
  */
-export interface FileGuardOptions {
-  /** Called before each step on the disk (tests: the order in which several holders' steps meet). */
-  step?: FileStep;
-  /** How long a live holder is waited for before FileGuardBusyError. @default 60 s */
-  waitMillis?: number;
-}
-
 export class FileGuard {
   readonly #directory: string;
   readonly #id = randomUUID();
@@ -103,15 +103,11 @@ export class FileGuard {
   hold<T>(work: () => Promise<T>): Promise<T> {
     const run = this.#queue.then(async () => {
       const held = await this.#take();
-      let result: T;
       try {
-        result = await work();
-      } catch (error) {
-        await this.#give(held).catch(() => leftHeld.add(this.#id));
-        throw error;
+        return await work();
+      } finally {
+        await this.#give(held);
       }
-      await this.#give(held).catch(() => leftHeld.add(this.#id));
-      return result;
     });
     this.#queue = run.catch(() => {});
     return run;
@@ -167,8 +163,8 @@ export class FileGuard {
         await this.#at('guard: read');
         const text = await readIfExists(this.#file(top));
         if (text === undefined) continue; // a higher number came meanwhile
-        const record = text === '' ? undefined : parse(text);
-        if (text !== '' && !(await this.#abandoned(record, this.#file(top)))) {
+        const record = parse(text); // none in a free one (empty)
+        if (!(await this.#abandoned(record, this.#file(top)))) {
           if (Date.now() >= deadline)
             throw new FileGuardBusyError(this.#directory, record!, this.#waitMillis);
           await this.#pause();
@@ -196,24 +192,29 @@ export class FileGuard {
         for (const n of after) if (n < mine) await this.#remove(n);
         return mine;
       } catch (error) {
-        await this.#give(mine).catch(() => leftHeld.add(this.#id));
+        await this.#give(mine);
         throw error;
       }
     }
   }
 
-  /** Gives the guard up: the next number, free (empty). Not created when another took the guard over meanwhile. */
+  /**
+   * Gives the guard up: the next number, free (empty); not created when another took the guard over meanwhile.
+   * Never fails: a guard that could not be given up (a full disk) is left for the next taker in this process.
+   */
   async #give(held: number): Promise<void> {
-    await this.#at('guard: give up');
-    await createFileExclusively(this.#file(held + 1), '');
-    await this.#remove(held);
+    try {
+      await this.#at('guard: give up');
+      await createFileExclusively(this.#file(held + 1), '');
+      await this.#remove(held);
+    } catch {
+      leftHeld.add(this.#id);
+    }
   }
 
   /** Removes number `n`, which is below one that exists. */
   async #remove(n: number): Promise<void> {
     await this.#at('guard: remove');
-    await unlink(this.#file(n)).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'ENOENT') throw error;
-    });
+    await rm(this.#file(n), { force: true });
   }
 }

@@ -75,7 +75,8 @@ export class FileLeaseStore implements LeaseStore {
   }
 
   #alive(name: string, lock: LockFile | undefined): lock is LockFile {
-    if (!lock || Date.parse(lock.until) <= this.#clock()) return false;
+    // An end that is not a date is no end: nobody's (not held for ever).
+    if (!lock || !(Date.parse(lock.until) > this.#clock())) return false;
     return !holderGone(lock.host, lock.pid, name, lock.holder);
   }
 

@@ -60,7 +60,8 @@ function parse(text: string): GuardRecord | undefined {
   return undefined;
 }
 
-const NUMBER = /^\d+$/;
+/** A number as the guard writes it: no leading zero, and far below where + 1 stops being exact. */
+const NUMBER = /^[1-9]\d{0,14}$/;
 
 export interface FileGuardOptions {
   /** Called before each step on the disk (tests: the order in which several holders' steps meet). */

@@ -157,4 +157,20 @@ describe('the file guard', { timeout: 60_000 }, () => {
     );
     assert.equal(await next(), 'next');
   });
+
+  it('is not held up by files it does not write: numbers spelled otherwise, and garbage as the highest', async () => {
+    const directory = temporaryDirectory('cpsync-guard-');
+    mkdirSync(directory, { recursive: true });
+    const strangers = ['0099', '007', '1e3', '9007199254740993', '12.json'];
+    for (const name of strangers) writeFileSync(join(directory, name), '');
+    writeFileSync(join(directory, '41'), '\u0000{not a record');
+    let ran = false;
+    await new FileGuard(directory, { waitMillis: 0 }).hold(async () => void (ran = true));
+    assert.equal(ran, true);
+    assert.deepEqual(
+      readdirSync(directory).sort(),
+      [...strangers, '43'].sort(),
+      'only its own numbers touched',
+    );
+  });
 });

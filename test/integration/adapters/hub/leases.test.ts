@@ -319,6 +319,30 @@ describe('file hub leases on disk', () => {
     assert.equal(readdirSync(join(directory, '.leases', '.guard')).length, 1, 'the guard: one file');
   });
 
+  it("take a lock file that is not a lock for nobody's: not JSON, not an object, no holder, or an end that is no date", async () => {
+    const directory = temporaryDirectory('cpsync-leases-');
+    mkdirSync(join(directory, '.leases'));
+    const future = new Date(Date.now() + 600_000).toISOString();
+    const notLocks = {
+      garbage: '\u0000{not json',
+      empty: '',
+      null: 'null',
+      list: JSON.stringify([{ holder: 'x', until: future }]),
+      'no-holder': JSON.stringify({ until: future, host: 'elsewhere', pid: 1 }),
+      'no-date': JSON.stringify({ holder: 'x', until: 'for ever', host: 'elsewhere', pid: 1 }),
+      'no-until': JSON.stringify({ holder: 'x', host: 'elsewhere', pid: 1 }),
+    };
+    for (const [name, text] of Object.entries(notLocks))
+      writeFileSync(join(directory, '.leases', `${name}.json`), text);
+    const store = new FileLeaseStore(directory);
+    for (const name of Object.keys(notLocks)) {
+      assert.equal(await store.holderOf(name), undefined, name);
+      assert.deepEqual(await store.acquire(name, 'run', 30_000), { acquired: true }, name);
+      await store.release(name, 'run');
+    }
+    assert.deepEqual(readdirSync(join(directory, '.leases')), ['.guard']);
+  });
+
   it('take a lock of another machine (or process-id namespace) for live until it runs out, whatever its pid', async () => {
     const directory = temporaryDirectory('cpsync-leases-');
     mkdirSync(join(directory, '.leases'));

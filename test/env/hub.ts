@@ -71,7 +71,7 @@ export function clientCertificate(
   return { cert: readFileSync(`${base}.crt`, 'utf8'), key: readFileSync(`${base}.key`, 'utf8') };
 }
 
-function makePki(directory: string): { caCert: string; caKey: string } {
+function makePki(directory: string, address: string): { caCert: string; caKey: string } {
   const pki = join(directory, 'pki');
   mkdirSync(pki, { recursive: true });
   openssl(
@@ -106,7 +106,7 @@ function makePki(directory: string): { caCert: string; caKey: string } {
   );
   writeFileSync(
     join(pki, 'san.ext'),
-    'subjectAltName=IP:127.0.0.1,IP:127.0.0.2,DNS:localhost,DNS:kubernetes.default.svc\n',
+    `subjectAltName=IP:127.0.0.1,${address === '127.0.0.1' ? '' : `IP:${address},`}DNS:localhost,DNS:kubernetes.default.svc\n`,
   );
   openssl(
     [
@@ -326,10 +326,10 @@ export async function startHub(
   rmSync(directory, { recursive: true, force: true });
   mkdirSync(directory, { recursive: true });
   const binaries = ensureBinaries(log);
-  const { caCert, caKey } = makePki(directory);
+  const address = options.address ?? '127.0.0.1';
+  const { caCert, caKey } = makePki(directory, address);
   const [etcdPort, peerPort] = [await freePort(), await freePort()];
   const apiPort = options.port ?? (await freePort());
-  const address = options.address ?? '127.0.0.1';
 
   const etcdLog = join(directory, 'etcd.log');
   const etcd = spawn(

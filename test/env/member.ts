@@ -1,6 +1,7 @@
 /**
- * A member cluster for the consumer tests: a second real kube-apiserver (its own etcd and CA) on
- * 127.0.0.2:443 — the address every cloud's endpoint shape can name, AKS's `https://<fqdn>:443` too —
+ * A member cluster for the consumer tests: a second real kube-apiserver (its own etcd and CA) on port 443 of a
+ * loopback address of its own (127.x.y.z, chosen at random where 443 is free, so two test runs on one machine do
+ * not meet) — port 443 because every cloud's endpoint shape can name it, AKS's `https://<fqdn>:443` too —
  * that authenticates bearer tokens through a token webhook verifying them as the clouds do:
  *   EKS  `k8s-aws-v1.` tokens the way aws-iam-authenticator does: the presigned STS GetCallerIdentity
  *        URL must point at the local STS, be signed over `x-k8s-aws-id` = the member's cluster id (the
@@ -31,9 +32,8 @@ import type { RoleAssignmentJson } from './fakes/armServer.ts';
 import type { GkeClusterJson, IamPolicyJson } from './fakes/gkeServer.ts';
 import type { EksAccessEntries } from './eksAccessEntries.ts';
 import { startHub, stopHub } from './hub.ts';
-import { freePort, readBody, sendJson, serveOnLoopback } from './net.ts';
+import { freeLoopbackAddress, freePort, readBody, sendJson, serveOnLoopback } from './net.ts';
 
-const MEMBER_ADDRESS = '127.0.0.2';
 const CONSUMER_GROUP = 'cpsync:consumers';
 const AKS_SERVER_APPLICATION = '6dae42f8-4368-4678-94ff-3960e28e3630';
 const EKS_TOKEN_PREFIX = 'k8s-aws-v1.';
@@ -55,7 +55,7 @@ export interface MemberVerifiers {
 }
 
 export interface Member {
-  /** `https://127.0.0.2` (port 443). */
+  /** `https://127.x.y.z` (port 443). */
   server: string;
   /** The member's CA certificate, base64 (what a profile carries). */
   caData: string;
@@ -390,9 +390,11 @@ async function startMember(
     );
   }
   let hub;
+  let address;
   try {
+    address = await freeLoopbackAddress(443);
     hub = await startHub(directory, log, {
-      address: MEMBER_ADDRESS,
+      address,
       port: 443,
       crd: false,
       // The webhook first when it may deny: an outright denial stops the chain before RBAC.
@@ -431,7 +433,7 @@ async function startMember(
     },
   });
   return {
-    server: `https://${MEMBER_ADDRESS}`,
+    server: `https://${address}`,
     caData: readFileSync(hub.caCert).toString('base64'),
     kubeconfig: hub.kubeconfig,
     reviews,

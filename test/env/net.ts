@@ -17,6 +17,29 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Whether `port` of the loopback `address` can be bound right now (it is not another server's). */
+function bindable(address: string, port: number): Promise<boolean> {
+  return new Promise((answer) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', () => answer(false));
+    server.listen(port, address, () => server.close(() => answer(true)));
+  });
+}
+
+/**
+ * A loopback address of 127.0.0.0/8 other than 127.0.0.1 whose `port` is free right now, chosen at random, so
+ * that two test runs on one machine, each with a server on a fixed port (a member cluster on 443), do not meet.
+ */
+export async function freeLoopbackAddress(port: number): Promise<string> {
+  for (let tries = 0; tries < 20; tries++) {
+    const between = (low: number, high: number) => low + Math.floor(Math.random() * (high - low + 1));
+    const address = `127.${between(0, 255)}.${between(0, 255)}.${between(2, 254)}`;
+    if (await bindable(address, port)) return address;
+  }
+  throw new Error(`no loopback address has port ${port} free (tried 20 at random)`);
+}
+
 /** Resolves once `url` answers 2xx; rejects after `timeoutMs` or once `alive()` turns false. */
 export async function waitForHttp(
   url: string,

@@ -519,6 +519,7 @@ if (parts.has('scale')) {
   });
   const floor = await sdkCallFloor([defaults.scopeConcurrency, BENCH_CONCURRENCY * 2]);
   const beneath = await sdkCallFloor([defaults.scopeConcurrency, BENCH_CONCURRENCY * 2], 3000, 'signed');
+  const parts = await sdkCallFloor([defaults.scopeConcurrency, BENCH_CONCURRENCY * 2], 3000, 'parts');
   const eksShare = defaults.eksClusters / defaults.clusters;
   say('### The floor the AWS SDK sets');
   say('');
@@ -528,6 +529,10 @@ if (parts.has('scale')) {
   say('');
   say(
     `The same request beneath the SDK — signed by the SDK's own SigV4 signer and hash, sent on a kept-alive node:http agent, its JSON parsed, and nothing else (no middleware stack, retry strategy, endpoint rules or schema) — measured the same way: ${[...beneath].map(([concurrency, millis]) => `${millis.toFixed(2)} ms per call with ${concurrency} in flight`).join(', ')}. The SDK's request path costs ${(floor.get(defaults.scopeConcurrency)! - beneath.get(defaults.scopeConcurrency)!).toFixed(2)} ms per call on top at the default concurrency, ${(3 * (floor.get(defaults.scopeConcurrency)! - beneath.get(defaults.scopeConcurrency)!) * eksShare).toFixed(2)} ms per cluster of this estate in a full sync: what a request path of cpsync's own for the three EKS reads would take off, with its retries, throttling, errors and endpoints then cpsync's to keep.`,
+  );
+  say('');
+  say(
+    `Between the two, the SDK's own parts called in turn without its middleware stack — the client's protocol (serialisation, the answer's schema and error shapes), its SigV4 signer, its HTTP handler and its retry strategy's bookkeeping: ${[...parts].map(([concurrency, millis]) => `${millis.toFixed(2)} ms per call with ${concurrency} in flight`).join(', ')}. That is what a leaner path could take off while leaving the wire and the errors to the SDK: ${(floor.get(defaults.scopeConcurrency)! - parts.get(defaults.scopeConcurrency)!).toFixed(2)} ms per call, ${(3 * (floor.get(defaults.scopeConcurrency)! - parts.get(defaults.scopeConcurrency)!) * eksShare).toFixed(2)} ms per cluster of this estate in a full sync.`,
   );
   say('');
   // The mean size of what the bus received in the full sync stands for a change event's (summaries are smaller).

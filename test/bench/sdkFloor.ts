@@ -8,11 +8,16 @@
  * over a kept-alive node:http agent, its JSON parsed, nothing else (no middleware, retries, endpoint rules or
  * schema). cpsync does not send requests that way; the figure says what the SDK's request path costs on top.
  *
- * node test/bench/sdkFloor.ts child <endpoint> <concurrency> <calls> [sdk|signed]   (the measured process)
+ * Between the two (`parts`): the SDK's own parts called in turn without its middleware stack — the client's
+ * protocol (serialisation, the answer's schema and error shapes), its SigV4 signer, HTTP handler and retry
+ * strategy's bookkeeping: what a leaner path that still leaves those to the SDK could take off.
+ *
+ * node test/bench/sdkFloor.ts child <endpoint> <concurrency> <calls> [sdk|signed|parts]   (the measured process)
  */
 import { fork } from 'node:child_process';
 import { Agent, request } from 'node:http';
-import { DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
+import { DescribeCluster$, DescribeClusterCommand, EKSClient } from '@aws-sdk/client-eks';
+import { operation } from '@smithy/core/schema';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import pLimit from 'p-limit';
@@ -76,8 +81,43 @@ function signedOnly(endpoint: string): () => Promise<unknown> {
   };
 }
 
+/** The SDK's parts without its middleware stack: protocol, signer, handler and retry bookkeeping, in turn. */
+function sdkParts(endpoint: string): () => Promise<unknown> {
+  const client = awsClientFactory({ endpoint, credentials: CREDENTIALS }).eks('us-east-1');
+  const config = client.config as unknown as {
+    protocol: {
+      serializeRequest(op: unknown, input: object, context: object): Promise<HttpRequest>;
+      deserializeResponse(op: unknown, context: object, response: unknown): Promise<{ cluster?: unknown }>;
+    };
+    requestHandler: { handle(request: HttpRequest): Promise<{ response: unknown }> };
+    retryStrategy(): Promise<{
+      acquireInitialRetryToken(scope: string): Promise<unknown>;
+      recordSuccess(token: unknown): void;
+    }>;
+    sha256: ConstructorParameters<typeof SignatureV4>[0]['sha256'];
+  };
+  const [, namespace, name, traits, input, output] = DescribeCluster$;
+  const describe = operation(namespace, name, traits, input, output);
+  const signer = new SignatureV4({
+    service: 'eks',
+    region: 'us-east-1',
+    sha256: config.sha256,
+    credentials: CREDENTIALS,
+  });
+  return async () => {
+    const retry = await config.retryStrategy();
+    const token = await retry.acquireInitialRetryToken('');
+    const request = await config.protocol.serializeRequest(describe, { name: 'c0' }, config);
+    const { response } = await config.requestHandler.handle((await signer.sign(request)) as HttpRequest);
+    const answer = await config.protocol.deserializeResponse(describe, config, response);
+    retry.recordSuccess(token);
+    return answer.cluster;
+  };
+}
+
 async function child(endpoint: string, concurrency: number, calls: number, path: string): Promise<void> {
-  const call = path === 'signed' ? signedOnly(endpoint) : throughSdk(endpoint);
+  const call =
+    path === 'signed' ? signedOnly(endpoint) : path === 'parts' ? sdkParts(endpoint) : throughSdk(endpoint);
   const limit = pLimit(concurrency);
   const run = (n: number) => Promise.all(Array.from({ length: n }, () => limit(call)));
   const [first] = await run(1);
@@ -91,13 +131,13 @@ async function child(endpoint: string, concurrency: number, calls: number, path:
 }
 
 /**
- * CPU of the calling process per DescribeCluster, at each concurrency (calls in flight): through the SDK, or
- * (`signed`) signed and sent beneath it.
+ * CPU of the calling process per DescribeCluster, at each concurrency (calls in flight): through the SDK,
+ * (`signed`) signed and sent beneath it, or (`parts`) through the SDK's parts without its middleware stack.
  */
 export async function sdkCallFloor(
   concurrencies: readonly number[],
   calls = 3000,
-  path: 'sdk' | 'signed' = 'sdk',
+  path: 'sdk' | 'signed' | 'parts' = 'sdk',
 ): Promise<Map<number, number>> {
   const aws = await startFakeAws({ latencyMillis: 5, hubAccount: ACCOUNT });
   aws.clusters.set(`${ACCOUNT}/us-east-1`, [

@@ -34,16 +34,16 @@ function throughSdk(endpoint: string): () => Promise<unknown> {
   return () => client.send(new DescribeClusterCommand({ name: 'c0' })).then((r) => r.cluster);
 }
 
+/** A SigV4 signer for EKS in us-east-1 with the bench's credentials and `sha256`, the hash the SDK signs with. */
+function eksSigner(sha256: ConstructorParameters<typeof SignatureV4>[0]['sha256']): SignatureV4 {
+  return new SignatureV4({ service: 'eks', region: 'us-east-1', sha256, credentials: CREDENTIALS });
+}
+
 /** The same request beneath the SDK: signed by its SigV4 signer, sent on a kept-alive agent, parsed. */
 function signedOnly(endpoint: string): () => Promise<unknown> {
   const url = new URL(endpoint);
-  const signer = new SignatureV4({
-    service: 'eks',
-    region: 'us-east-1',
-    // The hash the SDK's EKS client signs with.
-    sha256: new EKSClient({ region: 'us-east-1' }).config.sha256,
-    credentials: CREDENTIALS,
-  });
+  // The hash the SDK's EKS client signs with.
+  const signer = eksSigner(new EKSClient({ region: 'us-east-1' }).config.sha256);
   const agent = new Agent({ keepAlive: true });
   return async () => {
     const signed = await signer.sign(
@@ -98,12 +98,7 @@ function sdkParts(endpoint: string): () => Promise<unknown> {
   };
   const [, namespace, name, traits, input, output] = DescribeCluster$;
   const describe = operation(namespace, name, traits, input, output);
-  const signer = new SignatureV4({
-    service: 'eks',
-    region: 'us-east-1',
-    sha256: config.sha256,
-    credentials: CREDENTIALS,
-  });
+  const signer = eksSigner(config.sha256);
   return async () => {
     const retry = await config.retryStrategy();
     const token = await retry.acquireInitialRetryToken('');

@@ -2,29 +2,24 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Server as TlsServer } from 'node:https';
 import { connect, createServer, type Socket } from 'node:net';
 
-/** A TCP port free on loopback right now. */
-export async function freePort(): Promise<number> {
+/** Binds `port` (0: any) of `address` and lets it go again: the port bound; rejects when it cannot be bound. */
+function bindOnce(port: number, address: string): Promise<number> {
   return new Promise((resolvePort, reject) => {
     const server = createServer();
     server.unref();
     server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
+    server.listen(port, address, () => {
+      const bound = server.address();
       server.close(() =>
-        typeof address === 'object' && address ? resolvePort(address.port) : reject(new Error('no port')),
+        typeof bound === 'object' && bound ? resolvePort(bound.port) : reject(new Error('no port')),
       );
     });
   });
 }
 
-/** Whether `port` of the loopback `address` can be bound right now (it is not another server's). */
-function bindable(address: string, port: number): Promise<boolean> {
-  return new Promise((answer) => {
-    const server = createServer();
-    server.unref();
-    server.on('error', () => answer(false));
-    server.listen(port, address, () => server.close(() => answer(true)));
-  });
+/** A TCP port free on loopback right now. */
+export function freePort(): Promise<number> {
+  return bindOnce(0, '127.0.0.1');
 }
 
 /**
@@ -32,10 +27,16 @@ function bindable(address: string, port: number): Promise<boolean> {
  * that two test runs on one machine, each with a server on a fixed port (a member cluster on 443), do not meet.
  */
 export async function freeLoopbackAddress(port: number): Promise<string> {
+  const between = (low: number, high: number) => low + Math.floor(Math.random() * (high - low + 1));
   for (let tries = 0; tries < 20; tries++) {
-    const between = (low: number, high: number) => low + Math.floor(Math.random() * (high - low + 1));
     const address = `127.${between(0, 255)}.${between(0, 255)}.${between(2, 254)}`;
-    if (await bindable(address, port)) return address;
+    if (
+      await bindOnce(port, address).then(
+        () => true,
+        () => false,
+      )
+    )
+      return address;
   }
   throw new Error(`no loopback address has port ${port} free (tried 20 at random)`);
 }

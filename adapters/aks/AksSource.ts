@@ -286,7 +286,7 @@ export class AksSource implements ClusterSource {
   ): ObservedCluster | undefined {
     // An operation in progress (a certificate rotation among them) may change the CA: asked at every listing.
     if (!this.#fetchesCa() || (cluster.provisioningState ?? '').toLowerCase() !== SETTLED) return undefined;
-    const answer = answers.usable(observed.providerId, controlPlaneDigest(cluster));
+    const answer = answers.usable(observed, controlPlaneDigest(cluster));
     return answer && isCaAnswer(answer) ? { ...observed, ...answer } : undefined;
   }
 

@@ -139,7 +139,7 @@ export class GraphListing {
         const shown = this.#arm.mapped(row, scope);
         const remembered =
           (row.provisioningState ?? '').toLowerCase() === SETTLED
-            ? answers.usable(shown.providerId, graphDigest(shown, this.#arm.readsCa))
+            ? answers.usable(shown, graphDigest(shown, this.#arm.readsCa))
             : undefined;
         if (remembered && isCaAnswer(remembered)) return this.#withRemembered(shown, remembered);
         return limit(async () => {

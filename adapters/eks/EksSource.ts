@@ -362,7 +362,7 @@ export class EksSource implements ClusterSource {
     const identity = { provider: 'eks' as const, account, region, providerId: cluster.arn! };
     const listed = clusterDigest(cluster);
     // A cluster an operation is changing is asked at every listing.
-    const remembered = cluster.status === 'ACTIVE' ? answers.usable(identity.providerId, listed) : undefined;
+    const remembered = cluster.status === 'ACTIVE' ? answers.usable(identity, listed) : undefined;
     const known = remembered && nodegroupsOf(remembered);
     if (known) return known;
     const askedAt = answers.askingNow();

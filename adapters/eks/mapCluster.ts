@@ -73,19 +73,21 @@ export function mapEksCluster(
   };
 }
 
+/** An EKS cluster's ARN: its partition, region, account and name. */
+const EKS_CLUSTER_ARN = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/(.+)$/;
+
 /** An EKS cluster's account, region and name, from its ARN (its provider id). */
 export function eksClusterOfArn(providerId: string): { account: string; region: string; name: string } {
-  const match = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/(.+)$/.exec(providerId);
+  const match = EKS_CLUSTER_ARN.exec(providerId);
   if (!match) throw new Error(`not an EKS cluster ARN: ${providerId}`);
   return { region: match[1]!, account: match[2]!, name: match[3]! };
 }
 
-/** Whether `providerId` is the ARN of the cluster `name` of `account` in `region` (compared case-insensitively). */
+/**
+ * Whether `providerId` is the ARN of the cluster `name` of `account` in `region`, exactly: EKS cluster names are
+ * case-sensitive (`prod` and `Prod` are two clusters of one account and region), as ARNs are.
+ */
 export function isEksClusterArn(providerId: string, account: string, region: string, name: string): boolean {
-  const id = providerId.toLowerCase();
-  return (
-    id.startsWith('arn:') &&
-    id.endsWith(`:${account}:cluster/${name.toLowerCase()}`) &&
-    id.includes(`:eks:${region.toLowerCase()}:`)
-  );
+  const match = EKS_CLUSTER_ARN.exec(providerId);
+  return match !== null && match[1] === region && match[2] === account && match[3] === name;
 }

@@ -325,6 +325,7 @@ export class CloudGrants implements AccessGrants {
       this.#options.manager,
       consumer.name,
       made,
+      Object.values(consumer.identities),
     );
     const role = KUBERNETES_CLUSTER_ROLES[consumer.level];
     const scoped = consumer.memberNamespaces;

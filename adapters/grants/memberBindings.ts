@@ -3,7 +3,9 @@
  * whole cluster), or a RoleBinding of that name in each namespace the consumer is given, of its identities
  * (`User` subjects) to the level's ClusterRole; labelled as cpsync's. An identity is added to or taken out of
  * cpsync's binding (one binding may hold several identities of the consumer: one per cloud); a binding
- * without cpsync's labels is never changed or deleted. Conflicts (another writer) are tried again.
+ * without cpsync's labels is never changed or deleted. Labels are anyone's to write, so what cpsync writes into a
+ * binding labelled as its own binds only the consumer's configured identities (`User` subjects): any other subject
+ * found there is left out, never carried to the level cpsync binds. Conflicts (another writer) are tried again.
  */
 import type { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import {
@@ -43,20 +45,26 @@ export class MemberBindings {
   readonly #manager: string;
   readonly #consumer: string;
   readonly #made: MadeByLook | undefined;
+  readonly #identities: ReadonlySet<string>;
 
-  /** `made`: a grant's look, told of every write that can give the identity access. */
+  /**
+   * `made`: a grant's look, told of every write that can give the identity access. `identities`: the consumer's
+   * identities in the configuration, the only subjects kept beside the one bound when cpsync writes a binding.
+   */
   constructor(
     rbac: RbacAuthorizationV1Api,
     options: ConfigurationOptions,
     manager: string,
     consumer: string,
     made?: MadeByLook,
+    identities: readonly string[] = [],
   ) {
     this.#rbac = rbac;
     this.#options = options;
     this.#manager = manager;
     this.#consumer = consumer;
     this.#made = made;
+    this.#identities = new Set(identities);
   }
 
   /** A write that gives access, told to the look. */
@@ -132,19 +140,25 @@ export class MemberBindings {
       const subjects = existing.subjects ?? [];
       const holds = subjects.some(isUser(identity));
       if (holds) this.#made?.found(); // cpsync's, already giving the identity access
+      // What cpsync writes binds the consumer's own identities only: the identity, and others of its configured
+      // ones already there. Whatever else a binding labelled as cpsync's holds is not carried into the write.
+      const kept = [
+        ...subjects.filter(
+          (s) =>
+            s.kind === 'User' &&
+            s.apiGroup === 'rbac.authorization.k8s.io' &&
+            s.name !== identity &&
+            this.#identities.has(s.name),
+        ),
+        subject,
+      ];
       if (existing.roleRef.name !== role) {
         // A binding's role cannot change: cpsync's own is made again for the new level, with its identities.
         await this.#delete(place, existing.metadata?.resourceVersion);
-        await this.#adding(() =>
-          this.#create(place, {
-            ...wanted,
-            subjects: [...subjects.filter((s) => !isUser(identity)(s)), subject],
-          }),
-        );
+        await this.#adding(() => this.#create(place, { ...wanted, subjects: kept }));
         return true;
       }
-      if (!holds)
-        await this.#adding(() => this.#replace(place, { ...existing, subjects: [...subjects, subject] }));
+      if (!holds) await this.#adding(() => this.#replace(place, { ...existing, subjects: kept }));
       return true;
     });
   }

@@ -11,6 +11,7 @@ import pLimit from 'p-limit';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { AnswerStore, RememberedAnswer } from '../../core/sync/ports.ts';
 import { documentClient } from './DynamoGrantLedger.ts';
+import { answerKey } from '../shared/rememberedAnswers.ts';
 import { isRememberedAnswer } from './FileAnswerStore.ts';
 
 /** The index of the table by provider and account, sorted by region. */
@@ -28,8 +29,9 @@ export interface DynamoAnswerStoreOptions {
 const WRITES_IN_FLIGHT = 16;
 
 const scopeKey = (scope: Pick<Scope, 'provider' | 'account'>) => `${scope.provider}/${scope.account}`;
+/** An item's key: its cluster's provider id as the cloud compares it (Azure's in any case, EKS's exactly). */
 const clusterKey = (record: Pick<RememberedAnswer, 'provider' | 'providerId'>) =>
-  `${record.provider}/${record.providerId.toLowerCase()}`;
+  `${record.provider}/${answerKey(record)}`;
 
 export class DynamoAnswerStore implements AnswerStore {
   readonly #table: string;
@@ -63,11 +65,13 @@ export class DynamoAnswerStore implements AnswerStore {
         } catch {
           record = undefined;
         }
-        // An item that is not a record is no record: the cloud is asked.
+        // An item that is not a record is no record: the cloud is asked. Nor is one under another key than its
+        // cluster's (an EKS id lower-cased by earlier versions, which two clusters named alike but for case shared).
         if (
           isRememberedAnswer(record) &&
           record.provider === scope.provider &&
-          record.account === scope.account
+          record.account === scope.account &&
+          item.cluster === clusterKey(record)
         )
           records.push(record);
       }

@@ -12,6 +12,7 @@ import { PROVIDERS } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { AnswerStore, RememberedAnswer } from '../../core/sync/ports.ts';
 import { replaceFile } from '../shared/files.ts';
+import { answerKey } from '../shared/rememberedAnswers.ts';
 
 type Removed = Pick<RememberedAnswer, 'provider' | 'account' | 'region' | 'providerId'>;
 
@@ -101,7 +102,7 @@ export class FileAnswerStore implements AnswerStore {
       return file;
     };
     for (const record of records) fileOf(record).put.push(record);
-    for (const record of removed) fileOf(record).drop.add(record.providerId.toLowerCase());
+    for (const record of removed) fileOf(record).drop.add(answerKey(record));
     await Promise.all(
       [...files].map(([path, change]) => {
         const previous = this.#writing.get(path) ?? Promise.resolve();
@@ -122,9 +123,9 @@ export class FileAnswerStore implements AnswerStore {
     put: readonly RememberedAnswer[],
     drop: ReadonlySet<string>,
   ): Promise<void> {
-    const stored = new Map(this.#load(path, scope).map((r) => [r.providerId.toLowerCase(), r]));
+    const stored = new Map(this.#load(path, scope).map((r) => [answerKey(r), r]));
     for (const record of put) {
-      const key = record.providerId.toLowerCase();
+      const key = answerKey(record);
       const held = stored.get(key);
       if (!held || held.askedAt <= record.askedAt) stored.set(key, record);
     }

@@ -7,6 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import { canonicalProviderId } from '../../core/domain/naming.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { AnswerStore, RememberedAnswer } from '../../core/sync/ports.ts';
 
@@ -37,6 +38,10 @@ export interface AnswerMemory {
 
 type Identity = Pick<RememberedAnswer, 'provider' | 'account' | 'region' | 'providerId'>;
 
+/** Which cluster a record is of: its provider id as the cloud compares it (Azure's in any case, EKS's exactly). */
+export const answerKey = (identity: Pick<RememberedAnswer, 'provider' | 'providerId'>) =>
+  canonicalProviderId(identity);
+
 /** The remembered answers of one listing, and the answers it gathered. */
 export class ScopeAnswers {
   readonly #memory: AnswerMemory;
@@ -50,7 +55,7 @@ export class ScopeAnswers {
   private constructor(memory: AnswerMemory, held: readonly RememberedAnswer[], blind = false) {
     this.#memory = memory;
     this.#blind = blind;
-    for (const record of held) this.#held.set(record.providerId.toLowerCase(), record);
+    for (const record of held) this.#held.set(answerKey(record), record);
   }
 
   /** The records of `scope` (none without a store, or when it cannot be read). */
@@ -78,14 +83,16 @@ export class ScopeAnswers {
    * The remembered answer of a cluster the listing shows as `listed`, when it was asked while the listing
    * showed the same and is younger than its age limit; undefined (ask the cloud) otherwise.
    */
-  usable(providerId: string, listed: string): Record<string, unknown> | undefined {
-    const key = providerId.toLowerCase();
+  usable(
+    identity: Pick<Identity, 'provider' | 'providerId'>,
+    listed: string,
+  ): Record<string, unknown> | undefined {
+    const key = answerKey(identity);
     this.#seen.add(key);
     const record = this.#held.get(key);
     if (!record || record.listed !== listed) return undefined;
     const age = this.#now() - record.askedAt;
-    if (age < -FUTURE_SKEW_MILLIS || age >= ageLimitOf(providerId, this.#memory.maxAgeMillis))
-      return undefined;
+    if (age < -FUTURE_SKEW_MILLIS || age >= ageLimitOf(key, this.#memory.maxAgeMillis)) return undefined;
     return record.answer;
   }
 
@@ -96,15 +103,16 @@ export class ScopeAnswers {
     askedAt: number,
     answer: Record<string, unknown>,
   ): void {
-    this.#seen.add(identity.providerId.toLowerCase());
+    this.#seen.add(answerKey(identity));
     if (!this.#memory.store || this.#memory.maxAgeMillis <= 0) return;
     this.#fresh.push({ ...identity, listed, askedAt, answer });
   }
 
   /** The cloud did not answer for a cluster: what was remembered of it goes, so the next listing asks. */
   forget(identity: Identity): void {
-    this.#seen.add(identity.providerId.toLowerCase());
-    if (this.#blind || this.#held.has(identity.providerId.toLowerCase())) this.#forgotten.push(identity);
+    const key = answerKey(identity);
+    this.#seen.add(key);
+    if (this.#blind || this.#held.has(key)) this.#forgotten.push(identity);
   }
 
   /**
@@ -117,7 +125,7 @@ export class ScopeAnswers {
     const covered = (region: string) =>
       complete === 'all' || (complete !== 'none' && complete.regions.includes(region));
     const gone = [...this.#held.values()].filter(
-      (record) => !this.#seen.has(record.providerId.toLowerCase()) && covered(record.region),
+      (record) => !this.#seen.has(answerKey(record)) && covered(record.region),
     );
     const removed = [...this.#forgotten, ...gone];
     if (this.#fresh.length === 0 && removed.length === 0) return;

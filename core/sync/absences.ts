@@ -2,6 +2,7 @@
 import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../domain/model/observedCluster.ts';
+import { canonicalProviderId } from '../domain/naming.ts';
 import type { AbsenceAnswer, ScopeListing } from './ports.ts';
 
 /**
@@ -15,13 +16,16 @@ export async function confirmAbsences(
   current: readonly ClusterProfile[],
   signal?: AbortSignal,
 ): Promise<{ listing: ScopeListing; present: ObservedCluster[]; gone: string[] }> {
-  const shown = new Set(listing.clusters.map((c) => c.providerId.toLowerCase()));
+  // Ids compared as the cloud compares them: Azure's in any case, EKS ARNs and GKE self links exactly.
+  const { provider } = listing.outcome.scope;
+  const key = (providerId: string) => canonicalProviderId({ provider, providerId });
+  const shown = new Set(listing.clusters.map((c) => key(c.providerId)));
   const absent = [
     ...new Set(
       current
         .filter((p) => p.metadata.deletionTimestamp === undefined)
         .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
-        .filter((id) => id !== '' && !shown.has(id.toLowerCase())),
+        .filter((id) => id !== '' && !shown.has(key(id))),
     ),
   ].sort();
   if (absent.length === 0) return { listing, present: [], gone: [] };
@@ -32,13 +36,10 @@ export async function confirmAbsences(
     answer = { present: [], gone: [], unknown: absent };
   }
   const asked = new Set(absent);
-  const present = answer.present.filter((c) => !shown.has(c.providerId.toLowerCase()));
+  const present = answer.present.filter((c) => !shown.has(key(c.providerId)));
   const gone = answer.gone.filter((id) => asked.has(id));
-  const answered = new Set([
-    ...present.map((c) => c.providerId.toLowerCase()),
-    ...gone.map((id) => id.toLowerCase()),
-  ]);
-  const unknown = absent.filter((id) => !answered.has(id.toLowerCase()));
+  const answered = new Set([...present.map((c) => key(c.providerId)), ...gone.map(key)]);
+  const unknown = absent.filter((id) => !answered.has(key(id)));
   return {
     listing: {
       outcome:

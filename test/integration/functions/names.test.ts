@@ -105,6 +105,41 @@ describe('names no one can take, through the functions: a cloud event, the webho
   const announced = (events: ReceivedEvent[]) =>
     events.map((e) => [e['detail-type'], (e.detail.cluster as { providerId: string }).providerId]);
 
+  /** A chase of `ref` started in `state`, and its first look taken by the follow-up function as SQS delivers it. */
+  const followUpLook = async (
+    s: Awaited<ReturnType<typeof scene>>,
+    ref: ClusterRef,
+    state: string,
+    messageId: string,
+  ) => {
+    const chases = makeChases(s.deps.config.follow, { queueUrl: followQueue, table: CHASES });
+    const followUp = makeFollowUp(s.getDeps, () => chases);
+    await chases.start(ref, state);
+    const documents = DynamoDBDocumentClient.from(
+      new DynamoDBClient({
+        endpoint: emulators.moto.endpoint,
+        region: 'us-east-1',
+        credentials: HUB_CREDENTIALS,
+      }),
+    );
+    const item = (
+      await documents.send(new GetCommand({ TableName: CHASES, Key: { cluster: clusterKey(ref) } }))
+    ).Item as { chaseId: string; startedAt: number };
+    const message: LookMessage = {
+      chaseId: item.chaseId,
+      attempt: 1,
+      ref,
+      state,
+      startedAt: item.startedAt,
+      delaySeconds: 1,
+    };
+    const answer = await followUp(
+      { Records: [sqsRecord(messageId, JSON.stringify(message))] } as never,
+      context,
+    );
+    assert.deepEqual(answer, { batchItemFailures: [] });
+  };
+
   before(async () => {
     Object.assign(process.env, {
       AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
@@ -195,6 +230,73 @@ describe('names no one can take, through the functions: a cloud event, the webho
       await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'payments' }]);
     });
 
+  // EKS cluster names are case-sensitive: `orders` and `Orders` are two clusters of one account and region.
+  for (const [gone, entry] of [
+    ['Orders', 'its DeleteCluster event'],
+    ['orders', 'its DeleteCluster event'],
+    ['Orders', 'a follow-up look'],
+    ['orders', 'a follow-up look'],
+  ] as const)
+    it(`deletes only ${gone}'s profile when ${gone} is deleted beside a cluster named alike but for case, through ${entry}`, async () => {
+      const s = await scene();
+      const handler = makeEksEventHandler(s.getDeps);
+      const region = 'us-east-1';
+      const arn = (name: string) => `arn:aws:eks:${region}:${EKS_ACCOUNT}:cluster/${name}`;
+      const kept = gone === 'Orders' ? 'orders' : 'Orders';
+      await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, region, [
+        { name: 'orders' },
+        { name: 'Orders' },
+      ]);
+      try {
+        for (const name of ['orders', 'Orders']) {
+          const made = await handler(
+            cloudTrailEvent('CreateCluster', EKS_ACCOUNT, region, { name }) as never,
+            context,
+          );
+          assert.equal(made.result, 'created', name);
+        }
+        const before = (await s.of(arn(kept)))!;
+        assert.ok(await s.of(arn(gone)), `${gone} has a profile`);
+        await s.changes();
+
+        const eks = new EKSClient({
+          endpoint: emulators.moto.endpoint,
+          region,
+          credentials: await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT),
+        });
+        await eks.send(new DeleteClusterCommand({ name: gone }));
+        eks.destroy();
+        if (entry === 'its DeleteCluster event') {
+          const answer = await handler(
+            cloudTrailEvent('DeleteCluster', EKS_ACCOUNT, region, { name: gone }) as never,
+            context,
+          );
+          assert.equal(answer.result, 'deleted');
+        } else {
+          const ref: ClusterRef = { scope: { provider: 'eks', account: EKS_ACCOUNT, region }, name: gone };
+          await followUpLook(s, ref, 'EKS DELETING', `look-${gone}-${scenes}`);
+          await drainQueue(followQueue);
+        }
+        assert.equal(await s.of(arn(gone)), undefined, `${gone}'s profile is gone`);
+        assert.equal(
+          (await s.of(arn(kept)))?.metadata.resourceVersion,
+          before.metadata.resourceVersion,
+          `${kept}'s profile is there, not written`,
+        );
+        assert.deepEqual(announced(await s.changes()), [['ClusterProfile Deleted', arn(gone)]]);
+      } finally {
+        // Back as the estate made it, for the cases after this one: neither there.
+        const eks = new EKSClient({
+          endpoint: emulators.moto.endpoint,
+          region,
+          credentials: await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT),
+        });
+        for (const name of ['orders', 'Orders'])
+          await eks.send(new DeleteClusterCommand({ name })).catch(() => undefined);
+        eks.destroy();
+      }
+    });
+
   for (const order of ['the incumbent listed first', 'the newcomer listed first'] as const)
     it(`keeps the incumbent's name when an Event Grid delivery names a newcomer of the same subscription, ${order}`, async () => {
       const s = await scene();
@@ -247,42 +349,16 @@ describe('names no one can take, through the functions: a cloud event, the webho
   for (const order of ['the incumbent listed first', 'the newcomer listed first'] as const)
     it(`keeps the incumbent's name when a follow-up look finds a newcomer of the same project ready, ${order}`, async () => {
       const s = await scene();
-      const chases = makeChases(s.deps.config.follow, { queueUrl: followQueue, table: CHASES });
-      const followUp = makeFollowUp(s.getDeps, () => chases);
       const selfLink = (location: string) =>
         `https://container.googleapis.com/v1/projects/${GCP_PROJECT}/locations/${location}/clusters/analytics`;
       // The incumbent, from a first look at it.
-      const look = async (location: string, messageId: string) => {
-        const ref: ClusterRef = {
-          scope: { provider: 'gke', account: GCP_PROJECT, region: '*' },
-          name: 'analytics',
-          location,
-        };
-        await chases.start(ref, 'GKE PROVISIONING');
-        const documents = DynamoDBDocumentClient.from(
-          new DynamoDBClient({
-            endpoint: emulators.moto.endpoint,
-            region: 'us-east-1',
-            credentials: HUB_CREDENTIALS,
-          }),
+      const look = (location: string, messageId: string) =>
+        followUpLook(
+          s,
+          { scope: { provider: 'gke', account: GCP_PROJECT, region: '*' }, name: 'analytics', location },
+          'GKE PROVISIONING',
+          messageId,
         );
-        const item = (
-          await documents.send(new GetCommand({ TableName: CHASES, Key: { cluster: clusterKey(ref) } }))
-        ).Item as { chaseId: string; startedAt: number };
-        const message: LookMessage = {
-          chaseId: item.chaseId,
-          attempt: 1,
-          ref: { scope: ref.scope, name: ref.name, location },
-          state: 'GKE PROVISIONING',
-          startedAt: item.startedAt,
-          delaySeconds: 1,
-        };
-        const answer = await followUp(
-          { Records: [sqsRecord(messageId, JSON.stringify(message))] } as never,
-          context,
-        );
-        assert.deepEqual(answer, { batchItemFailures: [] });
-      };
       const incumbentCluster = gkeCluster('analytics', 'europe-west1');
       emulators.gke.clusters.set(GCP_PROJECT, [incumbentCluster]);
       await look('europe-west1', `look-a-${scenes}`);

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { isAksResourceId, mapAksCluster, resourceGroupOf } from '../../../adapters/aks/mapCluster.ts';
 import { isEksClusterArn, mapEksCluster } from '../../../adapters/eks/mapCluster.ts';
 import { isGkeSelfLink, mapGkeCluster } from '../../../adapters/gke/mapCluster.ts';
@@ -290,8 +291,18 @@ describe('provider-id matchers (what a cloud event names, against the profiles c
   const rows: Array<[string, boolean, boolean]> = [
     ['EKS: the same ARN', isEksClusterArn(ARN, '111122223333', 'eu-west-1', 'payments'), true],
     [
+      'EKS: a cluster named alike but for case (EKS names are case-sensitive: another cluster)',
+      isEksClusterArn(ARN, '111122223333', 'eu-west-1', 'Payments'),
+      false,
+    ],
+    [
       'EKS: the ARN in another case',
-      isEksClusterArn(ARN.toUpperCase(), '111122223333', 'EU-WEST-1', 'Payments'),
+      isEksClusterArn(ARN.toUpperCase(), '111122223333', 'EU-WEST-1', 'PAYMENTS'),
+      false,
+    ],
+    [
+      'EKS: the same ARN in another partition',
+      isEksClusterArn(ARN.replace('arn:aws:', 'arn:aws-cn:'), '111122223333', 'eu-west-1', 'payments'),
       true,
     ],
     [
@@ -357,4 +368,40 @@ describe('provider-id matchers (what a cloud event names, against the profiles c
     ],
   ];
   for (const [name, actual, expected] of rows) it(name, () => assert.equal(actual, expected));
+
+  it("EKS: an ARN names a cluster only when its account, region and name are that cluster's exactly, whatever the spelling (property)", () => {
+    const name = fc.stringMatching(/^[0-9A-Za-z][A-Za-z0-9_-]{0,20}$/);
+    const account = fc.stringMatching(/^\d{12}$/);
+    const region = fc.constantFrom('us-east-1', 'eu-west-1', 'ap-southeast-2');
+    /** The same text with some letters' case flipped (every flip a name EKS may hold beside the first). */
+    const respelled = (text: string, flips: boolean[]) =>
+      [...text]
+        .map((c, i) =>
+          flips[i % flips.length] ? (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase()) : c,
+        )
+        .join('');
+    fc.assert(
+      fc.property(
+        fc.record({ name, account, region, partition: fc.constantFrom('aws', 'aws-cn', 'aws-us-gov') }),
+        fc.record({ name, account, region }),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }),
+        fc.constantFrom('own', 'respelled', 'other'),
+        (cluster, other, flips, kind) => {
+          const arn = `arn:${cluster.partition}:eks:${cluster.region}:${cluster.account}:cluster/${cluster.name}`;
+          const asked =
+            kind === 'own'
+              ? cluster
+              : kind === 'respelled'
+                ? { ...cluster, name: respelled(cluster.name, flips) }
+                : other;
+          const same =
+            asked.name === cluster.name &&
+            asked.account === cluster.account &&
+            asked.region === cluster.region;
+          assert.equal(isEksClusterArn(arn, asked.account, asked.region, asked.name), same);
+        },
+      ),
+      { numRuns: 500 },
+    );
+  });
 });

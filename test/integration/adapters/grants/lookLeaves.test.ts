@@ -59,7 +59,13 @@ import { inventoryOptions } from '../../../support/settings.ts';
 const PROJECT = 'acme-looks';
 const LEVELS: AccessLevel[] = ['view', 'edit', 'admin'];
 /** What a place on the member holds before the look, under the consumer's binding name. */
-type Planted = 'none' | 'ours' | 'oursOtherLevel' | 'oursOtherIdentity' | 'foreign';
+type Planted = 'none' | 'ours' | 'oursOtherLevel' | 'oursOtherIdentity' | 'foreign' | 'forgedWithStrangers';
+/** Subjects someone else put in a binding labelled as cpsync's ('forgedWithStrangers', at another level). */
+const STRANGERS = [
+  { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' },
+  { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'stranger@example.com' },
+  { kind: 'ServiceAccount', name: 'default', namespace: 'default' },
+];
 type Fault =
   | { status: 400 | 401 | 403 | 404 | 409 | 422 | 500 | 503 }
   | { drop: true }
@@ -206,6 +212,32 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     return places;
   }
 
+  /**
+   * Every subject other than `identity` bound by the consumer's binding name, with its role and place, as the
+   * member says: what no look may add to (cpsync binds the consumer's identities only).
+   */
+  async function othersBound(consumer: string, identity: string): Promise<Set<string>> {
+    const name = bindingName(consumer);
+    const bound = new Set<string>();
+    for (const place of ['', namespaces.a, namespaces.b]) {
+      let binding: V1ClusterRoleBinding | V1RoleBinding;
+      try {
+        binding = place
+          ? await rbac.readNamespacedRoleBinding({ name, namespace: place })
+          : await rbac.readClusterRoleBinding({ name });
+      } catch (error) {
+        if (notFound(error)) continue;
+        throw error;
+      }
+      for (const s of binding.subjects ?? [])
+        if (!(s.kind === 'User' && s.name === identity))
+          bound.add(
+            `${place || '(cluster)'}: ${s.kind} ${s.namespace ?? ''}/${s.name} as ${binding.roleRef.name}`,
+          );
+    }
+    return bound;
+  }
+
   async function plant(place: string, what: Planted, consumer: string, identity: string, level: AccessLevel) {
     if (what === 'none') return;
     const other = LEVELS.find((l) => l !== level)!;
@@ -220,15 +252,18 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       roleRef: {
         apiGroup: 'rbac.authorization.k8s.io',
         kind: 'ClusterRole',
-        name: what === 'oursOtherLevel' ? other : level,
+        name: what === 'oursOtherLevel' || what === 'forgedWithStrangers' ? other : level,
       },
-      subjects: [
-        {
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'User',
-          name: what === 'oursOtherIdentity' ? `someone-else-${consumer}` : identity,
-        },
-      ],
+      subjects:
+        what === 'forgedWithStrangers'
+          ? STRANGERS
+          : [
+              {
+                apiGroup: 'rbac.authorization.k8s.io',
+                kind: 'User',
+                name: what === 'oursOtherIdentity' ? `someone-else-${consumer}` : identity,
+              },
+            ],
     };
     if (place) await rbac.createNamespacedRoleBinding({ namespace: place, body });
     else await rbac.createClusterRoleBinding({ body });
@@ -324,6 +359,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     const [plan] = planGrants([profile], records, [consumer]);
     assert.ok(plan?.ready, 'the cluster is ready for grants');
     const before = await holding(consumerName, identity);
+    const othersBefore = await othersBound(consumerName, identity);
     const ahead = recordBefore(plan);
     const fault = given.fault;
     proxy.requests = [];
@@ -343,6 +379,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     }
     const recorded = recordAfter(plan, { results: new Map([[consumerName, result]]), revoked: [] }, ahead);
     const left = await holding(consumerName, identity);
+    const othersAfter = await othersBound(consumerName, identity);
     const named = recorded.grants.find((g) => g.consumer === consumerName && g.identity === identity);
     const googleFaultTaken = given.googleFault !== undefined && gke.iamFaults.length === 0;
     const armFaultTaken = given.armFault !== undefined && arm.assignmentFaults.length === 0;
@@ -354,6 +391,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       identity,
       before,
       left,
+      othersBefore,
+      othersAfter,
       inProject: projectHolds(identity),
       inAzure: [...arm.roleAssignments.values()].some((a) => a.properties.principalId === identity),
       armFaultTaken,
@@ -387,6 +426,9 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     // No assignment held the identity before the look (a new one each look): one now, the look made it.
     if (inAzure) assert.ok(named, `the look left a role assignment of the identity, unnamed: ${why}`);
     if (result.untouched) assert.equal(inAzure, false, `a look that says it left nothing: ${why}`);
+    // Whatever the binding held, the look bound no one else, to no role they did not have there.
+    const added = [...outcome.othersAfter].filter((bound) => !outcome.othersBefore.has(bound));
+    assert.deepEqual(added, [], `the look bound someone other than the consumer's identity: ${why}`);
   }
 
   /** Whether the project's policy, as Google keeps it, binds `identity` to anything. */
@@ -405,6 +447,24 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     planted: cluster,
     ledger: 'none',
   };
+
+  it("binds no one but the consumer's identity when a binding labelled as cpsync's holds strangers at another level", async () => {
+    for (const level of ['admin', 'view'] as const)
+      for (const place of ['cluster', 'a'] as const) {
+        const given: Look = {
+          ...gkeLook,
+          level,
+          ...(place === 'a' ? { scope: ['a' as const] } : {}),
+          planted: { ...cluster, [place]: 'forgedWithStrangers' },
+        };
+        const outcome = await look(given);
+        assert.equal(outcome.result.held, outcome.identity, JSON.stringify(outcome.result));
+        assert.deepEqual([...outcome.left], [place === 'a' ? namespaces.a : ''], 'the identity is bound');
+        assert.ok(outcome.othersBefore.size === STRANGERS.length, 'the strangers were planted');
+        assert.deepEqual([...outcome.othersAfter], [], 'the strangers are not carried to the new level');
+        assertNamed(given, outcome);
+      }
+  });
 
   it('names the binding it made when the member refuses every connection after making it', async () => {
     const outcome = await look(gkeLook, (r) =>
@@ -561,6 +621,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     'oursOtherLevel',
     'oursOtherIdentity',
     'foreign',
+    'forgedWithStrangers',
   );
 
   /**

@@ -84,6 +84,18 @@ function behaves(
     assert.deepEqual(await store.read(scope), []);
   });
 
+  it(`${name}: keeps two EKS clusters named alike but for case apart (EKS names are case-sensitive)`, async () => {
+    const { store } = await make();
+    const lower = eks('ap-northeast-1', 'orders', 1_000);
+    const upper = { ...eks('ap-northeast-1', 'Orders', 2_000), answer: { nodegroups: [] } };
+    await store.write([lower, upper]);
+    const read = () => store.read({ provider: 'eks', account: ACCOUNT, region: 'ap-northeast-1' });
+    assert.deepEqual(ids(await read()), ids([lower, upper]));
+    assert.deepEqual((await read()).find((r) => r.providerId === lower.providerId)?.answer, lower.answer);
+    await store.write([], [upper]);
+    assert.deepEqual(await read(), [lower]);
+  });
+
   it(`${name}: reads what is not a record as no record, and the others`, async () => {
     const { store, junk } = await make();
     const payments = eks('us-west-2', 'payments');

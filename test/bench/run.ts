@@ -465,7 +465,7 @@ say(
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,aks-graph,hub-requests,file-hub-writes,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
+    "Options: `--only cold-start,report,estate,usable,scale,aks-graph,hub-requests,file-hub-writes,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
   ].join('\n'),
 );
 say('');
@@ -473,6 +473,31 @@ say(
   `Produced by \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\` on ${new Date().toISOString().slice(0, 10)} (${process.platform}/${process.arch}, Node ${process.versions.node}, ${(await import('node:os')).cpus().length} cores).`,
 );
 say('');
+/**
+ * CPSYNC_BENCH_STEADY_VARIANTS='["", "--heap-growing-percent=100"]' (and CPSYNC_BENCH_STEADY_ROUNDS, 3 by default):
+ * after the defaults' steady-state re-sync, more of them with each set of Node flags taking turns.
+ */
+function steadyVariantsFrom(env: NodeJS.ProcessEnv): { flags: string[]; rounds: number } | undefined {
+  const given = env.CPSYNC_BENCH_STEADY_VARIANTS;
+  if (!given) return undefined;
+  let flags: unknown;
+  try {
+    flags = JSON.parse(given);
+  } catch {
+    flags = undefined;
+  }
+  if (!Array.isArray(flags) || flags.length === 0 || !flags.every((f) => typeof f === 'string'))
+    throw new Error(
+      `CPSYNC_BENCH_STEADY_VARIANTS must be a JSON array of strings of Node flags (e.g. ["", "--max-opt=2"]); it is ${given}`,
+    );
+  const rounds = Number(env.CPSYNC_BENCH_STEADY_ROUNDS ?? 3);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error(
+      `CPSYNC_BENCH_STEADY_ROUNDS must be a whole number of at least 1; it is ${env.CPSYNC_BENCH_STEADY_ROUNDS}`,
+    );
+  return { flags: flags as string[], rounds };
+}
+const steadyVariants = steadyVariantsFrom(process.env);
 // The sync runs measure the `cpsync` command as installed: the bundle, built now from these sources.
 if (parts.has('scale') || parts.has('curve'))
   execFileSync(process.execPath, [join(ROOT, 'infra', 'build-cli.ts')], {
@@ -511,7 +536,11 @@ const scaleRun = (options: Partial<Parameters<typeof fullSyncAtScale>[0]>) =>
 if (parts.has('scale')) {
   if (!flags['file-hub'])
     await scaleRun({ fileHub: false, changed: true, title: 'the real hub, what it counted' });
-  const defaults = await scaleRun({ fileHub: true, title: "the configuration's defaults" });
+  const defaults = await scaleRun({
+    fileHub: true,
+    title: "the configuration's defaults",
+    ...(steadyVariants ? { steadyVariants } : {}),
+  });
   await scaleRun({
     fileHub: true,
     scopeConcurrency: BENCH_CONCURRENCY,

@@ -47,6 +47,12 @@ export interface ScaleOptions {
   title?: string;
   /** `providers.aks.listing`. @default the configuration's */
   aksListing?: 'arm' | 'resourceGraph';
+  /**
+   * After the steady-state re-sync, more of them, `rounds` times, each round with each set of Node flags in turn
+   * (`''`: none) for the measured process: the same estate and inventory, so that variants are compared within
+   * one run and one hour of this machine's speed.
+   */
+  steadyVariants?: { flags: readonly string[]; rounds: number };
   say: (line?: string) => void;
 }
 
@@ -232,6 +238,7 @@ async function runCli(
   configPath: string,
   env: Record<string, string>,
   hubPids: number[],
+  nodeFlags = process.env.CPSYNC_BENCH_NODE_FLAGS ?? '',
 ): Promise<RunResult> {
   const hubCpu = () => hubPids.reduce((sum, pid) => sum + processCpuMillis(pid), 0);
   const hubCpuBefore = hubCpu();
@@ -240,7 +247,7 @@ async function runCli(
     process.execPath,
     [
       // Extra Node flags for the measured process, e.g. CPSYNC_BENCH_NODE_FLAGS=--max-old-space-size=256.
-      ...(process.env.CPSYNC_BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+      ...nodeFlags.split(' ').filter(Boolean),
       '--import',
       join(ROOT, 'test/bench/peakRss.ts'),
       CLI,
@@ -437,13 +444,13 @@ export async function fullSyncAtScale(options: ScaleOptions) {
         arm.requests.slice(mark.arm),
       );
     /** One `cpsync sync`, with what the hub, the bus and the clouds saw of it and the scope durations its summaries report. */
-    const sync = async () => {
+    const sync = async (nodeFlags?: string) => {
       const eventsBefore = aws.events;
       const bytesBefore = aws.detailBytes;
       aws.scopeSummaries.splice(0);
       const before = await hubCounts();
       const mark = providerMark();
-      const run = await runCli(configPath, env, hubPids);
+      const run = await runCli(configPath, env, hubPids, nodeFlags);
       return {
         run,
         hub: await counted(before),
@@ -582,6 +589,7 @@ export async function fullSyncAtScale(options: ScaleOptions) {
         )}; GKE ${full.providers.gke + full.providers.tokens.gke}, ARM ${full.providers.aks + full.providers.tokens.arm}); peak calls in flight at the AWS server: ${aws.peakInFlight}; EKS calls went on from ${sec(eksStart - fullStarted)} after the start for ${sec(eksEnd - eksStart)}, ${eksBusy.toFixed(1)} in flight on average (the limit is ${limits.eksOverall}); the local servers used ${sec((ownCpu.user + ownCpu.system) / 1000)} of CPU during the full sync (${cpus().length} cores in all).`,
     );
     say('');
+    if (options.steadyVariants) await compareSteadyVariants(options.steadyVariants, sync, total, say);
     return {
       clusters: total,
       eksClusters: eksScopes * shape.clustersPerEksScope,
@@ -597,4 +605,29 @@ export async function fullSyncAtScale(options: ScaleOptions) {
     await Promise.allSettled([aws.stop(), gke.stop(), arm.stop()]);
     if (hub) await stopHub(hub.directory);
   }
+}
+
+/** Steady-state re-syncs with each set of Node flags taking turns, a line per set: CPU, V8 workers, peak RSS. */
+async function compareSteadyVariants(
+  variants: NonNullable<ScaleOptions['steadyVariants']>,
+  sync: (nodeFlags?: string) => Promise<{ run: RunResult }>,
+  clusters: number,
+  say: (line?: string) => void,
+): Promise<void> {
+  const runs = new Map<string, RunResult[]>(variants.flags.map((flags) => [flags, []]));
+  for (let round = 0; round < variants.rounds; round++)
+    for (const flags of variants.flags) runs.get(flags)!.push((await sync(flags)).run);
+  const each = (results: RunResult[], value: (run: RunResult) => number, digits = 2) =>
+    results.map((run) => value(run).toFixed(digits)).join(', ');
+  say(
+    `Steady-state re-syncs taking turns, ${variants.rounds} round(s) (\`CPSYNC_BENCH_STEADY_VARIANTS\`), each figure one run:`,
+  );
+  say('');
+  say('| Node flags of the cpsync process | CPU per cluster | of which V8 workers | peak RSS |');
+  say('| --- | --- | --- | --- |');
+  for (const [flags, results] of runs)
+    say(
+      `| ${flags ? `\`${flags}\`` : 'none (as installed)'} | ${each(results, (run) => run.cpuMillis / clusters)} ms | ${each(results, (run) => (run.threadCpuMillis.v8 ?? 0) / clusters)} ms | ${each(results, (run) => run.peakRssBytes / 2 ** 20, 0)} MB |`,
+    );
+  say('');
 }

@@ -115,9 +115,15 @@ export interface GrantsInput {
   confirmedGone?: ReadonlySet<string>;
   /**
    * Profiles of listed clusters that this run writes nowhere (every name they may have is held by something
-   * else): no consumer is granted on them, and what cpsync holds there is taken back.
+   * else): no consumer is granted on them; what cpsync holds there stays while the configuration wants it.
    */
   unwritten?: readonly ClusterProfile[];
+  /**
+   * Every profile of the listed clusters where the configuration routes them, names aside (asked only when
+   * grants are planned): the consumers the configuration wants on each cluster, whether or not the hub lets
+   * cpsync write all of its profiles. Unset: the desired and unwritten profiles.
+   */
+  routed?: () => readonly ClusterProfile[];
   /** Whether the plan writes a profile (one being deleted by another controller's finalizer is not). */
   writable?: (profile: ClusterProfile) => boolean;
   /**
@@ -288,17 +294,34 @@ export async function withGrants(
   const byKey = new Map(scoped.map((r) => [ledgerKey(r), r]));
   const writable = input.writable ?? (() => true);
   const written = desired.filter(writable);
-  // Listed clusters this run writes nowhere (or only where no one reads): nothing wanted, everything held taken back.
+  const configured = on && input.ledger ? consumers : [];
+  // Listed clusters this run writes nowhere (every name held by something else) or only into profiles someone is
+  // deleting: nothing is granted where cpsync writes no profile.
   const shadows = [
     ...(input.unwritten ?? []),
     ...desired.filter((p) => !writable(p) && !written.some((w) => providerIdOf(w) === providerIdOf(p))),
   ];
+  // But what keeps a profile from being written is the hub's state, and the hub never decides what cpsync takes
+  // back: a grant the configuration still wants on a cluster, wherever it routes it, on the same terms, stays.
+  const wantedAnywhere = new Map(
+    planGrants(input.routed?.() ?? [...desired, ...(input.unwritten ?? [])], byKey, configured).map(
+      (plan) => [plan.providerId, plan.wanted],
+    ),
+  );
+  const holding = (plan: ClusterGrantPlan): ClusterGrantPlan => {
+    const wanted = wantedAnywhere.get(plan.providerId) ?? [];
+    const stillWanted = (grant: HeldGrant) => {
+      const consumer = wanted.find((c) => c.name === grant.consumer);
+      return consumer?.identities[plan.provider] === grant.identity && sameTerms(grant, consumer);
+    };
+    return { ...plan, revoke: plan.revoke.filter((grant) => !stillWanted(grant)) };
+  };
   const plans = [
-    ...planGrants(written, byKey, on && input.ledger ? consumers : [], { everyCluster: scanning }),
+    ...planGrants(written, byKey, configured, { everyCluster: scanning }),
     ...planGrants(shadows, byKey, []).filter(
       (shadow) => !written.some((w) => providerIdOf(w) === shadow.providerId),
     ),
-  ];
+  ].map(holding);
   const previous = new Map(current.map((p) => [profileKey(p.metadata), p]));
   // A scan of cpsync's marks: at turn-off, once per cluster (in its slot); with the feature on, once for a
   // cluster the hub shows grants for that the ledger does not know (a record lost, or written before it).

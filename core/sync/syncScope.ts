@@ -311,7 +311,8 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
 
   const probed = options.features.memberProbe ? await withMembers(normalized, known, input) : undefined;
   // Listed clusters written nowhere (every name they may have is held by something else): their profile as it
-  // would be, for the grants step to take back what cpsync holds there.
+  // would be, for the grants step (nothing is granted there; only what the configuration no longer wants is
+  // taken back).
   const named = new Set(normalized.map(providerIdOf));
   const unwritten = normalizeAll(
     valid.filter((cluster) => !named.has(cluster.providerId)),
@@ -332,6 +333,8 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
         .map((c) => ledgerKey(c)),
     ),
     unwritten,
+    // Each cluster on its own: only where its profiles go matters here, not the names they may have.
+    routed: () => valid.flatMap((cluster) => normalizeAll([cluster], options, now).profiles),
     writable: (profile) => !terminating.has(profileKey(profile.metadata)),
     ...(confirmedGone ? { confirmedGone } : {}),
     ...(input.grants ? { grants: input.grants } : {}),

@@ -54,6 +54,7 @@ import { syncCluster } from '../../core/sync/engine.ts';
 import { ALL_REGIONS } from '../../core/domain/model/scope.ts';
 import type { FunctionDeps } from '../../functions/runtime.ts';
 import { assertNoCredentials } from '../support/secrets.ts';
+import { until } from '../support/until.ts';
 import { PROFILE_NAMES } from '../../core/domain/naming.ts';
 import { FileGrantLedger } from '../../adapters/outbox/FileGrantLedger.ts';
 
@@ -840,23 +841,28 @@ describe('consumer access grants: configured consumers reach every cluster of th
   /**
    * A cluster whose every name in the consumer's namespace another writer took first (profiles of another
    * manager): cpsync writes no profile of it there, so grants nothing on it for that consumer; once the names
-   * are free, its profile is written and the grant made.
+   * are free, its profile is written and the grant made. Granted, then kept from its profile (held terminating,
+   * then squatted), it keeps the grant: the hub never decides what cpsync takes back.
    */
   const squattedNames = async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'squatted' }]);
     const providerId = `arn:aws:eks:us-east-1:${EKS_ACCOUNT}:cluster/squatted`;
     const names = PROFILE_NAMES.candidates('cpsync', { provider: 'eks', providerId, name: 'squatted' });
-    for (const name of names)
-      await objects.createNamespacedCustomObject({
-        ...GROUP,
-        namespace: consumers,
-        body: {
-          apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-          kind: 'ClusterProfile',
-          metadata: { name, labels: { 'x-k8s.io/cluster-manager': 'squatter' } },
-          spec: { displayName: 'squatted', clusterManager: { name: 'squatter' } },
-        },
-      });
+    /** Every name the cluster's profile may have in the consumer's namespace, taken by another manager's profile. */
+    const squat = async () => {
+      for (const name of names)
+        await objects.createNamespacedCustomObject({
+          ...GROUP,
+          namespace: consumers,
+          body: {
+            apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+            kind: 'ClusterProfile',
+            metadata: { name, labels: { 'x-k8s.io/cluster-manager': 'squatter' } },
+            spec: { displayName: 'squatted', clusterManager: { name: 'squatter' } },
+          },
+        });
+    };
+    await squat();
     const squatted = await sync({ projections: 'on', accessGrants: 'on' }, [], 1);
     assert.match(squatted.stderr, /name collision: .*squatted has no name free in/);
     assert.ok(!squatted.access.some((a) => a.includes('eks/squatted')), 'no grant: no profile there');
@@ -867,6 +873,58 @@ describe('consumer access grants: configured consumers reach every cluster of th
     assert.deepEqual(
       freed.access.filter((a) => a.includes('eks/squatted')),
       ['Consumer Access Granted deployer eks/squatted'],
+    );
+    assert.ok(entries.of('us-east-1', 'squatted').has(ROLE));
+
+    // Granted, its profile then deleted by someone whose finalizer holds it (terminating), and after that every
+    // name squatted: cpsync writes no profile of it, and takes nothing back for the hub's sake.
+    const MERGE = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+    const own = (await profiles()).find(
+      (p) => p.spec.displayName === 'squatted' && p.metadata.labels['x-k8s.io/cluster-manager'] === 'cpsync',
+    )!;
+    const at = { ...GROUP, namespace: consumers, name: own.metadata.name };
+    await objects.patchNamespacedCustomObject(
+      { ...at, body: { metadata: { finalizers: ['example.com/hold'] } } },
+      MERGE,
+    );
+    await objects.deleteNamespacedCustomObject(at);
+    const held = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.deepEqual(
+      held.access.filter((a) => a.includes('eks/squatted')),
+      [],
+      'nothing revoked for a profile someone is deleting',
+    );
+    assert.ok(entries.of('us-east-1', 'squatted').has(ROLE), 'still granted');
+    await objects.patchNamespacedCustomObject({ ...at, body: { metadata: { finalizers: null } } }, MERGE);
+    await until(
+      async () =>
+        !(await profiles()).some(
+          (p) => p.metadata.name === own.metadata.name && p.spec.displayName === 'squatted',
+        ),
+      'the held profile is gone once its finalizer is',
+    );
+    await squat();
+    const squattedAgain = await sync({ projections: 'on', accessGrants: 'on' }, [], 1);
+    assert.match(squattedAgain.stderr, /name collision: .*squatted has no name free in/);
+    assert.deepEqual(
+      squattedAgain.access.filter((a) => a.includes('eks/squatted')),
+      [],
+      'nothing revoked for names squatted',
+    );
+    assert.ok(entries.of('us-east-1', 'squatted').has(ROLE), 'still granted');
+    for (const name of names)
+      await objects.deleteNamespacedCustomObject({ ...GROUP, namespace: consumers, name });
+    const freedAgain = await sync({ projections: 'on', accessGrants: 'on' });
+    assert.deepEqual(
+      freedAgain.access.filter((a) => a.includes('eks/squatted')),
+      [],
+    );
+    assert.ok(
+      (await profiles()).some(
+        (p) =>
+          p.spec.displayName === 'squatted' && p.metadata.labels['x-k8s.io/cluster-manager'] === 'cpsync',
+      ),
+      'its profile written again',
     );
     assert.ok(entries.of('us-east-1', 'squatted').has(ROLE));
   };

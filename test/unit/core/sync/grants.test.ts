@@ -278,17 +278,35 @@ describe('access grants: the hub is never the record', () => {
     assert.deepEqual(port.settled.at(-1), { deployer: [GOOGLE] });
   });
 
-  it('grants nothing on a cluster it writes no profile of, and takes back what its ledger holds there', async () => {
+  it("grants nothing on a cluster it writes no profile of, and takes back there only what the configuration no longer wants, never for the hub's sake", async () => {
     const port = counting();
     const ledger = memoryLedger();
     await withGrants(desired, [], input(options, port, ledger));
+    // Every name squatted, or the profile held terminating by someone's finalizer: the hub keeps cpsync from
+    // writing it, which decides nothing about what cpsync holds there.
     const squatted = await withGrants([], [], input(options, port, ledger, { unwritten: desired }));
+    const deleting = await withGrants(desired, [], input(options, port, ledger, { writable: () => false }));
     assert.equal(port.ensured, 1, 'never granted again');
+    assert.equal(port.revokedGrants.length, 0, 'nothing taken back');
+    assert.equal(squatted.figures?.revoked ?? 0, 0);
+    assert.equal(deleting.figures?.revoked ?? 0, 0);
+    assert.deepEqual(
+      [...ledger.records.values()].flatMap((r) => r.grants.map((g) => g.identity)),
+      [ROLE],
+      'the ledger still names the grant',
+    );
+    // The configuration's own word still holds there: its level changed, the grant is taken back, not raised.
+    const raised = inventoryOptions({
+      features: { accessGrants: true },
+      consumers: [{ ...consumer, level: 'admin' }],
+    });
+    const changed = await withGrants([], [], input(raised, port, ledger, { unwritten: desired }));
+    assert.equal(port.ensured, 1, 'never granted on new terms where no profile is written');
     assert.deepEqual(
       port.revokedGrants.map((g) => g.identity),
       [ROLE],
     );
-    assert.equal(squatted.figures?.revoked, 1);
+    assert.equal(changed.figures?.revoked, 1);
     assert.equal(ledger.records.size, 0);
   });
 

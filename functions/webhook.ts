@@ -23,6 +23,7 @@ import { z } from 'zod';
 import { readSecret } from '../adapters/shared/secrets.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import type { ClusterSyncReport } from '../core/sync/engine.ts';
+import { clusterKey } from '../core/sync/follow.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { clusterSyncOnce } from './clusterSync.ts';
 import { isIdempotencyInProgress, lazyDeps, logger, withPowertools, type FunctionDeps } from './runtime.ts';
@@ -173,7 +174,8 @@ export function makeWebhook(
   let azureKey: (() => Promise<string>) | undefined;
   let googleKeys = options.googleKeys;
 
-  // Keyed by the delivery's own id (Event Grid event id, Pub/Sub message id): a redelivery is recognised.
+  // Keyed by the delivery's own id (Event Grid event id, Pub/Sub message id) and the cluster it names: a
+  // redelivery is recognised, and an id another delivery reuses for another cluster is not its answer.
   const apply = clusterSyncOnce('webhook', getDeps);
 
   async function sync(
@@ -183,7 +185,7 @@ export function makeWebhook(
     ref: ClusterRef,
     completes = false,
   ): Promise<{ result: ClusterSyncReport['result']; duplicate: boolean }> {
-    const key = `${ref.scope.provider}:${deliveryId}`;
+    const key = `${ref.scope.provider}:${deliveryId}:${clusterKey(ref)}`;
     let outcome;
     try {
       outcome = await apply(deps, { key, ref, ...(completes ? { completes } : {}) }, context);

@@ -662,6 +662,26 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
   });
 
+  it('syncs the cluster a push names when another push used its message id for another cluster', async () => {
+    const webhook = makeWebhook(getDeps);
+    const first = await webhook(await createdClusterPush('reused-a', 'ps-reused'), context);
+    assert.deepEqual(JSON.parse(first.body as string).synced, {
+      [`${GCP_PROJECT}/us-central1/reused-a`]: 'created',
+    });
+    const other = await webhook(await createdClusterPush('reused-b', 'ps-reused'), context);
+    assert.deepEqual(JSON.parse(other.body as string), {
+      synced: { [`${GCP_PROJECT}/us-central1/reused-b`]: 'created' },
+    });
+    assert.ok(
+      (await profiles()).some((p) => p.spec.displayName === 'reused-b'),
+      'its profile written',
+    );
+    assert.deepEqual(
+      (await changeEvents()).map((e) => e['detail-type']),
+      ['ClusterProfile Created', 'ClusterProfile Created'],
+    );
+  });
+
   it('answers 429 to a duplicate push that arrives while the first is still being applied', async () => {
     const webhook = makeWebhook(getDeps);
     const request = await createdClusterPush('batch', 'ps-concurrent');

@@ -152,13 +152,23 @@ export class MemberBindings {
         ),
         subject,
       ];
-      if (existing.roleRef.name !== role) {
-        // A binding's role cannot change: cpsync's own is made again for the new level, with its identities.
+      const { roleRef } = existing;
+      if (
+        roleRef.name !== role ||
+        roleRef.kind !== 'ClusterRole' ||
+        roleRef.apiGroup !== wanted.roleRef.apiGroup
+      ) {
+        // A binding's role cannot change: cpsync's own is made again for the new level (always the ClusterRole of
+        // that name, never a Role someone wrote under it), with its identities.
         await this.#delete(place, existing.metadata?.resourceVersion);
         await this.#adding(() => this.#create(place, { ...wanted, subjects: kept }));
         return true;
       }
-      if (!holds) await this.#adding(() => this.#replace(place, { ...existing, subjects: kept }));
+      // The identity added, or whatever else the binding came to hold (an earlier version kept it) left out.
+      const same =
+        subjects.length === kept.length &&
+        kept.every((k) => subjects.some((s) => isUser(k.name)(s) && s.apiGroup === k.apiGroup));
+      if (!same) await this.#adding(() => this.#replace(place, { ...existing, subjects: kept }));
       return true;
     });
   }
@@ -175,7 +185,8 @@ export class MemberBindings {
       }
       const where = place.namespace ? `${place.namespace}/${this.name}` : this.name;
       if (!this.#mine(existing)) return `${where} is not cpsync's; left as it is`;
-      const others = (existing.subjects ?? []).filter((s) => !isUser(identity)(s));
+      // cpsync binds users only: a group or service account in its binding is no one's to keep there.
+      const others = (existing.subjects ?? []).filter((s) => s.kind === 'User' && !isUser(identity)(s));
       if (others.length === (existing.subjects ?? []).length) return `${identity} is not in ${where}`;
       if (others.length === 0) await this.#delete(place, existing.metadata?.resourceVersion);
       else await this.#replace(place, { ...existing, subjects: others });

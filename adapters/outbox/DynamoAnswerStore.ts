@@ -44,6 +44,8 @@ export class DynamoAnswerStore implements AnswerStore {
 
   async read(scope: Scope): Promise<RememberedAnswer[]> {
     const records: RememberedAnswer[] = [];
+    /** Items earlier versions keyed by a lower-cased EKS id: never read again, so removed here. */
+    const misfiled: string[] = [];
     const oneRegion = scope.region !== ALL_REGIONS;
     for await (const page of paginateQuery(
       { client: this.#documents },
@@ -70,11 +72,20 @@ export class DynamoAnswerStore implements AnswerStore {
         if (
           isRememberedAnswer(record) &&
           record.provider === scope.provider &&
-          record.account === scope.account &&
-          item.cluster === clusterKey(record)
-        )
-          records.push(record);
+          record.account === scope.account
+        ) {
+          if (item.cluster === clusterKey(record)) records.push(record);
+          else if (typeof item.cluster === 'string') misfiled.push(item.cluster);
+        }
       }
+    // Best effort: one left is asked about again at the next read, and stands for nothing meanwhile.
+    await Promise.all(
+      misfiled.map((cluster) =>
+        this.#documents
+          .send(new DeleteCommand({ TableName: this.#table, Key: { cluster } }))
+          .catch(() => undefined),
+      ),
+    );
     return records;
   }
 

@@ -318,7 +318,7 @@ export async function withGrants(
   };
   const plans = [
     ...planGrants(written, byKey, configured, { everyCluster: scanning }),
-    ...planGrants(shadows, byKey, []).filter(
+    ...planGrants(shadows, byKey, [], { everyCluster: scanning }).filter(
       (shadow) => !written.some((w) => providerIdOf(w) === shadow.providerId),
     ),
   ].map(holding);

@@ -59,7 +59,17 @@ import { inventoryOptions } from '../../../support/settings.ts';
 const PROJECT = 'acme-looks';
 const LEVELS: AccessLevel[] = ['view', 'edit', 'admin'];
 /** What a place on the member holds before the look, under the consumer's binding name. */
-type Planted = 'none' | 'ours' | 'oursOtherLevel' | 'oursOtherIdentity' | 'foreign' | 'forgedWithStrangers';
+type Planted =
+  | 'none'
+  | 'ours'
+  | 'oursOtherLevel'
+  | 'oursOtherIdentity'
+  | 'foreign'
+  | 'forgedWithStrangers'
+  /** cpsync's at the level, holding the identity and strangers: what an earlier version could leave. */
+  | 'oursWithStrangers'
+  /** Labelled as cpsync's, bound to a Role of the level's name in the namespace (cluster-wide: a ClusterRole). */
+  | 'forgedRoleKind';
 /** Subjects someone else put in a binding labelled as cpsync's ('forgedWithStrangers', at another level). */
 const STRANGERS = [
   { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' },
@@ -251,20 +261,30 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       },
       roleRef: {
         apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'ClusterRole',
+        kind: what === 'forgedRoleKind' && place ? 'Role' : 'ClusterRole',
         name: what === 'oursOtherLevel' || what === 'forgedWithStrangers' ? other : level,
       },
       subjects:
         what === 'forgedWithStrangers'
           ? STRANGERS
-          : [
-              {
-                apiGroup: 'rbac.authorization.k8s.io',
-                kind: 'User',
-                name: what === 'oursOtherIdentity' ? `someone-else-${consumer}` : identity,
-              },
-            ],
+          : what === 'oursWithStrangers'
+            ? [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: identity }, ...STRANGERS]
+            : [
+                {
+                  apiGroup: 'rbac.authorization.k8s.io',
+                  kind: 'User',
+                  name: what === 'oursOtherIdentity' ? `someone-else-${consumer}` : identity,
+                },
+              ],
     };
+    if (what === 'forgedRoleKind' && place)
+      await rbac.createNamespacedRole({
+        namespace: place,
+        body: {
+          metadata: { name: level },
+          rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['*'] }],
+        },
+      });
     if (place) await rbac.createNamespacedRoleBinding({ namespace: place, body });
     else await rbac.createClusterRoleBinding({ body });
   }
@@ -272,8 +292,10 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
   async function clear(consumer: string) {
     const name = bindingName(consumer);
     await rbac.deleteClusterRoleBinding({ name }).catch(() => {});
-    for (const namespace of Object.values(namespaces))
+    for (const namespace of Object.values(namespaces)) {
       await rbac.deleteNamespacedRoleBinding({ name, namespace }).catch(() => {});
+      for (const level of LEVELS) await rbac.deleteNamespacedRole({ name: level, namespace }).catch(() => {});
+    }
   }
 
   /** Google's answer for the project: cpsync may hold its role there, or is refused. */
@@ -303,7 +325,12 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
   type Rule = NonNullable<HubProxy['rule']>;
 
   /** One look, as the engine takes it: the record written ahead, the look, the record after. */
-  async function look(given: Look, rule?: Rule) {
+  async function look(
+    given: Look,
+    rule?: Rule,
+    /** Asked after the look, before the member is cleared: what the test reads there itself. */
+    inspect?: (consumerName: string) => Promise<void>,
+  ) {
     runs += 1;
     const consumerName = `c${runs}`;
     // Azure RBAC assigns roles to an Entra object id.
@@ -380,6 +407,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     const recorded = recordAfter(plan, { results: new Map([[consumerName, result]]), revoked: [] }, ahead);
     const left = await holding(consumerName, identity);
     const othersAfter = await othersBound(consumerName, identity);
+    await inspect?.(consumerName);
     const named = recorded.grants.find((g) => g.consumer === consumerName && g.identity === identity);
     const googleFaultTaken = given.googleFault !== undefined && gke.iamFaults.length === 0;
     const armFaultTaken = given.armFault !== undefined && arm.assignmentFaults.length === 0;
@@ -464,6 +492,72 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
         assert.deepEqual([...outcome.othersAfter], [], 'the strangers are not carried to the new level');
         assertNamed(given, outcome);
       }
+  });
+
+  it("leaves out strangers an earlier version left in cpsync's binding, and re-binds a Role of the level's name to the ClusterRole", async () => {
+    for (const place of ['cluster', 'a'] as const) {
+      const given: Look = {
+        ...gkeLook,
+        level: 'edit',
+        ...(place === 'a' ? { scope: ['a' as const] } : {}),
+        planted: { ...cluster, [place]: 'oursWithStrangers' },
+      };
+      const outcome = await look(given);
+      assert.equal(outcome.result.held, outcome.identity, JSON.stringify(outcome.result));
+      assert.equal(outcome.othersBefore.size, STRANGERS.length, 'the strangers were there');
+      assert.deepEqual([...outcome.othersAfter], [], 'and are left out');
+      assertNamed(given, outcome);
+    }
+    const given: Look = {
+      ...gkeLook,
+      level: 'edit',
+      scope: ['a'],
+      planted: { ...cluster, a: 'forgedRoleKind' },
+    };
+    const outcome = await look(given, undefined, async (consumerName) => {
+      const binding = await rbac.readNamespacedRoleBinding({
+        name: bindingName(consumerName),
+        namespace: namespaces.a,
+      });
+      assert.deepEqual(
+        [binding.roleRef.kind, binding.roleRef.name],
+        ['ClusterRole', 'edit'],
+        'bound to the ClusterRole, not the Role of its name',
+      );
+    });
+    assert.equal(outcome.result.held, outcome.identity, JSON.stringify(outcome.result));
+    assertNamed(given, outcome);
+  });
+
+  it("takes the identity out of cpsync's binding and leaves no group or service account in it", async () => {
+    runs += 1;
+    const consumerName = `c${runs}`;
+    const identity = `gke-user-${runs}@example.com`;
+    await clear(consumerName);
+    await plant('', 'oursWithStrangers', consumerName, identity, 'view');
+    const profile = profileOf('gke', `looks-${runs}`);
+    const record: GrantRecord = {
+      providerId: profile.metadata.annotations!['cpsync.io/provider-id']!,
+      provider: 'gke',
+      account: '',
+      region: '',
+      grants: [{ consumer: consumerName, identity, level: 'view' }],
+    };
+    // The consumer removed from the configuration: its grant is to be taken back.
+    const [plan] = planGrants([profile], new Map([[ledgerKey(record), record]]), []);
+    try {
+      const taken = await grants.revoke(plan!, record.grants[0]!);
+      assert.equal(taken.revoked, true, taken.message);
+      const left = await rbac.readClusterRoleBinding({ name: bindingName(consumerName) });
+      // The stranger user stays (cpsync cannot tell it from another of the consumer's identities); the group and
+      // the service account go, and so does the identity.
+      assert.deepEqual(
+        (left.subjects ?? []).map((s) => `${s.kind} ${s.name}`),
+        ['User stranger@example.com'],
+      );
+    } finally {
+      await clear(consumerName);
+    }
   });
 
   it('names the binding it made when the member refuses every connection after making it', async () => {
@@ -622,6 +716,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     'oursOtherIdentity',
     'foreign',
     'forgedWithStrangers',
+    'oursWithStrangers',
+    'forgedRoleKind',
   );
 
   /**

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { DynamoDBClient, PutItemCommand } from '@aws-sdk/client-dynamodb';
+import { DynamoDBClient, PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import type { AnswerStore, RememberedAnswer } from '../../../../core/sync/ports.ts';
 import { DynamoAnswerStore } from '../../../../adapters/outbox/DynamoAnswerStore.ts';
 import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
@@ -131,7 +131,8 @@ describe('the remembered answers', () => {
     };
   });
 
-  behaves('in DynamoDB', async () => {
+  /** A new answers table in moto, its store, and a way to put an item there as it is, under the key given. */
+  const dynamoTable = async () => {
     const TableName = `cpsync-answers-${++tables}`;
     const client = new DynamoDBClient({
       endpoint: moto.endpoint,
@@ -139,22 +140,45 @@ describe('the remembered answers', () => {
       credentials: HUB_CREDENTIALS,
     });
     await createAnswersTable(moto.endpoint, TableName);
+    const put = (record: RememberedAnswer, cluster: string, text: string) =>
+      client.send(
+        new PutItemCommand({
+          TableName,
+          Item: {
+            cluster: { S: cluster },
+            scope: { S: `${record.provider}/${record.account}` },
+            region: { S: record.region },
+            askedAt: { N: String(record.askedAt) },
+            record: { S: text },
+          },
+        }),
+      );
+    return { TableName, client, store: new DynamoAnswerStore({ tableName: TableName, client }), put };
+  };
+
+  behaves('in DynamoDB', async () => {
+    const { store, put } = await dynamoTable();
     return {
-      store: new DynamoAnswerStore({ tableName: TableName, client }),
+      store,
       junk: async (record) => {
-        await client.send(
-          new PutItemCommand({
-            TableName,
-            Item: {
-              cluster: { S: `${record.provider}/${record.providerId.toLowerCase()}` },
-              scope: { S: `${record.provider}/${record.account}` },
-              region: { S: record.region },
-              askedAt: { N: String(record.askedAt) },
-              record: { S: '{"provider": "eks", "answer"' },
-            },
-          }),
+        await put(
+          record,
+          `${record.provider}/${record.providerId.toLowerCase()}`,
+          '{"provider": "eks", "answer"',
         );
       },
     };
+  });
+
+  it('in DynamoDB: an item an earlier version keyed by a lower-cased EKS id stands for nothing, and is removed', async () => {
+    const { TableName, client, store, put } = await dynamoTable();
+    const upper = eks('sa-east-1', 'Orders');
+    await put(upper, `eks/${upper.providerId.toLowerCase()}`, JSON.stringify(upper));
+    const read = await store.read({ provider: 'eks', account: ACCOUNT, region: 'sa-east-1' });
+    assert.deepEqual(read, [], 'stands for nothing: the cloud is asked');
+    const items = await client.send(new ScanCommand({ TableName }));
+    assert.deepEqual(items.Items ?? [], [], 'the misfiled item is gone');
+    await store.write([upper]);
+    assert.deepEqual(await store.read({ provider: 'eks', account: ACCOUNT, region: 'sa-east-1' }), [upper]);
   });
 });

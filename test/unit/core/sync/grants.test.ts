@@ -423,6 +423,22 @@ describe('access grants: the hub is never the record', () => {
     assert.equal(ledger.records.size, 0);
   });
 
+  it('scans at turn-off a cluster whose profile the hub keeps it from writing (squatted, or held terminating), though no record names it', async () => {
+    for (const kept of [{ unwritten: desired }, { writable: () => false }]) {
+      const lost = { consumer: 'argocd', identity: ROLE };
+      const port = counting(ROLE, { paced: false, marks: [lost] });
+      const ledger = await withTrace();
+      const profiles = 'unwritten' in kept ? [] : desired;
+      await withGrants(profiles, [], input(off, port, ledger, kept));
+      assert.deepEqual(
+        port.swept.map((s) => s.cluster),
+        [id],
+        'scanned for the marks no record names',
+      );
+      assert.deepEqual(port.marks, [], 'what no record named is gone');
+    }
+  });
+
   it('scans nothing and holds nothing while consumers are configured and the feature was never on', async () => {
     const port = counting(ROLE, { paced: false, marks: [{ consumer: 'argocd', identity: ROLE }] });
     const ledger = memoryLedger();

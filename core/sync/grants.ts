@@ -171,6 +171,8 @@ async function handle(
   on: boolean,
   consumers: readonly Consumer[],
   signal: AbortSignal | undefined,
+  /** The consumers the configuration wants on the cluster, wherever the hub lets its profiles be written. */
+  configured: readonly Consumer[] = plan.wanted,
 ): Promise<Outcome> {
   const revoked: Array<HeldGrant & { message: string }> = [];
   for (const grant of plan.revoke) {
@@ -185,7 +187,7 @@ async function handle(
     // What carries cpsync's marks and no configured consumer is wanted with here goes.
     // (Any of a wanted consumer's configured identities: one is never wrong where the consumer is wanted.)
     const keep = (consumer: string, identity: string) =>
-      on && plan.wanted.some((c) => c.name === consumer && Object.values(c.identities).includes(identity));
+      on && configured.some((c) => c.name === consumer && Object.values(c.identities).includes(identity));
     const identities = [
       ...new Set([
         ...consumers.flatMap((c) => c.identities[plan.provider] ?? []),
@@ -404,7 +406,15 @@ export async function withGrants(
     await Promise.all(
       due.map((plan, i) =>
         limit(async () => {
-          const outcome = await handle(plan, grants, sweepDue, on, consumers, input.signal);
+          const outcome = await handle(
+            plan,
+            grants,
+            sweepDue,
+            on,
+            consumers,
+            input.signal,
+            wantedAnywhere.get(plan.providerId),
+          );
           outcomes.set(plan.providerId, outcome);
           const record = keepSwept(plan, recordAfter(plan, outcome, ahead[i]));
           if (outcome.swept?.complete && !on) record.swept = true;

@@ -468,6 +468,20 @@ describe('access grants: the hub is never the record', () => {
     assert.deepEqual(port.marks, [{ consumer: 'argocd', identity: ROLE }]);
   });
 
+  it("keeps, in that scan, the grant of a consumer the configuration wants there through a namespace the hub keeps cpsync's profile from", async () => {
+    const stale = { consumer: 'gone', identity: 'arn:aws:iam::111122223333:role/gone' };
+    const port = counting(ROLE, { paced: false, marks: [stale, { consumer: 'argocd', identity: ROLE }] });
+    const ledger = memoryLedger();
+    // Written in a namespace another consumer reads; in argocd's own, every name is squatted.
+    const other: Consumer = { ...consumer, name: 'other', namespaces: ['elsewhere'] };
+    const both = inventoryOptions({ features: { accessGrants: true }, consumers: [consumer, other] });
+    const elsewhere = desired.map((p) => ({ ...p, metadata: { ...p.metadata, namespace: 'elsewhere' } }));
+    const shown = elsewhere.map((p) => withShown(p, JSON.stringify({ gone: stale.identity })));
+    await withGrants(elsewhere, shown, input(both, port, ledger, { unwritten: desired }));
+    assert.equal(port.swept.length, 1, 'scanned');
+    assert.deepEqual(port.marks, [{ consumer: 'argocd', identity: ROLE }], 'the configured grant kept');
+  });
+
   it('forgets a record once its cluster is gone: after the grace of complete listings, or at once when the cloud says so', async () => {
     const port = counting();
     const ledger = memoryLedger();

@@ -172,7 +172,7 @@ async function handle(
   consumers: readonly Consumer[],
   signal: AbortSignal | undefined,
   /** The consumers the configuration wants on the cluster, wherever the hub lets its profiles be written. */
-  configured: readonly Consumer[] = plan.wanted,
+  configured: () => readonly Consumer[] = () => plan.wanted,
 ): Promise<Outcome> {
   const revoked: Array<HeldGrant & { message: string }> = [];
   for (const grant of plan.revoke) {
@@ -187,7 +187,7 @@ async function handle(
     // What carries cpsync's marks and no configured consumer is wanted with here goes.
     // (Any of a wanted consumer's configured identities: one is never wrong where the consumer is wanted.)
     const keep = (consumer: string, identity: string) =>
-      on && configured.some((c) => c.name === consumer && Object.values(c.identities).includes(identity));
+      on && configured().some((c) => c.name === consumer && Object.values(c.identities).includes(identity));
     const identities = [
       ...new Set([
         ...consumers.flatMap((c) => c.identities[plan.provider] ?? []),
@@ -305,13 +305,17 @@ export async function withGrants(
   ];
   // But what keeps a profile from being written is the hub's state, and the hub never decides what cpsync takes
   // back: a grant the configuration still wants on a cluster, wherever it routes it, on the same terms, stays.
-  const wantedAnywhere = new Map(
-    planGrants(input.routed?.() ?? [...desired, ...(input.unwritten ?? [])], byKey, configured).map(
-      (plan) => [plan.providerId, plan.wanted],
-    ),
-  );
+  // Worked out once, and only when something would be taken back or swept.
+  let wantedByCluster: Map<string, Consumer[]> | undefined;
+  const wantedAnywhere = (providerId: string): Consumer[] =>
+    (wantedByCluster ??= new Map(
+      planGrants(input.routed?.() ?? [...desired, ...(input.unwritten ?? [])], byKey, configured).map(
+        (plan) => [plan.providerId, plan.wanted],
+      ),
+    )).get(providerId) ?? [];
   const holding = (plan: ClusterGrantPlan): ClusterGrantPlan => {
-    const wanted = wantedAnywhere.get(plan.providerId) ?? [];
+    if (plan.revoke.length === 0) return plan;
+    const wanted = wantedAnywhere(plan.providerId);
     const stillWanted = (grant: HeldGrant) => {
       const consumer = wanted.find((c) => c.name === grant.consumer);
       return consumer?.identities[plan.provider] === grant.identity && sameTerms(grant, consumer);
@@ -406,14 +410,8 @@ export async function withGrants(
     await Promise.all(
       due.map((plan, i) =>
         limit(async () => {
-          const outcome = await handle(
-            plan,
-            grants,
-            sweepDue,
-            on,
-            consumers,
-            input.signal,
-            wantedAnywhere.get(plan.providerId),
+          const outcome = await handle(plan, grants, sweepDue, on, consumers, input.signal, () =>
+            wantedAnywhere(plan.providerId),
           );
           outcomes.set(plan.providerId, outcome);
           const record = keepSwept(plan, recordAfter(plan, outcome, ahead[i]));

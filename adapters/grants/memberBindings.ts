@@ -145,10 +145,10 @@ export class MemberBindings {
       const kept = [
         ...subjects.filter(
           (s) =>
-            s.kind === 'User' &&
-            s.apiGroup === 'rbac.authorization.k8s.io' &&
-            s.name !== identity &&
-            this.#identities.has(s.name),
+            s.apiGroup === subject.apiGroup &&
+            this.#identities.has(s.name) &&
+            isUser(s.name)(s) &&
+            s.name !== identity,
         ),
         subject,
       ];
@@ -165,10 +165,8 @@ export class MemberBindings {
         return true;
       }
       // The identity added, or whatever else the binding came to hold (an earlier version kept it) left out.
-      const same =
-        subjects.length === kept.length &&
-        kept.every((k) => subjects.some((s) => isUser(k.name)(s) && s.apiGroup === k.apiGroup));
-      if (!same) await this.#adding(() => this.#replace(place, { ...existing, subjects: kept }));
+      if (!holds || subjects.length !== kept.length)
+        await this.#adding(() => this.#replace(place, { ...existing, subjects: kept }));
       return true;
     });
   }

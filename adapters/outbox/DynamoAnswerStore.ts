@@ -11,7 +11,7 @@ import pLimit from 'p-limit';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { AnswerStore, RememberedAnswer } from '../../core/sync/ports.ts';
 import { documentClient } from './DynamoGrantLedger.ts';
-import { answerKey } from '../shared/rememberedAnswers.ts';
+import { canonicalProviderId } from '../../core/domain/naming.ts';
 import { isRememberedAnswer } from './FileAnswerStore.ts';
 
 /** The index of the table by provider and account, sorted by region. */
@@ -31,7 +31,7 @@ const WRITES_IN_FLIGHT = 16;
 const scopeKey = (scope: Pick<Scope, 'provider' | 'account'>) => `${scope.provider}/${scope.account}`;
 /** An item's key: its cluster's provider id as the cloud compares it (Azure's in any case, EKS's exactly). */
 const clusterKey = (record: Pick<RememberedAnswer, 'provider' | 'providerId'>) =>
-  `${record.provider}/${answerKey(record)}`;
+  `${record.provider}/${canonicalProviderId(record)}`;
 
 export class DynamoAnswerStore implements AnswerStore {
   readonly #table: string;

@@ -12,7 +12,7 @@ import { PROVIDERS } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { AnswerStore, RememberedAnswer } from '../../core/sync/ports.ts';
 import { replaceFile } from '../shared/files.ts';
-import { answerKey } from '../shared/rememberedAnswers.ts';
+import { canonicalProviderId } from '../../core/domain/naming.ts';
 
 type Removed = Pick<RememberedAnswer, 'provider' | 'account' | 'region' | 'providerId'>;
 
@@ -102,7 +102,7 @@ export class FileAnswerStore implements AnswerStore {
       return file;
     };
     for (const record of records) fileOf(record).put.push(record);
-    for (const record of removed) fileOf(record).drop.add(answerKey(record));
+    for (const record of removed) fileOf(record).drop.add(canonicalProviderId(record));
     await Promise.all(
       [...files].map(([path, change]) => {
         const previous = this.#writing.get(path) ?? Promise.resolve();
@@ -123,9 +123,9 @@ export class FileAnswerStore implements AnswerStore {
     put: readonly RememberedAnswer[],
     drop: ReadonlySet<string>,
   ): Promise<void> {
-    const stored = new Map(this.#load(path, scope).map((r) => [answerKey(r), r]));
+    const stored = new Map(this.#load(path, scope).map((r) => [canonicalProviderId(r), r]));
     for (const record of put) {
-      const key = answerKey(record);
+      const key = canonicalProviderId(record);
       const held = stored.get(key);
       if (!held || held.askedAt <= record.askedAt) stored.set(key, record);
     }

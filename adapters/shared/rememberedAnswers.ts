@@ -38,10 +38,6 @@ export interface AnswerMemory {
 
 type Identity = Pick<RememberedAnswer, 'provider' | 'account' | 'region' | 'providerId'>;
 
-/** Which cluster a record is of: its provider id as the cloud compares it (Azure's in any case, EKS's exactly). */
-export const answerKey = (identity: Pick<RememberedAnswer, 'provider' | 'providerId'>) =>
-  canonicalProviderId(identity);
-
 /** The remembered answers of one listing, and the answers it gathered. */
 export class ScopeAnswers {
   readonly #memory: AnswerMemory;
@@ -55,7 +51,7 @@ export class ScopeAnswers {
   private constructor(memory: AnswerMemory, held: readonly RememberedAnswer[], blind = false) {
     this.#memory = memory;
     this.#blind = blind;
-    for (const record of held) this.#held.set(answerKey(record), record);
+    for (const record of held) this.#held.set(canonicalProviderId(record), record);
   }
 
   /** The records of `scope` (none without a store, or when it cannot be read). */
@@ -87,7 +83,7 @@ export class ScopeAnswers {
     identity: Pick<Identity, 'provider' | 'providerId'>,
     listed: string,
   ): Record<string, unknown> | undefined {
-    const key = answerKey(identity);
+    const key = canonicalProviderId(identity);
     this.#seen.add(key);
     const record = this.#held.get(key);
     if (!record || record.listed !== listed) return undefined;
@@ -103,14 +99,14 @@ export class ScopeAnswers {
     askedAt: number,
     answer: Record<string, unknown>,
   ): void {
-    this.#seen.add(answerKey(identity));
+    this.#seen.add(canonicalProviderId(identity));
     if (!this.#memory.store || this.#memory.maxAgeMillis <= 0) return;
     this.#fresh.push({ ...identity, listed, askedAt, answer });
   }
 
   /** The cloud did not answer for a cluster: what was remembered of it goes, so the next listing asks. */
   forget(identity: Identity): void {
-    const key = answerKey(identity);
+    const key = canonicalProviderId(identity);
     this.#seen.add(key);
     if (this.#blind || this.#held.has(key)) this.#forgotten.push(identity);
   }
@@ -125,7 +121,7 @@ export class ScopeAnswers {
     const covered = (region: string) =>
       complete === 'all' || (complete !== 'none' && complete.regions.includes(region));
     const gone = [...this.#held.values()].filter(
-      (record) => !this.#seen.has(answerKey(record)) && covered(record.region),
+      (record) => !this.#seen.has(canonicalProviderId(record)) && covered(record.region),
     );
     const removed = [...this.#forgotten, ...gone];
     if (this.#fresh.length === 0 && removed.length === 0) return;

@@ -1,6 +1,6 @@
 /**
  * Preloaded (`node --import`) into a benchmarked process: reports its peak resident set size and CPU time on
- * exit, and (where /proc has them) the CPU time of each kind of thread: the main thread that runs cpsync,
+ * exit (and the system time within it), and (where /proc has them) the CPU time of each kind of thread: the main thread that runs cpsync,
  * V8's workers (optimising compilers, concurrent garbage collection) and libuv's pool (file system, DNS).
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -34,5 +34,7 @@ process.on('exit', () => {
   const usage = process.resourceUsage();
   process.stderr.write(`peak-rss-bytes ${usage.maxRSS * 1024}\n`);
   process.stderr.write(`cpu-micros ${usage.userCPUTime + usage.systemCPUTime}\n`);
+  // The kernel's share (file system, sockets): how much of it there is depends on the disk as much as on cpsync.
+  process.stderr.write(`cpu-system-micros ${usage.systemCPUTime}\n`);
   process.stderr.write(`thread-cpu-millis ${JSON.stringify(threadCpuMillis())}\n`);
 });

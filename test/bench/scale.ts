@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
@@ -17,6 +17,7 @@ import { startFakeAws, type EksClusterJson, type EksNodegroupJson } from '../env
 import { startGkeServer } from '../env/fakes/gkeServer.ts';
 import { startHub, stopHub } from '../env/hub.ts';
 import { HUB_ACCOUNT } from '../support/aws.ts';
+import { temporaryDirectory } from '../support/tmp.ts';
 import {
   apiserverProfileRequests,
   fileHubInodes,
@@ -53,6 +54,11 @@ export interface ScaleOptions {
    * one run and one hour of this machine's speed.
    */
   steadyVariants?: { flags: readonly string[]; rounds: number };
+  /**
+   * Where the file hub's inventory and the outbox (the state directory) go, to compare file systems (a tmpfs
+   * against the disk). @default `directory`
+   */
+  stateDirectory?: string;
   say: (line?: string) => void;
 }
 
@@ -217,6 +223,8 @@ interface RunResult {
   scopes: number;
   peakRssBytes: number;
   cpuMillis: number;
+  /** The part of `cpuMillis` spent in the kernel on the process's behalf (system time: files, sockets). */
+  systemCpuMillis: number;
   /** The process's CPU time by kind of thread (main, v8, libuv, other), where /proc tells. */
   threadCpuMillis: Record<string, number>;
   /** CPU time the hub's processes (kube-apiserver, etcd) used meanwhile. */
@@ -271,6 +279,7 @@ async function runCli(
     );
   const rss = /peak-rss-bytes (\d+)/.exec(stderr);
   const cpu = /cpu-micros (\d+)/.exec(stderr);
+  const system = /cpu-system-micros (\d+)/.exec(stderr);
   const threads = /thread-cpu-millis (\{.*\})/.exec(stderr);
   if (code !== 0 || !summary || !rss) throw new Error(`cpsync sync exited ${code}:\n${stderr.slice(-3000)}`);
   const n = (i: number) => Number(summary[i]);
@@ -287,6 +296,7 @@ async function runCli(
     published: n(9),
     peakRssBytes: Number(rss[1]),
     cpuMillis: Number(cpu?.[1] ?? 0) / 1000,
+    systemCpuMillis: Number(system?.[1] ?? 0) / 1000,
     threadCpuMillis: threads ? (JSON.parse(threads[1]!) as Record<string, number>) : {},
     hubCpuMillis: hubCpu() - hubCpuBefore,
     stderr,
@@ -319,6 +329,8 @@ export async function fullSyncAtScale(options: ScaleOptions) {
     armPageSize: 50,
   };
   mkdirSync(directory, { recursive: true });
+  const state = options.stateDirectory ?? directory;
+  mkdirSync(state, { recursive: true });
   const aws = await startFakeAws({ latencyMillis: limits.latencyMillis, hubAccount: HUB_ACCOUNT });
   const gke = await startGkeServer({ latencyMillis: limits.latencyMillis });
   const arm = await startArmServer({ latencyMillis: limits.latencyMillis });
@@ -389,9 +401,9 @@ export async function fullSyncAtScale(options: ScaleOptions) {
             ...(options.aksListing ? { listing: options.aksListing } : {}),
           },
         },
-        hub: hub ? { kubeconfig: hub.kubeconfig } : { directory: join(directory, 'inventory') },
+        hub: hub ? { kubeconfig: hub.kubeconfig } : { directory: join(state, 'inventory') },
         bus: { eventBridge: { busName: 'cpsync-events', region: 'us-east-1', endpoint: aws.endpoint } },
-        outbox: { directory: join(directory, 'outbox') },
+        outbox: { directory: join(state, 'outbox') },
         ...(limits.scopeConcurrency === defaults.sync.concurrency
           ? {}
           : { sync: { concurrency: limits.scopeConcurrency } }),
@@ -420,7 +432,7 @@ export async function fullSyncAtScale(options: ScaleOptions) {
     const hubCounts = async () =>
       hub
         ? { requests: await apiserverProfileRequests(hub) }
-        : { files: fileHubInodes(join(directory, 'inventory')) };
+        : { files: fileHubInodes(join(state, 'inventory')) };
     /** What the hub itself counted between two readings: the kube-apiserver's counters, or the files written. */
     const counted = async (before: Awaited<ReturnType<typeof hubCounts>>) => {
       const after = await hubCounts();
@@ -517,6 +529,10 @@ export async function fullSyncAtScale(options: ScaleOptions) {
         ['main', 'v8', 'libuv']
           .map((kind) => `${((r.run.threadCpuMillis[kind] ?? 0) / total).toFixed(2)}`)
           .join(' / ') + ' ms',
+    );
+    row(
+      'of which, per cluster: in the kernel on its behalf (system time: files, sockets), as this disk costs it',
+      (r) => `${(r.run.systemCpuMillis / total).toFixed(2)} ms`,
     );
     row(
       'CPU time: cpsync process / hub (apiserver + etcd)',
@@ -628,6 +644,80 @@ async function compareSteadyVariants(
   for (const [flags, results] of runs)
     say(
       `| ${flags ? `\`${flags}\`` : 'none (as installed)'} | ${each(results, (run) => run.cpuMillis / clusters)} ms | ${each(results, (run) => (run.threadCpuMillis.v8 ?? 0) / clusters)} ms | ${each(results, (run) => run.peakRssBytes / 2 ** 20, 0)} MB |`,
+    );
+  say('');
+}
+
+/** statfs's magic number of a tmpfs: files held in memory. */
+const TMPFS_MAGIC = 0x01021994;
+
+/**
+ * The defaults' full sync and steady-state re-sync into the file hub, with the state directory (the inventory
+ * and the outbox) on the disk the bench's temporary folder is on, and on a tmpfs (`memory`), taking turns, the
+ * order swapped every round: how much of the CPU per cluster is the kernel's work for this disk's file system
+ * rather than cpsync's (a profile created is a file created).
+ */
+export async function compareStateFileSystems(options: {
+  memory: string;
+  rounds: number;
+  scale?: number;
+  latencyMillis?: number;
+  say: (line?: string) => void;
+}): Promise<void> {
+  const { say } = options;
+  say('## Full sync at scale (file hub), the state directory on the disk and in memory');
+  say('');
+  let isTmpfs = false;
+  try {
+    isTmpfs = statfsSync(options.memory).type === TMPFS_MAGIC;
+  } catch {
+    // No such folder: said below.
+  }
+  if (!isTmpfs) {
+    say(`Not measured: ${options.memory} is not a tmpfs on this machine.`);
+    say('');
+    return;
+  }
+  type Way = 'disk' | 'memory';
+  const figures = new Map<Way, Array<{ full: RunResult; steady: RunResult; clusters: number }>>([
+    ['disk', []],
+    ['memory', []],
+  ]);
+  for (let round = 0; round < options.rounds; round++)
+    for (const way of (round % 2 ? ['memory', 'disk'] : ['disk', 'memory']) as Way[]) {
+      const directory = temporaryDirectory('cpsync-scale-');
+      const state = way === 'memory' ? temporaryDirectory('cpsync-state-', options.memory) : undefined;
+      try {
+        const measured = await fullSyncAtScale({
+          directory,
+          ...(state ? { stateDirectory: state } : {}),
+          fileHub: true,
+          report: false,
+          ...(options.scale === undefined ? {} : { scale: options.scale }),
+          ...(options.latencyMillis === undefined ? {} : { latencyMillis: options.latencyMillis }),
+          say,
+        });
+        figures
+          .get(way)!
+          .push({ full: measured.full.run, steady: measured.steady.run, clusters: measured.clusters });
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+        if (state) rmSync(state, { recursive: true, force: true });
+      }
+    }
+  const each = (runs: Array<{ clusters: number }>, value: (index: number) => number) =>
+    runs.map((run, i) => (value(i) / run.clusters).toFixed(2)).join(', ');
+  say(
+    `The configuration's defaults into the file hub, as in the section above, ${options.rounds} rounds, the two taking turns (the order swapped every round), each a full sync and a steady-state re-sync by the \`cpsync sync\` command in its own process; the state directory (the file hub's inventory and the outbox) in the bench's temporary folder on this machine's disk, or in ${options.memory} (a tmpfs). Each figure is one run's, per cluster.`,
+  );
+  say('');
+  say(
+    '| state directory | CPU, full sync | of which system time | CPU, steady | of which system time | peak RSS, full / steady |',
+  );
+  say('| --- | --- | --- | --- | --- | --- |');
+  for (const [way, runs] of figures)
+    say(
+      `| ${way === 'disk' ? 'on the disk (as the sections above)' : `in memory (${options.memory})`} | ${each(runs, (i) => runs[i]!.full.cpuMillis)} ms | ${each(runs, (i) => runs[i]!.full.systemCpuMillis)} ms | ${each(runs, (i) => runs[i]!.steady.cpuMillis)} ms | ${each(runs, (i) => runs[i]!.steady.systemCpuMillis)} ms | ${runs.map((r) => `${(r.full.peakRssBytes / 2 ** 20).toFixed(0)} / ${(r.steady.peakRssBytes / 2 ** 20).toFixed(0)}`).join(', ')} MB |`,
     );
   say('');
 }

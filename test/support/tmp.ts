@@ -12,9 +12,9 @@ process.once('exit', () => {
   for (const directory of made) rmSync(directory, { recursive: true, force: true });
 });
 
-/** A new directory `<tmp>/<prefix>XXXXXX`, removed when this process exits. */
-export function temporaryDirectory(prefix: string): string {
-  const directory = mkdtempSync(join(tmpdir(), prefix));
+/** A new directory `<tmp>/<prefix>XXXXXX` (or under `base`), removed when this process exits. */
+export function temporaryDirectory(prefix: string, base = tmpdir()): string {
+  const directory = mkdtempSync(join(base, prefix));
   made.push(directory);
   return directory;
 }

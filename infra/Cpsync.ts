@@ -243,6 +243,8 @@ export class Cpsync extends Construct {
    */
   public readonly subscribers?: CpsyncConfig['subscribers'];
   #ownAccountCondition?: CfnCondition;
+  /** Every function given what it needs to read the hub (`grantHubRead`): cpsync's own and its subscribers'. */
+  readonly #hubReaders: LambdaFunction[] = [];
   readonly #functionSettings: { props: CpsyncProps; document: CpsyncConfig; logRetention: RetentionDays };
   /** The role assumed in member accounts, when EKS is configured. */
   public readonly memberRoleName?: string;
@@ -566,10 +568,19 @@ export class Cpsync extends Construct {
   }
 
   /**
+   * The roles of every function that reaches the hub, so far (subscribers add theirs): on an EKS hub, each must be
+   * mapped to the hub's user for cpsync (`cpsync hub install --eks-role <arn>` for each).
+   */
+  get hubRoleArns(): string[] {
+    return this.#hubReaders.map((fn) => fn.role!.roleArn);
+  }
+
+  /**
    * What a function needs to read the hub: DescribeCluster on an EKS hub (its role must also be mapped to
    * a hub identity allowed to read ClusterProfiles), or read access to the kubeconfig secret.
    */
   grantHubRead(fn: LambdaFunction): void {
+    if (!this.#hubReaders.includes(fn)) this.#hubReaders.push(fn);
     const { document } = this.#functionSettings;
     const hub = document.hub;
     const describeHub = this.#describeHub(document, Stack.of(this));

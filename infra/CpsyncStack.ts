@@ -1,4 +1,4 @@
-import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Fn, Lazy, Stack, type StackProps } from 'aws-cdk-lib';
 import { acknowledgeFindings } from './nagAcknowledgements.ts';
 import type { Construct } from 'constructs';
 import { Cpsync, type CpsyncProps } from './Cpsync.ts';
@@ -34,6 +34,12 @@ export class CpsyncStack extends Stack {
       value: this.cpsync.scopeWorker.functionName,
       description:
         'cpsync doctor --function <this>: checks the hub, the bus and every scope with the functions’ role',
+    });
+    // Worked out at synthesis: subscribers' functions, made here or by the user after this, reach the hub too.
+    new CfnOutput(this, 'HubRoles', {
+      value: Lazy.string({ produce: () => Fn.join(' ', this.cpsync.hubRoleArns) }),
+      description:
+        'The role of every function that reaches the hub, space-separated: on an EKS hub, cpsync hub install --eks-role <arn> for each',
     });
     if (this.cpsync.azureWebhookKey)
       new CfnOutput(this, 'AzureWebhookKeySecret', { value: this.cpsync.azureWebhookKey.secretArn });

@@ -1,14 +1,16 @@
 /**
- * `npm run bench`: cpsync's speed figures, printed and written to BENCHMARKS.md. Benchmarks report;
+ * `npm run bench`: cpsync's speed figures, printed and written to `.cache/bench/`. Benchmarks report;
  * they do not pass or fail. Parts: cold start (bundle size and module initialisation of each function),
  * event latency (CloudTrail CreateCluster → profile applied and event published), steady state of a
  * small estate, and the full sync of a 10,000-cluster estate into the real hub and into the file hub,
- * each re-run unchanged (`scale.ts`). With options (`--file-hub`, `--scale`, `--only`, …) the figures
- * go to `.cache/bench/BENCHMARKS.partial.md` instead, so BENCHMARKS.md always holds a whole default run.
+ * each re-run unchanged (`scale.ts`). A whole run writes `.cache/bench/BENCHMARKS.md`, one with options
+ * (`--file-hub`, `--scale`, `--only`, …) `.cache/bench/BENCHMARKS.partial.md`. Neither touches BENCHMARKS.md
+ * at the repository's root: that is the record of the runs (each section dated, with the command that produced
+ * it, the earlier figures kept beside the new), into which a run's sections are copied.
  */
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
@@ -454,7 +456,7 @@ say('# cpsync benchmarks');
 say('');
 say(
   [
-    '`npm run bench` writes this file (with options, `.cache/bench/BENCHMARKS.partial.md` instead). Benchmarks report; they do not pass or fail. What each section measures:',
+    '`npm run bench` writes `.cache/bench/BENCHMARKS.md` (with options, `.cache/bench/BENCHMARKS.partial.md`). Benchmarks report; they do not pass or fail. What each section measures:',
     '',
     "- **Cold start**: each function bundled as the stack bundles it; module initialisation in a fresh Node process; bundle sizes beside the required libraries' own; the Init Duration of each synthesized function under the Lambda Runtime Interface Emulator.",
     '- **Steady state** and **Event latency**: a 7-cluster estate on moto, the local cloud servers and the real hub; CloudTrail events through the EKS handler warm (in process) and cold (a fresh process per event, the bundled handler).',
@@ -670,10 +672,11 @@ if (parts.has('curve')) {
   say(
     `Largest distance from the mean CPU per cluster (target ±20 %): full ${spread(points.map((p) => p.fullCpuPerCluster)).toFixed(0)} %, steady ${spread(points.map((p) => p.steadyCpuPerCluster)).toFixed(0)} %. What each cluster added from one estate to the next cost (the difference of the runs' CPU times over the difference of their sizes): full ${marginal('fullCpuPerCluster')}; steady ${marginal('steadyCpuPerCluster')}. The small estates pay for the run's warm-up on top: the command's start-up, the first use of each SDK and its connections, and V8 compiling the code that runs hot — V8's worker threads (its optimising compilers, and concurrent garbage collection) took ${v8(0)} ms per cluster at ${points[0]!.clusters.toLocaleString('en')} clusters and ${v8(points.length - 1)} ms at ${points.at(-1)!.clusters.toLocaleString('en')}.`,
   );
-  const chart = whole ? 'bench/scaling.svg' : '.cache/bench/scaling.svg';
-  mkdirSync(join(ROOT, dirname(chart)), { recursive: true });
+  // Beside the run's own file; BENCHMARKS.md shows the copy in bench/ that the record's curve section names.
+  const chart = 'scaling.svg';
+  mkdirSync(join(ROOT, '.cache', 'bench'), { recursive: true });
   writeFileSync(
-    join(ROOT, chart),
+    join(ROOT, '.cache', 'bench', chart),
     scalingChart(
       points,
       `npm run bench, ${new Date().toISOString().slice(0, 10)}, ${(await import('node:os')).cpus().length} cores; file hub, sync.concurrency ${BENCH_CONCURRENCY}`,
@@ -684,12 +687,7 @@ if (parts.has('curve')) {
   say('');
 }
 mkdirSync(join(ROOT, '.cache', 'bench'), { recursive: true });
-// The credential plugin's section comes from its own bench (`npm run bench:credentials`): kept as it is.
-const previous = existsSync(join(ROOT, 'BENCHMARKS.md'))
-  ? readFileSync(join(ROOT, 'BENCHMARKS.md'), 'utf8')
-  : '';
-const credentials = previous.indexOf('## The credential plugin');
-writeFileSync(
-  join(ROOT, whole ? 'BENCHMARKS.md' : join('.cache', 'bench', 'BENCHMARKS.partial.md')),
-  `${lines.join('\n')}\n${whole && credentials >= 0 ? `\n${previous.slice(credentials)}` : ''}`,
-);
+// Never BENCHMARKS.md itself: it keeps every earlier run's figures beside the new ones, which a run does not know.
+const written = join('.cache', 'bench', whole ? 'BENCHMARKS.md' : 'BENCHMARKS.partial.md');
+writeFileSync(join(ROOT, written), `${lines.join('\n')}\n`);
+console.error(`bench: written to ${written}; copy the sections worth keeping into BENCHMARKS.md, dated`);

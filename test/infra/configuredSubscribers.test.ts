@@ -87,6 +87,16 @@ describe('the example subscribers from the configuration', () => {
         [argo.ARGOCD_NAMESPACE, argo.ARGOCD_KUBECONFIG_SECRET_ARN, argo.ARGOCD_CREDENTIALS_ARGS],
         ['gitops', KUBECONFIG, '["--role-name","cpsync-reader"]'],
       );
+      // The Argo CD function reads the hub, so its role is among those the hub must let in; the notifier's is not.
+      const hubRoles = JSON.stringify(Template.fromStack(stack).findOutputs('HubRoles'));
+      const roleOf = (prefix: string) =>
+        (
+          byPrefix(resources, 'AWS::Lambda::Function', prefix).Properties.Role as {
+            'Fn::GetAtt': [string, string];
+          }
+        )['Fn::GetAtt'][0];
+      assert.ok(hubRoles.includes(`"${roleOf('ArgoCdFunction')}"`), hubRoles);
+      assert.ok(!hubRoles.includes(`"${roleOf('ChatFunction')}"`), hubRoles);
       const schedule = byPrefix(resources, 'AWS::Scheduler::Schedule', 'ArgoCdReconcile');
       assert.equal(schedule.Properties.ScheduleExpression, 'rate(30 minutes)');
       // Each reads its own secret, by the ARN's shape: the partial one ending in six letters both ways.

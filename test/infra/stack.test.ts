@@ -358,6 +358,24 @@ describe('the CDK app', () => {
     template.hasOutput('DoctorFunction', { Value: { Ref: worker } });
   });
 
+  it('names every function role the hub must let in, as an output (one `hub install --eks-role` each)', () => {
+    const functions = Object.values(template.findResources('AWS::Lambda::Function')) as Array<{
+      Properties: { Role: { 'Fn::GetAtt': [string, string] } };
+    }>;
+    const roles = functions.map((fn) => fn.Properties.Role['Fn::GetAtt'][0]).sort();
+    const output = template.findOutputs('HubRoles').HubRoles as {
+      Value: { 'Fn::Join': [string, Array<{ 'Fn::GetAtt': [string, string] }>] };
+    };
+    const [separator, parts] = output.Value['Fn::Join'];
+    assert.equal(separator, ' ');
+    assert.deepEqual(
+      parts.map((part) => part['Fn::GetAtt']).sort(),
+      roles.map((role) => [role, 'Arn']),
+    );
+    // The five functions of cpsync, each with a role of its own.
+    assert.equal(new Set(roles).size, 5);
+  });
+
   it('grants exactly: sts:AssumeRole into the member role name, EKS reads in its own account, PutEvents on its bus only', () => {
     // (What each function's calls need is proven under the Lambda runtime: lambdaRuntime.test.ts evaluates
     // every call against these policies.)

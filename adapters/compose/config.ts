@@ -122,6 +122,14 @@ const eks = z.strictObject({
    * cluster unchanged (a node-group call's CloudTrail event reads them at once); 0 reads them at every sync.
    */
   nodegroupsMaxAgeMinutes: z.number().int().min(0).max(1440).default(360),
+  /**
+   * How long a listed cluster's DescribeCluster answer stands for the cloud's while the cluster is ACTIVE with no
+   * health issues and its node groups are remembered and settled (a CloudTrail event for the cluster reads it at
+   * once); 0, the default, describes every listed cluster at every sync. Above 0, ControlPlaneHealthy may lag by up
+   * to this age: an EKS health issue (a KMS key disabled, a subnet deleted) comes with no API call, so no event.
+   * It stands no longer than the node groups read with it (`nodegroupsMaxAgeMinutes`).
+   */
+  clusterMaxAgeMinutes: z.number().int().min(0).max(1440).default(0),
 });
 
 /** GKE: the GCP projects whose clusters are listed, and how (or `off`); unset, GKE is not listed. */

@@ -18,11 +18,17 @@ import type { AwsCredentialIdentityProvider } from '@smithy/types';
 import pLimit, { type LimitFunction } from 'p-limit';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope, type ScopeOutcome } from '../../core/domain/model/scope.ts';
-import type { AnswerStore, ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
-import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/rememberedAnswers.ts';
+import type {
+  AnswerStore,
+  ClusterRef,
+  ClusterSource,
+  RememberedAnswer,
+  ScopeListing,
+} from '../../core/sync/ports.ts';
+import { listedDigest, ScopeAnswers, stillStands, type AnswerMemory } from '../shared/rememberedAnswers.ts';
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
 import { classifyAwsError, errorMessage } from './classify.ts';
-import { isEksClusterArn, mapEksCluster } from './mapCluster.ts';
+import { eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 
 export interface EksSourceOptions extends AwsClientOptions {
@@ -72,6 +78,15 @@ export interface EksSourceOptions extends AwsClientOptions {
    */
   nodegroupsMaxAgeMillis?: number;
   /**
+   * How old a remembered DescribeCluster answer may be and still stand for the cloud's, in a listing, for a
+   * cluster that was `ACTIVE` with no health issues and whose node groups are remembered and settled: such a
+   * cluster is not described again until then (0: every listed cluster is described at every listing). One
+   * cluster's read (an event, a follow-up look) always describes it. An EKS health issue comes with no API call,
+   * so no event: `ControlPlaneHealthy` may lag by up to this age.
+   * @default 0
+   */
+  clusterMaxAgeMillis?: number;
+  /**
    * Makes the SDK clients.
    * @default real clients built from these options
    */
@@ -96,6 +111,90 @@ function clusterDigest(cluster: Cluster): string {
     cluster.platformVersion ?? '',
     cluster.status ?? '',
   ]);
+}
+
+/** What is remembered of DescribeCluster's answer: the fields a profile is made from (see `mapEksCluster`). */
+type RememberedCluster = Pick<
+  Cluster,
+  | 'name'
+  | 'arn'
+  | 'endpoint'
+  | 'certificateAuthority'
+  | 'version'
+  | 'platformVersion'
+  | 'status'
+  | 'createdAt'
+  | 'health'
+  | 'tags'
+  | 'resourcesVpcConfig'
+>;
+
+/** DescribeCluster's answer as remembered (JSON: its creation time as ISO text). */
+function rememberedCluster(cluster: Cluster): Record<string, unknown> {
+  const vpc = cluster.resourcesVpcConfig;
+  const kept: Record<string, unknown> = {
+    name: cluster.name,
+    arn: cluster.arn,
+    endpoint: cluster.endpoint,
+    certificateAuthority:
+      cluster.certificateAuthority?.data === undefined
+        ? undefined
+        : { data: cluster.certificateAuthority.data },
+    version: cluster.version,
+    platformVersion: cluster.platformVersion,
+    status: cluster.status,
+    createdAt: cluster.createdAt instanceof Date ? cluster.createdAt.toISOString() : undefined,
+    health: {
+      issues: (cluster.health?.issues ?? []).map((issue) => ({ code: issue.code, message: issue.message })),
+    },
+    tags: cluster.tags,
+    resourcesVpcConfig: vpc
+      ? { endpointPublicAccess: vpc.endpointPublicAccess, endpointPrivateAccess: vpc.endpointPrivateAccess }
+      : undefined,
+  };
+  return JSON.parse(JSON.stringify(kept)) as Record<string, unknown>;
+}
+
+const optional = (value: unknown, type: 'string' | 'boolean') => value === undefined || typeof value === type;
+
+/**
+ * A remembered DescribeCluster answer as the SDK gives it (its creation time a Date again); undefined when the
+ * record is not one this source wrote.
+ */
+function clusterOf(answer: Record<string, unknown>): RememberedCluster | undefined {
+  const c = answer.cluster as Record<string, unknown> | undefined;
+  if (typeof c !== 'object' || c === null || Array.isArray(c)) return undefined;
+  const ca = c.certificateAuthority as { data?: unknown } | undefined;
+  const issues = (c.health as { issues?: unknown } | undefined)?.issues;
+  const vpc = c.resourcesVpcConfig as Record<string, unknown> | undefined;
+  const tags = c.tags as Record<string, unknown> | undefined;
+  const created = typeof c.createdAt === 'string' ? new Date(c.createdAt) : undefined;
+  const valid =
+    typeof c.name === 'string' &&
+    typeof c.arn === 'string' &&
+    typeof c.status === 'string' &&
+    ['endpoint', 'version', 'platformVersion'].every((key) => optional(c[key], 'string')) &&
+    (ca === undefined || (typeof ca === 'object' && ca !== null && optional(ca.data, 'string'))) &&
+    Array.isArray(issues) &&
+    issues.every(
+      (issue: unknown) =>
+        typeof issue === 'object' &&
+        issue !== null &&
+        optional((issue as { code?: unknown }).code, 'string') &&
+        optional((issue as { message?: unknown }).message, 'string'),
+    ) &&
+    (vpc === undefined ||
+      (typeof vpc === 'object' &&
+        vpc !== null &&
+        optional(vpc.endpointPublicAccess, 'boolean') &&
+        optional(vpc.endpointPrivateAccess, 'boolean'))) &&
+    (tags === undefined ||
+      (typeof tags === 'object' &&
+        tags !== null &&
+        Object.values(tags).every((v) => typeof v === 'string'))) &&
+    (c.createdAt === undefined || (created !== undefined && !Number.isNaN(created.getTime())));
+  if (!valid) return undefined;
+  return { ...(c as RememberedCluster), ...(created ? { createdAt: created } : {}) };
 }
 
 /** The fields of a node group a profile is made from: all that is remembered of it. */
@@ -149,6 +248,7 @@ export class EksSource implements ClusterSource {
   readonly #perAccount = new Map<string, LimitFunction>();
   readonly #hubAccount: () => Promise<string>;
   readonly #memory: AnswerMemory;
+  readonly #clusterMaxAgeMillis: number;
 
   constructor(options: EksSourceOptions = {}) {
     this.#options = options;
@@ -156,6 +256,8 @@ export class EksSource implements ClusterSource {
       ...(options.answers ? { store: options.answers } : {}),
       maxAgeMillis: options.nodegroupsMaxAgeMillis ?? DEFAULT_NODEGROUPS_MAX_AGE_MILLIS,
     };
+    // A remembered answer stands for DescribeCluster's only beside the node groups it was read with.
+    this.#clusterMaxAgeMillis = this.#memory.maxAgeMillis > 0 ? (options.clusterMaxAgeMillis ?? 0) : 0;
     this.#clients = options.clients ?? awsClientFactory(options);
     this.#overall = pLimit(options.overallConcurrency ?? 32);
     this.#hubAccount = options.hubAccountId
@@ -292,10 +394,13 @@ export class EksSource implements ClusterSource {
     const missing: string[] = [];
     let firstFailure: ScopeOutcome['failure'];
     const answers = await ScopeAnswers.load(this.#memory, { ...scope, region });
+    const held = this.#clusterMaxAgeMillis > 0 ? heldByName(answers, scope.account, region) : undefined;
     await Promise.all(
       names.map(async (name) => {
         try {
-          const observed = await this.#describe(client, scope.account, region, name, answers, signal);
+          const observed =
+            (held?.has(name) ? this.#standing(held.get(name)!, answers, scope.account, region) : undefined) ??
+            (await this.#describe(client, scope.account, region, name, answers, signal));
           if (observed) clusters.push(observed);
         } catch (error) {
           missing.push(`${region}/${name}`);
@@ -324,6 +429,42 @@ export class EksSource implements ClusterSource {
   }
 
   /**
+   * A listed cluster as remembered, when the remembered DescribeCluster answer still stands for the cloud's (see
+   * `clusterMaxAgeMillis`): the cluster `ACTIVE` with no health issues, the answer young enough, its node groups
+   * remembered with it, young enough and settled. Undefined: describe it.
+   */
+  #standing(
+    record: RememberedAnswer,
+    answers: ScopeAnswers,
+    account: string,
+    region: string,
+  ): ObservedCluster | undefined {
+    const cluster = clusterOf(record.answer);
+    const describedAt = record.answer.describedAt;
+    if (
+      !cluster ||
+      cluster.arn !== record.providerId ||
+      typeof describedAt !== 'number' ||
+      cluster.status !== 'ACTIVE' ||
+      (cluster.health?.issues?.length ?? 0) > 0 ||
+      !stillStands(record.providerId, describedAt, this.#clusterMaxAgeMillis, answers.askingNow())
+    )
+      return undefined;
+    const remembered = answers.usable(
+      { provider: 'eks', providerId: record.providerId },
+      clusterDigest(cluster),
+    );
+    const nodegroups = remembered && nodegroupsOf(remembered);
+    if (!nodegroups?.every(NODEGROUP_SETTLED)) return undefined;
+    return mapEksCluster(cluster, nodegroups, account, region);
+  }
+
+  /** What a record keeps of DescribeCluster's answer, asked at `at`: nothing unless it may stand for it. */
+  #described(cluster: Cluster, at: number): Record<string, unknown> {
+    return this.#clusterMaxAgeMillis > 0 ? { cluster: rememberedCluster(cluster), describedAt: at } : {};
+  }
+
+  /**
    * One cluster with its node groups (those remembered, when DescribeCluster shows the cluster as it was when
    * they were read and they are young enough); undefined when it was deleted in between (not found).
    */
@@ -335,6 +476,7 @@ export class EksSource implements ClusterSource {
     answers: ScopeAnswers,
     signal?: AbortSignal,
   ): Promise<ObservedCluster | undefined> {
+    const describedAt = answers.askingNow();
     const cluster = await this.#notFoundAsUndefined(() =>
       this.#limit(account, () =>
         client.send(new DescribeClusterCommand({ name }), { abortSignal: signal }),
@@ -342,7 +484,7 @@ export class EksSource implements ClusterSource {
     );
     if (!cluster) return undefined;
     const nodegroups = cluster.arn
-      ? await this.#rememberedNodegroups(client, account, region, cluster, answers, signal)
+      ? await this.#rememberedNodegroups(client, account, region, cluster, describedAt, answers, signal)
       : (await this.#nodegroups(client, account, cluster, signal)).map(rememberedNodegroup);
     return mapEksCluster(cluster, nodegroups, account, region);
   }
@@ -356,15 +498,24 @@ export class EksSource implements ClusterSource {
     account: string,
     region: string,
     cluster: Cluster,
+    describedAt: number,
     answers: ScopeAnswers,
     signal?: AbortSignal,
   ): Promise<RememberedNodegroup[]> {
     const identity = { provider: 'eks' as const, account, region, providerId: cluster.arn! };
     const listed = clusterDigest(cluster);
     // A cluster an operation is changing is asked at every listing.
-    const remembered = cluster.status === 'ACTIVE' ? answers.usable(identity, listed) : undefined;
-    const known = remembered && nodegroupsOf(remembered);
-    if (known) return known;
+    const remembered = cluster.status === 'ACTIVE' ? answers.usableRecord(identity, listed) : undefined;
+    const known = remembered && nodegroupsOf(remembered.answer);
+    if (known) {
+      // The node groups keep the time they were asked; the cluster's answer is the one just given.
+      if (this.#clusterMaxAgeMillis > 0)
+        answers.remember(identity, listed, remembered.askedAt, {
+          nodegroups: known,
+          ...this.#described(cluster, describedAt),
+        });
+      return known;
+    }
     const askedAt = answers.askingNow();
     let nodegroups: RememberedNodegroup[];
     try {
@@ -373,7 +524,8 @@ export class EksSource implements ClusterSource {
       answers.forget(identity);
       throw error;
     }
-    if (nodegroups.every(NODEGROUP_SETTLED)) answers.remember(identity, listed, askedAt, { nodegroups });
+    if (nodegroups.every(NODEGROUP_SETTLED))
+      answers.remember(identity, listed, askedAt, { nodegroups, ...this.#described(cluster, describedAt) });
     else answers.forget(identity);
     return nodegroups;
   }
@@ -418,4 +570,19 @@ export class EksSource implements ClusterSource {
       throw error;
     }
   }
+}
+
+/** The records held for the clusters of `account` in `region`, by cluster name. */
+function heldByName(answers: ScopeAnswers, account: string, region: string): Map<string, RememberedAnswer> {
+  const byName = new Map<string, RememberedAnswer>();
+  for (const record of answers.heldOf('eks')) {
+    let name: string;
+    try {
+      name = eksClusterOfArn(record.providerId).name;
+    } catch {
+      continue; // not an EKS cluster's ARN: stands for nothing
+    }
+    if (isEksClusterArn(record.providerId, account, region, name)) byName.set(name, record);
+  }
+  return byName;
 }

@@ -28,6 +28,15 @@ function ageLimitOf(providerId: string, maxAgeMillis: number): number {
   return maxAgeMillis * (1 - spread / 4);
 }
 
+/**
+ * Whether an answer about `providerId` asked at `askedAt` still stands at `now`: younger than its age limit (see
+ * `ageLimitOf`), and not asked in the future by more than a clock's skew.
+ */
+export function stillStands(providerId: string, askedAt: number, maxAgeMillis: number, now: number): boolean {
+  const age = now - askedAt;
+  return age >= -FUTURE_SKEW_MILLIS && age < ageLimitOf(providerId, maxAgeMillis);
+}
+
 export interface AnswerMemory {
   store?: AnswerStore;
   /** How old an answer may be and still stand for the cloud's (0: always ask). */
@@ -83,13 +92,27 @@ export class ScopeAnswers {
     identity: Pick<Identity, 'provider' | 'providerId'>,
     listed: string,
   ): Record<string, unknown> | undefined {
+    return this.usableRecord(identity, listed)?.answer;
+  }
+
+  /** As `usable`, the whole record: when the answer was asked, too. */
+  usableRecord(
+    identity: Pick<Identity, 'provider' | 'providerId'>,
+    listed: string,
+  ): RememberedAnswer | undefined {
     const key = canonicalProviderId(identity);
     this.#seen.add(key);
     const record = this.#held.get(key);
     if (!record || record.listed !== listed) return undefined;
-    const age = this.#now() - record.askedAt;
-    if (age < -FUTURE_SKEW_MILLIS || age >= ageLimitOf(key, this.#memory.maxAgeMillis)) return undefined;
-    return record.answer;
+    return stillStands(key, record.askedAt, this.#memory.maxAgeMillis, this.#now()) ? record : undefined;
+  }
+
+  /**
+   * The records held for `provider`'s clusters, whatever their age: for a source that knows a cluster only by name
+   * until it is asked. Reading them does not count a cluster as seen.
+   */
+  heldOf(provider: Provider): RememberedAnswer[] {
+    return [...this.#held.values()].filter((record) => record.provider === provider);
   }
 
   /** The answer the cloud just gave for a cluster, asked at `askedAt` while its listing showed `listed`. */

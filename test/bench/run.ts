@@ -448,7 +448,7 @@ const { values: flags } = parseArgs({
 const parts = new Set(
   (
     flags.only ??
-    'cold-start,report,estate,usable,scale,state-memory,aks-graph,hub-requests,file-hub-writes,curve'
+    'cold-start,report,estate,usable,scale,state-memory,eks-remembered,aks-graph,hub-requests,file-hub-writes,curve'
   ).split(','),
 );
 
@@ -464,12 +464,13 @@ say(
     "- **Time to usable**: clusters created in each cloud's emulator and ready after a while, then deleted, the clouds' events entering as the clouds send them, handled by the bundled functions and followed by the follow-up function until they settle: ready → profile usable, gone → Deleted, wrongful deletions, and the follow-up's cost per cluster.",
     '- **What a deployment costs**: the file-hub run at the defaults, priced.',
     "- **The state directory on the disk and in memory**: the file-hub run at the defaults with its state directory (inventory and outbox) on this machine's disk and on a tmpfs, taking turns: the kernel's share of the CPU per cluster, which follows the disk (a created profile is a created file).",
+    '- **EKS DescribeCluster answers remembered**: the file-hub run at the defaults with `providers.eks.clusterMaxAgeMinutes: 60` (opt-in): an unchanged active cluster is not described again within the hour.',
     '- **AKS through Resource Graph**: the file-hub run at the defaults with `providers.aks.listing: resourceGraph`: one graph query for every subscription in place of a listing per subscription.',
     '- **The report at scale**: `cpsync report` of 30,000 clusters, its size, and the time to `data-ready` in headless Chromium (the OS package) driven over the DevTools protocol, as it opens and sorted on load.',
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,state-memory,aks-graph,hub-requests,file-hub-writes,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
+    "Options: `--only cold-start,report,estate,usable,scale,state-memory,eks-remembered,aks-graph,hub-requests,file-hub-writes,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
   ].join('\n'),
 );
 say('');
@@ -503,7 +504,7 @@ function steadyVariantsFrom(env: NodeJS.ProcessEnv): { flags: string[]; rounds: 
 }
 const steadyVariants = steadyVariantsFrom(process.env);
 // The sync runs measure the `cpsync` command as installed: the bundle, built now from these sources.
-if (parts.has('scale') || parts.has('state-memory') || parts.has('curve'))
+if (['scale', 'state-memory', 'eks-remembered', 'aks-graph', 'curve'].some((part) => parts.has(part)))
   execFileSync(process.execPath, [join(ROOT, 'infra', 'build-cli.ts')], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -590,6 +591,13 @@ if (parts.has('scale')) {
 }
 if (parts.has('state-memory'))
   await compareStateFileSystems({ memory: '/dev/shm', rounds: 2, scale, latencyMillis, say });
+if (parts.has('eks-remembered'))
+  await scaleRun({
+    fileHub: true,
+    eksClusterMaxAgeMinutes: 60,
+    title:
+      'EKS DescribeCluster answers remembered for an hour (`providers.eks.clusterMaxAgeMinutes: 60`, opt-in), the defaults otherwise',
+  });
 if (parts.has('aks-graph'))
   await scaleRun({
     fileHub: true,

@@ -59,6 +59,8 @@ export interface ScaleOptions {
    * against the disk). @default `directory`
    */
   stateDirectory?: string;
+  /** `providers.eks.clusterMaxAgeMinutes`. @default the configuration's */
+  eksClusterMaxAgeMinutes?: number;
   say: (line?: string) => void;
 }
 
@@ -393,6 +395,9 @@ export async function fullSyncAtScale(options: ScaleOptions) {
             accounts,
             regions: EKS_REGIONS,
             endpoint: aws.endpoint,
+            ...(options.eksClusterMaxAgeMinutes === undefined
+              ? {}
+              : { clusterMaxAgeMinutes: options.eksClusterMaxAgeMinutes }),
           },
           gke: { projects, ...access.gke },
           aks: {

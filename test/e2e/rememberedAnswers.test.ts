@@ -28,6 +28,7 @@ const ROTATED = Buffer.from(`${TEST_CA_PEM}${TEST_CA_PEM}`).toString('base64');
 interface ProfileFile {
   metadata: { annotations?: Record<string, string> };
   status?: {
+    version?: { kubernetes?: string };
     accessProviders?: Array<{ cluster?: Record<string, unknown> }>;
     properties?: Array<{ name: string; value: string }>;
   };
@@ -177,6 +178,77 @@ describe('the clouds asked only what changed, from the command and from a cloud 
     await sync();
     assert.deepEqual(readsSince(from), { cas: [], nodegroups: [] });
     assert.equal(nodesOf(PAYMENTS), '3');
+  });
+
+  it('with DescribeCluster remembered (clusterMaxAgeMinutes): the command describes no unchanged cluster, an UpdateClusterVersion event reads the one cluster, and --scope keeps what it said', async () => {
+    const document = parse(readFileSync(emulators.configPath, 'utf8')) as {
+      providers: { eks: Record<string, unknown> };
+    };
+    document.providers.eks.clusterMaxAgeMinutes = 60;
+    const remembering = join(directory, 'remembering.yaml');
+    writeFileSync(remembering, stringify(document));
+    /** The EKS clusters DescribeCluster was called for since `from` (`region/name`), as moto received them. */
+    const describedSince = (from: number) =>
+      emulators.proxy.calls
+        .slice(from)
+        .flatMap((c) =>
+          c.method === 'GET' && /^\/clusters\/[^/?]+$/.test(c.path)
+            ? [`${c.region}${c.path.slice('/clusters'.length)}`]
+            : [],
+        )
+        .sort();
+    const versionOf = (suffix: string) => profile(suffix).status?.version?.kubernetes;
+    let undo = () => {};
+    rmSync(ANSWERS(), { recursive: true, force: true });
+    try {
+      let from = emulators.proxy.calls.length;
+      await sync('--config', remembering);
+      assert.deepEqual(describedSince(from), [
+        'eu-west-1/payments',
+        'us-east-1/checkout',
+        'us-east-1/payments',
+      ]);
+      from = emulators.proxy.calls.length;
+      const second = await sync('--config', remembering);
+      assert.deepEqual(describedSince(from), []);
+      assert.match(second.stderr, /0 created, 0 updated, 0 deleted/);
+
+      // The cluster is upgraded: its CloudTrail event reads it afresh through the handler the stack deploys.
+      undo = emulators.proxy.rewrite((call, status, body) => {
+        if (status !== 200 || call.path !== '/clusters/payments' || call.region !== 'us-east-1')
+          return undefined;
+        const answer = JSON.parse(body) as { cluster: Record<string, unknown> };
+        answer.cluster.version = '1.32';
+        return JSON.stringify(answer);
+      });
+      const deps = await compose(parseConfig(document, 'e2e'), ALL_PROVIDERS, { onDemand: true });
+      try {
+        const handler = makeEksEventHandler(async () => deps);
+        from = emulators.proxy.calls.length;
+        const result = await handler(
+          cloudTrailEvent('UpdateClusterVersion', EKS_ACCOUNT, 'us-east-1', {
+            name: 'payments',
+            version: '1.32',
+          }) as never,
+          lambdaContext(),
+        );
+        assert.equal(result.result, 'updated');
+        assert.deepEqual(describedSince(from), ['us-east-1/payments']);
+      } finally {
+        await deps.close();
+      }
+      assert.equal(versionOf(PAYMENTS), '1.32');
+      from = emulators.proxy.calls.length;
+      const scoped = await sync('--scope', `eks/${EKS_ACCOUNT}`, '--config', remembering);
+      assert.deepEqual(describedSince(from), []);
+      assert.match(scoped.stderr, /0 created, 0 updated, 0 deleted/);
+      assert.equal(versionOf(PAYMENTS), '1.32');
+    } finally {
+      undo();
+      rmSync(remembering, { force: true });
+      // The next case's ground: the hub as the clouds are, every answer asked again.
+      await ground();
+    }
   });
 
   it('asks every CA and node group again when the state directory lost its answers, and deletes nothing', async () => {

@@ -6,7 +6,9 @@
  * ARM lists (nothing left out or kept on the store's say), each with the CA ARM gave at its last read, and every
  * cluster whose listing changed, that is new, busy, aged or whose record was lost is read in that very listing.
  * The same for EKS node groups against moto (node groups made and deleted through its API, a cluster's version or
- * status changed by the proxy in front of it), the proxy's log the oracle.
+ * status changed by the proxy in front of it), the proxy's log the oracle; and, with `clusterMaxAgeMillis`, for
+ * DescribeCluster's answers remembered beside them: each cluster as EKS said at its last read, described in
+ * exactly the listings where its remembered answer may not stand.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
@@ -367,6 +369,172 @@ describe('remembered EKS node groups over random cloud and store states', () => 
                 );
               for (const key of [...mustRead])
                 if (described.get(key)?.status !== 'UPDATING') mustRead.delete(key);
+              break;
+            }
+          }
+        }
+        for (const name of names)
+          for (const group of current.get(name)!.keys())
+            await eks.send(new DeleteNodegroupCommand({ clusterName: name, nodegroupName: group }));
+      }),
+      { seed: SEED, numRuns: 12 },
+    );
+  });
+
+  it('with DescribeCluster remembered too (clusterMaxAgeMillis): every cluster as EKS last said, and described whenever its answer may not stand', async () => {
+    let runs = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(eksStep, { minLength: 3, maxLength: 12 }), async (steps) => {
+        runs += 1;
+        const directory = temporaryDirectory('cpsync-answers-');
+        const store = new FileAnswerStore(directory);
+        const scope: Scope = { provider: 'eks', account: HUB_ACCOUNT, region: REGION };
+        const source = new EksSource({
+          endpoint: proxy.endpoint,
+          credentials: async () => HUB_CREDENTIALS,
+          hubAccountId: HUB_ACCOUNT,
+          answers: store,
+          clusterMaxAgeMillis: 3_600_000,
+        });
+        const names = [`kept-one-${runs}`, `kept-two-${runs}`];
+        await createEksClusters(
+          moto.endpoint,
+          HUB_ACCOUNT,
+          REGION,
+          names.map((name) => ({
+            name,
+            nodegroups: [{ name: 'g0', instanceTypes: ['m6i.large'], desiredSize: 1 }],
+          })),
+        );
+        const current = new Map(names.map((name) => [name, new Map([['g0', 1]])]));
+        const nodes = (name: string) => [...current.get(name)!.values()].reduce((a, b) => a + b, 0);
+        /** What DescribeCluster says of a cluster now: moto's answer as the proxy changes it. */
+        const cloud = (name: string) => ({
+          version: described.get(name)?.version ?? '1.31',
+          status: described.get(name)?.status ?? 'ACTIVE',
+        });
+        /** What EKS said at cpsync's last read of each cluster: DescribeCluster's, and its node groups'. */
+        const lastDescribed = new Map<string, { version: string; status: string }>();
+        const lastNodes = new Map<string, number>();
+        /** Clusters whose remembered answer cannot stand: new, last read in change, aged, or lost. */
+        const mustDescribe = new Set(names);
+        let version = 0;
+        for (const s of [...steps, { kind: 'list' } as const]) {
+          const name = 'cluster' in s ? names[s.cluster]! : '';
+          switch (s.kind) {
+            case 'scale': {
+              const group = `g${++version}`;
+              await eks.send(
+                new CreateNodegroupCommand({
+                  clusterName: name,
+                  nodegroupName: group,
+                  nodeRole: `arn:aws:iam::${HUB_ACCOUNT}:role/eks-node`,
+                  subnets: ['subnet-0a1b2c3d'],
+                  instanceTypes: ['m6i.large'],
+                  scalingConfig: { minSize: 0, maxSize: 5, desiredSize: 2 },
+                }),
+              );
+              current.get(name)!.set(group, 2);
+              if (s.shown) described.set(name, { ...described.get(name), version: `1.${40 + version}` });
+              break;
+            }
+            case 'busy':
+              described.set(name, { ...described.get(name), status: 'UPDATING' });
+              break;
+            case 'settle':
+              described.set(name, { ...described.get(name), status: 'ACTIVE' });
+              break;
+            case 'age': {
+              const record = (await store.read(scope)).find((r) => r.providerId.endsWith(`/${name}`));
+              if (!record) break;
+              await store.write([], [record]);
+              await store.write([
+                {
+                  ...record,
+                  answer: {
+                    ...record.answer,
+                    describedAt: Number(record.answer.describedAt) - 2 * 3_600_000,
+                  },
+                },
+              ]);
+              mustDescribe.add(name);
+              break;
+            }
+            case 'junk': {
+              const root = join(directory, 'answers');
+              if (!existsSync(root)) break;
+              for (const folder of readdirSync(root))
+                for (const file of readdirSync(join(root, folder)))
+                  writeFileSync(join(root, folder, file), '{"records": [');
+              for (const key of names) mustDescribe.add(key);
+              break;
+            }
+            case 'one': {
+              const one = await source.getCluster({ scope, name });
+              assert.equal(one?.nodes.count, nodes(name), 'one cluster is read afresh');
+              assert.equal(one?.kubernetesVersion, cloud(name).version, 'and described afresh');
+              lastDescribed.set(name, cloud(name));
+              lastNodes.set(name, nodes(name));
+              if (cloud(name).status === 'ACTIVE') mustDescribe.delete(name);
+              else mustDescribe.add(name);
+              break;
+            }
+            case 'list': {
+              const from = proxy.calls.length;
+              const listing = await source.listScope(scope);
+              const calls = proxy.calls.slice(from).filter((c) => c.method === 'GET');
+              const describedNow = new Set(
+                calls.flatMap((c) => /^\/clusters\/([^/?]+)$/.exec(c.path)?.[1] ?? []),
+              );
+              const groupsRead = new Set(
+                calls.flatMap((c) => /^\/clusters\/([^/?]+)\/node-groups/.exec(c.path)?.[1] ?? []),
+              );
+              assert.equal(listing.outcome.kind, 'complete');
+              const mine = listing.clusters.filter((c) => names.includes(c.name));
+              assert.deepEqual(
+                mine.map((c) => c.name).sort(),
+                [...names].sort(),
+                'exactly the clusters EKS lists',
+              );
+              // Described exactly when the remembered answer may not stand: never fewer, and no more (it saves calls).
+              assert.deepEqual(
+                names.filter((key) => describedNow.has(key)),
+                names.filter((key) => mustDescribe.has(key)),
+                'described exactly the clusters whose remembered answer may not stand',
+              );
+              for (const key of names) {
+                if (describedNow.has(key)) {
+                  const before = lastDescribed.get(key);
+                  const now = cloud(key);
+                  if (!before || before.version !== now.version || now.status !== 'ACTIVE')
+                    assert.ok(
+                      groupsRead.has(key),
+                      `${key}: described changed or in change, so its node groups are read`,
+                    );
+                  lastDescribed.set(key, now);
+                }
+                if (groupsRead.has(key)) lastNodes.set(key, nodes(key));
+              }
+              for (const observed of mine) {
+                assert.equal(
+                  observed.kubernetesVersion,
+                  lastDescribed.get(observed.name)?.version,
+                  `${observed.name}: the version EKS last said`,
+                );
+                assert.equal(
+                  observed.health.status,
+                  lastDescribed.get(observed.name)?.status,
+                  `${observed.name}: the status EKS last said`,
+                );
+                assert.equal(
+                  observed.nodes.count,
+                  lastNodes.get(observed.name),
+                  `${observed.name}: the node groups EKS last gave`,
+                );
+              }
+              for (const key of names)
+                if (lastDescribed.get(key)?.status === 'ACTIVE') mustDescribe.delete(key);
+                else mustDescribe.add(key);
               break;
             }
           }

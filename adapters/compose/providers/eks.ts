@@ -27,6 +27,8 @@ export const eksProvider: ProviderModule = {
       overallConcurrency: eks.overallConcurrency,
       // Node groups read stand while DescribeCluster shows the cluster unchanged, for a bounded time.
       nodegroupsMaxAgeMillis: eks.nodegroupsMaxAgeMinutes * 60_000,
+      // Opt-in: DescribeCluster's answer stands for a bounded time too (ControlPlaneHealthy may lag by as much).
+      clusterMaxAgeMillis: eks.clusterMaxAgeMinutes * 60_000,
       ...(answers ? { answers } : {}),
       requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,
       ...(eks.externalId ? { externalId: eks.externalId } : {}),

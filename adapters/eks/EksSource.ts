@@ -576,13 +576,13 @@ export class EksSource implements ClusterSource {
 function heldByName(answers: ScopeAnswers, account: string, region: string): Map<string, RememberedAnswer> {
   const byName = new Map<string, RememberedAnswer>();
   for (const record of answers.heldOf('eks')) {
-    let name: string;
+    let cluster: ReturnType<typeof eksClusterOfArn>;
     try {
-      name = eksClusterOfArn(record.providerId).name;
+      cluster = eksClusterOfArn(record.providerId);
     } catch {
       continue; // not an EKS cluster's ARN: stands for nothing
     }
-    if (isEksClusterArn(record.providerId, account, region, name)) byName.set(name, record);
+    if (cluster.account === account && cluster.region === region) byName.set(cluster.name, record);
   }
   return byName;
 }

@@ -90,6 +90,21 @@ describe('the clouds asked only what changed, from the command and from a cloud 
     `/subscriptions/${AZURE_SUBSCRIPTION}/resourcegroups/rg-${name}/providers/microsoft.containerservice/managedclusters/${name}`;
 
   const PAYMENTS = `:us-east-1:${EKS_ACCOUNT}:cluster/payments`;
+  /**
+   * A CloudTrail call of `name` in us-east-1 through the EKS event handler the stack deploys, built from
+   * `document` (the configuration): its result.
+   */
+  const eksEvent = async (document: unknown, name: string, parameters: Record<string, string>) => {
+    const deps = await compose(parseConfig(document, 'e2e'), ALL_PROVIDERS, { onDemand: true });
+    try {
+      return await makeEksEventHandler(async () => deps)(
+        cloudTrailEvent(name, EKS_ACCOUNT, 'us-east-1', parameters) as never,
+        lambdaContext(),
+      );
+    } finally {
+      await deps.close();
+    }
+  };
   const ANSWERS = () => join(emulators.directory, 'outbox', 'answers');
   /**
    * Each case starts from ground of its own (the cases run in a random order): the hub in step with the clouds
@@ -157,24 +172,15 @@ describe('the clouds asked only what changed, from the command and from a cloud 
     await eks.send(new DeleteNodegroupCommand({ clusterName: 'payments', nodegroupName: 'compute' }));
     eks.destroy();
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
-    const deps = await compose(parseConfig(document, 'e2e'), ALL_PROVIDERS, { onDemand: true });
-    try {
-      const handler = makeEksEventHandler(async () => deps);
-      const from = mark();
-      const result = await handler(
-        cloudTrailEvent('DeleteNodegroup', EKS_ACCOUNT, 'us-east-1', {
-          clusterName: 'payments',
-          nodegroupName: 'compute',
-        }) as never,
-        lambdaContext(),
-      );
-      assert.equal(result.result, 'updated');
-      assert.deepEqual(readsSince(from).nodegroups, ['payments']);
-    } finally {
-      await deps.close();
-    }
+    let from = mark();
+    const result = await eksEvent(document, 'DeleteNodegroup', {
+      clusterName: 'payments',
+      nodegroupName: 'compute',
+    });
+    assert.equal(result.result, 'updated');
+    assert.deepEqual(readsSince(from).nodegroups, ['payments']);
     assert.equal(nodesOf(PAYMENTS), '3');
-    const from = mark();
+    from = mark();
     await sync();
     assert.deepEqual(readsSince(from), { cas: [], nodegroups: [] });
     assert.equal(nodesOf(PAYMENTS), '3');
@@ -221,22 +227,10 @@ describe('the clouds asked only what changed, from the command and from a cloud 
         answer.cluster.version = '1.32';
         return JSON.stringify(answer);
       });
-      const deps = await compose(parseConfig(document, 'e2e'), ALL_PROVIDERS, { onDemand: true });
-      try {
-        const handler = makeEksEventHandler(async () => deps);
-        from = emulators.proxy.calls.length;
-        const result = await handler(
-          cloudTrailEvent('UpdateClusterVersion', EKS_ACCOUNT, 'us-east-1', {
-            name: 'payments',
-            version: '1.32',
-          }) as never,
-          lambdaContext(),
-        );
-        assert.equal(result.result, 'updated');
-        assert.deepEqual(describedSince(from), ['us-east-1/payments']);
-      } finally {
-        await deps.close();
-      }
+      from = emulators.proxy.calls.length;
+      const result = await eksEvent(document, 'UpdateClusterVersion', { name: 'payments', version: '1.32' });
+      assert.equal(result.result, 'updated');
+      assert.deepEqual(describedSince(from), ['us-east-1/payments']);
       assert.equal(versionOf(PAYMENTS), '1.32');
       from = emulators.proxy.calls.length;
       const scoped = await sync('--scope', `eks/${EKS_ACCOUNT}`, '--config', remembering);

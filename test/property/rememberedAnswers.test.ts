@@ -257,53 +257,83 @@ describe('remembered EKS node groups over random cloud and store states', () => 
     await moto?.stop();
   });
 
+  /** One run's estate: two clusters of one node group each, a store of their own, and a source reading them. */
+  const estate = async (names: string[], options: ConstructorParameters<typeof EksSource>[0] = {}) => {
+    const directory = temporaryDirectory('cpsync-answers-');
+    const store = new FileAnswerStore(directory);
+    const source = new EksSource({
+      endpoint: proxy.endpoint,
+      credentials: async () => HUB_CREDENTIALS,
+      hubAccountId: HUB_ACCOUNT,
+      answers: store,
+      ...options,
+    });
+    await createEksClusters(
+      moto.endpoint,
+      HUB_ACCOUNT,
+      REGION,
+      names.map((name) => ({
+        name,
+        nodegroups: [{ name: 'g0', instanceTypes: ['m6i.large'], desiredSize: 1 }],
+      })),
+    );
+    /** Node groups each cluster has now (by name: desired size). */
+    const current = new Map(names.map((name) => [name, new Map([['g0', 1]])]));
+    return {
+      directory,
+      store,
+      source,
+      scope: { provider: 'eks', account: HUB_ACCOUNT, region: REGION } as Scope,
+      current,
+      nodes: (name: string) => [...current.get(name)!.values()].reduce((a, b) => a + b, 0),
+      /** A node group of 2 made through EKS's API. */
+      addNodegroup: async (name: string, group: string) => {
+        await eks.send(
+          new CreateNodegroupCommand({
+            clusterName: name,
+            nodegroupName: group,
+            nodeRole: `arn:aws:iam::${HUB_ACCOUNT}:role/eks-node`,
+            subnets: ['subnet-0a1b2c3d'],
+            instanceTypes: ['m6i.large'],
+            scalingConfig: { minSize: 0, maxSize: 5, desiredSize: 2 },
+          }),
+        );
+        current.get(name)!.set(group, 2);
+      },
+      /** Every file of the store made junk; false when there is none yet. */
+      junk: () => {
+        const root = join(directory, 'answers');
+        if (!existsSync(root)) return false;
+        for (const folder of readdirSync(root))
+          for (const file of readdirSync(join(root, folder)))
+            writeFileSync(join(root, folder, file), '{"records": [');
+        return true;
+      },
+      /** The node groups made, deleted again. */
+      clear: async () => {
+        for (const name of names)
+          for (const group of current.get(name)!.keys())
+            await eks.send(new DeleteNodegroupCommand({ clusterName: name, nodegroupName: group }));
+      },
+    };
+  };
+
   it('lists exactly the clusters EKS lists, each with the node groups EKS gave at its last read, and reads every cluster whose node groups may have changed', async () => {
     let runs = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(eksStep, { minLength: 3, maxLength: 12 }), async (steps) => {
         runs += 1;
-        const directory = temporaryDirectory('cpsync-answers-');
-        const store = new FileAnswerStore(directory);
-        const scope: Scope = { provider: 'eks', account: HUB_ACCOUNT, region: REGION };
-        const source = new EksSource({
-          endpoint: proxy.endpoint,
-          credentials: async () => HUB_CREDENTIALS,
-          hubAccountId: HUB_ACCOUNT,
-          answers: store,
-        });
         const names = [`one-${runs}`, `two-${runs}`];
-        await createEksClusters(
-          moto.endpoint,
-          HUB_ACCOUNT,
-          REGION,
-          names.map((name) => ({
-            name,
-            nodegroups: [{ name: 'g0', instanceTypes: ['m6i.large'], desiredSize: 1 }],
-          })),
-        );
-        /** Node groups each cluster has now (by name: desired size), and as EKS gave them at cpsync's last read. */
-        const current = new Map(names.map((name) => [name, new Map([['g0', 1]])]));
+        const { store, source, scope, nodes, addNodegroup, junk, clear } = await estate(names);
+        /** Node groups as EKS gave them at cpsync's last read. */
         const lastSaid = new Map<string, number>();
         const mustRead = new Set(names);
         let version = 0;
-        const nodes = (name: string) => [...current.get(name)!.values()].reduce((a, b) => a + b, 0);
         for (const s of [...steps, { kind: 'list' } as const]) {
           const name = 'cluster' in s ? names[s.cluster]! : '';
           switch (s.kind) {
             case 'scale': {
-              const groups = current.get(name)!;
-              const group = `g${++version}`;
-              await eks.send(
-                new CreateNodegroupCommand({
-                  clusterName: name,
-                  nodegroupName: group,
-                  nodeRole: `arn:aws:iam::${HUB_ACCOUNT}:role/eks-node`,
-                  subnets: ['subnet-0a1b2c3d'],
-                  instanceTypes: ['m6i.large'],
-                  scalingConfig: { minSize: 0, maxSize: 5, desiredSize: 2 },
-                }),
-              );
-              groups.set(group, 2);
+              await addNodegroup(name, `g${++version}`);
               if (s.shown) {
                 described.set(name, { ...described.get(name), version: `1.${40 + version}` });
                 mustRead.add(name);
@@ -326,15 +356,9 @@ describe('remembered EKS node groups over random cloud and store states', () => 
               mustRead.add(name);
               break;
             }
-            case 'junk': {
-              const root = join(directory, 'answers');
-              if (!existsSync(root)) break;
-              for (const folder of readdirSync(root))
-                for (const file of readdirSync(join(root, folder)))
-                  writeFileSync(join(root, folder, file), '{"records": [');
-              for (const key of names) mustRead.add(key);
+            case 'junk':
+              if (junk()) for (const key of names) mustRead.add(key);
               break;
-            }
             case 'one': {
               const one = await source.getCluster({ scope, name });
               assert.equal(one?.nodes.count, nodes(name), 'one cluster is read afresh');
@@ -373,9 +397,7 @@ describe('remembered EKS node groups over random cloud and store states', () => 
             }
           }
         }
-        for (const name of names)
-          for (const group of current.get(name)!.keys())
-            await eks.send(new DeleteNodegroupCommand({ clusterName: name, nodegroupName: group }));
+        await clear();
       }),
       { seed: SEED, numRuns: 12 },
     );
@@ -386,28 +408,10 @@ describe('remembered EKS node groups over random cloud and store states', () => 
     await fc.assert(
       fc.asyncProperty(fc.array(eksStep, { minLength: 3, maxLength: 12 }), async (steps) => {
         runs += 1;
-        const directory = temporaryDirectory('cpsync-answers-');
-        const store = new FileAnswerStore(directory);
-        const scope: Scope = { provider: 'eks', account: HUB_ACCOUNT, region: REGION };
-        const source = new EksSource({
-          endpoint: proxy.endpoint,
-          credentials: async () => HUB_CREDENTIALS,
-          hubAccountId: HUB_ACCOUNT,
-          answers: store,
+        const names = [`kept-one-${runs}`, `kept-two-${runs}`];
+        const { store, source, scope, nodes, addNodegroup, junk, clear } = await estate(names, {
           clusterMaxAgeMillis: 3_600_000,
         });
-        const names = [`kept-one-${runs}`, `kept-two-${runs}`];
-        await createEksClusters(
-          moto.endpoint,
-          HUB_ACCOUNT,
-          REGION,
-          names.map((name) => ({
-            name,
-            nodegroups: [{ name: 'g0', instanceTypes: ['m6i.large'], desiredSize: 1 }],
-          })),
-        );
-        const current = new Map(names.map((name) => [name, new Map([['g0', 1]])]));
-        const nodes = (name: string) => [...current.get(name)!.values()].reduce((a, b) => a + b, 0);
         /** What DescribeCluster says of a cluster now: moto's answer as the proxy changes it. */
         const cloud = (name: string) => ({
           version: described.get(name)?.version ?? '1.31',
@@ -423,18 +427,7 @@ describe('remembered EKS node groups over random cloud and store states', () => 
           const name = 'cluster' in s ? names[s.cluster]! : '';
           switch (s.kind) {
             case 'scale': {
-              const group = `g${++version}`;
-              await eks.send(
-                new CreateNodegroupCommand({
-                  clusterName: name,
-                  nodegroupName: group,
-                  nodeRole: `arn:aws:iam::${HUB_ACCOUNT}:role/eks-node`,
-                  subnets: ['subnet-0a1b2c3d'],
-                  instanceTypes: ['m6i.large'],
-                  scalingConfig: { minSize: 0, maxSize: 5, desiredSize: 2 },
-                }),
-              );
-              current.get(name)!.set(group, 2);
+              await addNodegroup(name, `g${++version}`);
               if (s.shown) described.set(name, { ...described.get(name), version: `1.${40 + version}` });
               break;
             }
@@ -460,15 +453,9 @@ describe('remembered EKS node groups over random cloud and store states', () => 
               mustDescribe.add(name);
               break;
             }
-            case 'junk': {
-              const root = join(directory, 'answers');
-              if (!existsSync(root)) break;
-              for (const folder of readdirSync(root))
-                for (const file of readdirSync(join(root, folder)))
-                  writeFileSync(join(root, folder, file), '{"records": [');
-              for (const key of names) mustDescribe.add(key);
+            case 'junk':
+              if (junk()) for (const key of names) mustDescribe.add(key);
               break;
-            }
             case 'one': {
               const one = await source.getCluster({ scope, name });
               assert.equal(one?.nodes.count, nodes(name), 'one cluster is read afresh');
@@ -539,9 +526,7 @@ describe('remembered EKS node groups over random cloud and store states', () => 
             }
           }
         }
-        for (const name of names)
-          for (const group of current.get(name)!.keys())
-            await eks.send(new DeleteNodegroupCommand({ clusterName: name, nodegroupName: group }));
+        await clear();
       }),
       { seed: SEED, numRuns: 12 },
     );

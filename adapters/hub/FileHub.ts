@@ -26,7 +26,7 @@ import {
   type ClusterProfile,
   type ProfileRef,
 } from '../../core/domain/model/clusterProfile.ts';
-import type { Hub, MalformedObject, NamespaceSpec } from '../../core/sync/ports.ts';
+import type { Hub, MalformedObject, NamespaceSpec, ProfileLabels } from '../../core/sync/ports.ts';
 import { removeAbandonedTemporaryFiles, replaceFile } from '../shared/files.ts';
 import {
   HubConflictError,
@@ -409,6 +409,16 @@ export class FileHub implements Hub {
       if (profile && matchesSelector(profile.metadata.labels, selector)) profiles.push(profile);
     }
     return profiles;
+  }
+
+  /** As `list`, from the index alone: no file is read unless the directory changed behind the hub's back. */
+  async listLabels(namespace: string, selector: Record<string, string>): Promise<ProfileLabels[]> {
+    const index = await this.#index(namespace);
+    if (!index) return [];
+    return [...index.profiles]
+      .filter(([, stored]) => matchesSelector(stored.labels, selector))
+      .map(([name, stored]) => ({ name, labels: { ...stored.labels } }))
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   }
 
   applyObject(profile: ClusterProfile): Promise<ClusterProfile> {

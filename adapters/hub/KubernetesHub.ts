@@ -24,7 +24,7 @@ import {
   type ClusterProfile,
   type ProfileRef,
 } from '../../core/domain/model/clusterProfile.ts';
-import type { Hub, NamespaceSpec } from '../../core/sync/ports.ts';
+import type { Hub, NamespaceSpec, ProfileLabels } from '../../core/sync/ports.ts';
 import {
   HubConflictError,
   HubError,
@@ -68,10 +68,19 @@ const PROFILE = {
   plural: CLUSTER_PROFILE_PLURAL,
 };
 
-interface ProfileList {
-  items: ClusterProfile[];
+/** A page of a list: its items (absent from an empty answer of metadata alone) and where the next begins. */
+interface Listed<Item> {
+  items?: Item[] | null;
   metadata?: { continue?: string };
 }
+
+/** A profile as a list of object metadata gives it (`PartialObjectMetadata`). */
+interface PartialMetadata {
+  metadata?: { name?: string; labels?: Record<string, string> };
+}
+
+/** Asks the API server for a list's object metadata only (any resource serves it, custom ones included). */
+const METADATA_ONLY = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1';
 
 /** The API server's Status in a response body (the client leaves some bodies as their JSON text). */
 function statusOf(body: unknown): { message?: string } | string | undefined {
@@ -272,11 +281,16 @@ export class KubernetesHub implements Hub {
     }
   }
 
-  async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
-    const items: ClusterProfile[] = [];
+  /** Every page of the profiles `selector` picks, as `options` asks for them: whole, or their metadata alone. */
+  async #listed<Item>(
+    namespace: string,
+    selector: Record<string, string>,
+    options: ConfigurationOptions,
+  ): Promise<Item[]> {
+    const items: Item[] = [];
     let next: string | undefined;
     do {
-      let page: ProfileList;
+      let page: Listed<Item>;
       try {
         page = (await this.#objects.listNamespacedCustomObject(
           {
@@ -286,16 +300,30 @@ export class KubernetesHub implements Hub {
             limit: this.#pageSize,
             ...(next ? { _continue: next } : {}),
           },
-          this.#options(),
-        )) as ProfileList;
+          options,
+        )) as Listed<Item>;
       } catch (error) {
         if (error instanceof ApiException && error.code === 404 && next === undefined) return [];
         throw translateProfile(error, 'list profiles in', namespace, namespace);
       }
-      items.push(...page.items);
+      items.push(...(page.items ?? []));
       next = page.metadata?.continue || undefined;
     } while (next);
     return items;
+  }
+
+  list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
+    return this.#listed<ClusterProfile>(namespace, selector, this.#options());
+  }
+
+  /** As `list`, with the server sending each profile's metadata alone (about half the bytes: managedFields stay). */
+  async listLabels(namespace: string, selector: Record<string, string>): Promise<ProfileLabels[]> {
+    const listed = await this.#listed<PartialMetadata>(
+      namespace,
+      selector,
+      setHeaderOptions('Accept', METADATA_ONLY, this.#shared),
+    );
+    return listed.map(({ metadata }) => ({ name: String(metadata?.name), labels: metadata?.labels ?? {} }));
   }
 
   async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {

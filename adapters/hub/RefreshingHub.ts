@@ -1,5 +1,5 @@
 import type { ClusterProfile, ProfileRef } from '../../core/domain/model/clusterProfile.ts';
-import type { Hub, NamespaceSpec } from '../../core/sync/ports.ts';
+import { labelsOf, type Hub, type NamespaceSpec, type ProfileLabels } from '../../core/sync/ports.ts';
 
 /**
  * A hub whose credentials expire: `connect()` makes a fresh hub (e.g. with a new EKS token), used
@@ -35,6 +35,10 @@ export class RefreshingHub implements Hub {
 
   async list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
     return (await this.current()).list(namespace, selector);
+  }
+
+  async listLabels(namespace: string, selector: Record<string, string>): Promise<ProfileLabels[]> {
+    return labelsOf(await this.current(), namespace, selector);
   }
 
   async applyObject(profile: ClusterProfile): Promise<ClusterProfile> {

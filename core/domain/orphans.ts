@@ -10,14 +10,19 @@ import type { ClusterProfile } from './model/clusterProfile.ts';
 import { PROVIDERS, type Provider } from './model/observedCluster.ts';
 import { ALL_REGIONS, scopeKey, type Scope } from './model/scope.ts';
 
-export interface OrphanScope {
+export interface OrphanScope<P extends Labelled = ClusterProfile> {
   /** The scope the profiles were written for, as their labels name it. */
   scope: Scope;
-  profiles: ClusterProfile[];
+  profiles: P[];
+}
+
+/** What tells a profile's scope: its labels (a whole profile, or its metadata alone). */
+export interface Labelled {
+  metadata: { labels?: Readonly<Record<string, string>> };
 }
 
 /** Whether `scope` covers the profile, as its provider, account and region labels name its scope. */
-export function scopeCoversProfile(scope: Scope, profile: ClusterProfile): boolean {
+export function scopeCoversProfile(scope: Scope, profile: Labelled): boolean {
   const labels = profile.metadata.labels ?? {};
   return (
     scope.provider === labels[LABEL_PROVIDER] &&
@@ -31,12 +36,12 @@ export function scopeCoversProfile(scope: Scope, profile: ClusterProfile): boole
  * could not be told (their discovery failed) are not judged: `determined` names those whose scopes are
  * all in `configured` (a provider that is not configured has none).
  */
-export function findOrphans(
-  profiles: Iterable<ClusterProfile>,
+export function findOrphans<P extends Labelled>(
+  profiles: Iterable<P>,
   configured: readonly Scope[],
   determined: ReadonlySet<Provider>,
-): OrphanScope[] {
-  const byScope = new Map<string, OrphanScope>();
+): OrphanScope<P>[] {
+  const byScope = new Map<string, OrphanScope<P>>();
   for (const profile of profiles) {
     const labels = profile.metadata.labels ?? {};
     const provider = labels[LABEL_PROVIDER] as Provider | undefined;

@@ -1,7 +1,7 @@
 import type { ClusterProfile, ProfileRef } from '../domain/model/clusterProfile.ts';
-import type { Hub, MalformedObject, NamespaceSpec } from './ports.ts';
+import { labelsOf, type Hub, type MalformedObject, type NamespaceSpec, type ProfileLabels } from './ports.ts';
 
-/** Profile requests a run made of the hub: reads (get, list) and writes (object, status, delete). */
+/** Profile requests a run made of the hub: reads (get, list, listLabels) and writes (object, status, delete). */
 export interface HubCounts {
   reads: number;
   writes: number;
@@ -42,6 +42,12 @@ export class CountingHub implements Hub {
   list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]> {
     this.#counts.reads += 1;
     return this.#hub.list(namespace, selector);
+  }
+
+  /** One read, whether the hub counted lists labels alone or (without `listLabels`) whole profiles. */
+  listLabels(namespace: string, selector: Record<string, string>): Promise<ProfileLabels[]> {
+    this.#counts.reads += 1;
+    return labelsOf(this.#hub, namespace, selector);
   }
 
   applyObject(profile: ClusterProfile): Promise<ClusterProfile> {

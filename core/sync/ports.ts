@@ -170,12 +170,23 @@ export interface AnswerStore {
 }
 
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
+/** A profile's name and labels, as `Hub.listLabels` gives them. */
+export interface ProfileLabels {
+  name: string;
+  labels: Readonly<Record<string, string>>;
+}
+
 export interface Hub {
   ensureNamespace(namespace: NamespaceSpec): Promise<void>;
   /** One profile, or undefined when there is none. */
   get(ref: ProfileRef): Promise<ClusterProfile | undefined>;
   /** Every profile in `namespace` whose labels include `selector`. */
   list(namespace: string, selector: Record<string, string>): Promise<ClusterProfile[]>;
+  /**
+   * The names and labels of the profiles `list` would return, without the profiles: the file hub answers from
+   * its index, a Kubernetes hub lists object metadata only. What a run's look for orphans needs of every profile.
+   */
+  listLabels?(namespace: string, selector: Record<string, string>): Promise<ProfileLabels[]>;
   /** Applies labels, annotations and spec (server-side apply); returns the object as stored. */
   applyObject(profile: ClusterProfile): Promise<ClusterProfile>;
   /** Applies the status (status subresource); returns the object as stored. */
@@ -203,6 +214,19 @@ export interface Hub {
    * lists them, and the scope sync sets them aside). Never written over.
    */
   malformed?(): MalformedObject[];
+}
+
+/** The names and labels of what `hub.list` would return: from `listLabels` where the hub has it. */
+export async function labelsOf(
+  hub: Pick<Hub, 'list' | 'listLabels'>,
+  namespace: string,
+  selector: Record<string, string>,
+): Promise<ProfileLabels[]> {
+  if (hub.listLabels) return hub.listLabels(namespace, selector);
+  return (await hub.list(namespace, selector)).map((p) => ({
+    name: String(p.metadata?.name),
+    labels: p.metadata?.labels ?? {},
+  }));
 }
 
 /** An event the bus did not take; it stays in the outbox. `retryable`: worth another attempt within the call (the bus retries those). */

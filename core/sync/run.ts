@@ -5,7 +5,6 @@
  */
 import pLimit from 'p-limit';
 import { buildOrphanEvent } from './events.ts';
-import { findOrphans } from '../domain/orphans.ts';
 import { DetailType } from '../../events/detailTypes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 import type { MalformedObject, PublishFailure, PublishResult } from './ports.ts';
@@ -22,7 +21,7 @@ import type { EnginePorts, SyncRequest, SyncReport } from './types.ts';
 import { beginSync, doneWith } from './steps.ts';
 import { attempt, type RunContext } from './runContext.ts';
 import { syncOne } from './runScope.ts';
-import { orphanReport, inventoryProfiles } from './inventory.ts';
+import { orphanReport, inventoryOrphans } from './inventory.ts';
 
 /**
  * The sync engine: lists each scope through its cloud's source, plans against the hub, applies,
@@ -219,13 +218,11 @@ async function publishDirectly(run: RunContext, events: CpsyncEvent[]): Promise<
 /** Finds the orphans of the inventory, reports them and (unless a dry run) announces each scope of them. */
 async function lookForOrphans(run: RunContext, check: NonNullable<SyncRequest['orphans']>): Promise<void> {
   const { ports, request, report } = run;
-  const inventory = await attempt(run, 'list the inventory for orphans', () =>
-    inventoryProfiles(ports.hub, request.options),
+  const found = await attempt(run, 'list the inventory for orphans', () =>
+    inventoryOrphans(ports.hub, request.options, check.configured, new Set(check.determined)),
   );
-  if (!inventory) return;
-  const orphans = findOrphans(inventory.profiles, check.configured, new Set(check.determined)).map(
-    orphanReport,
-  );
+  if (!found) return;
+  const orphans = found.map(orphanReport);
   report.orphans = orphans;
   if (request.dryRun || orphans.length === 0) return;
   const occurredAt = timestamp(run.clock());

@@ -19,15 +19,15 @@ export interface ProfileRequests {
 
 const READ_VERBS = new Set(['GET', 'LIST', 'WATCH']);
 
-/** The kube-apiserver's request counters for ClusterProfiles (status subresource included), so far. */
-export async function apiserverProfileRequests(state: HubState): Promise<ProfileRequests> {
+/** The kube-apiserver's /metrics, as text. */
+async function apiserverMetrics(state: HubState): Promise<string> {
   const kubeConfig = adminKubeConfig(state);
   const options: Parameters<typeof request>[1] & { headers: Record<string, string> } = {
     method: 'GET',
     headers: {},
   };
   await kubeConfig.applyToHTTPSOptions(options);
-  const text = await new Promise<string>((resolve, reject) => {
+  return new Promise<string>((resolve, reject) => {
     const call = request(new URL('/metrics', state.server), options, (response) => {
       let body = '';
       response.setEncoding('utf8');
@@ -41,6 +41,11 @@ export async function apiserverProfileRequests(state: HubState): Promise<Profile
     call.on('error', reject);
     call.end();
   });
+}
+
+/** The kube-apiserver's request counters for ClusterProfiles (status subresource included), so far. */
+export async function apiserverProfileRequests(state: HubState): Promise<ProfileRequests> {
+  const text = await apiserverMetrics(state);
   const counts: ProfileRequests = { reads: 0, writes: 0, byVerb: {} };
   for (const line of text.split('\n')) {
     if (!line.startsWith('apiserver_request_total{')) continue;
@@ -73,6 +78,34 @@ export async function countedByApiserver(
   const before = await apiserverProfileRequests(state);
   await work();
   return requestsBetween(before, await apiserverProfileRequests(state));
+}
+
+/** LIST requests for ClusterProfiles and the bytes of their answers, as the kube-apiserver counts them. */
+export interface ProfileLists {
+  lists: number;
+  bytes: number;
+}
+
+async function apiserverProfileLists(state: HubState): Promise<ProfileLists> {
+  const counted: ProfileLists = { lists: 0, bytes: 0 };
+  for (const line of (await apiserverMetrics(state)).split('\n')) {
+    if (!line.includes('resource="clusterprofiles"') || !line.includes('verb="LIST"')) continue;
+    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (line.startsWith('apiserver_response_sizes_sum{')) counted.bytes += value;
+    else if (line.startsWith('apiserver_response_sizes_count{')) counted.lists += value;
+  }
+  return counted;
+}
+
+/** Runs `work` and returns the ClusterProfile lists the kube-apiserver answered meanwhile, and their bytes. */
+export async function listedByApiserver(
+  state: HubState,
+  work: () => Promise<unknown>,
+): Promise<ProfileLists> {
+  const before = await apiserverProfileLists(state);
+  await work();
+  const after = await apiserverProfileLists(state);
+  return { lists: after.lists - before.lists, bytes: after.bytes - before.bytes };
 }
 
 /** Every profile file of a file hub (`<directory>/<namespace>/<name>.yaml`) and its inode. */

@@ -3,7 +3,8 @@
  * Whatever the inventory, the configured scopes and the providers whose scopes could be told (fast-check makes
  * them: three clouds, several accounts and regions, two inventory namespaces, profiles of another manager, and,
  * in the file hub, hand-made files that are no profile), `inventoryOrphans` finds exactly what `findOrphans`
- * finds in the whole inventory as `inventoryProfiles` reads it, on the file hub and on a real kube-apiserver.
+ * finds in the whole inventory as `inventoryProfiles` reads it, on the file hub (with `listLabels` and without) and
+ * on a real kube-apiserver.
  * And where no scope is orphaned, no profile is read whole: on the file hub no `list` or `get` reaches it,
  * and on the kube-apiserver the lists' response bytes, as the server counts them, are those of metadata only.
  */
@@ -191,6 +192,13 @@ describe('the look for orphans reads labels, and whole profiles only of orphaned
           const options = optionsFor('inventory', 'second');
           const { expected, found } = await bothWays(fresh.hub, options, c);
           assert.deepEqual(found, expected);
+          // A hub without `listLabels` (the port leaves it optional): its whole profiles stand for their labels.
+          const plain = new FileHub({ directory });
+          const listOnly = { list: plain.list.bind(plain) } as unknown as Hub;
+          assert.deepEqual(
+            (await inventoryOrphans(listOnly, options, scopesOf(c), new Set(c.determined))).map(orphanReport),
+            expected,
+          );
 
           const alone = counted(new FileHub({ directory }));
           await inventoryOrphans(alone.hub, options, scopesOf(c), new Set(c.determined));

@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
-import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { dump, load } from 'js-yaml';
 import {
@@ -63,6 +63,16 @@ const NAMESPACE_FILE = '_namespace.yaml';
  */
 function toYaml(value: unknown): string {
   return dump(value, { lineWidth: -1, noRefs: true });
+}
+
+/** Whether `path` is there to be seen (any error looking counts as not). */
+function exists(path: string): boolean {
+  try {
+    statSync(path);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -361,10 +371,11 @@ export class FileHub implements Hub {
     const path = join(directory, `_configmap.${ref.name}.yaml`);
     let text: string | undefined;
     try {
-      text = await readFile(path, 'utf8');
+      // Synchronous, as the hub's other small reads: every scope of a run records its feature states here.
+      text = readFileSync(path, 'utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT' && !(await stat(directory).catch(() => undefined))) return;
+      if (code === 'ENOENT' && !exists(directory)) return;
       if (code !== 'ENOENT') throw fileError('read', `${ref.namespace}/${ref.name}`, error);
     }
     const stored = text === undefined ? undefined : (load(text) as { data?: Record<string, string> } | null);

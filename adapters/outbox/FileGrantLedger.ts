@@ -5,7 +5,8 @@
  * cpsync's marks at turn-off, never by reading the hub.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, rename, rm } from 'node:fs/promises';
+import { readdirSync } from 'node:fs';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ledgerKey, type GrantRecord } from '../../core/domain/grants.ts';
 import { PROVIDERS } from '../../core/domain/model/observedCluster.ts';
@@ -60,7 +61,8 @@ export class FileGrantLedger implements GrantLedger {
     const folder = this.#folder(scope);
     let names: string[];
     try {
-      names = (await readdir(folder)).filter((name) => /^[0-9a-f]{32}\.json$/.test(name));
+      // Synchronous: every scope of a run reads its account's folder, most often absent or small.
+      names = readdirSync(folder).filter((name) => /^[0-9a-f]{32}\.json$/.test(name));
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;

@@ -42,6 +42,18 @@ export function findOrphans<P extends Labelled>(
   determined: ReadonlySet<Provider>,
 ): OrphanScope<P>[] {
   const byScope = new Map<string, OrphanScope<P>>();
+  // What scopeCoversProfile asks of each configured scope, as keys: one look per profile, not one per scope.
+  const scoped = (provider: string, account: string, region: string) =>
+    JSON.stringify([provider, account, region]);
+  const covered = new Set(
+    configured.map((scope) =>
+      scoped(
+        scope.provider,
+        labelValue(scope.account),
+        scope.region === ALL_REGIONS ? ALL_REGIONS : labelValue(scope.region),
+      ),
+    ),
+  );
   for (const profile of profiles) {
     const labels = profile.metadata.labels ?? {};
     const provider = labels[LABEL_PROVIDER] as Provider | undefined;
@@ -49,7 +61,8 @@ export function findOrphans<P extends Labelled>(
     const region = labels[LABEL_REGION];
     if (!provider || !PROVIDERS.includes(provider) || !account || !region || !determined.has(provider))
       continue;
-    if (configured.some((scope) => scopeCoversProfile(scope, profile))) continue;
+    if (covered.has(scoped(provider, account, region)) || covered.has(scoped(provider, account, ALL_REGIONS)))
+      continue;
     const scope: Scope = { provider, account, region };
     const key = scopeKey(scope);
     const entry = byScope.get(key);

@@ -169,13 +169,13 @@ export interface AnswerStore {
   ): Promise<void>;
 }
 
-/** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
 /** A profile's name and labels, as `Hub.listLabels` gives them. */
 export interface ProfileLabels {
   name: string;
   labels: Readonly<Record<string, string>>;
 }
 
+/** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
 export interface Hub {
   ensureNamespace(namespace: NamespaceSpec): Promise<void>;
   /** One profile, or undefined when there is none. */

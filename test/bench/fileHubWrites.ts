@@ -13,7 +13,7 @@ import pLimit from 'p-limit';
 import { FileHub } from '../../adapters/hub/FileHub.ts';
 import { syntheticProfiles } from '../support/fixtures.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
-import { median, sayTurns, takingTurns } from './turns.ts';
+import { median, medianAndRange, sayTurns, takingTurns } from './turns.ts';
 
 type Way = 'whole' | 'apart';
 
@@ -70,8 +70,6 @@ export async function reportFileHubWrites(say: (line?: string) => void, profiles
     rounds,
     (way) => [way, String(profiles)],
   );
-  const range = (values: number[]) =>
-    `${median(values).toFixed(3)} ms (${Math.min(...values).toFixed(3)}–${Math.max(...values).toFixed(3)})`;
   sayTurns(
     say,
     {
@@ -83,7 +81,11 @@ export async function reportFileHubWrites(say: (line?: string) => void, profiles
         whole: 'object and status in one write, `applyWhole` (what the engine uses)',
       },
       cells: (runs) => [
-        range(runs.map((r) => r.createdMillis)),
+        medianAndRange(
+          runs.map((r) => r.createdMillis),
+          3,
+          ' ms',
+        ),
         median(runs.map((r) => r.writesPerProfile)).toFixed(2),
       ],
     },

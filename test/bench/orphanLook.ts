@@ -19,7 +19,7 @@ import { inventoryOrphans, inventoryProfiles } from '../../core/sync/inventory.t
 import { syntheticProfiles } from '../support/fixtures.ts';
 import { inventoryOptions } from '../support/settings.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
-import { median, sayTurns, takingTurns } from './turns.ts';
+import { median, medianAndRange, sayTurns, takingTurns } from './turns.ts';
 
 type Way = 'whole' | 'labels';
 
@@ -70,8 +70,6 @@ export async function reportOrphanLook(say: (line?: string) => void, profiles = 
     rounds,
     (way) => [way, String(profiles)],
   );
-  const range = (values: number[], digits: number) =>
-    `${median(values).toFixed(digits)} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`;
   sayTurns(
     say,
     {
@@ -83,7 +81,7 @@ export async function reportOrphanLook(say: (line?: string) => void, profiles = 
         labels: 'labels listed, the orphaned scopes read whole (`inventoryOrphans`, what a run does)',
       },
       cells: (runs) => [
-        range(
+        medianAndRange(
           runs.map((r) => r.cpuMillisPerProfile),
           4,
         ),

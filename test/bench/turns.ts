@@ -29,6 +29,10 @@ export async function takingTurns<Way extends string, Measured>(
 /** The middle value (the upper of the two middle ones for an even count). */
 export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
+/** Rounds' figures as a turn-taking table gives them: the median, then the range in brackets. */
+export const medianAndRange = (values: number[], digits: number, unit = '') =>
+  `${median(values).toFixed(digits)}${unit} (${Math.min(...values).toFixed(digits)}–${Math.max(...values).toFixed(digits)})`;
+
 /**
  * A turn-taking bench's section: its title, what it measured, and a table with a row per way (its label, then the
  * cells made of its rounds' figures).

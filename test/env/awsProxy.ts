@@ -43,6 +43,14 @@ export interface AwsProxy {
   intercept(interceptor: Interceptor): () => void;
   /** Adds a rewriter; returns a function that removes it. */
   rewrite(rewriter: Rewriter): () => void;
+  /**
+   * Rewrites moto's successful answers to GETs of `path` (the whole path, query included, or a pattern of it):
+   * `change` edits the parsed JSON in place (what it returns is ignored). Returns a function that removes it.
+   */
+  rewriteAnswer<Answer = Record<string, Record<string, unknown>>>(
+    path: string | RegExp,
+    change: (answer: Answer, call: AwsCall) => unknown,
+  ): () => void;
   /** Empties the call log and the in-flight peak. */
   clear(): void;
   stop(): Promise<void>;
@@ -132,7 +140,15 @@ export async function startAwsProxy(
   });
   const port = await freePort();
   const stop = await serveOnLoopback(server, port);
-  return {
+  const rewrite = (rewriter: Rewriter) => {
+    rewriters.push(rewriter);
+    // Once: a second call must not take out another rewriter (splice(-1) would remove the last one).
+    return () => {
+      const at = rewriters.indexOf(rewriter);
+      if (at >= 0) rewriters.splice(at, 1);
+    };
+  };
+  const proxy: AwsProxy = {
     endpoint: `http://127.0.0.1:${port}`,
     calls,
     maxInFlight: () => peak,
@@ -143,13 +159,16 @@ export async function startAwsProxy(
         if (at >= 0) interceptors.splice(at, 1);
       };
     },
-    rewrite(rewriter) {
-      rewriters.push(rewriter);
-      // Once: a second call must not take out another rewriter (splice(-1) would remove the last one).
-      return () => {
-        const at = rewriters.indexOf(rewriter);
-        if (at >= 0) rewriters.splice(at, 1);
-      };
+    rewrite,
+    rewriteAnswer(path, change) {
+      const matches = (callPath: string) =>
+        typeof path === 'string' ? callPath === path : path.test(callPath);
+      return rewrite((call, status, body) => {
+        if (status !== 200 || call.method !== 'GET' || !matches(call.path)) return undefined;
+        const answer = JSON.parse(body) as Parameters<typeof change>[0];
+        change(answer, call);
+        return JSON.stringify(answer);
+      });
     },
     clear() {
       calls.length = 0;
@@ -157,6 +176,7 @@ export async function startAwsProxy(
     },
     stop,
   };
+  return proxy;
 }
 
 /** STS's answer when the caller may not assume `roleArn`. */

@@ -21,6 +21,7 @@ import { AksSource } from '../../adapters/aks/AksSource.ts';
 import { EksSource } from '../../adapters/eks/EksSource.ts';
 import { FileAnswerStore } from '../../adapters/outbox/FileAnswerStore.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
+import type { RememberedAnswer } from '../../core/sync/ports.ts';
 import {
   armCredential,
   startArmServer,
@@ -237,13 +238,8 @@ describe('remembered EKS node groups over random cloud and store states', () => 
   before(async () => {
     moto = await startMoto();
     proxy = await startAwsProxy(moto.endpoint);
-    proxy.rewrite((call, status, body) => {
-      const name = /^\/clusters\/([^/?]+)$/.exec(call.path)?.[1];
-      const change = name && described.get(decodeURIComponent(name));
-      if (status !== 200 || call.method !== 'GET' || !change) return undefined;
-      const answer = JSON.parse(body) as { cluster: Record<string, unknown> };
-      Object.assign(answer.cluster, change);
-      return JSON.stringify(answer);
+    proxy.rewriteAnswer(/^\/clusters\/[^/?]+$/, (answer, call) => {
+      Object.assign(answer.cluster!, described.get(decodeURIComponent(call.path.slice('/clusters/'.length))));
     });
     eks = new EKSClient({
       endpoint: moto.endpoint,
@@ -279,26 +275,54 @@ describe('remembered EKS node groups over random cloud and store states', () => 
     );
     /** Node groups each cluster has now (by name: desired size). */
     const current = new Map(names.map((name) => [name, new Map([['g0', 1]])]));
+    const scope: Scope = { provider: 'eks', account: HUB_ACCOUNT, region: REGION };
+    /** Node groups made so far in this estate: each is named (and, when shown, its cluster's version set) by it. */
+    let version = 0;
+    /** A node group of 2 made through EKS's API. */
+    const addNodegroup = async (name: string, group: string) => {
+      await eks.send(
+        new CreateNodegroupCommand({
+          clusterName: name,
+          nodegroupName: group,
+          nodeRole: `arn:aws:iam::${HUB_ACCOUNT}:role/eks-node`,
+          subnets: ['subnet-0a1b2c3d'],
+          instanceTypes: ['m6i.large'],
+          scalingConfig: { minSize: 0, maxSize: 5, desiredSize: 2 },
+        }),
+      );
+      current.get(name)!.set(group, 2);
+    };
     return {
       directory,
       store,
       source,
-      scope: { provider: 'eks', account: HUB_ACCOUNT, region: REGION } as Scope,
+      scope,
       current,
       nodes: (name: string) => [...current.get(name)!.values()].reduce((a, b) => a + b, 0),
-      /** A node group of 2 made through EKS's API. */
-      addNodegroup: async (name: string, group: string) => {
-        await eks.send(
-          new CreateNodegroupCommand({
-            clusterName: name,
-            nodegroupName: group,
-            nodeRole: `arn:aws:iam::${HUB_ACCOUNT}:role/eks-node`,
-            subnets: ['subnet-0a1b2c3d'],
-            instanceTypes: ['m6i.large'],
-            scalingConfig: { minSize: 0, maxSize: 5, desiredSize: 2 },
-          }),
-        );
-        current.get(name)!.set(group, 2);
+      /** What a step changes in the cloud: a node group added (its cluster's answer changed too when `shown`), a cluster busy or settled again. */
+      change: async (s: EksStep, name: string) => {
+        if (s.kind === 'scale') {
+          await addNodegroup(name, `g${++version}`);
+          if (s.shown) described.set(name, { ...described.get(name), version: `1.${40 + version}` });
+        } else if (s.kind === 'busy') described.set(name, { ...described.get(name), status: 'UPDATING' });
+        else if (s.kind === 'settle') described.set(name, { ...described.get(name), status: 'ACTIVE' });
+      },
+      /** `name`'s remembered record, written again as `older` makes it; false when there is none. */
+      age: async (name: string, older: (record: RememberedAnswer) => RememberedAnswer) => {
+        const record = (await store.read(scope)).find((r) => r.providerId.endsWith(`/${name}`));
+        if (!record) return false;
+        await store.write([], [record]);
+        await store.write([older(record)]);
+        return true;
+      },
+      /** A listing of the scope, which must be complete and hold exactly the estate's clusters, and the GET calls it made. */
+      list: async () => {
+        const from = proxy.calls.length;
+        const listing = await source.listScope(scope);
+        assert.equal(listing.outcome.kind, 'complete');
+        const mine = listing.clusters.filter((c) => names.includes(c.name));
+        assert.deepEqual(mine.map((c) => c.name).sort(), [...names].sort(), 'exactly the clusters EKS lists');
+        return { mine, calls: proxy.calls.slice(from).filter((c) => c.method === 'GET') };
       },
       /** Every file of the store made junk; false when there is none yet. */
       junk: () => {
@@ -324,38 +348,29 @@ describe('remembered EKS node groups over random cloud and store states', () => 
       fc.asyncProperty(fc.array(eksStep, { minLength: 3, maxLength: 12 }), async (steps) => {
         runs += 1;
         const names = [`one-${runs}`, `two-${runs}`];
-        const { store, source, scope, nodes, addNodegroup, junk, clear } = await estate(names);
+        const { source, scope, nodes, change, age, list, junk, clear } = await estate(names);
         /** Node groups as EKS gave them at cpsync's last read. */
         const lastSaid = new Map<string, number>();
         const mustRead = new Set(names);
-        let version = 0;
         for (const s of [...steps, { kind: 'list' } as const]) {
           const name = 'cluster' in s ? names[s.cluster]! : '';
           switch (s.kind) {
-            case 'scale': {
-              await addNodegroup(name, `g${++version}`);
-              if (s.shown) {
-                described.set(name, { ...described.get(name), version: `1.${40 + version}` });
-                mustRead.add(name);
-              }
+            case 'scale':
+              if (s.shown) mustRead.add(name);
+              await change(s, name);
               break;
-            }
             case 'busy':
-              described.set(name, { ...described.get(name), status: 'UPDATING' });
               mustRead.add(name);
+              await change(s, name);
               break;
             case 'settle':
               if (described.get(name)?.status) mustRead.add(name);
-              described.set(name, { ...described.get(name), status: 'ACTIVE' });
+              await change(s, name);
               break;
-            case 'age': {
-              const record = (await store.read(scope)).find((r) => r.providerId.endsWith(`/${name}`));
-              if (!record) break;
-              await store.write([], [record]);
-              await store.write([{ ...record, askedAt: record.askedAt - 7 * 3_600_000 }]);
-              mustRead.add(name);
+            case 'age':
+              if (await age(name, (record) => ({ ...record, askedAt: record.askedAt - 7 * 3_600_000 })))
+                mustRead.add(name);
               break;
-            }
             case 'junk':
               if (junk()) for (const key of names) mustRead.add(key);
               break;
@@ -367,20 +382,9 @@ describe('remembered EKS node groups over random cloud and store states', () => 
               break;
             }
             case 'list': {
-              const from = proxy.calls.length;
-              const listing = await source.listScope(scope);
+              const { mine, calls } = await list();
               const read = new Set(
-                proxy.calls
-                  .slice(from)
-                  .map((c) => /^\/clusters\/([^/?]+)\/node-groups/.exec(c.path)?.[1])
-                  .filter((n): n is string => n !== undefined),
-              );
-              assert.equal(listing.outcome.kind, 'complete');
-              const mine = listing.clusters.filter((c) => names.includes(c.name));
-              assert.deepEqual(
-                mine.map((c) => c.name).sort(),
-                [...names].sort(),
-                'exactly the clusters EKS lists',
+                calls.flatMap((c) => /^\/clusters\/([^/?]+)\/node-groups/.exec(c.path)?.[1] ?? []),
               );
               for (const key of mustRead)
                 assert.ok(read.has(key), `${key}: its node groups may have changed, so they are read`);
@@ -409,7 +413,7 @@ describe('remembered EKS node groups over random cloud and store states', () => 
       fc.asyncProperty(fc.array(eksStep, { minLength: 3, maxLength: 12 }), async (steps) => {
         runs += 1;
         const names = [`kept-one-${runs}`, `kept-two-${runs}`];
-        const { store, source, scope, nodes, addNodegroup, junk, clear } = await estate(names, {
+        const { source, scope, nodes, change, age, list, junk, clear } = await estate(names, {
           clusterMaxAgeMillis: 3_600_000,
         });
         /** What DescribeCluster says of a cluster now: moto's answer as the proxy changes it. */
@@ -422,37 +426,26 @@ describe('remembered EKS node groups over random cloud and store states', () => 
         const lastNodes = new Map<string, number>();
         /** Clusters whose remembered answer cannot stand: new, last read in change, aged, or lost. */
         const mustDescribe = new Set(names);
-        let version = 0;
         for (const s of [...steps, { kind: 'list' } as const]) {
           const name = 'cluster' in s ? names[s.cluster]! : '';
           switch (s.kind) {
-            case 'scale': {
-              await addNodegroup(name, `g${++version}`);
-              if (s.shown) described.set(name, { ...described.get(name), version: `1.${40 + version}` });
-              break;
-            }
+            case 'scale':
             case 'busy':
-              described.set(name, { ...described.get(name), status: 'UPDATING' });
-              break;
             case 'settle':
-              described.set(name, { ...described.get(name), status: 'ACTIVE' });
+              await change(s, name);
               break;
-            case 'age': {
-              const record = (await store.read(scope)).find((r) => r.providerId.endsWith(`/${name}`));
-              if (!record) break;
-              await store.write([], [record]);
-              await store.write([
-                {
+            case 'age':
+              if (
+                await age(name, (record) => ({
                   ...record,
                   answer: {
                     ...record.answer,
                     describedAt: Number(record.answer.describedAt) - 2 * 3_600_000,
                   },
-                },
-              ]);
-              mustDescribe.add(name);
+                }))
+              )
+                mustDescribe.add(name);
               break;
-            }
             case 'junk':
               if (junk()) for (const key of names) mustDescribe.add(key);
               break;
@@ -467,21 +460,12 @@ describe('remembered EKS node groups over random cloud and store states', () => 
               break;
             }
             case 'list': {
-              const from = proxy.calls.length;
-              const listing = await source.listScope(scope);
-              const calls = proxy.calls.slice(from).filter((c) => c.method === 'GET');
+              const { mine, calls } = await list();
               const describedNow = new Set(
                 calls.flatMap((c) => /^\/clusters\/([^/?]+)$/.exec(c.path)?.[1] ?? []),
               );
               const groupsRead = new Set(
                 calls.flatMap((c) => /^\/clusters\/([^/?]+)\/node-groups/.exec(c.path)?.[1] ?? []),
-              );
-              assert.equal(listing.outcome.kind, 'complete');
-              const mine = listing.clusters.filter((c) => names.includes(c.name));
-              assert.deepEqual(
-                mine.map((c) => c.name).sort(),
-                [...names].sort(),
-                'exactly the clusters EKS lists',
               );
               // Described exactly when the remembered answer may not stand: never fewer, and no more (it saves calls).
               assert.deepEqual(

@@ -43,16 +43,28 @@ async function apiserverMetrics(state: HubState): Promise<string> {
   });
 }
 
-/** The kube-apiserver's request counters for ClusterProfiles (status subresource included), so far. */
-export async function apiserverProfileRequests(state: HubState): Promise<ProfileRequests> {
-  const text = await apiserverMetrics(state);
-  const counts: ProfileRequests = { reads: 0, writes: 0, byVerb: {} };
-  for (const line of text.split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
+/** The kube-apiserver's samples for ClusterProfiles (status subresource included): metric, verb and value each. */
+async function profileSamples(
+  state: HubState,
+): Promise<Array<{ metric: string; verb: string; value: number }>> {
+  const samples: Array<{ metric: string; verb: string; value: number }> = [];
+  for (const line of (await apiserverMetrics(state)).split('\n')) {
     if (!line.includes('resource="clusterprofiles"') || !line.includes('group="multicluster.x-k8s.io"'))
       continue;
-    const verb = /verb="([A-Z]+)"/.exec(line)?.[1] ?? '';
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
+    samples.push({
+      metric: line.slice(0, line.indexOf('{')),
+      verb: /verb="([A-Z]+)"/.exec(line)?.[1] ?? '',
+      value: Number(line.slice(line.lastIndexOf(' ') + 1)),
+    });
+  }
+  return samples;
+}
+
+/** The kube-apiserver's request counters for ClusterProfiles (status subresource included), so far. */
+export async function apiserverProfileRequests(state: HubState): Promise<ProfileRequests> {
+  const counts: ProfileRequests = { reads: 0, writes: 0, byVerb: {} };
+  for (const { metric, verb, value } of await profileSamples(state)) {
+    if (metric !== 'apiserver_request_total') continue;
     counts.byVerb[verb] = (counts.byVerb[verb] ?? 0) + value;
     if (READ_VERBS.has(verb)) counts.reads += value;
     else counts.writes += value;
@@ -88,11 +100,10 @@ export interface ProfileLists {
 
 async function apiserverProfileLists(state: HubState): Promise<ProfileLists> {
   const counted: ProfileLists = { lists: 0, bytes: 0 };
-  for (const line of (await apiserverMetrics(state)).split('\n')) {
-    if (!line.includes('resource="clusterprofiles"') || !line.includes('verb="LIST"')) continue;
-    const value = Number(line.slice(line.lastIndexOf(' ') + 1));
-    if (line.startsWith('apiserver_response_sizes_sum{')) counted.bytes += value;
-    else if (line.startsWith('apiserver_response_sizes_count{')) counted.lists += value;
+  for (const { metric, verb, value } of await profileSamples(state)) {
+    if (verb !== 'LIST') continue;
+    if (metric === 'apiserver_response_sizes_sum') counted.bytes += value;
+    else if (metric === 'apiserver_response_sizes_count') counted.lists += value;
   }
   return counted;
 }

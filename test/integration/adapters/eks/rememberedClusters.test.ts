@@ -50,14 +50,7 @@ describe('EKS DescribeCluster answers remembered (clusterMaxAgeMillis), against 
   };
   /** What moto answers for `name` now, as DescribeCluster's answer is rewritten below. */
   const describedAs = (name: string, change: (cluster: Record<string, unknown>) => void) =>
-    undo.push(
-      proxy.rewrite((call, status, body) => {
-        if (status !== 200 || call.method !== 'GET' || call.path !== `/clusters/${name}`) return undefined;
-        const answer = JSON.parse(body) as { cluster: Record<string, unknown> };
-        change(answer.cluster);
-        return JSON.stringify(answer);
-      }),
-    );
+    undo.push(proxy.rewriteAnswer(`/clusters/${name}`, (answer) => change(answer.cluster!)));
   /** Rewrites the store's records as `change` says (an aged or broken record). */
   const records = async (change: (record: Record<string, unknown>) => Record<string, unknown>) => {
     const held = await store.read(SCOPE);
@@ -140,12 +133,8 @@ describe('EKS DescribeCluster answers remembered (clusterMaxAgeMillis), against 
       cluster.health = { issues: [{ code: 'Ec2SubnetNotFound', message: 'subnet-0a1b2c3d is gone' }] };
     });
     undo.push(
-      proxy.rewrite((call, status, body) => {
-        if (status !== 200 || call.method !== 'GET' || call.path !== '/clusters/orders/node-groups/general')
-          return undefined;
-        const answer = JSON.parse(body) as { nodegroup: Record<string, unknown> };
-        answer.nodegroup.status = 'UPDATING';
-        return JSON.stringify(answer);
+      proxy.rewriteAnswer('/clusters/orders/node-groups/general', (answer) => {
+        answer.nodegroup!.status = 'UPDATING';
       }),
     );
     for (let i = 0; i < 2; i++) {
@@ -206,10 +195,8 @@ describe('EKS DescribeCluster answers remembered (clusterMaxAgeMillis), against 
   it('lists no cluster EKS no longer lists, whatever is remembered of it', async () => {
     await list();
     undo.push(
-      proxy.rewrite((call, status, body) => {
-        if (status !== 200 || call.method !== 'GET' || !/^\/clusters(\?|$)/.test(call.path)) return undefined;
-        const answer = JSON.parse(body) as { clusters: string[] };
-        return JSON.stringify({ ...answer, clusters: answer.clusters.filter((name) => name !== 'orders') });
+      proxy.rewriteAnswer<{ clusters: string[] }>(/^\/clusters(\?|$)/, (answer) => {
+        answer.clusters = answer.clusters.filter((name) => name !== 'orders');
       }),
     );
     const { listing, described: asked } = await list();

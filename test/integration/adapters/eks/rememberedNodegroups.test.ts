@@ -58,15 +58,10 @@ describe('EKS node groups remembered between listings (a store only cpsync write
     nodegroups = false,
   ) =>
     undo.push(
-      proxy.rewrite((call, status, body) => {
-        const path = nodegroups
-          ? new RegExp(`^/clusters/${name}/node-groups/[^/?]+$`)
-          : new RegExp(`^/clusters/${name}$`);
-        if (status !== 200 || call.method !== 'GET' || !path.test(call.path)) return undefined;
-        const answer = JSON.parse(body) as Record<string, Record<string, unknown>>;
-        change(answer);
-        return JSON.stringify(answer);
-      }),
+      proxy.rewriteAnswer(
+        nodegroups ? new RegExp(`^/clusters/${name}/node-groups/[^/?]+$`) : `/clusters/${name}`,
+        change,
+      ),
     );
 
   before(async () => {
@@ -180,10 +175,8 @@ describe('EKS node groups remembered between listings (a store only cpsync write
     assert.deepEqual(nodegroupCalls(from), ['fresh']);
     // A listing that does not show `bare` (gone between two listings, as the cloud says).
     undo.push(
-      proxy.rewrite((call, status, body) => {
-        if (status !== 200 || call.method !== 'GET' || !/^\/clusters(\?|$)/.test(call.path)) return undefined;
-        const answer = JSON.parse(body) as { clusters: string[] };
-        return JSON.stringify({ ...answer, clusters: answer.clusters.filter((name) => name !== 'bare') });
+      proxy.rewriteAnswer<{ clusters: string[] }>(/^\/clusters(\?|$)/, (answer) => {
+        answer.clusters = answer.clusters.filter((name) => name !== 'bare');
       }),
     );
     await list();

@@ -1,8 +1,9 @@
 /**
  * The docs tell the truth: every relative link (and its `#heading`) resolves, every configuration snippet
  * marked ```yaml cpsync-config passes `cpsync validate-config`, every `cpsync …` line of a ```sh block and every
- * `cpsync …` code span of the prose is one the command's own parser takes, every `npm run <script>` names a
- * script there is, and the configuration reference is what `npm run docs` makes of the schema today.
+ * `cpsync …` code span of the prose is one the command's own parser takes, every configuration key a code span of
+ * the prose names is one the schema has, every `npm run <script>` names a script there is, and the configuration
+ * reference is what `npm run docs` makes of the schema today.
  */
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -13,7 +14,9 @@ import GithubSlugger from 'github-slugger';
 import { Lexer, marked, type Token, type Tokens } from 'marked';
 import { parse as parseShell } from 'shell-quote';
 import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
 import { configSchema } from '../../adapters/compose/config.ts';
+import { FEATURE_NAMES } from '../../core/domain/features.ts';
 import { loadConfig } from '../../cli/loadConfig.ts';
 import { cpsyncProgram } from '../../cli/program.ts';
 import { CLI_PAGE, cliReference } from '../../infra/cliReference.ts';
@@ -253,6 +256,54 @@ function spanCommands(text: string): string[][] {
   });
 }
 
+/** A JSON Schema as zod writes it, as far as the walk below reads it. */
+interface SchemaNode {
+  properties?: Record<string, SchemaNode>;
+  items?: SchemaNode;
+  anyOf?: SchemaNode[];
+  oneOf?: SchemaNode[];
+  additionalProperties?: SchemaNode | boolean;
+}
+
+/** Every key path of the configuration (`providers.eks.roleName`; a list's items by the list's own path). */
+function configPaths(): Set<string> {
+  const paths = new Set<string>();
+  const walk = (node: SchemaNode | boolean | undefined, at: string[]) => {
+    if (!node || typeof node !== 'object') return;
+    for (const [key, child] of Object.entries(node.properties ?? {})) {
+      paths.add([...at, key].join('.'));
+      walk(child, [...at, key]);
+    }
+    walk(node.items, at);
+    for (const option of [...(node.anyOf ?? []), ...(node.oneOf ?? [])]) walk(option, at);
+    walk(node.additionalProperties, at);
+  };
+  walk(z.toJSONSchema(configSchema, { io: 'input', unrepresentable: 'any' }) as SchemaNode, []);
+  for (const feature of FEATURE_NAMES) paths.add(`features.${feature}`);
+  return paths;
+}
+
+const CONFIG_PATHS = configPaths();
+const TOP_LEVEL_KEYS = new Set(Object.keys(configSchema.shape));
+const FEATURES = new Set<string>(FEATURE_NAMES);
+/** A file's name (`features.json`), not a key path. */
+const FILE_NAME = /\.(json|ya?ml|md|ts|mjs|js|html|svg|txt)$/;
+
+/**
+ * Why a code span of the prose that names configuration names it wrongly, or undefined: a key path
+ * (`providers.eks.roleName`, with or without `: value`) the schema must have, and a feature turned on or off by
+ * its name alone (`accessGrants: off`), which is set under `features:`.
+ */
+function wrongConfigSpan(text: string): string | undefined {
+  const path = /^([A-Za-z][A-Za-z0-9]*(?:\.[A-Za-z][A-Za-z0-9]*)+)(?::.*)?$/s.exec(text)?.[1];
+  if (path && TOP_LEVEL_KEYS.has(path.split('.')[0]!) && !FILE_NAME.test(path) && !CONFIG_PATHS.has(path))
+    return `the configuration has no key ${path}`;
+  const key = /^([A-Za-z][A-Za-z0-9]*):\s*(on|off|true|false)$/.exec(text)?.[1];
+  if (key && FEATURES.has(key) && !TOP_LEVEL_KEYS.has(key))
+    return `${key} is a feature: it is set under features: (features: { ${key}: … })`;
+  return undefined;
+}
+
 const SCRIPTS = Object.keys(
   (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> })
     .scripts,
@@ -369,6 +420,19 @@ describe('the docs', () => {
     assert.ok(checked >= 50, `cpsync command lines of the prose were found and checked (${checked})`);
   });
 
+  it('name, in the prose, configuration keys the schema has, where it has them', () => {
+    const refused: string[] = [];
+    let checked = 0;
+    for (const from of PAGES.filter((path) => !path.startsWith(GENERATED)))
+      for (const { text, line } of page(from).spans) {
+        if (/^[A-Za-z][A-Za-z0-9]*[.:]/.test(text)) checked += 1;
+        const why = wrongConfigSpan(text);
+        if (why) refused.push(`${from}:${line}: \`${text}\`: ${why}`);
+      }
+    assert.deepEqual(refused, [], 'every configuration key named in the prose is one the configuration has');
+    assert.ok(checked >= 30, `configuration keys of the prose were found and checked (${checked})`);
+  });
+
   it('are checked by checks that refuse what is wrong', async () => {
     assert.match((await refusedCommand(['synk'])) ?? '', /unknown command 'synk'/);
     assert.match((await refusedCommand(['sync', '--dryrun'])) ?? '', /unknown option '--dryrun'/);
@@ -415,6 +479,24 @@ describe('the docs', () => {
       /no heading #no-such-heading/,
     );
     assert.match(brokenLink('docs/README.md', 'missing.md') ?? '', /does not exist/);
+    assert.match(
+      wrongConfigSpan('providers.eks.clusterMaxAge') ?? '',
+      /no key providers\.eks\.clusterMaxAge/,
+    );
+    assert.match(wrongConfigSpan('inventory.lables.fromTags: [team]') ?? '', /no key inventory\.lables/);
+    assert.match(wrongConfigSpan('accessGrants: off') ?? '', /set under features:/);
+    for (const named of [
+      'providers.eks.clusterMaxAgeMinutes',
+      'providers.aks.listing: resourceGraph',
+      'inventory.projections.namespaces',
+      'features.accessGrants',
+      'features: { accessGrants: off }',
+      'features.json',
+      'status.conditions: 7',
+      'provideClusterInfo: true',
+      'accessGrants: { manager, consumerRoleArns: [...] }',
+    ])
+      assert.equal(wrongConfigSpan(named), undefined, `${named} is named rightly`);
   });
 
   it('hold the reference pages as `npm run docs` makes them from the schemas', () => {

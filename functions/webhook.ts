@@ -31,6 +31,7 @@ import { aksProvider } from '../adapters/compose/providers/aks.ts';
 import { gkeProvider } from '../adapters/compose/providers/gke.ts';
 import { validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
 import type { Scope } from '../core/domain/model/scope.ts';
+import { foldCase } from '../core/domain/naming.ts';
 
 /**
  * An answer other than 200: what middy's HTTP error handler sends (`statusCode`, and the body as
@@ -230,7 +231,7 @@ export function makeWebhook(
         ? await coveredScope(deps, 'aks', subscription)
         : undefined;
     if (!scope) return undefined;
-    const key = `${subscription}/${resourceGroup}/${name}`.toLowerCase();
+    const key = foldCase(`${subscription}/${resourceGroup}/${name}`);
     const { result, duplicate } = await sync(
       deps,
       context,
@@ -268,7 +269,7 @@ export function makeWebhook(
         ignored += 1;
         continue;
       }
-      if (results[`${match[1]}/${match[2]}/${match[3]}`.toLowerCase()]) continue;
+      if (results[foldCase(`${match[1]}/${match[2]}/${match[3]}`)]) continue;
       const synced = await syncAks(deps, context, item.id, resourceId);
       if (!synced) {
         ignored += 1;

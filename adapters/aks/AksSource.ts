@@ -14,6 +14,7 @@ import { azureErrorDetails, classifyAzureError } from './classify.ts';
 import { aksClusterOfId, isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';
 import { AksResourceGraph } from './resourceGraph.ts';
 import { GraphListing, graphDigest, isCaAnswer } from './graphListing.ts';
+import { compareOrdinal, foldCase } from '../../core/domain/naming.ts';
 
 export interface AksSourceOptions {
   /**
@@ -103,7 +104,7 @@ const SETTLED = 'succeeded';
 function controlPlaneDigest(cluster: ManagedCluster): string {
   const time = (value: unknown) => (value instanceof Date ? value.toISOString() : String(value ?? ''));
   return listedDigest([
-    (cluster.id ?? '').toLowerCase(),
+    foldCase(cluster.id ?? ''),
     cluster.fqdn ?? '',
     cluster.privateFqdn ?? '',
     cluster.azurePortalFqdn ?? '',
@@ -251,7 +252,7 @@ export class AksSource implements ClusterSource {
     );
     // The listing was whole: what is remembered of a cluster it did not show goes.
     if (this.#fetchesCa()) await answers.save('all');
-    clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
+    clusters.sort((a, b) => compareOrdinal(a.providerId, b.providerId));
     return { outcome: { scope, kind: 'complete' }, clusters };
   }
 
@@ -376,8 +377,7 @@ export class AksSource implements ClusterSource {
 
   /** Subscriptions the identity can use: explicit, or every one it can see in a usable state. */
   async selectSubscriptions(selection: SubscriptionSelection): Promise<string[]> {
-    if ('subscriptions' in selection)
-      return [...new Set(selection.subscriptions.map((s) => s.toLowerCase()))].sort();
+    if ('subscriptions' in selection) return [...new Set(selection.subscriptions.map(foldCase))].sort();
     const client =
       this.#options.subscriptionClient ??
       new SubscriptionClient(
@@ -387,7 +387,7 @@ export class AksSource implements ClusterSource {
     const found: string[] = [];
     for await (const subscription of client.subscriptions.list(this.#call())) {
       if (subscription.subscriptionId && (!subscription.state || USABLE_STATES.has(subscription.state)))
-        found.push(subscription.subscriptionId.toLowerCase());
+        found.push(foldCase(subscription.subscriptionId));
     }
     return [...new Set(found)].sort();
   }

@@ -15,6 +15,7 @@ import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/remembe
 import { classifyAzureError } from './classify.ts';
 import { aksClusterOfId, isAksResourceId } from './mapCluster.ts';
 import type { AksResourceGraph } from './resourceGraph.ts';
+import { compareOrdinal, foldCase } from '../../core/domain/naming.ts';
 
 /** The provisioning state of a cluster no operation is changing. */
 const SETTLED = 'succeeded';
@@ -48,8 +49,8 @@ export function graphDigest(observed: ObservedCluster, readsCa: boolean): string
     readsCa,
     {
       ...shown,
-      providerId: shown.providerId.toLowerCase(),
-      resourceGroup: shown.resourceGroup?.toLowerCase(),
+      providerId: foldCase(shown.providerId),
+      resourceGroup: shown.resourceGroup === undefined ? undefined : foldCase(shown.resourceGroup),
     },
   ]);
 }
@@ -113,7 +114,7 @@ export class GraphListing {
       );
     }
     try {
-      const rows = (await answer.clusters).get(scope.account.toLowerCase()) ?? [];
+      const rows = (await answer.clusters).get(foldCase(scope.account)) ?? [];
       return rows.filter(
         (cluster) =>
           scope.region === ALL_REGIONS || canonicalRegion('aks', cluster.location ?? '') === scope.region,
@@ -155,7 +156,7 @@ export class GraphListing {
     );
     await answers.save('all');
     const clusters = read.filter((c): c is ObservedCluster => c !== undefined);
-    clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
+    clusters.sort((a, b) => compareOrdinal(a.providerId, b.providerId));
     return {
       outcome:
         unread.length > 0 ? { scope, kind: 'partial', missing: unread.sort() } : { scope, kind: 'complete' },
@@ -217,7 +218,7 @@ export class GraphListing {
       providerIds.map((providerId) =>
         limit(async () => {
           const id = aksClusterOfId(providerId);
-          if (id?.subscription.toLowerCase() !== scope.account.toLowerCase()) {
+          if (id === undefined || foldCase(id.subscription) !== foldCase(scope.account)) {
             answer.unknown.push(providerId);
             return;
           }

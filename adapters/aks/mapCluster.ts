@@ -1,6 +1,7 @@
 import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { ObservedCluster, ObservedEndpoint } from '../../core/domain/model/observedCluster.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
+import { foldCase } from '../../core/domain/naming.ts';
 
 /** The resource group of an ARM resource id (`/subscriptions/s/resourceGroups/<rg>/providers/...`). */
 export function resourceGroupOf(id: string): string | undefined {
@@ -80,7 +81,7 @@ export function mapAksCluster(cluster: ManagedCluster, subscription: string): Ob
   };
 }
 
-/** Whether `providerId` is the resource id of the managed cluster `name` in `subscription`'s `resourceGroup` (case-insensitive, as ARM ids are). */
+/** Whether `providerId` is the resource id of the managed cluster `name` in `subscription`'s `resourceGroup` (ASCII case aside, as ARM compares ids: `foldCase`). */
 export function isAksResourceId(
   providerId: string,
   subscription: string,
@@ -88,7 +89,9 @@ export function isAksResourceId(
   name: string,
 ): boolean {
   return (
-    providerId.toLowerCase() ===
-    `/subscriptions/${subscription}/resourcegroups/${resourceGroup}/providers/microsoft.containerservice/managedclusters/${name}`.toLowerCase()
+    foldCase(providerId) ===
+    foldCase(
+      `/subscriptions/${subscription}/resourcegroups/${resourceGroup}/providers/microsoft.containerservice/managedclusters/${name}`,
+    )
   );
 }

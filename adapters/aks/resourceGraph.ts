@@ -8,6 +8,7 @@ import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { TokenCredential } from '@azure/core-auth';
 import type { ResourceGraphClient } from '@azure/arm-resourcegraph';
 import { obj, str } from '../shared/read.ts';
+import { foldCase } from '../../core/domain/naming.ts';
 
 /** The one query: every managed cluster, in the columns the mapping reads, in a stable order for paging. */
 const MANAGED_CLUSTERS_QUERY =
@@ -42,7 +43,7 @@ function graphRowCluster(row: unknown): GraphCluster | undefined {
   for (const [key, value] of Object.entries(obj(r.properties))) flattened[RENAMED[key] ?? key] = value;
   const tags = obj(r.tags);
   return {
-    subscription: subscription.toLowerCase(),
+    subscription: foldCase(subscription),
     cluster: {
       ...flattened,
       id,

@@ -12,6 +12,7 @@ import { grantDescription } from '../grants/marks.ts';
 import type { MadeByLook } from '../grants/made.ts';
 import { aksClusterOfId } from './mapCluster.ts';
 import type { AccessLevel, ClusterGrantPlan, Consumer, HeldGrant } from '../../core/domain/grants.ts';
+import { foldCase } from '../../core/domain/naming.ts';
 
 /** The built-in AKS data-plane roles each level is (their role definition ids are the same in every tenant). */
 const AKS_RBAC_ROLES: Readonly<Record<AccessLevel, string>> = {
@@ -64,19 +65,19 @@ export class AksRoleAssignments {
 
   /**
    * The principal's assignments on the cluster: at its scope and at each of its namespaces' (Azure lists
-   * those below a scope only by principal), by scope (lower case).
+   * those below a scope only by principal), by scope (`foldCase`).
    */
   async #onCluster(
     client: AuthorizationManagementClient,
     providerId: string,
     principalId: string,
   ): Promise<Map<string, RoleAssignment[]>> {
-    const cluster = providerId.toLowerCase();
+    const cluster = foldCase(providerId);
     const byScope = new Map<string, RoleAssignment[]>();
     for await (const assignment of client.roleAssignments.listForScope(providerId, {
       filter: `principalId eq '${principalId}'`,
     })) {
-      const scope = (assignment.scope ?? '').toLowerCase();
+      const scope = foldCase(assignment.scope ?? '');
       if (scope !== cluster && !scope.startsWith(`${cluster}/namespaces/`)) continue;
       byScope.set(scope, [...(byScope.get(scope) ?? []), assignment]);
     }
@@ -104,12 +105,12 @@ export class AksRoleAssignments {
       : [plan.providerId];
     const onCluster = await this.#onCluster(client, plan.providerId, identity);
     const holds = (a: RoleAssignment) =>
-      (a.roleDefinitionId ?? '').toLowerCase().endsWith(AKS_RBAC_ROLES[consumer.level]);
+      foldCase(a.roleDefinitionId ?? '').endsWith(AKS_RBAC_ROLES[consumer.level]);
     // cpsync's own assignments of the consumer, already there: the record names them as much.
     if ([...onCluster.values()].flat().some((a) => a.description === mark)) made.found();
     let mine = true;
     for (const scope of scopes) {
-      const existing = onCluster.get(scope.toLowerCase()) ?? [];
+      const existing = onCluster.get(foldCase(scope)) ?? [];
       const ours = existing.filter((a) => a.description === mark);
       if (!ours.some(holds)) {
         if (existing.some(holds)) mine = false;
@@ -130,7 +131,7 @@ export class AksRoleAssignments {
         await client.roleAssignments.delete(scope, other.name!);
     }
     // cpsync's assignments of the consumer where it is no longer wanted (its namespaces changed): taken off.
-    const wanted = new Set(scopes.map((scope) => scope.toLowerCase()));
+    const wanted = new Set(scopes.map(foldCase));
     for (const [scope, assignments] of onCluster)
       if (!wanted.has(scope))
         for (const assignment of assignments)
@@ -150,19 +151,19 @@ export class AksRoleAssignments {
   ): Promise<Array<HeldGrant & { message: string }>> {
     const { client } = this.#client(plan.providerId);
     const mark = grantDescription(this.#manager, '');
-    const cluster = plan.providerId.toLowerCase();
+    const cluster = foldCase(plan.providerId);
     const found = new Map<string, RoleAssignment>();
     for await (const assignment of client.roleAssignments.listForScope(plan.providerId))
-      found.set((assignment.id ?? '').toLowerCase(), assignment);
+      found.set(foldCase(assignment.id ?? ''), assignment);
     for (const principal of principals)
       for await (const assignment of client.roleAssignments.listForScope(plan.providerId, {
         filter: `principalId eq '${principal}'`,
       }))
-        found.set((assignment.id ?? '').toLowerCase(), assignment);
+        found.set(foldCase(assignment.id ?? ''), assignment);
     const removed: Array<HeldGrant & { message: string }> = [];
     for (const assignment of found.values()) {
       const scope = assignment.scope ?? '';
-      const on = scope.toLowerCase() === cluster || scope.toLowerCase().startsWith(`${cluster}/namespaces/`);
+      const on = foldCase(scope) === cluster || foldCase(scope).startsWith(`${cluster}/namespaces/`);
       const description = assignment.description ?? '';
       if (!on || !description.startsWith(mark) || !assignment.name || !assignment.principalId) continue;
       const consumer = description.slice(mark.length);

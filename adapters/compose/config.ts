@@ -13,7 +13,7 @@ import {
   DEFAULT_NAMESPACE,
   DEFAULT_TAG_LABEL_PREFIX,
 } from '../../core/domain/constants.ts';
-import { isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
+import { foldCase, isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
 import type { ClusterMatcher, InventoryOptions } from '../../core/domain/options.ts';
 import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
 import { refusedAllowListEntry, refusedTagLabelPrefix } from '../../core/domain/tagLabels.ts';
@@ -162,9 +162,7 @@ const aks = z.strictObject({
    * identity can see, in a usable state).
    */
   subscriptions: z.union([
-    z
-      .array(z.guid({ message: 'must be a subscription id (a GUID)' }).transform((id) => id.toLowerCase()))
-      .min(1),
+    z.array(z.guid({ message: 'must be a subscription id (a GUID)' }).transform(foldCase)).min(1),
     z.strictObject({
       /** `true`: every subscription the identity can see in a usable state (Enabled, Warned or PastDue). */
       all: z.literal(true),

@@ -30,6 +30,7 @@ import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from '
 import { classifyAwsError, errorMessage } from './classify.ts';
 import { eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
+import { compareOrdinal } from '../../core/domain/naming.ts';
 
 export interface EksSourceOptions extends AwsClientOptions {
   /**
@@ -413,7 +414,7 @@ export class EksSource implements ClusterSource {
     );
     // Only a whole listing of the region drops what is remembered of the clusters it did not show.
     await answers.save(missing.length === 0 ? { regions: [region] } : 'none');
-    clusters.sort((a, b) => a.providerId.localeCompare(b.providerId));
+    clusters.sort((a, b) => compareOrdinal(a.providerId, b.providerId));
     if (missing.length > 0) {
       return {
         outcome: {

@@ -1,6 +1,7 @@
 import type { protos } from '@google-cloud/container';
 import type { ObservedCluster, ObservedEndpoint } from '../../core/domain/model/observedCluster.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
+import { foldCase } from '../../core/domain/naming.ts';
 
 type Cluster = protos.google.container.v1.ICluster;
 type Json = Record<string, unknown>;
@@ -118,12 +119,10 @@ export function projectOfSelfLink(providerId: string): string {
 
 /**
  * Whether `providerId` is the selfLink of the cluster `name` of `project` at `location` (`zones/` and
- * `locations/` spellings alike, compared case-insensitively).
+ * `locations/` spellings alike, ASCII case aside: `foldCase`).
  */
 export function isGkeSelfLink(providerId: string, project: string, location: string, name: string): boolean {
-  const id = providerId.toLowerCase();
+  const id = foldCase(providerId);
   const kind = id.includes('/zones/') ? 'zones' : 'locations';
-  return id.endsWith(
-    `/projects/${project.toLowerCase()}/${kind}/${location.toLowerCase()}/clusters/${name.toLowerCase()}`,
-  );
+  return id.endsWith(foldCase(`/projects/${project}/${kind}/${location}/clusters/${name}`));
 }

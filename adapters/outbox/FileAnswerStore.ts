@@ -12,7 +12,7 @@ import { PROVIDERS } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { AnswerStore, RememberedAnswer } from '../../core/sync/ports.ts';
 import { replaceFile } from '../shared/files.ts';
-import { canonicalProviderId } from '../../core/domain/naming.ts';
+import { canonicalProviderId, compareOrdinal } from '../../core/domain/naming.ts';
 
 type Removed = Pick<RememberedAnswer, 'provider' | 'account' | 'region' | 'providerId'>;
 
@@ -135,7 +135,7 @@ export class FileAnswerStore implements AnswerStore {
       return;
     }
     mkdirSync(this.#folder(scope), { recursive: true });
-    const sorted = [...stored.values()].sort((a, b) => a.providerId.localeCompare(b.providerId));
+    const sorted = [...stored.values()].sort((a, b) => compareOrdinal(a.providerId, b.providerId));
     await replaceFile(path, `${JSON.stringify({ records: sorted })}\n`);
   }
 }

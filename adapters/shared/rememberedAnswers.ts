@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
-import { canonicalProviderId } from '../../core/domain/naming.ts';
+import { canonicalProviderId, foldCase } from '../../core/domain/naming.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { AnswerStore, RememberedAnswer } from '../../core/sync/ports.ts';
 
@@ -24,7 +24,7 @@ export function listedDigest(fields: readonly unknown[]): string {
  * id, so that the answers a first sync gathered at once are not all asked again in the same run.
  */
 function ageLimitOf(providerId: string, maxAgeMillis: number): number {
-  const spread = createHash('sha256').update(providerId.toLowerCase()).digest().readUInt32BE(0) / 2 ** 32;
+  const spread = createHash('sha256').update(foldCase(providerId)).digest().readUInt32BE(0) / 2 ** 32;
   return maxAgeMillis * (1 - spread / 4);
 }
 

@@ -3,6 +3,7 @@
  * consumers send their credentials to — and the one spelling it is written in. Pure: the host is judged as
  * the URL parser reads it, never looked up.
  */
+import { foldCase } from './naming.ts';
 
 /** v1alpha2's limit on an access provider's `cluster.server`. */
 const MAX_SERVER_LENGTH = 2048;
@@ -123,7 +124,7 @@ export function canonicalServer(endpoint: string, { loopback = false } = {}): st
   // exact strings: a profile written before must not change for it); everything else is the parser's.
   const given = /^https:\/\/([^/:]+)/i.exec(endpoint)?.[1];
   const name = !url.hostname.startsWith('[') && !/^\d+\.\d+\.\d+\.\d+$/.test(url.hostname);
-  const host = name && given?.toLowerCase() === url.hostname ? given : url.hostname;
+  const host = name && given !== undefined && foldCase(given) === url.hostname ? given : url.hostname;
   const server = `https://${host}${url.port ? `:${url.port}` : ''}${url.pathname === '/' ? '' : url.pathname}`;
   return server.length <= MAX_SERVER_LENGTH ? server : undefined;
 }

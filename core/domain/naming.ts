@@ -1,6 +1,22 @@
 import { createHash } from 'node:crypto';
 import type { ObservedCluster } from './model/observedCluster.ts';
 
+/**
+ * A cloud's id or name with its ASCII letters lower-cased and every other character as it is: how cpsync folds
+ * case where a cloud ignores it. ARM compares ids ordinally without regard to ASCII case, and a resource group
+ * may be named with other letters: `K` (KELVIN SIGN) and `k` name two resource groups there, while
+ * `toLowerCase()` makes them one. A fold wider than the cloud's would let one cluster stand for another (its
+ * name, its profile, its deletion, its grants); a narrower one at worst leaves an unusual spelling unmatched.
+ */
+export function foldCase(text: string): string {
+  return text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+}
+
+/** Code-unit order: a total order in which only equal strings tie (a locale's collation ties `K` and `K`). */
+export function compareOrdinal(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 /** DNS-1123 label limit. */
 const MAX_NAME_LENGTH = 63;
 /** Longest manager name that still leaves room for provider, hash and a readable slug. */
@@ -32,10 +48,11 @@ export function slugify(value: string): string {
 
 /**
  * The id the name hash is taken over. Azure resource ids are case-insensitive and the API is not
- * consistent about their case, so they are lower-cased first; EKS ARNs and GKE self links are exact.
+ * consistent about their case, so their ASCII letters are lower-cased first (`foldCase`, as ARM compares
+ * them); EKS ARNs and GKE self links are exact.
  */
 export function canonicalProviderId(cluster: Pick<ObservedCluster, 'provider' | 'providerId'>): string {
-  return cluster.provider === 'aks' ? cluster.providerId.toLowerCase() : cluster.providerId;
+  return cluster.provider === 'aks' ? foldCase(cluster.providerId) : cluster.providerId;
 }
 
 /** Whether two provider ids of `provider` name one cluster (an Azure id in another case is the same). */

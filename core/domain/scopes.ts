@@ -6,6 +6,7 @@
 import { CpsyncError } from './errors.ts';
 import { PROVIDERS, type ObservedCluster, type Provider } from './model/observedCluster.ts';
 import { ALL_REGIONS, type Scope } from './model/scope.ts';
+import { foldCase } from './naming.ts';
 
 /** A scope that names no real account or region of its provider; `field` says which part is wrong. */
 export class InvalidScopeError extends CpsyncError {
@@ -25,10 +26,10 @@ const GCP_ZONE = /^([a-z]+-[a-z]+\d+)-[a-z]$/;
 const AZURE_SUBSCRIPTION = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const AZURE_LOCATION = /^[a-z0-9]+$/;
 
-/** The account as each cloud spells it canonically: AWS ids as given, GCP project ids and Azure subscription ids lower-cased. */
+/** The account as each cloud spells it canonically: AWS ids as given, GCP project ids and Azure subscription ids in ASCII lower case. */
 function canonicalAccount(provider: Provider, account: string): string {
   const trimmed = account.trim();
-  return provider === 'eks' ? trimmed : trimmed.toLowerCase();
+  return provider === 'eks' ? trimmed : foldCase(trimmed);
 }
 
 /**
@@ -36,7 +37,7 @@ function canonicalAccount(provider: Provider, account: string): string {
  * `WestEurope` are both `westeurope`, the name ARM lists clusters under).
  */
 export function canonicalRegion(provider: Provider, region: string): string {
-  const lower = region.trim().toLowerCase();
+  const lower = foldCase(region.trim());
   return provider === 'aks' ? lower.replace(/\s+/g, '') : lower;
 }
 

@@ -22,12 +22,11 @@ import {
   type Attempt,
 } from './steps.ts';
 import type { RunLeases } from './runLeases.ts';
+import { foldCase } from '../domain/naming.ts';
 
-/** What names one cluster among its account's (one share of the account's lease each): case aside, as Azure ignores it. */
+/** What names one cluster among its account's (one share of the account's lease each): ASCII case aside, as Azure ignores it. */
 function clusterPart(ref: ClusterRef): string {
-  return [ref.scope.region ?? '', ref.location ?? '', ref.resourceGroup ?? '', ref.name]
-    .join('/')
-    .toLowerCase();
+  return foldCase([ref.scope.region ?? '', ref.location ?? '', ref.resourceGroup ?? '', ref.name].join('/'));
 }
 
 /**

@@ -22,7 +22,7 @@ import { MalformedObjectError } from '../domain/errors.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../domain/model/observedCluster.ts';
 import { profileProblem } from '../domain/model/validate.ts';
-import { canonicalProviderId, sameProviderId, type NameScheme } from '../domain/naming.ts';
+import { canonicalProviderId, compareOrdinal, sameProviderId, type NameScheme } from '../domain/naming.ts';
 import type { Skipped } from '../domain/plan.ts';
 import type { Hub, MalformedObject } from './ports.ts';
 
@@ -130,7 +130,7 @@ export async function chooseNames(input: {
   // 2. Newcomers, in the order of their ids: the first candidate nothing else holds.
   newcomers.sort(
     (a, b) =>
-      canonicalProviderId(a.request.cluster).localeCompare(canonicalProviderId(b.request.cluster)) ||
+      compareOrdinal(canonicalProviderId(a.request.cluster), canonicalProviderId(b.request.cluster)) ||
       a.request.namespace.localeCompare(b.request.namespace),
   );
   for (const { request, candidates } of newcomers) {

@@ -20,11 +20,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import {
+  AdmissionregistrationV1Api,
   KubeConfig,
   RbacAuthorizationV1Api,
   loadAllYaml,
   type V1ClusterRole,
   type V1ClusterRoleBinding,
+  type V1ValidatingAdmissionPolicy,
+  type V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
 import { HUB_CREDENTIALS } from '../support/aws.ts';
 import { AZURE_SUBSCRIPTION, GCP_PROJECT, gkeCluster, withEksClusters, type Emulators } from './emulators.ts';
@@ -492,27 +495,53 @@ export function startEstateMember(
 /**
  * What a member gives cpsync for the access grants, as docs/configuring.md asks of members: the ClusterRole and binding
  * of `adapters/member/manifests/access-grants-rbac.yaml`, bound to cpsync's own GKE service account and Entra
- * application. Returns the member's RBAC client (to look at what cpsync bound).
+ * application, and its admission policy (which reads cpsync's identities from that binding). Returns the member's
+ * RBAC client (to look at what cpsync bound).
  */
 export async function letCpsyncGrant(emulators: Emulators, member: Member): Promise<RbacAuthorizationV1Api> {
   const config = new KubeConfig();
   config.loadFromFile(member.kubeconfig);
   const rbac = config.makeApiClient(RbacAuthorizationV1Api);
-  const [role, binding] = loadAllYaml(
+  await applyAccessGrantsManifests(config, [
+    emulators.gke.serviceAccountKey.client_email!,
+    emulators.arm.clientId,
+  ]);
+  return rbac;
+}
+
+/** The documents of `adapters/member/manifests/access-grants-rbac.yaml`, in order. */
+export function accessGrantsManifests(): {
+  role: V1ClusterRole;
+  binding: V1ClusterRoleBinding;
+  policy: V1ValidatingAdmissionPolicy;
+  policyBinding: V1ValidatingAdmissionPolicyBinding;
+} {
+  const [role, binding, policy, policyBinding] = loadAllYaml(
     readFileSync(new URL('../../adapters/member/manifests/access-grants-rbac.yaml', import.meta.url), 'utf8'),
-  ) as [V1ClusterRole, V1ClusterRoleBinding];
+  ) as [V1ClusterRole, V1ClusterRoleBinding, V1ValidatingAdmissionPolicy, V1ValidatingAdmissionPolicyBinding];
+  return { role, binding, policy, policyBinding };
+}
+
+/**
+ * Makes the shipped access-grants manifests in the cluster `config` reaches, the binding's subjects replaced by
+ * `identities` (Users), as an operator binds cpsync's identity; the rest as shipped.
+ */
+export async function applyAccessGrantsManifests(
+  config: KubeConfig,
+  identities: readonly string[],
+): Promise<void> {
+  const { role, binding, policy, policyBinding } = accessGrantsManifests();
+  const rbac = config.makeApiClient(RbacAuthorizationV1Api);
+  const admission = config.makeApiClient(AdmissionregistrationV1Api);
   await rbac.createClusterRole({ body: role });
   await rbac.createClusterRoleBinding({
     body: {
       ...binding,
-      subjects: [emulators.gke.serviceAccountKey.client_email!, emulators.arm.clientId].map((name) => ({
-        apiGroup: 'rbac.authorization.k8s.io',
-        kind: 'User',
-        name,
-      })),
+      subjects: identities.map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name })),
     },
   });
-  return rbac;
+  await admission.createValidatingAdmissionPolicy({ body: policy });
+  await admission.createValidatingAdmissionPolicyBinding({ body: policyBinding });
 }
 
 /** The estate's clusters a member stands for: one per cloud. */

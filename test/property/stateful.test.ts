@@ -44,9 +44,15 @@ import {
   type CliOptions,
   type CliRun,
 } from '../support/cli.ts';
-import { liveClusters, readInventory, type DeliveredEvent, type StoredProfile } from '../support/oracle.ts';
+import {
+  cloudKey,
+  liveClusters,
+  readInventory,
+  type DeliveredEvent,
+  type StoredProfile,
+} from '../support/oracle.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
-import type { ManagedClusterJson } from '../env/fakes/armServer.ts';
+import { armCase, type ManagedClusterJson } from '../env/fakes/armServer.ts';
 import type { GkeClusterJson } from '../env/fakes/gkeServer.ts';
 import { holdTransition, type Transition } from '../env/transitions.ts';
 
@@ -63,7 +69,7 @@ interface Model {
     location: string;
     /** The cloud is still changing it: a DELETING cluster still exists, and its profile must stay. */
     inChange?: Transition;
-    /** AKS: its resource group, when not `rg-<name>` (a twin). */
+    /** AKS: its resource group, when not `rg-<name>` (`aks-<name>` when the test made it; a twin: another group, or the same in letters ARM tells apart). */
     group?: string;
   }>;
   next: number;
@@ -160,7 +166,7 @@ class Real {
     const violations: Violation[] = [];
     const stepEvents = runs.flatMap((run) => jsonLines<DeliveredEvent>(run.stdout));
     for (const [key, profile] of before) {
-      if (!live.has(profile.providerId.toLowerCase())) continue;
+      if (!live.has(cloudKey(profile.providerId))) continue;
       const now = after.get(key);
       if (!now) violations.push(`I1: the profile ${key} of live cluster ${profile.providerId} was deleted`);
       else if (now.uid !== profile.uid)
@@ -174,12 +180,12 @@ class Real {
     const uidsOf = (id: string) =>
       new Set(
         [...before.values(), ...after.values()]
-          .filter((p) => p.providerId.toLowerCase() === id)
+          .filter((p) => cloudKey(p.providerId) === id)
           .map((p) => p.uid)
           .concat(this.uidOf.get(id) ?? []),
       );
     for (const event of stepEvents) {
-      const id = String(event.detail.cluster?.providerId).toLowerCase();
+      const id = cloudKey(String(event.detail.cluster?.providerId));
       if (
         event['detail-type'] === 'ClusterProfile Deleted' &&
         live.has(id) &&
@@ -190,7 +196,7 @@ class Real {
         );
     }
     for (const profile of after.values()) {
-      const id = profile.providerId.toLowerCase();
+      const id = cloudKey(profile.providerId);
       if (!live.has(id)) continue;
       if (profile.joined === 'False')
         violations.push(
@@ -281,7 +287,7 @@ class Real {
     }
     this.quiet();
     const live = await this.live();
-    const held = new Map([...this.hub.values()].map((p) => [p.providerId.toLowerCase(), p]));
+    const held = new Map([...this.hub.values()].map((p) => [cloudKey(p.providerId), p]));
     assert.deepEqual(
       [...held.keys()].sort(),
       [...live.keys()].sort(),
@@ -329,8 +335,10 @@ class CreateCluster implements Command {
     const name = this.pick % 3 === 0 ? odd[this.pick % odd.length]! : `c${n}`;
     const locations = { eks: EKS_LOCATIONS, gke: GKE_LOCATIONS, aks: AKS_LOCATIONS }[this.provider];
     const location = locations[this.pick % locations.length]!;
-    await createCluster(real.emulators, this.provider, name, location);
-    model.live.push({ provider: this.provider, name, location });
+    // An AKS cluster's resource group has letters (`k`, `s`) a twin can mimic in letters ARM tells apart.
+    const group = this.provider === 'aks' ? `aks-${name}` : undefined;
+    await createCluster(real.emulators, this.provider, name, location, group);
+    model.live.push({ provider: this.provider, name, location, ...(group ? { group } : {}) });
   }
   toString = () => `create ${this.provider} #${this.pick}`;
 }
@@ -389,6 +397,28 @@ const twinned = (model: Readonly<Model>, cluster: Model['live'][number]) =>
  * weak names the command is built with, both want one profile name. The profile on the hub keeps it; the
  * newcomer gets its own (I1 holds the incumbent's profile to it: never deleted, re-created or marked missing).
  */
+/** Letters `toLowerCase()` or `toUpperCase()` takes for an ASCII one, and ARM does not: KELVIN SIGN, LONG S, DOTLESS I. */
+const CASE_TWINS: Record<string, string> = { k: '\u212A', s: '\u017F', i: '\u0131' };
+
+/**
+ * An AKS twin's resource group: on an even pick, the resource group of the cluster it mimics with a letter ARM
+ * tells apart and a wider case fold would not (test/property/unicodeTwins.test.ts draws them all), when it has
+ * such a letter and ARM holds no such group yet; else a group of its own.
+ */
+function twinGroup(model: Readonly<Model>, of: Model['live'][number], pick: number, n: number): string {
+  const group = of.group ?? `rg-${of.name}`;
+  const at = [...group].findIndex((c) => c in CASE_TWINS);
+  if (pick % 2 === 0 && at >= 0) {
+    const twin = [...group].map((c, i) => (i === at ? CASE_TWINS[c]! : c)).join('');
+    const held = model.live.some(
+      (c) =>
+        c.provider === 'aks' && c.name === of.name && armCase(c.group ?? `rg-${c.name}`) === armCase(twin),
+    );
+    if (!held) return twin;
+  }
+  return `rg-${of.name.slice(0, 50)}-twin${n}`;
+}
+
 class CreateTwin implements Command {
   readonly pick: number;
   constructor(pick: number) {
@@ -407,7 +437,7 @@ class CreateTwin implements Command {
           ? GKE_LOCATIONS.find((l) => !taken(l))
           : AKS_LOCATIONS[this.pick % AKS_LOCATIONS.length]!;
     if (location === undefined) return;
-    const group = of.provider === 'aks' ? `rg-${of.name.slice(0, 50)}-twin${n}` : undefined;
+    const group = of.provider === 'aks' ? twinGroup(model, of, this.pick, n) : undefined;
     await createCluster(real.emulators, of.provider, of.name, location, group);
     model.live.push({ provider: of.provider, name: of.name, location, ...(group ? { group } : {}) });
   }

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { ApiException, KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import {
   clientCertificate,
@@ -48,6 +48,18 @@ export function userKubeConfig(state: HubState, user: string): KubeConfig {
   const config = new KubeConfig();
   config.loadFromString(kubeconfigYaml(state.server, state.caCert, user, cert, key));
   return config;
+}
+
+/** What the API server answered a request: 200 when it was done, else the refusal's status and message. */
+export async function answer(call: Promise<unknown>): Promise<{ code: number; message: string }> {
+  try {
+    await call;
+    return { code: 200, message: '' };
+  } catch (error) {
+    if (!(error instanceof ApiException)) throw error;
+    const body: unknown = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
+    return { code: error.code, message: String((body as { message?: unknown })?.message ?? '') };
+  }
 }
 
 /** A namespace name no other test uses. */

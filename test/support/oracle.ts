@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { DescribeClusterCommand, EKSClient, paginateListClusters } from '@aws-sdk/client-eks';
 import { parse } from 'yaml';
 import type { Emulators } from '../env/emulators.ts';
+import { armCase } from '../env/fakes/armServer.ts';
 import { accountCredentials } from './aws.ts';
 
 /** A cluster as its cloud reports it: the id a profile must carry, and the facts the oracle compares. */
@@ -53,6 +54,14 @@ async function eksClusters(endpoint: string, account: string, regions: readonly 
   return found;
 }
 
+/**
+ * The key one cluster's provider id is known by, as its cloud compares ids: an Azure id by ARM's rule (ASCII
+ * case aside, and only what .NET's ordinal ignore-case folds), EKS ARNs and GKE self links in lower case.
+ */
+export function cloudKey(providerId: string): string {
+  return /^\/subscriptions\//i.test(providerId) ? armCase(providerId) : providerId.toLowerCase();
+}
+
 /** Every cluster the local clouds hold, in the accounts and regions given, keyed by provider id. */
 export async function liveClusters(
   emulators: Emulators,
@@ -81,7 +90,7 @@ export async function liveClusters(
         ...(endpointHost ? { endpointHost } : {}),
       });
     }
-  return new Map(all.map((c) => [c.providerId.toLowerCase(), c]));
+  return new Map(all.map((c) => [cloudKey(c.providerId), c]));
 }
 
 /** A profile as its file says, with the fields the oracle compares. */
@@ -192,7 +201,7 @@ export function convergenceProblems(
   const problems: string[] = [];
   const byId = new Map<string, HubProfile[]>();
   for (const profile of profiles) {
-    const id = profile.metadata.annotations?.['cpsync.io/provider-id']?.toLowerCase() ?? '';
+    const id = cloudKey(profile.metadata.annotations?.['cpsync.io/provider-id'] ?? '');
     byId.set(id, [...(byId.get(id) ?? []), profile]);
   }
   for (const [id, cluster] of live) {

@@ -15,6 +15,32 @@ import { freePort, readBody, sendJson, serveOnLoopback, takeFault, type QueuedFa
 import { makeLocalCertificate, trustCertificate } from '../tlsCert.ts';
 import { TEST_CA_DATA } from '../../support/certificates.ts';
 
+/**
+ * Two ids or names are one to ARM when they are equal after this: each character upper-cased by its simple
+ * (one-character) mapping, as .NET's ordinal ignore-case comparison does; a character without one is kept, and
+ * so is one whose mapping would leave the non-ASCII for ASCII (`ſ`, `ı`: .NET does not map them so). So `kube`
+ * and `KUBE` are one resource group, and `kube` and `\u212Aube` (KELVIN SIGN, its own upper case) are two,
+ * though `toLowerCase()` makes them one.
+ */
+export function armCase(text: string): string {
+  let out = '';
+  for (const character of text) {
+    const upper = character.toUpperCase();
+    const intoAscii = character.charCodeAt(0) > 0x7f && upper.length === 1 && upper.charCodeAt(0) <= 0x7f;
+    out += [...upper].length === 1 && !intoAscii ? upper : character;
+  }
+  return out;
+}
+
+/** A path as ARM reads it: percent-decoding undone (a resource group may be named with any letter). */
+const decodedPath = (pathname: string) => {
+  try {
+    return decodeURIComponent(pathname);
+  } catch {
+    return pathname;
+  }
+};
+
 /** A managed cluster as ARM returns it on the wire (properties nested, `privateFQDN` spelled so). */
 export type ManagedClusterJson = {
   id: string;
@@ -169,10 +195,11 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
   const server: Server = createServer({ cert, key }, async (request, response) => {
     // A path of repeated slashes (the SDK's `/{scope}` with a scope that starts with one) is one ARM reads as one.
     const url = new URL((request.url ?? '/').replace(/^\/+/, '/'), endpoint);
-    state.requests.push({ method: request.method ?? 'GET', path: url.pathname, query: url.search });
-    const credentialRead = /^\/subscriptions\/([^/]+)\/.*\/listClusterUserCredential$/i.exec(url.pathname);
+    const path = decodedPath(url.pathname);
+    state.requests.push({ method: request.method ?? 'GET', path, query: url.search });
+    const credentialRead = /^\/subscriptions\/([^/]+)\/.*\/listClusterUserCredential$/i.exec(path);
     if (credentialRead) {
-      const subscription = credentialRead[1]!.toLowerCase();
+      const subscription = armCase(credentialRead[1]!);
       const now = (inFlightCredentialReads.get(subscription) ?? 0) + 1;
       inFlightCredentialReads.set(subscription, now);
       state.peakCredentialReads.set(
@@ -244,7 +271,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     }
     // Microsoft.Authorization/roleAssignments at any scope: list (at the scope and above, by principal), put, delete.
     const assignment = /^(.*)\/providers\/Microsoft\.Authorization\/roleAssignments(?:\/([^/]+))?$/i.exec(
-      url.pathname,
+      path,
     );
     if (assignment) {
       const scope = assignment[1]!;
@@ -255,9 +282,9 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
         // As Azure documents it: every assignment at or above the scope; with `principalId eq`, that
         // principal's at, above or below it.
         const principal = /principalId eq '([^']+)'/.exec(url.searchParams.get('$filter') ?? '')?.[1];
-        const at = scope.toLowerCase();
+        const at = armCase(scope);
         const value = [...state.roleAssignments.values()].filter((a) => {
-          const of = a.properties.scope.toLowerCase();
+          const of = armCase(a.properties.scope);
           return principal
             ? a.properties.principalId === principal && (at.startsWith(of) || of.startsWith(`${at}/`))
             : at.startsWith(of);
@@ -288,10 +315,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
         return gone ? sendJson(response, 200, gone) : (response.writeHead(204), response.end());
       }
     }
-    if (
-      request.method === 'POST' &&
-      url.pathname.toLowerCase() === '/providers/microsoft.resourcegraph/resources'
-    ) {
+    if (request.method === 'POST' && armCase(path) === '/PROVIDERS/MICROSOFT.RESOURCEGRAPH/RESOURCES') {
       const failure = state.graphFailures.shift();
       if (failure) return armError(response, failure);
       return answerGraph(response, JSON.parse(body) as GraphQuery);
@@ -306,7 +330,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       });
     }
     const list = /^\/subscriptions\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters$/i.exec(
-      url.pathname,
+      path,
     );
     if (request.method === 'GET' && list) {
       const subscription = list[1]!;
@@ -323,13 +347,13 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     }
     const single =
       /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)$/i.exec(
-        url.pathname,
+        path,
       );
     if (request.method === 'GET' && single) {
-      const id = url.pathname.toLowerCase();
-      const refused = state.readFailures.get(id);
+      const id = armCase(path);
+      const refused = state.readFailures.get(path.toLowerCase());
       if (refused) return armError(response, refused);
-      const cluster = [...state.clusters.values()].flat().find((c) => c.id.toLowerCase() === id);
+      const cluster = [...state.clusters.values()].flat().find((c) => armCase(c.id) === id);
       if (!cluster)
         return armError(response, {
           status: 404,
@@ -340,11 +364,12 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
     }
     const credential =
       /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)\/listClusterUserCredential$/i.exec(
-        url.pathname,
+        path,
       );
     if (request.method === 'POST' && credential) {
-      const id = url.pathname.replace(/\/listClusterUserCredential$/i, '').toLowerCase();
-      const cluster = [...state.clusters.values()].flat().find((c) => c.id.toLowerCase() === id);
+      const asked = path.replace(/\/listClusterUserCredential$/i, '');
+      const id = asked.toLowerCase(); // the test's knobs are keyed so
+      const cluster = [...state.clusters.values()].flat().find((c) => armCase(c.id) === armCase(asked));
       if (!cluster)
         return armError(response, {
           status: 404,
@@ -392,9 +417,9 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
         message: `the local index answers only ${JSON.stringify(MANAGED_CLUSTERS_QUERY)}`,
       });
     const held = state.graph ?? state.clusters;
-    const wanted = asked.subscriptions?.map((s) => s.toLowerCase());
+    const wanted = asked.subscriptions?.map(armCase);
     const rows = [...held]
-      .filter(([subscription]) => !wanted || wanted.includes(subscription.toLowerCase()))
+      .filter(([subscription]) => !wanted || wanted.includes(armCase(subscription)))
       .flatMap(([subscription, list]) =>
         list.map((cluster) => ({
           id: cluster.id,
@@ -405,7 +430,7 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
           subscriptionId: subscription,
         })),
       )
-      .sort((a, b) => a.id.toLowerCase().localeCompare(b.id.toLowerCase()));
+      .sort((a, b) => (armCase(a.id) < armCase(b.id) ? -1 : armCase(a.id) > armCase(b.id) ? 1 : 0));
     const options = asked.options ?? {};
     const skip = Number(
       options.$skipToken ? Buffer.from(String(options.$skipToken), 'base64').toString() : 0,

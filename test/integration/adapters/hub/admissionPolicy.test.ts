@@ -8,7 +8,6 @@ import assert from 'node:assert/strict';
 import { setTimeout as pause } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import {
-  ApiException,
   CoreV1Api,
   CustomObjectsApi,
   PatchStrategy,
@@ -28,7 +27,7 @@ import {
 } from '../../../../core/domain/model/clusterProfile.ts';
 import { normalize } from '../../../../core/domain/normalize.ts';
 import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
-import { adminKubeConfig, localHub, uniqueNamespace, userKubeConfig } from '../../../support/hub.ts';
+import { adminKubeConfig, answer, localHub, uniqueNamespace, userKubeConfig } from '../../../support/hub.ts';
 import {
   ensureShippedRbac,
   installAdmissionPolicy,
@@ -51,18 +50,6 @@ const PROFILES = {
   plural: CLUSTER_PROFILE_PLURAL,
 };
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
-
-/** What the API server answered: 200, or the refusal's status and message. */
-async function answer(call: Promise<unknown>): Promise<{ code: number; message: string }> {
-  try {
-    await call;
-    return { code: 200, message: '' };
-  } catch (error) {
-    if (!(error instanceof ApiException)) throw error;
-    const body: unknown = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
-    return { code: error.code, message: String((body as { message?: unknown })?.message ?? '') };
-  }
-}
 
 /** A profile written by hand: `labels`, `annotations` and the spec's manager of the writer's choosing. */
 function handMade(

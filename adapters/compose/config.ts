@@ -901,8 +901,10 @@ export function configDocument(config: CpsyncConfig): Record<string, unknown> {
 function matcherOf(rule: z.infer<z.ZodObject<typeof clusterMatcher>>): ClusterMatcher {
   return {
     ...(rule.provider ? { provider: rule.provider } : {}),
-    ...(rule.account ? { account: rule.account } : {}),
-    ...(rule.region ? { region: rule.region } : {}),
+    // As the clouds' answers spell them (scopes.ts): an account in ASCII lower case (AWS ids are digits), a region
+    // in lower case without spaces (`West Europe` is `westeurope`); a rule spelled otherwise still matches.
+    ...(rule.account ? { account: foldCase(rule.account.trim()) } : {}),
+    ...(rule.region ? { region: foldCase(rule.region.trim()).replace(/\s+/g, '') } : {}),
     ...(rule.tag
       ? {
           tag:

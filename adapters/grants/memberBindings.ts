@@ -183,11 +183,28 @@ export class MemberBindings {
       }
       const where = place.namespace ? `${place.namespace}/${this.name}` : this.name;
       if (!this.#mine(existing)) return `${where} is not cpsync's; left as it is`;
-      // cpsync binds users only: a group or service account in its binding is no one's to keep there.
-      const others = (existing.subjects ?? []).filter((s) => s.kind === 'User' && !isUser(identity)(s));
+      // cpsync binds users only, and no system identity: a group, a service account or a system user in its binding
+      // is no one's to keep there (the member's admission policy refuses a write that binds one). Given the
+      // consumer's identities, only those are kept, as `bind` keeps them.
+      const others = (existing.subjects ?? []).filter(
+        (s) =>
+          s.kind === 'User' &&
+          !isUser(identity)(s) &&
+          !s.name.startsWith('system:') &&
+          (this.#identities.size === 0 || this.#identities.has(s.name)),
+      );
       if (others.length === (existing.subjects ?? []).length) return `${identity} is not in ${where}`;
       if (others.length === 0) await this.#delete(place, existing.metadata?.resourceVersion);
-      else await this.#replace(place, { ...existing, subjects: others });
+      else
+        try {
+          await this.#replace(place, { ...existing, subjects: others });
+        } catch (error) {
+          // The member refuses to keep a subject someone put there (its admission policy): the binding goes
+          // whole, access taken rather than left; the consumer's next grant makes what is wanted again.
+          if (!(error instanceof ApiException && (error.code === 403 || error.code === 422))) throw error;
+          await this.#delete(place, existing.metadata?.resourceVersion);
+          return `${identity} taken out of ${where} (deleted whole: the member refused what else it held)`;
+        }
       return `${identity} taken out of ${where}`;
     });
   }

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { ObservedCluster } from './model/observedCluster.ts';
 
+/** Any character beyond ASCII. */
+const NOT_ASCII = /\P{ASCII}/u;
+
 /**
  * A cloud's id or name with its ASCII letters lower-cased and every other character as it is: how cpsync folds
  * case where a cloud ignores it. ARM compares ids ordinally without regard to ASCII case, and a resource group
@@ -9,7 +12,10 @@ import type { ObservedCluster } from './model/observedCluster.ts';
  * name, its profile, its deletion, its grants); a narrower one at worst leaves an unusual spelling unmatched.
  */
 export function foldCase(text: string): string {
-  return text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase());
+  // An ASCII string (nearly every id) lower-cases the same either way; the replace is for the rest.
+  return NOT_ASCII.test(text)
+    ? text.replace(/[A-Z]+/g, (letters) => letters.toLowerCase())
+    : text.toLowerCase();
 }
 
 /** Code-unit order: a total order in which only equal strings tie (a locale's collation ties `K` and `K`). */

@@ -14,7 +14,7 @@ import {
   PROPERTY_MISSED_LISTINGS,
 } from './constants.ts';
 import { sameJson } from './json.ts';
-import { sameProviderId } from './naming.ts';
+import { canonicalProviderId, sameProviderId } from './naming.ts';
 import { ownedMetadata, ownedStatusOf } from './ownership.ts';
 import { matchesSelector, scopeSelector } from './labels.ts';
 import {
@@ -291,12 +291,39 @@ function markMissing(current: ClusterProfile, missed: number, input: PlanInput):
   };
 }
 
+/**
+ * `wanted` with the provider id as the profile on the hub spells it, when the cloud now spells the same id
+ * otherwise (an Azure id in another ASCII case): the id a profile is of never changes (the hub's admission
+ * policy refuses that), and it is the same cluster.
+ */
+function keptProviderId(current: ClusterProfile, wanted: ClusterProfile, input: PlanInput): ClusterProfile {
+  const storedId = current.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+  const wantedId = wanted.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+  if (
+    storedId === undefined ||
+    wantedId === undefined ||
+    storedId === wantedId ||
+    !sameProviderId(input.outcome.scope.provider, storedId, wantedId)
+  )
+    return wanted;
+  return {
+    ...wanted,
+    metadata: {
+      ...wanted.metadata,
+      annotations: { ...wanted.metadata.annotations, [ANNOTATION_PROVIDER_ID]: storedId },
+    },
+  };
+}
+
 function planUpdate(
   current: ClusterProfile,
   wanted: ClusterProfile,
   input: PlanInput,
 ): PlannedUpdate | undefined {
-  const profile: ClusterProfile = { ...wanted, status: keepTimes(wanted.status ?? {}, current.status) };
+  const profile: ClusterProfile = {
+    ...keptProviderId(current, wanted, input),
+    status: keepTimes(wanted.status ?? {}, current.status),
+  };
   const object = objectChanges(current, profile);
   const status = statusChanges(current, profile, input.accessProviderNames);
   if (object.length === 0 && status.length === 0) return undefined;
@@ -354,7 +381,7 @@ export function plan(input: PlanInput): Plan {
       !collides &&
       (existing === undefined || isManagedBy(existing, input.manager))
     )
-      placed.add(providerId);
+      placed.add(canonicalProviderId({ provider: input.outcome.scope.provider, providerId }));
     // A collision leaves the stored profile to its own cluster (kept while listed, deleted once it is gone).
     if (!collides) desiredKeys.add(key);
     if (collides) {
@@ -404,7 +431,10 @@ export function plan(input: PlanInput): Plan {
       continue;
     }
     // A listed cluster whose profile is kept elsewhere: this copy is no longer wanted here (any listing).
-    if (providerId !== undefined && placed.has(providerId)) {
+    if (
+      providerId !== undefined &&
+      placed.has(canonicalProviderId({ provider: input.outcome.scope.provider, providerId }))
+    ) {
       result.deletes.push({ current: existing, reason: 'NotPlacedHere' });
       continue;
     }

@@ -1,6 +1,7 @@
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { ANNOTATION_PROJECTED_TO, ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import { profileKey } from '../domain/model/clusterProfile.ts';
+import { canonicalProviderId } from '../domain/naming.ts';
 import type { FieldChange, Plan } from '../domain/plan.ts';
 import type { Hub } from './ports.ts';
 import type { AppliedChange, ApplyFailure } from './changes.ts';
@@ -37,10 +38,13 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
   };
   /** Clusters whose profile could not be created where they are placed now: their old copies stay. */
   const notCreated = new Set<string>();
+  /** The key a cluster's id is known by: an Azure id in another ASCII case is the same cluster. */
+  const idKey = (providerId: string) =>
+    canonicalProviderId({ provider: plan.outcome.scope.provider, providerId });
   /** Deletes a planned profile; whether it is gone. */
   const remove = async ({ current, reason }: Plan['deletes'][number]): Promise<boolean> => {
     const providerId = current.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
-    if (reason === 'NotPlacedHere' && providerId !== undefined && notCreated.has(providerId)) {
+    if (reason === 'NotPlacedHere' && providerId !== undefined && notCreated.has(idKey(providerId))) {
       result.failed.push({
         kind: 'deleted',
         key: profileKey(current.metadata),
@@ -73,7 +77,7 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
     } catch (error) {
       // Not whole (no object, or no status): the cluster's old place stays until the new one is.
       const providerId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
-      if (providerId !== undefined) notCreated.add(providerId);
+      if (providerId !== undefined) notCreated.add(idKey(providerId));
       // The object exists even if its status write failed: that creation is announced now, the status
       // follows as an update (from the created version) in the next run.
       const created = written.object;
@@ -97,7 +101,7 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
     if (stopped()) return result;
     if (!(await remove(planned))) {
       const providerId = planned.current.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
-      if (providerId !== undefined) notRemoved.add(providerId);
+      if (providerId !== undefined) notRemoved.add(idKey(providerId));
     }
   }
   for (const update of plan.updates) {
@@ -105,7 +109,7 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
     const updatedId = update.profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
     if (
       updatedId !== undefined &&
-      notRemoved.has(updatedId) &&
+      notRemoved.has(idKey(updatedId)) &&
       update.changes.some((c) => c.field === `metadata.annotations[${ANNOTATION_PROJECTED_TO}]`)
     ) {
       result.failed.push({

@@ -19,6 +19,7 @@ import {
   type EnginePorts,
   type SettlingCluster,
 } from './engine.ts';
+import { foldCase } from '../domain/naming.ts';
 
 export interface FollowRequest extends Omit<ClusterSyncRequest, 'ref'> {
   clusters: readonly SettlingCluster[];
@@ -51,9 +52,13 @@ export interface FollowReport {
   interrupted: boolean;
 }
 
-/** `cluster`'s key, for one chase per cluster. */
+/**
+ * `cluster`'s key, for one chase per cluster: an AKS cluster's resource group and name in ASCII lower case, as
+ * ARM compares them (Event Grid and the Activity Log may spell them otherwise than the listing).
+ */
 export function clusterKey(ref: ClusterRef): string {
-  return [scopeKey(ref.scope), ref.location ?? ref.resourceGroup, ref.name].filter(Boolean).join('/');
+  const key = [scopeKey(ref.scope), ref.location ?? ref.resourceGroup, ref.name].filter(Boolean).join('/');
+  return ref.scope.provider === 'aks' ? foldCase(key) : key;
 }
 
 export async function followClusters(ports: EnginePorts, request: FollowRequest): Promise<FollowReport> {

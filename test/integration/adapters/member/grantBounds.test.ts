@@ -37,7 +37,7 @@ interface Asked {
   name: 'consumer' | 'other' | 'mismatch';
   labels: { manager: boolean; consumer: boolean };
   role: 'view' | 'edit' | 'admin' | 'cluster-admin';
-  subjects: Array<'user' | 'system-user' | 'group' | 'service-account'>;
+  subjects: Array<'user' | 'system-user' | 'group' | 'service-account' | 'itself'>;
   /** update, delete: whether the binding already there carries cpsync's marks (else the subject of a change). */
   existingMarked: boolean;
 }
@@ -48,7 +48,7 @@ const asked: fc.Arbitrary<Asked> = fc.record({
   name: fc.constantFrom('consumer', 'other', 'mismatch'),
   labels: fc.record({ manager: fc.boolean(), consumer: fc.boolean() }),
   role: fc.constantFrom('view', 'edit', 'admin', 'cluster-admin'),
-  subjects: fc.array(fc.constantFrom('user', 'system-user', 'group', 'service-account'), {
+  subjects: fc.array(fc.constantFrom('user', 'system-user', 'group', 'service-account', 'itself'), {
     minLength: 1,
     maxLength: 3,
   }),
@@ -69,6 +69,7 @@ describe('the access-grants manifests of a member: what cpsync’s identity may 
       'system-user': { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: `system:kube-proxy-${n}` },
       group: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'system:authenticated' },
       'service-account': { kind: 'ServiceAccount', name: 'default', namespace: 'kube-system' },
+      itself: { apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: IDENTITY },
     })[kind];
 
   /** The binding `a` asks for, under a name of its own (each case its own consumer). */
@@ -165,6 +166,54 @@ describe('the access-grants manifests of a member: what cpsync’s identity may 
     assert.equal(read.code, 404, 'the cluster-wide binding, once its last identity was taken out, is gone');
   });
 
+  it('revokes through a binding someone planted subjects in: never stuck, never carrying them', async () => {
+    const plant = (consumer: string, users: string[]): V1ClusterRoleBinding => ({
+      metadata: {
+        name: `cpsync:consumer:${consumer}`,
+        labels: { 'app.kubernetes.io/managed-by': MANAGER, 'cpsync.io/consumer': consumer },
+      },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+      subjects: users.map((name) => ({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name })),
+    });
+    const planted = ['system:kube-proxy', IDENTITY, 'mallory@example.com'];
+    const revoked = plant(`grant-bounds-${++made}`, ['alice@example.com', ...planted]);
+    const kept = plant(`grant-bounds-${++made}`, ['alice@example.com', 'bob@example.com', ...planted]);
+    const nameOf = (b: V1ClusterRoleBinding) => b.metadata!.name!;
+    try {
+      for (const body of [revoked, kept])
+        assert.equal((await answer(adminRbac.createClusterRoleBinding({ body }))).code, 200);
+      // A revocation knows no identities of the consumer (it may be configured no more), and the member refuses
+      // to keep cpsync's own identity bound: the binding goes whole.
+      const revoking = new MemberBindings(
+        asCpsync,
+        {},
+        MANAGER,
+        revoked.metadata!.labels!['cpsync.io/consumer']!,
+      );
+      assert.match(await revoking.unbind({}, 'alice@example.com'), /deleted whole/);
+      assert.equal((await answer(adminRbac.readClusterRoleBinding({ name: nameOf(revoked) }))).code, 404);
+      // Knowing the consumer's identities, cpsync keeps only those.
+      const granting = new MemberBindings(
+        asCpsync,
+        {},
+        MANAGER,
+        kept.metadata!.labels!['cpsync.io/consumer']!,
+        undefined,
+        ['alice@example.com', 'bob@example.com'],
+      );
+      assert.match(await granting.unbind({}, 'alice@example.com'), /taken out/);
+      const left = await adminRbac.readClusterRoleBinding({ name: nameOf(kept) });
+      assert.deepEqual(
+        left.subjects?.map((s) => s.name),
+        ['bob@example.com'],
+        'the consumer’s other identity alone',
+      );
+    } finally {
+      await removeQuietly(revoked);
+      await removeQuietly(kept);
+    }
+  });
+
   it('refuses cpsync’s identity every other binding, subject, role and change (generated)', async () => {
     await fc.assert(
       fc.asyncProperty(asked, async (a) => {
@@ -177,7 +226,9 @@ describe('the access-grants manifests of a member: what cpsync’s identity may 
         const bounded = (b: V1ClusterRoleBinding) =>
           marked(b) &&
           ['view', 'edit', 'admin'].includes(b.roleRef.name) &&
-          (b.subjects ?? []).every((s) => s.kind === 'User' && !s.name.startsWith('system:'));
+          (b.subjects ?? []).every(
+            (s) => s.kind === 'User' && !s.name.startsWith('system:') && s.name !== IDENTITY,
+          );
         // What is there before an update or a delete: made by someone else, marked as cpsync's or not.
         const existing = bindingOf(
           { ...a, role: 'view', subjects: ['user'] },

@@ -58,6 +58,29 @@ describe('configuration', () => {
     assert.deepEqual(inventoryOptionsOf(older).clusterSets, { 'cluster-inventory': 'production' });
   });
 
+  it('reads a rule’s account and region as the clouds spell them, so a rule written in another case still places', () => {
+    const config = parseConfig({
+      inventory: {
+        namespaceRules: [
+          { account: '0000ABCD-1111-2222-3333-444444444444', region: 'West Europe', namespace: 'azure-west' },
+        ],
+        projections: [{ provider: 'gke', account: 'My-Project', region: 'Europe-West1', namespaces: ['eu'] }],
+      },
+    });
+    const options = inventoryOptionsOf(config);
+    assert.deepEqual(options.namespaceRules[0], {
+      account: '0000abcd-1111-2222-3333-444444444444',
+      region: 'westeurope',
+      namespace: 'azure-west',
+    });
+    assert.deepEqual(options.projections[0], {
+      provider: 'gke',
+      account: 'my-project',
+      region: 'europe-west1',
+      namespaces: ['eu'],
+    });
+  });
+
   it('reads labels from tags with the default prefix, or the one given ("" too)', () => {
     assert.deepEqual(inventoryOptionsOf(parseConfig({})).labels, { fromTags: [], prefix: 'cpsync.io/tag-' });
     assert.deepEqual(

@@ -6,7 +6,7 @@ import type { ScopeOutcome, ScopeOutcomeKind } from '../../../../core/domain/mod
 import { normalize, normalizeAll } from '../../../../core/domain/normalize.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { plan, type PlanInput } from '../../../../core/domain/plan.ts';
-import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
+import { aksCluster, eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
 
 const options = inventoryOptions();
 const scope = { provider: 'eks' as const, account: '111122223333', region: 'us-east-1' };
@@ -277,6 +277,46 @@ describe('plan', () => {
       [own.metadata.name],
     );
     assert.equal(gone.skipped[0]!.reason, 'ProviderIdConflict');
+  });
+
+  it('knows an Azure cluster by its id whatever the ASCII case: its copy elsewhere is no longer placed there, never missing', () => {
+    const azure = aksCluster();
+    const azureScope = { provider: 'aks' as const, account: azure.account, region: 'westeurope' };
+    const projecting = inventoryOptions({ projections: [{ provider: 'aks', namespaces: ['kueue-system'] }] });
+    // The copy was written when ARM spelled the id otherwise (ARM is not consistent about its case).
+    const copy = stored(
+      normalizeAll([{ ...azure, providerId: azure.providerId.toUpperCase() }], projecting, NOW).profiles,
+    ).find((p) => p.metadata.namespace === 'kueue-system')!;
+    const result = run([normalize(azure, options, LATER)], [copy], {
+      outcome: { scope: azureScope, kind: 'complete' },
+    });
+    assert.deepEqual(
+      result.deletes.map((d) => [d.current.metadata.namespace, d.reason]),
+      [['kueue-system', 'NotPlacedHere']],
+    );
+    // Its own profile, written under the other spelling: the id stays as the hub spells it (its admission
+    // policy refuses a change of id), and nothing else changed, so nothing is written.
+    const own = stored([normalize({ ...azure, providerId: azure.providerId.toUpperCase() }, options, NOW)]);
+    const again = run([normalize(azure, options, LATER)], own, {
+      outcome: { scope: azureScope, kind: 'complete' },
+    });
+    assert.deepEqual(
+      again.updates.flatMap((u) => u.changes.map((c) => c.field)),
+      [],
+      'no change for an id in another ASCII case',
+    );
+    // A twin in letters ARM tells apart is another cluster: its copy is not this one's.
+    const twin = { ...azure, providerId: azure.providerId.replace('/rg-web/', '/rg-we\u212A/') };
+    const twinCopy = stored(normalizeAll([twin], projecting, NOW).profiles).find(
+      (p) => p.metadata.namespace === 'kueue-system',
+    )!;
+    const other = run([normalize(azure, options, LATER)], [twinCopy], {
+      outcome: { scope: azureScope, kind: 'complete' },
+    });
+    assert.ok(
+      !other.deletes.some((d) => d.reason === 'NotPlacedHere'),
+      'the twin’s copy is not placed elsewhere',
+    );
   });
 
   it('never deletes profiles outside the scope (another region of the same account)', () => {

@@ -163,7 +163,8 @@ export class AksRoleAssignments {
     const removed: Array<HeldGrant & { message: string }> = [];
     for (const assignment of found.values()) {
       const scope = assignment.scope ?? '';
-      const on = foldCase(scope) === cluster || foldCase(scope).startsWith(`${cluster}/namespaces/`);
+      const folded = foldCase(scope);
+      const on = folded === cluster || folded.startsWith(`${cluster}/namespaces/`);
       const description = assignment.description ?? '';
       if (!on || !description.startsWith(mark) || !assignment.name || !assignment.principalId) continue;
       const consumer = description.slice(mark.length);

@@ -14,7 +14,6 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import type { ClientSecretCredential } from '@azure/identity';
 import { CreateNodegroupCommand, DeleteNodegroupCommand, EKSClient } from '@aws-sdk/client-eks';
 import fc from 'fast-check';
 import { AksSource } from '../../adapters/aks/AksSource.ts';
@@ -22,12 +21,8 @@ import { EksSource } from '../../adapters/eks/EksSource.ts';
 import { FileAnswerStore } from '../../adapters/outbox/FileAnswerStore.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { RememberedAnswer } from '../../core/sync/ports.ts';
-import {
-  armCredential,
-  startArmServer,
-  type ArmServer,
-  type ManagedClusterJson,
-} from '../env/fakes/armServer.ts';
+import type { ManagedClusterJson } from '../env/fakes/armServer.ts';
+import { armForSuite } from '../support/arm.ts';
 import { startAwsProxy, type AwsProxy } from '../env/awsProxy.ts';
 import { startMoto, type MotoServer } from '../env/moto.ts';
 import { accountCredentials, createEksClusters, HUB_ACCOUNT, HUB_CREDENTIALS } from '../support/aws.ts';
@@ -55,16 +50,10 @@ const step: fc.Arbitrary<Step> = fc.oneof(
 );
 
 describe('remembered AKS CAs over random cloud and store states', () => {
-  let server: ArmServer;
-  let credential: ClientSecretCredential;
-
-  before(async () => {
-    server = await startArmServer();
-    credential = armCredential(server);
-  });
-  after(async () => server?.stop());
+  const arm = armForSuite();
 
   it('lists exactly what ARM lists, each CA as ARM last gave it, and reads every cluster whose answer may have changed', async () => {
+    const { server, credential } = arm;
     let runs = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 4, maxLength: 24 }), async (steps) => {

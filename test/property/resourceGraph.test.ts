@@ -16,8 +16,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { ClientSecretCredential } from '@azure/identity';
+import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { load } from 'js-yaml';
 import { AksSource } from '../../adapters/aks/AksSource.ts';
@@ -28,12 +27,8 @@ import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import { runSync, syncCluster } from '../../core/sync/engine.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
-import {
-  armCredential,
-  startArmServer,
-  type ArmServer,
-  type ManagedClusterJson,
-} from '../env/fakes/armServer.ts';
+import type { ManagedClusterJson } from '../env/fakes/armServer.ts';
+import { armForSuite } from '../support/arm.ts';
 import { inventoryOptions, runSettings } from '../support/settings.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
@@ -81,16 +76,10 @@ function hubProfiles(directory: string): Map<string, string> {
 }
 
 describe('AKS through a lagging Resource Graph, over random cloud changes and every entry point', () => {
-  let server: ArmServer;
-  let credential: ClientSecretCredential;
-
-  before(async () => {
-    server = await startArmServer();
-    credential = armCredential(server);
-  });
-  after(async () => server?.stop());
+  const arm = armForSuite();
 
   it('never deletes a live cluster’s profile nor takes it back in time, and ends equal to ARM', async () => {
+    const { server, credential } = arm;
     let run = 0;
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 6, maxLength: 28 }), async (steps) => {

@@ -24,8 +24,7 @@
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
-import type { ClientSecretCredential } from '@azure/identity';
+import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { load } from 'js-yaml';
 import { AksSource } from '../../adapters/aks/AksSource.ts';
@@ -46,7 +45,8 @@ import {
 } from '../../core/domain/naming.ts';
 import { canonicalScope } from '../../core/domain/scopes.ts';
 import { runSync, syncCluster } from '../../core/sync/engine.ts';
-import { armCase, armCredential, startArmServer, type ArmServer } from '../env/fakes/armServer.ts';
+import { armCase } from '../env/fakes/armServer.ts';
+import { armForSuite } from '../support/arm.ts';
 import { inventoryOptions, runSettings } from '../support/settings.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
@@ -207,16 +207,10 @@ describe('twins in Unicode: a resource group ARM tells apart is never one cpsync
   });
 
   describe('T2: through the engine, against the local ARM', () => {
-    let server: ArmServer;
-    let credential: ClientSecretCredential;
-
-    before(async () => {
-      server = await startArmServer();
-      credential = armCredential(server);
-    });
-    after(async () => server?.stop());
+    const arm = armForSuite();
 
     it('keeps a twin and the cluster it mimics apart, and deletes only the one that is gone', async () => {
+      const { server, credential } = arm;
       let run = 0;
       await fc.assert(
         fc.asyncProperty(

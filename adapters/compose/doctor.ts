@@ -2,21 +2,25 @@
  * `cpsync doctor`: whether the identity running cpsync can do its work, checked without changing anything —
  * the hub (each inventory namespace read, and what cpsync writes there allowed by the hub's own authorizer;
  * on a Kubernetes hub, whether the admission policy that lets only cpsync write its profiles is in force),
- * the bus, the outbox, and every configured scope listed. The CLI runs it with its own credentials, and a
+ * the bus, the outbox, and every configured scope listed; with the access grants on, each GKE project's IAM policy
+ * and each GKE or AKS member's bounds on cpsync's identity there. The CLI runs it with its own credentials, and a
  * deployed stack's scope worker with its role (`cpsync doctor --function`).
  */
-import {
-  AdmissionregistrationV1Api,
-  ApiException,
-  AuthorizationV1Api,
-  type V1ValidatingAdmissionPolicy,
-  type V1ValidatingAdmissionPolicyBinding,
-} from '@kubernetes/client-node';
+import { AuthorizationV1Api, type V1ValidatingAdmissionPolicy } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { messageOf } from '../../core/domain/errors.ts';
-import { LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
+import { LABEL_ACCOUNT, LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
+import { planGrants } from '../../core/domain/grants.ts';
+import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import { inventoryNamespaces } from '../../core/domain/options.ts';
 import { scopeKey, type Scope } from '../../core/domain/model/scope.ts';
+import {
+  apiMessage,
+  policyNotInForce,
+  readPolicy,
+  refusedByServer,
+  type PolicyOnCluster,
+} from '../shared/admissionPolicy.ts';
 import type { Composition } from './compose.ts';
 
 export interface DoctorCheck {
@@ -117,40 +121,13 @@ function literalOf(policy: V1ValidatingAdmissionPolicy, variable: string): strin
 }
 
 /** Why the policy and binding read from the hub do not guard `manager`'s profiles, or undefined when they do. */
-function notInForce(
-  policy: V1ValidatingAdmissionPolicy | undefined,
-  binding: V1ValidatingAdmissionPolicyBinding | undefined,
-  manager: string,
-): string | undefined {
-  if (!policy) return `the ValidatingAdmissionPolicy ${ADMISSION_POLICY} is not on the hub`;
-  if (!binding) return `the ValidatingAdmissionPolicyBinding ${ADMISSION_POLICY} is not on the hub`;
-  if (binding.spec?.policyName !== ADMISSION_POLICY)
-    return `the binding ${ADMISSION_POLICY} binds ${JSON.stringify(binding.spec?.policyName ?? '')}, not the policy ${ADMISSION_POLICY}`;
-  const actions = binding.spec.validationActions ?? [];
-  if (!actions.includes('Deny'))
-    return `the binding ${ADMISSION_POLICY} does not deny (validationActions: ${actions.join(', ') || 'none'})`;
-  if (policy.spec?.failurePolicy === 'Ignore')
-    return `the policy's failurePolicy is Ignore (a request it cannot evaluate is let through)`;
-  const guarded = literalOf(policy, 'manager');
+function notInForce(found: PolicyOnCluster, manager: string): string | undefined {
+  const why = policyNotInForce(ADMISSION_POLICY, found, 'the hub');
+  if (why) return why;
+  const guarded = literalOf(found.policy!, 'manager');
   if (guarded !== undefined && guarded !== manager)
     return `the policy guards the manager ${JSON.stringify(guarded)}, this configuration's is ${JSON.stringify(manager)} (set its manager variable)`;
   return undefined;
-}
-
-/** The API server's own words for a failed request. */
-function apiMessage(error: unknown): string {
-  if (!(error instanceof ApiException)) return messageOf(error);
-  const body: unknown = typeof error.body === 'string' ? safeJson(error.body) : error.body;
-  const message = (body as { message?: unknown } | undefined)?.message;
-  return typeof message === 'string' ? message : `HTTP ${error.code}`;
-}
-
-function safeJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return { message: text };
-  }
 }
 
 /**
@@ -160,38 +137,24 @@ function safeJson(text: string): unknown {
 async function admissionPolicyCheck(composition: Composition): Promise<DoctorCheck[]> {
   if (!composition.hubKubeConfig) return [];
   const subject = `admission policy ${ADMISSION_POLICY}`;
-  const absentIfNotFound = async <T>(read: Promise<T>): Promise<T | undefined> => {
-    try {
-      return await read;
-    } catch (error) {
-      if (error instanceof ApiException && error.code === 404) return undefined;
-      throw error;
-    }
-  };
-  let policy: V1ValidatingAdmissionPolicy | undefined;
-  let binding: V1ValidatingAdmissionPolicyBinding | undefined;
+  let found: PolicyOnCluster;
   try {
-    const api = (await composition.hubKubeConfig()).makeApiClient(AdmissionregistrationV1Api);
-    [policy, binding] = await Promise.all([
-      absentIfNotFound(api.readValidatingAdmissionPolicy({ name: ADMISSION_POLICY })),
-      absentIfNotFound(api.readValidatingAdmissionPolicyBinding({ name: ADMISSION_POLICY })),
-    ]);
+    found = await readPolicy(await composition.hubKubeConfig(), ADMISSION_POLICY);
   } catch (error) {
-    const refused = error instanceof ApiException && (error.code === 401 || error.code === 403);
     return [
       {
         subject,
         ok: false,
-        detail: refused
+        detail: refusedByServer(error)
           ? `cannot tell whether it is in force: the hub does not let this identity read it (${apiMessage(error)}) — bind the ClusterRole cpsync:admission-policy (adapters/hub/manifests/rbac.yaml)`
           : `cannot tell whether it is in force: ${apiMessage(error)}`,
       },
     ];
   }
   const manager = composition.settings.options.manager;
-  const why = notInForce(policy, binding, manager);
+  const why = notInForce(found, manager);
   if (why) return [{ subject, ok: false, detail: `not in force: ${why} — apply ${ADMISSION_POLICY_FILE}` }];
-  const identity = literalOf(policy!, 'identity');
+  const identity = literalOf(found.policy!, 'identity');
   return [
     {
       subject,
@@ -224,6 +187,44 @@ async function grantChecks(composition: Composition, scopes: readonly Scope[]): 
         };
       }
     }),
+  );
+}
+
+/**
+ * The access grants on GKE and AKS members (while the feature is on): on each member a consumer is granted on,
+ * whether the member's admission policy bounds what cpsync's identity writes there, read as that identity.
+ */
+async function memberChecks(composition: Composition, options: DoctorOptions): Promise<DoctorCheck[]> {
+  const { grants, hub } = composition.ports;
+  const { options: engine } = composition.settings;
+  if (!composition.config.features.accessGrants || !grants?.inspectMember) return [];
+  const profiles: ClusterProfile[] = [];
+  for (const { name } of inventoryNamespaces(engine)) {
+    try {
+      profiles.push(...(await hub.list(name, { [LABEL_CLUSTER_MANAGER]: engine.manager })));
+    } catch {
+      // The hub's own check says why its profiles cannot be listed.
+    }
+  }
+  const plans = planGrants(profiles, new Map(), engine.consumers ?? []).filter(
+    (plan) => plan.provider !== 'eks' && plan.wanted.some((c) => c.identities[plan.provider]),
+  );
+  const limit = pLimit(options.concurrency ?? 8);
+  return Promise.all(
+    plans.map((plan) =>
+      limit(async (): Promise<DoctorCheck> => {
+        const labels = plan.profile.metadata.labels ?? {};
+        const cluster = plan.profile.spec.displayName ?? plan.profile.metadata.name;
+        const subject = `access grants member ${plan.provider}/${labels[LABEL_ACCOUNT] ?? ''}/${cluster}`;
+        if (!plan.ready)
+          return {
+            subject,
+            ok: true,
+            detail: 'not read: the control plane is not running (nothing is granted there)',
+          };
+        return { subject, ...(await grants.inspectMember!(plan)) };
+      }),
+    ),
   );
 }
 
@@ -283,5 +284,6 @@ export async function doctor(composition: Composition, options: DoctorOptions = 
   );
   checks.push(...listed);
   checks.push(...(await grantChecks(composition, scopes)));
+  checks.push(...(await memberChecks(composition, options)));
   return { ok: checks.every((check) => check.ok), checks };
 }

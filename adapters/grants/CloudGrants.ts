@@ -41,6 +41,7 @@ import { classifyGoogleError } from '../gke/classify.ts';
 import { MadeByLook, unreached } from './made.ts';
 import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY, grantMessage } from './marks.ts';
 import { MemberBindings } from './memberBindings.ts';
+import { checkMemberPolicy } from './memberPolicy.ts';
 
 /** One cloud's own way of granting (EKS: access entries), given by its provider. */
 export interface ProviderGrants {
@@ -263,6 +264,37 @@ export class CloudGrants implements AccessGrants {
         complete: false,
         ...(cloudDone && !reached && unreached(error) ? { unreachable: true as const } : {}),
       };
+    }
+  }
+
+  /**
+   * Whether the member bounds what cpsync's identity writes there (GKE, AKS without Azure RBAC: the member's
+   * admission policy, see memberPolicy.ts), read without changing anything.
+   */
+  async inspectMember(
+    plan: ClusterGrantPlan,
+    signal?: AbortSignal,
+  ): Promise<{ ok: boolean; detail: string }> {
+    if (plan.provider === 'eks')
+      return { ok: true, detail: 'grants are EKS access entries, made through the EKS API' };
+    try {
+      return await this.#within(
+        `reading ${plan.profile.metadata.name}'s bounds on cpsync`,
+        async (deadline) => {
+          const azure = plan.provider === 'aks' && this.#options.aks ? await this.#options.aks() : undefined;
+          if (azure && (await azure.usesAzureRbac(plan)))
+            return {
+              ok: true,
+              detail:
+                'the cluster uses Azure RBAC: grants are Azure role assignments, no binding on the member',
+            };
+          const { config, options } = await this.#member(plan, deadline);
+          return checkMemberPolicy(config, options);
+        },
+        signal,
+      );
+    } catch (error) {
+      return { ok: false, detail: message(error) };
     }
   }
 

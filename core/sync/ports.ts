@@ -107,6 +107,11 @@ export interface AccessGrants {
    * (the feature turned off, a record lost or written before the ledger). Never changes what is not cpsync's.
    * Resolves with what it took back, and whether it could look everywhere (a member it could not reach: not).
    */
+  /**
+   * `cpsync doctor`: whether what bounds cpsync's own writes on the cluster is in force (a GKE or AKS member's
+   * admission policy for cpsync's identity there), read without changing anything. Never rejects.
+   */
+  inspectMember?(plan: ClusterGrantPlan, signal?: AbortSignal): Promise<{ ok: boolean; detail: string }>;
   sweep?(
     plan: ClusterGrantPlan,
     keep: (consumer: string, identity: string) => boolean,

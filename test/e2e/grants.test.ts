@@ -347,6 +347,21 @@ describe('consumer access grants: configured consumers reach every cluster of th
       projectPolicy().bindings!.filter((b) => !b.condition?.description?.startsWith('cpsync:')),
       policy.bindings,
     );
+    // Each GKE and AKS member bounds what cpsync's identity writes there: its admission policy names it, as the
+    // member knows it.
+    assert.match(
+      well.stdout,
+      new RegExp(
+        `✔ access grants member gke/${GCP_PROJECT}/${AT_MEMBER.gke}: bounded: the user "${emulators.gke.serviceAccountKey.client_email}" writes only cpsync's consumer bindings`,
+      ),
+    );
+    assert.match(
+      well.stdout,
+      new RegExp(
+        `✔ access grants member aks/${AZURE_SUBSCRIPTION}/${AT_MEMBER.aks}: bounded: the user "${emulators.arm.clientId}" writes only cpsync's consumer bindings`,
+      ),
+    );
+    assert.doesNotMatch(well.stdout, /access grants member eks/, 'EKS grants are access entries');
 
     for (const cloud of ['eks', 'gke', 'aks'] as const) {
       const profile = await memberProfile(cloud);

@@ -42,9 +42,9 @@ export function adminKubeConfig(state: HubState): KubeConfig {
   return config;
 }
 
-/** A KubeConfig that authenticates as `user` (no groups) with a fresh client certificate. */
-export function userKubeConfig(state: HubState, user: string): KubeConfig {
-  const { cert, key } = clientCertificate(state, user);
+/** A KubeConfig that authenticates as `user` (in `group`, else no groups) with a fresh client certificate. */
+export function userKubeConfig(state: HubState, user: string, group?: string): KubeConfig {
+  const { cert, key } = clientCertificate(state, user, group);
   const config = new KubeConfig();
   config.loadFromString(kubeconfigYaml(state.server, state.caCert, user, cert, key));
   return config;

@@ -11,7 +11,8 @@ import pLimit from 'p-limit';
 import { messageOf } from '../../core/domain/errors.ts';
 import { LABEL_ACCOUNT, LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
 import { planGrants } from '../../core/domain/grants.ts';
-import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
+import { normalizeAll } from '../../core/domain/normalize.ts';
 import { inventoryNamespaces } from '../../core/domain/options.ts';
 import { scopeKey, type Scope } from '../../core/domain/model/scope.ts';
 import {
@@ -192,20 +193,19 @@ async function grantChecks(composition: Composition, scopes: readonly Scope[]): 
 
 /**
  * The access grants on GKE and AKS members (while the feature is on): on each member a consumer is granted on,
- * whether the member's admission policy bounds what cpsync's identity writes there, read as that identity.
+ * whether the member's admission policy bounds what cpsync's identity writes there, read as that identity. The
+ * members are those `clusters` (the clouds' own answers, as listed above) normalize to, reached at the server
+ * and CA their clouds give, as the sync reaches them; never at what a profile on the hub says.
  */
-async function memberChecks(composition: Composition, options: DoctorOptions): Promise<DoctorCheck[]> {
-  const { grants, hub } = composition.ports;
+async function memberChecks(
+  composition: Composition,
+  clusters: readonly ObservedCluster[],
+  options: DoctorOptions,
+): Promise<DoctorCheck[]> {
+  const { grants } = composition.ports;
   const { options: engine } = composition.settings;
   if (!composition.config.features.accessGrants || !grants?.inspectMember) return [];
-  const profiles: ClusterProfile[] = [];
-  for (const { name } of inventoryNamespaces(engine)) {
-    try {
-      profiles.push(...(await hub.list(name, { [LABEL_CLUSTER_MANAGER]: engine.manager })));
-    } catch {
-      // The hub's own check says why its profiles cannot be listed.
-    }
-  }
+  const { profiles } = normalizeAll(clusters, engine, new Date().toISOString());
   const plans = planGrants(profiles, new Map(), engine.consumers ?? []).filter(
     (plan) => plan.provider !== 'eks' && plan.wanted.some((c) => c.identities[plan.provider]),
   );
@@ -254,6 +254,7 @@ export async function doctor(composition: Composition, options: DoctorOptions = 
   for (const failure of failures)
     checks.push({ subject: `scopes of ${failure.provider}`, ok: false, detail: failure.message });
   const limit = pLimit(options.concurrency ?? 8);
+  const listedClusters: ObservedCluster[] = [];
   const listed = await Promise.all(
     scopes.map((scope) =>
       limit(async (): Promise<DoctorCheck> => {
@@ -266,6 +267,7 @@ export async function doctor(composition: Composition, options: DoctorOptions = 
             AbortSignal.timeout(options.scopeTimeoutMillis ?? 60_000),
           );
           const { outcome } = listing;
+          listedClusters.push(...listing.clusters);
           const found = `${listing.clusters.length} cluster(s)`;
           if (outcome.kind === 'complete') return { subject, ok: true, detail: found };
           const why = outcome.failure ? `${outcome.failure.reason}: ${outcome.failure.message}` : '';
@@ -284,6 +286,6 @@ export async function doctor(composition: Composition, options: DoctorOptions = 
   );
   checks.push(...listed);
   checks.push(...(await grantChecks(composition, scopes)));
-  checks.push(...(await memberChecks(composition, options)));
+  checks.push(...(await memberChecks(composition, listedClusters, options)));
   return { ok: checks.every((check) => check.ok), checks };
 }

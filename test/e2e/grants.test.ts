@@ -9,6 +9,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type { RbacAuthorizationV1Api } from '@kubernetes/client-node';
@@ -835,9 +836,52 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await shown(await memberProfile('gke'), null);
     const analytics = (await profiles()).find((p) => p.spec.displayName === 'analytics')!;
     await shown(analytics, JSON.stringify({ intruder: { identity: intruderGoogle, level: 'admin' } }));
+    // A member's server on the hub pointed elsewhere: the doctor reaches each member where its cloud says, never
+    // where a profile points (cpsync's token would go there).
+    const gke = await memberProfile('gke');
+    const server = gke.status.accessProviders[0].cluster.server;
+    let reached = 0;
+    const elsewhere = createServer((socket) => {
+      reached += 1;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = elsewhere.address() as { port: number };
+      await objects.patchNamespacedCustomObjectStatus(
+        {
+          ...GROUP,
+          namespace: gke.metadata.namespace,
+          name: gke.metadata.name,
+          body: {
+            status: {
+              accessProviders: gke.status.accessProviders.map((a: Doc) => ({
+                ...a,
+                cluster: { ...a.cluster, server: `https://127.0.0.1:${port}` },
+              })),
+            },
+          },
+        },
+        MERGE,
+      );
+      const doctor = await runCli(['doctor', '--config', config], { env: emulators.env });
+      captured.push(doctor.stdout, doctor.stderr);
+      assert.equal(reached, 0, 'nothing reached where the hub pointed');
+      assert.match(
+        doctor.stdout,
+        new RegExp(`✔ access grants member gke/${GCP_PROJECT}/${AT_MEMBER.gke}: bounded`),
+      );
+    } finally {
+      await new Promise((resolve) => elsewhere.close(resolve));
+    }
     const bindings = structuredClone(cpsyncProjectBindings());
     const run = await sync({ projections: 'on', accessGrants: 'on' });
     assert.match(run.stderr, /grants: 0 granted, 0 revoked/);
+    assert.equal(
+      (await memberProfile('gke')).status.accessProviders[0].cluster.server,
+      server,
+      "the member's server as its cloud says, again",
+    );
     assert.deepEqual(run.access, [], 'nothing granted or revoked for what the hub said');
     assert.deepEqual(cpsyncProjectBindings(), bindings, "GKE's project role as it was");
     assert.ok(!JSON.stringify(projectPolicy()).includes(intruderGoogle));

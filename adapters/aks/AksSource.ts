@@ -10,7 +10,7 @@ import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { canonicalRegion } from '../../core/domain/scopes.ts';
 import type { AnswerStore, ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
 import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/rememberedAnswers.ts';
-import { azureErrorDetails, classifyAzureError } from './classify.ts';
+import { azureErrorDetails, azureResourceGone, classifyAzureError } from './classify.ts';
 import { aksClusterOfId, isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';
 import { AksResourceGraph } from './resourceGraph.ts';
 import { GraphListing, graphDigest, isCaAnswer } from './graphListing.ts';
@@ -347,7 +347,7 @@ export class AksSource implements ClusterSource {
         this.#call(),
       );
     } catch (error) {
-      if (classifyAzureError(error) === 'NotFound') return undefined;
+      if (azureResourceGone(error)) return undefined;
       throw error;
     }
   }
@@ -363,7 +363,7 @@ export class AksSource implements ClusterSource {
     try {
       cluster = await client.managedClusters.get(ref.resourceGroup, ref.name, this.#call());
     } catch (error) {
-      if (classifyAzureError(error) !== 'NotFound') throw error;
+      if (!azureResourceGone(error)) throw error;
       // The graph may show a deleted cluster for minutes: what was remembered of it must not stand for it.
       if (this.#graph) await this.#graph.forgetGone(ref);
       return undefined;

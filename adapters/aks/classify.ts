@@ -59,6 +59,24 @@ export function azureErrorDetails(error: unknown): { code?: string; message: str
     : { message: `${message}${status}` };
 }
 
+/**
+ * ARM's codes for a resource that is not there: the resource itself, or the resource group it was in (ARM's
+ * "resource not found" errors). `SubscriptionNotFound` is not among them: a subscription cpsync cannot see (access
+ * taken, another tenant) says nothing of the clusters in it.
+ */
+const GONE_CODES = new Set(['ResourceNotFound', 'NotFound', 'ResourceGroupNotFound']);
+
+/**
+ * Whether an error of a read of one resource (a managed cluster by its id) says that resource is gone: a 404 with
+ * one of ARM's codes for it. Any other 404 (a subscription not found, a proxy's page without a code) is a failed
+ * read, never a deletion.
+ */
+export function azureResourceGone(error: unknown): boolean {
+  if ((error as AzureErrorLike | undefined)?.statusCode !== 404) return false;
+  const code = azureErrorDetails(error).code;
+  return code !== undefined && GONE_CODES.has(code);
+}
+
 /** The scope failure reason of an Azure SDK error: by its ARM error code, then by HTTP status. */
 export function classifyAzureError(error: unknown): ScopeFailureReason {
   const e = { ...((error ?? {}) as AzureErrorLike), code: azureErrorDetails(error).code };

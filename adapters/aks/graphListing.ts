@@ -12,7 +12,7 @@ import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { canonicalRegion } from '../../core/domain/scopes.ts';
 import type { AbsenceAnswer, ClusterRef, ScopeListing } from '../../core/sync/ports.ts';
 import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/rememberedAnswers.ts';
-import { classifyAzureError } from './classify.ts';
+import { azureResourceGone } from './classify.ts';
 import { aksClusterOfId, isAksResourceId } from './mapCluster.ts';
 import type { AksResourceGraph } from './resourceGraph.ts';
 import { compareOrdinal, foldCase } from '../../core/domain/naming.ts';
@@ -186,7 +186,7 @@ export class GraphListing {
     try {
       cluster = await client.managedClusters.get(id.resourceGroup, id.name, this.#arm.call(signal));
     } catch (error) {
-      if (classifyAzureError(error) !== 'NotFound') throw error;
+      if (!azureResourceGone(error)) throw error;
       answers.forget({
         provider: 'aks',
         account: shown.account,

@@ -80,9 +80,10 @@ export function aksCluster(
   name: string,
   group: string,
   properties: Record<string, unknown> = {},
+  subscription = AZURE_SUBSCRIPTION,
 ): ManagedClusterJson {
   return {
-    id: `/subscriptions/${AZURE_SUBSCRIPTION}/resourcegroups/${group}/providers/Microsoft.ContainerService/managedClusters/${name}`,
+    id: `/subscriptions/${subscription}/resourcegroups/${group}/providers/Microsoft.ContainerService/managedClusters/${name}`,
     name,
     location: 'westeurope',
     tags: { team: 'web' },

@@ -10,14 +10,21 @@ const MAX_SERVER_LENGTH = 2048;
 
 /** Host names that only mean something inside a cluster or on one machine: never a member's API server. */
 const LOCAL_NAMES = /(^|\.)(svc|cluster\.local|localhost|localdomain)$/;
-/** The clouds' instance metadata servers by name (Google's; single-label names are refused anyway). */
-const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata']);
+/**
+ * The clouds' instance metadata servers by name: Google's two, and the names AWS's resolver gives
+ * 169.254.169.254 (single-label names, `metadata` and `instance-data` among them, are refused anyway).
+ */
+const METADATA_NAMES =
+  /^(metadata\.google\.internal|metadata\.goog|instance-data(\.ec2|\.[a-z0-9-]+\.compute)\.internal)$/;
 
 /** IPv4 ranges no server is in: [first address, prefix length]. */
 const REFUSED_IPV4: ReadonlyArray<readonly [number, number]> = [
   [ipv4Number('0.0.0.0'), 8], // "this network": the unspecified address and what stands for this host
   [ipv4Number('127.0.0.0'), 8], // loopback
   [ipv4Number('169.254.0.0'), 16], // link-local, the clouds' metadata server 169.254.169.254 among them
+  [ipv4Number('168.63.129.16'), 32], // Azure's platform server (WireServer), in every virtual network
+  [ipv4Number('224.0.0.0'), 4], // multicast: no server
+  [ipv4Number('240.0.0.0'), 4], // reserved, and the broadcast address 255.255.255.255: no server
 ];
 
 /** AWS's instance metadata server over IPv6 (Nitro): in the unique-local range, which is otherwise kept. */
@@ -68,7 +75,14 @@ function refusedIpv6(address: string, loopback: boolean): boolean {
   if (!groups) return true;
   if (loopback && groups.every((g, i) => g === (i === 7 ? 1 : 0))) return false; // ::1
   if ((groups[0]! & 0xffc0) === 0xfe80) return true; // link-local fe80::/10
+  if ((groups[0]! & 0xff00) === 0xff00) return true; // multicast ff00::/8: no server
   if (groups.every((g, i) => g === AWS_METADATA_IPV6[i])) return true;
+  // NAT64's local-use prefix 64:ff9b:1::/48 (RFC 8215), whose translator may carry the IPv4 address anywhere
+  // its prefix length puts it, and Teredo's 2001::/32, which carries addresses obfuscated: no cloud's server.
+  if (groups[0] === 0x64 && groups[1] === 0xff9b && groups[2] === 1) return true;
+  if (groups[0] === 0x2001 && groups[1] === 0) return true;
+  // 6to4 (2002::/16) reaches the IPv4 address in its next 32 bits.
+  if (groups[0] === 0x2002) return refusedIpv4(groups[1]! * 0x10000 + groups[2]!, loopback);
   const carried = IPV4_CARRYING_PREFIXES.some((prefix) => prefix.every((g, i) => groups[i] === g));
   return carried && refusedIpv4(groups[6]! * 0x10000 + groups[7]!, loopback);
 }
@@ -80,7 +94,7 @@ function refusedHost(hostname: string, loopback: boolean): boolean {
   if (/^\d+\.\d+\.\d+\.\d+$/.test(hostname)) return refusedIpv4(ipv4Number(hostname), loopback);
   // A name: a fully qualified name's trailing dot changes nothing a resolver does with it.
   const name = hostname.replace(/\.+$/, '');
-  return !name.includes('.') || LOCAL_NAMES.test(name) || METADATA_NAMES.has(name);
+  return !name.includes('.') || LOCAL_NAMES.test(name) || METADATA_NAMES.test(name);
 }
 
 /**
@@ -88,10 +102,12 @@ function refusedHost(hostname: string, loopback: boolean): boolean {
  *
  * Accepted: an absolute `https://` URL with a host, no user part (`https://34.76.10.20@evil.example` goes to
  * evil.example), no query or fragment, within v1alpha2's 2048 characters, whose host is neither an in-cluster
- * or single-label name (`kubernetes.default.svc`, `localhost`), nor Google's metadata server name, nor a
- * loopback (127.0.0.0/8, ::1), link-local (169.254.0.0/16, fe80::/10), unspecified (0.0.0.0/8, ::) or metadata
- * (169.254.169.254, fd00:ec2::254) address — also as an IPv4-mapped, -compatible, -translated or NAT64 IPv6
- * address. The host is judged as the URL parser reads it, so every spelling of an address (decimal
+ * or single-label name (`kubernetes.default.svc`, `localhost`), nor a metadata server's name
+ * (`metadata.google.internal`, `metadata.goog`, `instance-data.ec2.internal`), nor a loopback (127.0.0.0/8, ::1),
+ * link-local (169.254.0.0/16, fe80::/10), unspecified (0.0.0.0/8, ::), metadata or platform (169.254.169.254,
+ * fd00:ec2::254, Azure's 168.63.129.16), multicast, reserved or broadcast (224.0.0.0/3, ff00::/8) address — also
+ * as an IPv4-mapped, -compatible, -translated, NAT64 or 6to4 IPv6 address (NAT64's local-use 64:ff9b:1::/48 and
+ * Teredo's 2001::/32 are refused whole) — nor port 0. The host is judged as the URL parser reads it, so every spelling of an address (decimal
  * `2130706433`, hex `0x7f000001`, octal `017700000001`, short `127.1`, a trailing dot, upper case, percent-encoding)
  * is judged as the address it spells. Private addresses (10/8, 172.16/12, 192.168/16, 100.64/10, fc00::/7)
  * are servers: private endpoints are.
@@ -119,7 +135,8 @@ export function canonicalServer(endpoint: string, { loopback = false } = {}): st
   }
   if (url.protocol !== 'https:' || url.hostname === '' || url.username !== '' || url.password !== '')
     return undefined;
-  if (url.search !== '' || url.hash !== '' || refusedHost(url.hostname, loopback)) return undefined;
+  if (url.search !== '' || url.hash !== '' || url.port === '0' || refusedHost(url.hostname, loopback))
+    return undefined;
   // A name keeps the case the cloud gave it (DNS ignores case, and consumers such as Argo CD match servers as
   // exact strings: a profile written before must not change for it); everything else is the parser's.
   const given = /^https:\/\/([^/:]+)/i.exec(endpoint)?.[1];

@@ -20,11 +20,13 @@ import {
   LABEL_TOPOLOGY_ZONE,
   PROPERTY_CLUSTERSET,
 } from '../../../core/domain/constants.ts';
+import { canonicalServer } from '../../../core/domain/endpoints.ts';
 import { isLabelValue, labelValue } from '../../../core/domain/labels.ts';
 import { own } from '../../../core/domain/own.ts';
 import { recordedTagLabels, refusedTagLabelKey } from '../../../core/domain/tagLabels.ts';
 import { cut } from '../../../core/domain/text.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
+import type { Provider } from '../../../core/domain/model/observedCluster.ts';
 import { targetOfExtension } from '../../../adapters/credentials/target.ts';
 import { untrustedReason } from './untrustedReason.ts';
 
@@ -50,6 +52,11 @@ export interface SecretOptions {
    * @default 'cpsync'
    */
   manager?: string;
+  /**
+   * Clouds the configuration reaches on this machine (the configuration's local emulators): their profiles'
+   * servers may be loopback addresses. @default none
+   */
+  localClouds?: readonly Provider[];
 }
 
 /** A Secret as the Kubernetes API takes it (`stringData` left out: `data` only, base64). */
@@ -128,6 +135,15 @@ export function clusterSecretOf(
     return { skipped: `a projected copy of ${labels[LABEL_PROJECTED_FROM]}'s profile; that one is used` };
   const access = profile.status?.accessProviders?.find((p) => p.cluster?.server);
   if (!access?.cluster) return { skipped: 'the profile names no endpoint (status.accessProviders is empty)' };
+  // Argo CD sends the cluster's token to the server: only one cpsync itself would write (https, a real host,
+  // never loopback, link-local or a metadata server, in its one spelling), whoever wrote the profile.
+  const { server } = access.cluster;
+  const provider = labels[LABEL_PROVIDER] as Provider | undefined;
+  const loopback = provider !== undefined && (options.localClouds ?? []).includes(provider);
+  if (canonicalServer(server, { loopback }) !== server)
+    return {
+      skipped: `the profile's server ${JSON.stringify(server)} is not one cpsync writes (see docs/profiles.md): no Secret sends credentials there`,
+    };
   const extension = access.cluster.extensions?.find((e) => e.name === EXEC_EXTENSION)?.extension;
   if (!extension) return { skipped: `the profile's access provider has no ${EXEC_EXTENSION} extension` };
   const ca = access.cluster['certificate-authority-data'];
@@ -176,7 +192,7 @@ export function clusterSecretOf(
       },
       data: {
         name: base64(name),
-        server: base64(access.cluster.server),
+        server: base64(server),
         config: base64(JSON.stringify(config)),
       },
     },

@@ -89,6 +89,9 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
       command: settings.ARGOCD_CREDENTIALS_COMMAND,
       extraArgs: settings.ARGOCD_CREDENTIALS_ARGS,
       manager: composition.settings.options.manager,
+      ...(composition.settings.options.localClouds
+        ? { localClouds: composition.settings.options.localClouds }
+        : {}),
     });
     return { composition, clusters };
   });

@@ -72,6 +72,31 @@ describe('endpoints: what may be a server', () => {
     ['https://metadata.google.internal', "Google's metadata server"],
     ['https://METADATA.Google.Internal.', "Google's metadata server, in capitals with a trailing dot"],
     ['https://metadata', "Google's metadata server's short name"],
+    ['https://metadata.goog', "Google's metadata server's other name"],
+    ['https://instance-data', "AWS's metadata server's short name"],
+    ['https://instance-data.ec2.internal', "AWS's metadata server by the VPC resolver's name"],
+    [
+      'https://Instance-Data.us-west-2.compute.internal.',
+      "AWS's metadata server by a region's resolver name",
+    ],
+    ['https://168.63.129.16', "Azure's platform server (WireServer)"],
+    ['https://2822734096', "Azure's platform server as a decimal number"],
+    // IPv6 forms that reach an IPv4 address, or no server.
+    ['https://[2002:7f00:1::1]', 'loopback through 6to4'],
+    ['https://[2002:a9fe:a9fe::]', 'the metadata server through 6to4'],
+    ['https://[64:ff9b:1::a9fe:a9fe]', "the metadata server through NAT64's local-use prefix"],
+    [
+      'https://[64:ff9b:1:7f00:1::]',
+      "NAT64's local-use prefix, the IPv4 address where a /48 translator puts it",
+    ],
+    ['https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]', 'a Teredo address'],
+    ['https://[ff02::1]', 'IPv6 multicast'],
+    // Multicast, reserved, broadcast, port 0.
+    ['https://224.0.0.1', 'multicast'],
+    ['https://239.255.255.250', 'multicast, the top of 224/4'],
+    ['https://240.0.0.1', 'reserved'],
+    ['https://255.255.255.255', 'the broadcast address'],
+    ['https://api.example.com:0', 'port 0'],
   ];
   for (const [endpoint, why] of refused)
     it(`refuses ${JSON.stringify(endpoint)} (${why})`, () => {
@@ -106,6 +131,15 @@ describe('endpoints: what may be a server', () => {
     ['https://169.255.0.0', 'https://169.255.0.0'],
     ['https://[fe7f::1]', 'https://[fe7f::1]'],
     ['https://[fec0::1]', 'https://[fec0::1]'],
+    ['https://168.63.129.15', 'https://168.63.129.15'],
+    ['https://168.63.129.17', 'https://168.63.129.17'],
+    ['https://223.255.255.255', 'https://223.255.255.255'],
+    ['https://[2002:224c:a14::1]', 'https://[2002:224c:a14::1]'],
+    ['https://[64:ff9b:2::1]', 'https://[64:ff9b:2::1]'],
+    ['https://[2001:1::1]', 'https://[2001:1::1]'],
+    ['https://[feff::1]', 'https://[feff::1]'],
+    ['https://ip-10-0-0-5.ec2.internal', 'https://ip-10-0-0-5.ec2.internal'],
+    ['https://metadata.goog.example.com', 'https://metadata.goog.example.com'],
     ['https://[::ffff:34.76.10.20]', 'https://[::ffff:224c:a14]'],
     ['https://metadata.example.com', 'https://metadata.example.com'],
     // Written in the canonical spelling.
@@ -144,6 +178,10 @@ describe('endpoints: what may be a server', () => {
       'https://[fe80::1]',
       'https://localhost',
       'https://metadata.google.internal',
+      'https://metadata.goog',
+      'https://168.63.129.16',
+      'https://[2002:a9fe:a9fe::]',
+      'https://[64:ff9b:1::7f00:1]',
     ])
       assert.equal(canonicalServer(server, { loopback: true }), undefined, server);
   });
@@ -157,9 +195,12 @@ describe('endpoints: what may be a server', () => {
 
 /** 32-bit IPv4 addresses and their spellings, as a URL parser or a resolver reads them. */
 const REFUSED_RANGES: Array<[number, number]> = [
-  [0x00000000, 8],
-  [0x7f000000, 8],
-  [0xa9fe0000, 16],
+  [0x00000000, 8], // this network
+  [0x7f000000, 8], // loopback
+  [0xa9fe0000, 16], // link-local
+  [0xa83f8110, 32], // Azure's WireServer, 168.63.129.16
+  [0xe0000000, 4], // multicast
+  [0xf0000000, 4], // reserved, broadcast
 ];
 const inRefusedRange = (address: number) =>
   REFUSED_RANGES.some(([first, bits]) => Math.floor(address / 2 ** (32 - bits)) === first / 2 ** (32 - bits));
@@ -218,6 +259,13 @@ const spelling = (address: number) =>
     fc.constant(`[0:0:0:0:0:FFFF:${dotted(address)}]`),
     fc.constant(`[::${dotted(address)}]`),
     fc.constant(`[64:ff9b::${dotted(address)}]`),
+    // 6to4, with any host part.
+    fc
+      .nat({ max: 0xffff })
+      .map(
+        (h) =>
+          `[2002:${(address >>> 16).toString(16)}:${(address & 0xffff).toString(16)}::${h.toString(16)}]`,
+      ),
     // Percent-encoded, whole.
     fc.constant(
       [...dotted(address)].map((c) => `%${c.charCodeAt(0).toString(16).padStart(2, '0')}`).join(''),
@@ -225,7 +273,7 @@ const spelling = (address: number) =>
   );
 
 describe('endpoints: properties', () => {
-  it('refuses every spelling of every loopback, link-local, metadata and unspecified IPv4 address', () => {
+  it('refuses every spelling of every loopback, link-local, metadata, platform, multicast, reserved and unspecified IPv4 address', () => {
     fc.assert(
       fc.property(
         refusedAddress.chain((address) => spelling(address)),

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
+import { canonicalServer } from '../../../../../core/domain/endpoints.ts';
 import type { ClusterProfile } from '../../../../../core/domain/model/clusterProfile.ts';
 import { normalize } from '../../../../../core/domain/normalize.ts';
 import { clusterSecretOf } from '../../../../../functions/subscribers/argocd/clusterSecret.ts';
@@ -59,5 +61,62 @@ describe('the Argo CD subscriber’s cluster Secret: the labels selectors choose
     assert.equal(labels['argocd.argoproj.io/secret-type'], 'cluster');
     assert.equal(labels['app.kubernetes.io/managed-by'], 'cpsync');
     assert.equal(labels['cpsync.io/clusterset'], undefined, 'the profile is in no ClusterSet');
+  });
+});
+
+describe('the Argo CD subscriber’s cluster Secret: the server Argo CD sends the token to', () => {
+  const profileWith = (server: string, provider: 'eks' | 'gke' = 'gke') => {
+    const profile = normalize(provider === 'gke' ? gkeCluster() : eksCluster(), inventoryOptions(), NOW);
+    profile.status!.accessProviders = profile.status!.accessProviders!.map((a) => ({
+      ...a,
+      cluster: { ...a.cluster!, server },
+    }));
+    return profile;
+  };
+
+  it('makes no Secret of a server cpsync would not write, whoever wrote the profile', () => {
+    for (const server of [
+      'http://169.254.169.254/latest',
+      'https://169.254.169.254',
+      'https://127.0.0.1:6443',
+      'https://user@evil.example.com',
+      'https://metadata.goog',
+      'https://[::ffff:127.0.0.1]',
+      'https://[2002:a9fe:a9fe::]',
+      'https://kubernetes.default.svc',
+      // Another spelling of a server cpsync would write: not its one spelling.
+      'https://API.example.com:443/',
+      'https://34.76.10.20/',
+    ]) {
+      const made = clusterSecretOf(profileWith(server), { namespace: 'argocd' });
+      assert.ok('skipped' in made, server);
+      assert.match(made.skipped, /is not one cpsync writes/);
+    }
+  });
+
+  it('makes the Secret of any server in the one spelling cpsync writes; loopback only for a local cloud', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.domain().map((host) => `https://${host}`),
+          fc.ipV4().map((address) => `https://${address}`),
+          fc.ipV6().map((address) => `https://[${address}]`),
+        ),
+        fc.constantFrom('', ':6443', '/k8s/clusters/c-1'),
+        (base, rest) => {
+          const given = `${base}${rest}`;
+          const written = canonicalServer(given);
+          const made = clusterSecretOf(profileWith(given), { namespace: 'argocd' });
+          if (written === given) {
+            assert.ok('secret' in made, given);
+            assert.equal(Buffer.from(made.secret.data.server!, 'base64').toString(), given);
+          } else assert.ok('skipped' in made, given);
+        },
+      ),
+      { numRuns: 300 },
+    );
+    const local = profileWith('https://127.0.0.2:6443');
+    assert.ok('skipped' in clusterSecretOf(local, { namespace: 'argocd', localClouds: ['eks'] }));
+    assert.ok('secret' in clusterSecretOf(local, { namespace: 'argocd', localClouds: ['gke'] }));
   });
 });

@@ -18,7 +18,7 @@ import { FileIntentLog } from '../outbox/FileIntentLog.ts';
 import { FileGrantLedger } from '../outbox/FileGrantLedger.ts';
 import { DynamoGrantLedger } from '../outbox/DynamoGrantLedger.ts';
 import { FileOutbox } from '../outbox/FileOutbox.ts';
-import type { CpsyncConfig } from './config.ts';
+import { inventoryOptionsOf, type CpsyncConfig } from './config.ts';
 import { connectHub } from './hub.ts';
 import { resolveScopes, type ResolvedScopes, type ScopeRequest } from './scopeCoverage.ts';
 import { engineSettings, type EngineSettings } from './settings.ts';
@@ -171,6 +171,7 @@ async function memberProbe(
   return new KubernetesMemberProbe({
     tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
+    localClouds: inventoryOptionsOf(config).localClouds ?? [],
     timeoutMillis: probe.timeoutSeconds * 1000,
     budgetMillis: probe.budgetSeconds * 1000,
     concurrency: probe.concurrency,
@@ -199,6 +200,7 @@ async function accessGrants(
   return new CloudGrants({
     tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
+    localClouds: inventoryOptionsOf(config).localClouds ?? [],
     manager: config.manager,
     // One member's access, and how often settled grants are looked at again: as the member probe's.
     timeoutMillis: config.memberProbe.timeoutSeconds * 1000,

@@ -220,7 +220,7 @@ async function memberChecks(
           return {
             subject,
             ok: true,
-            detail: 'not read: the control plane is not running (nothing is granted there)',
+            detail: 'not read: the control plane is not running',
           };
         return { subject, ...(await grants.inspectMember!(plan)) };
       }),

@@ -268,8 +268,9 @@ export class CloudGrants implements AccessGrants {
   }
 
   /**
-   * Whether the member bounds what cpsync's identity writes there (GKE, AKS without Azure RBAC: the member's
-   * admission policy, see memberPolicy.ts), read without changing anything.
+   * Whether the member bounds what cpsync's identity writes there (GKE, AKS: the member's admission policy, see
+   * memberPolicy.ts; an AKS cluster that uses Azure RBAC too, where cpsync still takes identities out of its
+   * bindings), read without changing anything.
    */
   async inspectMember(
     plan: ClusterGrantPlan,
@@ -281,13 +282,6 @@ export class CloudGrants implements AccessGrants {
       return await this.#within(
         `reading ${plan.profile.metadata.name}'s bounds on cpsync`,
         async (deadline) => {
-          const azure = plan.provider === 'aks' && this.#options.aks ? await this.#options.aks() : undefined;
-          if (azure && (await azure.usesAzureRbac(plan)))
-            return {
-              ok: true,
-              detail:
-                'the cluster uses Azure RBAC: grants are Azure role assignments, no binding on the member',
-            };
           const { config, options } = await this.#member(plan, deadline);
           return checkMemberPolicy(config, options);
         },

@@ -13,6 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { messageOf } from '../../core/domain/errors.ts';
 import { EXEC_EXTENSION_NAME, LABEL_PROVIDER } from '../../core/domain/constants.ts';
+import { canonicalServer } from '../../core/domain/endpoints.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import { own } from '../../core/domain/own.ts';
@@ -24,6 +25,11 @@ export interface MemberAccess {
   /** A token for a cluster of each provider (the provider's own credentials). */
   tokens: Partial<Record<Provider, (target: Target) => Promise<ClusterToken>>>;
   accessProviderNames: Record<Provider, string>;
+  /**
+   * Clouds the configuration reaches on this machine (local emulators): their members' servers may be loopback
+   * addresses. @default none
+   */
+  localClouds?: readonly Provider[];
 }
 
 /** Why a member cannot be reached before any request is made (no access provider, no token). */
@@ -51,6 +57,13 @@ export async function memberConnection(
     throw new MemberAccessError(
       'NoAccessProvider',
       'the profile has no access provider cpsync can reach the member with',
+    );
+  // cpsync's own token goes to the server: only to one cpsync itself writes, whoever made the profile handed here.
+  const loopback = access.localClouds?.includes(provider as Provider) ?? false;
+  if (canonicalServer(cluster.server, { loopback }) !== cluster.server)
+    throw new MemberAccessError(
+      'NoAccessProvider',
+      `the profile's server ${stable(JSON.stringify(cluster.server))} is not one cpsync writes: no token is sent there`,
     );
   let token: ClusterToken;
   try {

@@ -102,16 +102,16 @@ export interface AccessGrants {
     signal?: AbortSignal,
   ): Promise<string[]>;
   /**
+   * `cpsync doctor`: whether what bounds cpsync's own writes on the cluster is in force (a GKE or AKS member's
+   * admission policy for cpsync's identity there), read without changing anything. Never rejects.
+   */
+  inspectMember?(plan: ClusterGrantPlan, signal?: AbortSignal): Promise<{ ok: boolean; detail: string }>;
+  /**
    * Looks on the cluster for every grant carrying cpsync's marks (EKS access entries, member bindings, Azure
    * role assignments) and takes back each that `keep` (consumer, identity) does not name: what no record names
    * (the feature turned off, a record lost or written before the ledger). Never changes what is not cpsync's.
    * Resolves with what it took back, and whether it could look everywhere (a member it could not reach: not).
    */
-  /**
-   * `cpsync doctor`: whether what bounds cpsync's own writes on the cluster is in force (a GKE or AKS member's
-   * admission policy for cpsync's identity there), read without changing anything. Never rejects.
-   */
-  inspectMember?(plan: ClusterGrantPlan, signal?: AbortSignal): Promise<{ ok: boolean; detail: string }>;
   sweep?(
     plan: ClusterGrantPlan,
     keep: (consumer: string, identity: string) => boolean,

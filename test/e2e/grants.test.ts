@@ -836,10 +836,16 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await shown(await memberProfile('gke'), null);
     const analytics = (await profiles()).find((p) => p.spec.displayName === 'analytics')!;
     await shown(analytics, JSON.stringify({ intruder: { identity: intruderGoogle, level: 'admin' } }));
-    // A member's server on the hub pointed elsewhere: the doctor reaches each member where its cloud says, never
-    // where a profile points (cpsync's token would go there).
+    // A member's server on the hub pointed elsewhere, in every profile of it: the doctor reaches each member where
+    // its cloud says, never where a profile points (cpsync's token would go there).
     const gke = await memberProfile('gke');
     const server = gke.status.accessProviders[0].cluster.server;
+    const copies = (
+      (await objects.listClusterCustomObject({ ...GROUP, labelSelector: 'cpsync.io/provider=gke' })) as {
+        items: Doc[];
+      }
+    ).items.filter((p) => p.spec.displayName === AT_MEMBER.gke);
+    assert.ok(copies.length > 1, 'the member has a profile in more than one namespace');
     let reached = 0;
     const elsewhere = createServer((socket) => {
       reached += 1;
@@ -848,22 +854,23 @@ describe('consumer access grants: configured consumers reach every cluster of th
     await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
     try {
       const { port } = elsewhere.address() as { port: number };
-      await objects.patchNamespacedCustomObjectStatus(
-        {
-          ...GROUP,
-          namespace: gke.metadata.namespace,
-          name: gke.metadata.name,
-          body: {
-            status: {
-              accessProviders: gke.status.accessProviders.map((a: Doc) => ({
-                ...a,
-                cluster: { ...a.cluster, server: `https://127.0.0.1:${port}` },
-              })),
+      for (const copy of copies)
+        await objects.patchNamespacedCustomObjectStatus(
+          {
+            ...GROUP,
+            namespace: copy.metadata.namespace,
+            name: copy.metadata.name,
+            body: {
+              status: {
+                accessProviders: copy.status.accessProviders.map((a: Doc) => ({
+                  ...a,
+                  cluster: { ...a.cluster, server: `https://127.0.0.1:${port}` },
+                })),
+              },
             },
           },
-        },
-        MERGE,
-      );
+          MERGE,
+        );
       const doctor = await runCli(['doctor', '--config', config], { env: emulators.env });
       captured.push(doctor.stdout, doctor.stderr);
       assert.equal(reached, 0, 'nothing reached where the hub pointed');
@@ -877,11 +884,18 @@ describe('consumer access grants: configured consumers reach every cluster of th
     const bindings = structuredClone(cpsyncProjectBindings());
     const run = await sync({ projections: 'on', accessGrants: 'on' });
     assert.match(run.stderr, /grants: 0 granted, 0 revoked/);
-    assert.equal(
-      (await memberProfile('gke')).status.accessProviders[0].cluster.server,
-      server,
-      "the member's server as its cloud says, again",
-    );
+    for (const copy of copies) {
+      const again = await objects.getNamespacedCustomObject({
+        ...GROUP,
+        namespace: copy.metadata.namespace,
+        name: copy.metadata.name,
+      });
+      assert.equal(
+        (again as Doc).status.accessProviders[0].cluster.server,
+        server,
+        `${copy.metadata.namespace}: the member's server as its cloud says, again`,
+      );
+    }
     assert.deepEqual(run.access, [], 'nothing granted or revoked for what the hub said');
     assert.deepEqual(cpsyncProjectBindings(), bindings, "GKE's project role as it was");
     assert.ok(!JSON.stringify(projectPolicy()).includes(intruderGoogle));

@@ -84,6 +84,8 @@ describe("a look through the cloud's own grants names what it made, whatever ref
     new CloudGrants({
       manager,
       tokens: { aks: async () => ({ token: 'aks-token' }) },
+      // The member is a local server: a cloud the configuration would reach on this machine.
+      localClouds: ['eks', 'gke', 'aks'],
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       aks: async () =>
         new AksRoleAssignments({
@@ -108,6 +110,8 @@ describe("a look through the cloud's own grants names what it made, whatever ref
     const grants = new CloudGrants({
       manager,
       tokens: {},
+      // The member is a local server: a cloud the configuration would reach on this machine.
+      localClouds: ['eks', 'gke', 'aks'],
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       eks: async () =>
         new EksAccessEntries({

@@ -153,6 +153,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     grants = new CloudGrants({
       manager,
       tokens: { gke: async () => ({ token: 'gke-token' }), aks: async () => ({ token: 'aks-token' }) },
+      // The member is a local server: a cloud the configuration would reach on this machine.
+      localClouds: ['eks', 'gke', 'aks'],
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       gke: async () => roles,
       timeoutMillis: 1_500,
@@ -167,6 +169,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     azureGrants = new CloudGrants({
       manager,
       tokens: { aks: async () => ({ token: 'aks-token' }) },
+      // The member is a local server: a cloud the configuration would reach on this machine.
+      localClouds: ['eks', 'gke', 'aks'],
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       aks: async () => assignments,
       timeoutMillis: 3_000,

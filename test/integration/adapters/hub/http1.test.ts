@@ -54,6 +54,8 @@ async function readTwice(server: string, caData: string | undefined): Promise<vo
     {
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       tokens: { gke: async () => ({ token: 'member-token', expiresAt: new Date(Date.now() + 60_000) }) },
+      // The member is a local server: a cloud the configuration would reach on this machine.
+      localClouds: ['gke'],
     },
     new AbortController().signal,
   );
@@ -85,7 +87,8 @@ describe('Kubernetes clients over HTTP/1.1', () => {
       );
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    url = `https://localhost:${(server.address() as { port: number }).port}`;
+    // As cpsync writes a local member's server: its address (the certificate names it too).
+    url = `https://127.0.0.1:${(server.address() as { port: number }).port}`;
   });
   after(async () => {
     await new Promise<void>((resolve) => server.close(() => resolve()));

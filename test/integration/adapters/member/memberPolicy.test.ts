@@ -39,6 +39,8 @@ interface Setup {
   actions: Array<'Deny' | 'Warn' | 'Audit'>;
   /** The ClusterRoleBinding the policy binding reads cpsync's identity from. */
   paramRef: 'cpsync:access-grants' | 'cpsync:someone-else';
+  /** The policy and binding as shipped, or changed to ask less while keeping their names and Deny. */
+  content: 'shipped' | 'validation-gutted' | 'rules-narrowed' | 'match-condition' | 'binding-narrowed';
 }
 
 const setups: fc.Arbitrary<Setup> = fc.record({
@@ -54,6 +56,14 @@ const setups: fc.Arbitrary<Setup> = fc.record({
     ['Warn', 'Audit'],
   ),
   paramRef: fc.constantFrom('cpsync:access-grants', 'cpsync:someone-else'),
+  content: fc.constantFrom<Setup['content']>(
+    'shipped',
+    'shipped',
+    'validation-gutted',
+    'rules-narrowed',
+    'match-condition',
+    'binding-narrowed',
+  ),
 });
 
 /** The manifests as shipped, cpsync's identity bound as their comments ask. */
@@ -63,10 +73,12 @@ const AS_SHIPPED: Setup = {
   policyBinding: true,
   actions: ['Deny'],
   paramRef: 'cpsync:access-grants',
+  content: 'shipped',
 };
 
 /** What the shipped manifest promises: the policy applies to cpsync's identity and denies. */
 const boundedBy = (s: Setup) =>
+  s.content === 'shipped' &&
   s.policy &&
   s.policyBinding &&
   s.actions.includes('Deny') &&
@@ -97,7 +109,23 @@ describe('cpsync doctor on a member: whether its admission policy bounds cpsyncâ
   async function apply(s: Setup): Promise<void> {
     await clear();
     await rbac.createClusterRoleBinding({ body: { ...shipped.binding, subjects: subjectsOf(s.boundAs) } });
-    if (s.policy) await admission.createValidatingAdmissionPolicy({ body: shipped.policy });
+    const spec = shipped.policy.spec!;
+    const policySpec =
+      {
+        'validation-gutted': { ...spec, validations: [{ expression: 'true' }] },
+        'rules-narrowed': {
+          ...spec,
+          matchConstraints: {
+            resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({
+              ...r,
+              resources: ['rolebindings'],
+            })),
+          },
+        },
+        'match-condition': { ...spec, matchConditions: [{ name: 'never', expression: 'false' }] },
+      }[s.content as string] ?? spec;
+    if (s.policy)
+      await admission.createValidatingAdmissionPolicy({ body: { ...shipped.policy, spec: policySpec } });
     if (s.policyBinding)
       await admission.createValidatingAdmissionPolicyBinding({
         body: {
@@ -106,6 +134,9 @@ describe('cpsync doctor on a member: whether its admission policy bounds cpsyncâ
             ...shipped.policyBinding.spec!,
             validationActions: s.actions,
             paramRef: { ...shipped.policyBinding.spec!.paramRef!, name: s.paramRef },
+            ...(s.content === 'binding-narrowed'
+              ? { matchResources: { objectSelector: { matchLabels: { 'cpsync.io/never': 'set' } } } }
+              : {}),
           },
         },
       });
@@ -175,6 +206,8 @@ describe('cpsync doctor on a member: whether its admission policy bounds cpsyncâ
         if (bounded || !s.policy || !s.policyBinding) return;
         // The reason named is the first the setup breaks.
         if (!s.actions.includes('Deny')) assert.match(check.detail, /does not deny/);
+        else if (s.content !== 'shipped' && s.paramRef === 'cpsync:access-grants')
+          assert.match(check.detail, /asks less than the shipped one/);
         else if (s.paramRef !== 'cpsync:access-grants')
           assert.match(check.detail, /parameter is ClusterRoleBinding "cpsync:someone-else"/);
         else
@@ -199,6 +232,10 @@ describe('cpsync doctor on a member: whether its admission policy bounds cpsyncâ
           { actions: ['Warn'] },
           { actions: ['Audit'] },
           { paramRef: 'cpsync:someone-else' },
+          { content: 'validation-gutted' },
+          { content: 'rules-narrowed' },
+          { content: 'match-condition' },
+          { content: 'binding-narrowed' },
         ].map((fault): [Setup] => [{ ...AS_SHIPPED, ...(fault as Partial<Setup>) }]),
       },
     );

@@ -41,6 +41,8 @@ describe('member probe limits', () => {
   const probe = (budgetMillis: number, concurrency: number) =>
     new KubernetesMemberProbe({
       tokens: { eks: async () => ({ token: 'k8s-aws-v1.test' }) },
+      // The member is a local server: a cloud the configuration would reach on this machine.
+      localClouds: ['eks', 'gke', 'aks'],
       accessProviderNames: options.accessProviderNames,
       timeoutMillis: 300,
       concurrency,

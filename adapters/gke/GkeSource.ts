@@ -12,6 +12,7 @@ import type { ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/po
 import {
   askingResourceManager,
   classifyGoogleError,
+  googleClusterGone,
   GrpcCode,
   RESOURCE_MANAGER_RETRY_CODES,
 } from './classify.ts';
@@ -184,7 +185,7 @@ export class GkeSource implements ClusterSource {
       );
       return mapGkeCluster(cluster, ref.scope.account);
     } catch (error) {
-      if (classifyGoogleError(error) === 'NotFound') return undefined;
+      if (googleClusterGone(error, ref.name)) return undefined;
       throw error;
     }
   }

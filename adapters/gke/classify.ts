@@ -57,6 +57,21 @@ export function classifyGoogleError(error: unknown): ScopeFailureReason {
 }
 
 /**
+ * Whether an error of the read of the cluster `name` says that cluster is not there: NOT_FOUND (a 404) whose message
+ * names it, as GKE words it ("Not found: projects/…/clusters/<name>.", "No cluster named '<name>' in …"). A
+ * not-found of anything else (a route a proxy does not know, a project, another cluster) is a failed read,
+ * never a deletion.
+ */
+export function googleClusterGone(error: unknown, name: string): boolean {
+  const e = (error ?? {}) as GoogleErrorLike;
+  // NOT_FOUND as the answer's own status says it, over HTTP a 404 too (over gRPC there is no HTTP status).
+  if (Number(e.code) !== GrpcCode.NOT_FOUND || (e.httpStatusCode ?? 404) !== 404) return false;
+  const message = e.message ?? '';
+  const named = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return new RegExp(`/clusters/${named}(?![\\w-])|cluster named '${named}'`).test(message);
+}
+
+/**
  * An answer's error from Resource Manager's client (project search, project IAM), told as the newer Google
  * clients tell theirs: the error document's own message, its status and ErrorInfo reason kept as fields.
  */

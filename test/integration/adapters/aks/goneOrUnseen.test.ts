@@ -8,21 +8,16 @@
  * against the local ARM; the oracle is the hub's files and the bus's lines.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { AksSource } from '../../../../adapters/aks/AksSource.ts';
-import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
-import { FileHub } from '../../../../adapters/hub/FileHub.ts';
-import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
-import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
 import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
 import { aksCluster } from '../../../env/emulators.ts';
 import type { ArmError, ManagedClusterJson } from '../../../env/fakes/armServer.ts';
 import { armForSuite } from '../../../support/arm.ts';
+import { filePorts } from '../../../support/filePorts.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
-import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261129);
 const SUB = '00000000-1111-2222-3333-0000000000a5';
@@ -60,24 +55,12 @@ function cluster(): ManagedClusterJson {
 describe('an AKS cluster is deleted only when ARM says it is not there', () => {
   const arm = armForSuite();
 
-  /** A hub, bus and outbox of their own (removed when the process exits), with `source`, for `work`. */
+  /** Ports on files of their own, with `source`, for `work`. */
   async function withPorts(
     source: AksSource,
     work: (ports: Parameters<typeof runSync>[0], events: () => string[]) => Promise<void>,
   ): Promise<void> {
-    const directory = temporaryDirectory('cpsync-aks-gone-');
-    const ports = {
-      sources: { aks: source },
-      hub: new FileHub({ directory: `${directory}/hub` }),
-      bus: new JsonLinesFileBus(`${directory}/events.jsonl`),
-      outbox: new FileOutbox(`${directory}/outbox`),
-      intents: new FileIntentLog(`${directory}/outbox`),
-    };
-    const events = () =>
-      readFileSync(`${directory}/events.jsonl`, 'utf8')
-        .trim()
-        .split('\n')
-        .map((line) => JSON.parse(line)['detail-type'] as string);
+    const { ports, events } = filePorts({ aks: source }, 'cpsync-aks-gone-');
     await work(ports, events);
   }
 

@@ -1,0 +1,33 @@
+/**
+ * The engine's ports on files, as `cpsync sync` makes them with a file hub: a hub, a bus of JSON lines, an outbox
+ * and an intent log, in a temporary directory of their own (removed when the process exits).
+ */
+import { readFileSync } from 'node:fs';
+import { JsonLinesFileBus } from '../../adapters/bus/JsonLinesBus.ts';
+import { FileHub } from '../../adapters/hub/FileHub.ts';
+import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
+import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
+import type { EnginePorts } from '../../core/sync/types.ts';
+import { temporaryDirectory } from './tmp.ts';
+
+/** Ports on files for `sources`, and the detail types of the events the bus has received, in order. */
+export function filePorts(
+  sources: EnginePorts['sources'],
+  prefix = 'cpsync-ports-',
+): { ports: EnginePorts; events: () => string[] } {
+  const directory = temporaryDirectory(prefix);
+  const ports: EnginePorts = {
+    sources,
+    hub: new FileHub({ directory: `${directory}/hub` }),
+    bus: new JsonLinesFileBus(`${directory}/events.jsonl`),
+    outbox: new FileOutbox(`${directory}/outbox`),
+    intents: new FileIntentLog(`${directory}/outbox`),
+  };
+  const events = () =>
+    readFileSync(`${directory}/events.jsonl`, 'utf8')
+      .trim()
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line)['detail-type'] as string);
+  return { ports, events };
+}

@@ -18,6 +18,7 @@
 import pLimit from 'p-limit';
 import { ANNOTATION_ACCESS_GRANTS, CONSUMER_CONDITION_PREFIX } from '../domain/constants.ts';
 import { firstLineOf } from '../domain/errors.ts';
+import { sameProviderId } from '../domain/naming.ts';
 import {
   carriesGrants,
   emptyRecord,
@@ -482,7 +483,9 @@ export async function withGrants(
   }
   for (const record of scoped) {
     const key = ledgerKey(record);
-    if (input.confirmedGone?.has(record.providerId)) removed.push(record);
+    // The id as the hub spelled it may differ from the ledger's in ASCII case (Azure): one cluster either way.
+    if ([...(input.confirmedGone ?? [])].some((id) => sameProviderId(record.provider, id, record.providerId)))
+      removed.push(record);
     else if (!on && !turningOff && record.grants.length === 0 && !after.has(record.providerId))
       removed.push(record); // the turn-off is over: what each scan found is no longer needed
     else if (input.listed.has(key)) {

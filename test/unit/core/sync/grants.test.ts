@@ -506,6 +506,36 @@ describe('access grants: the hub is never the record', () => {
     assert.equal(ledger.records.size, 0);
   });
 
+  it('forgets the record of an Azure cluster the cloud says is gone, whatever ASCII case the hub spelled its id in', async () => {
+    const ledger = memoryLedger();
+    const subscription = '00000000-1111-2222-3333-444444444444';
+    const stored = `/subscriptions/${subscription}/resourceGroups/RG-Orders/providers/Microsoft.ContainerService/managedClusters/Orders`;
+    await ledger.write([
+      {
+        providerId: stored,
+        provider: 'aks',
+        account: subscription,
+        region: 'westeurope',
+        grants: [{ consumer: 'argocd', identity: '0b7e3c1d-2f4a-4b5c-8d6e-7f8091a2b3c4', level: 'edit' }],
+      },
+    ]);
+    const run = (gone: string) =>
+      withGrants([], [], {
+        options,
+        grants: counting(),
+        ledger,
+        now: NOW,
+        scope: { provider: 'aks', account: subscription, region: '*' },
+        complete: false,
+        listed: new Set<string>(),
+        confirmedGone: new Set([gone]),
+      });
+    await run(stored.replace('Orders', 'Orders-2'));
+    assert.equal(ledger.records.size, 1, 'another cluster gone: the record stays');
+    await run(stored.toLowerCase());
+    assert.equal(ledger.records.size, 0, 'one cluster in either spelling: the record goes');
+  });
+
   it('revokes exactly what its ledger holds and no consumer is wanted with, whatever the hub carries (property)', async () => {
     const identity = fc.constantFrom(ROLE, 'arn:aws:iam::111122223333:role/x', intruder);
     await fc.assert(

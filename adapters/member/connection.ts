@@ -19,6 +19,8 @@ import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import { own } from '../../core/domain/own.ts';
 import { targetOfExtension, type Target } from '../credentials/target.ts';
 import type { ClusterToken } from '../credentials/tokens.ts';
+import type { LookupFunction } from 'node:net';
+import { guardedLookup } from '../shared/guardedLookup.ts';
 import { http1Dispatcher } from '../shared/http1.ts';
 
 export interface MemberAccess {
@@ -30,6 +32,11 @@ export interface MemberAccess {
    * addresses. @default none
    */
   localClouds?: readonly Provider[];
+  /**
+   * The resolver for members' server names, whose answers `guardedLookup` judges at every connection.
+   * @default the system's resolver (`dns.lookup`)
+   */
+  resolve?: LookupFunction;
 }
 
 /** Why a member cannot be reached before any request is made (no access provider, no token). */
@@ -85,8 +92,9 @@ export async function memberConnection(
     contexts: [{ name: 'member', cluster: 'member', user: 'cpsync' }],
     currentContext: 'member',
   });
-  // One connection pool for the member's requests, over HTTP/1.1 (see http1Dispatcher).
-  const dispatcher = http1Dispatcher(config);
+  // One connection pool for the member's requests, over HTTP/1.1 (see http1Dispatcher), connecting only to
+  // addresses a server may be at, whatever the server's name resolves to.
+  const dispatcher = http1Dispatcher(config, guardedLookup(loopback, access.resolve));
   const middleware: ObservableMiddleware = {
     pre: (context: RequestContext) => {
       if (dispatcher) context.setDispatcher(dispatcher);

@@ -98,6 +98,29 @@ function refusedHost(hostname: string, loopback: boolean): boolean {
 }
 
 /**
+ * Whether an address a resolver gave for a server's name (`dns.lookup`'s answer: dotted IPv4, or IPv6 in any
+ * spelling, a zone after `%` included) is one no server is at, by the rules `canonicalServer` judges an address
+ * written in the server itself. A name is judged without a lookup; this judges what the lookup answers, at
+ * connect time, so a name that resolves to loopback or a metadata server is no way round the rules.
+ * Anything that is not an address is refused.
+ */
+export function refusedAddress(address: string, { loopback = false } = {}): boolean {
+  if (/^\d+\.\d+\.\d+\.\d+$/.test(address))
+    return (
+      address.split('.').some((part) => Number(part) > 255) || refusedIpv4(ipv4Number(address), loopback)
+    );
+  if (!address.includes(':')) return true;
+  let hostname: string;
+  try {
+    // The URL parser writes every IPv6 spelling (an IPv4 tail, upper case, leading zeros) in one form.
+    hostname = new URL(`https://[${address.split('%')[0]}]`).hostname;
+  } catch {
+    return true;
+  }
+  return refusedIpv6(hostname.slice(1, -1), loopback);
+}
+
+/**
  * The server a cloud's endpoint is written as, or undefined when consumers must not be sent there.
  *
  * Accepted: an absolute `https://` URL with a host, no user part (`https://34.76.10.20@evil.example` goes to

@@ -1,5 +1,5 @@
 /**
- * A self-signed certificate for a local TLS server (localhost and 127.0.0.1), made with openssl, and
+ * A self-signed certificate for a local TLS server (localhost, or the names given, and 127.0.0.1), made with openssl, and
  * a way for this process's TLS clients to trust it without restarting Node.
  */
 import { NEW_EC_KEY, openssl } from './openssl.ts';
@@ -13,7 +13,8 @@ export interface LocalCertificate {
   key: string;
 }
 
-export function makeLocalCertificate(commonName = 'localhost'): LocalCertificate {
+/** `names`: the DNS names the certificate is for, beside 127.0.0.1. */
+export function makeLocalCertificate(commonName = 'localhost', names = ['localhost']): LocalCertificate {
   const directory = mkdtempSync(join(tmpdir(), 'cpsync-tls-'));
   try {
     openssl(
@@ -26,7 +27,7 @@ export function makeLocalCertificate(commonName = 'localhost'): LocalCertificate
         '-subj',
         `/CN=${commonName}`,
         '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        `subjectAltName=${names.map((name) => `DNS:${name},`).join('')}IP:127.0.0.1`,
         '-addext',
         'basicConstraints=critical,CA:TRUE',
         '-keyout',

@@ -14,43 +14,14 @@ import { promisify } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { memberConnection } from '../../../../adapters/member/connection.ts';
-import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import { makeLocalCertificate } from '../../../env/tlsCert.ts';
+import { gkeMemberProfile } from '../../../support/memberProfile.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
-
-/** A GKE profile whose access provider reaches `server`, with `caData` or (undefined) the system's trust. */
-function memberProfile(server: string, caData: string | undefined): ClusterProfile {
-  return {
-    metadata: { namespace: 'inventory', name: 'member', labels: { 'cpsync.io/provider': 'gke' } },
-    status: {
-      accessProviders: [
-        {
-          name: 'gke',
-          cluster: {
-            server,
-            ...(caData ? { 'certificate-authority-data': caData } : {}),
-            extensions: [
-              {
-                name: 'client.authentication.k8s.io/exec',
-                extension: {
-                  provider: 'gke',
-                  projectId: 'acme',
-                  location: 'europe-west1',
-                  clusterName: 'member',
-                },
-              },
-            ],
-          },
-        },
-      ],
-    },
-  } as unknown as ClusterProfile;
-}
 
 /** Reads the member's kube-system namespace twice, through its connection. */
 async function readTwice(server: string, caData: string | undefined): Promise<void> {
   const { config, options } = await memberConnection(
-    memberProfile(server, caData),
+    gkeMemberProfile(server, caData),
     {
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       tokens: { gke: async () => ({ token: 'member-token', expiresAt: new Date(Date.now() + 60_000) }) },

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { canonicalServer, endpointHostPort } from '../../../../core/domain/endpoints.ts';
+import {
+  canonicalServer,
+  endpointHostPort,
+  refusedAddress as refusedAnswer,
+} from '../../../../core/domain/endpoints.ts';
 
 const RUNS = 500;
 
@@ -328,5 +332,75 @@ describe('endpoints: properties', () => {
       }),
       { numRuns: RUNS * 4 },
     );
+  });
+});
+
+/** An address as a resolver (getaddrinfo, `dns.lookup`) writes it: dotted IPv4, or IPv6 as inet_ntop or a zone gives it. */
+const resolverSpelling = (address: number) =>
+  fc.oneof(
+    fc.constant(dotted(address)),
+    fc.constant(`::ffff:${dotted(address)}`),
+    fc.constant(`::FFFF:${(address >>> 16).toString(16)}:${(address & 0xffff).toString(16)}`),
+    fc.constant(`0:0:0:0:0:ffff:${dotted(address)}`),
+    fc.constant(`64:ff9b::${dotted(address)}`),
+    fc.constant(`2002:${(address >>> 16).toString(16)}:${(address & 0xffff).toString(16)}::1%eth0`),
+  );
+
+describe("endpoints: what a server's name resolves to", () => {
+  it('refuses every answer a resolver can give for a refused IPv4 address, and keeps every kept one', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(refusedAddress, keptAddress).chain((a) => fc.tuple(fc.constant(a), resolverSpelling(a))),
+        ([address, answer]) => {
+          assert.equal(refusedAnswer(answer), inRefusedRange(address), answer);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('judges an answer as the same address written as the server is judged', () => {
+    const group = fc.oneof(
+      fc.constantFrom(0, 1, 0xffff, 0x64, 0xff9b, 0x2002, 0x2001, 0xfe80, 0xff02, 0xfd00, 0xec2, 0x254),
+      fc.nat({ max: 0xffff }),
+    );
+    const ipv6 = fc
+      .array(group, { minLength: 8, maxLength: 8 })
+      .map((groups) => groups.map((g) => g.toString(16)).join(':'));
+    fc.assert(
+      fc.property(
+        fc.oneof(fc.nat({ max: 2 ** 32 - 1 }).map(dotted), ipv6),
+        fc.boolean(),
+        (answer, loopback) => {
+          const server = answer.includes(':') ? `https://[${answer}]` : `https://${answer}`;
+          assert.equal(
+            refusedAnswer(answer, { loopback }),
+            canonicalServer(server, { loopback }) === undefined,
+            answer,
+          );
+        },
+      ),
+      { numRuns: RUNS * 2 },
+    );
+  });
+
+  it('keeps loopback answers only for a cloud on this machine, and refuses what is not an address', () => {
+    for (const answer of ['127.0.0.1', '127.3.2.1', '::1', '::ffff:127.0.0.1', '0:0:0:0:0:0:0:1']) {
+      assert.equal(refusedAnswer(answer), true, answer);
+      assert.equal(refusedAnswer(answer, { loopback: true }), false, answer);
+    }
+    for (const answer of [
+      '169.254.169.254',
+      'fd00:ec2::254',
+      '0.0.0.0',
+      '::',
+      'fe80::1%eth0',
+      '168.63.129.16',
+    ])
+      assert.equal(refusedAnswer(answer, { loopback: true }), true, answer);
+    for (const answer of ['', 'localhost', 'member.example.com', '256.1.1.1', '1.2.3', '[::1]', 'fd00::1::2'])
+      assert.equal(refusedAnswer(answer), true, JSON.stringify(answer));
+    for (const answer of ['34.76.10.20', '10.0.0.1', 'fd00::1', '2600:1f18::1'])
+      assert.equal(refusedAnswer(answer), false, answer);
   });
 });

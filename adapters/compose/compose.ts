@@ -18,7 +18,7 @@ import { FileIntentLog } from '../outbox/FileIntentLog.ts';
 import { FileGrantLedger } from '../outbox/FileGrantLedger.ts';
 import { DynamoGrantLedger } from '../outbox/DynamoGrantLedger.ts';
 import { FileOutbox } from '../outbox/FileOutbox.ts';
-import { inventoryOptionsOf, type CpsyncConfig } from './config.ts';
+import type { CpsyncConfig } from './config.ts';
 import { connectHub } from './hub.ts';
 import { resolveScopes, type ResolvedScopes, type ScopeRequest } from './scopeCoverage.ts';
 import { engineSettings, type EngineSettings } from './settings.ts';
@@ -165,13 +165,14 @@ function memberTokens(providers: Partial<Record<Provider, ProviderInstance>>): M
 async function memberProbe(
   config: CpsyncConfig,
   providers: Partial<Record<Provider, ProviderInstance>>,
+  settings: EngineSettings,
 ): Promise<MemberProbe> {
   const { KubernetesMemberProbe } = await import('../member/KubernetesMemberProbe.ts');
   const probe = config.memberProbe;
   return new KubernetesMemberProbe({
     tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
-    localClouds: inventoryOptionsOf(config).localClouds ?? [],
+    localClouds: settings.options.localClouds,
     timeoutMillis: probe.timeoutSeconds * 1000,
     budgetMillis: probe.budgetSeconds * 1000,
     concurrency: probe.concurrency,
@@ -195,12 +196,13 @@ function grantsOf(
 async function accessGrants(
   config: CpsyncConfig,
   providers: Partial<Record<Provider, ProviderInstance>>,
+  settings: EngineSettings,
 ): Promise<AccessGrants> {
   const { CloudGrants } = await import('../grants/CloudGrants.ts');
   return new CloudGrants({
     tokens: memberTokens(providers),
     accessProviderNames: config.inventory.accessProviderNames,
-    localClouds: inventoryOptionsOf(config).localClouds ?? [],
+    localClouds: settings.options.localClouds,
     manager: config.manager,
     // One member's access, and how often settled grants are looked at again: as the member probe's.
     timeoutMillis: config.memberProbe.timeoutSeconds * 1000,
@@ -239,9 +241,10 @@ export async function compose(
     const sources: EnginePorts['sources'] = {};
     for (const [provider, instance] of Object.entries(providers) as Array<[Provider, ProviderInstance]>)
       sources[provider] = instance.source;
-    const members = config.features.memberProbe ? await memberProbe(config, providers) : undefined;
+    const settings = engineSettings(config);
+    const members = config.features.memberProbe ? await memberProbe(config, providers, settings) : undefined;
     // Built whether the feature is on or not: turned off, it takes back what it granted.
-    const grants = await accessGrants(config, providers);
+    const grants = await accessGrants(config, providers, settings);
     return {
       config,
       ports: {
@@ -253,7 +256,7 @@ export async function compose(
         bus: buildBus(config, options.stdout ?? process.stdout),
         ...buildOutbox(config),
       },
-      settings: engineSettings(config),
+      settings,
       providers,
       resolveScopes: (request) => resolveScopes(config, providers, request),
       ...(kubeConfig ? { hubKubeConfig: kubeConfig } : {}),

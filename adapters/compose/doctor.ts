@@ -22,13 +22,12 @@ import {
   refusedByServer,
   type PolicyOnCluster,
 } from '../shared/admissionPolicy.ts';
+import type { CheckOutcome } from '../../core/sync/ports.ts';
 import type { Composition } from './compose.ts';
 
-export interface DoctorCheck {
+export interface DoctorCheck extends CheckOutcome {
   /** What was checked: `hub cluster-inventory`, `bus`, `outbox`, `scope eks/111122223333/us-east-1`, … */
   subject: string;
-  ok: boolean;
-  detail: string;
 }
 
 export interface DoctorReport {

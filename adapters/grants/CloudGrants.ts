@@ -33,7 +33,7 @@ import {
   type HeldGrant,
 } from '../../core/domain/grants.ts';
 import { withDeadline } from '../../core/sync/deadline.ts';
-import type { AccessGrants } from '../../core/sync/ports.ts';
+import type { AccessGrants, CheckOutcome } from '../../core/sync/ports.ts';
 import type { MemberPacing } from '../../core/domain/member.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from '../member/connection.ts';
 
@@ -272,10 +272,7 @@ export class CloudGrants implements AccessGrants {
    * memberPolicy.ts; an AKS cluster that uses Azure RBAC too, where cpsync still takes identities out of its
    * bindings), read without changing anything.
    */
-  async inspectMember(
-    plan: ClusterGrantPlan,
-    signal?: AbortSignal,
-  ): Promise<{ ok: boolean; detail: string }> {
+  async inspectMember(plan: ClusterGrantPlan, signal?: AbortSignal): Promise<CheckOutcome> {
     if (plan.provider === 'eks')
       return { ok: true, detail: 'grants are EKS access entries, made through the EKS API' };
     try {

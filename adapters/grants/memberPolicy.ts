@@ -6,7 +6,6 @@
  * another name, or reaches the RBAC through a group or another binding, is not bounded by it: the member says
  * who cpsync is there (a SelfSubjectReview), and that name must be one of those Users.
  */
-import { readFileSync } from 'node:fs';
 import {
   AuthenticationV1Api,
   RbacAuthorizationV1Api,
@@ -23,24 +22,20 @@ import {
   readPolicy,
   refusedByServer,
 } from '../shared/admissionPolicy.ts';
+import type { CheckOutcome } from '../../core/sync/ports.ts';
+import { shippedText } from '../shared/shipped.ts';
 
 /** The names the shipped manifest gives the policy (and its binding) and the ClusterRoleBinding it reads. */
 const MEMBER_POLICY = 'cpsync-access-grants';
 const MEMBER_GRANTS_BINDING = 'cpsync:access-grants';
 const MANIFEST = 'adapters/member/manifests/access-grants-rbac.yaml';
 
-export interface MemberPolicyCheck {
-  ok: boolean;
-  detail: string;
-}
-
-/** The shipped manifest's text: the bundled command carries it (esbuild imports it as text); from the sources, read. */
-async function shippedText(): Promise<string> {
-  try {
-    return (await import('../member/manifests/access-grants-rbac.yaml', { with: { type: 'text' } })).default;
-  } catch {
-    return readFileSync(new URL('../member/manifests/access-grants-rbac.yaml', import.meta.url), 'utf8');
-  }
+/** The shipped manifest's text (see `shippedText`). */
+function manifestText(): Promise<string> {
+  return shippedText(
+    () => import('../member/manifests/access-grants-rbac.yaml', { with: { type: 'text' } }),
+    new URL('../member/manifests/access-grants-rbac.yaml', import.meta.url),
+  );
 }
 
 /** The policy and its binding as the manifest ships them. */
@@ -48,7 +43,7 @@ async function shippedPolicy(): Promise<{
   policy: V1ValidatingAdmissionPolicy;
   binding: V1ValidatingAdmissionPolicyBinding;
 }> {
-  const docs = parseAllDocuments(await shippedText()).map((d) => d.toJS() as { kind?: string });
+  const docs = parseAllDocuments(await manifestText()).map((d) => d.toJS() as { kind?: string });
   const policy = docs.find((d) => d.kind === 'ValidatingAdmissionPolicy');
   const binding = docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding');
   if (!policy || !binding) throw new Error(`${MANIFEST} has lost its admission policy or its binding`);
@@ -136,7 +131,7 @@ async function whoAmI(config: KubeConfig, options: ConfigurationOptions) {
 export async function checkMemberPolicy(
   config: KubeConfig,
   options: ConfigurationOptions,
-): Promise<MemberPolicyCheck> {
+): Promise<CheckOutcome> {
   let me: { username: string; groups: string[] };
   try {
     me = await whoAmI(config, options);

@@ -6,8 +6,8 @@
  * and `manager` variables set). The shipped files stay the one statement of what cpsync needs: only the values a
  * configuration decides are changed in them.
  */
-import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
+import { shippedText } from '../shared/shipped.ts';
 
 /** A manifest as the API server takes it (any kind). */
 export interface HubManifest {
@@ -47,27 +47,16 @@ const NAMESPACE_LABEL = 'kubernetes.io/metadata.name';
 
 type ShippedFile = 'rbac.yaml' | 'admission-policy.yaml' | 'crd/multicluster.x-k8s.io_clusterprofiles.yaml';
 
-/**
- * A shipped file's text. The bundled command carries them (esbuild imports them as text); run from the sources,
- * where Node imports no text, they are read beside this module.
- */
-async function shipped(file: ShippedFile): Promise<string> {
-  try {
-    switch (file) {
-      case 'rbac.yaml':
-        return (await import('./manifests/rbac.yaml', { with: { type: 'text' } })).default;
-      case 'admission-policy.yaml':
-        return (await import('./manifests/admission-policy.yaml', { with: { type: 'text' } })).default;
-      default:
-        return (
-          await import('./manifests/crd/multicluster.x-k8s.io_clusterprofiles.yaml', {
-            with: { type: 'text' },
-          })
-        ).default;
-    }
-  } catch {
-    return readFileSync(new URL(`./manifests/${file}`, import.meta.url), 'utf8');
-  }
+/** Each shipped file's text as the bundled command carries it (see `shippedText`). */
+const BUNDLED: Record<ShippedFile, () => Promise<{ default: string }>> = {
+  'rbac.yaml': () => import('./manifests/rbac.yaml', { with: { type: 'text' } }),
+  'admission-policy.yaml': () => import('./manifests/admission-policy.yaml', { with: { type: 'text' } }),
+  'crd/multicluster.x-k8s.io_clusterprofiles.yaml': () =>
+    import('./manifests/crd/multicluster.x-k8s.io_clusterprofiles.yaml', { with: { type: 'text' } }),
+};
+
+function shipped(file: ShippedFile): Promise<string> {
+  return shippedText(BUNDLED[file], new URL(`./manifests/${file}`, import.meta.url));
 }
 
 async function documents(file: ShippedFile): Promise<HubManifest[]> {

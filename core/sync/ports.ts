@@ -66,6 +66,12 @@ export interface MemberProbe {
   readAll(profiles: readonly ClusterProfile[], signal?: AbortSignal): Promise<Map<string, MemberReading>>;
 }
 
+/** What a read-only check found (`cpsync doctor`): whether it holds, and what it saw or what to do. */
+export interface CheckOutcome {
+  ok: boolean;
+  detail: string;
+}
+
 /**
  * Makes, checks and takes back consumers' access to clusters (the `accessGrants` feature): EKS access
  * entries, Kubernetes RBAC bindings on GKE and AKS members. Marks what it makes as cpsync's and never
@@ -105,7 +111,7 @@ export interface AccessGrants {
    * `cpsync doctor`: whether what bounds cpsync's own writes on the cluster is in force (a GKE or AKS member's
    * admission policy for cpsync's identity there), read without changing anything. Never rejects.
    */
-  inspectMember?(plan: ClusterGrantPlan, signal?: AbortSignal): Promise<{ ok: boolean; detail: string }>;
+  inspectMember?(plan: ClusterGrantPlan, signal?: AbortSignal): Promise<CheckOutcome>;
   /**
    * Looks on the cluster for every grant carrying cpsync's marks (EKS access entries, member bindings, Azure
    * role assignments) and takes back each that `keep` (consumer, identity) does not name: what no record names

@@ -3,6 +3,7 @@
  * access provider and a token from the same code `cpsync credentials` runs, with each request bound to a
  * signal. Shared by the member probe and the access grants.
  */
+import type { LookupFunction } from 'node:net';
 import {
   KubeConfig,
   Observable,
@@ -19,9 +20,9 @@ import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import { own } from '../../core/domain/own.ts';
 import { targetOfExtension, type Target } from '../credentials/target.ts';
 import type { ClusterToken } from '../credentials/tokens.ts';
-import type { LookupFunction } from 'node:net';
 import { guardedLookup } from '../shared/guardedLookup.ts';
 import { http1Dispatcher } from '../shared/http1.ts';
+import type { Dispatcher } from 'undici';
 
 export interface MemberAccess {
   /** A token for a cluster of each provider (the provider's own credentials). */
@@ -93,15 +94,36 @@ export async function memberConnection(
     currentContext: 'member',
   });
   // One connection pool for the member's requests, over HTTP/1.1 (see http1Dispatcher), connecting only to
-  // addresses a server may be at, whatever the server's name resolves to.
-  const dispatcher = http1Dispatcher(config, guardedLookup(loopback, access.resolve));
+  // addresses a server may be at, whatever the server's name resolves to, and only to the server itself: a
+  // redirect elsewhere (an address written as such is never looked up) is refused. Never through a proxy, and
+  // never through client-node's own pool, which would judge neither.
+  const pool = http1Dispatcher(config, guardedLookup(loopback, access.resolve));
+  if (!pool)
+    throw new MemberAccessError('NoAccessProvider', 'cpsync reaches members directly, never through a proxy');
+  const dispatcher = pinnedTo(pool, cluster.server);
   const middleware: ObservableMiddleware = {
     pre: (context: RequestContext) => {
-      if (dispatcher) context.setDispatcher(dispatcher);
+      context.setDispatcher(dispatcher);
       context.setSignal(signal);
       return new Observable(Promise.resolve(context));
     },
     post: (response: ResponseContext) => new Observable(Promise.resolve(response)),
   };
   return { config, options: { middleware: [middleware], middlewareMergeStrategy: 'append' } };
+}
+
+/** `pool` sending only to `server`'s origin: a request anywhere else (a redirect's target) fails unsent. */
+function pinnedTo(pool: Dispatcher, server: string): Dispatcher {
+  const origin = new URL(server).origin;
+  return pool.compose((dispatch) => (options, handler) => {
+    const to = options.origin === undefined ? origin : new URL(String(options.origin)).origin;
+    if (to !== origin)
+      throw Object.assign(
+        new Error(
+          `the member's server ${origin} sent cpsync to ${to}: not followed, only the server is asked`,
+        ),
+        { code: 'ERR_CPSYNC_OTHER_ORIGIN' },
+      );
+    return dispatch(options, handler);
+  });
 }

@@ -13,9 +13,10 @@ export class RefusedAddressError extends Error {
   readonly hostname: string;
   constructor(hostname: string, addresses: readonly string[]) {
     // Sorted: a resolver may rotate its answers, and the text is shown where a changed text is a write.
+    const distinct = [...new Set(addresses)].sort();
     super(
-      `${JSON.stringify(hostname)} resolves to ${[...new Set(addresses)].sort().join(', ')}, ` +
-        `${addresses.length === 1 ? 'an address' : 'addresses'} no member's server is at (loopback, link-local, ` +
+      `${JSON.stringify(hostname)} resolves to ${distinct.join(', ')}, ` +
+        `${distinct.length === 1 ? 'an address' : 'addresses'} no member's server is at (loopback, link-local, ` +
         `metadata, unspecified or reserved): not connected, no token sent`,
     );
     this.name = 'RefusedAddressError';

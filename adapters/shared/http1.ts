@@ -9,8 +9,8 @@ import { Agent, type Dispatcher } from 'undici';
  * a stopped run cuts short. undici offers HTTP/2 by default, and Node's HTTP/2 session aborted the whole process
  * under load (std::bad_alloc in Http2Session::CopyDataIntoOutgoing) when those streams were cut short. A cluster
  * without TLS settings of its own (no CA: the system's trust) gets one too, where client-node would use undici's
- * global pool (HTTP/2 offered). Undefined only through a proxy, whose own pool client-node keeps (and which
- * resolves the server's name itself). `lookup` resolves the server's name for each connection.
+ * global pool (HTTP/2 offered). Undefined only through a proxy, whose own pool client-node keeps (member
+ * connections refuse that). `lookup` resolves the server's name for each connection.
  */
 export function http1Dispatcher(config: KubeConfig, lookup?: LookupFunction): Dispatcher | undefined {
   const cluster = config.getCurrentCluster();

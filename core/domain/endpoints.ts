@@ -105,15 +105,16 @@ function refusedHost(hostname: string, loopback: boolean): boolean {
  * Anything that is not an address is refused.
  */
 export function refusedAddress(address: string, { loopback = false } = {}): boolean {
-  if (/^\d+\.\d+\.\d+\.\d+$/.test(address))
-    return (
-      address.split('.').some((part) => Number(part) > 255) || refusedIpv4(ipv4Number(address), loopback)
-    );
-  if (!address.includes(':')) return true;
+  // Dotted decimal as a resolver writes it: four parts of 0–255, no leading zero (which another reader takes for octal).
+  if (/^((25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/.test(address))
+    return refusedIpv4(ipv4Number(address), loopback);
+  // IPv6: hex groups, colons and an IPv4 tail, then a zone after `%`; nothing the URL parser would read otherwise.
+  const [groups = '', ...zone] = address.split('%');
+  if (!/^[0-9a-f:.]+$/i.test(groups) || !groups.includes(':') || zone.length > 1) return true;
   let hostname: string;
   try {
     // The URL parser writes every IPv6 spelling (an IPv4 tail, upper case, leading zeros) in one form.
-    hostname = new URL(`https://[${address.split('%')[0]}]`).hostname;
+    hostname = new URL(`https://[${groups}]`).hostname;
   } catch {
     return true;
   }

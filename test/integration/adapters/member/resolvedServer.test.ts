@@ -5,6 +5,7 @@
  * member's listener, which counts the connections it accepted.
  */
 import assert from 'node:assert/strict';
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { after, before, describe, it } from 'node:test';
@@ -13,7 +14,7 @@ import fc from 'fast-check';
 import { memberConnection } from '../../../../adapters/member/connection.ts';
 import { RefusedAddressError } from '../../../../adapters/shared/guardedLookup.ts';
 import { messageOf } from '../../../../core/domain/errors.ts';
-import { makeLocalCertificate } from '../../../env/tlsCert.ts';
+import { makeLocalCertificate, trustCertificate } from '../../../env/tlsCert.ts';
 import { gkeMemberProfile } from '../../../support/memberProfile.ts';
 
 const NAME = 'member.cpsync.test';
@@ -49,11 +50,30 @@ describe('member connections: what a server’s name resolves to', () => {
   let port: number;
   let caData: string;
   let accepted = 0;
+  /** Where the member sends its clients instead of answering (a redirect), when set. */
+  let redirectTo: string | undefined;
+  /** Another local server, somewhere a member might send cpsync: the requests it received. */
+  const elsewhere = createHttpServer((request, response) => {
+    reachedElsewhere.push(request.url ?? '');
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(JSON.stringify({ kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'elsewhere' } }));
+  });
+  const reachedElsewhere: string[] = [];
+  let connectedElsewhere = 0;
+  elsewhere.on('connection', () => connectedElsewhere++);
 
   before(async () => {
     const { cert, key } = makeLocalCertificate(NAME, [NAME]);
     caData = Buffer.from(cert).toString('base64');
+    // For the member whose profile names no CA: the system's trust holds its certificate.
+    trustCertificate(cert);
+    await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
     server = createServer({ cert, key }, (_request, response) => {
+      if (redirectTo) {
+        response.writeHead(302, { location: redirectTo });
+        response.end();
+        return;
+      }
       response.writeHead(200, { 'content-type': 'application/json' });
       response.end(
         JSON.stringify({ kind: 'Namespace', apiVersion: 'v1', metadata: { name: 'kube-system' } }),
@@ -64,14 +84,20 @@ describe('member connections: what a server’s name resolves to', () => {
     port = (server.address() as { port: number }).port;
   });
   after(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const each of [server, elsewhere]) {
+      each.closeAllConnections();
+      await new Promise<void>((resolve) => each.close(() => resolve()));
+    }
   });
 
   /** Reads the member's kube-system namespace through a connection whose server's name resolves to `addresses`. */
-  async function read(addresses: readonly string[], local: boolean): Promise<string | undefined> {
+  async function read(
+    addresses: readonly string[],
+    local: boolean,
+    ca: 'the profile’s' | 'the system’s' = 'the profile’s',
+  ): Promise<string | undefined> {
     const { config, options } = await memberConnection(
-      gkeMemberProfile(`https://${NAME}:${port}`, caData),
+      gkeMemberProfile(`https://${NAME}:${port}`, ca === 'the profile’s' ? caData : undefined),
       {
         accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
         tokens: { gke: async () => ({ token: 'member-token', expiresAt: new Date(Date.now() + 60_000) }) },
@@ -102,6 +128,44 @@ describe('member connections: what a server’s name resolves to', () => {
       messageOf(error),
       /"member\.cpsync\.test" resolves to 127\.0\.0\.1, an address no member's server is at/,
     );
+  });
+
+  it('judges the answer as well when the profile names no CA (the system’s trust)', async () => {
+    accepted = 0;
+    assert.equal(await read(['127.0.0.1'], true, 'the system’s'), 'kube-system');
+    assert.ok(accepted >= 1, 'the member accepted the connection');
+    accepted = 0;
+    const error = await read(['127.0.0.1'], false, 'the system’s').then(
+      () => assert.fail('a cloud elsewhere reached a loopback address'),
+      (e: unknown) => e,
+    );
+    assert.ok(
+      causes(error).some((e) => e instanceof RefusedAddressError),
+      String(error),
+    );
+    assert.equal(accepted, 0, 'nothing connected');
+  });
+
+  it('follows no redirect away from the member’s server, to an address written as such (never looked up)', async () => {
+    const target = `http://127.0.0.1:${(elsewhere.address() as { port: number }).port}/latest/meta-data/`;
+    const other = (elsewhere.address() as { port: number }).port;
+    // Its address over HTTP and HTTPS, and its port under the member's own name (which resolves here).
+    for (const location of [target, target.replace('http:', 'https:'), `https://${NAME}:${other}/api`]) {
+      redirectTo = location;
+      reachedElsewhere.length = 0;
+      connectedElsewhere = 0;
+      try {
+        const error = await read(['127.0.0.1'], true).then(
+          (name) => assert.fail(`followed the member's redirect to ${location}: read ${name}`),
+          (e: unknown) => e,
+        );
+        assert.deepEqual(reachedElsewhere, [], `nothing reached ${location}`);
+        assert.equal(connectedElsewhere, 0, `nothing connected to ${location}`);
+        assert.match(messageOf(error), /sent cpsync to .*: not followed, only the server is asked/);
+      } finally {
+        redirectTo = undefined;
+      }
+    }
   });
 
   it('connects nowhere, in any spelling of a loopback answer, for a cloud elsewhere (property)', async () => {

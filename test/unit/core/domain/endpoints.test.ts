@@ -398,7 +398,21 @@ describe("endpoints: what a server's name resolves to", () => {
       '168.63.129.16',
     ])
       assert.equal(refusedAnswer(answer, { loopback: true }), true, answer);
-    for (const answer of ['', 'localhost', 'member.example.com', '256.1.1.1', '1.2.3', '[::1]', 'fd00::1::2'])
+    for (const answer of [
+      '',
+      'localhost',
+      'member.example.com',
+      '256.1.1.1',
+      '1.2.3',
+      '[::1]',
+      'fd00::1::2',
+      '0177.0.0.1',
+      '034.76.10.20',
+      '::1]@[2600::1',
+      '2600::1]/x',
+      '2600::1]#',
+      'fd00::1%a%b',
+    ])
       assert.equal(refusedAnswer(answer), true, JSON.stringify(answer));
     for (const answer of ['34.76.10.20', '10.0.0.1', 'fd00::1', '2600:1f18::1'])
       assert.equal(refusedAnswer(answer), false, answer);

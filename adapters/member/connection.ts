@@ -14,7 +14,7 @@ import {
 } from '@kubernetes/client-node';
 import { messageOf } from '../../core/domain/errors.ts';
 import { EXEC_EXTENSION_NAME, LABEL_PROVIDER } from '../../core/domain/constants.ts';
-import { canonicalServer } from '../../core/domain/endpoints.ts';
+import { serverCpsyncWrites } from '../../core/domain/endpoints.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
 import { own } from '../../core/domain/own.ts';
@@ -67,8 +67,7 @@ export async function memberConnection(
       'the profile has no access provider cpsync can reach the member with',
     );
   // cpsync's own token goes to the server: only to one cpsync itself writes, whoever made the profile handed here.
-  const loopback = access.localClouds?.includes(provider as Provider) ?? false;
-  if (canonicalServer(cluster.server, { loopback }) !== cluster.server)
+  if (!serverCpsyncWrites(cluster.server, provider, access.localClouds))
     throw new MemberAccessError(
       'NoAccessProvider',
       `the profile's server ${stable(JSON.stringify(cluster.server))} is not one cpsync writes: no token is sent there`,
@@ -97,7 +96,10 @@ export async function memberConnection(
   // addresses a server may be at, whatever the server's name resolves to, and only to the server itself: a
   // redirect elsewhere (an address written as such is never looked up) is refused. Never through a proxy, and
   // never through client-node's own pool, which would judge neither.
-  const pool = http1Dispatcher(config, guardedLookup(loopback, access.resolve));
+  const pool = http1Dispatcher(
+    config,
+    guardedLookup(access.localClouds?.includes(provider as Provider) ?? false, access.resolve),
+  );
   if (!pool)
     throw new MemberAccessError('NoAccessProvider', 'cpsync reaches members directly, never through a proxy');
   const dispatcher = pinnedTo(pool, cluster.server);

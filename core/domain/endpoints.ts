@@ -171,6 +171,19 @@ export function canonicalServer(endpoint: string, { loopback = false } = {}): st
 }
 
 /**
+ * Whether `server` is one cpsync writes for a cluster of `provider`: its canonical spelling, a loopback address only
+ * for a cloud the configuration reaches on this machine (`localClouds`). What is sent credentials (cpsync's own
+ * member connections, the Argo CD subscriber's Secrets) is judged by this, whoever wrote the profile.
+ */
+export function serverCpsyncWrites(
+  server: string,
+  provider: string,
+  localClouds: readonly string[] = [],
+): boolean {
+  return canonicalServer(server, { loopback: localClouds.includes(provider) }) === server;
+}
+
+/**
  * A server as KEP-4322's `cluster-endpoints.k8s.io` spells it: `host:port`, no scheme (443 when the URL
  * names no port). The access provider keeps the full URL.
  */

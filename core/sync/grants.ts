@@ -481,10 +481,11 @@ export async function withGrants(
       if (plan.record || writtenAhead.has(plan.providerId)) removed.push(record);
     } else stored.push(record);
   }
+  // The ids as the hub spelled them may differ from the ledger's in ASCII case (Azure): one cluster either way.
+  const confirmedGone = [...(input.confirmedGone ?? [])];
   for (const record of scoped) {
     const key = ledgerKey(record);
-    // The id as the hub spelled it may differ from the ledger's in ASCII case (Azure): one cluster either way.
-    if ([...(input.confirmedGone ?? [])].some((id) => sameProviderId(record.provider, id, record.providerId)))
+    if (confirmedGone.some((id) => sameProviderId(record.provider, id, record.providerId)))
       removed.push(record);
     else if (!on && !turningOff && record.grants.length === 0 && !after.has(record.providerId))
       removed.push(record); // the turn-off is over: what each scan found is no longer needed

@@ -20,7 +20,7 @@ import {
   LABEL_TOPOLOGY_ZONE,
   PROPERTY_CLUSTERSET,
 } from '../../../core/domain/constants.ts';
-import { canonicalServer } from '../../../core/domain/endpoints.ts';
+import { serverCpsyncWrites } from '../../../core/domain/endpoints.ts';
 import { isLabelValue, labelValue } from '../../../core/domain/labels.ts';
 import { own } from '../../../core/domain/own.ts';
 import { recordedTagLabels, refusedTagLabelKey } from '../../../core/domain/tagLabels.ts';
@@ -138,9 +138,7 @@ export function clusterSecretOf(
   // Argo CD sends the cluster's token to the server: only one cpsync itself would write (https, a real host,
   // never loopback, link-local or a metadata server, in its one spelling), whoever wrote the profile.
   const { server } = access.cluster;
-  const provider = labels[LABEL_PROVIDER] as Provider | undefined;
-  const loopback = provider !== undefined && (options.localClouds ?? []).includes(provider);
-  if (canonicalServer(server, { loopback }) !== server)
+  if (!serverCpsyncWrites(server, labels[LABEL_PROVIDER] ?? '', options.localClouds))
     return {
       skipped: `the profile's server ${JSON.stringify(server)} is not one cpsync writes (see docs/profiles.md): no Secret sends credentials there`,
     };

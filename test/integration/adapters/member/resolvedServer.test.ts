@@ -52,6 +52,7 @@ describe('member connections: what a server’s name resolves to', () => {
   let accepted = 0;
   /** Where the member sends its clients instead of answering (a redirect), when set. */
   let redirectTo: string | undefined;
+  let redirectStatus = 302;
   /** Another local server, somewhere a member might send cpsync: the requests it received. */
   const elsewhere = createHttpServer((request, response) => {
     reachedElsewhere.push(request.url ?? '');
@@ -70,7 +71,7 @@ describe('member connections: what a server’s name resolves to', () => {
     await new Promise<void>((resolve) => elsewhere.listen(0, '127.0.0.1', resolve));
     server = createServer({ cert, key }, (_request, response) => {
       if (redirectTo) {
-        response.writeHead(302, { location: redirectTo });
+        response.writeHead(redirectStatus, { location: redirectTo });
         response.end();
         return;
       }
@@ -166,6 +167,39 @@ describe('member connections: what a server’s name resolves to', () => {
         redirectTo = undefined;
       }
     }
+  });
+
+  it('follows no redirect away from the member’s server, whatever its status and however its target is spelled', async () => {
+    const other = (elsewhere.address() as { port: number }).port;
+    const locations = [
+      `//127.0.0.1:${other}/x`,
+      `https://${NAME}@127.0.0.1:${other}/`,
+      `http://[::ffff:127.0.0.1]:${other}/`,
+      `http://2130706433:${other}/`,
+      `http://0x7f000001:${other}/`,
+      `http://localhost:${other}/`,
+      `https://${NAME.toUpperCase()}:${other}/`,
+      `http://${NAME}:${other}/`,
+      `https://${NAME}.:${other}/`,
+    ];
+    for (const status of [301, 303, 307, 308])
+      for (const location of locations) {
+        redirectStatus = status;
+        redirectTo = location;
+        reachedElsewhere.length = 0;
+        connectedElsewhere = 0;
+        try {
+          await read(['127.0.0.1'], true).then(
+            (name) => assert.fail(`followed the member's ${status} to ${location}: read ${name}`),
+            () => undefined,
+          );
+          assert.deepEqual(reachedElsewhere, [], `${status} ${location}: nothing reached`);
+          assert.equal(connectedElsewhere, 0, `${status} ${location}: nothing connected`);
+        } finally {
+          redirectTo = undefined;
+          redirectStatus = 302;
+        }
+      }
   });
 
   it('connects nowhere, in any spelling of a loopback answer, for a cloud elsewhere (property)', async () => {

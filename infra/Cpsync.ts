@@ -49,6 +49,7 @@ import {
   type CpsyncConfig,
 } from '../adapters/compose/config.ts';
 import { eventSourceOf } from '../adapters/compose/settings.ts';
+import { DetailType } from '../events/detailTypes.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
 import { CpsyncSubscription, type SubscriptionOptions } from './CpsyncSubscription.ts';
@@ -400,8 +401,22 @@ export class Cpsync extends Construct {
     // The webhook authenticates each caller itself (Event Grid key, Google-signed OIDC token).
     this.webhookUrl = this.webhook.addFunctionUrl({ authType: FunctionUrlAuthType.NONE });
 
+    // Only cpsync's own events, on its bus: a function taken cannot put another source's events (a bus shared
+    // with other producers) or a detail-type cpsync never publishes. The keys are multi-valued (one value per entry
+    // of a PutEvents call): every entry must be cpsync's, and a call with no source key matches nothing.
+    const publishing = new PolicyStatement({
+      actions: ['events:PutEvents'],
+      resources: [this.eventBus.eventBusArn],
+      conditions: {
+        'ForAllValues:StringEquals': {
+          'events:source': [eventSource],
+          'events:detail-type': Object.values(DetailType),
+        },
+        Null: { 'events:source': 'false', 'events:detail-type': 'false' },
+      },
+    });
     for (const fn of all) {
-      this.eventBus.grantPutEventsTo(fn);
+      fn.addToRolePolicy(publishing);
       // The outbox and the intent log: items written and removed in batches, read back by a scan.
       this.outboxTable.grant(fn, 'dynamodb:Scan', 'dynamodb:BatchWriteItem');
     }

@@ -114,17 +114,29 @@ export function iamRequestsOf(
     }
     case 'events': {
       const body = json(call.body);
-      // PutEvents names a bus per entry; DescribeEventBus by Name.
-      const entries = (body.Entries as Array<{ EventBusName?: string }> | undefined) ?? [
-        { EventBusName: (body.Name as string | undefined) ?? 'default' },
-      ];
+      // PutEvents names a bus per entry, and its entries' sources and detail-types are the multi-valued keys
+      // `events:source` and `events:detail-type`; DescribeEventBus names its bus by Name.
+      type Entry = { EventBusName?: string; Source?: string; DetailType?: string };
+      const put = body.Entries as Entry[] | undefined;
+      const entries = put ?? [{ EventBusName: (body.Name as string | undefined) ?? 'default' }];
       const buses = new Set(entries.map((e) => e.EventBusName ?? 'default'));
-      return [...buses].map((bus) =>
-        request(
-          `events:${operation}`,
-          bus.startsWith('arn:') ? bus : `arn:aws:events:${region}:${account}:event-bus/${bus}`,
-        ),
-      );
+      return [...buses].map((bus) => {
+        const onBus = entries.filter((e) => (e.EventBusName ?? 'default') === bus);
+        return {
+          ...request(
+            `events:${operation}`,
+            bus.startsWith('arn:') ? bus : `arn:aws:events:${region}:${account}:event-bus/${bus}`,
+          ),
+          ...(put
+            ? {
+                context: {
+                  'events:source': [...new Set(onBus.map((e) => e.Source ?? ''))],
+                  'events:detail-type': [...new Set(onBus.map((e) => e.DetailType ?? ''))],
+                },
+              }
+            : {}),
+        };
+      });
     }
     case 'secretsmanager': {
       const id = json(call.body).SecretId as string;

@@ -166,6 +166,13 @@ export interface ArgoCdClusterSyncProps {
    * @default Duration.hours(1)
    */
   readonly reconcileEvery?: Duration;
+  /**
+   * Profiles in a namespace where the hub's admission policy does not keep others from writing them: `refuse`d (no
+   * Secret, and a reconcile removes the one there is), or `trust`ed (a hub whose ClusterProfile writers are all
+   * trusted).
+   * @default 'refuse'
+   */
+  readonly unguardedHub?: 'refuse' | 'trust';
 }
 
 /**
@@ -198,6 +205,7 @@ export class ArgoCdClusterSync extends Construct {
         ARGOCD_CREDENTIALS_COMMAND: props.credentialsCommand ?? 'cpsync',
         ARGOCD_CREDENTIALS_ARGS: JSON.stringify(props.credentialsArgs ?? []),
         ARGOCD_IDEMPOTENCY_TABLE: this.idempotencyTable.tableName,
+        ARGOCD_UNGUARDED_HUB: props.unguardedHub ?? 'refuse',
         ...(kubeconfig ? { ARGOCD_KUBECONFIG_SECRET_ARN: kubeconfig } : {}),
         POWERTOOLS_SERVICE_NAME: 'cpsync-argocd',
       },
@@ -266,6 +274,7 @@ export function configuredSubscribers(scope: Construct, cpsync: Cpsync): Configu
             credentialsCommand: argocd.credentialsCommand,
             credentialsArgs: argocd.credentialsArgs,
             reconcileEvery: Duration.minutes(argocd.reconcileEveryMinutes),
+            unguardedHub: argocd.unguardedHub,
           }),
         }
       : {}),

@@ -250,6 +250,15 @@ function rbacOf(
         ],
       },
       binding(argocdNamespace, 'Role', secrets),
+      // It acts only where the hub's admission policy keeps others from writing profiles: it reads the policy
+      // through the ClusterRole rbac.yaml ships for that.
+      {
+        apiVersion: `${RBAC_GROUP}/v1`,
+        kind: 'ClusterRoleBinding',
+        metadata: { name: `cpsync:admission-policy:${name}`, labels: LABELS },
+        roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'cpsync:admission-policy' },
+        subjects: [subjectOf(subject)],
+      },
     );
   }
   return manifests;

@@ -6,7 +6,7 @@
  * and each GKE or AKS member's bounds on cpsync's identity there. The CLI runs it with its own credentials, and a
  * deployed stack's scope worker with its role (`cpsync doctor --function`).
  */
-import { AuthorizationV1Api, type V1ValidatingAdmissionPolicy } from '@kubernetes/client-node';
+import { AuthorizationV1Api } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { messageOf } from '../../core/domain/errors.ts';
 import { LABEL_ACCOUNT, LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
@@ -17,6 +17,7 @@ import { inventoryNamespaces } from '../../core/domain/options.ts';
 import { scopeKey, type Scope } from '../../core/domain/model/scope.ts';
 import {
   apiMessage,
+  literalOf,
   policyNotInForce,
   readPolicy,
   refusedByServer,
@@ -109,16 +110,6 @@ async function hubChecks(composition: Composition): Promise<DoctorCheck[]> {
 /** The admission policy and its binding (adapters/hub/manifests/admission-policy.yaml): one name for both. */
 const ADMISSION_POLICY = 'cpsync-clusterprofiles';
 const ADMISSION_POLICY_FILE = 'adapters/hub/manifests/admission-policy.yaml';
-
-/** The string a policy variable's expression is, when it is a plain CEL string literal (`'cpsync'`). */
-function literalOf(policy: V1ValidatingAdmissionPolicy, variable: string): string | undefined {
-  const expression = policy.spec?.variables?.find((v) => v.name === variable)?.expression;
-  return expression
-    ?.trim()
-    .match(/^'([^'\\]*)'$|^"([^"\\]*)"$/)
-    ?.slice(1)
-    .find((v) => v !== undefined);
-}
 
 /** Why the policy and binding read from the hub do not guard `manager`'s profiles, or undefined when they do. */
 function notInForce(found: PolicyOnCluster, manager: string): string | undefined {

@@ -11,16 +11,15 @@ import {
   RbacAuthorizationV1Api,
   type ConfigurationOptions,
   type KubeConfig,
-  type V1ValidatingAdmissionPolicy,
-  type V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
-import { parseAllDocuments } from 'yaml';
 import {
   absentIfNotFound,
   apiMessage,
   policyNotInForce,
   readPolicy,
   refusedByServer,
+  shippedPolicyIn,
+  weakerThanShipped,
 } from '../shared/admissionPolicy.ts';
 import type { CheckOutcome } from '../../core/sync/ports.ts';
 import { shippedText } from '../shared/shipped.ts';
@@ -36,79 +35,6 @@ function manifestText(): Promise<string> {
     () => import('../member/manifests/access-grants-rbac.yaml', { with: { type: 'text' } }),
     new URL('../member/manifests/access-grants-rbac.yaml', import.meta.url),
   );
-}
-
-/** The policy and its binding as the manifest ships them. */
-async function shippedPolicy(): Promise<{
-  policy: V1ValidatingAdmissionPolicy;
-  binding: V1ValidatingAdmissionPolicyBinding;
-}> {
-  const docs = parseAllDocuments(await manifestText()).map((d) => d.toJS() as { kind?: string });
-  const policy = docs.find((d) => d.kind === 'ValidatingAdmissionPolicy');
-  const binding = docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding');
-  if (!policy || !binding) throw new Error(`${MANIFEST} has lost its admission policy or its binding`);
-  return {
-    policy: policy as V1ValidatingAdmissionPolicy,
-    binding: binding as V1ValidatingAdmissionPolicyBinding,
-  };
-}
-
-/** A CEL expression or message with its whitespace runs made one space (YAML folds them as it likes). */
-const folded = (text: string | undefined) => (text ?? '').replace(/\s+/g, ' ').trim();
-const empty = (selector: { matchLabels?: object; matchExpressions?: unknown[] } | undefined) =>
-  Object.keys(selector?.matchLabels ?? {}).length === 0 && (selector?.matchExpressions ?? []).length === 0;
-
-/**
- * Where the policy and binding on the member ask less than the shipped ones, or undefined when they ask at least
- * as much: every shipped variable and validation there as shipped (more may be), every shipped rule matched, and
- * nothing that narrows what they apply to (a match condition, a selector, excluded or narrower resources).
- */
-function weakerThanShipped(
-  found: { policy: V1ValidatingAdmissionPolicy; binding: V1ValidatingAdmissionPolicyBinding },
-  shipped: { policy: V1ValidatingAdmissionPolicy; binding: V1ValidatingAdmissionPolicyBinding },
-): string | undefined {
-  const spec = found.policy.spec ?? {};
-  const variables = new Map((spec.variables ?? []).map((v) => [v.name, folded(v.expression)]));
-  for (const v of shipped.policy.spec?.variables ?? [])
-    if (variables.get(v.name) !== folded(v.expression))
-      return `its variable ${v.name} is not the shipped one`;
-  const validations = new Set((spec.validations ?? []).map((v) => folded(v.expression)));
-  for (const v of shipped.policy.spec?.validations ?? [])
-    if (!validations.has(folded(v.expression)))
-      return `a shipped validation is missing or changed (${JSON.stringify(folded(v.message))})`;
-  if ((spec.matchConditions ?? []).length > 0)
-    return `it has match conditions (${spec.matchConditions!.map((c) => c.name).join(', ')}): requests they leave out are not checked`;
-  const constraints = spec.matchConstraints ?? {};
-  if (!empty(constraints.namespaceSelector) || !empty(constraints.objectSelector))
-    return 'its matchConstraints select namespaces or objects: what they leave out is not checked';
-  if ((constraints.excludeResourceRules ?? []).length > 0) return 'its matchConstraints exclude resources';
-  const covers = (list: string[] | undefined, wanted: string) =>
-    (list ?? []).includes('*') || (list ?? []).includes(wanted);
-  for (const rule of shipped.policy.spec?.matchConstraints?.resourceRules ?? [])
-    for (const group of rule.apiGroups ?? [])
-      for (const resource of rule.resources ?? [])
-        for (const operation of rule.operations ?? [])
-          if (
-            !(constraints.resourceRules ?? []).some(
-              (r) =>
-                covers(r.apiGroups, group) &&
-                covers(r.resources, resource) &&
-                covers(r.operations, operation) &&
-                covers(r.apiVersions, '*') &&
-                (r.scope === undefined || r.scope === '*'),
-            )
-          )
-            return `its matchConstraints do not match ${operation} of ${resource}`;
-  const resources = found.binding.spec?.matchResources;
-  if (
-    resources &&
-    (!empty(resources.namespaceSelector) ||
-      !empty(resources.objectSelector) ||
-      (resources.resourceRules ?? []).length > 0 ||
-      (resources.excludeResourceRules ?? []).length > 0)
-  )
-    return 'its binding narrows the resources it applies to (matchResources)';
-  return undefined;
 }
 
 /** The identity the member authenticates cpsync's requests as. */
@@ -176,7 +102,10 @@ export async function checkMemberPolicy(
       ok: false,
       detail: `not bounded: the ClusterRoleBinding ${MEMBER_GRANTS_BINDING} is not on the member, so the policy knows no identity of cpsync's — apply ${MANIFEST} with cpsync's identity (${shown}) as its User subject`,
     };
-  const weaker = weakerThanShipped({ policy: found.policy!, binding: found.binding! }, await shippedPolicy());
+  const weaker = weakerThanShipped(
+    { policy: found.policy!, binding: found.binding! },
+    shippedPolicyIn(await manifestText(), MANIFEST),
+  );
   if (weaker)
     return {
       ok: false,

@@ -11,12 +11,28 @@ import {
   type V1ValidatingAdmissionPolicy,
   type V1ValidatingAdmissionPolicyBinding,
 } from '@kubernetes/client-node';
+import { parseAllDocuments } from 'yaml';
 import { messageOf } from '../../core/domain/errors.ts';
 
 /** The policy and its binding of one name, each undefined when the cluster has none. */
 export interface PolicyOnCluster {
   policy?: V1ValidatingAdmissionPolicy;
   binding?: V1ValidatingAdmissionPolicyBinding;
+}
+
+/** The policy and its binding as the manifest `file` (its text) ships them. */
+export function shippedPolicyIn(
+  text: string,
+  file: string,
+): { policy: V1ValidatingAdmissionPolicy; binding: V1ValidatingAdmissionPolicyBinding } {
+  const docs = parseAllDocuments(text).map((d) => d.toJS() as { kind?: string });
+  const policy = docs.find((d) => d.kind === 'ValidatingAdmissionPolicy');
+  const binding = docs.find((d) => d.kind === 'ValidatingAdmissionPolicyBinding');
+  if (!policy || !binding) throw new Error(`${file} has lost its admission policy or its binding`);
+  return {
+    policy: policy as V1ValidatingAdmissionPolicy,
+    binding: binding as V1ValidatingAdmissionPolicyBinding,
+  };
 }
 
 /** `read`'s answer, or undefined when the API server says there is none (404). */
@@ -62,6 +78,80 @@ export function policyNotInForce(
     return `the binding ${name} does not deny (validationActions: ${actions.join(', ') || 'none'})`;
   if (policy.spec?.failurePolicy === 'Ignore')
     return `the policy's failurePolicy is Ignore (a request it cannot evaluate is let through)`;
+  return undefined;
+}
+
+/** A CEL expression or message with its whitespace runs made one space (YAML folds them as it likes). */
+const folded = (text: string | undefined) => (text ?? '').replace(/\s+/g, ' ').trim();
+const empty = (selector: { matchLabels?: object; matchExpressions?: unknown[] } | undefined) =>
+  Object.keys(selector?.matchLabels ?? {}).length === 0 && (selector?.matchExpressions ?? []).length === 0;
+
+/** The string a policy variable's expression is, when it is a plain CEL string literal (`'cpsync'`). */
+export function literalOf(policy: V1ValidatingAdmissionPolicy, variable: string): string | undefined {
+  const expression = policy.spec?.variables?.find((v) => v.name === variable)?.expression;
+  return expression
+    ?.trim()
+    .match(/^'([^'\\]*)'$|^"([^"\\]*)"$/)
+    ?.slice(1)
+    .find((v) => v !== undefined);
+}
+
+/**
+ * Where the policy and binding on a cluster ask less than the shipped ones, or undefined when they ask at least
+ * as much: every shipped variable and validation there as shipped (more may be), every shipped rule matched, and
+ * nothing that narrows what they apply to (a match condition, a selector, excluded or narrower resources).
+ */
+export function weakerThanShipped(
+  found: { policy: V1ValidatingAdmissionPolicy; binding: V1ValidatingAdmissionPolicyBinding },
+  shipped: { policy: V1ValidatingAdmissionPolicy; binding: V1ValidatingAdmissionPolicyBinding },
+  options: {
+    /** Variables an install sets to its own values (the caller judges them). */
+    settable?: readonly string[];
+    /** Whether the binding may select namespaces (the caller judges which it covers). */
+    namespaceSelector?: boolean;
+  } = {},
+): string | undefined {
+  const spec = found.policy.spec ?? {};
+  const variables = new Map((spec.variables ?? []).map((v) => [v.name, folded(v.expression)]));
+  for (const v of shipped.policy.spec?.variables ?? [])
+    if (!options.settable?.includes(v.name) && variables.get(v.name) !== folded(v.expression))
+      return `its variable ${v.name} is not the shipped one`;
+  const validations = new Set((spec.validations ?? []).map((v) => folded(v.expression)));
+  for (const v of shipped.policy.spec?.validations ?? [])
+    if (!validations.has(folded(v.expression)))
+      return `a shipped validation is missing or changed (${JSON.stringify(folded(v.message))})`;
+  if ((spec.matchConditions ?? []).length > 0)
+    return `it has match conditions (${spec.matchConditions!.map((c) => c.name).join(', ')}): requests they leave out are not checked`;
+  const constraints = spec.matchConstraints ?? {};
+  if (!empty(constraints.namespaceSelector) || !empty(constraints.objectSelector))
+    return 'its matchConstraints select namespaces or objects: what they leave out is not checked';
+  if ((constraints.excludeResourceRules ?? []).length > 0) return 'its matchConstraints exclude resources';
+  const covers = (list: string[] | undefined, wanted: string) =>
+    (list ?? []).includes('*') || (list ?? []).includes(wanted);
+  for (const rule of shipped.policy.spec?.matchConstraints?.resourceRules ?? [])
+    for (const group of rule.apiGroups ?? [])
+      for (const resource of rule.resources ?? [])
+        for (const operation of rule.operations ?? [])
+          if (
+            !(constraints.resourceRules ?? []).some(
+              (r) =>
+                covers(r.apiGroups, group) &&
+                covers(r.resources, resource) &&
+                covers(r.operations, operation) &&
+                covers(r.apiVersions, '*') &&
+                (r.scope === undefined || r.scope === '*'),
+            )
+          )
+            return `its matchConstraints do not match ${operation} of ${resource}`;
+  const resources = found.binding.spec?.matchResources;
+  if (
+    resources &&
+    ((!options.namespaceSelector && !empty(resources.namespaceSelector)) ||
+      !empty(resources.objectSelector) ||
+      (resources.resourceRules ?? []).length > 0 ||
+      (resources.excludeResourceRules ?? []).length > 0)
+  )
+    return 'its binding narrows the resources it applies to (matchResources)';
   return undefined;
 }
 

@@ -30,6 +30,8 @@ import { runCli } from '../support/cli.ts';
 import { drainQueue, wholeEventTarget } from '../support/events.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { adminKubeConfig } from '../support/hub.ts';
+import { installAdmissionPolicy, type InstalledPolicy } from '../support/hubManifests.ts';
+import { readHubGuard } from '../../adapters/hub/hubPolicy.ts';
 import { lambdaContext } from '../support/lambda.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents and the generator's output are read freely here
@@ -49,6 +51,7 @@ describe("Argo CD's ApplicationSet cluster generator selects clusters by their c
   let queueUrl: string;
   let objects: CustomObjectsApi;
   let handler: ReturnType<typeof makeArgoCdSubscriber>;
+  let policy: InstalledPolicy | undefined;
   const saved = { ...process.env };
 
   before(async () => {
@@ -103,15 +106,24 @@ describe("Argo CD's ApplicationSet cluster generator selects clusters by their c
       POWERTOOLS_METRICS_DISABLED: 'true',
       POWERTOOLS_TRACE_ENABLED: 'false',
     });
+    // The hub's admission policy in force everywhere, cpsync's identity the one the sync writes as here (the
+    // admin): the subscriber acts only on profiles no one else can have written.
+    policy = await installAdmissionPolicy(hub, {
+      identity: 'cpsync-admin',
+      binding: (b) => ({ ...b, spec: { ...b.spec!, matchResources: undefined } }),
+    });
+    const composition = await compose(parseConfig(document, config), []);
     const deps: ArgoCdDeps = {
-      composition: await compose(parseConfig(document, config), []),
+      composition,
       clusters: new ArgoCdClusters(hub, { namespace: argocd }),
+      guard: () => readHubGuard(hub, composition.settings.options.manager),
     };
     handler = makeArgoCdSubscriber(async () => deps);
   });
 
   after(async () => {
     process.env = saved;
+    await policy?.remove();
     await emulators?.stop();
   });
 

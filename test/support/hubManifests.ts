@@ -61,10 +61,16 @@ export async function installAdmissionPolicy(
     policy?: boolean;
     /** A change to the binding as made. */
     binding?: (binding: V1ValidatingAdmissionPolicyBinding) => V1ValidatingAdmissionPolicyBinding;
+    /** The user the policy lets write cpsync's profiles (its `identity` variable). @default 'cpsync', as shipped */
+    identity?: string;
   } = {},
 ): Promise<InstalledPolicy> {
   const api = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
   const shipped = shippedAdmissionPolicy();
+  if (options.identity !== undefined) {
+    const variable = shipped.policy.spec!.variables!.find((v) => v.name === 'identity')!;
+    variable.expression = JSON.stringify(options.identity);
+  }
   const narrowed: V1ValidatingAdmissionPolicyBinding = {
     ...shipped.binding,
     spec: {

@@ -7,8 +7,15 @@
  *
  * Environment: CPSYNC_CONFIG (the hub and inventory, as the other functions have it); ARGOCD_NAMESPACE
  * (default `argocd`); the Argo CD cluster's kubeconfig in ARGOCD_KUBECONFIG_SECRET_ARN (Secrets Manager) or
- * ARGOCD_KUBECONFIG (a file) — default: the hub itself; ARGOCD_CREDENTIALS_COMMAND (default `cpsync`) and
- * ARGOCD_CREDENTIALS_ARGS (a JSON list of extra arguments, e.g. `["--role-name","cpsync-reader"]`).
+ * ARGOCD_KUBECONFIG (a file) — default: the hub itself; ARGOCD_CREDENTIALS_COMMAND (default `cpsync`),
+ * ARGOCD_CREDENTIALS_ARGS (a JSON list of extra arguments, e.g. `["--role-name","cpsync-reader"]`) and
+ * ARGOCD_UNGUARDED_HUB (`refuse`, the default, or `trust`).
+ *
+ * A profile becomes credentials: Argo CD runs `cpsync credentials` for the cluster the profile names and sends the
+ * token to the profile's server. So a profile is acted on only where no one but cpsync can have written it: in a
+ * namespace the hub's admission policy guards (hubPolicy.ts), read at each invocation. Elsewhere its Secret is not
+ * made, and a reconcile removes the one there is. ARGOCD_UNGUARDED_HUB=trust acts on every namespace, for a hub
+ * whose ClusterProfile writers are all trusted.
  */
 import type { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -27,12 +34,15 @@ import {
   settingsFromEnvironment,
   withPowertools,
 } from '../../runtime.ts';
+import type { HubGuard } from '../../../adapters/hub/hubPolicy.ts';
 import type { ArgoCdClusters, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
 import { untrustedReason } from './untrustedReason.ts';
 
 export interface ArgoCdDeps {
   composition: Composition;
   clusters: ArgoCdClusters;
+  /** Which inventory namespaces only cpsync can write profiles in, asked once per invocation. */
+  guard: () => Promise<HubGuard>;
 }
 
 const Settings = z.object({
@@ -53,6 +63,7 @@ const Settings = z.object({
       }
     }),
   ARGOCD_IDEMPOTENCY_TABLE: z.string().min(1).optional(),
+  ARGOCD_UNGUARDED_HUB: z.enum(['refuse', 'trust'], { message: 'must be refuse or trust' }).default('refuse'),
 });
 
 type ArgoCdSettings = z.infer<typeof Settings>;
@@ -78,9 +89,10 @@ async function argoKubeConfig(
  */
 function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
   return memoizeUntilFailure(async () => {
-    const [{ compose }, { ArgoCdClusters }] = await Promise.all([
+    const [{ compose }, { ArgoCdClusters }, { readHubGuard, TRUSTED_HUB }] = await Promise.all([
       import('../../../adapters/compose/compose.ts'),
       import('./ArgoCdClusters.ts'),
+      import('../../../adapters/hub/hubPolicy.ts'),
     ]);
     const settings = argoCdSettings();
     const composition = await compose(configFromEnvironment(), []);
@@ -93,7 +105,18 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
         ? { localClouds: composition.settings.options.localClouds }
         : {}),
     });
-    return { composition, clusters };
+    const manager = composition.settings.options.manager;
+    const hubKubeConfig = composition.hubKubeConfig;
+    const guard: () => Promise<HubGuard> =
+      settings.ARGOCD_UNGUARDED_HUB === 'trust'
+        ? async () => TRUSTED_HUB
+        : hubKubeConfig
+          ? async () => readHubGuard(await hubKubeConfig(), manager)
+          : async () => ({
+              unguarded: async () =>
+                'the hub is not a Kubernetes cluster: no admission policy keeps others from writing its profiles (ARGOCD_UNGUARDED_HUB=trust to act on them all the same)',
+            });
+    return { composition, clusters, guard };
   });
 }
 
@@ -105,6 +128,7 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
  */
 async function apply(
   deps: ArgoCdDeps,
+  guard: HubGuard,
   event: CpsyncEventBridgeEvent,
 ): Promise<{ outcome: Outcome; reason?: string }> {
   const hub = deps.composition.ports.hub;
@@ -118,6 +142,15 @@ async function apply(
   const current = await hub.get({ namespace, name });
   const untrusted = current && untrustedReason(current, options.manager);
   if (untrusted) return { outcome: 'skipped', reason: untrusted };
+  // Where others may write profiles, even one that looks like cpsync's may be theirs: no Secret, and none kept.
+  const unguarded = current && (await guard.unguarded(namespace));
+  if (unguarded) {
+    const removed = await deps.clusters.remove(namespace, name);
+    return {
+      outcome: 'skipped',
+      reason: `${namespace}/${name}: ${unguarded}${removed.outcome === 'deleted' ? ' (its Secret removed)' : ''}`,
+    };
+  }
   switch (event['detail-type']) {
     case DetailType.Created:
     case DetailType.Updated:
@@ -133,14 +166,32 @@ async function apply(
   }
 }
 
-/** Every managed Secret rebuilt from the hub's inventory. */
-async function reconcile(deps: ArgoCdDeps): Promise<ReconcileReport & { malformed: number }> {
+/**
+ * Every managed Secret rebuilt from the hub's inventory: those of profiles in namespaces the hub guards; the others'
+ * Secrets removed, each profile skipped with the reason.
+ */
+async function reconcile(
+  deps: ArgoCdDeps,
+  guard: HubGuard,
+): Promise<ReconcileReport & { malformed: number }> {
   const { inventoryProfiles } = await import('../../../core/sync/engine.ts');
   const { profiles, malformed } = await inventoryProfiles(
     deps.composition.ports.hub,
     deps.composition.settings.options,
   );
-  const report = await deps.clusters.reconcile(profiles);
+  const reasons = new Map<string, string | undefined>();
+  for (const namespace of new Set(profiles.map((p) => p.metadata.namespace!)))
+    reasons.set(namespace, await guard.unguarded(namespace));
+  const guarded = profiles.filter((p) => !reasons.get(p.metadata.namespace!));
+  const report = await deps.clusters.reconcile(guarded);
+  for (const profile of profiles) {
+    const why = reasons.get(profile.metadata.namespace!);
+    if (why)
+      report.skipped.push({
+        profile: `${profile.metadata.namespace}/${profile.metadata.name}`,
+        reason: `${profile.metadata.namespace}/${profile.metadata.name}: ${why}`,
+      });
+  }
   for (const conflict of report.conflicts)
     logger.warn('Secret not managed by cpsync left alone', { conflict });
   return { ...report, malformed: malformed.length };
@@ -154,7 +205,7 @@ export function makeArgoCdSubscriber(getDeps: () => Promise<ArgoCdDeps> = depsFr
   let idempotencyConfig: IdempotencyConfig | undefined;
   const once = async (deps: ArgoCdDeps) => {
     if (idempotent) return idempotent;
-    const work = (event: CpsyncEventBridgeEvent) => apply(deps, event);
+    const work = async (event: CpsyncEventBridgeEvent) => apply(deps, await deps.guard(), event);
     const table = argoCdSettings().ARGOCD_IDEMPOTENCY_TABLE;
     if (!table) return (idempotent = work);
     const [{ IdempotencyConfig, makeIdempotent }, { DynamoDBPersistenceLayer }] = await Promise.all([
@@ -174,7 +225,7 @@ export function makeArgoCdSubscriber(getDeps: () => Promise<ArgoCdDeps> = depsFr
   return withPowertools(async (input: unknown, context: Context) => {
     const deps = await getDeps();
     if (Reconcile.safeParse(input).success) {
-      const report = await reconcile(deps);
+      const report = await reconcile(deps, await deps.guard());
       logger.info('reconciled the Argo CD cluster Secrets with the inventory', { ...report });
       metrics.addMetric('SecretsWritten', MetricUnit.Count, report.created + report.updated);
       metrics.addMetric('SecretsDeleted', MetricUnit.Count, report.deleted);

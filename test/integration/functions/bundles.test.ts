@@ -16,6 +16,7 @@ import { bundleFunction } from '../../../infra/functionCode.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, GCP_PROJECT, type Emulators } from '../../env/emulators.ts';
 import { createEksClusters, createIdempotencyTable, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { adminKubeConfig, localHub } from '../../support/hub.ts';
+import { installAdmissionPolicy } from '../../support/hubManifests.ts';
 import { cloudTrailEvent, functionUrlRequest, lambdaContext, sqsRecord } from '../../support/lambda.ts';
 import { estateOnHub, estateScopeRecords } from '../../support/estate.ts';
 import { coldRun } from '../../support/cold.ts';
@@ -171,6 +172,12 @@ describe('the bundled functions', () => {
     const core = adminKubeConfig(await localHub()).makeApiClient(CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: argocd } } });
     process.env.ARGOCD_NAMESPACE = argocd;
+    // The hub's admission policy in force, cpsync's identity the one the profiles are written as here (the admin):
+    // the subscriber acts only on profiles no one else can have written.
+    const policy = await installAdmissionPolicy(adminKubeConfig(await localHub()), {
+      identity: 'cpsync-admin',
+      binding: (b) => ({ ...b, spec: { ...b.spec!, matchResources: undefined } }),
+    });
     try {
       const report = (await handlers['subscribers/argocd/handler']!(
         { reconcile: true },
@@ -188,6 +195,7 @@ describe('the bundled functions', () => {
         secrets.items.every((s) => s.metadata?.labels?.['argocd.argoproj.io/secret-type'] === 'cluster'),
       );
     } finally {
+      await policy.remove();
       delete process.env.ARGOCD_NAMESPACE;
       await core.deleteNamespace({ name: argocd });
     }

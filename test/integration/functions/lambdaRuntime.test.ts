@@ -926,21 +926,31 @@ describe('the deployed assets under the Lambda runtime', () => {
     const { state } = await estate;
     const core = adminKubeConfig(state).makeApiClient(CoreV1Api);
     await core.createNamespace({ body: { metadata: { name: argoNamespace } } });
-    const subscriber = await start('ArgoCd');
-    const answer = await invoke(subscriber, ordersCreated);
-    assert.equal(answer.status, 200, subscriber.lines.join('\n'));
-    assert.deepEqual(answer.body, { outcome: 'created' }, subscriber.lines.join('\n'));
-    const secrets = async () =>
-      (
-        await core.listNamespacedSecret({
-          namespace: argoNamespace,
-          labelSelector: 'argocd.argoproj.io/secret-type=cluster',
-        })
-      ).items.map((secret) => Buffer.from(secret.data!.name!, 'base64').toString('utf8'));
-    assert.equal((await secrets()).length, 1);
-    const reconciled = await invoke(subscriber, { reconcile: true });
-    assert.equal(reconciled.status, 200, subscriber.lines.join('\n'));
-    assert.equal((await secrets()).length, (await profileNames()).length, 'a Secret per profile');
+    // The hub's admission policy in force, cpsync's identity the one the functions write the hub as here (the
+    // admin): the subscriber acts only on profiles no one else can have written.
+    const policy = await installAdmissionPolicy(adminKubeConfig(state), {
+      identity: 'cpsync-admin',
+      binding: (b) => ({ ...b, spec: { ...b.spec!, matchResources: undefined } }),
+    });
+    try {
+      const subscriber = await start('ArgoCd');
+      const answer = await invoke(subscriber, ordersCreated);
+      assert.equal(answer.status, 200, subscriber.lines.join('\n'));
+      assert.deepEqual(answer.body, { outcome: 'created' }, subscriber.lines.join('\n'));
+      const secrets = async () =>
+        (
+          await core.listNamespacedSecret({
+            namespace: argoNamespace,
+            labelSelector: 'argocd.argoproj.io/secret-type=cluster',
+          })
+        ).items.map((secret) => Buffer.from(secret.data!.name!, 'base64').toString('utf8'));
+      assert.equal((await secrets()).length, 1);
+      const reconciled = await invoke(subscriber, { reconcile: true });
+      assert.equal(reconciled.status, 200, subscriber.lines.join('\n'));
+      assert.equal((await secrets()).length, (await profileNames()).length, 'a Secret per profile');
+    } finally {
+      await policy.remove();
+    }
   });
 
   it('the chat notifier posts one message for the scheduled run (every scope of it, each cluster once whatever its projections) and one for another sync, from what its subscription delivered, a hostile cluster’s strings shown as text', async () => {

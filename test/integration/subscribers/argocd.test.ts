@@ -44,6 +44,12 @@ import { HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainQueue, publishTo, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
+import {
+  installAdmissionPolicy,
+  POLICY_NAMESPACE_LABEL,
+  type InstalledPolicy,
+} from '../../support/hubManifests.ts';
+import { readHubGuard } from '../../../adapters/hub/hubPolicy.ts';
 import { lambdaContext } from '../../support/lambda.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 import { temporaryDirectory } from '../../support/tmp.ts';
@@ -67,15 +73,33 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
   let queueUrl: string;
   let handler: ReturnType<typeof makeArgoCdSubscriber>;
   let configFile: string;
+  let kubeConfig: ReturnType<typeof adminKubeConfig>;
+  let policy: InstalledPolicy | undefined;
   const saved = { ...process.env };
+
+  /**
+   * The hub's admission policy as shipped, letting only the identity the hub is written as here (the admin) write
+   * cpsync's profiles, its binding matching the inventory namespace (or, with `elsewhere`, another namespace only).
+   */
+  async function guardInventory(elsewhere = false): Promise<void> {
+    await policy?.remove();
+    policy = await installAdmissionPolicy(kubeConfig, {
+      identity: 'cpsync-admin',
+      selects: elsewhere ? `not-${inventory}` : inventory,
+    });
+  }
 
   before(async () => {
     argo = ensureArgoCdBinary((line) => console.error(line));
     const state = await localHub();
-    const kubeConfig = adminKubeConfig(state);
+    kubeConfig = adminKubeConfig(state);
     core = kubeConfig.makeApiClient(CoreV1Api);
     hub = new KubernetesHub({ kubeConfig });
     await hub.ensureNamespace({ name: inventory });
+    const namespace = await core.readNamespace({ name: inventory });
+    namespace.metadata!.labels = { ...namespace.metadata!.labels, [POLICY_NAMESPACE_LABEL]: inventory };
+    await core.replaceNamespace({ name: inventory, body: namespace });
+    await guardInventory();
     await core.createNamespace({ body: { metadata: { name: argocd } } });
 
     moto = await startMoto();
@@ -132,12 +156,14 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
         namespace: argocd,
         extraArgs: ['--role-name', 'cpsync-reader'],
       }),
+      guard: () => readHubGuard(kubeConfig, composition.settings.options.manager),
     };
     handler = makeArgoCdSubscriber(async () => deps);
   });
 
   after(async () => {
     process.env = saved;
+    await policy?.remove();
     await core?.deleteNamespace({ name: argocd }).catch(() => {});
     await moto?.stop();
   });
@@ -589,5 +615,86 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     } finally {
       for (const profile of made) await hub.delete(profile.metadata);
     }
+  });
+
+  it("where the hub's admission policy does not keep others from writing profiles, none gets a Secret or keeps one; guarded again, the reconcile brings them back", async () => {
+    const managed = async () =>
+      (await secrets())
+        .filter((s) => s.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'cpsync')
+        .map((s) => s.metadata!.name!);
+    const before = await managed();
+    assert.ok(before.length >= 2, 'Secrets of earlier cases to lose and get back');
+    const real = profiles[0]!;
+    // What anyone allowed to write ClusterProfiles in an unguarded namespace can make: a profile like cpsync's in
+    // every field the subscriber reads, provider id included, whose server is theirs.
+    const planted: ClusterProfile = {
+      ...real,
+      metadata: {
+        name: 'planted',
+        namespace: inventory,
+        labels: real.metadata.labels!,
+        annotations: real.metadata.annotations!,
+      },
+      status: {
+        ...real.status!,
+        accessProviders: real.status!.accessProviders!.map((provider) => ({
+          ...provider,
+          cluster: { ...provider.cluster!, server: 'https://collector.example.com' },
+        })),
+      },
+    };
+    const unguarded = new RegExp(
+      `does not match the namespace ${inventory} \\(its namespaceSelector\\) — bind it there`,
+    );
+    try {
+      await guardInventory(true);
+      await store(planted);
+      const current = await hub.get(real.metadata as { namespace: string; name: string });
+      await publish([
+        buildChangeEvent(
+          { kind: 'created', profile: planted, changes: [{ field: 'spec', after: {} }] },
+          context(real),
+        ),
+        buildChangeEvent(
+          { kind: 'updated', profile: current!, changes: [{ field: 'spec', after: {} }] },
+          context(real),
+        ),
+      ]);
+      const results = new Map(
+        (await deliver()).map((r) => [
+          r.event.detail.name as string,
+          r.result as { outcome: string; reason: string },
+        ]),
+      );
+      assert.equal(results.get('planted')?.outcome, 'skipped');
+      assert.match(results.get('planted')!.reason, unguarded);
+      assert.equal(results.get(real.metadata.name)?.outcome, 'skipped');
+      assert.match(results.get(real.metadata.name)!.reason, /\(its Secret removed\)$/);
+      assert.ok(!(await managed()).includes(`cluster-${real.metadata.name}`), 'its Secret removed');
+
+      const report = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+      assert.equal(report.created + report.updated + report.unchanged, 0, JSON.stringify(report));
+      assert.ok(report.skipped.some((s) => s.profile === `${inventory}/planted` && unguarded.test(s.reason)));
+      assert.deepEqual(await managed(), [], 'no Secret kept where others may write profiles');
+
+      // No policy at all: the same, saying so.
+      await policy!.remove();
+      policy = undefined;
+      const bare = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+      assert.ok(
+        bare.skipped.some((s) =>
+          /the ValidatingAdmissionPolicy cpsync-clusterprofiles is not on the hub/.test(s.reason),
+        ),
+        JSON.stringify(bare.skipped),
+      );
+      assert.deepEqual(await managed(), []);
+    } finally {
+      await hub.delete(planted.metadata as { namespace: string; name: string });
+      await guardInventory();
+    }
+    // Guarded again (the planted profile gone: only cpsync's identity could have written it now).
+    const again = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+    assert.equal(again.created, before.length, JSON.stringify(again));
+    assert.deepEqual(await managed(), before);
   });
 });

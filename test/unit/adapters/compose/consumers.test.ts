@@ -259,6 +259,13 @@ describe('what a consumer needs, from the configuration', () => {
         ['gitops', 'cpsync-argocd-clusters'],
       ],
     );
+    // It reads the hub's admission policy (it acts only where that keeps others from writing profiles).
+    assert.deepEqual(
+      setup
+        .rbac!.filter((m) => m.kind === 'ClusterRoleBinding')
+        .map((m) => [m.metadata.name, (m.roleRef as { name: string }).name]),
+      [['cpsync:admission-policy:argocd', 'cpsync:admission-policy']],
+    );
   });
 
   it('makes its consumers: entry from its identities, one the configuration takes as it is', () => {

@@ -1,0 +1,145 @@
+/**
+ * Whether the hub keeps others from writing cpsync's profiles, namespace by namespace: the admission policy of
+ * manifests/admission-policy.yaml in force (its binding denying), asking at least what the shipped one asks, for
+ * the configured manager, and its binding matching the namespace. Read without changing anything, for the Argo
+ * CD subscriber, which turns profiles into credentials Argo CD sends to the profile's server, and acts only where
+ * no one but cpsync can have written them.
+ */
+import {
+  CoreV1Api,
+  type KubeConfig,
+  type V1LabelSelector,
+  type V1ValidatingAdmissionPolicy,
+  type V1ValidatingAdmissionPolicyBinding,
+} from '@kubernetes/client-node';
+import {
+  absentIfNotFound,
+  apiMessage,
+  literalOf,
+  policyNotInForce,
+  readPolicy,
+  refusedByServer,
+  shippedPolicyIn,
+  weakerThanShipped,
+} from '../shared/admissionPolicy.ts';
+import { shippedText } from '../shared/shipped.ts';
+
+/** The policy and its binding (one name for both), and the file that ships them. */
+export const HUB_POLICY = 'cpsync-clusterprofiles';
+const MANIFEST = 'adapters/hub/manifests/admission-policy.yaml';
+/** The label the API server gives every namespace: its name. */
+const NAMESPACE_NAME_LABEL = 'kubernetes.io/metadata.name';
+/** How an install sets who cpsync is: a user (as shipped), or any member of a group (`cpsync hub install`). */
+const BY_CPSYNC = [
+  'request.userInfo.username == variables.identity',
+  'variables.identity in request.userInfo.groups',
+];
+
+/** Whether profiles of a namespace can have been written by anyone but cpsync's identity. */
+export interface HubGuard {
+  /** Why others could write profiles in `namespace`, or undefined when the hub refuses them there. */
+  unguarded(namespace: string): Promise<string | undefined>;
+}
+
+/** A guard that takes every namespace as guarded (a deployment that chose to trust the hub's writers). */
+export const TRUSTED_HUB: HubGuard = { unguarded: async () => undefined };
+
+async function shippedPolicy() {
+  const text = await shippedText(
+    () => import('./manifests/admission-policy.yaml', { with: { type: 'text' } }),
+    new URL('./manifests/admission-policy.yaml', import.meta.url),
+  );
+  return shippedPolicyIn(text, MANIFEST);
+}
+
+/** Whether `labels` match `selector` (Kubernetes label selector semantics; an empty selector matches all). */
+function selects(selector: V1LabelSelector, labels: Readonly<Record<string, string>>): boolean {
+  const equal = Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels[key] === value);
+  return (
+    equal &&
+    (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+      switch (operator) {
+        case 'In':
+          return key in labels && values.includes(labels[key]!);
+        case 'NotIn':
+          return !(key in labels) || !values.includes(labels[key]!);
+        case 'Exists':
+          return key in labels;
+        case 'DoesNotExist':
+          return !(key in labels);
+        default:
+          // An operator the API server would not have taken: nothing is taken as matched.
+          return false;
+      }
+    })
+  );
+}
+
+/** The keys a selector reads. */
+const keysOf = (selector: V1LabelSelector) => [
+  ...Object.keys(selector.matchLabels ?? {}),
+  ...(selector.matchExpressions ?? []).map((e) => e.key),
+];
+
+/**
+ * The hub's answer, read once: its policy and binding judged as a whole, then each namespace by the binding's
+ * namespace selector (the namespace's labels read only when the selector names more than its name). Rejects when
+ * the hub cannot answer (not when it refuses this identity: that is a namespace taken as unguarded, saying why).
+ */
+export async function readHubGuard(config: KubeConfig, manager: string): Promise<HubGuard> {
+  let found;
+  try {
+    found = await readPolicy(config, HUB_POLICY);
+  } catch (error) {
+    if (!refusedByServer(error)) throw error;
+    const why = `cannot tell whether the hub's admission policy ${HUB_POLICY} is in force: the hub does not let this identity read it (${apiMessage(error)}) — bind the ClusterRole cpsync:admission-policy (adapters/hub/manifests/rbac.yaml)`;
+    return { unguarded: async () => why };
+  }
+  const whole = await judged(found, manager);
+  if (whole) {
+    const why = `the hub's admission policy is not in force: ${whole} — apply ${MANIFEST} (cpsync hub install)`;
+    return { unguarded: async () => why };
+  }
+  const selector = found.binding!.spec?.matchResources?.namespaceSelector ?? {};
+  const core = config.makeApiClient(CoreV1Api);
+  return {
+    async unguarded(namespace) {
+      let labels: Record<string, string> = { [NAMESPACE_NAME_LABEL]: namespace };
+      if (keysOf(selector).some((key) => key !== NAMESPACE_NAME_LABEL)) {
+        let read;
+        try {
+          read = await absentIfNotFound(core.readNamespace({ name: namespace }));
+        } catch (error) {
+          if (!refusedByServer(error)) throw error;
+          return `cannot tell whether the hub's admission policy binding ${HUB_POLICY} matches the namespace ${namespace}: the hub does not let this identity read it (${apiMessage(error)})`;
+        }
+        if (!read) return `the namespace ${namespace} is not on the hub`;
+        labels = { ...read.metadata?.labels, [NAMESPACE_NAME_LABEL]: namespace };
+      }
+      return selects(selector, labels)
+        ? undefined
+        : `the hub's admission policy binding ${HUB_POLICY} does not match the namespace ${namespace} (its namespaceSelector) — bind it there (cpsync hub install)`;
+    },
+  };
+}
+
+/** Why the policy and binding do not refuse others' writes of `manager`'s profiles, wherever they apply. */
+async function judged(
+  found: { policy?: V1ValidatingAdmissionPolicy; binding?: V1ValidatingAdmissionPolicyBinding },
+  manager: string,
+): Promise<string | undefined> {
+  const why = policyNotInForce(HUB_POLICY, found, 'the hub');
+  if (why) return why;
+  const policy = found.policy!;
+  const guarded = literalOf(policy, 'manager');
+  if (guarded !== manager)
+    return `the policy guards the manager ${JSON.stringify(guarded ?? null)}, this configuration's is ${JSON.stringify(manager)} (set its manager variable)`;
+  if (!literalOf(policy, 'identity')) return 'its identity variable is not a plain string naming cpsync';
+  const byCpsync = policy.spec?.variables?.find((v) => v.name === 'byCpsync')?.expression;
+  if (!BY_CPSYNC.includes((byCpsync ?? '').replace(/\s+/g, ' ').trim()))
+    return 'its byCpsync variable is neither of the shipped ones';
+  return weakerThanShipped({ policy, binding: found.binding! }, await shippedPolicy(), {
+    settable: ['identity', 'manager', 'byCpsync'],
+    namespaceSelector: true,
+  });
+}

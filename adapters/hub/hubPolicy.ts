@@ -24,6 +24,8 @@ import {
 } from '../shared/admissionPolicy.ts';
 import { shippedText } from '../shared/shipped.ts';
 
+const unauthenticated = (error: unknown) => (error as { code?: number }).code === 401;
+
 /** The policy and its binding (one name for both), and the file that ships them. */
 export const HUB_POLICY = 'cpsync-clusterprofiles';
 const MANIFEST = 'adapters/hub/manifests/admission-policy.yaml';
@@ -54,19 +56,23 @@ async function shippedPolicy() {
 
 /** Whether `labels` match `selector` (Kubernetes label selector semantics; an empty selector matches all). */
 function selects(selector: V1LabelSelector, labels: Readonly<Record<string, string>>): boolean {
-  const equal = Object.entries(selector.matchLabels ?? {}).every(([key, value]) => labels[key] === value);
+  // Own keys only: a selector key such as `constructor` is a label the namespace lacks, not a property it has.
+  const has = (key: string) => Object.hasOwn(labels, key);
+  const equal = Object.entries(selector.matchLabels ?? {}).every(
+    ([key, value]) => has(key) && labels[key] === value,
+  );
   return (
     equal &&
     (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
       switch (operator) {
         case 'In':
-          return key in labels && values.includes(labels[key]!);
+          return has(key) && values.includes(labels[key]!);
         case 'NotIn':
-          return !(key in labels) || !values.includes(labels[key]!);
+          return !has(key) || !values.includes(labels[key]!);
         case 'Exists':
-          return key in labels;
+          return has(key);
         case 'DoesNotExist':
-          return !(key in labels);
+          return !has(key);
         default:
           // An operator the API server would not have taken: nothing is taken as matched.
           return false;
@@ -91,7 +97,8 @@ export async function readHubGuard(config: KubeConfig, manager: string): Promise
   try {
     found = await readPolicy(config, HUB_POLICY);
   } catch (error) {
-    if (!refusedByServer(error)) throw error;
+    // Refused (403) is an answer; unauthenticated (401: a token gone stale) is retried with the invocation.
+    if (!refusedByServer(error) || unauthenticated(error)) throw error;
     const why = `cannot tell whether the hub's admission policy ${HUB_POLICY} is in force: the hub does not let this identity read it (${apiMessage(error)}) — bind the ClusterRole cpsync:admission-policy (adapters/hub/manifests/rbac.yaml)`;
     return { unguarded: async () => why };
   }
@@ -110,7 +117,7 @@ export async function readHubGuard(config: KubeConfig, manager: string): Promise
         try {
           read = await absentIfNotFound(core.readNamespace({ name: namespace }));
         } catch (error) {
-          if (!refusedByServer(error)) throw error;
+          if (!refusedByServer(error) || unauthenticated(error)) throw error;
           return `cannot tell whether the hub's admission policy binding ${HUB_POLICY} matches the namespace ${namespace}: the hub does not let this identity read it (${apiMessage(error)})`;
         }
         if (!read) return `the namespace ${namespace} is not on the hub`;
@@ -131,13 +138,25 @@ async function judged(
   const why = policyNotInForce(HUB_POLICY, found, 'the hub');
   if (why) return why;
   const policy = found.policy!;
+  // The server keeps the last of two variables of one name, a reader of the first would judge the wrong one.
+  const names = (policy.spec?.variables ?? []).map((v) => v.name);
+  const twice = names.find((name, i) => names.indexOf(name) !== i);
+  if (twice !== undefined) return `its variables name ${JSON.stringify(twice)} more than once`;
+  // A binding whose parameter is not found may be skipped (parameterNotFoundAction: Allow): the shipped one has none.
+  if (policy.spec?.paramKind || found.binding!.spec?.paramRef)
+    return 'it takes a parameter (paramKind, paramRef), which the shipped one does not: a parameter not found can let every request through';
   const guarded = literalOf(policy, 'manager');
   if (guarded !== manager)
     return `the policy guards the manager ${JSON.stringify(guarded ?? null)}, this configuration's is ${JSON.stringify(manager)} (set its manager variable)`;
-  if (!literalOf(policy, 'identity')) return 'its identity variable is not a plain string naming cpsync';
-  const byCpsync = policy.spec?.variables?.find((v) => v.name === 'byCpsync')?.expression;
-  if (!BY_CPSYNC.includes((byCpsync ?? '').replace(/\s+/g, ' ').trim()))
-    return 'its byCpsync variable is neither of the shipped ones';
+  const identity = literalOf(policy, 'identity');
+  if (!identity) return 'its identity variable is not a plain string naming cpsync';
+  const byCpsync = (policy.spec?.variables?.find((v) => v.name === 'byCpsync')?.expression ?? '')
+    .replace(/\s+/g, ' ')
+    .trim();
+  if (!BY_CPSYNC.includes(byCpsync)) return 'its byCpsync variable is neither of the shipped ones';
+  // A group the API server puts others in (system:authenticated, system:serviceaccounts, …), or the anonymous user.
+  if (byCpsync === BY_CPSYNC[1] ? identity.startsWith('system:') : identity === 'system:anonymous')
+    return `it takes ${JSON.stringify(identity)} for cpsync, which others are too`;
   return weakerThanShipped({ policy, binding: found.binding! }, await shippedPolicy(), {
     settable: ['identity', 'manager', 'byCpsync'],
     namespaceSelector: true,

@@ -86,14 +86,18 @@ const folded = (text: string | undefined) => (text ?? '').replace(/\s+/g, ' ').t
 const empty = (selector: { matchLabels?: object; matchExpressions?: unknown[] } | undefined) =>
   Object.keys(selector?.matchLabels ?? {}).length === 0 && (selector?.matchExpressions ?? []).length === 0;
 
-/** The string a policy variable's expression is, when it is a plain CEL string literal (`'cpsync'`). */
+/**
+ * The string a policy variable's expression is, when it is a plain CEL string literal: single-quoted without
+ * escapes (`'cpsync'`, as the shipped file writes it) or double-quoted with JSON's escapes (how an install writes a
+ * name holding a quote or a backslash).
+ */
 export function literalOf(policy: V1ValidatingAdmissionPolicy, variable: string): string | undefined {
-  const expression = policy.spec?.variables?.find((v) => v.name === variable)?.expression;
-  return expression
-    ?.trim()
-    .match(/^'([^'\\]*)'$|^"([^"\\]*)"$/)
-    ?.slice(1)
-    .find((v) => v !== undefined);
+  const expression = policy.spec?.variables?.find((v) => v.name === variable)?.expression?.trim();
+  if (!expression) return undefined;
+  const single = /^'([^'\\]*)'$/.exec(expression);
+  if (single) return single[1];
+  if (!/^"(?:[^"\\\p{Cc}]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$/u.test(expression)) return undefined;
+  return JSON.parse(expression) as string;
 }
 
 /**
@@ -128,6 +132,14 @@ export function weakerThanShipped(
   if ((constraints.excludeResourceRules ?? []).length > 0) return 'its matchConstraints exclude resources';
   const covers = (list: string[] | undefined, wanted: string) =>
     (list ?? []).includes('*') || (list ?? []).includes(wanted);
+  // A resource as a rule names it: `*` is every resource but no subresource; `res/*`, `*/sub` and `*/*` name those.
+  const coversResource = (list: string[] | undefined, wanted: string) => {
+    const [resource, sub] = wanted.split('/');
+    return (list ?? []).some((entry) => {
+      const [r, s] = entry.split('/');
+      return (r === '*' || r === resource) && (sub === undefined ? s === undefined : s === '*' || s === sub);
+    });
+  };
   for (const rule of shipped.policy.spec?.matchConstraints?.resourceRules ?? [])
     for (const group of rule.apiGroups ?? [])
       for (const resource of rule.resources ?? [])
@@ -136,7 +148,7 @@ export function weakerThanShipped(
             !(constraints.resourceRules ?? []).some(
               (r) =>
                 covers(r.apiGroups, group) &&
-                covers(r.resources, resource) &&
+                coversResource(r.resources, resource) &&
                 covers(r.operations, operation) &&
                 covers(r.apiVersions, '*') &&
                 (r.scope === undefined || r.scope === '*'),

@@ -155,8 +155,14 @@ export class ArgoCdClusters {
     return list.items;
   }
 
-  /** Makes the managed Secrets exactly those of `profiles` (the whole inventory, read from the hub). */
-  async reconcile(profiles: readonly ClusterProfile[]): Promise<ReconcileReport> {
+  /**
+   * Makes the managed Secrets exactly those of `profiles` (the whole inventory, read from the hub), keeping as they
+   * are, neither written nor removed, the Secrets of the profiles `held`.
+   */
+  async reconcile(
+    profiles: readonly ClusterProfile[],
+    held: readonly ClusterProfile[] = [],
+  ): Promise<ReconcileReport> {
     const report: ReconcileReport = {
       created: 0,
       updated: 0,
@@ -165,7 +171,7 @@ export class ArgoCdClusters {
       skipped: [],
       conflicts: [],
     };
-    const wanted = new Set<string>();
+    const wanted = new Set<string>(held.map((profile) => secretNameOf(profile.metadata.name)));
     const limit = pLimit(8);
     await Promise.all(
       profiles.map((profile) =>

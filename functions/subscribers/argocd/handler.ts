@@ -13,8 +13,9 @@
  *
  * A profile becomes credentials: Argo CD runs `cpsync credentials` for the cluster the profile names and sends the
  * token to the profile's server. So a profile is acted on only where no one but cpsync can have written it: in a
- * namespace the hub's admission policy guards (hubPolicy.ts), read at each invocation. Elsewhere its Secret is not
- * made, and a reconcile removes the one there is. ARGOCD_UNGUARDED_HUB=trust acts on every namespace, for a hub
+ * namespace the hub's admission policy guards (hubPolicy.ts), read at each invocation. Elsewhere no Secret is made
+ * or changed from it: one made while the namespace was guarded is kept as it was (no write can reach Argo CD from
+ * there), and removed when its profile is deleted. ARGOCD_UNGUARDED_HUB=trust acts on every namespace, for a hub
  * whose ClusterProfile writers are all trusted.
  */
 import type { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
@@ -142,15 +143,10 @@ async function apply(
   const current = await hub.get({ namespace, name });
   const untrusted = current && untrustedReason(current, options.manager);
   if (untrusted) return { outcome: 'skipped', reason: untrusted };
-  // Where others may write profiles, even one that looks like cpsync's may be theirs: no Secret, and none kept.
+  // Where others may write profiles, even one that looks like cpsync's may be theirs: nothing is written from it (a
+  // Secret made while it was guarded stays as it was).
   const unguarded = current && (await guard.unguarded(namespace));
-  if (unguarded) {
-    const removed = await deps.clusters.remove(namespace, name);
-    return {
-      outcome: 'skipped',
-      reason: `${namespace}/${name}: ${unguarded}${removed.outcome === 'deleted' ? ' (its Secret removed)' : ''}`,
-    };
-  }
+  if (unguarded) return { outcome: 'skipped', reason: `${namespace}/${name}: ${unguarded}` };
   switch (event['detail-type']) {
     case DetailType.Created:
     case DetailType.Updated:
@@ -168,7 +164,7 @@ async function apply(
 
 /**
  * Every managed Secret rebuilt from the hub's inventory: those of profiles in namespaces the hub guards; the others'
- * Secrets removed, each profile skipped with the reason.
+ * kept as they are (neither written nor removed), each profile skipped with the reason.
  */
 async function reconcile(
   deps: ArgoCdDeps,
@@ -183,7 +179,8 @@ async function reconcile(
   for (const namespace of new Set(profiles.map((p) => p.metadata.namespace!)))
     reasons.set(namespace, await guard.unguarded(namespace));
   const guarded = profiles.filter((p) => !reasons.get(p.metadata.namespace!));
-  const report = await deps.clusters.reconcile(guarded);
+  const held = profiles.filter((p) => reasons.get(p.metadata.namespace!));
+  const report = await deps.clusters.reconcile(guarded, held);
   for (const profile of profiles) {
     const why = reasons.get(profile.metadata.namespace!);
     if (why)

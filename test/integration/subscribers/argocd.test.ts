@@ -617,84 +617,87 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     }
   });
 
-  it("where the hub's admission policy does not keep others from writing profiles, none gets a Secret or keeps one; guarded again, the reconcile brings them back", async () => {
+  it("where the hub's admission policy does not keep others from writing profiles, nothing written there reaches Argo CD: no Secret is made or changed, and those made while it was guarded stay as they were", async () => {
+    /** The managed Secrets: each one's name and the server it sends Argo CD to. */
     const managed = async () =>
       (await secrets())
         .filter((s) => s.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'cpsync')
-        .map((s) => s.metadata!.name!);
+        .map((s) => [s.metadata!.name!, Buffer.from(s.data!.server!, 'base64').toString()]);
     const before = await managed();
-    assert.ok(before.length >= 2, 'Secrets of earlier cases to lose and get back');
-    const real = profiles[0]!;
-    // What anyone allowed to write ClusterProfiles in an unguarded namespace can make: a profile like cpsync's in
-    // every field the subscriber reads, provider id included, whose server is theirs.
-    const planted: ClusterProfile = {
-      ...real,
+    assert.ok(before.length >= 2, 'Secrets of earlier cases to keep');
+    const ref = { namespace: inventory, name: profiles[0]!.metadata.name };
+    const stored = (await hub.get(ref))!;
+    const original: ClusterProfile = {
+      ...stored,
       metadata: {
-        name: 'planted',
+        name: stored.metadata.name,
         namespace: inventory,
-        labels: real.metadata.labels!,
-        annotations: real.metadata.annotations!,
+        labels: stored.metadata.labels!,
+        annotations: stored.metadata.annotations!,
       },
+    };
+    // What anyone allowed to write ClusterProfiles in an unguarded namespace can do: point cpsync's profile at a
+    // server of theirs, and make one like cpsync's in every field the subscriber reads, provider id included.
+    const redirected = (profile: ClusterProfile): ClusterProfile => ({
+      ...profile,
       status: {
-        ...real.status!,
-        accessProviders: real.status!.accessProviders!.map((provider) => ({
+        ...profile.status!,
+        accessProviders: profile.status!.accessProviders!.map((provider) => ({
           ...provider,
           cluster: { ...provider.cluster!, server: 'https://collector.example.com' },
         })),
       },
-    };
+    });
+    const planted = redirected({ ...original, metadata: { ...original.metadata, name: 'planted' } });
     const unguarded = new RegExp(
       `does not match the namespace ${inventory} \\(its namespaceSelector\\) — bind it there`,
     );
     try {
       await guardInventory(true);
       await store(planted);
-      const current = await hub.get(real.metadata as { namespace: string; name: string });
-      await publish([
-        buildChangeEvent(
-          { kind: 'created', profile: planted, changes: [{ field: 'spec', after: {} }] },
-          context(real),
+      const overwritten = await store(redirected(original));
+      await publish(
+        [planted, overwritten].map((profile) =>
+          buildChangeEvent(
+            { kind: 'updated', profile, changes: [{ field: 'status', after: {} }] },
+            context(original),
+          ),
         ),
-        buildChangeEvent(
-          { kind: 'updated', profile: current!, changes: [{ field: 'spec', after: {} }] },
-          context(real),
-        ),
-      ]);
-      const results = new Map(
-        (await deliver()).map((r) => [
-          r.event.detail.name as string,
-          r.result as { outcome: string; reason: string },
-        ]),
       );
-      assert.equal(results.get('planted')?.outcome, 'skipped');
-      assert.match(results.get('planted')!.reason, unguarded);
-      assert.equal(results.get(real.metadata.name)?.outcome, 'skipped');
-      assert.match(results.get(real.metadata.name)!.reason, /\(its Secret removed\)$/);
-      assert.ok(!(await managed()).includes(`cluster-${real.metadata.name}`), 'its Secret removed');
+      const results = (await deliver()).map((r) => [r.event.detail.name, r.result.outcome, r.result.reason]);
+      assert.equal(results.length, 2);
+      for (const [name, outcome, reason] of results) {
+        assert.equal(outcome, 'skipped', name);
+        assert.match(reason, unguarded, name);
+      }
+      assert.deepEqual(await managed(), before, 'nothing made, nothing changed');
 
       const report = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
-      assert.equal(report.created + report.updated + report.unchanged, 0, JSON.stringify(report));
+      assert.equal(report.created + report.updated + report.deleted, 0, JSON.stringify(report));
       assert.ok(report.skipped.some((s) => s.profile === `${inventory}/planted` && unguarded.test(s.reason)));
-      assert.deepEqual(await managed(), [], 'no Secret kept where others may write profiles');
+      assert.deepEqual(await managed(), before, 'the reconcile keeps them as they were');
 
       // No policy at all: the same, saying so.
       await policy!.remove();
       policy = undefined;
       const bare = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+      assert.equal(bare.created + bare.updated + bare.deleted, 0, JSON.stringify(bare));
       assert.ok(
         bare.skipped.some((s) =>
           /the ValidatingAdmissionPolicy cpsync-clusterprofiles is not on the hub/.test(s.reason),
         ),
         JSON.stringify(bare.skipped),
       );
-      assert.deepEqual(await managed(), []);
+      assert.deepEqual(await managed(), before);
     } finally {
-      await hub.delete(planted.metadata as { namespace: string; name: string });
+      await hub.delete({ namespace: inventory, name: 'planted' });
+      await store(original);
       await guardInventory();
     }
-    // Guarded again (the planted profile gone: only cpsync's identity could have written it now).
+    // Guarded again, cpsync's profile as cpsync wrote it (only its identity could have written it now).
     const again = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
-    assert.equal(again.created, before.length, JSON.stringify(again));
+    assert.equal(again.created + again.updated + again.deleted, 0, JSON.stringify(again));
     assert.deepEqual(await managed(), before);
+    assert.ok(!before.some(([, server]) => server === 'https://collector.example.com'));
   });
 });

@@ -25,6 +25,7 @@ import fc from 'fast-check';
 import { parseAllDocuments } from 'yaml';
 import { readFileSync } from 'node:fs';
 import { HUB_POLICY, readHubGuard } from '../../../../adapters/hub/hubPolicy.ts';
+import { hubManifests } from '../../../../adapters/hub/hubManifests.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_GROUP,
@@ -53,7 +54,14 @@ interface Setup {
   binding: boolean;
   actions: Array<'Deny' | 'Warn' | 'Audit'>;
   /** How the binding matches the namespace. */
-  where: 'everywhere' | 'name-in' | 'name-not-in-another' | 'label' | 'another-name' | 'another-label';
+  where:
+    | 'everywhere'
+    | 'name-in'
+    | 'name-not-in-another'
+    | 'label'
+    | 'another-name'
+    | 'another-label'
+    | 'a-key-objects-have';
   /** The policy as shipped, changed to ask less, or guarding another manager. */
   content:
     | 'shipped'
@@ -62,7 +70,11 @@ interface Setup {
     | 'match-condition'
     | 'binding-object-selector'
     | 'anyone-is-cpsync'
-    | 'another-manager';
+    | 'another-manager'
+    | 'a-variable-twice'
+    | 'a-parameter-not-found'
+    | 'every-resource-but-status'
+    | 'a-group-of-everyone';
 }
 
 const setups: fc.Arbitrary<Setup> = fc.record({
@@ -82,6 +94,7 @@ const setups: fc.Arbitrary<Setup> = fc.record({
     'label',
     'another-name',
     'another-label',
+    'a-key-objects-have',
   ),
   content: fc.constantFrom<Setup['content']>(
     'shipped',
@@ -92,6 +105,10 @@ const setups: fc.Arbitrary<Setup> = fc.record({
     'binding-object-selector',
     'anyone-is-cpsync',
     'another-manager',
+    'a-variable-twice',
+    'a-parameter-not-found',
+    'every-resource-but-status',
+    'a-group-of-everyone',
   ),
 });
 
@@ -103,17 +120,19 @@ const AS_SHIPPED: Setup = {
   content: 'shipped',
 };
 
-const matchesHere = (s: Setup) => !['another-name', 'another-label'].includes(s.where);
+const matchesHere = (s: Setup) => !['another-name', 'another-label', 'a-key-objects-have'].includes(s.where);
 /**
- * What the server does with the writer's profile: refuses it where the policy applies and denies, as shipped or
- * guarding another manager (the profile's `cpsync.io/` annotation makes it one the policy guards all the same).
+ * What the server does with the writer's profile: refuses it where the policy applies and denies, as shipped,
+ * guarding another manager (the profile's `cpsync.io/` annotation makes it one the policy guards all the same), or
+ * matching every resource but no subresource (the profile is refused; its status, the server Argo CD is sent to,
+ * would be anyone's to change).
  */
 const serverRefuses = (s: Setup) =>
   s.policy &&
   s.binding &&
   s.actions.includes('Deny') &&
   matchesHere(s) &&
-  (s.content === 'shipped' || s.content === 'another-manager');
+  ['shipped', 'another-manager', 'every-resource-but-status'].includes(s.content);
 /** What the guard may say guarded: the policy as shipped for this manager, in force here. */
 const guarded = (s: Setup) => serverRefuses(s) && s.content === 'shipped';
 
@@ -155,8 +174,14 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
         ? { ...v, expression: "'someone-else'" }
         : v.name === 'byCpsync' && s.content === 'anyone-is-cpsync'
           ? { ...v, expression: 'true' }
-          : v,
+          : v.name === 'byCpsync' && s.content === 'a-group-of-everyone'
+            ? { ...v, expression: 'variables.identity in request.userInfo.groups' }
+            : v.name === 'identity' && s.content === 'a-group-of-everyone'
+              ? { ...v, expression: "'system:authenticated'" }
+              : v,
     );
+    // The server keeps the last of two variables of one name.
+    if (s.content === 'a-variable-twice') variables.push({ name: 'byCpsync', expression: 'true' });
     const policySpec = {
       'validation-gutted': { ...spec, validations: [{ expression: 'true' }] },
       'rules-narrowed': {
@@ -169,6 +194,13 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
         },
       },
       'match-condition': { ...spec, matchConditions: [{ name: 'never', expression: 'false' }] },
+      'every-resource-but-status': {
+        ...spec,
+        matchConstraints: {
+          resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({ ...r, resources: ['*'] })),
+        },
+      },
+      'a-parameter-not-found': { ...spec, variables, paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } },
     }[s.content as string] ?? { ...spec, variables };
     if (s.policy)
       await admission.createValidatingAdmissionPolicy({ body: { ...shippedPolicy, spec: policySpec } });
@@ -185,6 +217,7 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
         matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['elsewhere'] }],
       },
       'another-label': { matchLabels: { [LABEL]: 'no' } },
+      'a-key-objects-have': { matchExpressions: [{ key: 'constructor', operator: 'Exists' }] },
     }[s.where];
     const matchResources = {
       ...(selector ? { namespaceSelector: selector } : {}),
@@ -199,6 +232,9 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
           spec: {
             ...shippedBinding.spec!,
             validationActions: s.actions,
+            ...(s.content === 'a-parameter-not-found'
+              ? { paramRef: { name: 'absent', namespace, parameterNotFoundAction: 'Allow' } }
+              : {}),
             ...(Object.keys(matchResources).length > 0 ? { matchResources } : {}),
           },
         },
@@ -360,6 +396,11 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
           { content: 'binding-object-selector' },
           { content: 'anyone-is-cpsync' },
           { content: 'another-manager' },
+          { content: 'a-variable-twice' },
+          { content: 'a-parameter-not-found' },
+          { content: 'every-resource-but-status' },
+          { content: 'a-group-of-everyone' },
+          { where: 'a-key-objects-have' },
         ].map((fault): [Setup] => [{ ...AS_SHIPPED, ...(fault as Partial<Setup>) }]),
       },
     );
@@ -382,6 +423,32 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
       assert.equal(why, undefined);
     } finally {
       await remove();
+    }
+  });
+
+  it('says guarded for the policy as `cpsync hub install` writes it: a user with a backslash in its name, or a group, bound in the inventory namespaces', async () => {
+    for (const identity of [
+      { kind: 'User' as const, name: 'CORP\\cpsync' },
+      { kind: 'Group' as const, name: 'cpsync-writers' },
+    ]) {
+      await clear();
+      const manifests = await hubManifests({
+        manager: MANAGER,
+        namespaces: [namespace],
+        identity,
+        admissionPolicy: { namespaces: [namespace] },
+      });
+      const policy = manifests.find((m) => m.kind === 'ValidatingAdmissionPolicy')!;
+      const binding = manifests.find((m) => m.kind === 'ValidatingAdmissionPolicyBinding')!;
+      await admission.createValidatingAdmissionPolicy({
+        body: policy as unknown as V1ValidatingAdmissionPolicy,
+      });
+      await admission.createValidatingAdmissionPolicyBinding({
+        body: binding as unknown as V1ValidatingAdmissionPolicyBinding,
+      });
+      assert.ok(await serverAnswers('refused'), `${identity.name}: the server never refused the writer`);
+      const why = await (await readHubGuard(asCpsync, MANAGER)).unguarded(namespace);
+      assert.equal(why, undefined, `${identity.name}: ${why}`);
     }
   });
 

@@ -168,8 +168,8 @@ export interface ArgoCdClusterSyncProps {
   readonly reconcileEvery?: Duration;
   /**
    * Profiles in a namespace where the hub's admission policy does not keep others from writing them: `refuse`d (no
-   * Secret made or changed from them; one made while the namespace was guarded stays as it was), or `trust`ed (a hub
-   * whose ClusterProfile writers are all trusted).
+   * Secret made or changed from them; one written from the same profile while the namespace was guarded stays as it
+   * was, any other is removed), or `trust`ed (a hub whose ClusterProfile writers are all trusted).
    * @default 'refuse'
    */
   readonly unguardedHub?: 'refuse' | 'trust';

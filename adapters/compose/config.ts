@@ -393,8 +393,8 @@ const subscribers = z.strictObject({
       reconcileEveryMinutes: z.number().int().min(1).max(1440).default(60),
       /**
        * What becomes of profiles in a namespace where the hub's admission policy does not keep others from writing
-       * them: `refuse` (no Secret made or changed from them; one made while the namespace was guarded stays as it was)
-       * or `trust` (a hub whose ClusterProfile writers are all trusted).
+       * them: `refuse` (no Secret made or changed from them; one written from the same profile while the namespace was
+       * guarded stays as it was, any other is removed) or `trust` (a hub whose ClusterProfile writers are all trusted).
        */
       unguardedHub: z.enum(['refuse', 'trust'], { message: 'must be refuse or trust' }).default('refuse'),
     })

@@ -41,10 +41,12 @@ const BY_CPSYNC = [
 export interface HubGuard {
   /** Why others could write profiles in `namespace`, or undefined when the hub refuses them there. */
   unguarded(namespace: string): Promise<string | undefined>;
+  /** Set when every namespace is taken as guarded without a look (the hub's writers trusted). */
+  readonly trusted?: true;
 }
 
 /** A guard that takes every namespace as guarded (a deployment that chose to trust the hub's writers). */
-export const TRUSTED_HUB: HubGuard = { unguarded: async () => undefined };
+export const TRUSTED_HUB: HubGuard = { unguarded: async () => undefined, trusted: true };
 
 async function shippedPolicy() {
   const text = await shippedText(

@@ -132,12 +132,17 @@ export function weakerThanShipped(
   if ((constraints.excludeResourceRules ?? []).length > 0) return 'its matchConstraints exclude resources';
   const covers = (list: string[] | undefined, wanted: string) =>
     (list ?? []).includes('*') || (list ?? []).includes(wanted);
-  // A resource as a rule names it: `*` is every resource but no subresource; `res/*`, `*/sub` and `*/*` name those.
+  // A resource as the API server's rule matcher reads a rule's entry: split at its first `/` only; `*` before it is
+  // every resource, after it every subresource and the resource itself; no `/`, the resource alone.
+  const split = (entry: string) => {
+    const at = entry.indexOf('/');
+    return at < 0 ? [entry, ''] : [entry.slice(0, at), entry.slice(at + 1)];
+  };
   const coversResource = (list: string[] | undefined, wanted: string) => {
-    const [resource, sub] = wanted.split('/');
+    const [resource, sub] = split(wanted);
     return (list ?? []).some((entry) => {
-      const [r, s] = entry.split('/');
-      return (r === '*' || r === resource) && (sub === undefined ? s === undefined : s === '*' || s === sub);
+      const [r, s] = split(entry);
+      return (r === '*' || r === resource) && (s === '*' || s === sub);
     });
   };
   for (const rule of shipped.policy.spec?.matchConstraints?.resourceRules ?? [])

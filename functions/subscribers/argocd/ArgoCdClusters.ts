@@ -15,9 +15,11 @@ import {
   PROFILE_UID_ANNOTATION,
   PROFILE_VERSION_ANNOTATION,
   SECRET_TYPE_LABEL,
+  WRITTEN_UNDER_ANNOTATION,
   clusterSecretOf,
   secretNameOf,
   type SecretOptions,
+  type WrittenUnder,
 } from './clusterSecret.ts';
 
 export type Outcome =
@@ -85,11 +87,12 @@ export class ArgoCdClusters {
    */
   async upsert(
     profile: ClusterProfile,
-    { newest = false } = {},
+    { newest = false, writtenUnder = 'guarded' }: { newest?: boolean; writtenUnder?: WrittenUnder } = {},
   ): Promise<{ outcome: Outcome; reason?: string }> {
     const made = clusterSecretOf(profile, this.#options);
     if ('skipped' in made) return { outcome: 'skipped', reason: made.skipped };
     const wanted = made.secret;
+    wanted.metadata.annotations[WRITTEN_UNDER_ANNOTATION] = writtenUnder;
     const existing = await this.#read(wanted.metadata.name);
     const api = await this.#api();
     if (!existing) {
@@ -121,6 +124,32 @@ export class ArgoCdClusters {
       } as V1Secret,
     });
     return { outcome: 'updated' };
+  }
+
+  /**
+   * Keeps the Secret of `profile` only if it was written while the profile's namespace was guarded, from this very
+   * profile (its uid); else deletes it (one written while the hub was trusted, or before the hub was judged at all,
+   * may have been made from a profile someone else wrote).
+   */
+  async release(profile: ClusterProfile): Promise<{ outcome: Outcome }> {
+    const { namespace, name } = profile.metadata;
+    const existing = await this.#read(secretNameOf(name!));
+    if (!existing || this.#held(existing, new Map([[`${namespace}/${name}`, profile.metadata.uid]])))
+      return { outcome: 'unchanged' };
+    return this.remove(namespace!, name!);
+  }
+
+  /** Whether `secret` was written while guarded from one of the profiles `held` (`namespace/name` → uid). */
+  #held(secret: V1Secret, held: ReadonlyMap<string, string | undefined>): boolean {
+    const annotations = secret.metadata?.annotations ?? {};
+    const profile = annotations[PROFILE_ANNOTATION];
+    return (
+      annotations[WRITTEN_UNDER_ANNOTATION] === 'guarded' &&
+      profile !== undefined &&
+      held.has(profile) &&
+      held.get(profile) !== undefined &&
+      held.get(profile) === annotations[PROFILE_UID_ANNOTATION]
+    );
   }
 
   /** Deletes the Secret of profile `namespace/name`, if cpsync made it from that profile. */
@@ -156,12 +185,16 @@ export class ArgoCdClusters {
   }
 
   /**
-   * Makes the managed Secrets exactly those of `profiles` (the whole inventory, read from the hub), keeping as they
-   * are, neither written nor removed, the Secrets of the profiles `held`.
+   * Makes the managed Secrets exactly those of `profiles` (the whole inventory, read from the hub), written as
+   * `writtenUnder`; the Secrets of the profiles `held` are kept as they are, neither written nor removed, when they
+   * were written while guarded from that very profile (see `release`), and removed otherwise.
    */
   async reconcile(
     profiles: readonly ClusterProfile[],
-    held: readonly ClusterProfile[] = [],
+    {
+      held = [],
+      writtenUnder = 'guarded',
+    }: { held?: readonly ClusterProfile[]; writtenUnder?: WrittenUnder } = {},
   ): Promise<ReconcileReport> {
     const report: ReconcileReport = {
       created: 0,
@@ -171,7 +204,10 @@ export class ArgoCdClusters {
       skipped: [],
       conflicts: [],
     };
-    const wanted = new Set<string>(held.map((profile) => secretNameOf(profile.metadata.name)));
+    const wanted = new Set<string>();
+    const holding = new Map(
+      held.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p.metadata.uid] as const),
+    );
     const limit = pLimit(8);
     await Promise.all(
       profiles.map((profile) =>
@@ -183,7 +219,7 @@ export class ArgoCdClusters {
             return;
           }
           wanted.add(made.secret.metadata.name);
-          const { outcome, reason } = await this.upsert(profile, { newest: true });
+          const { outcome, reason } = await this.upsert(profile, { newest: true, writtenUnder });
           if (outcome === 'created' || outcome === 'updated' || outcome === 'unchanged') report[outcome]++;
           else if (outcome === 'conflict') report.conflicts.push(reason ?? key);
         }),
@@ -191,7 +227,7 @@ export class ArgoCdClusters {
     );
     const api = await this.#api();
     for (const secret of await this.managed()) {
-      if (wanted.has(secret.metadata!.name!)) continue;
+      if (wanted.has(secret.metadata!.name!) || this.#held(secret, holding)) continue;
       await limit(async () => {
         try {
           await api.deleteNamespacedSecret({

@@ -36,6 +36,13 @@ export const MANAGED_BY = 'cpsync';
 /** The profile a Secret was made from (`namespace/name`), and its uid and resourceVersion. */
 export const PROFILE_ANNOTATION = 'cpsync.io/profile';
 export const PROFILE_UID_ANNOTATION = 'cpsync.io/profile-uid';
+/**
+ * How the profile was taken as cpsync's when the Secret was written: `guarded` (the hub's admission policy kept others
+ * from writing it) or `trusted` (the subscriber was told to trust the hub's writers). Only a `guarded` Secret is kept
+ * while its namespace is not guarded; one without the mark (made before the subscriber judged the hub) is not.
+ */
+export const WRITTEN_UNDER_ANNOTATION = 'cpsync.io/written-under';
+export type WrittenUnder = 'guarded' | 'trusted';
 export const PROFILE_VERSION_ANNOTATION = 'cpsync.io/profile-resource-version';
 const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';
 

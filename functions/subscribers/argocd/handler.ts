@@ -14,9 +14,10 @@
  * A profile becomes credentials: Argo CD runs `cpsync credentials` for the cluster the profile names and sends the
  * token to the profile's server. So a profile is acted on only where no one but cpsync can have written it: in a
  * namespace the hub's admission policy guards (hubPolicy.ts), read at each invocation. Elsewhere no Secret is made
- * or changed from it: one made while the namespace was guarded is kept as it was (no write can reach Argo CD from
- * there), and removed when its profile is deleted. ARGOCD_UNGUARDED_HUB=trust acts on every namespace, for a hub
- * whose ClusterProfile writers are all trusted.
+ * or changed from it: one written while the namespace was guarded, from that very profile, is kept as it was (no
+ * write can reach Argo CD from there); any other (written while the hub was trusted, or before it was judged) is
+ * removed. Each Secret says how it was written (`cpsync.io/written-under`). ARGOCD_UNGUARDED_HUB=trust acts on every
+ * namespace, for a hub whose ClusterProfile writers are all trusted.
  */
 import type { IdempotencyConfig } from '@aws-lambda-powertools/idempotency';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
@@ -146,16 +147,23 @@ async function apply(
   // Where others may write profiles, even one that looks like cpsync's may be theirs: nothing is written from it (a
   // Secret made while it was guarded stays as it was).
   const unguarded = current && (await guard.unguarded(namespace));
-  if (unguarded) return { outcome: 'skipped', reason: `${namespace}/${name}: ${unguarded}` };
+  if (unguarded) {
+    const released = await deps.clusters.release(current);
+    return {
+      outcome: 'skipped',
+      reason: `${namespace}/${name}: ${unguarded}${released.outcome === 'deleted' ? ' (its Secret, not written while guarded, removed)' : ''}`,
+    };
+  }
+  const writtenUnder = guard.trusted ? 'trusted' : 'guarded';
   switch (event['detail-type']) {
     case DetailType.Created:
     case DetailType.Updated:
     case DetailType.Announced:
       if (!current) return { outcome: 'absent', reason: 'the profile is not in the hub' };
-      return deps.clusters.upsert(current, { newest: true });
+      return deps.clusters.upsert(current, { newest: true, writtenUnder });
     case DetailType.Deleted:
       // Deleted and made again since (a later event says so, or will): keep it, as it is now.
-      if (current) return deps.clusters.upsert(current, { newest: true });
+      if (current) return deps.clusters.upsert(current, { newest: true, writtenUnder });
       return deps.clusters.remove(namespace, name);
     default:
       return { outcome: 'skipped', reason: `${event['detail-type']} does not concern Argo CD` };
@@ -163,8 +171,8 @@ async function apply(
 }
 
 /**
- * Every managed Secret rebuilt from the hub's inventory: those of profiles in namespaces the hub guards; the others'
- * kept as they are (neither written nor removed), each profile skipped with the reason.
+ * Every managed Secret rebuilt from the hub's inventory: those of profiles in namespaces the hub guards; of the others,
+ * each skipped with the reason, only the Secrets written while guarded from that very profile are kept as they are.
  */
 async function reconcile(
   deps: ArgoCdDeps,
@@ -180,7 +188,10 @@ async function reconcile(
     reasons.set(namespace, await guard.unguarded(namespace));
   const guarded = profiles.filter((p) => !reasons.get(p.metadata.namespace!));
   const held = profiles.filter((p) => reasons.get(p.metadata.namespace!));
-  const report = await deps.clusters.reconcile(guarded, held);
+  const report = await deps.clusters.reconcile(guarded, {
+    held,
+    writtenUnder: guard.trusted ? 'trusted' : 'guarded',
+  });
   for (const profile of profiles) {
     const why = reasons.get(profile.metadata.namespace!);
     if (why)

@@ -49,7 +49,7 @@ import {
   POLICY_NAMESPACE_LABEL,
   type InstalledPolicy,
 } from '../../support/hubManifests.ts';
-import { readHubGuard } from '../../../adapters/hub/hubPolicy.ts';
+import { readHubGuard, TRUSTED_HUB } from '../../../adapters/hub/hubPolicy.ts';
 import { lambdaContext } from '../../support/lambda.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 import { temporaryDirectory } from '../../support/tmp.ts';
@@ -75,6 +75,8 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
   let configFile: string;
   let kubeConfig: ReturnType<typeof adminKubeConfig>;
   let policy: InstalledPolicy | undefined;
+  /** Whether the subscriber is told to trust the hub's writers (`unguardedHub: trust`) rather than read its policy. */
+  let trusting = false;
   const saved = { ...process.env };
 
   /**
@@ -156,7 +158,8 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
         namespace: argocd,
         extraArgs: ['--role-name', 'cpsync-reader'],
       }),
-      guard: () => readHubGuard(kubeConfig, composition.settings.options.manager),
+      guard: async () =>
+        trusting ? TRUSTED_HUB : readHubGuard(kubeConfig, composition.settings.options.manager),
     };
     handler = makeArgoCdSubscriber(async () => deps);
   });
@@ -617,7 +620,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     }
   });
 
-  it("where the hub's admission policy does not keep others from writing profiles, nothing written there reaches Argo CD: no Secret is made or changed, and those made while it was guarded stay as they were", async () => {
+  it("where the hub's admission policy does not keep others from writing profiles, nothing written there reaches Argo CD: no Secret is made or changed, those written while it was guarded stay as they were, and any other is removed", async () => {
     /** The managed Secrets: each one's name and the server it sends Argo CD to. */
     const managed = async () =>
       (await secrets())
@@ -652,30 +655,59 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     const unguarded = new RegExp(
       `does not match the namespace ${inventory} \\(its namespaceSelector\\) — bind it there`,
     );
+    // Each event of its own (an update's id is made of the version it starts from: the same twice is a duplicate).
+    let versions = 0;
+    const updated = (profile: ClusterProfile) =>
+      buildChangeEvent(
+        {
+          kind: 'updated',
+          profile,
+          previousResourceVersion: `unguarded-${++versions}`,
+          changes: [{ field: 'status', after: {} }],
+        },
+        context(original),
+      );
+    // A Secret as an earlier version wrote it, before the subscriber judged the hub: without the mark.
+    const [unmarked] = before.find(([name]) => name !== `cluster-${original.metadata.name}`)!;
+    const secret = await core.readNamespacedSecret({ name: unmarked!, namespace: argocd });
+    delete secret.metadata!.annotations!['cpsync.io/written-under'];
+    await core.replaceNamespacedSecret({ name: unmarked!, namespace: argocd, body: secret });
     try {
       await guardInventory(true);
       await store(planted);
-      const overwritten = await store(redirected(original));
-      await publish(
-        [planted, overwritten].map((profile) =>
-          buildChangeEvent(
-            { kind: 'updated', profile, changes: [{ field: 'status', after: {} }] },
-            context(original),
-          ),
-        ),
+      // Made while the subscriber trusted the hub's writers: a Secret of the planted profile.
+      trusting = true;
+      await publish([updated(planted)]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['created'],
       );
-      const results = (await deliver()).map((r) => [r.event.detail.name, r.result.outcome, r.result.reason]);
-      assert.equal(results.length, 2);
-      for (const [name, outcome, reason] of results) {
-        assert.equal(outcome, 'skipped', name);
-        assert.match(reason, unguarded, name);
+      assert.ok((await managed()).some(([name]) => name === 'cluster-planted'));
+      trusting = false;
+
+      const overwritten = await store(redirected(original));
+      await publish([planted, overwritten].map(updated));
+      const results = new Map(
+        (await deliver()).map((r) => [
+          r.event.detail.name as string,
+          r.result as { outcome: string; reason: string },
+        ]),
+      );
+      assert.equal(results.size, 2);
+      for (const result of results.values()) {
+        assert.equal(result.outcome, 'skipped');
+        assert.match(result.reason, unguarded);
       }
-      assert.deepEqual(await managed(), before, 'nothing made, nothing changed');
+      assert.match(results.get('planted')!.reason, /\(its Secret, not written while guarded, removed\)$/);
+      assert.doesNotMatch(results.get(original.metadata.name)!.reason, /removed/);
+      assert.deepEqual(await managed(), before, 'nothing made, nothing changed; the trusted one removed');
 
       const report = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
-      assert.equal(report.created + report.updated + report.deleted, 0, JSON.stringify(report));
+      assert.equal(report.created + report.updated, 0, JSON.stringify(report));
+      assert.equal(report.deleted, 1, 'the Secret without the mark removed');
       assert.ok(report.skipped.some((s) => s.profile === `${inventory}/planted` && unguarded.test(s.reason)));
-      assert.deepEqual(await managed(), before, 'the reconcile keeps them as they were');
+      const kept = before.filter(([name]) => name !== unmarked);
+      assert.deepEqual(await managed(), kept, 'those written while guarded kept as they were');
 
       // No policy at all: the same, saying so.
       await policy!.remove();
@@ -688,15 +720,29 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
         ),
         JSON.stringify(bare.skipped),
       );
-      assert.deepEqual(await managed(), before);
+      assert.deepEqual(await managed(), kept);
+
+      // cpsync's profile deleted and made again there (another object, its uid new): its Secret was not written from
+      // this one, and goes.
+      await hub.delete(ref);
+      await store(redirected(original));
+      const remade = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+      assert.equal(remade.created + remade.updated, 0, JSON.stringify(remade));
+      assert.equal(remade.deleted, 1, JSON.stringify(remade));
+      assert.deepEqual(
+        await managed(),
+        kept.filter(([name]) => name !== `cluster-${original.metadata.name}`),
+      );
     } finally {
+      trusting = false;
       await hub.delete({ namespace: inventory, name: 'planted' });
       await store(original);
       await guardInventory();
     }
     // Guarded again, cpsync's profile as cpsync wrote it (only its identity could have written it now).
     const again = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
-    assert.equal(again.created + again.updated + again.deleted, 0, JSON.stringify(again));
+    assert.equal(again.created, 2, JSON.stringify(again));
+    assert.equal(again.updated + again.deleted, 0, JSON.stringify(again));
     assert.deepEqual(await managed(), before);
     assert.ok(!before.some(([, server]) => server === 'https://collector.example.com'));
   });

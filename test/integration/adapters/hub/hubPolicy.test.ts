@@ -74,6 +74,7 @@ interface Setup {
     | 'a-variable-twice'
     | 'a-parameter-not-found'
     | 'every-resource-but-status'
+    | 'status-misspelled'
     | 'a-group-of-everyone';
 }
 
@@ -108,6 +109,7 @@ const setups: fc.Arbitrary<Setup> = fc.record({
     'a-variable-twice',
     'a-parameter-not-found',
     'every-resource-but-status',
+    'status-misspelled',
     'a-group-of-everyone',
   ),
 });
@@ -132,7 +134,7 @@ const serverRefuses = (s: Setup) =>
   s.binding &&
   s.actions.includes('Deny') &&
   matchesHere(s) &&
-  ['shipped', 'another-manager', 'every-resource-but-status'].includes(s.content);
+  ['shipped', 'another-manager', 'every-resource-but-status', 'status-misspelled'].includes(s.content);
 /** What the guard may say guarded: the policy as shipped for this manager, in force here. */
 const guarded = (s: Setup) => serverRefuses(s) && s.content === 'shipped';
 
@@ -198,6 +200,16 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
         ...spec,
         matchConstraints: {
           resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({ ...r, resources: ['*'] })),
+        },
+      },
+      // The API server splits a rule's entry at its first `/`: `clusterprofiles/status/x` matches no request.
+      'status-misspelled': {
+        ...spec,
+        matchConstraints: {
+          resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({
+            ...r,
+            resources: ['clusterprofiles', 'clusterprofiles/status/x'],
+          })),
         },
       },
       'a-parameter-not-found': { ...spec, variables, paramKind: { apiVersion: 'v1', kind: 'ConfigMap' } },
@@ -399,6 +411,7 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
           { content: 'a-variable-twice' },
           { content: 'a-parameter-not-found' },
           { content: 'every-resource-but-status' },
+          { content: 'status-misspelled' },
           { content: 'a-group-of-everyone' },
           { where: 'a-key-objects-have' },
         ].map((fault): [Setup] => [{ ...AS_SHIPPED, ...(fault as Partial<Setup>) }]),

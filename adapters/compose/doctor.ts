@@ -6,7 +6,7 @@
  * and each GKE or AKS member's bounds on cpsync's identity there. The CLI runs it with its own credentials, and a
  * deployed stack's scope worker with its role (`cpsync doctor --function`).
  */
-import { AuthorizationV1Api } from '@kubernetes/client-node';
+import { AuthenticationV1Api, AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { messageOf } from '../../core/domain/errors.ts';
 import { LABEL_ACCOUNT, LABEL_CLUSTER_MANAGER } from '../../core/domain/constants.ts';
@@ -15,14 +15,8 @@ import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts
 import { normalizeAll } from '../../core/domain/normalize.ts';
 import { inventoryNamespaces } from '../../core/domain/options.ts';
 import { scopeKey, type Scope } from '../../core/domain/model/scope.ts';
-import {
-  apiMessage,
-  literalOf,
-  policyNotInForce,
-  readPolicy,
-  refusedByServer,
-  type PolicyOnCluster,
-} from '../shared/admissionPolicy.ts';
+import { apiMessage } from '../shared/admissionPolicy.ts';
+import { HUB_POLICY, readHubGuard, writerText, writesAs, type HubGuard } from '../hub/hubPolicy.ts';
 import type { CheckOutcome } from '../../core/sync/ports.ts';
 import type { Composition } from './compose.ts';
 
@@ -107,52 +101,61 @@ async function hubChecks(composition: Composition): Promise<DoctorCheck[]> {
   );
 }
 
-/** The admission policy and its binding (adapters/hub/manifests/admission-policy.yaml): one name for both. */
-const ADMISSION_POLICY = 'cpsync-clusterprofiles';
-const ADMISSION_POLICY_FILE = 'adapters/hub/manifests/admission-policy.yaml';
-
-/** Why the policy and binding read from the hub do not guard `manager`'s profiles, or undefined when they do. */
-function notInForce(found: PolicyOnCluster, manager: string): string | undefined {
-  const why = policyNotInForce(ADMISSION_POLICY, found, 'the hub');
-  if (why) return why;
-  const guarded = literalOf(found.policy!, 'manager');
-  if (guarded !== undefined && guarded !== manager)
-    return `the policy guards the manager ${JSON.stringify(guarded)}, this configuration's is ${JSON.stringify(manager)} (set its manager variable)`;
-  return undefined;
-}
-
 /**
  * On a Kubernetes hub: whether the admission policy that lets only cpsync's identity write its profiles is in
- * force — the policy and its binding read by name, the binding denying what the policy refuses.
+ * force in each inventory namespace, judged as the Argo CD subscriber judges it before it turns a profile there into
+ * credentials (adapters/hub/hubPolicy.ts): the policy and its binding there, denying, failing closed, for this
+ * configuration's manager, asking at least what the shipped one asks, and the binding matching the namespace.
  */
 async function admissionPolicyCheck(composition: Composition): Promise<DoctorCheck[]> {
   if (!composition.hubKubeConfig) return [];
-  const subject = `admission policy ${ADMISSION_POLICY}`;
-  let found: PolicyOnCluster;
+  const subject = `admission policy ${HUB_POLICY}`;
+  const { manager } = composition.settings.options;
+  const namespaces = inventoryNamespaces(composition.settings.options).map(({ name }) => name);
+  const config = await composition.hubKubeConfig();
+  let guard: HubGuard;
+  const unguarded = new Map<string, string[]>();
   try {
-    found = await readPolicy(await composition.hubKubeConfig(), ADMISSION_POLICY);
+    guard = await readHubGuard(config, manager);
+    for (const namespace of namespaces) {
+      const why = await guard.unguarded(namespace);
+      if (why !== undefined) unguarded.set(why, [...(unguarded.get(why) ?? []), namespace]);
+    }
   } catch (error) {
-    return [
-      {
-        subject,
-        ok: false,
-        detail: refusedByServer(error)
-          ? `cannot tell whether it is in force: the hub does not let this identity read it (${apiMessage(error)}) — bind the ClusterRole cpsync:admission-policy (adapters/hub/manifests/rbac.yaml)`
-          : `cannot tell whether it is in force: ${apiMessage(error)}`,
-      },
-    ];
+    return [{ subject, ok: false, detail: `cannot tell whether it is in force: ${apiMessage(error)}` }];
   }
-  const manager = composition.settings.options.manager;
-  const why = notInForce(found, manager);
-  if (why) return [{ subject, ok: false, detail: `not in force: ${why} — apply ${ADMISSION_POLICY_FILE}` }];
-  const identity = literalOf(found.policy!, 'identity');
-  return [
-    {
-      subject,
-      ok: true,
-      detail: `in force: only ${identity === undefined ? 'its identity' : `the user ${identity}`} writes the profiles of manager ${manager} (binding ${ADMISSION_POLICY}, Deny)`,
-    },
-  ];
+  const left = new Set([...unguarded.values()].flat());
+  const guarded = namespaces.filter((namespace) => !left.has(namespace));
+  const said: string[] = [...unguarded.keys()];
+  let ok = unguarded.size === 0;
+  if (guarded.length > 0 && guard.writer) {
+    said.push(
+      `in force: only ${writerText(guard.writer)} writes the profiles of manager ${manager} in ${guarded.join(', ')} (binding ${HUB_POLICY}, Deny)`,
+    );
+    // The policy refuses cpsync's own writes when cpsync runs as another identity than the one it names.
+    const self = await whoAmI(config);
+    if (typeof self === 'string') said.push(`cannot tell whether this identity is that one: ${self}`);
+    else if (!writesAs(guard.writer, self)) {
+      ok = false;
+      said.push(
+        `this identity is the user ${self.username ?? '(unnamed)'}${self.groups?.length ? ` (groups ${self.groups.join(', ')})` : ''}, which it refuses: cpsync's writes of its profiles there fail — run cpsync as it, or set the policy's identity to this one (cpsync hub install --user or --group)`,
+      );
+    }
+  }
+  if (unguarded.size > 0) said.push('the Argo CD subscriber acts on no profile where it is not in force');
+  return [{ subject, ok, detail: said.join('; ') }];
+}
+
+/** Who the hub takes this identity for (a SelfSubjectReview), or why it could not say. */
+async function whoAmI(config: KubeConfig): Promise<{ username?: string; groups?: string[] } | string> {
+  try {
+    const review = await config.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    });
+    return review.status?.userInfo ?? {};
+  } catch (error) {
+    return apiMessage(error);
+  }
 }
 
 /**

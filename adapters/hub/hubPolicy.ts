@@ -43,7 +43,20 @@ export interface HubGuard {
   unguarded(namespace: string): Promise<string | undefined>;
   /** Set when every namespace is taken as guarded without a look (the hub's writers trusted). */
   readonly trusted?: true;
+  /** Whom the policy lets write the profiles where it guards, when it is in force at all. */
+  readonly writer?: HubWriter;
 }
+
+/** cpsync's identity as the hub's policy names it: a user, or any member of a group. */
+export type HubWriter = { user: string } | { group: string };
+
+/** The writer in words: `the user cpsync`, `the members of the group cpsync-writers`. */
+export const writerText = (writer: HubWriter) =>
+  'user' in writer ? `the user ${writer.user}` : `the members of the group ${writer.group}`;
+
+/** Whether a request by `user` (its name and groups, as the API server authenticated it) passes as cpsync's. */
+export const writesAs = (writer: HubWriter, user: { username?: string; groups?: string[] }) =>
+  'user' in writer ? user.username === writer.user : (user.groups ?? []).includes(writer.group);
 
 /** A guard that takes every namespace as guarded (a deployment that chose to trust the hub's writers). */
 export const TRUSTED_HUB: HubGuard = { unguarded: async () => undefined, trusted: true };
@@ -105,13 +118,14 @@ export async function readHubGuard(config: KubeConfig, manager: string): Promise
     return { unguarded: async () => why };
   }
   const whole = await judged(found, manager);
-  if (whole) {
-    const why = `the hub's admission policy is not in force: ${whole} — apply ${MANIFEST} (cpsync hub install)`;
+  if ('why' in whole) {
+    const why = `the hub's admission policy is not in force: ${whole.why} — apply ${MANIFEST} (cpsync hub install)`;
     return { unguarded: async () => why };
   }
   const selector = found.binding!.spec?.matchResources?.namespaceSelector ?? {};
   const core = config.makeApiClient(CoreV1Api);
   return {
+    writer: whole.writer,
     async unguarded(namespace) {
       let labels: Record<string, string> = { [NAMESPACE_NAME_LABEL]: namespace };
       if (keysOf(selector).some((key) => key !== NAMESPACE_NAME_LABEL)) {
@@ -132,35 +146,45 @@ export async function readHubGuard(config: KubeConfig, manager: string): Promise
   };
 }
 
-/** Why the policy and binding do not refuse others' writes of `manager`'s profiles, wherever they apply. */
+/**
+ * Why the policy and binding do not refuse others' writes of `manager`'s profiles, wherever they apply; or, when
+ * they do, who they let write them.
+ */
 async function judged(
   found: { policy?: V1ValidatingAdmissionPolicy; binding?: V1ValidatingAdmissionPolicyBinding },
   manager: string,
-): Promise<string | undefined> {
+): Promise<{ why: string } | { writer: HubWriter }> {
+  const refused = (why: string) => ({ why });
   const why = policyNotInForce(HUB_POLICY, found, 'the hub');
-  if (why) return why;
+  if (why) return refused(why);
   const policy = found.policy!;
   // The server keeps the last of two variables of one name, a reader of the first would judge the wrong one.
   const names = (policy.spec?.variables ?? []).map((v) => v.name);
   const twice = names.find((name, i) => names.indexOf(name) !== i);
-  if (twice !== undefined) return `its variables name ${JSON.stringify(twice)} more than once`;
+  if (twice !== undefined) return refused(`its variables name ${JSON.stringify(twice)} more than once`);
   // A binding whose parameter is not found may be skipped (parameterNotFoundAction: Allow): the shipped one has none.
   if (policy.spec?.paramKind || found.binding!.spec?.paramRef)
-    return 'it takes a parameter (paramKind, paramRef), which the shipped one does not: a parameter not found can let every request through';
+    return refused(
+      'it takes a parameter (paramKind, paramRef), which the shipped one does not: a parameter not found can let every request through',
+    );
   const guarded = literalOf(policy, 'manager');
   if (guarded !== manager)
-    return `the policy guards the manager ${JSON.stringify(guarded ?? null)}, this configuration's is ${JSON.stringify(manager)} (set its manager variable)`;
+    return refused(
+      `the policy guards the manager ${JSON.stringify(guarded ?? null)}, this configuration's is ${JSON.stringify(manager)} (set its manager variable)`,
+    );
   const identity = literalOf(policy, 'identity');
-  if (!identity) return 'its identity variable is not a plain string naming cpsync';
+  if (!identity) return refused('its identity variable is not a plain string naming cpsync');
   const byCpsync = (policy.spec?.variables?.find((v) => v.name === 'byCpsync')?.expression ?? '')
     .replace(/\s+/g, ' ')
     .trim();
-  if (!BY_CPSYNC.includes(byCpsync)) return 'its byCpsync variable is neither of the shipped ones';
+  if (!BY_CPSYNC.includes(byCpsync)) return refused('its byCpsync variable is neither of the shipped ones');
   // A group the API server puts others in (system:authenticated, system:serviceaccounts, …), or the anonymous user.
-  if (byCpsync === BY_CPSYNC[1] ? identity.startsWith('system:') : identity === 'system:anonymous')
-    return `it takes ${JSON.stringify(identity)} for cpsync, which others are too`;
-  return weakerThanShipped({ policy, binding: found.binding! }, await shippedPolicy(), {
+  const group = byCpsync === BY_CPSYNC[1];
+  if (group ? identity.startsWith('system:') : identity === 'system:anonymous')
+    return refused(`it takes ${JSON.stringify(identity)} for cpsync, which others are too`);
+  const weaker = weakerThanShipped({ policy, binding: found.binding! }, await shippedPolicy(), {
     settable: ['identity', 'manager', 'byCpsync'],
     namespaceSelector: true,
   });
+  return weaker ? refused(weaker) : { writer: group ? { group: identity } : { user: identity } };
 }

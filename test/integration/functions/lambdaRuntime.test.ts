@@ -21,7 +21,11 @@ import {
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { EKSClient, TagResourceCommand } from '@aws-sdk/client-eks';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  type V1ValidatingAdmissionPolicyBinding,
+} from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { Stack } from 'aws-cdk-lib';
 import { createServer } from 'node:http';
@@ -161,6 +165,14 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
 /** The consumer the accessGrants feature grants (its role is in the member account, as its clusters). */
 const DEPLOYER = `arn:aws:iam::${EKS_ACCOUNT}:role/deployer`;
 const log = (line: string) => console.log(`[lambda] ${line}`);
+/** The hub's admission policy as shipped, bound in every namespace, for the admin (whom the functions write as here). */
+const EVERYWHERE_FOR_ADMIN = {
+  identity: 'cpsync-admin',
+  binding: (b: V1ValidatingAdmissionPolicyBinding) => ({
+    ...b,
+    spec: { ...b.spec!, matchResources: undefined },
+  }),
+};
 
 describe('the deployed assets under the Lambda runtime', () => {
   let emulators: Emulators;
@@ -928,10 +940,7 @@ describe('the deployed assets under the Lambda runtime', () => {
     await core.createNamespace({ body: { metadata: { name: argoNamespace } } });
     // The hub's admission policy in force, cpsync's identity the one the functions write the hub as here (the
     // admin): the subscriber acts only on profiles no one else can have written.
-    const policy = await installAdmissionPolicy(adminKubeConfig(state), {
-      identity: 'cpsync-admin',
-      binding: (b) => ({ ...b, spec: { ...b.spec!, matchResources: undefined } }),
-    });
+    const policy = await installAdmissionPolicy(adminKubeConfig(state), EVERYWHERE_FOR_ADMIN);
     try {
       const subscriber = await start('ArgoCd');
       const answer = await invoke(subscriber, ordersCreated);
@@ -1059,8 +1068,9 @@ describe('the deployed assets under the Lambda runtime', () => {
       (awsCalls[worker.name] ??= []).push(...emulators.proxy.calls);
       return result;
     };
-    // The hub's admission policy in place (its binding matching no namespace here: what the doctor reads is there).
-    const policy = await installAdmissionPolicy(adminKubeConfig((await estate).state));
+    // The hub's admission policy in force in every namespace, for the identity the functions write the hub as here
+    // (the admin): the doctor says so of each inventory namespace.
+    const policy = await installAdmissionPolicy(adminKubeConfig((await estate).state), EVERYWHERE_FOR_ADMIN);
     try {
       const healthy = await record(runCli(['doctor', '--function', 'function'], { env }));
       assert.equal(healthy.code, 0, healthy.stdout + healthy.stderr);
@@ -1116,7 +1126,7 @@ describe('the deployed assets under the Lambda runtime', () => {
   });
 
   it('cpsync doctor runs the same checks on this machine, with its configuration and credentials', async () => {
-    const policy = await installAdmissionPolicy(adminKubeConfig((await estate).state));
+    const policy = await installAdmissionPolicy(adminKubeConfig((await estate).state), EVERYWHERE_FOR_ADMIN);
     const local = await runCli(['doctor', '-c', emulators.configPath, '-o', 'json'], {
       env: { ...emulators.env, AWS_EC2_METADATA_DISABLED: 'true' },
     }).finally(() => policy.remove());

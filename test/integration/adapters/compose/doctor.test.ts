@@ -1,38 +1,72 @@
 /**
  * `cpsync doctor` on a Kubernetes hub (the real local kube-apiserver): whether the admission policy that lets only
- * cpsync write its profiles (adapters/hub/manifests/admission-policy.yaml) is in force, read with the identity
- * bound only to adapters/hub/manifests/rbac.yaml, as the command prints it.
+ * cpsync write its profiles (adapters/hub/manifests/admission-policy.yaml) is in force in each inventory namespace,
+ * read with the identity bound only to adapters/hub/manifests/rbac.yaml, as the command prints it; and, where the
+ * doctor says it is, whether the API server does refuse another user's profile there.
  */
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+  type V1ValidatingAdmissionPolicyBinding,
+} from '@kubernetes/client-node';
 import { main } from '../../../../cli/program.ts';
 import { adminKubeConfig, localHub, uniqueNamespace, userKubeConfig } from '../../../support/hub.ts';
 import { ensureShippedRbac, installAdmissionPolicy } from '../../../support/hubManifests.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const namespace = uniqueNamespace('doctor');
+/** A second inventory namespace (a projection's), which the binding matches only where a test says so. */
+const projected = `${namespace}-deploy`;
+/**
+ * The binding matching the namespaces `names` by name, as `cpsync hub install` binds it (the namespace's name label,
+ * which the doctor judges without reading the namespace).
+ */
+const boundTo =
+  (...names: string[]) =>
+  (binding: V1ValidatingAdmissionPolicyBinding): V1ValidatingAdmissionPolicyBinding => ({
+    ...binding,
+    spec: {
+      ...binding.spec!,
+      matchResources: {
+        namespaceSelector: {
+          matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: names }],
+        },
+      },
+    },
+  });
 const POLICY_LINE = /^[✔✖] admission policy cpsync-clusterprofiles: .*$/m;
-const APPLY = ' — apply adapters/hub/manifests/admission-policy.yaml';
+const NOT_IN_FORCE =
+  "✖ admission policy cpsync-clusterprofiles: the hub's admission policy is not in force: ";
+const APPLY =
+  ' — apply adapters/hub/manifests/admission-policy.yaml (cpsync hub install); the Argo CD subscriber acts on no profile where it is not in force';
 
 describe('cpsync doctor: the hub’s admission policy', () => {
   let admin: KubeConfig;
   let directory: string;
   let removeRbac: (() => Promise<void>) | undefined;
 
-  /** A configuration reaching the hub as `user`, with `manager`. */
-  async function configAs(user: string, manager = 'cpsync'): Promise<string> {
+  /** A configuration reaching the hub as `user`, with `manager` (and, with `projecting`, both namespaces). */
+  async function configAs(user: string, manager = 'cpsync', projecting = false): Promise<string> {
     const kubeconfig = join(directory, `${user}.kubeconfig`);
     writeFileSync(kubeconfig, userKubeConfig(await localHub(), user).exportConfig(), { mode: 0o600 });
-    const file = join(directory, `${user}-${manager}.json`);
+    const file = join(directory, `${user}-${manager}${projecting ? '-projecting' : ''}.json`);
     writeFileSync(
       file,
       JSON.stringify({
         manager,
         hub: { kubeconfig },
-        inventory: { namespace },
+        inventory: {
+          namespace,
+          ...(projecting
+            ? { projections: [{ tag: { key: 'access', value: 'deploy' }, namespaces: [projected] }] }
+            : {}),
+        },
         bus: { jsonl: join(directory, 'events.jsonl') },
         outbox: { directory: join(directory, 'outbox') },
       }),
@@ -57,44 +91,141 @@ describe('cpsync doctor: the hub’s admission policy', () => {
   before(async () => {
     admin = adminKubeConfig(await localHub());
     directory = temporaryDirectory('cpsync-doctor-');
-    await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    const core = admin.makeApiClient(CoreV1Api);
+    for (const name of [namespace, projected]) await core.createNamespace({ body: { metadata: { name } } });
     removeRbac = await ensureShippedRbac(admin, [
       'ClusterRole/cpsync:clusterprofiles',
       'ClusterRole/cpsync:admission-policy',
       'ClusterRoleBinding/cpsync:admission-policy',
     ]);
-    await admin.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-      namespace,
-      body: {
-        metadata: { name: 'cpsync:clusterprofiles' },
-        roleRef: {
-          apiGroup: 'rbac.authorization.k8s.io',
-          kind: 'ClusterRole',
-          name: 'cpsync:clusterprofiles',
+    // cpsync's role in both namespaces, and another user's (any profile write) in the first: the oracle's writer.
+    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    for (const [where, user] of [
+      [namespace, 'cpsync'],
+      [projected, 'cpsync'],
+      [namespace, 'writer'],
+    ] as const)
+      await rbac.createNamespacedRoleBinding({
+        namespace: where,
+        body: {
+          metadata: { name: `cpsync:clusterprofiles:${user}` },
+          roleRef: {
+            apiGroup: 'rbac.authorization.k8s.io',
+            kind: 'ClusterRole',
+            name: 'cpsync:clusterprofiles',
+          },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
         },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'cpsync' }],
-      },
-    });
+      });
   });
 
   after(async () => {
     try {
-      await admin?.makeApiClient(CoreV1Api).deleteNamespace({ name: namespace });
+      const core = admin?.makeApiClient(CoreV1Api);
+      await Promise.all([namespace, projected].map((name) => core?.deleteNamespace({ name })));
     } finally {
       await removeRbac?.();
     }
   });
 
-  it('says the policy is in force when it and its binding (Deny) are on the hub', async () => {
-    const installed = await installAdmissionPolicy(admin);
+  /**
+   * Whether the API server refuses `user` (whom RBAC lets write ClusterProfiles in the namespace) a profile like
+   * cpsync's there: the oracle, which is not the doctor's reading of the policy. Asked until it gives the answer
+   * `expected` (a new binding reaches the admission plugin a moment after it is stored), at most 30 s.
+   */
+  async function serverRefuses(user: string, expected: boolean): Promise<boolean> {
+    const api = userKubeConfig(await localHub(), user).makeApiClient(CustomObjectsApi);
+    const target = {
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'clusterprofiles',
+    };
+    for (let attempt = 0; ; attempt++) {
+      let refused: boolean;
+      try {
+        await api.createNamespacedCustomObject({
+          ...target,
+          body: {
+            apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+            kind: 'ClusterProfile',
+            metadata: { name: `planted-${attempt}`, labels: { 'x-k8s.io/cluster-manager': 'cpsync' } },
+            spec: { displayName: 'planted', clusterManager: { name: 'cpsync' } },
+          },
+        });
+        refused = false;
+        await api.deleteNamespacedCustomObject({ ...target, name: `planted-${attempt}` });
+      } catch (error) {
+        if ((error as { code?: number }).code !== 403) throw error;
+        refused = true;
+      }
+      if (refused === expected || attempt >= 300) return refused;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  it('says the policy is in force where its binding (Deny) matches each inventory namespace, as the server does', async () => {
+    const installed = await installAdmissionPolicy(admin, { binding: boundTo(namespace) });
     try {
+      assert.equal(await serverRefuses('writer', true), true, 'the API server refuses another writer');
       const { line } = await doctorSays(await configAs('cpsync'));
       assert.equal(
         line,
-        '✔ admission policy cpsync-clusterprofiles: in force: only the user cpsync writes the profiles of manager cpsync (binding cpsync-clusterprofiles, Deny)',
+        `✔ admission policy cpsync-clusterprofiles: in force: only the user cpsync writes the profiles of manager cpsync in ${namespace} (binding cpsync-clusterprofiles, Deny)`,
       );
     } finally {
       await installed.remove();
+    }
+  });
+
+  it('says the policy refuses this identity when it names another as cpsync, as the server does, and fails', async () => {
+    const installed = await installAdmissionPolicy(admin, {
+      binding: boundTo(namespace),
+      identity: 'cpsync-elsewhere',
+    });
+    try {
+      // The oracle: the API server refuses cpsync (whom RBAC lets create profiles there) a profile of its own.
+      assert.equal(
+        await serverRefuses('cpsync', true),
+        true,
+        'the API server refuses cpsync its own profile',
+      );
+      const { line, code } = await doctorSays(await configAs('cpsync'));
+      assert.equal(
+        line,
+        `✖ admission policy cpsync-clusterprofiles: in force: only the user cpsync-elsewhere writes the profiles of manager cpsync in ${namespace} (binding cpsync-clusterprofiles, Deny); this identity is the user cpsync (groups system:authenticated), which it refuses: cpsync's writes of its profiles there fail — run cpsync as it, or set the policy's identity to this one (cpsync hub install --user or --group)`,
+      );
+      assert.equal(code, 1);
+    } finally {
+      await installed.remove();
+    }
+  });
+
+  it('says it is not in force in a namespace its binding does not match, naming it, and fails', async () => {
+    // Bound elsewhere: the policy and binding are there, and the server refuses no one in the inventory namespace.
+    const nowhere = await installAdmissionPolicy(admin, { binding: boundTo(`${namespace}-elsewhere`) });
+    try {
+      assert.equal(await serverRefuses('writer', false), false, 'the API server lets another writer in');
+      const { line, code } = await doctorSays(await configAs('cpsync'));
+      assert.equal(
+        line,
+        `✖ admission policy cpsync-clusterprofiles: the hub's admission policy binding cpsync-clusterprofiles does not match the namespace ${namespace} (its namespaceSelector) — bind it there (cpsync hub install); the Argo CD subscriber acts on no profile where it is not in force`,
+      );
+      assert.equal(code, 1);
+    } finally {
+      await nowhere.remove();
+    }
+    // Bound in one of two inventory namespaces: the other is named, the first said in force.
+    const one = await installAdmissionPolicy(admin, { binding: boundTo(namespace) });
+    try {
+      const { line, code } = await doctorSays(await configAs('cpsync', 'cpsync', true));
+      assert.equal(
+        line,
+        `✖ admission policy cpsync-clusterprofiles: the hub's admission policy binding cpsync-clusterprofiles does not match the namespace ${projected} (its namespaceSelector) — bind it there (cpsync hub install); in force: only the user cpsync writes the profiles of manager cpsync in ${namespace} (binding cpsync-clusterprofiles, Deny); the Argo CD subscriber acts on no profile where it is not in force`,
+      );
+      assert.equal(code, 1);
+    } finally {
+      await one.remove();
     }
   });
 
@@ -102,7 +233,7 @@ describe('cpsync doctor: the hub’s admission policy', () => {
     const { line, code } = await doctorSays(await configAs('cpsync'));
     assert.equal(
       line,
-      `✖ admission policy cpsync-clusterprofiles: not in force: the ValidatingAdmissionPolicy cpsync-clusterprofiles is not on the hub${APPLY}`,
+      `${NOT_IN_FORCE}the ValidatingAdmissionPolicy cpsync-clusterprofiles is not on the hub${APPLY}`,
     );
     assert.equal(code, 1);
   });
@@ -115,7 +246,7 @@ describe('cpsync doctor: the hub’s admission policy', () => {
       const { line } = await doctorSays(await configAs('cpsync'));
       assert.equal(
         line,
-        `✖ admission policy cpsync-clusterprofiles: not in force: the binding cpsync-clusterprofiles does not deny (validationActions: Warn)${APPLY}`,
+        `${NOT_IN_FORCE}the binding cpsync-clusterprofiles does not deny (validationActions: Warn)${APPLY}`,
       );
     } finally {
       await installed.remove();
@@ -128,7 +259,7 @@ describe('cpsync doctor: the hub’s admission policy', () => {
       const { line } = await doctorSays(await configAs('cpsync'));
       assert.equal(
         line,
-        `✖ admission policy cpsync-clusterprofiles: not in force: the ValidatingAdmissionPolicy cpsync-clusterprofiles is not on the hub${APPLY}`,
+        `${NOT_IN_FORCE}the ValidatingAdmissionPolicy cpsync-clusterprofiles is not on the hub${APPLY}`,
       );
     } finally {
       await installed.remove();
@@ -141,7 +272,7 @@ describe('cpsync doctor: the hub’s admission policy', () => {
       const { line } = await doctorSays(await configAs('cpsync', 'acme'));
       assert.equal(
         line,
-        `✖ admission policy cpsync-clusterprofiles: not in force: the policy guards the manager "cpsync", this configuration's is "acme" (set its manager variable)${APPLY}`,
+        `${NOT_IN_FORCE}the policy guards the manager "cpsync", this configuration's is "acme" (set its manager variable)${APPLY}`,
       );
     } finally {
       await installed.remove();
@@ -154,7 +285,7 @@ describe('cpsync doctor: the hub’s admission policy', () => {
       const { line, code, stdout } = await doctorSays(await configAs('stranger'));
       assert.match(
         line,
-        /^✖ admission policy cpsync-clusterprofiles: cannot tell whether it is in force: the hub does not let this identity read it \(.*"stranger" cannot get resource "validatingadmissionpolic(y|ies)(bindings)?".*\) — bind the ClusterRole cpsync:admission-policy \(adapters\/hub\/manifests\/rbac\.yaml\)$/,
+        /^✖ admission policy cpsync-clusterprofiles: cannot tell whether the hub's admission policy cpsync-clusterprofiles is in force: the hub does not let this identity read it \(.*"stranger" cannot get resource "validatingadmissionpolic(y|ies)(bindings)?".*\) — bind the ClusterRole cpsync:admission-policy \(adapters\/hub\/manifests\/rbac\.yaml\); the Argo CD subscriber acts on no profile where it is not in force$/,
       );
       assert.equal(code, 1);
       assert.match(stdout, /^cpsync doctor: \d+ of \d+ checks failed$/m);

@@ -19,6 +19,7 @@ import {
 import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
 import { findOrphans, scopeCoversProfile } from '../core/domain/orphans.ts';
 import { announceInventory } from '../core/sync/announce.ts';
+import { readHubGuard } from '../adapters/hub/hubPolicy.ts';
 import { LABEL_PROVIDER } from '../core/domain/constants.ts';
 import type { ClusterRef, ClusterSource } from '../core/sync/ports.ts';
 import { clusterKey, followClusters } from '../core/sync/follow.ts';
@@ -327,7 +328,13 @@ async function listCommand(
 
 async function announceCommand(
   config: CpsyncConfig,
-  options: { all?: boolean; provider?: Provider[]; scope?: Scope[]; namespace?: string[] },
+  options: {
+    all?: boolean;
+    provider?: Provider[];
+    scope?: Scope[];
+    namespace?: string[];
+    unguardedHub?: 'refuse' | 'trust';
+  },
   io: Io,
 ): Promise<number> {
   if (!options.all && !options.provider && !options.scope && !options.namespace) {
@@ -339,7 +346,13 @@ async function announceCommand(
   const composition = await compose(config, [], { stdout: io.stdout });
   try {
     const announceId = randomUUID();
+    // On a Kubernetes hub, what others could have written is not announced as cpsync's (a file hub is cpsync's alone).
+    const guard =
+      composition.hubKubeConfig && options.unguardedHub !== 'trust'
+        ? await readHubGuard(await composition.hubKubeConfig(), composition.settings.options.manager)
+        : undefined;
     const report = await announceInventory(composition.ports, {
+      ...(guard ? { unguarded: (namespace: string) => guard.unguarded(namespace) } : {}),
       announceId,
       occurredAt: new Date().toISOString(),
       eventSource: composition.settings.eventSource,
@@ -356,11 +369,20 @@ async function announceCommand(
         `cpsync: event ${printable(`${failure.eventId} not published: ${failure.code}: ${failure.message}`)}\n`,
       );
     const code = reportMalformed(report.malformed, io);
+    const withheld = new Map<string, string[]>();
+    for (const { namespace, name, reason } of report.withheld)
+      withheld.set(reason, [...(withheld.get(reason) ?? []), `${namespace}/${name}`]);
+    for (const [reason, names] of withheld)
+      io.stderr.write(
+        `cpsync: not announced, as cpsync cannot tell it wrote them: ${printable(names.join(', '))}: ${printable(reason)}\n`,
+      );
     io.stderr.write(
-      `cpsync: announced ${report.published} of ${report.profiles} profile(s) as ClusterProfile Announced events (announcement ${announceId})\n`,
+      `cpsync: announced ${report.published} of ${report.profiles} profile(s) as ClusterProfile Announced events (announcement ${announceId})${report.withheld.length > 0 ? `; ${report.withheld.length} withheld` : ''}\n`,
     );
     if (report.interrupted) return SIGNAL_EXIT[report.interrupted] ?? ExitCode.Incomplete;
-    return report.failed.length > 0 || report.published < report.profiles ? ExitCode.Incomplete : code;
+    return report.failed.length > 0 || report.published < report.profiles || report.withheld.length > 0
+      ? ExitCode.Incomplete
+      : code;
   } finally {
     await composition.close();
   }
@@ -532,6 +554,14 @@ export function cpsyncProgram(io: Io, finish: (exitCode: number) => void): Comma
       '-n, --namespace <namespace>',
       'only profiles in this hub namespace; repeatable',
       (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .addOption(
+      new Option(
+        '--unguarded-hub <choice>',
+        "profiles in a namespace where the hub's admission policy does not keep others from writing them: refuse (withheld, with the reason) or trust (a hub whose ClusterProfile writers are all trusted)",
+      )
+        .choices(['refuse', 'trust'])
+        .default('refuse'),
     )
     .action(async (options) => {
       finish(await announceCommand(loadConfig(program.opts().config).config, options, io));

@@ -14,9 +14,15 @@ import {
   PROPERTY_CLUSTER_ID,
   PROPERTY_CLUSTER_ID_SOURCE,
   PROPERTY_CRD_GROUPS,
+  PROPERTY_ENDPOINTS,
+  PROPERTY_LOCATION,
   PROPERTY_MEMBER_PROPERTIES,
   PROPERTY_NAME_MAX_LENGTH,
+  PROPERTY_NODE_COUNT,
+  PROPERTY_NODE_TYPES,
+  PROPERTY_REGION,
   PROPERTY_VALUE_MAX_LENGTH,
+  PROPERTY_ZONE,
 } from './constants.ts';
 import type { ClusterProfile, Condition, Property } from './model/clusterProfile.ts';
 import { distinctSorted, fitJsonArray, fitText } from './properties.ts';
@@ -85,8 +91,47 @@ function withCondition(profile: ClusterProfile, condition: Condition | undefined
 }
 
 /**
+ * The properties cpsync writes from the clouds' answers and the configuration. A member's ClusterProperty of one of
+ * these names is not copied, whether or not the profile has it this time: whoever administers a member cluster is
+ * no authority over where it is, how it is reached, its nodes, or which ClusterSet (and so which consumers' selectors)
+ * it is in.
+ */
+const DERIVED_PROPERTIES: ReadonlySet<string> = new Set([
+  PROPERTY_ENDPOINTS,
+  PROPERTY_LOCATION,
+  PROPERTY_REGION,
+  PROPERTY_ZONE,
+  PROPERTY_NODE_COUNT,
+  PROPERTY_NODE_TYPES,
+  PROPERTY_CLUSTERSET,
+]);
+
+/** Whether a member's property of this name would stand for one cpsync derives (`desired` has it, or it may). */
+const derived = (name: string, desired: ClusterProfile) =>
+  DERIVED_PROPERTIES.has(name) || (desired.status?.properties ?? []).some((p) => p.name === name);
+
+const propertyOf = (profile: ClusterProfile | undefined, name: string) =>
+  profile?.status?.properties?.find((p) => p.name === name);
+
+/** How a disagreement between the configured ClusterSet and a member's says itself. */
+const conflictText = (configured: string, member: string) => `configured ${configured}, member ${member}`;
+
+/**
+ * The member's ClusterSet as `previous` recorded it: its conflict property, read against the set it was configured
+ * with (its `clusterset.k8s.io`, always the configured one).
+ */
+function recordedMemberSet(previous: ClusterProfile | undefined): string | undefined {
+  const conflict = propertyOf(previous, PROPERTY_CLUSTERSET_CONFLICT)?.value;
+  const configured = propertyOf(previous, PROPERTY_CLUSTERSET)?.value;
+  if (conflict === undefined || configured === undefined) return undefined;
+  const head = conflictText(configured, '');
+  return conflict.startsWith(head) ? conflict.slice(head.length) : undefined;
+}
+
+/**
  * `desired` with the member state `previous` (the profile as the hub holds it) carries: what the probe
- * wrote there is kept as it is — the member is not read this run.
+ * wrote there is kept as it is — the member is not read this run — save a property cpsync derives from the
+ * clouds and the configuration, which is `desired`'s.
  */
 export function carryMemberState(
   desired: ClusterProfile,
@@ -96,16 +141,14 @@ export function carryMemberState(
   if (previous === undefined && condition === undefined) return desired;
   const names = probeNames(previous?.status?.properties);
   const kept = (previous?.status?.properties ?? []).filter(
-    (p) => names.has(p.name) && p.name !== PROPERTY_CLUSTERSET_CONFLICT,
+    (p) => names.has(p.name) && p.name !== PROPERTY_CLUSTERSET_CONFLICT && !derived(p.name, desired),
   );
   // The disagreement is this profile's own (a projected copy's namespace may stand for another set).
-  const configuredSet = desired.status?.properties?.find((p) => p.name === PROPERTY_CLUSTERSET)?.value;
-  const memberSet = memberPropertyNames(previous?.status?.properties).has(PROPERTY_CLUSTERSET)
-    ? kept.find((p) => p.name === PROPERTY_CLUSTERSET)?.value
-    : undefined;
-  const conflict = previous?.status?.properties?.find((p) => p.name === PROPERTY_CLUSTERSET_CONFLICT);
+  const configuredSet = propertyOf(desired, PROPERTY_CLUSTERSET)?.value;
+  const memberSet = recordedMemberSet(previous);
+  const conflict = propertyOf(previous, PROPERTY_CLUSTERSET_CONFLICT);
   if (configuredSet !== undefined && memberSet !== undefined && configuredSet !== memberSet) {
-    const value = `configured ${configuredSet}, member ${memberSet}`;
+    const value = conflictText(configuredSet, memberSet);
     // The time: the hub's while the value holds (as the plan keeps it), else when the clouds were observed.
     const observed =
       conflict?.value === value
@@ -118,6 +161,8 @@ export function carryMemberState(
     });
   }
   names.add(PROPERTY_CLUSTERSET_CONFLICT);
+  // A name the probe once wrote that cpsync now derives is desired's: not replaced by what the hub holds.
+  for (const name of names) if (derived(name, desired)) names.delete(name);
   return {
     ...desired,
     status: {
@@ -131,9 +176,13 @@ export function carryMemberState(
   };
 }
 
-/** Whether a property can be copied unchanged: the ClusterProfile CRD's limits, and not one of cpsync's own names. */
-function copyable(property: { name: string; value: string }): string | undefined {
+/**
+ * Whether a property can be copied unchanged: the ClusterProfile CRD's limits, not one of cpsync's own names, and
+ * not one cpsync derives from the clouds and the configuration.
+ */
+function copyable(property: { name: string; value: string }, desired: ClusterProfile): string | undefined {
   if (property.name.startsWith('cpsync.io/')) return 'a cpsync.io/ name';
+  if (derived(property.name, desired)) return "cpsync's, from the clouds and the configuration";
   if (property.name.length > PROPERTY_NAME_MAX_LENGTH) return 'name too long';
   // Characters as the API server counts them (code points).
   const length = Array.from(property.value).length;
@@ -145,9 +194,10 @@ function copyable(property: { name: string; value: string }): string | undefined
 /**
  * `desired` with what a reading of its member says (KEP-4322: the member's labelled ClusterProperties
  * are copied unchanged; KEP-2149: the member's own cluster id, else its `kube-system` UID, recorded as
- * such; the CRD groups it serves). A member's value wins over the one cpsync made (a ClusterSet the
- * configuration names differently is recorded in `cpsync.io/clusterset-conflict`). An unreachable member
- * changes nothing but the `MemberReachable` condition: what was read before stays.
+ * such; the CRD groups it serves). A property cpsync derives from the clouds and the configuration is theirs: the
+ * member's is not copied (a ClusterSet the member names differently is recorded in
+ * `cpsync.io/clusterset-conflict`). An unreachable member changes nothing but the `MemberReachable` condition:
+ * what was read before stays.
  */
 export function applyMemberReading(
   desired: ClusterProfile,
@@ -165,8 +215,10 @@ export function applyMemberReading(
     });
   const copied: Property[] = [];
   const refused: string[] = [];
+  let memberSet: string | undefined;
   for (const property of [...reading.properties].sort(byName)) {
-    const problem = copyable(property);
+    if (property.name === PROPERTY_CLUSTERSET) memberSet ??= property.value;
+    const problem = copyable(property, desired);
     if (problem) refused.push(`${property.name} (${problem})`);
     else if (!copied.some((p) => p.name === property.name))
       copied.push({ name: property.name, value: property.value, lastObservedTime: now });
@@ -182,10 +234,14 @@ export function applyMemberReading(
   }
   if (reading.crdGroups.length > 0)
     add(PROPERTY_CRD_GROUPS, fitJsonArray(distinctSorted(reading.crdGroups)).json);
-  const configuredSet = desired.status?.properties?.find((p) => p.name === PROPERTY_CLUSTERSET)?.value;
-  const memberSet = written.get(PROPERTY_CLUSTERSET)?.value;
-  if (configuredSet !== undefined && memberSet !== undefined && configuredSet !== memberSet)
-    add(PROPERTY_CLUSTERSET_CONFLICT, `configured ${configuredSet}, member ${memberSet}`);
+  const configuredSet = propertyOf(desired, PROPERTY_CLUSTERSET)?.value;
+  const conflict =
+    configuredSet !== undefined && memberSet && configuredSet !== memberSet
+      ? conflictText(configuredSet, memberSet)
+      : undefined;
+  // Code points, as the API server counts them; a longer one is named in the condition, as not copied.
+  if (conflict !== undefined && Array.from(conflict).length <= PROPERTY_VALUE_MAX_LENGTH)
+    add(PROPERTY_CLUSTERSET_CONFLICT, conflict);
   const foreign = [...written.keys()].filter((name) => !name.startsWith('cpsync.io/')).sort();
   if (foreign.length > 0) add(PROPERTY_MEMBER_PROPERTIES, JSON.stringify(foreign));
 

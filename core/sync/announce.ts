@@ -1,11 +1,15 @@
 /**
  * Replay for subscribers: re-announce the inventory as it is in the hub (`cpsync announce`), one
  * `ClusterProfile Announced` event per profile, so a subscriber that lost its state — or starts after
- * the archive's retention — can rebuild it. Nothing is written to the hub.
+ * the archive's retention — can rebuild it. Nothing is written to the hub. An announcement goes out under
+ * cpsync's source, so it says only what cpsync can have written: a profile in a namespace where others could
+ * have written one (the hub's admission policy not in force there), or one that does not say it is cpsync's
+ * (untrustedReason), is withheld, with the reason.
  */
 import { LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from '../domain/constants.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { PROVIDERS, type Provider } from '../domain/model/observedCluster.ts';
+import { untrustedReason } from '../domain/untrustedReason.ts';
 import type { InventoryOptions } from '../domain/options.ts';
 import type { EventSink, Hub, MalformedObject, PublishFailure } from './ports.ts';
 import { inventoryProfiles } from './engine.ts';
@@ -22,6 +26,12 @@ export interface AnnounceRequest {
   options: InventoryOptions;
   /** Which profiles to announce; all when absent. */
   select?: (profile: ClusterProfile) => boolean;
+  /**
+   * Why others than cpsync could have written profiles in a namespace, or undefined where the hub keeps them out
+   * (adapters/hub/hubPolicy.ts); every namespace is taken as cpsync's alone when absent (a hub only cpsync
+   * writes, such as the state directory).
+   */
+  unguarded?: (namespace: string) => Promise<string | undefined>;
   signal?: AbortSignal;
 }
 
@@ -31,6 +41,8 @@ export interface AnnounceReport {
   published: number;
   failed: PublishFailure[];
   malformed: MalformedObject[];
+  /** Chosen profiles not announced, and why: cpsync cannot tell it wrote them. */
+  withheld: Array<{ namespace: string; name: string; reason: string }>;
   /** Set when a signal stopped it before every event was handed to the bus. */
   interrupted?: string;
 }
@@ -56,13 +68,23 @@ export async function announceInventory(
     });
     return false;
   });
-  const chosen = profiles
-    .filter((profile) => request.select?.(profile) ?? true)
-    .sort((a, b) =>
-      `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(
-        `${b.metadata.namespace}/${b.metadata.name}`,
-      ),
-    );
+  const withheld: AnnounceReport['withheld'] = [];
+  const judged = new Map<string, Promise<string | undefined>>();
+  const guarded = async (namespace: string) => {
+    if (!request.unguarded) return undefined;
+    if (!judged.has(namespace)) judged.set(namespace, request.unguarded(namespace));
+    return judged.get(namespace)!;
+  };
+  const chosen: ClusterProfile[] = [];
+  for (const profile of profiles.filter((p) => request.select?.(p) ?? true)) {
+    const { namespace, name } = profile.metadata;
+    const reason = (await guarded(namespace)) ?? untrustedReason(profile, request.options.manager);
+    if (reason === undefined) chosen.push(profile);
+    else withheld.push({ namespace, name, reason });
+  }
+  chosen.sort((a, b) =>
+    `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`),
+  );
   const events = chosen.map((profile) => {
     const labels = profile.metadata.labels ?? {};
     return buildAnnounceEvent(profile, {
@@ -76,7 +98,7 @@ export async function announceInventory(
       },
     });
   });
-  const report: AnnounceReport = { profiles: chosen.length, published: 0, failed: [], malformed };
+  const report: AnnounceReport = { profiles: chosen.length, published: 0, failed: [], malformed, withheld };
   for (let start = 0; start < events.length; start += CHUNK) {
     if (request.signal?.aborted) {
       report.interrupted = String(request.signal.reason ?? 'aborted');

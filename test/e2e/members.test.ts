@@ -151,6 +151,9 @@ describe('the member probe reads each member through its own access path (member
     await setProperty('v1beta1', 'clusterset.k8s.io', 'member-set');
     await setProperty('v1beta1', 'rack.example.com', 'r12');
     await setProperty('v1beta1', 'unlabelled.example.com', 'not for profiles', false);
+    // What the member's administrators say of where it is and how it is reached: not theirs to say.
+    await setProperty('v1beta1', 'location.topology.k8s.io', 'aws/member-says');
+    await setProperty('v1beta1', 'cluster-endpoints.k8s.io', '["member-says.example:443"]');
 
     // One cluster of each cloud is served by the member; every other endpoint is a closed loopback port.
     const memberHost = new URL(member.server).hostname;
@@ -194,7 +197,7 @@ describe('the member probe reads each member through its own access path (member
   });
 
   step(
-    'copies the labelled ClusterProperties unchanged, takes the id from kube-system, lists the CRD groups, and writes the member’s ClusterSet with the conflict visible',
+    'copies the labelled ClusterProperties unchanged, takes the id from kube-system, lists the CRD groups, and keeps what the clouds and the configuration say (its ClusterSet, with the member’s visible as a conflict)',
     async () => {
       const reviewsBefore = member.reviews.length;
       const { millis, run } = await sync();
@@ -214,11 +217,19 @@ describe('the member probe reads each member through its own access path (member
           JSON.parse(prop(profile, 'group.customResource.k8s.io')!).includes('about.k8s.io'),
           provider,
         );
-        assert.equal(prop(profile, 'clusterset.k8s.io'), 'member-set', provider);
+        assert.equal(prop(profile, 'clusterset.k8s.io'), 'prod', provider);
         assert.equal(prop(profile, 'cpsync.io/clusterset-conflict'), 'configured prod, member member-set');
+        // The cloud's location and the endpoint the cloud gives (the member's own address here), not the member's.
+        assert.match(prop(profile, 'location.topology.k8s.io') ?? '', /^(aws|gcp|azure)\/(?!member-says)/);
+        assert.deepEqual(JSON.parse(prop(profile, 'cluster-endpoints.k8s.io')!), [
+          `${new URL(member.server).hostname}:${new URL(member.server).port || 443}`,
+        ]);
+        assert.match(
+          condition(profile, 'MemberReachable')?.message ?? '',
+          /not copied: cluster-endpoints\.k8s\.io \(cpsync's, from the clouds and the configuration\), clusterset\.k8s\.io \(.*\), location\.topology\.k8s\.io \(/,
+        );
         assert.deepEqual(JSON.parse(prop(profile, 'cpsync.io/member-properties')!), [
           'cluster.clusterset.k8s.io',
-          'clusterset.k8s.io',
           'group.customResource.k8s.io',
           'rack.example.com',
         ]);

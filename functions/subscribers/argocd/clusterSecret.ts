@@ -28,7 +28,7 @@ import { cut } from '../../../core/domain/text.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import type { Provider } from '../../../core/domain/model/observedCluster.ts';
 import { targetOfExtension } from '../../../adapters/credentials/target.ts';
-import { untrustedReason } from './untrustedReason.ts';
+import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
 
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';

@@ -38,7 +38,7 @@ import {
 } from '../../runtime.ts';
 import type { HubGuard } from '../../../adapters/hub/hubPolicy.ts';
 import type { ArgoCdClusters, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
-import { untrustedReason } from './untrustedReason.ts';
+import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
 
 export interface ArgoCdDeps {
   composition: Composition;

@@ -129,6 +129,44 @@ describe('cpsync announce', () => {
     assert.deepEqual(hubFiles(), before, 'the hub is only read');
   });
 
+  it("withholds, naming it and why, a profile that does not say it is cpsync's, and exits 1", async () => {
+    // cpsync's manager label, but another manager named in its spec, and another with no provider id.
+    const hub = new FileHub({ directory: hubDirectory });
+    const base = normalize(eksCluster({ name: 'odd', region: 'ap-south-1' }), inventoryOptions(), NOW);
+    const others = [
+      { ...base, spec: { ...base.spec, clusterManager: { name: 'someone-else' } } },
+      {
+        ...base,
+        metadata: { ...base.metadata, name: `${base.metadata.name}-bare`, annotations: {} },
+      },
+    ];
+    for (const profile of others) await hub.applyObject(profile);
+    try {
+      const count = published().length;
+      const run = io();
+      assert.equal(await main(['--config', config(busFile), 'announce', '--all'], run), 1, run.err());
+      assert.equal(published().length, count + 4, 'the four of cpsync announced');
+      assert.match(
+        run.err(),
+        new RegExp(
+          `not announced, as cpsync cannot tell it wrote them: ${NAMESPACE}/${base.metadata.name}: .*not managed by cpsync \\(spec.clusterManager.name: "someone-else"\\)`,
+        ),
+      );
+      assert.match(
+        run.err(),
+        new RegExp(`${NAMESPACE}/${base.metadata.name}-bare: .*has no cpsync.io/provider-id annotation`),
+      );
+      assert.match(run.err(), /announced 4 of 4 profile\(s\) .*; 2 withheld/);
+      assert.ok(
+        !published()
+          .slice(count)
+          .some((e) => e.detail.cluster.displayName === 'odd'),
+      );
+    } finally {
+      for (const profile of others) await hub.delete({ namespace: NAMESPACE, name: profile.metadata.name });
+    }
+  });
+
   it('exits 1 naming each event the bus refused', async () => {
     const refusing = join(directory, 'not-a-file');
     mkdirSync(refusing);

@@ -709,6 +709,37 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       const kept = before.filter(([name]) => name !== unmarked);
       assert.deepEqual(await managed(), kept, 'those written while guarded kept as they were');
 
+      // `cpsync announce` puts out nothing others could have written as cpsync's word: every profile there is
+      // withheld with the reason, and it exits 1; trusting the hub's writers (--unguarded-hub trust), they go out.
+      const said: string[] = [];
+      const quiet = {
+        stdout: { write: () => true } as unknown as NodeJS.WritableStream,
+        stderr: { write: (s: string) => said.push(s) } as unknown as NodeJS.WritableStream,
+      };
+      assert.equal(await main(['--config', configFile, 'announce', '--all'], quiet), 1, said.join(''));
+      assert.match(
+        said.join(''),
+        new RegExp(
+          `not announced, as cpsync cannot tell it wrote them: (.*, )?${inventory}/planted(, .*)?: .*${unguarded.source}`,
+        ),
+      );
+      assert.match(said.join(''), /announced 0 of 0 profile\(s\) .*; [2-9] withheld/);
+      assert.deepEqual(await deliver(), [], 'nothing published');
+      said.length = 0;
+      assert.equal(
+        await main(['--config', configFile, 'announce', '--all', '--unguarded-hub', 'trust'], quiet),
+        0,
+        said.join(''),
+      );
+      const announced = await deliver();
+      assert.ok(
+        announced.some((r) => r.event.detail.name === 'planted'),
+        'trusted, the planted profile is announced',
+      );
+      // The subscriber still judges the hub for itself.
+      assert.ok(announced.every((r) => r.result.outcome === 'skipped'));
+      assert.deepEqual(await managed(), kept);
+
       // No policy at all: the same, saying so.
       await policy!.remove();
       policy = undefined;

@@ -48,14 +48,14 @@ describe('member readings in a profile', () => {
     assert.equal(prop(read, 'example.com/huge'), undefined);
     assert.match(
       reachable(read)?.message ?? '',
-      /not copied: cpsync\.io\/status \(a cpsync\.io\/ name\), example\.com\/huge/,
+      /not copied: clusterset\.k8s\.io \(cpsync's, from the clouds and the configuration\), cpsync\.io\/status \(a cpsync\.io\/ name\), example\.com\/huge/,
     );
     assert.deepEqual(crdViolations(read), []);
   });
 
-  it('writes the member’s ClusterSet over the configured one, and says they disagree', () => {
+  it('keeps the configured ClusterSet, and says the member names another', () => {
     assert.equal(prop(base, 'clusterset.k8s.io'), 'prod');
-    assert.equal(prop(read, 'clusterset.k8s.io'), 'member-set');
+    assert.equal(prop(read, 'clusterset.k8s.io'), 'prod');
     assert.equal(prop(read, 'cpsync.io/clusterset-conflict'), 'configured prod, member member-set');
   });
 
@@ -69,7 +69,7 @@ describe('member readings in a profile', () => {
       ),
     };
     const carried = carryMemberState(copy, read);
-    assert.equal(prop(carried, 'clusterset.k8s.io'), 'member-set');
+    assert.equal(prop(carried, 'clusterset.k8s.io'), 'batch');
     assert.equal(prop(carried, 'cpsync.io/clusterset-conflict'), 'configured batch, member member-set');
     // What a reading of the member gives that copy is the same: nothing to write between the two.
     assert.deepEqual(
@@ -114,7 +114,6 @@ describe('member readings in a profile', () => {
     assert.deepEqual(
       changed.updates[0]!.changes.map((c) => c.field).filter((f) => f.startsWith('status.properties')),
       [
-        'status.properties[clusterset.k8s.io]',
         'status.properties[cpsync.io/clusterset-conflict]',
         'status.properties[cpsync.io/member-properties]',
         'status.properties[example.com/rack]',
@@ -126,6 +125,72 @@ describe('member readings in a profile', () => {
     // Not read this run: what the hub holds is carried, nothing to write.
     const carried = carryMemberState(normalize(eksCluster(), options, LATER), stored);
     assert.equal(plan({ ...input, desired: [carried], current: [stored] }).unchanged, 1);
+  });
+
+  it('never lets a member, or what the hub holds of one, stand for what the clouds and the configuration say (property)', () => {
+    const derivedNames = [
+      'cluster-endpoints.k8s.io',
+      'location.topology.k8s.io',
+      'topology.kubernetes.io/region',
+      'topology.kubernetes.io/zone',
+      'count.node.k8s.io',
+      'type.node.k8s.io',
+      'clusterset.k8s.io',
+    ];
+    const name = fc.oneof(
+      fc.constantFrom(...derivedNames, 'example.com/rack', 'cluster.clusterset.k8s.io'),
+      fc.string({ minLength: 1, maxLength: 20 }),
+    );
+    const property = fc.record({ name, value: fc.string({ minLength: 1, maxLength: 40 }) });
+    // What the hub may hold: a profile written by any version, or by someone else, listing any names as the probe's.
+    const held = fc.record({
+      listed: fc.uniqueArray(name, { maxLength: 6 }),
+      properties: fc.array(property, { maxLength: 8 }),
+      conflict: fc.option(fc.string({ maxLength: 40 }), { nil: undefined }),
+    });
+    fc.assert(
+      fc.property(
+        fc.array(property, { maxLength: 8 }),
+        fc.option(held, { nil: undefined }),
+        fc.constantFrom('read', 'unreachable', 'carried'),
+        fc.constantFrom('cluster-inventory', 'elsewhere'),
+        (properties, hub, how, namespace) => {
+          const desired = normalize(eksCluster(), { ...options, namespace }, LATER);
+          const previous: ClusterProfile | undefined = hub && {
+            ...base,
+            status: {
+              ...base.status,
+              properties: [
+                ...hub.properties.map((p) => ({ ...p, lastObservedTime: NOW })),
+                { name: 'cpsync.io/member-properties', value: JSON.stringify(hub.listed) },
+                ...(hub.conflict === undefined
+                  ? []
+                  : [{ name: 'cpsync.io/clusterset-conflict', value: hub.conflict }]),
+              ],
+            },
+          };
+          const result =
+            how === 'carried'
+              ? carryMemberState(desired, previous)
+              : applyMemberReading(
+                  desired,
+                  how === 'read'
+                    ? { ...reading, properties }
+                    : { reachable: false, reason: 'Unreachable', message: 'no route' },
+                  previous,
+                  LATER,
+                );
+          for (const derivedName of derivedNames)
+            assert.deepEqual(
+              result.status?.properties?.filter((p) => p.name === derivedName),
+              desired.status?.properties?.filter((p) => p.name === derivedName),
+              derivedName,
+            );
+          assert.deepEqual(crdViolations(result), []);
+        },
+      ),
+      { numRuns: 500 },
+    );
   });
 
   it('changes nothing but its condition when the member cannot be read', () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ClusterProfile } from '../../../../../core/domain/model/clusterProfile.ts';
-import { untrustedReason } from '../../../../../functions/subscribers/argocd/untrustedReason.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import { untrustedReason } from '../../../../core/domain/untrustedReason.ts';
 
 function profile(
   labels: Record<string, string> | undefined,

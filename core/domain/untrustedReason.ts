@@ -1,11 +1,11 @@
 /**
  * Whether a profile read from the hub is taken as one cpsync wrote. Anyone allowed to write ClusterProfiles in an
  * inventory namespace can make one that looks like cpsync's (the hub's admission policy, when applied, stops them);
- * the subscriber acts only on a profile whose manager label, `spec.clusterManager.name` and `cpsync.io/provider-id`
- * annotation all say cpsync wrote it. Pure: no I/O.
+ * the Argo CD subscriber and `cpsync announce` take only a profile whose manager label, `spec.clusterManager.name`
+ * and `cpsync.io/provider-id` annotation all say cpsync wrote it. Pure: no I/O.
  */
-import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER } from '../../../core/domain/constants.ts';
-import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
+import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER } from './constants.ts';
+import type { ClusterProfile } from './model/clusterProfile.ts';
 
 /** Why `profile` is not taken as `manager`'s, or undefined when it is. */
 export function untrustedReason(profile: ClusterProfile, manager: string): string | undefined {

@@ -18,6 +18,7 @@ import {
 } from '../core/sync/engine.ts';
 import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
 import { findOrphans, scopeCoversProfile } from '../core/domain/orphans.ts';
+import { sameProviderId } from '../core/domain/naming.ts';
 import { announceInventory } from '../core/sync/announce.ts';
 import { readHubGuard } from '../adapters/hub/hubPolicy.ts';
 import { LABEL_PROVIDER } from '../core/domain/constants.ts';
@@ -208,17 +209,56 @@ async function prune(composition: Composition, orphans: readonly OrphanReport[],
       syncId: randomUUID(),
       scopes: orphans.map((o) => o.scope),
       ...composition.settings,
-      confirmedGone: new Set(orphans.flatMap((o) => o.providerIds)),
+      // Not confirmed gone (nothing asked the cloud): what cpsync granted on them stays in its ledger.
+      pruned: new Set(orphans.flatMap((o) => o.providerIds)),
       retainDetails: false,
       ...(io.signal ? { signal: io.signal } : {}),
     },
   );
   io.stderr.write(`${formatSummary(report)}\n`);
   if (report.interrupted) return SIGNAL_EXIT[report.interrupted.reason] ?? ExitCode.Incomplete;
+  await sayHeldGrants(composition, orphans, io);
   const failed = report.scopes.some((s) => s.summary.counts.failed > 0 || s.outcome.kind === 'failed');
   return failed || report.events.failed.length > 0 || report.problems.length > 0
     ? ExitCode.Incomplete
     : ExitCode.Ok;
+}
+
+/**
+ * What cpsync's ledger still holds on the clusters of pruned profiles: grants nothing takes back while no configured
+ * scope covers those clusters (pruning asks no cloud), said so that they are not forgotten.
+ */
+async function sayHeldGrants(
+  composition: Composition,
+  orphans: readonly OrphanReport[],
+  io: Io,
+): Promise<void> {
+  const { ledger } = composition.ports;
+  if (!ledger) return;
+  const held: string[] = [];
+  const accounts = new Map(orphans.map((o) => [`${o.scope.provider}/${o.scope.account}`, o.scope]));
+  try {
+    for (const scope of accounts.values()) {
+      const ids = orphans.filter((o) => o.scope.provider === scope.provider).flatMap((o) => o.providerIds);
+      for (const record of await ledger.read(scope))
+        if (
+          record.grants.length > 0 &&
+          ids.some((id) => sameProviderId(record.provider, id, record.providerId))
+        )
+          held.push(
+            `${record.providerId} (${record.grants.map((g) => `${g.consumer}: ${g.identity}`).join(', ')})`,
+          );
+    }
+  } catch (error) {
+    io.stderr.write(
+      `cpsync: cannot read cpsync's ledger for what it granted on the pruned clusters: ${printable(messageOf(error))}\n`,
+    );
+    return;
+  }
+  if (held.length > 0)
+    io.stderr.write(
+      `cpsync: still held, as cpsync's ledger keeps them: what it granted on ${held.length} cluster(s) no configured scope covers — ${printable(held.join('; '))}. Consumers keep that access: configure the scope again for cpsync to take back what the configuration no longer wants, or take it back by hand (docs/configuring.md#orphans-scopes-dropped-from-the-configuration)\n`,
+    );
 }
 
 /** The orphans of the inventory, or undefined (said on stderr) when the configured scopes cannot all be told. */

@@ -56,7 +56,7 @@ export interface PlannedUpdate {
  * `NotPlacedHere`: the cluster is listed, but its profile no longer belongs in this namespace (a namespace
  * rule sends it elsewhere, or a projection no longer copies it here).
  */
-export type DeleteReason = 'MissingFromListings' | 'ConfirmedNotFound' | 'NotPlacedHere';
+export type DeleteReason = 'MissingFromListings' | 'ConfirmedNotFound' | 'NotPlacedHere' | 'NoLongerCovered';
 
 export interface PlannedDelete {
   current: ClusterProfile;
@@ -104,6 +104,8 @@ export interface PlanInput {
   now: string;
   /** Provider ids the provider has confirmed gone (answered not found): deleted at once. */
   confirmedGone?: ReadonlySet<string>;
+  /** Provider ids of profiles no configured scope covers, pruned: deleted at once (`NoLongerCovered`). */
+  pruned?: ReadonlySet<string>;
 }
 
 function isManagedBy(profile: ClusterProfile, manager: string): boolean {
@@ -428,6 +430,10 @@ export function plan(input: PlanInput): Plan {
     const providerId = existing.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
     if (providerId !== undefined && input.confirmedGone?.has(providerId)) {
       result.deletes.push({ current: existing, reason: 'ConfirmedNotFound' });
+      continue;
+    }
+    if (providerId !== undefined && input.pruned?.has(providerId)) {
+      result.deletes.push({ current: existing, reason: 'NoLongerCovered' });
       continue;
     }
     // A listed cluster whose profile is kept elsewhere: this copy is no longer wanted here (any listing).

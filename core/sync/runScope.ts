@@ -104,6 +104,7 @@ export async function syncOne(run: RunContext, requested: Scope): Promise<ScopeR
       leaseMillis: request.intentLeaseMillis,
       ...(lease && leases ? { held: { holder: leases.holder, lease: lease.name } } : {}),
       ...(request.confirmedGone ? { confirmedGone: request.confirmedGone } : {}),
+      ...(request.pruned ? { pruned: request.pruned } : {}),
       ...(request.dryRun ? { dryRun: true } : {}),
       ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
     });

@@ -208,6 +208,8 @@ export async function applyReading(
     leaseMillis: number;
     held?: IntentOwner['held'];
     confirmedGone?: ReadonlySet<string>;
+    /** Provider ids whose profiles are pruned (no configured scope covers them): see SyncRequest.pruned. */
+    pruned?: ReadonlySet<string>;
     dryRun?: boolean;
     signal?: AbortSignal;
     claims?: NameClaims;
@@ -231,6 +233,7 @@ export async function applyReading(
     options: reading.options,
     now: reading.now,
     ...(reading.confirmedGone ? { confirmedGone: reading.confirmedGone } : {}),
+    ...(reading.pruned ? { pruned: reading.pruned } : {}),
     ...(reading.dryRun ? { dryRun: true } : {}),
     ...(reading.signal ? { signal: reading.signal } : {}),
     ...(ports.members ? { members: ports.members } : {}),

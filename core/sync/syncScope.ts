@@ -50,6 +50,8 @@ export interface SyncScopeInput {
   now: string;
   /** Provider ids the provider confirmed gone. */
   confirmedGone?: ReadonlySet<string>;
+  /** Provider ids whose profiles are pruned: they go, and (unlike clusters gone) the ledger keeps their grants. */
+  pruned?: ReadonlySet<string>;
   /** Plan only: read the hub, write nothing. */
   dryRun?: boolean;
   /** Called with the plan just before it is applied (write-ahead intents). */
@@ -360,6 +362,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     accessProviderNames: Object.values(options.accessProviderNames),
     now,
     ...(confirmedGone ? { confirmedGone } : {}),
+    ...(input.pruned ? { pruned: input.pruned } : {}),
   });
   result.skipped.push(...naming.skipped);
   const withoutCertificateAuthority = desired.flatMap((profile): ProfileNotice[] => {

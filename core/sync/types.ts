@@ -94,6 +94,12 @@ export interface SyncRequest extends RunSettings {
   /** Provider ids the provider confirmed gone: their profiles go at once. */
   confirmedGone?: ReadonlySet<string>;
   /**
+   * Provider ids of profiles no configured scope covers any more, pruned (`cpsync prune --orphans`, a provider set
+   * to off): their profiles go at once. Never taken for clusters gone: what cpsync granted on them stays in its
+   * ledger (nothing asks the cloud here, so nothing is taken back).
+   */
+  pruned?: ReadonlySet<string>;
+  /**
    * Look for orphans once the scopes are synced (a full sync): profiles no configured scope covers are
    * reported and announced (`Inventory Scope Orphaned`), never deleted. `configured` is every scope of
    * the configuration; `determined` the providers whose scopes are all known (discovery did not fail).

@@ -12,9 +12,13 @@ import { after, before, describe, it } from 'node:test';
 import { parse, stringify } from 'yaml';
 import { DetailValidator } from '../../events/validate.ts';
 import { EKS_ACCOUNT, startEmulators, type Emulators } from '../env/emulators.ts';
+import { serveEksAccessEntries } from '../env/eksAccessEntries.ts';
 import { hasStackTrace, jsonLines, runCli, type CliRun } from '../support/cli.ts';
 import { readInventory, type DeliveredEvent } from '../support/oracle.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
+
+/** The consumer's IAM role: what cpsync grants on the EKS clusters. */
+const DEPLOYER = `arn:aws:iam::${EKS_ACCOUNT}:role/deployer`;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration documents are edited freely here
 type Doc = Record<string, any>;
@@ -165,6 +169,57 @@ describe('orphans: scopes dropped from the configuration', () => {
       emulators.gke.searchFailures.splice(0);
     }
     assert.deepEqual(names(ws.inventory(), 'container.googleapis.com'), gke);
+  });
+
+  it('prunes no grant: what cpsync granted on a pruned cluster stays granted and recorded, is named, and is taken back once the scope is configured again without the consumer', async () => {
+    const entries = serveEksAccessEntries(emulators.proxy);
+    try {
+      const ws = workspace();
+      const granting = (document: Doc) => {
+        document.features = { accessGrants: 'on' };
+        document.consumers = [
+          {
+            name: 'deployer',
+            namespaces: ['orphans'],
+            level: 'view',
+            identities: { eks: { roleArn: DEPLOYER } },
+          },
+        ];
+      };
+      const first = await ws.run(granting, ['sync']);
+      assert.equal(first.code, 0, first.stderr);
+      // The oracle is the cloud: the EKS clusters' access entries.
+      const eksClusters = [...ws.inventory().values()].filter((p) => p.providerId.startsWith('arn:aws:eks:'));
+      const pruned = eksClusters.filter((p) => p.providerId.includes(':eu-west-1:'));
+      assert.ok(pruned.length > 0, 'an EKS cluster in eu-west-1');
+      const entryOf = (providerId: string) => {
+        const match = /^arn:aws:eks:([^:]+):\d+:cluster\/(.+)$/.exec(providerId)!;
+        return entries.of(match[1]!, match[2]!).get(DEPLOYER);
+      };
+      for (const profile of eksClusters)
+        assert.ok(entryOf(profile.providerId), `granted on ${profile.providerId}`);
+
+      const prune = await ws.run((d) => (granting(d), narrowed(d)), ['prune', '--orphans', '--yes']);
+      assert.equal(prune.code, 0, prune.stderr);
+      for (const profile of pruned) {
+        assert.ok(!ws.inventory().has(`${profile.namespace}/${profile.name}`), 'the profile pruned');
+        assert.ok(entryOf(profile.providerId), 'the grant stays, as nothing asked the cloud');
+        assert.match(
+          prune.stderr,
+          new RegExp(
+            `still held, as cpsync's ledger keeps them: what it granted on ${pruned.length} cluster\\(s\\) no configured scope covers — .*${profile.providerId.replace(/[/.]/g, '\\$&')} \\(deployer: ${DEPLOYER.replace(/[/.]/g, '\\$&')}\\)`,
+          ),
+        );
+      }
+
+      // The scope configured again, the consumer gone: the record kept is what cpsync takes back.
+      const back = await ws.run((d) => (granting(d), (d.consumers = [])), ['sync']);
+      assert.equal(back.code, 0, back.stderr);
+      for (const profile of eksClusters)
+        assert.equal(entryOf(profile.providerId), undefined, profile.providerId);
+    } finally {
+      entries.stop();
+    }
   });
 
   it('deletes the profiles of a provider set to off, each announced, at the next full sync', async () => {

@@ -245,6 +245,17 @@ describe('plan', () => {
     assert.equal(result.deletes[0]!.reason, 'ConfirmedNotFound');
   });
 
+  it('deletes at once a pruned profile (no configured scope covers it), saying so rather than that it is gone', () => {
+    const result = run([], stored(desiredOf([a, b])), {
+      outcome: outcome('partial'),
+      pruned: new Set([b.providerId]),
+    });
+    assert.deepEqual(
+      result.deletes.map((d) => [d.current.metadata.annotations?.['cpsync.io/provider-id'], d.reason]),
+      [[b.providerId, 'NoLongerCovered']],
+    );
+  });
+
   it('never updates or deletes a profile of another cluster manager in the same namespace', () => {
     const foreign = stored(desiredOf([b]))[0]!;
     foreign.metadata.labels = { ...foreign.metadata.labels, 'x-k8s.io/cluster-manager': 'ocm' };

@@ -28,7 +28,7 @@ import type {
 import { listedDigest, ScopeAnswers, stillStands, type AnswerMemory } from '../shared/rememberedAnswers.ts';
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
 import { classifyAwsError, errorMessage } from './classify.ts';
-import { eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
+import { eksClusterArn, eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 import { compareOrdinal } from '../../core/domain/naming.ts';
 
@@ -483,7 +483,11 @@ export class EksSource implements ClusterSource {
         client.send(new DescribeClusterCommand({ name }), { abortSignal: signal }),
       ).then((r) => r.cluster),
     );
-    if (!cluster) return undefined;
+    if (!cluster) {
+      // Gone: what was remembered of it stands for no cluster of that name made again (an ARN names both).
+      answers.forget({ provider: 'eks', account, region, providerId: eksClusterArn(account, region, name) });
+      return undefined;
+    }
     const nodegroups = cluster.arn
       ? await this.#rememberedNodegroups(client, account, region, cluster, describedAt, answers, signal)
       : (await this.#nodegroups(client, account, cluster, signal)).map(rememberedNodegroup);

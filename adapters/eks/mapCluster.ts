@@ -73,6 +73,11 @@ export function mapEksCluster(
   };
 }
 
+/** The ARN of the EKS cluster `name` of `account` in `region` (the `aws` partition, as cpsync's role ARNs). */
+export function eksClusterArn(account: string, region: string, name: string): string {
+  return `arn:aws:eks:${region}:${account}:cluster/${name}`;
+}
+
 /** An EKS cluster's ARN: its partition, region, account and name. */
 const EKS_CLUSTER_ARN = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/(.+)$/;
 

@@ -11,7 +11,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { EksSource } from '../../../../adapters/eks/EksSource.ts';
 import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
-import { startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
+import { restJsonError, startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
 import { createEksClusters, HUB_ACCOUNT, HUB_CREDENTIALS } from '../../../support/aws.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
@@ -163,6 +163,29 @@ describe('EKS DescribeCluster answers remembered (clusterMaxAgeMillis), against 
     assert.deepEqual(
       listing.clusters.find((c) => c.name === 'search'),
       one,
+    );
+  });
+
+  it('forgets a cluster a look finds gone: one made again under its name is described at the next listing', async () => {
+    await list();
+    // An event's look (or a follow-up's) finds orders deleted.
+    const gone = proxy.intercept((call) =>
+      call.method === 'GET' && call.path === '/clusters/orders'
+        ? restJsonError(404, 'ResourceNotFoundException', 'No cluster found for name: orders.')
+        : undefined,
+    );
+    try {
+      assert.equal(await source().getCluster({ scope: SCOPE, name: 'orders' }), undefined);
+    } finally {
+      gone();
+    }
+    // Made again under the same name (the same ARN): another endpoint, which no listing shows.
+    describedAs('orders', (cluster) => (cluster.endpoint = 'https://remade.gr7.eu-west-2.eks.amazonaws.com'));
+    const { listing, described: asked } = await list();
+    assert.deepEqual(asked, ['orders']);
+    assert.deepEqual(
+      listing.clusters.find((c) => c.name === 'orders')?.endpoints.map((e) => e.url),
+      ['https://remade.gr7.eu-west-2.eks.amazonaws.com'],
     );
   });
 

@@ -173,6 +173,12 @@ export interface ArgoCdClusterSyncProps {
    * @default 'refuse'
    */
   readonly unguardedHub?: 'refuse' | 'trust';
+  /**
+   * How long the reconcile keeps the Secret of a profile missing from the hub (cpsync writes it again at its next
+   * sync; a Deleted event of cpsync's removes the Secret at once). Longer than the sync's schedule.
+   * @default Duration.hours(1)
+   */
+  readonly missingProfileGrace?: Duration;
 }
 
 /**
@@ -206,6 +212,9 @@ export class ArgoCdClusterSync extends Construct {
         ARGOCD_CREDENTIALS_ARGS: JSON.stringify(props.credentialsArgs ?? []),
         ARGOCD_IDEMPOTENCY_TABLE: this.idempotencyTable.tableName,
         ARGOCD_UNGUARDED_HUB: props.unguardedHub ?? 'refuse',
+        ARGOCD_MISSING_PROFILE_GRACE_MINUTES: String(
+          (props.missingProfileGrace ?? Duration.hours(1)).toMinutes(),
+        ),
         ...(kubeconfig ? { ARGOCD_KUBECONFIG_SECRET_ARN: kubeconfig } : {}),
         POWERTOOLS_SERVICE_NAME: 'cpsync-argocd',
       },
@@ -275,6 +284,7 @@ export function configuredSubscribers(scope: Construct, cpsync: Cpsync): Configu
             credentialsArgs: argocd.credentialsArgs,
             reconcileEvery: Duration.minutes(argocd.reconcileEveryMinutes),
             unguardedHub: argocd.unguardedHub,
+            missingProfileGrace: Duration.minutes(argocd.missingProfileGraceMinutes),
           }),
         }
       : {}),

@@ -397,6 +397,12 @@ const subscribers = z.strictObject({
        * guarded stays as it was, any other is removed) or `trust` (a hub whose ClusterProfile writers are all trusted).
        */
       unguardedHub: z.enum(['refuse', 'trust'], { message: 'must be refuse or trust' }).default('refuse'),
+      /**
+       * How long the reconcile keeps the Secret of a profile missing from the hub, in minutes: whoever may delete
+       * profiles there must not empty Argo CD of a live cluster (cpsync writes the profile again at its next sync, so
+       * make it longer than the sync's schedule). A Deleted event of cpsync's removes the Secret at once. 0: at once.
+       */
+      missingProfileGraceMinutes: z.number().int().min(0).max(10_080).default(60),
     })
     .optional(),
 });

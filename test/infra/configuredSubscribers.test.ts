@@ -37,6 +37,8 @@ const SUBSCRIBERS = {
     kubeconfigSecretArn: KUBECONFIG,
     credentialsArgs: ['--role-name', 'cpsync-reader'],
     reconcileEveryMinutes: 30,
+    unguardedHub: 'trust',
+    missingProfileGraceMinutes: 90,
   },
 };
 
@@ -84,8 +86,14 @@ describe('the example subscribers from the configuration', () => {
       assert.equal(mapping.Properties.MaximumBatchingWindowInSeconds, 10);
       const argo = variablesOf(byPrefix(resources, 'AWS::Lambda::Function', 'ArgoCdFunction'));
       assert.deepEqual(
-        [argo.ARGOCD_NAMESPACE, argo.ARGOCD_KUBECONFIG_SECRET_ARN, argo.ARGOCD_CREDENTIALS_ARGS],
-        ['gitops', KUBECONFIG, '["--role-name","cpsync-reader"]'],
+        [
+          argo.ARGOCD_NAMESPACE,
+          argo.ARGOCD_KUBECONFIG_SECRET_ARN,
+          argo.ARGOCD_CREDENTIALS_ARGS,
+          argo.ARGOCD_UNGUARDED_HUB,
+          argo.ARGOCD_MISSING_PROFILE_GRACE_MINUTES,
+        ],
+        ['gitops', KUBECONFIG, '["--role-name","cpsync-reader"]', 'trust', '90'],
       );
       // The Argo CD function reads the hub, so its role is among those the hub must let in; the notifier's is not.
       const hubRoles = JSON.stringify(Template.fromStack(stack).findOutputs('HubRoles'));
@@ -135,6 +143,8 @@ describe('the example subscribers from the configuration', () => {
         argoCdKubeconfigArn: KUBECONFIG,
         credentialsArgs: ['--role-name', 'cpsync-reader'],
         reconcileEvery: Duration.minutes(30),
+        unguardedHub: 'trust',
+        missingProfileGrace: Duration.minutes(90),
       });
       assert.deepEqual(Template.fromStack(composed).toJSON(), Template.fromStack(stack).toJSON());
     } finally {

@@ -12,6 +12,7 @@ import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
   PROFILE_ANNOTATION,
+  PROFILE_MISSING_SINCE_ANNOTATION,
   PROFILE_UID_ANNOTATION,
   PROFILE_VERSION_ANNOTATION,
   SECRET_TYPE_LABEL,
@@ -32,7 +33,12 @@ export interface ReconcileReport {
   deleted: number;
   skipped: Array<{ profile: string; reason: string }>;
   conflicts: string[];
+  /** Profiles missing from the hub whose Secrets are kept until they have been missing for the grace, and since when. */
+  missing: Array<{ profile: string; since: string }>;
 }
+
+/** How long a profile may be missing from the hub before its Secret goes (see `reconcile`). */
+const DEFAULT_MISSING_GRACE_MILLIS = 60 * 60_000;
 
 function status(error: unknown): number | undefined {
   const e = error as { code?: number; statusCode?: number; response?: { statusCode?: number } };
@@ -174,6 +180,29 @@ export class ArgoCdClusters {
     return { outcome: 'deleted' };
   }
 
+  /** Marks `secret` as missing its profile since `at`; false when it changed or went meanwhile (judged next time). */
+  async #markMissing(secret: V1Secret, at: string): Promise<boolean> {
+    const api = await this.#api();
+    try {
+      await api.patchNamespacedSecret({
+        name: secret.metadata!.name!,
+        namespace: this.#options.namespace,
+        body: [
+          { op: 'test', path: '/metadata/resourceVersion', value: secret.metadata!.resourceVersion! },
+          {
+            op: 'add',
+            path: `/metadata/annotations/${PROFILE_MISSING_SINCE_ANNOTATION.replace('/', '~1')}`,
+            value: at,
+          },
+        ],
+      });
+      return true;
+    } catch (error) {
+      if (status(error) === 404 || status(error) === 409 || status(error) === 422) return false;
+      throw error;
+    }
+  }
+
   /** The cluster Secrets cpsync manages. */
   async managed(): Promise<V1Secret[]> {
     const api = await this.#api();
@@ -187,14 +216,25 @@ export class ArgoCdClusters {
   /**
    * Makes the managed Secrets exactly those of `profiles` (the whole inventory, read from the hub), written as
    * `writtenUnder`; the Secrets of the profiles `held` are kept as they are, neither written nor removed, when they
-   * were written while guarded from that very profile (see `release`), and removed otherwise.
+   * were written while guarded from that very profile (see `release`), and removed otherwise. A Secret whose profile
+   * is missing from the hub altogether goes only once it has been missing for `missingGraceMillis`: whoever may
+   * delete a profile (the hub's admission policy guards writes, not deletions) must not empty Argo CD of a cluster
+   * that still exists — which would let an ApplicationSet delete its Applications — and cpsync writes the profile
+   * again at its next sync. (A Deleted event of cpsync's, confirmed by the hub, removes the Secret at once.)
    */
   async reconcile(
     profiles: readonly ClusterProfile[],
     {
       held = [],
       writtenUnder = 'guarded',
-    }: { held?: readonly ClusterProfile[]; writtenUnder?: WrittenUnder } = {},
+      missingGraceMillis = DEFAULT_MISSING_GRACE_MILLIS,
+      now = Date.now(),
+    }: {
+      held?: readonly ClusterProfile[];
+      writtenUnder?: WrittenUnder;
+      missingGraceMillis?: number;
+      now?: number;
+    } = {},
   ): Promise<ReconcileReport> {
     const report: ReconcileReport = {
       created: 0,
@@ -203,7 +243,9 @@ export class ArgoCdClusters {
       deleted: 0,
       skipped: [],
       conflicts: [],
+      missing: [],
     };
+    const present = new Set([...profiles, ...held].map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
     const wanted = new Set<string>();
     const holding = new Map(
       held.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p.metadata.uid] as const),
@@ -228,6 +270,21 @@ export class ArgoCdClusters {
     const api = await this.#api();
     for (const secret of await this.managed()) {
       if (wanted.has(secret.metadata!.name!) || this.#held(secret, holding)) continue;
+      const profile = secret.metadata?.annotations?.[PROFILE_ANNOTATION];
+      if (profile !== undefined && !present.has(profile) && missingGraceMillis > 0) {
+        const marked = secret.metadata?.annotations?.[PROFILE_MISSING_SINCE_ANNOTATION];
+        const since = marked !== undefined && /^\d{4}-/.test(marked) ? Date.parse(marked) : Number.NaN;
+        // Missing since a time to come (a clock or a hand gone wrong) counts from now.
+        if (Number.isNaN(since) || since > now) {
+          const at = new Date(now).toISOString();
+          if (await limit(() => this.#markMissing(secret, at))) report.missing.push({ profile, since: at });
+          continue;
+        }
+        if (now - since < missingGraceMillis) {
+          report.missing.push({ profile, since: marked! });
+          continue;
+        }
+      }
       await limit(async () => {
         try {
           await api.deleteNamespacedSecret({

@@ -42,6 +42,11 @@ export const PROFILE_UID_ANNOTATION = 'cpsync.io/profile-uid';
  * while its namespace is not guarded; one without the mark (made before the subscriber judged the hub) is not.
  */
 export const WRITTEN_UNDER_ANNOTATION = 'cpsync.io/written-under';
+/**
+ * When a reconcile first found the Secret's profile missing from the hub: the Secret goes only once it has been
+ * missing for the grace (cpsync writes a profile someone else deleted again at its next sync).
+ */
+export const PROFILE_MISSING_SINCE_ANNOTATION = 'cpsync.io/profile-missing-since';
 export type WrittenUnder = 'guarded' | 'trusted';
 export const PROFILE_VERSION_ANNOTATION = 'cpsync.io/profile-resource-version';
 const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';

@@ -8,8 +8,9 @@
  * Environment: CPSYNC_CONFIG (the hub and inventory, as the other functions have it); ARGOCD_NAMESPACE
  * (default `argocd`); the Argo CD cluster's kubeconfig in ARGOCD_KUBECONFIG_SECRET_ARN (Secrets Manager) or
  * ARGOCD_KUBECONFIG (a file) — default: the hub itself; ARGOCD_CREDENTIALS_COMMAND (default `cpsync`),
- * ARGOCD_CREDENTIALS_ARGS (a JSON list of extra arguments, e.g. `["--role-name","cpsync-reader"]`) and
- * ARGOCD_UNGUARDED_HUB (`refuse`, the default, or `trust`).
+ * ARGOCD_CREDENTIALS_ARGS (a JSON list of extra arguments, e.g. `["--role-name","cpsync-reader"]`),
+ * ARGOCD_UNGUARDED_HUB (`refuse`, the default, or `trust`) and ARGOCD_MISSING_PROFILE_GRACE_MINUTES (default 60: how
+ * long a reconcile keeps the Secret of a profile missing from the hub, which cpsync writes again at its next sync).
  *
  * A profile becomes credentials: Argo CD runs `cpsync credentials` for the cluster the profile names and sends the
  * token to the profile's server. So a profile is acted on only where no one but cpsync can have written it: in a
@@ -45,6 +46,8 @@ export interface ArgoCdDeps {
   clusters: ArgoCdClusters;
   /** Which inventory namespaces only cpsync can write profiles in, asked once per invocation. */
   guard: () => Promise<HubGuard>;
+  /** How long a profile may be missing from the hub before a reconcile removes its Secret. @default 1 hour */
+  missingGraceMillis?: number;
 }
 
 const Settings = z.object({
@@ -66,6 +69,12 @@ const Settings = z.object({
     }),
   ARGOCD_IDEMPOTENCY_TABLE: z.string().min(1).optional(),
   ARGOCD_UNGUARDED_HUB: z.enum(['refuse', 'trust'], { message: 'must be refuse or trust' }).default('refuse'),
+  ARGOCD_MISSING_PROFILE_GRACE_MINUTES: z.coerce
+    .number({ message: 'must be a whole number of minutes' })
+    .int({ message: 'must be a whole number of minutes' })
+    .min(0, { message: 'must be 0 or more' })
+    .max(10_080, { message: 'must be at most 10080 (a week)' })
+    .default(60),
 });
 
 type ArgoCdSettings = z.infer<typeof Settings>;
@@ -118,7 +127,12 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
               unguarded: async () =>
                 'the hub is not a Kubernetes cluster: no admission policy keeps others from writing its profiles (ARGOCD_UNGUARDED_HUB=trust to act on them all the same)',
             });
-    return { composition, clusters, guard };
+    return {
+      composition,
+      clusters,
+      guard,
+      missingGraceMillis: settings.ARGOCD_MISSING_PROFILE_GRACE_MINUTES * 60_000,
+    };
   });
 }
 
@@ -191,7 +205,10 @@ async function reconcile(
   const report = await deps.clusters.reconcile(guarded, {
     held,
     writtenUnder: guard.trusted ? 'trusted' : 'guarded',
+    ...(deps.missingGraceMillis !== undefined ? { missingGraceMillis: deps.missingGraceMillis } : {}),
   });
+  for (const { profile, since } of report.missing)
+    logger.info('profile missing from the hub: its Secret kept until the grace is over', { profile, since });
   for (const profile of profiles) {
     const why = reasons.get(profile.metadata.namespace!);
     if (why)

@@ -179,6 +179,20 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     return hub.applyStatus(profile);
   }
 
+  /** The profile `ref` as the hub holds it, as cpsync writes it (no server-made fields): to store it again. */
+  async function asWritten(ref: { namespace: string; name: string }): Promise<ClusterProfile> {
+    const stored = (await hub.get(ref))!;
+    return {
+      ...stored,
+      metadata: {
+        name: stored.metadata.name,
+        namespace: ref.namespace,
+        labels: stored.metadata.labels!,
+        annotations: stored.metadata.annotations!,
+      },
+    };
+  }
+
   const publish = (events: readonly CpsyncEvent[]) => publishTo(moto.endpoint, BUS, events);
 
   /** Every event the rule delivered, handed to the handler as its Lambda target would be; their results. */
@@ -447,6 +461,65 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     await core.deleteNamespacedSecret({ name: `cluster-${aks!.metadata.name}`, namespace: argocd });
   });
 
+  it('a profile someone else deleted keeps its Secret for the grace: marked missing, kept, removed once the grace is over; written again before that, unmarked', async () => {
+    const eks = profiles[0]!;
+    const ref = { namespace: inventory, name: eks.metadata.name };
+    const secretName = `cluster-${eks.metadata.name}`;
+    const original = await asWritten(ref);
+    const reconcile = async () =>
+      (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+    const mark = async () =>
+      (await core.readNamespacedSecret({ name: secretName, namespace: argocd })).metadata?.annotations?.[
+        'cpsync.io/profile-missing-since'
+      ];
+    const server = async () =>
+      Buffer.from(
+        (await core.readNamespacedSecret({ name: secretName, namespace: argocd })).data!.server!,
+        'base64',
+      ).toString();
+    const before = await server();
+    try {
+      // Deleted by someone allowed to delete profiles (the policy guards writes, not deletions), no event of cpsync's.
+      await hub.delete(ref);
+      const first = await reconcile();
+      assert.equal(first.deleted, 0, JSON.stringify(first));
+      assert.deepEqual(
+        first.missing.map((m) => m.profile),
+        [`${inventory}/${eks.metadata.name}`],
+      );
+      const since = await mark();
+      assert.ok(since && !Number.isNaN(Date.parse(since)), `marked: ${since}`);
+      // Again at once (an on-demand reconcile, a replay): kept, the mark as it was.
+      const second = await reconcile();
+      assert.equal(second.deleted, 0);
+      assert.equal(await mark(), since);
+      assert.equal(await server(), before);
+
+      // cpsync writes it again at its next sync: the Secret is written as it was, without the mark.
+      await store(original);
+      const third = await reconcile();
+      assert.equal(third.updated, 1, JSON.stringify(third));
+      assert.deepEqual(third.missing, []);
+      assert.equal(await mark(), undefined);
+
+      // Missing again, and for longer than the grace (the mark set an hour and a minute back): removed.
+      await hub.delete(ref);
+      await reconcile();
+      const secret = await core.readNamespacedSecret({ name: secretName, namespace: argocd });
+      secret.metadata!.annotations!['cpsync.io/profile-missing-since'] = new Date(
+        Date.now() - 61 * 60_000,
+      ).toISOString();
+      await core.replaceNamespacedSecret({ name: secretName, namespace: argocd, body: secret });
+      const last = await reconcile();
+      assert.equal(last.deleted, 1, JSON.stringify(last));
+      assert.ok(!(await secrets()).some((s) => s.metadata?.name === secretName));
+    } finally {
+      await store(original);
+      await reconcile();
+    }
+    assert.equal(await server(), before, 'written again as it was');
+  });
+
   it('a Deleted event removes the Secret — unless the profile is back in the hub', async () => {
     const [eks, gke] = profiles;
     await hub.delete({ namespace: inventory, name: gke!.metadata.name });
@@ -508,6 +581,21 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     } finally {
       if (saved === undefined) delete process.env.ARGOCD_CREDENTIALS_ARGS;
       else process.env.ARGOCD_CREDENTIALS_ARGS = saved;
+    }
+    for (const [value, message] of [
+      ['an hour', 'must be a whole number of minutes'],
+      ['-5', 'must be 0 or more'],
+      ['20000', 'must be at most 10080'],
+    ] as const) {
+      process.env.ARGOCD_MISSING_PROFILE_GRACE_MINUTES = value;
+      try {
+        await assert.rejects(
+          makeArgoCdSubscriber()({ reconcile: true }, lambdaContext('argocd')),
+          new RegExp(`Argo CD subscriber settings: ARGOCD_MISSING_PROFILE_GRACE_MINUTES: ${message}`),
+        );
+      } finally {
+        delete process.env.ARGOCD_MISSING_PROFILE_GRACE_MINUTES;
+      }
     }
   });
 
@@ -629,16 +717,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     const before = await managed();
     assert.ok(before.length >= 2, 'Secrets of earlier cases to keep');
     const ref = { namespace: inventory, name: profiles[0]!.metadata.name };
-    const stored = (await hub.get(ref))!;
-    const original: ClusterProfile = {
-      ...stored,
-      metadata: {
-        name: stored.metadata.name,
-        namespace: inventory,
-        labels: stored.metadata.labels!,
-        annotations: stored.metadata.annotations!,
-      },
-    };
+    const original = await asWritten(ref);
     // What anyone allowed to write ClusterProfiles in an unguarded namespace can do: point cpsync's profile at a
     // server of theirs, and make one like cpsync's in every field the subscriber reads, provider id included.
     const redirected = (profile: ClusterProfile): ClusterProfile => ({

@@ -1,7 +1,6 @@
 import type { protos } from '@google-cloud/container';
 import type { ObservedCluster, ObservedEndpoint } from '../../core/domain/model/observedCluster.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
-import { foldCase } from '../../core/domain/naming.ts';
 
 type Cluster = protos.google.container.v1.ICluster;
 type Json = Record<string, unknown>;
@@ -119,10 +118,10 @@ export function projectOfSelfLink(providerId: string): string {
 
 /**
  * Whether `providerId` is the selfLink of the cluster `name` of `project` at `location` (`zones/` and
- * `locations/` spellings alike, ASCII case aside: `foldCase`).
+ * `locations/` spellings alike). Exactly: GKE's names, projects and locations are lowercase, and a name spelled
+ * otherwise is no cluster of GKE's, never another spelling of one (only Azure's ids ignore case).
  */
 export function isGkeSelfLink(providerId: string, project: string, location: string, name: string): boolean {
-  const id = foldCase(providerId);
-  const kind = id.includes('/zones/') ? 'zones' : 'locations';
-  return id.endsWith(foldCase(`/projects/${project}/${kind}/${location}/clusters/${name}`));
+  const kind = providerId.includes('/zones/') ? 'zones' : 'locations';
+  return providerId.endsWith(`/projects/${project}/${kind}/${location}/clusters/${name}`);
 }

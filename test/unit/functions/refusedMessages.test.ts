@@ -140,6 +140,8 @@ describe('refused and malformed messages are logged at INFO with their reason, n
           Records: [
             sqsRecord('not-json', `{"chaseId": "${SECRET}`),
             sqsRecord('shape', JSON.stringify({ ...look, attempt: 0, state: SECRET.repeat(20) })),
+            // A name no EKS cluster can have: a look at it would be answered not found.
+            sqsRecord('name', JSON.stringify({ ...look, ref: { ...look.ref, name: 'far/../orders' } })),
             sqsRecord('foreign', JSON.stringify(look)),
           ],
         },
@@ -147,14 +149,20 @@ describe('refused and malformed messages are logged at INFO with their reason, n
       );
     });
     assert.deepEqual(answer, {
-      batchItemFailures: [{ itemIdentifier: 'not-json' }, { itemIdentifier: 'shape' }],
+      batchItemFailures: [
+        { itemIdentifier: 'not-json' },
+        { itemIdentifier: 'shape' },
+        { itemIdentifier: 'name' },
+      ],
     });
     const byId = new Map(logs.filter((l) => l.messageId).map((l) => [l.messageId, l]));
     assert.deepEqual([...byId.values()].map((l) => [l.messageId, l.level]).sort(), [
       ['foreign', 'INFO'],
+      ['name', 'INFO'],
       ['not-json', 'INFO'],
       ['shape', 'INFO'],
     ]);
+    assert.match(byId.get('name')!.reason!, /body\.ref\.name: not a eks cluster name/);
     assert.equal(byId.get('not-json')!.reason, 'body: not JSON');
     assert.match(byId.get('shape')!.reason!, /body\.attempt: .*; body\.state: /);
     assert.match(

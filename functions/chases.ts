@@ -139,6 +139,16 @@ export function chasesFromEnvironment(knobs: Knobs, env: NodeJS.ProcessEnv = pro
   });
 }
 
+/** What a look message says of the cluster it looks at. */
+function lookRef(ref: ClusterRef): LookMessage['ref'] {
+  return {
+    scope: ref.scope,
+    name: ref.name,
+    ...(ref.location ? { location: ref.location } : {}),
+    ...(ref.resourceGroup ? { resourceGroup: ref.resourceGroup } : {}),
+  };
+}
+
 export function makeChases(
   knobs: Knobs,
   where: { queueUrl: string; table: string },
@@ -192,12 +202,7 @@ export function makeChases(
       const message: LookMessage = {
         chaseId: randomUUID(),
         attempt: 1,
-        ref: {
-          scope: ref.scope,
-          name: ref.name,
-          ...(ref.location ? { location: ref.location } : {}),
-          ...(ref.resourceGroup ? { resourceGroup: ref.resourceGroup } : {}),
-        },
+        ref: lookRef(ref),
         state,
         startedAt,
         delaySeconds,
@@ -359,6 +364,16 @@ export function follower(env: NodeJS.ProcessEnv = process.env) {
       logger.info('cluster in change: left to the schedule (no follow-up queue)', {
         cluster: clusterKey(ref),
         state,
+      });
+      return 'off';
+    }
+    // A look the follow-up function would refuse is not sent (it would only go round to the dead-letter queue).
+    const refused = LookMessage.shape.ref.safeParse(lookRef(ref));
+    if (!refused.success) {
+      logger.warn('cluster in change: left to the schedule (its name cannot go in a follow-up message)', {
+        cluster: clusterKey(ref),
+        state,
+        reason: refused.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
       });
       return 'off';
     }

@@ -6,7 +6,11 @@ const CLUSTER_NAME: Readonly<Record<Provider, RegExp>> = {
   gke: /^[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?$/,
   aks: /^[a-zA-Z0-9](?:[a-zA-Z0-9_-]{0,61}[a-zA-Z0-9])?$/,
 };
-const RESOURCE_GROUP = /^[-\w._()]{1,90}$/;
+/**
+ * ARM's rule for a resource group's name: letters, digits, underscores (in Unicode, as .NET's `\w`: `rg-café` is a
+ * name), hyphens, periods and parentheses, at most 90, not ending in a period.
+ */
+const RESOURCE_GROUP = /^[-\p{L}\p{Mn}\p{Nd}\p{Pc}.()]{1,90}$/u;
 const GCP_LOCATION = /^[a-z]+-[a-z]+\d+(?:-[a-z])?$/;
 
 export function validClusterName(provider: Provider, name: string): boolean {

@@ -238,6 +238,8 @@ export class Cpsync extends Construct {
   public readonly alarms: Alarm[] = [];
   /** The `source` of the events this construct's functions publish. */
   public readonly eventSource: string;
+  /** How often the full sync runs (the schedule's rate). */
+  public readonly syncInterval: Duration;
   /**
    * The configuration's `subscribers` section: the example subscribers the CDK app deploys beside this
    * construct (`configuredSubscribers` in infra/subscribers.ts). No function of cpsync is told of them.
@@ -280,6 +282,7 @@ export class Cpsync extends Construct {
     // The source the events carry: what the archive keeps, and what the functions are told to use.
     const eventSource = eventSourceOf(config);
     this.eventSource = eventSource;
+    this.syncInterval = props.syncInterval ?? DEFAULTS.syncInterval;
     if (props.archiveRetention) {
       this.eventBus.archive('Archive', {
         eventPattern: { source: [eventSource] },

@@ -198,6 +198,13 @@ export class ArgoCdClusterSync extends Construct {
     const { cpsync } = props;
     if (props.argoCdKubeconfig && props.argoCdKubeconfigArn)
       throw new Error('ArgoCdClusterSync: give either argoCdKubeconfig or argoCdKubeconfigArn, not both');
+    // A profile someone else deleted is written again at the next full sync: a shorter grace removes its Secret first.
+    const grace = (props.missingProfileGrace ?? Duration.hours(1)).toMinutes();
+    const every = cpsync.syncInterval.toMinutes({ integral: false });
+    if (grace > 0 && grace <= every)
+      throw new Error(
+        `ArgoCdClusterSync: missingProfileGrace (${grace} minutes) must be longer than the full sync's interval (${every} minutes), or 0 to remove a missing profile's Secret at once: cpsync writes a profile someone deleted again at its next sync`,
+      );
     const kubeconfig = props.argoCdKubeconfig?.secretArn ?? props.argoCdKubeconfigArn;
     this.idempotencyTable = expiringTable(this, 'Idempotency', 'id', 'expiration');
     this.function = cpsync.addFunction(this, 'Function', {
@@ -212,9 +219,7 @@ export class ArgoCdClusterSync extends Construct {
         ARGOCD_CREDENTIALS_ARGS: JSON.stringify(props.credentialsArgs ?? []),
         ARGOCD_IDEMPOTENCY_TABLE: this.idempotencyTable.tableName,
         ARGOCD_UNGUARDED_HUB: props.unguardedHub ?? 'refuse',
-        ARGOCD_MISSING_PROFILE_GRACE_MINUTES: String(
-          (props.missingProfileGrace ?? Duration.hours(1)).toMinutes(),
-        ),
+        ARGOCD_MISSING_PROFILE_GRACE_MINUTES: String(grace),
         ...(kubeconfig ? { ARGOCD_KUBECONFIG_SECRET_ARN: kubeconfig } : {}),
         POWERTOOLS_SERVICE_NAME: 'cpsync-argocd',
       },

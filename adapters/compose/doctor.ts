@@ -130,7 +130,7 @@ async function admissionPolicyCheck(composition: Composition): Promise<DoctorChe
   let ok = unguarded.size === 0;
   if (guarded.length > 0 && guard.writer) {
     said.push(
-      `in force: only ${writerText(guard.writer)} writes the profiles of manager ${manager} in ${guarded.join(', ')} (binding ${HUB_POLICY}, Deny)`,
+      `in force: only ${writerText(guard.writer)} ${'user' in guard.writer ? 'writes' : 'write'} the profiles of manager ${manager} in ${guarded.join(', ')} (binding ${HUB_POLICY}, Deny)`,
     );
     // The policy refuses cpsync's own writes when cpsync runs as another identity than the one it names.
     const self = await whoAmI(config);

@@ -140,9 +140,16 @@ export function carryMemberState(
 ): ClusterProfile {
   if (previous === undefined && condition === undefined) return desired;
   const names = probeNames(previous?.status?.properties);
-  const kept = (previous?.status?.properties ?? []).filter(
-    (p) => names.has(p.name) && p.name !== PROPERTY_CLUSTERSET_CONFLICT && !derived(p.name, desired),
-  );
+  const kept = (previous?.status?.properties ?? [])
+    .filter((p) => names.has(p.name) && p.name !== PROPERTY_CLUSTERSET_CONFLICT && !derived(p.name, desired))
+    // The list of what the member gave says nothing of a name cpsync derives (an earlier version's reading).
+    .flatMap((p) => {
+      if (p.name !== PROPERTY_MEMBER_PROPERTIES) return [p];
+      const listed = [...memberPropertyNames([p])].filter((name) => !derived(name, desired));
+      if (listed.length === 0) return [];
+      const value = JSON.stringify(listed.sort());
+      return [value === p.value ? p : { ...p, value }];
+    });
   // The disagreement is this profile's own (a projected copy's namespace may stand for another set).
   const configuredSet = propertyOf(desired, PROPERTY_CLUSTERSET)?.value;
   const memberSet = recordedMemberSet(previous);

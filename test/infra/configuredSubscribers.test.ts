@@ -174,6 +174,13 @@ describe('the example subscribers from the configuration', () => {
       /subscribers\.chat\.quietSeconds: /,
     );
     assert.throws(refused({ argocd: { namespace: 'Argo CD' } }), /subscribers\.argocd\.namespace: /);
+    // A grace no longer than the full sync's interval (15 minutes here) would remove a Secret before cpsync writes
+    // its profile again; 0 (at once) is taken.
+    assert.throws(
+      refused({ argocd: { missingProfileGraceMinutes: 15 } }),
+      /ArgoCdClusterSync: missingProfileGrace \(15 minutes\) must be longer than the full sync's interval \(15 minutes\), or 0/,
+    );
+    assert.doesNotThrow(refused({ argocd: { missingProfileGraceMinutes: 0 } }));
     assert.throws(refused({ slack: {} }), /subscribers: Unrecognized key: "slack"/);
     // The constructs take the webhook's secret one way.
     const stack = new CpsyncStack(new App({ context: NO_BUNDLING }), 'Both', {

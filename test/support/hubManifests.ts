@@ -63,6 +63,8 @@ export async function installAdmissionPolicy(
     binding?: (binding: V1ValidatingAdmissionPolicyBinding) => V1ValidatingAdmissionPolicyBinding;
     /** The user the policy lets write cpsync's profiles (its `identity` variable). @default 'cpsync', as shipped */
     identity?: string;
+    /** `identity` names a group, whose members the policy lets write them (as `cpsync hub install --group`). */
+    byGroup?: boolean;
   } = {},
 ): Promise<InstalledPolicy> {
   const api = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
@@ -71,6 +73,9 @@ export async function installAdmissionPolicy(
     const variable = shipped.policy.spec!.variables!.find((v) => v.name === 'identity')!;
     variable.expression = JSON.stringify(options.identity);
   }
+  if (options.byGroup)
+    shipped.policy.spec!.variables!.find((v) => v.name === 'byCpsync')!.expression =
+      'variables.identity in request.userInfo.groups';
   const narrowed: V1ValidatingAdmissionPolicyBinding = {
     ...shipped.binding,
     spec: {

@@ -217,7 +217,9 @@ export class ArgoCdClusters {
    * Makes the managed Secrets exactly those of `profiles` (the whole inventory, read from the hub), written as
    * `writtenUnder`; the Secrets of the profiles `held` are kept as they are, neither written nor removed, when they
    * were written while guarded from that very profile (see `release`), and removed otherwise. A Secret whose profile
-   * is missing from the hub altogether goes only once it has been missing for `missingGraceMillis`: whoever may
+   * is missing from the hub altogether — written while guarded, and its namespace guarded still (one of
+   * `guardedNamespaces`), or written while the hub's writers are trusted and still so — goes only once it has been
+   * missing for `missingGraceMillis`: whoever may
    * delete a profile (the hub's admission policy guards writes, not deletions) must not empty Argo CD of a cluster
    * that still exists — which would let an ApplicationSet delete its Applications — and cpsync writes the profile
    * again at its next sync. (A Deleted event of cpsync's, confirmed by the hub, removes the Secret at once.)
@@ -228,11 +230,14 @@ export class ArgoCdClusters {
       held = [],
       writtenUnder = 'guarded',
       missingGraceMillis = DEFAULT_MISSING_GRACE_MILLIS,
+      guardedNamespaces = new Set<string>(),
       now = Date.now(),
     }: {
       held?: readonly ClusterProfile[];
       writtenUnder?: WrittenUnder;
       missingGraceMillis?: number;
+      /** Inventory namespaces the hub guards now: only a Secret of theirs is kept for the grace. */
+      guardedNamespaces?: ReadonlySet<string>;
       now?: number;
     } = {},
   ): Promise<ReconcileReport> {
@@ -271,7 +276,13 @@ export class ArgoCdClusters {
     for (const secret of await this.managed()) {
       if (wanted.has(secret.metadata!.name!) || this.#held(secret, holding)) continue;
       const profile = secret.metadata?.annotations?.[PROFILE_ANNOTATION];
-      if (profile !== undefined && !present.has(profile) && missingGraceMillis > 0) {
+      // Kept for the grace only what would be kept were its profile there: a Secret made while the hub's writers were
+      // trusted, or in a namespace no longer guarded, may be of a profile someone else wrote and then deleted.
+      const keepable =
+        writtenUnder === 'trusted' ||
+        (secret.metadata?.annotations?.[WRITTEN_UNDER_ANNOTATION] === 'guarded' &&
+          guardedNamespaces.has(profile?.split('/')[0] ?? ''));
+      if (profile !== undefined && !present.has(profile) && missingGraceMillis > 0 && keepable) {
         const marked = secret.metadata?.annotations?.[PROFILE_MISSING_SINCE_ANNOTATION];
         const since = marked !== undefined && /^\d{4}-/.test(marked) ? Date.parse(marked) : Number.NaN;
         // Missing since a time to come (a clock or a hand gone wrong) counts from now.

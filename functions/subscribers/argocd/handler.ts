@@ -198,13 +198,18 @@ async function reconcile(
     deps.composition.settings.options,
   );
   const reasons = new Map<string, string | undefined>();
-  for (const namespace of new Set(profiles.map((p) => p.metadata.namespace!)))
-    reasons.set(namespace, await guard.unguarded(namespace));
+  const { inventoryNamespaces } = await import('../../../core/domain/options.ts');
+  const namespaces = new Set([
+    ...inventoryNamespaces(deps.composition.settings.options).map((n) => n.name),
+    ...profiles.map((p) => p.metadata.namespace!),
+  ]);
+  for (const namespace of namespaces) reasons.set(namespace, await guard.unguarded(namespace));
   const guarded = profiles.filter((p) => !reasons.get(p.metadata.namespace!));
   const held = profiles.filter((p) => reasons.get(p.metadata.namespace!));
   const report = await deps.clusters.reconcile(guarded, {
     held,
     writtenUnder: guard.trusted ? 'trusted' : 'guarded',
+    guardedNamespaces: new Set([...namespaces].filter((namespace) => !reasons.get(namespace))),
     ...(deps.missingGraceMillis !== undefined ? { missingGraceMillis: deps.missingGraceMillis } : {}),
   });
   for (const { profile, since } of report.missing)

@@ -513,6 +513,18 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       const last = await reconcile();
       assert.equal(last.deleted, 1, JSON.stringify(last));
       assert.ok(!(await secrets()).some((s) => s.metadata?.name === secretName));
+
+      // A Secret made while the hub's writers were trusted (its profile may have been anyone's) is kept for no grace
+      // once they are not: its profile missing, it goes at the first reconcile.
+      await store(original);
+      await reconcile();
+      const trusted = await core.readNamespacedSecret({ name: secretName, namespace: argocd });
+      trusted.metadata!.annotations!['cpsync.io/written-under'] = 'trusted';
+      await core.replaceNamespacedSecret({ name: secretName, namespace: argocd, body: trusted });
+      await hub.delete(ref);
+      const untrusted = await reconcile();
+      assert.equal(untrusted.deleted, 1, JSON.stringify(untrusted));
+      assert.deepEqual(untrusted.missing, []);
     } finally {
       await store(original);
       await reconcile();

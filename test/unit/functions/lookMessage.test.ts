@@ -7,9 +7,11 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { isGkeSelfLink } from '../../../adapters/gke/mapCluster.ts';
-import { LookMessage } from '../../../functions/chases.ts';
+import type { ObservedCluster } from '../../../core/domain/model/observedCluster.ts';
+import { refOf } from '../../../core/sync/steps.ts';
+import { follower, LookMessage } from '../../../functions/chases.ts';
 
-const look = (ref: Record<string, unknown>) => ({
+const look = (ref: object) => ({
   chaseId: '6f1c7c2a-0d7e-4a4f-8a55-2a0d7a1f3b10',
   attempt: 1,
   ref,
@@ -67,6 +69,67 @@ describe('follow-up messages and GKE ids', () => {
     );
   });
 
+  it('takes the look at every cluster its cloud can hold, as cpsync makes it from the cloud’s answer (property)', () => {
+    // The clouds' documented rules, not the validators': EKS names (letters, digits, _ and -, up to 100), AKS names
+    // (up to 63, alphanumeric at both ends) in resource groups of Unicode letters and digits, _, -, . and ( ) (up to
+    // 90, not ending in a period), GKE names in regions and zones.
+    const from = (alphabet: string, min: number, max: number) =>
+      fc.string({ unit: fc.constantFrom(...alphabet), minLength: min, maxLength: max });
+    const alnum = 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789';
+    const eks = fc
+      .tuple(from(alnum, 1, 1), from(`${alnum}_-`, 0, 99))
+      .map(([first, rest]) => ({ provider: 'eks' as const, name: first + rest, region: 'eu-west-1' }));
+    const aksName = fc.oneof(
+      from(alnum, 1, 1),
+      fc
+        .tuple(from(alnum, 1, 1), from(`${alnum}_-`, 0, 61), from(alnum, 1, 1))
+        .map(([first, middle, last]) => first + middle + last),
+    );
+    const aks = fc
+      .tuple(
+        aksName,
+        fc.string({
+          unit: fc.constantFrom(...'abcXYZ09_-().éßſıÅKｋ𝐤ДЖ漢字', '\u0301'),
+          minLength: 1,
+          maxLength: 80,
+        }),
+      )
+      .filter(([, group]) => !group.endsWith('.'))
+      .map(([name, group]) => ({
+        provider: 'aks' as const,
+        name,
+        region: 'westeurope',
+        resourceGroup: group,
+      }));
+    const gke = fc
+      .tuple(
+        gkeName,
+        fc.constantFrom('europe-west1', 'northamerica-northeast1', 'me-central2', 'africa-south1'),
+        fc.option(fc.constantFrom('a', 'b', 'c'), { nil: undefined }),
+      )
+      .map(([name, region, zone]) => ({
+        provider: 'gke' as const,
+        name,
+        region,
+        ...(zone ? { zone: `${region}-${zone}` } : {}),
+      }));
+    fc.assert(
+      fc.property(fc.oneof(eks, aks, gke), (cluster) => {
+        const ref = refOf(
+          {
+            provider: cluster.provider,
+            account: 'acme',
+            region: cluster.provider === 'eks' ? cluster.region : '*',
+          },
+          cluster as unknown as ObservedCluster,
+        );
+        const parsed = LookMessage.safeParse(look(ref));
+        assert.ok(parsed.success, `${JSON.stringify(ref)}: ${parsed.error?.message}`);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
   it('refuses a look at a name no cloud of its kind can hold, for every provider (property)', () => {
     const junk = fc.oneof(
       fc.string({ minLength: 1, maxLength: 60 }).filter((s) => /[^A-Za-z0-9_-]/.test(s)),
@@ -86,5 +149,33 @@ describe('follow-up messages and GKE ids', () => {
       }),
       { numRuns: 300 },
     );
+  });
+
+  it('leaves to the schedule, sending nothing, a cluster whose look the follow-up function would refuse', async () => {
+    // Were anything sent, it would go to an address nothing listens at (and fail the call), with credentials of
+    // no account: no traffic leaves this machine, no credential chain is asked.
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      AWS_ENDPOINT_URL: 'http://127.0.0.1:9',
+      AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE',
+      AWS_SECRET_ACCESS_KEY: 'not-a-secret',
+      AWS_REGION: 'us-east-1',
+      AWS_EC2_METADATA_DISABLED: 'true',
+    });
+    try {
+      const follow = follower({ CPSYNC_FOLLOW_QUEUE_URL: 'http://127.0.0.1:9/queue' });
+      const outcome = await follow(
+        { follow: {} } as never,
+        {
+          scope: { provider: 'gke', account: 'acme-data', region: '*' },
+          name: 'Orders',
+          location: 'europe-west1',
+        },
+        'GKE PROVISIONING',
+      );
+      assert.equal(outcome, 'off');
+    } finally {
+      process.env = saved;
+    }
   });
 });

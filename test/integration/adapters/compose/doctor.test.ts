@@ -51,11 +51,19 @@ describe('cpsync doctor: the hub’s admission policy', () => {
   let directory: string;
   let removeRbac: (() => Promise<void>) | undefined;
 
-  /** A configuration reaching the hub as `user`, with `manager` (and, with `projecting`, both namespaces). */
-  async function configAs(user: string, manager = 'cpsync', projecting = false): Promise<string> {
-    const kubeconfig = join(directory, `${user}.kubeconfig`);
-    writeFileSync(kubeconfig, userKubeConfig(await localHub(), user).exportConfig(), { mode: 0o600 });
-    const file = join(directory, `${user}-${manager}${projecting ? '-projecting' : ''}.json`);
+  /**
+   * A configuration reaching the hub as `user` (a member of `group`, if given), with `manager` (and, with
+   * `projecting`, both namespaces).
+   */
+  async function configAs(
+    user: string,
+    manager = 'cpsync',
+    projecting = false,
+    group?: string,
+  ): Promise<string> {
+    const kubeconfig = join(directory, `${user}-${group ?? ''}.kubeconfig`);
+    writeFileSync(kubeconfig, userKubeConfig(await localHub(), user, group).exportConfig(), { mode: 0o600 });
+    const file = join(directory, `${user}-${group ?? ''}-${manager}${projecting ? '-projecting' : ''}.json`);
     writeFileSync(
       file,
       JSON.stringify({
@@ -104,6 +112,7 @@ describe('cpsync doctor: the hub’s admission policy', () => {
       [namespace, 'cpsync'],
       [projected, 'cpsync'],
       [namespace, 'writer'],
+      [projected, 'writer'],
     ] as const)
       await rbac.createNamespacedRoleBinding({
         namespace: where,
@@ -129,16 +138,21 @@ describe('cpsync doctor: the hub’s admission policy', () => {
   });
 
   /**
-   * Whether the API server refuses `user` (whom RBAC lets write ClusterProfiles in the namespace) a profile like
-   * cpsync's there: the oracle, which is not the doctor's reading of the policy. Asked until it gives the answer
+   * Whether the API server refuses `user` (whom RBAC lets write ClusterProfiles in both namespaces) a profile like
+   * cpsync's in `where`: the oracle, which is not the doctor's reading of the policy. Asked until it gives the answer
    * `expected` (a new binding reaches the admission plugin a moment after it is stored), at most 30 s.
    */
-  async function serverRefuses(user: string, expected: boolean): Promise<boolean> {
-    const api = userKubeConfig(await localHub(), user).makeApiClient(CustomObjectsApi);
+  async function serverRefuses(
+    user: string,
+    expected: boolean,
+    where = namespace,
+    group?: string,
+  ): Promise<boolean> {
+    const api = userKubeConfig(await localHub(), user, group).makeApiClient(CustomObjectsApi);
     const target = {
       group: 'multicluster.x-k8s.io',
       version: 'v1alpha1',
-      namespace,
+      namespace: where,
       plural: 'clusterprofiles',
     };
     for (let attempt = 0; ; attempt++) {
@@ -172,6 +186,36 @@ describe('cpsync doctor: the hub’s admission policy', () => {
       assert.equal(
         line,
         `✔ admission policy cpsync-clusterprofiles: in force: only the user cpsync writes the profiles of manager cpsync in ${namespace} (binding cpsync-clusterprofiles, Deny)`,
+      );
+    } finally {
+      await installed.remove();
+    }
+  });
+
+  it('says it is in force for a group cpsync is a member of (hub install --group), as the server lets it write', async () => {
+    const installed = await installAdmissionPolicy(admin, {
+      binding: boundTo(namespace),
+      identity: 'cpsync-writers',
+      byGroup: true,
+    });
+    try {
+      // The oracle: the server refuses another writer, and lets cpsync (as a member of the group) write.
+      assert.equal(await serverRefuses('writer', true), true, 'another writer refused');
+      assert.equal(
+        await serverRefuses('cpsync', false, namespace, 'cpsync-writers'),
+        false,
+        'a member lets in',
+      );
+      const { line } = await doctorSays(await configAs('cpsync', 'cpsync', false, 'cpsync-writers'));
+      assert.equal(
+        line,
+        `✔ admission policy cpsync-clusterprofiles: in force: only the members of the group cpsync-writers write the profiles of manager cpsync in ${namespace} (binding cpsync-clusterprofiles, Deny)`,
+      );
+      // The same user outside the group is refused by the policy, and the doctor says so.
+      const outside = await doctorSays(await configAs('cpsync'));
+      assert.match(
+        outside.line,
+        /^✖ .*this identity is the user cpsync \(groups system:authenticated\), which it refuses/,
       );
     } finally {
       await installed.remove();
@@ -218,6 +262,8 @@ describe('cpsync doctor: the hub’s admission policy', () => {
     // Bound in one of two inventory namespaces: the other is named, the first said in force.
     const one = await installAdmissionPolicy(admin, { binding: boundTo(namespace) });
     try {
+      assert.equal(await serverRefuses('writer', true, namespace), true, 'refused in the first');
+      assert.equal(await serverRefuses('writer', false, projected), false, 'let in in the second');
       const { line, code } = await doctorSays(await configAs('cpsync', 'cpsync', true));
       assert.equal(
         line,

@@ -186,6 +186,12 @@ describe('member readings in a profile', () => {
               desired.status?.properties?.filter((p) => p.name === derivedName),
               derivedName,
             );
+          // Nor does the list of what the member gave name one of them.
+          const listed = result.status?.properties?.find((p) => p.name === 'cpsync.io/member-properties');
+          if (listed) {
+            const names = JSON.parse(listed.value) as string[];
+            assert.ok(names.length > 0 && names.every((n) => !derivedNames.includes(n)), listed.value);
+          }
           assert.deepEqual(crdViolations(result), []);
         },
       ),

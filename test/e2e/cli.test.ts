@@ -20,7 +20,7 @@ import {
 import { assertNoCredentials } from '../support/secrets.ts';
 import { drainQueue, failSomeEntries, type ReceivedEvent } from '../support/events.ts';
 import { adminKubeConfig, localHub, profileOfAnother } from '../support/hub.ts';
-import { installAdmissionPolicy } from '../support/hubManifests.ts';
+import { EVERYWHERE_FOR_ADMIN, installAdmissionPolicy } from '../support/hubManifests.ts';
 import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
 import { CLI } from '../support/cli.ts';
 
@@ -603,8 +603,8 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     captured.push((await cli('list', '--output', 'yaml')).stdout);
     captured.push(JSON.stringify(await profiles()));
     // The doctor's checks, passing and with a refusal it reports in the cloud's words (cli() captures both); the
-    // hub's admission policy in place (its binding matching no namespace here: what the doctor reads is there).
-    const policy = await installAdmissionPolicy(adminKubeConfig(await localHub()));
+    // hub's admission policy in force, for the identity the CLI writes the hub as here (the admin).
+    const policy = await installAdmissionPolicy(adminKubeConfig(await localHub()), EVERYWHERE_FOR_ADMIN);
     let refused: Awaited<ReturnType<typeof cli>>;
     try {
       assert.equal((await cli('doctor', '--output', 'json')).code, 0);

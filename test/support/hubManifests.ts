@@ -49,6 +49,18 @@ export interface InstalledPolicy {
 }
 
 /**
+ * The policy as shipped, bound in every namespace, for the admin (`cpsync-admin`, whom the tests' functions and CLI
+ * write the hub as): `installAdmissionPolicy(admin, EVERYWHERE_FOR_ADMIN)`.
+ */
+export const EVERYWHERE_FOR_ADMIN = {
+  identity: 'cpsync-admin',
+  binding: (b: V1ValidatingAdmissionPolicyBinding) => ({
+    ...b,
+    spec: { ...b.spec!, matchResources: undefined },
+  }),
+};
+
+/**
  * Creates the shipped policy and its binding, the binding matching only namespaces labelled
  * `POLICY_NAMESPACE_LABEL: <selects>` (without `selects`, the policy is in place but enforced nowhere).
  */

@@ -21,11 +21,7 @@ import {
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
 import { EKSClient, TagResourceCommand } from '@aws-sdk/client-eks';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  type V1ValidatingAdmissionPolicyBinding,
-} from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { Stack } from 'aws-cdk-lib';
 import { createServer } from 'node:http';
@@ -45,7 +41,7 @@ import { serveEksAccessEntries, type EksAccessEntries } from '../../env/eksAcces
 import { accountCredentials, createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
-import { installAdmissionPolicy } from '../../support/hubManifests.ts';
+import { EVERYWHERE_FOR_ADMIN, installAdmissionPolicy } from '../../support/hubManifests.ts';
 import {
   decide,
   exercises,
@@ -165,14 +161,6 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
 /** The consumer the accessGrants feature grants (its role is in the member account, as its clusters). */
 const DEPLOYER = `arn:aws:iam::${EKS_ACCOUNT}:role/deployer`;
 const log = (line: string) => console.log(`[lambda] ${line}`);
-/** The hub's admission policy as shipped, bound in every namespace, for the admin (whom the functions write as here). */
-const EVERYWHERE_FOR_ADMIN = {
-  identity: 'cpsync-admin',
-  binding: (b: V1ValidatingAdmissionPolicyBinding) => ({
-    ...b,
-    spec: { ...b.spec!, matchResources: undefined },
-  }),
-};
 
 describe('the deployed assets under the Lambda runtime', () => {
   let emulators: Emulators;

@@ -368,12 +368,12 @@ export function follower(env: NodeJS.ProcessEnv = process.env) {
       return 'off';
     }
     // A look the follow-up function would refuse is not sent (it would only go round to the dead-letter queue).
-    const refused = LookMessage.shape.ref.safeParse(lookRef(ref));
-    if (!refused.success) {
+    const parsed = LookMessage.shape.ref.safeParse(lookRef(ref));
+    if (!parsed.success) {
       logger.warn('cluster in change: left to the schedule (its name cannot go in a follow-up message)', {
         cluster: clusterKey(ref),
         state,
-        reason: refused.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
+        reason: parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; '),
       });
       return 'off';
     }

@@ -278,11 +278,11 @@ export class ArgoCdClusters {
       const profile = secret.metadata?.annotations?.[PROFILE_ANNOTATION];
       // Kept for the grace only what would be kept were its profile there: a Secret made while the hub's writers were
       // trusted, or in a namespace no longer guarded, may be of a profile someone else wrote and then deleted.
-      const keepable =
+      const keepable = (of: string) =>
         writtenUnder === 'trusted' ||
         (secret.metadata?.annotations?.[WRITTEN_UNDER_ANNOTATION] === 'guarded' &&
-          guardedNamespaces.has(profile?.split('/')[0] ?? ''));
-      if (profile !== undefined && !present.has(profile) && missingGraceMillis > 0 && keepable) {
+          guardedNamespaces.has(of.split('/')[0]!));
+      if (profile !== undefined && !present.has(profile) && missingGraceMillis > 0 && keepable(profile)) {
         const marked = secret.metadata?.annotations?.[PROFILE_MISSING_SINCE_ANNOTATION];
         const since = marked !== undefined && /^\d{4}-/.test(marked) ? Date.parse(marked) : Number.NaN;
         // Missing since a time to come (a clock or a hand gone wrong) counts from now.

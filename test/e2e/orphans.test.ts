@@ -217,6 +217,25 @@ describe('orphans: scopes dropped from the configuration', () => {
       assert.equal(back.code, 0, back.stderr);
       for (const profile of eksClusters)
         assert.equal(entryOf(profile.providerId), undefined, profile.providerId);
+
+      // The other way to prune: EKS set to off, at a full sync. Granted again first; then every EKS profile goes,
+      // and every grant stays, named.
+      assert.equal((await ws.run(granting, ['sync'])).code, 0);
+      for (const profile of eksClusters)
+        assert.ok(entryOf(profile.providerId), `granted on ${profile.providerId}`);
+      const off = await ws.run((d) => (granting(d), (d.providers.eks = 'off')), ['sync']);
+      assert.equal(off.code, 0, off.stderr);
+      assert.match(off.stderr, /deleting the profiles of eks \(set to off\)/);
+      assert.match(
+        off.stderr,
+        new RegExp(
+          `still held, as cpsync's ledger keeps them: what it granted on ${eksClusters.length} cluster\\(s\\)`,
+        ),
+      );
+      for (const profile of eksClusters) {
+        assert.ok(!ws.inventory().has(`${profile.namespace}/${profile.name}`), 'the profile pruned');
+        assert.ok(entryOf(profile.providerId), `still granted on ${profile.providerId}`);
+      }
     } finally {
       entries.stop();
     }

@@ -86,10 +86,20 @@ function clean(report: SyncReport): boolean {
 
 async function syncCommand(
   config: CpsyncConfig,
-  options: { provider?: Provider[]; scope?: Scope[]; dryRun?: boolean; follow?: boolean; output: string },
+  options: {
+    provider?: Provider[];
+    scope?: Scope[];
+    dryRun?: boolean;
+    follow?: boolean;
+    fresh?: boolean;
+    output: string;
+  },
   io: Io,
 ): Promise<number> {
-  const composition = await compose(config, ALL_PROVIDERS, { stdout: io.stdout });
+  const composition = await compose(config, ALL_PROVIDERS, {
+    stdout: io.stdout,
+    ...(options.fresh ? { fresh: true } : {}),
+  });
   try {
     const resolved = await composition.resolveScopes({
       ...(options.provider ? { providers: options.provider } : {}),
@@ -508,6 +518,10 @@ export function cpsyncProgram(io: Io, finish: (exitCode: number) => void): Comma
     .option(
       '--follow',
       'then look again at every cluster the clouds are still changing (creating, updating, deleting…) until it settles (follow: in the configuration)',
+    )
+    .option(
+      '--fresh',
+      'ask the clouds for every answer this run, none taken from what earlier runs remembered (EKS DescribeCluster answers and node groups, AKS CAs)',
     )
     .addOption(
       new Option('-o, --output <format>', 'plan format with --dry-run')

@@ -6,8 +6,20 @@
 import { resolve } from 'node:path';
 import type { AnswerStore } from '../../core/sync/ports.ts';
 import type { CpsyncConfig } from './config.ts';
+import type { BuildOptions } from './provider.ts';
 
-export async function answerStore(config: CpsyncConfig): Promise<AnswerStore | undefined> {
+export async function answerStore(
+  config: CpsyncConfig,
+  options: BuildOptions = {},
+): Promise<AnswerStore | undefined> {
+  const store = await configuredStore(config);
+  // Fresh: nothing read stands for the cloud's answer, and what the clouds say now is remembered over it.
+  return store && options.fresh
+    ? { read: () => Promise.resolve([]), write: (...a) => store.write(...a) }
+    : store;
+}
+
+async function configuredStore(config: CpsyncConfig): Promise<AnswerStore | undefined> {
   if (config.answers) {
     const { DynamoAnswerStore } = await import('../outbox/DynamoAnswerStore.ts');
     return new DynamoAnswerStore({

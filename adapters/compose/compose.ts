@@ -22,7 +22,7 @@ import type { CpsyncConfig } from './config.ts';
 import { connectHub } from './hub.ts';
 import { resolveScopes, type ResolvedScopes, type ScopeRequest } from './scopeCoverage.ts';
 import { engineSettings, type EngineSettings } from './settings.ts';
-import type { ProviderInstance, ProviderModule } from './provider.ts';
+import type { BuildOptions, ProviderInstance, ProviderModule } from './provider.ts';
 
 export type { ProviderInstance, ProviderModule };
 
@@ -52,6 +52,8 @@ export interface ComposeOptions {
    * @default false
    */
   onDemand?: boolean;
+  /** Every remembered answer set aside for this composition's reads (see `BuildOptions.fresh`). @default false */
+  fresh?: boolean;
 }
 
 /** Each provider's own way of granting consumers (the `accessGrants` feature). */
@@ -65,13 +67,13 @@ const GRANTS_OF = {
  * A configured cloud built on its first use. Building it again after a failure is allowed (a secret that
  * could not be read may be readable on the next delivery).
  */
-function onDemand(module: ProviderModule, config: CpsyncConfig): ProviderInstance {
+function onDemand(module: ProviderModule, config: CpsyncConfig, options: BuildOptions): ProviderInstance {
   let built: ProviderInstance | undefined;
   let building: Promise<ProviderInstance> | undefined;
   const load = () =>
     built
       ? Promise.resolve(built)
-      : (building ??= module.build(config).then(
+      : (building ??= module.build(config, options).then(
           (instance) => {
             if (!instance) throw new Error(`providers.${module.provider}: is not configured`);
             return (built = instance);
@@ -231,10 +233,11 @@ export async function compose(
   try {
     for (const module of modules) {
       if (options.onDemand) {
-        if (config.providers[module.provider]) providers[module.provider] = onDemand(module, config);
+        if (config.providers[module.provider])
+          providers[module.provider] = onDemand(module, config, { fresh: options.fresh === true });
         continue;
       }
-      const instance = await module.build(config);
+      const instance = await module.build(config, { fresh: options.fresh === true });
       if (instance) providers[module.provider] = instance;
     }
     const { hub, leases, kubeConfig } = await connectHub(config);

@@ -124,12 +124,14 @@ const eks = z.strictObject({
   nodegroupsMaxAgeMinutes: z.number().int().min(0).max(1440).default(360),
   /**
    * How long a listed cluster's DescribeCluster answer stands for the cloud's while the cluster is ACTIVE with no
-   * health issues and its node groups are remembered and settled (a CloudTrail event for the cluster reads it at
-   * once); 0, the default, describes every listed cluster at every sync. Above 0, ControlPlaneHealthy may lag by up
-   * to this age: an EKS health issue (a KMS key disabled, a subnet deleted) comes with no API call, so no event.
-   * It stands no longer than the node groups read with it (`nodegroupsMaxAgeMinutes`).
+   * health issues and its node groups are remembered and settled (a CloudTrail event for the cluster, a follow-up
+   * look and `cpsync sync --fresh` read it at once); 0 describes every listed cluster at every sync. Above 0,
+   * ControlPlaneHealthy may lag by up to this age: an EKS health issue (a KMS key disabled, a subnet deleted) comes
+   * with no API call, so no event; and where no CloudTrail event arrives (the CLI), a change made meanwhile (a new
+   * version, a cluster deleted and created again under its name) shows within this age. It stands no longer than
+   * the node groups read with it (`nodegroupsMaxAgeMinutes`).
    */
-  clusterMaxAgeMinutes: z.number().int().min(0).max(1440).default(0),
+  clusterMaxAgeMinutes: z.number().int().min(0).max(1440).default(60),
 });
 
 /** GKE: the GCP projects whose clusters are listed, and how (or `off`); unset, GKE is not listed. */

@@ -29,11 +29,20 @@ export interface ProviderInstance {
   close?(): Promise<void>;
 }
 
+/** How a cloud is built beyond its configuration. */
+export interface BuildOptions {
+  /**
+   * Every remembered answer set aside: the cloud is asked for each per-cluster read, and what it says is
+   * remembered (`cpsync sync --fresh`).
+   */
+  fresh?: boolean;
+}
+
 /** How one cloud is built from the configuration; loaded by the entry points that need it. */
 export interface ProviderModule {
   provider: Provider;
   /** The provider's source and scopes, or undefined when the configuration does not have the provider. */
-  build(config: CpsyncConfig): Promise<ProviderInstance | undefined>;
+  build(config: CpsyncConfig, options?: BuildOptions): Promise<ProviderInstance | undefined>;
   /** As the source's `isProviderIdOf`, without loading the cloud's SDK. */
   isProviderIdOf(providerId: string, ref: ClusterRef): boolean;
 }

@@ -449,7 +449,7 @@ const { values: flags } = parseArgs({
 const parts = new Set(
   (
     flags.only ??
-    'cold-start,report,estate,usable,scale,state-memory,eks-remembered,aks-graph,hub-requests,file-hub-writes,orphan-look,curve'
+    'cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,curve'
   ).split(','),
 );
 
@@ -465,13 +465,13 @@ say(
     "- **Time to usable**: clusters created in each cloud's emulator and ready after a while, then deleted, the clouds' events entering as the clouds send them, handled by the bundled functions and followed by the follow-up function until they settle: ready → profile usable, gone → Deleted, wrongful deletions, and the follow-up's cost per cluster.",
     '- **What a deployment costs**: the file-hub run at the defaults, priced.',
     "- **The state directory on the disk and in memory**: the file-hub run at the defaults with its state directory (inventory and outbox) on this machine's disk and on a tmpfs, taking turns: the kernel's share of the CPU per cluster, which follows the disk (a created profile is a created file).",
-    '- **EKS DescribeCluster answers remembered**: the file-hub run at the defaults with `providers.eks.clusterMaxAgeMinutes: 60` (opt-in): an unchanged active cluster is not described again within the hour.',
+    '- **EKS DescribeCluster asked at every sync**: the file-hub run at the defaults with `providers.eks.clusterMaxAgeMinutes: 0` (the default was 60 from 2026-11-29 night; before, 0): every listed cluster described at every sync, as in a sync at the defaults in which the answers have aged (about one in four at the default schedule); with `scale` in the same run, the steady figure over an hour at the default schedule.',
     '- **AKS through Resource Graph**: the file-hub run at the defaults with `providers.aks.listing: resourceGraph`: one graph query for every subscription in place of a listing per subscription.',
     '- **The report at scale**: `cpsync report` of 30,000 clusters, its size, and the time to `data-ready` in headless Chromium (the OS package) driven over the DevTools protocol, as it opens and sorted on load.',
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,state-memory,eks-remembered,aks-graph,hub-requests,file-hub-writes,orphan-look,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
+    "Options: `--only cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
   ].join('\n'),
 );
 say('');
@@ -505,7 +505,7 @@ function steadyVariantsFrom(env: NodeJS.ProcessEnv): { flags: string[]; rounds: 
 }
 const steadyVariants = steadyVariantsFrom(process.env);
 // The sync runs measure the `cpsync` command as installed: the bundle, built now from these sources.
-if (['scale', 'state-memory', 'eks-remembered', 'aks-graph', 'curve'].some((part) => parts.has(part)))
+if (['scale', 'state-memory', 'eks-every-sync', 'aks-graph', 'curve'].some((part) => parts.has(part)))
   execFileSync(process.execPath, [join(ROOT, 'infra', 'build-cli.ts')], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -539,14 +539,16 @@ const scaleRun = (options: Partial<Parameters<typeof fullSyncAtScale>[0]>) =>
     say,
     ...options,
   });
+/** The file-hub run at the configuration's defaults, when this run made one. */
+let atTheDefaults: Awaited<ReturnType<typeof fullSyncAtScale>> | undefined;
 if (parts.has('scale')) {
   if (!flags['file-hub'])
     await scaleRun({ fileHub: false, changed: true, title: 'the real hub, what it counted' });
-  const defaults = await scaleRun({
+  const defaults = (atTheDefaults = await scaleRun({
     fileHub: true,
     title: "the configuration's defaults",
     ...(steadyVariants ? { steadyVariants } : {}),
-  });
+  }));
   await scaleRun({
     fileHub: true,
     scopeConcurrency: BENCH_CONCURRENCY,
@@ -592,13 +594,26 @@ if (parts.has('scale')) {
 }
 if (parts.has('state-memory'))
   await compareStateFileSystems({ memory: '/dev/shm', rounds: 2, scale, latencyMillis, say });
-if (parts.has('eks-remembered'))
-  await scaleRun({
+if (parts.has('eks-every-sync')) {
+  const everySync = await scaleRun({
     fileHub: true,
-    eksClusterMaxAgeMinutes: 60,
+    eksClusterMaxAgeMinutes: 0,
     title:
-      'EKS DescribeCluster answers remembered for an hour (`providers.eks.clusterMaxAgeMinutes: 60`, opt-in), the defaults otherwise',
+      'EKS DescribeCluster asked at every sync (`providers.eks.clusterMaxAgeMinutes: 0`), the defaults otherwise',
   });
+  if (atTheDefaults) {
+    // At the default 15-minute schedule an answer stands 45 to 60 minutes: three syncs in four ask no
+    // DescribeCluster (the defaults' steady sync right after the full one), the fourth asks every cluster again.
+    const hourly = (of: (round: typeof everySync.steady) => number) =>
+      ((3 * of(atTheDefaults!.steady) + of(everySync.steady)) / 4).toFixed(2);
+    const cpu = (round: typeof everySync.steady) => round.run.cpuMillis / everySync.clusters;
+    const eksCalls = (round: typeof everySync.steady) => round.providers.eks / everySync.eksClusters;
+    say(
+      `Over an hour at the default schedule (four syncs: three in which the answers stand, as the defaults' steady sync above, ${cpu(atTheDefaults.steady).toFixed(2)} ms per cluster and ${eksCalls(atTheDefaults.steady).toFixed(2)} EKS calls per EKS cluster, and one in which they have aged and every EKS cluster is described, as this section's steady sync, ${cpu(everySync.steady).toFixed(2)} ms and ${eksCalls(everySync.steady).toFixed(2)} calls): **${hourly(cpu)} ms** of CPU per cluster per steady sync on average (target ≤ 1.0 ms), and ${hourly(eksCalls)} EKS calls per EKS cluster.`,
+    );
+    say('');
+  }
+}
 if (parts.has('aks-graph'))
   await scaleRun({
     fileHub: true,

@@ -186,13 +186,11 @@ describe('the clouds asked only what changed, from the command and from a cloud 
     assert.equal(nodesOf(PAYMENTS), '3');
   });
 
-  it('with DescribeCluster remembered (clusterMaxAgeMinutes): the command describes no unchanged cluster, an UpdateClusterVersion event reads the one cluster, and --scope keeps what it said', async () => {
+  it('at the defaults DescribeCluster is remembered: the command describes no unchanged cluster, --fresh asks every answer again, an UpdateClusterVersion event reads the one cluster, and --scope keeps what it said', async () => {
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as {
       providers: { eks: Record<string, unknown> };
     };
-    document.providers.eks.clusterMaxAgeMinutes = 60;
-    const remembering = join(directory, 'remembering.yaml');
-    writeFileSync(remembering, stringify(document));
+    assert.equal(document.providers.eks.clusterMaxAgeMinutes, undefined, 'the default is what is walked');
     /** The EKS clusters DescribeCluster was called for since `from` (`region/name`), as moto received them. */
     const describedSince = (from: number) =>
       emulators.proxy.calls
@@ -203,43 +201,67 @@ describe('the clouds asked only what changed, from the command and from a cloud 
             : [],
         )
         .sort();
+    const EVERY_EKS_CLUSTER = ['eu-west-1/payments', 'us-east-1/checkout', 'us-east-1/payments'];
     const versionOf = (suffix: string) => profile(suffix).status?.version?.kubernetes;
+    /** What moto answers for us-east-1/payments from now on: its DescribeCluster answer at `version`. */
+    const upgraded = (version: string) =>
+      emulators.proxy.rewrite((call, status, body) => {
+        if (status !== 200 || call.path !== '/clusters/payments' || call.region !== 'us-east-1')
+          return undefined;
+        const answer = JSON.parse(body) as { cluster: Record<string, unknown> };
+        answer.cluster.version = version;
+        return JSON.stringify(answer);
+      });
     let undo = () => {};
     rmSync(ANSWERS(), { recursive: true, force: true });
     try {
       let from = emulators.proxy.calls.length;
-      await sync('--config', remembering);
-      assert.deepEqual(describedSince(from), [
-        'eu-west-1/payments',
-        'us-east-1/checkout',
-        'us-east-1/payments',
-      ]);
+      await sync();
+      assert.deepEqual(describedSince(from), EVERY_EKS_CLUSTER);
+      const before = versionOf(PAYMENTS);
       from = emulators.proxy.calls.length;
-      const second = await sync('--config', remembering);
+      const second = await sync();
       assert.deepEqual(describedSince(from), []);
       assert.match(second.stderr, /0 created, 0 updated, 0 deleted/);
 
-      // The cluster is upgraded: its CloudTrail event reads it afresh through the handler the stack deploys.
-      undo = emulators.proxy.rewrite((call, status, body) => {
-        if (status !== 200 || call.path !== '/clusters/payments' || call.region !== 'us-east-1')
-          return undefined;
-        const answer = JSON.parse(body) as { cluster: Record<string, unknown> };
-        answer.cluster.version = '1.32';
-        return JSON.stringify(answer);
-      });
+      // Upgraded with no CloudTrail event reaching cpsync: the answer stands until it is an hour old (the
+      // documented price), and `--fresh` asks every answer (clusters, node groups, CAs) at once.
+      undo = upgraded('1.32');
       from = emulators.proxy.calls.length;
-      const result = await eksEvent(document, 'UpdateClusterVersion', { name: 'payments', version: '1.32' });
+      await sync();
+      assert.deepEqual(describedSince(from), []);
+      assert.equal(versionOf(PAYMENTS), before);
+      let reads = mark();
+      from = emulators.proxy.calls.length;
+      const fresh = await sync('--fresh');
+      assert.deepEqual(describedSince(from), EVERY_EKS_CLUSTER);
+      assert.deepEqual(readsSince(reads), { cas: ['batch', 'web'], nodegroups: ['checkout', 'payments'] });
+      assert.match(fresh.stderr, /0 created, 1 updated, 0 deleted/);
+      assert.equal(versionOf(PAYMENTS), '1.32');
+      // What --fresh was told is remembered over the older answer: the next sync asks nothing and keeps it.
+      reads = mark();
+      from = emulators.proxy.calls.length;
+      const after = await sync();
+      assert.deepEqual(describedSince(from), []);
+      assert.deepEqual(readsSince(reads), { cas: [], nodegroups: [] });
+      assert.match(after.stderr, /0 created, 0 updated, 0 deleted/);
+      assert.equal(versionOf(PAYMENTS), '1.32');
+
+      // Upgraded again: its CloudTrail event reads it afresh through the handler the stack deploys.
+      undo();
+      undo = upgraded('1.33');
+      from = emulators.proxy.calls.length;
+      const result = await eksEvent(document, 'UpdateClusterVersion', { name: 'payments', version: '1.33' });
       assert.equal(result.result, 'updated');
       assert.deepEqual(describedSince(from), ['us-east-1/payments']);
-      assert.equal(versionOf(PAYMENTS), '1.32');
+      assert.equal(versionOf(PAYMENTS), '1.33');
       from = emulators.proxy.calls.length;
-      const scoped = await sync('--scope', `eks/${EKS_ACCOUNT}`, '--config', remembering);
+      const scoped = await sync('--scope', `eks/${EKS_ACCOUNT}`);
       assert.deepEqual(describedSince(from), []);
       assert.match(scoped.stderr, /0 created, 0 updated, 0 deleted/);
-      assert.equal(versionOf(PAYMENTS), '1.32');
+      assert.equal(versionOf(PAYMENTS), '1.33');
     } finally {
       undo();
-      rmSync(remembering, { force: true });
       // The next case's ground: the hub as the clouds are, every answer asked again.
       await ground();
     }

@@ -1,6 +1,6 @@
 import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
-import type { ProviderModule } from '../provider.ts';
+import type { BuildOptions, ProviderModule } from '../provider.ts';
 import { isAksResourceId } from '../../aks/mapCluster.ts';
 import { answerStore } from '../answers.ts';
 
@@ -9,14 +9,14 @@ export const aksProvider: ProviderModule = {
   provider: 'aks',
   isProviderIdOf: (providerId, ref) =>
     isAksResourceId(providerId, ref.scope.account, ref.resourceGroup ?? '', ref.name),
-  async build(config: CpsyncConfig) {
+  async build(config: CpsyncConfig, options?: BuildOptions) {
     const aks = config.providers.aks;
     if (!aks) return undefined;
     // Azure's SDK is loaded only when AKS is configured.
     const [{ AksSource, enumerateAksScopes }, { azureCredential }, answers] = await Promise.all([
       import('../../aks/AksSource.ts'),
       import('./azureCredential.ts'),
-      answerStore(config),
+      answerStore(config, options),
     ]);
     const credential = await azureCredential(aks);
     const source = new AksSource({

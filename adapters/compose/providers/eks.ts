@@ -1,6 +1,6 @@
 import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
-import type { ProviderModule } from '../provider.ts';
+import type { BuildOptions, ProviderModule } from '../provider.ts';
 import { isEksClusterArn } from '../../eks/mapCluster.ts';
 import { answerStore } from '../answers.ts';
 
@@ -9,7 +9,7 @@ export const eksProvider: ProviderModule = {
   provider: 'eks',
   isProviderIdOf: (providerId, ref) =>
     isEksClusterArn(providerId, ref.scope.account, ref.scope.region, ref.name),
-  async build(config: CpsyncConfig) {
+  async build(config: CpsyncConfig, options?: BuildOptions) {
     const eks = config.providers.eks;
     if (!eks) return undefined;
     // Each cloud's SDK is loaded only when that cloud is configured.
@@ -17,7 +17,7 @@ export const eksProvider: ProviderModule = {
       import('../../eks/EksSource.ts'),
       import('../../eks/awsClients.ts'),
       import('../../eks/EksScopes.ts'),
-      answerStore(config),
+      answerStore(config, options),
     ]);
     const source = new EksSource({
       roleName: eks.roleName,
@@ -27,7 +27,7 @@ export const eksProvider: ProviderModule = {
       overallConcurrency: eks.overallConcurrency,
       // Node groups read stand while DescribeCluster shows the cluster unchanged, for a bounded time.
       nodegroupsMaxAgeMillis: eks.nodegroupsMaxAgeMinutes * 60_000,
-      // Opt-in: DescribeCluster's answer stands for a bounded time too (ControlPlaneHealthy may lag by as much).
+      // DescribeCluster's answer stands for a bounded time too (ControlPlaneHealthy may lag by as much).
       clusterMaxAgeMillis: eks.clusterMaxAgeMinutes * 60_000,
       ...(answers ? { answers } : {}),
       requestTimeoutMillis: config.sync.requestTimeoutSeconds * 1000,

@@ -1,5 +1,5 @@
 /**
- * `providers.eks.clusterMaxAgeMinutes` (opt-in): a listed cluster's DescribeCluster answer remembered beside its node
+ * `providers.eks.clusterMaxAgeMinutes` (60 minutes by default): a listed cluster's DescribeCluster answer remembered beside its node
  * groups, against moto behind the proxy. The oracle is the proxy's log of what reached moto and what moto answers
  * now: which clusters were described in each listing, and that a listing that described nothing gives what
  * DescribeCluster would have given.

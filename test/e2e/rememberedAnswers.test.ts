@@ -17,6 +17,7 @@ import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
 import { makeEksEventHandler } from '../../functions/eksEvents.ts';
 import { AZURE_SUBSCRIPTION, EKS_ACCOUNT, startEmulators, type Emulators } from '../env/emulators.ts';
 import { accountCredentials } from '../support/aws.ts';
+import { describedClusters } from '../env/awsProxy.ts';
 import { clusterReadsSince } from '../env/fakes/armServer.ts';
 import { hasStackTrace, runCli } from '../support/cli.ts';
 import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
@@ -192,15 +193,7 @@ describe('the clouds asked only what changed, from the command and from a cloud 
     };
     assert.equal(document.providers.eks.clusterMaxAgeMinutes, undefined, 'the default is what is walked');
     /** The EKS clusters DescribeCluster was called for since `from` (`region/name`), as moto received them. */
-    const describedSince = (from: number) =>
-      emulators.proxy.calls
-        .slice(from)
-        .flatMap((c) =>
-          c.method === 'GET' && /^\/clusters\/[^/?]+$/.test(c.path)
-            ? [`${c.region}${c.path.slice('/clusters'.length)}`]
-            : [],
-        )
-        .sort();
+    const describedSince = (from: number) => describedClusters(emulators.proxy.calls.slice(from));
     const EVERY_EKS_CLUSTER = ['eu-west-1/payments', 'us-east-1/checkout', 'us-east-1/payments'];
     const versionOf = (suffix: string) => profile(suffix).status?.version?.kubernetes;
     /** What moto answers for us-east-1/payments from now on: its DescribeCluster answer at `version`. */

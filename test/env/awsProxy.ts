@@ -180,6 +180,17 @@ export async function startAwsProxy(
 }
 
 /** STS's answer when the caller may not assume `roleArn`. */
+/** The EKS clusters DescribeCluster was called for in `calls` (`region/name`), sorted. */
+export function describedClusters(calls: readonly AwsCall[]): string[] {
+  return calls
+    .flatMap((c) =>
+      c.method === 'GET' && /^\/clusters\/[^/?]+$/.test(c.path)
+        ? [`${c.region}${c.path.slice('/clusters'.length)}`]
+        : [],
+    )
+    .sort();
+}
+
 export function stsAccessDenied(roleArn: string): CannedResponse {
   return {
     status: 403,

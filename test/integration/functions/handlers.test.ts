@@ -20,7 +20,7 @@ import { makeScopeEnumerator } from '../../../functions/scopeEnumerator.ts';
 import { makeScopeWorker } from '../../../functions/scopeWorker.ts';
 import { makeWebhook } from '../../../functions/webhook.ts';
 import { DetailValidator } from '../../../events/validate.ts';
-import { restJsonError } from '../../env/awsProxy.ts';
+import { describedClusters, restJsonError } from '../../env/awsProxy.ts';
 import {
   aksCluster,
   AZURE_SUBSCRIPTION,
@@ -1128,6 +1128,40 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     // The other copies are the listed clusters' and stay.
     assert.deepEqual(await inCopies(), listed);
     await projected.close();
+  });
+
+  it('at the defaults, a scope message describes an unchanged EKS cluster only once: its answer in DynamoDB stands for the next message', async () => {
+    const TableName = 'cpsync-answers-eks';
+    await createAnswersTable(emulators.moto.endpoint, TableName);
+    const remembering = await compose(
+      { ...deps.config, answers: { table: TableName, endpoint: emulators.moto.endpoint } },
+      ALL_PROVIDERS,
+      { onDemand: true },
+    );
+    assert.equal(remembering.config.providers.eks!.clusterMaxAgeMinutes, 60, 'the default is what is walked');
+    /** The EKS clusters DescribeCluster was called for since `from`, as moto received the calls. */
+    const describedSince = (from: number) => describedClusters(emulators.proxy.calls.slice(from));
+    const scopeRecord = (id: string) =>
+      sqsRecord(
+        id,
+        JSON.stringify({ syncId: id, scope: { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' } }),
+      );
+    try {
+      const worker = makeScopeWorker(async () => remembering);
+      let from = emulators.proxy.calls.length;
+      assert.deepEqual(await worker({ Records: [scopeRecord('remembered-1')] }, context), {
+        batchItemFailures: [],
+      });
+      const first = describedSince(from);
+      assert.ok(first.length > 0, 'the first message describes the region’s clusters');
+      from = emulators.proxy.calls.length;
+      assert.deepEqual(await worker({ Records: [scopeRecord('remembered-2')] }, context), {
+        batchItemFailures: [],
+      });
+      assert.deepEqual(describedSince(from), [], 'the answers in DynamoDB stand for DescribeCluster’s');
+    } finally {
+      await remembering.close();
+    }
   });
 
   it('lists AKS through Resource Graph from a scope message, and a graph behind ARM brings back no cluster its event deleted', async () => {

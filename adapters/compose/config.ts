@@ -129,7 +129,8 @@ const eks = z.strictObject({
    * ControlPlaneHealthy may lag by up to this age: an EKS health issue (a KMS key disabled, a subnet deleted) comes
    * with no API call, so no event; and where no CloudTrail event arrives (the CLI), a change made meanwhile (a new
    * version, a cluster deleted and created again under its name) shows within this age. It stands no longer than
-   * the node groups read with it (`nodegroupsMaxAgeMinutes`).
+   * the node groups read with it (`nodegroupsMaxAgeMinutes`). Each cluster is described again at a time of its own
+   * in each such period (spread over the clusters by their ARNs), so each sync describes its share of them.
    */
   clusterMaxAgeMinutes: z.number().int().min(0).max(1440).default(60),
 });

@@ -20,21 +20,34 @@ export function listedDigest(fields: readonly unknown[]): string {
 }
 
 /**
- * The age after which a cluster's answer is asked again: `maxAgeMillis`, less up to a quarter by the cluster's
- * id, so that the answers a first sync gathered at once are not all asked again in the same run.
+ * Where in each period of the maximum age a cluster's answers are asked again (its time, as a share of the period in
+ * [0, 1)), from its id: spread evenly over the clusters, so that the answers a first sync gathered at once are asked
+ * again a share at a time (at the 15-minute schedule and an hour's age, about a quarter of them in each sync), not all
+ * in the same sync.
  */
-function ageLimitOf(providerId: string, maxAgeMillis: number): number {
-  const spread = createHash('sha256').update(foldCase(providerId)).digest().readUInt32BE(0) / 2 ** 32;
-  return maxAgeMillis * (1 - spread / 4);
+function timeOf(providerId: string): number {
+  return createHash('sha256').update(foldCase(providerId)).digest().readUInt32BE(0) / 2 ** 32;
 }
 
 /**
- * Whether an answer about `providerId` asked at `askedAt` still stands at `now`: younger than its age limit (see
- * `ageLimitOf`), and not asked in the future by more than a clock's skew.
+ * The share of the maximum age for which an answer always stands: one asked just before its cluster's time (a first
+ * sync, an event's read) is not asked again at once.
+ */
+const SETTLED_SHARE = 1 / 4;
+
+/**
+ * Whether an answer about `providerId` asked at `askedAt` still stands at `now`. It stands while it is younger than
+ * a quarter of `maxAgeMillis`; after that, until its cluster's time in the period (see `timeOf`) comes round after it
+ * was asked. It never stands at `maxAgeMillis` or older, nor when asked in the future by more than a clock's skew.
+ * Asked at its cluster's time, an answer stands for the whole period, so each cluster is asked once a period.
  */
 export function stillStands(providerId: string, askedAt: number, maxAgeMillis: number, now: number): boolean {
   const age = now - askedAt;
-  return age >= -FUTURE_SKEW_MILLIS && age < ageLimitOf(providerId, maxAgeMillis);
+  if (!(maxAgeMillis > 0) || age < -FUTURE_SKEW_MILLIS || age >= maxAgeMillis) return false;
+  if (age < maxAgeMillis * SETTLED_SHARE) return true;
+  const sinceTime =
+    (((now - timeOf(providerId) * maxAgeMillis) % maxAgeMillis) + maxAgeMillis) % maxAgeMillis;
+  return askedAt >= now - sinceTime;
 }
 
 export interface AnswerMemory {

@@ -465,7 +465,7 @@ say(
     "- **Time to usable**: clusters created in each cloud's emulator and ready after a while, then deleted, the clouds' events entering as the clouds send them, handled by the bundled functions and followed by the follow-up function until they settle: ready → profile usable, gone → Deleted, wrongful deletions, and the follow-up's cost per cluster.",
     '- **What a deployment costs**: the file-hub run at the defaults, priced.',
     "- **The state directory on the disk and in memory**: the file-hub run at the defaults with its state directory (inventory and outbox) on this machine's disk and on a tmpfs, taking turns: the kernel's share of the CPU per cluster, which follows the disk (a created profile is a created file).",
-    '- **EKS DescribeCluster asked at every sync**: the file-hub run at the defaults with `providers.eks.clusterMaxAgeMinutes: 0` (the default was 60 from 2026-11-29 night; before, 0): every listed cluster described at every sync, as in a sync at the defaults in which the answers have aged (about one in four at the default schedule); with `scale` in the same run, the steady figure over an hour at the default schedule.',
+    '- **EKS DescribeCluster asked at every sync**: the file-hub run at the defaults with `providers.eks.clusterMaxAgeMinutes: 0` (the default was 60 from 2026-11-29 night; before, 0): every listed cluster described at every sync, as a sync at the defaults would if the answers of every cluster aged at once; with `scale` in the same run, the hour at the default schedule both ways.',
     '- **AKS through Resource Graph**: the file-hub run at the defaults with `providers.aks.listing: resourceGraph`: one graph query for every subscription in place of a listing per subscription.',
     '- **The report at scale**: `cpsync report` of 30,000 clusters, its size, and the time to `data-ready` in headless Chromium (the OS package) driven over the DevTools protocol, as it opens and sorted on load.',
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
@@ -531,6 +531,8 @@ const latencyMillis = Number(flags['latency-ms']);
 const BENCH_CONCURRENCY = Number(flags['scope-concurrency'] ?? 16);
 /** Runs of each of the curve's two small estates, whose CPU time varies most with this machine's speed. */
 const SMALL_REPEATS = 3;
+/** The deployed stack's default schedule: a full sync every this many minutes. */
+const SCHEDULE_MINUTES = 15;
 const scaleRun = (options: Partial<Parameters<typeof fullSyncAtScale>[0]>) =>
   fullSyncAtScale({
     directory: temporaryDirectory('cpsync-scale-'),
@@ -547,8 +549,14 @@ if (parts.has('scale')) {
   const defaults = (atTheDefaults = await scaleRun({
     fileHub: true,
     title: "the configuration's defaults",
+    laterMinutes: SCHEDULE_MINUTES,
     ...(steadyVariants ? { steadyVariants } : {}),
   }));
+  const later = defaults.later!;
+  say(
+    `The last column is the steady-state sync as the default schedule runs it: every remembered answer made ${SCHEDULE_MINUTES} minutes older first (the state directory's \`answers/\`), as if it ran at the next scheduled time. Each cluster's answers are asked again at a time of its own in their period, so this sync described the EKS clusters whose time fell in those ${SCHEDULE_MINUTES} minutes: ${later.providers.aws.DescribeCluster ?? 0} of ${defaults.eksClusters.toLocaleString('en')} (${(((later.providers.aws.DescribeCluster ?? 0) / defaults.eksClusters) * 100).toFixed(1)} %), and every sync of the hour describes its own such share. **${(later.run.cpuMillis / defaults.clusters).toFixed(2)} ms** of CPU per cluster (target ≤ 1.0 ms), ${(later.providers.eks / defaults.eksClusters).toFixed(2)} EKS calls per EKS cluster.`,
+  );
+  say('');
   await scaleRun({
     fileHub: true,
     scopeConcurrency: BENCH_CONCURRENCY,
@@ -588,8 +596,8 @@ if (parts.has('scale')) {
     say,
     { clusters: defaults.clusters, scopesByProvider: `${defaults.scopes} scopes` },
     measure(defaults.full),
-    measure(defaults.steady),
-    96,
+    measure(later),
+    1440 / SCHEDULE_MINUTES,
   );
 }
 if (parts.has('state-memory'))
@@ -601,15 +609,18 @@ if (parts.has('eks-every-sync')) {
     title:
       'EKS DescribeCluster asked at every sync (`providers.eks.clusterMaxAgeMinutes: 0`), the defaults otherwise',
   });
-  if (atTheDefaults) {
-    // At the default 15-minute schedule an answer stands 45 to 60 minutes: three syncs in four ask no
-    // DescribeCluster (the defaults' steady sync right after the full one), the fourth asks every cluster again.
-    const hourly = (of: (round: typeof everySync.steady) => number) =>
-      ((3 * of(atTheDefaults!.steady) + of(everySync.steady)) / 4).toFixed(2);
+  if (atTheDefaults?.later) {
+    // Each cluster's answer is asked again at its own time in the hour: every sync of the default schedule describes
+    // a share of the clusters (the defaults' sync a schedule's interval later). Had the answers aged all at once, three
+    // syncs in four would describe none (the defaults' sync right after the full one) and the fourth all of them (this
+    // section's steady sync).
     const cpu = (round: typeof everySync.steady) => round.run.cpuMillis / everySync.clusters;
     const eksCalls = (round: typeof everySync.steady) => round.providers.eks / everySync.eksClusters;
+    const syncs = 60 / SCHEDULE_MINUTES;
+    const atOnce = (of: (round: typeof everySync.steady) => number) =>
+      (((syncs - 1) * of(atTheDefaults!.steady) + of(everySync.steady)) / syncs).toFixed(2);
     say(
-      `Over an hour at the default schedule (four syncs: three in which the answers stand, as the defaults' steady sync above, ${cpu(atTheDefaults.steady).toFixed(2)} ms per cluster and ${eksCalls(atTheDefaults.steady).toFixed(2)} EKS calls per EKS cluster, and one in which they have aged and every EKS cluster is described, as this section's steady sync, ${cpu(everySync.steady).toFixed(2)} ms and ${eksCalls(everySync.steady).toFixed(2)} calls): **${hourly(cpu)} ms** of CPU per cluster per steady sync on average (target ≤ 1.0 ms), and ${hourly(eksCalls)} EKS calls per EKS cluster.`,
+      `Over an hour at the default schedule, each of its ${syncs} steady syncs is like the defaults' sync ${SCHEDULE_MINUTES} minutes later above: ${cpu(atTheDefaults.later).toFixed(2)} ms of CPU per cluster and ${eksCalls(atTheDefaults.later).toFixed(2)} EKS calls per EKS cluster. Were the answers to age all at once (as until 2026-11-30), the hour would be ${syncs - 1} syncs describing nothing (${cpu(atTheDefaults.steady).toFixed(2)} ms, ${eksCalls(atTheDefaults.steady).toFixed(2)} calls) and one describing every EKS cluster, as this section's steady sync (${cpu(everySync.steady).toFixed(2)} ms, ${eksCalls(everySync.steady).toFixed(2)} calls): ${atOnce(cpu)} ms and ${atOnce(eksCalls)} calls on average, the same work in one burst.`,
     );
     say('');
   }

@@ -7,7 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statfsSync, writeFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { join, resolve } from 'node:path';
 import { stringify } from 'yaml';
@@ -61,7 +61,36 @@ export interface ScaleOptions {
   stateDirectory?: string;
   /** `providers.eks.clusterMaxAgeMinutes`. @default the configuration's */
   eksClusterMaxAgeMinutes?: number;
+  /**
+   * After the steady-state re-sync, one more as if it ran this many minutes later (the default schedule's 15): every
+   * remembered answer in the state directory made that much older first, so the answers whose time came round in
+   * between are asked again, as at a scheduled sync.
+   */
+  laterMinutes?: number;
   say: (line?: string) => void;
+}
+
+/**
+ * Makes every answer remembered in the outbox's `answers/` folder `millis` older (when it was asked, and when a
+ * DescribeCluster answer was given): as if the next sync ran that much later. How many it aged.
+ */
+function ageRememberedAnswers(outbox: string, millis: number): number {
+  const root = join(outbox, 'answers');
+  let aged = 0;
+  for (const folder of readdirSync(root))
+    for (const file of readdirSync(join(root, folder))) {
+      const path = join(root, folder, file);
+      const document = JSON.parse(readFileSync(path, 'utf8')) as {
+        records: Array<{ askedAt: number; answer: { describedAt?: number } }>;
+      };
+      for (const record of document.records) {
+        record.askedAt -= millis;
+        if (typeof record.answer.describedAt === 'number') record.answer.describedAt -= millis;
+        aged++;
+      }
+      writeFileSync(path, `${JSON.stringify(document)}\n`);
+    }
+  return aged;
 }
 
 /** The estate's shape: what the lower bound is computed from. */
@@ -513,17 +542,23 @@ export async function fullSyncAtScale(options: ScaleOptions) {
     }
 
     const steadyRound = await sync();
+    let later: Awaited<ReturnType<typeof sync>> | undefined;
+    if (options.laterMinutes !== undefined) {
+      if (ageRememberedAnswers(join(state, 'outbox'), options.laterMinutes * 60_000) === 0)
+        throw new Error('no answers were remembered to age');
+      later = await sync();
+    }
 
     const sec = (millis: number) => `${(millis / 1000).toFixed(2)} s`;
     const mb = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MB`;
     const perCluster = (run: RunResult) => `${(run.cpuMillis / total).toFixed(2)} ms`;
-    const columns = changed ? [full, changed, steadyRound] : [full, steadyRound];
+    const columns = [full, ...(changed ? [changed] : []), steadyRound, ...(later ? [later] : [])];
     const row = (label: string, cell: (round: (typeof columns)[number]) => string) =>
       say(`| ${label} | ${columns.map(cell).join(' | ')} |`);
     say(
-      `| | full sync${changed ? ` | ${changedClusters.toLocaleString('en')} clusters changed` : ''} | steady-state re-sync |`,
+      `| | full sync${changed ? ` | ${changedClusters.toLocaleString('en')} clusters changed` : ''} | steady-state re-sync |${later ? ` steady-state re-sync ${options.laterMinutes} minutes later |` : ''}`,
     );
-    say(`| --- | --- |${changed ? ' --- |' : ''} --- |`);
+    say(`|${' --- |'.repeat(columns.length + 1)}`);
     row(
       '**CPU of the cpsync process per cluster** (targets: full ≤ 1.5 ms, steady ≤ 1.0 ms)',
       (r) => `**${perCluster(r.run)}**`,
@@ -619,6 +654,7 @@ export async function fullSyncAtScale(options: ScaleOptions) {
       full,
       ...(changed ? { changed } : {}),
       steady: steadyRound,
+      ...(later ? { later } : {}),
       providerCalls,
       calls,
     };

@@ -88,6 +88,11 @@ export interface EksSourceOptions extends AwsClientOptions {
    */
   clusterMaxAgeMillis?: number;
   /**
+   * The clock remembered answers are asked and judged by.
+   * @default Date.now
+   */
+  now?: () => number;
+  /**
    * Makes the SDK clients.
    * @default real clients built from these options
    */
@@ -255,6 +260,7 @@ export class EksSource implements ClusterSource {
     this.#options = options;
     this.#memory = {
       ...(options.answers ? { store: options.answers } : {}),
+      ...(options.now ? { now: options.now } : {}),
       maxAgeMillis: options.nodegroupsMaxAgeMillis ?? DEFAULT_NODEGROUPS_MAX_AGE_MILLIS,
     };
     // A remembered answer stands for DescribeCluster's only beside the node groups it was read with.

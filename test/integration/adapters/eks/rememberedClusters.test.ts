@@ -127,6 +127,25 @@ describe('EKS DescribeCluster answers remembered (clusterMaxAgeMillis), against 
     assert.equal(next.listing.clusters.find((c) => c.name === 'orders')?.kubernetesVersion, '1.32');
   });
 
+  it('over an hour of listings at the 15-minute schedule, describes each cluster once and reads no node group again', async () => {
+    // The source's clock, moved on a quarter hour before each scheduled listing.
+    let offset = 0;
+    const now = () => Date.now() + offset;
+    await list({ now });
+    const from = proxy.calls.length;
+    const perListing: string[][] = [];
+    for (let step = 1; step <= 4; step++) {
+      offset += HOUR / 4;
+      perListing.push((await list({ now })).described);
+    }
+    assert.deepEqual(perListing.flat().sort(), NAMES, `described in the hour: ${JSON.stringify(perListing)}`);
+    assert.equal(
+      proxy.calls.slice(from).filter((c) => /\/node-groups/.test(c.path)).length,
+      0,
+      'node groups (six hours) are not read again within the hour',
+    );
+  });
+
   it('describes at every listing a cluster not ACTIVE, with a health issue or a node group changing, until it reads settled and healthy', async () => {
     describedAs('ledger', (cluster) => (cluster.status = 'UPDATING'));
     describedAs('search', (cluster) => {

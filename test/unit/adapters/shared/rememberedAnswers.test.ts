@@ -6,14 +6,14 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { eksClusterArn } from '../../../../adapters/eks/mapCluster.ts';
 import { stillStands } from '../../../../adapters/shared/rememberedAnswers.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
 /** An EKS cluster's id as EKS spells it. */
-const arn = (i: number) =>
-  `arn:aws:eks:us-east-1:${String(100_000_000_000 + (i % 97)).padStart(12, '0')}:cluster/c-${i}`;
+const arn = (i: number) => eksClusterArn(String(100_000_000_000 + (i % 97)), 'us-east-1', `c-${i}`);
 
 interface Schedule {
   ids: readonly string[];

@@ -72,7 +72,9 @@ export interface ScaleOptions {
 
 /**
  * Makes every answer remembered in the outbox's `answers/` folder `millis` older (when it was asked, and when a
- * DescribeCluster answer was given): as if the next sync ran that much later. How many it aged.
+ * DescribeCluster answer was given): as if the next sync ran that much later. One step only: each cluster's time in
+ * the period follows the clock, which this does not move, so ageing the answers again would ask the same clusters
+ * again. How many it aged.
  */
 function ageRememberedAnswers(outbox: string, millis: number): number {
   const root = join(outbox, 'answers');

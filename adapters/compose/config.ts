@@ -14,6 +14,7 @@ import {
   DEFAULT_TAG_LABEL_PREFIX,
 } from '../../core/domain/constants.ts';
 import { foldCase, isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
+import { AWS_REGION } from '../../core/domain/scopes.ts';
 import type { ClusterMatcher, InventoryOptions } from '../../core/domain/options.ts';
 import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
 import { refusedAllowListEntry, refusedTagLabelPrefix } from '../../core/domain/tagLabels.ts';
@@ -23,7 +24,7 @@ const dnsLabel = z.string().refine(isDns1123Label, {
   message: 'must be a DNS-1123 label (lower-case letters, digits and -, at most 63 characters)',
 });
 const awsAccount = z.string().regex(/^\d{12}$/, 'must be a 12-digit AWS account id');
-const awsRegion = z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d+$/, 'must be an AWS region such as us-east-1');
+const awsRegion = z.string().regex(AWS_REGION, 'must be an AWS region such as us-east-1');
 
 const LOOPBACK = /^(localhost|127(?:\.\d{1,3}){3}|\[::1\])$/i;
 
@@ -109,8 +110,13 @@ const eks = z.strictObject({
   /** What the member roles' trust policies require as the external id, if anything. */
   externalId: z.string().min(2).max(1224).optional(),
   endpoint: url.optional(),
-  /** Where account-wide calls go (STS, EC2 DescribeRegions). */
-  homeRegion: awsRegion.default('us-east-1'),
+  /**
+   * Where account-wide calls go (STS, EC2 DescribeRegions, Organizations): a region of the partition cpsync's AWS
+   * credentials and the member roles are in (`aws`, `aws-cn`, `aws-us-gov`, …), whose ARNs cpsync names them by.
+   * Every listed region must be of that partition. Unset: the first listed region when the regions are of another
+   * partition than `aws` (`cn-north-1`), else `us-east-1`.
+   */
+  homeRegion: awsRegion.optional(),
   /** Attempts per call; throttling is ridden out by the SDK's adaptive retry. */
   maxAttempts: z.number().int().min(1).max(20).default(8),
   /** Calls in flight against one account. */

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { AWS_REGION } from '../../core/domain/scopes.ts';
 
 /**
  * What the credential plugin gets a token for: the cluster's cloud and what that cloud's token needs.
@@ -92,9 +93,6 @@ export interface TargetFlags {
 
 const NO_CLUSTER_INFO =
   "no cluster information: set provideClusterInfo: true in the consumer's exec configuration (client-go then passes the profile's extension in KUBERNETES_EXEC_INFO), or give --provider and the cluster flags";
-
-/** An AWS region name: `eu-west-1`, `us-gov-west-1`, `cn-north-1`, `us-isob-east-1`. */
-const AWS_REGION = /^[a-z]{2}(-[a-z]+)+-\d{1,2}$/;
 
 /** The target from the extension and the flags; says which key is missing when one is. */
 export function resolveTarget(extension: ExtensionKeys | undefined, flags: TargetFlags): Target {

@@ -33,17 +33,11 @@ export class TokenError extends Error {
   override name = 'TokenError';
 }
 
-function partitionOf(region: string): string {
-  if (region.startsWith('cn-')) return 'aws-cn';
-  if (region.startsWith('us-gov-')) return 'aws-us-gov';
-  return 'aws';
-}
-
-/** The role to assume for `target`, if the plugin was told one. */
-export function eksRoleArn(
+/** The role to assume for `target`, if the plugin was told one (a role name: in the partition of the cluster's region). */
+export async function eksRoleArn(
   target: Extract<Target, { provider: 'eks' }>,
   settings: TokenSettings,
-): string | undefined {
+): Promise<string | undefined> {
   if (settings.roleArn) {
     if (settings.roleArn.includes('{accountId}') && !target.accountId)
       throw new TokenError(
@@ -58,7 +52,9 @@ export function eksRoleArn(
       throw new TokenError(
         "--role-name needs the cluster's account (--account, or accountId in the extension)",
       );
-    return `arn:${partitionOf(target.region)}:iam::${target.accountId}:role/${settings.roleName}`;
+    // Loaded here: the partition table is the AWS SDK's, which a GKE or AKS token never needs.
+    const { awsPartitionOf } = await import('../shared/awsPartition.ts');
+    return `arn:${awsPartitionOf(target.region).name}:iam::${target.accountId}:role/${settings.roleName}`;
   }
   return undefined;
 }
@@ -72,7 +68,7 @@ async function eksClusterToken(
     import('../hub/eksToken.ts'),
   ]);
   const stsEndpoint = settings.env.AWS_ENDPOINT_URL_STS ?? settings.env.AWS_ENDPOINT_URL;
-  const roleArn = eksRoleArn(target, settings);
+  const roleArn = await eksRoleArn(target, settings);
   const chain = fromNodeProviderChain();
   const credentials = roleArn
     ? fromTemporaryCredentials({

@@ -29,6 +29,7 @@ import { listedDigest, ScopeAnswers, stillStands, type AnswerMemory } from '../s
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
 import { classifyAwsError, errorMessage } from './classify.ts';
 import { eksClusterArn, eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
+import { awsPartitionOf } from '../shared/awsPartition.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 import { compareOrdinal } from '../../core/domain/naming.ts';
 
@@ -50,11 +51,6 @@ export interface EksSourceOptions extends AwsClientOptions {
    * @default the account STS GetCallerIdentity names
    */
   hubAccountId?: string;
-  /**
-   * Region the account-wide calls (EC2 DescribeRegions, STS) go to.
-   * @default 'us-east-1'
-   */
-  homeRegion?: string;
   /**
    * Calls in flight at once against one account.
    * @default 8
@@ -286,9 +282,9 @@ export class EksSource implements ClusterSource {
     return this.#hubAccount();
   }
 
-  /** The ARN of the role assumed in `account`. */
+  /** The ARN of the role assumed in `account`: in the home region's partition, which cpsync's credentials are in. */
   roleArn(account: string): string {
-    return `arn:aws:iam::${account}:role/${this.#options.roleName ?? DEFAULT_ROLE_NAME}`;
+    return `arn:${awsPartitionOf(this.#homeRegion).name}:iam::${account}:role/${this.#options.roleName ?? DEFAULT_ROLE_NAME}`;
   }
 
   /** Credentials for `account`: none (the base ones) for the hub account, else the assumed role's. */
@@ -593,7 +589,8 @@ function heldByName(answers: ScopeAnswers, account: string, region: string): Map
     } catch {
       continue; // not an EKS cluster's ARN: stands for nothing
     }
-    if (cluster.account === account && cluster.region === region) byName.set(cluster.name, record);
+    // An ARN of another partition than the region's (or another scope) names none of this scope's clusters.
+    if (isEksClusterArn(record.providerId, account, region, cluster.name)) byName.set(cluster.name, record);
   }
   return byName;
 }

@@ -14,7 +14,8 @@ import {
   type EKSClient,
 } from '@aws-sdk/client-eks';
 import {
-  EKS_ACCESS_POLICIES,
+  ACCESS_LEVELS,
+  eksAccessPolicyArn,
   GrantReason,
   type ClusterGrantPlan,
   type Consumer,
@@ -66,7 +67,8 @@ export class EksAccessEntries implements ProviderGrants {
   ): Promise<GrantResult> {
     const { cluster, client } = await this.#eks(plan);
     const clusterName = cluster.name;
-    const policyArn = EKS_ACCESS_POLICIES[consumer.level];
+    const policyArn = eksAccessPolicyArn(cluster.partition, consumer.level);
+    const levelPolicies = ACCESS_LEVELS.map((level) => eksAccessPolicyArn(cluster.partition, level));
     let mine: boolean;
     try {
       let entry;
@@ -130,10 +132,7 @@ export class EksAccessEntries implements ProviderGrants {
           );
         // Another level's policy on cpsync's own entry (the level changed): taken off.
         for (const other of associated)
-          if (
-            other.policyArn !== policyArn &&
-            Object.values(EKS_ACCESS_POLICIES).includes(other.policyArn ?? '')
-          )
+          if (other.policyArn !== policyArn && levelPolicies.includes(other.policyArn ?? ''))
             await client.send(
               new DisassociateAccessPolicyCommand({ clusterName, principalArn, policyArn: other.policyArn! }),
               { abortSignal: signal },

@@ -39,6 +39,12 @@ export interface AwsClientOptions {
    * @default 30000
    */
   requestTimeoutMillis?: number;
+  /**
+   * Region the account-wide calls go to (STS, EC2 DescribeRegions, Organizations): the partition its credentials
+   * and member roles are in, so a role is assumed through that partition's STS.
+   * @default 'us-east-1'
+   */
+  homeRegion?: string;
 }
 
 const DEFAULT_MAX_ATTEMPTS = 8;
@@ -110,6 +116,7 @@ const CLIENTS_KEPT = 128;
 
 /** The default factory: real SDK clients, one per (service, region, credentials), reused. */
 export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFactory {
+  const homeRegion = options.homeRegion ?? 'us-east-1';
   const clients = new LRUCache<string, object>({ max: CLIENTS_KEPT });
   // A role's credentials, one per account, are kept for the run: forgotten, they would be asked of STS again.
   const roles = new Map<string, AwsCredentialIdentityProvider>();
@@ -166,7 +173,7 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
         async () => {
           const { OrganizationsClient } = await import('./organizationsApi.ts');
           return new OrganizationsClient(
-            clientConfig(options, agents, 'organizations', 'us-east-1', credentials),
+            clientConfig(options, agents, 'organizations', homeRegion, credentials),
           );
         },
         credentials,
@@ -180,7 +187,7 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
               RoleSessionName: sessionName,
               ...(externalId ? { ExternalId: externalId } : {}),
             },
-            clientConfig: clientConfig(options, agents, 'sts', 'us-east-1'),
+            clientConfig: clientConfig(options, agents, 'sts', homeRegion),
             ...(options.credentials ? { masterCredentials: options.credentials } : {}),
           }),
         ),

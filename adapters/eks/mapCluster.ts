@@ -1,5 +1,6 @@
 import type { Cluster, Nodegroup } from '@aws-sdk/client-eks';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
+import { awsPartitionOf } from '../shared/awsPartition.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
 /** EKS managed node group states the cloud moves on from by itself. */
@@ -73,26 +74,31 @@ export function mapEksCluster(
   };
 }
 
-/** The ARN of the EKS cluster `name` of `account` in `region` (the `aws` partition, as cpsync's role ARNs). */
+/** The ARN of the EKS cluster `name` of `account` in `region`, in the region's partition (as EKS spells it). */
 export function eksClusterArn(account: string, region: string, name: string): string {
-  return `arn:aws:eks:${region}:${account}:cluster/${name}`;
+  return `arn:${awsPartitionOf(region).name}:eks:${region}:${account}:cluster/${name}`;
 }
 
 /** An EKS cluster's ARN: its partition, region, account and name. */
-const EKS_CLUSTER_ARN = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/(.+)$/;
+const EKS_CLUSTER_ARN = /^arn:(aws[a-z-]*):eks:([^:]+):(\d{12}):cluster\/(.+)$/;
 
-/** An EKS cluster's account, region and name, from its ARN (its provider id). */
-export function eksClusterOfArn(providerId: string): { account: string; region: string; name: string } {
+/** An EKS cluster's partition, account, region and name, from its ARN (its provider id). */
+export function eksClusterOfArn(providerId: string): {
+  partition: string;
+  account: string;
+  region: string;
+  name: string;
+} {
   const match = EKS_CLUSTER_ARN.exec(providerId);
   if (!match) throw new Error(`not an EKS cluster ARN: ${providerId}`);
-  return { region: match[1]!, account: match[2]!, name: match[3]! };
+  return { partition: match[1]!, region: match[2]!, account: match[3]!, name: match[4]! };
 }
 
 /**
  * Whether `providerId` is the ARN of the cluster `name` of `account` in `region`, exactly: EKS cluster names are
- * case-sensitive (`prod` and `Prod` are two clusters of one account and region), as ARNs are.
+ * case-sensitive (`prod` and `Prod` are two clusters of one account and region), as ARNs are, and an ARN in
+ * another partition than the region's names no cluster of it.
  */
 export function isEksClusterArn(providerId: string, account: string, region: string, name: string): boolean {
-  const match = EKS_CLUSTER_ARN.exec(providerId);
-  return match !== null && match[1] === region && match[2] === account && match[3] === name;
+  return providerId === eksClusterArn(account, region, name);
 }

@@ -2,6 +2,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
+import { awsPartitionOf } from '../shared/awsPartition.ts';
 
 /** How long an EKS token is accepted after it is made (the presigned URL's lifetime). */
 export const TOKEN_LIFETIME_SECONDS = 60;
@@ -12,7 +13,7 @@ export interface EksTokenOptions {
   clusterName: string;
   region: string;
   credentials: AwsCredentialIdentity | AwsCredentialIdentityProvider;
-  /** @default the STS regional endpoint */
+  /** @default the STS regional endpoint, in the region's partition (`sts.cn-north-1.amazonaws.com.cn`) */
   stsEndpoint?: string;
   /** @default now */
   signingDate?: Date;
@@ -24,7 +25,9 @@ export interface EksTokenOptions {
  * encoded behind `k8s-aws-v1.`. It holds no secret beyond a short-lived signature.
  */
 export async function eksToken(options: EksTokenOptions): Promise<string> {
-  const endpoint = new URL(options.stsEndpoint ?? `https://sts.${options.region}.amazonaws.com/`);
+  const endpoint = new URL(
+    options.stsEndpoint ?? `https://sts.${options.region}.${awsPartitionOf(options.region).dnsSuffix}/`,
+  );
   const request = new HttpRequest({
     method: 'GET',
     protocol: endpoint.protocol,

@@ -31,12 +31,20 @@ import { own } from './own.ts';
 export const ACCESS_LEVELS = ['view', 'edit', 'admin'] as const;
 export type AccessLevel = (typeof ACCESS_LEVELS)[number];
 
-/** What each level is on each cloud. */
-export const EKS_ACCESS_POLICIES: Readonly<Record<AccessLevel, string>> = {
-  view: 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy',
-  edit: 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSEditPolicy',
-  admin: 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminPolicy',
+/** What each level is on each cloud: on EKS, the name of an access policy AWS manages. */
+const EKS_ACCESS_POLICY_NAMES: Readonly<Record<AccessLevel, string>> = {
+  view: 'AmazonEKSViewPolicy',
+  edit: 'AmazonEKSEditPolicy',
+  admin: 'AmazonEKSAdminPolicy',
 };
+
+/**
+ * The ARN of `level`'s EKS access policy in `partition` (`aws`, `aws-cn`, `aws-us-gov`, …): the cluster's own, as
+ * its ARN names it; EKS knows a partition's policies only by that partition's ARNs.
+ */
+export function eksAccessPolicyArn(partition: string, level: AccessLevel): string {
+  return `arn:${partition}:eks::aws:cluster-access-policy/${EKS_ACCESS_POLICY_NAMES[level]}`;
+}
 /** The Kubernetes user-facing ClusterRoles each level binds (GKE, AKS). */
 export const KUBERNETES_CLUSTER_ROLES: Readonly<Record<AccessLevel, string>> = {
   view: 'view',

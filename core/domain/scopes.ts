@@ -18,7 +18,11 @@ export class InvalidScopeError extends CpsyncError {
 }
 
 const AWS_ACCOUNT = /^\d{12}$/;
-const AWS_REGION = /^[a-z]{2}(-[a-z]+)+-\d+$/;
+/**
+ * An AWS region's name, in any partition: `eu-west-1`, `cn-north-1`, `us-gov-west-1`, `us-isob-east-1`,
+ * `eusc-de-east-1`. The one pattern the configuration, scopes and the credential plugin accept.
+ */
+export const AWS_REGION = /^[a-z]{2,4}(-[a-z]+)+-\d{1,2}$/;
 /** A project id, optionally domain-scoped (`example.com:my-project`). */
 const GCP_PROJECT = /^(?:[a-z0-9][a-z0-9.-]*[a-z0-9]:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/;
 const GCP_REGION = /^[a-z]+-[a-z]+\d+$/;

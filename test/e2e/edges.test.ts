@@ -871,6 +871,16 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
         /providers\.eks\.homeRegion: must be an AWS region/,
       ],
       [
+        'regions of two AWS partitions',
+        (d) => (d.providers.eks.regions = ['us-east-1', 'cn-north-1']),
+        /providers\.eks\.regions\[1\]: cn-north-1 is in the aws-cn partition, but the home region us-east-1 is in aws/,
+      ],
+      [
+        'a home region of another partition than the regions',
+        (d) => (d.providers.eks.homeRegion = 'us-gov-west-1'),
+        /providers\.eks\.regions\[0\]: \S+ is in the aws partition, but the home region us-gov-west-1 \(providers\.eks\.homeRegion\) is in aws-us-gov/,
+      ],
+      [
         'a file: endpoint',
         (d) => (d.providers.eks.endpoint = 'file:///etc/passwd'),
         /providers\.eks\.endpoint: must be an https:\/\/ URL/,

@@ -6,6 +6,7 @@
  * (404), ResourceInUseException (409), and AccessDeniedException (403) for a caller `refuse` names.
  * What it holds is what a member's authorizer reads (test/env/member.ts: EKS access policies).
  */
+import { documentedPartitionOf } from '../support/awsPartitions.ts';
 import { restJsonError, type AwsCall, type AwsProxy, type CannedResponse } from './awsProxy.ts';
 
 export interface AssociatedPolicy {
@@ -41,6 +42,8 @@ export interface EksAccessEntries {
 }
 
 const ACCOUNT = /^arn:aws[a-z-]*:iam::(\d{12}):/;
+/** An access policy AWS manages, by its partition and name. */
+const ACCESS_POLICY = /^arn:(aws[a-z-]*):eks::aws:cluster-access-policy\/[A-Za-z0-9]+$/;
 
 const ok = (body: unknown): CannedResponse => ({
   status: 200,
@@ -75,7 +78,7 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
       clusterName,
       principalArn,
       kubernetesGroups: [],
-      accessEntryArn: `arn:aws:eks:${region}:${account}:access-entry/${clusterName}/${encodeURIComponent(principalArn)}`,
+      accessEntryArn: `arn:${documentedPartitionOf(region).name}:eks:${region}:${account}:access-entry/${clusterName}/${encodeURIComponent(principalArn)}`,
       createdAt: now,
       modifiedAt: now,
       tags,
@@ -151,6 +154,13 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
       };
       if (!request.policyArn || !request.accessScope)
         return restJsonError(400, 'InvalidParameterException', 'policyArn and accessScope are required');
+      // EKS knows the access policies of the cluster's own partition only (arn:aws-cn:… in cn-north-1).
+      if (ACCESS_POLICY.exec(request.policyArn)?.[1] !== documentedPartitionOf(call.region).name)
+        return restJsonError(
+          400,
+          'InvalidParameterException',
+          `The specified policyArn ${request.policyArn} is not a valid access policy in ${call.region}.`,
+        );
       const now = Date.now() / 1000;
       const existing = entry.policies.find((p) => p.policyArn === request.policyArn);
       const associated = existing ?? {

@@ -1,4 +1,5 @@
 import { TEST_CA_DATA } from './certificates.ts';
+import { documentedPartitionOf } from './awsPartitions.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 
@@ -9,12 +10,15 @@ export function eksCluster(overrides: Partial<ObservedCluster> = {}): ObservedCl
   const region = overrides.region ?? 'us-east-1';
   return {
     provider: 'eks',
-    providerId: `arn:aws:eks:${region}:${account}:cluster/${name}`,
+    providerId: `arn:${documentedPartitionOf(region).name}:eks:${region}:${account}:cluster/${name}`,
     name,
     account,
     region,
     endpoints: [
-      { url: `https://${name.toUpperCase()}1234.gr7.${region}.eks.amazonaws.com`, visibility: 'public' },
+      {
+        url: `https://${name.toUpperCase()}1234.gr7.${region}.eks.${documentedPartitionOf(region).dnsSuffix}`,
+        visibility: 'public',
+      },
     ],
     certificateAuthorityData: TEST_CA_DATA,
     kubernetesVersion: '1.31',

@@ -13,15 +13,19 @@ export const eksProvider: ProviderModule = {
     const eks = config.providers.eks;
     if (!eks) return undefined;
     // Each cloud's SDK is loaded only when that cloud is configured.
-    const [{ EksSource }, { awsClientFactory }, { enumerateEksScopes }, answers] = await Promise.all([
-      import('../../eks/EksSource.ts'),
-      import('../../eks/awsClients.ts'),
-      import('../../eks/EksScopes.ts'),
-      answerStore(config, options),
-    ]);
+    const [{ EksSource }, { awsClientFactory }, { enumerateEksScopes }, { eksHomeRegion }, answers] =
+      await Promise.all([
+        import('../../eks/EksSource.ts'),
+        import('../../eks/awsClients.ts'),
+        import('../../eks/EksScopes.ts'),
+        import('./eksHomeRegion.ts'),
+        answerStore(config, options),
+      ]);
+    // One partition for the home region and every listed region, or a ConfigError naming each that is not.
+    const homeRegion = eksHomeRegion(eks);
     const source = new EksSource({
       roleName: eks.roleName,
-      homeRegion: eks.homeRegion,
+      homeRegion,
       maxAttempts: eks.maxAttempts,
       perAccountConcurrency: eks.perAccountConcurrency,
       overallConcurrency: eks.overallConcurrency,
@@ -58,7 +62,10 @@ export const eksProvider: ProviderModule = {
       async scopes(only?: readonly string[]) {
         const organizations =
           'organization' in eks.accounts
-            ? await awsClientFactory(eks.endpoint ? { endpoint: eks.endpoint } : {}).organizations()
+            ? await awsClientFactory({
+                homeRegion,
+                ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
+              }).organizations()
             : undefined;
         const accounts = Array.isArray(eks.accounts)
           ? { accounts: eks.accounts }

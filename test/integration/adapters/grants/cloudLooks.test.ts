@@ -97,17 +97,9 @@ describe("a look through the cloud's own grants names what it made, whatever ref
       timeoutMillis: 10_000,
     });
 
-  /** A ready AKS cluster whose profile reaches the member through the proxy. */
-  function azureProfile(name: string): ClusterProfile {
-    return reachingMember(
-      normalize(aksCluster({ name }), inventoryOptions({ namespace: 'cluster-inventory' }), NOW),
-      member.server,
-      memberCa,
-    );
-  }
-
-  it('EKS: the access entry made before its policy was refused stays named', async () => {
-    const grants = new CloudGrants({
+  /** CloudGrants for EKS clusters: access entries through the access-entry API's shapes on the AWS proxy. */
+  const eksGrants = () =>
+    new CloudGrants({
       manager,
       tokens: {},
       // The member is a local server: a cloud the configuration would reach on this machine.
@@ -125,6 +117,58 @@ describe("a look through the cloud's own grants names what it made, whatever ref
         }),
       timeoutMillis: 10_000,
     });
+
+  /** A ready AKS cluster whose profile reaches the member through the proxy. */
+  function azureProfile(name: string): ClusterProfile {
+    return reachingMember(
+      normalize(aksCluster({ name }), inventoryOptions({ namespace: 'cluster-inventory' }), NOW),
+      member.server,
+      memberCa,
+    );
+  }
+
+  it("EKS in another partition: grants with the access policy of the cluster's partition, and moves the level within it", async () => {
+    const grants = eksGrants();
+    for (const [region, partition] of [
+      ['cn-north-1', 'aws-cn'],
+      ['us-gov-west-1', 'aws-us-gov'],
+    ] as const) {
+      const role = `arn:${partition}:iam::111122223333:role/deployer`;
+      const cluster = eksCluster({ name: 'sovereign', region });
+      assert.ok(cluster.providerId.startsWith(`arn:${partition}:eks:${region}:`));
+      const profile = normalize(cluster, inventoryOptions({ namespace: 'cluster-inventory' }), NOW);
+      const consumer: Consumer = {
+        name: 'deployer',
+        namespaces: ['cluster-inventory'],
+        level: 'view',
+        identities: { eks: role },
+      };
+      const viewed = await look(grants, profile, consumer);
+      assert.deepEqual(
+        [viewed.result.status, viewed.result.reason],
+        ['True', 'Granted'],
+        viewed.result.message,
+      );
+      // EKS holds the policy by its ARN in the cluster's partition (the server refuses any other partition's).
+      const policies = () =>
+        entries
+          .of(region, 'sovereign')
+          .get(role)
+          ?.policies.map((p) => p.policyArn);
+      assert.deepEqual(policies(), [`arn:${partition}:eks::aws:cluster-access-policy/AmazonEKSViewPolicy`]);
+      // Another level: the partition's edit policy in, its view policy (cpsync's, another level) out.
+      const edited = await look(grants, profile, { ...consumer, level: 'edit' });
+      assert.deepEqual(
+        [edited.result.status, edited.result.reason],
+        ['True', 'Granted'],
+        edited.result.message,
+      );
+      assert.deepEqual(policies(), [`arn:${partition}:eks::aws:cluster-access-policy/AmazonEKSEditPolicy`]);
+    }
+  });
+
+  it('EKS: the access entry made before its policy was refused stays named', async () => {
+    const grants = eksGrants();
     const profile = normalize(
       eksCluster({ name: 'looks', region: REGION }),
       inventoryOptions({ namespace: 'cluster-inventory' }),

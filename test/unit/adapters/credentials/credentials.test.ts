@@ -132,7 +132,7 @@ describe('cpsync credentials: what it reads', () => {
       );
   });
 
-  it('assumes the role named by an ARN pattern or a role name, in the partition of the region', () => {
+  it('assumes the role named by an ARN pattern or a role name, in the partition of the region', async () => {
     const target = {
       provider: 'eks',
       cluster: 'c',
@@ -140,16 +140,16 @@ describe('cpsync credentials: what it reads', () => {
       accountId: '111122223333',
     } as const;
     const settings = { env: {}, now: () => NOW };
-    assert.equal(eksRoleArn(target, settings), undefined);
+    assert.equal(await eksRoleArn(target, settings), undefined);
     assert.equal(
-      eksRoleArn(target, { ...settings, roleArn: 'arn:aws:iam::{accountId}:role/reader-{region}' }),
+      await eksRoleArn(target, { ...settings, roleArn: 'arn:aws:iam::{accountId}:role/reader-{region}' }),
       'arn:aws:iam::111122223333:role/reader-cn-north-1',
     );
     assert.equal(
-      eksRoleArn(target, { ...settings, roleName: 'reader' }),
+      await eksRoleArn(target, { ...settings, roleName: 'reader' }),
       'arn:aws-cn:iam::111122223333:role/reader',
     );
-    assert.throws(
+    await assert.rejects(
       () => eksRoleArn({ ...target, accountId: undefined }, { ...settings, roleName: 'reader' }),
       TokenError,
     );

@@ -140,11 +140,11 @@ describe('AWS partitions: every ARN and STS host in the partition of its region 
             documentedPartitionOf(region).name === partition ? [] : [{ region, index }],
           );
           if (strays.length === 0) {
-            assert.equal(eksHomeRegion({ regions, homeRegion }), home);
+            assert.equal(eksHomeRegion({ regions, homeRegion }, '', {}), home);
             return;
           }
           assert.throws(
-            () => eksHomeRegion({ regions, homeRegion }),
+            () => eksHomeRegion({ regions, homeRegion }, '', {}),
             (error: unknown) => {
               assert.ok(error instanceof ConfigError);
               assert.deepEqual(
@@ -171,9 +171,30 @@ describe('AWS partitions: every ARN and STS host in the partition of its region 
     );
   });
 
-  it('without regions listed, the home region is us-east-1 unless one is given', () => {
-    assert.equal(eksHomeRegion({}), 'us-east-1');
-    assert.equal(eksHomeRegion({ homeRegion: 'cn-northwest-1' }), 'cn-northwest-1');
+  it("without regions listed, takes the environment's region when it is of another partition than aws (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.option(anyRegion, { nil: undefined }),
+        fc.option(fc.oneof(anyRegion, fc.constantFrom('nowhere', '', 'CN-NORTH-1')), { nil: undefined }),
+        fc.boolean(),
+        (homeRegion, envRegion, asDefault) => {
+          const env =
+            envRegion === undefined ? {} : { [asDefault ? 'AWS_DEFAULT_REGION' : 'AWS_REGION']: envRegion };
+          const fromEnv =
+            envRegion !== undefined &&
+            /^[a-z]/.test(envRegion) &&
+            envRegion !== 'nowhere' &&
+            documentedPartitionOf(envRegion).name !== 'aws'
+              ? envRegion
+              : 'us-east-1';
+          assert.equal(eksHomeRegion({ homeRegion }, '', env), homeRegion ?? fromEnv);
+          // Listed regions speak for the partition: the environment's region is not asked.
+          assert.equal(eksHomeRegion({ regions: ['eu-west-1'] }, '', env), 'us-east-1');
+          assert.equal(eksHomeRegion({ regions: ['cn-northwest-1'] }, '', env), 'cn-northwest-1');
+        },
+      ),
+      { numRuns: 300 },
+    );
   });
 
   it("sends Organizations' calls to the home region (its partition's Organizations)", async () => {

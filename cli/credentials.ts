@@ -59,7 +59,7 @@ export function credentialsOptions(command: Command): Command {
     .option('--tenant-id <id>', 'AKS: the Entra tenant to ask for the token')
     .option(
       '--role-arn <arn>',
-      'EKS: assume this role first ({accountId} and {region} are filled in) [env CPSYNC_EKS_ROLE_ARN]',
+      'EKS: assume this role first ({accountId}, {region} and {partition} are filled in) [env CPSYNC_EKS_ROLE_ARN]',
     )
     .option(
       '--role-name <name>',

@@ -41,7 +41,7 @@ export interface ConsumerRequest {
   plugin?: string | false;
   /** EKS: `cpsync credentials --role-name`, a role assumed in the cluster's account first. */
   eksRoleName?: string;
-  /** EKS: `cpsync credentials --role-arn` (`{accountId}` and `{region}` filled in). */
+  /** EKS: `cpsync credentials --role-arn` (`{accountId}`, `{region}` and `{partition}` filled in). */
   eksRoleArn?: string;
   /** GKE: `cpsync credentials --google-credentials`, a key or credential configuration file. */
   googleCredentials?: string;

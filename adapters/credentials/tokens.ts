@@ -33,7 +33,10 @@ export class TokenError extends Error {
   override name = 'TokenError';
 }
 
-/** The role to assume for `target`, if the plugin was told one (a role name: in the partition of the cluster's region). */
+/**
+ * The role to assume for `target`, if the plugin was told one: an ARN pattern (`{accountId}`, `{region}` and
+ * `{partition}` filled in), or a role name of the cluster's account, in the partition of the cluster's region.
+ */
 export async function eksRoleArn(
   target: Extract<Target, { provider: 'eks' }>,
   settings: TokenSettings,
@@ -43,20 +46,26 @@ export async function eksRoleArn(
       throw new TokenError(
         "the role ARN names {accountId}, but the cluster's account is not known (--account, or accountId in the extension)",
       );
+    const partition = settings.roleArn.includes('{partition}') ? await partitionOf(target.region) : '';
     return settings.roleArn
       .replaceAll('{accountId}', target.accountId ?? '')
-      .replaceAll('{region}', target.region);
+      .replaceAll('{region}', target.region)
+      .replaceAll('{partition}', partition);
   }
   if (settings.roleName) {
     if (!target.accountId)
       throw new TokenError(
         "--role-name needs the cluster's account (--account, or accountId in the extension)",
       );
-    // Loaded here: the partition table is the AWS SDK's, which a GKE or AKS token never needs.
-    const { awsPartitionOf } = await import('../shared/awsPartition.ts');
-    return `arn:${awsPartitionOf(target.region).name}:iam::${target.accountId}:role/${settings.roleName}`;
+    return `arn:${await partitionOf(target.region)}:iam::${target.accountId}:role/${settings.roleName}`;
   }
   return undefined;
+}
+
+/** The partition of `region`, its table loaded only here: it is the AWS SDK's, which a GKE or AKS token never needs. */
+async function partitionOf(region: string): Promise<string> {
+  const { awsPartitionOf } = await import('../shared/awsPartition.ts');
+  return awsPartitionOf(region).name;
 }
 
 async function eksClusterToken(

@@ -84,6 +84,14 @@ describe('AWS partitions: every ARN and STS host in the partition of its region 
             }),
             `arn:${partition}:iam::${accountId}:role/reader`,
           );
+          assert.equal(
+            await eksRoleArn(target as Extract<typeof target, { provider: 'eks' }>, {
+              roleArn: 'arn:{partition}:iam::{accountId}:role/reader-{region}',
+              env: {},
+              now: () => new Date(),
+            }),
+            `arn:${partition}:iam::${accountId}:role/reader-${region}`,
+          );
         },
       ),
       { numRuns: 300 },

@@ -151,7 +151,7 @@ export function addConsumersCommand(
     )
     .option(
       '--eks-role-arn <arn>',
-      'EKS: assume this role first (cpsync credentials --role-arn; {accountId}, {region} filled in)',
+      'EKS: assume this role first (cpsync credentials --role-arn; {accountId}, {region}, {partition} filled in)',
     )
     .option(
       '--google-credentials <file>',

@@ -650,10 +650,9 @@ export function cpsyncProgram(io: Io, finish: (exitCode: number) => void): Comma
       const { config, source } = loadConfig(program.opts().config);
       // What a run checks as it makes the EKS source: the home region and every listed region in one partition.
       if (config.providers.eks)
-        (await import('../adapters/compose/providers/eksHomeRegion.ts')).eksHomeRegion(
-          config.providers.eks,
-          source,
-        );
+        await (
+          await import('../adapters/compose/providers/eksHomeRegion.ts')
+        ).resolvedHomeRegion(config.providers.eks, source);
       io.stdout.write(`${printable(source)}: valid\n`);
     });
   return program;

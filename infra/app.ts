@@ -17,6 +17,7 @@ try {
     ...(context('config') ? { config: context('config')! } : {}),
     ...(context('hubCluster') ? { hubCluster: context('hubCluster')! } : {}),
     ...(context('hubRegion') ? { hubRegion: context('hubRegion')! } : {}),
+    ...(process.env.CDK_DEFAULT_REGION ? { defaultRegion: process.env.CDK_DEFAULT_REGION } : {}),
   }));
   if (file !== (context('config') ?? 'cpsync.yaml'))
     console.error(`cpsync: cpsync.yaml not found; synthesizing ${file}`);

@@ -8,7 +8,7 @@
  * Context keys (`-c key=value`):
  *   config      the configuration file (default cpsync.yaml)
  *   hubCluster  the EKS cluster the functions use as the hub, when the file's hub is not one they can use
- *   hubRegion   that cluster's region (default us-east-1)
+ *   hubRegion   that cluster's region (default: the region cdk deploys to, else us-east-1)
  *   stackName   the stack's name (default Cpsync)
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -18,6 +18,8 @@ export interface DeployContext {
   config?: string;
   hubCluster?: string;
   hubRegion?: string;
+  /** The region `cdk` deploys to (`CDK_DEFAULT_REGION`, from the environment or the AWS profile), if it knows one. */
+  defaultRegion?: string;
 }
 
 /** A configuration that cannot be deployed as it is; the message says what to set. */
@@ -45,7 +47,13 @@ export function deployConfig(context: DeployContext): { file: string; document: 
       file,
       document: {
         ...document,
-        hub: { eks: { clusterName: context.hubCluster, region: context.hubRegion ?? 'us-east-1' } },
+        hub: {
+          eks: {
+            clusterName: context.hubCluster,
+            // The stack's own region by default: in its partition (a hub in us-east-1 is out of reach from aws-cn).
+            region: context.hubRegion ?? context.defaultRegion ?? 'us-east-1',
+          },
+        },
       },
     };
   const kind = !hub ? 'no hub (the CLI default: ./inventory)' : `hub.${Object.keys(hub)[0] ?? '?'}`;

@@ -34,7 +34,9 @@ const reason = (error: unknown) => firstLineOf(error, 200);
 
 async function probeAws(env: NodeJS.ProcessEnv, millis: number) {
   const { STSClient, GetCallerIdentityCommand } = await import('@aws-sdk/client-sts');
-  const region = env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  // The region named here (the environment's, or the AWS profile's), whose partition the credentials are of.
+  const { ambientAwsRegion } = await import('../shared/awsPartition.ts');
+  const region = (await ambientAwsRegion(env)) ?? 'us-east-1';
   const sts = new STSClient({ region, maxAttempts: 1, ...awsProxyConfig() });
   try {
     const identity = await withDeadline('AWS STS', millis, (signal) =>

@@ -114,8 +114,8 @@ const eks = z.strictObject({
    * Where account-wide calls go (STS, EC2 DescribeRegions, Organizations): a region of the partition cpsync's AWS
    * credentials and the member roles are in (`aws`, `aws-cn`, `aws-us-gov`, …), whose ARNs cpsync names them by.
    * Every listed region must be of that partition. Unset: the first listed region when the regions are of another
-   * partition than `aws` (`cn-north-1`); with no regions listed, the environment's region (`AWS_REGION`, a
-   * function's own in Lambda) when it is of another partition; else `us-east-1`.
+   * partition than `aws` (`cn-north-1`); with no regions listed, the region where cpsync runs (`AWS_REGION`, a
+   * function's own in Lambda, or the AWS profile's) when it is of another partition; else `us-east-1`.
    */
   homeRegion: awsRegion.optional(),
   /** Attempts per call; throttling is ridden out by the SDK's adaptive retry. */

@@ -10,7 +10,7 @@ export interface ClusterToken {
 
 /** Where the plugin's own settings come from: flags, else the environment. */
 export interface TokenSettings {
-  /** EKS: the role to assume in the cluster's account: an ARN, `{accountId}`/`{region}` filled in. */
+  /** EKS: the role to assume in the cluster's account: an ARN, `{accountId}`/`{region}`/`{partition}` filled in. */
   roleArn?: string;
   /** EKS: the name of the role to assume in the cluster's account (`arn:<partition>:iam::<account>:role/<name>`). */
   roleName?: string;

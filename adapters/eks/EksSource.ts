@@ -28,7 +28,8 @@ import type {
 import { listedDigest, ScopeAnswers, stillStands, type AnswerMemory } from '../shared/rememberedAnswers.ts';
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
 import { classifyAwsError, errorMessage } from './classify.ts';
-import { eksClusterArn, eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
+import { eksClusterArn } from './clusterArn.ts';
+import { eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
 import { awsPartitionOf } from '../shared/awsPartition.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 import { compareOrdinal } from '../../core/domain/naming.ts';
@@ -590,7 +591,7 @@ function heldByName(answers: ScopeAnswers, account: string, region: string): Map
       continue; // not an EKS cluster's ARN: stands for nothing
     }
     // An ARN of another partition than the region's (or another scope) names none of this scope's clusters.
-    if (isEksClusterArn(record.providerId, account, region, cluster.name)) byName.set(cluster.name, record);
+    if (record.providerId === eksClusterArn(account, region, cluster.name)) byName.set(cluster.name, record);
   }
   return byName;
 }

@@ -1,6 +1,5 @@
 import type { Cluster, Nodegroup } from '@aws-sdk/client-eks';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
-import { awsPartitionOf } from '../shared/awsPartition.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
 /** EKS managed node group states the cloud moves on from by itself. */
@@ -74,11 +73,6 @@ export function mapEksCluster(
   };
 }
 
-/** The ARN of the EKS cluster `name` of `account` in `region`, in the region's partition (as EKS spells it). */
-export function eksClusterArn(account: string, region: string, name: string): string {
-  return `arn:${awsPartitionOf(region).name}:eks:${region}:${account}:cluster/${name}`;
-}
-
 /** An EKS cluster's ARN: its partition, region, account and name. */
 const EKS_CLUSTER_ARN = /^arn:(aws[a-z-]*):eks:([^:]+):(\d{12}):cluster\/(.+)$/;
 
@@ -96,9 +90,11 @@ export function eksClusterOfArn(providerId: string): {
 
 /**
  * Whether `providerId` is the ARN of the cluster `name` of `account` in `region`, exactly: EKS cluster names are
- * case-sensitive (`prod` and `Prod` are two clusters of one account and region), as ARNs are, and an ARN in
- * another partition than the region's names no cluster of it.
+ * case-sensitive (`prod` and `Prod` are two clusters of one account and region), as ARNs are. The partition is not
+ * compared: a region is of one partition, and EKS names each cluster in it (comparing would load the AWS SDK's
+ * partition table wherever a cloud event is matched, for every cloud; `eksClusterArn` spells the partition).
  */
 export function isEksClusterArn(providerId: string, account: string, region: string, name: string): boolean {
-  return providerId === eksClusterArn(account, region, name);
+  const match = EKS_CLUSTER_ARN.exec(providerId);
+  return match !== null && match[2] === region && match[3] === account && match[4] === name;
 }

@@ -2,7 +2,6 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
-import { awsPartitionOf } from '../shared/awsPartition.ts';
 
 /** How long an EKS token is accepted after it is made (the presigned URL's lifetime). */
 export const TOKEN_LIFETIME_SECONDS = 60;
@@ -25,9 +24,7 @@ export interface EksTokenOptions {
  * encoded behind `k8s-aws-v1.`. It holds no secret beyond a short-lived signature.
  */
 export async function eksToken(options: EksTokenOptions): Promise<string> {
-  const endpoint = new URL(
-    options.stsEndpoint ?? `https://sts.${options.region}.${awsPartitionOf(options.region).dnsSuffix}/`,
-  );
+  const endpoint = new URL(options.stsEndpoint ?? (await regionalSts(options.region)));
   const request = new HttpRequest({
     method: 'GET',
     protocol: endpoint.protocol,
@@ -52,4 +49,11 @@ export async function eksToken(options: EksTokenOptions): Promise<string> {
     .join('&');
   const url = `${endpoint.protocol}//${endpoint.host}/?${query}`;
   return `k8s-aws-v1.${Buffer.from(url).toString('base64url')}`;
+}
+
+/** The STS endpoint of `region`, in its partition's domain (`sts.cn-north-1.amazonaws.com.cn`). */
+async function regionalSts(region: string): Promise<string> {
+  // Loaded when a token is made: the partition table is the AWS SDK's, which a GKE or AKS run never needs.
+  const { awsPartitionOf } = await import('../shared/awsPartition.ts');
+  return `https://sts.${region}.${awsPartitionOf(region).dnsSuffix}/`;
 }

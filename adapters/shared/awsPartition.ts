@@ -18,3 +18,22 @@ export function awsPartitionOf(region: string): AwsPartition {
   const { name, dnsSuffix } = partition(region);
   return { name, dnsSuffix };
 }
+
+/**
+ * The region named where cpsync runs: `AWS_REGION` or `AWS_DEFAULT_REGION`, else the one the AWS SDK takes for a
+ * client given none (the profile's, in `~/.aws/config` or `AWS_CONFIG_FILE`, as `AWS_PROFILE` picks it). Undefined
+ * when nothing names one.
+ */
+export async function ambientAwsRegion(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
+  const named = env.AWS_REGION || env.AWS_DEFAULT_REGION;
+  if (named) return named;
+  const { STSClient } = await import('@aws-sdk/client-sts');
+  const client = new STSClient({});
+  try {
+    return await client.config.region();
+  } catch {
+    return undefined; // "Region is missing": nothing names one
+  } finally {
+    client.destroy();
+  }
+}

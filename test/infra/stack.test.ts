@@ -539,14 +539,22 @@ describe('the CDK app', () => {
   });
 
   /** `npx cdk synth` with `args`, offline and without AWS credentials. */
-  function cdkSynth(args: string[], out = temporaryDirectory('cpsync-synth-')) {
-    const env = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith('AWS_')));
+  function cdkSynth(
+    args: string[],
+    out = temporaryDirectory('cpsync-synth-'),
+    extra: NodeJS.ProcessEnv = {},
+  ) {
+    const env = Object.fromEntries(
+      Object.entries(process.env).filter(
+        ([key]) => !key.startsWith('AWS_') && !key.startsWith('CDK_DEFAULT'),
+      ),
+    );
     return spawnSync(
       join(ROOT, 'node_modules/.bin/cdk'),
       ['synth', '--quiet', '--no-notices', '--output', out, ...args],
       {
         cwd: ROOT,
-        env: { ...env, AWS_EC2_METADATA_DISABLED: 'true', CDK_DISABLE_CLI_TELEMETRY: 'true' },
+        env: { ...env, AWS_EC2_METADATA_DISABLED: 'true', CDK_DISABLE_CLI_TELEMETRY: 'true', ...extra },
         encoding: 'utf8',
       },
     );
@@ -585,6 +593,19 @@ describe('the CDK app', () => {
       text.includes('cpsync-hub') && text.includes('eu-west-1'),
       'the functions are given the EKS hub',
     );
+  });
+
+  it("puts the EKS hub in the region cdk deploys to when -c hubRegion is not given (the stack's partition)", () => {
+    const out = temporaryDirectory('cpsync-synth-');
+    const result = cdkSynth(['-c', 'hubCluster=cpsync-hub'], out, { AWS_REGION: 'cn-north-1' });
+    assert.equal(result.status, 0, result.stderr.slice(-3000));
+    const text = JSON.stringify(JSON.parse(readFileSync(join(out, 'Cpsync.template.json'), 'utf8')));
+    // The functions may describe the hub cluster in cn-north-1, in the stack's own partition.
+    assert.match(
+      text,
+      /"arn:",\{"Ref":"AWS::Partition"\},":eks:cn-north-1:",\{"Ref":"AWS::AccountId"\},":cluster\/cpsync-hub"/,
+    );
+    assert.doesNotMatch(text, /":eks:us-east-1:",\{"Ref":"AWS::AccountId"\},":cluster\/cpsync-hub"/);
   });
 
   it('traces with X-Ray and maps stack traces to the sources only when asked (both cost cold starts), cdk-nag still clean', () => {

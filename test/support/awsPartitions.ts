@@ -14,7 +14,7 @@ export interface DocumentedPartition {
   regions: readonly string[];
 }
 
-export const PARTITIONS: readonly DocumentedPartition[] = [
+const PARTITIONS: readonly DocumentedPartition[] = [
   {
     name: 'aws',
     dnsSuffix: 'amazonaws.com',

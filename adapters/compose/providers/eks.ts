@@ -13,7 +13,7 @@ export const eksProvider: ProviderModule = {
     const eks = config.providers.eks;
     if (!eks) return undefined;
     // Each cloud's SDK is loaded only when that cloud is configured.
-    const [{ EksSource }, { awsClientFactory }, { enumerateEksScopes }, { eksHomeRegion }, answers] =
+    const [{ EksSource }, { awsClientFactory }, { enumerateEksScopes }, { resolvedHomeRegion }, answers] =
       await Promise.all([
         import('../../eks/EksSource.ts'),
         import('../../eks/awsClients.ts'),
@@ -22,7 +22,7 @@ export const eksProvider: ProviderModule = {
         answerStore(config, options),
       ]);
     // One partition for the home region and every listed region, or a ConfigError naming each that is not.
-    const homeRegion = eksHomeRegion(eks);
+    const homeRegion = await resolvedHomeRegion(eks);
     const source = new EksSource({
       roleName: eks.roleName,
       homeRegion,

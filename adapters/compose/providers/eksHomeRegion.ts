@@ -4,7 +4,7 @@
  * partition table is the AWS SDK's).
  */
 import { AWS_REGION } from '../../../core/domain/scopes.ts';
-import { awsPartitionOf } from '../../shared/awsPartition.ts';
+import { ambientAwsRegion, awsPartitionOf } from '../../shared/awsPartition.ts';
 import { ConfigError } from '../config.ts';
 
 /** A region outside the `aws` partition, if `region` is one. */
@@ -13,22 +13,26 @@ const otherPartition = (region: string | undefined) =>
     ? region
     : undefined;
 
+/** Whether the home region is taken from where cpsync runs: neither it nor the regions are configured. */
+export const homeRegionFromEnvironment = (eks: {
+  homeRegion?: string | undefined;
+  regions?: string[] | undefined;
+}) => eks.homeRegion === undefined && eks.regions === undefined;
+
 /**
  * The home region: as configured. Unset: the first listed region when the regions are of another partition than
- * `aws`; with no regions listed, the environment's region (`AWS_REGION`, as the AWS SDK reads it, a function's own
- * region in Lambda) when it is of another partition; else `us-east-1`. ConfigError names each listed region of
- * another partition than the home region's.
+ * `aws`; with no regions listed, `environmentRegion` (`ambientAwsRegion`: AWS_REGION, a function's own region in
+ * Lambda, or the AWS profile's) when it is of another partition; else `us-east-1`. ConfigError names each listed
+ * region of another partition than the home region's.
  */
 export function eksHomeRegion(
   eks: { homeRegion?: string | undefined; regions?: string[] | undefined },
   source = '',
-  env: NodeJS.ProcessEnv = process.env,
+  environmentRegion?: string,
 ): string {
   const home =
     eks.homeRegion ??
-    (eks.regions === undefined
-      ? otherPartition(env.AWS_REGION ?? env.AWS_DEFAULT_REGION)
-      : otherPartition(eks.regions[0])) ??
+    (eks.regions === undefined ? otherPartition(environmentRegion) : otherPartition(eks.regions[0])) ??
     'us-east-1';
   const partition = awsPartitionOf(home).name;
   const issues = (eks.regions ?? []).flatMap((region, index) => {
@@ -41,4 +45,12 @@ export function eksHomeRegion(
   });
   if (issues.length > 0) throw new ConfigError(issues, source);
   return home;
+}
+
+/** `eksHomeRegion`, the region where cpsync runs looked up only when the configuration leaves it to that. */
+export async function resolvedHomeRegion(
+  eks: { homeRegion?: string | undefined; regions?: string[] | undefined },
+  source = '',
+): Promise<string> {
+  return eksHomeRegion(eks, source, homeRegionFromEnvironment(eks) ? await ambientAwsRegion() : undefined);
 }

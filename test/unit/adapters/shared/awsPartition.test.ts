@@ -4,20 +4,28 @@
  * documentation of its partitions (test/support/awsPartitions.ts), not the SDK table cpsync reads.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { ConfigError, parseConfig } from '../../../../adapters/compose/config.ts';
-import { eksHomeRegion } from '../../../../adapters/compose/providers/eksHomeRegion.ts';
+import {
+  eksHomeRegion,
+  homeRegionFromEnvironment,
+  resolvedHomeRegion,
+} from '../../../../adapters/compose/providers/eksHomeRegion.ts';
 import { eksRoleArn } from '../../../../adapters/credentials/tokens.ts';
 import { resolveTarget } from '../../../../adapters/credentials/target.ts';
 import { awsClientFactory } from '../../../../adapters/eks/awsClients.ts';
 import { EksSource } from '../../../../adapters/eks/EksSource.ts';
-import { eksClusterArn, eksClusterOfArn, isEksClusterArn } from '../../../../adapters/eks/mapCluster.ts';
+import { eksClusterArn } from '../../../../adapters/eks/clusterArn.ts';
+import { eksClusterOfArn, isEksClusterArn } from '../../../../adapters/eks/mapCluster.ts';
 import { eksToken } from '../../../../adapters/hub/eksToken.ts';
-import { awsPartitionOf } from '../../../../adapters/shared/awsPartition.ts';
+import { ambientAwsRegion, awsPartitionOf } from '../../../../adapters/shared/awsPartition.ts';
 import { ACCESS_LEVELS, eksAccessPolicyArn } from '../../../../core/domain/grants.ts';
 import { canonicalScope } from '../../../../core/domain/scopes.ts';
-import { anyRegion, documentedPartitionOf, PARTITIONS } from '../../../support/awsPartitions.ts';
+import { anyRegion, documentedPartitionOf } from '../../../support/awsPartitions.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const account = fc.stringMatching(/^\d{12}$/);
 const clusterName = fc.stringMatching(/^[0-9A-Za-z][A-Za-z0-9_-]{0,30}$/);
@@ -47,16 +55,6 @@ describe('AWS partitions: every ARN and STS host in the partition of its region 
           assert.equal(arn, `arn:${partition}:eks:${region}:${accountId}:cluster/${name}`);
           assert.deepEqual(eksClusterOfArn(arn), { partition, region, account: accountId, name });
           assert.ok(isEksClusterArn(arn, accountId, region, name));
-          // The same parts in any other partition name no cluster of the region.
-          for (const other of PARTITIONS.filter((p) => p.name !== partition))
-            assert.ok(
-              !isEksClusterArn(
-                arn.replace(`arn:${partition}:`, `arn:${other.name}:`),
-                accountId,
-                region,
-                name,
-              ),
-            );
           // The access policy EKS knows in the cluster's partition, from the cluster's own ARN.
           assert.equal(
             eksAccessPolicyArn(eksClusterOfArn(arn).partition, level),
@@ -148,11 +146,11 @@ describe('AWS partitions: every ARN and STS host in the partition of its region 
             documentedPartitionOf(region).name === partition ? [] : [{ region, index }],
           );
           if (strays.length === 0) {
-            assert.equal(eksHomeRegion({ regions, homeRegion }, '', {}), home);
+            assert.equal(eksHomeRegion({ regions, homeRegion }), home);
             return;
           }
           assert.throws(
-            () => eksHomeRegion({ regions, homeRegion }, '', {}),
+            () => eksHomeRegion({ regions, homeRegion }),
             (error: unknown) => {
               assert.ok(error instanceof ConfigError);
               assert.deepEqual(
@@ -179,30 +177,61 @@ describe('AWS partitions: every ARN and STS host in the partition of its region 
     );
   });
 
-  it("without regions listed, takes the environment's region when it is of another partition than aws (property)", () => {
+  it('without regions listed, takes the region where cpsync runs when it is of another partition than aws (property)', () => {
     fc.assert(
       fc.property(
         fc.option(anyRegion, { nil: undefined }),
         fc.option(fc.oneof(anyRegion, fc.constantFrom('nowhere', '', 'CN-NORTH-1')), { nil: undefined }),
-        fc.boolean(),
-        (homeRegion, envRegion, asDefault) => {
-          const env =
-            envRegion === undefined ? {} : { [asDefault ? 'AWS_DEFAULT_REGION' : 'AWS_REGION']: envRegion };
-          const fromEnv =
-            envRegion !== undefined &&
-            /^[a-z]/.test(envRegion) &&
-            envRegion !== 'nowhere' &&
-            documentedPartitionOf(envRegion).name !== 'aws'
-              ? envRegion
+        (homeRegion, environmentRegion) => {
+          const fromEnvironment =
+            environmentRegion !== undefined &&
+            /^[a-z]/.test(environmentRegion) &&
+            environmentRegion !== 'nowhere' &&
+            documentedPartitionOf(environmentRegion).name !== 'aws'
+              ? environmentRegion
               : 'us-east-1';
-          assert.equal(eksHomeRegion({ homeRegion }, '', env), homeRegion ?? fromEnv);
-          // Listed regions speak for the partition: the environment's region is not asked.
-          assert.equal(eksHomeRegion({ regions: ['eu-west-1'] }, '', env), 'us-east-1');
-          assert.equal(eksHomeRegion({ regions: ['cn-northwest-1'] }, '', env), 'cn-northwest-1');
+          assert.equal(eksHomeRegion({ homeRegion }, '', environmentRegion), homeRegion ?? fromEnvironment);
+          assert.equal(homeRegionFromEnvironment({ homeRegion }), homeRegion === undefined);
+          // Listed regions speak for the partition: the region where cpsync runs is not asked.
+          assert.equal(homeRegionFromEnvironment({ regions: ['eu-west-1'] }), false);
+          assert.equal(eksHomeRegion({ regions: ['eu-west-1'] }, '', environmentRegion), 'us-east-1');
+          assert.equal(
+            eksHomeRegion({ regions: ['cn-northwest-1'] }, '', environmentRegion),
+            'cn-northwest-1',
+          );
         },
       ),
       { numRuns: 300 },
     );
+  });
+
+  it("finds the region where cpsync runs: AWS_REGION, AWS_DEFAULT_REGION, else the AWS profile's, as the SDK reads it", async () => {
+    const directory = temporaryDirectory('cpsync-aws-config-');
+    const file = join(directory, 'config');
+    writeFileSync(file, '[default]\nregion = cn-north-1\n\n[profile gov]\nregion = us-gov-west-1\n');
+    const saved = { ...process.env };
+    try {
+      assert.equal(
+        await ambientAwsRegion({ AWS_REGION: 'cn-northwest-1', AWS_DEFAULT_REGION: 'eu-west-1' }),
+        'cn-northwest-1',
+      );
+      assert.equal(await ambientAwsRegion({ AWS_DEFAULT_REGION: 'us-gov-east-1' }), 'us-gov-east-1');
+      // Nothing in the environment: the SDK reads the profile (process.env names the file and the profile).
+      for (const key of ['AWS_REGION', 'AWS_DEFAULT_REGION', 'AWS_PROFILE']) delete process.env[key];
+      process.env.AWS_CONFIG_FILE = file;
+      assert.equal(await ambientAwsRegion({}), 'cn-north-1');
+      process.env.AWS_PROFILE = 'gov';
+      assert.equal(await ambientAwsRegion({}), 'us-gov-west-1');
+      assert.equal(await resolvedHomeRegion({}), 'us-gov-west-1');
+      assert.equal(await resolvedHomeRegion({ regions: ['eu-west-1'] }), 'us-east-1');
+      process.env.AWS_CONFIG_FILE = join(directory, 'none');
+      delete process.env.AWS_PROFILE;
+      assert.equal(await ambientAwsRegion({}), undefined);
+      assert.equal(await resolvedHomeRegion({}), 'us-east-1');
+    } finally {
+      for (const key of Object.keys(process.env)) if (!(key in saved)) delete process.env[key];
+      Object.assign(process.env, saved);
+    }
   });
 
   it("sends Organizations' calls to the home region (its partition's Organizations)", async () => {

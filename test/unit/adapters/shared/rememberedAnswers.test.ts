@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { eksClusterArn } from '../../../../adapters/eks/mapCluster.ts';
+import { eksClusterArn } from '../../../../adapters/eks/clusterArn.ts';
 import { stillStands } from '../../../../adapters/shared/rememberedAnswers.ts';
 
 const MINUTE = 60_000;

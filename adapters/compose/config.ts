@@ -18,6 +18,7 @@ import { AWS_REGION } from '../../core/domain/scopes.ts';
 import type { ClusterMatcher, InventoryOptions } from '../../core/domain/options.ts';
 import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
 import { refusedAllowListEntry, refusedTagLabelPrefix } from '../../core/domain/tagLabels.ts';
+import { awsPartitionOf } from '../shared/awsPartition.ts';
 import { manyPrincipals } from '../gke/manyPrincipals.ts';
 
 const dnsLabel = z.string().refine(isDns1123Label, {
@@ -833,6 +834,40 @@ function describe(issue: Issue, prefix: readonly PropertyKey[] = []): string[] {
   return [`${pathOf(path)}: ${issue.message}`];
 }
 
+/** A region outside the `aws` partition, if `region` is one. */
+const otherPartition = (region: string | undefined) =>
+  region !== undefined && AWS_REGION.test(region) && awsPartitionOf(region).name !== 'aws'
+    ? region
+    : undefined;
+
+/**
+ * The home region: as configured. Unset: the first listed region when the regions are of another partition than
+ * `aws`; with no regions listed, `environmentRegion` (`ambientAwsRegion`: AWS_REGION, a function's own region in
+ * Lambda, or the AWS profile's) when it is of another partition; else `us-east-1`. ConfigError names each listed
+ * region of another partition than the home region's.
+ */
+export function eksHomeRegion(
+  eks: { homeRegion?: string | undefined; regions?: string[] | undefined },
+  source = '',
+  environmentRegion?: string,
+): string {
+  const home =
+    eks.homeRegion ??
+    (eks.regions === undefined ? otherPartition(environmentRegion) : otherPartition(eks.regions[0])) ??
+    'us-east-1';
+  const partition = awsPartitionOf(home).name;
+  const issues = (eks.regions ?? []).flatMap((region, index) => {
+    const other = awsPartitionOf(region).name;
+    return other === partition
+      ? []
+      : [
+          `providers.eks.regions[${index}]: ${region} is in the ${other} partition, but the home region ${home}${eks.homeRegion ? ' (providers.eks.homeRegion)' : ''} is in ${partition}: one cpsync lists one partition, whose credentials and member roles it uses (list ${other}'s regions from a cpsync configured for it)`,
+        ];
+  });
+  if (issues.length > 0) throw new ConfigError(issues, source);
+  return home;
+}
+
 /** Validates a parsed document; throws ConfigError naming every bad field. */
 export function parseConfig(document: unknown, source = ''): CpsyncConfig {
   const result = configSchema.safeParse(document ?? {});
@@ -885,6 +920,8 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
         ],
         source,
       );
+    // The home region and every listed region in one partition (the home region where the regions leave it open).
+    if (result.data.providers.eks) eksHomeRegion(result.data.providers.eks, source);
     const aks = result.data.providers.aks;
     if (
       aks?.listing === 'resourceGraph' &&

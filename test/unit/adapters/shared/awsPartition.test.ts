@@ -8,15 +8,15 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { ConfigError, parseConfig } from '../../../../adapters/compose/config.ts';
+import { ConfigError, eksHomeRegion, parseConfig } from '../../../../adapters/compose/config.ts';
 import {
-  eksHomeRegion,
   homeRegionFromEnvironment,
   resolvedHomeRegion,
 } from '../../../../adapters/compose/providers/eksHomeRegion.ts';
 import { eksRoleArn } from '../../../../adapters/credentials/tokens.ts';
 import { resolveTarget } from '../../../../adapters/credentials/target.ts';
 import { awsClientFactory } from '../../../../adapters/eks/awsClients.ts';
+import { configFromEnvironment } from '../../../../functions/runtime.ts';
 import { EksSource } from '../../../../adapters/eks/EksSource.ts';
 import { eksClusterArn } from '../../../../adapters/eks/clusterArn.ts';
 import { eksClusterOfArn, isEksClusterArn } from '../../../../adapters/eks/mapCluster.ts';
@@ -174,6 +174,26 @@ describe('AWS partitions: every ARN and STS host in the partition of its region 
         },
       ),
       { numRuns: 300 },
+    );
+  });
+
+  it("refuses regions of two partitions wherever a configuration is read: a file, a function's CPSYNC_CONFIG", () => {
+    const document = {
+      providers: { eks: { accounts: ['111122223333'], regions: ['cn-north-1', 'us-east-1'] } },
+    };
+    const refusal =
+      /^providers\.eks\.regions\[1\]: us-east-1 is in the aws partition, but the home region cn-north-1 is in aws-cn/;
+    assert.throws(
+      () => parseConfig(document, 'cpsync.yaml'),
+      (error: unknown) =>
+        error instanceof ConfigError &&
+        /in cpsync\.yaml/.test(error.message) &&
+        refusal.test(error.issues[0]!),
+    );
+    // A deployed function reads its configuration at start, before any scope or event is taken.
+    assert.throws(
+      () => configFromEnvironment({ CPSYNC_CONFIG: JSON.stringify(document) }),
+      (error: unknown) => error instanceof ConfigError && refusal.test(error.issues[0]!),
     );
   });
 

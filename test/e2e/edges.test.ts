@@ -521,17 +521,17 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     const port = await freePort();
     await new Promise<void>((resolve) => silent.listen(port, '127.0.0.1', resolve));
     try {
+      // The scope's deadline ends the listing (the request's is longer): one every other scope's listing stays
+      // well inside on a busy machine, so that they finish is told by their answers, not by a clock.
       const ws = workspace((d) => {
         d.providers.aks.endpoint = `https://127.0.0.1:${port}`;
-        d.sync = { requestTimeoutSeconds: 60, scopeTimeoutSeconds: 3 };
+        d.sync = { requestTimeoutSeconds: 60, scopeTimeoutSeconds: 15 };
       });
-      const started = Date.now();
       const run = clean(await ws.sync());
-      assert.ok(Date.now() - started < 30_000, `took ${Date.now() - started} ms`);
       assert.equal(run.code, 1, run.stderr);
       assert.match(
         run.stderr,
-        /aks\/00000000-1111-2222-3333-444444444444\/\*: failed — Timeout: listing .*no answer within 3 s/,
+        /aks\/00000000-1111-2222-3333-444444444444\/\*: failed — Timeout: listing .*no answer within 15 s/,
       );
       assert.match(run.stderr, /4 scope\(s\), 3 complete/);
     } finally {

@@ -99,7 +99,9 @@ const USE: Record<
   },
   memberProbe: {
     configure: (document) => {
-      document.memberProbe = { everyMinutes: 15, slotMinutes: 15, timeoutSeconds: 5 };
+      // Every member refuses at once: the deadline is one no reading on a busy machine comes near, so what the
+      // profiles say comes from the members' refusals, never from a clock.
+      document.memberProbe = { everyMinutes: 15, slotMinutes: 15, timeoutSeconds: 60, budgetSeconds: 60 };
       // GKE tokens from the local Google STS (a service-account key's come from Google itself).
       document.providers.gke.credentials = { file: googleFederation };
     },
@@ -137,8 +139,9 @@ const USE: Record<
       ];
       // One slot: the turn-off's scan of cpsync's marks looks at every cluster in the sync that turns it off
       // (paced over the slots otherwise). The GKE and AKS members cannot be reached, and the ledger names
-      // nothing there: they are taken as holding nothing of cpsync's, and named.
-      document.memberProbe = { timeoutSeconds: 3, everyMinutes: 15, slotMinutes: 15 };
+      // nothing there: they are taken as holding nothing of cpsync's, and named. They refuse at once: the deadline
+      // is one no look on a busy machine comes near (a look cut by it could not say that nothing was reached).
+      document.memberProbe = { timeoutSeconds: 60, budgetSeconds: 60, everyMinutes: 15, slotMinutes: 15 };
     },
     prepare: (emulators) => {
       accessEntries ??= serveEksAccessEntries(emulators.proxy);

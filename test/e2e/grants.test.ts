@@ -32,7 +32,7 @@ import {
 import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEntries.ts';
 import { letCpsyncGrantInProject, letCpsyncSeeProject, PROJECT_IAM_ADMIN } from '../env/fakes/gkeServer.ts';
 import { AT_MEMBER, letCpsyncGrant, serveFromMember, startEstateMember, type Member } from '../env/member.ts';
-import { startSilentListener } from '../env/net.ts';
+import { freeLoopbackAddress, startDroppingListener } from '../env/net.ts';
 import { createEksClusters } from '../support/aws.ts';
 import { holdTransition } from '../env/transitions.ts';
 import { jsonLines, runCli, type CliRun } from '../support/cli.ts';
@@ -78,8 +78,8 @@ const EVENT_GRID_KEY = 'event-grid-key-for-grants';
 describe('consumer access grants: configured consumers reach every cluster of their namespace, and no longer once turned off', () => {
   let emulators: Emulators;
   let member: Member;
-  /** analytics' member: it takes connections and never answers. */
-  let silent: Awaited<ReturnType<typeof startSilentListener>> | undefined;
+  /** analytics' member: it takes each connection and cuts it without an answer. */
+  let dropping: Awaited<ReturnType<typeof startDroppingListener>> | undefined;
   let entries: EksAccessEntries;
   let kit: ConsumerKit;
   let objects: CustomObjectsApi;
@@ -121,13 +121,14 @@ describe('consumer access grants: configured consumers reach every cluster of th
       { role: 'roles/container.clusterViewer', members: [`serviceAccount:${FOREIGN_GOOGLE}`] },
     ]);
     serveFromMember(emulators, member);
-    // Two clusters whose member cpsync cannot reach, both on loopback: analytics' member takes connections and
-    // never answers (cpsync cannot tell whether a request reached it); nothing listens at web's address (a
-    // connection refused: nothing was ever reached).
-    silent = await startSilentListener();
-    emulators.gke.clusters.get(GCP_PROJECT)!.find((c) => c.name === 'analytics')!.endpoint = silent.address;
+    // Two clusters whose member cpsync cannot reach, both on loopback: analytics' member takes each connection
+    // and cuts it without an answer (cpsync cannot tell whether a request reached it); nothing listens at web's
+    // address (a connection refused: nothing was ever reached). Neither waits for a timeout: a member that
+    // never answers is test/integration/adapters/grants/lookLeaves.test.ts's `hang`.
+    dropping = await startDroppingListener();
+    emulators.gke.clusters.get(GCP_PROJECT)!.find((c) => c.name === 'analytics')!.endpoint = dropping.address;
     emulators.arm.clusters.get(AZURE_SUBSCRIPTION)!.find((c) => c.name === 'web')!.properties.fqdn =
-      '127.0.0.3';
+      await freeLoopbackAddress(443);
     // What cpsync's own identities (its GKE service account, its Entra application) may do on the member:
     // the manifest docs/configuring.md tells members to apply, bound to them.
     memberRbac = await letCpsyncGrant(emulators, member);
@@ -146,7 +147,9 @@ describe('consumer access grants: configured consumers reach every cluster of th
       ],
     };
     // Every sync looks at every cluster's grants (one slot): a cluster turning to Azure RBAC is seen at once.
-    document.memberProbe = { timeoutSeconds: 3, everyMinutes: 1, slotMinutes: 1 };
+    // No member here keeps cpsync waiting, so the deadline is one no look on a busy machine comes near: each
+    // outcome the runs assert comes from what a member answered, never from a clock.
+    document.memberProbe = { timeoutSeconds: 60, budgetSeconds: 60, everyMinutes: 1, slotMinutes: 1 };
     // cpsync reaches GKE members with the estate's Google identity through the local STS (a
     // service-account key's tokens come from Google itself).
     document.providers.gke.credentials = { file: localGoogleFederation(emulators.directory, emulators.gke) };
@@ -164,7 +167,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
   after(async () => {
     entries?.stop();
     await member?.stop();
-    await silent?.stop();
+    await dropping?.stop();
     await emulators?.stop();
   });
 
@@ -1132,8 +1135,8 @@ describe('consumer access grants: configured consumers reach every cluster of th
     }
     // Two clusters' members were never reachable. Nothing listens at web's address: nothing ever reached it, the
     // ledger names nothing there, and the turn-off takes it as holding nothing of cpsync's, named. analytics'
-    // address never answers (a timeout: cpsync cannot tell whether a grant reached it), so its grant stays
-    // recorded and the feature reads turning-off until it can be taken back; nothing else is done.
+    // member cuts every connection unanswered (cpsync cannot tell whether a grant reached it), so its grant
+    // stays recorded and the feature reads turning-off until it can be taken back; nothing else is done.
     assert.match(
       off.stderr,
       /not scanned for cpsync's grants \(the member cannot be reached, and nothing is recorded there\): .*web/,

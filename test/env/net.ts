@@ -142,15 +142,17 @@ export async function startTcpRelay(
 }
 
 /**
- * A loopback TCP listener that takes every connection and never answers on it: a server that cannot be told
- * apart from one whose answers are lost on the way (a client's request to it ends only by its own timeout).
+ * A loopback TCP listener that takes every connection, reads what the client sends first, and cuts the connection
+ * without a byte of answer: the client cannot tell whether what it sent arrived (as with a server whose answers
+ * are lost on the way), and learns it at once, with no timeout to wait for.
  */
-export async function startSilentListener(): Promise<{ address: string; stop(): Promise<void> }> {
+export async function startDroppingListener(): Promise<{ address: string; stop(): Promise<void> }> {
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
     socket.on('error', () => socket.destroy());
+    socket.once('data', () => socket.resetAndDestroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as { port: number };

@@ -117,6 +117,11 @@ const googleFaultOf = ({ method, kind }: GoogleFault) => ({
 
 const notFound = (error: unknown) => error instanceof ApiException && error.code === 404;
 
+/** The deadline of a look whose every request is answered: one no look comes near, however busy the machine. */
+const ANSWERED_MILLIS = 60_000;
+/** The deadline of a look where the member never answers a request: what ends it. */
+const HANG_MILLIS = 1_500;
+
 describe("a look at a consumer's grant leaves nothing on the member that its ledger does not name", () => {
   let state: HubState;
   let proxy: HubProxy;
@@ -128,6 +133,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
   const namespaces = { a: uniqueNamespace('looks-a'), b: uniqueNamespace('looks-b') };
   const missing = uniqueNamespace('looks-missing'); // never made
   let grants: CloudGrants;
+  /** The same, with a short deadline: for looks where the member never answers a request. */
+  let hangingGrants: CloudGrants;
   let arm: ArmServer;
   /** Grants on AKS clusters that use Azure RBAC: role assignments on the local ARM, bindings on the member. */
   let azureGrants: CloudGrants;
@@ -148,17 +155,23 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     const roles = new GkeProjectRoles({
       projects: () => source.projectsClient(),
       manager,
-      timeoutMillis: 10_000,
+      timeoutMillis: ANSWERED_MILLIS,
     });
-    grants = new CloudGrants({
-      manager,
-      tokens: { gke: async () => ({ token: 'gke-token' }), aks: async () => ({ token: 'aks-token' }) },
-      // The member is a local server: a cloud the configuration would reach on this machine.
-      localClouds: ['eks', 'gke', 'aks'],
-      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
-      gke: async () => roles,
-      timeoutMillis: 1_500,
-    });
+    const memberGrants = (timeoutMillis: number) =>
+      new CloudGrants({
+        manager,
+        tokens: { gke: async () => ({ token: 'gke-token' }), aks: async () => ({ token: 'aks-token' }) },
+        // The member is a local server: a cloud the configuration would reach on this machine.
+        localClouds: ['eks', 'gke', 'aks'],
+        accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+        gke: async () => roles,
+        timeoutMillis,
+      });
+    // A look ends by its deadline only where a request is never answered (`hang`): there, any ending of the look
+    // (however far it got first) keeps the promise. Every other look's outcome comes from what the member and the
+    // clouds answered, under a deadline no look on a busy machine comes near.
+    grants = memberGrants(ANSWERED_MILLIS);
+    hangingGrants = memberGrants(HANG_MILLIS);
     arm = await startArmServer();
     const assignments = new AksRoleAssignments({
       credential: armCredential(arm),
@@ -173,7 +186,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       localClouds: ['eks', 'gke', 'aks'],
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       aks: async () => assignments,
-      timeoutMillis: 3_000,
+      timeoutMillis: ANSWERED_MILLIS,
     });
   });
 
@@ -403,7 +416,9 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
         : undefined);
     let result: GrantResult;
     try {
-      result = await (given.azureRbac ? azureGrants : grants).ensure(plan, consumer);
+      const hangs = fault !== undefined && 'hang' in fault.kind;
+      assert.ok(!(hangs && given.azureRbac), 'the property hangs the member only for a binding');
+      result = await (given.azureRbac ? azureGrants : hangs ? hangingGrants : grants).ensure(plan, consumer);
     } finally {
       proxy.rule = undefined;
       await proxy.reopen();

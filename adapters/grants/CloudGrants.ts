@@ -116,6 +116,13 @@ export interface CloudGrantsOptions extends MemberAccess {
 
 const message = grantMessage;
 
+/** The cloud's own grant clients of one look. */
+interface CloudClients {
+  eks?: ProviderGrants;
+  aks?: AzureRoleGrants;
+  gke?: GoogleProjectRoles;
+}
+
 /**
  * The identity taken out of cpsync's binding of the consumer at `place`; when that fails, what may still hold
  * it there is cpsync's, found by the look.
@@ -152,12 +159,12 @@ export class CloudGrants implements AccessGrants {
     holders: ReadonlyMap<string, ReadonlySet<string>>,
     signal?: AbortSignal,
   ): Promise<string[]> {
-    const gke = this.#options.gke;
-    if (!gke) return [];
+    if (!this.#options.gke) return [];
     try {
+      const gke = await this.#options.gke();
       return await this.#within(
         `settling project ${project}'s cloud role for consumers`,
-        async (deadline) => (await gke()).settle(project, holders, deadline),
+        (deadline) => gke.settle(project, holders, deadline),
         signal,
       );
     } catch (error) {
@@ -173,9 +180,17 @@ export class CloudGrants implements AccessGrants {
     return withDeadline(what, this.#options.timeoutMillis, work, signal);
   }
 
-  #eks(): Promise<ProviderGrants> {
-    if (!this.#options.eks) throw new Error('EKS is not configured: no access entries can be made');
-    return this.#options.eks();
+  /**
+   * The cloud's own grant clients a look at `plan` uses (`google`: GKE's project role too), made before the look's
+   * deadline starts: the first makes its SDK's client and loads its modules, which is no part of a member's answer.
+   */
+  async #clients(plan: ClusterGrantPlan, google = false): Promise<CloudClients> {
+    if (plan.provider === 'eks') {
+      if (!this.#options.eks) throw new Error('EKS is not configured: no access entries can be made');
+      return { eks: await this.#options.eks() };
+    }
+    if (plan.provider === 'aks') return this.#options.aks ? { aks: await this.#options.aks() } : {};
+    return google && this.#options.gke ? { gke: await this.#options.gke() } : {};
   }
 
   /**
@@ -188,12 +203,13 @@ export class CloudGrants implements AccessGrants {
     const identity = consumer.identities[plan.provider]!;
     const made = new MadeByLook();
     try {
+      const clients = await this.#clients(plan, true);
       const result = await this.#within(
         `granting ${consumer.name} on ${plan.profile.metadata.name}`,
-        async (deadline) =>
-          plan.provider === 'eks'
-            ? (await this.#eks()).ensure(plan, consumer, identity, deadline, made)
-            : this.#ensureBinding(plan, consumer, identity, deadline, made),
+        (deadline) =>
+          clients.eks
+            ? clients.eks.ensure(plan, consumer, identity, deadline, made)
+            : this.#ensureBinding(plan, consumer, identity, clients, deadline, made),
         signal,
       );
       const { untouched: _claimed, ...told } = result;
@@ -214,12 +230,13 @@ export class CloudGrants implements AccessGrants {
     signal?: AbortSignal,
   ): Promise<{ revoked: boolean; message: string }> {
     try {
+      const clients = await this.#clients(plan);
       return await this.#within(
         `revoking ${grant.consumer} on ${plan.profile.metadata.name}`,
-        async (deadline) =>
-          plan.provider === 'eks'
-            ? (await this.#eks()).revoke(plan, grant, deadline)
-            : this.#revokeBinding(plan, grant, deadline),
+        (deadline) =>
+          clients.eks
+            ? clients.eks.revoke(plan, grant, deadline)
+            : this.#revokeBinding(plan, grant, clients, deadline),
         signal,
       );
     } catch (error) {
@@ -242,12 +259,13 @@ export class CloudGrants implements AccessGrants {
     };
     let cloudDone = plan.provider !== 'aks' || !this.#options.aks;
     try {
+      const clients = await this.#clients(plan);
       const removed = await this.#within(
         `scanning ${plan.profile.metadata.name} for cpsync's grants`,
         async (deadline) => {
-          if (plan.provider === 'eks') return (await this.#eks()).sweep(plan, keep, deadline, answered);
+          if (clients.eks) return clients.eks.sweep(plan, keep, deadline, answered);
           const taken: Array<HeldGrant & { message: string }> = [];
-          const azure = plan.provider === 'aks' && this.#options.aks ? await this.#options.aks() : undefined;
+          const azure = clients.aks;
           if (azure && (await azure.usesAzureRbac(plan)))
             taken.push(...(await azure.sweep(plan, keep, identities)));
           cloudDone = true;
@@ -338,6 +356,7 @@ export class CloudGrants implements AccessGrants {
     plan: ClusterGrantPlan,
     consumer: Consumer,
     identity: string,
+    clients: CloudClients,
     signal: AbortSignal,
     made: MadeByLook,
   ): Promise<GrantResult> {
@@ -357,7 +376,7 @@ export class CloudGrants implements AccessGrants {
       ? `RoleBindings ${bindings.name} in ${scoped.join(', ')}`
       : `ClusterRoleBinding ${bindings.name}`;
     let mine = true;
-    const azure = plan.provider === 'aks' && this.#options.aks ? await this.#options.aks() : undefined;
+    const azure = clients.aks;
     if (azure && (await azure.usesAzureRbac(plan))) {
       // Azure RBAC authorizes the cluster: an Azure role assignment, and the identity out of cpsync's bindings.
       try {
@@ -397,7 +416,7 @@ export class CloudGrants implements AccessGrants {
       for (const place of await found)
         if (!kept.has(place.namespace ?? '')) await takenOut(bindings, place, identity, made);
       // GKE lets no identity in without container.clusters.get: the project's role, for a grant of cpsync's.
-      const google = plan.provider === 'gke' && mine && this.#options.gke;
+      const google = mine && clients.gke;
       if (google) {
         const refused = await this.#holdProjectRole(google, plan, consumer, identity, signal);
         if (refused) {
@@ -428,14 +447,14 @@ export class CloudGrants implements AccessGrants {
 
   /** The consumer's identity in cpsync's project binding of GKE's role; why not, when Google refused it. */
   async #holdProjectRole(
-    google: () => Promise<GoogleProjectRoles>,
+    google: GoogleProjectRoles,
     plan: ClusterGrantPlan,
     consumer: Consumer,
     identity: string,
     signal: AbortSignal,
   ): Promise<GrantResult | undefined> {
     try {
-      await (await google()).hold(plan.providerId, consumer.name, identity, signal);
+      await google.hold(plan.providerId, consumer.name, identity, signal);
       return undefined;
     } catch (error) {
       if (!googleRefused(error)) throw error;
@@ -497,6 +516,7 @@ export class CloudGrants implements AccessGrants {
   async #revokeBinding(
     plan: ClusterGrantPlan,
     grant: HeldGrant,
+    clients: CloudClients,
     signal: AbortSignal,
   ): Promise<{ revoked: boolean; message: string }> {
     const { config, options } = await this.#member(plan, signal);
@@ -508,8 +528,7 @@ export class CloudGrants implements AccessGrants {
     );
     try {
       const done: string[] = [];
-      if (plan.provider === 'aks' && this.#options.aks)
-        done.push(await (await this.#options.aks()).revoke(plan, grant));
+      if (clients.aks) done.push(await clients.aks.revoke(plan, grant));
       for (const place of await bindings.places()) done.push(await bindings.unbind(place, grant.identity));
       return { revoked: true, message: done.length > 0 ? done.join('; ') : 'already gone' };
     } catch (error) {

@@ -434,6 +434,18 @@ describe('the member account roles', () => {
         }),
       /give either config or externalId, not both/,
     );
+    const providers = (CONFIG as unknown as { providers: Record<string, Record<string, unknown>> }).providers;
+    assert.throws(
+      () =>
+        new CpsyncMemberRoles(other, 'TwoPartitions', {
+          cpsyncAccount: '123456789012',
+          config: {
+            ...CONFIG,
+            providers: { ...providers, eks: { ...providers.eks, regions: ['us-east-1', 'cn-north-1'] } },
+          },
+        }),
+      /CpsyncMemberRoles props\.config:\n\s+- providers\.eks\.regions\[1\]: cn-north-1 is in the aws-cn partition/,
+    );
   });
 
   it('gives the functions EKS access-entry permissions only with accessGrants on (and, to revoke, while consumers stay configured), cdk-nag clean', () => {

@@ -753,5 +753,19 @@ describe('the CDK app', () => {
       () => new Cpsync(stack, 'D', { config: { ...CONFIG, hub: { directory: './inventory' } } }),
       /config\.hub must be hub\.eks .* or hub\.kubeconfigSecretArn/,
     );
+    // EKS regions of two AWS partitions: one deployment lists one partition, with its credentials and roles.
+    const providers = (CONFIG as unknown as { providers: Record<string, Record<string, unknown>> }).providers;
+    const twoPartitions = (regions: string[], homeRegion?: string) => ({
+      ...CONFIG,
+      providers: { ...providers, eks: { ...providers.eks, regions, ...(homeRegion ? { homeRegion } : {}) } },
+    });
+    assert.throws(
+      () => new Cpsync(stack, 'E', { config: twoPartitions(['us-east-1', 'cn-north-1']) }),
+      /Cpsync props\.config:\n\s+- providers\.eks\.regions\[1\]: cn-north-1 is in the aws-cn partition, but the home region us-east-1 \(providers\.eks\.homeRegion\) is in aws:/,
+    );
+    assert.throws(
+      () => new Cpsync(stack, 'F', { config: twoPartitions(['eu-west-1'], 'us-gov-west-1') }),
+      /providers\.eks\.regions\[0\]: eu-west-1 is in the aws partition, but the home region us-gov-west-1 \(providers\.eks\.homeRegion\) is in aws-us-gov/,
+    );
   });
 });

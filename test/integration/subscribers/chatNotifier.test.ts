@@ -916,10 +916,15 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     const lateBatch = await batchOf('chat');
     receiver.throttle(1, '30');
     const short: Context = { ...lambdaContext('chat-notifier'), getRemainingTimeInMillis: () => 6000 };
-    const started = Date.now();
+    since = receiver.posts.length;
     const late = await makeChatNotifier()(lateBatch, short);
     assert.deepEqual(failures(late), [lateBatch.Records[0]!.messageId]);
-    assert.ok(Date.now() - started < 20_000, 'did not wait 30 s');
+    // Asked once, told to wait 30 s, and not asked again: the next post would have been taken.
+    assert.deepEqual(
+      receiver.posts.slice(since).map((p) => p.status),
+      [429],
+      'did not wait 30 s to try again',
+    );
     receiver.throttle(0);
   });
 

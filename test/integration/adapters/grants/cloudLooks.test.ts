@@ -36,8 +36,16 @@ import { localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
 const REGION = 'eu-west-1';
+/** One look's deadline in these tests. */
+const LOOK_MILLIS = 10_000;
+
+/** Resolves (to nothing) after `millis`: a client that takes that long to make. */
+const made = (millis: number) =>
+  millis > 0 ? new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), millis)) : undefined;
 const ROLE = 'arn:aws:iam::111122223333:role/deployer';
 const ENTRA = '0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0';
+/** The Entra principal of the test of slow clients, apart from the others' assignments. */
+const SLOW_ENTRA = '9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d';
 
 /** The record after one look at `consumer` on the cluster of `profile`, as the engine takes it. */
 async function look(grants: CloudGrants, profile: ClusterProfile, consumer: Consumer) {
@@ -79,8 +87,11 @@ describe("a look through the cloud's own grants names what it made, whatever ref
     await member?.stop();
   });
 
-  /** CloudGrants for AKS clusters that use Azure RBAC: role assignments on the local ARM, bindings on the member. */
-  const azureGrants = (armEndpoint?: string) =>
+  /**
+   * CloudGrants for AKS clusters that use Azure RBAC: role assignments on the local ARM, bindings on the member.
+   * `makingMillis`: how long the role-assignment client takes to make (as its SDK's first load does).
+   */
+  const azureGrants = (armEndpoint?: string, makingMillis = 0) =>
     new CloudGrants({
       manager,
       tokens: { aks: async () => ({ token: 'aks-token' }) },
@@ -88,17 +99,18 @@ describe("a look through the cloud's own grants names what it made, whatever ref
       localClouds: ['eks', 'gke', 'aks'],
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       aks: async () =>
+        (await made(makingMillis)) ??
         new AksRoleAssignments({
           credential: armCredential(arm),
           endpoint: armEndpoint ?? arm.endpoint,
           manager,
           cluster: async () => ({ aadProfile: { managed: true, enableAzureRbac: true } }) as ManagedCluster,
         }),
-      timeoutMillis: 10_000,
+      timeoutMillis: LOOK_MILLIS,
     });
 
   /** CloudGrants for EKS clusters: access entries through the access-entry API's shapes on the AWS proxy. */
-  const eksGrants = () =>
+  const eksGrants = (makingMillis = 0) =>
     new CloudGrants({
       manager,
       tokens: {},
@@ -106,6 +118,7 @@ describe("a look through the cloud's own grants names what it made, whatever ref
       localClouds: ['eks', 'gke', 'aks'],
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       eks: async () =>
+        (await made(makingMillis)) ??
         new EksAccessEntries({
           manager,
           client: async (_account, region) =>
@@ -115,7 +128,7 @@ describe("a look through the cloud's own grants names what it made, whatever ref
               credentials: { accessKeyId: 'AKIDLOOKS', secretAccessKey: 'looks' },
             }),
         }),
-      timeoutMillis: 10_000,
+      timeoutMillis: LOOK_MILLIS,
     });
 
   /** A ready AKS cluster whose profile reaches the member through the proxy. */
@@ -165,6 +178,83 @@ describe("a look through the cloud's own grants names what it made, whatever ref
       );
       assert.deepEqual(policies(), [`arn:${partition}:eks::aws:cluster-access-policy/AmazonEKSEditPolicy`]);
     }
+  });
+
+  it("a look's deadline starts once the cloud's client is made: a client slow to make (its SDK's first load) takes none of it", async () => {
+    // Each client takes as long to make as a look's deadline. Made within the look, every look would end at
+    // its deadline, whose timer is set first and so fires first; made before, each look has its whole deadline.
+    const options = inventoryOptions({ namespace: 'cluster-inventory' });
+    const eks = (name: string) => normalize(eksCluster({ name, region: REGION }), options, NOW);
+    const viewer = (identities: Consumer['identities']): Consumer => ({
+      name: 'slow',
+      namespaces: ['cluster-inventory'],
+      level: 'view',
+      identities,
+    });
+    const everyCluster = (profile: ClusterProfile) =>
+      planGrants([profile], new Map(), [], { everyCluster: true })[0]!;
+    // A grant of cpsync's to revoke on each cloud: an access entry, a role assignment on the cluster.
+    const revokedEks = eks('slow-revoked');
+    entries.put(REGION, 'slow-revoked', ROLE);
+    entries.of(REGION, 'slow-revoked').get(ROLE)!.tags = {
+      [GRANT_MANAGER_KEY]: manager,
+      [GRANT_CONSUMER_KEY]: 'slow',
+    };
+    const revokedAks = azureProfile('slow-revoked');
+    const revokedAksScope = revokedAks.metadata.annotations!['cpsync.io/provider-id']!;
+    const assignment =
+      `${revokedAksScope}/providers/Microsoft.Authorization/roleAssignments/slow`.toLowerCase();
+    arm.roleAssignments.set(assignment, {
+      id: assignment,
+      name: 'slow',
+      type: 'Microsoft.Authorization/roleAssignments',
+      properties: {
+        scope: revokedAksScope,
+        roleDefinitionId:
+          '/providers/Microsoft.Authorization/roleDefinitions/7f6c6a51-bcf8-42ba-9220-52d62157d7db',
+        principalId: SLOW_ENTRA,
+        description: `${manager}: access grant for consumer slow`,
+      },
+    });
+    const held = (identity: string) => ({ consumer: 'slow', identity });
+    const revokePlan = (profile: ClusterProfile, identity: string) => {
+      const plan = everyCluster(profile);
+      return { ...plan, held: [held(identity)] };
+    };
+    const [eksGrant, aksGrant, eksScan, aksScan, eksRevoke, aksRevoke] = await Promise.all([
+      look(eksGrants(LOOK_MILLIS), eks('slow-granted'), viewer({ eks: ROLE })),
+      look(azureGrants(undefined, LOOK_MILLIS), azureProfile('slow-granted'), viewer({ aks: SLOW_ENTRA })),
+      eksGrants(LOOK_MILLIS).sweep(everyCluster(eks('slow-scanned')), () => false, [ROLE]),
+      azureGrants(undefined, LOOK_MILLIS).sweep(everyCluster(azureProfile('slow-scanned')), () => false, [
+        SLOW_ENTRA,
+      ]),
+      eksGrants(LOOK_MILLIS).revoke(revokePlan(revokedEks, ROLE), held(ROLE)),
+      azureGrants(undefined, LOOK_MILLIS).revoke(revokePlan(revokedAks, SLOW_ENTRA), held(SLOW_ENTRA)),
+    ]);
+    assert.deepEqual(
+      [eksGrant.result.reason, eksGrant.named?.pending],
+      ['Granted', undefined],
+      eksGrant.result.message,
+    );
+    // Azure's assignment made and held; the member here (a kube-apiserver) does not authorize by Azure RBAC,
+    // so its proof says no: an answer, not the deadline.
+    assert.deepEqual(
+      [aksGrant.result.reason, aksGrant.named?.identity, aksGrant.named?.pending],
+      ['NotAllowed', SLOW_ENTRA, undefined],
+      aksGrant.result.message,
+    );
+    assert.deepEqual(
+      [...arm.roleAssignments.values()]
+        .filter((a) => a.properties.principalId === SLOW_ENTRA)
+        .map((a) => a.properties.scope.split('/').at(-1)),
+      ['slow-granted'],
+    );
+    assert.deepEqual(eksScan, { removed: [], complete: true });
+    assert.deepEqual(aksScan, { removed: [], complete: true });
+    assert.deepEqual(eksRevoke, { revoked: true, message: `access entry for ${ROLE} deleted` });
+    assert.equal(entries.of(REGION, 'slow-revoked').size, 0);
+    assert.equal(aksRevoke.revoked, true, aksRevoke.message);
+    assert.equal(arm.roleAssignments.has(assignment), false, "cpsync's role assignment was taken off");
   });
 
   it('EKS: the access entry made before its policy was refused stays named', async () => {

@@ -15,6 +15,7 @@ import { inventoryOptions } from '../../../support/settings.ts';
 const options = inventoryOptions({ localClouds: ['eks'] });
 
 describe('member probe limits', () => {
+  // Every connection the silent member took.
   const sockets: Socket[] = [];
   const silent = createServer((socket) => void sockets.push(socket));
   let server = '';
@@ -51,9 +52,8 @@ describe('member probe limits', () => {
     });
 
   it('ends each member at its deadline with a Timeout reading that says so, the same text each time', async () => {
-    const started = performance.now();
     const readings = await probe(5_000, 4).readAll(silentProfiles(4));
-    const took = performance.now() - started;
+    // Each member was read as failed, not left unread: its own deadline ended it, not the budget.
     assert.equal(readings.size, 4);
     const texts = new Set<string>();
     for (const reading of readings.values()) {
@@ -64,17 +64,17 @@ describe('member probe limits', () => {
       }
     }
     assert.equal(texts.size, 1, [...texts].join(' | '));
-    assert.ok(took < 4_000, `four members at once, each ended at 0.3 s: ${Math.round(took)} ms`);
+    assert.match([...texts][0]!, /within 0\.3 s/);
   });
 
   it('leaves unread, rather than failed, the members its budget does not reach', async () => {
-    const started = performance.now();
+    const before = sockets.length;
     const readings = await probe(450, 1).readAll(silentProfiles(5));
-    const took = performance.now() - started;
-    // One at a time: the first ends at its deadline (0.3 s), the second is stopped by the budget (0.45 s).
+    // One at a time: the first ends at its deadline (0.3 s), the second is stopped by the budget (0.45 s), and
+    // the three after it are never asked.
     assert.equal(readings.size, 1);
     assert.equal([...readings.values()][0]!.reachable, false);
-    assert.ok(took < 3_000, `${Math.round(took)} ms`);
+    assert.ok(sockets.length - before <= 2, `${sockets.length - before} members were reached`);
   });
 
   it('stops with the run: nothing is read as failed once the run’s signal aborts', async () => {

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { createServer, request as httpsRequest } from 'node:https';
-import type { IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { clientCertificate, kubeconfigYaml, type HubState } from './hub.ts';
 import { freePort, serveOnLoopback } from './net.ts';
 
@@ -19,7 +19,9 @@ type HubFault =
   /** Forwarded and answered; then no connection is taken until `reopen()`. */
   | { refuseAfter: true }
   /** Forwarded and done by the hub; its answer goes back once `until` settles. */
-  | { holdAnswer: true; until: Promise<unknown> };
+  | { holdAnswer: true; until: Promise<unknown> }
+  /** Held before it reaches the hub: forwarded once `until` settles (so the hub does it then). */
+  | { holdRequest: true; until: Promise<unknown> };
 
 /** The Status reason the kube-apiserver gives with each status the proxy can answer with. */
 const REASONS = {
@@ -105,38 +107,53 @@ export async function startHubProxy(state: HubState): Promise<HubProxy> {
         );
         return;
       }
-      const forwarded = httpsRequest(
-        {
-          host: upstream.hostname,
-          port: upstream.port,
-          method: request.method,
-          path: request.url,
-          headers: { ...request.headers, host: upstream.host },
-          cert: adminCert,
-          key: adminKey,
-          ca,
-        },
-        (answer) => {
-          proxy.onAnswered?.(entry);
-          if (fault && 'lose' in fault) {
-            answer.resume();
-            answer.on('end', () => request.socket.destroy());
-            return;
-          }
-          // Closed before the answer goes back: the next request's connection is refused.
-          if (fault && 'refuseAfter' in fault) server.close();
-          const send = () => {
-            response.writeHead(answer.statusCode ?? 502, closing(answer.headers));
-            answer.pipe(response);
-          };
-          if (fault && 'holdAnswer' in fault) void fault.until.then(send, send);
-          else send();
-        },
-      );
-      forwarded.on('error', () => response.destroy());
-      request.pipe(forwarded);
+      if (fault && 'holdRequest' in fault) {
+        request.pause();
+        const go = () => forward(request, response, entry, undefined);
+        void fault.until.then(go, go);
+        return;
+      }
+      forward(request, response, entry, fault);
     },
   );
+  /** Sends `request` on to the hub as its admin, and its answer back (as `fault` says). */
+  function forward(
+    request: IncomingMessage,
+    response: ServerResponse,
+    entry: { method: string; path: string },
+    fault: HubFault | undefined,
+  ): void {
+    const forwarded = httpsRequest(
+      {
+        host: upstream.hostname,
+        port: upstream.port,
+        method: request.method,
+        path: request.url,
+        headers: { ...request.headers, host: upstream.host },
+        cert: adminCert,
+        key: adminKey,
+        ca,
+      },
+      (answer) => {
+        proxy.onAnswered?.(entry);
+        if (fault && 'lose' in fault) {
+          answer.resume();
+          answer.on('end', () => request.socket.destroy());
+          return;
+        }
+        // Closed before the answer goes back: the next request's connection is refused.
+        if (fault && 'refuseAfter' in fault) server.close();
+        const send = () => {
+          response.writeHead(answer.statusCode ?? 502, closing(answer.headers));
+          answer.pipe(response);
+        };
+        if (fault && 'holdAnswer' in fault) void fault.until.then(send, send);
+        else send();
+      },
+    );
+    forwarded.on('error', () => response.destroy());
+    request.pipe(forwarded);
+  }
   proxy.stop = await serveOnLoopback(server, port);
   proxy.reopen = () =>
     server.listening

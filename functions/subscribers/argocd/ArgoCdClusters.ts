@@ -94,7 +94,7 @@ export class ArgoCdClusters {
   async upsert(
     profile: ClusterProfile,
     { newest = false, writtenUnder = 'guarded' }: { newest?: boolean; writtenUnder?: WrittenUnder } = {},
-  ): Promise<{ outcome: Outcome; reason?: string }> {
+  ): Promise<{ outcome: Outcome; reason?: string; created?: { name: string; resourceVersion: string } }> {
     const made = clusterSecretOf(profile, this.#options);
     if ('skipped' in made) return { outcome: 'skipped', reason: made.skipped };
     const wanted = made.secret;
@@ -102,11 +102,14 @@ export class ArgoCdClusters {
     const existing = await this.#read(wanted.metadata.name);
     const api = await this.#api();
     if (!existing) {
-      await api.createNamespacedSecret({
+      const created = await api.createNamespacedSecret({
         namespace: this.#options.namespace,
         body: wanted as V1Secret,
       });
-      return { outcome: 'created' };
+      return {
+        outcome: 'created',
+        created: { name: wanted.metadata.name, resourceVersion: created.metadata!.resourceVersion! },
+      };
     }
     if (existing.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY)
       return {
@@ -158,8 +161,16 @@ export class ArgoCdClusters {
     );
   }
 
-  /** Deletes the Secret of profile `namespace/name`, if cpsync made it from that profile. */
-  async remove(namespace: string, name: string): Promise<{ outcome: Outcome }> {
+  /**
+   * Deletes the Secret of profile `namespace/name`, if cpsync made it from that profile. `stillGone`, asked once the
+   * Secret is read and before it is deleted, says whether the profile is still out of the hub: a Secret written from
+   * the profile made again since stays (it is deleted only as it was read).
+   */
+  async remove(
+    namespace: string,
+    name: string,
+    stillGone: () => Promise<boolean> = async () => true,
+  ): Promise<{ outcome: Outcome; reason?: string }> {
     const api = await this.#api();
     const existing = await this.#read(secretNameOf(name));
     if (!existing) return { outcome: 'absent' };
@@ -168,6 +179,7 @@ export class ArgoCdClusters {
       existing.metadata?.annotations?.[PROFILE_ANNOTATION] !== `${namespace}/${name}`
     )
       return { outcome: 'conflict' };
+    if (!(await stillGone())) return { outcome: 'unchanged', reason: 'the profile is in the hub again' };
     try {
       await api.deleteNamespacedSecret({
         name: existing.metadata.name!,
@@ -178,6 +190,25 @@ export class ArgoCdClusters {
       if (status(error) !== 404) throw error;
     }
     return { outcome: 'deleted' };
+  }
+
+  /**
+   * Deletes the Secret `name` only as `created` made it (nothing has written it since): true when it went, false
+   * when it changed or went meanwhile.
+   */
+  async takeBack(created: { name: string; resourceVersion: string }): Promise<boolean> {
+    const api = await this.#api();
+    try {
+      await api.deleteNamespacedSecret({
+        name: created.name,
+        namespace: this.#options.namespace,
+        body: { preconditions: { resourceVersion: created.resourceVersion } },
+      });
+      return true;
+    } catch (error) {
+      if (status(error) === 404 || status(error) === 409) return false;
+      throw error;
+    }
   }
 
   /** Marks `secret` as missing its profile since `at`; false when it changed or went meanwhile (judged next time). */
@@ -232,6 +263,9 @@ export class ArgoCdClusters {
       missingGraceMillis = DEFAULT_MISSING_GRACE_MILLIS,
       guardedNamespaces = new Set<string>(),
       now = Date.now(),
+      stillAsSeen = async () => true,
+      onCreated = () => {},
+      concurrency = 8,
     }: {
       held?: readonly ClusterProfile[];
       writtenUnder?: WrittenUnder;
@@ -239,6 +273,16 @@ export class ArgoCdClusters {
       /** Inventory namespaces the hub guards now: only a Secret of theirs is kept for the grace. */
       guardedNamespaces?: ReadonlySet<string>;
       now?: number;
+      /**
+       * Whether the hub still reads the profile `namespace/name` as `seen` (undefined: not in the hub), asked once its
+       * Secret is listed and before it is deleted: a Secret is deleted only on a judgement the hub still bears out (a
+       * profile made or written since keeps the Secret written from it, for the next look to judge).
+       */
+      stillAsSeen?: (profile: string, seen: ClusterProfile | undefined) => Promise<boolean>;
+      /** Told of each Secret this reconcile created, and the profile it made it from. */
+      onCreated?: (profile: ClusterProfile, created: { name: string; resourceVersion: string }) => void;
+      /** Secrets read or written at once. */
+      concurrency?: number;
     } = {},
   ): Promise<ReconcileReport> {
     const report: ReconcileReport = {
@@ -250,12 +294,15 @@ export class ArgoCdClusters {
       conflicts: [],
       missing: [],
     };
-    const present = new Set([...profiles, ...held].map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
+    const seen = new Map<string, ClusterProfile>(
+      [...profiles, ...held].map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p]),
+    );
+    const present = new Set(seen.keys());
     const wanted = new Set<string>();
     const holding = new Map(
       held.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p.metadata.uid] as const),
     );
-    const limit = pLimit(8);
+    const limit = pLimit(concurrency);
     await Promise.all(
       profiles.map((profile) =>
         limit(async () => {
@@ -266,7 +313,8 @@ export class ArgoCdClusters {
             return;
           }
           wanted.add(made.secret.metadata.name);
-          const { outcome, reason } = await this.upsert(profile, { newest: true, writtenUnder });
+          const { outcome, reason, created } = await this.upsert(profile, { newest: true, writtenUnder });
+          if (created) onCreated(profile, created);
           if (outcome === 'created' || outcome === 'updated' || outcome === 'unchanged') report[outcome]++;
           else if (outcome === 'conflict') report.conflicts.push(reason ?? key);
         }),
@@ -296,6 +344,7 @@ export class ArgoCdClusters {
           continue;
         }
       }
+      if (profile !== undefined && !(await limit(() => stillAsSeen(profile, seen.get(profile))))) continue;
       await limit(async () => {
         try {
           await api.deleteNamespacedSecret({
@@ -305,7 +354,8 @@ export class ArgoCdClusters {
           });
           report.deleted++;
         } catch (error) {
-          if (status(error) !== 404) throw error;
+          // Gone, or written again since it was listed: judged at the next look.
+          if (status(error) !== 404 && status(error) !== 409) throw error;
         }
       });
     }

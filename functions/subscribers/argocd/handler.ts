@@ -38,6 +38,7 @@ import {
   withPowertools,
 } from '../../runtime.ts';
 import type { HubGuard } from '../../../adapters/hub/hubPolicy.ts';
+import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import type { ArgoCdClusters, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
 import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
 
@@ -48,6 +49,8 @@ export interface ArgoCdDeps {
   guard: () => Promise<HubGuard>;
   /** How long a profile may be missing from the hub before a reconcile removes its Secret. @default 1 hour */
   missingGraceMillis?: number;
+  /** Secrets a reconcile reads or writes at once. @default 8 */
+  concurrency?: number;
 }
 
 const Settings = z.object({
@@ -136,11 +139,25 @@ function depsFromEnvironment(): () => Promise<ArgoCdDeps> {
   });
 }
 
+/** How many times one event follows its profile when the hub changes it while its Secret is written. */
+const FOLLOW_ROUNDS = 5;
+
+/** Whether two readings of a profile are one object at one version (or both its absence). */
+const sameReading = (a: ClusterProfile | undefined, b: ClusterProfile | undefined) =>
+  a === undefined || b === undefined
+    ? a === b
+    : a.metadata.uid === b.metadata.uid && a.metadata.resourceVersion === b.metadata.resourceVersion;
+
 /**
  * What one event did to the Secrets. An event is only a notification: anyone allowed to put events on the
  * bus can send one that looks like cpsync's, so the profile is always read from the hub (never taken from
  * the event), and only profiles of the configured manager in one of its inventory namespaces are acted on —
  * those whose manager label, `spec.clusterManager.name` and provider id annotation all say so (untrustedReason).
+ *
+ * EventBridge invokes the subscriber for several events at once, in any order, so another invocation may write the
+ * same Secret from a newer reading of the hub while this one reads and writes. The hub is read again once the
+ * Secret is written: when the profile changed meanwhile, the Secret follows the new reading, and a Secret this
+ * invocation made from a profile gone since is taken back (unless written again since).
  */
 async function apply(
   deps: ArgoCdDeps,
@@ -155,7 +172,58 @@ async function apply(
   const { inventoryNamespaces } = await import('../../../core/domain/options.ts');
   if (!inventoryNamespaces(options).some((ns) => ns.name === namespace))
     return { outcome: 'skipped', reason: `${namespace} is not an inventory namespace of this configuration` };
-  const current = await hub.get({ namespace, name });
+  const detailType = event['detail-type'];
+  if (!CHANGES.has(detailType))
+    return { outcome: 'skipped', reason: `${detailType} does not concern Argo CD` };
+  const ref = { namespace, name };
+  return follow(deps, guard, ref, await hub.get(ref), detailType === DetailType.Deleted);
+}
+
+/** The change events that concern Argo CD. */
+const CHANGES = new Set<string>([
+  DetailType.Created,
+  DetailType.Updated,
+  DetailType.Announced,
+  DetailType.Deleted,
+]);
+
+/**
+ * The Secret of the profile `ref` made to follow the hub from the reading `current`: written (or, `deleted`,
+ * removed) as that reading says, then the hub read again; while the profile changed meanwhile, once more from the
+ * new reading, and a Secret made from a profile gone since taken back (unless written again since).
+ */
+async function follow(
+  deps: ArgoCdDeps,
+  guard: HubGuard,
+  ref: { namespace: string; name: string },
+  current: ClusterProfile | undefined,
+  deleted: boolean,
+): Promise<{ outcome: Outcome; reason?: string }> {
+  for (let round = 1; ; round += 1) {
+    const { created, ...result } = await applyReading(deps, guard, ref, current, deleted);
+    const after = await deps.composition.ports.hub.get(ref);
+    if (sameReading(current, after)) return result;
+    if (after === undefined && created) await deps.clusters.takeBack(created);
+    if (round === FOLLOW_ROUNDS)
+      throw new Error(
+        `${ref.namespace}/${ref.name} changed in the hub ${FOLLOW_ROUNDS} times while its Secret was written: left for the next try`,
+      );
+    current = after;
+  }
+}
+
+/**
+ * What a change does to the Secrets with its profile as `current` reads it (undefined: not in the hub); `deleted`:
+ * the change is the profile's deletion.
+ */
+async function applyReading(
+  deps: ArgoCdDeps,
+  guard: HubGuard,
+  { namespace, name }: { namespace: string; name: string },
+  current: ClusterProfile | undefined,
+  deleted: boolean,
+): Promise<{ outcome: Outcome; reason?: string; created?: { name: string; resourceVersion: string } }> {
+  const { options } = deps.composition.settings;
   const untrusted = current && untrustedReason(current, options.manager);
   if (untrusted) return { outcome: 'skipped', reason: untrusted };
   // Where others may write profiles, even one that looks like cpsync's may be theirs: nothing is written from it (a
@@ -169,19 +237,14 @@ async function apply(
     };
   }
   const writtenUnder = guard.trusted ? 'trusted' : 'guarded';
-  switch (event['detail-type']) {
-    case DetailType.Created:
-    case DetailType.Updated:
-    case DetailType.Announced:
-      if (!current) return { outcome: 'absent', reason: 'the profile is not in the hub' };
-      return deps.clusters.upsert(current, { newest: true, writtenUnder });
-    case DetailType.Deleted:
-      // Deleted and made again since (a later event says so, or will): keep it, as it is now.
-      if (current) return deps.clusters.upsert(current, { newest: true, writtenUnder });
-      return deps.clusters.remove(namespace, name);
-    default:
-      return { outcome: 'skipped', reason: `${event['detail-type']} does not concern Argo CD` };
-  }
+  // Written as the hub has it now, whatever the change (a deleted profile made again since: kept, as it is now).
+  if (current) return deps.clusters.upsert(current, { newest: true, writtenUnder });
+  if (!deleted) return { outcome: 'absent', reason: 'the profile is not in the hub' };
+  return deps.clusters.remove(
+    namespace,
+    name,
+    async () => (await deps.composition.ports.hub.get({ namespace, name })) === undefined,
+  );
 }
 
 /**
@@ -206,12 +269,35 @@ async function reconcile(
   for (const namespace of namespaces) reasons.set(namespace, await guard.unguarded(namespace));
   const guarded = profiles.filter((p) => !reasons.get(p.metadata.namespace!));
   const held = profiles.filter((p) => reasons.get(p.metadata.namespace!));
+  const hub = deps.composition.ports.hub;
+  const keyOf = (p: ClusterProfile) => `${p.metadata.namespace}/${p.metadata.name}`;
+  const refOf = (key: string) => {
+    const [namespace, name] = key.split('/');
+    return { namespace: namespace!, name: name! };
+  };
+  const created = new Map<string, { name: string; resourceVersion: string }>();
   const report = await deps.clusters.reconcile(guarded, {
     held,
     writtenUnder: guard.trusted ? 'trusted' : 'guarded',
     guardedNamespaces: new Set([...namespaces].filter((namespace) => !reasons.get(namespace))),
     ...(deps.missingGraceMillis !== undefined ? { missingGraceMillis: deps.missingGraceMillis } : {}),
+    ...(deps.concurrency !== undefined ? { concurrency: deps.concurrency } : {}),
+    stillAsSeen: async (profile, seen) => sameReading(seen, await hub.get(refOf(profile))),
+    onCreated: (profile, secret) => created.set(keyOf(profile), secret),
   });
+  // The hub read again: a profile it changed while the Secrets were written is followed as its event would be (a
+  // Secret written from an older reading is set right now, not at the next reconcile), and a Secret made here from a
+  // profile gone since is taken back (one that was there before stays for the grace).
+  const before = new Map(profiles.map((p) => [keyOf(p), p]));
+  const after = new Map(
+    (await inventoryProfiles(hub, deps.composition.settings.options)).profiles.map((p) => [keyOf(p), p]),
+  );
+  for (const key of new Set([...before.keys(), ...after.keys()])) {
+    const now = after.get(key);
+    if (sameReading(before.get(key), now)) continue;
+    if (now) await follow(deps, guard, refOf(key), now, false);
+    else if (created.has(key)) await deps.clusters.takeBack(created.get(key)!);
+  }
   for (const { profile, since } of report.missing)
     logger.info('profile missing from the hub: its Secret kept until the grace is over', { profile, since });
   for (const profile of profiles) {

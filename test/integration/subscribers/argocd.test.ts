@@ -872,7 +872,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     assert.ok(!before.some(([, server]) => server === 'https://collector.example.com'));
   });
 
-  it('concurrent invocations, their requests reaching the hub in any order, deliveries repeated and failures retried as Lambda retries them, leave every Secret as the hub says (property)', async () => {
+  it('concurrent invocations, their requests reaching the hub in any order, deliveries repeated and failures retried as Lambda retries them, leave every Secret as the hub says (property); an event stops following a profile that never rests', async () => {
     // Every request of this handler to the hub and to Argo CD's cluster goes through a proxy that holds it until the
     // property lets it through: once every running invocation waits at the proxy, one of their requests, as drawn.
     const proxy = await startHubProxy(await localHub());
@@ -1146,6 +1146,45 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       console.log(
         `Argo CD, concurrent invocations: ${run} runs; the most tries one delivery took: ${mostTries}`,
       );
+
+      // A profile written again at every reading of it: the event stops following it after 5 rounds, and says why
+      // (Lambda tries it again). Once the profile rests, the next try writes its Secret.
+      const churned = await store(normalize(eksCluster({ name: 'churned' }), options, NOW));
+      const ref = { namespace: inventory, name: churned.metadata.name };
+      let version = 0;
+      proxy.rule = ({ method, path }) =>
+        method === 'GET' && path.endsWith(`/clusterprofiles/${ref.name}`)
+          ? {
+              holdRequest: true,
+              until: (async () => {
+                version += 1;
+                const written = await asWritten(ref);
+                await store({
+                  ...written,
+                  status: { ...churned.status!, version: { kubernetes: `1.${version}` } },
+                });
+              })(),
+            }
+          : undefined;
+      await publish([
+        buildChangeEvent(
+          { kind: 'created', profile: churned, changes: [{ field: 'spec', after: {} }] },
+          context(churned),
+        ),
+      ]);
+      const [event] = await drainQueue(queueUrl);
+      await assert.rejects(
+        concurrent(event, lambdaContext('argocd')),
+        new RegExp(`${ref.namespace}/${ref.name} changed in the hub 5 times while its Secret was written`),
+      );
+      assert.equal(version, 6, 'read once, then again after each of 5 rounds');
+      proxy.rule = undefined;
+      const again = (await concurrent(event, lambdaContext('argocd'))) as { outcome: string };
+      assert.match(again.outcome, /^(created|updated)$/);
+      const secret = await core.readNamespacedSecret({ name: `cluster-${ref.name}`, namespace: argocd });
+      assert.equal(secret.metadata!.labels!['cpsync.io/kubernetes-version'], `1.${version}`);
+      await hub.delete(ref);
+      await core.deleteNamespacedSecret({ name: `cluster-${ref.name}`, namespace: argocd });
     } finally {
       proxy.rule = undefined;
       for (const { release } of held.splice(0)) release();

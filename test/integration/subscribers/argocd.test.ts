@@ -30,7 +30,7 @@ import {
   CLUSTER_PROFILE_KIND,
   type ClusterProfile,
 } from '../../../core/domain/model/clusterProfile.ts';
-import { buildChangeEvent } from '../../../core/sync/events.ts';
+import { buildAnnounceEvent, buildChangeEvent } from '../../../core/sync/events.ts';
 import type { CpsyncEvent } from '../../../events/types.ts';
 import { patterns } from '../../../events/index.ts';
 import {
@@ -925,7 +925,8 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
         arbitrary: fc.record({
           kind: fc.constant('change' as const),
           cluster: fc.constantFrom(0, 1),
-          change: fc.constantFrom('put', 'delete', 'recreate'),
+          // `announce`: `cpsync announce` puts the profile out as it is now (an Announced event).
+          change: fc.constantFrom('put', 'delete', 'recreate', 'announce'),
           // Held requests let through between the profile's object and its status being written (cpsync writes the
           // two apart): a reading of the hub in between sees the profile without its status.
           between: fc.nat({ max: 2 }),
@@ -1086,6 +1087,14 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
                       context(profile),
                     ),
                   ]);
+                } else if (next.change === 'announce') {
+                  if (there)
+                    await publishAndDeliver([
+                      buildAnnounceEvent(there, {
+                        ...context(there),
+                        syncId: `announce-${run}-${deliveries.length}`,
+                      }),
+                    ]);
                 } else if (next.change === 'delete') {
                   if (there) await publishAndDeliver([await remove(next.cluster)]);
                 } else {

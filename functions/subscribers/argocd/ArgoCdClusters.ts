@@ -26,6 +26,12 @@ import {
 export type Outcome =
   'created' | 'updated' | 'unchanged' | 'deleted' | 'absent' | 'stale' | 'skipped' | 'conflict';
 
+/** A Secret as this subscriber created it: its name and the resourceVersion the create gave it. */
+export interface CreatedSecret {
+  name: string;
+  resourceVersion: string;
+}
+
 export interface ReconcileReport {
   created: number;
   updated: number;
@@ -94,7 +100,7 @@ export class ArgoCdClusters {
   async upsert(
     profile: ClusterProfile,
     { newest = false, writtenUnder = 'guarded' }: { newest?: boolean; writtenUnder?: WrittenUnder } = {},
-  ): Promise<{ outcome: Outcome; reason?: string; created?: { name: string; resourceVersion: string } }> {
+  ): Promise<{ outcome: Outcome; reason?: string; created?: CreatedSecret }> {
     const made = clusterSecretOf(profile, this.#options);
     if ('skipped' in made) return { outcome: 'skipped', reason: made.skipped };
     const wanted = made.secret;
@@ -171,7 +177,6 @@ export class ArgoCdClusters {
     name: string,
     stillGone: () => Promise<boolean> = async () => true,
   ): Promise<{ outcome: Outcome; reason?: string }> {
-    const api = await this.#api();
     const existing = await this.#read(secretNameOf(name));
     if (!existing) return { outcome: 'absent' };
     if (
@@ -180,35 +185,36 @@ export class ArgoCdClusters {
     )
       return { outcome: 'conflict' };
     if (!(await stillGone())) return { outcome: 'unchanged', reason: 'the profile is in the hub again' };
+    // Written since it was read: an error, and the event is tried again on what is there then.
+    await this.#deleteAsRead(existing.metadata.name!, existing.metadata.resourceVersion!, [404]);
+    return { outcome: 'deleted' };
+  }
+
+  /**
+   * Deletes the Secret `name` only as it was at `resourceVersion`: whether it went. An answer whose status is one of
+   * `left` (404: gone already; 409: written since) leaves it; any other failure is thrown.
+   */
+  async #deleteAsRead(name: string, resourceVersion: string, left: readonly number[]): Promise<boolean> {
+    const api = await this.#api();
     try {
       await api.deleteNamespacedSecret({
-        name: existing.metadata.name!,
+        name,
         namespace: this.#options.namespace,
-        body: { preconditions: { resourceVersion: existing.metadata.resourceVersion! } },
+        body: { preconditions: { resourceVersion } },
       });
+      return true;
     } catch (error) {
-      if (status(error) !== 404) throw error;
+      if (left.includes(status(error) ?? 0)) return false;
+      throw error;
     }
-    return { outcome: 'deleted' };
   }
 
   /**
    * Deletes the Secret `name` only as `created` made it (nothing has written it since): true when it went, false
    * when it changed or went meanwhile.
    */
-  async takeBack(created: { name: string; resourceVersion: string }): Promise<boolean> {
-    const api = await this.#api();
-    try {
-      await api.deleteNamespacedSecret({
-        name: created.name,
-        namespace: this.#options.namespace,
-        body: { preconditions: { resourceVersion: created.resourceVersion } },
-      });
-      return true;
-    } catch (error) {
-      if (status(error) === 404 || status(error) === 409) return false;
-      throw error;
-    }
+  takeBack(created: CreatedSecret): Promise<boolean> {
+    return this.#deleteAsRead(created.name, created.resourceVersion, [404, 409]);
   }
 
   /** Marks `secret` as missing its profile since `at`; false when it changed or went meanwhile (judged next time). */
@@ -280,7 +286,7 @@ export class ArgoCdClusters {
        */
       stillAsSeen?: (profile: string, seen: ClusterProfile | undefined) => Promise<boolean>;
       /** Told of each Secret this reconcile created, and the profile it made it from. */
-      onCreated?: (profile: ClusterProfile, created: { name: string; resourceVersion: string }) => void;
+      onCreated?: (profile: ClusterProfile, created: CreatedSecret) => void;
       /** Secrets read or written at once. */
       concurrency?: number;
     } = {},
@@ -320,7 +326,6 @@ export class ArgoCdClusters {
         }),
       ),
     );
-    const api = await this.#api();
     for (const secret of await this.managed()) {
       if (wanted.has(secret.metadata!.name!) || this.#held(secret, holding)) continue;
       const profile = secret.metadata?.annotations?.[PROFILE_ANNOTATION];
@@ -345,19 +350,13 @@ export class ArgoCdClusters {
         }
       }
       if (profile !== undefined && !(await limit(() => stillAsSeen(profile, seen.get(profile))))) continue;
-      await limit(async () => {
-        try {
-          await api.deleteNamespacedSecret({
-            name: secret.metadata!.name!,
-            namespace: this.#options.namespace,
-            body: { preconditions: { resourceVersion: secret.metadata!.resourceVersion! } },
-          });
-          report.deleted++;
-        } catch (error) {
-          // Gone, or written again since it was listed: judged at the next look.
-          if (status(error) !== 404 && status(error) !== 409) throw error;
-        }
-      });
+      // Gone, or written again since it was listed: judged at the next look.
+      if (
+        await limit(() =>
+          this.#deleteAsRead(secret.metadata!.name!, secret.metadata!.resourceVersion!, [404, 409]),
+        )
+      )
+        report.deleted++;
     }
     return report;
   }

@@ -39,7 +39,7 @@ import {
 } from '../../runtime.ts';
 import type { HubGuard } from '../../../adapters/hub/hubPolicy.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
-import type { ArgoCdClusters, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
+import type { ArgoCdClusters, CreatedSecret, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
 import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
 
 export interface ArgoCdDeps {
@@ -222,7 +222,7 @@ async function applyReading(
   { namespace, name }: { namespace: string; name: string },
   current: ClusterProfile | undefined,
   deleted: boolean,
-): Promise<{ outcome: Outcome; reason?: string; created?: { name: string; resourceVersion: string } }> {
+): Promise<{ outcome: Outcome; reason?: string; created?: CreatedSecret }> {
   const { options } = deps.composition.settings;
   const untrusted = current && untrustedReason(current, options.manager);
   if (untrusted) return { outcome: 'skipped', reason: untrusted };
@@ -275,7 +275,7 @@ async function reconcile(
     const [namespace, name] = key.split('/');
     return { namespace: namespace!, name: name! };
   };
-  const created = new Map<string, { name: string; resourceVersion: string }>();
+  const created = new Map<string, CreatedSecret>();
   const report = await deps.clusters.reconcile(guarded, {
     held,
     writtenUnder: guard.trusted ? 'trusted' : 'guarded',
@@ -302,11 +302,7 @@ async function reconcile(
     logger.info('profile missing from the hub: its Secret kept until the grace is over', { profile, since });
   for (const profile of profiles) {
     const why = reasons.get(profile.metadata.namespace!);
-    if (why)
-      report.skipped.push({
-        profile: `${profile.metadata.namespace}/${profile.metadata.name}`,
-        reason: `${profile.metadata.namespace}/${profile.metadata.name}: ${why}`,
-      });
+    if (why) report.skipped.push({ profile: keyOf(profile), reason: `${keyOf(profile)}: ${why}` });
   }
   for (const conflict of report.conflicts)
     logger.warn('Secret not managed by cpsync left alone', { conflict });

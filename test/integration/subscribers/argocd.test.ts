@@ -176,9 +176,13 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
 
   const options = inventoryOptions({ namespace: inventory, features: { clusterSets: true } });
 
-  /** Writes `profile` to the hub as cpsync does (object, then status); returns it as stored. */
-  async function store(profile: ClusterProfile): Promise<ClusterProfile> {
+  /**
+   * Writes `profile` to the hub as cpsync does (object, then status; `between` runs in between); returns it as
+   * stored.
+   */
+  async function store(profile: ClusterProfile, between = async () => {}): Promise<ClusterProfile> {
     await hub.applyObject(profile);
+    await between();
     return hub.applyStatus(profile);
   }
 
@@ -1031,12 +1035,11 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
               await settled();
             };
             const current = (i: number) => (names.has(i) ? hub.get(ref(i)) : Promise.resolve(undefined));
-            /** Writes `profile` as cpsync does, its object then its status, `between` held requests let through in between. */
-            const write = async (profile: ClusterProfile, between: number) => {
-              await hub.applyObject(profile);
-              for (let k = 0; k < between && held.length > 0; k += 1) await letThrough(held.shift()!);
-              return hub.applyStatus(profile);
-            };
+            /** Writes `profile` as cpsync does, `between` held requests let through between its object and status. */
+            const write = (profile: ClusterProfile, between: number) =>
+              store(profile, async () => {
+                for (let k = 0; k < between && held.length > 0; k += 1) await letThrough(held.shift()!);
+              });
             const create = async (i: number, between: number) => {
               const profile = await write(
                 normalize(eksCluster({ name: clusters[i]! }), options, NOW),

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { GkeSource } from '../../../../adapters/gke/GkeSource.ts';
+import { CloudGrants } from '../../../../adapters/grants/CloudGrants.ts';
 import {
   CLUSTER_VIEWER_ROLE,
   GKE_ONLY,
@@ -200,6 +201,28 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
       },
     );
     assert.deepEqual(server.iamPolicies.get(PROJECT), before);
+  });
+
+  it("settles a project's role through the grants with the look's whole deadline once Resource Manager's client is made, however long making it takes", async () => {
+    // Making the client (its SDK's first load, in a cold process) takes as long as the look's deadline: the
+    // deadline starts once it is made, so the settling still gets every millisecond of it.
+    const DEADLINE_MILLIS = 3_000;
+    const grants = new CloudGrants({
+      manager: 'cpsync',
+      tokens: {},
+      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+      gke: () => new Promise((resolve) => setTimeout(() => resolve(roles), DEADLINE_MILLIS)),
+      timeoutMillis: DEADLINE_MILLIS,
+    });
+    const changed = await grants.settleProjectRoles(PROJECT, new Map([['deployer', new Set([DEPLOYER])]]));
+    assert.deepEqual(changed, [
+      `granted ${iamMember(DEPLOYER)} ${CLUSTER_VIEWER_ROLE} on GKE in project ${PROJECT} for consumer deployer`,
+    ]);
+    assert.deepEqual(
+      ours().map((b) => b.members),
+      [[iamMember(DEPLOYER)]],
+    );
+    assert.deepEqual(others(), foreign);
   });
 
   it("asks again when Resource Manager is briefly unavailable or throttling, by the source's retry settings, and says the last answer when it stays so", async () => {

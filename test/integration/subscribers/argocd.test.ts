@@ -896,15 +896,22 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     );
     const argoViaProxy = new KubeConfig();
     argoViaProxy.loadFromString(proxy.kubeconfig);
-    const concurrent = makeArgoCdSubscriber(async () => ({
-      composition,
-      clusters: new ArgoCdClusters(argoViaProxy, { namespace: argocd }),
-      guard: async () => TRUSTED_HUB,
-      // A reconcile removes the Secret of a missing profile at once, and reads and writes one Secret at a time (so that
-      // it too waits at the proxy one request at a time).
-      missingGraceMillis: 0,
-      concurrency: 1,
-    }));
+    /**
+     * The subscriber trusting the hub's writers, or reading the hub's admission policy at each invocation (in force in
+     * the inventory namespace throughout): its readings of the policy wait at the proxy like any other request.
+     */
+    const subscriber = (guarded: boolean) =>
+      makeArgoCdSubscriber(async () => ({
+        composition,
+        clusters: new ArgoCdClusters(argoViaProxy, { namespace: argocd }),
+        guard: async () =>
+          guarded ? readHubGuard(argoViaProxy, composition.settings.options.manager) : TRUSTED_HUB,
+        // A reconcile removes the Secret of a missing profile at once, and reads and writes one Secret at a time (so
+        // that it too waits at the proxy one request at a time).
+        missingGraceMillis: 0,
+        concurrency: 1,
+      }));
+    let concurrent = subscriber(false);
     /** The requests held at the proxy, in the order they came. */
     const held: Array<{ method: string; path: string; release: () => void }> = [];
     let wake = () => {};
@@ -942,222 +949,235 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     );
     let run = 0;
     let mostTries = 0;
+    const guardReadings = () =>
+      proxy.requests.filter((r) => r.path.includes('validatingadmissionpolic')).length;
     try {
-      await fc.assert(
-        fc.asyncProperty(
-          fc.array(step, { minLength: 1, maxLength: 20 }),
-          fc.array(fc.nat(), { minLength: 1, maxLength: 8 }),
-          async (steps, drainOrder) => {
-            run += 1;
-            proxy.rule = holding;
-            const clusters = [`race-${run}-a`, `race-${run}-b`];
-            const names = new Map<number, string>();
-            const stored = new Map<number, ClusterProfile>();
-            const deliveries: ReceivedEvent[] = [];
-            const running = new Map<string, number>();
-            let invocations = 0;
-            /** An event delivered, or the reconcile (as its schedule invokes it). */
-            type Input = ReceivedEvent | { reconcile: true };
-            const keyOf = (input: Input) => ('reconcile' in input ? 'reconcile' : input.detail.eventId);
-            /** Failed invocations to try again, each with the try it will be of its delivery. */
-            const retries: Array<{ input: Input; attempt: number }> = [];
-            const failures: string[] = [];
-            /**
-             * Starts an invocation, then waits until it (and every other) waits at the proxy or is done: one invocation
-             * starts at a time, so the requests come to the proxy in an order the drawn values alone decide.
-             */
-            const invoke = async (input: Input, attempt = 1) => {
-              const id = keyOf(input);
-              mostTries = Math.max(mostTries, attempt);
-              running.set(id, (running.get(id) ?? 0) + 1);
-              invocations += 1;
-              void concurrent(input, lambdaContext('argocd'))
-                .then(
-                  () => {},
-                  (error: unknown) => {
-                    const e = error as { name?: string; code?: number; message?: string };
-                    failures.push(e.name === 'IdempotencyAlreadyInProgressError' ? e.name : `${e.code}`);
-                    // Lambda tries a failed invocation again later (the schedule, a reconcile): here, once no other
-                    // copy of it runs.
-                    retries.push({ input, attempt: attempt + 1 });
-                  },
-                )
-                .finally(() => {
-                  running.set(id, running.get(id)! - 1);
-                  invocations -= 1;
-                  tell();
-                });
-              await settled();
-            };
-            const retryWhatMay = async () => {
-              for (const retry of retries.splice(0))
-                if ((running.get(keyOf(retry.input)) ?? 0) === 0) await invoke(retry.input, retry.attempt);
-                else retries.push(retry);
-            };
-            /** Until every running invocation waits at the proxy (or none runs). */
-            const settled = async () => {
-              while (held.length < invocations) await changed;
-            };
-            const publishAndDeliver = async (events: CpsyncEvent[]) => {
-              await publish(events);
-              for (const event of await drainQueue(queueUrl)) {
-                deliveries.push(event);
-                await invoke(event);
-              }
-            };
-            const ref = (i: number) => ({ namespace: inventory, name: names.get(i)! });
-            /** Secrets of a profile the hub held, at the time, that a request let through deleted. */
-            const wronglyDeleted: string[] = [];
-            const secretNamed = (name: string) =>
-              core.readNamespacedSecret({ name, namespace: argocd }).catch((error: { code?: number }) => {
-                if (error.code === 404) return undefined;
-                throw error;
-              });
-            /**
-             * Lets one held request through. Every other invocation waits at the proxy meanwhile, so a Secret this one
-             * deletes is seen before and after: deleting it while the hub holds the very profile it was made from is
-             * what must never happen (Argo CD would let go of a cluster that still exists).
-             */
-            const letThrough = async (request: (typeof held)[number]) => {
-              const secret = /\/secrets\/([^/?]+)/.exec(request.path)?.[1];
-              const before = request.method === 'DELETE' && secret ? await secretNamed(secret) : undefined;
-              const answered = new Promise<void>((resolve) => (proxy.onAnswered = () => resolve()));
-              request.release();
-              await answered;
-              proxy.onAnswered = undefined;
-              if (before && !(await secretNamed(secret!))) {
-                const [namespace, name] = before.metadata!.annotations!['cpsync.io/profile']!.split('/');
-                const profile = await hub.get({ namespace: namespace!, name: name! });
-                if (profile?.metadata.uid === before.metadata!.annotations![PROFILE_UID_ANNOTATION])
-                  wronglyDeleted.push(secret!);
-              }
-              // Nothing else happens until the invocation it let through waits at the proxy again, or is done.
-              await settled();
-            };
-            const current = (i: number) => (names.has(i) ? hub.get(ref(i)) : Promise.resolve(undefined));
-            /** Writes `profile` as cpsync does, `between` held requests let through between its object and status. */
-            const write = (profile: ClusterProfile, between: number) =>
-              store(profile, async () => {
-                for (let k = 0; k < between && held.length > 0; k += 1) await letThrough(held.shift()!);
-              });
-            const create = async (i: number, between: number) => {
-              const profile = await write(
-                normalize(eksCluster({ name: clusters[i]! }), options, NOW),
-                between,
-              );
-              names.set(i, profile.metadata.name);
-              stored.set(i, profile);
-              return buildChangeEvent(
-                { kind: 'created', profile, changes: [{ field: 'spec', after: {} }] },
-                context(profile),
-              );
-            };
-            const remove = async (i: number) => {
-              await hub.delete(ref(i));
-              return buildChangeEvent(
-                { kind: 'deleted', profile: stored.get(i)!, changes: [{ field: 'metadata', before: {} }] },
-                context(stored.get(i)!),
-              );
-            };
-            for (const next of steps) {
-              await retryWhatMay();
-              if (next.kind === 'release') {
+      for (const { guarded, numRuns } of [
+        { guarded: false, numRuns: 100 },
+        { guarded: true, numRuns: 40 },
+      ]) {
+        concurrent = subscriber(guarded);
+        const readingsBefore = guardReadings();
+        await fc.assert(
+          fc.asyncProperty(
+            fc.array(step, { minLength: 1, maxLength: 20 }),
+            fc.array(fc.nat(), { minLength: 1, maxLength: 8 }),
+            async (steps, drainOrder) => {
+              run += 1;
+              proxy.rule = holding;
+              const clusters = [`race-${run}-a`, `race-${run}-b`];
+              const names = new Map<number, string>();
+              const stored = new Map<number, ClusterProfile>();
+              const deliveries: ReceivedEvent[] = [];
+              const running = new Map<string, number>();
+              let invocations = 0;
+              /** An event delivered, or the reconcile (as its schedule invokes it). */
+              type Input = ReceivedEvent | { reconcile: true };
+              const keyOf = (input: Input) => ('reconcile' in input ? 'reconcile' : input.detail.eventId);
+              /** Failed invocations to try again, each with the try it will be of its delivery. */
+              const retries: Array<{ input: Input; attempt: number }> = [];
+              const failures: string[] = [];
+              /**
+               * Starts an invocation, then waits until it (and every other) waits at the proxy or is done: one invocation
+               * starts at a time, so the requests come to the proxy in an order the drawn values alone decide.
+               */
+              const invoke = async (input: Input, attempt = 1) => {
+                const id = keyOf(input);
+                mostTries = Math.max(mostTries, attempt);
+                running.set(id, (running.get(id) ?? 0) + 1);
+                invocations += 1;
+                void concurrent(input, lambdaContext('argocd'))
+                  .then(
+                    () => {},
+                    (error: unknown) => {
+                      const e = error as { name?: string; code?: number; message?: string };
+                      failures.push(e.name === 'IdempotencyAlreadyInProgressError' ? e.name : `${e.code}`);
+                      // Lambda tries a failed invocation again later (the schedule, a reconcile): here, once no other
+                      // copy of it runs.
+                      retries.push({ input, attempt: attempt + 1 });
+                    },
+                  )
+                  .finally(() => {
+                    running.set(id, running.get(id)! - 1);
+                    invocations -= 1;
+                    tell();
+                  });
                 await settled();
-                if (held.length > 0) await letThrough(held.splice(next.pick % held.length, 1)[0]!);
-              } else if (next.kind === 'reconcile') {
-                await invoke({ reconcile: true });
-              } else if (next.kind === 'redeliver') {
-                if (deliveries.length > 0) await invoke(deliveries[next.pick % deliveries.length]!);
-              } else {
-                const there = await current(next.cluster);
-                if (next.change === 'put' && there) {
-                  const before = stored.get(next.cluster)!;
-                  const minor = 30 + ((Number(before.status!.version!.kubernetes!.split('.')[1]) + 1) % 5);
-                  const written = await asWritten(ref(next.cluster));
-                  const profile = await write(
-                    { ...written, status: { ...before.status!, version: { kubernetes: `1.${minor}` } } },
-                    next.between,
-                  );
-                  stored.set(next.cluster, profile);
-                  await publishAndDeliver([
-                    buildChangeEvent(
-                      {
-                        kind: 'updated',
-                        profile,
-                        previousResourceVersion: before.metadata.resourceVersion!,
-                        changes: [{ field: 'status.version.kubernetes', after: `1.${minor}` }],
-                      },
-                      context(profile),
-                    ),
-                  ]);
-                } else if (next.change === 'announce') {
-                  if (there)
-                    await publishAndDeliver([
-                      buildAnnounceEvent(there, {
-                        ...context(there),
-                        syncId: `announce-${run}-${deliveries.length}`,
-                      }),
-                    ]);
-                } else if (next.change === 'delete') {
-                  if (there) await publishAndDeliver([await remove(next.cluster)]);
+              };
+              const retryWhatMay = async () => {
+                for (const retry of retries.splice(0))
+                  if ((running.get(keyOf(retry.input)) ?? 0) === 0) await invoke(retry.input, retry.attempt);
+                  else retries.push(retry);
+              };
+              /** Until every running invocation waits at the proxy (or none runs). */
+              const settled = async () => {
+                while (held.length < invocations) await changed;
+              };
+              const publishAndDeliver = async (events: CpsyncEvent[]) => {
+                await publish(events);
+                for (const event of await drainQueue(queueUrl)) {
+                  deliveries.push(event);
+                  await invoke(event);
+                }
+              };
+              const ref = (i: number) => ({ namespace: inventory, name: names.get(i)! });
+              /** Secrets of a profile the hub held, at the time, that a request let through deleted. */
+              const wronglyDeleted: string[] = [];
+              const secretNamed = (name: string) =>
+                core.readNamespacedSecret({ name, namespace: argocd }).catch((error: { code?: number }) => {
+                  if (error.code === 404) return undefined;
+                  throw error;
+                });
+              /**
+               * Lets one held request through. Every other invocation waits at the proxy meanwhile, so a Secret this one
+               * deletes is seen before and after: deleting it while the hub holds the very profile it was made from is
+               * what must never happen (Argo CD would let go of a cluster that still exists).
+               */
+              const letThrough = async (request: (typeof held)[number]) => {
+                const secret = /\/secrets\/([^/?]+)/.exec(request.path)?.[1];
+                const before = request.method === 'DELETE' && secret ? await secretNamed(secret) : undefined;
+                const answered = new Promise<void>((resolve) => (proxy.onAnswered = () => resolve()));
+                request.release();
+                await answered;
+                proxy.onAnswered = undefined;
+                if (before && !(await secretNamed(secret!))) {
+                  const [namespace, name] = before.metadata!.annotations!['cpsync.io/profile']!.split('/');
+                  const profile = await hub.get({ namespace: namespace!, name: name! });
+                  if (profile?.metadata.uid === before.metadata!.annotations![PROFILE_UID_ANNOTATION])
+                    wronglyDeleted.push(secret!);
+                }
+                // Nothing else happens until the invocation it let through waits at the proxy again, or is done.
+                await settled();
+              };
+              const current = (i: number) => (names.has(i) ? hub.get(ref(i)) : Promise.resolve(undefined));
+              /** Writes `profile` as cpsync does, `between` held requests let through between its object and status. */
+              const write = (profile: ClusterProfile, between: number) =>
+                store(profile, async () => {
+                  for (let k = 0; k < between && held.length > 0; k += 1) await letThrough(held.shift()!);
+                });
+              const create = async (i: number, between: number) => {
+                const profile = await write(
+                  normalize(eksCluster({ name: clusters[i]! }), options, NOW),
+                  between,
+                );
+                names.set(i, profile.metadata.name);
+                stored.set(i, profile);
+                return buildChangeEvent(
+                  { kind: 'created', profile, changes: [{ field: 'spec', after: {} }] },
+                  context(profile),
+                );
+              };
+              const remove = async (i: number) => {
+                await hub.delete(ref(i));
+                return buildChangeEvent(
+                  { kind: 'deleted', profile: stored.get(i)!, changes: [{ field: 'metadata', before: {} }] },
+                  context(stored.get(i)!),
+                );
+              };
+              for (const next of steps) {
+                await retryWhatMay();
+                if (next.kind === 'release') {
+                  await settled();
+                  if (held.length > 0) await letThrough(held.splice(next.pick % held.length, 1)[0]!);
+                } else if (next.kind === 'reconcile') {
+                  await invoke({ reconcile: true });
+                } else if (next.kind === 'redeliver') {
+                  if (deliveries.length > 0) await invoke(deliveries[next.pick % deliveries.length]!);
                 } else {
-                  const gone = there ? [await remove(next.cluster)] : [];
-                  await publishAndDeliver([...gone, await create(next.cluster, next.between)]);
+                  const there = await current(next.cluster);
+                  if (next.change === 'put' && there) {
+                    const before = stored.get(next.cluster)!;
+                    const minor = 30 + ((Number(before.status!.version!.kubernetes!.split('.')[1]) + 1) % 5);
+                    const written = await asWritten(ref(next.cluster));
+                    const profile = await write(
+                      { ...written, status: { ...before.status!, version: { kubernetes: `1.${minor}` } } },
+                      next.between,
+                    );
+                    stored.set(next.cluster, profile);
+                    await publishAndDeliver([
+                      buildChangeEvent(
+                        {
+                          kind: 'updated',
+                          profile,
+                          previousResourceVersion: before.metadata.resourceVersion!,
+                          changes: [{ field: 'status.version.kubernetes', after: `1.${minor}` }],
+                        },
+                        context(profile),
+                      ),
+                    ]);
+                  } else if (next.change === 'announce') {
+                    if (there)
+                      await publishAndDeliver([
+                        buildAnnounceEvent(there, {
+                          ...context(there),
+                          syncId: `announce-${run}-${deliveries.length}`,
+                        }),
+                      ]);
+                  } else if (next.change === 'delete') {
+                    if (there) await publishAndDeliver([await remove(next.cluster)]);
+                  } else {
+                    const gone = there ? [await remove(next.cluster)] : [];
+                    await publishAndDeliver([...gone, await create(next.cluster, next.between)]);
+                  }
                 }
               }
-            }
-            // Everything delivered, retried and let through, in the order drawn.
-            for (let drained = 0; ; drained += 1) {
-              await retryWhatMay();
-              if (invocations === 0 && retries.length === 0) break;
-              await settled();
-              const pick = drainOrder[drained % drainOrder.length]!;
-              if (held.length > 0) await letThrough(held.splice(pick % held.length, 1)[0]!);
-            }
-            try {
-              for (const [i, name] of names) {
-                const profile = await current(i);
-                const secret = await secretNamed(`cluster-${name}`);
-                if (!profile) {
-                  assert.equal(secret, undefined, `${name}: a Secret of a profile the hub does not hold`);
-                  continue;
-                }
-                assert.ok(secret, `${name}: no Secret for a profile the hub holds`);
-                assert.equal(
-                  secret.metadata!.annotations![PROFILE_UID_ANNOTATION],
-                  profile.metadata.uid,
-                  name,
-                );
-                assert.equal(
-                  secret.metadata!.labels!['cpsync.io/kubernetes-version'],
-                  profile.status!.version!.kubernetes,
-                  name,
-                );
+              // Everything delivered, retried and let through, in the order drawn.
+              for (let drained = 0; ; drained += 1) {
+                await retryWhatMay();
+                if (invocations === 0 && retries.length === 0) break;
+                await settled();
+                const pick = drainOrder[drained % drainOrder.length]!;
+                if (held.length > 0) await letThrough(held.splice(pick % held.length, 1)[0]!);
               }
-              assert.deepEqual(wronglyDeleted, [], 'the Secret of a profile the hub held was deleted');
-              // A failed invocation failed only on another's write (a conflict, or the Secret gone under it) or on a
-              // copy of itself still running, and no delivery kept failing (Lambda tries each 3 times; what is left
-              // after that is the reconcile's).
-              assert.deepEqual(
-                failures.filter((f) => !['409', '404', 'IdempotencyAlreadyInProgressError'].includes(f)),
-                [],
-              );
-              assert.ok(mostTries <= 10, `a delivery tried ${mostTries} times`);
-            } finally {
-              proxy.rule = undefined;
-              for (const i of names.keys()) await hub.delete(ref(i)).catch(() => {});
-              for (const name of names.values())
-                await core
-                  .deleteNamespacedSecret({ name: `cluster-${name}`, namespace: argocd })
-                  .catch(() => {});
-            }
-          },
-        ),
-        { numRuns: 100 },
-      );
-      console.log(
-        `Argo CD, concurrent invocations: ${run} runs; the most tries one delivery took: ${mostTries}`,
-      );
+              try {
+                for (const [i, name] of names) {
+                  const profile = await current(i);
+                  const secret = await secretNamed(`cluster-${name}`);
+                  if (!profile) {
+                    assert.equal(secret, undefined, `${name}: a Secret of a profile the hub does not hold`);
+                    continue;
+                  }
+                  assert.ok(secret, `${name}: no Secret for a profile the hub holds`);
+                  assert.equal(
+                    secret.metadata!.annotations![PROFILE_UID_ANNOTATION],
+                    profile.metadata.uid,
+                    name,
+                  );
+                  assert.equal(
+                    secret.metadata!.labels!['cpsync.io/kubernetes-version'],
+                    profile.status!.version!.kubernetes,
+                    name,
+                  );
+                }
+                assert.deepEqual(wronglyDeleted, [], 'the Secret of a profile the hub held was deleted');
+                // A failed invocation failed only on another's write (a conflict, or the Secret gone under it) or on a
+                // copy of itself still running, and no delivery kept failing (Lambda tries each 3 times; what is left
+                // after that is the reconcile's).
+                assert.deepEqual(
+                  failures.filter((f) => !['409', '404', 'IdempotencyAlreadyInProgressError'].includes(f)),
+                  [],
+                );
+                assert.ok(mostTries <= 10, `a delivery tried ${mostTries} times`);
+              } finally {
+                proxy.rule = undefined;
+                for (const i of names.keys()) await hub.delete(ref(i)).catch(() => {});
+                for (const name of names.values())
+                  await core
+                    .deleteNamespacedSecret({ name: `cluster-${name}`, namespace: argocd })
+                    .catch(() => {});
+              }
+            },
+          ),
+          { numRuns },
+        );
+        // Guarded, every invocation read the policy and its binding through the proxy; trusting, none did.
+        if (guarded) assert.ok(guardReadings() - readingsBefore >= numRuns, 'the policy was read');
+        else assert.equal(guardReadings(), readingsBefore);
+        console.log(
+          `Argo CD, concurrent invocations (${guarded ? "the hub's policy read" : "the hub's writers trusted"}): ${run} runs so far; the most tries one delivery took: ${mostTries}`,
+        );
+      }
+      concurrent = subscriber(false);
 
       // A profile written again at every reading of it: the event stops following it after 5 rounds, and says why
       // (Lambda tries it again). Once the profile rests, the next try writes its Secret.

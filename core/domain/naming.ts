@@ -94,6 +94,12 @@ export interface NameScheme {
   candidates(manager: string, cluster: NameSubject): string[];
   /** Names earlier versions gave: a profile that has one keeps it, and none is given anew. */
   legacy(manager: string, cluster: NameSubject): string[];
+  /**
+   * Whether `name` can be one of the cluster's own names (a candidate or a legacy name), judged from its id
+   * alone: a profile of cpsync's under a name not made for its cluster was not written by cpsync. Absent: any
+   * name may be (a scheme whose names say nothing of the id).
+   */
+  madeFor?(manager: string, name: string, cluster: Pick<NameSubject, 'provider' | 'providerId'>): boolean;
 }
 
 /** Hex digits of the id hash in a new name: 64 bits, so that a name matching a chosen one is out of reach. */
@@ -115,7 +121,7 @@ function nameWithHash(manager: string, cluster: NameSubject, digest: string, dig
   return slug ? `${prefix}${slug}-${hash}` : `${prefix}${hash}`;
 }
 
-const digestOf = (cluster: NameSubject) =>
+const digestOf = (cluster: Pick<NameSubject, 'provider' | 'providerId'>) =>
   createHash('sha256').update(canonicalProviderId(cluster)).digest('hex');
 
 /**
@@ -133,6 +139,16 @@ export const PROFILE_NAMES: NameScheme = {
   },
   legacy(manager, cluster) {
     return [nameWithHash(manager, cluster, digestOf(cluster), LEGACY_HASH_LENGTH)];
+  },
+  madeFor(manager, name, cluster) {
+    // Every name of the scheme ends in a hash of the id (the legacy one, 40 bits, the shortest).
+    const hash = name.slice(name.lastIndexOf('-') + 1);
+    return (
+      name.startsWith(`${manager}-${cluster.provider}-`) &&
+      hash.length >= LEGACY_HASH_LENGTH &&
+      /^[0-9a-f]+$/.test(hash) &&
+      digestOf(cluster).startsWith(hash)
+    );
   },
 };
 

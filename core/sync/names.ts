@@ -7,8 +7,12 @@
  *      names the cluster may have, earlier versions' included) keeps that name: a sync never renames.
  *   2. Every other cluster (a newcomer), in the order of its id — never the listing's order — gets the first
  *      of its candidate names that neither another cluster of this run nor any object of the hub holds.
- *      A name held by an object that is not a well-formed profile blocks the cluster there (the object is
- *      left untouched and named, as everywhere); a name no candidate frees leaves it unwritten, named.
+ *      It yields a name only to another of cpsync's clusters the name was made for as well (a collision of
+ *      names: it takes its next one). A name held by anything else blocks the cluster there, unwritten and
+ *      named, until the name is free: an object that is not a well-formed profile (left untouched, as
+ *      everywhere), a profile of another manager, or one of cpsync's whose name was not made for its cluster.
+ *      So a cluster whose profile someone deleted and whose name someone then took is never written under
+ *      another name: its profile comes back under its own name once that is free (a sync never renames).
  * What the hub holds decides only which of the cluster's own names it keeps: a name is never taken from
  * the hub for a cluster it was not made for, and the cluster's data goes only under its own names.
  *
@@ -17,10 +21,10 @@
  * accounts at once are kept apart by the hub itself: its admission policy, and the file hub, refuse to
  * change the cluster a profile is of.)
  */
-import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER } from '../domain/constants.ts';
+import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER, LABEL_PROVIDER } from '../domain/constants.ts';
 import { MalformedObjectError } from '../domain/errors.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
-import type { ObservedCluster } from '../domain/model/observedCluster.ts';
+import { PROVIDERS, type ObservedCluster, type Provider } from '../domain/model/observedCluster.ts';
 import { profileProblem } from '../domain/model/validate.ts';
 import { canonicalProviderId, compareOrdinal, sameProviderId, type NameScheme } from '../domain/naming.ts';
 import type { Skipped } from '../domain/plan.ts';
@@ -81,6 +85,22 @@ function holderOf(profile: ClusterProfile, manager: string): string {
   return id ? `the profile of ${id}` : 'a profile with no provider id';
 }
 
+const isProvider = (value: string | undefined): value is Provider =>
+  (PROVIDERS as readonly string[]).includes(value ?? '');
+
+/**
+ * Whether a newcomer yields `name`, held by `holder`, and takes its next name: only to another of cpsync's
+ * clusters that the name was made for as well (a collision of names). Anything else holding a name made for
+ * the cluster (another manager's profile, one of cpsync's not written under a name of its own cluster) blocks
+ * it there: had it taken its next name, whoever may delete and create profiles could rename it.
+ */
+function yieldsTo(holder: ClusterProfile, name: string, manager: string, scheme: NameScheme): boolean {
+  const providerId = holder.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+  const provider = holder.metadata.labels?.[LABEL_PROVIDER];
+  if (!managedBy(holder, manager) || providerId === undefined || !isProvider(provider)) return false;
+  return scheme.madeFor?.(manager, name, { provider, providerId }) ?? true;
+}
+
 /**
  * Names every request (see the module's comment). `current` is what the hub holds for the scope (its
  * well-formed profiles), `malformedHere` the objects of the scope that are not; other names are looked up
@@ -138,10 +158,25 @@ export async function chooseNames(input: {
     let given: string | undefined;
     let blocked = false;
     const taken: string[] = [];
+    /** The cluster left unwritten at `name`, held by `holder`, which it does not yield the name to. */
+    const keptOut = (name: string, holder: ClusterProfile) => {
+      const key = `${namespace}/${name}`;
+      skip(
+        request,
+        name,
+        'NameUnavailable',
+        `${key} is ${holderOf(holder, manager)}, which that name was not made for: ${cluster.providerId} is not written under another name in ${namespace}; it is written there once ${key} is free`,
+      );
+      blocked = true;
+    };
     for (const name of candidates) {
       const key = `${namespace}/${name}`;
       const incumbent = held.get(key);
       if (incumbent) {
+        if (!yieldsTo(incumbent, name, manager, scheme)) {
+          keptOut(name, incumbent);
+          break;
+        }
         taken.push(`${key} is ${holderOf(incumbent, manager)}`);
         continue;
       }
@@ -193,6 +228,10 @@ export async function chooseNames(input: {
         break;
       }
       release();
+      if (!yieldsTo(stored, name, manager, scheme)) {
+        keptOut(name, stored);
+        break;
+      }
       taken.push(`${key} is ${holderOf(stored, manager)}`);
     }
     if (blocked) continue;

@@ -244,7 +244,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     assert.ok(!(await profiles()).some((p) => p.spec.displayName === 'batch'));
   });
 
-  it('never takes over the profile of another cluster whose name collides with a listed one, and says so', async () => {
+  it('never takes over the profile of another cluster under the name made for a listed one, nor moves the listed one to another name, and says so', async () => {
     await baseline();
     // The victim: the profile of a cluster of another project whose name (slug and 40-bit id hash) is the
     // one the listed GKE cluster gets. Made from that cluster's profile, with the other cluster's id and scope.
@@ -269,6 +269,18 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
       'the victim is not written',
     );
     assert.equal(after.metadata.annotations?.['cpsync.io/provider-id'], victimId);
+    assert.match(run.stderr, /which that name was not made for: .* is not written under another name/);
+    assert.deepEqual(
+      (await profiles())
+        .filter(
+          (p) =>
+            p.metadata.annotations?.['cpsync.io/provider-id'] ===
+            listed.metadata.annotations?.['cpsync.io/provider-id'],
+        )
+        .map((p) => p.metadata.name),
+      [],
+      'the listed cluster is written under no other name',
+    );
     const events = await drain();
     assert.deepEqual(
       changes(events).filter((e) => e.detail.name === listed.metadata.name),

@@ -943,7 +943,10 @@ describe('consumer access grants: configured consumers reach every cluster of th
     };
     await squat();
     const squatted = await sync({ projections: 'on', accessGrants: 'on' }, [], 1);
-    assert.match(squatted.stderr, /name collision: .*squatted has no name free in/);
+    assert.match(
+      squatted.stderr,
+      /name collision: .*held by a profile of another manager \("squatter"\), which that name was not made for: .*cluster\/squatted is not written under another name in/,
+    );
     assert.ok(!squatted.access.some((a) => a.includes('eks/squatted')), 'no grant: no profile there');
     assert.equal(entries.of('us-east-1', 'squatted').size, 0);
     for (const name of names)
@@ -984,7 +987,10 @@ describe('consumer access grants: configured consumers reach every cluster of th
     );
     await squat();
     const squattedAgain = await sync({ projections: 'on', accessGrants: 'on' }, [], 1);
-    assert.match(squattedAgain.stderr, /name collision: .*squatted has no name free in/);
+    assert.match(
+      squattedAgain.stderr,
+      /name collision: .*held by a profile of another manager \("squatter"\), which that name was not made for: .*cluster\/squatted is not written under another name in/,
+    );
     assert.deepEqual(
       squattedAgain.access.filter((a) => a.includes('eks/squatted')),
       [],

@@ -345,39 +345,51 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
   });
 
-  it('never writes over the profile of another cluster whose name a CloudTrail event’s cluster collides with, and says so', async () => {
+  it('never writes over the profile of another cluster at the name a CloudTrail event’s cluster is made for, nor moves the cluster to another name, and says so', async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'twin' }]);
     const handler = makeEksEventHandler(getDeps);
     const created = cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'twin' });
     assert.equal((await handler(created as never, context)).result, 'created');
     await changeEvents();
-    // The victim: that name now holds the profile of a cluster of another account (a 40-bit hash collision).
+    // Someone deletes the cluster's profile and puts one of another cluster under its name.
     const twin = (await profiles()).find((p) => p.spec.displayName === 'twin')!;
     const victimId = 'arn:aws:eks:us-east-1:999999999999:cluster/twin';
+    await hub.delete({ namespace: twin.metadata.namespace, name: twin.metadata.name });
     await hub.applyObject(profileOfAnother(twin, '999999999999', victimId));
     const before = (await hub.get(twin.metadata))!.metadata.resourceVersion;
     const again = await handler({ ...created, id: `${created.id}-again` } as never, context);
-    // The listed cluster no longer has that name: it gets a name of its own, and the function says why.
-    assert.equal(again.result, 'created');
+    // The listed cluster is written under no other name: the function says why, and writes nothing.
+    assert.equal(again.result, 'unchanged');
     assert.match(
-      (again as { problems?: string[] }).problems?.[0] ?? '',
-      new RegExp(`name collision: .*is the profile of ${victimId}.*is written as`),
+      ((again as { problems?: string[] }).problems ?? []).join('\n'),
+      new RegExp(
+        `name collision: .*${twin.metadata.name} is the profile of ${victimId}, which that name was not made for: .*is not written under another name`,
+      ),
     );
     const after = (await hub.get(twin.metadata))!;
-    assert.equal(after.metadata.resourceVersion, before, 'the victim is not written');
+    assert.equal(after.metadata.resourceVersion, before, 'the profile under its name is not written');
     assert.equal(after.metadata.annotations?.['cpsync.io/provider-id'], victimId);
-    const own = (await profiles()).find(
-      (p) => p.spec.displayName === 'twin' && p.metadata.annotations?.['cpsync.io/provider-id'] !== victimId,
-    )!;
-    assert.notEqual(own.metadata.name, twin.metadata.name);
+    assert.deepEqual(
+      (await profiles()).filter((p) => p.spec.displayName === 'twin').map((p) => p.metadata.name),
+      [twin.metadata.name],
+      'no profile of the cluster under another name',
+    );
+    assert.deepEqual(await changeEvents(), [], 'no event');
+    // The name free again: the next event writes the cluster under it.
+    await hub.delete({ namespace: twin.metadata.namespace, name: twin.metadata.name });
+    const back = await handler({ ...created, id: `${created.id}-back` } as never, context);
+    assert.equal(back.result, 'created');
+    const own = (await hub.get(twin.metadata))!;
+    assert.equal(
+      own.metadata.annotations?.['cpsync.io/provider-id'],
+      twin.metadata.annotations?.['cpsync.io/provider-id'],
+    );
     assert.deepEqual(
       (await changeEvents()).map((e) => [e['detail-type'], e.detail.name]),
-      [['ClusterProfile Created', own.metadata.name]],
-      'no event claims the victim',
+      [['ClusterProfile Created', twin.metadata.name]],
     );
     // Gone again, for the cases after this one.
     await hub.delete({ namespace: twin.metadata.namespace, name: twin.metadata.name });
-    await hub.delete({ namespace: own.metadata.namespace, name: own.metadata.name });
     const eks = new EKSClient({
       endpoint: emulators.moto.endpoint,
       region: 'us-east-1',

@@ -201,20 +201,36 @@ describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', (
         now: `2026-02-01T00:${run}0:00Z`,
       });
       assert.equal(result.plan.deletes.length, 0);
-      // The clashing name is found before a create is tried: the cluster gets a name of its own (once, said
-      // so), and the other manager's profile is not written at all.
+      // The clashing name is found before a create is tried: the cluster is written under no other name (a sync
+      // never renames, and a name someone took is not the hub's to move it from), said so at every run, and the
+      // other manager's profile is not written at all.
       assert.deepEqual(result.applied.failed, []);
-      assert.deepEqual(result.plan.skipped, []);
-      assert.equal(result.collisions.length, run === 0 ? 1 : 0);
-      if (run === 0) assert.match(result.collisions[0]!, /held by a profile of another manager \("ocm"\)/);
+      assert.deepEqual(result.collisions, []);
+      assert.deepEqual(
+        result.plan.skipped.map((s) => [s.name, s.reason]),
+        [[clash.metadata.name, 'NameUnavailable']],
+      );
+      assert.match(result.plan.skipped[0]!.detail, /held by a profile of another manager \("ocm"\)/);
     }
-    const own = (await hub.list(ns, selector)).find((p) => p.spec.displayName === 'clash')!;
-    assert.notEqual(own.metadata.name, clash.metadata.name);
+    assert.equal((await hub.list(ns, selector)).filter((p) => p.spec.displayName === 'clash').length, 0);
     const allAfter = versions(await ocm.list(ns, {}));
     assert.equal(allAfter[theirs.metadata.name], allBefore[theirs.metadata.name]);
     assert.equal(allAfter[clash.metadata.name], allBefore[clash.metadata.name]);
     const stillTheirs = (await ocm.list(ns, {})).find((p) => p.metadata.name === clash.metadata.name)!;
     assert.equal(stillTheirs.spec.clusterManager.name, 'ocm');
+
+    // Once the name is free, the cluster is written under it: its own, the only one it is ever given.
+    await ocm.delete({ namespace: ns, name: clash.metadata.name });
+    const freed = await syncScope({
+      hub,
+      listing: listing([mine, eksCluster({ name: 'clash' })]),
+      options: opts,
+      now: '2026-02-01T00:40:00Z',
+    });
+    assert.deepEqual(freed.plan.skipped, []);
+    const own = (await hub.list(ns, selector)).find((p) => p.spec.displayName === 'clash')!;
+    assert.equal(own.metadata.name, clash.metadata.name);
+    assert.equal(own.spec.clusterManager.name, 'cpsync');
   });
 
   it('deletes a cluster that is gone only after the grace of complete listings, never after a failed one', async () => {

@@ -134,22 +134,73 @@ describe('choosing profile names', () => {
     assert.equal(nameOf(choice, east), PROFILE_NAMES.candidates('cpsync', east)[0]);
   });
 
-  it('takes the next name when another manager holds the first, and updates its own profile found by name outside the scope', async () => {
-    const theirs = stored(east, weakName('eks', 'payments'));
-    theirs.metadata.labels!['x-k8s.io/cluster-manager'] = 'other';
-    theirs.spec = { ...theirs.spec, clusterManager: { name: 'other' } };
+  it('leaves a cluster unwritten where a profile of another manager holds its name, never writing it under another, and says so', async () => {
+    for (const scheme of [WEAK_NAMES, PROFILE_NAMES]) {
+      const name = scheme.candidates('cpsync', eastTwin)[0]!;
+      const theirs = stored(eastTwin, name);
+      theirs.metadata.labels!['x-k8s.io/cluster-manager'] = 'other';
+      theirs.spec = { ...theirs.spec, clusterManager: { name: 'other' } };
+      const choice = await chooseNames({
+        requests: requests([eastTwin]),
+        current: [],
+        malformedHere: [],
+        hub: hubOf([theirs]),
+        manager: 'cpsync',
+        scheme,
+      });
+      assert.equal(nameOf(choice, eastTwin), undefined);
+      assert.deepEqual(choice.collisions, []);
+      assert.deepEqual(
+        choice.skipped.map((s) => [s.name, s.reason]),
+        [[name, 'NameUnavailable']],
+      );
+      assert.equal(
+        choice.skipped[0]!.detail,
+        `${NS}/${name} is held by a profile of another manager ("other"), which that name was not made for: ${eastTwin.providerId} is not written under another name in ${NS}; it is written there once ${NS}/${name} is free`,
+      );
+    }
+  });
+
+  it('leaves a cluster unwritten where a profile of cpsync not made for that name holds it (an id whose names it is not, no id, no provider)', async () => {
+    const name = PROFILE_NAMES.candidates('cpsync', east)[0]!;
+    const forged = stored(eastTwin, name);
+    const noId = stored(eastTwin, name);
+    delete noId.metadata.annotations!['cpsync.io/provider-id'];
+    const noProvider = stored(eastTwin, name);
+    noProvider.metadata.annotations!['cpsync.io/provider-id'] = east.providerId.replace('payments', 'other');
+    delete noProvider.metadata.labels!['cpsync.io/provider'];
+    for (const holder of [forged, noId, noProvider])
+      for (const where of ['in the scope', 'found on the hub'] as const) {
+        const choice = await chooseNames({
+          requests: requests([east]),
+          current: where === 'in the scope' ? [holder] : [],
+          malformedHere: [],
+          hub: hubOf([holder]),
+          manager: 'cpsync',
+          scheme: PROFILE_NAMES,
+        });
+        assert.equal(nameOf(choice, east), undefined, where);
+        assert.deepEqual(
+          choice.skipped.map((s) => [s.name, s.reason]),
+          [[name, 'NameUnavailable']],
+        );
+        assert.match(choice.skipped[0]!.detail, /which that name was not made for/);
+      }
+  });
+
+  it("updates its own profile found by its name outside the scope's selection", async () => {
     const own = stored(eastTwin, PROFILE_NAMES.candidates('cpsync', eastTwin)[0]!);
     const choice = await chooseNames({
       requests: requests([eastTwin]),
       current: [],
       malformedHere: [],
-      hub: hubOf([theirs, own]),
+      hub: hubOf([own]),
       manager: 'cpsync',
-      scheme: WEAK_NAMES,
+      scheme: PROFILE_NAMES,
     });
     assert.equal(nameOf(choice, eastTwin), own.metadata.name);
     assert.deepEqual(choice.found, [own]);
-    assert.match(choice.collisions[0]!, /held by a profile of another manager \("other"\)/);
+    assert.deepEqual(choice.skipped, []);
   });
 
   it('leaves a cluster whose name holds a malformed object unwritten there, and names the object', async () => {
@@ -172,8 +223,9 @@ describe('choosing profile names', () => {
     );
   });
 
-  it('gives no name when every name the cluster may have is held, and says why', async () => {
-    const names = PROFILE_NAMES.candidates('cpsync', east);
+  it('gives no name when every name the cluster may have is held by clusters it was made for too, and says why', async () => {
+    // A scheme whose names say nothing of the id (WEAK_NAMES): any of cpsync's clusters may hold any name.
+    const names = WEAK_NAMES.candidates('cpsync', east);
     const squatters = names.map((name, i) => stored(gkeCluster({ name: `squat-${i}` }), name));
     const choice = await chooseNames({
       requests: requests([east]),
@@ -181,7 +233,7 @@ describe('choosing profile names', () => {
       malformedHere: [],
       hub: hubOf(squatters),
       manager: 'cpsync',
-      scheme: PROFILE_NAMES,
+      scheme: WEAK_NAMES,
     });
     assert.equal(nameOf(choice, east), undefined);
     assert.equal(choice.skipped[0]!.reason, 'NameUnavailable');
@@ -294,6 +346,100 @@ describe('choosing profile names', () => {
         },
       ),
       { numRuns: 200 },
+    );
+  });
+
+  it('never moves a cluster to another name because of what the hub holds under its own: whoever holds it, in any spelling of a holder, the cluster gets its first name or none (property)', async () => {
+    const clusterArb = fc
+      .record({
+        name: fc.constantFrom('payments', 'edge', 'batch'),
+        account: fc.constantFrom('111111111111', '222222222222'),
+        region: fc.constantFrom('us-east-1', 'eu-west-1'),
+      })
+      .map((fields) => eksCluster(fields));
+    /** What may hold a cluster's first name on the hub, as anyone allowed to write profiles there can make it. */
+    const holderArb = fc.record({
+      kind: fc.constantFrom(
+        'its own profile',
+        'another manager',
+        'no manager',
+        "cpsync's, of another cluster",
+        "cpsync's, of another provider's id",
+        "cpsync's, no id",
+        "cpsync's, no provider label",
+        'malformed',
+      ),
+      other: clusterArb,
+      inScope: fc.boolean(),
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(fc.record({ cluster: clusterArb, holder: fc.option(holderArb) }), {
+          selector: (c) => c.cluster.providerId,
+          minLength: 1,
+          maxLength: 6,
+        }),
+        async (listed) => {
+          const profiles: ClusterProfile[] = [];
+          const broken: string[] = [];
+          const current: ClusterProfile[] = [];
+          for (const { cluster, holder } of listed) {
+            if (!holder) continue;
+            const name = PROFILE_NAMES.candidates('cpsync', cluster)[0]!;
+            if (holder.kind === 'malformed') {
+              broken.push(name);
+              continue;
+            }
+            const made =
+              holder.kind === 'its own profile'
+                ? stored(cluster, name)
+                : holder.kind === "cpsync's, of another provider's id"
+                  ? stored(gkeCluster({ name: holder.other.name }), name)
+                  : stored(
+                      holder.other.providerId === cluster.providerId
+                        ? eksCluster({ name: 'elsewhere', account: '999999999999' })
+                        : holder.other,
+                      name,
+                    );
+            if (holder.kind === 'another manager' || holder.kind === 'no manager') {
+              delete made.metadata.labels!['x-k8s.io/cluster-manager'];
+              made.spec = {
+                ...made.spec,
+                clusterManager: { name: holder.kind === 'no manager' ? '' : 'other' },
+              };
+              if (holder.kind === 'another manager')
+                made.metadata.labels!['x-k8s.io/cluster-manager'] = 'other';
+            }
+            if (holder.kind === "cpsync's, no id") delete made.metadata.annotations!['cpsync.io/provider-id'];
+            if (holder.kind === "cpsync's, no provider label")
+              delete made.metadata.labels!['cpsync.io/provider'];
+            profiles.push(made);
+            if (holder.inScope && holder.kind !== 'another manager' && holder.kind !== 'no manager')
+              current.push(made);
+          }
+          const choice = await chooseNames({
+            requests: requests(listed.map((c) => c.cluster)),
+            current,
+            malformedHere: [],
+            hub: hubOf(profiles, broken),
+            manager: 'cpsync',
+            scheme: PROFILE_NAMES,
+          });
+          for (const { cluster, holder } of listed) {
+            const first = PROFILE_NAMES.candidates('cpsync', cluster)[0]!;
+            const given = nameOf(choice, cluster);
+            if (!holder || holder.kind === 'its own profile')
+              assert.equal(given, first, `${cluster.providerId}: its first name`);
+            else {
+              assert.equal(given, undefined, `${cluster.providerId}: held (${holder.kind}), written nowhere`);
+              const skipped = choice.skipped.find((s) => s.name === first);
+              assert.equal(skipped?.reason, holder.kind === 'malformed' ? 'Malformed' : 'NameUnavailable');
+            }
+          }
+          assert.deepEqual(choice.collisions, [], 'no cluster took a name other than its first');
+        },
+      ),
+      { numRuns: 300 },
     );
   });
 });

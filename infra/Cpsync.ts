@@ -427,13 +427,14 @@ export class Cpsync extends Construct {
     this.scopeWorker.addToRolePolicy(
       new PolicyStatement({ actions: ['events:DescribeEventBus'], resources: [this.eventBus.eventBusArn] }),
     );
-    // The grants ledger: a scope's records read through the account index, each cluster's put or removed.
+    // The grants ledger: a scope's records found through the account index and read from the table
+    // (consistently: the index lags), each cluster's put or removed.
     if (this.grantsTable) {
       const ledger = this.grantsTable;
       for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp]) {
         fn.addToRolePolicy(
           new PolicyStatement({
-            actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
+            actions: ['dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
             resources: [ledger.tableArn],
           }),
         );

@@ -1,17 +1,38 @@
 /**
  * The grants ledger in a DynamoDB table the stack owns (the functions'): one item per cluster, keyed by the
  * cluster's canonical id (`cluster`), with its provider and account (`account`: `<provider>/<account>`) as the
- * key of the index a scope's records are read through (`byAccount`). No TTL: a record lives until cpsync has
+ * key of the index a scope's records are found through (`byAccount`). No TTL: a record lives until cpsync has
  * taken back what it names.
+ *
+ * DynamoDB reads a global secondary index only eventually consistently: the index may still show a record as it
+ * was before the last write to it (by the sync that held the cluster's lease just before), or one deleted since.
+ * A sync that took such a record for the cluster's would write a record built from it over the one the last
+ * holder wrote, and a grant that record named would be named by none (never taken back). So the index only says
+ * which clusters have records; each record is then read from the table itself, consistently. A record the index
+ * does not show yet is no record to the sync, as a record lost is: the cluster's profiles show the grants the last
+ * holder made, so the sync scans the cluster for cpsync's grants (core/sync/grants.ts) and records what it finds.
+ * Never a record older than the table's.
  */
+import { setTimeout } from 'node:timers/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, DynamoDBDocumentClient, paginateQuery, PutCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  paginateQuery,
+  PutCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { ledgerKey, type GrantRecord } from '../../core/domain/grants.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger } from '../../core/sync/ports.ts';
 
 /** The index of the table by provider and account. */
 const LEDGER_ACCOUNT_INDEX = 'byAccount';
+/** Keys one BatchGetItem takes at most (DynamoDB's limit). */
+const BATCH_GET_KEYS = 100;
+/** Times keys DynamoDB left unprocessed (throttled) are asked again, waiting twice as long each time. */
+const UNPROCESSED_ATTEMPTS = 6;
+const UNPROCESSED_BACKOFF_MILLIS = 50;
 
 export interface DynamoGrantLedgerOptions {
   tableName: string;
@@ -46,7 +67,7 @@ export class DynamoGrantLedger implements GrantLedger {
   }
 
   async read(scope: Pick<Scope, 'provider' | 'account'>): Promise<GrantRecord[]> {
-    const records: GrantRecord[] = [];
+    const clusters: string[] = [];
     for await (const page of paginateQuery(
       { client: this.#documents },
       {
@@ -54,11 +75,45 @@ export class DynamoGrantLedger implements GrantLedger {
         IndexName: LEDGER_ACCOUNT_INDEX,
         KeyConditionExpression: 'account = :account',
         ExpressionAttributeValues: { ':account': accountKey(scope) },
+        // `cluster` is one of DynamoDB's reserved words.
+        ProjectionExpression: '#cluster',
+        ExpressionAttributeNames: { '#cluster': 'cluster' },
       },
     ))
-      for (const item of page.Items ?? [])
-        if (typeof item.record === 'string') records.push(JSON.parse(item.record) as GrantRecord);
-    return records;
+      for (const item of page.Items ?? []) if (typeof item.cluster === 'string') clusters.push(item.cluster);
+    const records = new Map<string, GrantRecord>();
+    for (let at = 0; at < clusters.length; at += BATCH_GET_KEYS)
+      for (const item of await this.#consistently(clusters.slice(at, at + BATCH_GET_KEYS)))
+        if (typeof item.cluster === 'string' && typeof item.record === 'string')
+          records.set(item.cluster, JSON.parse(item.record) as GrantRecord);
+    // In the index's order (a deleted record left out).
+    return clusters.flatMap((cluster) => {
+      const record = records.get(cluster);
+      return record ? [record] : [];
+    });
+  }
+
+  /** The table's items of `clusters` (at most 100), read consistently; keys DynamoDB leaves unprocessed asked again. */
+  async #consistently(clusters: readonly string[]): Promise<Array<Record<string, unknown>>> {
+    const items: Array<Record<string, unknown>> = [];
+    let keys = clusters.map((cluster) => ({ cluster }));
+    for (let attempt = 0; keys.length > 0; attempt += 1) {
+      if (attempt > 0) {
+        if (attempt > UNPROCESSED_ATTEMPTS)
+          throw new Error(
+            `the grants ledger left ${keys.length} of its records unread after ${UNPROCESSED_ATTEMPTS} attempts (DynamoDB throttling)`,
+          );
+        await setTimeout(UNPROCESSED_BACKOFF_MILLIS * 2 ** (attempt - 1));
+      }
+      const answer = await this.#documents.send(
+        new BatchGetCommand({
+          RequestItems: { [this.#table]: { Keys: keys, ConsistentRead: true } },
+        }),
+      );
+      items.push(...(answer.Responses?.[this.#table] ?? []));
+      keys = (answer.UnprocessedKeys?.[this.#table]?.Keys ?? []) as Array<{ cluster: string }>;
+    }
+    return items;
   }
 
   async write(

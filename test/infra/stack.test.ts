@@ -130,7 +130,7 @@ describe('the CDK app', () => {
       ]),
       [['byAccount', [{ AttributeName: 'account', KeyType: 'HASH' }]]],
     );
-    // The functions are told where it is, and the four that sync clusters may query, put and delete only.
+    // The functions are told where it is, and the four that sync clusters may query, read, put and delete only.
     const functions = Object.values(granting.findResources('AWS::Lambda::Function'));
     const documents = functions.map((f) => JSON.stringify(f.Properties.Environment.Variables.CPSYNC_CONFIG));
     assert.ok(documents.every((d) => d.includes('ledger')));
@@ -145,6 +145,7 @@ describe('the CDK app', () => {
         .filter((st) => JSON.stringify(st.Resource).includes(id))
         .flatMap((st) => st.Action);
       assert.deepEqual([...new Set(actions)].sort(), [
+        'dynamodb:BatchGetItem',
         'dynamodb:DeleteItem',
         'dynamodb:PutItem',
         'dynamodb:Query',

@@ -9,10 +9,12 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import fc from 'fast-check';
 import type { GrantRecord } from '../../../../core/domain/grants.ts';
 import type { GrantLedger } from '../../../../core/sync/ports.ts';
 import { DynamoGrantLedger } from '../../../../adapters/outbox/DynamoGrantLedger.ts';
 import { FileGrantLedger } from '../../../../adapters/outbox/FileGrantLedger.ts';
+import { startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../../support/aws.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
@@ -84,10 +86,11 @@ describe('the grants ledger', () => {
 
   behaves('in files', async () => new FileGrantLedger(temporaryDirectory('cpsync-ledger-')));
 
-  behaves('in DynamoDB', async () => {
+  /** A ledger table as the stack makes it, and the ledger on it (through `endpoint`: moto, or a proxy before it). */
+  async function dynamoLedger(endpoint = moto.endpoint) {
     const TableName = `cpsync-grants-${++tables}`;
     const client = new DynamoDBClient({
-      endpoint: moto.endpoint,
+      endpoint,
       region: 'us-east-1',
       credentials: HUB_CREDENTIALS,
     });
@@ -110,6 +113,133 @@ describe('the grants ledger', () => {
       }),
     );
     return new DynamoGrantLedger({ tableName: TableName, client });
+  }
+
+  behaves('in DynamoDB', () => dynamoLedger());
+
+  describe('in DynamoDB, its account index lagging behind the table (DynamoDB reads an index only eventually consistently)', () => {
+    let proxy: AwsProxy;
+    /** The index's answer to give instead of moto's (the index as it was earlier); none: moto's own. */
+    let lagging: string | undefined;
+    /** Set to catch the index's answer as it is now. */
+    let caught: string | undefined;
+    let catching = false;
+    const isIndexQuery = (call: { operation: string; body: string }) =>
+      call.operation.endsWith('.Query') && call.body.includes('"IndexName":"byAccount"');
+
+    before(async () => {
+      proxy = await startAwsProxy(moto.endpoint);
+      proxy.intercept(async (call, forward) => {
+        if (!isIndexQuery(call)) return undefined;
+        if (lagging !== undefined) return { status: 200, body: lagging };
+        if (!catching) return undefined;
+        const answer = await forward(call.body);
+        caught = answer.body;
+        return { status: answer.status, body: answer.body };
+      });
+    });
+    after(async () => proxy?.stop());
+
+    const ACCOUNT = '111122223333';
+    const CLUSTERS = ['payments', 'checkout', 'search'];
+    /** A cluster's record after a write of the drawn kind: `n` names the consumer, so two writes differ. */
+    const recordOf = (name: string, n: number): GrantRecord => ({
+      ...eks('us-east-1', name, ACCOUNT),
+      grants: [{ consumer: `consumer-${n}`, identity: `arn:aws:iam::${ACCOUNT}:role/c${n}`, level: 'view' }],
+    });
+
+    it('reads every record the index names from the table as it is now: never a record older than the last write, never one deleted (property)', async () => {
+      const step = fc.record({ cluster: fc.constantFrom(...CLUSTERS), remove: fc.boolean() });
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(step, { maxLength: 6 }),
+          fc.array(step, { minLength: 1, maxLength: 6 }),
+          async (earlier, later) => {
+            const ledger = await dynamoLedger(proxy.endpoint);
+            /** The table's records, as the writes left them. */
+            const table = new Map<string, GrantRecord>();
+            let n = 0;
+            const apply = async (steps: typeof earlier) => {
+              for (const { cluster, remove } of steps) {
+                const record = recordOf(cluster, ++n);
+                if (remove) {
+                  await ledger.write([], [record]);
+                  table.delete(cluster);
+                } else {
+                  await ledger.write([record]);
+                  table.set(cluster, record);
+                }
+              }
+            };
+            await apply(earlier);
+            // The index as it is after the earlier writes; it then stops there while the table goes on.
+            catching = true;
+            await ledger.read({ provider: 'eks', account: ACCOUNT });
+            catching = false;
+            const indexed = new Set(table.keys());
+            lagging = caught;
+            try {
+              await apply(later);
+              const read = await ledger.read({ provider: 'eks', account: ACCOUNT });
+              // What the index names, as the table holds it now (a record the index does not show yet is read
+              // as none: the sync then scans the cluster, never taking an older record for the cluster's).
+              assert.deepEqual(
+                read.sort((a, b) => a.providerId.localeCompare(b.providerId)),
+                [...table]
+                  .filter(([cluster]) => indexed.has(cluster))
+                  .map(([, record]) => record)
+                  .sort((a, b) => a.providerId.localeCompare(b.providerId)),
+              );
+            } finally {
+              lagging = undefined;
+            }
+          },
+        ),
+        { numRuns: 25 },
+      );
+      const reads = proxy.calls.filter((c) => c.operation.endsWith('.BatchGetItem'));
+      assert.ok(
+        reads.length > 0 &&
+          reads.every(
+            (c) =>
+              JSON.parse(c.body).RequestItems[Object.keys(JSON.parse(c.body).RequestItems)[0]!]
+                .ConsistentRead === true,
+          ),
+        'read consistently',
+      );
+    });
+
+    it('asks again for the records DynamoDB leaves unprocessed (throttled), and reads them all', async () => {
+      const ledger = await dynamoLedger(proxy.endpoint);
+      const records = CLUSTERS.map((name, i) => recordOf(name, i));
+      await ledger.write(records);
+      // The first read of the table answers one record and leaves the others unprocessed, as DynamoDB may.
+      let left = 0;
+      const stop = proxy.intercept(async (call, forward) => {
+        if (!call.operation.endsWith('.BatchGetItem') || left > 0) return undefined;
+        const body = JSON.parse(call.body) as {
+          RequestItems: Record<string, { Keys: unknown[]; ConsistentRead?: boolean }>;
+        };
+        const [table, request] = Object.entries(body.RequestItems)[0]!;
+        const [first, ...rest] = request.Keys;
+        left = rest.length;
+        const answer = await forward(
+          JSON.stringify({ RequestItems: { [table]: { ...request, Keys: [first] } } }),
+        );
+        const parsed = JSON.parse(answer.body) as Record<string, unknown>;
+        return {
+          status: 200,
+          body: JSON.stringify({ ...parsed, UnprocessedKeys: { [table]: { ...request, Keys: rest } } }),
+        };
+      });
+      try {
+        const read = await ledger.read({ provider: 'eks', account: ACCOUNT });
+        assert.equal(left, 2, 'two keys were left unprocessed');
+        assert.deepEqual(read.map((r) => r.providerId).sort(), records.map((r) => r.providerId).sort());
+      } finally {
+        stop();
+      }
+    });
   });
 
   it('in files: moves a record it cannot read aside, names it, and reads the others', async () => {

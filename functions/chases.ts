@@ -86,6 +86,11 @@ interface ChaseItem {
   state: string;
   /** DynamoDB TTL (epoch seconds). */
   expiresAt: number;
+  /**
+   * When a sync last found the cluster in change and joined this chase (epoch milliseconds): that reading is of
+   * the operation it found, maybe a newer one than the chase began for, so a completion read before it ends nothing.
+   */
+  joinedAt?: number;
 }
 
 type Knobs = CpsyncConfig['follow'];
@@ -124,8 +129,8 @@ export interface Chases {
   end(message: LookMessage): Promise<void>;
   /**
    * The cloud said an operation on `ref` ended, and a reading made at `readAt` (epoch milliseconds) found
-   * the cluster settled or gone: ends its chase, unless that chase began after the reading (a newer
-   * operation's). Whether a chase was ended.
+   * the cluster settled or gone: ends its chase, unless that chase began or was joined after the reading (a
+   * newer operation's). Whether a chase was ended.
    */
   complete(ref: ClusterRef, readAt: number): Promise<boolean>;
 }
@@ -185,74 +190,100 @@ export function makeChases(
       if (!conditionFailed(error)) throw error;
     }
   };
-  return {
-    async start(ref, state, created) {
-      const { module, documents } = await clients();
-      const key = clusterKey(ref);
-      const startedAt = now();
-      const since = sinceOf(created, startedAt);
-      const delaySeconds =
-        (nextLookDelay(schedule, {
-          provider: ref.scope.provider,
-          state,
-          looks: 0,
-          sinceMillis: since,
-          nowMillis: startedAt,
-        }) ?? schedule.firstDelayMillis) / 1000;
-      const message: LookMessage = {
-        chaseId: randomUUID(),
-        attempt: 1,
-        ref: lookRef(ref),
+  /** Starts or joins the cluster's chase; `tries`: how often a chase found and gone before it is joined is met. */
+  const start = async (
+    ref: ClusterRef,
+    state: string,
+    created?: string,
+    tries = 3,
+  ): Promise<'started' | 'joined'> => {
+    const { module, documents } = await clients();
+    const key = clusterKey(ref);
+    const startedAt = now();
+    const since = sinceOf(created, startedAt);
+    const delaySeconds =
+      (nextLookDelay(schedule, {
+        provider: ref.scope.provider,
         state,
-        startedAt,
-        delaySeconds,
-        since,
-      };
-      const item: ChaseItem = {
-        cluster: key,
-        chaseId: message.chaseId,
-        startedAt,
-        attempt: 1,
-        due: startedAt + delaySeconds * 1000,
-        state,
-        expiresAt: Math.ceil((startedAt + boundMillis + STALE_AFTER_MILLIS) / 1000),
-      };
+        looks: 0,
+        sinceMillis: since,
+        nowMillis: startedAt,
+      }) ?? schedule.firstDelayMillis) / 1000;
+    const message: LookMessage = {
+      chaseId: randomUUID(),
+      attempt: 1,
+      ref: lookRef(ref),
+      state,
+      startedAt,
+      delaySeconds,
+      since,
+    };
+    const item: ChaseItem = {
+      cluster: key,
+      chaseId: message.chaseId,
+      startedAt,
+      attempt: 1,
+      due: startedAt + delaySeconds * 1000,
+      state,
+      expiresAt: Math.ceil((startedAt + boundMillis + STALE_AFTER_MILLIS) / 1000),
+    };
+    try {
+      await documents.send(
+        new module.PutCommand({
+          TableName: where.table,
+          Item: item,
+          // One chase per cluster: a live one is joined; one past its bound or long overdue is taken over.
+          ConditionExpression: 'attribute_not_exists(#cluster) OR #due < :stale OR expiresAt < :seconds',
+          ExpressionAttributeNames: { '#cluster': 'cluster', '#due': 'due' },
+          ExpressionAttributeValues: {
+            ':stale': startedAt - STALE_AFTER_MILLIS,
+            ':seconds': Math.floor(startedAt / 1000) - Math.ceil(STALE_AFTER_MILLIS / 1000),
+          },
+        }),
+      );
+    } catch (error) {
+      if (!conditionFailed(error)) throw error;
+      // Joined: marked with this reading's time, so that a completion read before it (of an operation that
+      // ended before this one began) does not end the chase that now follows this one too.
       try {
         await documents.send(
-          new module.PutCommand({
+          new module.UpdateCommand({
             TableName: where.table,
-            Item: item,
-            // One chase per cluster: a live one is joined; one past its bound or long overdue is taken over.
-            ConditionExpression: 'attribute_not_exists(#cluster) OR #due < :stale OR expiresAt < :seconds',
-            ExpressionAttributeNames: { '#cluster': 'cluster', '#due': 'due' },
-            ExpressionAttributeValues: {
-              ':stale': startedAt - STALE_AFTER_MILLIS,
-              ':seconds': Math.floor(startedAt / 1000) - Math.ceil(STALE_AFTER_MILLIS / 1000),
-            },
+            Key: { cluster: key },
+            UpdateExpression: 'SET joinedAt = :at',
+            ConditionExpression: 'attribute_exists(#cluster)',
+            ExpressionAttributeNames: { '#cluster': 'cluster' },
+            ExpressionAttributeValues: { ':at': startedAt },
           }),
         );
-      } catch (error) {
-        if (!conditionFailed(error)) throw error;
-        metrics.addMetric('ChasesJoined', MetricUnit.Count, 1);
-        logger.info('cluster in change: already followed', { cluster: key, state });
-        return 'joined';
+      } catch (marking) {
+        if (!conditionFailed(marking)) throw marking;
+        // Ended meanwhile (the chase is gone): the cluster is followed by a chase of its own.
+        if (tries > 1) return start(ref, state, created, tries - 1);
+        throw new Error(`the chase of ${key} kept ending as it was joined`, { cause: marking });
       }
-      try {
-        await send(message);
-      } catch (error) {
-        // No look is coming: the chase is not left to block the next event's.
-        await end(key, message.chaseId).catch(() => undefined);
-        throw error;
-      }
-      metrics.addMetric('ChasesStarted', MetricUnit.Count, 1);
-      logger.info('cluster in change: followed', {
-        cluster: key,
-        state,
-        chaseId: message.chaseId,
-        firstLookInSeconds: message.delaySeconds,
-      });
-      return 'started';
-    },
+      metrics.addMetric('ChasesJoined', MetricUnit.Count, 1);
+      logger.info('cluster in change: already followed', { cluster: key, state });
+      return 'joined';
+    }
+    try {
+      await send(message);
+    } catch (error) {
+      // No look is coming: the chase is not left to block the next event's.
+      await end(key, message.chaseId).catch(() => undefined);
+      throw error;
+    }
+    metrics.addMetric('ChasesStarted', MetricUnit.Count, 1);
+    logger.info('cluster in change: followed', {
+      cluster: key,
+      state,
+      chaseId: message.chaseId,
+      firstLookInSeconds: message.delaySeconds,
+    });
+    return 'started';
+  };
+  return {
+    start: (ref, state, created) => start(ref, state, created),
 
     async isCurrent(message) {
       const { module, documents } = await clients();
@@ -331,8 +362,9 @@ export function makeChases(
           new module.DeleteCommand({
             TableName: where.table,
             Key: { cluster: key },
-            // A chase that began after the reading follows a newer operation: it is left to run.
-            ConditionExpression: 'attribute_exists(#cluster) AND startedAt <= :read',
+            // A chase that began, or was joined, after the reading follows a newer operation: it is left to run.
+            ConditionExpression:
+              'attribute_exists(#cluster) AND startedAt <= :read AND (attribute_not_exists(joinedAt) OR joinedAt <= :read)',
             ExpressionAttributeNames: { '#cluster': 'cluster' },
             ExpressionAttributeValues: { ':read': readAt },
           }),

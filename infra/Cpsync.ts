@@ -364,9 +364,14 @@ export class Cpsync extends Construct {
       fn.addEnvironment('CPSYNC_FOLLOW_QUEUE_URL', this.followQueue.queueUrl);
       fn.addEnvironment('CPSYNC_CHASE_TABLE', this.chaseTable.tableName);
       this.followQueue.grant(fn, 'sqs:SendMessage');
-      // A chase is put by the function that starts it, and removed by the one that ends it (or cannot start it).
+      // A chase is put by the function that starts it (marked by one that joins it), and removed by the one
+      // that ends it (or cannot start it).
       const starts = fn !== this.followUp;
-      this.chaseTable.grant(fn, ...(starts ? ['dynamodb:PutItem'] : []), 'dynamodb:DeleteItem');
+      this.chaseTable.grant(
+        fn,
+        ...(starts ? ['dynamodb:PutItem', 'dynamodb:UpdateItem'] : []),
+        'dynamodb:DeleteItem',
+      );
     }
     this.chaseTable.grant(this.followUp, 'dynamodb:GetItem', 'dynamodb:UpdateItem');
     this.followUp.addEventSource(

@@ -6,11 +6,12 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { parseConfig } from '../../../adapters/compose/config.ts';
 import type { ClusterRef } from '../../../core/sync/ports.ts';
 import type { Chases, LookMessage, makeChases as MakeChases } from '../../../functions/chases.ts';
+import { startAwsProxy, type AwsProxy } from '../../env/awsProxy.ts';
 import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainMessages } from '../../support/events.ts';
@@ -28,6 +29,7 @@ const gkeRef = (name: string): ClusterRef => ({
 
 describe('following clusters in AWS: one chase per cluster, delayed looks, a bounded chase', () => {
   let moto: MotoServer;
+  let proxy: AwsProxy;
   let queueUrl: string;
   let makeChases: typeof MakeChases;
   let STALE_AFTER_MILLIS: number;
@@ -62,8 +64,10 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
 
   before(async () => {
     moto = await startMoto();
+    // The functions' DynamoDB and SQS calls go through a proxy before moto (a case shapes what happens between two).
+    proxy = await startAwsProxy(moto.endpoint);
     Object.assign(process.env, {
-      AWS_ENDPOINT_URL: moto.endpoint,
+      AWS_ENDPOINT_URL: proxy.endpoint,
       AWS_REGION: 'us-east-1',
       AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
       AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
@@ -87,7 +91,10 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
       .QueueUrl!;
     chases = makeChases(knobs, { queueUrl, table: TABLE }, () => clock);
   });
-  after(async () => moto?.stop());
+  after(async () => {
+    await proxy?.stop();
+    await moto?.stop();
+  });
 
   const looksAfter = async (millis: number) => {
     assert.deepEqual(
@@ -186,6 +193,58 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
     assert.equal(stale!.ref.name, 'f');
     assert.equal(await chases.isCurrent(stale!), false);
   });
+
+  it('a completion read before a sync joined the chase ends nothing: the chase follows the operation that sync found too', async () => {
+    // One operation's chase; the cloud says it ended, and the completion's sync reads the cluster settled.
+    await chases.start(gkeRef('j'), 'GKE RECONCILING');
+    clock += 1000;
+    const readSettled = clock;
+    // A newer operation begins, and its sync (after that reading) finds the cluster in change: it joins the chase.
+    clock += 1000;
+    assert.equal(await chases.start(gkeRef('j'), 'GKE RECONCILING'), 'joined');
+    // The completion, its reading older than the join, ends nothing: the chase follows the newer operation.
+    assert.equal(await chases.complete(gkeRef('j'), readSettled), false);
+    assert.ok(
+      (await items()).some((i) => i.cluster.endsWith('/j')),
+      'still followed',
+    );
+    // A completion read after the join ends it.
+    clock += 1000;
+    assert.equal(await chases.complete(gkeRef('j'), clock), true);
+    assert.equal(
+      (await items()).some((i) => i.cluster.endsWith('/j')),
+      false,
+    );
+    // A join that finds the chase gone between its two writes follows the cluster with a chase of its own.
+    await chases.start(gkeRef('k'), 'GKE RECONCILING');
+    const stop = await endNextJoinedChase('k');
+    try {
+      assert.equal(await chases.start(gkeRef('k'), 'GKE RECONCILING'), 'started');
+    } finally {
+      stop();
+    }
+    assert.ok((await items()).some((i) => i.cluster.endsWith('/k')));
+    // The looks of the three chases started here, taken off the queue for the cases after this one.
+    const looks: LookMessage[] = [];
+    while (looks.length < 3) looks.push(...(await drainMessagesAfterDelay()));
+    assert.deepEqual(looks.map((l) => l.ref.name).sort(), ['j', 'k', 'k']);
+  });
+
+  /**
+   * Has the chase of `name` removed between a sync's failed put (a chase found) and its mark of the join, as
+   * another function ending it then would. Returns a function that stops doing so.
+   */
+  async function endNextJoinedChase(name: string): Promise<() => void> {
+    return proxy.intercept(async (call, forward) => {
+      if (!call.operation.endsWith('.UpdateItem') || !call.body.includes('joinedAt')) return undefined;
+      if (!call.body.includes(`/${name}"`)) return undefined;
+      const { Items } = await documents.send(new ScanCommand({ TableName: TABLE }));
+      for (const item of Items ?? [])
+        if (String(item.cluster).endsWith(`/${name}`))
+          await documents.send(new DeleteCommand({ TableName: TABLE, Key: { cluster: item.cluster } }));
+      return forward(call.body);
+    });
+  }
 
   /** The looks now in the queue, whatever their delay (moto hands them over once it has passed). */
   async function drainMessagesAfterDelay(): Promise<LookMessage[]> {

@@ -105,6 +105,12 @@ const JUSTIFIED: Array<{ action: RegExp; resource: RegExp; fn?: RegExp; why: str
     why: 'the scope worker starts a chase for each cluster its listing finds in change (the EKS handler and the webhook walk the same code here)',
   },
   {
+    action: /^dynamodb:UpdateItem$/,
+    resource: /Chases/,
+    fn: /^Cpsync(ScopeWorker|EksEventHandler|Webhook)/,
+    why: 'a sync that finds a cluster in change while it is already followed marks the chase it joins, so that an older completion does not end it (each cluster here is found in change once)',
+  },
+  {
     action: /^dynamodb:DeleteItem$/,
     resource: /Chases/,
     fn: /^Cpsync(EksEventHandler|Webhook)/,

@@ -22,12 +22,7 @@ import {
   type Attempt,
 } from './steps.ts';
 import type { RunLeases } from './runLeases.ts';
-import { foldCase } from '../domain/naming.ts';
-
-/** What names one cluster among its account's (one share of the account's lease each): ASCII case aside, as Azure ignores it. */
-function clusterPart(ref: ClusterRef): string {
-  return foldCase([ref.scope.region ?? '', ref.location ?? '', ref.resourceGroup ?? '', ref.name].join('/'));
-}
+import { clusterShare } from './follow.ts';
 
 /**
  * The ledger, its records of `scope`'s account read at once: the first read of them is answered from that reading
@@ -79,7 +74,7 @@ export async function syncCluster(
   try {
     const taken = (leases = await syncLeases(ports, request, attempt));
     // A share of the account's lease: syncs of other clusters of the account go on beside this one.
-    const hold = taken ? await taken.enterShared(lease, clusterPart(ref)) : undefined;
+    const hold = taken ? await taken.enterShared(lease, clusterShare(ref)) : undefined;
     // What cpsync granted in the account, read while the cluster is: this cluster's record changes only under its share.
     const ledger = (early = ports.ledger && readAhead(ports.ledger, ref.scope));
     const observed = await source.getCluster(ref);

@@ -1,12 +1,14 @@
 /**
- * One chase per cluster: the key a cluster's follow-up is known by is one for every spelling its cloud gives the
- * same cluster (an AKS resource group and name in another ASCII case), and two for clusters the cloud tells apart
- * (an EKS name in another case; an AKS resource group in letters only a wider fold makes one).
+ * One chase per cluster, and one share of its account's lease (so that two syncs of one cluster never run at
+ * once): the key a cluster's follow-up is known by, and its share's, are one for every spelling its cloud gives
+ * the same cluster (an AKS resource group and name in another ASCII case; a GKE or AKS cluster found through a
+ * scope of any region, or of every region), and two for clusters the cloud tells apart (an EKS name in another
+ * case, or in another region; an AKS resource group in letters only a wider fold makes one).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { clusterKey } from '../../../../core/sync/follow.ts';
+import { clusterKey, clusterShare } from '../../../../core/sync/follow.ts';
 
 const SUBSCRIPTION = '00000000-1111-2222-3333-444444444444';
 const aks = (resourceGroup: string, name: string) => ({
@@ -45,5 +47,42 @@ describe('clusterKey', () => {
       clusterKey(aks('kube-rg', 'orders')),
       'KELVIN SIGN is not k to ARM',
     );
+  });
+
+  it('is one for a GKE or AKS cluster, and its share one, whatever region the scope that names it is of; two for an EKS cluster of another region (property)', () => {
+    const region = fc.constantFrom('*', 'europe-west1', 'us-central1', 'westeurope', 'eastus');
+    fc.assert(
+      fc.property(
+        fc.constantFrom('gke' as const, 'aks' as const),
+        region,
+        region,
+        fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/),
+        (provider, one, other, name) => {
+          const at = (scopeRegion: string) => ({
+            scope: {
+              provider,
+              account: provider === 'aks' ? SUBSCRIPTION : 'acme-data',
+              region: scopeRegion,
+            },
+            name,
+            ...(provider === 'gke' ? { location: 'europe-west1-b' } : { resourceGroup: 'rg-web' }),
+          });
+          assert.equal(clusterKey(at(one)), clusterKey(at(other)));
+          assert.equal(clusterShare(at(one)), clusterShare(at(other)));
+        },
+      ),
+    );
+    const east = eks('orders');
+    const west = { ...east, scope: { ...east.scope, region: 'eu-west-1' } };
+    assert.notEqual(clusterKey(east), clusterKey(west));
+    assert.notEqual(clusterShare(east), clusterShare(west));
+    // Two GKE clusters of one name in two locations stay two.
+    const gke = (location: string) => ({
+      scope: { provider: 'gke' as const, account: 'acme-data', region: '*' },
+      name: 'orders',
+      location,
+    });
+    assert.notEqual(clusterKey(gke('europe-west1')), clusterKey(gke('europe-west1-b')));
+    assert.notEqual(clusterShare(gke('europe-west1')), clusterShare(gke('europe-west1-b')));
   });
 });

@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
 import type * as ChaseApi from './chaseApi.ts';
-import { clusterKey } from '../core/sync/follow.ts';
+import { clusterKey } from '../core/sync/clusterKeys.ts';
 import { lookScheduleOf, nextLookDelay, operationOf } from '../core/domain/lookSchedule.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { logger, metrics, settingsFromEnvironment } from './runtime.ts';

@@ -15,7 +15,7 @@ import type { z } from 'zod';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 import { messageOf } from '../core/domain/errors.ts';
 import { syncCluster } from '../core/sync/engine.ts';
-import { clusterKey } from '../core/sync/follow.ts';
+import { clusterKey } from '../core/sync/clusterKeys.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { chasesFromEnvironment, LookMessage, type Chases } from './chases.ts';
 import { processQueueBatch } from './queueBatch.ts';

@@ -23,7 +23,7 @@ import { z } from 'zod';
 import { readSecret } from '../adapters/shared/secrets.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
 import type { ClusterSyncReport } from '../core/sync/engine.ts';
-import { clusterKey } from '../core/sync/follow.ts';
+import { clusterKey } from '../core/sync/clusterKeys.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { clusterSyncOnce } from './clusterSync.ts';
 import { isIdempotencyInProgress, lazyDeps, logger, withPowertools, type FunctionDeps } from './runtime.ts';

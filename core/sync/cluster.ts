@@ -22,7 +22,7 @@ import {
   type Attempt,
 } from './steps.ts';
 import type { RunLeases } from './runLeases.ts';
-import { clusterShare } from './follow.ts';
+import { clusterShare } from './clusterKeys.ts';
 
 /**
  * The ledger, its records of `scope`'s account read at once: the first read of them is answered from that reading

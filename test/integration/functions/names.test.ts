@@ -20,7 +20,7 @@ import { parseConfig } from '../../../adapters/compose/config.ts';
 import { ALL_PROVIDERS } from '../../../adapters/compose/providers/index.ts';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
-import { clusterKey } from '../../../core/sync/follow.ts';
+import { clusterKey } from '../../../core/sync/clusterKeys.ts';
 import type { ClusterRef } from '../../../core/sync/ports.ts';
 import { makeChases, type LookMessage } from '../../../functions/chases.ts';
 import { makeEksEventHandler } from '../../../functions/eksEvents.ts';

@@ -8,7 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { clusterKey, clusterShare } from '../../../../core/sync/follow.ts';
+import { clusterKey, clusterShare } from '../../../../core/sync/clusterKeys.ts';
 
 const SUBSCRIPTION = '00000000-1111-2222-3333-444444444444';
 const aks = (resourceGroup: string, name: string) => ({

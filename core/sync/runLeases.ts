@@ -286,6 +286,10 @@ export class RunLeases {
         return this.#lose(name, held, new LeaseExpiredError(name, held.validUntil));
       const sent = Date.now();
       const answer = await this.#store.acquire(name, this.#holder, durationMillis, held.shares);
+      // Answered only once it had run out: meanwhile another run may have found it free and gone ahead (a whole
+      // run removes a share that ran out, which this renewal would then have made again). Lost all the same.
+      if (Date.now() >= held.validUntil)
+        return this.#lose(name, held, new LeaseExpiredError(name, held.validUntil));
       if (answer.acquired) held.validUntil = sent + durationMillis;
       // Lost (another run took it after it ran out): this run stops applying that account and holds
       // nothing of it any more; a later scope of the account takes the lease anew.

@@ -180,6 +180,52 @@ function contract(
       assert.deepEqual(await sharers(), []);
     });
 
+    it('loses a share whose renewal is answered only after it ran out, and gives up the share that renewal made again', async () => {
+      const inner = setup.store();
+      const account = `late-${++accounts}`;
+      /** Renewals wait here until the test lets them go on. */
+      let gate: Promise<void> | undefined;
+      let open = () => {};
+      let opened = false;
+      let [renewals, answered, releasedAfter] = [0, 0, 0];
+      const store: LeaseStore = {
+        holderOf: (name) => inner.holderOf(name),
+        sharers: (name) => inner.sharers(name),
+        acquire: async (...args) => {
+          if (!gate) return inner.acquire(...args);
+          renewals += 1;
+          await gate;
+          const answer = await inner.acquire(...args);
+          answered += 1;
+          return answer;
+        },
+        release: async (...args) => {
+          await inner.release(...args);
+          if (opened) releasedAfter += 1;
+        },
+      };
+      const leases = new RunLeases(store, 'event-late', { durationMillis: 600, waitMillis: 0 });
+      const hold = await leases.enterShared(account, 'europe-west1/orders');
+      gate = new Promise<void>((resolve) => (open = resolve));
+      // Its renewal is on its way while the share runs out, and a whole run removes the share as run out.
+      await until(async () => renewals > 0, 'a renewal sent');
+      await until(async () => (await inner.sharers(account)).length === 0, 'the share ran out');
+      await inner.release(hold.lease, 'event-late');
+      assert.equal(await inner.holderOf(hold.lease), undefined);
+      const sent = renewals;
+      opened = true;
+      open();
+      // The renewals then answered made the share again: each such answer loses it, and gives it up.
+      await until(async () => answered === sent, 'the renewals answered');
+      await until(async () => releasedAfter >= 1, 'the share made again given up');
+      assert.equal(await inner.holderOf(hold.lease), undefined);
+      assert.deepEqual(await inner.sharers(account), []);
+      assert.ok(hold.signal.aborted, 'the share lost');
+      assert.match(String(hold.signal.reason), /ran out .* before it could be renewed/);
+      await hold.exit();
+      await leases.releaseAll();
+    });
+
     it('never lets a whole run hold an account beside a share of it, nor two syncs of one cluster at once, in any order (property)', async () => {
       const store = setup.store();
       const actor = fc.record({

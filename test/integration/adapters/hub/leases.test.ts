@@ -183,16 +183,16 @@ function contract(
     it('loses a share whose renewal is answered only after it ran out, and gives up the share that renewal made again', async () => {
       const inner = setup.store();
       const account = `late-${++accounts}`;
-      /** Renewals wait here until the test lets them go on. */
-      let gate: Promise<void> | undefined;
+      /** Renewals wait here, once the share is held, until the test lets them go on. */
       let open = () => {};
-      let opened = false;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      let [gating, opened] = [false, false];
       let [renewals, answered, releasedAfter] = [0, 0, 0];
       const store: LeaseStore = {
         holderOf: (name) => inner.holderOf(name),
         sharers: (name) => inner.sharers(name),
         acquire: async (...args) => {
-          if (!gate) return inner.acquire(...args);
+          if (!gating) return inner.acquire(...args);
           renewals += 1;
           await gate;
           const answer = await inner.acquire(...args);
@@ -206,7 +206,7 @@ function contract(
       };
       const leases = new RunLeases(store, 'event-late', { durationMillis: 600, waitMillis: 0 });
       const hold = await leases.enterShared(account, 'europe-west1/orders');
-      gate = new Promise<void>((resolve) => (open = resolve));
+      gating = true;
       // Its renewal is on its way while the share runs out, and a whole run removes the share as run out.
       await until(async () => renewals > 0, 'a renewal sent');
       await until(async () => (await inner.sharers(account)).length === 0, 'the share ran out');

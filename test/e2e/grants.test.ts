@@ -516,7 +516,10 @@ describe('consumer access grants: configured consumers reach every cluster of th
 
   /**
    * SIGTERM while a grant is in flight (its access entry asked for): the run stops (143); the next run finds
-   * the entry by its marks, records it and announces it; across both runs the grant is announced once.
+   * the entry by its marks, records it and announces it; across both runs the grant is announced once. The run
+   * killed syncs the EKS scope of that grant only: a look cut short keeps what it recorded ahead named (cpsync
+   * cannot tell what it reached), and web's member, which refuses every connection, is left out of it, so that
+   * whether the signal lands before or after web's own look ends never changes what the turn-off finds there.
    */
   const killedMidGrant = async () => {
     const oncall = `arn:aws:iam::${EKS_ACCOUNT}:role/oncall`;
@@ -530,7 +533,7 @@ describe('consumer access grants: configured consumers reach every cluster of th
       writeFileSync(config, stringify({ ...document, features: { projections: 'on', accessGrants: 'on' } }));
       writeFileSync(document.bus.jsonl, '');
       let watch: NodeJS.Timeout | undefined;
-      const killed = await runCli(['sync', '--config', config], {
+      const killed = await runCli(['sync', '--config', config, '--scope', `eks/${EKS_ACCOUNT}/us-east-1`], {
         env: emulators.env,
         started: (child) => {
           watch = setInterval(() => {

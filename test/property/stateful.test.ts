@@ -585,15 +585,16 @@ class FollowedSync implements Command {
   check = () => true;
   async run(model: Model, real: Real) {
     let following = false;
-    let settled = false;
+    /** The clouds settling, begun while the follow runs: awaited before anything else (nothing outlives the step). */
+    let settling: Promise<void> | undefined;
     const run = await real.cli(['sync', '--follow'], {
       onStderr: (stderr) => {
         following ||= /following \d+ cluster/.test(stderr);
-        if (settled || !following || !/: (still |look failed)/.test(stderr)) return;
-        settled = true;
-        void settleAll(model, real);
+        if (settling || !following || !/: (still |look failed)/.test(stderr)) return;
+        settling = settleAll(model, real);
       },
     });
+    await settling;
     assert.ok(run.code === 0 || run.code === 1, `exit ${run.code}: ${run.stderr}`);
     if (following) {
       assert.match(run.stderr, /followed: \d+ settled/, run.stderr);

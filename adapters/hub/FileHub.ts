@@ -14,7 +14,7 @@ import {
   LABEL_PROVIDER,
 } from '../../core/domain/constants.ts';
 import { isDns1123Label, isDns1123Subdomain, sameProviderId } from '../../core/domain/naming.ts';
-import { PROVIDERS, type Provider } from '../../core/domain/model/observedCluster.ts';
+import { isProvider } from '../../core/domain/model/observedCluster.ts';
 import { MalformedObjectError, messageOf } from '../../core/domain/errors.ts';
 import { profileProblem } from '../../core/domain/model/validate.ts';
 import { matchesSelector } from '../../core/domain/labels.ts';
@@ -460,11 +460,10 @@ export class FileHub implements Hub {
     const storedId = current?.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
     const appliedId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
     const provider = profile.metadata.labels?.[LABEL_PROVIDER];
-    const known = (PROVIDERS as readonly string[]).includes(provider ?? '');
     if (
       storedId !== undefined &&
       appliedId !== undefined &&
-      (known ? !sameProviderId(provider as Provider, storedId, appliedId) : storedId !== appliedId)
+      (isProvider(provider) ? !sameProviderId(provider, storedId, appliedId) : storedId !== appliedId)
     ) {
       throw new HubRejectedError(
         'apply',

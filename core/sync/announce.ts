@@ -8,7 +8,7 @@
  */
 import { LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from '../domain/constants.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
-import { PROVIDERS, type Provider } from '../domain/model/observedCluster.ts';
+import { isProvider, type Provider } from '../domain/model/observedCluster.ts';
 import { untrustedReason } from '../domain/untrustedReason.ts';
 import type { InventoryOptions } from '../domain/options.ts';
 import type { EventSink, Hub, MalformedObject, PublishFailure } from './ports.ts';
@@ -55,12 +55,7 @@ export async function announceInventory(
   const malformed = [...inventory.malformed];
   const profiles = inventory.profiles.filter((profile) => {
     const labels = profile.metadata.labels ?? {};
-    if (
-      PROVIDERS.includes(labels[LABEL_PROVIDER] as Provider) &&
-      labels[LABEL_ACCOUNT] &&
-      labels[LABEL_REGION]
-    )
-      return true;
+    if (isProvider(labels[LABEL_PROVIDER]) && labels[LABEL_ACCOUNT] && labels[LABEL_REGION]) return true;
     malformed.push({
       namespace: profile.metadata.namespace,
       name: profile.metadata.name,

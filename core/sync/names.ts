@@ -24,7 +24,7 @@
 import { ANNOTATION_PROVIDER_ID, LABEL_CLUSTER_MANAGER, LABEL_PROVIDER } from '../domain/constants.ts';
 import { MalformedObjectError } from '../domain/errors.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
-import { PROVIDERS, type ObservedCluster, type Provider } from '../domain/model/observedCluster.ts';
+import { isProvider, type ObservedCluster } from '../domain/model/observedCluster.ts';
 import { profileProblem } from '../domain/model/validate.ts';
 import { canonicalProviderId, compareOrdinal, sameProviderId, type NameScheme } from '../domain/naming.ts';
 import type { Skipped } from '../domain/plan.ts';
@@ -84,9 +84,6 @@ function holderOf(profile: ClusterProfile, manager: string): string {
   const id = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
   return id ? `the profile of ${id}` : 'a profile with no provider id';
 }
-
-const isProvider = (value: string | undefined): value is Provider =>
-  (PROVIDERS as readonly string[]).includes(value ?? '');
 
 /**
  * Whether a newcomer yields `name`, held by `holder`, and takes its next name: only to another of cpsync's

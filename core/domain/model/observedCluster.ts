@@ -6,6 +6,10 @@
 export const PROVIDERS = ['eks', 'gke', 'aks'] as const;
 export type Provider = (typeof PROVIDERS)[number];
 
+/** Whether `value` (a label's, a flag's) names one of the providers. */
+export const isProvider = (value: string | undefined): value is Provider =>
+  (PROVIDERS as readonly string[]).includes(value ?? '');
+
 /** The cloud a provider runs in, as written in `location.topology.k8s.io`. */
 export const CLOUD_OF: Readonly<Record<Provider, 'aws' | 'gcp' | 'azure'>> = {
   eks: 'aws',

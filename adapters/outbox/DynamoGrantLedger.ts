@@ -13,10 +13,10 @@
  * holder made, so the sync scans the cluster for cpsync's grants (core/sync/grants.ts) and records what it finds.
  * Never a record older than the table's.
  */
-import { setTimeout } from 'node:timers/promises';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
   BatchGetCommand,
+  type BatchGetCommandInput,
   DeleteCommand,
   DynamoDBDocumentClient,
   paginateQuery,
@@ -25,14 +25,12 @@ import {
 import { ledgerKey, type GrantRecord } from '../../core/domain/grants.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger } from '../../core/sync/ports.ts';
+import { untilProcessed } from '../shared/dynamoBatches.ts';
 
 /** The index of the table by provider and account. */
 const LEDGER_ACCOUNT_INDEX = 'byAccount';
 /** Keys one BatchGetItem takes at most (DynamoDB's limit). */
 const BATCH_GET_KEYS = 100;
-/** Times keys DynamoDB left unprocessed (throttled) are asked again, waiting twice as long each time. */
-const UNPROCESSED_ATTEMPTS = 6;
-const UNPROCESSED_BACKOFF_MILLIS = 50;
 
 export interface DynamoGrantLedgerOptions {
   tableName: string;
@@ -96,23 +94,15 @@ export class DynamoGrantLedger implements GrantLedger {
   /** The table's items of `clusters` (at most 100), read consistently; keys DynamoDB leaves unprocessed asked again. */
   async #consistently(clusters: readonly string[]): Promise<Array<Record<string, unknown>>> {
     const items: Array<Record<string, unknown>> = [];
-    let keys = clusters.map((cluster) => ({ cluster }));
-    for (let attempt = 0; keys.length > 0; attempt += 1) {
-      if (attempt > 0) {
-        if (attempt > UNPROCESSED_ATTEMPTS)
-          throw new Error(
-            `the grants ledger left ${keys.length} of its records unread after ${UNPROCESSED_ATTEMPTS} attempts (DynamoDB throttling)`,
-          );
-        await setTimeout(UNPROCESSED_BACKOFF_MILLIS * 2 ** (attempt - 1));
-      }
-      const answer = await this.#documents.send(
-        new BatchGetCommand({
-          RequestItems: { [this.#table]: { Keys: keys, ConsistentRead: true } },
-        }),
-      );
+    const first: BatchGetCommandInput['RequestItems'] = {
+      [this.#table]: { Keys: clusters.map((cluster) => ({ cluster })), ConsistentRead: true },
+    };
+    await untilProcessed("reading the grants ledger's records", first, async (RequestItems) => {
+      const answer = await this.#documents.send(new BatchGetCommand({ RequestItems }));
       items.push(...(answer.Responses?.[this.#table] ?? []));
-      keys = (answer.UnprocessedKeys?.[this.#table]?.Keys ?? []) as Array<{ cluster: string }>;
-    }
+      const left = answer.UnprocessedKeys?.[this.#table];
+      return left?.Keys?.length ? { [this.#table]: left } : undefined;
+    });
     return items;
   }
 

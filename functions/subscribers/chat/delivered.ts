@@ -2,7 +2,6 @@
  * The events already told, per webhook: their ids kept in a DynamoDB table for a while, so that a
  * redelivered record, or the same change published again with the same `detail.eventId`, is not told twice.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   BatchGetCommand,
   BatchWriteCommand,
@@ -10,6 +9,7 @@ import {
   type BatchWriteCommandInput,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
+import { untilProcessed } from '../../../adapters/shared/dynamoBatches.ts';
 import type { Notice } from './notices.ts';
 import type { ChatNotifierSettings } from './settings.ts';
 
@@ -20,20 +20,6 @@ export interface SyncGroup {
   region: string;
   /** By event id: its notices and the message ids of the records that carry it. */
   events: Map<string, { notices: Notice[]; records: string[] }>;
-}
-
-/** Runs a DynamoDB batch call until nothing is left unprocessed (a few rounds, with backoff). */
-async function untilProcessed<T>(
-  what: string,
-  first: T,
-  call: (request: T) => Promise<T | undefined>,
-): Promise<void> {
-  let request: T | undefined = first;
-  for (let round = 0; request; round++) {
-    if (round > 0) await sleep(50 * 2 ** round);
-    if (round === 6) throw new Error(`${what}: DynamoDB left items unprocessed after ${round} rounds`);
-    request = await call(request);
-  }
 }
 
 /** The ids of `keys` recorded (and not yet expired) in `table`. */

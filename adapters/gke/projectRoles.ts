@@ -13,6 +13,7 @@
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import type { CallOptions } from 'google-gax';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
+import type { RoleHolders } from '../../core/sync/ports.ts';
 import { grantDescription } from '../grants/marks.ts';
 import { askingResourceManager } from './classify.ts';
 import { manyPrincipals } from './manyPrincipals.ts';
@@ -24,6 +25,8 @@ export const CLUSTER_VIEWER_ROLE = 'roles/container.clusterViewer';
 export const GKE_ONLY = 'resource.service == "container.googleapis.com"';
 /** Writes tried again when another writer changed the policy in between (ABORTED, 409). */
 const ATTEMPTS = 5;
+/** Settles of a project whose write took an identity out, each read again after it (see `settle`). */
+const SETTLE_ROUNDS = 3;
 
 interface Binding {
   role?: string | null;
@@ -109,7 +112,7 @@ export class GkeProjectRoles {
    */
   async #edit(
     project: string,
-    change: (ours: Map<string, Set<string>>) => string[],
+    change: (ours: Map<string, Set<string>>) => string[] | Promise<string[]>,
     signal?: AbortSignal,
   ): Promise<string[]> {
     const client = await this.#projects();
@@ -131,7 +134,8 @@ export class GkeProjectRoles {
         }
       }
       const before = shape(ours);
-      const done = change(ours);
+      const done = await change(ours);
+      signal?.throwIfAborted();
       if (shape(ours) === before) return [];
       const bindings = [
         ...others,
@@ -192,34 +196,55 @@ export class GkeProjectRoles {
     );
   }
 
-  /** cpsync's bindings of the project made exactly `holders` (consumer → identities); returns what changed. */
+  /**
+   * cpsync's bindings of the project made exactly `holders` (consumer → identities); returns what changed.
+   *
+   * Given as a function, `holders` is asked after each reading of the policy, and the policy is written with that
+   * reading's etag: an identity another writer added before the reading is counted by the holders read after it
+   * (its grant was recorded first), and one added after it fails the write, which is then made again on both read
+   * anew. One race is left that the etag cannot see: a grant recorded after the holders were read whose identity
+   * was already there, which adds nothing and so changes no etag. So after a write that took an identity out,
+   * the policy and the holders are read again and the policy made right (a few rounds at most): such a grant is
+   * named by then, and one recorded later finds the identity gone and adds it itself.
+   */
   async settle(
     project: string,
-    holders: ReadonlyMap<string, ReadonlySet<string>>,
+    holders: RoleHolders | (() => Promise<RoleHolders>),
     signal?: AbortSignal,
   ): Promise<string[]> {
-    return this.#edit(
-      project,
-      (ours) => {
-        const changed: string[] = [];
-        for (const consumer of new Set([...ours.keys(), ...holders.keys()])) {
-          const wanted = new Set([...(holders.get(consumer) ?? [])].map(iamMember));
-          const members = ours.get(consumer) ?? new Set<string>();
-          for (const member of members)
-            if (!wanted.has(member))
-              changed.push(
-                `revoked ${member} ${CLUSTER_VIEWER_ROLE} in project ${project} (consumer ${consumer}: no cluster of the project is granted to it)`,
-              );
-          for (const member of wanted)
-            if (!members.has(member))
-              changed.push(
-                `granted ${member} ${CLUSTER_VIEWER_ROLE} on GKE in project ${project} for consumer ${consumer}`,
-              );
-          ours.set(consumer, wanted);
-        }
-        return changed;
-      },
-      signal,
-    );
+    const changed: string[] = [];
+    for (let round = 1; ; round++) {
+      let tookOut = false;
+      const done = await this.#edit(
+        project,
+        async (ours) => {
+          const wantedBy = typeof holders === 'function' ? await holders() : holders;
+          const changes: string[] = [];
+          tookOut = false;
+          for (const consumer of new Set([...ours.keys(), ...wantedBy.keys()])) {
+            const wanted = new Set([...(wantedBy.get(consumer) ?? [])].map(iamMember));
+            const members = ours.get(consumer) ?? new Set<string>();
+            for (const member of members)
+              if (!wanted.has(member)) {
+                tookOut = true;
+                changes.push(
+                  `revoked ${member} ${CLUSTER_VIEWER_ROLE} in project ${project} (consumer ${consumer}: no cluster of the project is granted to it)`,
+                );
+              }
+            for (const member of wanted)
+              if (!members.has(member))
+                changes.push(
+                  `granted ${member} ${CLUSTER_VIEWER_ROLE} on GKE in project ${project} for consumer ${consumer}`,
+                );
+            ours.set(consumer, wanted);
+          }
+          return changes;
+        },
+        signal,
+      );
+      changed.push(...done);
+      const written = done.length > 0;
+      if (!written || !tookOut || typeof holders !== 'function' || round === SETTLE_ROUNDS) return changed;
+    }
   }
 }

@@ -33,7 +33,7 @@ import {
   type HeldGrant,
 } from '../../core/domain/grants.ts';
 import { withDeadline } from '../../core/sync/deadline.ts';
-import type { AccessGrants, CheckOutcome } from '../../core/sync/ports.ts';
+import type { AccessGrants, CheckOutcome, RoleHolders } from '../../core/sync/ports.ts';
 import type { MemberPacing } from '../../core/domain/member.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from '../member/connection.ts';
 
@@ -90,11 +90,8 @@ export interface AzureRoleGrants {
 export interface GoogleProjectRoles {
   /** The consumer's identity in cpsync's binding of the cluster's project; returns what changed. */
   hold(providerId: string, consumer: string, identity: string, signal?: AbortSignal): Promise<string[]>;
-  settle(
-    project: string,
-    holders: ReadonlyMap<string, ReadonlySet<string>>,
-    signal?: AbortSignal,
-  ): Promise<string[]>;
+  /** cpsync's bindings of the project made exactly what `holders`, asked after each reading of the policy, says. */
+  settle(project: string, holders: () => Promise<RoleHolders>, signal?: AbortSignal): Promise<string[]>;
   /** What cpsync holds in the project's policy, read without changing it; rejects when it cannot be read. */
   inspect(project: string, signal?: AbortSignal): Promise<string>;
 }
@@ -156,7 +153,7 @@ export class CloudGrants implements AccessGrants {
 
   async settleProjectRoles(
     project: string,
-    holders: ReadonlyMap<string, ReadonlySet<string>>,
+    holders: () => Promise<RoleHolders>,
     signal?: AbortSignal,
   ): Promise<string[]> {
     if (!this.#options.gke) return [];
@@ -170,7 +167,7 @@ export class CloudGrants implements AccessGrants {
     } catch (error) {
       // With nothing to hold, a project whose policy cpsync may not read or write holds nothing of cpsync's
       // that it could take back (the feature not given the project yet, or turned off there).
-      if (holders.size === 0 && googleRefused(error)) return [];
+      if (googleRefused(error) && (await holders()).size === 0) return [];
       throw error;
     }
   }

@@ -44,7 +44,7 @@ import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.
 import type { Scope } from '../domain/model/scope.ts';
 import { ALL_REGIONS } from '../domain/model/scope.ts';
 import type { InventoryOptions } from '../domain/options.ts';
-import type { AccessGrants, GrantLedger } from './ports.ts';
+import type { AccessGrants, GrantLedger, RoleHolders } from './ports.ts';
 
 /** Clusters whose grants are handled at once. */
 const CLUSTERS_AT_ONCE = 8;
@@ -582,8 +582,14 @@ export async function withGrants(
  * Who holds a GKE project's cloud role: every identity a grant of cpsync's on one of the project's clusters
  * is recorded for in the ledger — and only while that consumer is configured with that identity and the
  * feature is on. The role is then made exactly that (cpsync's own bindings only). A grant recorded ahead and not
- * yet known to be made counts only while other syncs of the project may be making it (`inFlight`); a whole run
+ * yet known to be made counts only while other syncs of the project may be making it (`alone`); a whole run
  * of the project, which nothing runs beside, finds such a grant left by a sync that stopped.
+ *
+ * Beside other syncs of the project, the ledger is read after each reading of the project's policy, not before
+ * it: another cluster's grant adds its identity to the role outside the project's turn, after recording it
+ * ahead. Added before the policy was read, it is in the ledger read after; added after, the policy's write
+ * (with the etag it read) fails and both are read again. Read the other way round, a grant recorded and added
+ * between the two readings would be taken out of the role it had just been given.
  */
 async function settleProject(
   project: string,
@@ -591,32 +597,11 @@ async function settleProject(
   records: ReadonlyMap<string, GrantRecord>,
   input: GrantsInput,
   on: boolean,
-  /** Other syncs of the project may be under way: a grant one recorded ahead (pending) may hold the role already. */
-  inFlight = false,
 ): Promise<{ changed: string[]; problem?: string }> {
-  if (input.alone && input.ledger) {
-    const ledger = input.ledger;
-    const settle = async (signal: AbortSignal) => {
-      const fresh = await ledger.read({ provider: 'gke', account: project });
-      const signals = [signal, ...(input.signal ? [input.signal] : [])];
-      return settleProject(
-        project,
-        grants,
-        new Map(fresh.map((r) => [ledgerKey(r), r])),
-        { ...input, signal: AbortSignal.any(signals), alone: undefined },
-        on,
-        true,
-      );
-    };
-    try {
-      return await input.alone(settle);
-    } catch (error) {
-      return { changed: [], problem: cannotSettle(project, error) };
-    }
-  }
-  const holders = new Map<string, Set<string>>();
-  if (on)
-    for (const record of records.values()) {
+  const holdersOf = (from: Iterable<GrantRecord>, inFlight: boolean): RoleHolders => {
+    const holders = new Map<string, Set<string>>();
+    if (!on) return holders;
+    for (const record of from) {
       if (record.provider !== 'gke' || record.account !== project) continue;
       for (const grant of record.grants) {
         const configured = input.options.consumers?.find((c) => c.name === grant.consumer);
@@ -624,11 +609,27 @@ async function settleProject(
         holders.set(grant.consumer, (holders.get(grant.consumer) ?? new Set()).add(grant.identity));
       }
     }
-  try {
-    return { changed: await grants.settleProjectRoles!(project, holders, input.signal) };
-  } catch (error) {
-    return { changed: [], problem: cannotSettle(project, error) };
+    return holders;
+  };
+  const settle = async (holders: () => Promise<RoleHolders>, signal?: AbortSignal) => {
+    try {
+      return { changed: await grants.settleProjectRoles!(project, holders, signal) };
+    } catch (error) {
+      return { changed: [], problem: cannotSettle(project, error) };
+    }
+  };
+  if (input.alone && input.ledger) {
+    const ledger = input.ledger;
+    const fresh = async () => holdersOf(await ledger.read({ provider: 'gke', account: project }), true);
+    try {
+      return await input.alone((signal) =>
+        settle(fresh, AbortSignal.any([signal, ...(input.signal ? [input.signal] : [])])),
+      );
+    } catch (error) {
+      return { changed: [], problem: cannotSettle(project, error) };
+    }
   }
+  return settle(async () => holdersOf(records.values(), false), input.signal);
 }
 
 /** The problem a project whose cloud role could not be settled is named by. */

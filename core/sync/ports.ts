@@ -77,6 +77,9 @@ export interface CheckOutcome {
  * entries, Kubernetes RBAC bindings on GKE and AKS members. Marks what it makes as cpsync's and never
  * changes what it did not make.
  */
+/** A GKE project's cloud role as cpsync's grants want it: consumer → the identities its grants there are for. */
+export type RoleHolders = ReadonlyMap<string, ReadonlySet<string>>;
+
 export interface AccessGrants {
   /** How often a cluster whose grants all held is looked at again (unset: at every sync). */
   pacing?: MemberPacing;
@@ -98,13 +101,17 @@ export interface AccessGrants {
   /**
    * GKE: the project-wide cloud role a consumer's identity needs to authenticate to any of the project's
    * clusters (`container.clusters.get`), made exactly what `holders` says: consumer → the identities cpsync's
-   * grants on the project's clusters are for. Only cpsync's own (marked) bindings are changed. Returns what
-   * it changed, in words; rejects when the project's policy cannot be read or written while something is held
-   * there (with nothing to hold, a project that refuses cpsync has nothing of cpsync's to take back).
+   * grants on the project's clusters are for. `holders` is asked after each reading of the project's policy,
+   * and the policy is written only as it was read: a grant whose identity was added before that reading was
+   * recorded before it too (a grant is recorded ahead), so the holders read after it count it, and one added
+   * after it makes the write fail and the policy be read again. Only cpsync's own (marked) bindings are
+   * changed. Returns what it changed, in words; rejects when the project's policy cannot be read or written
+   * while something is held there (with nothing to hold, a project that refuses cpsync has nothing of
+   * cpsync's to take back).
    */
   settleProjectRoles?(
     project: string,
-    holders: ReadonlyMap<string, ReadonlySet<string>>,
+    holders: () => Promise<RoleHolders>,
     signal?: AbortSignal,
   ): Promise<string[]>;
   /**

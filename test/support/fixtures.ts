@@ -1,5 +1,6 @@
 import { TEST_CA_DATA } from './certificates.ts';
 import { documentedPartitionOf } from './awsPartitions.ts';
+import type { Consumer } from '../../core/domain/grants.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
 
@@ -116,3 +117,13 @@ export function reachingMember(profile: ClusterProfile, server: string, caData?:
   };
   return copy;
 }
+
+/** A consumer's Google identity (a service account) in the grants' tests. */
+export const GOOGLE_DEPLOYER = 'deployer@consumers.iam.gserviceaccount.com';
+/** A consumer reading `cluster-inventory` with view, known to GKE by its Google identity alone. */
+export const gkeDeployer: Consumer = {
+  name: 'deployer',
+  namespaces: ['cluster-inventory'],
+  level: 'view',
+  identities: { gke: GOOGLE_DEPLOYER },
+};

@@ -152,7 +152,10 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     letCpsyncGrantInProject(emulators.gke, GCP_PROJECT);
     const identity = 'deployer@consumers.iam.gserviceaccount.com';
     const roles = await deps.providers.gke!.projectRoles!();
-    assert.equal((await roles.settle(GCP_PROJECT, new Map([['deployer', new Set([identity])]]))).length, 1);
+    assert.equal(
+      (await roles.settle(GCP_PROJECT, async () => new Map([['deployer', new Set([identity])]]))).length,
+      1,
+    );
     const held = () =>
       (emulators.gke.iamPolicies.get(GCP_PROJECT)?.bindings ?? []).filter(
         (b) => b.role === 'roles/container.clusterViewer',
@@ -161,7 +164,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       held().map((b) => b.members),
       [[`serviceAccount:${identity}`]],
     );
-    await roles.settle(GCP_PROJECT, new Map());
+    await roles.settle(GCP_PROJECT, async () => new Map());
     assert.deepEqual(held(), []);
     // EKS's access entries and AKS's role assignments are given the same way.
     assert.equal(typeof (await deps.providers.eks!.accessEntries!()).ensure, 'function');

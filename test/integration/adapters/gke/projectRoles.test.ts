@@ -214,7 +214,10 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
       gke: () => new Promise((resolve) => setTimeout(() => resolve(roles), DEADLINE_MILLIS)),
       timeoutMillis: DEADLINE_MILLIS,
     });
-    const changed = await grants.settleProjectRoles(PROJECT, new Map([['deployer', new Set([DEPLOYER])]]));
+    const changed = await grants.settleProjectRoles(
+      PROJECT,
+      async () => new Map([['deployer', new Set([DEPLOYER])]]),
+    );
     assert.deepEqual(changed, [
       `granted ${iamMember(DEPLOYER)} ${CLUSTER_VIEWER_ROLE} on GKE in project ${PROJECT} for consumer deployer`,
     ]);

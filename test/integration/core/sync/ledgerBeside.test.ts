@@ -17,9 +17,22 @@ import { ALL_REGIONS } from '../../../../core/domain/model/scope.ts';
 import { syncCluster } from '../../../../core/sync/engine.ts';
 import { ledgerKey, type Consumer, type GrantRecord } from '../../../../core/domain/grants.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
-import type { AccessGrants, ClusterSource, GrantLedger, IntentLog } from '../../../../core/sync/ports.ts';
+import type {
+  AccessGrants,
+  ClusterSource,
+  GrantLedger,
+  IntentLog,
+  RoleHolders,
+} from '../../../../core/sync/ports.ts';
 import { syncScope } from '../../../../core/sync/syncScope.ts';
-import { eksCluster, gkeCluster, LATER, NOW } from '../../../support/fixtures.ts';
+import {
+  eksCluster,
+  gkeCluster,
+  gkeDeployer,
+  GOOGLE_DEPLOYER,
+  LATER,
+  NOW,
+} from '../../../support/fixtures.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
@@ -163,13 +176,7 @@ describe("the grants ledger's record, beside the hub's writes", () => {
 });
 
 describe("a GKE project's role, beside other syncs of the project", () => {
-  const GOOGLE = 'deployer@consumers.iam.gserviceaccount.com';
-  const deployer: Consumer = {
-    name: 'deployer',
-    namespaces: ['cluster-inventory'],
-    level: 'view',
-    identities: { gke: GOOGLE },
-  };
+  const [GOOGLE, deployer] = [GOOGLE_DEPLOYER, gkeDeployer];
   const gkeOptions = inventoryOptions({ features: { accessGrants: true }, consumers: [deployer] });
   const project: Scope = { provider: 'gke', account: 'acme-data', region: ALL_REGIONS };
   const cluster = gkeCluster({ name: 'edge' });
@@ -204,8 +211,8 @@ describe("a GKE project's role, beside other syncs of the project", () => {
         seen.push('grant revoked');
         return { revoked: true, message: 'gone' };
       },
-      async settleProjectRoles(_project: string, holders: ReadonlyMap<string, ReadonlySet<string>>) {
-        seen.push(`role settled: ${JSON.stringify([...holders.keys()])}`);
+      async settleProjectRoles(_project: string, holders: () => Promise<RoleHolders>) {
+        seen.push(`role settled: ${JSON.stringify([...(await holders()).keys()])}`);
         return [];
       },
     } satisfies AccessGrants;

@@ -15,8 +15,8 @@ import {
 } from '../../../../core/domain/grants.ts';
 import type { InventoryOptions } from '../../../../core/domain/options.ts';
 import { withGrants, type AccountWork, type GrantsInput } from '../../../../core/sync/grants.ts';
-import type { AccessGrants, GrantLedger } from '../../../../core/sync/ports.ts';
-import { eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
+import type { AccessGrants, GrantLedger, RoleHolders } from '../../../../core/sync/ports.ts';
+import { eksCluster, gkeCluster, gkeDeployer, GOOGLE_DEPLOYER, NOW } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
 const ROLE = 'arn:aws:iam::111122223333:role/argocd';
@@ -85,7 +85,8 @@ function counting(held = ROLE, { paced = true, refuseProjects = false, marks = [
       port.marks = port.marks.filter((m) => keep(m.consumer, m.identity));
       return { removed: removed.map((m) => ({ ...m, message: 'swept' })), complete: true };
     },
-    async settleProjectRoles(_project: string, holders: ReadonlyMap<string, ReadonlySet<string>>) {
+    async settleProjectRoles(_project: string, read: () => Promise<RoleHolders>) {
+      const holders = await read();
       // As the port: a refusing project is a rejection only while something is held there.
       if (refuseProjects && holders.size > 0)
         throw Object.assign(new Error('The caller does not have permission'), { code: 403 });
@@ -570,13 +571,7 @@ describe('access grants: the hub is never the record', () => {
 });
 
 describe("access grants in a scope's sync: a GKE project's cloud role is held while any cluster of the project holds the consumer", () => {
-  const GOOGLE = 'deployer@consumers.iam.gserviceaccount.com';
-  const deployer: Consumer = {
-    name: 'deployer',
-    namespaces: ['cluster-inventory'],
-    level: 'view',
-    identities: { gke: GOOGLE },
-  };
+  const [GOOGLE, deployer] = [GOOGLE_DEPLOYER, gkeDeployer];
   const options = inventoryOptions({ features: { accessGrants: true }, consumers: [deployer] });
   const clusters = normalizeAll(
     [gkeCluster({ name: 'edge' }), gkeCluster({ name: 'analytics' })],

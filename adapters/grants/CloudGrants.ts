@@ -138,6 +138,13 @@ async function takenOut(
   }
 }
 
+/** Whether `holders` says nothing is held, read within `millis`; false when it cannot be read then. */
+const holdsNothing = (holders: () => Promise<RoleHolders>, millis: number) =>
+  withDeadline('reading who holds the role', millis, () => holders()).then(
+    (read) => read.size === 0,
+    () => false,
+  );
+
 /** Whether Google refused cpsync (PERMISSION_DENIED, UNAUTHENTICATED, the API not enabled), rather than failing to answer. */
 const googleRefused = (error: unknown) =>
   ['AccessDenied', 'ApiNotEnabled'].includes(classifyGoogleError(error));
@@ -166,8 +173,9 @@ export class CloudGrants implements AccessGrants {
       );
     } catch (error) {
       // With nothing to hold, a project whose policy cpsync may not read or write holds nothing of cpsync's
-      // that it could take back (the feature not given the project yet, or turned off there).
-      if (googleRefused(error) && (await holders()).size === 0) return [];
+      // that it could take back (the feature not given the project yet, or turned off there). Holders that cannot
+      // be read now leave the refusal as it is.
+      if (googleRefused(error) && (await holdsNothing(holders, this.#options.timeoutMillis))) return [];
       throw error;
     }
   }

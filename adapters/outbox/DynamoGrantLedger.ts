@@ -11,7 +11,8 @@
  * which clusters have records; each record is then read from the table itself, consistently. A record the index
  * does not show yet is no record to the sync, as a record lost is: the cluster's profiles show the grants the last
  * holder made, so the sync scans the cluster for cpsync's grants (core/sync/grants.ts) and records what it finds.
- * Never a record older than the table's.
+ * Never a record older than the table's. A reader that must not miss a record just written (a GKE project's role
+ * settled beside other clusters' grants) names the clusters it knows of, and those are read by key as well.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import {
@@ -64,7 +65,10 @@ export class DynamoGrantLedger implements GrantLedger {
     this.#documents = documentClient(options);
   }
 
-  async read(scope: Pick<Scope, 'provider' | 'account'>): Promise<GrantRecord[]> {
+  async read(
+    scope: Pick<Scope, 'provider' | 'account'>,
+    also: readonly string[] = [],
+  ): Promise<GrantRecord[]> {
     const clusters: string[] = [];
     for await (const page of paginateQuery(
       { client: this.#documents },
@@ -79,6 +83,9 @@ export class DynamoGrantLedger implements GrantLedger {
       },
     ))
       for (const item of page.Items ?? []) if (typeof item.cluster === 'string') clusters.push(item.cluster);
+    // The clusters asked for by key, the index showing them yet or not.
+    const indexed = new Set(clusters);
+    clusters.push(...new Set(also.filter((cluster) => !indexed.has(cluster))));
     const records = new Map<string, GrantRecord>();
     for (let at = 0; at < clusters.length; at += BATCH_GET_KEYS)
       for (const item of await this.#consistently(clusters.slice(at, at + BATCH_GET_KEYS)))

@@ -1,7 +1,8 @@
 /** The one-cluster sync: what a cloud's event and a follow-up look run. */
-import type { ClusterRef, GrantLedger, PublishResult, ScopeListing } from './ports.ts';
-import type { GrantRecord } from '../domain/grants.ts';
-import type { Scope } from '../domain/model/scope.ts';
+import type { ClusterRef, ClusterSource, GrantLedger, PublishResult, ScopeListing } from './ports.ts';
+import { ledgerKey, type GrantRecord } from '../domain/grants.ts';
+import { ALL_REGIONS, type Scope } from '../domain/model/scope.ts';
+import type { ProjectClusters } from './grants.ts';
 import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import { CpsyncError } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
@@ -35,15 +36,35 @@ function readAhead(ledger: GrantLedger, scope: Scope): GrantLedger & { done: Pro
   const same = (other: Pick<Scope, 'provider' | 'account'>) =>
     other.provider === scope.provider && other.account === scope.account;
   return {
-    read: (account) => {
-      const taken = ahead && same(account) ? ahead : undefined;
+    read: (account, clusters) => {
+      const taken = ahead && same(account) && !clusters ? ahead : undefined;
       if (taken) ahead = undefined;
-      return taken ?? ledger.read(account);
+      return taken ?? ledger.read(account, clusters);
     },
     write: (records, removed) => ledger.write(records, removed),
     ...(ledger.quarantined ? { quarantined: () => ledger.quarantined!() } : {}),
     /** Settled once the early reading is (whether or not a read took it). */
     done,
+  };
+}
+
+/**
+ * The ledger keys of the clusters of `ref`'s GKE project, as the cloud lists them now: what a settle of the
+ * project's role reads by key beside the ledger's index. Rejects unless the listing is whole.
+ */
+function projectClustersOf(source: ClusterSource, ref: ClusterRef): ProjectClusters {
+  return async (signal) => {
+    const listing = await source.listScope({ ...ref.scope, region: ALL_REGIONS }, signal);
+    const outcome = listing.outcome;
+    if (outcome.kind === 'failed')
+      throw new CpsyncError(
+        `cannot list project ${ref.scope.account}'s clusters: ${outcome.failure?.message ?? 'no answer'}`,
+      );
+    if (outcome.kind === 'partial')
+      throw new CpsyncError(
+        `cannot list all of project ${ref.scope.account}'s clusters (no answer for ${outcome.missing?.join(', ') || 'some of them'})`,
+      );
+    return listing.clusters.map((cluster) => ledgerKey(cluster));
   };
 }
 
@@ -125,6 +146,7 @@ export async function syncCluster(
               held: { holder: taken.holder, lease: hold.lease },
               signal: hold.signal,
               alone: <T>(work: (signal: AbortSignal) => Promise<T>) => taken.alone(lease, work),
+              ...(ref.scope.provider === 'gke' ? { projectClusters: projectClustersOf(source, ref) } : {}),
             }
           : {}),
         ...(confirmedGone ? { confirmedGone } : {}),

@@ -139,6 +139,12 @@ export interface GrantsInput {
    */
   alone?: AccountWork;
   /**
+   * Beside `alone`: the ledger keys of the project's clusters as the cloud lists them now, read by key with the
+   * project's records when its role is settled (a record just written may not be in the ledger's index yet).
+   * Rejects when the cloud cannot list them all.
+   */
+  projectClusters?: ProjectClusters;
+  /**
    * The ledger's record of what the run did (written once the grants are made) is left to the caller
    * (`recorded`), to be awaited beside the hub's writes rather than before them. Where the project's cloud role is
    * settled from the ledger, the record is written first all the same.
@@ -164,6 +170,8 @@ export interface Granted {
 
 /** Runs `work` while no other sync of the account runs work of its own (`signal`: that hold was lost). */
 export type AccountWork = <T>(work: (signal: AbortSignal) => Promise<T>) => Promise<T>;
+/** The ledger keys of a GKE project's clusters, as the cloud lists them now. */
+export type ProjectClusters = (signal?: AbortSignal) => Promise<readonly string[]>;
 
 async function handle(
   plan: ClusterGrantPlan,
@@ -589,7 +597,10 @@ export async function withGrants(
  * it: another cluster's grant adds its identity to the role outside the project's turn, after recording it
  * ahead. Added before the policy was read, it is in the ledger read after; added after, the policy's write
  * (with the etag it read) fails and both are read again. Read the other way round, a grant recorded and added
- * between the two readings would be taken out of the role it had just been given.
+ * between the two readings would be taken out of the role it had just been given. The ledger's records are read
+ * with those of every cluster the cloud lists in the project now, by key (`projectClusters`): a ledger whose index
+ * lags its writes (DynamoDB's) may not show a record just written. A grant recorded after the holders were read,
+ * whose identity was there already, changes no etag: the port reads again after a write that took one out.
  */
 async function settleProject(
   project: string,
@@ -620,11 +631,16 @@ async function settleProject(
   };
   if (input.alone && input.ledger) {
     const ledger = input.ledger;
-    const fresh = async () => holdersOf(await ledger.read({ provider: 'gke', account: project }), true);
+    const listed = input.projectClusters;
     try {
-      return await input.alone((signal) =>
-        settle(fresh, AbortSignal.any([signal, ...(input.signal ? [input.signal] : [])])),
-      );
+      return await input.alone((lease) => {
+        const signal = AbortSignal.any([lease, ...(input.signal ? [input.signal] : [])]);
+        const fresh = async () => {
+          const clusters = listed ? await listed(signal) : undefined;
+          return holdersOf(await ledger.read({ provider: 'gke', account: project }, clusters), true);
+        };
+        return settle(fresh, signal);
+      });
     } catch (error) {
       return { changed: [], problem: cannotSettle(project, error) };
     }

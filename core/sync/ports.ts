@@ -145,7 +145,11 @@ export interface AccessGrants {
  */
 export interface GrantLedger {
   /** The records of the clusters of an account, project or subscription (every region). */
-  read(scope: Pick<Scope, 'provider' | 'account'>): Promise<GrantRecord[]>;
+  /**
+   * The records of the account's clusters. `clusters`: ledger keys to read as well, whether or not the store's
+   * index of the account shows them yet (a store whose index lags its writes reads them by key).
+   */
+  read(scope: Pick<Scope, 'provider' | 'account'>, clusters?: readonly string[]): Promise<GrantRecord[]>;
   /** Durable once it resolves: stores each record (in place of the cluster's), and removes the records `removed` names. */
   write(records: readonly GrantRecord[], removed?: readonly GrantRecord[]): Promise<void>;
   /** Records found unreadable (and moved aside) so far. */

@@ -14,7 +14,7 @@ import type { ObservedCluster } from '../domain/model/observedCluster.ts';
 import { operationOf } from '../domain/lookSchedule.ts';
 import { syncScope, type SyncScopeResult } from './syncScope.ts';
 import type { NameClaims } from './names.ts';
-import type { AccountWork } from './grants.ts';
+import type { AccountWork, ProjectClusters } from './grants.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
 import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
@@ -215,6 +215,8 @@ export async function applyReading(
     claims?: NameClaims;
     /** Other syncs of the account may apply at the same time: what is decided for all of it is decided inside. */
     alone?: AccountWork;
+    /** Beside `alone`: the GKE project's clusters as the cloud lists them now. */
+    projectClusters?: ProjectClusters;
   },
 ): Promise<{
   result: Awaited<ReturnType<typeof syncScope>>;
@@ -242,6 +244,7 @@ export async function applyReading(
     ...(ports.naming ? { naming: ports.naming } : {}),
     ...(reading.claims ? { claims: reading.claims } : {}),
     ...(reading.alone ? { alone: reading.alone } : {}),
+    ...(reading.projectClusters ? { projectClusters: reading.projectClusters } : {}),
     beforeApply: ahead.beforeApply,
   });
   const events = [

@@ -29,7 +29,7 @@ import type {
   ProfileNotice,
   ScopeListing,
 } from './ports.ts';
-import { withGrants, type AccountWork, type GrantFigures } from './grants.ts';
+import { withGrants, type AccountWork, type GrantFigures, type ProjectClusters } from './grants.ts';
 import { ledgerKey } from '../domain/grants.ts';
 import {
   type MemberReading,
@@ -69,6 +69,8 @@ export interface SyncScopeInput {
    * settled for the whole account (a GKE project's cloud role) is settled inside it, from the ledger as read there.
    */
   alone?: AccountWork;
+  /** Beside `alone`: the GKE project's clusters as the cloud lists them now (see GrantsInput). */
+  projectClusters?: ProjectClusters;
   /** The names profiles may have. @default PROFILE_NAMES */
   naming?: NameScheme;
   /** Names given by the run's other scopes, synced at the same time (see core/sync/names.ts). */
@@ -342,6 +344,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     ...(input.grants ? { grants: input.grants } : {}),
     ...(input.ledger ? { ledger: input.ledger } : {}),
     ...(input.alone ? { alone: input.alone } : {}),
+    ...(input.projectClusters ? { projectClusters: input.projectClusters } : {}),
     ...(input.dryRun ? { dryRun: true } : {}),
     ...(input.signal ? { signal: input.signal } : {}),
     // The ledger's record of what was granted is written beside the hub's writes (it is the grants' authority,

@@ -52,6 +52,7 @@ import {
 import { ensureConsumerBinaries } from '../env/binaries.ts';
 import { serveEksAccessEntries } from '../env/eksAccessEntries.ts';
 import { startAwsProxy, type AwsProxy } from '../env/awsProxy.ts';
+import { createLedgerTable } from '../env/ledgerTable.ts';
 import { letCpsyncGrant, startEstateMember, type Member } from '../env/member.ts';
 import { letCpsyncGrantInProject, letCpsyncSeeProject } from '../env/fakes/gkeServer.ts';
 import { consumerIdentity, consumerKit } from '../support/consumerKit.ts';
@@ -219,24 +220,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
         }),
       );
     // The grants ledger, as the stack makes it: keyed by cluster, read per account through `byAccount`.
-    await dynamo.send(
-      new CreateTableCommand({
-        TableName: 'usable-grants',
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [
-          { AttributeName: 'cluster', AttributeType: 'S' },
-          { AttributeName: 'account', AttributeType: 'S' },
-        ],
-        KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: 'byAccount',
-            KeySchema: [{ AttributeName: 'account', KeyType: 'HASH' }],
-            Projection: { ProjectionType: 'ALL' },
-          },
-        ],
-      }),
-    );
+    await createLedgerTable(dynamo, 'usable-grants');
     const sqs = new SQSClient(direct);
     const queue = async (name: string) => {
       const url = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;

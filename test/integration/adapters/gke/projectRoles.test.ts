@@ -203,6 +203,28 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
     assert.deepEqual(server.iamPolicies.get(PROJECT), before);
   });
 
+  it("a project that refuses cpsync: through the grants, nothing to take back where nothing is held, Google's refusal where something is or who holds it cannot be read", async () => {
+    const policy = server.iamPolicies.get(PROJECT)!;
+    policy.bindings = policy.bindings!.filter((b) => b.role !== PROJECT_IAM_ADMIN);
+    const grants = new CloudGrants({
+      manager: 'cpsync',
+      tokens: {},
+      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+      gke: async () => roles,
+      timeoutMillis: 10_000,
+    });
+    const refused = /The caller does not have permission/;
+    assert.deepEqual(await grants.settleProjectRoles(PROJECT, async () => new Map()), []);
+    await assert.rejects(
+      grants.settleProjectRoles(PROJECT, async () => new Map([['deployer', new Set([DEPLOYER])]])),
+      refused,
+    );
+    await assert.rejects(
+      grants.settleProjectRoles(PROJECT, () => Promise.reject(new Error('the ledger is unavailable'))),
+      refused,
+    );
+  });
+
   it("settles a project's role through the grants with the look's whole deadline once Resource Manager's client is made, however long making it takes", async () => {
     // Making the client (its SDK's first load, in a cold process) takes as long as the look's deadline: the
     // deadline starts once it is made, so the settling still gets every millisecond of it.

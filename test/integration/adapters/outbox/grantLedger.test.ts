@@ -8,15 +8,13 @@ import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import fc from 'fast-check';
-import type { GrantRecord } from '../../../../core/domain/grants.ts';
+import { ledgerKey, type GrantRecord } from '../../../../core/domain/grants.ts';
 import type { GrantLedger } from '../../../../core/sync/ports.ts';
-import { DynamoGrantLedger } from '../../../../adapters/outbox/DynamoGrantLedger.ts';
 import { FileGrantLedger } from '../../../../adapters/outbox/FileGrantLedger.ts';
 import { startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
+import { dynamoLedgerAt, laggingIndex, type LaggingIndex } from '../../../env/ledgerTable.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
-import { HUB_CREDENTIALS } from '../../../support/aws.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const eks = (region: string, name: string, account = '111122223333'): GrantRecord => ({
@@ -77,7 +75,6 @@ function behaves(name: string, make: () => Promise<GrantLedger>) {
 
 describe('the grants ledger', () => {
   let moto: MotoServer;
-  let tables = 0;
 
   before(async () => {
     moto = await startMoto();
@@ -87,56 +84,17 @@ describe('the grants ledger', () => {
   behaves('in files', async () => new FileGrantLedger(temporaryDirectory('cpsync-ledger-')));
 
   /** A ledger table as the stack makes it, and the ledger on it (through `endpoint`: moto, or a proxy before it). */
-  async function dynamoLedger(endpoint = moto.endpoint) {
-    const TableName = `cpsync-grants-${++tables}`;
-    const client = new DynamoDBClient({
-      endpoint,
-      region: 'us-east-1',
-      credentials: HUB_CREDENTIALS,
-    });
-    await client.send(
-      new CreateTableCommand({
-        TableName,
-        BillingMode: 'PAY_PER_REQUEST',
-        AttributeDefinitions: [
-          { AttributeName: 'cluster', AttributeType: 'S' },
-          { AttributeName: 'account', AttributeType: 'S' },
-        ],
-        KeySchema: [{ AttributeName: 'cluster', KeyType: 'HASH' }],
-        GlobalSecondaryIndexes: [
-          {
-            IndexName: 'byAccount',
-            KeySchema: [{ AttributeName: 'account', KeyType: 'HASH' }],
-            Projection: { ProjectionType: 'ALL' },
-          },
-        ],
-      }),
-    );
-    return new DynamoGrantLedger({ tableName: TableName, client });
-  }
+  const dynamoLedger = (endpoint = moto.endpoint) => dynamoLedgerAt(endpoint);
 
   behaves('in DynamoDB', () => dynamoLedger());
 
   describe('in DynamoDB, its account index lagging behind the table (DynamoDB reads an index only eventually consistently)', () => {
     let proxy: AwsProxy;
-    /** The index's answer to give instead of moto's (the index as it was earlier); none: moto's own. */
-    let lagging: string | undefined;
-    /** Set to catch the index's answer as it is now. */
-    let caught: string | undefined;
-    let catching = false;
-    const isIndexQuery = (call: { operation: string; body: string }) =>
-      call.operation.endsWith('.Query') && call.body.includes('"IndexName":"byAccount"');
+    let index: LaggingIndex;
 
     before(async () => {
       proxy = await startAwsProxy(moto.endpoint);
-      proxy.intercept(async (call, forward) => {
-        if (!isIndexQuery(call)) return undefined;
-        if (lagging !== undefined) return { status: 200, body: lagging };
-        if (!catching) return undefined;
-        const answer = await forward(call.body);
-        caught = answer.body;
-        return { status: answer.status, body: answer.body };
-      });
+      index = laggingIndex(proxy);
     });
     after(async () => proxy?.stop());
 
@@ -148,13 +106,14 @@ describe('the grants ledger', () => {
       grants: [{ consumer: `consumer-${n}`, identity: `arn:aws:iam::${ACCOUNT}:role/c${n}`, level: 'view' }],
     });
 
-    it('reads every record the index names from the table as it is now: never a record older than the last write, never one deleted (property)', async () => {
+    it('reads every record the index names, and every one asked for by key, from the table as it is now: never a record older than the last write, never one deleted (property)', async () => {
       const step = fc.record({ cluster: fc.constantFrom(...CLUSTERS), remove: fc.boolean() });
       await fc.assert(
         fc.asyncProperty(
           fc.array(step, { maxLength: 6 }),
           fc.array(step, { minLength: 1, maxLength: 6 }),
-          async (earlier, later) => {
+          fc.subarray(CLUSTERS),
+          async (earlier, later, asked) => {
             const ledger = await dynamoLedger(proxy.endpoint);
             /** The table's records, as the writes left them. */
             const table = new Map<string, GrantRecord>();
@@ -173,11 +132,8 @@ describe('the grants ledger', () => {
             };
             await apply(earlier);
             // The index as it is after the earlier writes; it then stops there while the table goes on.
-            catching = true;
-            await ledger.read({ provider: 'eks', account: ACCOUNT });
-            catching = false;
+            await index.stopAt(() => ledger.read({ provider: 'eks', account: ACCOUNT }));
             const indexed = new Set(table.keys());
-            lagging = caught;
             try {
               await apply(later);
               const read = await ledger.read({ provider: 'eks', account: ACCOUNT });
@@ -190,8 +146,20 @@ describe('the grants ledger', () => {
                   .map(([, record]) => record)
                   .sort((a, b) => a.providerId.localeCompare(b.providerId)),
               );
+              // Clusters asked for by key are read whether or not the index shows them yet.
+              const byKey = await ledger.read(
+                { provider: 'eks', account: ACCOUNT },
+                asked.map((name) => ledgerKey(recordOf(name, 0))),
+              );
+              assert.deepEqual(
+                byKey.sort((a, b) => a.providerId.localeCompare(b.providerId)),
+                [...table]
+                  .filter(([cluster]) => indexed.has(cluster) || asked.includes(cluster))
+                  .map(([, record]) => record)
+                  .sort((a, b) => a.providerId.localeCompare(b.providerId)),
+              );
             } finally {
-              lagging = undefined;
+              index.catchUp();
             }
           },
         ),

@@ -192,14 +192,25 @@ describe("a GKE project's role, beside other syncs of the project", () => {
   });
 
   /** One cluster's syncs (a cloud's event), the cluster there until `gone`, what was done written to `seen`. */
-  function setup({ failDelete = false, failIntents = false } = {}) {
+  function setup({
+    failDelete = false,
+    failIntents = false,
+    listing = 'complete' as 'complete' | 'partial',
+  } = {}) {
     const directory = temporaryDirectory('cpsync-role-');
     const seen: string[] = [];
     const state = { gone: false };
     const hub = new FileHub({ directory: join(directory, 'hub') });
     const bus = new JsonLinesFileBus(join(directory, 'events.jsonl'));
     const source: ClusterSource = {
-      listScope: () => Promise.reject(new Error('not listed')),
+      // The project as the cloud lists it (what its role's settle reads the ledger by, beside the index).
+      listScope: async (scope) => ({
+        outcome:
+          listing === 'complete'
+            ? { scope, kind: 'complete' }
+            : { scope, kind: 'partial', missing: ['europe-west4-b'] },
+        clusters: state.gone ? [] : [cluster],
+      }),
       getCluster: async () => (state.gone ? undefined : cluster),
       isProviderIdOf: (id) => id === cluster.providerId,
     };
@@ -266,6 +277,20 @@ describe("a GKE project's role, beside other syncs of the project", () => {
       'role settled: []',
     ]);
     assert.deepEqual(await ledger.read(project), []);
+  });
+
+  it('is not settled, and says why, when the cloud does not list the project whole (a grant it did not list may be recorded)', async () => {
+    const { seen, state, sync } = setup({ listing: 'partial' });
+    await sync('created');
+    state.gone = true;
+    seen.length = 0;
+    const report = await sync('deleted');
+    assert.equal(report.result, 'deleted');
+    assert.deepEqual(seen, ['published ClusterProfile Deleted']);
+    assert.match(
+      report.problems?.join('\n') ?? '',
+      /cannot settle project acme-data's cloud role for consumers: cannot list all of project acme-data's clusters \(no answer for europe-west4-b\)/,
+    );
   });
 
   it('is settled all the same when the deletion cannot be written, and the sync fails', async () => {

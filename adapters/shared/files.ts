@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync, readlinkSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { link, open, readdir, readFile, rename, rm, stat, unlink } from 'node:fs/promises';
@@ -9,20 +9,26 @@ const inFlight = new Set<string>();
 let counter = 0;
 
 /**
- * Where this process runs, as far as process ids mean anything: the machine's name and its process-id
- * namespace (two containers on one machine may share the name, but not their process ids).
+ * Where this process runs, as far as process ids mean anything: the machine's name, its kernel's boot, and its
+ * process-id namespace. Two containers on one machine may share the name, but not their process ids; two
+ * machines, or two microVMs (Lambda's sandboxes each boot a kernel of their own), may share the name and the
+ * id of their first process-id namespace, but never a boot (the kernel's `boot_id`, made anew at each boot).
  */
 function processSpace(): string {
-  let namespace = '';
-  try {
-    namespace = readlinkSync('/proc/self/ns/pid');
-  } catch {
-    // Not Linux: the machine's name alone.
-  }
-  return namespace ? `${hostname()}/${namespace}` : hostname();
+  const parts = [hostname()];
+  for (const read of [
+    () => readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim(),
+    () => readlinkSync('/proc/self/ns/pid'),
+  ])
+    try {
+      parts.push(read());
+    } catch {
+      // Not Linux: the machine's name alone.
+    }
+  return parts.join('/');
 }
 
-/** This machine (and process-id namespace), as lock files and leases record it. */
+/** This machine (its boot, and process-id namespace), as lock files and leases record it. */
 export const HOST = processSpace();
 const HOST_TAG = createHash('sha256').update(HOST).digest('hex').slice(0, 8);
 

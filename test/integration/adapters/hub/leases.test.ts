@@ -403,6 +403,29 @@ describe('file hub leases on disk', () => {
     assert.equal((await store.acquire('shared', 'pod-a', 30_000)).acquired, false);
   });
 
+  it("take a lock of a machine of this name and process-id namespace but another boot (another Lambda sandbox's microVM) for live until it runs out, whatever its pid", async () => {
+    const directory = temporaryDirectory('cpsync-leases-');
+    mkdirSync(join(directory, '.leases'));
+    const until = new Date(Date.now() + 60_000).toISOString();
+    const [name, boot, namespace] = HOST.split('/');
+    assert.ok(boot && namespace, `this machine's boot and process-id namespace are recorded (${HOST})`);
+    // Its kernel booted apart: its first process-id namespace has the same id as ours, its processes are not ours.
+    const otherBoot = `${boot.slice(0, -4)}${boot.endsWith('0000') ? 'ffff' : '0000'}`;
+    writeFileSync(
+      join(directory, '.leases', 'shared.json'),
+      JSON.stringify({ holder: 'sandbox-b', until, host: `${name}/${otherBoot}/${namespace}`, pid: 999999 }),
+    );
+    const store = new FileLeaseStore(directory);
+    assert.equal((await store.holderOf('shared'))?.holder, 'sandbox-b');
+    assert.equal((await store.acquire('shared', 'sandbox-a', 30_000)).acquired, false);
+    // The same lock of this very boot, its process ended, is taken at once.
+    writeFileSync(
+      join(directory, '.leases', 'shared.json'),
+      JSON.stringify({ holder: 'sandbox-b', until, host: HOST, pid: 999999 }),
+    );
+    assert.equal((await store.acquire('shared', 'sandbox-a', 30_000)).acquired, true);
+  });
+
   it('stop a run from applying an account whose lease it lost, and let it hold nothing of it after', async () => {
     const directory = temporaryDirectory('cpsync-leases-');
     const store = new FileLeaseStore(directory);

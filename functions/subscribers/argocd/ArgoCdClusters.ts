@@ -64,6 +64,15 @@ function content(secret: Pick<V1Secret, 'data' | 'metadata'>) {
   return canonicalJson([secret.data ?? {}, secret.metadata?.labels ?? {}, annotations]);
 }
 
+/** Whether `secret` is cpsync's, made from the profile `namespace/name`. */
+const madeFrom = (
+  secret: V1Secret,
+  namespace: string,
+  name: string,
+): secret is V1Secret & { metadata: NonNullable<V1Secret['metadata']> } =>
+  secret.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
+  secret.metadata?.annotations?.[PROFILE_ANNOTATION] === `${namespace}/${name}`;
+
 export class ArgoCdClusters {
   readonly #kubeConfig: () => Promise<KubeConfig>;
   readonly #options: SecretOptions;
@@ -151,7 +160,14 @@ export class ArgoCdClusters {
     const existing = await this.#read(secretNameOf(name!));
     if (!existing || this.#held(existing, new Map([[`${namespace}/${name}`, profile.metadata.uid]])))
       return { outcome: 'unchanged' };
-    return this.remove(namespace!, name!);
+    if (!madeFrom(existing, namespace!, name!)) return { outcome: 'conflict' };
+    // Only as it was read: one written since (while guarded, by another invocation) is left as it is.
+    const deleted = await this.#deleteAsRead(
+      existing.metadata.name!,
+      existing.metadata.resourceVersion!,
+      [404, 409],
+    );
+    return { outcome: deleted ? 'deleted' : 'unchanged' };
   }
 
   /** Whether `secret` was written while guarded from one of the profiles `held` (`namespace/name` → uid). */
@@ -179,11 +195,7 @@ export class ArgoCdClusters {
   ): Promise<{ outcome: Outcome; reason?: string }> {
     const existing = await this.#read(secretNameOf(name));
     if (!existing) return { outcome: 'absent' };
-    if (
-      existing.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY ||
-      existing.metadata?.annotations?.[PROFILE_ANNOTATION] !== `${namespace}/${name}`
-    )
-      return { outcome: 'conflict' };
+    if (!madeFrom(existing, namespace, name)) return { outcome: 'conflict' };
     if (!(await stillGone())) return { outcome: 'unchanged', reason: 'the profile is in the hub again' };
     // Written since it was read: an error, and the event is tried again on what is there then.
     await this.#deleteAsRead(existing.metadata.name!, existing.metadata.resourceVersion!, [404]);

@@ -876,6 +876,46 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     assert.ok(!before.some(([, server]) => server === 'https://collector.example.com'));
   });
 
+  it('where the hub is unguarded, a Secret is removed only as it was read: one another invocation wrote meanwhile while guarded stays', async () => {
+    const proxy = await startHubProxy(await localHub());
+    const profile = await store(normalize(eksCluster({ name: 'rewritten' }), options, NOW));
+    const secretName = `cluster-${profile.metadata.name}`;
+    try {
+      const viaProxy = new KubeConfig();
+      viaProxy.loadFromString(proxy.kubeconfig);
+      const releasing = new ArgoCdClusters(viaProxy, { namespace: argocd });
+      const other = new ArgoCdClusters(kubeConfig, { namespace: argocd });
+      // Its Secret as written while the subscriber trusted the hub's writers: not to be kept once it is unguarded.
+      await other.upsert(profile, { newest: true, writtenUnder: 'trusted' });
+      // The release reads it; before that answer reaches it, another invocation, the namespace guarded at its
+      // reading, writes the Secret again.
+      let rewritten: Promise<unknown> | undefined;
+      proxy.rule = ({ method, path }) =>
+        method === 'GET' && path.endsWith(`/secrets/${secretName}`) && !rewritten
+          ? {
+              holdAnswer: true,
+              until: (rewritten = other.upsert(profile, { newest: true, writtenUnder: 'guarded' })),
+            }
+          : undefined;
+      assert.deepEqual(await releasing.release(profile), { outcome: 'unchanged' });
+      assert.ok(rewritten, 'the release read the Secret');
+      const kept = await core.readNamespacedSecret({ name: secretName, namespace: argocd });
+      assert.equal(kept.metadata!.annotations!['cpsync.io/written-under'], 'guarded');
+      // With nothing written since its reading, the release removes it.
+      await other.upsert(profile, { newest: true, writtenUnder: 'trusted' });
+      assert.deepEqual(await releasing.release(profile), { outcome: 'deleted' });
+      await assert.rejects(
+        core.readNamespacedSecret({ name: secretName, namespace: argocd }),
+        /404|not found/i,
+      );
+    } finally {
+      proxy.rule = undefined;
+      await proxy.stop();
+      await hub.delete({ namespace: inventory, name: profile.metadata.name });
+      await core.deleteNamespacedSecret({ name: secretName, namespace: argocd }).catch(() => {});
+    }
+  });
+
   it('concurrent invocations, their requests reaching the hub in any order, deliveries repeated and failures retried as Lambda retries them, leave every Secret as the hub says (property); an event stops following a profile that never rests', async () => {
     // Every request of this handler to the hub and to Argo CD's cluster goes through a proxy that holds it until the
     // property lets it through: once every running invocation waits at the proxy, one of their requests, as drawn.

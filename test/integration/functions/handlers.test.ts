@@ -348,7 +348,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
   });
 
-  it('never writes over the profile of another cluster at the name a CloudTrail event’s cluster is made for, nor moves the cluster to another name, and says so', async () => {
+  it('never writes over the profile of another cluster at the name a CloudTrail event’s cluster is made for, nor moves the cluster to another name, and says so; nor does a scope message of its account', async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'us-east-1', [{ name: 'twin' }]);
     const handler = makeEksEventHandler(getDeps);
     const created = cloudTrailEvent('CreateCluster', EKS_ACCOUNT, 'us-east-1', { name: 'twin' });
@@ -378,6 +378,33 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       'no profile of the cluster under another name',
     );
     assert.deepEqual(await changeEvents(), [], 'no event');
+    // A scope message of the cluster's account and region: the same, and the other clusters there as they were.
+    const scoped = await makeScopeWorker(getDeps)(
+      {
+        Records: [
+          sqsRecord(
+            'squatted-scope',
+            JSON.stringify({
+              syncId: 'squatted-scope',
+              scope: { provider: 'eks', account: EKS_ACCOUNT, region: 'us-east-1' },
+            }),
+          ),
+        ],
+      },
+      context,
+    );
+    assert.deepEqual(scoped, { batchItemFailures: [] }, 'a name collision is no failure of the message');
+    assert.equal((await hub.get(twin.metadata))!.metadata.resourceVersion, before, 'still not written');
+    assert.deepEqual(
+      (await profiles()).filter((p) => p.spec.displayName === 'twin').map((p) => p.metadata.name),
+      [twin.metadata.name],
+      'no profile of the cluster under another name from the scope message either',
+    );
+    assert.deepEqual(
+      (await changeEvents()).filter((e) => JSON.stringify(e.detail).includes('twin')),
+      [],
+      'no event of the cluster',
+    );
     // The name free again: the next event writes the cluster under it.
     await hub.delete({ namespace: twin.metadata.namespace, name: twin.metadata.name });
     const back = await handler({ ...created, id: `${created.id}-back` } as never, context);

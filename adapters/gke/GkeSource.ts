@@ -185,7 +185,8 @@ export class GkeSource implements ClusterSource {
       );
       return mapGkeCluster(cluster, ref.scope.account);
     } catch (error) {
-      if (googleClusterGone(error, ref.name)) return undefined;
+      if (googleClusterGone(error, { project: ref.scope.account, location: ref.location, name: ref.name }))
+        return undefined;
       throw error;
     }
   }

@@ -57,18 +57,29 @@ export function classifyGoogleError(error: unknown): ScopeFailureReason {
 }
 
 /**
- * Whether an error of the read of the cluster `name` says that cluster is not there: NOT_FOUND (a 404) whose message
- * names it, as GKE words it ("Not found: projects/…/clusters/<name>.", "No cluster named '<name>' in …"). A
- * not-found of anything else (a route a proxy does not know, a project, another cluster) is a failed read,
- * never a deletion.
+ * Whether an error of the read of a cluster says that very cluster is not there: NOT_FOUND (a 404) in GKE's own
+ * error document, whose message names it as GKE words it ("Not found: projects/<project>/locations/<location>/
+ * clusters/<name>.", "No cluster named '<name>' in <project>."). Anything else is a failed read, never a deletion:
+ * a not-found of a project or of another cluster, a route a proxy or gateway does not know (even one that repeats
+ * the cluster's path), and any answer that is not Google's error document (an HTML page, which the client reports
+ * as NOT_FOUND when its status is 404, with the page in its message).
  */
-export function googleClusterGone(error: unknown, name: string): boolean {
+export function googleClusterGone(
+  error: unknown,
+  cluster: { project: string; location: string; name: string },
+): boolean {
   const e = (error ?? {}) as GoogleErrorLike;
   // NOT_FOUND as the answer's own status says it, over HTTP a 404 too (over gRPC there is no HTTP status).
   if (Number(e.code) !== GrpcCode.NOT_FOUND || (e.httpStatusCode ?? 404) !== 404) return false;
+  if (classifyGoogleError(error) === 'InvalidResponse') return false;
   const message = e.message ?? '';
-  const named = name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-  return new RegExp(`/clusters/${named}(?![\\w-])|cluster named '${named}'`).test(message);
+  const [project, location, name] = [cluster.project, cluster.location, cluster.name].map((part) =>
+    part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+  );
+  return new RegExp(
+    `^(?:\\d+ NOT_FOUND: )?(?:Not found: projects/${project}/(?:locations|zones)/${location}/clusters/${name}|No cluster named '${name}' in ${project})(?![\\w/-])`,
+    'i',
+  ).test(message);
 }
 
 /**

@@ -1,7 +1,9 @@
 /**
- * A GKE cluster is taken for deleted only when GKE says that cluster is not there: a not-found whose message names
- * it. Any other answer to the read of the cluster — a not-found of a route a proxy does not know, of a project,
- * of another cluster named alike; a refusal; a bad request — is a read that failed, and deletes nothing. Walked
+ * A GKE cluster is taken for deleted only when GKE says that cluster is not there: a not-found in its own error
+ * document whose message names it. Any other answer to the read of the cluster — a not-found of a route a proxy or
+ * gateway does not know (even one repeating the cluster's path), a proxy's or a web server's page, a not-found of a
+ * project, of another cluster named alike, in another location or project, or of a part of the cluster; a refusal;
+ * a bad request — is a read that failed, and deletes nothing. Walked
  * where a deletion is confirmed by that read: a cloud's event or a follow-up look (the one-cluster sync). The real
  * GKE client against the local GKE server; the oracle is the hub's files and the bus's lines.
  */
@@ -20,36 +22,68 @@ const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261129);
 const LOCATION = 'europe-west1';
 const scope: Scope = { provider: 'gke', account: GCP_PROJECT, region: '*' };
 
+const KINDS = [
+  'gone',
+  'no cluster named',
+  'another cluster',
+  'another location',
+  'another project',
+  'a part of it',
+  'route',
+  'route naming it',
+  'proxy page',
+  'server page',
+  'project',
+  'other',
+] as const;
+
 /** What GKE answers the read of the cluster `name`: the generated answer's kind, filled in for it. */
 type Answer = {
-  kind: 'gone' | 'no cluster named' | 'another cluster' | 'route' | 'project' | 'other';
+  kind:
+    | 'gone'
+    | 'no cluster named'
+    | 'another cluster'
+    | 'another location'
+    | 'another project'
+    | 'a part of it'
+    | 'route'
+    | 'route naming it'
+    | 'proxy page'
+    | 'server page'
+    | 'project'
+    | 'other';
   status: number;
   code: string;
 };
 
 const answers: fc.Arbitrary<Answer> = fc.record({
-  kind: fc.constantFrom<Answer['kind']>(
-    'gone',
-    'no cluster named',
-    'another cluster',
-    'route',
-    'project',
-    'other',
-  ),
+  kind: fc.constantFrom<Answer['kind']>(...KINDS),
   status: fc.constantFrom(404, 404, 404, 403, 400),
   code: fc.constantFrom('NOT_FOUND', 'NOT_FOUND', 'PERMISSION_DENIED', 'INVALID_ARGUMENT'),
 });
 
 function errorOf(answer: Answer, name: string): GoogleError {
+  const path = `/v1/projects/${GCP_PROJECT}/locations/${LOCATION}/clusters/${name}`;
   const message = {
     gone: `Not found: projects/${GCP_PROJECT}/locations/${LOCATION}/clusters/${name}.`,
     'no cluster named': `No cluster named '${name}' in ${GCP_PROJECT}.`,
     'another cluster': `Not found: projects/${GCP_PROJECT}/locations/${LOCATION}/clusters/${name}-2.`,
+    'another location': `Not found: projects/${GCP_PROJECT}/locations/us-east1/clusters/${name}.`,
+    'another project': `Not found: projects/${GCP_PROJECT}-old/locations/${LOCATION}/clusters/${name}.`,
+    'a part of it': `Not found: projects/${GCP_PROJECT}/locations/${LOCATION}/clusters/${name}/nodePools/default-pool.`,
     route: `no route GET /v1/projects/${GCP_PROJECT}/locations/${LOCATION}/clusters/`,
+    'route naming it': `no route GET ${path}`,
+    'proxy page': '',
+    'server page': '',
     project: `Project '${GCP_PROJECT}' not found or deleted.`,
     other: 'The request was not answered.',
   }[answer.kind];
-  return { status: answer.status, code: answer.code, message };
+  // What a proxy or a web server in the way answers, the cluster's path in it: a page, not Google's error document.
+  const raw = {
+    'proxy page': `<!DOCTYPE html><html><body><pre>Cannot GET ${path}</pre></body></html>`,
+    'server page': `<html><head><title>404 Not Found</title></head><body><h1>Not Found</h1><p>The requested URL ${path}?$alt=json was not found on this server.</p></body></html>`,
+  }[answer.kind as string];
+  return { status: answer.status, code: answer.code, message, ...(raw ? { raw } : {}) };
 }
 
 const gone = (answer: Answer) =>
@@ -111,9 +145,7 @@ describe('a GKE cluster is deleted only when GKE says that cluster is not there'
         numRuns: 30,
         endOnFailure: true,
         // Each kind of not-found once, beside the generated answers.
-        examples: (['gone', 'no cluster named', 'another cluster', 'route', 'project'] as const).map(
-          (kind): [Answer] => [{ kind, status: 404, code: 'NOT_FOUND' }],
-        ),
+        examples: KINDS.map((kind): [Answer] => [{ kind, status: 404, code: 'NOT_FOUND' }]),
       },
     );
   });

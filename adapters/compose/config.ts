@@ -15,6 +15,7 @@ import {
 } from '../../core/domain/constants.ts';
 import { foldCase, isDns1123Label, MAX_MANAGER_LENGTH } from '../../core/domain/naming.ts';
 import { AWS_REGION } from '../../core/domain/scopes.ts';
+import { withoutUserinfo } from '../../core/domain/text.ts';
 import type { ClusterMatcher, InventoryOptions } from '../../core/domain/options.ts';
 import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
 import { refusedAllowListEntry, refusedTagLabelPrefix } from '../../core/domain/tagLabels.ts';
@@ -41,14 +42,12 @@ const url = z.string().superRefine((value, context) => {
   } catch {
     context.addIssue({
       code: 'custom',
-      message: `must be a URL, got ${JSON.stringify(value.replace(/\/\/[^@/]*@/, '//***@'))}`,
+      message: `must be a URL, got ${JSON.stringify(withoutUserinfo(value))}`,
     });
     return;
   }
   // Shown without any user:password@ it may carry (and refused for carrying one).
-  const shown = JSON.stringify(
-    parsed.username || parsed.password ? value.replace(/\/\/[^@/]*@/, '//***@') : value,
-  );
+  const shown = JSON.stringify(parsed.username || parsed.password ? withoutUserinfo(value) : value);
   if (parsed.username || parsed.password) {
     context.addIssue({
       code: 'custom',

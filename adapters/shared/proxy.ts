@@ -8,6 +8,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { InvalidOptionError } from '../../core/domain/errors.ts';
+import { withoutUserinfo } from '../../core/domain/text.ts';
 
 const PROXY_VARIABLES = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy'] as const;
 
@@ -19,7 +20,7 @@ function proxyUrl(name: string, value: string): string {
     parsed = new URL(url);
   } catch {
     // Quoted without its user and password: a proxy URL may carry them.
-    const shown = value.replace(/^([a-z][a-z0-9+.-]*:\/\/)?[^/@]*@/i, '$1***@');
+    const shown = withoutUserinfo(value);
     throw new InvalidOptionError(`environment variable ${name}`, `is not a proxy URL: "${shown}"`);
   }
   if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')

@@ -8,6 +8,17 @@
  */
 const ACTING = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
 
+/**
+ * `value`, a URL as someone gave it (parsed or not), with whatever stands between its scheme and its last `@` shown
+ * as `***`: a user name and password, however spelled (`@`, `/` or `:` in the password included).
+ */
+export function withoutUserinfo(value: string): string {
+  const at = value.lastIndexOf('@');
+  if (at < 0) return value;
+  const scheme = /^[a-z][a-z0-9+.-]*:\/\//i.exec(value)?.[0] ?? '';
+  return `${scheme}***${value.slice(at)}`;
+}
+
 /** `text` with every character that acts instead of showing (`ACTING`) written as `\u{…}`. */
 export function printable(text: string): string {
   return text.replace(ACTING, (c) => `\\u{${c.codePointAt(0)!.toString(16)}}`);

@@ -263,6 +263,8 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
       ['cpsync/chat-webhook', receiver.url('hooks')],
       ['cpsync/chat-webhook-json', JSON.stringify({ url: receiver.url('hooks') })],
       ['cpsync/chat-webhook-down', receiver.url('down')],
+      // A user and a password in the URL (one with an @ in it), which no chat service asks for.
+      ['cpsync/chat-webhook-userinfo', receiver.url('hooks').replace('://', '://someone:hush@hush@')],
     ])
       await secrets.send(new CreateSecretCommand({ Name, SecretString }));
     secrets.destroy();
@@ -1015,6 +1017,29 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
       process.env = saved;
     }
     assert.equal(receiver.posts.length, since);
+  });
+
+  it('refuses a webhook URL carrying a user and password, naming the secret, never the password; its records come back', async () => {
+    const one = eksCluster({ name: 'userinfo', account: '333344445555' });
+    await publish([created(one, 'sync-userinfo')]);
+    const batch = await batchOf('chat');
+    const since = receiver.posts.length;
+    const logged = logs.length;
+    const refused = await makeChatNotifier({ webhookSecret: 'cpsync/chat-webhook-userinfo' })(
+      batch,
+      lambdaContext('chat-notifier'),
+    );
+    assert.deepEqual(
+      failures(refused),
+      batch.Records.map((r) => r.messageId),
+    );
+    assert.equal(receiver.posts.length, since, 'nothing posted');
+    const said = logs.slice(logged).join('\n');
+    assert.match(
+      said,
+      /secret cpsync\/chat-webhook-userinfo: the webhook URL carries a user name or password/,
+    );
+    assert.ok(!said.includes('hush'), said);
   });
 
   it('never logs the webhook URL', () => {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import JSON5 from 'json5';
-import { cut, printable, printableJson } from '../../../../core/domain/text.ts';
+import { cut, printable, printableJson, withoutUserinfo } from '../../../../core/domain/text.ts';
 
 const RUNS = 1000;
 
@@ -144,5 +144,37 @@ describe('cut', () => {
       }),
       { numRuns: RUNS },
     );
+  });
+});
+
+describe('a URL shown without its user and password (withoutUserinfo)', () => {
+  /** A user or password as someone may type it into a URL: any characters, `@`, `/`, `:` and `%` among them. */
+  const secretish = fc.string({
+    unit: fc.constantFrom(...'ab9@/:%#?.-_ é'.split('')),
+    minLength: 1,
+    maxLength: 12,
+  });
+
+  it('never shows the password or the user, whatever they hold; the host and path stay when the path has no @ (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom('https://', 'http://', ''),
+        secretish,
+        secretish,
+        fc.constantFrom('proxy.example.com', 'gke.example.com:8443', '127.0.0.1:99999'),
+        fc.constantFrom('', '/', '/v1/path', '?q=1'),
+        (scheme, user, password, host, path) => {
+          const marked = `PW${password}PW`;
+          const shown = withoutUserinfo(`${scheme}${user}:${marked}@${host}${path}`);
+          assert.ok(!shown.includes(marked) && !shown.includes(`${user}:`), shown);
+          assert.equal(shown, `${scheme}***@${host}${path}`);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('leaves a URL without an @ as it is', () => {
+    assert.equal(withoutUserinfo('https://gke.example.com/v1'), 'https://gke.example.com/v1');
   });
 });

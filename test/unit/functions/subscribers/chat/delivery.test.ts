@@ -91,6 +91,16 @@ describe('chat delivery (posting to the webhook)', () => {
     assert.deepEqual(refused.posted ? undefined : [refused.attempts, refused.stop], [1, false]);
   });
 
+  it('never says the webhook URL or its path in a reason, whatever the request failed with', async () => {
+    // Node's fetch refuses a URL with a user and password, and quotes the whole URL in its error.
+    const url = webhook.url.replace('://', '://someone:pass@');
+    const outcome = await makePoster()(url, {}, { ...settings, maxAttempts: 1 }, later());
+    assert.equal(outcome.posted, false);
+    const reason = outcome.posted ? '' : outcome.reason;
+    assert.match(reason, /<the webhook URL>/);
+    assert.ok(!reason.includes('secret-token') && !reason.includes('pass@'), reason);
+  });
+
   it('never starts a post past the deadline', async () => {
     const from = webhook.posts.length;
     const outcome = await makePoster()(webhook.url, {}, settings, Date.now() + 500);

@@ -244,7 +244,7 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     assert.ok(!(await profiles()).some((p) => p.spec.displayName === 'batch'));
   });
 
-  it('never takes over the profile of another cluster under the name made for a listed one, nor moves the listed one to another name, and says so', async () => {
+  it('never takes over the profile of another cluster under the name made for a listed one, nor moves the listed one to another name, and says so; nor does --scope of its project', async () => {
     await baseline();
     // The victim: the profile of a cluster of another project whose name (slug and 40-bit id hash) is the
     // one the listed GKE cluster gets. Made from that cluster's profile, with the other cluster's id and scope.
@@ -284,6 +284,24 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     const events = await drain();
     assert.deepEqual(
       changes(events).filter((e) => e.detail.name === listed.metadata.name),
+      [],
+      'no event claims the victim',
+    );
+    // A sync of the listed cluster's project alone (`--scope`) does no other.
+    const scoped = await sync('--scope', `gke/${GCP_PROJECT}`);
+    assert.equal(scoped.code, 1, 'a collision needs a look');
+    assert.match(scoped.stderr, /which that name was not made for: .* is not written under another name/);
+    assert.equal((await hub.get(listed.metadata))!.metadata.resourceVersion, before.metadata.resourceVersion);
+    assert.ok(
+      !(await profiles()).some(
+        (p) =>
+          p.metadata.annotations?.['cpsync.io/provider-id'] ===
+          listed.metadata.annotations?.['cpsync.io/provider-id'],
+      ),
+      'the listed cluster is written under no other name by the scope',
+    );
+    assert.deepEqual(
+      changes(await drain()).filter((e) => e.detail.name === listed.metadata.name),
       [],
       'no event claims the victim',
     );

@@ -6,6 +6,8 @@
  * DynamoDB (moto). Judged by what the receiver got and by the batch response.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createSocket } from 'node:dgram';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { CreateTableCommand, DynamoDBClient, UpdateTimeToLiveCommand } from '@aws-sdk/client-dynamodb';
@@ -1041,6 +1043,81 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     );
     assert.ok(!said.includes('hush'), said);
   });
+
+  it(
+    "traced as the stack deploys it (`tracing: true`), X-Ray is never sent the webhook's path; with posts traced, it would be",
+    { timeout: 120_000 },
+    async () => {
+      // The X-Ray daemon: the segments the function sends, each a datagram to it.
+      const daemon = createSocket('udp4');
+      const datagrams: string[] = [];
+      let arrived: () => void = () => {};
+      daemon.on('message', (message) => {
+        datagrams.push(message.toString('utf8'));
+        arrived();
+      });
+      await new Promise<void>((resolve) => daemon.bind(0, '127.0.0.1', resolve));
+      /** One invocation of the function in a process of its own, traced, on a batch of a sync of its own. */
+      const traced = async (name: string, capturePosts: boolean) => {
+        await publish([created(eksCluster({ name, account: '444455556666' }), `sync-${name}`)]);
+        const batch = await batchOf('chat');
+        const since = receiver.posts.length;
+        const from = datagrams.length;
+        const env: NodeJS.ProcessEnv = {
+          ...process.env,
+          POWERTOOLS_TRACE_ENABLED: 'true',
+          POWERTOOLS_LOG_LEVEL: 'ERROR',
+          AWS_EXECUTION_ENV: 'AWS_Lambda_nodejs24.x',
+          LAMBDA_TASK_ROOT: process.cwd(),
+          _HANDLER: 'chat.handler',
+          _X_AMZN_TRACE_ID: `Root=1-5759e988-bd862e3fe1be46a99427${String(datagrams.length).padStart(4, '0')};Parent=53995c3f42cd8ad8;Sampled=1`,
+          AWS_XRAY_DAEMON_ADDRESS: `127.0.0.1:${daemon.address().port}`,
+          AWS_XRAY_CONTEXT_MISSING: 'IGNORE_ERROR',
+        };
+        // The stack's setting for the notifier (infra/subscribers.ts); the Tracer's default otherwise.
+        if (capturePosts) delete env.POWERTOOLS_TRACER_CAPTURE_HTTPS_REQUESTS;
+        else env.POWERTOOLS_TRACER_CAPTURE_HTTPS_REQUESTS = 'false';
+        const script = [
+          `const { makeChatNotifier } = await import(${JSON.stringify(new URL('../../../functions/subscribers/chat/handler.ts', import.meta.url).href)});`,
+          `const { lambdaContext } = await import(${JSON.stringify(new URL('../../support/lambda.ts', import.meta.url).href)});`,
+          `const answer = await makeChatNotifier()(${JSON.stringify(batch)}, lambdaContext('chat-notifier'));`,
+          'process.stdout.write(JSON.stringify(answer));',
+        ].join('\n');
+        // Run beside this process (the webhook it posts to answers from here).
+        const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>(
+          (resolve, reject) => {
+            const run = spawn(process.execPath, ['--input-type=module', '-e', script], { env });
+            let [stdout, stderr] = ['', ''];
+            run.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+            run.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+            run.on('error', reject);
+            run.on('close', (status) => resolve({ status, stdout, stderr }));
+          },
+        );
+        assert.equal(child.status, 0, child.stderr);
+        assert.deepEqual(JSON.parse(child.stdout), { batchItemFailures: [] });
+        assert.equal(receiver.delivered(since).length, 1, 'posted');
+        // Until the handler's own segment has come (sent last, once the invocation ends).
+        while (!datagrams.slice(from).some((d) => d.includes('"name":"## chat.handler"')))
+          await new Promise<void>((resolve) => (arrived = resolve));
+        return datagrams.slice(from).join('\n');
+      };
+      try {
+        const deployed = await traced('traced-as-deployed', false);
+        assert.match(
+          deployed,
+          /"name":"DynamoDB"|"name":"SecretsManager"|"name":"## chat.handler"/,
+          'traced',
+        );
+        assert.ok(!deployed.includes(TOKEN) && !deployed.includes('/hooks/'), deployed);
+        // The oracle can see the leak it guards against: with posts traced, the path is in the segments.
+        const capturing = await traced('traced-with-posts', true);
+        assert.ok(capturing.includes('/hooks/'), 'a traced post names its path');
+      } finally {
+        daemon.close();
+      }
+    },
+  );
 
   it('never logs the webhook URL', () => {
     assert.ok(logs.length > 0, 'the function logged');

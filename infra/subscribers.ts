@@ -104,7 +104,8 @@ export class ChatNotifier extends Construct {
         CHAT_QUIET_SECONDS: String(quiet),
         ...(quiet > 0 ? { CHAT_FLUSH_QUEUE_URL: this.queue.queueUrl } : {}),
         POWERTOOLS_SERVICE_NAME: 'cpsync-chat',
-        // With tracing on, X-Ray would record each post's URL, host and path: a chat webhook's token is its path.
+        // With tracing on, X-Ray would record each post's URL, host and path: a chat webhook's token is in its path
+        // (Slack, Discord, Teams' incoming webhooks) or its query (Teams' workflows).
         POWERTOOLS_TRACER_CAPTURE_HTTPS_REQUESTS: 'false',
       },
     });

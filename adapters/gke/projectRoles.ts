@@ -215,33 +215,41 @@ export class GkeProjectRoles {
     const changed: string[] = [];
     for (let round = 1; ; round++) {
       let tookOut = false;
-      const done = await this.#edit(
-        project,
-        async (ours) => {
-          const wantedBy = typeof holders === 'function' ? await holders() : holders;
-          const changes: string[] = [];
-          tookOut = false;
-          for (const consumer of new Set([...ours.keys(), ...wantedBy.keys()])) {
-            const wanted = new Set([...(wantedBy.get(consumer) ?? [])].map(iamMember));
-            const members = ours.get(consumer) ?? new Set<string>();
-            for (const member of members)
-              if (!wanted.has(member)) {
-                tookOut = true;
-                changes.push(
-                  `revoked ${member} ${CLUSTER_VIEWER_ROLE} in project ${project} (consumer ${consumer}: no cluster of the project is granted to it)`,
-                );
-              }
-            for (const member of wanted)
-              if (!members.has(member))
-                changes.push(
-                  `granted ${member} ${CLUSTER_VIEWER_ROLE} on GKE in project ${project} for consumer ${consumer}`,
-                );
-            ours.set(consumer, wanted);
-          }
-          return changes;
-        },
-        signal,
-      );
+      let done: string[];
+      try {
+        done = await this.#edit(
+          project,
+          async (ours) => {
+            const wantedBy = typeof holders === 'function' ? await holders() : holders;
+            const changes: string[] = [];
+            tookOut = false;
+            for (const consumer of new Set([...ours.keys(), ...wantedBy.keys()])) {
+              const wanted = new Set([...(wantedBy.get(consumer) ?? [])].map(iamMember));
+              const members = ours.get(consumer) ?? new Set<string>();
+              for (const member of members)
+                if (!wanted.has(member)) {
+                  tookOut = true;
+                  changes.push(
+                    `revoked ${member} ${CLUSTER_VIEWER_ROLE} in project ${project} (consumer ${consumer}: no cluster of the project is granted to it)`,
+                  );
+                }
+              for (const member of wanted)
+                if (!members.has(member))
+                  changes.push(
+                    `granted ${member} ${CLUSTER_VIEWER_ROLE} on GKE in project ${project} for consumer ${consumer}`,
+                  );
+              ours.set(consumer, wanted);
+            }
+            return changes;
+          },
+          signal,
+        );
+      } catch (error) {
+        // What the rounds before wrote is said all the same.
+        if (changed.length > 0 && error instanceof Error)
+          error.message = `the settle ${changed.join('; ')}, then: ${error.message}`;
+        throw error;
+      }
       changed.push(...done);
       const written = done.length > 0;
       if (!written || !tookOut || typeof holders !== 'function' || round === SETTLE_ROUNDS) return changed;

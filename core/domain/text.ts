@@ -10,7 +10,8 @@ const ACTING = /[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
 
 /**
  * `value`, a URL as someone gave it (parsed or not), with whatever stands between its scheme and its last `@` shown
- * as `***`: a user name and password, however spelled (`@`, `/` or `:` in the password included).
+ * as `***`: a user name and password, however spelled (`@`, `/`, `?`, `#` or `:` in them included). Where the rest
+ * holds an `@` too, more is hidden than the user name and password: never less.
  */
 export function withoutUserinfo(value: string): string {
   const at = value.lastIndexOf('@');

@@ -636,6 +636,8 @@ async function settleProject(
       return await input.alone((lease) => {
         const signal = AbortSignal.any([lease, ...(input.signal ? [input.signal] : [])]);
         const fresh = async () => {
+          // With the feature off nothing holds the role: nothing to read.
+          if (!on) return holdersOf([], true);
           const clusters = listed ? await listed(signal) : undefined;
           return holdersOf(await ledger.read({ provider: 'gke', account: project }, clusters), true);
         };

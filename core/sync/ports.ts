@@ -72,14 +72,14 @@ export interface CheckOutcome {
   detail: string;
 }
 
+/** A GKE project's cloud role as cpsync's grants want it: consumer → the identities its grants there are for. */
+export type RoleHolders = ReadonlyMap<string, ReadonlySet<string>>;
+
 /**
  * Makes, checks and takes back consumers' access to clusters (the `accessGrants` feature): EKS access
  * entries, Kubernetes RBAC bindings on GKE and AKS members. Marks what it makes as cpsync's and never
  * changes what it did not make.
  */
-/** A GKE project's cloud role as cpsync's grants want it: consumer → the identities its grants there are for. */
-export type RoleHolders = ReadonlyMap<string, ReadonlySet<string>>;
-
 export interface AccessGrants {
   /** How often a cluster whose grants all held is looked at again (unset: at every sync). */
   pacing?: MemberPacing;
@@ -144,9 +144,8 @@ export interface AccessGrants {
  * beside the outbox): the one authority for what it must take back. One record per cluster.
  */
 export interface GrantLedger {
-  /** The records of the clusters of an account, project or subscription (every region). */
   /**
-   * The records of the account's clusters. `clusters`: ledger keys to read as well, whether or not the store's
+   * The records of the clusters of an account, project or subscription (every region). `clusters`: ledger keys to read as well, whether or not the store's
    * index of the account shows them yet (a store whose index lags its writes reads them by key).
    */
   read(scope: Pick<Scope, 'provider' | 'account'>, clusters?: readonly string[]): Promise<GrantRecord[]>;

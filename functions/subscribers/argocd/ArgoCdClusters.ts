@@ -64,6 +64,9 @@ function content(secret: Pick<V1Secret, 'data' | 'metadata'>) {
   return canonicalJson([secret.data ?? {}, secret.metadata?.labels ?? {}, annotations]);
 }
 
+/** Readings of a Secret `release` judges before it leaves the event to be tried again. */
+const RELEASE_READINGS = 5;
+
 /** Whether `secret` is cpsync's, made from the profile `namespace/name`. */
 const madeFrom = (
   secret: V1Secret,
@@ -157,17 +160,19 @@ export class ArgoCdClusters {
    */
   async release(profile: ClusterProfile): Promise<{ outcome: Outcome }> {
     const { namespace, name } = profile.metadata;
-    const existing = await this.#read(secretNameOf(name!));
-    if (!existing || this.#held(existing, new Map([[`${namespace}/${name}`, profile.metadata.uid]])))
-      return { outcome: 'unchanged' };
-    if (!madeFrom(existing, namespace!, name!)) return { outcome: 'conflict' };
-    // Only as it was read: one written since (while guarded, by another invocation) is left as it is.
-    const deleted = await this.#deleteAsRead(
-      existing.metadata.name!,
-      existing.metadata.resourceVersion!,
-      [404, 409],
+    for (let reading = 1; reading <= RELEASE_READINGS; reading++) {
+      const existing = await this.#read(secretNameOf(name!));
+      if (!existing || this.#held(existing, new Map([[`${namespace}/${name}`, profile.metadata.uid]])))
+        return { outcome: 'unchanged' };
+      if (!madeFrom(existing, namespace!, name!)) return { outcome: 'conflict' };
+      // Only as it was read: one written since is judged again.
+      if (await this.#deleteAsRead(existing.metadata.name!, existing.metadata.resourceVersion!, [404, 409]))
+        return { outcome: 'deleted' };
+    }
+    // Written again at every reading: the event is tried again.
+    throw new Error(
+      `the Secret of ${namespace}/${name} changed ${RELEASE_READINGS} times while it was judged; tried again later`,
     );
-    return { outcome: deleted ? 'deleted' : 'unchanged' };
   }
 
   /** Whether `secret` was written while guarded from one of the profiles `held` (`namespace/name` → uid). */

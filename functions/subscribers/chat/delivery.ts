@@ -39,7 +39,7 @@ export async function webhookUrl(secretId: string): Promise<string> {
   }
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && LOOPBACK.has(url.hostname)))
     throw new Error(`secret ${secretId}: the webhook URL is not https`);
-  // Chat services put the webhook's token in its path, never a user and password: one given would be shown by
+  // Chat services put the webhook's token in its path or query, never a user and password: one given would be shown by
   // every error of the request.
   if (url.username || url.password)
     throw new Error(`secret ${secretId}: the webhook URL carries a user name or password (user:password@)`);
@@ -103,14 +103,14 @@ export function makePoster() {
         answer = cut(await response.text(), 200);
         if (status === 429) wait = retryAfterMs(response.headers.get('retry-after'));
       } catch (error) {
-        // Node's fetch errors name the host and port at most; the path that holds the token, were one to name it, is
-        // not shown.
+        // Node's fetch errors name the host and port at most; the path or query that holds the token, were one to
+        // name it, is not shown.
         const cause = (error as { cause?: { code?: string } }).cause?.code;
         const said = `${(error as Error).name}: ${(error as Error).message}${cause ? ` (${cause})` : ''}`;
-        const path = new URL(url).pathname;
-        answer = said
-          .replaceAll(url, '<the webhook URL>')
-          .replaceAll(path.length > 1 ? path : url, '/<the webhook path>');
+        const { pathname, search } = new URL(url);
+        answer = [url, `${pathname}${search}`, search, pathname]
+          .filter((part) => part.length > 1)
+          .reduce((shown, part) => shown.replaceAll(part, '<of the webhook URL>'), said);
       } finally {
         lastEnded = Date.now();
       }

@@ -711,55 +711,55 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     await changeEvents();
     // Someone deletes the cluster's profile and puts one of another cluster under its name.
     const own = (await profiles()).find((p) => p.spec.displayName === 'squatted')!;
-    const victimId =
-      'https://container.googleapis.com/v1/projects/victim-project/locations/us-central1/clusters/x';
-    await hub.delete({ namespace: own.metadata.namespace, name: own.metadata.name });
-    await hub.applyObject(profileOfAnother(own, 'victim-project', victimId));
-    const before = (await hub.get(own.metadata))!.metadata.resourceVersion;
-    const pushed = push(
-      auditEntry(
-        'google.container.v1.ClusterManager.UpdateCluster',
-        `projects/${GCP_PROJECT}/locations/us-central1/clusters/squatted`,
-      ),
-      'ps-squat-3',
-    );
-    const answer = await webhook(
-      functionUrlRequest('/gcp', pushed, { authorization: `Bearer ${await signToken({})}` }),
-      context,
-    );
-    assert.equal(answer.statusCode, 200, answer.body as string);
-    assert.deepEqual(JSON.parse(answer.body as string).synced, {
-      [`${GCP_PROJECT}/us-central1/squatted`]: 'unchanged',
-    });
-    assert.equal(
-      (await hub.get(own.metadata))!.metadata.resourceVersion,
-      before,
-      'the profile under its name is not written',
-    );
-    assert.ok(
-      !(await profiles()).some(
-        (p) =>
-          p.metadata.annotations?.['cpsync.io/provider-id'] ===
-          own.metadata.annotations?.['cpsync.io/provider-id'],
-      ),
-      'no profile of the cluster under another name',
-    );
-    assert.deepEqual(
-      (await changeEvents()).filter((e) => JSON.stringify(e.detail).includes('"squatted"')),
-      [],
-      'no event of the cluster',
-    );
-    // As it was, for the cases after this one.
-    await hub.delete({ namespace: own.metadata.namespace, name: own.metadata.name });
-    for (const name of ['squatted']) {
-      const profile = (await profiles()).find((p) => p.spec.displayName === name);
-      if (profile) await hub.delete({ namespace: profile.metadata.namespace, name: profile.metadata.name });
+    try {
+      const victimId =
+        'https://container.googleapis.com/v1/projects/victim-project/locations/us-central1/clusters/x';
+      await hub.delete({ namespace: own.metadata.namespace, name: own.metadata.name });
+      await hub.applyObject(profileOfAnother(own, 'victim-project', victimId));
+      const before = (await hub.get(own.metadata))!.metadata.resourceVersion;
+      const pushed = push(
+        auditEntry(
+          'google.container.v1.ClusterManager.UpdateCluster',
+          `projects/${GCP_PROJECT}/locations/us-central1/clusters/squatted`,
+        ),
+        'ps-squat-3',
+      );
+      const answer = await webhook(
+        functionUrlRequest('/gcp', pushed, { authorization: `Bearer ${await signToken({})}` }),
+        context,
+      );
+      assert.equal(answer.statusCode, 200, answer.body as string);
+      assert.deepEqual(JSON.parse(answer.body as string).synced, {
+        [`${GCP_PROJECT}/us-central1/squatted`]: 'unchanged',
+      });
+      assert.equal(
+        (await hub.get(own.metadata))!.metadata.resourceVersion,
+        before,
+        'the profile under its name is not written',
+      );
+      assert.ok(
+        !(await profiles()).some(
+          (p) =>
+            p.metadata.annotations?.['cpsync.io/provider-id'] ===
+            own.metadata.annotations?.['cpsync.io/provider-id'],
+        ),
+        'no profile of the cluster under another name',
+      );
+      assert.deepEqual(
+        (await changeEvents()).filter((e) => JSON.stringify(e.detail).includes('"squatted"')),
+        [],
+        'no event of the cluster',
+      );
+    } finally {
+      // As it was, for the cases after this one, whatever happened.
+      const left = (await profiles()).find((p) => p.spec.displayName === 'squatted');
+      if (left) await hub.delete({ namespace: left.metadata.namespace, name: left.metadata.name });
+      emulators.gke.clusters.set(
+        GCP_PROJECT,
+        emulators.gke.clusters.get(GCP_PROJECT)!.filter((c) => c.name !== 'squatted'),
+      );
+      await changeEvents();
     }
-    emulators.gke.clusters.set(
-      GCP_PROJECT,
-      emulators.gke.clusters.get(GCP_PROJECT)!.filter((c) => !c.name.startsWith('squatted')),
-    );
-    await changeEvents();
   });
 
   it('syncs the cluster a push names when another push used its message id for another cluster', async () => {

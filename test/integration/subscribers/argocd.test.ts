@@ -901,9 +901,28 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       assert.ok(rewritten, 'the release read the Secret');
       const kept = await core.readNamespacedSecret({ name: secretName, namespace: argocd });
       assert.equal(kept.metadata!.annotations!['cpsync.io/written-under'], 'guarded');
-      // With nothing written since its reading, the release removes it.
+      // Written again meanwhile, but not while guarded (another invocation trusting the hub's writers): judged again
+      // at the next reading, and removed.
       await other.upsert(profile, { newest: true, writtenUnder: 'trusted' });
+      let again: Promise<unknown> | undefined;
+      const versionChanged = { ...profile, status: { ...profile.status!, version: { kubernetes: '1.99' } } };
+      const asked = proxy.requests.length;
+      proxy.rule = ({ method, path }) =>
+        method === 'GET' && path.endsWith(`/secrets/${secretName}`) && !again
+          ? {
+              holdAnswer: true,
+              until: (again = other.upsert(versionChanged, { newest: true, writtenUnder: 'trusted' })),
+            }
+          : undefined;
       assert.deepEqual(await releasing.release(profile), { outcome: 'deleted' });
+      assert.deepEqual(
+        proxy.requests
+          .slice(asked)
+          .filter((r) => r.path.includes(`/secrets/${secretName}`))
+          .map((r) => r.method),
+        ['GET', 'DELETE', 'GET', 'DELETE'],
+        'read, refused as written since, read again, removed',
+      );
       await assert.rejects(
         core.readNamespacedSecret({ name: secretName, namespace: argocd }),
         /404|not found/i,

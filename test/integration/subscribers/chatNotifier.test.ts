@@ -45,6 +45,7 @@ import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.
 import { lambdaContext, sqsRecord } from '../../support/lambda.ts';
 import { publishTo, wholeEventTarget } from '../../support/events.ts';
 import { inventoryOptions } from '../../support/settings.ts';
+import { until } from '../../support/until.ts';
 
 /**
  * What a person sees of a Slack or Teams payload, a line each: the title, each cluster's line (its bold
@@ -1051,12 +1052,9 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
       // The X-Ray daemon: the segments the function sends, each a datagram to it.
       const daemon = createSocket('udp4');
       const datagrams: string[] = [];
-      let arrived: () => void = () => {};
-      daemon.on('message', (message) => {
-        datagrams.push(message.toString('utf8'));
-        arrived();
-      });
+      daemon.on('message', (message) => datagrams.push(message.toString('utf8')));
       await new Promise<void>((resolve) => daemon.bind(0, '127.0.0.1', resolve));
+      daemon.unref();
       /** One invocation of the function in a process of its own, traced, on a batch of a sync of its own. */
       const traced = async (name: string, capturePosts: boolean) => {
         await publish([created(eksCluster({ name, account: '444455556666' }), `sync-${name}`)]);
@@ -1086,7 +1084,10 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
         // Run beside this process (the webhook it posts to answers from here).
         const child = await new Promise<{ status: number | null; stdout: string; stderr: string }>(
           (resolve, reject) => {
-            const run = spawn(process.execPath, ['--input-type=module', '-e', script], { env });
+            const run = spawn(process.execPath, ['--input-type=module', '-e', script], {
+              env,
+              timeout: 60_000,
+            });
             let [stdout, stderr] = ['', ''];
             run.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
             run.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
@@ -1098,8 +1099,10 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
         assert.deepEqual(JSON.parse(child.stdout), { batchItemFailures: [] });
         assert.equal(receiver.delivered(since).length, 1, 'posted');
         // Until the handler's own segment has come (sent last, once the invocation ends).
-        while (!datagrams.slice(from).some((d) => d.includes('"name":"## chat.handler"')))
-          await new Promise<void>((resolve) => (arrived = resolve));
+        await until(
+          async () => datagrams.slice(from).some((d) => d.includes('"name":"## chat.handler"')),
+          "the handler's segment at the X-Ray daemon",
+        );
         return datagrams.slice(from).join('\n');
       };
       try {

@@ -7,7 +7,12 @@ import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { classifyAzureError } from '../../../adapters/aks/classify.ts';
 import { classifyAwsError } from '../../../adapters/eks/classify.ts';
-import { classifyGoogleError, GoogleApiError, readableGoogleError } from '../../../adapters/gke/classify.ts';
+import {
+  classifyGoogleError,
+  googleClusterGone,
+  GoogleApiError,
+  readableGoogleError,
+} from '../../../adapters/gke/classify.ts';
 import { messageOf } from '../../../core/domain/errors.ts';
 
 const PROTOTYPE_NAMES = Object.getOwnPropertyNames(Object.prototype);
@@ -129,5 +134,55 @@ describe("Resource Manager's errors in Google's own words", () => {
     );
     for (const other of [undefined, 'refused', { message: '{"error":{"message":"x"}}' }])
       assert.equal(readableGoogleError(other), other);
+  });
+});
+
+describe("a GKE cluster's read answered not found: gone only when GKE says so of that very cluster", () => {
+  const cluster = { project: 'acme-data', location: 'us-central1-a', name: 'orders' };
+  const notFound = (message: string, http?: number) =>
+    Object.assign(new Error(message), { code: 5, ...(http ? { httpStatusCode: http } : {}) });
+
+  it("takes GKE's own words, over REST or gRPC, with its locations or zones path", () => {
+    for (const message of [
+      'Not found: projects/acme-data/locations/us-central1-a/clusters/orders.',
+      'Not found: projects/acme-data/zones/us-central1-a/clusters/orders.\nCould not find [orders] in [us-central1-a].',
+      '5 NOT_FOUND: Not found: projects/acme-data/locations/us-central1-a/clusters/orders.',
+      "No cluster named 'orders' in acme-data.",
+    ])
+      assert.equal(googleClusterGone(notFound(message, 404), cluster), true, message);
+    assert.equal(
+      googleClusterGone(
+        notFound('Not found: projects/acme-data/zones/us-central1-a/clusters/orders.'),
+        cluster,
+      ),
+      true,
+      'gRPC: no HTTP status',
+    );
+  });
+
+  it('takes nothing else: another cluster, location or project, a part of it, a route, a page, another status', () => {
+    for (const [message, http] of [
+      ['Not found: projects/acme-data/locations/us-central1-a/clusters/orders-2.', 404],
+      ['Not found: projects/acme-data/locations/us-east1/clusters/orders.', 404],
+      ['Not found: projects/acme-data-old/locations/us-central1-a/clusters/orders.', 404],
+      ['Not found: projects/acme-data/locations/us-central1-a/clusters/orders/nodePools/default-pool.', 404],
+      ['no route GET /v1/projects/acme-data/locations/us-central1-a/clusters/orders', 404],
+      [
+        'Error response from RPC GetCluster with status 404 could not be decoded: the response body is not JSON: <pre>Cannot GET /v1/projects/acme-data/locations/us-central1-a/clusters/orders</pre>',
+        404,
+      ],
+      ['Not found: projects/acme-data/locations/us-central1-a/clusters/orders.', 403],
+    ] as const)
+      assert.equal(googleClusterGone(notFound(message, http), cluster), false, message);
+    assert.equal(
+      googleClusterGone(
+        Object.assign(new Error('Not found: projects/acme-data/locations/us-central1-a/clusters/orders.'), {
+          code: 7,
+        }),
+        cluster,
+      ),
+      false,
+      'PERMISSION_DENIED',
+    );
   });
 });

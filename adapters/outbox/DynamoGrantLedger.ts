@@ -23,7 +23,7 @@ import {
   paginateQuery,
   PutCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { ledgerKey, type GrantRecord } from '../../core/domain/grants.ts';
+import { ledgerKey, legacyLedgerKeys, type GrantRecord } from '../../core/domain/grants.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger } from '../../core/sync/ports.ts';
 import { untilProcessed } from '../shared/dynamoBatches.ts';
@@ -91,11 +91,16 @@ export class DynamoGrantLedger implements GrantLedger {
       for (const item of await this.#consistently(clusters.slice(at, at + BATCH_GET_KEYS)))
         if (typeof item.cluster === 'string' && typeof item.record === 'string')
           records.set(item.cluster, JSON.parse(item.record) as GrantRecord);
-    // In the index's order (a deleted record left out).
-    return clusters.flatMap((cluster) => {
+    // In the index's order (a deleted record left out). A record an earlier version kept under another key (see
+    // `legacyLedgerKeys`) is the cluster's while none is kept under today's.
+    const byKey = new Map<string, GrantRecord>();
+    for (const cluster of clusters) {
       const record = records.get(cluster);
-      return record ? [record] : [];
-    });
+      if (!record) continue;
+      const key = ledgerKey(record);
+      if (cluster === key || !records.has(key)) byKey.set(key, record);
+    }
+    return [...byKey.values()];
   }
 
   /** The table's items of `clusters` (at most 100), read consistently; keys DynamoDB leaves unprocessed asked again. */
@@ -117,16 +122,19 @@ export class DynamoGrantLedger implements GrantLedger {
     records: readonly GrantRecord[],
     removed: ReadonlyArray<Pick<GrantRecord, 'provider' | 'providerId'>> = [],
   ): Promise<void> {
-    for (const record of records)
+    const remove = (cluster: string) =>
+      this.#documents.send(new DeleteCommand({ TableName: this.#table, Key: { cluster } }));
+    for (const record of records) {
       await this.#documents.send(
         new PutCommand({
           TableName: this.#table,
           Item: { cluster: ledgerKey(record), account: accountKey(record), record: JSON.stringify(record) },
         }),
       );
+      // Written under today's key: what an earlier version kept under another goes.
+      for (const earlier of legacyLedgerKeys(record)) await remove(earlier);
+    }
     for (const record of removed)
-      await this.#documents.send(
-        new DeleteCommand({ TableName: this.#table, Key: { cluster: ledgerKey(record) } }),
-      );
+      for (const cluster of [ledgerKey(record), ...legacyLedgerKeys(record)]) await remove(cluster);
   }
 }

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ledgerKey, type GrantRecord } from '../../core/domain/grants.ts';
+import { ledgerKey, legacyLedgerKeys, type GrantRecord } from '../../core/domain/grants.ts';
 import { PROVIDERS } from '../../core/domain/model/observedCluster.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger, QuarantinedRecord } from '../../core/sync/ports.ts';
@@ -52,9 +52,14 @@ export class FileGrantLedger implements GrantLedger {
     return join(this.#directory, `${scope.provider}-${account}`);
   }
 
-  #file(record: Pick<GrantRecord, 'provider' | 'providerId' | 'account'>): string {
-    const name = createHash('sha256').update(ledgerKey(record)).digest('hex').slice(0, 32);
+  #file(record: Pick<GrantRecord, 'provider' | 'providerId' | 'account'>, key = ledgerKey(record)): string {
+    const name = createHash('sha256').update(key).digest('hex').slice(0, 32);
     return join(this.#folder(record), `${name}.json`);
+  }
+
+  /** Where earlier versions filed the record, where that differs from `#file` (see `legacyLedgerKeys`). */
+  #legacyFiles(record: Pick<GrantRecord, 'provider' | 'providerId' | 'account'>): string[] {
+    return legacyLedgerKeys(record).map((key) => this.#file(record, key));
   }
 
   async read(scope: Pick<Scope, 'provider' | 'account'>): Promise<GrantRecord[]> {
@@ -67,7 +72,9 @@ export class FileGrantLedger implements GrantLedger {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
     }
-    const records: GrantRecord[] = [];
+    const byKey = new Map<string, GrantRecord>();
+    /** Keys whose record was found filed as today's version files it. */
+    const filedHere = new Set<string>();
     for (const name of names.sort()) {
       const path = join(folder, name);
       const text = await readIfExists(path);
@@ -79,7 +86,13 @@ export class FileGrantLedger implements GrantLedger {
         value = undefined;
       }
       if (isRecord(value) && value.provider === scope.provider && value.account === scope.account) {
-        records.push(value);
+        // Filed by an earlier version under another key: the cluster's record while none is filed under today's.
+        const filedToday = this.#file(value) === path;
+        const key = ledgerKey(value);
+        if (filedToday || !filedHere.has(key)) {
+          byKey.set(key, value);
+          if (filedToday) filedHere.add(key);
+        }
         continue;
       }
       await mkdir(this.#quarantine, { recursive: true });
@@ -87,7 +100,7 @@ export class FileGrantLedger implements GrantLedger {
       await rename(path, aside);
       this.#quarantined.push({ path: aside, reason: 'not a grant record (truncated?)' });
     }
-    return records;
+    return [...byKey.values()];
   }
 
   async write(
@@ -97,7 +110,10 @@ export class FileGrantLedger implements GrantLedger {
     for (const record of records) {
       await mkdir(this.#folder(record), { recursive: true });
       await replaceFile(this.#file(record), `${JSON.stringify(record, null, 1)}\n`, { durable: true });
+      // Written as today's version files it: what an earlier version filed elsewhere goes.
+      for (const earlier of this.#legacyFiles(record)) await rm(earlier, { force: true });
     }
-    for (const record of removed) await rm(this.#file(record), { force: true });
+    for (const record of removed)
+      for (const file of [this.#file(record), ...this.#legacyFiles(record)]) await rm(file, { force: true });
   }
 }

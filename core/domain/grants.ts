@@ -23,7 +23,7 @@ import type { ClusterProfile, Condition } from './model/clusterProfile.ts';
 import type { Provider } from './model/observedCluster.ts';
 import { providerIdOf } from './member.ts';
 import { LABEL_PROVIDER, LABEL_REGION, LABEL_ACCOUNT } from './constants.ts';
-import { canonicalProviderId } from './naming.ts';
+import { canonicalProviderId, legacyCanonicalProviderIds } from './naming.ts';
 import { cut } from './text.ts';
 import { own } from './own.ts';
 
@@ -157,6 +157,11 @@ export interface GrantRecord {
   missed?: number;
   /** Scanned for cpsync's marks since the feature was turned off, and nothing of cpsync's was left. */
   swept?: true;
+}
+
+/** Keys earlier versions kept a cluster's record under, where they differ from `ledgerKey` (see naming.ts). */
+export function legacyLedgerKeys(record: Pick<GrantRecord, 'provider' | 'providerId'>): string[] {
+  return legacyCanonicalProviderIds(record);
 }
 
 /** The key a ledger keeps a cluster's record under: its canonical id (an Azure id in any case is one). */

@@ -61,6 +61,19 @@ export function canonicalProviderId(cluster: Pick<ObservedCluster, 'provider' | 
   return cluster.provider === 'aks' ? foldCase(cluster.providerId) : cluster.providerId;
 }
 
+/**
+ * The ids earlier versions took the name hash and ledger key over, where they differ from today's: earlier versions
+ * lower-cased an Azure id whole (`toLowerCase()`, non-ASCII letters too), where `foldCase` lowers ASCII letters only.
+ * What was filed or named under one is the cluster's still, and is found there.
+ */
+export function legacyCanonicalProviderIds(
+  cluster: Pick<ObservedCluster, 'provider' | 'providerId'>,
+): string[] {
+  if (cluster.provider !== 'aks') return [];
+  const lowered = cluster.providerId.toLowerCase();
+  return lowered === canonicalProviderId(cluster) ? [] : [lowered];
+}
+
 /** Whether two provider ids of `provider` name one cluster (an Azure id in another case is the same). */
 export function sameProviderId(provider: ObservedCluster['provider'], a: string, b: string): boolean {
   return (
@@ -138,7 +151,19 @@ export const PROFILE_NAMES: NameScheme = {
     return [...new Set(names)];
   },
   legacy(manager, cluster) {
-    return [nameWithHash(manager, cluster, digestOf(cluster), LEGACY_HASH_LENGTH)];
+    // Every name an earlier version could have given: the 40-bit one, and every name of an id it folded otherwise.
+    const earlier = legacyCanonicalProviderIds(cluster).map((id) =>
+      createHash('sha256').update(id).digest('hex'),
+    );
+    return [
+      nameWithHash(manager, cluster, digestOf(cluster), LEGACY_HASH_LENGTH),
+      ...earlier.flatMap((digest) => [
+        ...[LEGACY_HASH_LENGTH, HASH_LENGTH, ...FALLBACK_HASH_LENGTHS].map((digits) =>
+          nameWithHash(manager, cluster, digest, digits),
+        ),
+        nameWithHash(manager, { ...cluster, name: '' }, digest, digest.length),
+      ]),
+    ];
   },
   madeFor(manager, name, cluster) {
     // Every name of the scheme ends in a hash of the id (the legacy one, 40 bits, the shortest).
@@ -147,7 +172,10 @@ export const PROFILE_NAMES: NameScheme = {
       name.startsWith(`${manager}-${cluster.provider}-`) &&
       hash.length >= LEGACY_HASH_LENGTH &&
       /^[0-9a-f]+$/.test(hash) &&
-      digestOf(cluster).startsWith(hash)
+      [
+        digestOf(cluster),
+        ...legacyCanonicalProviderIds(cluster).map((id) => createHash('sha256').update(id).digest('hex')),
+      ].some((digest) => digest.startsWith(hash))
     );
   },
 };

@@ -32,12 +32,19 @@ export async function createLedgerTable(client: DynamoDBClient, TableName: strin
   );
 }
 
+/** A new ledger table at `endpoint` (moto, or a proxy before it), the ledger on it, and the table's own client. */
+export async function dynamoLedgerTable(
+  endpoint: string,
+): Promise<{ ledger: DynamoGrantLedger; table: string; client: DynamoDBClient }> {
+  const table = `cpsync-grants-${process.pid}-${++tables}`;
+  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS });
+  await createLedgerTable(client, table);
+  return { ledger: new DynamoGrantLedger({ tableName: table, client }), table, client };
+}
+
 /** A new ledger table at `endpoint` (moto, or a proxy before it), and the ledger on it. */
 export async function dynamoLedgerAt(endpoint: string): Promise<DynamoGrantLedger> {
-  const TableName = `cpsync-grants-${process.pid}-${++tables}`;
-  const client = new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS });
-  await createLedgerTable(client, TableName);
-  return new DynamoGrantLedger({ tableName: TableName, client });
+  return (await dynamoLedgerTable(endpoint)).ledger;
 }
 
 /** Whether an AWS call through the proxy is a query of the ledger's account index. */

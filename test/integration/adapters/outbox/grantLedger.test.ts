@@ -5,15 +5,22 @@
  * account's), takes an Azure id in any case as one cluster, and removes what it is told to.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
+import { PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ledgerKey, type GrantRecord } from '../../../../core/domain/grants.ts';
 import type { GrantLedger } from '../../../../core/sync/ports.ts';
 import { FileGrantLedger } from '../../../../adapters/outbox/FileGrantLedger.ts';
 import { startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
-import { dynamoLedgerAt, laggingIndex, type LaggingIndex } from '../../../env/ledgerTable.ts';
+import {
+  dynamoLedgerAt,
+  dynamoLedgerTable,
+  laggingIndex,
+  type LaggingIndex,
+} from '../../../env/ledgerTable.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
@@ -87,6 +94,60 @@ describe('the grants ledger', () => {
   const dynamoLedger = (endpoint = moto.endpoint) => dynamoLedgerAt(endpoint);
 
   behaves('in DynamoDB', () => dynamoLedger());
+
+  describe('a record an earlier version kept under an Azure id lowered whole (non-ASCII capitals too)', () => {
+    const account = '00000000-1111-2222-3333-444444444444';
+    const scope = { provider: 'aks' as const, account };
+    const record = aks(AKS_ID.replace('rg-web', 'Équipe'));
+    const earlierKey = record.providerId.toLowerCase();
+
+    /** Found, replaced by today's once written, today's preferred where both are kept, and both removed at once. */
+    async function upgrades(ledger: GrantLedger, keptAsEarlier: (record: GrantRecord) => Promise<void>) {
+      assert.notEqual(ledgerKey(record), earlierKey, "today's key differs");
+      await keptAsEarlier(record);
+      assert.deepEqual(await ledger.read(scope), [record], 'the record is found');
+      const today = { ...record, grants: [], swept: true as const };
+      await ledger.write([today]);
+      assert.deepEqual(await ledger.read(scope), [today], "once written, today's alone");
+      await keptAsEarlier(record);
+      assert.deepEqual(await ledger.read(scope), [today], "both kept: today's");
+      await ledger.write([], [today]);
+      assert.deepEqual(await ledger.read(scope), [], 'both removed');
+    }
+
+    it('in files', async () => {
+      const directory = temporaryDirectory('cpsync-ledger-');
+      await upgrades(new FileGrantLedger(directory), async (earlier) => {
+        // As an earlier version filed it: named by the hash of its key, in its account's folder.
+        const folder = join(
+          directory,
+          'grants',
+          `aks-${createHash('sha256').update(account).digest('hex').slice(0, 16)}`,
+        );
+        mkdirSync(folder, { recursive: true });
+        const name = createHash('sha256').update(earlierKey).digest('hex').slice(0, 32);
+        writeFileSync(join(folder, `${name}.json`), JSON.stringify(earlier));
+      });
+    });
+
+    it('in DynamoDB', async () => {
+      const { ledger, table, client } = await dynamoLedgerTable(moto.endpoint);
+      await upgrades(ledger, async (earlier) => {
+        await client.send(
+          new PutItemCommand({
+            TableName: table,
+            Item: {
+              cluster: { S: earlierKey },
+              account: { S: `aks/${account}` },
+              record: { S: JSON.stringify(earlier) },
+            },
+          }),
+        );
+      });
+      const { Count } = await client.send(new ScanCommand({ TableName: table }));
+      assert.equal(Count, 0, 'nothing left in the table');
+    });
+  });
 
   describe('in DynamoDB, its account index lagging behind the table (DynamoDB reads an index only eventually consistently)', () => {
     let proxy: AwsProxy;

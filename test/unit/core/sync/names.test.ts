@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { MalformedObjectError } from '../../../../core/domain/errors.ts';
@@ -7,7 +8,7 @@ import type { ObservedCluster } from '../../../../core/domain/model/observedClus
 import { PROFILE_NAMES } from '../../../../core/domain/naming.ts';
 import { normalizeAll } from '../../../../core/domain/normalize.ts';
 import { chooseNames, nameKey, type NameChoice, type NameRequest } from '../../../../core/sync/names.ts';
-import { eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
+import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { WEAK_NAMES, weakName } from '../../../support/weakNames.ts';
 
@@ -120,6 +121,36 @@ describe('choosing profile names', () => {
     assert.equal(nameOf(choice, east), legacy);
     assert.deepEqual(hub.asked, []);
     assert.deepEqual(choice.collisions, []);
+  });
+
+  it('keeps the name an earlier version gave an Azure cluster whose id holds a non-ASCII capital (it lower-cased the whole id); the twin it shared that id with gets one of its own', async () => {
+    const [upper, lower] = ['Équipe', 'équipe'].map((group) => aksCluster({ resourceGroup: group }));
+    // As earlier versions named it: the slug and 64 bits of the hash of the id lower-cased whole.
+    const hash = createHash('sha256').update(upper!.providerId.toLowerCase()).digest('hex').slice(0, 16);
+    const earlier = `cpsync-aks-web-${hash}`;
+    assert.ok(
+      !PROFILE_NAMES.candidates('cpsync', upper!).includes(earlier),
+      "not a name today's version gives",
+    );
+    for (const listed of [[upper!], [upper!, lower!], [lower!, upper!]]) {
+      const hub = hubOf([]);
+      const choice = await chooseNames({
+        requests: requests(listed),
+        current: [stored(upper!, earlier)],
+        malformedHere: [],
+        hub,
+        manager: 'cpsync',
+        scheme: PROFILE_NAMES,
+      });
+      assert.equal(nameOf(choice, upper!), earlier, 'kept: the cluster is not renamed');
+      // Today's first name of the twin is that very name (its id, folded as today, is the other's lowered whole):
+      // a collision, which it yields, taking its next.
+      if (listed.includes(lower!)) {
+        assert.equal(PROFILE_NAMES.candidates('cpsync', lower!)[0], earlier);
+        assert.equal(nameOf(choice, lower!), PROFILE_NAMES.candidates('cpsync', lower!)[1], 'its next name');
+      }
+      assert.equal(choice.collisions.length, listed.includes(lower!) ? 1 : 0, 'a collision, said as one');
+    }
   });
 
   it('never keeps a name the hub holds for the cluster unless it is one of the cluster’s own names', async () => {

@@ -23,7 +23,12 @@ import {
   paginateQuery,
   PutCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { ledgerKey, legacyLedgerKeys, type GrantRecord } from '../../core/domain/grants.ts';
+import {
+  ledgerKey,
+  legacyLedgerKeys,
+  oneRecordPerCluster,
+  type GrantRecord,
+} from '../../core/domain/grants.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger } from '../../core/sync/ports.ts';
 import { untilProcessed } from '../shared/dynamoBatches.ts';
@@ -91,16 +96,13 @@ export class DynamoGrantLedger implements GrantLedger {
       for (const item of await this.#consistently(clusters.slice(at, at + BATCH_GET_KEYS)))
         if (typeof item.cluster === 'string' && typeof item.record === 'string')
           records.set(item.cluster, JSON.parse(item.record) as GrantRecord);
-    // In the index's order (a deleted record left out). A record an earlier version kept under another key (see
-    // `legacyLedgerKeys`) is the cluster's while none is kept under today's.
-    const byKey = new Map<string, GrantRecord>();
-    for (const cluster of clusters) {
-      const record = records.get(cluster);
-      if (!record) continue;
-      const key = ledgerKey(record);
-      if (cluster === key || !records.has(key)) byKey.set(key, record);
-    }
-    return [...byKey.values()];
+    // In the index's order (a deleted record left out).
+    return oneRecordPerCluster(
+      clusters.flatMap((cluster) => {
+        const record = records.get(cluster);
+        return record ? [{ record, keptToday: cluster === ledgerKey(record) }] : [];
+      }),
+    );
   }
 
   /** The table's items of `clusters` (at most 100), read consistently; keys DynamoDB leaves unprocessed asked again. */

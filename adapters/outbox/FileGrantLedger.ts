@@ -8,7 +8,12 @@ import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ledgerKey, legacyLedgerKeys, type GrantRecord } from '../../core/domain/grants.ts';
+import {
+  ledgerKey,
+  legacyLedgerKeys,
+  oneRecordPerCluster,
+  type GrantRecord,
+} from '../../core/domain/grants.ts';
 import { PROVIDERS } from '../../core/domain/model/observedCluster.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger, QuarantinedRecord } from '../../core/sync/ports.ts';
@@ -72,9 +77,7 @@ export class FileGrantLedger implements GrantLedger {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
       throw error;
     }
-    const byKey = new Map<string, GrantRecord>();
-    /** Keys whose record was found filed as today's version files it. */
-    const filedHere = new Set<string>();
+    const found: Array<{ record: GrantRecord; keptToday: boolean }> = [];
     for (const name of names.sort()) {
       const path = join(folder, name);
       const text = await readIfExists(path);
@@ -86,13 +89,7 @@ export class FileGrantLedger implements GrantLedger {
         value = undefined;
       }
       if (isRecord(value) && value.provider === scope.provider && value.account === scope.account) {
-        // Filed by an earlier version under another key: the cluster's record while none is filed under today's.
-        const filedToday = this.#file(value) === path;
-        const key = ledgerKey(value);
-        if (filedToday || !filedHere.has(key)) {
-          byKey.set(key, value);
-          if (filedToday) filedHere.add(key);
-        }
+        found.push({ record: value, keptToday: this.#file(value) === path });
         continue;
       }
       await mkdir(this.#quarantine, { recursive: true });
@@ -100,7 +97,7 @@ export class FileGrantLedger implements GrantLedger {
       await rename(path, aside);
       this.#quarantined.push({ path: aside, reason: 'not a grant record (truncated?)' });
     }
-    return [...byKey.values()];
+    return oneRecordPerCluster(found);
   }
 
   async write(

@@ -164,6 +164,24 @@ export function legacyLedgerKeys(record: Pick<GrantRecord, 'provider' | 'provide
   return legacyCanonicalProviderIds(record);
 }
 
+/**
+ * The records a ledger found, one per cluster: where one is kept both under today's key and under a key an earlier
+ * version used (`legacyLedgerKeys`), today's; the earlier one while it is the only one.
+ */
+export function oneRecordPerCluster(
+  found: Iterable<{ record: GrantRecord; keptToday: boolean }>,
+): GrantRecord[] {
+  const byKey = new Map<string, GrantRecord>();
+  const today = new Set<string>();
+  for (const { record, keptToday } of found) {
+    const key = ledgerKey(record);
+    if (!keptToday && today.has(key)) continue;
+    byKey.set(key, record);
+    if (keptToday) today.add(key);
+  }
+  return [...byKey.values()];
+}
+
 /** The key a ledger keeps a cluster's record under: its canonical id (an Azure id in any case is one). */
 export function ledgerKey(record: Pick<GrantRecord, 'provider' | 'providerId'>): string {
   return canonicalProviderId(record);

@@ -134,8 +134,21 @@ function nameWithHash(manager: string, cluster: NameSubject, digest: string, dig
   return slug ? `${prefix}${slug}-${hash}` : `${prefix}${hash}`;
 }
 
+const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
 const digestOf = (cluster: Pick<NameSubject, 'provider' | 'providerId'>) =>
-  createHash('sha256').update(canonicalProviderId(cluster)).digest('hex');
+  sha256Hex(canonicalProviderId(cluster));
+/** The digests of the ids earlier versions hashed where today's differ (see `legacyCanonicalProviderIds`). */
+const earlierDigestsOf = (cluster: Pick<NameSubject, 'provider' | 'providerId'>) =>
+  legacyCanonicalProviderIds(cluster).map(sha256Hex);
+
+/** The names given with `digest`, in order: the slug and 64 bits, longer hashes, then the whole hash and no slug. */
+function namesWith(manager: string, cluster: NameSubject, digest: string): string[] {
+  const names = [HASH_LENGTH, ...FALLBACK_HASH_LENGTHS].map((digits) =>
+    nameWithHash(manager, cluster, digest, digits),
+  );
+  names.push(nameWithHash(manager, { ...cluster, name: '' }, digest, digest.length));
+  return [...new Set(names)];
+}
 
 /**
  * cpsync's names: the slug and 64 bits of the id hash; then longer hashes; last, the longest hash a name
@@ -143,27 +156,14 @@ const digestOf = (cluster: Pick<NameSubject, 'provider' | 'providerId'>) =>
  */
 export const PROFILE_NAMES: NameScheme = {
   candidates(manager, cluster) {
-    const digest = digestOf(cluster);
-    const names = [HASH_LENGTH, ...FALLBACK_HASH_LENGTHS].map((digits) =>
-      nameWithHash(manager, cluster, digest, digits),
-    );
-    names.push(nameWithHash(manager, { ...cluster, name: '' }, digest, digest.length));
-    return [...new Set(names)];
+    return namesWith(manager, cluster, digestOf(cluster));
   },
   legacy(manager, cluster) {
     // Every name an earlier version could have given: the 40-bit one, and every name of an id it folded otherwise.
-    const earlier = legacyCanonicalProviderIds(cluster).map((id) =>
-      createHash('sha256').update(id).digest('hex'),
-    );
-    return [
-      nameWithHash(manager, cluster, digestOf(cluster), LEGACY_HASH_LENGTH),
-      ...earlier.flatMap((digest) => [
-        ...[LEGACY_HASH_LENGTH, HASH_LENGTH, ...FALLBACK_HASH_LENGTHS].map((digits) =>
-          nameWithHash(manager, cluster, digest, digits),
-        ),
-        nameWithHash(manager, { ...cluster, name: '' }, digest, digest.length),
-      ]),
-    ];
+    return [digestOf(cluster), ...earlierDigestsOf(cluster)].flatMap((digest, index) => [
+      nameWithHash(manager, cluster, digest, LEGACY_HASH_LENGTH),
+      ...(index > 0 ? namesWith(manager, cluster, digest) : []),
+    ]);
   },
   madeFor(manager, name, cluster) {
     // Every name of the scheme ends in a hash of the id (the legacy one, 40 bits, the shortest).
@@ -172,10 +172,7 @@ export const PROFILE_NAMES: NameScheme = {
       name.startsWith(`${manager}-${cluster.provider}-`) &&
       hash.length >= LEGACY_HASH_LENGTH &&
       /^[0-9a-f]+$/.test(hash) &&
-      [
-        digestOf(cluster),
-        ...legacyCanonicalProviderIds(cluster).map((id) => createHash('sha256').update(id).digest('hex')),
-      ].some((digest) => digest.startsWith(hash))
+      [digestOf(cluster), ...earlierDigestsOf(cluster)].some((digest) => digest.startsWith(hash))
     );
   },
 };

@@ -897,7 +897,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
   });
 
-  it('answers 400 to a malformed push, ignores unrelated audit entries and deletes on a confirmed DeleteCluster', async () => {
+  it('answers 400 to a malformed push, ignores unrelated audit entries, deletes nothing on a web server’s 404 page repeating the cluster’s path, and deletes on a confirmed DeleteCluster', async () => {
     const webhook = makeWebhook(getDeps);
     const auth = { authorization: `Bearer ${await signToken({})}` };
     assert.equal(
@@ -927,6 +927,34 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       JSON.parse((await webhook(functionUrlRequest('/gcp', unrelated, auth), context)).body as string),
       { ignored: 1 },
     );
+
+    // A web server in front of GKE answers the cluster's read with its 404 page, repeating the path: no deletion.
+    const path = `/v1/projects/${GCP_PROJECT}/locations/us-central1/clusters/ml`;
+    const page = { status: 404, code: 'NOT_FOUND', message: '', raw: `<pre>Cannot GET ${path}</pre>` };
+    emulators.gke.failures.set(
+      GCP_PROJECT,
+      Array.from({ length: 20 }, () => ({ ...page })),
+    );
+    const before = await versions();
+    try {
+      const proxied = push(
+        auditEntry(
+          'google.container.v1.ClusterManager.DeleteCluster',
+          `projects/${GCP_PROJECT}/locations/us-central1/clusters/ml`,
+        ),
+        'ps-5-page',
+      );
+      const answer = await webhook(functionUrlRequest('/gcp', proxied, auth), context);
+      assert.notEqual(answer.statusCode, 200, `delivered again: ${answer.body as string}`);
+      assert.ok(
+        emulators.gke.requests.some((r) => r.path.includes('/clusters/ml')),
+        'the cluster was asked for',
+      );
+    } finally {
+      emulators.gke.failures.delete(GCP_PROJECT);
+    }
+    assert.deepEqual(await versions(), before, 'nothing deleted or written');
+    assert.deepEqual(await changeEvents(), [], 'no Deleted announced');
 
     emulators.gke.clusters.set(
       GCP_PROJECT,

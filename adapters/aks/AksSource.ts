@@ -1,5 +1,5 @@
 import { ContainerServiceClient, type ManagedCluster } from '@azure/arm-containerservice';
-import { SubscriptionClient } from '@azure/arm-resources-subscriptions';
+import { getContinuationToken, SubscriptionClient } from '@azure/arm-resources-subscriptions';
 import type { TokenCredential } from '@azure/core-auth';
 import { DefaultAzureCredential } from '@azure/identity';
 import { load } from 'js-yaml';
@@ -10,6 +10,7 @@ import { InvalidOptionError } from '../../core/domain/errors.ts';
 import { canonicalRegion } from '../../core/domain/scopes.ts';
 import type { AnswerStore, ClusterRef, ClusterSource, ScopeListing } from '../../core/sync/ports.ts';
 import { listedDigest, ScopeAnswers, type AnswerMemory } from '../shared/rememberedAnswers.ts';
+import { azureItems, continuationOnPage } from '../shared/pages.ts';
 import { azureErrorDetails, azureResourceGone, classifyAzureError } from './classify.ts';
 import { aksClusterOfId, isAksResourceId, mapAksCluster, resourceGroupOf } from './mapCluster.ts';
 import { AksResourceGraph } from './resourceGraph.ts';
@@ -225,7 +226,12 @@ export class AksSource implements ClusterSource {
     const client = this.#client(scope.account);
     const found: ManagedCluster[] = [];
     try {
-      for await (const cluster of client.managedClusters.list(this.#call(signal))) {
+      for await (const cluster of azureItems(
+        `ARM's managed clusters of subscription ${scope.account}`,
+        client.managedClusters.list(this.#call(signal)),
+        continuationOnPage,
+        signal,
+      )) {
         if (scope.region === ALL_REGIONS || canonicalRegion('aks', cluster.location ?? '') === scope.region)
           found.push(cluster);
       }
@@ -385,7 +391,11 @@ export class AksSource implements ClusterSource {
         this.#options.endpoint ? { endpoint: this.#options.endpoint } : {},
       );
     const found: string[] = [];
-    for await (const subscription of client.subscriptions.list(this.#call())) {
+    for await (const subscription of azureItems(
+      "ARM's subscriptions",
+      client.subscriptions.list(this.#call()),
+      getContinuationToken,
+    )) {
       if (subscription.subscriptionId && (!subscription.state || USABLE_STATES.has(subscription.state)))
         found.push(foldCase(subscription.subscriptionId));
     }

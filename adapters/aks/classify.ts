@@ -1,5 +1,6 @@
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
 import { own } from '../../core/domain/own.ts';
+import { EndlessListingError } from '../shared/pages.ts';
 
 const BY_CODE: Readonly<Record<string, ScopeFailureReason>> = {
   AuthorizationFailed: 'AccessDenied',
@@ -79,6 +80,7 @@ export function azureResourceGone(error: unknown): boolean {
 
 /** The scope failure reason of an Azure SDK error: by its ARM error code, then by HTTP status. */
 export function classifyAzureError(error: unknown): ScopeFailureReason {
+  if (error instanceof EndlessListingError) return 'InvalidResponse';
   const e = { ...((error ?? {}) as AzureErrorLike), code: azureErrorDetails(error).code };
   const known = e.code ? own(BY_CODE, e.code) : undefined;
   if (known) return known;

@@ -20,6 +20,12 @@ import { compareOrdinal, foldCase } from '../../core/domain/naming.ts';
 /** The provisioning state of a cluster no operation is changing. */
 const SETTLED = 'succeeded';
 
+/**
+ * How long the graph's one query may take, every page of it (1,000 clusters a page). Past it the query fails, and
+ * the scopes waiting on it are listed through ARM.
+ */
+const GRAPH_QUERY_MILLIS = 120_000;
+
 /** A remembered answer as the source stores it: the CA, and (listing through the graph) what the graph lacks. */
 export type CaAnswer = Pick<ObservedCluster, 'certificateAuthorityData' | 'createdAt'>;
 
@@ -78,18 +84,20 @@ export class GraphListing {
   readonly #arm: ArmReads;
   readonly #subscriptions: readonly string[] | undefined;
   readonly #shareMillis: number;
+  readonly #queryMillis: number;
   /** The Resource Graph answer the scopes listed now share, and when it came. */
   #graphAnswer: { clusters: Promise<Map<string, ManagedCluster[]>>; at?: number } | undefined;
 
   constructor(
     graph: AksResourceGraph,
     arm: ArmReads,
-    options: { subscriptions?: readonly string[]; shareMillis?: number },
+    options: { subscriptions?: readonly string[]; shareMillis?: number; queryMillis?: number },
   ) {
     this.#graph = graph;
     this.#arm = arm;
     this.#subscriptions = options.subscriptions;
     this.#shareMillis = options.shareMillis ?? 30_000;
+    this.#queryMillis = options.queryMillis ?? GRAPH_QUERY_MILLIS;
   }
 
   /**
@@ -102,7 +110,11 @@ export class GraphListing {
     let answer = this.#graphAnswer;
     if (!answer || (answer.at !== undefined && now - answer.at >= share)) {
       const asked: NonNullable<typeof answer> = {
-        clusters: this.#graph.clusters(this.#subscriptions).then(({ clusters }) => clusters),
+        // Its own deadline: every scope listed meanwhile waits on this one query, and one that never ended
+        // would keep them all from ARM's listing for as long as the process lives.
+        clusters: this.#graph
+          .clusters(this.#subscriptions, AbortSignal.timeout(this.#queryMillis))
+          .then(({ clusters }) => clusters),
       };
       this.#graphAnswer = answer = asked;
       // A failed query is not shared: the next scope asks again.

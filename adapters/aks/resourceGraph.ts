@@ -7,6 +7,7 @@
 import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { TokenCredential } from '@azure/core-auth';
 import type { ResourceGraphClient } from '@azure/arm-resourcegraph';
+import { PageTokens } from '../shared/pages.ts';
 import { obj, str } from '../shared/read.ts';
 import { foldCase } from '../../core/domain/naming.ts';
 
@@ -90,6 +91,7 @@ export class AksResourceGraph {
   async clusters(subscriptions: readonly string[] | undefined, signal?: AbortSignal) {
     const client = await this.#graphClient();
     const found = new Map<string, ManagedCluster[]>();
+    const tokens = new PageTokens('Resource Graph query of managed clusters', { signal });
     let skipToken: string | undefined;
     let pages = 0;
     do {
@@ -114,7 +116,7 @@ export class AksResourceGraph {
         if (list) list.push(read.cluster);
         else found.set(read.subscription, [read.cluster]);
       }
-      skipToken = page.skipToken;
+      skipToken = tokens.next(page.skipToken);
     } while (skipToken);
     return { clusters: found, pages };
   }

@@ -4,7 +4,12 @@
  * for the consumer's Entra object id at the cluster's scope (or each of its member namespaces'), marked as
  * cpsync's by its description. An assignment cpsync did not make is never changed or deleted.
  */
-import { AuthorizationManagementClient, type RoleAssignment } from '@azure/arm-authorization';
+import {
+  AuthorizationManagementClient,
+  getContinuationToken,
+  type RoleAssignment,
+} from '@azure/arm-authorization';
+import { azureItems } from '../shared/pages.ts';
 import type { ManagedCluster } from '@azure/arm-containerservice';
 import type { TokenCredential } from '@azure/core-auth';
 import { createHash } from 'node:crypto';
@@ -74,9 +79,11 @@ export class AksRoleAssignments {
   ): Promise<Map<string, RoleAssignment[]>> {
     const cluster = foldCase(providerId);
     const byScope = new Map<string, RoleAssignment[]>();
-    for await (const assignment of client.roleAssignments.listForScope(providerId, {
-      filter: `principalId eq '${principalId}'`,
-    })) {
+    for await (const assignment of azureItems(
+      `ARM's role assignments of ${principalId} on ${providerId}`,
+      client.roleAssignments.listForScope(providerId, { filter: `principalId eq '${principalId}'` }),
+      getContinuationToken,
+    )) {
       const scope = foldCase(assignment.scope ?? '');
       if (scope !== cluster && !scope.startsWith(`${cluster}/namespaces/`)) continue;
       byScope.set(scope, [...(byScope.get(scope) ?? []), assignment]);
@@ -153,12 +160,18 @@ export class AksRoleAssignments {
     const mark = grantDescription(this.#manager, '');
     const cluster = foldCase(plan.providerId);
     const found = new Map<string, RoleAssignment>();
-    for await (const assignment of client.roleAssignments.listForScope(plan.providerId))
+    for await (const assignment of azureItems(
+      `ARM's role assignments on ${plan.providerId}`,
+      client.roleAssignments.listForScope(plan.providerId),
+      getContinuationToken,
+    ))
       found.set(foldCase(assignment.id ?? ''), assignment);
     for (const principal of principals)
-      for await (const assignment of client.roleAssignments.listForScope(plan.providerId, {
-        filter: `principalId eq '${principal}'`,
-      }))
+      for await (const assignment of azureItems(
+        `ARM's role assignments of ${principal} on ${plan.providerId}`,
+        client.roleAssignments.listForScope(plan.providerId, { filter: `principalId eq '${principal}'` }),
+        getContinuationToken,
+      ))
         found.set(foldCase(assignment.id ?? ''), assignment);
     const removed: Array<HeldGrant & { message: string }> = [];
     for (const assignment of found.values()) {

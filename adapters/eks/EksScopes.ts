@@ -2,6 +2,7 @@ import type { Account, OrganizationsClient } from '@aws-sdk/client-organizations
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { EksSource } from './EksSource.ts';
 import { messageOf } from '../../core/domain/errors.ts';
+import { PageTokens } from '../shared/pages.ts';
 
 /** How to find the AWS accounts to list. */
 export type AccountSelection =
@@ -43,13 +44,25 @@ async function accountsUnder(client: OrganizationsClient, parentIds: string[]): 
   const { paginateListAccountsForParent, paginateListOrganizationalUnitsForParent } =
     await organizationsApi();
   const found: Account[] = [];
-  const queue = [...parentIds];
+  const queue = [...new Set(parentIds)];
+  // Each unit walked once: a unit listed under itself or under one of its own would be walked forever.
+  const walked = new Set(queue);
   while (queue.length > 0) {
     const parent = queue.shift()!;
-    for await (const page of paginateListAccountsForParent({ client }, { ParentId: parent }))
+    const accountPages = new PageTokens(`Organizations ListAccountsForParent of ${parent}`);
+    for await (const page of paginateListAccountsForParent({ client }, { ParentId: parent })) {
       found.push(...(page.Accounts ?? []));
+      accountPages.next(page.NextToken);
+    }
+    const unitPages = new PageTokens(`Organizations ListOrganizationalUnitsForParent of ${parent}`);
     for await (const page of paginateListOrganizationalUnitsForParent({ client }, { ParentId: parent })) {
-      queue.push(...(page.OrganizationalUnits ?? []).map((ou) => ou.Id!).filter(Boolean));
+      for (const id of (page.OrganizationalUnits ?? []).map((ou) => ou.Id)) {
+        if (id && !walked.has(id)) {
+          walked.add(id);
+          queue.push(id);
+        }
+      }
+      unitPages.next(page.NextToken);
     }
   }
   return found;
@@ -66,9 +79,13 @@ export async function selectAccounts(
   const { paginateListAccounts } = await organizationsApi();
   let accounts: Account[] = [];
   if (includeOus && includeOus.length > 0) accounts = await accountsUnder(organizations, includeOus);
-  else
-    for await (const page of paginateListAccounts({ client: organizations }, {}))
+  else {
+    const pages = new PageTokens('Organizations ListAccounts');
+    for await (const page of paginateListAccounts({ client: organizations }, {})) {
       accounts.push(...(page.Accounts ?? []));
+      pages.next(page.NextToken);
+    }
+  }
   const excluded = new Set(
     excludeOus && excludeOus.length > 0
       ? (await accountsUnder(organizations, excludeOus)).map((a) => a.Id)

@@ -32,6 +32,7 @@ import { eksClusterArn } from './clusterArn.ts';
 import { eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
 import { awsPartitionOf } from '../shared/awsPartition.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
+import { PageTokens } from '../shared/pages.ts';
 import { compareOrdinal } from '../../core/domain/naming.ts';
 
 export interface EksSourceOptions extends AwsClientOptions {
@@ -386,9 +387,10 @@ export class EksSource implements ClusterSource {
     const client = this.#clients.eks(region, credentials);
     const names: string[] = [];
     try {
-      for await (const page of paginateListClusters({ client, pageSize: 100 }, {})) {
-        if (signal?.aborted) throw signal.reason;
+      const tokens = new PageTokens(`EKS ListClusters in ${scope.account}/${region}`, { signal });
+      for await (const page of paginateListClusters({ client, pageSize: 100 }, {}, { abortSignal: signal })) {
         names.push(...(page.clusters ?? []));
+        tokens.next(page.nextToken);
       }
     } catch (error) {
       return failed(scope, error, `cannot list clusters in ${region}: `);
@@ -548,9 +550,14 @@ export class EksSource implements ClusterSource {
     const names: string[] = [];
     const pages = await this.#notFoundAsUndefined(() =>
       this.#limit(account, async () => {
-        for await (const page of paginateListNodegroups({ client, pageSize: 100 }, { clusterName })) {
-          if (signal?.aborted) throw signal.reason;
+        const tokens = new PageTokens(`EKS ListNodegroups of ${clusterName} in ${account}`, { signal });
+        for await (const page of paginateListNodegroups(
+          { client, pageSize: 100 },
+          { clusterName },
+          { abortSignal: signal },
+        )) {
           names.push(...(page.nodegroups ?? []));
+          tokens.next(page.nextToken);
         }
         return names;
       }),

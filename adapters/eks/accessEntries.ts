@@ -9,8 +9,9 @@ import {
   DeleteAccessEntryCommand,
   DescribeAccessEntryCommand,
   DisassociateAccessPolicyCommand,
-  ListAssociatedAccessPoliciesCommand,
   paginateListAccessEntries,
+  paginateListAssociatedAccessPolicies,
+  type AssociatedAccessPolicy,
   type EKSClient,
 } from '@aws-sdk/client-eks';
 import {
@@ -23,6 +24,7 @@ import {
   type HeldGrant,
 } from '../../core/domain/grants.ts';
 import type { ProviderGrants } from '../grants/CloudGrants.ts';
+import { PageTokens } from '../shared/pages.ts';
 import type { MadeByLook } from '../grants/made.ts';
 import { eksClusterOfArn } from './mapCluster.ts';
 import {
@@ -102,12 +104,7 @@ export class EksAccessEntries implements ProviderGrants {
         mine = this.#mine(entry.tags, consumer.name);
         if (mine) made.found(); // cpsync's entry for the identity, already there
       }
-      const associated =
-        (
-          await client.send(new ListAssociatedAccessPoliciesCommand({ clusterName, principalArn }), {
-            abortSignal: signal,
-          })
-        ).associatedAccessPolicies ?? [];
+      const associated = await associatedPolicies(client, clusterName, principalArn, signal);
       if (mine) {
         // The cluster, or the consumer's member namespaces (associated again when they change).
         const namespaces = consumer.memberNamespaces ? [...consumer.memberNamespaces].sort() : undefined;
@@ -180,8 +177,14 @@ export class EksAccessEntries implements ProviderGrants {
     const { cluster, client } = await this.#eks(plan);
     const clusterName = cluster.name;
     const removed: Array<HeldGrant & { message: string }> = [];
-    for await (const page of paginateListAccessEntries({ client }, { clusterName })) {
+    const tokens = new PageTokens(`EKS ListAccessEntries of ${clusterName}`, { signal });
+    for await (const page of paginateListAccessEntries(
+      { client },
+      { clusterName },
+      { abortSignal: signal },
+    )) {
       reached();
+      tokens.next(page.nextToken);
       for (const principalArn of page.accessEntries ?? []) {
         signal.throwIfAborted();
         let tags: Record<string, string> | undefined;
@@ -236,4 +239,26 @@ export class EksAccessEntries implements ProviderGrants {
       return { revoked: false, message: message(error) };
     }
   }
+}
+
+/** Every access policy associated with an access entry, each of its pages (a level changed leaves the old one). */
+async function associatedPolicies(
+  client: EKSClient,
+  clusterName: string,
+  principalArn: string,
+  signal: AbortSignal,
+): Promise<AssociatedAccessPolicy[]> {
+  const associated: AssociatedAccessPolicy[] = [];
+  const tokens = new PageTokens(`EKS ListAssociatedAccessPolicies of ${principalArn} on ${clusterName}`, {
+    signal,
+  });
+  for await (const page of paginateListAssociatedAccessPolicies(
+    { client },
+    { clusterName, principalArn },
+    { abortSignal: signal },
+  )) {
+    associated.push(...(page.associatedAccessPolicies ?? []));
+    tokens.next(page.nextToken);
+  }
+  return associated;
 }

@@ -23,6 +23,7 @@ const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
   RequestTimeoutException: 'Timeout',
   AbortError: 'Timeout',
   ResourceNotFoundException: 'NotFound',
+  EndlessListingError: 'InvalidResponse',
 };
 
 /** The scope failure reason of an AWS SDK error: by its name first, then by its HTTP status. */

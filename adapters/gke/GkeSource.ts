@@ -18,6 +18,7 @@ import {
 } from './classify.ts';
 import { isGkeSelfLink, mapGkeCluster } from './mapCluster.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
+import { PageTokens } from '../shared/pages.ts';
 
 export interface GkeSourceOptions {
   /**
@@ -196,15 +197,27 @@ export class GkeSource implements ClusterSource {
     if ('projects' in selection) return [...new Set(selection.projects)].sort();
     const found: string[] = [];
     const projects = await this.projectsClient();
+    const query = selection.search.query ?? '';
+    // Page by page, each token followed: the client's own iterator ends a search after eleven empty pages in a
+    // row as if it were whole, and Resource Manager may answer empty pages that still carry a token.
+    const tokens = new PageTokens('Resource Manager project search');
     await askingResourceManager(async () => {
-      for await (const project of projects.searchProjectsAsync({ query: selection.search.query ?? '' }, {
-        ...this.#callOptions,
-        retry: this.resourceManagerRetry,
-      } as Parameters<ProjectsClient['searchProjectsAsync']>[1])) {
-        const state = project.state as unknown;
-        if ((state === 'ACTIVE' || state === 1 || state === undefined || state === null) && project.projectId)
-          found.push(project.projectId);
-      }
+      let pageToken: string | undefined;
+      do {
+        const [page, , answer] = await projects.searchProjects(
+          { query, ...(pageToken ? { pageToken } : {}) },
+          { ...this.#callOptions, retry: this.resourceManagerRetry, autoPaginate: false } as CallOptions,
+        );
+        for (const project of page) {
+          const state = project.state as unknown;
+          if (
+            (state === 'ACTIVE' || state === 1 || state === undefined || state === null) &&
+            project.projectId
+          )
+            found.push(project.projectId);
+        }
+        pageToken = tokens.next(answer?.nextPageToken);
+      } while (pageToken);
     });
     return [...new Set(found)].sort();
   }

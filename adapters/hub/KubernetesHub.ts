@@ -33,6 +33,7 @@ import {
   HubUnavailableError,
 } from './errors.ts';
 import { messageOf } from '../../core/domain/errors.ts';
+import { PageTokens } from '../shared/pages.ts';
 
 export interface KubernetesHubOptions {
   /**
@@ -288,6 +289,7 @@ export class KubernetesHub implements Hub {
     options: ConfigurationOptions,
   ): Promise<Item[]> {
     const items: Item[] = [];
+    const tokens = new PageTokens(`the hub's list of profiles in ${namespace}`);
     let next: string | undefined;
     do {
       let page: Listed<Item>;
@@ -307,7 +309,7 @@ export class KubernetesHub implements Hub {
         throw translateProfile(error, 'list profiles in', namespace, namespace);
       }
       items.push(...(page.items ?? []));
-      next = page.metadata?.continue || undefined;
+      next = tokens.next(page.metadata?.continue);
     } while (next);
     return items;
   }

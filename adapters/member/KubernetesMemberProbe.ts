@@ -25,6 +25,7 @@ import type { MemberProbe } from '../../core/sync/ports.ts';
 import { messageOf } from '../../core/domain/errors.ts';
 import { cut } from '../../core/domain/text.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from './connection.ts';
+import { PageTokens } from '../shared/pages.ts';
 
 /** The label a member's ClusterProperty carries when ClusterProfiles are to copy it (KEP-4322). */
 const CLUSTER_PROFILE_PROPERTY_LABEL = 'multicluster.x-k8s.io/clusterProfile';
@@ -169,6 +170,7 @@ export class KubernetesMemberProbe implements MemberProbe {
     );
     const crdGroups: string[] = [];
     const crds = config.makeApiClient(ApiextensionsV1Api);
+    const tokens = new PageTokens("the member's customresourcedefinitions");
     let next: string | undefined;
     do {
       const page = await step('listing customresourcedefinitions', () =>
@@ -176,7 +178,7 @@ export class KubernetesMemberProbe implements MemberProbe {
       );
       for (const crd of page.items)
         if (crd.spec.versions.some((v) => v.served)) crdGroups.push(crd.spec.group);
-      next = page.metadata?._continue || undefined;
+      next = tokens.next(page.metadata?._continue);
     } while (next);
     return {
       reachable: true,

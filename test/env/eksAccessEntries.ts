@@ -34,6 +34,8 @@ export interface EksAccessEntries {
   entries: Map<string, Map<string, AccessEntry>>;
   /** Clusters (`<region>/<cluster>`) whose access entries the caller may not change: AccessDeniedException. */
   refuse: Set<string>;
+  /** Associated access policies per page of ListAssociatedAccessPolicies: unset, every one on the first. */
+  policiesPageSize?: number;
   /** The entries of one cluster (an empty map when it has none). */
   of(region: string, cluster: string): Map<string, AccessEntry>;
   /** Puts an entry as someone other than cpsync would (the console, Terraform): no cpsync tags. */
@@ -141,12 +143,18 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
       }
       return undefined;
     }
-    if (policy === undefined && call.method === 'GET')
+    if (policy === undefined && call.method === 'GET') {
+      // Paged as EKS pages it (`maxResults`, `nextToken`) when the test asks for pages smaller than the list.
+      const from = Number(new URLSearchParams(call.path.split('?')[1] ?? '').get('nextToken') ?? '0');
+      const size = state.policiesPageSize ?? entry.policies.length;
+      const next = from + size < entry.policies.length ? String(from + size) : undefined;
       return ok({
         clusterName: cluster,
         principalArn: principal,
-        associatedAccessPolicies: entry.policies,
+        associatedAccessPolicies: entry.policies.slice(from, from + size),
+        ...(next ? { nextToken: next } : {}),
       });
+    }
     if (policy === undefined && call.method === 'POST') {
       const request = JSON.parse(call.body || '{}') as {
         policyArn?: string;
@@ -185,7 +193,7 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
     return undefined;
   };
   const stop = proxy.intercept((call) => answer(call));
-  return {
+  const state: EksAccessEntries = {
     entries,
     refuse,
     of,
@@ -201,4 +209,5 @@ export function serveEksAccessEntries(proxy: AwsProxy): EksAccessEntries {
     },
     stop,
   };
+  return state;
 }

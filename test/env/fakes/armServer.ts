@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, readBody, sendJson, serveOnLoopback, takeFault, type QueuedFault } from '../net.ts';
 import { makeLocalCertificate, trustCertificate } from '../tlsCert.ts';
 import { TEST_CA_DATA } from '../../support/certificates.ts';
+import type { PageScript } from './pageScript.ts';
 
 /**
  * Two ids or names are one to ARM when they are equal after this: each character upper-cased by its simple
@@ -108,6 +109,8 @@ export interface ArmServer {
   pageSize: number;
   /** Errors to answer for a subscription's listing, one per request, before answering normally. */
   failures: Map<string, ArmError[]>;
+  /** The managed cluster listing's and Resource Graph's pages as a test scripts them (see PageScript). */
+  pages?: PageScript;
   /** CA data returned in each cluster's user kubeconfig, by resource id (lower case); TEST_CA_DATA otherwise. */
   caData: Map<string, string>;
   /** An error to answer a managed cluster's GET with, by resource id (lower case). */
@@ -348,6 +351,16 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       const failure = state.failures.get(subscription)?.shift();
       if (failure) return armError(response, failure);
       const all = state.clusters.get(subscription) ?? [];
+      const scripted = state.pages?.('managedClusters', url.searchParams.get('$skiptoken') ?? undefined);
+      if (scripted) {
+        const link = scripted.next
+          ? `${endpoint}${url.pathname}?api-version=${url.searchParams.get('api-version')}&$skiptoken=${encodeURIComponent(scripted.next)}`
+          : undefined;
+        return sendJson(response, 200, {
+          value: all.slice(scripted.from, scripted.from + scripted.count),
+          ...(link ? { nextLink: link } : {}),
+        });
+      }
       const skip = Number(url.searchParams.get('$skiptoken') ?? '0');
       const page = all.slice(skip, skip + state.pageSize);
       const next =
@@ -443,6 +456,20 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       )
       .sort((a, b) => (armCase(a.id) < armCase(b.id) ? -1 : armCase(a.id) > armCase(b.id) ? 1 : 0));
     const options = asked.options ?? {};
+    const scripted = state.pages?.(
+      'resources',
+      options.$skipToken === undefined ? undefined : String(options.$skipToken),
+    );
+    if (scripted) {
+      const page = rows.slice(scripted.from, scripted.from + scripted.count);
+      return sendJson(response, 200, {
+        totalRecords: rows.length,
+        count: page.length,
+        resultTruncated: 'false',
+        ...(scripted.next ? { $skipToken: scripted.next } : {}),
+        data: page,
+      });
+    }
     const skip = Number(
       options.$skipToken ? Buffer.from(String(options.$skipToken), 'base64').toString() : 0,
     );

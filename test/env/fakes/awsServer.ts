@@ -11,6 +11,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, readBody, sendJson, serveOnLoopback } from '../net.ts';
+import type { PageScript } from './pageScript.ts';
 
 /** An EKS cluster as DescribeCluster returns it (REST-JSON; times in epoch seconds). */
 export type EksClusterJson = Record<string, unknown> & { name: string; arn: string };
@@ -43,6 +44,8 @@ export interface FakeAws {
   connections: number;
   /** When each EKS call arrived and was answered (performance.now()), for concurrency timelines. */
   eksSpans: Array<[number, number]>;
+  /** ListClusters' pages as a test scripts them (see PageScript). */
+  pages?: PageScript;
   stop(): Promise<void>;
 }
 
@@ -152,6 +155,14 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
         return sendJson(response, 404, { message: `no route ${request.method} ${url.pathname}` });
       if (path.length === 1) {
         count('ListClusters');
+        const scripted = state.pages?.('ListClusters', url.searchParams.get('nextToken') ?? undefined);
+        if (scripted)
+          return sendJson(response, 200, {
+            clusters: clusters
+              .slice(scripted.from, scripted.from + scripted.count)
+              .map((c) => c.cluster.name),
+            ...(scripted.next ? { nextToken: scripted.next } : {}),
+          });
         const offset = Number(url.searchParams.get('nextToken') ?? '0');
         const size = Number(url.searchParams.get('maxResults') ?? pageSize);
         const page = clusters.slice(offset, offset + Math.min(size, pageSize));

@@ -8,6 +8,7 @@ import { generateKeyPairSync, verify } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, readBody, sendJson, serveOnLoopback, takeFault, type QueuedFault } from '../net.ts';
+import type { PageScript } from './pageScript.ts';
 
 /** A cluster as the GKE REST API returns it (camelCase JSON of google.container.v1.Cluster). */
 export type GkeClusterJson = Record<string, unknown> & { name: string; location: string };
@@ -85,6 +86,8 @@ export interface GkeServer {
   failures: Map<string, GoogleError[]>;
   /** Errors to answer for project searches, one per request, before answering normally. */
   searchFailures: GoogleError[];
+  /** The project search's pages as a test scripts them (see PageScript). */
+  pages?: PageScript;
   requests: Array<{ method: string; path: string }>;
   /**
    * Other Google identities (a consumer's), by the workload identity federation subject token that buys
@@ -315,6 +318,12 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
       const offset = Number(url.searchParams.get('pageToken') || '0');
       const wantedParent = /parent:(\S+)/.exec(query)?.[1];
       const matching = state.projects.filter((p) => !wantedParent || p.parent === wantedParent);
+      const scripted = state.pages?.('projects:search', url.searchParams.get('pageToken') || undefined);
+      if (scripted)
+        return sendJson(response, 200, {
+          projects: matching.slice(scripted.from, scripted.from + scripted.count),
+          ...(scripted.next ? { nextPageToken: scripted.next } : {}),
+        });
       const page = matching.slice(offset, offset + pageSize);
       const next = offset + pageSize < matching.length ? String(offset + pageSize) : '';
       return sendJson(response, 200, { projects: page, ...(next ? { nextPageToken: next } : {}) });

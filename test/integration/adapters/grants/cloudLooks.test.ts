@@ -180,6 +180,44 @@ describe("a look through the cloud's own grants names what it made, whatever ref
     }
   });
 
+  it("EKS: another level's policy on a later page of the entry's associated policies is taken off", async () => {
+    const grants = eksGrants();
+    const region = 'eu-central-1';
+    const role = 'arn:aws:iam::111122223333:role/paged';
+    const profile = normalize(
+      eksCluster({ name: 'paged', region }),
+      inventoryOptions({ namespace: 'cluster-inventory' }),
+      NOW,
+    );
+    const consumer: Consumer = {
+      name: 'paged',
+      namespaces: ['cluster-inventory'],
+      level: 'view',
+      identities: { eks: role },
+    };
+    const policy = (name: string) => `arn:aws:eks::aws:cluster-access-policy/${name}`;
+    const policies = () =>
+      entries
+        .of(region, 'paged')
+        .get(role)
+        ?.policies.map((p) => p.policyArn);
+    try {
+      entries.policiesPageSize = 1;
+      const viewed = await look(grants, profile, consumer);
+      assert.equal(viewed.result.status, 'True', viewed.result.message);
+      assert.deepEqual(policies(), [policy('AmazonEKSViewPolicy')]);
+      // An earlier look at `edit` associated its policy and stopped before taking the view policy off: EKS lists
+      // the edit policy first, one a page, so the view policy is on the second page.
+      const entry = entries.of(region, 'paged').get(role)!;
+      entry.policies.unshift({ ...entry.policies[0]!, policyArn: policy('AmazonEKSEditPolicy') });
+      const edited = await look(grants, profile, { ...consumer, level: 'edit' });
+      assert.equal(edited.result.status, 'True', edited.result.message);
+      assert.deepEqual(policies(), [policy('AmazonEKSEditPolicy')]);
+    } finally {
+      delete entries.policiesPageSize;
+    }
+  });
+
   it("a look's deadline starts once the cloud's client is made: a client slow to make (its SDK's first load) takes none of it", async () => {
     // Each client takes as long to make as a look's deadline. Made within the look, every look would end at
     // its deadline, whose timer is set first and so fires first; made before, each look has its whole deadline.

@@ -17,6 +17,21 @@ import { follower } from './chases.ts';
 import { processQueueBatch } from './queueBatch.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
+/**
+ * The time a scope's sync keeps, of what is left of the function's, to finish after its deadline: its outcome
+ * (failed, `Timeout`) recorded and published, the account's lease given back, its clusters in change followed.
+ */
+const FINISHING_MILLIS = 30_000;
+
+/**
+ * A scope's deadline: the configuration's (`sync.scopeTimeoutSeconds`), or earlier when the function would end
+ * first. Cut off by the function's own timeout, a scope would say nothing of why (no `Inventory Scope Synced`), and
+ * SQS would deliver it again to meet the same end.
+ */
+function scopeDeadlineMillis(configured: number, functionLeftMillis: number): number {
+  return Math.max(1_000, Math.min(configured, functionLeftMillis - FINISHING_MILLIS));
+}
+
 /** The message the scope enumerator sends. */
 export const ScopeMessage = z.strictObject({
   syncId: z.string().min(1).max(256),
@@ -55,7 +70,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
   // the same run syncs its scope once. A scope whose hub writes failed is not remembered, so it runs again.
   const syncScope = once(
     'scope',
-    async ({ key, runId, scope }: { key: string; runId: string; scope: Scope }) => {
+    async ({ key, runId, scope, endsAt }: { key: string; runId: string; scope: Scope; endsAt: number }) => {
       const deps = await getDeps();
       // The scope's own sync id, and the run it is part of: every scope of one enumerator invocation shares it.
       const report = await runSync(deps.ports, {
@@ -63,6 +78,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
         runId,
         scopes: [scope],
         ...deps.settings,
+        scopeTimeoutMillis: scopeDeadlineMillis(deps.settings.scopeTimeoutMillis, endsAt - Date.now()),
       });
       // What needs a look (a name collision, copies that could not be removed): in the log, every delivery.
       for (const problem of report.problems) logger.warn(problem, { scope: scopeKey(scope) });
@@ -105,7 +121,12 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
       const scope = resolved.scopes[0]!;
       // A redelivered message keeps its sync id: its events keep their ids, and the sync itself is idempotent.
       const key = `${syncId}/${scopeKey(scope)}`;
-      const { value: result, replayed } = await syncScope(deps, { key, runId: syncId, scope }, context);
+      const endsAt = Date.now() + context.getRemainingTimeInMillis();
+      const { value: result, replayed } = await syncScope(
+        deps,
+        { key, runId: syncId, scope, endsAt },
+        context,
+      );
       // Clusters the listing found in change are followed until they settle — on a redelivery too, so
       // a chase that could not be started the first time is started now (a running one is joined).
       const limit = pLimit(4);

@@ -712,7 +712,10 @@ export const configSchema = z.strictObject({
       concurrency: z.number().int().min(1).max(64).default(4),
       /** How long a run's write-ahead intents stay its own (longer than any run's apply phase). */
       intentLeaseSeconds: z.number().int().min(0).max(86_400).default(900),
-      /** Time one scope's listing may take, every call and retry included; then the scope fails (Timeout). */
+      /**
+       * Time one scope's listing may take, every call and retry included; then the scope fails (Timeout). In the
+       * scope worker it ends 30 s before the function would, when that comes first (the function's timeout is 5 min).
+       */
       scopeTimeoutSeconds: z.number().int().min(1).max(3600).default(300),
       /** Time one request to a cloud may take before it is abandoned (and retried by the SDK). */
       requestTimeoutSeconds: z.number().int().min(1).max(600).default(30),

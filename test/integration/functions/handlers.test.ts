@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -1183,6 +1184,52 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
     assert.deepEqual(worked, { batchItemFailures: [] });
     assert.equal(createdOf(await changeEvents(), 'outage').length, 1, 'published by the next run, once');
+  });
+
+  it("ends a scope the function's timeout would cut off first as timed out, and says so, in the function's time", async () => {
+    // The region's listing held until the worker has answered: only the scope's deadline can end it.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let held = 0;
+    const stop = emulators.proxy.intercept(async (call) => {
+      if (call.service === 'eks' && call.region === 'eu-west-1' && call.path.split('?')[0] === '/clusters') {
+        held += 1;
+        await released;
+      }
+      return undefined;
+    });
+    // 31.5 s left of the function: it keeps 30 s to finish, so the scope has 1.5 s (its configuration says 300 s).
+    const short = { ...context, getRemainingTimeInMillis: () => 31_500 };
+    let worked;
+    // As Lambda does, the invocation ends when its time is spent, answered or not.
+    const ended = new AbortController();
+    try {
+      worked = await Promise.race([
+        makeScopeWorker(getDeps)({ Records: [scopeMessage('short', 'short-time', 'eu-west-1')] }, short),
+        sleep(short.getRemainingTimeInMillis(), undefined, { signal: ended.signal }).then(() => {
+          throw new Error("the function's time ran out before the worker answered");
+        }),
+      ]);
+    } finally {
+      ended.abort();
+      release();
+      stop();
+    }
+    assert.deepEqual(
+      worked,
+      { batchItemFailures: [] },
+      "a failed listing is the scope's outcome, not a retry",
+    );
+    assert.ok(held > 0, 'the listing was asked for, and held');
+    const synced = (await drainQueue(emulators.queueUrl)).filter(
+      (e) =>
+        e['detail-type'] === 'Inventory Scope Synced' &&
+        (e.detail as { syncId?: string }).syncId?.startsWith('short-time'),
+    );
+    assert.equal(synced.length, 1, 'the scope says what became of it');
+    const detail = synced[0]!.detail as unknown as { outcome: string; error?: { reason: string } };
+    assert.deepEqual([detail.outcome, detail.error?.reason], ['failed', 'Timeout']);
+    assert.deepEqual(validator.errors(synced[0]!['detail-type'], synced[0]!.detail), []);
   });
 
   it('writes and deletes projected copies like the profile itself, from a scope message and from CloudTrail events', async () => {

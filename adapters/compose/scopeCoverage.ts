@@ -10,6 +10,7 @@ import { ALL_REGIONS, scopeKey, type Scope } from '../../core/domain/model/scope
 import { canonicalScope, InvalidScopeError } from '../../core/domain/scopes.ts';
 import type { ProviderInstance } from './provider.ts';
 import { messageOf } from '../../core/domain/errors.ts';
+import { withDeadline } from '../../core/sync/deadline.ts';
 
 /** A scope asked for that will not be synced, and why. */
 export interface ScopeRefusal {
@@ -58,13 +59,21 @@ type Providers = Partial<Record<Provider, ProviderInstance>>;
 const discovered = new WeakMap<ProviderInstance, Map<string, Cached>>();
 
 /** The configured scopes of `instance` (of `accounts` only, when given), canonical; reused for a while. */
-function configuredScopes(instance: ProviderInstance, accounts?: readonly string[]): Promise<Scope[]> {
+function configuredScopes(
+  instance: ProviderInstance,
+  provider: Provider,
+  deadlineMillis: number,
+  accounts?: readonly string[],
+): Promise<Scope[]> {
   let cache = discovered.get(instance);
   if (!cache) discovered.set(instance, (cache = new Map()));
   const key = accounts?.join(',') ?? '*';
   const hit = cache.get(key);
   if (hit && Date.now() - hit.at < DISCOVERY_TTL_MILLIS) return hit.scopes;
-  const scopes = instance.scopes(accounts).then((found) => found.map((scope) => canonicalScope(scope)));
+  // As long as one scope's listing may take: a discovery that never answers fails, and is asked again next time.
+  const scopes = withDeadline(`discovering the scopes of providers.${provider}`, deadlineMillis, () =>
+    instance.scopes(accounts),
+  ).then((found) => found.map((scope) => canonicalScope(scope)));
   const entry = { at: Date.now(), scopes };
   cache.set(key, entry);
   // A failed discovery is not remembered: the next request asks again.
@@ -104,15 +113,19 @@ export async function resolveScopes(
 ): Promise<ResolvedScopes> {
   const result: ResolvedScopes = { scopes: [], refused: [], failures: [] };
   const configured = PROVIDERS.filter((provider) => providers[provider] && config.providers[provider]);
+  const deadlineMillis = config.sync.scopeTimeoutSeconds * 1000;
   if (!request.scopes || request.scopes.length === 0) {
-    for (const provider of configured) {
-      if (request.providers?.length && !request.providers.includes(provider)) continue;
-      try {
-        result.scopes.push(...(await configuredScopes(providers[provider]!)));
-      } catch (error) {
-        result.failures.push({ provider, message: message(error) });
-      }
-    }
+    // Every provider's discovery at once: one that is slow or never answers holds none of the others' scopes.
+    const asked = configured.filter(
+      (provider) => !request.providers?.length || request.providers.includes(provider),
+    );
+    const found = await Promise.allSettled(
+      asked.map((provider) => configuredScopes(providers[provider]!, provider, deadlineMillis)),
+    );
+    found.forEach((outcome, i) => {
+      if (outcome.status === 'fulfilled') result.scopes.push(...outcome.value);
+      else result.failures.push({ provider: asked[i]!, message: message(outcome.reason) });
+    });
     result.scopes = withoutOverlaps(result.scopes, result.refused);
     return result;
   }
@@ -142,7 +155,7 @@ export async function resolveScopes(
     }
     let covered: Scope[];
     try {
-      covered = await configuredScopes(instance, [scope.account]);
+      covered = await configuredScopes(instance, scope.provider, deadlineMillis, [scope.account]);
     } catch (error) {
       result.refused.push({
         requested,

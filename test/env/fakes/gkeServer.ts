@@ -88,6 +88,8 @@ export interface GkeServer {
   searchFailures: GoogleError[];
   /** The project search's pages as a test scripts them (see PageScript). */
   pages?: PageScript;
+  /** While set, project searches are answered only once it settles (a search that never answers, until then). */
+  searchHeld?: Promise<void>;
   requests: Array<{ method: string; path: string }>;
   /**
    * Other Google identities (a consumer's), by the workload identity federation subject token that buys
@@ -311,6 +313,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
       return sendJson(response, 200, stored);
     }
     if (request.method === 'GET' && url.pathname === '/v3/projects:search') {
+      if (state.searchHeld) await state.searchHeld;
       const refused = state.searchFailures.shift();
       if (refused) return sendError(response, refused);
       const query = url.searchParams.get('query') ?? '';

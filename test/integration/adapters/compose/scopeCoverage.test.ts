@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { compose, type Composition } from '../../../../adapters/compose/compose.ts';
+import { aksProvider } from '../../../../adapters/compose/providers/aks.ts';
 import { gkeProvider } from '../../../../adapters/compose/providers/gke.ts';
 import { parseConfig } from '../../../../adapters/compose/config.ts';
 import { startGkeServer, type GkeServer } from '../../../env/fakes/gkeServer.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
+const SUBSCRIPTION = '00000000-1111-2222-3333-c00000000001';
+
 describe('what the configuration covers, when it is discovered', () => {
   let server: GkeServer;
   let composition: Composition;
   let config: ReturnType<typeof parseConfig>;
+  let gke: Record<string, unknown>;
 
   before(async () => {
     server = await startGkeServer();
@@ -18,11 +22,8 @@ describe('what the configuration covers, when it is discovered', () => {
     const { join } = await import('node:path');
     const key = join(temporaryDirectory('cpsync-coverage-'), 'key.json');
     writeFileSync(key, JSON.stringify(server.serviceAccountKey));
-    config = parseConfig({
-      providers: {
-        gke: { projects: { search: { query: '' } }, credentials: { file: key }, endpoint: server.endpoint },
-      },
-    });
+    gke = { projects: { search: { query: '' } }, credentials: { file: key }, endpoint: server.endpoint };
+    config = parseConfig({ providers: { gke } });
     composition = await compose(config, [gkeProvider]);
   });
   after(async () => {
@@ -61,5 +62,33 @@ describe('what the configuration covers, when it is discovered', () => {
       other.refused.map((r) => [r.reason, r.undetermined]),
       [['acme-other is not covered by providers.gke.projects', undefined]],
     );
+  });
+
+  it("lists every other provider's scopes while one provider's discovery never answers, and names that one's failure", async () => {
+    let release!: () => void;
+    server.searchHeld = new Promise<void>((resolve) => (release = resolve));
+    const both = await compose(
+      parseConfig({
+        providers: {
+          gke,
+          // Listed after GKE, and known without a call: its scopes are there however long GKE's search takes.
+          aks: { subscriptions: [SUBSCRIPTION] },
+        },
+        sync: { scopeTimeoutSeconds: 1 },
+      }),
+      [gkeProvider, aksProvider],
+    );
+    try {
+      const resolved = await both.resolveScopes();
+      assert.deepEqual(resolved.scopes, [{ provider: 'aks', account: SUBSCRIPTION, region: '*' }]);
+      assert.deepEqual(
+        resolved.failures.map((f) => [f.provider, f.message]),
+        [['gke', 'discovering the scopes of providers.gke: no answer within 1 s']],
+      );
+    } finally {
+      release();
+      delete server.searchHeld;
+      await both.close();
+    }
   });
 });

@@ -25,6 +25,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import {
   ledgerKey,
+  keptForCluster,
   legacyLedgerKeys,
   oneRecordPerCluster,
   type GrantRecord,
@@ -134,9 +135,44 @@ export class DynamoGrantLedger implements GrantLedger {
         }),
       );
       // Written under today's key: what an earlier version kept under another goes.
-      for (const earlier of legacyLedgerKeys(record)) await remove(earlier);
+      await this.#removeEarlier(record);
     }
-    for (const record of removed)
-      for (const cluster of [ledgerKey(record), ...legacyLedgerKeys(record)]) await remove(cluster);
+    for (const record of removed) {
+      await remove(ledgerKey(record));
+      await this.#removeEarlier(record);
+    }
+  }
+
+  /**
+   * What an earlier version kept of `record`'s cluster under another key, removed: only a record of that very
+   * cluster, and only as it was read (the key may be another cluster's today, see `keptForCluster`).
+   */
+  async #removeEarlier(record: Pick<GrantRecord, 'provider' | 'providerId'>): Promise<void> {
+    const keys = legacyLedgerKeys(record);
+    if (keys.length === 0) return;
+    for (const item of await this.#consistently(keys)) {
+      if (typeof item.cluster !== 'string' || typeof item.record !== 'string') continue;
+      let kept: unknown;
+      try {
+        kept = JSON.parse(item.record);
+      } catch {
+        continue;
+      }
+      if (!keptForCluster(kept, record)) continue;
+      try {
+        await this.#documents.send(
+          new DeleteCommand({
+            TableName: this.#table,
+            Key: { cluster: item.cluster },
+            ConditionExpression: '#record = :read',
+            ExpressionAttributeNames: { '#record': 'record' },
+            ExpressionAttributeValues: { ':read': item.record },
+          }),
+        );
+      } catch (error) {
+        // Written again since it was read: whoever wrote it keeps it.
+        if ((error as { name?: string }).name !== 'ConditionalCheckFailedException') throw error;
+      }
+    }
   }
 }

@@ -10,6 +10,7 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   ledgerKey,
+  keptForCluster,
   legacyLedgerKeys,
   oneRecordPerCluster,
   type GrantRecord,
@@ -108,9 +109,26 @@ export class FileGrantLedger implements GrantLedger {
       await mkdir(this.#folder(record), { recursive: true });
       await replaceFile(this.#file(record), `${JSON.stringify(record, null, 1)}\n`, { durable: true });
       // Written as today's version files it: what an earlier version filed elsewhere goes.
-      for (const earlier of this.#legacyFiles(record)) await rm(earlier, { force: true });
+      await this.#removeEarlier(record);
     }
-    for (const record of removed)
-      for (const file of [this.#file(record), ...this.#legacyFiles(record)]) await rm(file, { force: true });
+    for (const record of removed) {
+      await rm(this.#file(record), { force: true });
+      await this.#removeEarlier(record);
+    }
+  }
+
+  /** What an earlier version filed of `record`'s cluster elsewhere, removed: only a record of that very cluster. */
+  async #removeEarlier(record: Pick<GrantRecord, 'provider' | 'providerId' | 'account'>): Promise<void> {
+    for (const earlier of this.#legacyFiles(record)) {
+      const text = await readIfExists(earlier);
+      if (text === undefined) continue;
+      let kept: unknown;
+      try {
+        kept = JSON.parse(text);
+      } catch {
+        continue; // not a record: read() sets it aside, naming it
+      }
+      if (keptForCluster(kept, record)) await rm(earlier, { force: true });
+    }
   }
 }

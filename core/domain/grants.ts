@@ -165,6 +165,22 @@ export function legacyLedgerKeys(record: Pick<GrantRecord, 'provider' | 'provide
 }
 
 /**
+ * Whether `kept`, found under a key an earlier version used for `record`'s cluster (`legacyLedgerKeys`), is that
+ * cluster's record. Such a key may be another cluster's key today: an id lowered whole (`/resourceGroups/\u212Aube`,
+ * with a Kelvin sign, lowers to `/resourcegroups/kube`) is the id of another resource group as ARM compares them. So
+ * what is kept there is removed only when it is this very cluster's.
+ */
+export function keptForCluster(kept: unknown, record: Pick<GrantRecord, 'provider' | 'providerId'>): boolean {
+  if (typeof kept !== 'object' || kept === null) return false;
+  const { provider, providerId } = kept as Partial<GrantRecord>;
+  return (
+    provider === record.provider &&
+    typeof providerId === 'string' &&
+    ledgerKey({ provider, providerId }) === ledgerKey(record)
+  );
+}
+
+/**
  * The records a ledger found, one per cluster: where one is kept both under today's key and under a key an earlier
  * version used (`legacyLedgerKeys`), today's; the earlier one while it is the only one.
  */

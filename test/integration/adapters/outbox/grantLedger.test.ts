@@ -12,6 +12,7 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ledgerKey, type GrantRecord } from '../../../../core/domain/grants.ts';
+import { foldCase } from '../../../../core/domain/naming.ts';
 import type { GrantLedger } from '../../../../core/sync/ports.ts';
 import { FileGrantLedger } from '../../../../adapters/outbox/FileGrantLedger.ts';
 import { startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
@@ -62,6 +63,58 @@ function behaves(name: string, make: () => Promise<GrantLedger>) {
     const changed = { ...east, grants: [], swept: true as const };
     await ledger.write([changed], [west]);
     assert.deepEqual(await read('111122223333'), [changed]);
+  });
+
+  it(`${name}: never removes or replaces another cluster's record whose id is this one's lowered whole (property)`, async () => {
+    // Resource groups whose capitals are non-ASCII (a Kelvin sign lowers to `k`, an Angstrom sign to `å`): earlier
+    // versions keyed this cluster's record by its id lowered whole, which is the other cluster's key today.
+    const letters = ['a', 'k', '\u212A', 'K', '\u00C5', '\u212B', '\u00E5', '\u00C9', '\u00E9', '-'];
+    const groups = fc
+      .array(fc.constantFrom(...letters), { minLength: 1, maxLength: 6 })
+      .map((chars) => `rg-${chars.join('')}`)
+      .filter((group) => group.toLowerCase() !== foldCase(group));
+    const operations = fc.array(
+      fc.record({ kind: fc.constantFrom('write', 'remove'), which: fc.constantFrom('upper', 'lowered') }),
+      { minLength: 1, maxLength: 8 },
+    );
+    await fc.assert(
+      fc.asyncProperty(groups, operations, async (group, steps) => {
+        const ledger = await make();
+        const account = '00000000-1111-2222-3333-444444444444';
+        const idWith = (rg: string) => AKS_ID.replace('rg-web', rg);
+        const clusters = { upper: idWith(group), lowered: idWith(group.toLowerCase()) };
+        assert.notEqual(ledgerKey(aks(clusters.upper)), ledgerKey(aks(clusters.lowered)), 'two clusters');
+        const model = new Map<string, GrantRecord>();
+        for (const [at, { kind, which }] of steps.entries()) {
+          const record = { ...aks(clusters[which]), missed: at };
+          if (kind === 'write') {
+            await ledger.write([record]);
+            model.set(which, record);
+          } else {
+            await ledger.write([], [record]);
+            model.delete(which);
+          }
+          const byId = (records: GrantRecord[]) =>
+            [...records].sort((a, b) => (a.providerId < b.providerId ? -1 : 1));
+          assert.deepEqual(
+            byId(await ledger.read({ provider: 'aks', account })),
+            byId([...model.values()]),
+            `after ${kind} ${which}`,
+          );
+          assert.deepEqual(
+            byId(
+              await ledger.read(
+                { provider: 'aks', account },
+                Object.values(clusters).map((id) => ledgerKey(aks(id))),
+              ),
+            ),
+            byId([...model.values()]),
+            `asked by key, after ${kind} ${which}`,
+          );
+        }
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it(`${name}: takes an Azure id in another case as the same cluster`, async () => {

@@ -24,9 +24,11 @@ export function clusterKey(ref: ClusterRef): string {
 }
 
 /**
- * What names one cluster among its account's (its share of the account's lease): ASCII case aside, as Azure
- * ignores it, and the same whatever region its scope names where that region does not name the cluster.
+ * What names one cluster among its account's (its share of the account's lease): ASCII case aside for AKS, as
+ * Azure ignores it (EKS tells `Orders` from `orders`), and the same whatever region its scope names where that
+ * region does not name the cluster.
  */
 export function clusterShare(ref: ClusterRef): string {
-  return foldCase([namingRegion(ref), ref.location ?? '', ref.resourceGroup ?? '', ref.name].join('/'));
+  const share = [namingRegion(ref), ref.location ?? '', ref.resourceGroup ?? '', ref.name].join('/');
+  return ref.scope.provider === 'aks' ? foldCase(share) : share;
 }

@@ -40,8 +40,19 @@ describe('clusterKey', () => {
     );
   });
 
-  it('is two for clusters the cloud tells apart', () => {
+  it('is two for clusters the cloud tells apart, and so is their share', () => {
     assert.notEqual(clusterKey(eks('Orders')), clusterKey(eks('orders')), 'EKS names are case-sensitive');
+    assert.notEqual(clusterShare(eks('Orders')), clusterShare(eks('orders')), 'EKS names are case-sensitive');
+    assert.equal(
+      clusterShare(aks('RG-Web', 'Orders')),
+      clusterShare(aks('rg-web', 'orders')),
+      'ARM ignores case',
+    );
+    assert.notEqual(
+      clusterShare(aks('\u212Aube-rg', 'orders')),
+      clusterShare(aks('kube-rg', 'orders')),
+      'KELVIN SIGN is not k to ARM',
+    );
     assert.notEqual(
       clusterKey(aks('\u212Aube-rg', 'orders')),
       clusterKey(aks('kube-rg', 'orders')),

@@ -167,8 +167,10 @@ describe('a URL shown without its user and password (withoutUserinfo)', () => {
           const marked = `PW${password}PW`;
           const shown = withoutUserinfo(`${scheme}${user}:${marked}@${host}${path}`);
           assert.ok(!shown.includes(marked) && !shown.includes(`${user}:`), shown);
-          // An `@` after the host hides more than the user and password: never less.
-          if (!path.includes('@')) assert.equal(shown, `${scheme}***@${host}${path}`);
+          // An `@` after the host hides more than the user and password: never less. Without a scheme, a user
+          // holding `://` reads as a URL's scheme and what follows it (`a://a:pw@host`): from there on it is hidden.
+          if (!path.includes('@') && !(scheme === '' && user.includes('://')))
+            assert.equal(shown, `${scheme}***@${host}${path}`);
         },
       ),
       { numRuns: RUNS },

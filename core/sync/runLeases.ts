@@ -62,6 +62,8 @@ interface Held {
   /** Aborted when the lease is lost. */
   lost: AbortController;
   timer?: NodeJS.Timeout;
+  /** Fires when `validUntil` passes unrenewed: the lease is lost then, not at the next renewal's tick. */
+  expiry?: NodeJS.Timeout;
   ready: Promise<void>;
   /** Set once the last scope is done: the lease is being given up; a new scope waits for that first. */
   releasing?: Promise<void>;
@@ -170,6 +172,7 @@ export class RunLeases {
           }
           entry.timer = setInterval(() => void this.#renew(name, entry), this.#options.durationMillis / 3);
           entry.timer.unref();
+          this.#armExpiry(name, entry);
         },
         (error: unknown) => {
           if (this.#held.get(name) === entry) this.#held.delete(name);
@@ -195,6 +198,7 @@ export class RunLeases {
         // A lease lost, or given up by releaseAll, is not this run's to give up any more.
         if (entry.count > 0 || this.#held.get(name) !== entry) return;
         clearInterval(entry.timer);
+        clearTimeout(entry.expiry);
         entry.releasing = this.#store.release(name, this.#holder).finally(() => {
           if (this.#held.get(name) === entry) this.#held.delete(name);
         });
@@ -207,7 +211,10 @@ export class RunLeases {
   async releaseAll(): Promise<void> {
     const entries = [...this.#held];
     this.#held.clear();
-    for (const [, entry] of entries) clearInterval(entry.timer);
+    for (const [, entry] of entries) {
+      clearInterval(entry.timer);
+      clearTimeout(entry.expiry);
+    }
     await Promise.allSettled(
       entries.map(([name, entry]) => entry.releasing ?? this.#store.release(name, this.#holder)),
     );
@@ -290,7 +297,10 @@ export class RunLeases {
       // run removes a share that ran out, which this renewal would then have made again). Lost all the same.
       if (Date.now() >= held.validUntil)
         return this.#lose(name, held, new LeaseExpiredError(name, held.validUntil));
-      if (answer.acquired) held.validUntil = sent + durationMillis;
+      if (answer.acquired) {
+        held.validUntil = sent + durationMillis;
+        this.#armExpiry(name, held);
+      }
       // Lost (another run took it after it ran out): this run stops applying that account and holds
       // nothing of it any more; a later scope of the account takes the lease anew.
       else this.#lose(name, held, new LeaseBusyError(held.shares ?? name, answer.heldBy));
@@ -299,8 +309,26 @@ export class RunLeases {
     }
   }
 
+  /**
+   * Loses the lease the moment it runs out unrenewed (renewals that keep failing, a hub out of reach): writes stop
+   * then, rather than up to a renewal's interval later, when another run may have taken it.
+   */
+  #armExpiry(name: string, held: Held): void {
+    clearTimeout(held.expiry);
+    held.expiry = setTimeout(
+      () => {
+        if (this.#held.get(name) === held && Date.now() >= held.validUntil)
+          this.#lose(name, held, new LeaseExpiredError(name, held.validUntil));
+        else if (this.#held.get(name) === held) this.#armExpiry(name, held);
+      },
+      Math.max(0, held.validUntil - Date.now()),
+    );
+    held.expiry.unref();
+  }
+
   #lose(name: string, held: Held, reason: Error): void {
     clearInterval(held.timer);
+    clearTimeout(held.expiry);
     if (this.#held.get(name) === held) this.#held.delete(name);
     held.lost.abort(reason);
     // What still names this run goes (a lease another run took is not this run's to give up: left as it is).

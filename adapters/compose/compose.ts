@@ -19,8 +19,7 @@ import { FileGrantLedger } from '../outbox/FileGrantLedger.ts';
 import { DynamoGrantLedger } from '../outbox/DynamoGrantLedger.ts';
 import { FileOutbox } from '../outbox/FileOutbox.ts';
 import type { CpsyncConfig } from './config.ts';
-import { connectHub, hubNamed } from './hub.ts';
-import { claimStateDirectory } from '../outbox/stateOwner.ts';
+import { connectHub } from './hub.ts';
 import { resolveScopes, type ResolvedScopes, type ScopeRequest } from './scopeCoverage.ts';
 import { engineSettings, type EngineSettings } from './settings.ts';
 import type { BuildOptions, ProviderInstance, ProviderModule } from './provider.ts';
@@ -149,7 +148,6 @@ function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intent
     };
   }
   const directory = resolve(outbox.directory);
-  claimStateDirectory(directory, { manager: config.manager, hub: hubNamed(config) });
   return {
     outbox: new FileOutbox(directory),
     intents: new FileIntentLog(directory),

@@ -86,15 +86,6 @@ export async function hubKubeConfig(config: CpsyncConfig): Promise<KubeConfig | 
   return kubeConfigFromFile(hub.kubeconfig, hub.context);
 }
 
-/** The hub as the configuration names it, in words (whose state a state directory holds). */
-export function hubNamed(config: CpsyncConfig): string {
-  const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
-  if ('directory' in hub) return `the directory ${resolve(hub.directory)}`;
-  if ('eks' in hub) return `the EKS cluster ${hub.eks.clusterName} in ${hub.eks.region}`;
-  if ('kubeconfigSecretArn' in hub) return `the kubeconfig in ${hub.kubeconfigSecretArn}`;
-  return `the kubeconfig ${resolve(hub.kubeconfig)}${hub.context ? ` (context ${hub.context})` : ''}`;
-}
-
 export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {
   const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
   const namespace = config.inventory.namespace;

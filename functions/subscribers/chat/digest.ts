@@ -28,12 +28,22 @@ interface DigestItem {
   outgoing?: string;
 }
 
-/** The digest a flush record names; undefined for any other record (a cpsync event). */
-export function flushOf(body: string): string | undefined {
+/**
+ * A flush record: the digest it names, and the digest's version its batch wrote (absent from the flushes of
+ * earlier versions of cpsync); undefined for any other record (a cpsync event).
+ */
+export function flushOf(body: string): { digest: string; version?: number } | undefined {
   if (!body.includes(FLUSH_KEY)) return undefined;
   try {
-    const digest = (JSON.parse(body) as Record<string, { digest?: unknown } | undefined>)[FLUSH_KEY]?.digest;
-    return typeof digest === 'string' && digest.startsWith('digest#') ? digest : undefined;
+    const flush = (JSON.parse(body) as Record<string, { digest?: unknown; version?: unknown } | undefined>)[
+      FLUSH_KEY
+    ];
+    const digest = flush?.digest;
+    if (typeof digest !== 'string' || !digest.startsWith('digest#')) return undefined;
+    const version = flush?.version;
+    return Number.isSafeInteger(version) && (version as number) > 0
+      ? { digest, version: version as number }
+      : { digest };
   } catch {
     return undefined;
   }
@@ -56,6 +66,7 @@ export async function gather(
 ): Promise<void> {
   const id = `digest#${channel}#${group.syncId}`;
   const expiration = Math.floor(Date.now() / 1000) + settings.rememberSeconds;
+  let written: number;
   for (let attempt = 1; ; attempt++) {
     const item = (
       await documents.send(new GetCommand({ TableName: settings.table, Key: { id }, ConsistentRead: true }))
@@ -83,16 +94,19 @@ export async function gather(
           },
         }),
       );
+      written = (item?.version ?? 0) + 1;
       break;
     } catch (error) {
       if ((error as Error).name !== 'ConditionalCheckFailedException' || attempt >= 8) throw error;
     }
   }
+  // The version this batch wrote: the flush that still finds it there comes after the quiet time with no batch
+  // since, whatever the clocks of the sandboxes that gathered and flush say.
   await sqs!.send(
     new SendMessageCommand({
       QueueUrl: settings.flushQueueUrl,
       DelaySeconds: settings.quietSeconds,
-      MessageBody: JSON.stringify({ [FLUSH_KEY]: { digest: id } }),
+      MessageBody: JSON.stringify({ [FLUSH_KEY]: { digest: id, version: written } }),
     }),
   );
   await recordGroup(documents, settings, keyOf, group);
@@ -107,10 +121,11 @@ export async function gather(
 export async function flushDigest(
   documents: DynamoDBDocumentClient,
   settings: ChatNotifierSettings,
-  id: string,
+  flush: { digest: string; version?: number },
   channel: string,
   send: (payload: object) => Promise<PostOutcome>,
 ): Promise<{ ok: boolean; posted: boolean; stop: boolean }> {
+  const id = flush.digest;
   // Digests of another webhook (the secret was rotated) are not this one's to post.
   if (!id.startsWith(`digest#${channel}#`)) return { ok: true, posted: false, stop: false };
   const get = async () =>
@@ -158,10 +173,15 @@ export async function flushDigest(
     item = await get();
     if (!item) return { ok: true, posted, stop: false };
   }
-  // Not quiet yet: the flush sent with the last batch comes later. Nothing gathered: nothing to say.
-  const quietSince = Date.now() - item.lastSeen;
-  if (!item.live || quietSince < settings.quietSeconds * 1000 - 1000)
-    return { ok: true, posted, stop: false };
+  // Nothing gathered: nothing to say. A batch since this flush's (the digest at a later version): the flush sent
+  // with the last batch comes later. A flush of an earlier version of cpsync names no version: the digest is quiet
+  // once its last batch is as old as the quiet time, by this sandbox's clock (1 s allowed).
+  if (!item.live) return { ok: true, posted, stop: false };
+  const quiet =
+    flush.version !== undefined
+      ? item.version === flush.version
+      : Date.now() - item.lastSeen >= settings.quietSeconds * 1000 - 1000;
+  if (!quiet) return { ok: true, posted, stop: false };
   try {
     await documents.send(
       new UpdateCommand({

@@ -67,16 +67,25 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
     let ignored = 0;
     let duplicates = 0;
     let gathered = 0;
-    /** Digests whose quiet time may be over (a flush each), and the records that asked. */
-    const flushes = new Map<string, string[]>();
+    /** Digests whose quiet time may be over (a flush each), the latest version a flush names, and the records that asked. */
+    const flushes = new Map<string, { version?: number; records: string[] }>();
 
     // Read every record; one that is not a cpsync event fails alone.
     const groups = new Map<string, SyncGroup>();
     const byEventId = new Map<string, { notices: Notice[]; records: string[] }>();
     for (const record of event.Records) {
-      const digest = flushOf(record.body);
-      if (digest) {
-        flushes.set(digest, [...(flushes.get(digest) ?? []), record.messageId]);
+      const flush = flushOf(record.body);
+      if (flush) {
+        const held = flushes.get(flush.digest);
+        // Flushes of one digest in one batch: the latest version names them all (a flush naming none, the clock).
+        const version =
+          held && (held.version === undefined || flush.version === undefined)
+            ? undefined
+            : Math.max(held?.version ?? 0, flush.version ?? 0) || undefined;
+        flushes.set(flush.digest, {
+          ...(version !== undefined ? { version } : {}),
+          records: [...(held?.records ?? []), record.messageId],
+        });
         continue;
       }
       let parsed: CpsyncEventBridgeEvent;
@@ -191,12 +200,13 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
           }
         }
         // Digests whose sync has been quiet long enough: one message each.
-        for (const [digest, records] of flushes) {
+        for (const [digest, { version, records }] of flushes) {
           if (stopped) {
             for (const id of records) failed.add(id);
             continue;
           }
-          const outcome = await flushDigest(documents, settings, digest, channel, (payload) =>
+          const flush = { digest, ...(version !== undefined ? { version } : {}) };
+          const outcome = await flushDigest(documents, settings, flush, channel, (payload) =>
             post(url, payload, settings, deadline - settings.safetyMarginMs),
           );
           if (outcome.posted) posted++;
@@ -212,7 +222,7 @@ export function makeChatNotifier(overrides: ChatNotifierOverrides = {}) {
           error: (error as Error).message,
         });
         failGroups([...groups.values()].filter((g) => !settled.has(g)));
-        for (const records of flushes.values()) for (const id of records) failed.add(id);
+        for (const { records } of flushes.values()) for (const id of records) failed.add(id);
       }
     }
 

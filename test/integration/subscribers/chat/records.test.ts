@@ -136,22 +136,62 @@ describe('chat notifier records (DynamoDB and SQS on moto)', () => {
   it('a flush before the quiet time posts nothing; once quiet, one message, then nothing more', async () => {
     const { posts, send } = collecting();
     const id = `digest#${CHANNEL}#run-a`;
-    assert.equal(flushOf(JSON.stringify({ cpsyncChatFlush: { digest: id } })), id);
-    assert.deepEqual(await flushDigest(documents, settings, id, CHANNEL, send), {
+    assert.deepEqual(flushOf(JSON.stringify({ cpsyncChatFlush: { digest: id } })), { digest: id });
+    assert.deepEqual(await flushDigest(documents, settings, { digest: id }, CHANNEL, send), {
       ok: true,
       posted: false,
       stop: false,
     });
     assert.equal(posts.length, 0);
     const quiet = { ...settings, quietSeconds: 0 };
-    assert.deepEqual(await flushDigest(documents, quiet, id, CHANNEL, send), {
+    assert.deepEqual(await flushDigest(documents, quiet, { digest: id }, CHANNEL, send), {
       ok: true,
       posted: true,
       stop: false,
     });
     assert.equal(posts.length, 1);
     assert.match(JSON.stringify(posts[0]), /cpsync: 3 clusters created/);
-    assert.deepEqual(await flushDigest(documents, quiet, id, CHANNEL, send), {
+    assert.deepEqual(await flushDigest(documents, quiet, { digest: id }, CHANNEL, send), {
+      ok: true,
+      posted: false,
+      stop: false,
+    });
+    assert.equal(posts.length, 1);
+  });
+
+  it("a flush naming the version its batch wrote posts once no batch came since, whatever the sandboxes' clocks say; an earlier batch's flush leaves it to the last", async () => {
+    await gather(documents, sqs, settings, keyOf, CHANNEL, group('run-v', ['a']), [created('a')]);
+    await gather(documents, sqs, settings, keyOf, CHANNEL, group('run-v', ['b']), [created('b')]);
+    const id = `digest#${CHANNEL}#run-v`;
+    const version = (await documents.send(new GetCommand({ TableName: TABLE, Key: { id } }))).Item!
+      .version as number;
+    assert.deepEqual(
+      flushOf(JSON.stringify({ cpsyncChatFlush: { digest: id, version } })),
+      { digest: id, version },
+      'the flush names the version',
+    );
+    const { posts, send } = collecting();
+    // By this clock the digest is not quiet (its last batch came just now, the quiet time is longer): a flush
+    // comes only once SQS has held it the quiet time, so its version says it all.
+    assert.ok(settings.quietSeconds >= 5);
+    assert.deepEqual(
+      await flushDigest(documents, settings, { digest: id, version: version - 1 }, CHANNEL, send),
+      {
+        ok: true,
+        posted: false,
+        stop: false,
+      },
+    );
+    assert.equal(posts.length, 0, "the first batch's flush leaves it to the last batch's");
+    assert.deepEqual(await flushDigest(documents, settings, { digest: id, version }, CHANNEL, send), {
+      ok: true,
+      posted: true,
+      stop: false,
+    });
+    assert.equal(posts.length, 1);
+    assert.match(JSON.stringify(posts[0]), /cpsync: 2 clusters created/);
+    // Delivered again (SQS is at-least-once): nothing more.
+    assert.deepEqual(await flushDigest(documents, settings, { digest: id, version }, CHANNEL, send), {
       ok: true,
       posted: false,
       stop: false,
@@ -169,13 +209,13 @@ describe('chat notifier records (DynamoDB and SQS on moto)', () => {
       reason: 'down',
       stop: true,
     });
-    assert.deepEqual(await flushDigest(documents, quiet, id, CHANNEL, failing), {
+    assert.deepEqual(await flushDigest(documents, quiet, { digest: id }, CHANNEL, failing), {
       ok: false,
       posted: false,
       stop: true,
     });
     const { posts, send } = collecting();
-    assert.deepEqual(await flushDigest(documents, quiet, id, CHANNEL, send), {
+    assert.deepEqual(await flushDigest(documents, quiet, { digest: id }, CHANNEL, send), {
       ok: true,
       posted: true,
       stop: false,
@@ -192,7 +232,7 @@ describe('chat notifier records (DynamoDB and SQS on moto)', () => {
       await flushDigest(
         documents,
         { ...settings, quietSeconds: 0 },
-        'digest#fedcba9876543210#run-a',
+        { digest: 'digest#fedcba9876543210#run-a' },
         CHANNEL,
         never,
       ),

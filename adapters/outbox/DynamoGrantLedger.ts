@@ -33,6 +33,7 @@ import {
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger } from '../../core/sync/ports.ts';
 import { untilProcessed } from '../shared/dynamoBatches.ts';
+import { parsedJson } from '../../core/domain/json.ts';
 
 /** The index of the table by provider and account. */
 const LEDGER_ACCOUNT_INDEX = 'byAccount';
@@ -152,13 +153,7 @@ export class DynamoGrantLedger implements GrantLedger {
     if (keys.length === 0) return;
     for (const item of await this.#consistently(keys)) {
       if (typeof item.cluster !== 'string' || typeof item.record !== 'string') continue;
-      let kept: unknown;
-      try {
-        kept = JSON.parse(item.record);
-      } catch {
-        continue;
-      }
-      if (!keptForCluster(kept, record)) continue;
+      if (!keptForCluster(parsedJson(item.record), record)) continue;
       try {
         await this.#documents.send(
           new DeleteCommand({

@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { parsedJson } from '../../core/domain/json.ts';
 import {
   ledgerKey,
   keptForCluster,
@@ -83,12 +84,7 @@ export class FileGrantLedger implements GrantLedger {
       const path = join(folder, name);
       const text = await readIfExists(path);
       if (text === undefined) continue;
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch {
-        value = undefined;
-      }
+      const value = parsedJson(text);
       if (isRecord(value) && value.provider === scope.provider && value.account === scope.account) {
         found.push({ record: value, keptToday: this.#file(value) === path });
         continue;
@@ -121,14 +117,8 @@ export class FileGrantLedger implements GrantLedger {
   async #removeEarlier(record: Pick<GrantRecord, 'provider' | 'providerId' | 'account'>): Promise<void> {
     for (const earlier of this.#legacyFiles(record)) {
       const text = await readIfExists(earlier);
-      if (text === undefined) continue;
-      let kept: unknown;
-      try {
-        kept = JSON.parse(text);
-      } catch {
-        continue; // not a record: read() sets it aside, naming it
-      }
-      if (keptForCluster(kept, record)) await rm(earlier, { force: true });
+      // Not a record (read() sets such a file aside, naming it): left as it is.
+      if (text !== undefined && keptForCluster(parsedJson(text), record)) await rm(earlier, { force: true });
     }
   }
 }

@@ -11,3 +11,12 @@ export function canonicalJson(value: unknown): string {
 export function sameJson(a: unknown, b: unknown): boolean {
   return canonicalJson(a) === canonicalJson(b);
 }
+
+/** The value `text` holds as JSON, or undefined when it is not JSON (a truncated or foreign file). */
+export function parsedJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}

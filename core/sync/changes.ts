@@ -68,4 +68,10 @@ export interface ChangeIntent {
   holder?: string;
   /** The lease the run held while it applied the change. */
   lease?: string;
+  /**
+   * When the run gave up waiting for the change's write (it failed or timed out): a write it sent may still land
+   * after that, so another run settles the intent no sooner than its settle delay after this time (after
+   * `context.occurredAt` when absent: the run stopped before it learnt how the write went).
+   */
+  givenUpAt?: string;
 }

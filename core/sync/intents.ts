@@ -115,6 +115,22 @@ export function remainderIntent(
   });
 }
 
+/**
+ * The intent of a change whose write the run gave up on at `at` (it failed, or timed out and may land yet), under an
+ * id of its own: it is written before the one it replaces is removed, so a process stopped in between leaves both
+ * (`abandonedIntents` judges the two of one change by the later time).
+ */
+export function givenUp(intent: ChangeIntent, at: Date): ChangeIntent {
+  return {
+    ...intent,
+    id: createHash('sha256').update(`${intent.id}|given up`).digest('hex').slice(0, 32),
+    givenUpAt: at.toISOString(),
+  };
+}
+
+/** The change an intent stands for: one run's change of one profile (its given-up copy included). */
+const changeOf = (intent: ChangeIntent) => `${intent.context.syncId}|${intent.namespace}/${intent.name}`;
+
 export interface Settlement {
   /** Until then an intent whose run gave up its lease is still left alone: a write its run sent may yet land. */
   settleDelayMillis?: number;
@@ -125,8 +141,8 @@ export interface Settlement {
 /**
  * The intents that runs which are over left behind. An intent whose run still holds its lease is
  * never settled, however old; one whose run has given up its lease (finished, stopped, or a process
- * that is gone) is settled once `settleDelayMillis` have passed; one that names no lease, once its
- * time is up.
+ * that is gone) is settled once `settleDelayMillis` have passed since the run gave up on the change's
+ * write (`givenUpAt`; the run's start where it never said); one that names no lease, once its time is up.
  */
 async function abandonedIntents(
   intents: readonly ChangeIntent[],
@@ -135,6 +151,14 @@ async function abandonedIntents(
 ): Promise<ChangeIntent[]> {
   const { leases, settleDelayMillis = 0 } = settlement;
   const holders = new Map<string, Promise<LeaseHolder | undefined>>();
+  // The latest time each change was given up at: its two intents, should a stopped process leave both, wait alike.
+  const givenUpAt = new Map<string, number>();
+  for (const intent of intents) {
+    const at = Date.parse(intent.givenUpAt ?? intent.context.occurredAt);
+    if (Number.isNaN(at)) continue;
+    const change = changeOf(intent);
+    if (!(givenUpAt.get(change)! >= at)) givenUpAt.set(change, at);
+  }
   const abandoned: ChangeIntent[] = [];
   for (const intent of intents) {
     const leased = leases !== undefined && intent.lease !== undefined && intent.holder !== undefined;
@@ -143,7 +167,7 @@ async function abandonedIntents(
       if (!holder) holders.set(intent.lease!, (holder = leases.holderOf(intent.lease!)));
       if ((await holder)?.holder === intent.holder) continue;
     }
-    const age = now.getTime() - Date.parse(intent.context.occurredAt);
+    const age = now.getTime() - givenUpAt.get(changeOf(intent))!;
     if (Date.parse(intent.notBefore) <= now.getTime() || (leased && age >= settleDelayMillis))
       abandoned.push(intent);
   }

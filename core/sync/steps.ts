@@ -16,7 +16,7 @@ import { syncScope, type SyncScopeResult } from './syncScope.ts';
 import type { NameClaims } from './names.ts';
 import type { AccountWork, ProjectClusters } from './grants.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
-import { planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
+import { givenUp, planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
 import { RunLeases } from './runLeases.ts';
 import { cut } from '../domain/text.ts';
@@ -143,7 +143,10 @@ function ensureInventoryNamespace(hub: Hub, options: InventoryOptions): Promise<
 }
 
 /** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
-function writeAhead({ outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'intents'>, owner: IntentOwner) {
+function writeAhead(
+  { outbox, intents: log, clock = () => new Date() }: Pick<EnginePorts, 'outbox' | 'intents' | 'clock'>,
+  owner: IntentOwner,
+) {
   let intents: ChangeIntent[] = [];
   return {
     beforeApply: async (planned: Plan) => {
@@ -154,26 +157,28 @@ function writeAhead({ outbox, intents: log }: Pick<EnginePorts, 'outbox' | 'inte
      * The events of what was applied go to the outbox, then the intents go — but not those of
      * changes whose write failed: a write that timed out may still have reached the hub, and a later
      * run announces it if it did. A change whose object write reached the hub and whose status write
-     * failed keeps an intent for its status half.
+     * failed keeps an intent for its status half. Those kept say when the run gave up on the write
+     * (`givenUpAt`): a later run waits its settle delay from then, not from the run's start.
      */
     settle: async <T>(
       events: CpsyncEvent[],
       failures: readonly ApplyFailure[],
       beside?: () => Promise<T>,
     ): Promise<T | undefined> => {
+      const now = clock();
       const unknown = new Set(failures.filter((f) => !f.remainder).map((f) => f.key));
-      const remainders = failures
-        .filter(
-          (f): f is ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> } => !!f.remainder,
-        )
-        .map((f) => remainderIntent(f, owner));
+      const kept = [
+        ...intents.filter((i) => unknown.has(`${i.namespace}/${i.name}`)).map((i) => givenUp(i, now)),
+        ...failures
+          .filter(
+            (f): f is ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> } => !!f.remainder,
+          )
+          .map((f) => givenUp(remainderIntent(f, owner), now)),
+      ];
       await outbox.add(events);
-      if (remainders.length > 0) await log.add(remainders);
+      if (kept.length > 0) await log.add(kept);
       // Once the events are in the outbox, what goes with them (their publishing) need not wait for the intents.
-      const [removed, done] = await Promise.allSettled([
-        log.remove(intents.filter((i) => !unknown.has(`${i.namespace}/${i.name}`)).map((i) => i.id)),
-        beside?.(),
-      ]);
+      const [removed, done] = await Promise.allSettled([log.remove(intents.map((i) => i.id)), beside?.()]);
       if (removed.status === 'rejected') throw removed.reason;
       if (done.status === 'rejected') throw done.reason;
       return done.value;

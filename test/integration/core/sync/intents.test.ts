@@ -3,6 +3,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
@@ -11,8 +12,9 @@ import type { ObservedCluster } from '../../../../core/domain/model/observedClus
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
-import type { ClusterSource, IntentLog } from '../../../../core/sync/ports.ts';
-import { planIntents, type IntentOwner } from '../../../../core/sync/intents.ts';
+import type { ClusterSource, Hub, IntentLog } from '../../../../core/sync/ports.ts';
+import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
+import { givenUp, planIntents, recoverIntents, type IntentOwner } from '../../../../core/sync/intents.ts';
 import type { EventContext } from '../../../../core/sync/changes.ts';
 import type { Plan } from '../../../../core/domain/plan.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
@@ -497,5 +499,160 @@ describe('write-ahead intents', () => {
       .map((line) => JSON.parse(line) as { 'detail-type': string; detail: { eventId: string } })
       .filter((e) => e['detail-type'] === 'ClusterProfile Created');
     assert.equal(created.length, 1, 'the Created the stopped run wrote, once');
+  });
+
+  for (const entry of ['a full sync', "one cluster's sync (a cloud's event, a look)"] as const)
+    it(`a write ${entry} gave up on: later runs wait the settle delay from when it was given up, and announce it when it lands late`, async () => {
+      const directory = temporaryDirectory('cpsync-late-');
+      const hub = new FileHub({ directory: join(directory, 'hub') });
+      const leases = new FileLeaseStore(join(directory, 'hub'));
+      const outboxDirectory = join(directory, 'outbox');
+      const intents = new FileIntentLog(outboxDirectory);
+      const options = inventoryOptions({ namespace: 'late' });
+      const start = Date.parse('2026-05-01T00:00:00Z');
+      let time = start;
+      const clock = () => new Date(time);
+      const source: ClusterSource = {
+        listScope: async () => ({
+          outcome: { scope, kind: 'complete' as const },
+          clusters: [eksCluster({ name: 'late' })],
+        }),
+        getCluster: async () => eksCluster({ name: 'late' }),
+        isProviderIdOf: () => false,
+      };
+      // The hub's client gives up on the write after 30 s; the hub carries it out later, when the test says.
+      let land: (() => Promise<ClusterProfile>) | undefined;
+      const givingUp = new Proxy(hub, {
+        get(target, key: keyof FileHub) {
+          if (key === 'applyWhole')
+            return (profile: ClusterProfile) => {
+              land = () => target.applyWhole(profile);
+              time += 30_000;
+              return Promise.reject(new Error('the hub did not answer within 30 s'));
+            };
+          const value = target[key];
+          return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+        },
+      }) as Hub;
+      const settings = { ...runSettings(options), intentSettleDelayMillis: 10_000 };
+      const portsOf = (syncId: string, used: Hub) => ({
+        sources: { eks: source },
+        hub: used,
+        leases,
+        bus: new JsonLinesFileBus(join(directory, `${syncId}.jsonl`)),
+        outbox: new FileOutbox(outboxDirectory),
+        intents,
+        clock,
+      });
+      /** A run that only settles what earlier runs left (it syncs no scope). */
+      const settling = (syncId: string, at: number) => {
+        time = at;
+        return runSync(portsOf(syncId, hub), { syncId, scopes: [], ...settings });
+      };
+      const published = (syncId: string) =>
+        readFileSync(join(directory, `${syncId}.jsonl`), 'utf8')
+          .trim()
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => JSON.parse(line) as { 'detail-type': string; detail: { syncId: string } })
+          .filter((e) => e['detail-type'].startsWith('ClusterProfile'))
+          .map((e) => `${e['detail-type']} of ${e.detail.syncId}`);
+
+      if (entry === 'a full sync') {
+        const first = await runSync(portsOf('gave-up', givingUp), {
+          syncId: 'gave-up',
+          scopes: [scope],
+          ...settings,
+        });
+        assert.equal(first.intents.waiting, 1, 'its intent is left for a later run');
+      } else
+        await assert.rejects(
+          syncCluster(portsOf('gave-up', givingUp), {
+            ...settings,
+            syncId: 'gave-up',
+            ref: { scope, name: 'late' },
+          }),
+          /did not answer within 30 s/,
+        );
+      assert.ok(land, 'the write was sent');
+      assert.equal((await intents.list()).length, 1, 'its intent is left for a later run');
+      if (entry === 'a full sync')
+        assert.deepEqual(
+          published('gave-up'),
+          [],
+          'nothing announced: the run does not know the write landed',
+        );
+
+      // 31 s after the run began, 1 s after it gave the write up (and its lease): the write may still land.
+      await settling('one-second-later', start + 31_000);
+      assert.equal(
+        (await intents.list()).length,
+        1,
+        'left until the settle delay has passed since it was given up',
+      );
+      await land!();
+
+      // 10 s after it was given up: the write that landed is announced, from the profile as the hub stored it.
+      await settling('ten-seconds-later', start + 40_000);
+      assert.deepEqual(await intents.list(), []);
+      assert.deepEqual(published('ten-seconds-later'), ['ClusterProfile Created of gave-up']);
+    });
+
+  it('an intent given up on waits the settle delay from then, its copy left by a stopped process too (property)', async () => {
+    const plannedIn = temporaryDirectory('cpsync-given-up-');
+    const { plan } = await syncScope({
+      hub: new FileHub({ directory: join(plannedIn, 'hub') }),
+      listing: {
+        outcome: { scope, kind: 'complete' as const },
+        clusters: [eksCluster({ name: 'given-up' })],
+      },
+      options: inventoryOptions({ namespace: 'given-up' }),
+      now: '2026-05-01T00:00:00Z',
+      dryRun: true,
+    });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          /** From the run's start to when it gave the write up. */
+          givenUpAfter: fc.integer({ min: 0, max: 300_000 }),
+          settleDelay: fc.integer({ min: 0, max: 30_000 }),
+          /** From when it gave up to the next run's look. */
+          lookAfter: fc.integer({ min: 0, max: 40_000 }),
+          /** A process stopped between writing the given-up copy and removing the first intent. */
+          bothLeft: fc.boolean(),
+          /** The run still holds its lease. */
+          held: fc.boolean(),
+        }),
+        async ({ givenUpAfter, settleDelay, lookAfter, bothLeft, held }) => {
+          const directory = temporaryDirectory('cpsync-given-up-');
+          const leases = new FileLeaseStore(join(directory, 'hub'));
+          const log = new FileIntentLog(join(directory, 'outbox'));
+          const started = Date.parse('2026-05-01T00:00:00Z');
+          await leases.acquire('the-lease', 'the-run', 3_600_000);
+          if (!held) await leases.release('the-lease', 'the-run');
+          const [first] = intentsOf(
+            plan,
+            { syncId: 'the-run', occurredAt: new Date(started).toISOString(), scope },
+            { holder: 'the-run', lease: 'the-lease' },
+          );
+          const copy = givenUp(first!, new Date(started + givenUpAfter));
+          await log.add(bothLeft ? [first!, copy] : [copy]);
+          await recoverIntents(
+            {
+              hub: new FileHub({ directory: join(directory, 'hub') }),
+              outbox: new FileOutbox(join(directory, 'outbox')),
+              intents: log,
+            },
+            ['eks', 'gke', 'aks'],
+            new Date(started + givenUpAfter + lookAfter),
+            { leases, settleDelayMillis: settleDelay },
+          );
+          // The intents' own time (intentLeaseSeconds, 900 s) is past only beyond the drawn times.
+          const left = !held ? lookAfter < settleDelay : true;
+          assert.equal((await log.list()).length, left ? (bothLeft ? 2 : 1) : 0);
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });

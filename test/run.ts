@@ -5,9 +5,10 @@
  *   node test/run.ts unit     the unit tests only (no hub)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startHub, stopHub } from './env/hub.ts';
 
 const only = process.argv[2];
@@ -16,6 +17,11 @@ const patterns = ['test/unit/**/*.test.ts'];
 // end was left behind by a test (a directory, a socket, a file), and the run fails naming it.
 const temporary = mkdtempSync(join(tmpdir(), 'cpsync-tests-'));
 const env: NodeJS.ProcessEnv = { ...process.env, TMPDIR: temporary };
+
+// The `cpsync` runs of tests that name no outbox keep their state where they are run, here: each configuration in a
+// directory of its own under .cpsync/ (adapters/outbox/stateDirectory.ts). Those made by this run go at its end.
+const stateRoot = fileURLToPath(new URL('../.cpsync/', import.meta.url));
+const stateBefore = new Set(existsSync(stateRoot) ? readdirSync(stateRoot) : []);
 
 let hubDirectory: string | undefined;
 if (only !== 'unit') {
@@ -71,6 +77,8 @@ else {
   code = code || randomized;
 }
 await stop();
+for (const name of existsSync(stateRoot) ? readdirSync(stateRoot) : [])
+  if (!stateBefore.has(name)) rmSync(join(stateRoot, name), { recursive: true, force: true });
 const left = readdirSync(temporary).filter((name) => name.startsWith('cpsync-'));
 if (left.length > 0) {
   console.error(

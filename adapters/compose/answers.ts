@@ -3,10 +3,10 @@
  * (the functions'), else the `answers/` folder of the outbox's directory (the CLI's), else nowhere (a DynamoDB
  * outbox without a table: every sync asks). Both are cpsync's alone; the hub, which others write, never is.
  */
-import { resolve } from 'node:path';
 import type { AnswerStore } from '../../core/sync/ports.ts';
 import type { CpsyncConfig } from './config.ts';
 import type { BuildOptions } from './provider.ts';
+import { stateDirectoryOf } from './hub.ts';
 
 export async function answerStore(
   config: CpsyncConfig,
@@ -27,8 +27,8 @@ async function configuredStore(config: CpsyncConfig): Promise<AnswerStore | unde
       ...(config.answers.endpoint ? { endpoint: config.answers.endpoint } : {}),
     });
   }
-  const outbox = config.outbox ?? { directory: '.cpsync/outbox' };
-  if (!('directory' in outbox)) return undefined;
+  const directory = stateDirectoryOf(config);
+  if (directory === undefined) return undefined;
   const { FileAnswerStore } = await import('../outbox/FileAnswerStore.ts');
-  return new FileAnswerStore(resolve(outbox.directory));
+  return new FileAnswerStore(directory);
 }

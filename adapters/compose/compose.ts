@@ -19,7 +19,7 @@ import { FileGrantLedger } from '../outbox/FileGrantLedger.ts';
 import { DynamoGrantLedger } from '../outbox/DynamoGrantLedger.ts';
 import { FileOutbox } from '../outbox/FileOutbox.ts';
 import type { CpsyncConfig } from './config.ts';
-import { connectHub } from './hub.ts';
+import { connectHub, stateDirectoryOf } from './hub.ts';
 import { resolveScopes, type ResolvedScopes, type ScopeRequest } from './scopeCoverage.ts';
 import { engineSettings, type EngineSettings } from './settings.ts';
 import type { BuildOptions, ProviderInstance, ProviderModule } from './provider.ts';
@@ -124,21 +124,22 @@ function buildBus(config: CpsyncConfig, stdout: NodeJS.WritableStream): EventSin
 }
 
 /**
- * Where unpublished events and write-ahead intents wait: a DynamoDB table, or a directory (by default
- * `.cpsync/outbox`, intents in its `intents/`).
+ * Where unpublished events and write-ahead intents wait: a DynamoDB table, or the configuration's state directory
+ * (`stateDirectoryOf`; intents in its `intents/`).
  */
 function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intents' | 'ledger'> {
-  const outbox = config.outbox ?? { directory: '.cpsync/outbox' };
+  const outbox = config.outbox;
+  const directory = stateDirectoryOf(config);
   // What cpsync granted: its own table, else the grants/ folder of the outbox's directory.
   const ledger = config.ledger
     ? new DynamoGrantLedger({
         tableName: config.ledger.table,
         ...(config.ledger.endpoint ? { endpoint: config.ledger.endpoint } : {}),
       })
-    : 'directory' in outbox
-      ? new FileGrantLedger(resolve(outbox.directory))
+    : directory !== undefined
+      ? new FileGrantLedger(directory)
       : undefined;
-  if ('table' in outbox) {
+  if (outbox !== undefined && 'table' in outbox) {
     const table = { tableName: outbox.table, ...(outbox.endpoint ? { endpoint: outbox.endpoint } : {}) };
     const shared = new OutboxTable(table);
     return {
@@ -147,10 +148,9 @@ function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intent
       ...(ledger ? { ledger } : {}),
     };
   }
-  const directory = resolve(outbox.directory);
   return {
-    outbox: new FileOutbox(directory),
-    intents: new FileIntentLog(directory),
+    outbox: new FileOutbox(directory!),
+    intents: new FileIntentLog(directory!),
     ...(ledger ? { ledger } : {}),
   };
 }

@@ -601,7 +601,9 @@ export const configSchema = z.strictObject({
   bus: bus.optional(),
   /**
    * Where events not yet published and each run's write-ahead intents wait: a directory of files or a DynamoDB
-   * table. Unset, the directory `.cpsync/outbox` where cpsync is run.
+   * table. Unset, a directory of the configuration's own (its manager and hub) under `.cpsync/` where cpsync is
+   * run: `.cpsync/outbox` when an earlier version made it and no other configuration has it, else
+   * `.cpsync/state-<hash>`.
    */
   outbox: z
     .union([
@@ -609,7 +611,8 @@ export const configSchema = z.strictObject({
         /**
          * A directory (a relative path is from the configuration file's directory); the intents go in its
          * `intents/`, and the ledger and the remembered answers, when they have no table, in `grants/` and
-         * `answers/`.
+         * `answers/`. It holds one configuration's state: its `owner.json` names the manager and the hub, and a
+         * configuration of another manager or hub is refused it.
          */
         directory: z.string().min(1),
       }),

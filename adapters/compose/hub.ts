@@ -14,6 +14,7 @@ import { RefreshingHub } from '../hub/RefreshingHub.ts';
 import { readSecret, safeReason } from '../shared/secrets.ts';
 import type { CpsyncConfig } from './config.ts';
 import { CompositionError } from './errors.ts';
+import { claimedDirectory, defaultDirectory } from '../outbox/stateDirectory.ts';
 
 /** Where cpsync keeps profiles locally when no hub is configured. */
 const DEFAULT_FILE_HUB_DIRECTORY = 'inventory';
@@ -84,6 +85,25 @@ export async function hubKubeConfig(config: CpsyncConfig): Promise<KubeConfig | 
   }
   if ('kubeconfigSecretArn' in hub) return kubeConfigFromSecret(hub.kubeconfigSecretArn);
   return kubeConfigFromFile(hub.kubeconfig, hub.context);
+}
+
+/** The hub as the configuration names it, in words (whose state a state directory holds). */
+function hubNamed(config: CpsyncConfig): string {
+  const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
+  if ('directory' in hub) return `the directory ${resolve(hub.directory)}`;
+  if ('eks' in hub) return `the EKS cluster ${hub.eks.clusterName} in ${hub.eks.region}`;
+  if ('kubeconfigSecretArn' in hub) return `the kubeconfig in ${hub.kubeconfigSecretArn}`;
+  return `the kubeconfig ${resolve(hub.kubeconfig)}${hub.context ? ` (context ${hub.context})` : ''}`;
+}
+
+/**
+ * The state directory of a configuration whose outbox is a directory (undefined: a DynamoDB table): its own
+ * `outbox.directory`, claimed for it, or its default (adapters/outbox/stateDirectory.ts).
+ */
+export function stateDirectoryOf(config: CpsyncConfig, cwd: string = process.cwd()): string | undefined {
+  const owner = { manager: config.manager, hub: hubNamed(config) };
+  if (config.outbox === undefined) return defaultDirectory(owner, cwd);
+  return 'directory' in config.outbox ? claimedDirectory(config.outbox.directory, owner) : undefined;
 }
 
 export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {

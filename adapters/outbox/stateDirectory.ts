@@ -1,0 +1,109 @@
+/**
+ * The state directory of a configuration whose outbox is a directory: its unpublished events, its write-ahead
+ * intents, its grants ledger (`grants/`) and its remembered answers (`answers/`). Nothing in it is keyed by
+ * manager or hub, so it holds one configuration's state, and says whose in its `owner.json` (the manager, and the
+ * hub as the configuration names it). Shared, one configuration would publish the other's events on its own bus,
+ * settle the other's intents against its own hub (and so drop them), and take the other's grants for its own.
+ *
+ * - `outbox.directory` set: the directory is claimed for the configuration, or refused, naming both, when it
+ *   holds another's; nothing there is read or written then.
+ * - Unset: `.cpsync/outbox` where cpsync is run when it is this configuration's, or was made by an earlier
+ *   version (no `owner.json`: the first configuration composed after the upgrade keeps it, as every
+ *   configuration used it before); else `.cpsync/state-<hash of the manager and the hub>`, a directory of the
+ *   configuration's own. Two configurations run from one directory no longer share their state.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { isDeepStrictEqual } from 'node:util';
+import { CpsyncError } from '../../core/domain/errors.ts';
+
+/** Whose state a state directory holds: the manager, and the hub it writes (as the configuration names it). */
+export interface StateOwner {
+  manager: string;
+  hub: string;
+}
+
+/** A state directory that holds another configuration's state, or does not say whose it holds. */
+export class StateDirectoryTakenError extends CpsyncError {}
+
+/** The file naming a state directory's owner. */
+export const OWNER_FILE = 'owner.json';
+
+/** The default state directory of earlier versions, where cpsync is run. */
+export const EARLIER_DEFAULT = join('.cpsync', 'outbox');
+
+type Claim = 'claimed' | 'absent' | { heldBy: StateOwner } | { unreadable: string };
+
+/** The owner a state directory names, as read; `absent` when it names none. */
+function ownerOf(directory: string): Claim {
+  let text: string;
+  try {
+    text = readFileSync(join(directory, OWNER_FILE), 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'absent';
+    throw error;
+  }
+  let held: unknown;
+  try {
+    held = JSON.parse(text);
+  } catch {
+    held = undefined;
+  }
+  const { manager, hub } = (held ?? {}) as Partial<StateOwner>;
+  if (typeof manager !== 'string' || typeof hub !== 'string')
+    return { unreadable: `${join(directory, OWNER_FILE)} does not say whose state the directory holds` };
+  return { heldBy: { manager, hub } };
+}
+
+/**
+ * Claims `directory` for `owner` when it names no owner (`create`: making it when it does not exist), and says
+ * whose it is then: `claimed` when `owner`'s.
+ */
+function claim(directory: string, owner: StateOwner, create: boolean): Claim {
+  let found = ownerOf(directory);
+  if (found === 'absent') {
+    try {
+      if (create) mkdirSync(directory, { recursive: true });
+      writeFileSync(join(directory, OWNER_FILE), `${JSON.stringify(owner, null, 1)}\n`, { flag: 'wx' });
+      return 'claimed';
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === 'ENOENT' && !create) return 'absent';
+      // Claimed meanwhile by another process: judged as that one wrote it.
+      if (code !== 'EEXIST') throw error;
+      found = ownerOf(directory);
+    }
+  }
+  if (typeof found === 'object' && 'heldBy' in found && isDeepStrictEqual(found.heldBy, owner))
+    return 'claimed';
+  return found;
+}
+
+function refusal(directory: string, found: Exclude<Claim, 'claimed' | 'absent'>, owner: StateOwner) {
+  if ('unreadable' in found)
+    return new StateDirectoryTakenError(
+      `${found.unreadable} (expected {"manager": …, "hub": …}); nothing was read or written there — restore it, or give this configuration another outbox.directory`,
+    );
+  return new StateDirectoryTakenError(
+    `the state directory ${directory} holds the outbox, intents and grants ledger of manager "${found.heldBy.manager}" writing hub ${found.heldBy.hub}; this configuration is manager "${owner.manager}" writing hub ${owner.hub}. Nothing was read or written there: give this configuration a directory of its own (outbox.directory)`,
+  );
+}
+
+/** The state directory of a configuration named by its own `outbox.directory`: claimed, or refused. */
+export function claimedDirectory(directory: string, owner: StateOwner): string {
+  const found = claim(resolve(directory), owner, true);
+  if (found === 'claimed') return resolve(directory);
+  throw refusal(resolve(directory), found as Exclude<Claim, 'claimed' | 'absent'>, owner);
+}
+
+/** The default state directory of `owner`, where cpsync is run (`cwd`): see the module's comment. */
+export function defaultDirectory(owner: StateOwner, cwd: string = process.cwd()): string {
+  const earlier = resolve(cwd, EARLIER_DEFAULT);
+  const found = claim(earlier, owner, false);
+  if (found === 'claimed') return earlier;
+  // Whose it is cannot be told: it may be this configuration's, and is neither left nor taken silently.
+  if (typeof found === 'object' && 'unreadable' in found) throw refusal(earlier, found, owner);
+  const key = createHash('sha256').update(`${owner.manager}\n${owner.hub}`).digest('hex').slice(0, 16);
+  return claimedDirectory(resolve(cwd, '.cpsync', `state-${key}`), owner);
+}

@@ -117,22 +117,38 @@ export class ArgoCdClusters {
     if ('skipped' in made) return { outcome: 'skipped', reason: made.skipped };
     const wanted = made.secret;
     wanted.metadata.annotations[WRITTEN_UNDER_ANNOTATION] = writtenUnder;
-    const existing = await this.#read(wanted.metadata.name);
     const api = await this.#api();
+    let existing = await this.#read(wanted.metadata.name);
     if (!existing) {
-      const created = await api.createNamespacedSecret({
-        namespace: this.#options.namespace,
-        body: wanted as V1Secret,
-      });
-      return {
-        outcome: 'created',
-        created: { name: wanted.metadata.name, resourceVersion: created.metadata!.resourceVersion! },
-      };
+      try {
+        const created = await api.createNamespacedSecret({
+          namespace: this.#options.namespace,
+          body: wanted as V1Secret,
+        });
+        return {
+          outcome: 'created',
+          created: { name: wanted.metadata.name, resourceVersion: created.metadata!.resourceVersion! },
+        };
+      } catch (error) {
+        // Made meanwhile (another invocation, or another profile of the same name): judged as it is now.
+        if (status(error) !== 409) throw error;
+        existing = await this.#read(wanted.metadata.name);
+        if (!existing) throw error;
+      }
     }
     if (existing.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY)
       return {
         outcome: 'conflict',
         reason: `Secret ${wanted.metadata.name} exists and is not managed by cpsync`,
+      };
+    // Profiles of one name in two inventory namespaces (two clusters) would share the Secret, and so the Argo CD
+    // cluster: the Secret stays the one profile's it was made from while that Secret lasts, never moved to the other.
+    const madeOf = existing.metadata?.annotations?.[PROFILE_ANNOTATION];
+    const profileKey = wanted.metadata.annotations[PROFILE_ANNOTATION];
+    if (madeOf !== undefined && madeOf !== profileKey)
+      return {
+        outcome: 'conflict',
+        reason: `Secret ${wanted.metadata.name} is the Argo CD cluster of the profile ${madeOf}; ${profileKey}, of the same name in another namespace, gets none while it lasts`,
       };
     const stored = existing.metadata?.annotations ?? {};
     if (
@@ -335,8 +351,9 @@ export class ArgoCdClusters {
             report.skipped.push({ profile: key, reason: made.skipped });
             return;
           }
-          wanted.add(made.secret.metadata.name);
           const { outcome, reason, created } = await this.upsert(profile, { newest: true, writtenUnder });
+          // A Secret another profile holds is not this one's to keep: it is judged by its own profile below.
+          if (outcome !== 'conflict') wanted.add(made.secret.metadata.name);
           if (created) onCreated(profile, created);
           if (outcome === 'created' || outcome === 'updated' || outcome === 'unchanged') report[outcome]++;
           else if (outcome === 'conflict') report.conflicts.push(reason ?? key);

@@ -4,7 +4,7 @@
  * be read is moved to the outbox's `quarantine/` and named: what it recorded is then found again by the scan of
  * cpsync's marks at turn-off, never by reading the hub.
  */
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -90,7 +90,11 @@ export class FileGrantLedger implements GrantLedger {
         continue;
       }
       await mkdir(this.#quarantine, { recursive: true });
-      const aside = join(this.#quarantine, `grants-${scope.provider}-${name}`);
+      // Named for when it was moved, too: a record found unreadable again never replaces the copy moved before.
+      const aside = join(
+        this.#quarantine,
+        `grants-${scope.provider}-${Date.now()}-${randomUUID().slice(0, 8)}-${name}`,
+      );
       await rename(path, aside);
       this.#quarantined.push({ path: aside, reason: 'not a grant record (truncated?)' });
     }

@@ -337,4 +337,22 @@ describe('the grants ledger', () => {
     assert.ok(existsSync(ledger.quarantined()[0]!.path));
     assert.match(readFileSync(ledger.quarantined()[0]!.path, 'utf8'), /arn:aws:eks/, 'nothing lost');
   });
+
+  it("in files: a cluster's record found unreadable again is moved aside beside the first copy, never over it", async () => {
+    const directory = temporaryDirectory('cpsync-ledger-');
+    const ledger = new FileGrantLedger(directory);
+    const scope = { provider: 'eks' as const, account: '111122223333' };
+    const texts = ['{"providerId": "arn:aws:eks first', '{"providerId": "arn:aws:eks second'];
+    for (const text of texts) {
+      await ledger.write([eks('us-east-1', 'payments')]);
+      const folder = join(directory, 'grants', readdirSync(join(directory, 'grants'))[0]!);
+      writeFileSync(join(folder, readdirSync(folder)[0]!), text);
+      assert.deepEqual(await ledger.read(scope), []);
+    }
+    const aside = readdirSync(join(directory, 'quarantine')).map((name) =>
+      readFileSync(join(directory, 'quarantine', name), 'utf8'),
+    );
+    assert.deepEqual(aside.sort(), texts, 'both copies kept');
+    assert.equal(new Set(ledger.quarantined().map((q) => q.path)).size, 2);
+  });
 });

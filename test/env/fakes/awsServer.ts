@@ -44,7 +44,7 @@ export interface FakeAws {
   connections: number;
   /** When each EKS call arrived and was answered (performance.now()), for concurrency timelines. */
   eksSpans: Array<[number, number]>;
-  /** ListClusters' pages as a test scripts them (see PageScript). */
+  /** ListClusters' and ListNodegroups' pages as a test scripts them (see PageScript). */
   pages?: PageScript;
   stop(): Promise<void>;
 }
@@ -181,6 +181,14 @@ export async function startFakeAws(options: FakeAwsOptions): Promise<FakeAws> {
       if (path[2] === 'node-groups' && path.length === 3) {
         count('ListNodegroups');
         if (!entry) return notFound(response, `No cluster found for name: ${path[1]}.`);
+        const scripted = state.pages?.('ListNodegroups', url.searchParams.get('nextToken') ?? undefined);
+        if (scripted)
+          return sendJson(response, 200, {
+            nodegroups: entry.nodegroups
+              .slice(scripted.from, scripted.from + scripted.count)
+              .map((g) => g.nodegroupName),
+            ...(scripted.next ? { nextToken: scripted.next } : {}),
+          });
         return sendJson(response, 200, { nodegroups: entry.nodegroups.map((g) => g.nodegroupName) });
       }
       if (path[2] === 'node-groups' && path.length === 4) {

@@ -2,7 +2,7 @@
  * Listings whose pages misbehave, through the real SDKs at local servers: empty pages that still carry a token (Resource
  * Manager's project search may answer them; Google's client gives up after eleven in a row and calls the search
  * whole), a token given again, a cycle of tokens. Drawn by fast-check for each listing cpsync pages through: EKS
- * ListClusters, Resource Manager's project search, ARM's managed clusters of a subscription and Resource Graph's query.
+ * ListClusters and ListNodegroups, Resource Manager's project search, ARM's managed clusters of a subscription and Resource Graph's query.
  * A listing whose tokens never repeat is read whole, every page; one whose tokens repeat fails as a listing that would
  * never end, after at most one request more than its pages — never taken as whole, never asked for ever.
  */
@@ -52,10 +52,11 @@ const pagesArbitrary: fc.Arbitrary<Pages> = fc
 
 const itemsOf = (pages: Pages) => pages.sizes.reduce((a, b) => a + b, 0);
 
-/** The script a fake server answers `pages` by: page i's token is `p<i>`. */
-function scriptOf(pages: Pages): PageScript {
+/** The script a fake server answers `pages` by (`only` that listing, when named): page i's token is `p<i>`. */
+function scriptOf(pages: Pages, only?: Parameters<PageScript>[0]): PageScript {
   const starts = pages.sizes.map((_, i) => pages.sizes.slice(0, i).reduce((a, b) => a + b, 0));
-  return (_listing, token) => {
+  return (listing, token) => {
+    if (only !== undefined && listing !== only) return undefined;
     const index = token === undefined ? 0 : Number(/^p(\d+)$/.exec(token)?.[1] ?? NaN);
     if (!Number.isInteger(index) || index >= pages.sizes.length) return { from: 0, count: 0 };
     const next =
@@ -148,7 +149,7 @@ describe('listings whose pages misbehave: read whole, or failed as never ending'
             nodegroups: [],
           })),
         );
-        aws.pages = scriptOf(pages);
+        aws.pages = scriptOf(pages, 'ListClusters');
         const before = aws.calls.get('ListClusters') ?? 0;
         const listing = await new EksSource({
           endpoint: aws.endpoint,
@@ -158,6 +159,66 @@ describe('listings whose pages misbehave: read whole, or failed as never ending'
         judged(pages, listedNames(listing), (aws.calls.get('ListClusters') ?? 0) - before, names);
       }),
       RUNS,
+    );
+  });
+
+  it("EKS ListNodegroups (a cluster's node groups, in a scope listing and in one cluster's read)", async () => {
+    const eks = new EksSource({
+      endpoint: aws.endpoint,
+      credentials: async () => HUB_CREDENTIALS,
+      hubAccountId: HUB_ACCOUNT,
+    });
+    const scope = { provider: 'eks' as const, account: HUB_ACCOUNT, region: REGION };
+    await fc.assert(
+      fc.asyncProperty(pagesArbitrary, fc.boolean(), async (pages, oneCluster) => {
+        // Each node group's instance type is its own: the profile's types name the groups that were read.
+        const groups = Array.from({ length: itemsOf(pages) }, (_, i) => `ng${String(i).padStart(3, '0')}`);
+        aws.clusters.set(`${HUB_ACCOUNT}/${REGION}`, [
+          {
+            cluster: {
+              name: 'grouped',
+              arn: `arn:aws:eks:${REGION}:${HUB_ACCOUNT}:cluster/grouped`,
+              createdAt: 1_700_000_000,
+              version: '1.31',
+              endpoint: `https://GROUPED.gr7.${REGION}.eks.amazonaws.com`,
+              status: 'ACTIVE',
+              certificateAuthority: { data: TEST_CA_DATA },
+            },
+            nodegroups: groups.map((nodegroupName) => ({
+              nodegroupName,
+              status: 'ACTIVE',
+              instanceTypes: [`${nodegroupName}.large`],
+              scalingConfig: { minSize: 1, maxSize: 1, desiredSize: 1 },
+            })),
+          },
+        ]);
+        aws.pages = scriptOf(pages, 'ListNodegroups');
+        const before = aws.calls.get('ListNodegroups') ?? 0;
+        let read: string[] | unknown;
+        if (oneCluster)
+          read = await eks.getCluster({ scope, name: 'grouped' }).then(
+            (cluster) => (cluster?.nodes.instanceTypes ?? []).map((t) => t.replace(/\.large$/, '')),
+            (error: unknown) => error,
+          );
+        else {
+          const listing = await eks.listScope(scope);
+          const listed = listedNames(listing);
+          read = Array.isArray(listed)
+            ? listing.clusters[0]!.nodes.instanceTypes.map((t) => t.replace(/\.large$/, ''))
+            : listed;
+        }
+        if (pages.repeat && read instanceof Error && !(read instanceof EndlessListingError))
+          // One cluster's read fails with the adapter's own error: judged by its words.
+          read = /would never end/.test(read.message) ? new EndlessListingError(read.message) : read;
+        judged(pages, read, (aws.calls.get('ListNodegroups') ?? 0) - before, groups);
+      }),
+      {
+        ...RUNS,
+        examples: EXAMPLES.flatMap(([pages]) => [
+          [pages, false] as [Pages, boolean],
+          [pages, true] as [Pages, boolean],
+        ]),
+      },
     );
   });
 

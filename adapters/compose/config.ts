@@ -611,7 +611,7 @@ export const configSchema = z.strictObject({
         /**
          * A directory (a relative path is from the configuration file's directory); the intents go in its
          * `intents/`, and the ledger and the remembered answers, when they have no table, in `grants/` and
-         * `answers/`. It holds one configuration's state: its `owner.json` names the manager and the hub, and a
+         * `answers/`. It holds one configuration's state: its `owner` file names the manager and the hub, and a
          * configuration of another manager or hub is refused it.
          */
         directory: z.string().min(1),

@@ -1,14 +1,14 @@
 /**
  * The state directory of a configuration whose outbox is a directory: its unpublished events, its write-ahead
  * intents, its grants ledger (`grants/`) and its remembered answers (`answers/`). Nothing in it is keyed by
- * manager or hub, so it holds one configuration's state, and says whose in its `owner.json` (the manager, and the
+ * manager or hub, so it holds one configuration's state, and says whose in its `owner` file (the manager, and the
  * hub as the configuration names it). Shared, one configuration would publish the other's events on its own bus,
  * settle the other's intents against its own hub (and so drop them), and take the other's grants for its own.
  *
  * - `outbox.directory` set: the directory is claimed for the configuration, or refused, naming both, when it
  *   holds another's; nothing there is read or written then.
  * - Unset: `.cpsync/outbox` where cpsync is run when it is this configuration's, or was made by an earlier
- *   version (no `owner.json`: the first configuration composed after the upgrade keeps it, as every
+ *   version (no `owner` file: the first configuration composed after the upgrade keeps it, as every
  *   configuration used it before); else `.cpsync/state-<hash of the manager and the hub>`, a directory of the
  *   configuration's own. Two configurations run from one directory no longer share their state.
  */
@@ -28,7 +28,7 @@ export interface StateOwner {
 export class StateDirectoryTakenError extends CpsyncError {}
 
 /** The file naming a state directory's owner. */
-export const OWNER_FILE = 'owner.json';
+export const OWNER_FILE = 'owner';
 
 /** The default state directory of earlier versions, where cpsync is run. */
 export const EARLIER_DEFAULT = join('.cpsync', 'outbox');

@@ -125,7 +125,7 @@ describe("a state directory holds one configuration's state", () => {
     assert.ok(existsSync(join(state, 'intents', 'kept.json')));
     assert.match(readFileSync(join(state, OWNER_FILE), 'utf8'), /"manager": "earlier"/);
     writeFileSync(join(state, OWNER_FILE), '{"manag');
-    await assert.rejects(composed(configOf(base, state, 'earlier')), /owner\.json does not say whose state/);
+    await assert.rejects(composed(configOf(base, state, 'earlier')), /owner does not say whose state/);
   });
 
   it('unset: two configurations run from one directory keep their events, intents, ledger and answers apart', async () => {
@@ -144,13 +144,19 @@ describe("a state directory holds one configuration's state", () => {
       assert.deepEqual(await ports.ledger!.read(record), []);
       assert.deepEqual(await ports.intents.list(), []);
     });
-    // A, composed again, finds both where it left them.
+    // A, composed again, finds both where it left them, and the owner file is no record of theirs.
     await composed(a, cwd, async (ports) => {
       assert.deepEqual(
         (await ports.outbox.pending()).map((e) => e.detail.syncId),
         ['earlier-run'],
       );
+      assert.deepEqual(await ports.intents.list(), []);
       assert.equal((await ports.ledger!.read(record)).length, 1);
+      assert.deepEqual(
+        [ports.outbox, ports.intents, ports.ledger!].flatMap((store) => store.quarantined?.() ?? []),
+        [],
+        'nothing taken for an unreadable record',
+      );
     });
     const made = readdirSync(join(cwd, '.cpsync')).sort();
     assert.equal(made.length, 2, made.join());
@@ -181,7 +187,7 @@ describe("a state directory holds one configuration's state", () => {
     // An owner file there that cannot be read: whose it is cannot be told, and nothing is taken silently.
     writeFileSync(join(earlier, OWNER_FILE), '{"manag');
     await assert.rejects(composed(first, cwd), StateDirectoryTakenError);
-    await assert.rejects(composed(other, cwd), /owner\.json does not say whose state/);
+    await assert.rejects(composed(other, cwd), /owner does not say whose state/);
   });
 
   it('unset, any configurations in any order, the earlier default there or not: each keeps one directory of its own (property)', () => {

@@ -622,11 +622,16 @@ describe('write-ahead intents', () => {
           bothLeft: fc.boolean(),
           /** The run still holds its lease. */
           held: fc.boolean(),
+          /** The write landed after all. */
+          landed: fc.boolean(),
         }),
-        async ({ givenUpAfter, settleDelay, lookAfter, bothLeft, held }) => {
+        async ({ givenUpAfter, settleDelay, lookAfter, bothLeft, held, landed }) => {
           const directory = temporaryDirectory('cpsync-given-up-');
           const leases = new FileLeaseStore(join(directory, 'hub'));
           const log = new FileIntentLog(join(directory, 'outbox'));
+          const hub = new FileHub({ directory: join(directory, 'hub') });
+          const outbox = new FileOutbox(join(directory, 'outbox'));
+          if (landed) await hub.applyWhole!(plan.creates[0]!.profile);
           const started = Date.parse('2026-05-01T00:00:00Z');
           await leases.acquire('the-lease', 'the-run', 3_600_000);
           if (!held) await leases.release('the-lease', 'the-run');
@@ -638,11 +643,7 @@ describe('write-ahead intents', () => {
           const copy = givenUp(first!, new Date(started + givenUpAfter));
           await log.add(bothLeft ? [first!, copy] : [copy]);
           await recoverIntents(
-            {
-              hub: new FileHub({ directory: join(directory, 'hub') }),
-              outbox: new FileOutbox(join(directory, 'outbox')),
-              intents: log,
-            },
+            { hub, outbox, intents: log },
             ['eks', 'gke', 'aks'],
             new Date(started + givenUpAfter + lookAfter),
             { leases, settleDelayMillis: settleDelay },
@@ -650,6 +651,11 @@ describe('write-ahead intents', () => {
           // The intents' own time (intentLeaseSeconds, 900 s) is past only beyond the drawn times.
           const left = !held ? lookAfter < settleDelay : true;
           assert.equal((await log.list()).length, left ? (bothLeft ? 2 : 1) : 0);
+          // Settled, a write that landed is announced once, however many of its intents were left.
+          assert.deepEqual(
+            (await outbox.pending()).map((e) => e.detailType),
+            !left && landed ? ['ClusterProfile Created'] : [],
+          );
         },
       ),
       { numRuns: 60 },

@@ -109,7 +109,7 @@ export interface ArmServer {
   pageSize: number;
   /** Errors to answer for a subscription's listing, one per request, before answering normally. */
   failures: Map<string, ArmError[]>;
-  /** The managed cluster listing's and Resource Graph's pages as a test scripts them (see PageScript). */
+  /** The subscriptions', the managed cluster listing's and Resource Graph's pages as a test scripts them (see PageScript). */
   pages?: PageScript;
   /** CA data returned in each cluster's user kubeconfig, by resource id (lower case); TEST_CA_DATA otherwise. */
   caData: Map<string, string>;
@@ -335,12 +335,19 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
       return answerGraph(response, JSON.parse(body) as GraphQuery);
     }
     if (request.method === 'GET' && url.pathname === '/subscriptions') {
+      const all = state.subscriptions.map((s) => ({
+        id: `/subscriptions/${s.subscriptionId}`,
+        ...s,
+        tenantId: tenant,
+      }));
+      const scripted = state.pages?.('subscriptions', url.searchParams.get('$skiptoken') ?? undefined);
+      if (!scripted) return sendJson(response, 200, { value: all });
+      const link = scripted.next
+        ? `${endpoint}/subscriptions?api-version=${url.searchParams.get('api-version')}&$skiptoken=${encodeURIComponent(scripted.next)}`
+        : undefined;
       return sendJson(response, 200, {
-        value: state.subscriptions.map((s) => ({
-          id: `/subscriptions/${s.subscriptionId}`,
-          ...s,
-          tenantId: tenant,
-        })),
+        value: all.slice(scripted.from, scripted.from + scripted.count),
+        ...(link ? { nextLink: link } : {}),
       });
     }
     const list = /^\/subscriptions\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters$/i.exec(

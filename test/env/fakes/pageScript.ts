@@ -5,6 +5,7 @@
  * still carry a token, a token given again, a cycle. Undefined answers as the server would by itself.
  */
 export type PageScript = (
-  listing: 'ListClusters' | 'ListNodegroups' | 'projects:search' | 'managedClusters' | 'resources',
+  listing:
+    'ListClusters' | 'ListNodegroups' | 'projects:search' | 'subscriptions' | 'managedClusters' | 'resources',
   token: string | undefined,
 ) => { from: number; count: number; next?: string } | undefined;

@@ -2,7 +2,7 @@
  * Listings whose pages misbehave, through the real SDKs at local servers: empty pages that still carry a token (Resource
  * Manager's project search may answer them; Google's client gives up after eleven in a row and calls the search
  * whole), a token given again, a cycle of tokens. Drawn by fast-check for each listing cpsync pages through: EKS
- * ListClusters and ListNodegroups, Resource Manager's project search, ARM's managed clusters of a subscription and Resource Graph's query.
+ * ListClusters and ListNodegroups, Resource Manager's project search, ARM's subscriptions, ARM's managed clusters of a subscription and Resource Graph's query.
  * A listing whose tokens never repeat is read whole, every page; one whose tokens repeat fails as a listing that would
  * never end, after at most one request more than its pages — never taken as whole, never asked for ever.
  */
@@ -232,6 +232,34 @@ describe('listings whose pages misbehave: read whole, or failed as never ending'
         const before = searches();
         const found = await google.selectProjects({ search: { query: '' } }).catch((error: unknown) => error);
         judged(pages, found, searches() - before, ids);
+      }),
+      RUNS,
+    );
+  });
+
+  it("ARM's subscriptions (the subscriptions a configuration without a list selects, nextLink)", async () => {
+    await fc.assert(
+      fc.asyncProperty(pagesArbitrary, async (pages) => {
+        const ids = Array.from(
+          { length: itemsOf(pages) },
+          (_, i) => `00000000-1111-2222-3333-${String(i).padStart(12, '0')}`,
+        );
+        arm.subscriptions.splice(
+          0,
+          arm.subscriptions.length,
+          ...ids.map((subscriptionId) => ({ subscriptionId, displayName: subscriptionId, state: 'Enabled' })),
+        );
+        arm.pages = scriptOf(pages, 'subscriptions');
+        const counted = () =>
+          arm.requests.filter((r) => r.method === 'GET' && r.path === '/subscriptions').length;
+        const before = counted();
+        const source = new AksSource({
+          credential,
+          endpoint: arm.endpoint,
+          fetchCertificateAuthority: false,
+        });
+        const found = await source.selectSubscriptions({ all: true }).catch((error: unknown) => error);
+        judged(pages, found, counted() - before, ids);
       }),
       RUNS,
     );

@@ -109,7 +109,10 @@ export interface ArmServer {
   pageSize: number;
   /** Errors to answer for a subscription's listing, one per request, before answering normally. */
   failures: Map<string, ArmError[]>;
-  /** The subscriptions', the managed cluster listing's and Resource Graph's pages as a test scripts them (see PageScript). */
+  /**
+   * The subscriptions', role assignments', the managed cluster listing's and Resource Graph's pages as a test
+   * scripts them (see PageScript).
+   */
   pages?: PageScript;
   /** CA data returned in each cluster's user kubeconfig, by resource id (lower case); TEST_CA_DATA otherwise. */
   caData: Map<string, string>;
@@ -303,7 +306,14 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
             ? a.properties.principalId === principal && (at.startsWith(of) || of.startsWith(`${at}/`))
             : at.startsWith(of);
         });
-        return sendJson(response, 200, { value });
+        const scripted = state.pages?.('roleAssignments', url.searchParams.get('$skiptoken') ?? undefined);
+        if (!scripted) return sendJson(response, 200, { value });
+        const query = new URLSearchParams(url.searchParams);
+        if (scripted.next) query.set('$skiptoken', scripted.next);
+        return sendJson(response, 200, {
+          value: value.slice(scripted.from, scripted.from + scripted.count),
+          ...(scripted.next ? { nextLink: `${endpoint}${url.pathname}?${query}` } : {}),
+        });
       }
       const id = `${scope}/providers/Microsoft.Authorization/roleAssignments/${name}`;
       if (request.method !== 'GET' && state.refuseAssignments.has(scope.toLowerCase()))

@@ -6,6 +6,12 @@
  */
 export type PageScript = (
   listing:
-    'ListClusters' | 'ListNodegroups' | 'projects:search' | 'subscriptions' | 'managedClusters' | 'resources',
+    | 'ListClusters'
+    | 'ListNodegroups'
+    | 'projects:search'
+    | 'subscriptions'
+    | 'roleAssignments'
+    | 'managedClusters'
+    | 'resources',
   token: string | undefined,
 ) => { from: number; count: number; next?: string } | undefined;

@@ -2,7 +2,7 @@
  * Listings whose pages misbehave, through the real SDKs at local servers: empty pages that still carry a token (Resource
  * Manager's project search may answer them; Google's client gives up after eleven in a row and calls the search
  * whole), a token given again, a cycle of tokens. Drawn by fast-check for each listing cpsync pages through: EKS
- * ListClusters and ListNodegroups, Resource Manager's project search, ARM's subscriptions, ARM's managed clusters of a subscription and Resource Graph's query.
+ * ListClusters and ListNodegroups, Resource Manager's project search, ARM's subscriptions and role assignments, ARM's managed clusters of a subscription and Resource Graph's query.
  * A listing whose tokens never repeat is read whole, every page; one whose tokens repeat fails as a listing that would
  * never end, after at most one request more than its pages — never taken as whole, never asked for ever.
  */
@@ -11,6 +11,9 @@ import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
 import type { ClientSecretCredential } from '@azure/identity';
 import { AksSource } from '../../../adapters/aks/AksSource.ts';
+import { AksRoleAssignments } from '../../../adapters/aks/roleAssignments.ts';
+import { grantDescription } from '../../../adapters/grants/marks.ts';
+import type { ClusterGrantPlan } from '../../../core/domain/grants.ts';
 import { EksSource } from '../../../adapters/eks/EksSource.ts';
 import { GkeSource } from '../../../adapters/gke/GkeSource.ts';
 import { EndlessListingError } from '../../../adapters/shared/pages.ts';
@@ -260,6 +263,52 @@ describe('listings whose pages misbehave: read whole, or failed as never ending'
         });
         const found = await source.selectSubscriptions({ all: true }).catch((error: unknown) => error);
         judged(pages, found, counted() - before, ids);
+      }),
+      RUNS,
+    );
+  });
+
+  it("ARM's role assignments on a cluster (what a sweep of cpsync's grants finds, nextLink)", async () => {
+    const cluster = `/subscriptions/${SUB}/resourceGroups/rg-pages/providers/Microsoft.ContainerService/managedClusters/granted`;
+    const assignments = new AksRoleAssignments({
+      credential,
+      endpoint: arm.endpoint,
+      manager: 'cpsync',
+      cluster: async () => undefined,
+    });
+    await fc.assert(
+      fc.asyncProperty(pagesArbitrary, async (pages) => {
+        const names = Array.from(
+          { length: itemsOf(pages) },
+          (_, i) => `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+        );
+        arm.roleAssignments.clear();
+        for (const name of names) {
+          const id = `${cluster}/providers/Microsoft.Authorization/roleAssignments/${name}`;
+          arm.roleAssignments.set(id.toLowerCase(), {
+            id,
+            name,
+            type: 'Microsoft.Authorization/roleAssignments',
+            properties: {
+              scope: cluster,
+              roleDefinitionId: '7f6c6a51-bcf8-42ba-9220-52d62157d7db',
+              principalId: `principal-${name}`,
+              description: `${grantDescription('cpsync', 'gone')}`,
+            },
+          });
+        }
+        arm.pages = scriptOf(pages, 'roleAssignments');
+        const counted = () =>
+          arm.requests.filter((r) => r.method === 'GET' && /\/roleAssignments$/i.test(r.path)).length;
+        const before = counted();
+        // Nothing kept: the sweep takes back every grant of cpsync's it finds, so what it found is what it removed.
+        const swept = await assignments
+          .sweep({ providerId: cluster } as ClusterGrantPlan, () => false, [])
+          .then((removed) => removed.map((r) => r.identity.replace(/^principal-/, '')))
+          .catch((error: unknown) => error);
+        judged(pages, swept, counted() - before, names);
+        if (pages.repeat)
+          assert.equal(arm.roleAssignments.size, names.length, 'nothing taken back on a part');
       }),
       RUNS,
     );

@@ -27,7 +27,7 @@ async function configuredStore(config: CpsyncConfig): Promise<AnswerStore | unde
       ...(config.answers.endpoint ? { endpoint: config.answers.endpoint } : {}),
     });
   }
-  const directory = stateDirectoryOf(config);
+  const directory = await stateDirectoryOf(config);
   if (directory === undefined) return undefined;
   const { FileAnswerStore } = await import('../outbox/FileAnswerStore.ts');
   return new FileAnswerStore(directory);

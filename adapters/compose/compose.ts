@@ -127,9 +127,11 @@ function buildBus(config: CpsyncConfig, stdout: NodeJS.WritableStream): EventSin
  * Where unpublished events and write-ahead intents wait: a DynamoDB table, or the configuration's state directory
  * (`stateDirectoryOf`; intents in its `intents/`).
  */
-function buildOutbox(config: CpsyncConfig): Pick<EnginePorts, 'outbox' | 'intents' | 'ledger'> {
+async function buildOutbox(
+  config: CpsyncConfig,
+): Promise<Pick<EnginePorts, 'outbox' | 'intents' | 'ledger'>> {
   const outbox = config.outbox;
-  const directory = stateDirectoryOf(config);
+  const directory = await stateDirectoryOf(config);
   // What cpsync granted: its own table, else the grants/ folder of the outbox's directory.
   const ledger = config.ledger
     ? new DynamoGrantLedger({
@@ -257,7 +259,7 @@ export async function compose(
         ...(members ? { members } : {}),
         grants,
         bus: buildBus(config, options.stdout ?? process.stdout),
-        ...buildOutbox(config),
+        ...(await buildOutbox(config)),
       },
       settings,
       providers,

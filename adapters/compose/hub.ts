@@ -87,21 +87,33 @@ export async function hubKubeConfig(config: CpsyncConfig): Promise<KubeConfig | 
   return kubeConfigFromFile(hub.kubeconfig, hub.context);
 }
 
-/** The hub as the configuration names it, in words (whose state a state directory holds). */
-function hubNamed(config: CpsyncConfig): string {
+/**
+ * The hub, in words, as whose state a state directory holds: a kubeconfig's by the server its context names (the file
+ * moved or renamed, or another user's for the same server, is the same hub), the others as the configuration names
+ * them. A kubeconfig that cannot be read fails as connecting would, before any state directory is claimed.
+ */
+async function hubNamed(config: CpsyncConfig): Promise<string> {
   const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
   if ('directory' in hub) return `the directory ${resolve(hub.directory)}`;
   if ('eks' in hub) return `the EKS cluster ${hub.eks.clusterName} in ${hub.eks.region}`;
   if ('kubeconfigSecretArn' in hub) return `the kubeconfig in ${hub.kubeconfigSecretArn}`;
-  return `the kubeconfig ${resolve(hub.kubeconfig)}${hub.context ? ` (context ${hub.context})` : ''}`;
+  const server = (await kubeConfigFromFile(hub.kubeconfig, hub.context)).getCurrentCluster()?.server;
+  if (!server)
+    throw new CompositionError(
+      `hub.kubeconfig ${hub.kubeconfig}: its context names no cluster with a server`,
+    );
+  return `the server ${server}`;
 }
 
 /**
  * The state directory of a configuration whose outbox is a directory (undefined: a DynamoDB table): its own
  * `outbox.directory`, claimed for it, or its default (adapters/outbox/stateDirectory.ts).
  */
-export function stateDirectoryOf(config: CpsyncConfig, cwd: string = process.cwd()): string | undefined {
-  const owner = { manager: config.manager, hub: hubNamed(config) };
+export async function stateDirectoryOf(
+  config: CpsyncConfig,
+  cwd: string = process.cwd(),
+): Promise<string | undefined> {
+  const owner = { manager: config.manager, hub: await hubNamed(config) };
   if (config.outbox === undefined) return defaultDirectory(owner, cwd);
   return 'directory' in config.outbox ? claimedDirectory(config.outbox.directory, owner) : undefined;
 }

@@ -86,7 +86,7 @@ function refusal(directory: string, found: Exclude<Claim, 'claimed' | 'absent'>,
       `${found.unreadable} (expected {"manager": …, "hub": …}); nothing was read or written there — restore it, or give this configuration another outbox.directory`,
     );
   return new StateDirectoryTakenError(
-    `the state directory ${directory} holds the outbox, intents and grants ledger of manager "${found.heldBy.manager}" writing hub ${found.heldBy.hub}; this configuration is manager "${owner.manager}" writing hub ${owner.hub}. Nothing was read or written there: give this configuration a directory of its own (outbox.directory)`,
+    `the state directory ${directory} holds the outbox, intents and grants ledger of manager "${found.heldBy.manager}" writing hub ${found.heldBy.hub}; this configuration is manager "${owner.manager}" writing hub ${owner.hub}. Nothing was read or written there: give this configuration a directory of its own (outbox.directory), or, if that state is this configuration's (its hub named otherwise since), remove ${join(directory, OWNER_FILE)} and run it again`,
   );
 }
 

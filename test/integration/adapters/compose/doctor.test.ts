@@ -76,7 +76,8 @@ describe('cpsync doctor: the hub’s admission policy', () => {
             : {}),
         },
         bus: { jsonl: join(directory, 'events.jsonl') },
-        outbox: { directory: join(directory, 'outbox') },
+        // A state directory is one configuration's (its manager and hub).
+        outbox: { directory: join(directory, `outbox-${manager}`) },
       }),
     );
     return file;

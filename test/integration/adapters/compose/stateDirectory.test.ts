@@ -161,8 +161,8 @@ describe("a state directory holds one configuration's state", () => {
     const made = readdirSync(join(cwd, '.cpsync')).sort();
     assert.equal(made.length, 2, made.join());
     assert.ok(made.every((name) => /^state-[0-9a-f]{16}$/.test(name)));
-    assert.equal(stateDirectoryOf(a, cwd), stateDirectoryOf(a, cwd));
-    assert.notEqual(stateDirectoryOf(a, cwd), stateDirectoryOf(b, cwd));
+    assert.equal(await stateDirectoryOf(a, cwd), await stateDirectoryOf(a, cwd));
+    assert.notEqual(await stateDirectoryOf(a, cwd), await stateDirectoryOf(b, cwd));
   });
 
   it("unset: the earlier versions' default (.cpsync/outbox) stays with the first configuration composed, with what it holds", async () => {
@@ -180,9 +180,9 @@ describe("a state directory holds one configuration's state", () => {
         ['earlier-run'],
       ),
     );
-    assert.equal(stateDirectoryOf(first, cwd), earlier);
+    assert.equal(await stateDirectoryOf(first, cwd), earlier);
     await composed(other, cwd, async (ports) => assert.deepEqual(await ports.outbox.pending(), []));
-    assert.notEqual(stateDirectoryOf(other, cwd), earlier);
+    assert.notEqual(await stateDirectoryOf(other, cwd), earlier);
 
     // An owner file there that cannot be read: whose it is cannot be told, and nothing is taken silently.
     writeFileSync(join(earlier, OWNER_FILE), '{"manag');
@@ -190,38 +190,59 @@ describe("a state directory holds one configuration's state", () => {
     await assert.rejects(composed(other, cwd), /owner does not say whose state/);
   });
 
-  it('unset, any configurations in any order, the earlier default there or not: each keeps one directory of its own (property)', () => {
+  it('unset, any configurations in any order, the earlier default there or not: each hub and manager keeps one directory of its own (property)', async () => {
+    // Three kubeconfig files: two of one server (another user's, a file moved), one of another.
+    const files = root();
+    const kubeconfig = (file: string, server: string) => {
+      const path = join(files, file);
+      writeFileSync(
+        path,
+        `apiVersion: v1\nkind: Config\nclusters:\n- name: hub\n  cluster:\n    server: ${server}\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: hub\n  context:\n    cluster: hub\n    user: u\ncurrent-context: hub\n`,
+      );
+      return path;
+    };
+    // Each hub as a configuration names it, and the hub it is.
+    const hubs: Array<[Record<string, unknown>, string]> = [
+      [{ directory: '/srv/hub-a' }, 'files a'],
+      [{ directory: '/srv/hub-b' }, 'files b'],
+      [{ kubeconfig: kubeconfig('admin.kubeconfig', 'https://hub.example:6443') }, 'hub.example'],
+      [{ kubeconfig: kubeconfig('moved.kubeconfig', 'https://hub.example:6443') }, 'hub.example'],
+      [{ kubeconfig: kubeconfig('other.kubeconfig', 'https://other.example:6443') }, 'other.example'],
+      [{ eks: { clusterName: 'hub', region: 'eu-west-1' } }, 'eks'],
+      [{ kubeconfigSecretArn: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:hub' }, 'secret'],
+    ];
     const owners = fc.record({
       manager: fc.constantFrom('cpsync', 'platform'),
-      hub: fc.constantFrom<Record<string, unknown>>(
-        { directory: '/srv/hub-a' },
-        { directory: '/srv/hub-b' },
-        { kubeconfig: '/srv/hub.kubeconfig' },
-        { kubeconfig: '/srv/hub.kubeconfig', context: 'other' },
-        { eks: { clusterName: 'hub', region: 'eu-west-1' } },
-        { kubeconfigSecretArn: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:hub' },
-      ),
+      hub: fc.nat(hubs.length - 1),
     });
-    fc.assert(
-      fc.property(fc.boolean(), fc.array(owners, { minLength: 1, maxLength: 12 }), (earlierThere, order) => {
-        const cwd = root();
-        if (earlierThere) mkdirSync(join(cwd, EARLIER_DEFAULT), { recursive: true });
-        const seen = new Map<string, string>();
-        for (const owner of order) {
-          const key = JSON.stringify(owner);
-          const directory = stateDirectoryOf(parseConfig(owner), cwd)!;
-          assert.equal(directory, seen.get(key) ?? directory, 'always the same for one configuration');
-          seen.set(key, directory);
-        }
-        const directories = [...seen.values()];
-        assert.equal(new Set(directories).size, directories.length, 'never one for two configurations');
-        const earlier = join(cwd, EARLIER_DEFAULT);
-        assert.equal(
-          seen.get(JSON.stringify(order[0])) === earlier,
-          earlierThere,
-          "the earlier default, when there, is the first configuration's",
-        );
-      }),
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.array(owners, { minLength: 1, maxLength: 12 }),
+        async (earlierThere, order) => {
+          const cwd = root();
+          if (earlierThere) mkdirSync(join(cwd, EARLIER_DEFAULT), { recursive: true });
+          const seen = new Map<string, string>();
+          const whose = ({ manager, hub }: (typeof order)[number]) => `${manager} ${hubs[hub]![1]}`;
+          for (const owner of order) {
+            const config = parseConfig({ manager: owner.manager, hub: hubs[owner.hub]![0] });
+            const directory = (await stateDirectoryOf(config, cwd))!;
+            assert.equal(
+              directory,
+              seen.get(whose(owner)) ?? directory,
+              'always the same for one hub and manager',
+            );
+            seen.set(whose(owner), directory);
+          }
+          const directories = [...seen.values()];
+          assert.equal(new Set(directories).size, directories.length, 'never one for two hubs or managers');
+          assert.equal(
+            seen.get(whose(order[0]!)) === join(cwd, EARLIER_DEFAULT),
+            earlierThere,
+            "the earlier default, when there, is the first configuration's",
+          );
+        },
+      ),
       { numRuns: 60 },
     );
   });

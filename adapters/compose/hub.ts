@@ -113,9 +113,11 @@ export async function stateDirectoryOf(
   config: CpsyncConfig,
   cwd: string = process.cwd(),
 ): Promise<string | undefined> {
+  if (config.outbox !== undefined && !('directory' in config.outbox)) return undefined;
   const owner = { manager: config.manager, hub: await hubNamed(config) };
-  if (config.outbox === undefined) return defaultDirectory(owner, cwd);
-  return 'directory' in config.outbox ? claimedDirectory(config.outbox.directory, owner) : undefined;
+  return config.outbox === undefined
+    ? defaultDirectory(owner, cwd)
+    : claimedDirectory(config.outbox.directory, owner);
 }
 
 export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {

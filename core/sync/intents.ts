@@ -142,7 +142,8 @@ export interface Settlement {
  * The intents that runs which are over left behind. An intent whose run still holds its lease is
  * never settled, however old; one whose run has given up its lease (finished, stopped, or a process
  * that is gone) is settled once `settleDelayMillis` have passed since the run gave up on the change's
- * write (`givenUpAt`; the run's start where it never said); one that names no lease, once its time is up.
+ * write (`givenUpAt`; the run's start where it never said); one that names no lease, once its time is up — and
+ * one whose write was given up, not before its settle delay has passed since then either.
  */
 async function abandonedIntents(
   intents: readonly ChangeIntent[],
@@ -153,6 +154,8 @@ async function abandonedIntents(
   const holders = new Map<string, Promise<LeaseHolder | undefined>>();
   // The latest time each change was given up at: its two intents, should a stopped process leave both, wait alike.
   const givenUpAt = new Map<string, number>();
+  // Changes a run said it gave up on: they wait the settle delay from then, whatever their own time says.
+  const givenUp = new Set(intents.filter((i) => i.givenUpAt !== undefined).map(changeOf));
   for (const intent of intents) {
     const at = Date.parse(intent.givenUpAt ?? intent.context.occurredAt);
     if (Number.isNaN(at)) continue;
@@ -167,9 +170,9 @@ async function abandonedIntents(
       if (!holder) holders.set(intent.lease!, (holder = leases.holderOf(intent.lease!)));
       if ((await holder)?.holder === intent.holder) continue;
     }
-    const age = now.getTime() - givenUpAt.get(changeOf(intent))!;
-    if (Date.parse(intent.notBefore) <= now.getTime() || (leased && age >= settleDelayMillis))
-      abandoned.push(intent);
+    const settled = now.getTime() - givenUpAt.get(changeOf(intent))! >= settleDelayMillis;
+    const over = Date.parse(intent.notBefore) <= now.getTime() || (leased && settled);
+    if (over && (settled || !givenUp.has(changeOf(intent)))) abandoned.push(intent);
   }
   return abandoned;
 }
@@ -221,11 +224,18 @@ export async function recoverIntents(
   settlement: Settlement = {},
 ): Promise<Recovery> {
   const intents = await abandonedIntents(await log.list(), now, settlement);
+  // A change whose given-up copies were written: its run knew then what it had announced (a write given up whole,
+  // or only a status half), and the copies stand for the rest. The intents they replace go without an event.
+  const replaced = new Set(intents.filter((i) => i.givenUpAt !== undefined).map(changeOf));
   const recovered: CpsyncEvent[] = [];
   const settled: string[] = [];
   const problems: string[] = [];
   for (const intent of intents) {
     const key = `${intent.namespace}/${intent.name}`;
+    if (intent.givenUpAt === undefined && replaced.has(changeOf(intent))) {
+      settled.push(intent.id);
+      continue;
+    }
     try {
       const stored = await hub.get({ namespace: intent.namespace, name: intent.name });
       const malformed = stored === undefined ? undefined : profileProblem(stored);

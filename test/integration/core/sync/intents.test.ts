@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -620,12 +620,15 @@ describe('write-ahead intents', () => {
           lookAfter: fc.integer({ min: 0, max: 40_000 }),
           /** A process stopped between writing the given-up copy and removing the first intent. */
           bothLeft: fc.boolean(),
-          /** The run still holds its lease. */
+          /** The run held a lease (a hub that keeps none: the intent's own time alone), and still holds it. */
+          leased: fc.boolean(),
           held: fc.boolean(),
           /** The write landed after all. */
           landed: fc.boolean(),
+          /** `sync.intentLeaseSeconds` (0 is allowed): the intent's own time, from the run's start. */
+          intentLease: fc.constantFrom(0, 60_000, 900_000),
         }),
-        async ({ givenUpAfter, settleDelay, lookAfter, bothLeft, held, landed }) => {
+        async ({ givenUpAfter, settleDelay, lookAfter, bothLeft, leased, held, landed, intentLease }) => {
           const directory = temporaryDirectory('cpsync-given-up-');
           const leases = new FileLeaseStore(join(directory, 'hub'));
           const log = new FileIntentLog(join(directory, 'outbox'));
@@ -635,11 +638,12 @@ describe('write-ahead intents', () => {
           const started = Date.parse('2026-05-01T00:00:00Z');
           await leases.acquire('the-lease', 'the-run', 3_600_000);
           if (!held) await leases.release('the-lease', 'the-run');
-          const [first] = intentsOf(
-            plan,
-            { syncId: 'the-run', occurredAt: new Date(started).toISOString(), scope },
-            { holder: 'the-run', lease: 'the-lease' },
-          );
+          const [first] = planIntents(plan, {
+            context: { syncId: 'the-run', occurredAt: new Date(started).toISOString(), scope },
+            accessProviderNames: ['eks', 'gke', 'aks'],
+            leaseMillis: intentLease,
+            ...(leased ? { held: { holder: 'the-run', lease: 'the-lease' } } : {}),
+          });
           const copy = givenUp(first!, new Date(started + givenUpAfter));
           await log.add(bothLeft ? [first!, copy] : [copy]);
           await recoverIntents(
@@ -648,8 +652,11 @@ describe('write-ahead intents', () => {
             new Date(started + givenUpAfter + lookAfter),
             { leases, settleDelayMillis: settleDelay },
           );
-          // The intents' own time (intentLeaseSeconds, 900 s) is past only beyond the drawn times.
-          const left = !held ? lookAfter < settleDelay : true;
+          // Never while its run holds its lease; else once its own time is over (or, leased, its run gone), and in
+          // every case not before the settle delay has passed since the write was given up.
+          const delayed = lookAfter < settleDelay;
+          const ownTimeOver = givenUpAfter + lookAfter >= intentLease;
+          const left = leased ? held || delayed : delayed || !ownTimeOver;
           assert.equal((await log.list()).length, left ? (bothLeft ? 2 : 1) : 0);
           // Settled, a write that landed is announced once, however many of its intents were left.
           assert.deepEqual(
@@ -660,5 +667,107 @@ describe('write-ahead intents', () => {
       ),
       { numRuns: 60 },
     );
+  });
+
+  it('an update whose status write was given up, left by a process stopped in its settle: each half announced once, never the whole again', async () => {
+    const directory = temporaryDirectory('cpsync-halves-');
+    const hub = new FileHub({ directory: join(directory, 'hub') });
+    const outboxDirectory = join(directory, 'outbox');
+    const options = inventoryOptions({
+      namespace: 'halves',
+      labels: { fromTags: ['env'], prefix: 'cpsync.io/tag-' },
+    });
+    let time = Date.parse('2026-05-01T00:00:00Z');
+    let cluster = eksCluster({ name: 'halves' });
+    const source: ClusterSource = {
+      listScope: async () => ({ outcome: { scope, kind: 'complete' as const }, clusters: [cluster] }),
+      getCluster: async () => cluster,
+      isProviderIdOf: () => false,
+    };
+    const settings = {
+      ...runSettings(options),
+      intentLeaseMillis: 0,
+      intentSettleDelayMillis: 10_000,
+    };
+    const portsOf = (syncId: string, used: Hub, intents: IntentLog) => ({
+      sources: { eks: source },
+      hub: used,
+      bus: new JsonLinesFileBus(join(directory, `${syncId}.jsonl`)),
+      outbox: new FileOutbox(outboxDirectory),
+      intents,
+      clock: () => new Date(time),
+    });
+    await runSync(portsOf('first', hub, new FileIntentLog(outboxDirectory)), {
+      syncId: 'first',
+      scopes: [scope],
+      ...settings,
+    });
+
+    // A tag (the object's labels) and the version (its status) change; the status write is given up after 30 s,
+    // and the process stops once the given-up copy is written, before the intents it replaces are removed.
+    cluster = eksCluster({
+      name: 'halves',
+      kubernetesVersion: '1.32',
+      tags: { team: 'payments', env: 'staging' },
+    });
+    let land: (() => Promise<unknown>) | undefined;
+    const split = new Proxy(hub, {
+      get(target, key: keyof FileHub) {
+        if (key === 'applyWhole') return undefined;
+        if (key === 'applyStatus')
+          return (profile: ClusterProfile) => {
+            land = () => target.applyStatus(profile);
+            time += 30_000;
+            return Promise.reject(new Error('the hub did not answer within 30 s'));
+          };
+        const value = target[key];
+        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      },
+    }) as Hub;
+    const stored = new FileIntentLog(outboxDirectory);
+    let stopped!: () => void;
+    const inSettle = new Promise<void>((resolve) => (stopped = resolve));
+    const stopping: IntentLog = {
+      list: () => stored.list(),
+      add: (intents) => stored.add(intents),
+      remove: (ids) => (ids.length === 0 ? stored.remove(ids) : (stopped(), new Promise<void>(() => {}))),
+    };
+    void runSync(portsOf('stopped', split, stopping), { syncId: 'stopped', scopes: [scope], ...settings });
+    await inSettle;
+    assert.ok(land, 'the status write was sent');
+    assert.equal((await stored.list()).length, 2, 'the update and its status half given up');
+    await land!();
+
+    time += 10_000;
+    await runSync(portsOf('settling', hub, new FileIntentLog(outboxDirectory)), {
+      syncId: 'settling',
+      scopes: [],
+      ...settings,
+    });
+    assert.deepEqual(await new FileIntentLog(outboxDirectory).list(), []);
+    // Every update announced, by whichever run published it, once each (subscribers de-duplicate by id).
+    const updates = new Map<string, string[]>();
+    const published = (run: string) =>
+      existsSync(join(directory, `${run}.jsonl`))
+        ? readFileSync(join(directory, `${run}.jsonl`), 'utf8')
+        : '';
+    for (const run of ['stopped', 'settling'])
+      for (const line of published(run).split('\n'))
+        if (line.trim() !== '') {
+          const event = JSON.parse(line) as {
+            'detail-type': string;
+            detail: { eventId: string; changedFields: string[] };
+          };
+          if (event['detail-type'] === 'ClusterProfile Updated')
+            updates.set(event.detail.eventId, event.detail.changedFields);
+        }
+    const halves = [...updates.values()].map((fields) =>
+      fields.every((f) => f.startsWith('status.'))
+        ? 'status'
+        : fields.some((f) => f.startsWith('status.'))
+          ? 'whole'
+          : 'object',
+    );
+    assert.deepEqual(halves.sort(), ['object', 'status'], JSON.stringify([...updates.values()]));
   });
 });

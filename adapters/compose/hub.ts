@@ -4,7 +4,7 @@
  * IAM-signed tokens (renewed every 10 minutes). The one place a hub is built, for the CLI and the
  * functions alike.
  */
-import { resolve } from 'node:path';
+import { isAbsolute, relative, resolve, sep } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Hub, LeaseStore } from '../../core/sync/ports.ts';
 import { FileHub } from '../hub/FileHub.ts';
@@ -92,9 +92,17 @@ export async function hubKubeConfig(config: CpsyncConfig): Promise<KubeConfig | 
  * moved or renamed, or another user's for the same server, is the same hub), the others as the configuration names
  * them. A kubeconfig that cannot be read fails as connecting would, before any state directory is claimed.
  */
-async function hubNamed(config: CpsyncConfig): Promise<string> {
+async function hubNamed(config: CpsyncConfig, cwd?: string): Promise<string> {
   const hub = config.hub ?? { directory: DEFAULT_FILE_HUB_DIRECTORY };
-  if ('directory' in hub) return `the directory ${resolve(hub.directory)}`;
+  if ('directory' in hub) {
+    // For the default state directory (`cwd`'s), a file hub inside that directory by its path from there: the two
+    // move together (a project moved or renamed keeps its state).
+    const path = resolve(hub.directory);
+    const inside = cwd === undefined ? undefined : relative(cwd, path);
+    return inside && !inside.startsWith('..') && !isAbsolute(inside)
+      ? `the directory ./${inside.split(sep).join('/')}`
+      : `the directory ${path}`;
+  }
   if ('eks' in hub) return `the EKS cluster ${hub.eks.clusterName} in ${hub.eks.region}`;
   if ('kubeconfigSecretArn' in hub) return `the kubeconfig in ${hub.kubeconfigSecretArn}`;
   const server = (await kubeConfigFromFile(hub.kubeconfig, hub.context)).getCurrentCluster()?.server;
@@ -113,11 +121,10 @@ export async function stateDirectoryOf(
   config: CpsyncConfig,
   cwd: string = process.cwd(),
 ): Promise<string | undefined> {
-  if (config.outbox !== undefined && !('directory' in config.outbox)) return undefined;
-  const owner = { manager: config.manager, hub: await hubNamed(config) };
-  return config.outbox === undefined
-    ? defaultDirectory(owner, cwd)
-    : claimedDirectory(config.outbox.directory, owner);
+  if (config.outbox === undefined)
+    return defaultDirectory({ manager: config.manager, hub: await hubNamed(config, resolve(cwd)) }, cwd);
+  if (!('directory' in config.outbox)) return undefined;
+  return claimedDirectory(config.outbox.directory, { manager: config.manager, hub: await hubNamed(config) });
 }
 
 export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {

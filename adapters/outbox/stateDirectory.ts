@@ -12,8 +12,8 @@
  *   configuration used it before); else `.cpsync/state-<hash of the manager and the hub>`, a directory of the
  *   configuration's own. Two configurations run from one directory no longer share their state.
  */
-import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash, randomUUID } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { CpsyncError } from '../../core/domain/errors.ts';
@@ -63,9 +63,13 @@ function ownerOf(directory: string): Claim {
 function claim(directory: string, owner: StateOwner, create: boolean): Claim {
   let found = ownerOf(directory);
   if (found === 'absent') {
+    // Written whole beside it, then linked in place: another process never reads a half-written owner file, and
+    // one stopped in between leaves none.
+    const temporary = join(directory, `.owner-${process.pid}-${randomUUID().slice(0, 8)}`);
     try {
       if (create) mkdirSync(directory, { recursive: true });
-      writeFileSync(join(directory, OWNER_FILE), `${JSON.stringify(owner, null, 1)}\n`, { flag: 'wx' });
+      writeFileSync(temporary, `${JSON.stringify(owner, null, 1)}\n`, { flag: 'wx' });
+      linkSync(temporary, join(directory, OWNER_FILE));
       return 'claimed';
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
@@ -73,6 +77,8 @@ function claim(directory: string, owner: StateOwner, create: boolean): Claim {
       // Claimed meanwhile by another process: judged as that one wrote it.
       if (code !== 'EEXIST') throw error;
       found = ownerOf(directory);
+    } finally {
+      rmSync(temporary, { force: true });
     }
   }
   if (typeof found === 'object' && 'heldBy' in found && isDeepStrictEqual(found.heldBy, owner))
@@ -83,7 +89,7 @@ function claim(directory: string, owner: StateOwner, create: boolean): Claim {
 function refusal(directory: string, found: Exclude<Claim, 'claimed' | 'absent'>, owner: StateOwner) {
   if ('unreadable' in found)
     return new StateDirectoryTakenError(
-      `${found.unreadable} (expected {"manager": …, "hub": …}); nothing was read or written there — restore it, or give this configuration another outbox.directory`,
+      `${found.unreadable} (expected {"manager": …, "hub": …}); nothing was read or written there — restore it (or remove it, and the next configuration run takes the directory as it is), or give this configuration another outbox.directory`,
     );
   return new StateDirectoryTakenError(
     `the state directory ${directory} holds the outbox, intents and grants ledger of manager "${found.heldBy.manager}" writing hub ${found.heldBy.hub}; this configuration is manager "${owner.manager}" writing hub ${owner.hub}. Nothing was read or written there: give this configuration a directory of its own (outbox.directory), or, if that state is this configuration's (its hub named otherwise since), remove ${join(directory, OWNER_FILE)} and run it again`,
@@ -100,10 +106,16 @@ export function claimedDirectory(directory: string, owner: StateOwner): string {
 /** The default state directory of `owner`, where cpsync is run (`cwd`): see the module's comment. */
 export function defaultDirectory(owner: StateOwner, cwd: string = process.cwd()): string {
   const earlier = resolve(cwd, EARLIER_DEFAULT);
-  const found = claim(earlier, owner, false);
-  if (found === 'claimed') return earlier;
+  const key = createHash('sha256').update(`${owner.manager}\n${owner.hub}`).digest('hex').slice(0, 16);
+  const own = resolve(cwd, '.cpsync', `state-${key}`);
+  const mine = (found: Claim) =>
+    typeof found === 'object' && 'heldBy' in found && isDeepStrictEqual(found.heldBy, owner);
+  const found = ownerOf(earlier);
+  if (mine(found)) return earlier;
   // Whose it is cannot be told: it may be this configuration's, and is neither left nor taken silently.
   if (typeof found === 'object' && 'unreadable' in found) throw refusal(earlier, found, owner);
-  const key = createHash('sha256').update(`${owner.manager}\n${owner.hub}`).digest('hex').slice(0, 16);
-  return claimedDirectory(resolve(cwd, '.cpsync', `state-${key}`), owner);
+  // A directory of its own already: kept, whatever appears at the earlier default since.
+  if (mine(ownerOf(own))) return own;
+  if (found === 'absent' && claim(earlier, owner, false) === 'claimed') return earlier;
+  return claimedDirectory(own, owner);
 }

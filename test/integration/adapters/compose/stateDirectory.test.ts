@@ -86,6 +86,7 @@ describe("a state directory holds one configuration's state", () => {
     await composed(configOf(base, state));
     const owner = JSON.parse(readFileSync(join(state, OWNER_FILE), 'utf8')) as Record<string, string>;
     assert.deepEqual(owner, { manager: 'cpsync', hub: `the directory ${join(base, 'hub')}` });
+    assert.deepEqual(readdirSync(state), [OWNER_FILE], 'written whole, nothing else left');
     await composed(configOf(base, state));
   });
 
@@ -188,6 +189,27 @@ describe("a state directory holds one configuration's state", () => {
     writeFileSync(join(earlier, OWNER_FILE), '{"manag');
     await assert.rejects(composed(first, cwd), StateDirectoryTakenError);
     await assert.rejects(composed(other, cwd), /owner does not say whose state/);
+  });
+
+  it('unset: a project moved with its file hub keeps its state, and a directory of its own stays its own', async () => {
+    const parent = root();
+    const project = join(parent, 'project');
+    mkdirSync(project);
+    const inProject = (at: string) =>
+      parseConfig({ hub: { directory: join(at, 'inventory') }, bus: { jsonl: join(at, 'events.jsonl') } });
+    await composed(inProject(project), project, async (ports) => ports.outbox.add([anEvent()]));
+    const { renameSync } = await import('node:fs');
+    const moved = join(parent, 'moved');
+    renameSync(project, moved);
+    const pending = async () =>
+      composed(inProject(moved), moved, async (ports) =>
+        (await ports.outbox.pending()).map((e) => e.detail.syncId),
+      );
+    assert.deepEqual(await pending(), ['earlier-run'], 'found where the project went');
+    // The earlier versions' default appearing beside it later (an earlier version run here) does not take it over.
+    mkdirSync(join(moved, EARLIER_DEFAULT), { recursive: true });
+    assert.deepEqual(await pending(), ['earlier-run']);
+    assert.match((await stateDirectoryOf(inProject(moved), moved))!, /\/\.cpsync\/state-[0-9a-f]{16}$/);
   });
 
   it('unset, any configurations in any order, the earlier default there or not: each hub and manager keeps one directory of its own (property)', async () => {

@@ -41,9 +41,6 @@ import type { HubGuard } from '../../../adapters/hub/hubPolicy.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import type { ArgoCdClusters, CreatedSecret, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
 import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
-import { MalformedObjectError } from '../../../core/domain/errors.ts';
-import { LABEL_CLUSTER_MANAGER } from '../../../core/domain/constants.ts';
-import { profileProblem } from '../../../core/domain/model/validate.ts';
 
 export interface ArgoCdDeps {
   composition: Composition;
@@ -278,26 +275,6 @@ async function reconcile(
     const [namespace, name] = key.split('/');
     return { namespace: namespace!, name: name! };
   };
-  const options = deps.composition.settings.options;
-  const inventory = new Set(inventoryNamespaces(options).map((n) => n.name));
-  /**
-   * The profile `ref` as the inventory reads it (undefined where `inventoryProfiles` would leave it out: a namespace
-   * no longer the inventory's, another manager's, malformed): a profile that left the inventory is no reason to keep
-   * its Secret, which would then hold its name from another profile for good.
-   */
-  const inventoryReading = async (ref: { namespace: string; name: string }) => {
-    if (!inventory.has(ref.namespace)) return undefined;
-    let now: ClusterProfile | undefined;
-    try {
-      now = await hub.get(ref);
-    } catch (error) {
-      if (error instanceof MalformedObjectError) return undefined;
-      throw error;
-    }
-    return now?.metadata.labels?.[LABEL_CLUSTER_MANAGER] === options.manager && !profileProblem(now)
-      ? now
-      : undefined;
-  };
   const created = new Map<string, CreatedSecret>();
   const report = await deps.clusters.reconcile(guarded, {
     held,
@@ -305,7 +282,7 @@ async function reconcile(
     guardedNamespaces: new Set([...namespaces].filter((namespace) => !reasons.get(namespace))),
     ...(deps.missingGraceMillis !== undefined ? { missingGraceMillis: deps.missingGraceMillis } : {}),
     ...(deps.concurrency !== undefined ? { concurrency: deps.concurrency } : {}),
-    stillAsSeen: async (profile, seen) => sameReading(seen, await inventoryReading(refOf(profile))),
+    stillAsSeen: async (profile, seen) => sameReading(seen, await hub.get(refOf(profile))),
     onCreated: (profile, secret) => created.set(keyOf(profile), secret),
   });
   // The hub read again: a profile it changed while the Secrets were written is followed as its event would be (a

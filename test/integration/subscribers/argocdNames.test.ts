@@ -17,12 +17,6 @@ import { PROFILE_ANNOTATION } from '../../../functions/subscribers/argocd/cluste
 import { eksCluster, NOW } from '../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
 import { inventoryOptions } from '../../support/settings.ts';
-import { compose } from '../../../adapters/compose/compose.ts';
-import { parseConfig } from '../../../adapters/compose/config.ts';
-import { TRUSTED_HUB } from '../../../adapters/hub/hubPolicy.ts';
-import { makeArgoCdSubscriber } from '../../../functions/subscribers/argocd/handler.ts';
-import { lambdaContext } from '../../support/lambda.ts';
-import { temporaryDirectory } from '../../support/tmp.ts';
 
 const NAME = 'web';
 const SECRET = `cluster-${NAME}`;
@@ -119,48 +113,5 @@ describe('Argo CD: two profiles of one name in two inventory namespaces (real hu
       }),
       { numRuns: 25 },
     );
-  });
-
-  it("a profile that leaves the inventory (its namespace dropped from the configuration) gives up its Secret to the other profile of its name at the subscriber's reconcile", async () => {
-    const saved = { ...process.env };
-    Object.assign(process.env, {
-      POWERTOOLS_LOG_LEVEL: 'ERROR',
-      POWERTOOLS_METRICS_DISABLED: 'true',
-      POWERTOOLS_TRACE_ENABLED: 'false',
-    });
-    const state = await localHub();
-    // The configuration now names only the second namespace; the first's profile stays in the hub.
-    const composition = await compose(
-      parseConfig({
-        hub: { kubeconfig: state.kubeconfig },
-        inventory: { namespace: namespaces.b },
-        bus: { stdout: true },
-        outbox: { directory: temporaryDirectory('cpsync-argocd-names-') },
-      }),
-      [],
-    );
-    const handler = makeArgoCdSubscriber(async () => ({
-      composition,
-      clusters,
-      guard: async () => TRUSTED_HUB,
-      // The grace a missing profile's Secret is kept for, over at once: what comes after it is judged here.
-      missingGraceMillis: 0,
-    }));
-    try {
-      await core.deleteNamespacedSecret({ name: SECRET, namespace: argocd }).catch(() => {});
-      await clusters.upsert(profiles.get('a')!, { newest: true });
-      assert.equal(await holder(), 'a');
-      await handler({ reconcile: true }, lambdaContext('argocd'));
-      assert.equal(
-        await holder(),
-        undefined,
-        'the Secret of a profile the inventory no longer holds is removed',
-      );
-      await handler({ reconcile: true }, lambdaContext('argocd'));
-      assert.equal(await holder(), 'b', 'and the name goes to the profile the inventory holds');
-    } finally {
-      await composition.close();
-      process.env = saved;
-    }
   });
 });

@@ -99,7 +99,7 @@ async function hubNamed(config: CpsyncConfig, cwd?: string): Promise<string> {
     // move together (a project moved or renamed keeps its state).
     const path = resolve(hub.directory);
     const inside = cwd === undefined ? undefined : relative(cwd, path);
-    return inside && !inside.startsWith('..') && !isAbsolute(inside)
+    return inside !== undefined && inside !== '..' && !inside.startsWith(`..${sep}`) && !isAbsolute(inside)
       ? `the directory ./${inside.split(sep).join('/')}`
       : `the directory ${path}`;
   }

@@ -33,6 +33,9 @@ export const OWNER_FILE = 'owner';
 /** The default state directory of earlier versions, where cpsync is run. */
 export const EARLIER_DEFAULT = join('.cpsync', 'outbox');
 
+/** What `link` fails with where a file system has no hard links. */
+const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
+
 type Claim = 'claimed' | 'absent' | { heldBy: StateOwner } | { unreadable: string };
 
 /** The owner a state directory names, as read; `absent` when it names none. */
@@ -68,8 +71,15 @@ function claim(directory: string, owner: StateOwner, create: boolean): Claim {
     const temporary = join(directory, `.owner-${process.pid}-${randomUUID().slice(0, 8)}`);
     try {
       if (create) mkdirSync(directory, { recursive: true });
-      writeFileSync(temporary, `${JSON.stringify(owner, null, 1)}\n`, { flag: 'wx' });
-      linkSync(temporary, join(directory, OWNER_FILE));
+      const text = `${JSON.stringify(owner, null, 1)}\n`;
+      writeFileSync(temporary, text, { flag: 'wx' });
+      try {
+        linkSync(temporary, join(directory, OWNER_FILE));
+      } catch (error) {
+        // A file system without hard links (FAT, some network and FUSE mounts): created exclusively in place.
+        if (!NO_LINKS.has((error as NodeJS.ErrnoException).code ?? '')) throw error;
+        writeFileSync(join(directory, OWNER_FILE), text, { flag: 'wx' });
+      }
       return 'claimed';
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;

@@ -74,4 +74,9 @@ export interface ChangeIntent {
    * `context.occurredAt` when absent: the run stopped before it learnt how the write went).
    */
   givenUpAt?: string;
+  /**
+   * The intent this one, written when its run gave up on the write, stands for in its place (its id and target, as
+   * `givenUp` names them).
+   */
+  replaces?: string;
 }

@@ -117,16 +117,24 @@ export function remainderIntent(
 
 /**
  * The intent of a change whose write the run gave up on at `at` (it failed, or timed out and may land yet), under an
- * id of its own: it is written before the one it replaces is removed, so a process stopped in between leaves both
- * (`abandonedIntents` judges the two of one change by the later time).
+ * id of its own, naming the intent it `replaces` (itself, or the whole change a status half remains of): it is written
+ * before that one is removed, so a process stopped in between leaves both (`abandonedIntents` judges the two of one
+ * change by the later time, and `recoverIntents` settles the replaced one without an event).
  */
-export function givenUp(intent: ChangeIntent, at: Date): ChangeIntent {
+export function givenUp(intent: ChangeIntent, at: Date, replaced: ChangeIntent = intent): ChangeIntent {
   return {
     ...intent,
     id: createHash('sha256').update(`${intent.id}|given up`).digest('hex').slice(0, 32),
     givenUpAt: at.toISOString(),
+    replaces: replacing(replaced),
   };
 }
+
+/**
+ * What names one intent as a given-up copy replaces it: its id and the state its change leads to. A delivery of the
+ * same event again (the same sync id, so the same intent ids) that planned another change is not the one replaced.
+ */
+const replacing = (intent: ChangeIntent) => `${intent.id}:${intent.target}`;
 
 /** The change an intent stands for: one run's change of one profile (its given-up copy included). */
 const changeOf = (intent: ChangeIntent) => `${intent.context.syncId}|${intent.namespace}/${intent.name}`;
@@ -223,16 +231,17 @@ export async function recoverIntents(
   now: Date,
   settlement: Settlement = {},
 ): Promise<Recovery> {
-  const intents = await abandonedIntents(await log.list(), now, settlement);
+  const all = await log.list();
+  const intents = await abandonedIntents(all, now, settlement);
   // A change whose given-up copies were written: its run knew then what it had announced (a write given up whole,
-  // or only a status half), and the copies stand for the rest. The intents they replace go without an event.
-  const replaced = new Set(intents.filter((i) => i.givenUpAt !== undefined).map(changeOf));
+  // or only a status half), and the copies stand for the rest. The intents they name go without an event.
+  const replaced = new Set(all.flatMap((i) => (i.replaces === undefined ? [] : [i.replaces])));
   const recovered: CpsyncEvent[] = [];
   const settled: string[] = [];
   const problems: string[] = [];
   for (const intent of intents) {
     const key = `${intent.namespace}/${intent.name}`;
-    if (intent.givenUpAt === undefined && replaced.has(changeOf(intent))) {
+    if (replaced.has(replacing(intent))) {
       settled.push(intent.id);
       continue;
     }

@@ -173,7 +173,14 @@ function writeAhead(
           .filter(
             (f): f is ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> } => !!f.remainder,
           )
-          .map((f) => givenUp(remainderIntent(f, owner), now)),
+          .map((f) =>
+            givenUp(
+              remainderIntent(f, owner),
+              now,
+              // The whole change's intent, of which the status half remains.
+              intents.find((i) => `${i.namespace}/${i.name}` === f.key),
+            ),
+          ),
       ];
       await outbox.add(events);
       if (kept.length > 0) await log.add(kept);

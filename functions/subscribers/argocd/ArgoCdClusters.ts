@@ -7,6 +7,9 @@
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { canonicalJson } from '../../../core/domain/json.ts';
+import { ANNOTATION_PROVIDER_ID, LABEL_PROVIDER } from '../../../core/domain/constants.ts';
+import { isProvider } from '../../../core/domain/model/observedCluster.ts';
+import { sameProviderId } from '../../../core/domain/naming.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import {
   MANAGED_BY,
@@ -141,11 +144,20 @@ export class ArgoCdClusters {
         outcome: 'conflict',
         reason: `Secret ${wanted.metadata.name} exists and is not managed by cpsync`,
       };
-    // Profiles of one name in two inventory namespaces (two clusters) would share the Secret, and so the Argo CD
-    // cluster: the Secret stays the one profile's it was made from while that Secret lasts, never moved to the other.
+    // Profiles of one name in two inventory namespaces would share the Secret, and so the Argo CD cluster. Of one
+    // cluster (a projection, or the cluster placed in another namespace since), either writes it, as before. Of two
+    // clusters, the Secret stays the one profile's it was made from while that Secret lasts, never moved to the other.
     const madeOf = existing.metadata?.annotations?.[PROFILE_ANNOTATION];
     const profileKey = wanted.metadata.annotations[PROFILE_ANNOTATION];
-    if (madeOf !== undefined && madeOf !== profileKey)
+    const clusterOf = (secret: Pick<V1Secret, 'metadata'>) =>
+      secret.metadata?.annotations?.[ANNOTATION_PROVIDER_ID];
+    const provider = profile.metadata.labels?.[LABEL_PROVIDER];
+    const sameCluster =
+      clusterOf(existing) !== undefined &&
+      clusterOf(wanted) !== undefined &&
+      isProvider(provider) &&
+      sameProviderId(provider, clusterOf(existing)!, clusterOf(wanted)!);
+    if (madeOf !== undefined && madeOf !== profileKey && !sameCluster)
       return {
         outcome: 'conflict',
         reason: `Secret ${wanted.metadata.name} is the Argo CD cluster of the profile ${madeOf}; ${profileKey}, of the same name in another namespace, gets none while it lasts`,

@@ -1,9 +1,9 @@
 /**
  * Two clusters whose profiles have one name in two inventory namespaces (a namespace rule places each in its own)
  * would share an Argo CD cluster Secret (`cluster-<name>`), and so the Argo CD cluster its Applications deploy to.
- * Against the real kube-apiserver: whatever the order of events and reconciles, the Secret stays the profile's it
- * was made from while it lasts, never changed to the other cluster's server, and goes to the other only once it is
- * removed.
+ * Against the real kube-apiserver: whatever the order of events and reconciles, the Secret is never moved to another
+ * cluster while the profile it was made from lasts, and goes to the other only once it is removed; another profile of
+ * the same cluster (a projection, or the cluster placed in another namespace since) writes it as before.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -22,12 +22,23 @@ const NAME = 'web';
 const SECRET = `cluster-${NAME}`;
 
 describe('Argo CD: two profiles of one name in two inventory namespaces (real hub)', () => {
-  const namespaces = { a: uniqueNamespace('names-a'), b: uniqueNamespace('names-b') };
+  // `a` and `c` are profiles of one cluster (a projection, or the cluster placed elsewhere since); `b` another's.
+  const namespaces = {
+    a: uniqueNamespace('names-a'),
+    b: uniqueNamespace('names-b'),
+    c: uniqueNamespace('names-c'),
+  };
+  type Key = keyof typeof namespaces;
+  const clusterOf: Record<Key, string> = { a: 'X', b: 'Y', c: 'X' };
   const argocd = uniqueNamespace('names-argocd');
   let core: CoreV1Api;
   let clusters: ArgoCdClusters;
-  const profiles = new Map<'a' | 'b', ClusterProfile>();
-  const servers = { a: 'https://cluster-a.example', b: 'https://cluster-b.example' };
+  const profiles = new Map<Key, ClusterProfile>();
+  const servers = {
+    a: 'https://cluster-a.example',
+    b: 'https://cluster-b.example',
+    c: 'https://cluster-a.example',
+  };
 
   before(async () => {
     const kubeConfig = adminKubeConfig(await localHub());
@@ -37,6 +48,7 @@ describe('Argo CD: two profiles of one name in two inventory namespaces (real hu
     for (const [key, account] of [
       ['a', '111111111111'],
       ['b', '222222222222'],
+      ['c', '111111111111'],
     ] as const) {
       const namespace = namespaces[key];
       await hub.ensureNamespace({ name: namespace });
@@ -58,7 +70,7 @@ describe('Argo CD: two profiles of one name in two inventory namespaces (real hu
   });
 
   /** Which profile the Secret is of (`a`, `b`), and whether it says that profile's server; undefined: no Secret. */
-  async function holder(): Promise<'a' | 'b' | undefined> {
+  async function holder(): Promise<Key | undefined> {
     let secret: V1Secret;
     try {
       secret = await core.readNamespacedSecret({ name: SECRET, namespace: argocd });
@@ -66,7 +78,7 @@ describe('Argo CD: two profiles of one name in two inventory namespaces (real hu
       return undefined;
     }
     const of = secret.metadata?.annotations?.[PROFILE_ANNOTATION];
-    const key = of === `${namespaces.a}/${NAME}` ? 'a' : of === `${namespaces.b}/${NAME}` ? 'b' : undefined;
+    const key = (Object.keys(namespaces) as Key[]).find((k) => of === `${namespaces[k]}/${NAME}`);
     assert.ok(key, `the Secret names a profile of neither: ${of}`);
     const server = Buffer.from(secret.data!.server!, 'base64').toString();
     assert.equal(server, servers[key], `the Secret of ${of} says another cluster's server`);
@@ -74,17 +86,13 @@ describe('Argo CD: two profiles of one name in two inventory namespaces (real hu
   }
 
   type Step =
-    | { kind: 'event'; of: 'a' | 'b' }
-    | { kind: 'deleted'; of: 'a' | 'b' }
-    | { kind: 'reconcile'; present: Array<'a' | 'b'> };
+    { kind: 'event'; of: Key } | { kind: 'deleted'; of: Key } | { kind: 'reconcile'; present: Key[] };
 
+  const key = fc.constantFrom<Key>('a', 'b', 'c');
   const step: fc.Arbitrary<Step> = fc.oneof(
-    fc.record({ kind: fc.constant('event' as const), of: fc.constantFrom('a' as const, 'b' as const) }),
-    fc.record({ kind: fc.constant('deleted' as const), of: fc.constantFrom('a' as const, 'b' as const) }),
-    fc.record({
-      kind: fc.constant('reconcile' as const),
-      present: fc.subarray(['a', 'b'] as Array<'a' | 'b'>),
-    }),
+    fc.record({ kind: fc.constant('event' as const), of: key }),
+    fc.record({ kind: fc.constant('deleted' as const), of: key }),
+    fc.record({ kind: fc.constant('reconcile' as const), present: fc.subarray<Key>(['a', 'b', 'c']) }),
   );
 
   it('the Secret stays the profile it was made from while it lasts, whatever comes in whatever order (property)', async () => {
@@ -101,10 +109,21 @@ describe('Argo CD: two profiles of one name in two inventory namespaces (real hu
               { missingGraceMillis: 0 },
             );
           const now = await holder();
-          // Taken from its profile only by that profile's end (its Deleted event, or a reconcile without it).
+          // Never moved to another cluster while its profile lasts (its Deleted event, or a reconcile without it,
+          // ends it); another profile of the same cluster may write it.
           const ended =
             (s.kind === 'deleted' && s.of === was) || (s.kind === 'reconcile' && !s.present.includes(was!));
-          if (was !== undefined && !ended) assert.equal(now, was, `${JSON.stringify(s)} moved the Secret`);
+          if (was !== undefined && !ended) {
+            assert.ok(now !== undefined, `${JSON.stringify(s)} removed the Secret of ${was}`);
+            assert.equal(
+              clusterOf[now],
+              clusterOf[was],
+              `${JSON.stringify(s)} moved the Secret to another cluster`,
+            );
+          }
+          // Another profile of its cluster that asks is given it.
+          if (was !== undefined && s.kind === 'event' && clusterOf[s.of] === clusterOf[was])
+            assert.equal(now, s.of);
           // And one that is free goes to the profile that asks.
           if (was === undefined && s.kind === 'event') assert.equal(now, s.of);
           if (was === undefined && s.kind === 'reconcile' && s.present.length > 0)

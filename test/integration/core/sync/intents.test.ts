@@ -770,4 +770,51 @@ describe('write-ahead intents', () => {
     );
     assert.deepEqual(halves.sort(), ['object', 'status'], JSON.stringify([...updates.values()]));
   });
+
+  it("an event delivered again (one sync id) that planned another change: its intent is announced, not taken for the earlier delivery's given-up write", async () => {
+    const directory = temporaryDirectory('cpsync-redelivered-');
+    const hub = new FileHub({ directory: join(directory, 'hub') });
+    const log = new FileIntentLog(join(directory, 'outbox'));
+    const outbox = new FileOutbox(join(directory, 'outbox'));
+    const context = { syncId: 'event-1', occurredAt: '2026-05-01T00:00:00Z', scope };
+    const planOf = async (cluster: ObservedCluster) =>
+      (
+        await syncScope({
+          hub,
+          listing: { outcome: { scope, kind: 'complete' as const }, clusters: [cluster] },
+          options: inventoryOptions({
+            namespace: 'redelivered',
+            labels: { fromTags: ['env'], prefix: 'cpsync.io/tag-' },
+          }),
+          now: context.occurredAt,
+          dryRun: true,
+        })
+      ).plan;
+    // The first delivery's create was given up (it never landed); the second, the cluster read again, planned its own
+    // create under the same intent id, wrote it, and stopped before it settled.
+    // (a tag copied to a label: the object each create leads to differs)
+    const [first] = intentsOf(
+      await planOf(eksCluster({ name: 'again', tags: { env: 'prod' }, kubernetesVersion: '1.31' })),
+      context,
+    );
+    const secondPlan = await planOf(
+      eksCluster({ name: 'again', tags: { env: 'staging' }, kubernetesVersion: '1.32' }),
+    );
+    const [second] = intentsOf(secondPlan, context);
+    assert.equal(second!.id, first!.id, 'one sync id: one intent id');
+    await log.add([givenUp(first!, new Date('2026-05-01T00:00:30Z')), second!]);
+    await hub.applyWhole!(secondPlan.creates[0]!.profile);
+    await recoverIntents(
+      { hub, outbox, intents: log },
+      ['eks', 'gke', 'aks'],
+      new Date('2026-05-01T01:00:00Z'),
+    );
+    assert.deepEqual(await log.list(), []);
+    const [created] = await outbox.pending();
+    assert.equal(created?.detailType, 'ClusterProfile Created', "the second delivery's create, announced");
+    assert.equal(
+      (created!.detail as { profile?: ClusterProfile }).profile?.status?.version?.kubernetes,
+      '1.32',
+    );
+  });
 });

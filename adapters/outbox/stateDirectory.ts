@@ -108,9 +108,10 @@ function refusal(directory: string, found: Exclude<Claim, 'claimed' | 'absent'>,
 
 /** The state directory of a configuration named by its own `outbox.directory`: claimed, or refused. */
 export function claimedDirectory(directory: string, owner: StateOwner): string {
-  const found = claim(resolve(directory), owner, true);
-  if (found === 'claimed') return resolve(directory);
-  throw refusal(resolve(directory), found as Exclude<Claim, 'claimed' | 'absent'>, owner);
+  const path = resolve(directory);
+  const found = claim(path, owner, true);
+  if (found === 'claimed') return path;
+  throw refusal(path, found as Exclude<Claim, 'claimed' | 'absent'>, owner);
 }
 
 /** The default state directory of `owner`, where cpsync is run (`cwd`): see the module's comment. */

@@ -20,6 +20,7 @@ import { givenUp, planIntents, recoverIntents, remainderIntent, type IntentOwner
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
 import { RunLeases } from './runLeases.ts';
 import { cut } from '../domain/text.ts';
+import { profileKey } from '../domain/model/clusterProfile.ts';
 import type { EnginePorts, SyncRequest } from './types.ts';
 
 /** How long a lease lasts unless renewed (it is renewed at a third of that while held). */
@@ -168,7 +169,7 @@ function writeAhead(
       const now = clock();
       const unknown = new Set(failures.filter((f) => !f.remainder).map((f) => f.key));
       const kept = [
-        ...intents.filter((i) => unknown.has(`${i.namespace}/${i.name}`)).map((i) => givenUp(i, now)),
+        ...intents.filter((i) => unknown.has(profileKey(i))).map((i) => givenUp(i, now)),
         ...failures
           .filter(
             (f): f is ApplyFailure & { remainder: NonNullable<ApplyFailure['remainder']> } => !!f.remainder,
@@ -178,7 +179,7 @@ function writeAhead(
               remainderIntent(f, owner),
               now,
               // The whole change's intent, of which the status half remains.
-              intents.find((i) => `${i.namespace}/${i.name}` === f.key),
+              intents.find((i) => profileKey(i) === f.key),
             ),
           ),
       ];

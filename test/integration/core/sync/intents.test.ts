@@ -34,6 +34,30 @@ const intentsOf = (plan: Plan, context: EventContext, held?: IntentOwner['held']
     ...(held ? { held } : {}),
   });
 
+/**
+ * `hub` whose client gives up on every `write` (30 s, it says): `gaveUp` is given the write, which the hub carries out
+ * when it is called. `hidden`: what the engine must not find on the hub.
+ */
+function givingUpOn(
+  hub: FileHub,
+  write: 'applyWhole' | 'applyStatus',
+  gaveUp: (land: () => Promise<unknown>) => void,
+  hidden: ReadonlyArray<keyof FileHub> = [],
+): Hub {
+  return new Proxy(hub, {
+    get(target, key: keyof FileHub) {
+      if (hidden.includes(key)) return undefined;
+      if (key === write)
+        return (profile: ClusterProfile) => {
+          gaveUp(() => target[write](profile));
+          return Promise.reject(new Error('the hub did not answer within 30 s'));
+        };
+      const value = target[key];
+      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+    },
+  }) as Hub;
+}
+
 describe('write-ahead intents', () => {
   it('a run stopped between its hub writes and its events: the next run announces exactly what reached the hub', async () => {
     const hub = new KubernetesHub({ kubeConfig: adminKubeConfig(await localHub()) });
@@ -521,19 +545,11 @@ describe('write-ahead intents', () => {
         isProviderIdOf: () => false,
       };
       // The hub's client gives up on the write after 30 s; the hub carries it out later, when the test says.
-      let land: (() => Promise<ClusterProfile>) | undefined;
-      const givingUp = new Proxy(hub, {
-        get(target, key: keyof FileHub) {
-          if (key === 'applyWhole')
-            return (profile: ClusterProfile) => {
-              land = () => target.applyWhole(profile);
-              time += 30_000;
-              return Promise.reject(new Error('the hub did not answer within 30 s'));
-            };
-          const value = target[key];
-          return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
-        },
-      }) as Hub;
+      let land: (() => Promise<unknown>) | undefined;
+      const givingUp = givingUpOn(hub, 'applyWhole', (write) => {
+        land = write;
+        time += 30_000;
+      });
       const settings = { ...runSettings(options), intentSettleDelayMillis: 10_000 };
       const portsOf = (syncId: string, used: Hub) => ({
         sources: { eks: source },
@@ -711,19 +727,16 @@ describe('write-ahead intents', () => {
       tags: { team: 'payments', env: 'staging' },
     });
     let land: (() => Promise<unknown>) | undefined;
-    const split = new Proxy(hub, {
-      get(target, key: keyof FileHub) {
-        if (key === 'applyWhole') return undefined;
-        if (key === 'applyStatus')
-          return (profile: ClusterProfile) => {
-            land = () => target.applyStatus(profile);
-            time += 30_000;
-            return Promise.reject(new Error('the hub did not answer within 30 s'));
-          };
-        const value = target[key];
-        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+    // The object and the status written apart, as on a Kubernetes hub.
+    const split = givingUpOn(
+      hub,
+      'applyStatus',
+      (write) => {
+        land = write;
+        time += 30_000;
       },
-    }) as Hub;
+      ['applyWhole'],
+    );
     const stored = new FileIntentLog(outboxDirectory);
     let stopped!: () => void;
     const inSettle = new Promise<void>((resolve) => (stopped = resolve));

@@ -117,7 +117,10 @@ export function claimedDirectory(directory: string, owner: StateOwner): string {
 /** The default state directory of `owner`, where cpsync is run (`cwd`): see the module's comment. */
 export function defaultDirectory(owner: StateOwner, cwd: string = process.cwd()): string {
   const earlier = resolve(cwd, EARLIER_DEFAULT);
-  const key = createHash('sha256').update(`${owner.manager}\n${owner.hub}`).digest('hex').slice(0, 16);
+  const key = createHash('sha256')
+    .update(JSON.stringify([owner.manager, owner.hub]))
+    .digest('hex')
+    .slice(0, 16);
   const own = resolve(cwd, '.cpsync', `state-${key}`);
   const mine = (found: Claim) =>
     typeof found === 'object' && 'heldBy' in found && isDeepStrictEqual(found.heldBy, owner);

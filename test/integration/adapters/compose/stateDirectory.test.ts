@@ -14,6 +14,7 @@ import { compose } from '../../../../adapters/compose/compose.ts';
 import { parseConfig, type CpsyncConfig } from '../../../../adapters/compose/config.ts';
 import { stateDirectoryOf } from '../../../../adapters/compose/hub.ts';
 import {
+  defaultDirectory,
   EARLIER_DEFAULT,
   OWNER_FILE,
   StateDirectoryTakenError,
@@ -266,6 +267,28 @@ describe("a state directory holds one configuration's state", () => {
         },
       ),
       { numRuns: 60 },
+    );
+  });
+
+  it('unset: two owners that differ in any character, a newline included, never share a directory (property)', () => {
+    const text = fc.string({ unit: fc.constantFrom('c', 'h', '\n', ' ', 'C', '"', '\\'), maxLength: 4 });
+    fc.assert(
+      fc.property(fc.tuple(text, text), fc.tuple(text, text), ([m1, h1], [m2, h2]) => {
+        fc.pre(m1 !== m2 || h1 !== h2);
+        const cwd = root();
+        const first = defaultDirectory({ manager: m1, hub: h1 }, cwd);
+        // The other's is a directory of its own, never the first's (nor a refusal of it).
+        assert.notEqual(defaultDirectory({ manager: m2, hub: h2 }, cwd), first);
+      }),
+      {
+        numRuns: 100,
+        examples: [
+          [
+            ['cpsync', 'h\n'],
+            ['cpsync\nh', ''],
+          ],
+        ],
+      },
     );
   });
 });

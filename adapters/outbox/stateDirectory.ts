@@ -38,15 +38,38 @@ const NO_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS', 'EXDEV']);
 
 type Claim = 'claimed' | 'absent' | { heldBy: StateOwner } | { unreadable: string };
 
+/**
+ * How long an empty owner file is read again before it is judged: where the file system has no hard links, a
+ * claiming process creates it exclusively in place and then writes it, and another may read it in between.
+ */
+const EMPTY_OWNER_WAIT_MILLIS = 10_000;
+const EMPTY_OWNER_STEP_MILLIS = 5;
+
+/** Waits `millis` without leaving the call (the claim is made before anything else of the run). */
+function pause(millis: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, millis);
+}
+
+/** The owner file's text; undefined when there is none. Empty is read again for a while (see above). */
+function ownerText(directory: string): string | undefined {
+  const path = join(directory, OWNER_FILE);
+  for (let waited = 0; ; waited += EMPTY_OWNER_STEP_MILLIS) {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw error;
+    }
+    if (text !== '' || waited >= EMPTY_OWNER_WAIT_MILLIS) return text;
+    pause(EMPTY_OWNER_STEP_MILLIS);
+  }
+}
+
 /** The owner a state directory names, as read; `absent` when it names none. */
 function ownerOf(directory: string): Claim {
-  let text: string;
-  try {
-    text = readFileSync(join(directory, OWNER_FILE), 'utf8');
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 'absent';
-    throw error;
-  }
+  const text = ownerText(directory);
+  if (text === undefined) return 'absent';
   let held: unknown;
   try {
     held = JSON.parse(text);

@@ -22,6 +22,7 @@ import {
   WRITTEN_UNDER_ANNOTATION,
   clusterSecretOf,
   secretNameOf,
+  type ClusterSecret,
   type SecretOptions,
   type WrittenUnder,
 } from './clusterSecret.ts';
@@ -67,8 +68,14 @@ function content(secret: Pick<V1Secret, 'data' | 'metadata'>) {
   return canonicalJson([secret.data ?? {}, secret.metadata?.labels ?? {}, annotations]);
 }
 
-/** Readings of a Secret `release` judges before it leaves the event to be tried again. */
-const RELEASE_READINGS = 5;
+/**
+ * Readings of a Secret a change judges before it leaves the event to be tried again: each one overtaken (made,
+ * written or removed by another invocation, or for another profile of the name, between its reading and the write).
+ */
+const READINGS = 5;
+
+/** Whether a write was refused for what happened to the Secret since it was read (409: written or made; 404: gone). */
+const overtaken = (error: unknown) => status(error) === 409 || status(error) === 404;
 
 /** Whether `secret` is cpsync's, made from the profile `namespace/name`. */
 const madeFrom = (
@@ -121,23 +128,35 @@ export class ArgoCdClusters {
     const wanted = made.secret;
     wanted.metadata.annotations[WRITTEN_UNDER_ANNOTATION] = writtenUnder;
     const api = await this.#api();
-    let existing = await this.#read(wanted.metadata.name);
-    if (!existing) {
+    for (let reading = 1; ; reading++) {
+      const existing = await this.#read(wanted.metadata.name);
       try {
-        const created = await api.createNamespacedSecret({
-          namespace: this.#options.namespace,
-          body: wanted as V1Secret,
-        });
-        return {
-          outcome: 'created',
-          created: { name: wanted.metadata.name, resourceVersion: created.metadata!.resourceVersion! },
-        };
+        return await this.#writeOver(api, profile, wanted, existing, newest);
       } catch (error) {
-        // Made meanwhile (another invocation, or another profile of the same name): judged as it is now.
-        if (status(error) !== 409) throw error;
-        existing = await this.#read(wanted.metadata.name);
-        if (!existing) throw error;
+        // Overtaken: made, written or removed since it was read (another invocation, or another profile of the
+        // name): judged again as it is then.
+        if (!overtaken(error) || reading >= READINGS) throw error;
       }
+    }
+  }
+
+  /** Writes `wanted`, the Secret of `profile`, over `existing` as read (undefined: none), if it is its to write. */
+  async #writeOver(
+    api: CoreV1Api,
+    profile: ClusterProfile,
+    wanted: ClusterSecret,
+    existing: V1Secret | undefined,
+    newest: boolean,
+  ): Promise<{ outcome: Outcome; reason?: string; created?: CreatedSecret }> {
+    if (!existing) {
+      const created = await api.createNamespacedSecret({
+        namespace: this.#options.namespace,
+        body: wanted as V1Secret,
+      });
+      return {
+        outcome: 'created',
+        created: { name: wanted.metadata.name, resourceVersion: created.metadata!.resourceVersion! },
+      };
     }
     if (existing.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY)
       return {
@@ -188,7 +207,7 @@ export class ArgoCdClusters {
    */
   async release(profile: ClusterProfile): Promise<{ outcome: Outcome }> {
     const { namespace, name } = profile.metadata;
-    for (let reading = 1; reading <= RELEASE_READINGS; reading++) {
+    for (let reading = 1; reading <= READINGS; reading++) {
       const existing = await this.#read(secretNameOf(name!));
       if (!existing || this.#held(existing, new Map([[`${namespace}/${name}`, profile.metadata.uid]])))
         return { outcome: 'unchanged' };
@@ -199,7 +218,7 @@ export class ArgoCdClusters {
     }
     // Written again at every reading: the event is tried again.
     throw new Error(
-      `the Secret of ${namespace}/${name} changed ${RELEASE_READINGS} times while it was judged; tried again later`,
+      `the Secret of ${namespace}/${name} changed ${READINGS} times while it was judged; tried again later`,
     );
   }
 
@@ -226,13 +245,18 @@ export class ArgoCdClusters {
     name: string,
     stillGone: () => Promise<boolean> = async () => true,
   ): Promise<{ outcome: Outcome; reason?: string }> {
-    const existing = await this.#read(secretNameOf(name));
-    if (!existing) return { outcome: 'absent' };
-    if (!madeFrom(existing, namespace, name)) return { outcome: 'conflict' };
-    if (!(await stillGone())) return { outcome: 'unchanged', reason: 'the profile is in the hub again' };
-    // Written since it was read: an error, and the event is tried again on what is there then.
-    await this.#deleteAsRead(existing.metadata.name!, existing.metadata.resourceVersion!, [404]);
-    return { outcome: 'deleted' };
+    for (let reading = 1; reading <= READINGS; reading++) {
+      const existing = await this.#read(secretNameOf(name));
+      if (!existing) return { outcome: 'absent' };
+      if (!madeFrom(existing, namespace, name)) return { outcome: 'conflict' };
+      if (!(await stillGone())) return { outcome: 'unchanged', reason: 'the profile is in the hub again' };
+      // Only as it was read: one written or removed since is judged again.
+      if (await this.#deleteAsRead(existing.metadata.name!, existing.metadata.resourceVersion!, [404, 409]))
+        return { outcome: 'deleted' };
+    }
+    throw new Error(
+      `the Secret of ${namespace}/${name} changed ${READINGS} times while it was judged; tried again later`,
+    );
   }
 
   /**

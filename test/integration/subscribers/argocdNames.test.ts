@@ -133,4 +133,62 @@ describe('Argo CD: two profiles of one name in two inventory namespaces (real hu
       { numRuns: 25 },
     );
   });
+
+  it('invocations at once (two handlers, or a handler and the reconcile): the Secret still never moves to another cluster while its profile lasts (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.option(key, { nil: undefined }),
+        fc.array(step, { minLength: 2, maxLength: 4 }),
+        async (first, together) => {
+          await core.deleteNamespacedSecret({ name: SECRET, namespace: argocd }).catch(() => {});
+          if (first) await clusters.upsert(profiles.get(first)!, { newest: true });
+          const was = await holder();
+          assert.equal(was, first);
+          const outcomes = await Promise.allSettled(
+            together.map((s) =>
+              s.kind === 'event'
+                ? clusters.upsert(profiles.get(s.of)!, { newest: true })
+                : s.kind === 'deleted'
+                  ? clusters.remove(namespaces[s.of], NAME)
+                  : clusters.reconcile(
+                      s.present.map((key) => profiles.get(key)!),
+                      { missingGraceMillis: 0 },
+                    ),
+            ),
+          );
+          // Each judged again as the Secret is once another overtook it, not failed (the whole reconcile with it).
+          for (const outcome of outcomes)
+            assert.equal(
+              outcome.status,
+              'fulfilled',
+              `${JSON.stringify(together)}: ${outcome.status === 'rejected' ? String(outcome.reason) : ''}`,
+            );
+          // Says its own profile's server, whichever it is of (holder checks).
+          const now = await holder();
+          // Ended: by a Deleted event of its profile, or of another of its cluster's that took it meanwhile, or by a
+          // reconcile without its profile.
+          const ended = together.some(
+            (s) =>
+              (s.kind === 'deleted' && clusterOf[s.of] === clusterOf[was!]) ||
+              (s.kind === 'reconcile' && !s.present.includes(was!)),
+          );
+          if (was !== undefined && !ended) {
+            assert.ok(now !== undefined, `${JSON.stringify(together)} removed the Secret of ${was}`);
+            assert.equal(
+              clusterOf[now],
+              clusterOf[was],
+              `${JSON.stringify(together)} moved it to another cluster`,
+            );
+          }
+          // Free, and asked for by events alone: one of those that asked has it.
+          if (was === undefined && together.every((s) => s.kind === 'event'))
+            assert.ok(
+              now !== undefined && together.some((s) => s.kind === 'event' && s.of === now),
+              `${JSON.stringify(together)} left the Secret to ${now}`,
+            );
+        },
+      ),
+      { numRuns: 20 },
+    );
+  });
 });

@@ -7,8 +7,13 @@
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
 import { canonicalJson } from '../../../core/domain/json.ts';
-import { ANNOTATION_PROVIDER_ID, LABEL_PROVIDER } from '../../../core/domain/constants.ts';
-import { isProvider } from '../../../core/domain/model/observedCluster.ts';
+import {
+  ANNOTATION_PROVIDER_ID,
+  DEFAULT_MANAGER,
+  LABEL_CLUSTER_MANAGER,
+  LABEL_PROVIDER,
+} from '../../../core/domain/constants.ts';
+import { isProvider, PROVIDERS } from '../../../core/domain/model/observedCluster.ts';
 import { sameProviderId } from '../../../core/domain/naming.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import {
@@ -77,24 +82,43 @@ const READINGS = 5;
 /** Whether a write was refused for what happened to the Secret since it was read (409: written or made; 404: gone). */
 const overtaken = (error: unknown) => status(error) === 409 || status(error) === 404;
 
-/** Whether `secret` is cpsync's, made from the profile `namespace/name`. */
+/**
+ * Whether `secret` is cpsync's, of `manager`: labelled so, or, made before Secrets named their manager, made from a
+ * profile of its name (`<manager>-<provider>-…`, as every profile of the manager is named; the Secret's own name,
+ * `cluster-<profile>`, where it names no profile). Another manager's (another
+ * hub's cpsync writing into the same Argo CD) is never changed or deleted.
+ */
+function managerOf(secret: V1Secret, manager: string): boolean {
+  if (secret.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return false;
+  const named = secret.metadata.labels[LABEL_CLUSTER_MANAGER];
+  if (named !== undefined) return named === manager;
+  const profile =
+    secret.metadata.annotations?.[PROFILE_ANNOTATION]?.split('/')[1] ??
+    secret.metadata.name?.replace(/^cluster-/, '') ??
+    '';
+  return PROVIDERS.some((provider) => profile.startsWith(`${manager}-${provider}-`));
+}
+
+/** Whether `secret` is `manager`'s, made from the profile `namespace/name`. */
 const madeFrom = (
   secret: V1Secret,
+  manager: string,
   namespace: string,
   name: string,
 ): secret is V1Secret & { metadata: NonNullable<V1Secret['metadata']> } =>
-  secret.metadata?.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
-  secret.metadata?.annotations?.[PROFILE_ANNOTATION] === `${namespace}/${name}`;
+  managerOf(secret, manager) && secret.metadata?.annotations?.[PROFILE_ANNOTATION] === `${namespace}/${name}`;
 
 export class ArgoCdClusters {
   readonly #kubeConfig: () => Promise<KubeConfig>;
   readonly #options: SecretOptions;
+  readonly #manager: string;
   #client?: { kubeConfig: KubeConfig; api: CoreV1Api };
 
   /** `kubeConfig`: a function for credentials that are renewed (an EKS hub's token). */
   constructor(kubeConfig: KubeConfig | (() => Promise<KubeConfig>), options: SecretOptions) {
     this.#kubeConfig = typeof kubeConfig === 'function' ? kubeConfig : async () => kubeConfig;
     this.#options = options;
+    this.#manager = options.manager ?? DEFAULT_MANAGER;
   }
 
   /** The API client of the current client configuration (made again when it is renewed). */
@@ -163,6 +187,11 @@ export class ArgoCdClusters {
         outcome: 'conflict',
         reason: `Secret ${wanted.metadata.name} exists and is not managed by cpsync`,
       };
+    if (!managerOf(existing, this.#manager))
+      return {
+        outcome: 'conflict',
+        reason: `Secret ${wanted.metadata.name} is the cluster of another manager (${existing.metadata?.labels?.[LABEL_CLUSTER_MANAGER] ?? "by its profile's name"}), not ${this.#manager}'s`,
+      };
     // Profiles of one name in two inventory namespaces would share the Secret, and so the Argo CD cluster. Of one
     // cluster (a projection, or the cluster placed in another namespace since), either writes it, as before. Of two
     // clusters, the Secret stays the one profile's it was made from while that Secret lasts, never moved to the other.
@@ -211,7 +240,7 @@ export class ArgoCdClusters {
       const existing = await this.#read(secretNameOf(name!));
       if (!existing || this.#held(existing, new Map([[`${namespace}/${name}`, profile.metadata.uid]])))
         return { outcome: 'unchanged' };
-      if (!madeFrom(existing, namespace!, name!)) return { outcome: 'conflict' };
+      if (!madeFrom(existing, this.#manager, namespace!, name!)) return { outcome: 'conflict' };
       // Only as it was read: one written since is judged again.
       if (await this.#deleteAsRead(existing.metadata.name!, existing.metadata.resourceVersion!, [404, 409]))
         return { outcome: 'deleted' };
@@ -248,7 +277,7 @@ export class ArgoCdClusters {
     for (let reading = 1; reading <= READINGS; reading++) {
       const existing = await this.#read(secretNameOf(name));
       if (!existing) return { outcome: 'absent' };
-      if (!madeFrom(existing, namespace, name)) return { outcome: 'conflict' };
+      if (!madeFrom(existing, this.#manager, namespace, name)) return { outcome: 'conflict' };
       if (!(await stillGone())) return { outcome: 'unchanged', reason: 'the profile is in the hub again' };
       // Only as it was read: one written or removed since is judged again.
       if (await this.#deleteAsRead(existing.metadata.name!, existing.metadata.resourceVersion!, [404, 409]))
@@ -309,14 +338,14 @@ export class ArgoCdClusters {
     }
   }
 
-  /** The cluster Secrets cpsync manages. */
+  /** The cluster Secrets cpsync manages for this manager (see `managerOf`). */
   async managed(): Promise<V1Secret[]> {
     const api = await this.#api();
     const list = await api.listNamespacedSecret({
       namespace: this.#options.namespace,
       labelSelector: `${SECRET_TYPE_LABEL}=cluster,${MANAGED_BY_LABEL}=${MANAGED_BY}`,
     });
-    return list.items;
+    return list.items.filter((secret) => managerOf(secret, this.#manager));
   }
 
   /**

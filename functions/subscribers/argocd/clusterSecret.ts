@@ -12,6 +12,7 @@ import {
   ANNOTATION_TAG_LABELS,
   DEFAULT_MANAGER,
   LABEL_ACCOUNT,
+  LABEL_CLUSTER_MANAGER,
   LABEL_CLOUD,
   LABEL_PROJECTED_FROM,
   LABEL_PROVIDER,
@@ -174,6 +175,8 @@ export function clusterSecretOf(
     ...selectableLabels(labels, annotations),
     [SECRET_TYPE_LABEL]: 'cluster',
     [MANAGED_BY_LABEL]: MANAGED_BY,
+    // Whose it is: another manager's subscriber (another hub's cpsync writing into the same Argo CD) leaves it alone.
+    [LABEL_CLUSTER_MANAGER]: options.manager ?? DEFAULT_MANAGER,
     ...(labels[LABEL_PROVIDER] ? { [LABEL_PROVIDER]: labels[LABEL_PROVIDER] } : {}),
     ...(labels[LABEL_REGION] ? { [LABEL_REGION]: labels[LABEL_REGION] } : {}),
     ...(labels[LABEL_ACCOUNT] ? { [LABEL_ACCOUNT]: labels[LABEL_ACCOUNT] } : {}),

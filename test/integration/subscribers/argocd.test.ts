@@ -412,7 +412,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       namespace: argocd,
       body: {
         metadata: {
-          name: 'cluster-cpsync-gone-0000000000',
+          name: 'cluster-cpsync-eks-gone-0000000000',
           labels: { 'argocd.argoproj.io/secret-type': 'cluster', 'app.kubernetes.io/managed-by': 'cpsync' },
         },
         stringData: { name: 'gone', server: 'https://gone.example' },

@@ -5,6 +5,7 @@
  */
 import { inventoryNamespaces } from '../../core/domain/options.ts';
 import type { AppliedManifest } from '../hub/applyManifests.ts';
+import { HubConflictError } from '../hub/errors.ts';
 import { hubManifests, type HubIdentity, type HubManifest } from '../hub/hubManifests.ts';
 import { inventoryOptionsOf, type CpsyncConfig } from './config.ts';
 import { CompositionError } from './errors.ts';
@@ -71,8 +72,18 @@ export async function installHub(
     throw new CompositionError(
       `the configuration's hub is a directory of files (${hub && 'directory' in hub ? hub.directory : 'inventory, the default'}): there is no Kubernetes hub to install into — set hub.kubeconfig or hub.eks, give --kubeconfig, or print the manifests with --dry-run`,
     );
-  const { applyManifests } = await import('../hub/applyManifests.ts');
-  return applyManifests(kubeConfig, await hubInstallManifests(config, request), {
-    fieldManager: INSTALL_FIELD_MANAGER,
-  });
+  const { applyManifests, otherManagersInstalled } = await import('../hub/applyManifests.ts');
+  const manifests = await hubInstallManifests(config, request);
+  // The install's objects are named alike whatever the manager: applied, they would move another manager's RBAC and
+  // admission policy to this one (its namespaces unguarded, its identity refused its own profiles).
+  const others = await otherManagersInstalled(kubeConfig, manifests, config.manager);
+  if (others.length > 0) {
+    throw new HubConflictError(
+      'install into',
+      'this hub',
+      `it holds the install of ${[...new Set(others.map((o) => `manager "${o.manager}"`))].join(' and ')} (${others.map((o) => o.object).join(', ')}); this configuration is manager "${config.manager}". Nothing was applied: a hub holds one manager's install — install this one into another hub, or remove the other's objects first (docs/deploying.md)`,
+      409,
+    );
+  }
+  return applyManifests(kubeConfig, manifests, { fieldManager: INSTALL_FIELD_MANAGER });
 }

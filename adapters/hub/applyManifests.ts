@@ -9,7 +9,7 @@ import {
 import { sameJson } from '../../core/domain/json.ts';
 import { sharedConnections } from './connections.ts';
 import { HubConflictError, HubError } from './errors.ts';
-import type { HubManifest } from './hubManifests.ts';
+import { installedManager, type HubManifest } from './hubManifests.ts';
 import { translate } from './KubernetesHub.ts';
 
 /** What applying one manifest did. */
@@ -57,6 +57,45 @@ const established = (crd: Stored) =>
   (crd.status as { conditions?: Array<{ type: string; status: string }> } | undefined)?.conditions?.some(
     (c) => c.type === 'Established' && c.status === 'True',
   ) ?? false;
+
+/**
+ * The managers other than `manager` whose install the hub holds, as the objects of `manifests` that say whose they are
+ * (see `installedManager`) read there: each with the object that says so. Read before anything is applied, so that an
+ * install refused for them changes nothing.
+ */
+export async function otherManagersInstalled(
+  kubeConfig: KubeConfig,
+  manifests: readonly HubManifest[],
+  manager: string,
+  requestTimeoutMillis = 30_000,
+): Promise<Array<{ manager: string; object: string }>> {
+  const shared = sharedConnections(requestTimeoutMillis);
+  const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+  const found: Array<{ manager: string; object: string }> = [];
+  for (const manifest of manifests) {
+    if (installedManager(manifest) === undefined || manifest.metadata.namespace) continue;
+    const [group, version] = manifest.apiVersion.split('/');
+    const target = `${manifest.kind} ${manifest.metadata.name}`;
+    let stored: unknown;
+    try {
+      stored = await objects.getClusterCustomObject(
+        {
+          group: group!,
+          version: version!,
+          plural: RESOURCES[manifest.kind]!.plural,
+          name: manifest.metadata.name,
+        },
+        shared,
+      );
+    } catch (error) {
+      if (error instanceof ApiException && error.code === 404) continue;
+      throw translate(error, 'read', target);
+    }
+    const holder = installedManager({ ...(stored as object), kind: manifest.kind });
+    if (holder !== undefined && holder !== manager) found.push({ manager: holder, object: target });
+  }
+  return found;
+}
 
 /**
  * Applies `manifests` to the hub in their order, with server-side apply under `fieldManager`, idempotently: an

@@ -84,6 +84,38 @@ interface Rule {
   verbs?: string[];
 }
 
+/**
+ * The manager an installed object of cpsync's was made for, where its content says so: the ClusterRole
+ * `cpsync:clusterprofiles` (the features ConfigMap it names, `<manager>-features`) and the admission policy (its
+ * `manager` variable). Undefined for any other object, or one that says no manager. The install's objects have one
+ * name whatever the manager, so a hub holds one manager's install.
+ */
+export function installedManager(object: unknown): string | undefined {
+  const doc = object as Partial<HubManifest> | undefined;
+  if (doc?.kind === 'ClusterRole' && doc.metadata?.name === PROFILES_ROLE) {
+    const names = (doc.rules as Rule[] | undefined)?.find((rule) =>
+      rule.resources?.includes('configmaps'),
+    )?.resourceNames;
+    const features = names?.length === 1 ? names[0]!.match(/^(.+)-features$/) : null;
+    return features?.[1];
+  }
+  if (doc?.kind === 'ValidatingAdmissionPolicy') {
+    const variables = (doc.spec as { variables?: Array<{ name?: string; expression?: string }> } | undefined)
+      ?.variables;
+    const expression = variables?.find((v) => v.name === 'manager')?.expression;
+    if (expression === undefined) return undefined;
+    const quoted = expression.match(/^'([^'\\\p{Cc}]*)'$/u);
+    if (quoted) return quoted[1];
+    try {
+      const text: unknown = JSON.parse(expression);
+      return typeof text === 'string' ? text : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
 /** The vendored ClusterProfile CRD, unchanged (apply it as it is: see applyManifests). */
 async function clusterProfileCrd(): Promise<HubManifest> {
   const file = 'crd/multicluster.x-k8s.io_clusterprofiles.yaml';

@@ -264,6 +264,43 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
     assert.deepEqual(await versions(manifests), was);
   });
 
+  it("refuses a configuration of another manager, naming both, and applies nothing: the install's objects are named alike whatever the manager", async () => {
+    const was = await versions(manifests);
+    const other = join(directory, 'platform.yaml');
+    writeFileSync(
+      other,
+      stringify({
+        manager: 'platform',
+        hub: { kubeconfig: join(directory, 'cpsync.kubeconfig') },
+        bus: { stdout: true },
+        outbox: { directory: join(directory, 'outbox-platform') },
+        inventory: { namespace: `${own}-platform` },
+      }),
+    );
+    for (const policy of ['inventory', 'all', 'none']) {
+      const refused = await runCli([
+        'hub',
+        'install',
+        '--config',
+        other,
+        '--kubeconfig',
+        adminKubeconfig,
+        '--user',
+        `${user}-platform`,
+        '--admission-policy',
+        policy,
+      ]);
+      assert.equal(refused.code, 1, refused.stderr);
+      assert.equal(refused.stdout, '');
+      assert.match(
+        refused.stderr,
+        /it holds the install of manager "cpsync" \(ClusterRole cpsync:clusterprofiles(, ValidatingAdmissionPolicy cpsync-clusterprofiles)?\); this configuration is manager "platform"\. Nothing was applied/,
+      );
+      assert.deepEqual(await versions(manifests), was, `--admission-policy ${policy}: nothing changed`);
+      assert.equal((await raw(admin, 'GET', `/api/v1/namespaces/${own}-platform`)).status, 404);
+    }
+  });
+
   it('lets the identity run a sync — label the namespace, write, project and delete profiles, take leases, record the features — past the admission policy', async () => {
     const hub = new KubernetesHub({ kubeConfig: identity });
     const options = inventoryOptions({

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { hubManifests, type HubManifest } from '../../../../adapters/hub/hubManifests.ts';
+import fc from 'fast-check';
+import { hubManifests, installedManager, type HubManifest } from '../../../../adapters/hub/hubManifests.ts';
 
 const shipped = (file: string) =>
   parseAllDocuments(
@@ -149,5 +150,31 @@ describe('the hub manifests made for a configuration and an identity', () => {
     );
     // cpsync doctor still reads, by name, whether a policy is there.
     assert.ok(one(none, 'ClusterRole', 'cpsync:admission-policy'));
+  });
+
+  it('say whose install they are in the objects the hub keeps, for any manager and identity, and nowhere else (property)', async () => {
+    const label = fc.stringMatching(/^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$/);
+    await fc.assert(
+      fc.asyncProperty(label, fc.string({ minLength: 1 }), async (manager, identity) => {
+        const made = await hubManifests({
+          manager,
+          namespaces: ['cluster-inventory'],
+          identity: { kind: 'User', name: identity },
+        });
+        const saying = made.filter((m) => installedManager(m) !== undefined);
+        assert.deepEqual(saying.map((m) => `${m.kind}/${m.metadata.name}`).sort(), [
+          'ClusterRole/cpsync:clusterprofiles',
+          'ValidatingAdmissionPolicy/cpsync-clusterprofiles',
+        ]);
+        for (const m of saying) assert.equal(installedManager(m), manager, `${m.kind} ${m.metadata.name}`);
+        // As the hub gives an object back (JSON, with fields of its own), it says the same.
+        for (const m of saying)
+          assert.equal(
+            installedManager({ ...JSON.parse(JSON.stringify(m)), metadata: { ...m.metadata, uid: 'x' } }),
+            manager,
+          );
+      }),
+      { numRuns: 40 },
+    );
   });
 });

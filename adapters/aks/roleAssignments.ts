@@ -149,7 +149,9 @@ export class AksRoleAssignments {
 
   /**
    * Every role assignment on the cluster (its scope, and its namespaces' for `principals`: Azure lists those
-   * below a scope only by principal) marked as cpsync's that `keep` does not name, deleted; what it deleted.
+   * below a scope only by principal) marked as cpsync's that `keep` does not name, deleted; what it deleted. Only
+   * assignments of `principals` (the identities the configuration gives a consumer, and those the ledger holds
+   * grants of): cpsync assigns roles to those alone, and a description is not proof of who made an assignment.
    */
   async sweep(
     plan: ClusterGrantPlan,
@@ -159,6 +161,7 @@ export class AksRoleAssignments {
     const { client } = this.#client(plan.providerId);
     const mark = grantDescription(this.#manager, '');
     const cluster = foldCase(plan.providerId);
+    const known = new Set(principals.map(foldCase));
     const found = new Map<string, RoleAssignment>();
     for await (const assignment of azureItems(
       `ARM's role assignments on ${plan.providerId}`,
@@ -180,6 +183,7 @@ export class AksRoleAssignments {
       const on = folded === cluster || folded.startsWith(`${cluster}/namespaces/`);
       const description = assignment.description ?? '';
       if (!on || !description.startsWith(mark) || !assignment.name || !assignment.principalId) continue;
+      if (!known.has(foldCase(assignment.principalId))) continue;
       const consumer = description.slice(mark.length);
       if (keep(consumer, assignment.principalId)) continue;
       await client.roleAssignments.delete(scope, assignment.name);

@@ -166,14 +166,19 @@ export class EksAccessEntries implements ProviderGrants {
 
   /**
    * Every access entry of the cluster carrying cpsync's marks (both tags) that `keep` does not name, deleted:
-   * what no record names. Entries without both marks are never touched.
+   * what no record names. Entries without both marks are never touched, nor those of a principal that is none of
+   * `principals` (the identities the configuration gives a consumer, and those the ledger holds grants of): cpsync
+   * makes entries for those alone, and tags are anyone's with `eks:TagResource` to write, so marks on another's
+   * entry (a break-glass role's) are not cpsync's to act on.
    */
   async sweep(
     plan: ClusterGrantPlan,
     keep: (consumer: string, identity: string) => boolean,
+    principals: readonly string[],
     signal: AbortSignal,
     reached: () => void,
   ): Promise<Array<HeldGrant & { message: string }>> {
+    const known = new Set(principals);
     const { cluster, client } = await this.#eks(plan);
     const clusterName = cluster.name;
     const removed: Array<HeldGrant & { message: string }> = [];
@@ -187,6 +192,7 @@ export class EksAccessEntries implements ProviderGrants {
       tokens.next(page.nextToken);
       for (const principalArn of page.accessEntries ?? []) {
         signal.throwIfAborted();
+        if (!known.has(principalArn)) continue;
         let tags: Record<string, string> | undefined;
         try {
           tags = (

@@ -59,12 +59,13 @@ export interface ProviderGrants {
     signal: AbortSignal,
   ): Promise<{ revoked: boolean; message: string }>;
   /**
-   * Takes back every grant carrying cpsync's marks that `keep` does not name; what it took back. `reached` is
-   * called once the cloud has answered its listing.
+   * Takes back every grant of one of `principals` carrying cpsync's marks that `keep` does not name; what it took
+   * back. `reached` is called once the cloud has answered its listing.
    */
   sweep(
     plan: ClusterGrantPlan,
     keep: (consumer: string, identity: string) => boolean,
+    principals: readonly string[],
     signal: AbortSignal,
     reached: () => void,
   ): Promise<Array<HeldGrant & { message: string }>>;
@@ -268,7 +269,7 @@ export class CloudGrants implements AccessGrants {
       const removed = await this.#within(
         `scanning ${plan.profile.metadata.name} for cpsync's grants`,
         async (deadline) => {
-          if (clients.eks) return clients.eks.sweep(plan, keep, deadline, answered);
+          if (clients.eks) return clients.eks.sweep(plan, keep, identities, deadline, answered);
           const taken: Array<HeldGrant & { message: string }> = [];
           const azure = clients.aks;
           if (azure && (await azure.usesAzureRbac(plan)))

@@ -306,7 +306,10 @@ export async function startArmServer(options: { latencyMillis?: number } = {}): 
             ? a.properties.principalId === principal && (at.startsWith(of) || of.startsWith(`${at}/`))
             : at.startsWith(of);
         });
-        const scripted = state.pages?.('roleAssignments', url.searchParams.get('$skiptoken') ?? undefined);
+        // A script pages the listing at the scope; one principal's is answered whole.
+        const scripted = principal
+          ? undefined
+          : state.pages?.('roleAssignments', url.searchParams.get('$skiptoken') ?? undefined);
         if (!scripted) return sendJson(response, 200, { value });
         const query = new URLSearchParams(url.searchParams);
         if (scripted.next) query.set('$skiptoken', scripted.next);

@@ -405,22 +405,26 @@ export class CloudGrants implements AccessGrants {
     const found = bindings.places();
     found.catch(() => {}); // met below, or when this ends first
     try {
+      // A namespace the member lacks is named once every other is bound on the consumer's terms.
+      const missing: string[] = [];
       for (const place of places)
         try {
           mine = (await bindings.bind(place, role, identity)) && mine;
         } catch (error) {
-          if (error instanceof ApiException && error.code === 404 && place.namespace)
-            return {
-              status: 'False',
-              reason: GrantReason.NamespaceMissing,
-              message: `the member has no namespace ${place.namespace} to grant ${consumer.name} in`,
-            };
-          throw error;
+          if (!(error instanceof ApiException && error.code === 404 && place.namespace)) throw error;
+          missing.push(place.namespace);
         }
-      // The identity out of cpsync's bindings of the consumer elsewhere (its namespaces changed).
+      // The identity out of cpsync's bindings of the consumer elsewhere (its namespaces changed), whatever the
+      // member lacks: a binding of the terms before (the whole cluster, another level) never outlasts them.
       const kept = new Set(places.map((p) => p.namespace ?? ''));
       for (const place of await found)
         if (!kept.has(place.namespace ?? '')) await takenOut(bindings, place, identity, made);
+      if (missing.length > 0)
+        return {
+          status: 'False',
+          reason: GrantReason.NamespaceMissing,
+          message: `the member has no namespace ${missing.join(', ')} to grant ${consumer.name} in`,
+        };
       // GKE lets no identity in without container.clusters.get: the project's role, for a grant of cpsync's.
       const google = mine && clients.gke;
       if (google) {

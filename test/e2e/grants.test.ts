@@ -749,6 +749,13 @@ describe('consumer access grants: configured consumers reach every cluster of th
         ['False', 'NamespaceMissing'],
         cloud,
       );
+    // What the member has is bound on the new terms, and the cluster-wide binding of the terms before is gone: a
+    // namespace the member lacks never keeps the consumer's wider access.
+    assert.equal(await bindingOf('cpsync:consumer:deployer'), undefined, 'the cluster-wide binding is gone');
+    for (const cloud of ['gke', 'aks'] as const) {
+      assert.equal(await consumerCreates(cloud, 'apps'), 201, cloud);
+      assert.equal(await consumerCreates(cloud, 'default'), 403, cloud);
+    }
     document.consumers[0].memberNamespaces = ['apps'];
     const narrowed = await sync({ projections: 'on', accessGrants: 'on' });
     assert.match(narrowed.stderr, /grants: 4 granted, 0 revoked/);

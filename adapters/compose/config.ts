@@ -333,7 +333,13 @@ const googlePrincipal = z
     'must be a service account email (name@project.iam.gserviceaccount.com) or a workload identity federation principal (principal://iam.googleapis.com/projects/<number>/locations/global/workloadIdentityPools/<pool>/subject/<subject>)',
   );
 /** AKS: an Entra object id. */
-const entraObjectId = z.uuid({ message: 'must be an Entra object id (a UUID)' });
+/**
+ * Taken in lower case, as Entra issues it and Azure answers it (a role assignment's `principalId`, a member's user
+ * name): one identity is one spelling in every comparison and record.
+ */
+const entraObjectId = z
+  .uuid({ message: 'must be an Entra object id (a UUID)' })
+  .overwrite((id) => id.toLowerCase());
 
 /** A consumer of the inventory and what it is granted (the `accessGrants` feature). */
 const consumer = z.strictObject({

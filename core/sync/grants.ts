@@ -491,14 +491,16 @@ export async function withGrants(
   }
   // The ids as the hub spelled them may differ from the ledger's in ASCII case (Azure): one cluster either way.
   const confirmedGone = [...(input.confirmedGone ?? [])];
+  // The clusters this run looked at, by ledger key: a record of one is this run's, whatever the spelling of its id.
+  const looked = new Set(plans.filter((plan) => after.has(plan.providerId)).map((plan) => ledgerKey(plan)));
   for (const record of scoped) {
     const key = ledgerKey(record);
     if (confirmedGone.some((id) => sameProviderId(record.provider, id, record.providerId)))
       removed.push(record);
-    else if (!on && !turningOff && record.grants.length === 0 && !after.has(record.providerId))
+    else if (!on && !turningOff && record.grants.length === 0 && !looked.has(key))
       removed.push(record); // the turn-off is over: what each scan found is no longer needed
     else if (input.listed.has(key)) {
-      if (record.missed && !after.has(record.providerId)) stored.push({ ...record, missed: 0 });
+      if (record.missed && !looked.has(key)) stored.push({ ...record, missed: 0 });
     } else if (input.complete) {
       // Not listed by a complete listing: the cluster went (its grants with it) once the grace is over.
       const missed = (record.missed ?? 0) + 1;

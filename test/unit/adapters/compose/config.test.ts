@@ -381,6 +381,12 @@ describe('configuration', () => {
         },
       },
     ]);
+    // An Entra object id in any case is the one Azure answers in lower case (a role assignment's principalId).
+    const upper = { ...consumer, identities: { aks: { objectId: '5D1C0E2A-7B3F-4C6D-9E8A-0F1B2C3D4E5F' } } };
+    assert.equal(
+      inventoryOptionsOf(parseConfig({ inventory, consumers: [upper] })).consumers?.[0]?.identities.aks,
+      '5d1c0e2a-7b3f-4c6d-9e8a-0f1b2c3d4e5f',
+    );
     const federated =
       'principal://iam.googleapis.com/projects/123456789/locations/global/workloadIdentityPools/ops-pool/subject/argocd';
     assert.equal(

@@ -16,7 +16,14 @@ import {
 import type { InventoryOptions } from '../../../../core/domain/options.ts';
 import { withGrants, type AccountWork, type GrantsInput } from '../../../../core/sync/grants.ts';
 import type { AccessGrants, GrantLedger, RoleHolders } from '../../../../core/sync/ports.ts';
-import { eksCluster, gkeCluster, gkeDeployer, GOOGLE_DEPLOYER, NOW } from '../../../support/fixtures.ts';
+import {
+  aksCluster,
+  eksCluster,
+  gkeCluster,
+  gkeDeployer,
+  GOOGLE_DEPLOYER,
+  NOW,
+} from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
 const ROLE = 'arn:aws:iam::111122223333:role/argocd';
@@ -535,6 +542,53 @@ describe('access grants: the hub is never the record', () => {
     assert.equal(ledger.records.size, 1, 'another cluster gone: the record stays');
     await run(stored.toLowerCase());
     assert.equal(ledger.records.size, 0, 'one cluster in either spelling: the record goes');
+  });
+
+  it("keeps what a run granted on an Azure cluster listed again after a miss, whatever ASCII case its record's id is in", async () => {
+    const subscription = '00000000-1111-2222-3333-444444444444';
+    const entra = '0b7e3c1d-2f4a-4b5c-8d6e-7f8091a2b3c4';
+    const azureConsumer: Consumer = { ...consumer, identities: { aks: entra } };
+    const azure = inventoryOptions({ features: { accessGrants: true }, consumers: [azureConsumer] });
+    const listedNow = normalizeAll(
+      [aksCluster({ account: subscription, resourceGroup: 'rg-orders', name: 'orders' })],
+      azure,
+      NOW,
+    ).profiles;
+    const listedId = providerIdOf(listedNow[0]!)!;
+    for (const spelling of [
+      listedId,
+      listedId.replace('rg-orders', 'RG-Orders').replace('/orders', '/Orders'),
+    ]) {
+      const ledger = memoryLedger();
+      // Recorded before, holding nothing yet, and missed by one complete listing since.
+      await ledger.write([
+        {
+          providerId: spelling,
+          provider: 'aks',
+          account: subscription,
+          region: 'westeurope',
+          grants: [],
+          missed: 1,
+        },
+      ]);
+      await withGrants(listedNow, [], {
+        options: azure,
+        grants: counting(entra, { paced: false }),
+        ledger,
+        now: NOW,
+        scope: { provider: 'aks', account: subscription, region: '*' },
+        complete: true,
+        listed: new Set([ledgerKey({ provider: 'aks', providerId: listedId })]),
+      });
+      assert.equal(ledger.records.size, 1, spelling);
+      const [record] = [...ledger.records.values()];
+      assert.deepEqual(
+        record!.grants.map((g) => `${g.consumer} ${g.identity}`),
+        [`argocd ${entra}`],
+        `${spelling}: the grant made in the run is recorded`,
+      );
+      assert.ok(!record!.missed, `${spelling}: listed again, no longer missed`);
+    }
   });
 
   it('revokes exactly what its ledger holds and no consumer is wanted with, whatever the hub carries (property)', async () => {

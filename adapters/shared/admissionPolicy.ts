@@ -156,7 +156,9 @@ export function weakerThanShipped(
                 coversResource(r.resources, resource) &&
                 covers(r.operations, operation) &&
                 covers(r.apiVersions, '*') &&
-                (r.scope === undefined || r.scope === '*'),
+                (r.scope === undefined || r.scope === '*') &&
+                // A rule naming its objects applies to those alone.
+                (r.resourceNames ?? []).length === 0,
             )
           )
             return `its matchConstraints do not match ${operation} of ${resource}`;

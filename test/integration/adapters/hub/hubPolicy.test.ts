@@ -67,6 +67,7 @@ interface Setup {
     | 'shipped'
     | 'validation-gutted'
     | 'rules-narrowed'
+    | 'rules-named'
     | 'match-condition'
     | 'binding-object-selector'
     | 'anyone-is-cpsync'
@@ -102,6 +103,7 @@ const setups: fc.Arbitrary<Setup> = fc.record({
     'shipped',
     'validation-gutted',
     'rules-narrowed',
+    'rules-named',
     'match-condition',
     'binding-object-selector',
     'anyone-is-cpsync',
@@ -192,6 +194,16 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
           resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({
             ...r,
             resources: ['clusterprofiles/status'],
+          })),
+        },
+      },
+      // A rule that names its objects applies to those alone: a profile of any other name is not checked.
+      'rules-named': {
+        ...spec,
+        matchConstraints: {
+          resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({
+            ...r,
+            resourceNames: ['nothing-is-called-this'],
           })),
         },
       },
@@ -404,6 +416,7 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
           { actions: ['Audit'] },
           { content: 'validation-gutted' },
           { content: 'rules-narrowed' },
+          { content: 'rules-named' },
           { content: 'match-condition' },
           { content: 'binding-object-selector' },
           { content: 'anyone-is-cpsync' },

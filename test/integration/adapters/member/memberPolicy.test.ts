@@ -40,7 +40,13 @@ interface Setup {
   /** The ClusterRoleBinding the policy binding reads cpsync's identity from. */
   paramRef: 'cpsync:access-grants' | 'cpsync:someone-else';
   /** The policy and binding as shipped, or changed to ask less while keeping their names and Deny. */
-  content: 'shipped' | 'validation-gutted' | 'rules-narrowed' | 'match-condition' | 'binding-narrowed';
+  content:
+    | 'shipped'
+    | 'validation-gutted'
+    | 'rules-narrowed'
+    | 'rules-named'
+    | 'match-condition'
+    | 'binding-narrowed';
 }
 
 const setups: fc.Arbitrary<Setup> = fc.record({
@@ -61,6 +67,7 @@ const setups: fc.Arbitrary<Setup> = fc.record({
     'shipped',
     'validation-gutted',
     'rules-narrowed',
+    'rules-named',
     'match-condition',
     'binding-narrowed',
   ),
@@ -119,6 +126,16 @@ describe('cpsync doctor on a member: whether its admission policy bounds cpsyncâ
             resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({
               ...r,
               resources: ['rolebindings'],
+            })),
+          },
+        },
+        // A rule that names its objects applies to those alone.
+        'rules-named': {
+          ...spec,
+          matchConstraints: {
+            resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({
+              ...r,
+              resourceNames: ['nothing-is-called-this'],
             })),
           },
         },
@@ -234,6 +251,7 @@ describe('cpsync doctor on a member: whether its admission policy bounds cpsyncâ
           { paramRef: 'cpsync:someone-else' },
           { content: 'validation-gutted' },
           { content: 'rules-narrowed' },
+          { content: 'rules-named' },
           { content: 'match-condition' },
           { content: 'binding-narrowed' },
         ].map((fault): [Setup] => [{ ...AS_SHIPPED, ...(fault as Partial<Setup>) }]),

@@ -183,3 +183,19 @@ export async function applyPrinted(
   }
   return remove;
 }
+
+/**
+ * An admission policy's spec with each of its rules naming one object nothing is called: the API server applies it
+ * to that name alone, so nothing else is checked.
+ */
+export function rulesNamed<S extends { matchConstraints?: { resourceRules?: object[] } }>(spec: S): S {
+  return {
+    ...spec,
+    matchConstraints: {
+      resourceRules: (spec.matchConstraints?.resourceRules ?? []).map((r) => ({
+        ...r,
+        resourceNames: ['nothing-is-called-this'],
+      })),
+    },
+  };
+}

@@ -34,7 +34,7 @@ import {
   CLUSTER_PROFILE_VERSION,
 } from '../../../../core/domain/model/clusterProfile.ts';
 import { adminKubeConfig, answer, localHub, uniqueNamespace, userKubeConfig } from '../../../support/hub.ts';
-import { applyPrinted, ensureShippedRbac } from '../../../support/hubManifests.ts';
+import { applyPrinted, ensureShippedRbac, rulesNamed } from '../../../support/hubManifests.ts';
 import { consumerSetup } from '../../../../adapters/compose/consumers.ts';
 import { parseConfig } from '../../../../adapters/compose/config.ts';
 import { stringify } from 'yaml';
@@ -197,16 +197,7 @@ describe('the hub guard: whether only cpsync can have written the profiles of a 
           })),
         },
       },
-      // A rule that names its objects applies to those alone: a profile of any other name is not checked.
-      'rules-named': {
-        ...spec,
-        matchConstraints: {
-          resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({
-            ...r,
-            resourceNames: ['nothing-is-called-this'],
-          })),
-        },
-      },
+      'rules-named': rulesNamed(spec),
       'match-condition': { ...spec, matchConditions: [{ name: 'never', expression: 'false' }] },
       'every-resource-but-status': {
         ...spec,

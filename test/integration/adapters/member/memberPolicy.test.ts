@@ -21,6 +21,7 @@ import fc from 'fast-check';
 import { checkMemberPolicy } from '../../../../adapters/grants/memberPolicy.ts';
 import { accessGrantsManifests } from '../../../env/member.ts';
 import { adminKubeConfig, answer, localHub, userKubeConfig } from '../../../support/hub.ts';
+import { rulesNamed } from '../../../support/hubManifests.ts';
 
 const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261129);
 const suffix = Math.random().toString(36).slice(2, 8);
@@ -129,16 +130,7 @@ describe('cpsync doctor on a member: whether its admission policy bounds cpsyncâ
             })),
           },
         },
-        // A rule that names its objects applies to those alone.
-        'rules-named': {
-          ...spec,
-          matchConstraints: {
-            resourceRules: spec.matchConstraints!.resourceRules!.map((r) => ({
-              ...r,
-              resourceNames: ['nothing-is-called-this'],
-            })),
-          },
-        },
+        'rules-named': rulesNamed(spec),
         'match-condition': { ...spec, matchConditions: [{ name: 'never', expression: 'false' }] },
       }[s.content as string] ?? spec;
     if (s.policy)

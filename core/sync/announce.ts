@@ -53,7 +53,9 @@ export async function announceInventory(
 ): Promise<AnnounceReport> {
   const inventory = await inventoryProfiles(ports.hub, request.options);
   const malformed = [...inventory.malformed];
+  // A profile being deleted (held by another controller's finalizer) is not announced again: its cluster is gone.
   const profiles = inventory.profiles.filter((profile) => {
+    if (profile.metadata.deletionTimestamp !== undefined) return false;
     const labels = profile.metadata.labels ?? {};
     if (isProvider(labels[LABEL_PROVIDER]) && labels[LABEL_ACCOUNT] && labels[LABEL_REGION]) return true;
     malformed.push({

@@ -164,7 +164,6 @@ async function apply(
   guard: HubGuard,
   event: CpsyncEventBridgeEvent,
 ): Promise<{ outcome: Outcome; reason?: string }> {
-  const hub = deps.composition.ports.hub;
   const { options } = deps.composition.settings;
   if (!('namespace' in event.detail))
     return { outcome: 'skipped', reason: `${event['detail-type']} does not concern Argo CD` };
@@ -176,7 +175,22 @@ async function apply(
   if (!CHANGES.has(detailType))
     return { outcome: 'skipped', reason: `${detailType} does not concern Argo CD` };
   const ref = { namespace, name };
-  return follow(deps, guard, ref, await hub.get(ref), detailType === DetailType.Deleted);
+  return follow(deps, guard, ref, await readProfile(deps, ref), detailType === DetailType.Deleted);
+}
+
+/**
+ * The profile `ref` as the subscriber takes the hub's reading: one being deleted (held by another controller's
+ * finalizer: cpsync deleted it, its cluster gone, and never writes it again) is a profile gone.
+ */
+async function readProfile(
+  deps: ArgoCdDeps,
+  ref: { namespace: string; name: string },
+): Promise<ClusterProfile | undefined> {
+  return live(await deps.composition.ports.hub.get(ref));
+}
+
+function live(profile: ClusterProfile | undefined): ClusterProfile | undefined {
+  return profile?.metadata.deletionTimestamp === undefined ? profile : undefined;
 }
 
 /** The change events that concern Argo CD. */
@@ -201,7 +215,7 @@ async function follow(
 ): Promise<{ outcome: Outcome; reason?: string }> {
   for (let round = 1; ; round += 1) {
     const { created, ...result } = await applyReading(deps, guard, ref, current, deleted);
-    const after = await deps.composition.ports.hub.get(ref);
+    const after = await readProfile(deps, ref);
     if (sameReading(current, after)) return result;
     if (after === undefined && created) await deps.clusters.takeBack(created);
     if (round === FOLLOW_ROUNDS)
@@ -243,7 +257,7 @@ async function applyReading(
   return deps.clusters.remove(
     namespace,
     name,
-    async () => (await deps.composition.ports.hub.get({ namespace, name })) === undefined,
+    async () => (await readProfile(deps, { namespace, name })) === undefined,
   );
 }
 
@@ -256,10 +270,10 @@ async function reconcile(
   guard: HubGuard,
 ): Promise<ReconcileReport & { malformed: number }> {
   const { inventoryProfiles } = await import('../../../core/sync/engine.ts');
-  const { profiles, malformed } = await inventoryProfiles(
-    deps.composition.ports.hub,
-    deps.composition.settings.options,
-  );
+  const inventory = await inventoryProfiles(deps.composition.ports.hub, deps.composition.settings.options);
+  const { malformed } = inventory;
+  // A profile being deleted is one gone: its Secret is judged as a missing profile's.
+  const profiles = inventory.profiles.filter((p) => live(p) !== undefined);
   const reasons = new Map<string, string | undefined>();
   const { inventoryNamespaces } = await import('../../../core/domain/options.ts');
   const namespaces = new Set([
@@ -282,7 +296,7 @@ async function reconcile(
     guardedNamespaces: new Set([...namespaces].filter((namespace) => !reasons.get(namespace))),
     ...(deps.missingGraceMillis !== undefined ? { missingGraceMillis: deps.missingGraceMillis } : {}),
     ...(deps.concurrency !== undefined ? { concurrency: deps.concurrency } : {}),
-    stillAsSeen: async (profile, seen) => sameReading(seen, await hub.get(refOf(profile))),
+    stillAsSeen: async (profile, seen) => sameReading(seen, await readProfile(deps, refOf(profile))),
     onCreated: (profile, secret) => created.set(keyOf(profile), secret),
   });
   // The hub read again: a profile it changed while the Secrets were written is followed as its event would be (a
@@ -290,7 +304,9 @@ async function reconcile(
   // profile gone since is taken back (one that was there before stays for the grace).
   const before = new Map(profiles.map((p) => [keyOf(p), p]));
   const after = new Map(
-    (await inventoryProfiles(hub, deps.composition.settings.options)).profiles.map((p) => [keyOf(p), p]),
+    (await inventoryProfiles(hub, deps.composition.settings.options)).profiles
+      .filter((p) => live(p) !== undefined)
+      .map((p) => [keyOf(p), p]),
   );
   for (const key of new Set([...before.keys(), ...after.keys()])) {
     const now = after.get(key);

@@ -10,6 +10,7 @@ import { before, describe, it } from 'node:test';
 import { FileHub } from '../../../adapters/hub/FileHub.ts';
 import { normalize } from '../../../core/domain/normalize.ts';
 import { main, type Io } from '../../../cli/program.ts';
+import { parse, stringify } from 'yaml';
 import { DetailValidator } from '../../../events/index.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { inventoryOptions } from '../../support/settings.ts';
@@ -164,6 +165,37 @@ describe('cpsync announce', () => {
       );
     } finally {
       for (const profile of others) await hub.delete({ namespace: NAMESPACE, name: profile.metadata.name });
+    }
+  });
+
+  it("leaves out a profile being deleted (held by another controller's finalizer): its cluster is gone, and it is not announced again", async () => {
+    const hub = new FileHub({ directory: hubDirectory });
+    const base = normalize(eksCluster({ name: 'held-open', region: 'ap-south-1' }), inventoryOptions(), NOW);
+    const deleting = {
+      ...base,
+      metadata: { ...base.metadata, deletionTimestamp: NOW, finalizers: ['example.com/hold'] },
+    };
+    await hub.applyObject(base);
+    await hub.applyStatus(base);
+    // As a Kubernetes hub holds it then (the file hub itself deletes at once): its file, as one would copy it in.
+    const file = join(hubDirectory, NAMESPACE, `${base.metadata.name}.yaml`);
+    const stored = parse(readFileSync(file, 'utf8')) as typeof deleting;
+    writeFileSync(file, stringify({ ...stored, metadata: { ...stored.metadata, ...deleting.metadata } }));
+    try {
+      assert.ok(
+        (await hub.get({ namespace: NAMESPACE, name: base.metadata.name }))?.metadata.deletionTimestamp,
+      );
+      const count = published().length;
+      const run = io();
+      assert.equal(await main(['--config', config(busFile), 'announce', '--all'], run), 0, run.err());
+      assert.match(run.err(), /announced 4 of 4 profile\(s\)/);
+      assert.ok(
+        !published()
+          .slice(count)
+          .some((e) => e.detail.cluster.displayName === 'held-open'),
+      );
+    } finally {
+      await hub.delete({ namespace: NAMESPACE, name: base.metadata.name });
     }
   });
 

@@ -11,7 +11,14 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import fc from 'fast-check';
 import {
   CreateEventBusCommand,
@@ -568,6 +575,63 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     const names = (await secrets()).map((s) => s.metadata!.name);
     assert.ok(!names.includes(`cluster-${gke!.metadata.name}`));
     assert.ok(names.includes(`cluster-${eks!.metadata.name}`));
+  });
+
+  it("a profile being deleted, held by another controller's finalizer, is a profile gone: no event or reconcile writes its Secret, and its Deleted event removes it", async () => {
+    const objects = kubeConfig.makeApiClient(CustomObjectsApi);
+    const held = await store(normalize(eksCluster({ name: 'held-open' }), options, NOW));
+    const ref = { namespace: inventory, name: held.metadata.name };
+    const path = {
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      namespace: inventory,
+      plural: 'clusterprofiles',
+      name: ref.name,
+    };
+    const finalizers = (value: string[]) =>
+      objects.patchNamespacedCustomObject(
+        { ...path, body: [{ op: 'add', path: '/metadata/finalizers', value }] },
+        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      );
+    const secretOf = async () => (await secrets()).find((s) => s.metadata!.name === `cluster-${ref.name}`);
+    const created = (kind: 'created' | 'updated' | 'deleted') =>
+      buildChangeEvent({ kind, profile: held, changes: [{ field: 'spec', after: {} }] }, context(held));
+    try {
+      await publish([created('created')]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['created'],
+      );
+      // Another controller holds it; cpsync deletes it (its cluster gone): the hub keeps it, being deleted.
+      await finalizers(['example.com/hold']);
+      await hub.delete(ref);
+      assert.ok((await hub.get(ref))?.metadata.deletionTimestamp, 'being deleted, still in the hub');
+      // Its Secret taken away while it was there: neither an event of it nor a reconcile makes it again.
+      await core.deleteNamespacedSecret({ name: `cluster-${ref.name}`, namespace: argocd });
+      await publish([created('updated')]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['absent'],
+      );
+      await handler({ reconcile: true }, lambdaContext('argocd'));
+      assert.equal(await secretOf(), undefined, 'no Secret of a profile being deleted');
+      // Its Secret as it was made before the deletion: the Deleted event removes it, the hub still holding the profile.
+      const stored = (await hub.get(ref))!;
+      const { deletionTimestamp: _deleting, ...metadata } = stored.metadata;
+      await new ArgoCdClusters(kubeConfig, { namespace: argocd }).upsert(
+        { ...stored, metadata },
+        { newest: true },
+      );
+      assert.ok(await secretOf(), 'a Secret there');
+      await publish([created('deleted')]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['deleted'],
+      );
+      assert.equal(await secretOf(), undefined);
+    } finally {
+      await finalizers([]).catch(() => {});
+    }
   });
 
   it('refuses an event that is not one it reads, and a bad setting, naming what is wrong', async () => {

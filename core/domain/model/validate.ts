@@ -9,6 +9,11 @@ function stringMap(value: unknown): boolean {
   return value === undefined || (isObject(value) && Object.values(value).every((v) => typeof v === 'string'));
 }
 
+/** Whether each of `keys` of `value` (an object, or nothing) is a string where it is set. */
+function optionalStrings(value: unknown, keys: readonly string[]): boolean {
+  return !isObject(value) || keys.every((key) => value[key] === undefined || typeof value[key] === 'string');
+}
+
 function listOf(value: unknown, item: (entry: Json) => boolean): boolean {
   return (
     value === undefined || (Array.isArray(value) && value.every((entry) => isObject(entry) && item(entry)))
@@ -40,16 +45,30 @@ export function profileProblem(value: unknown): string | undefined {
   if (status === undefined) return undefined;
   if (!isObject(status)) return 'status is not an object';
   if (status.version !== undefined && !isObject(status.version)) return 'status.version is not an object';
+  if (!optionalStrings(status.version, ['kubernetes'])) return 'status.version.kubernetes is not a string';
   if (!listOf(status.properties, (p) => typeof p.name === 'string' && typeof p.value === 'string'))
     return 'status.properties is not a list of {name, value}';
-  if (!listOf(status.conditions, (c) => typeof c.type === 'string' && typeof c.status === 'string'))
-    return 'status.conditions is not a list of {type, status}';
+  if (
+    !listOf(
+      status.conditions,
+      (c) =>
+        typeof c.type === 'string' &&
+        typeof c.status === 'string' &&
+        optionalStrings(c, ['reason', 'message', 'lastTransitionTime']),
+    )
+  )
+    return 'status.conditions is not a list of {type, status} with strings for reason, message and time';
   if (
     !listOf(
       status.accessProviders,
-      (a) => typeof a.name === 'string' && (a.cluster === undefined || isObject(a.cluster)),
+      (a) =>
+        typeof a.name === 'string' &&
+        (a.cluster === undefined ||
+          (isObject(a.cluster) &&
+            optionalStrings(a.cluster, ['server', 'certificate-authority-data']) &&
+            listOf(a.cluster.extensions, (e) => typeof e.name === 'string'))),
     )
   )
-    return 'status.accessProviders is not a list of {name, cluster}';
+    return 'status.accessProviders is not a list of {name, cluster} with a string server and CA, and named extensions';
   return undefined;
 }

@@ -28,7 +28,7 @@ import { recordedTagLabels, refusedTagLabelKey } from '../../../core/domain/tagL
 import { cut } from '../../../core/domain/text.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import type { Provider } from '../../../core/domain/model/observedCluster.ts';
-import { targetOfExtension } from '../../../adapters/credentials/target.ts';
+import { TargetError, targetOfExtension } from '../../../adapters/credentials/target.ts';
 import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
 
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
@@ -158,10 +158,18 @@ export function clusterSecretOf(
   const extension = access.cluster.extensions?.find((e) => e.name === EXEC_EXTENSION)?.extension;
   if (!extension) return { skipped: `the profile's access provider has no ${EXEC_EXTENSION} extension` };
   const ca = access.cluster['certificate-authority-data'];
+  // The extension is any object the CRD keeps as written: one that names no cluster cpsync can reach is skipped.
+  let args: string[];
+  try {
+    args = credentialArgs(extension);
+  } catch (error) {
+    if (error instanceof TargetError) return { skipped: error.message };
+    throw error;
+  }
   const config = {
     execProviderConfig: {
       command: options.command ?? 'cpsync',
-      args: [...credentialArgs(extension), ...(options.extraArgs ?? [])],
+      args: [...args, ...(options.extraArgs ?? [])],
       apiVersion: 'client.authentication.k8s.io/v1beta1',
       installHint: 'cpsync credentials is the cpsync CLI (or its standalone credential plugin) on the PATH',
     },

@@ -4,7 +4,16 @@ import fc from 'fast-check';
 import { profileProblem } from '../../../../../core/domain/model/validate.ts';
 import { normalize } from '../../../../../core/domain/normalize.ts';
 import { inventoryOptions } from '../../../../support/settings.ts';
-import { eksCluster, NOW } from '../../../../support/fixtures.ts';
+import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../../support/fixtures.ts';
+import type { ClusterProfile } from '../../../../../core/domain/model/clusterProfile.ts';
+import { untrustedReason } from '../../../../../core/domain/untrustedReason.ts';
+import {
+  clusterRow,
+  formatInventorySummary,
+  reportHtml,
+  summarize,
+} from '../../../../../cli/inventoryReport.ts';
+import { clusterSecretOf } from '../../../../../functions/subscribers/argocd/clusterSecret.ts';
 
 const good = normalize(eksCluster(), inventoryOptions(), NOW);
 
@@ -60,6 +69,58 @@ describe('telling a malformed profile from a well-formed one', () => {
         assert.ok(problem === undefined || typeof problem === 'string');
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('a profile that passes the check is read without failing, whatever else a hand or another writer changed in it', () => {
+  const profiles = [
+    good,
+    normalize(gkeCluster(), inventoryOptions(), NOW),
+    normalize(aksCluster(), inventoryOptions(), NOW),
+  ];
+  /** Every path into `value` (object keys and list indices), the value itself first. */
+  function paths(value: unknown, at: Array<string | number> = []): Array<Array<string | number>> {
+    const inner =
+      typeof value === 'object' && value !== null
+        ? Object.entries(value).flatMap(([key, v]) =>
+            paths(v, [...at, Array.isArray(value) ? Number(key) : key]),
+          )
+        : [];
+    return [at, ...inner];
+  }
+  function replaced(value: unknown, path: ReadonlyArray<string | number>, by: unknown): unknown {
+    if (path.length === 0) return by;
+    const [head, ...rest] = path;
+    const copy = (Array.isArray(value) ? [...value] : { ...(value as object) }) as Record<
+      string | number,
+      unknown
+    >;
+    copy[head!] = replaced(copy[head!], rest, by);
+    return copy;
+  }
+  const mutated = fc.constantFrom(...profiles).chain((profile) =>
+    fc
+      .array(fc.tuple(fc.constantFrom(...paths(profile).slice(1)), fc.jsonValue()), {
+        minLength: 1,
+        maxLength: 3,
+      })
+      .map((changes) => changes.reduce<unknown>((p, [path, by]) => replaced(p, path, by), profile)),
+  );
+
+  it('the report, the summary, the Argo CD Secret and the trust check take it (property)', () => {
+    fc.assert(
+      fc.property(mutated, (value) => {
+        if (profileProblem(value) !== undefined) return;
+        const profile = value as ClusterProfile;
+        const summary = summarize([profile]);
+        formatInventorySummary(summary);
+        reportHtml(summary, { generatedAt: NOW, source: 'test' });
+        clusterRow(profile);
+        untrustedReason(profile, 'cpsync');
+        clusterSecretOf(profile, { namespace: 'argocd' });
+      }),
+      { numRuns: 1500 },
     );
   });
 });

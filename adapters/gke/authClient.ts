@@ -10,8 +10,15 @@ import {
 import { CpsyncError, InvalidOptionError } from '../../core/domain/errors.ts';
 import { safeReason } from '../shared/secrets.ts';
 
-/** OAuth scope of every Google API cpsync calls. */
-export const SCOPES = ['https://www.googleapis.com/auth/cloud-platform'];
+/**
+ * OAuth scopes of every Google token cpsync asks for: every Google API, and the identity's email, without which GKE
+ * names a service account by its numeric unique id rather than the email its RBAC bindings name (as
+ * gke-gcloud-auth-plugin asks for both).
+ */
+export const SCOPES = [
+  'https://www.googleapis.com/auth/cloud-platform',
+  'https://www.googleapis.com/auth/userinfo.email',
+];
 
 /** The auth client of a credential configuration: a service-account key or an external account (WIF). */
 export function authClientFor(credentials: Record<string, unknown>): AuthClient {

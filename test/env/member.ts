@@ -135,9 +135,11 @@ const EKS_CLUSTER_EXTRA = 'cpsync.test/eks-cluster-id';
 
 async function verifyGke(token: string, v: MemberVerifiers['gke']): Promise<string> {
   const answer = await fetch(`${v.tokeninfo}?access_token=${encodeURIComponent(token)}`);
-  const info = (await answer.json()) as { email?: string; error?: string };
-  if (answer.status !== 200 || !info.email) throw new Error(`tokeninfo: ${info.error ?? answer.status}`);
-  return info.email;
+  const info = (await answer.json()) as { email?: string; sub?: string; error?: string };
+  const name = info.email ?? info.sub;
+  if (answer.status !== 200 || !name) throw new Error(`tokeninfo: ${info.error ?? answer.status}`);
+  // As GKE names it: a token without the email scope is its identity's numeric unique id.
+  return name;
 }
 
 async function review(

@@ -4,7 +4,7 @@
  * OAuth token endpoint google-auth-library posts its signed JWT to. Enums are answered as numbers, as
  * the real API does when the client asks for `enum-encoding=int`.
  */
-import { generateKeyPairSync, verify } from 'node:crypto';
+import { createHash, generateKeyPairSync, verify } from 'node:crypto';
 import { createServer, type ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, readBody, sendJson, serveOnLoopback, takeFault, type QueuedFault } from '../net.ts';
@@ -137,6 +137,14 @@ function sendError(response: ServerResponse, error: GoogleError): void {
   });
 }
 
+/** The scope a Google access token needs for its email to be told (tokeninfo, GKE's authenticator). */
+const EMAIL_SCOPE = 'https://www.googleapis.com/auth/userinfo.email';
+
+/** A Google identity's numeric unique id, as tokeninfo gives it: stable per email. */
+function uniqueIdOf(email: string): string {
+  return BigInt(`0x${createHash('sha256').update(email).digest('hex').slice(0, 15)}`).toString();
+}
+
 export async function startGkeServer(options: { latencyMillis?: number } = {}): Promise<GkeServer> {
   const port = await freePort();
   const endpoint = `http://127.0.0.1:${port}`;
@@ -184,6 +192,8 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
   };
   /** Access tokens of the other identities: token → email. */
   const issued = new Map<string, string>();
+  /** The scopes each access token was issued with (space-separated, as OAuth spells them). */
+  const scopesOf = new Map<string, string>();
 
   const server = createServer(async (request, response) => {
     const url = new URL(request.url ?? '/', endpoint);
@@ -191,8 +201,13 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
     const body = await readBody(request);
     if (options.latencyMillis) await sleep(options.latencyMillis);
     if (request.method === 'POST' && url.pathname === '/token') {
-      if (!new URLSearchParams(body).get('assertion'))
-        return sendJson(response, 400, { error: 'invalid_grant' });
+      const assertion = new URLSearchParams(body).get('assertion');
+      if (!assertion) return sendJson(response, 400, { error: 'invalid_grant' });
+      // The scopes the service account's signed assertion asks for (its `scope` claim).
+      const claims = JSON.parse(
+        Buffer.from(assertion.split('.')[1] ?? '', 'base64url').toString('utf8') || '{}',
+      ) as { scope?: string };
+      scopesOf.set(token, claims.scope ?? '');
       return sendJson(response, 200, { access_token: token, expires_in: 3600, token_type: 'Bearer' });
     }
     // Google's STS token exchange (workload identity federation, an `external_account` configuration):
@@ -210,6 +225,7 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
         access = `ya29.local-${Math.random().toString(36).slice(2)}`;
         issued.set(access, email);
       }
+      scopesOf.set(access, form.get('scope') ?? '');
       return sendJson(response, 200, {
         access_token: access,
         issued_token_type: 'urn:ietf:params:oauth:token-type:access_token',
@@ -222,13 +238,16 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
       const asked = url.searchParams.get('access_token') ?? '';
       if (asked !== token && !issued.has(asked))
         return sendJson(response, 400, { error: 'invalid_token', error_description: 'Invalid Value' });
+      // As Google's: the email only for a token that asked for it; the numeric unique id always.
+      const scope = scopesOf.get(asked) ?? '';
+      const email = issued.get(asked) ?? clientEmail;
       return sendJson(response, 200, {
-        azp: '1',
-        aud: '1',
-        scope: 'https://www.googleapis.com/auth/cloud-platform',
+        azp: uniqueIdOf(email),
+        aud: uniqueIdOf(email),
+        sub: uniqueIdOf(email),
+        scope,
         expires_in: 3600,
-        email: issued.get(asked) ?? clientEmail,
-        email_verified: 'true',
+        ...(scope.split(' ').includes(EMAIL_SCOPE) ? { email, email_verified: 'true' } : {}),
       });
     }
     if (!authorized(request.headers.authorization)) {

@@ -7,6 +7,7 @@
  * configuration decides are changed in them.
  */
 import { parseAllDocuments } from 'yaml';
+import { celLiteral } from '../shared/celLiteral.ts';
 import { shippedText } from '../shared/shipped.ts';
 
 /** A manifest as the API server takes it (any kind). */
@@ -102,16 +103,7 @@ export function installedManager(object: unknown): string | undefined {
   if (doc?.kind === 'ValidatingAdmissionPolicy') {
     const variables = (doc.spec as { variables?: Array<{ name?: string; expression?: string }> } | undefined)
       ?.variables;
-    const expression = variables?.find((v) => v.name === 'manager')?.expression;
-    if (expression === undefined) return undefined;
-    const quoted = expression.match(/^'([^'\\\p{Cc}]*)'$/u);
-    if (quoted) return quoted[1];
-    try {
-      const text: unknown = JSON.parse(expression);
-      return typeof text === 'string' ? text : undefined;
-    } catch {
-      return undefined;
-    }
+    return celLiteral(variables?.find((v) => v.name === 'manager')?.expression);
   }
   return undefined;
 }

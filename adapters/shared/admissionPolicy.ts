@@ -13,6 +13,7 @@ import {
 } from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { messageOf } from '../../core/domain/errors.ts';
+import { celLiteral } from './celLiteral.ts';
 
 /** The policy and its binding of one name, each undefined when the cluster has none. */
 export interface PolicyOnCluster {
@@ -92,12 +93,7 @@ const empty = (selector: { matchLabels?: object; matchExpressions?: unknown[] } 
  * name holding a quote or a backslash).
  */
 export function literalOf(policy: V1ValidatingAdmissionPolicy, variable: string): string | undefined {
-  const expression = policy.spec?.variables?.find((v) => v.name === variable)?.expression?.trim();
-  if (!expression) return undefined;
-  const single = /^'([^'\\]*)'$/.exec(expression);
-  if (single) return single[1];
-  if (!/^"(?:[^"\\\p{Cc}]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$/u.test(expression)) return undefined;
-  return JSON.parse(expression) as string;
+  return celLiteral(policy.spec?.variables?.find((v) => v.name === variable)?.expression);
 }
 
 /**

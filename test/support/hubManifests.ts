@@ -185,6 +185,14 @@ export async function applyPrinted(
 }
 
 /**
+ * How a generated setup of a shipped admission policy asks of it, the ways the hub's and the member's share: as
+ * shipped, or changed to ask less (its validations gutted, its rules narrowed or naming their objects, a match
+ * condition that leaves every request out).
+ */
+export type PolicyAsked =
+  'shipped' | 'validation-gutted' | 'rules-narrowed' | 'rules-named' | 'match-condition';
+
+/**
  * An admission policy's spec with each of its rules naming one object nothing is called: the API server applies it
  * to that name alone, so nothing else is checked.
  */

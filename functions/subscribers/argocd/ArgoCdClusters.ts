@@ -82,6 +82,12 @@ const READINGS = 5;
 /** Whether a write was refused for what happened to the Secret since it was read (409: written or made; 404: gone). */
 const overtaken = (error: unknown) => status(error) === 409 || status(error) === 404;
 
+/** A change that found the Secret changed at every one of its readings: its event is tried again later. */
+const changedThroughout = (namespace: string, name: string) =>
+  new Error(
+    `the Secret of ${namespace}/${name} changed ${READINGS} times while it was judged; tried again later`,
+  );
+
 /**
  * Whether `secret` is cpsync's, of `manager`: labelled so, or, made before Secrets named their manager, made from a
  * profile of its name (`<manager>-<provider>-…`, as every profile of the manager is named; the Secret's own name,
@@ -246,9 +252,7 @@ export class ArgoCdClusters {
         return { outcome: 'deleted' };
     }
     // Written again at every reading: the event is tried again.
-    throw new Error(
-      `the Secret of ${namespace}/${name} changed ${READINGS} times while it was judged; tried again later`,
-    );
+    throw changedThroughout(namespace!, name!);
   }
 
   /** Whether `secret` was written while guarded from one of the profiles `held` (`namespace/name` → uid). */
@@ -283,9 +287,7 @@ export class ArgoCdClusters {
       if (await this.#deleteAsRead(existing.metadata.name!, existing.metadata.resourceVersion!, [404, 409]))
         return { outcome: 'deleted' };
     }
-    throw new Error(
-      `the Secret of ${namespace}/${name} changed ${READINGS} times while it was judged; tried again later`,
-    );
+    throw changedThroughout(namespace, name);
   }
 
   /**

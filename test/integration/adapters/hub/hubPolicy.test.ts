@@ -34,7 +34,12 @@ import {
   CLUSTER_PROFILE_VERSION,
 } from '../../../../core/domain/model/clusterProfile.ts';
 import { adminKubeConfig, answer, localHub, uniqueNamespace, userKubeConfig } from '../../../support/hub.ts';
-import { applyPrinted, ensureShippedRbac, rulesNamed } from '../../../support/hubManifests.ts';
+import {
+  applyPrinted,
+  ensureShippedRbac,
+  rulesNamed,
+  type PolicyAsked,
+} from '../../../support/hubManifests.ts';
 import { consumerSetup } from '../../../../adapters/compose/consumers.ts';
 import { parseConfig } from '../../../../adapters/compose/config.ts';
 import { stringify } from 'yaml';
@@ -64,11 +69,7 @@ interface Setup {
     | 'a-key-objects-have';
   /** The policy as shipped, changed to ask less, or guarding another manager. */
   content:
-    | 'shipped'
-    | 'validation-gutted'
-    | 'rules-narrowed'
-    | 'rules-named'
-    | 'match-condition'
+    | PolicyAsked
     | 'binding-object-selector'
     | 'anyone-is-cpsync'
     | 'another-manager'

@@ -21,7 +21,7 @@ import fc from 'fast-check';
 import { checkMemberPolicy } from '../../../../adapters/grants/memberPolicy.ts';
 import { accessGrantsManifests } from '../../../env/member.ts';
 import { adminKubeConfig, answer, localHub, userKubeConfig } from '../../../support/hub.ts';
-import { rulesNamed } from '../../../support/hubManifests.ts';
+import { rulesNamed, type PolicyAsked } from '../../../support/hubManifests.ts';
 
 const SEED = Number(process.env.CPSYNC_PROPERTY_SEED ?? 20261129);
 const suffix = Math.random().toString(36).slice(2, 8);
@@ -41,13 +41,7 @@ interface Setup {
   /** The ClusterRoleBinding the policy binding reads cpsync's identity from. */
   paramRef: 'cpsync:access-grants' | 'cpsync:someone-else';
   /** The policy and binding as shipped, or changed to ask less while keeping their names and Deny. */
-  content:
-    | 'shipped'
-    | 'validation-gutted'
-    | 'rules-narrowed'
-    | 'rules-named'
-    | 'match-condition'
-    | 'binding-narrowed';
+  content: PolicyAsked | 'binding-narrowed';
 }
 
 const setups: fc.Arbitrary<Setup> = fc.record({

@@ -31,10 +31,18 @@ interface Flags extends TargetFlags {
  */
 const oneLine = (error: unknown) => printable(firstLineOf(error, 400));
 
+/** The longest wait a Node.js timer holds (2^31 - 1 ms). */
+const MAX_TIMER_MILLIS = 2 ** 31 - 1;
+
 function positiveSeconds(value: string): number {
   const seconds = Number(value);
   if (!Number.isFinite(seconds) || seconds <= 0)
     throw new Error(`--timeout: expected seconds > 0, got ${JSON.stringify(value)}`);
+  // A longer wait than a timer can hold would be cut to a millisecond, and every token request would fail at once.
+  if (seconds * 1000 > MAX_TIMER_MILLIS)
+    throw new Error(
+      `--timeout: expected at most ${Math.floor(MAX_TIMER_MILLIS / 1000)} seconds, got ${JSON.stringify(value)}`,
+    );
   return seconds;
 }
 

@@ -19,6 +19,7 @@ import { withoutUserinfo } from '../../core/domain/text.ts';
 import type { ClusterMatcher, InventoryOptions } from '../../core/domain/options.ts';
 import { DEFAULT_FEATURE_GATES, FEATURE_NAMES, type FeatureName } from '../../core/domain/features.ts';
 import { refusedAllowListEntry, refusedTagLabelPrefix } from '../../core/domain/tagLabels.ts';
+import { isLabelValue } from '../../core/domain/labels.ts';
 import { awsPartitionOf } from '../shared/awsPartition.ts';
 import { manyPrincipals } from '../gke/manyPrincipals.ts';
 
@@ -68,6 +69,14 @@ const url = z.string().superRefine((value, context) => {
 
 const provider = z.enum(['eks', 'gke', 'aks']);
 
+/** An AWS Secrets Manager secret, by its complete or partial ARN (the CDK app grants reading it). */
+const secretArn = z
+  .string()
+  .regex(
+    /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$/,
+    'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)',
+  );
+
 /** Where a secret comes from: a file (mounted or local) or an AWS Secrets Manager secret. Never inline. */
 const secretRef = z.union([
   z.strictObject({
@@ -76,9 +85,17 @@ const secretRef = z.union([
   }),
   z.strictObject({
     /** An AWS Secrets Manager secret holding it (its string value), by ARN, read with cpsync's AWS credentials. */
-    secretArn: z.string().startsWith('arn:', 'must be an ARN'),
+    secretArn,
   }),
 ]);
+
+/** An AWS Organizations OU or root id, as Organizations spells them. */
+const organizationalUnit = z
+  .string()
+  .regex(
+    /^(ou-[0-9a-z]{4,32}-[a-z0-9]{8,32}|r-[0-9a-z]{4,32})$/,
+    'must be an OU id (ou-abcd-12345678) or a root id (r-abcd)',
+  );
 
 const iamRoleName = z.string().regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name');
 
@@ -96,10 +113,16 @@ const eks = z.strictObject({
        * delegated-administrator account); `{}` for every one.
        */
       organization: z.strictObject({
-        /** Only accounts under these OUs or roots (`ou-…`, `r-…`), searched recursively; unset, every account. */
-        includeOus: z.array(z.string()).optional(),
+        /**
+         * Only accounts under these OUs or roots (`ou-…`, `r-…`), searched recursively; unset, every account. An empty
+         * list is refused: it would read as every account.
+         */
+        includeOus: z
+          .array(organizationalUnit)
+          .min(1, 'must name at least one OU or root; leave it out for every account')
+          .optional(),
         /** No account under these OUs or roots, searched recursively; unset, none left out. */
-        excludeOus: z.array(z.string()).optional(),
+        excludeOus: z.array(organizationalUnit).optional(),
       }),
     }),
   ]),
@@ -245,7 +268,7 @@ const hub = z.union([
   }),
   z.strictObject({
     /** The ARN of an AWS Secrets Manager secret holding the hub's kubeconfig (its current context is used). */
-    kubeconfigSecretArn: z.string().startsWith('arn:'),
+    kubeconfigSecretArn: secretArn,
   }),
   z.strictObject({
     /**
@@ -304,6 +327,53 @@ const clusterMatcher = {
     })
     .optional(),
 };
+
+/** The shapes of an account and a region of each cloud, as a rule may spell them (any case; Azure's with spaces). */
+const MATCHER_SHAPES = {
+  eks: {
+    account: { shape: /^\d{12}$/, says: 'an AWS account id (12 digits)' },
+    region: { shape: AWS_REGION, says: 'an AWS region such as us-east-1' },
+  },
+  gke: {
+    // A project id, or a domain-scoped one (example.com:project) as a project search may find.
+    account: { shape: /^([a-z0-9.-]+\.[a-z]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$/, says: 'a GCP project id' },
+    region: { shape: /^[a-z]+-[a-z]+\d+$/, says: 'a GCP region such as europe-west4' },
+  },
+  aks: {
+    account: {
+      shape: /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/,
+      says: 'an Azure subscription id (a GUID)',
+    },
+    region: { shape: /^[a-z][a-z0-9]+$/, says: 'an Azure location such as westeurope' },
+  },
+} as const;
+
+/**
+ * A rule's account and region must be of a shape their cloud gives (that of its `provider`, or of any cloud): a
+ * rule that can match no cluster moves every cluster it was written for into another namespace, and their profiles
+ * out of the one it names. Compared as the rule is matched (`matcherOf`: ASCII lower case, no spaces).
+ */
+function matcherShapes(
+  rule: {
+    provider?: 'eks' | 'gke' | 'aks' | undefined;
+    account?: string | undefined;
+    region?: string | undefined;
+  },
+  context: z.RefinementCtx,
+): void {
+  const clouds = rule.provider ? [rule.provider] : (['eks', 'gke', 'aks'] as const);
+  for (const field of ['account', 'region'] as const) {
+    const given = rule[field];
+    if (given === undefined) continue;
+    const value = foldCase(given.trim()).replace(/\s+/g, '');
+    if (clouds.some((cloud) => MATCHER_SHAPES[cloud][field].shape.test(value))) continue;
+    context.addIssue({
+      code: 'custom',
+      path: [field],
+      message: `must be ${clouds.map((cloud) => MATCHER_SHAPES[cloud][field].says).join(', or ')}${rule.provider ? ` (the rule's provider is ${rule.provider})` : ''}, got ${JSON.stringify(given)}`,
+    });
+  }
+}
 
 /** EKS: an IAM role ARN (what an access entry's principal is). */
 const iamRoleArn = z
@@ -368,14 +438,6 @@ const consumer = z.strictObject({
     })
     .refine((ids) => ids.eks || ids.gke || ids.aks, { message: 'must name an identity for eks, gke or aks' }),
 });
-
-/** An AWS Secrets Manager secret, by its complete or partial ARN (the CDK app grants reading it). */
-const secretArn = z
-  .string()
-  .regex(
-    /^arn:aws[a-z-]*:secretsmanager:[a-z0-9-]+:\d{12}:secret:[\w/+=.@-]+$/,
-    'must be a Secrets Manager secret ARN (arn:aws:secretsmanager:<region>:<account>:secret:<name>)',
-  );
 
 /** The example subscribers the CDK app deploys when asked (`subscribers`). */
 const subscribers = z.strictObject({
@@ -457,7 +519,14 @@ export const configSchema = z.strictObject({
               ? value.map((namespace): [string, string] => [namespace, key])
               : [[key, value]];
             for (const [namespace, set] of pairs) {
-              if (!Array.isArray(value) && !isDns1123Label(namespace))
+              // The set's name is the value of the namespace's `multicluster.x-k8s.io/clusterset` label.
+              if (!isLabelValue(set) || set === '')
+                context.addIssue({
+                  code: 'custom',
+                  path: [key],
+                  message: `ClusterSet name ${JSON.stringify(set)} must be a label value (at most 63 letters, digits, -, _ and ., beginning and ending with a letter or digit): it is the namespace's multicluster.x-k8s.io/clusterset label`,
+                });
+              else if (!Array.isArray(value) && !isDns1123Label(namespace))
                 context.addIssue({
                   code: 'custom',
                   path: [key],
@@ -477,21 +546,25 @@ export const configSchema = z.strictObject({
       /** Ordered rules: the first whose matchers all match a cluster chooses its namespace. */
       namespaceRules: z
         .array(
-          z.strictObject({
-            ...clusterMatcher,
-            /** The namespace the clusters it matches go to. */
-            namespace: dnsLabel,
-          }),
+          z
+            .strictObject({
+              ...clusterMatcher,
+              /** The namespace the clusters it matches go to. */
+              namespace: dnsLabel,
+            })
+            .superRefine(matcherShapes),
         )
         .default([]),
       /** The `projections` feature's rules: a cluster they match is also written into their namespaces. */
       projections: z
         .array(
-          z.strictObject({
-            ...clusterMatcher,
-            /** The namespaces each cluster it matches is also written into (a copy of its profile in each). */
-            namespaces: z.array(dnsLabel).min(1),
-          }),
+          z
+            .strictObject({
+              ...clusterMatcher,
+              /** The namespaces each cluster it matches is also written into (a copy of its profile in each). */
+              namespaces: z.array(dnsLabel).min(1),
+            })
+            .superRefine(matcherShapes),
         )
         .default([]),
       /** Tag keys copied into `cpsync.io/tag.<key>` properties (`prefix*` matches a prefix); no tag otherwise. */
@@ -544,10 +617,31 @@ export const configSchema = z.strictObject({
     .default([])
     .superRefine((list, context) => {
       const seen = new Set<string>();
+      // One identity is one grant on a cluster (EKS: one access entry per principal; GKE, AKS: one binding's
+      // subject): two consumers naming it would each find the other's grant in its way. Compared as the clouds
+      // compare them: IAM and Google names in any case.
+      const holders = new Map<string, string>();
       list.forEach((c, index) => {
         if (seen.has(c.name))
           context.addIssue({ code: 'custom', path: [index, 'name'], message: `${c.name} is named twice` });
         seen.add(c.name);
+        const identities: Array<[string, string, string | undefined]> = [
+          ['eks', 'roleArn', c.identities.eks?.roleArn],
+          ['gke', 'principal', c.identities.gke?.principal],
+          ['aks', 'objectId', c.identities.aks?.objectId],
+        ];
+        for (const [cloud, field, identity] of identities) {
+          if (identity === undefined) continue;
+          const key = `${cloud}:${foldCase(identity)}`;
+          const holder = holders.get(key);
+          if (holder !== undefined && holder !== c.name)
+            context.addIssue({
+              code: 'custom',
+              path: [index, 'identities', cloud, field],
+              message: `${identity} is consumer ${holder}'s identity too; one identity is one consumer (merge them, or give each its own)`,
+            });
+          else holders.set(key, c.name);
+        }
       });
     }),
   /** Optional features (core/domain/features.ts): `<name>: on | off`; unset, each has its default. */
@@ -579,7 +673,9 @@ export const configSchema = z.strictObject({
     }),
   /**
    * The clouds, each configured, or `off`: a provider set to `off` is not listed, and the profiles cpsync
-   * wrote for it are deleted by the next full sync (left out of the configuration, they are only reported).
+   * wrote for it are deleted by the next full sync of the `cpsync sync` command (deployed, the scheduled enumerator
+   * reports them as orphans, and `cpsync prune --orphans --yes` deletes them); left out of the configuration, they are
+   * only reported.
    */
   providers: z
     .strictObject({

@@ -27,7 +27,7 @@ import type {
 } from '../../core/sync/ports.ts';
 import { listedDigest, ScopeAnswers, stillStands, type AnswerMemory } from '../shared/rememberedAnswers.ts';
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
-import { classifyAwsError, errorMessage } from './classify.ts';
+import { classifyAwsError, errorMessage, MalformedAnswerError } from './classify.ts';
 import { eksClusterArn } from './clusterArn.ts';
 import { eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
 import { awsPartitionOf } from '../shared/awsPartition.ts';
@@ -373,9 +373,19 @@ export class EksSource implements ClusterSource {
     );
     if (failure && clusters.length === 0)
       return { outcome: { scope, kind: 'failed', failure }, clusters: [] };
-    if (missing.length > 0)
-      return { outcome: { scope, kind: 'partial', missing, ...(failure ? { failure } : {}) }, clusters };
-    return { outcome: { scope, kind: 'complete' }, clusters };
+    // Never complete: DescribeRegions answers the regions enabled now, and an account's clusters in a region it has
+    // since disabled are still there (AWS keeps them; EKS answers access denied there, not not-found). A region left
+    // out of the answer says nothing of its clusters, so no profile of the account is deleted for being missing here;
+    // the account's per-region scopes (this is their stand-in when its regions could not be read) delete as ever.
+    return {
+      outcome: {
+        scope,
+        kind: 'partial',
+        missing: [...missing, `every region but ${regions.join(', ') || 'none'} (not enabled now)`],
+        ...(failure ? { failure } : {}),
+      },
+      clusters,
+    };
   }
 
   async #listRegion(
@@ -486,7 +496,7 @@ export class EksSource implements ClusterSource {
     const cluster = await this.#notFoundAsUndefined(() =>
       this.#limit(account, () =>
         client.send(new DescribeClusterCommand({ name }), { abortSignal: signal }),
-      ).then((r) => r.cluster),
+      ).then((r) => answered(r.cluster, `DescribeCluster of ${name} in ${account}/${region}`)),
     );
     if (!cluster) {
       // Gone: what was remembered of it stands for no cluster of that name made again (an ARN names both).
@@ -570,7 +580,9 @@ export class EksSource implements ClusterSource {
             client.send(new DescribeNodegroupCommand({ clusterName, nodegroupName }), {
               abortSignal: signal,
             }),
-          ).then((r) => r.nodegroup),
+          ).then((r) =>
+            answered(r.nodegroup, `DescribeNodegroup of ${nodegroupName} of ${clusterName} in ${account}`),
+          ),
         ),
       ),
     );
@@ -585,6 +597,19 @@ export class EksSource implements ClusterSource {
       throw error;
     }
   }
+}
+
+/**
+ * What a successful answer describes, or a MalformedAnswerError: only EKS's own not-found (ResourceNotFoundException)
+ * says a cluster or node group is gone. A 2xx answer without the object (an empty body from a proxy or an endpoint
+ * override) says nothing of it, and is not taken as its deletion.
+ */
+function answered<T>(described: T | undefined, call: string): T {
+  if (described === undefined || described === null || typeof described !== 'object')
+    throw new MalformedAnswerError(
+      `${call}: a successful answer that describes nothing; not taken as the object gone`,
+    );
+  return described;
 }
 
 /** The records held for the clusters of `account` in `region`, by cluster name. */

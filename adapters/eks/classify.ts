@@ -1,5 +1,5 @@
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
-import { messageOf } from '../../core/domain/errors.ts';
+import { CpsyncError, messageOf } from '../../core/domain/errors.ts';
 import { own } from '../../core/domain/own.ts';
 
 const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
@@ -24,7 +24,11 @@ const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
   AbortError: 'Timeout',
   ResourceNotFoundException: 'NotFound',
   EndlessListingError: 'InvalidResponse',
+  MalformedAnswerError: 'InvalidResponse',
 };
+
+/** A successful answer that lacks what it answers (EKS describes nothing): a failed call, never the object gone. */
+export class MalformedAnswerError extends CpsyncError {}
 
 /** The scope failure reason of an AWS SDK error: by its name first, then by its HTTP status. */
 export function classifyAwsError(error: unknown): ScopeFailureReason {

@@ -9,6 +9,7 @@ import {
   MoveAccountCommand,
   OrganizationsClient,
 } from '@aws-sdk/client-organizations';
+import fc from 'fast-check';
 import { enumerateEksScopes } from '../../../../adapters/eks/EksScopes.ts';
 import { EksSource } from '../../../../adapters/eks/EksSource.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
@@ -218,10 +219,14 @@ describe('EKS adapter against moto server', () => {
     assert.equal(new Set(names).size, 3);
   });
 
-  it('lists every enabled region of an account-wide scope', async () => {
+  it('lists every enabled region of an account-wide scope, and never calls it complete: a region disabled since keeps its clusters', async () => {
     const listing = await source().listScope({ provider: 'eks', account: accounts.a, region: '*' });
-    assert.equal(listing.outcome.kind, 'complete');
     assert.equal(listing.clusters.length, 110);
+    // The regions DescribeRegions answers are those enabled now; clusters in one the account has disabled since are
+    // still there, so their profiles are not to be deleted for being missing from this listing.
+    assert.equal(listing.outcome.kind, 'partial');
+    assert.equal(listing.outcome.failure, undefined);
+    assert.match(listing.outcome.missing!.at(-1)!, /^every region but .*us-east-1.* \(not enabled now\)$/);
   });
 
   it('reports an account whose role cannot be assumed as a failed scope, never an empty complete one', async () => {
@@ -324,6 +329,46 @@ describe('EKS adapter against moto server', () => {
     assert.equal(failed.outcome.kind, 'failed');
     assert.equal(failed.outcome.failure!.reason, 'Throttled');
     removeList();
+  });
+
+  it('takes no successful answer that describes nothing as the cluster or a node group gone, in a listing or a look', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('/clusters/payments', '/clusters/payments/node-groups/general'),
+        fc.constantFrom(200, 204),
+        fc.constantFrom('', '{}', '{"cluster":null,"nodegroup":null}', '{"other":{"name":"payments"}}'),
+        async (path, status, body) => {
+          const remove = proxy.intercept((call) =>
+            call.method === 'GET' && call.path === path
+              ? { status, headers: { 'content-type': 'application/json' }, body: status === 204 ? '' : body }
+              : undefined,
+          );
+          try {
+            const eks = source({ maxAttempts: 1 });
+            const listing = await eks.listScope({
+              provider: 'eks',
+              account: accounts.a,
+              region: 'us-east-1',
+            });
+            assert.equal(listing.outcome.kind, 'partial');
+            assert.deepEqual(listing.outcome.missing, ['us-east-1/payments']);
+            assert.equal(listing.outcome.failure!.reason, 'InvalidResponse');
+            assert.equal(listing.clusters.length, 107);
+            // A look (an event, a follow-up) fails rather than answering that the cluster is gone.
+            await assert.rejects(
+              eks.getCluster({
+                scope: { provider: 'eks', account: accounts.a, region: 'us-east-1' },
+                name: 'payments',
+              }),
+              /describes nothing; not taken as the object gone/,
+            );
+          } finally {
+            remove();
+          }
+        },
+      ),
+      { numRuns: 12 },
+    );
   });
 
   it('fails a scope whose calls time out, classified as Timeout', async () => {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { parse } from 'yaml';
 import { ConfigError, inventoryOptionsOf, parseConfig } from '../../../../adapters/compose/config.ts';
 
@@ -472,6 +473,177 @@ describe('configuration', () => {
         }).consumers[0]!.identities.gke?.principal,
         principal,
       );
+  });
+
+  it('refuses a rule whose account or region no cloud (or not its provider) gives, naming the field, whatever the spelling', () => {
+    // Well-formed values of each cloud, as the clouds give them and in other spellings a rule may use.
+    const good = {
+      eks: {
+        accounts: ['111122223333', '000000000000'],
+        regions: ['us-east-1', 'cn-north-1', 'us-gov-west-1', 'EU-West-2'],
+      },
+      gke: {
+        accounts: ['acme-prod-1', 'My-Project', 'example.com:acme-data'],
+        regions: ['europe-west4', 'us-central1', 'northamerica-northeast1', 'Europe-West1'],
+      },
+      aks: {
+        accounts: ['0000abcd-1111-2222-3333-444444444444', '0000ABCD-1111-2222-3333-444444444444'],
+        regions: ['westeurope', 'West Europe', 'eastus2', 'uksouth'],
+      },
+    } as const;
+    const rule = (fields: Record<string, string>) => ({
+      inventory: { namespaceRules: [{ ...fields, namespace: 'placed' }] },
+    });
+    const projection = (fields: Record<string, string>) => ({
+      inventory: { projections: [{ ...fields, namespaces: ['copies'] }] },
+    });
+    fc.assert(
+      fc.property(
+        fc.constantFrom('eks', 'gke', 'aks' as const),
+        fc.boolean(),
+        fc.constantFrom('account', 'region' as const),
+        fc.nat(),
+        fc.constantFrom(rule, projection),
+        (cloud, withProvider, field, pick, document) => {
+          const values = good[cloud][field === 'account' ? 'accounts' : 'regions'];
+          const value = values[pick % values.length]!;
+          const fields = { ...(withProvider ? { provider: cloud } : {}), [field]: value };
+          parseConfig(document(fields)); // accepted
+          // A typo of it: a character dropped or added, a separator changed.
+          const typos = [
+            value.slice(0, -1) + (field === 'account' ? '' : ''),
+            `${value}x-`,
+            value.replace(/-/g, '_'),
+            `${value} 9`,
+          ];
+          for (const typo of typos) {
+            if (
+              Object.values(good).some((g) => g.accounts.concat(g.regions as never).includes(typo as never))
+            )
+              continue;
+            let refused: string[];
+            try {
+              parseConfig(document({ ...fields, [field]: typo }));
+              continue; // still the shape of some cloud (a shorter GCP project id, say): a value a cloud could give
+            } catch (error) {
+              assert.ok(error instanceof ConfigError, String(error));
+              refused = error.issues;
+            }
+            const where = document === rule ? 'inventory.namespaceRules[0]' : 'inventory.projections[0]';
+            assert.ok(
+              refused.some(
+                (issue) => issue.startsWith(`${where}.${field}:`) && issue.includes(JSON.stringify(typo)),
+              ),
+              `${typo}: ${refused.join('; ')}`,
+            );
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+    // Of another cloud than the rule's provider: refused, naming the provider.
+    const [issue] = issues(rule({ provider: 'eks', account: '0000abcd-1111-2222-3333-444444444444' }));
+    assert.match(
+      issue!,
+      /^inventory\.namespaceRules\[0\]\.account: must be an AWS account id \(12 digits\) \(the rule's provider is eks\)/,
+    );
+    // The one the review found: an account id a digit short moved every cluster of the account out of its namespace.
+    assert.match(issues(rule({ provider: 'eks', account: '11112222333' }))[0]!, /must be an AWS account id/);
+    assert.match(issues(rule({ region: 'us_east_1' }))[0]!, /^inventory\.namespaceRules\[0\]\.region:/);
+  });
+
+  it('refuses an empty or malformed list of OUs, which would read as the whole organization', () => {
+    const organization = (o: object) => ({ providers: { eks: { accounts: { organization: o } } } });
+    assert.match(
+      issues(organization({ includeOus: [] }))[0]!,
+      /includeOus: must name at least one OU or root/,
+    );
+    assert.match(issues(organization({ includeOus: ['ou-typo'] }))[0]!, /includeOus\[0\]: must be an OU id/);
+    assert.match(issues(organization({ excludeOus: ['sandbox'] }))[0]!, /excludeOus\[0\]: must be an OU id/);
+    const read = parseConfig(organization({ includeOus: ['ou-ab12-abcdefgh', 'r-ab12'], excludeOus: [] }));
+    assert.deepEqual(read.providers.eks?.accounts, {
+      organization: { includeOus: ['ou-ab12-abcdefgh', 'r-ab12'], excludeOus: [] },
+    });
+  });
+
+  it('refuses a ClusterSet name that cannot be its namespaces’ label value, in either form', () => {
+    assert.match(
+      issues({ inventory: { clusterSets: { 'Prod Set': ['cluster-inventory'] } } })[0]!,
+      /ClusterSet name "Prod Set" must be a label value/,
+    );
+    assert.match(
+      issues({ inventory: { clusterSets: { 'cluster-inventory': 'prod/eu' } } })[0]!,
+      /ClusterSet name "prod\/eu" must be a label value/,
+    );
+    assert.match(
+      issues({ inventory: { clusterSets: { [`s${'x'.repeat(63)}`]: ['a'] } } })[0]!,
+      /must be a label value/,
+    );
+    assert.deepEqual(
+      parseConfig({ inventory: { clusterSets: { 'prod.eu_1': ['cluster-inventory'] } } }).inventory
+        .clusterSets,
+      { 'cluster-inventory': 'prod.eu_1' },
+    );
+  });
+
+  it('refuses two consumers with one identity on a cloud, in any spelling the cloud takes as the same', () => {
+    const consumer = (name: string, identities: object) => ({
+      name,
+      namespaces: ['argocd'],
+      level: 'view',
+      identities,
+    });
+    const inventory = { projections: [{ provider: 'eks', namespaces: ['argocd'] }] };
+    const cases: Array<[object, object, string]> = [
+      [
+        { eks: { roleArn: 'arn:aws:iam::111122223333:role/shared' } },
+        { eks: { roleArn: 'arn:aws:iam::111122223333:role/Shared' } },
+        'eks.roleArn',
+      ],
+      [
+        { gke: { principal: 'ci-runner@acme-ops.iam.gserviceaccount.com' } },
+        { gke: { principal: 'ci-runner@acme-ops.iam.gserviceaccount.com' } },
+        'gke.principal',
+      ],
+      [
+        { aks: { objectId: '5d1c0e2a-7b3f-4c6d-9e8a-0f1b2c3d4e5f' } },
+        { aks: { objectId: '5D1C0E2A-7B3F-4C6D-9E8A-0F1B2C3D4E5F' } },
+        'aks.objectId',
+      ],
+    ];
+    for (const [a, b, field] of cases) {
+      const found = issues({ inventory, consumers: [consumer('first', a), consumer('second', b)] });
+      assert.equal(found.length, 1, found.join('; '));
+      assert.match(
+        found[0]!,
+        new RegExp(
+          `^consumers\\[1\\]\\.identities\\.${field.replace('.', '\\.')}: .* is consumer first's identity too`,
+        ),
+      );
+    }
+    // One consumer's identities on three clouds, and two consumers with identities of their own: accepted.
+    parseConfig({
+      inventory,
+      consumers: [
+        consumer(
+          'first',
+          cases.reduce((all, [a]) => ({ ...all, ...a }), {}),
+        ),
+        consumer('second', { eks: { roleArn: 'arn:aws:iam::111122223333:role/other' } }),
+      ],
+    });
+  });
+
+  it('refuses a secret ARN of another shape wherever a secret is named', () => {
+    const bad = 'arn:nonsense';
+    assert.match(
+      issues({ providers: { gke: { projects: ['acme-prod-1'], credentials: { secretArn: bad } } } })[0]!,
+      /must be a Secrets Manager secret ARN/,
+    );
+    assert.match(
+      issues({ hub: { kubeconfigSecretArn: bad } })[0]!,
+      /hub\.kubeconfigSecretArn: must be a Secrets Manager secret ARN/,
+    );
   });
 
   it('reports every bad field at once', () => {

@@ -233,4 +233,18 @@ describe('cpsync credentials: what it prints', () => {
     assert.equal(usage.code, 2);
     assert.match(usage.stderr, /--provider.*openshift/);
   });
+
+  it('refuses a --timeout longer than a timer holds, which would fail every request at once, and takes the longest it can hold', async () => {
+    const flags = ['--provider', 'eks', '--cluster-name', 'payments', '--region', 'us-east-1'];
+    const env = { ...AWS, KUBERNETES_EXEC_INFO: execInfo('client.authentication.k8s.io/v1') };
+    for (const timeout of ['2147484', '2200000', '1e10']) {
+      const run = await plugin([...flags, '--timeout', timeout], env);
+      assert.notEqual(run.code, 0, timeout);
+      assert.equal(run.stdout, '');
+      assert.match(run.stderr, new RegExp(`--timeout: expected at most 2147483 seconds, got "${timeout}"`));
+    }
+    const longest = await plugin([...flags, '--timeout', '2147483'], env);
+    assert.equal(longest.code, 0, longest.stderr);
+    assert.match(longest.stdout, /"token":"k8s-aws-v1\./);
+  });
 });

@@ -2,8 +2,9 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { setTimeout } from 'node:timers/promises';
 import { BatchWriteCommand, DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
 import type { ChangeIntent } from '../../core/sync/changes.ts';
-import type { IntentLog, Outbox } from '../../core/sync/ports.ts';
+import type { IntentLog, Outbox, QuarantinedRecord } from '../../core/sync/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
+import { intentProblem, outboxEventProblem } from './records.ts';
 
 /** Days an unpublished event (or an unsettled intent) is kept before DynamoDB's TTL removes it. */
 export const OUTBOX_RETENTION_DAYS = 14;
@@ -55,12 +56,35 @@ export class OutboxTable {
     await this.#batches(items.map((item) => ({ PutRequest: { Item: { ...item, expiresAt } } })));
   }
 
-  /** The items that carry `attribute` (a string of JSON), parsed. */
-  async scan<T>(attribute: string): Promise<T[]> {
+  /**
+   * The items that carry `attribute` (a string of JSON), parsed. An item whose JSON does not parse, or whose record
+   * `problemOf` finds wrong (an item edited by hand, another version's), is reported in `quarantined` and left in the
+   * table for a person (its TTL still removes it): never read as a record, and never in the way of the others.
+   */
+  async scan<T>(
+    attribute: string,
+    problemOf: (record: unknown) => string | undefined,
+    quarantined: QuarantinedRecord[],
+  ): Promise<T[]> {
     const found: T[] = [];
     for await (const page of paginateScan({ client: this.documents }, { TableName: this.name }))
-      for (const item of page.Items ?? [])
-        if (typeof item[attribute] === 'string') found.push(JSON.parse(item[attribute] as string) as T);
+      for (const item of page.Items ?? []) {
+        if (typeof item[attribute] !== 'string') continue;
+        let record: unknown;
+        let problem: string | undefined;
+        try {
+          record = JSON.parse(item[attribute] as string);
+          problem = problemOf(record);
+        } catch {
+          problem = 'not valid JSON';
+        }
+        if (problem === undefined) found.push(record as T);
+        else
+          quarantined.push({
+            path: `dynamodb:${this.name}/${String(item.eventId)}`,
+            reason: `holds something that is not a cpsync ${attribute} (${problem}); left in the table`,
+          });
+      }
     return found;
   }
 
@@ -109,6 +133,8 @@ export class OutboxTable {
 /** Pending events in a DynamoDB table (partition key `eventId`), for the Lambda functions. */
 export class DynamoOutbox implements Outbox {
   readonly #table: OutboxTable;
+  /** Items of the last scan that are not cpsync events. */
+  readonly #quarantined: QuarantinedRecord[] = [];
 
   constructor(table: OutboxTable) {
     this.#table = table;
@@ -125,7 +151,14 @@ export class DynamoOutbox implements Outbox {
   }
 
   async pending(): Promise<CpsyncEvent[]> {
-    return (await this.#table.scan<CpsyncEvent>('event')).sort((a, b) => a.time.localeCompare(b.time));
+    this.#quarantined.splice(0);
+    return (await this.#table.scan<CpsyncEvent>('event', outboxEventProblem, this.#quarantined)).sort(
+      (a, b) => a.time.localeCompare(b.time),
+    );
+  }
+
+  quarantined(): QuarantinedRecord[] {
+    return [...this.#quarantined];
   }
 
   remove(eventIds: readonly string[]): Promise<void> {
@@ -136,6 +169,8 @@ export class DynamoOutbox implements Outbox {
 /** Write-ahead intents in the outbox's DynamoDB table, under keys of their own. */
 export class DynamoIntentLog implements IntentLog {
   readonly #table: OutboxTable;
+  /** Items of the last scan that are not cpsync intents. */
+  readonly #quarantined: QuarantinedRecord[] = [];
 
   constructor(table: OutboxTable) {
     this.#table = table;
@@ -148,7 +183,12 @@ export class DynamoIntentLog implements IntentLog {
   }
 
   list(): Promise<ChangeIntent[]> {
-    return this.#table.scan<ChangeIntent>('intent');
+    this.#quarantined.splice(0);
+    return this.#table.scan<ChangeIntent>('intent', intentProblem, this.#quarantined);
+  }
+
+  quarantined(): QuarantinedRecord[] {
+    return [...this.#quarantined];
   }
 
   remove(ids: readonly string[]): Promise<void> {

@@ -2,8 +2,7 @@ import { join } from 'node:path';
 import type { ChangeIntent } from '../../core/sync/changes.ts';
 import type { IntentLog, QuarantinedRecord } from '../../core/sync/ports.ts';
 import { BatchFiles, QUARANTINE } from './batchFiles.ts';
-
-const INTENT_ID = /^[0-9a-f]{32}$/;
+import { INTENT_ID, intentProblem } from './records.ts';
 
 /**
  * Write-ahead intents as JSON files in `<outbox>/intents`, one file per plan, written atomically and
@@ -21,6 +20,7 @@ export class FileIntentLog implements IntentLog {
       'intent',
       (i) => i.id,
       INTENT_ID,
+      intentProblem,
       this.#quarantined,
     );
   }

@@ -2,8 +2,7 @@ import { join } from 'node:path';
 import type { Outbox, QuarantinedRecord } from '../../core/sync/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 import { BatchFiles, QUARANTINE } from './batchFiles.ts';
-
-const EVENT_ID = /^[0-9a-f-]{36}$/;
+import { EVENT_ID, outboxEventProblem } from './records.ts';
 
 /**
  * Pending events as JSON files in a directory, one file per batch, each written atomically and
@@ -21,6 +20,7 @@ export class FileOutbox implements Outbox {
       'event',
       (e) => e.detail.eventId,
       EVENT_ID,
+      outboxEventProblem,
       this.#quarantined,
     );
   }

@@ -20,6 +20,7 @@ export class BatchFiles<T> {
   readonly #what: string;
   readonly #idOf: (record: T) => string;
   readonly #validId: RegExp;
+  readonly #problemOf: (record: unknown) => string | undefined;
   readonly #quarantined: QuarantinedRecord[];
   #swept = false;
   /**
@@ -37,6 +38,7 @@ export class BatchFiles<T> {
     what: string,
     idOf: (record: T) => string,
     validId: RegExp,
+    problemOf: (record: unknown) => string | undefined,
     quarantined: QuarantinedRecord[],
   ) {
     this.#directory = directory;
@@ -44,6 +46,7 @@ export class BatchFiles<T> {
     this.#what = what;
     this.#idOf = idOf;
     this.#validId = validId;
+    this.#problemOf = problemOf;
     this.#quarantined = quarantined;
   }
 
@@ -57,14 +60,14 @@ export class BatchFiles<T> {
       return 'not valid JSON (truncated?)';
     }
     const records = ([] as unknown[]).concat(value);
-    const bad = records.find((record) => {
-      try {
-        return !this.#validId.test(this.#idOf(record as T));
-      } catch {
-        return true;
-      }
-    });
-    return bad === undefined ? (records as T[]) : `holds something that is not a cpsync ${this.#what}`;
+    // Every record whole, not its id alone: one of another shape (edited by hand, another version's) is never read
+    // as a cpsync record, and the file is set aside with the first problem named.
+    for (const [index, record] of records.entries()) {
+      const problem = this.#problemOf(record);
+      if (problem !== undefined)
+        return `holds something that is not a cpsync ${this.#what} (record ${index + 1}: ${problem})`;
+    }
+    return records as T[];
   }
 
   /** Moves an unreadable file aside (never deleted: a person may want it) and remembers it. */

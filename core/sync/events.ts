@@ -174,13 +174,23 @@ export function buildScopeEvent(
   const error =
     summary.error ??
     (outcome.failure ? { reason: outcome.failure.reason, message: outcome.failure.message } : undefined);
+  const missing = outcome.missing && outcome.missing.length > 0 ? outcome.missing.slice(0, 100) : undefined;
+  const said = error ? { reason: error.reason, message: cut(error.message, 2000) } : undefined;
+  // The same summary published again keeps its id; another summary of the scope in the same sync (a retried scope,
+  // the queue's next delivery of its message, says how it went then) is another event, not a duplicate to drop.
+  const eventId = deterministicId(DetailType.ScopeSynced, context.syncId, context.scope, {
+    outcome: outcome.kind,
+    counts: summary.counts,
+    missing: missing ?? [],
+    error: said ?? null,
+  });
   const detail: ScopeSyncedDetail = {
-    ...detailBase(context, deterministicId(DetailType.ScopeSynced, context.syncId, context.scope)),
+    ...detailBase(context, eventId),
     outcome: outcome.kind,
     counts: summary.counts,
     durationMs: summary.durationMs,
-    ...(outcome.missing && outcome.missing.length > 0 ? { missing: outcome.missing.slice(0, 100) } : {}),
-    ...(error ? { error: { reason: error.reason, message: cut(error.message, 2000) } } : {}),
+    ...(missing ? { missing } : {}),
+    ...(said ? { error: said } : {}),
     ...(summary.features ? { features: summary.features } : {}),
   };
   return envelope(DetailType.ScopeSynced, detail, context);
@@ -192,7 +202,17 @@ export function buildOrphanEvent(
   context: EventContext,
 ): CpsyncEvent<ScopeOrphanedDetail> {
   const detail: ScopeOrphanedDetail = {
-    ...detailBase(context, deterministicId(DetailType.ScopeOrphaned, context.syncId, context.scope)),
+    // As a scope's summary: the same report keeps its id, another of the scope in the same sync is another event.
+    ...detailBase(
+      context,
+      deterministicId(
+        DetailType.ScopeOrphaned,
+        context.syncId,
+        context.scope,
+        names.length,
+        names.slice(0, 100),
+      ),
+    ),
     profiles: names.length,
     names: names.slice(0, 100),
   };

@@ -554,11 +554,24 @@ describe('the promises at the edges (CLI, file hub, stdout bus)', () => {
     writeFileSync(join(outbox, '00000000-empty.json'), '');
     writeFileSync(join(outbox, '00000001-truncated.json'), '[{"source":"cpsync","detailType":"Cluster');
     writeFileSync(join(outbox, 'intents', '00000002-truncated.json'), '[{"id":"');
+    // Well-formed JSON with cpsync's ids and nothing else: edited by hand, or another version's.
+    writeFileSync(join(outbox, 'intents', '00000003-idonly.json'), JSON.stringify([{ id: 'a'.repeat(32) }]));
+    writeFileSync(
+      join(outbox, '00000004-idonly.json'),
+      JSON.stringify({ detail: { eventId: '00000000-0000-4000-8000-000000000000' } }),
+    );
     const run = clean(await ws.sync());
     assert.equal(run.code, 1, run.stderr);
-    for (const file of ['00000000-empty.json', '00000001-truncated.json', '00000002-truncated.json'])
+    const files = [
+      '00000000-empty.json',
+      '00000001-truncated.json',
+      '00000002-truncated.json',
+      '00000003-idonly.json',
+      '00000004-idonly.json',
+    ];
+    for (const file of files)
       assert.match(run.stderr, new RegExp(`unreadable outbox record moved aside: \\S+${file} \\(`));
-    assert.equal(readdirSync(join(outbox, 'quarantine')).length, 3);
+    assert.equal(readdirSync(join(outbox, 'quarantine')).length, files.length);
     assert.ok(ws.inventory().size >= 7);
     assert.equal(changes(run).length, ws.inventory().size, 'every change announced');
     const again = clean(await ws.sync());

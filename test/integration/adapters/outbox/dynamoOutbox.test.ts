@@ -8,23 +8,23 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { DynamoIntentLog, DynamoOutbox, OutboxTable } from '../../../../adapters/outbox/DynamoOutbox.ts';
 import type { ChangeIntent } from '../../../../core/sync/changes.ts';
 import type { CpsyncEvent } from '../../../../events/types.ts';
 import { startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../../support/aws.ts';
+import { storedEvent, storedIntent } from '../../../support/outboxRecords.ts';
 
-/** The outbox stores events whole and reads only their id and time: a minimal event is enough here. */
+/** An event of the contract at `second` past 10:00 (the outbox orders by time). */
 const event = (second: number, eventId: string = randomUUID()): CpsyncEvent =>
-  ({
-    source: 'cpsync',
-    detailType: 'ClusterProfile Created',
-    time: `2026-11-21T10:${String(Math.floor(second / 60)).padStart(2, '0')}:${String(second % 60).padStart(2, '0')}Z`,
-    detail: { eventId },
-  }) as unknown as CpsyncEvent;
+  storedEvent(
+    `2026-11-21T10:${String(Math.floor(second / 60)).padStart(2, '0')}:${String(second % 60).padStart(2, '0')}Z`,
+    eventId,
+  );
 
-const intent = (): ChangeIntent => ({ id: randomUUID().replaceAll('-', '') }) as unknown as ChangeIntent;
+const intent = (): ChangeIntent => storedIntent();
 const ids = (events: CpsyncEvent[]) => events.map((e) => e.detail.eventId);
 
 interface BatchBody {
@@ -107,6 +107,47 @@ describe('the DynamoDB outbox and intent log', () => {
     await outbox.remove(ids(pending).slice(0, 30));
     assert.deepEqual(operations(), ['BatchWriteItem', 'BatchWriteItem']);
     assert.deepEqual(ids(await outbox.pending()), ids(expected.slice(30)));
+  });
+
+  it('reports items that are not cpsync records, leaves them in the table, and reads every other', async () => {
+    const outbox = new DynamoOutbox(table);
+    const log = new DynamoIntentLog(table);
+    const events = [event(1), event(2)];
+    const intents = [intent()];
+    await outbox.add(events);
+    await log.add(intents);
+    // Items edited by hand or written by another version: JSON that does not parse, a cpsync id and nothing else.
+    await table.put([
+      { eventId: 'broken', event: '{"detail":' },
+      {
+        eventId: '00000000-0000-4000-8000-000000000000',
+        event: JSON.stringify({ detail: { eventId: '00000000-0000-4000-8000-000000000000' } }),
+      },
+      { eventId: `intent#${'a'.repeat(32)}`, intent: JSON.stringify({ id: 'a'.repeat(32) }) },
+      { eventId: 'intent#late', intent: JSON.stringify({ ...intent(), notBefore: 'soon' }) },
+    ]);
+    assert.deepEqual(ids(await outbox.pending()), ids(events));
+    assert.deepEqual(
+      (await log.list()).map((i) => i.id),
+      intents.map((i) => i.id),
+    );
+    const reported = [...outbox.quarantined(), ...log.quarantined()]
+      .map((q) => `${q.path} ${q.reason}`)
+      .sort();
+    assert.equal(reported.length, 4, reported.join('\n'));
+    assert.match(
+      reported[0]!,
+      /\/00000000-0000-4000-8000-000000000000 holds something that is not a cpsync event \(/,
+    );
+    assert.match(reported[1]!, /\/broken holds something that is not a cpsync event \(not valid JSON\)/);
+    assert.match(reported[2]!, /\/intent#aaaa\S+ holds something that is not a cpsync intent \(kind: /);
+    assert.match(
+      reported[3]!,
+      /\/intent#late holds something that is not a cpsync intent \(notBefore: is not a date-time\)/,
+    );
+    // Left for a person: still in the table.
+    const scanned = await table.documents.send(new ScanCommand({ TableName: table.name }));
+    assert.equal(scanned.Items?.length, events.length + intents.length + 4);
   });
 
   it('sends again what DynamoDB left unprocessed, until every item is taken', async () => {

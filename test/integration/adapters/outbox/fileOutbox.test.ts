@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomUUID } from 'node:crypto';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -8,17 +7,13 @@ import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import type { ChangeIntent } from '../../../../core/sync/changes.ts';
 import type { CpsyncEvent } from '../../../../events/types.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
+import { storedEvent, storedIntent } from '../../../support/outboxRecords.ts';
 
-/** The outbox stores events whole and reads only their id and time: a minimal event is enough here. */
+/** An event of the contract at `second` past 10:00 (the outbox orders by time). */
 const event = (second: number): CpsyncEvent =>
-  ({
-    source: 'cpsync',
-    detailType: 'ClusterProfile Created',
-    time: `2026-11-21T10:00:${String(second).padStart(2, '0')}Z`,
-    detail: { eventId: randomUUID() },
-  }) as unknown as CpsyncEvent;
+  storedEvent(`2026-11-21T10:00:${String(second).padStart(2, '0')}Z`);
 
-const intent = (): ChangeIntent => ({ id: randomUUID().replaceAll('-', '') }) as unknown as ChangeIntent;
+const intent = (): ChangeIntent => storedIntent();
 
 const jsonFiles = (directory: string) => readdirSync(directory).filter((f) => f.endsWith('.json'));
 const ids = (events: CpsyncEvent[]) => events.map((e) => e.detail.eventId);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { normalize } from '../../../../core/domain/normalize.ts';
-import { buildChangeEvent } from '../../../../core/sync/events.ts';
+import { buildChangeEvent, buildOrphanEvent, buildScopeEvent } from '../../../../core/sync/events.ts';
 import { MAX_DETAIL_BYTES } from '../../../../events/detailTypes.ts';
 import { DetailValidator } from '../../../../events/validate.ts';
 import { aksCluster } from '../../../support/fixtures.ts';
@@ -97,5 +97,55 @@ describe('change events at every size', () => {
     assert.ok(cut.changesOmitted! > 0);
     assert.equal(cut.changes.length + cut.changesOmitted!, 600);
     assert.ok(Buffer.byteLength(JSON.stringify(cut)) <= MAX_DETAIL_BYTES);
+  });
+});
+
+describe('summary events of one scope in one sync', () => {
+  const summary = fc.record({
+    outcome: fc.record({
+      scope: fc.constant(context.scope),
+      kind: fc.constantFrom('complete' as const, 'partial' as const, 'failed' as const),
+      missing: fc.option(fc.array(fc.constantFrom('eu-west-1', 'us-east-1/payments'), { maxLength: 2 }), {
+        nil: undefined,
+      }),
+    }),
+    counts: fc.record({
+      listed: fc.nat(3),
+      created: fc.nat(2),
+      updated: fc.nat(2),
+      deleted: fc.nat(2),
+      unchanged: fc.nat(2),
+      failed: fc.nat(2),
+      invalid: fc.nat(1),
+    }),
+    durationMs: fc.nat(5000),
+    error: fc.option(
+      fc.record({ reason: fc.constantFrom('HubError', 'Throttled'), message: fc.constantFrom('x', 'y') }),
+      { nil: undefined },
+    ),
+  });
+
+  it('share an id when they say the same (a summary published again), and have two when they do not (a retried scope)', () => {
+    fc.assert(
+      fc.property(summary, summary, fc.nat(5000), (a, b, otherDuration) => {
+        const idOf = (s: typeof a) => buildScopeEvent(s, context).detail.eventId;
+        const event = (s: typeof a) => buildScopeEvent(s, context).detail;
+        // What the event says, less how long the scope took: the same report whatever its duration.
+        const says = (s: typeof a) => {
+          const { durationMs: _, eventId: __, ...rest } = event(s) as unknown as Record<string, unknown>;
+          return rest;
+        };
+        assert.equal(idOf({ ...a, durationMs: otherDuration }), idOf(a));
+        const same = JSON.stringify(says(a)) === JSON.stringify(says(b));
+        assert.equal(idOf(a) === idOf(b), same, JSON.stringify([says(a), says(b)]));
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('an orphan report names its profiles in its id: another report of the scope in the same sync is another event', () => {
+    const a = buildOrphanEvent(['p-1', 'p-2'], context).detail.eventId;
+    assert.equal(buildOrphanEvent(['p-1', 'p-2'], context).detail.eventId, a);
+    assert.notEqual(buildOrphanEvent(['p-1'], context).detail.eventId, a);
   });
 });

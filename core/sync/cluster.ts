@@ -122,7 +122,7 @@ export async function syncCluster(
           .filter((id) => id !== '' && source.isProviderIdOf(id, ref)),
       );
       if (confirmedGone.size === 0) {
-        const recovered = await recovering;
+        const { problems: recovered } = await recovering;
         return {
           result: 'absent',
           events: [],
@@ -132,7 +132,7 @@ export async function syncCluster(
         };
       }
     }
-    const recovered = await recovering;
+    const { problems: recovered, others } = await recovering;
     const { result, events, settle } = await applyReading(
       { ...ports, ...(ledger ? { ledger } : {}) },
       {
@@ -150,6 +150,7 @@ export async function syncCluster(
             }
           : {}),
         ...(confirmedGone ? { confirmedGone } : {}),
+        others,
       },
     );
     const failure = result.applied.failed[0];

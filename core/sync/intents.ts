@@ -43,8 +43,12 @@ type IntentFields = Omit<ChangeIntent, 'id' | 'context' | 'notBefore' | 'holder'
 function intent(owner: IntentOwner, part: string, fields: IntentFields): ChangeIntent {
   const { context, leaseMillis, held } = owner;
   return {
+    // The change itself is in the id (where it starts from, what it leads to): another attempt of the same sync (its
+    // event delivered again) that plans another change of the profile writes an intent of its own, never over this one.
     id: createHash('sha256')
-      .update(`${context.syncId}|${part}|${fields.namespace}/${fields.name}`)
+      .update(
+        `${context.syncId}|${part}|${fields.namespace}/${fields.name}|${fields.previousResourceVersion ?? ''}|${fields.target}`,
+      )
       .digest('hex')
       .slice(0, 32),
     ...fields,
@@ -190,6 +194,11 @@ export interface Recovery {
   recovered: CpsyncEvent[];
   /** Intents that could not be settled now (the hub did not answer); the next run tries again. */
   problems: string[];
+  /**
+   * The intents left alone: their runs may still be going (or gave up on a write too lately). Should this sync write
+   * over one's profile, it announces that change first where the hub shows it reached it (`landedBefore`).
+   */
+  others: ChangeIntent[];
 }
 
 /** The event an intent stands for, when the hub shows its change was made; undefined when it was not. */
@@ -262,5 +271,50 @@ export async function recoverIntents(
   }
   await outbox.add(recovered);
   await log.remove(settled);
-  return { recovered, problems };
+  const abandoned = new Set(intents);
+  return { recovered, problems, others: all.filter((intent) => !abandoned.has(intent)) };
+}
+
+/**
+ * The events of other runs' changes a plan is about to write over, where the hub shows they reached it: the profile
+ * as the plan read it (`current`; none for a profile it creates) is the state an intent of another run leads to (a
+ * deletion: the profile gone). That run may have stopped before announcing it, and once this plan's write lands no
+ * later run could tell the change was made: it is announced now, under the id the run itself would give it (a run
+ * still going announces it too, and the two are one event to a subscriber). An intent of this sync's own (its id
+ * among `own`) is left to it.
+ */
+export function landedBefore(
+  plan: Plan,
+  others: readonly ChangeIntent[],
+  own: ReadonlySet<string>,
+  accessProviderNames: readonly string[],
+): CpsyncEvent[] {
+  if (others.length === 0) return [];
+  const byProfile = new Map<string, ChangeIntent[]>();
+  for (const intent of others) {
+    if (own.has(intent.id)) continue;
+    const key = `${intent.namespace}/${intent.name}`;
+    byProfile.set(key, [...(byProfile.get(key) ?? []), intent]);
+  }
+  const written: Array<[string, ClusterProfile | undefined]> = [
+    ...plan.creates.map(({ profile }): [string, undefined] => [
+      `${profile.metadata.namespace}/${profile.metadata.name}`,
+      undefined,
+    ]),
+    ...plan.updates.map(({ current }): [string, ClusterProfile] => [
+      `${current.metadata.namespace}/${current.metadata.name}`,
+      current,
+    ]),
+    ...plan.deletes.map(({ current }): [string, ClusterProfile] => [
+      `${current.metadata.namespace}/${current.metadata.name}`,
+      current,
+    ]),
+  ];
+  const events = new Map<string, CpsyncEvent>();
+  for (const [key, current] of written)
+    for (const intent of byProfile.get(key) ?? []) {
+      const event = recoveredEvent(intent, current, accessProviderNames);
+      if (event) events.set(event.detail.eventId, event);
+    }
+  return [...events.values()];
 }

@@ -54,6 +54,7 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
   try {
     const begun = await beginSync(ports, request, clock(), (what, work) => attempt(run, what, work));
     if (begun.leases) run.leases = begun.leases;
+    run.others = begun.others;
     report.problems.push(...begun.problems);
     if (!request.dryRun) {
       // ClusterSet namespaces labelled as the clusterSets feature says (their labels go when it is off).

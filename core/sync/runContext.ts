@@ -1,4 +1,5 @@
 /** What one run shares between its scopes, and how a step of it fails without ending the run. */
+import type { ChangeIntent } from './changes.ts';
 import { messageOf } from '../domain/errors.ts';
 import type { NameClaims } from './names.ts';
 import type { RunLeases } from './runLeases.ts';
@@ -16,6 +17,8 @@ export interface RunContext {
   report: SyncReport;
   /** The names the run's scopes gave newcomers: scopes synced at once never give one name twice. */
   claims: NameClaims;
+  /** The intents the run's recovery left to runs that may still be going (see `landedBefore`). */
+  others?: readonly ChangeIntent[];
 }
 
 /** Runs `work`; a failure is named in the report's problems instead of ending the run. Undefined on failure. */

@@ -107,6 +107,7 @@ export async function syncOne(run: RunContext, requested: Scope): Promise<ScopeR
       ...(request.pruned ? { pruned: request.pruned } : {}),
       ...(request.dryRun ? { dryRun: true } : {}),
       ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
+      ...(run.others ? { others: run.others } : {}),
     });
     const { result } = applied;
     plan = result.plan;

@@ -16,7 +16,14 @@ import { syncScope, type SyncScopeResult } from './syncScope.ts';
 import type { NameClaims } from './names.ts';
 import type { AccountWork, ProjectClusters } from './grants.ts';
 import { inventoryNamespaces } from '../domain/options.ts';
-import { givenUp, planIntents, recoverIntents, remainderIntent, type IntentOwner } from './intents.ts';
+import {
+  givenUp,
+  landedBefore,
+  planIntents,
+  recoverIntents,
+  remainderIntent,
+  type IntentOwner,
+} from './intents.ts';
 import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
 import { RunLeases } from './runLeases.ts';
 import { cut } from '../domain/text.ts';
@@ -82,11 +89,11 @@ export async function beginSync(
   request: BeginRequest,
   now: Date,
   attempt: Attempt,
-): Promise<{ leases?: RunLeases; problems: string[] }> {
-  if (request.dryRun) return { problems: [] };
+): Promise<{ leases?: RunLeases; problems: string[]; others: ChangeIntent[] }> {
+  if (request.dryRun) return { problems: [], others: [] };
   const leases = await syncLeases(ports, request, attempt);
-  const problems = await recoverEarlier(ports, request, now, attempt);
-  return { ...(leases ? { leases } : {}), problems };
+  const { problems, others } = await recoverEarlier(ports, request, now, attempt);
+  return { ...(leases ? { leases } : {}), problems, others };
 }
 
 /** The sync's leases (none in a dry run, nor where the hub keeps none), their namespace made first. */
@@ -107,22 +114,23 @@ export async function syncLeases(
 
 /**
  * The intents of earlier runs settled (their changes announced where they reached the hub): what must be done
- * before this sync writes anything. Resolves to the problems it met.
+ * before this sync writes anything. Resolves to the problems it met, and the intents it left to runs that may still
+ * be going (`others`: this sync announces those its writes would hide, see `landedBefore`).
  */
 export async function recoverEarlier(
   ports: EnginePorts,
   request: BeginRequest,
   now: Date,
   attempt: Attempt,
-): Promise<string[]> {
-  if (request.dryRun) return [];
+): Promise<{ problems: string[]; others: ChangeIntent[] }> {
+  if (request.dryRun) return { problems: [], others: [] };
   const recovery = await attempt('settle the intents of earlier runs', () =>
     recoverIntents(ports, Object.values(request.options.accessProviderNames), now, {
       ...(ports.leases ? { leases: ports.leases } : {}),
       settleDelayMillis: request.intentSettleDelayMillis,
     }),
   );
-  return recovery?.problems ?? [];
+  return { problems: recovery?.problems ?? [], others: recovery?.others ?? [] };
 }
 
 /**
@@ -143,17 +151,27 @@ function ensureInventoryNamespace(hub: Hub, options: InventoryOptions): Promise<
   return hub.ensureNamespace(inventoryNamespaces(options).find((ns) => ns.name === options.namespace)!);
 }
 
-/** Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the outbox. */
+/**
+ * Records a plan's changes as intents just before it is applied; `settle` removes them once their events are in the
+ * outbox. Other runs' changes the plan writes over, where they reached the hub, are announced first (`others`).
+ */
 function writeAhead(
   { outbox, intents: log, clock = () => new Date() }: Pick<EnginePorts, 'outbox' | 'intents' | 'clock'>,
   owner: IntentOwner,
+  others: readonly ChangeIntent[] = [],
 ) {
   let intents: ChangeIntent[] = [];
+  let hidden: CpsyncEvent[] = [];
   return {
     beforeApply: async (planned: Plan) => {
       intents = planIntents(planned, owner);
+      hidden = landedBefore(planned, others, new Set(intents.map((i) => i.id)), owner.accessProviderNames);
+      // In the outbox before this plan's writes land; published with this sync's own events.
+      if (hidden.length > 0) await outbox.add(hidden);
       await log.add(intents);
     },
+    /** The events of other runs' changes this plan writes over, announced with its own (see `landedBefore`). */
+    hidden: () => hidden,
     /**
      * The events of what was applied go to the outbox, then the intents go — but not those of
      * changes whose write failed: a write that timed out may still have reached the hub, and a later
@@ -230,18 +248,24 @@ export async function applyReading(
     alone?: AccountWork;
     /** Beside `alone`: the GKE project's clusters as the cloud lists them now. */
     projectClusters?: ProjectClusters;
+    /** The intents recovery left to runs that may still be going (see `landedBefore`). */
+    others?: readonly ChangeIntent[];
   },
 ): Promise<{
   result: Awaited<ReturnType<typeof syncScope>>;
   events: CpsyncEvent[];
   settle: Settle;
 }> {
-  const ahead = writeAhead(ports, {
-    context: reading.context,
-    accessProviderNames: Object.values(reading.options.accessProviderNames),
-    leaseMillis: reading.leaseMillis,
-    ...(reading.held ? { held: reading.held } : {}),
-  });
+  const ahead = writeAhead(
+    ports,
+    {
+      context: reading.context,
+      accessProviderNames: Object.values(reading.options.accessProviderNames),
+      leaseMillis: reading.leaseMillis,
+      ...(reading.held ? { held: reading.held } : {}),
+    },
+    reading.others,
+  );
   const result = await syncScope({
     hub: ports.hub,
     listing: reading.listing,
@@ -261,6 +285,7 @@ export async function applyReading(
     beforeApply: ahead.beforeApply,
   });
   const events = [
+    ...ahead.hidden(),
     ...result.applied.applied.map((change) => buildChangeEvent(change, reading.context)),
     // The grants made and revoked (none in a dry run: those are only listed).
     ...(reading.dryRun

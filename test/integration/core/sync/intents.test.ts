@@ -804,7 +804,7 @@ describe('write-ahead intents', () => {
         })
       ).plan;
     // The first delivery's create was given up (it never landed); the second, the cluster read again, planned its own
-    // create under the same intent id, wrote it, and stopped before it settled.
+    // create (an intent of its own: the change is in the id), wrote it, and stopped before it settled.
     // (a tag copied to a label: the object each create leads to differs)
     const [first] = intentsOf(
       await planOf(eksCluster({ name: 'again', tags: { env: 'prod' }, kubernetesVersion: '1.31' })),
@@ -814,7 +814,7 @@ describe('write-ahead intents', () => {
       eksCluster({ name: 'again', tags: { env: 'staging' }, kubernetesVersion: '1.32' }),
     );
     const [second] = intentsOf(secondPlan, context);
-    assert.equal(second!.id, first!.id, 'one sync id: one intent id');
+    assert.notEqual(second!.id, first!.id, 'one sync id, another change: another intent id');
     await log.add([givenUp(first!, new Date('2026-05-01T00:00:30Z')), second!]);
     await hub.applyWhole!(secondPlan.creates[0]!.profile);
     await recoverIntents(

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { compose, type Composition } from '../adapters/compose/compose.ts';
-import type { CpsyncConfig } from '../adapters/compose/config.ts';
+import { inventoryOptionsOf, type CpsyncConfig } from '../adapters/compose/config.ts';
 import {
   inventoryProfiles,
   keepUndelivered,
@@ -18,6 +18,8 @@ import {
 } from '../core/sync/engine.ts';
 import { CpsyncError, firstLineOf, messageOf } from '../core/domain/errors.ts';
 import { findOrphans, scopeCoversProfile } from '../core/domain/orphans.ts';
+import { inventoryNamespaces } from '../core/domain/options.ts';
+import { canonicalScope, InvalidScopeError } from '../core/domain/scopes.ts';
 import { sameProviderId } from '../core/domain/naming.ts';
 import { announceInventory } from '../core/sync/announce.ts';
 import { readHubGuard } from '../adapters/hub/hubPolicy.ts';
@@ -394,6 +396,24 @@ async function announceCommand(
     );
     return ExitCode.Usage;
   }
+  // As `sync --scope` takes them: in the clouds' spelling, or refused naming what is wrong (a scope of another shape
+  // would select nothing, and the command would say it announced nothing as if that were the inventory).
+  let scopes: Scope[] | undefined;
+  try {
+    scopes = options.scope?.map((scope) => canonicalScope(scope));
+  } catch (error) {
+    if (!(error instanceof InvalidScopeError)) throw error;
+    io.stderr.write(`cpsync: --scope: ${printable(error.message)}\n`);
+    return ExitCode.Usage;
+  }
+  const written = inventoryNamespaces(inventoryOptionsOf(config)).map((n) => n.name);
+  const unknown = (options.namespace ?? []).filter((namespace) => !written.includes(namespace));
+  if (unknown.length > 0) {
+    io.stderr.write(
+      `cpsync: --namespace: ${printable(unknown.join(', '))} is not a namespace cpsync writes profiles to (${written.join(', ')})\n`,
+    );
+    return ExitCode.Usage;
+  }
   const composition = await compose(config, [], { stdout: io.stdout });
   try {
     const announceId = randomUUID();
@@ -412,7 +432,7 @@ async function announceCommand(
         (!options.provider ||
           options.provider.includes(profile.metadata.labels?.[LABEL_PROVIDER] as Provider)) &&
         (!options.namespace || options.namespace.includes(profile.metadata.namespace)) &&
-        (!options.scope || options.scope.some((scope) => scopeCoversProfile(scope, profile))),
+        (!scopes || scopes.some((scope) => scopeCoversProfile(scope, profile))),
       ...(io.signal ? { signal: io.signal } : {}),
     });
     for (const failure of report.failed)

@@ -121,12 +121,38 @@ describe('cpsync announce', () => {
       chosen.map((e) => e.detail.cluster.displayName),
       ['search'],
     );
-    const namespace = io();
+    // A subscription id in upper case is the one Azure spells in lower case: its profile is announced.
+    const upper = io();
     assert.equal(
-      await main(['--config', config(busFile), 'announce', '--namespace', 'elsewhere'], namespace),
+      await main(
+        ['--config', config(busFile), 'announce', '--scope', `aks/${aksCluster().account.toUpperCase()}`],
+        upper,
+      ),
       0,
+      upper.err(),
     );
-    assert.match(namespace.err(), /announced 0 of 0 profile\(s\)/);
+    assert.match(upper.err(), /announced 1 of 1 profile\(s\)/);
+    assert.deepEqual(
+      published()
+        .slice(5)
+        .map((e) => e.detail.cluster.provider),
+      ['aks'],
+    );
+    // A scope or a namespace that could select nothing cpsync writes is refused, naming what is wrong: not taken for
+    // an empty inventory.
+    for (const [args, message] of [
+      [['--scope', 'eks/1234'], /--scope: eks account "1234" is not a 12-digit AWS account id/],
+      [['--scope', 'gke/Not_A_Project'], /--scope: gke account .* is not a GCP project id/],
+      [
+        ['--namespace', 'elsewhere'],
+        /--namespace: elsewhere is not a namespace cpsync writes profiles to \(cluster-inventory\)/,
+      ],
+    ] as const) {
+      const refused = io();
+      assert.equal(await main(['--config', config(busFile), 'announce', ...args], refused), 2, refused.err());
+      assert.match(refused.err(), message);
+    }
+    assert.equal(published().length, 6, 'nothing announced by the refused');
     assert.deepEqual(hubFiles(), before, 'the hub is only read');
   });
 

@@ -978,38 +978,33 @@ export function eksHomeRegion(
 /** Validates a parsed document; throws ConfigError naming every bad field. */
 export function parseConfig(document: unknown, source = ''): CpsyncConfig {
   const result = configSchema.safeParse(document ?? {});
-  if (result.success) {
-    // The privateEndpoints feature under its older name: taken when the feature itself is not set.
-    const older = result.data.inventory.preferPrivateEndpoints;
-    const given = (document as { features?: Record<string, unknown> } | null)?.features?.privateEndpoints;
-    if (older !== undefined && given !== undefined && older !== result.data.features.privateEndpoints)
-      throw new ConfigError(
-        [
-          `features.privateEndpoints: is ${result.data.features.privateEndpoints ? 'on' : 'off'} but inventory.preferPrivateEndpoints (its older name) is ${older}; set one`,
-        ],
-        source,
-      );
-    if (older !== undefined) result.data.features.privateEndpoints = older;
-    const namespaces = Object.keys(result.data.inventory.clusterSets);
-    const { inventory } = result.data;
-    const unknown = namespaces.filter(
-      (ns) =>
-        ns !== inventory.namespace &&
-        !inventory.namespaceRules.some((r) => r.namespace === ns) &&
-        !inventory.projections.some((r) => r.namespaces.includes(ns)),
+  if (!result.success)
+    throw new ConfigError(
+      result.error.issues.flatMap((issue) => describe(issue as Issue)),
+      source,
     );
-    if (unknown.length > 0)
-      throw new ConfigError(
-        [
-          `inventory.clusterSets: ${unknown.join(', ')} is not the inventory namespace nor any namespace or projection rule's namespace`,
-        ],
-        source,
-      );
-    const written = (ns: string) =>
-      ns === inventory.namespace ||
-      inventory.namespaceRules.some((r) => r.namespace === ns) ||
-      inventory.projections.some((r) => r.namespaces.includes(ns));
-    const unbound = result.data.consumers.flatMap((c, index) =>
+  // What no one field says alone, checked once every field reads: every problem named at once.
+  const issues: string[] = [];
+  // The privateEndpoints feature under its older name: taken when the feature itself is not set.
+  const older = result.data.inventory.preferPrivateEndpoints;
+  const given = (document as { features?: Record<string, unknown> } | null)?.features?.privateEndpoints;
+  if (older !== undefined && given !== undefined && older !== result.data.features.privateEndpoints)
+    issues.push(
+      `features.privateEndpoints: is ${result.data.features.privateEndpoints ? 'on' : 'off'} but inventory.preferPrivateEndpoints (its older name) is ${older}; set one`,
+    );
+  else if (older !== undefined) result.data.features.privateEndpoints = older;
+  const { inventory } = result.data;
+  const written = (ns: string) =>
+    ns === inventory.namespace ||
+    inventory.namespaceRules.some((r) => r.namespace === ns) ||
+    inventory.projections.some((r) => r.namespaces.includes(ns));
+  const unknown = Object.keys(inventory.clusterSets).filter((ns) => !written(ns));
+  if (unknown.length > 0)
+    issues.push(
+      `inventory.clusterSets: ${unknown.join(', ')} is not the inventory namespace nor any namespace or projection rule's namespace`,
+    );
+  issues.push(
+    ...result.data.consumers.flatMap((c, index) =>
       c.namespaces
         .map((ns, at) => [ns, at] as const)
         .filter(([ns]) => !written(ns))
@@ -1017,37 +1012,33 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
           ([ns, at]) =>
             `consumers[${index}].namespaces[${at}]: ${ns} is not the inventory namespace nor any namespace or projection rule's namespace (cpsync writes no profile there)`,
         ),
-    );
-    if (unbound.length > 0) throw new ConfigError(unbound, source);
-    const granting = result.data.features.accessGrants || result.data.consumers.length > 0;
-    if (granting && result.data.outbox && 'table' in result.data.outbox && !result.data.ledger)
-      throw new ConfigError(
-        [
-          'ledger: is required with a DynamoDB outbox while accessGrants is on or consumers are configured (the table where cpsync keeps what it granted)',
-        ],
-        source,
-      );
-    // The home region and every listed region in one partition (the home region where the regions leave it open).
-    if (result.data.providers.eks) eksHomeRegion(result.data.providers.eks, source);
-    const aks = result.data.providers.aks;
-    if (
-      aks?.listing === 'resourceGraph' &&
-      result.data.outbox &&
-      'table' in result.data.outbox &&
-      !result.data.answers
-    )
-      throw new ConfigError(
-        [
-          "answers: is required with a DynamoDB outbox while providers.aks.listing is resourceGraph (the table where ARM's answers are remembered: without it each sync reads every AKS cluster from ARM, twice the calls of listing: arm)",
-        ],
-        source,
-      );
-    return result.data;
-  }
-  throw new ConfigError(
-    result.error.issues.flatMap((issue) => describe(issue as Issue)),
-    source,
+    ),
   );
+  const granting = result.data.features.accessGrants || result.data.consumers.length > 0;
+  if (granting && result.data.outbox && 'table' in result.data.outbox && !result.data.ledger)
+    issues.push(
+      'ledger: is required with a DynamoDB outbox while accessGrants is on or consumers are configured (the table where cpsync keeps what it granted)',
+    );
+  // The home region and every listed region in one partition (the home region where the regions leave it open).
+  if (result.data.providers.eks)
+    try {
+      eksHomeRegion(result.data.providers.eks, source);
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      issues.push(...error.issues);
+    }
+  const aks = result.data.providers.aks;
+  if (
+    aks?.listing === 'resourceGraph' &&
+    result.data.outbox &&
+    'table' in result.data.outbox &&
+    !result.data.answers
+  )
+    issues.push(
+      "answers: is required with a DynamoDB outbox while providers.aks.listing is resourceGraph (the table where ARM's answers are remembered: without it each sync reads every AKS cluster from ARM, twice the calls of listing: arm)",
+    );
+  if (issues.length > 0) throw new ConfigError(issues, source);
+  return result.data;
 }
 
 /**

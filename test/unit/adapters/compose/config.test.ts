@@ -648,5 +648,24 @@ describe('configuration', () => {
 
   it('reports every bad field at once', () => {
     assert.equal(issues({ manager: 'X', inventory: { deletionGraceListings: -1 } }).length, 2);
+    // What no one field says alone, once every field reads: each problem named, not the first alone.
+    const found = issues({
+      inventory: { clusterSets: { prod: ['elsewhere'] } },
+      consumers: [
+        {
+          name: 'argocd',
+          namespaces: ['nowhere'],
+          level: 'view',
+          identities: { eks: { roleArn: 'arn:aws:iam::111122223333:role/argocd' } },
+        },
+      ],
+      providers: { eks: { accounts: ['111122223333'], regions: ['us-east-1', 'cn-north-1'] } },
+      outbox: { table: 'cpsync-outbox' },
+    });
+    assert.deepEqual(
+      found.map((issue) => issue.slice(0, issue.indexOf(':'))),
+      ['inventory.clusterSets', 'consumers[0].namespaces[0]', 'ledger', 'providers.eks.regions[1]'],
+      found.join('\n'),
+    );
   });
 });

@@ -203,8 +203,10 @@ export class AksSource implements ClusterSource {
       cluster.name,
       this.#call(signal),
     );
+    // ARM answers a cluster's user credentials with its kubeconfig, which names its CA: an answer without one says
+    // nothing of the CA, and is not taken (nor remembered) as a cluster without one.
     const value = result.kubeconfigs?.[0]?.value;
-    if (!value) return {};
+    if (!value) return { certificateAuthorityUnavailable: 'InvalidResponse' };
     let kubeconfig: { clusters?: Array<{ cluster?: Record<string, string> }> } | undefined;
     try {
       // js-yaml: several times faster than the `yaml` package, once per cluster of every sync.
@@ -214,7 +216,9 @@ export class AksSource implements ClusterSource {
       return { certificateAuthorityUnavailable: 'UnreadableKubeconfig' };
     }
     const ca = kubeconfig?.clusters?.[0]?.cluster?.['certificate-authority-data'];
-    return typeof ca === 'string' && ca !== '' ? { certificateAuthorityData: ca } : {};
+    return typeof ca === 'string' && ca !== ''
+      ? { certificateAuthorityData: ca }
+      : { certificateAuthorityUnavailable: 'UnreadableKubeconfig' };
   }
 
   async listScope(scope: Scope, signal?: AbortSignal): Promise<ScopeListing> {
@@ -225,6 +229,7 @@ export class AksSource implements ClusterSource {
     }
     const client = this.#client(scope.account);
     const found: ManagedCluster[] = [];
+    const unplaced: string[] = [];
     try {
       for await (const cluster of azureItems(
         `ARM's managed clusters of subscription ${scope.account}`,
@@ -234,6 +239,8 @@ export class AksSource implements ClusterSource {
       )) {
         if (scope.region === ALL_REGIONS || canonicalRegion('aks', cluster.location ?? '') === scope.region)
           found.push(cluster);
+        // A listed cluster whose location is not told may be in the region: not listed there, not taken as gone.
+        else if (!cluster.location) unplaced.push(`${cluster.name ?? 'a cluster'} (no location)`);
       }
     } catch (error) {
       return {
@@ -259,7 +266,13 @@ export class AksSource implements ClusterSource {
     // The listing was whole: what is remembered of a cluster it did not show goes.
     if (this.#fetchesCa()) await answers.save('all');
     clusters.sort((a, b) => compareOrdinal(a.providerId, b.providerId));
-    return { outcome: { scope, kind: 'complete' }, clusters };
+    return {
+      outcome:
+        unplaced.length > 0
+          ? { scope, kind: 'partial', missing: unplaced.sort() }
+          : { scope, kind: 'complete' },
+      clusters,
+    };
   }
 
   /** ARM reads in flight against one subscription at once. */

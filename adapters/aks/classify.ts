@@ -1,3 +1,4 @@
+import { CpsyncError } from '../../core/domain/errors.ts';
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
 import { own } from '../../core/domain/own.ts';
 import { EndlessListingError } from '../shared/pages.ts';
@@ -73,14 +74,44 @@ const GONE_CODES = new Set(['ResourceNotFound', 'NotFound', 'ResourceGroupNotFou
  * read, never a deletion.
  */
 export function azureResourceGone(error: unknown): boolean {
-  if ((error as AzureErrorLike | undefined)?.statusCode !== 404) return false;
-  const code = azureErrorDetails(error).code;
-  return code !== undefined && GONE_CODES.has(code);
+  const e = error as AzureErrorLike | undefined;
+  if (e?.statusCode !== 404) return false;
+  // ARM's own answer, in its envelope (`{"error": {"code": …}}`): a 404 from a gateway or proxy with a code of its own
+  // at the top of its body (which the SDK reads as the error's code all the same) says nothing of the cluster.
+  type Envelope = { error?: { code?: unknown } } | null | undefined;
+  let body: Envelope = (e as { details?: Envelope }).details;
+  if (e.response?.bodyAsText)
+    try {
+      body = JSON.parse(e.response.bodyAsText) as Envelope;
+    } catch {
+      return false;
+    }
+  const code = body?.error?.code;
+  return typeof code === 'string' && GONE_CODES.has(code);
+}
+
+/** A successful ARM answer without what it answers (an empty body, a list without its `value`). */
+export class MalformedAzureAnswerError extends CpsyncError {}
+
+/**
+ * Options for an ARM listing whose every page must carry its `value` list (as ARM answers every page, empty when there
+ * is none): a page without it fails the listing, where the SDK would read it as an empty page and the listing as whole.
+ */
+export function wholePages(listing: string): { onResponse: (raw: unknown, flat: unknown) => void } {
+  return {
+    onResponse: (_raw, flat) => {
+      if (!Array.isArray((flat as { value?: unknown } | null | undefined)?.value))
+        throw new MalformedAzureAnswerError(
+          `${listing}: a page without its list (value); not taken as a page of none`,
+        );
+    },
+  };
 }
 
 /** The scope failure reason of an Azure SDK error: by its ARM error code, then by HTTP status. */
 export function classifyAzureError(error: unknown): ScopeFailureReason {
-  if (error instanceof EndlessListingError) return 'InvalidResponse';
+  if (error instanceof EndlessListingError || error instanceof MalformedAzureAnswerError)
+    return 'InvalidResponse';
   const e = { ...((error ?? {}) as AzureErrorLike), code: azureErrorDetails(error).code };
   const known = e.code ? own(BY_CODE, e.code) : undefined;
   if (known) return known;

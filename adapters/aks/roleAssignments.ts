@@ -16,6 +16,7 @@ import { createHash } from 'node:crypto';
 import { grantDescription } from '../grants/marks.ts';
 import type { MadeByLook } from '../grants/made.ts';
 import { aksClusterOfId } from './mapCluster.ts';
+import { MalformedAzureAnswerError, wholePages } from './classify.ts';
 import type { AccessLevel, ClusterGrantPlan, Consumer, HeldGrant } from '../../core/domain/grants.ts';
 import { foldCase } from '../../core/domain/naming.ts';
 
@@ -50,9 +51,17 @@ export class AksRoleAssignments {
     this.#cluster = options.cluster;
   }
 
-  /** Whether the cluster authorizes Kubernetes requests with Azure RBAC. */
+  /**
+   * Whether the cluster authorizes Kubernetes requests with Azure RBAC. ARM answers a managed cluster with its id and
+   * its properties: an answer without them (an empty body) says nothing of how it authorizes, and fails.
+   */
   async usesAzureRbac(plan: ClusterGrantPlan): Promise<boolean> {
-    return (await this.#cluster(plan.providerId))?.aadProfile?.enableAzureRbac === true;
+    const cluster = await this.#cluster(plan.providerId);
+    if (cluster !== undefined && (!cluster.id || cluster.provisioningState === undefined))
+      throw new MalformedAzureAnswerError(
+        `ARM's managed cluster ${plan.providerId}: an answer without its id or properties; not taken as a cluster without Azure RBAC`,
+      );
+    return cluster?.aadProfile?.enableAzureRbac === true;
   }
 
   #client(providerId: string) {
@@ -81,7 +90,10 @@ export class AksRoleAssignments {
     const byScope = new Map<string, RoleAssignment[]>();
     for await (const assignment of azureItems(
       `ARM's role assignments of ${principalId} on ${providerId}`,
-      client.roleAssignments.listForScope(providerId, { filter: `principalId eq '${principalId}'` }),
+      client.roleAssignments.listForScope(providerId, {
+        filter: `principalId eq '${principalId}'`,
+        ...wholePages(`ARM's role assignments of ${principalId} on ${providerId}`),
+      }),
       getContinuationToken,
     )) {
       const scope = foldCase(assignment.scope ?? '');
@@ -165,14 +177,20 @@ export class AksRoleAssignments {
     const found = new Map<string, RoleAssignment>();
     for await (const assignment of azureItems(
       `ARM's role assignments on ${plan.providerId}`,
-      client.roleAssignments.listForScope(plan.providerId),
+      client.roleAssignments.listForScope(
+        plan.providerId,
+        wholePages(`ARM's role assignments on ${plan.providerId}`),
+      ),
       getContinuationToken,
     ))
       found.set(foldCase(assignment.id ?? ''), assignment);
     for (const principal of principals)
       for await (const assignment of azureItems(
         `ARM's role assignments of ${principal} on ${plan.providerId}`,
-        client.roleAssignments.listForScope(plan.providerId, { filter: `principalId eq '${principal}'` }),
+        client.roleAssignments.listForScope(plan.providerId, {
+          filter: `principalId eq '${principal}'`,
+          ...wholePages(`ARM's role assignments of ${principal} on ${plan.providerId}`),
+        }),
         getContinuationToken,
       ))
         found.set(foldCase(assignment.id ?? ''), assignment);

@@ -27,7 +27,7 @@ import type {
 } from '../../core/sync/ports.ts';
 import { listedDigest, ScopeAnswers, stillStands, type AnswerMemory } from '../shared/rememberedAnswers.ts';
 import { awsClientFactory, type AwsClientFactory, type AwsClientOptions } from './awsClients.ts';
-import { classifyAwsError, errorMessage, MalformedAnswerError } from './classify.ts';
+import { answered, classifyAwsError, errorMessage, listed } from './classify.ts';
 import { eksClusterArn } from './clusterArn.ts';
 import { eksClusterOfArn, isEksClusterArn, mapEksCluster } from './mapCluster.ts';
 import { awsPartitionOf } from '../shared/awsPartition.ts';
@@ -399,7 +399,7 @@ export class EksSource implements ClusterSource {
     try {
       const tokens = new PageTokens(`EKS ListClusters in ${scope.account}/${region}`, { signal });
       for await (const page of paginateListClusters({ client, pageSize: 100 }, {}, { abortSignal: signal })) {
-        names.push(...(page.clusters ?? []));
+        names.push(...listed(page.clusters, `ListClusters in ${scope.account}/${region}`));
         tokens.next(page.nextToken);
       }
     } catch (error) {
@@ -566,7 +566,7 @@ export class EksSource implements ClusterSource {
           { clusterName },
           { abortSignal: signal },
         )) {
-          names.push(...(page.nodegroups ?? []));
+          names.push(...listed(page.nodegroups, `ListNodegroups of ${clusterName} in ${account}`));
           tokens.next(page.nextToken);
         }
         return names;
@@ -597,19 +597,6 @@ export class EksSource implements ClusterSource {
       throw error;
     }
   }
-}
-
-/**
- * What a successful answer describes, or a MalformedAnswerError: only EKS's own not-found (ResourceNotFoundException)
- * says a cluster or node group is gone. A 2xx answer without the object (an empty body from a proxy or an endpoint
- * override) says nothing of it, and is not taken as its deletion.
- */
-function answered<T>(described: T | undefined, call: string): T {
-  if (described === undefined || described === null || typeof described !== 'object')
-    throw new MalformedAnswerError(
-      `${call}: a successful answer that describes nothing; not taken as the object gone`,
-    );
-  return described;
 }
 
 /** The records held for the clusters of `account` in `region`, by cluster name. */

@@ -25,6 +25,7 @@ import {
 } from '../../core/domain/grants.ts';
 import type { ProviderGrants } from '../grants/CloudGrants.ts';
 import { PageTokens } from '../shared/pages.ts';
+import { answered, listed } from './classify.ts';
 import type { MadeByLook } from '../grants/made.ts';
 import { eksClusterOfArn } from './mapCluster.ts';
 import {
@@ -75,11 +76,14 @@ export class EksAccessEntries implements ProviderGrants {
     try {
       let entry;
       try {
-        entry = (
-          await client.send(new DescribeAccessEntryCommand({ clusterName, principalArn }), {
-            abortSignal: signal,
-          })
-        ).accessEntry;
+        entry = answered(
+          (
+            await client.send(new DescribeAccessEntryCommand({ clusterName, principalArn }), {
+              abortSignal: signal,
+            })
+          ).accessEntry,
+          `DescribeAccessEntry of ${principalArn} on ${clusterName}`,
+        );
       } catch (error) {
         if (!notFound(error)) throw error;
       }
@@ -190,16 +194,19 @@ export class EksAccessEntries implements ProviderGrants {
     )) {
       reached();
       tokens.next(page.nextToken);
-      for (const principalArn of page.accessEntries ?? []) {
+      for (const principalArn of listed(page.accessEntries, `ListAccessEntries of ${clusterName}`)) {
         signal.throwIfAborted();
         if (!known.has(principalArn)) continue;
         let tags: Record<string, string> | undefined;
         try {
-          tags = (
-            await client.send(new DescribeAccessEntryCommand({ clusterName, principalArn }), {
-              abortSignal: signal,
-            })
-          ).accessEntry?.tags;
+          tags = answered(
+            (
+              await client.send(new DescribeAccessEntryCommand({ clusterName, principalArn }), {
+                abortSignal: signal,
+              })
+            ).accessEntry,
+            `DescribeAccessEntry of ${principalArn} on ${clusterName}`,
+          ).tags;
         } catch (error) {
           if (notFound(error)) continue;
           throw error;
@@ -231,9 +238,11 @@ export class EksAccessEntries implements ProviderGrants {
     const { cluster, client } = await this.#eks(plan);
     const ref = { clusterName: cluster.name, principalArn: grant.identity };
     try {
-      const entry = (await client.send(new DescribeAccessEntryCommand(ref), { abortSignal: signal }))
-        .accessEntry;
-      if (!this.#mine(entry?.tags, grant.consumer))
+      const entry = answered(
+        (await client.send(new DescribeAccessEntryCommand(ref), { abortSignal: signal })).accessEntry,
+        `DescribeAccessEntry of ${grant.identity} on ${cluster.name}`,
+      );
+      if (!this.#mine(entry.tags, grant.consumer))
         return {
           revoked: true,
           message: `the access entry for ${grant.identity} is not cpsync's; left as it is`,

@@ -28,7 +28,33 @@ const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
 };
 
 /** A successful answer that lacks what it answers (EKS describes nothing): a failed call, never the object gone. */
-export class MalformedAnswerError extends CpsyncError {}
+class MalformedAnswerError extends CpsyncError {}
+
+/**
+ * What a successful answer describes, or a MalformedAnswerError: only EKS's own not-found (ResourceNotFoundException)
+ * says a cluster, node group or access entry is gone. A 2xx answer without the object (an empty body from a proxy or
+ * an endpoint override) says nothing of it, and is not taken as its deletion, nor as someone else's.
+ */
+export function answered<T>(described: T | undefined | null, call: string): T {
+  if (described === undefined || described === null || typeof described !== 'object')
+    throw new MalformedAnswerError(
+      `${call}: a successful answer that describes nothing; not taken as the object gone`,
+    );
+  return described;
+}
+
+/**
+ * A page's list of names, or a MalformedAnswerError: EKS answers every page of a listing with its list (empty when
+ * there is none), so a page without one (or with something else) lists nothing, and is not taken as an empty listing
+ * (a region with no clusters, whose profiles would then go).
+ */
+export function listed(names: unknown, call: string): string[] {
+  if (!Array.isArray(names) || !names.every((name) => typeof name === 'string'))
+    throw new MalformedAnswerError(
+      `${call}: a page without its list of names; not taken as an empty listing`,
+    );
+  return names as string[];
+}
 
 /** The scope failure reason of an AWS SDK error: by its name first, then by its HTTP status. */
 export function classifyAwsError(error: unknown): ScopeFailureReason {

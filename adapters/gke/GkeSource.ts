@@ -155,10 +155,16 @@ export class GkeSource implements ClusterSource {
         { parent: `projects/${scope.account}/locations/-` },
         this.#callOptions,
       );
-      const clusters = (answer.clusters ?? [])
-        .map((cluster) => mapGkeCluster(cluster, scope.account))
-        .filter((cluster) => inScope(cluster.region));
-      const missing = [...(answer.missingZones ?? [])].filter(inScope).sort();
+      const listed = (answer.clusters ?? []).map((cluster) => mapGkeCluster(cluster, scope.account));
+      const clusters = listed.filter((cluster) => inScope(cluster.region));
+      // A listed cluster whose location is not told may be in the region: not listed there, not taken as gone.
+      const unplaced =
+        scope.region === ALL_REGIONS
+          ? []
+          : listed
+              .filter((cluster) => cluster.region === '')
+              .map((c) => `${c.name || 'a cluster'} (no location)`);
+      const missing = [...[...(answer.missingZones ?? [])].filter(inScope).sort(), ...unplaced];
       return {
         outcome: missing.length > 0 ? { scope, kind: 'partial', missing } : { scope, kind: 'complete' },
         clusters,

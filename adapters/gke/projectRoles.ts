@@ -12,12 +12,15 @@
  */
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import type { CallOptions } from 'google-gax';
-import { InvalidOptionError } from '../../core/domain/errors.ts';
+import { CpsyncError, InvalidOptionError } from '../../core/domain/errors.ts';
 import type { RoleHolders } from '../../core/sync/ports.ts';
 import { grantDescription } from '../grants/marks.ts';
 import { askingResourceManager } from './classify.ts';
 import { manyPrincipals } from './manyPrincipals.ts';
 import { projectOfSelfLink } from './mapCluster.ts';
+
+/** A project IAM policy answered without what a safe edit needs (its etag): nothing is written from it. */
+class MalformedPolicyError extends CpsyncError {}
 
 /** The role with `container.clusters.get` and nothing else of the project's (nor any Kubernetes permission). */
 export const CLUSTER_VIEWER_ROLE = 'roles/container.clusterViewer';
@@ -122,6 +125,14 @@ export class GkeProjectRoles {
       const [policy] = (await askingResourceManager(() =>
         client.getIamPolicy({ resource, options: { requestedPolicyVersion: 3 } }, this.#callOptions),
       )) as [Policy, ...unknown[]];
+      // A policy is written back whole, every binding of the project in it, guarded by the etag it was read with:
+      // an answer without one (an empty body from a proxy or an endpoint override reads as a policy of no bindings)
+      // is no reading of the project's policy, and writing it back would take every other binding out.
+      const etag = policy.etag;
+      if (etag === undefined || etag === null || etag.length === 0 || !Array.isArray(policy.bindings ?? []))
+        throw new MalformedPolicyError(
+          `the IAM policy of project ${project} was answered without its etag; not edited (written back, it would replace every binding of the project)`,
+        );
       const others: Binding[] = [];
       const ours = new Map<string, Set<string>>();
       for (const binding of policy.bindings ?? []) {

@@ -39,8 +39,8 @@ export interface AwsProxy {
   calls: AwsCall[];
   /** Most calls that were in flight at once since the last clear(). */
   maxInFlight(): number;
-  /** Adds an interceptor; returns a function that removes it. */
-  intercept(interceptor: Interceptor): () => void;
+  /** Adds an interceptor (`first`: asked before those added earlier); returns a function that removes it. */
+  intercept(interceptor: Interceptor, options?: { first?: boolean }): () => void;
   /** Adds a rewriter; returns a function that removes it. */
   rewrite(rewriter: Rewriter): () => void;
   /**
@@ -152,8 +152,9 @@ export async function startAwsProxy(
     endpoint: `http://127.0.0.1:${port}`,
     calls,
     maxInFlight: () => peak,
-    intercept(interceptor) {
-      interceptors.push(interceptor);
+    intercept(interceptor, options) {
+      if (options?.first) interceptors.unshift(interceptor);
+      else interceptors.push(interceptor);
       return () => {
         const at = interceptors.indexOf(interceptor);
         if (at >= 0) interceptors.splice(at, 1);

@@ -78,6 +78,8 @@ export interface ArmError {
   code: string;
   message: string;
   retryAfterSeconds?: number;
+  /** A body answered as it is (with `status`), in place of ARM's error envelope: a gateway's, or a malformed answer. */
+  raw?: string;
 }
 
 /** A role assignment as ARM answers it. */
@@ -152,6 +154,11 @@ export interface ArmServer {
 }
 
 function armError(response: ServerResponse, error: ArmError): void {
+  if (error.raw !== undefined) {
+    response.writeHead(error.status, { 'content-type': 'application/json' });
+    response.end(error.raw);
+    return;
+  }
   sendJson(
     response,
     error.status,

@@ -302,7 +302,9 @@ export async function startGkeServer(options: { latencyMillis?: number } = {}): 
       if (admin.length === 0) return denied(`resourcemanager.projects.${method}`);
       if (method === 'getIamPolicy') return sendJson(response, 200, policy);
       const wanted = (JSON.parse(body) as { policy?: IamPolicyJson }).policy ?? {};
-      if (wanted.etag !== policy.etag)
+      // As IAM does: a policy sent without an etag is written over the project's blindly; with one, only over the
+      // policy that etag was read from.
+      if (wanted.etag !== undefined && wanted.etag !== '' && wanted.etag !== policy.etag)
         return sendError(response, {
           status: 409,
           code: 'ABORTED',

@@ -371,6 +371,47 @@ describe('EKS adapter against moto server', () => {
     );
   });
 
+  it('takes no page without its list as an empty listing: of the region (the scope fails) or of a cluster’s node groups', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('clusters', 'node groups'),
+        fc.constantFrom(
+          '',
+          '{}',
+          '{"clusters":null,"nodegroups":null}',
+          '{"clusters":"ab","nodegroups":"ab"}',
+        ),
+        async (listing, body) => {
+          const remove = proxy.intercept((call) =>
+            call.method === 'GET' &&
+            (listing === 'clusters'
+              ? call.path.startsWith('/clusters?')
+              : call.path.startsWith('/clusters/payments/node-groups?'))
+              ? { status: 200, headers: { 'content-type': 'application/json' }, body }
+              : undefined,
+          );
+          try {
+            const scope = { provider: 'eks' as const, account: accounts.a, region: 'us-east-1' };
+            const answer = await source({ maxAttempts: 1 }).listScope(scope);
+            if (listing === 'clusters') {
+              assert.equal(answer.outcome.kind, 'failed', body);
+              assert.equal(answer.outcome.failure!.reason, 'InvalidResponse');
+              assert.match(answer.outcome.failure!.message, /not taken as an empty listing/);
+              assert.deepEqual(answer.clusters, []);
+            } else {
+              assert.equal(answer.outcome.kind, 'partial', body);
+              assert.deepEqual(answer.outcome.missing, ['us-east-1/payments']);
+              assert.equal(answer.outcome.failure!.reason, 'InvalidResponse');
+            }
+          } finally {
+            remove();
+          }
+        },
+      ),
+      { numRuns: 8 },
+    );
+  });
+
   it('fails a scope whose calls time out, classified as Timeout', async () => {
     const stalled = await startAwsProxy(moto.endpoint, { latencyMs: 1500 });
     try {

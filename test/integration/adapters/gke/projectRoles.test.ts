@@ -184,6 +184,20 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
     );
   });
 
+  it('edits no policy answered without its etag (an empty body, or another document), which written back would replace every binding', async () => {
+    for (const raw of ['{}', '{"bindings":null}', '{"error":{"code":200}}', '']) {
+      const before = structuredClone(server.iamPolicies.get(PROJECT));
+      server.iamFaults.push({ method: 'getIamPolicy', fault: { status: 200, code: 'OK', message: '', raw } });
+      await assert.rejects(
+        roles.hold(CLUSTER, 'deployer', DEPLOYER),
+        /the IAM policy of project \S+ was answered without its etag; not edited|null response/,
+        raw,
+      );
+      assert.deepEqual(server.iamPolicies.get(PROJECT), before, `${raw}: the project's policy as it was`);
+      assert.deepEqual(others(), foreign);
+    }
+  });
+
   it('is refused where the project does not let cpsync change the policy, and changes nothing', async () => {
     const policy = server.iamPolicies.get(PROJECT)!;
     policy.bindings = policy.bindings!.filter((b) => b.role !== PROJECT_IAM_ADMIN);

@@ -104,7 +104,12 @@ describe("a look through the cloud's own grants names what it made, whatever ref
           credential: armCredential(arm),
           endpoint: armEndpoint ?? arm.endpoint,
           manager,
-          cluster: async () => ({ aadProfile: { managed: true, enableAzureRbac: true } }) as ManagedCluster,
+          cluster: async (providerId: string) =>
+            ({
+              id: providerId,
+              provisioningState: 'Succeeded',
+              aadProfile: { managed: true, enableAzureRbac: true },
+            }) as ManagedCluster,
         }),
       timeoutMillis: LOOK_MILLIS,
     });

@@ -177,7 +177,12 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       credential: armCredential(arm),
       endpoint: arm.endpoint,
       manager,
-      cluster: async () => ({ aadProfile: { managed: true, enableAzureRbac: true } }) as ManagedCluster,
+      cluster: async (providerId: string) =>
+        ({
+          id: providerId,
+          provisioningState: 'Succeeded',
+          aadProfile: { managed: true, enableAzureRbac: true },
+        }) as ManagedCluster,
     });
     azureGrants = new CloudGrants({
       manager,

@@ -90,7 +90,12 @@ describe("a scan for cpsync's marks deletes only grants of principals cpsync gra
           credential: armCredential(arm),
           endpoint: arm.endpoint,
           manager: MANAGER,
-          cluster: async () => ({ aadProfile: { managed: true, enableAzureRbac: true } }) as ManagedCluster,
+          cluster: async (providerId: string) =>
+            ({
+              id: providerId,
+              provisioningState: 'Succeeded',
+              aadProfile: { managed: true, enableAzureRbac: true },
+            }) as ManagedCluster,
         }),
       timeoutMillis: LOOK_MILLIS,
     });
@@ -134,6 +139,40 @@ describe("a scan for cpsync's marks deletes only grants of principals cpsync gra
       }),
       { numRuns: 25 },
     );
+  });
+
+  it('EKS: a listing page without its list, or an entry answered without itself, is a failed scan or revocation', async () => {
+    runs += 1;
+    const name = `marks-${runs}`;
+    const role = 'arn:aws:iam::111122223333:role/consumer-0';
+    entries.put(REGION, name, role);
+    entries.of(REGION, name).get(role)!.tags = marks('ours', 'c0');
+    const profile = normalize(eksCluster({ name, region: REGION }), inventoryOptions(), NOW);
+    const [plan] = planGrants([profile], new Map(), [], { everyCluster: true });
+    for (const body of ['{}', '{"accessEntries":null}', '{"accessEntry":null}', '']) {
+      // Ahead of the entries' own interceptor: the next listing and the next description answer this.
+      let left = 2;
+      const stop = aws.intercept(
+        (call) =>
+          call.method === 'GET' && call.path.includes('/access-entries') && left-- > 0
+            ? { status: 200, headers: { 'content-type': 'application/json' }, body }
+            : undefined,
+        { first: true },
+      );
+      try {
+        const scan = await grants().sweep(plan!, () => false, [role]);
+        assert.equal(scan.complete, false, body);
+        const revoked = await grants().revoke(plan!, {
+          consumer: 'c0',
+          identity: role,
+          level: 'view',
+        } as never);
+        assert.equal(revoked.revoked, false, `${body}: ${JSON.stringify(revoked)}`);
+      } finally {
+        stop();
+      }
+      assert.deepEqual([...entries.of(REGION, name).keys()], [role], `${body}: the entry is there as it was`);
+    }
   });
 
   it('Azure role assignments on a cluster that uses Azure RBAC, described by anyone (property)', async () => {

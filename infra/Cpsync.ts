@@ -629,15 +629,20 @@ export class Cpsync extends Construct {
     if (!eks) return;
     // Without clusters to read, a member account is entered only to read its regions, when none are named.
     const entersMembers = clusters || !eks.regions;
+    // The member roles of the accounts the configuration lists, and of no other (an account left out of it, whose
+    // role is still there, is not entered); every account's where Organizations discovers them.
+    const accounts = Array.isArray(eks.accounts) ? eks.accounts : ['*'];
+    const roles = (name: string) =>
+      accounts.map((account) => `arn:${stack.partition}:iam::${account}:role/${name}`);
     const statements = entersMembers
       ? [
           new PolicyStatement({
             actions: ['sts:AssumeRole'],
             resources: [
-              `arn:${stack.partition}:iam::*:role/${eks.roleName}`,
+              ...roles(eks.roleName),
               // The member probe's EKS tokens, when they are signed as a role of the cluster's account.
               ...(clusters && config.features.memberProbe && config.memberProbe.eksRoleName
-                ? [`arn:${stack.partition}:iam::*:role/${config.memberProbe.eksRoleName}`]
+                ? roles(config.memberProbe.eksRoleName)
                 : []),
             ],
           }),

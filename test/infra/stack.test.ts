@@ -391,9 +391,14 @@ describe('the CDK app', () => {
     ).Properties.PolicyDocument.Statement;
     const find = (action: string) =>
       statements.filter((s) => (Array.isArray(s.Action) ? s.Action : [s.Action]).includes(action));
+    // The member role of each account the configuration lists, and of no other account.
     assert.deepEqual(
       find('sts:AssumeRole').map((s) => s.Resource),
-      [{ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::*:role/cpsync-reader']] }],
+      [
+        ['111122223333', '444455556666', ENV.account].map((account) => ({
+          'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, `:iam::${account}:role/cpsync-reader`]],
+        })),
+      ],
     );
     const busId = Object.keys(template.findResources('AWS::Events::EventBus'))[0]!;
     assert.deepEqual(
@@ -715,6 +720,8 @@ describe('the CDK app', () => {
     const text = JSON.stringify(discovered.findResources('AWS::IAM::Policy'));
     assert.match(text, /organizations:ListAccounts/);
     assert.match(text, /cluster\/hub/);
+    // Discovered accounts are not known when the stack is made: their member role in any account.
+    assert.match(text, /:iam::\*:role\/cpsync-reader/);
   });
 
   it('lets every function describe the EKS hub even when EKS is not a configured cloud', () => {

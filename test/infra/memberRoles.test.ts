@@ -82,13 +82,19 @@ describe('the member account roles', () => {
     const resources = Template.fromStack(cpsync).toJSON().Resources as Record<string, CfnResource>;
     const stack = templateResolver(resources, placeholderRefs(resources));
     const member = template.toJSON().Resources as Record<string, CfnResource>;
-    const memberAccount = templateResolver(member, {}, '210987654321');
-    const trustOf = (name: string) =>
-      memberAccount.resolve(
+    // A member account the configuration lists (the example's first), and one it does not.
+    const listed = '111122223333';
+    const trustOf = (name: string, account: string) =>
+      templateResolver(member, {}, account).resolve(
         Object.values(member).find((r) => r.Properties.RoleName === name)!.Properties
           .AssumeRolePolicyDocument,
       ) as Parameters<typeof decide>[2];
-    const assume = async (prefix: string, role: string, context: Record<string, string> = {}) => {
+    const assume = async (
+      prefix: string,
+      role: string,
+      context: Record<string, string> = {},
+      account = listed,
+    ) => {
       const roleId = Object.keys(resources).find(
         (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith(prefix),
       )!;
@@ -96,11 +102,11 @@ describe('the member account roles', () => {
         {
           principal: `arn:aws:sts::123456789012:assumed-role/${roleId}/${prefix}`,
           action: 'sts:AssumeRole',
-          resource: `arn:aws:iam::210987654321:role/${role}`,
-          account: '210987654321',
+          resource: `arn:aws:iam::${account}:role/${role}`,
+          account,
         },
         rolePolicies(resources, roleId, stack.resolve),
-        trustOf(role),
+        trustOf(role, account),
         context,
       );
     };
@@ -112,6 +118,12 @@ describe('the member account roles', () => {
     const externalId = { 'sts:ExternalId': 'my-external-id' };
     assert.equal(await assume('CpsyncScopeWorker', 'cpsync-reader', externalId), 'Allowed');
     assert.equal(await assume('CpsyncScopeWorker', 'cpsync-reader'), 'ImplicitlyDenied');
+    // An account the configuration does not list (one left out of it, its roles still there) is not entered.
+    assert.equal(
+      await assume('CpsyncScopeWorker', 'cpsync-reader', externalId, '210987654321'),
+      'ImplicitlyDenied',
+    );
+    assert.equal(await assume('CpsyncScopeWorker', 'cpsync-probe', {}, '210987654321'), 'ImplicitlyDenied');
   });
 
   describe('with accessGrants, IAM (judged by the policy simulator) bounds every access-entry write to what cpsync makes', () => {

@@ -11,6 +11,7 @@ import {
   HealthReason,
   JoinedReason,
   LABEL_CLUSTER_MANAGER,
+  LABEL_PROJECTED_FROM,
   PROPERTY_MISSED_LISTINGS,
 } from './constants.ts';
 import { sameJson } from './json.ts';
@@ -363,8 +364,10 @@ export function plan(input: PlanInput): Plan {
   const selector = scopeSelector(input.manager, input.outcome.scope);
   const current = new Map(input.current.map((p) => [profileKey(p.metadata), p]));
   const desiredKeys = new Set<string>();
-  /** Provider ids of the clusters whose profiles the plan keeps written somewhere. */
+  /** Provider ids of the clusters whose own profile (not a projected copy) the plan keeps written where placed now. */
   const placed = new Set<string>();
+  /** Provider ids of the clusters the listing showed: some profile of each is wanted (a copy, if nothing else). */
+  const listed = new Set<string>();
 
   for (const wanted of input.desired) {
     const key = profileKey(wanted.metadata);
@@ -378,10 +381,14 @@ export function plan(input: PlanInput): Plan {
       storedId !== undefined &&
       providerId !== undefined &&
       !sameProviderId(input.outcome.scope.provider, storedId, providerId);
+    if (providerId !== undefined)
+      listed.add(canonicalProviderId({ provider: input.outcome.scope.provider, providerId }));
     if (
       providerId !== undefined &&
       !collides &&
-      (existing === undefined || isManagedBy(existing, input.manager))
+      (existing === undefined || isManagedBy(existing, input.manager)) &&
+      // A copy stands for its cluster only beside its own profile: placed alone, the cluster has none.
+      wanted.metadata.labels?.[LABEL_PROJECTED_FROM] === undefined
     )
       placed.add(canonicalProviderId({ provider: input.outcome.scope.provider, providerId }));
     // A collision leaves the stored profile to its own cluster (kept while listed, deleted once it is gone).
@@ -436,12 +443,17 @@ export function plan(input: PlanInput): Plan {
       result.deletes.push({ current: existing, reason: 'NoLongerCovered' });
       continue;
     }
-    // A listed cluster whose profile is kept elsewhere: this copy is no longer wanted here (any listing).
-    if (
-      providerId !== undefined &&
-      placed.has(canonicalProviderId({ provider: input.outcome.scope.provider, providerId }))
-    ) {
+    const id = providerId && canonicalProviderId({ provider: input.outcome.scope.provider, providerId });
+    // A listed cluster whose own profile is written where it is placed now: this one is no longer wanted here (any
+    // listing).
+    if (id && placed.has(id)) {
       result.deletes.push({ current: existing, reason: 'NotPlacedHere' });
+      continue;
+    }
+    // A listed cluster whose own profile cannot be written where it is placed now (its name there held by another):
+    // what it has in its old places stays, as it is, until it can be.
+    if (id && listed.has(id)) {
+      result.unchanged += 1;
       continue;
     }
     if (input.outcome.kind !== 'complete') continue;

@@ -404,7 +404,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     for (const namespace of namespaces.filter((ns) => used.has(ns.name)))
       await hub.ensureNamespace(namespace);
     await input.beforeApply?.(result);
-    applied = await applyPlan(hub, result, input.signal);
+    applied = await applyPlan(hub, result, input.signal, new Set(unreadable.map((u) => u.namespace)));
   } finally {
     // Nothing of the scope's is left running when it returns, nor when it throws; and what was to be done
     // once the changes are announced is done now when it throws (nothing will be announced).

@@ -14,7 +14,7 @@ import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
-type Refused = 'whole' | 'object' | 'status' | 'delete';
+type Refused = 'whole' | 'object' | 'status' | 'delete' | 'list';
 
 /**
  * The file hub, refusing whole writes (object and status at once), object or status writes, or deletes in
@@ -26,6 +26,12 @@ class RefusingHub extends FileHub {
     if (this.refusing?.what === 'whole' && profile.metadata.namespace === this.refusing.namespace)
       throw new Error(`refused: ${profile.metadata.namespace}`);
     return super.applyWhole(profile);
+  }
+  override async list(namespace: string, selector: Record<string, string>) {
+    // As a Kubernetes hub answers a namespace whose RoleBinding went with its rule.
+    if (this.refusing?.what === 'list' && namespace === this.refusing.namespace)
+      throw Object.assign(new Error(`forbidden: ${namespace}`), { status: 403 });
+    return super.list(namespace, selector);
   }
   override async delete(ref: Parameters<FileHub['delete']>[0]) {
     if (this.refusing?.what === 'delete' && ref.namespace === this.refusing.namespace)
@@ -65,6 +71,16 @@ const completeListing = (cluster: ObservedCluster) => ({
   clusters: [cluster],
 });
 
+/** A cluster synced once with a projection rule: its profile and its copy in `copies`. */
+async function projectedOnce() {
+  const hub = new RefusingHub({ directory: temporaryDirectory('cpsync-relocation-') });
+  const listing = completeListing(eksCluster({ name: 'projected' }));
+  const projecting = inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['copies'] }] });
+  await syncScope({ hub, listing, options: projecting, now: '2026-03-01T00:00:00Z' });
+  const own = async () => (await hub.list('cluster-inventory', {}))[0]!;
+  return { hub, listing, own };
+}
+
 describe('a cluster placed elsewhere', () => {
   for (const what of ['whole', 'object', 'status'] as const)
     it(`keeps its old profile while its new one cannot be written whole (${what === 'whole' ? 'the one write' : `${what}, written apart,`} refused), and moves once it can`, async () => {
@@ -92,12 +108,7 @@ describe('a cluster placed elsewhere', () => {
     });
 
   it('keeps a copy a removed rule leaves listed on its cluster’s profile until the copy is really gone', async () => {
-    const hub = new RefusingHub({ directory: temporaryDirectory('cpsync-relocation-') });
-    const cluster = eksCluster({ name: 'projected' });
-    const listing = completeListing(cluster);
-    const projecting = inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['copies'] }] });
-    await syncScope({ hub, listing, options: projecting, now: '2026-03-01T00:00:00Z' });
-    const own = async () => (await hub.list('cluster-inventory', {}))[0]!;
+    const { hub, listing, own } = await projectedOnce();
     assert.equal((await own()).metadata.annotations?.['cpsync.io/projected-to'], 'copies');
 
     // The rule is removed, and the copy's delete fails: the profile still says where the copy is.
@@ -122,5 +133,32 @@ describe('a cluster placed elsewhere', () => {
     ]);
     assert.equal((await own()).metadata.annotations?.['cpsync.io/projected-to'], undefined);
     assert.equal((await own()).metadata.labels?.['cpsync.io/cluster'], undefined);
+  });
+
+  it('keeps listing a copy in a namespace it cannot read now (its RoleBinding gone with the rule), so it is found and deleted once it can', async () => {
+    const { hub, listing, own } = await projectedOnce();
+
+    // The rule is removed, and the namespace cannot be read: the copy is not seen, and the profile still says where
+    // it is, at every run while it cannot be read.
+    hub.refusing = { namespace: 'copies', what: 'list' };
+    for (const now of ['2026-03-01T00:15:00Z', '2026-03-01T00:30:00Z']) {
+      const unread = await syncScope({ hub, listing, options: inventoryOptions(), now });
+      assert.deepEqual(
+        unread.applied.failed.map((f) => [f.kind, f.error.message.replace(/ \(.*/, '')]),
+        [['updated', 'held back: its copies in copies']],
+      );
+      assert.equal((await own()).metadata.annotations?.['cpsync.io/projected-to'], 'copies');
+    }
+
+    // Readable again: found through it, deleted, and forgotten.
+    hub.refusing = undefined;
+    const done = await syncScope({ hub, listing, options: inventoryOptions(), now: '2026-03-01T00:45:00Z' });
+    assert.deepEqual(done.applied.failed, []);
+    assert.deepEqual(done.applied.applied.map((c) => [c.kind, c.profile.metadata.namespace]).sort(), [
+      ['deleted', 'copies'],
+      ['updated', 'cluster-inventory'],
+    ]);
+    assert.equal((await hub.list('copies', {})).length, 0);
+    assert.equal((await own()).metadata.annotations?.['cpsync.io/projected-to'], undefined);
   });
 });

@@ -340,6 +340,36 @@ describe('plan', () => {
     assert.deepEqual(run(desiredOf([a], LATER), current), run(desiredOf([a], LATER), current));
   });
 
+  it('keeps a listed cluster’s profiles where they are while its own profile cannot be written where it is placed now (a copy is no stand-in)', () => {
+    const projecting = inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['kueue-system'] }] });
+    const both = stored(normalizeAll([a], projecting, NOW).profiles);
+    // A namespace rule moves the cluster to team-b, where its name is held by another manager's profile: only its
+    // copy is wanted (names.ts leaves the own profile out).
+    const moved = inventoryOptions({
+      namespaceRules: [{ provider: 'eks', namespace: 'team-b' }],
+      projections: [{ provider: 'eks', namespaces: ['kueue-system'] }],
+    });
+    const wanted = normalizeAll([a], moved, LATER).profiles.filter((p) => p.metadata.namespace !== 'team-b');
+    assert.deepEqual(
+      wanted.map((p) => p.metadata.namespace),
+      ['kueue-system'],
+    );
+    for (const kind of ['complete', 'partial'] as const) {
+      const result = run(wanted, both, { outcome: outcome(kind), deletionGraceListings: 1 });
+      assert.deepEqual(result.deletes, [], `${kind}: its own profile in cluster-inventory is kept`);
+      assert.ok(
+        !result.updates.some((u) => u.profile.metadata.namespace === 'cluster-inventory'),
+        `${kind}: and not marked missing (the cluster is listed)`,
+      );
+    }
+    // Once its own profile can be written in team-b, the old one goes.
+    const placedNow = run(normalizeAll([a], moved, LATER).profiles, both);
+    assert.deepEqual(
+      placedNow.deletes.map((d) => [d.current.metadata.namespace, d.reason]),
+      [['cluster-inventory', 'NotPlacedHere']],
+    );
+  });
+
   it('deletes at once the copy of a listed cluster in a namespace it is no longer placed in (any listing), never its new place', () => {
     const projecting = inventoryOptions({ projections: [{ provider: 'eks', namespaces: ['kueue-system'] }] });
     const both = stored(normalizeAll([a], projecting, NOW).profiles);

@@ -27,13 +27,7 @@ function createdChanges(profile: ClusterProfile): FieldChange[] {
  * object write failed gets no status write. Once `signal` aborts, the write in flight finishes and no
  * further one is started.
  */
-export async function applyPlan(
-  hub: Hub,
-  plan: Plan,
-  signal?: AbortSignal,
-  /** Namespaces a profile names for its copies (`cpsync.io/projected-to`) that could not be read now. */
-  unreadable: ReadonlySet<string> = new Set(),
-): Promise<ApplyResult> {
+export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Promise<ApplyResult> {
   const result: ApplyResult = { applied: [], failed: [] };
   const total = plan.creates.length + plan.updates.length + plan.deletes.length;
   let attempted = 0;
@@ -113,27 +107,11 @@ export async function applyPlan(
   for (const update of plan.updates) {
     if (stopped()) return result;
     const updatedId = update.profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
-    const forgets = update.changes.some(
-      (c) => c.field === `metadata.annotations[${ANNOTATION_PROJECTED_TO}]`,
-    );
-    // The only record of a copy in a namespace that could not be read is where its profile says it is: forgotten,
-    // the copy would be left there for good. The update waits until that namespace can be read (and the copy gone).
-    const hidden = (update.current.metadata.annotations?.[ANNOTATION_PROJECTED_TO]?.split(',') ?? []).filter(
-      (ns) =>
-        unreadable.has(ns) &&
-        !(update.profile.metadata.annotations?.[ANNOTATION_PROJECTED_TO]?.split(',') ?? []).includes(ns),
-    );
-    if (forgets && hidden.length > 0) {
-      result.failed.push({
-        kind: 'updated',
-        key: profileKey(update.profile.metadata),
-        error: new Error(
-          `held back: its copies in ${hidden.join(', ')} (a namespace cpsync cannot read now) would be forgotten; retried by the next run`,
-        ),
-      });
-      continue;
-    }
-    if (updatedId !== undefined && notRemoved.has(idKey(updatedId)) && forgets) {
+    if (
+      updatedId !== undefined &&
+      notRemoved.has(idKey(updatedId)) &&
+      update.changes.some((c) => c.field === `metadata.annotations[${ANNOTATION_PROJECTED_TO}]`)
+    ) {
       result.failed.push({
         kind: 'updated',
         key: profileKey(update.profile.metadata),

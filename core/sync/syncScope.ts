@@ -355,7 +355,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       ? { project: scope.account }
       : {}),
   });
-  const desired = granted.profiles;
+  const desired = stillNaming(granted.profiles, known, new Set(unreadable.map((u) => u.namespace)));
   const result = plan({
     outcome,
     desired,
@@ -404,7 +404,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     for (const namespace of namespaces.filter((ns) => used.has(ns.name)))
       await hub.ensureNamespace(namespace);
     await input.beforeApply?.(result);
-    applied = await applyPlan(hub, result, input.signal, new Set(unreadable.map((u) => u.namespace)));
+    applied = await applyPlan(hub, result, input.signal);
   } finally {
     // Nothing of the scope's is left running when it returns, nor when it throws; and what was to be done
     // once the changes are announced is done now when it throws (nothing will be announced).
@@ -429,4 +429,38 @@ function withProblem(
   if (!problem) return figures ? { grants: figures } : {};
   const base = figures ?? { granted: 0, revoked: 0, refused: 0, notUsable: 0, actions: [] };
   return { grants: { ...base, problems: [...(base.problems ?? []), problem] } };
+}
+
+/**
+ * The wanted profiles, each still naming the namespaces of its copies that could not be read now: a namespace known
+ * only from a profile's `cpsync.io/projected-to` (its rule removed, and its RoleBinding with it) would be forgotten
+ * with the annotation, and its copies left there for good. Named still, they are looked for (and deleted) at every
+ * run until the namespace can be read; the profile's other changes are written meanwhile.
+ */
+function stillNaming(
+  wanted: readonly ClusterProfile[],
+  current: readonly ClusterProfile[],
+  unreadable: ReadonlySet<string>,
+): ClusterProfile[] {
+  if (unreadable.size === 0) return [...wanted];
+  const named = (profile: ClusterProfile | undefined) =>
+    profile?.metadata.annotations?.[ANNOTATION_PROJECTED_TO]?.split(',').filter(Boolean) ?? [];
+  const byKey = new Map(current.map((profile) => [profileKey(profile.metadata), profile]));
+  return wanted.map((profile) => {
+    const now = named(profile);
+    const kept = named(byKey.get(profileKey(profile.metadata))).filter(
+      (namespace) => unreadable.has(namespace) && !now.includes(namespace),
+    );
+    if (kept.length === 0) return profile;
+    return {
+      ...profile,
+      metadata: {
+        ...profile.metadata,
+        annotations: {
+          ...profile.metadata.annotations,
+          [ANNOTATION_PROJECTED_TO]: [...now, ...kept].sort().join(','),
+        },
+      },
+    };
+  });
 }

@@ -1,7 +1,6 @@
-import { CpsyncError } from '../../core/domain/errors.ts';
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
 import { own } from '../../core/domain/own.ts';
-import { EndlessListingError } from '../shared/pages.ts';
+import { EndlessListingError, MalformedAnswerError } from '../shared/pages.ts';
 
 const BY_CODE: Readonly<Record<string, ScopeFailureReason>> = {
   AuthorizationFailed: 'AccessDenied',
@@ -90,9 +89,6 @@ export function azureResourceGone(error: unknown): boolean {
   return typeof code === 'string' && GONE_CODES.has(code);
 }
 
-/** A successful ARM answer without what it answers (an empty body, a list without its `value`). */
-export class MalformedAzureAnswerError extends CpsyncError {}
-
 /**
  * Options for an ARM listing whose every page must carry its `value` list (as ARM answers every page, empty when there
  * is none): a page without it fails the listing, where the SDK would read it as an empty page and the listing as whole.
@@ -101,7 +97,7 @@ export function wholePages(listing: string): { onResponse: (raw: unknown, flat: 
   return {
     onResponse: (_raw, flat) => {
       if (!Array.isArray((flat as { value?: unknown } | null | undefined)?.value))
-        throw new MalformedAzureAnswerError(
+        throw new MalformedAnswerError(
           `${listing}: a page without its list (value); not taken as a page of none`,
         );
     },
@@ -110,8 +106,7 @@ export function wholePages(listing: string): { onResponse: (raw: unknown, flat: 
 
 /** The scope failure reason of an Azure SDK error: by its ARM error code, then by HTTP status. */
 export function classifyAzureError(error: unknown): ScopeFailureReason {
-  if (error instanceof EndlessListingError || error instanceof MalformedAzureAnswerError)
-    return 'InvalidResponse';
+  if (error instanceof EndlessListingError || error instanceof MalformedAnswerError) return 'InvalidResponse';
   const e = { ...((error ?? {}) as AzureErrorLike), code: azureErrorDetails(error).code };
   const known = e.code ? own(BY_CODE, e.code) : undefined;
   if (known) return known;

@@ -16,7 +16,8 @@ import { createHash } from 'node:crypto';
 import { grantDescription } from '../grants/marks.ts';
 import type { MadeByLook } from '../grants/made.ts';
 import { aksClusterOfId } from './mapCluster.ts';
-import { MalformedAzureAnswerError, wholePages } from './classify.ts';
+import { wholePages } from './classify.ts';
+import { MalformedAnswerError } from '../shared/pages.ts';
 import type { AccessLevel, ClusterGrantPlan, Consumer, HeldGrant } from '../../core/domain/grants.ts';
 import { foldCase } from '../../core/domain/naming.ts';
 
@@ -58,7 +59,7 @@ export class AksRoleAssignments {
   async usesAzureRbac(plan: ClusterGrantPlan): Promise<boolean> {
     const cluster = await this.#cluster(plan.providerId);
     if (cluster !== undefined && (!cluster.id || cluster.provisioningState === undefined))
-      throw new MalformedAzureAnswerError(
+      throw new MalformedAnswerError(
         `ARM's managed cluster ${plan.providerId}: an answer without its id or properties; not taken as a cluster without Azure RBAC`,
       );
     return cluster?.aadProfile?.enableAzureRbac === true;

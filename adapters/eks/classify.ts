@@ -1,5 +1,6 @@
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
-import { CpsyncError, messageOf } from '../../core/domain/errors.ts';
+import { messageOf } from '../../core/domain/errors.ts';
+import { MalformedAnswerError } from '../shared/pages.ts';
 import { own } from '../../core/domain/own.ts';
 
 const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
@@ -26,9 +27,6 @@ const BY_NAME: Readonly<Record<string, ScopeFailureReason>> = {
   EndlessListingError: 'InvalidResponse',
   MalformedAnswerError: 'InvalidResponse',
 };
-
-/** A successful answer that lacks what it answers (EKS describes nothing): a failed call, never the object gone. */
-class MalformedAnswerError extends CpsyncError {}
 
 /**
  * What a successful answer describes, or a MalformedAnswerError: only EKS's own not-found (ResourceNotFoundException)

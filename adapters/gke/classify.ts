@@ -1,5 +1,5 @@
 import type { ScopeFailureReason } from '../../core/domain/model/scope.ts';
-import { EndlessListingError } from '../shared/pages.ts';
+import { EndlessListingError, MalformedAnswerError } from '../shared/pages.ts';
 
 /** gRPC status codes the Google clients report (also over their REST transport). */
 export const GrpcCode = {
@@ -25,7 +25,7 @@ interface GoogleErrorLike {
  * ErrorInfo reason is SERVICE_DISABLED; codes may arrive as gRPC codes or as HTTP statuses.
  */
 export function classifyGoogleError(error: unknown): ScopeFailureReason {
-  if (error instanceof EndlessListingError) return 'InvalidResponse';
+  if (error instanceof EndlessListingError || error instanceof MalformedAnswerError) return 'InvalidResponse';
   const e = (error ?? {}) as GoogleErrorLike;
   const code = typeof e.code === 'number' ? e.code : Number(e.code);
   const http = e.httpStatusCode ?? (code >= 100 ? code : undefined);

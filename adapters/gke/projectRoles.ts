@@ -12,15 +12,13 @@
  */
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import type { CallOptions } from 'google-gax';
-import { CpsyncError, InvalidOptionError } from '../../core/domain/errors.ts';
+import { InvalidOptionError } from '../../core/domain/errors.ts';
+import { MalformedAnswerError } from '../shared/pages.ts';
 import type { RoleHolders } from '../../core/sync/ports.ts';
 import { grantDescription } from '../grants/marks.ts';
 import { askingResourceManager } from './classify.ts';
 import { manyPrincipals } from './manyPrincipals.ts';
 import { projectOfSelfLink } from './mapCluster.ts';
-
-/** A project IAM policy answered without what a safe edit needs (its etag): nothing is written from it. */
-class MalformedPolicyError extends CpsyncError {}
 
 /** The role with `container.clusters.get` and nothing else of the project's (nor any Kubernetes permission). */
 export const CLUSTER_VIEWER_ROLE = 'roles/container.clusterViewer';
@@ -130,7 +128,7 @@ export class GkeProjectRoles {
       // is no reading of the project's policy, and writing it back would take every other binding out.
       const etag = policy.etag;
       if (etag === undefined || etag === null || etag.length === 0 || !Array.isArray(policy.bindings ?? []))
-        throw new MalformedPolicyError(
+        throw new MalformedAnswerError(
           `the IAM policy of project ${project} was answered without its etag; not edited (written back, it would replace every binding of the project)`,
         );
       const others: Binding[] = [];

@@ -8,6 +8,13 @@ import { CpsyncError } from '../../core/domain/errors.ts';
 export class EndlessListingError extends CpsyncError {}
 
 /**
+ * A successful answer that lacks what it answers (an empty body from a proxy, a gateway or an endpoint override; a
+ * page without its list; a policy without its etag): a failed call (`InvalidResponse`), never the object gone, none
+ * of them there, or a listing of all.
+ */
+export class MalformedAnswerError extends CpsyncError {}
+
+/**
  * Most pages followed in one listing. The longest cpsync reads are an organization's accounts (20 a page) and a
  * hub namespace's profiles (500 a page): 10,000 pages is 200,000 accounts, far beyond any organization's quota.
  */

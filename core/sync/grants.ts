@@ -40,7 +40,7 @@ import {
 } from '../domain/grants.ts';
 import { memberDue, providerIdOf } from '../domain/member.ts';
 import { own } from '../domain/own.ts';
-import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
+import { profileKey, withAnnotations, type ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { Scope } from '../domain/model/scope.ts';
 import { ALL_REGIONS } from '../domain/model/scope.ts';
 import type { InventoryOptions } from '../domain/options.ts';
@@ -252,14 +252,7 @@ function asShown(desired: readonly ClusterProfile[], current: readonly ClusterPr
       c.type.startsWith(CONSUMER_CONDITION_PREFIX),
     );
     return {
-      ...profile,
-      metadata: {
-        ...profile.metadata,
-        annotations: {
-          ...profile.metadata.annotations,
-          ...(record !== undefined ? { [ANNOTATION_ACCESS_GRANTS]: record } : {}),
-        },
-      },
+      ...withAnnotations(profile, record !== undefined ? { [ANNOTATION_ACCESS_GRANTS]: record } : {}),
       status: { ...profile.status, conditions: [...(profile.status?.conditions ?? []), ...conditions] },
     };
   });

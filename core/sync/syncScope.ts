@@ -11,7 +11,7 @@ import { ANNOTATION_PROJECTED_TO, PROPERTY_CA_OMITTED } from '../domain/constant
 import { confirmAbsences } from './absences.ts';
 import { InvalidClusterError } from '../domain/errors.ts';
 import { scopeSelector } from '../domain/labels.ts';
-import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
+import { profileKey, withAnnotations, type ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { profileProblem } from '../domain/model/validate.ts';
 import { namespacesOf, normalizeAll } from '../domain/normalize.ts';
 import { PROFILE_NAMES, type NameScheme } from '../domain/naming.ts';
@@ -452,15 +452,6 @@ function stillNaming(
       (namespace) => unreadable.has(namespace) && !now.includes(namespace),
     );
     if (kept.length === 0) return profile;
-    return {
-      ...profile,
-      metadata: {
-        ...profile.metadata,
-        annotations: {
-          ...profile.metadata.annotations,
-          [ANNOTATION_PROJECTED_TO]: [...now, ...kept].sort().join(','),
-        },
-      },
-    };
+    return withAnnotations(profile, { [ANNOTATION_PROJECTED_TO]: [...now, ...kept].sort().join(',') });
   });
 }

@@ -106,3 +106,14 @@ export interface ProfileRef {
 export function profileKey(ref: ProfileRef): string {
   return `${ref.namespace}/${ref.name}`;
 }
+
+/** A copy of `profile` with `annotations` set over its own (the profile itself is not changed). */
+export function withAnnotations(
+  profile: ClusterProfile,
+  annotations: Record<string, string>,
+): ClusterProfile {
+  return {
+    ...profile,
+    metadata: { ...profile.metadata, annotations: { ...profile.metadata.annotations, ...annotations } },
+  };
+}

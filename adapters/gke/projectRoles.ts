@@ -12,7 +12,7 @@
  */
 import type { ProjectsClient } from '@google-cloud/resource-manager/build/src/v3/projects_client.js';
 import type { CallOptions } from 'google-gax';
-import { InvalidOptionError } from '../../core/domain/errors.ts';
+import { InvalidOptionError, messageOf } from '../../core/domain/errors.ts';
 import { MalformedAnswerError } from '../shared/pages.ts';
 import type { RoleHolders } from '../../core/sync/ports.ts';
 import { grantDescription } from '../grants/marks.ts';
@@ -257,6 +257,13 @@ export class GkeProjectRoles {
         // What the rounds before wrote is said all the same.
         if (changed.length > 0 && error instanceof Error)
           error.message = `the settle ${changed.join('; ')}, then: ${error.message}`;
+        // Google refusing the write that takes a binding of cpsync's out is no project holding nothing of cpsync's
+        // (which a refusal to read it may be): the binding stands, and that is said, whoever refused.
+        if (tookOut)
+          throw new Error(
+            `a ${CLUSTER_VIEWER_ROLE} binding cpsync made in project ${project} stands, its removal refused: ${messageOf(error)}`,
+            { cause: error },
+          );
         throw error;
       }
       changed.push(...done);

@@ -38,7 +38,7 @@ import type { MemberPacing } from '../../core/domain/member.ts';
 import { MemberAccessError, memberConnection, type MemberAccess } from '../member/connection.ts';
 
 import { classifyGoogleError } from '../gke/classify.ts';
-import { MadeByLook, unreached } from './made.ts';
+import { MadeByLook, neverConnected, unreached } from './made.ts';
 import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY, grantMessage } from './marks.ts';
 import { MemberBindings } from './memberBindings.ts';
 import { checkMemberPolicy } from './memberPolicy.ts';
@@ -286,7 +286,9 @@ export class CloudGrants implements AccessGrants {
       return {
         removed: [],
         complete: false,
-        ...(cloudDone && !reached && unreached(error) ? { unreachable: true as const } : {}),
+        // Only a member no connection reached is taken as holding nothing of cpsync's that can be reached (see
+        // docs/configuring.md): a token that could not be had, or a profile with no way to reach it, is tried again.
+        ...(cloudDone && !reached && neverConnected(error) ? { unreachable: true as const } : {}),
       };
     }
   }

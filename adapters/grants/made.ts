@@ -32,6 +32,20 @@ export function unreached(error: unknown): boolean {
 }
 
 /**
+ * Whether `error` (or what caused it) is a connection that never reached the member: refused, or a name that does
+ * not resolve (a member gone with its cluster). Not a token cpsync could not have, nor a profile with no way to
+ * reach it: those say nothing of the member.
+ */
+export function neverConnected(error: unknown): boolean {
+  let e = error as { code?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; e && depth < 6; depth++) {
+    if (typeof e.code === 'string' && UNREACHED.has(e.code)) return true;
+    e = e.cause as typeof e;
+  }
+  return false;
+}
+
+/**
  * Client errors that say a write was not done however often its SDK sent it: refused (401, 403), rejected
  * as malformed (400, 422), or aimed at what is not there (404, a missing namespace). A conflict (409) or a
  * throttle (429) can answer a retry of a request that was done, so it proves nothing.

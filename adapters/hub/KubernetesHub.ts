@@ -7,6 +7,7 @@ import {
   setHeaderOptions,
   type ConfigurationOptions,
   type V1ConfigMap,
+  type V1Namespace,
 } from '@kubernetes/client-node';
 import { sharedConnections, type HubHttpLibrary } from './connections.ts';
 import { sameJson } from '../../core/domain/json.ts';
@@ -150,6 +151,9 @@ function translateProfile(error: unknown, operation: string, target: string, nam
   );
 }
 
+/** The labels that make a namespace a ClusterSet (the KEP's and the older spelling). */
+const CLUSTERSET_LABELS = [LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP];
+
 /**
  * The hub as a Kubernetes API server with the ClusterProfile CRD: lists by label selector (paginated),
  * writes with server-side apply (object and `/status` separately), deletes with a resourceVersion
@@ -191,32 +195,53 @@ export class KubernetesHub implements Hub {
       labels[LABEL_NAMESPACE_CLUSTERSET] = namespace.clusterSet;
       labels[LABEL_NAMESPACE_CLUSTERSET_KEP] = namespace.clusterSet;
     }
+    const existing = await this.#readNamespace(namespace.name);
+    const current = existing?.metadata?.labels ?? {};
+    if (existing && CLUSTERSET_LABELS.every((key) => current[key] === labels[key])) return;
+    await this.#applyNamespace(namespace.name, labels);
+  }
+
+  async dropClusterSet(name: string): Promise<void> {
+    const existing = await this.#readNamespace(name);
+    // Only labels cpsync's field manager applied: one a person or another tool set is theirs, and stays.
+    const ours = (existing?.metadata?.managedFields ?? []).some(
+      (entry) =>
+        entry.manager === this.#fieldManager &&
+        entry.operation === 'Apply' &&
+        CLUSTERSET_LABELS.some(
+          (key) =>
+            (entry.fieldsV1 as { 'f:metadata'?: { 'f:labels'?: Record<string, unknown> } } | undefined)?.[
+              'f:metadata'
+            ]?.['f:labels']?.[`f:${key}`] !== undefined,
+        ),
+    );
+    if (ours) await this.#applyNamespace(name, {});
+  }
+
+  /** The namespace, or undefined when there is none. */
+  async #readNamespace(name: string): Promise<V1Namespace | undefined> {
     try {
-      const existing = await this.#core.readNamespace({ name: namespace.name }, this.#options());
-      const current = existing.metadata?.labels ?? {};
-      // Applied without the ClusterSet labels, the ones cpsync set before are removed (server-side apply).
-      if (
-        [LABEL_NAMESPACE_CLUSTERSET, LABEL_NAMESPACE_CLUSTERSET_KEP].every(
-          (key) => current[key] === labels[key],
-        )
-      )
-        return;
+      return await this.#core.readNamespace({ name }, this.#options());
     } catch (error) {
-      if (!(error instanceof ApiException && error.code === 404))
-        throw translate(error, 'read namespace', namespace.name);
+      if (error instanceof ApiException && error.code === 404) return undefined;
+      throw translate(error, 'read namespace', name);
     }
+  }
+
+  /** Applies the namespace with these labels (server-side apply): the ClusterSet labels cpsync set before and does not apply now are removed. */
+  async #applyNamespace(name: string, labels: Record<string, string>): Promise<void> {
     try {
       await this.#core.patchNamespace(
         {
-          name: namespace.name,
-          body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace.name, labels } },
+          name,
+          body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } },
           fieldManager: this.#fieldManager,
           force: true,
         },
         this.#options(PatchStrategy.ServerSideApply),
       );
     } catch (error) {
-      throw translate(error, 'apply namespace', namespace.name);
+      throw translate(error, 'apply namespace', name);
     }
   }
 

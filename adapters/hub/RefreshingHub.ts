@@ -29,6 +29,10 @@ export class RefreshingHub implements Hub {
     return (await this.current()).ensureNamespace(namespace);
   }
 
+  async dropClusterSet(name: string): Promise<void> {
+    return (await this.current()).dropClusterSet(name);
+  }
+
   async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
     return (await this.current()).get(ref);
   }

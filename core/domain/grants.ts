@@ -255,6 +255,17 @@ export interface ClusterGrantPlan {
   revoke: HeldGrant[];
   /** The cluster's record in the ledger, if it has one. */
   record?: GrantRecord;
+  /**
+   * The cluster's account and region as its cloud gives them (its profile's labels may spell them otherwise): what
+   * a new record is filed under, so that a read of the scope finds it.
+   */
+  place?: ClusterPlace;
+}
+
+/** A cluster's account and region, as its cloud gives them (the region where it is known). */
+export interface ClusterPlace {
+  account: string;
+  region?: string;
 }
 
 /** Whether the cluster's control plane is running (grants are made on a running cluster only). */
@@ -272,8 +283,14 @@ export function planGrants(
   desired: readonly ClusterProfile[],
   records: ReadonlyMap<string, GrantRecord>,
   consumers: readonly Consumer[],
-  /** A plan for every cluster, also one with nothing wanted or recorded (the turn-off's scan of marks). */
-  { everyCluster = false } = {},
+  /**
+   * `everyCluster`: a plan for every cluster, also one with nothing wanted or recorded (the turn-off's scan of
+   * marks). `placeOf`: each cluster's account and region, by ledger key (see `ClusterGrantPlan.place`).
+   */
+  {
+    everyCluster = false,
+    placeOf,
+  }: { everyCluster?: boolean; placeOf?: (key: string) => ClusterPlace | undefined } = {},
 ): ClusterGrantPlan[] {
   const byCluster = new Map<string, ClusterProfile[]>();
   for (const profile of desired) {
@@ -289,7 +306,9 @@ export function planGrants(
     const provider = first.metadata.labels?.[LABEL_PROVIDER] as Provider;
     const namespaces = new Set(profiles.map((p) => p.metadata.namespace));
     const wanted = consumers.filter((c) => c.namespaces.some((ns) => namespaces.has(ns)));
-    const record = records.get(ledgerKey({ provider, providerId }));
+    const key = ledgerKey({ provider, providerId });
+    const record = records.get(key);
+    const place = placeOf?.(key);
     const held = [...(record?.grants ?? [])].sort((a, b) => a.consumer.localeCompare(b.consumer));
     const revoke = held.filter(
       (grant) => wanted.find((c) => c.name === grant.consumer)?.identities[provider] !== grant.identity,
@@ -304,6 +323,7 @@ export function planGrants(
       held,
       revoke,
       ...(record ? { record } : {}),
+      ...(place ? { place } : {}),
     });
   }
   return plans;
@@ -323,8 +343,10 @@ function baseRecord(plan: ClusterGrantPlan): GrantRecord {
     plan.record ?? {
       providerId: plan.providerId,
       provider: plan.provider,
-      account: labels[LABEL_ACCOUNT] ?? '',
-      region: labels[LABEL_REGION] ?? '',
+      // The labels are label values of the account and region (a GKE project `example.com:data` is
+      // `example.com-data` there): a record filed under them would never be read again.
+      account: plan.place?.account ?? labels[LABEL_ACCOUNT] ?? '',
+      region: plan.place?.region ?? labels[LABEL_REGION] ?? '',
       grants: [],
     }
   );

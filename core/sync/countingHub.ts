@@ -34,6 +34,10 @@ export class CountingHub implements Hub {
     return this.#hub.ensureNamespace(namespace);
   }
 
+  dropClusterSet(name: string): Promise<void> {
+    return this.#hub.dropClusterSet(name);
+  }
+
   get(ref: ProfileRef): Promise<ClusterProfile | undefined> {
     this.#counts.reads += 1;
     return this.#hub.get(ref);

@@ -33,6 +33,7 @@ import {
   type AccessLevel,
   type ClusterGrantOutcome,
   type ClusterGrantPlan,
+  type ClusterPlace,
   type Consumer,
   type GrantRecord,
   type GrantResult,
@@ -112,6 +113,11 @@ export interface GrantsInput {
   complete: boolean;
   /** Ledger keys of the clusters the listing holds (readable or not). */
   listed: ReadonlySet<string>;
+  /**
+   * The region of each listed cluster as its cloud gives it, by ledger key: with the scope's account, what a new
+   * record is filed under. Unset (or a cluster it lacks): the scope's region, else the profile's label.
+   */
+  regions?: ReadonlyMap<string, string>;
   /** Provider ids the cloud confirmed gone: their records go. */
   confirmedGone?: ReadonlySet<string>;
   /**
@@ -296,6 +302,13 @@ export async function withGrants(
   // the account's (a grant, a scan done), or the hub shows a grant. Configured and never on, nothing is scanned.
   const scanning = turningOff && (records.length > 0 || current.some(carriesGrants));
   const byKey = new Map(scoped.map((r) => [ledgerKey(r), r]));
+  // Every cluster of the scope is of its account; its region is the cloud's (a profile's labels may spell both
+  // otherwise, and a record filed under them would not be read again).
+  const placeOf = (key: string): ClusterPlace => {
+    const region =
+      input.regions?.get(key) ?? (input.scope.region === ALL_REGIONS ? undefined : input.scope.region);
+    return { account: input.scope.account, ...(region === undefined ? {} : { region }) };
+  };
   const writable = input.writable ?? (() => true);
   const written = desired.filter(writable);
   const configured = on && input.ledger ? consumers : [];
@@ -311,9 +324,9 @@ export async function withGrants(
   let wantedByCluster: Map<string, Consumer[]> | undefined;
   const wantedAnywhere = (providerId: string): Consumer[] =>
     (wantedByCluster ??= new Map(
-      planGrants(input.routed?.() ?? [...desired, ...(input.unwritten ?? [])], byKey, configured).map(
-        (plan) => [plan.providerId, plan.wanted],
-      ),
+      planGrants(input.routed?.() ?? [...desired, ...(input.unwritten ?? [])], byKey, configured, {
+        placeOf,
+      }).map((plan) => [plan.providerId, plan.wanted]),
     )).get(providerId) ?? [];
   const holding = (plan: ClusterGrantPlan): ClusterGrantPlan => {
     if (plan.revoke.length === 0) return plan;
@@ -325,8 +338,8 @@ export async function withGrants(
     return { ...plan, revoke: plan.revoke.filter((grant) => !stillWanted(grant)) };
   };
   const plans = [
-    ...planGrants(written, byKey, configured, { everyCluster: scanning }),
-    ...planGrants(shadows, byKey, [], { everyCluster: scanning }).filter(
+    ...planGrants(written, byKey, configured, { everyCluster: scanning, placeOf }),
+    ...planGrants(shadows, byKey, [], { everyCluster: scanning, placeOf }).filter(
       (shadow) => !written.some((w) => providerIdOf(w) === shadow.providerId),
     ),
   ].map(holding);

@@ -198,7 +198,13 @@ export interface ProfileLabels {
 
 /** Where ClusterProfiles live: a Kubernetes hub, or a directory of files. */
 export interface Hub {
+  /** Makes the namespace if it is missing, with cpsync's ClusterSet labels as `namespace` says (none: taken off). */
   ensureNamespace(namespace: NamespaceSpec): Promise<void>;
+  /**
+   * Takes cpsync's ClusterSet labels off a namespace that is no longer a ClusterSet, if it exists and carries them;
+   * never makes it, and leaves a label cpsync did not set.
+   */
+  dropClusterSet(name: string): Promise<void>;
   /** One profile, or undefined when there is none. */
   get(ref: ProfileRef): Promise<ClusterProfile | undefined>;
   /** Every profile in `namespace` whose labels include `selector`. */

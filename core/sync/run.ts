@@ -57,10 +57,16 @@ export async function runSync(given: EnginePorts, request: SyncRequest): Promise
     run.others = begun.others;
     report.problems.push(...begun.problems);
     if (!request.dryRun) {
-      // ClusterSet namespaces labelled as the clusterSets feature says (their labels go when it is off).
+      // ClusterSet namespaces labelled as the clusterSets feature says (their labels go when it is off). A run across
+      // the whole configuration (the one that looks for orphans) also takes cpsync's labels off the inventory's
+      // other namespaces: those taken out of `inventory.clusterSets` are no longer ClusterSets.
       for (const namespace of inventoryNamespaces(request.options))
         if (own(request.options.clusterSets, namespace.name) !== undefined)
           await attempt(run, `label namespace ${namespace.name}`, () => ports.hub.ensureNamespace(namespace));
+        else if (request.orphans)
+          await attempt(run, `take the ClusterSet labels off namespace ${namespace.name}`, () =>
+            ports.hub.dropClusterSet(namespace.name),
+          );
       const leftover = await attempt(run, 'read the outbox', () => ports.outbox.pending());
       const result = await publishFromOutbox(run, leftover ?? []);
       report.events.republished = result.published.length;

@@ -326,15 +326,17 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   const terminating = new Set(
     known.filter((p) => p.metadata.deletionTimestamp !== undefined).map((p) => profileKey(p.metadata)),
   );
+  const inScope = listing.clusters.filter(
+    (c) => typeof c.providerId === 'string' && clusterInScope(c, scope),
+  );
   const granted = await withGrants(probed?.profiles ?? normalized, known, {
     options,
     now,
     scope,
     complete: outcome.kind === 'complete',
-    listed: new Set(
-      listing.clusters
-        .filter((c) => typeof c.providerId === 'string' && clusterInScope(c, scope))
-        .map((c) => ledgerKey(c)),
+    listed: new Set(inScope.map((c) => ledgerKey(c))),
+    regions: new Map(
+      inScope.filter((c) => typeof c.region === 'string').map((c) => [ledgerKey(c), c.region]),
     ),
     unwritten,
     // Each cluster on its own: only where its profiles go matters here, not the names they may have.

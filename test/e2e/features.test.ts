@@ -196,13 +196,15 @@ describe('features: on → use → off leaves the hub as if never on (every regi
     const directory = join(emulators.directory, namespace);
     mkdirSync(directory, { recursive: true });
     const events = join(directory, 'events.jsonl');
-    const sync = async (features: Record<string, string>, exitCode = 0) => {
+    /** `change`: the configuration changed further after the feature's own (a later edit). */
+    const sync = async (features: Record<string, string>, exitCode = 0, change?: (document: Doc) => void) => {
       const document: Doc = structuredClone(base);
       document.inventory = { namespace };
       document.outbox = { directory: join(directory, 'outbox') };
       document.bus = { jsonl: events };
       document.features = features;
       USE[feature].configure(document, namespace);
+      change?.(document);
       const config = join(directory, 'cpsync.yaml');
       writeFileSync(config, stringify(document));
       writeFileSync(events, '');
@@ -311,6 +313,46 @@ describe('features: on → use → off leaves the hub as if never on (every regi
       );
     });
   }
+
+  it('takes the ClusterSet labels off a namespace taken out of inventory.clusterSets, the feature on, and then writes nothing', async () => {
+    restoreClouds();
+    const used = inventory('clusterSets');
+    // A namespace a rule routes GKE's clusters to (the inventory's own is labelled at every sync's start).
+    const routed = `${used.namespace}-gke`;
+    const setting = (clusterSets: Record<string, string[]>) => (document: Doc) => {
+      document.inventory.namespaceRules = [{ provider: 'gke', namespace: routed }];
+      document.inventory.clusterSets = clusterSets;
+    };
+    const namespaceOf = async () => (await core.readNamespace({ name: routed })).metadata!;
+    const setLabels = async () => {
+      const all = (await namespaceOf()).labels ?? {};
+      return Object.fromEntries(SET_LABELS.filter((k) => all[k] !== undefined).map((k) => [k, all[k]!]));
+    };
+    const routedProfiles = async () =>
+      (
+        (await objects.listNamespacedCustomObject({
+          group: 'multicluster.x-k8s.io',
+          version: 'v1alpha1',
+          namespace: routed,
+          plural: 'clusterprofiles',
+        })) as { items: Doc[] }
+      ).items;
+    await used.sync({ clusterSets: 'on' }, 0, setting({ prod: [routed] }));
+    assert.deepEqual(await setLabels(), Object.fromEntries(SET_LABELS.map((key) => [key, 'prod'])));
+    assert.ok((await routedProfiles()).length > 0);
+    const out = await used.sync({ clusterSets: 'on' }, 0, setting({}));
+    assert.deepEqual(await setLabels(), {});
+    assert.ok(
+      (await routedProfiles()).every(
+        (p) => !p.status.properties.some((q: Doc) => q.name === 'clusterset.k8s.io'),
+      ),
+    );
+    assert.ok(out.events.some((e) => e['detail-type'] === 'ClusterProfile Updated'));
+    // Taken off once: a further run writes nothing to the namespace.
+    const before = (await namespaceOf()).resourceVersion;
+    await used.sync({ clusterSets: 'on' }, 0, setting({}));
+    assert.equal((await namespaceOf()).resourceVersion, before);
+  });
 
   it('reads turning-off while a scope that could not be listed keeps what the feature wrote, and off once it is listed', async () => {
     restoreClouds();

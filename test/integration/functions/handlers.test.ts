@@ -9,6 +9,7 @@ import { DeleteClusterCommand, EKSClient } from '@aws-sdk/client-eks';
 import { CreateQueueCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSEvent } from 'aws-lambda';
 import fc from 'fast-check';
+import { CoreV1Api } from '@kubernetes/client-node';
 import { parse } from 'yaml';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
 import { ALL_PROVIDERS } from '../../../adapters/compose/providers/index.ts';
@@ -62,6 +63,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
   let emulators: Emulators;
   let deps: FunctionDeps;
   let hub: KubernetesHub;
+  let core: CoreV1Api;
   let namespace: string;
   let scopeQueueUrl: string;
   let signer: GoogleSigner;
@@ -141,6 +143,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     // As the functions build them (functions/runtime.ts lazyDeps): each cloud on its first use.
     deps = await compose(config, ALL_PROVIDERS, { onDemand: true });
     hub = new KubernetesHub({ kubeConfig: adminKubeConfig(state) });
+    core = adminKubeConfig(state).makeApiClient(CoreV1Api);
   });
 
   after(async () => {
@@ -306,6 +309,31 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     assert.equal(announced.length, 1);
     assert.deepEqual(validator.errors(announced[0]!['detail-type'], announced[0]!.detail), []);
     assert.equal((announced[0]!.detail as { profiles?: number }).profiles, 2);
+  });
+
+  it('takes the ClusterSet labels off a namespace taken out of inventory.clusterSets, from the scope enumerator', async () => {
+    const sqs = new SQSClient({ endpoint: emulators.moto.endpoint, region: 'us-east-1' });
+    const queueUrl = (await sqs.send(new CreateQueueCommand({ QueueName: 'cpsync-scopes-sets' }))).QueueUrl!;
+    // A namespace a rule routes GKE's clusters to (the inventory's own is labelled at every sync's start).
+    const routed = `${namespace}-gke`;
+    const labels = async () => {
+      const all = (await core.readNamespace({ name: routed })).metadata?.labels ?? {};
+      return [all['multicluster.x-k8s.io/clusterset'], all['clusterset.multicluster.x-k8s.io']];
+    };
+    const enumerate = async (clusterSets: Record<string, string>, executionId: string) => {
+      const inventory = {
+        ...deps.config.inventory,
+        namespaceRules: [{ provider: 'gke' as const, namespace: routed }],
+        clusterSets,
+      };
+      const composed = await compose({ ...deps.config, inventory }, ALL_PROVIDERS);
+      await makeScopeEnumerator(async () => composed, { queueUrl, sqs })({ executionId }, context);
+      await drainQueue(emulators.queueUrl);
+    };
+    await enumerate({ [routed]: 'prod' }, 'exec-sets-1');
+    assert.deepEqual(await labels(), ['prod', 'prod']);
+    await enumerate({}, 'exec-sets-2');
+    assert.deepEqual(await labels(), [undefined, undefined]);
   });
 
   it('refuses scope messages the configuration does not cover (failed items, nothing synced), and takes any spelling of one it does', async () => {

@@ -239,6 +239,38 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
     );
   });
 
+  it("a project whose policy shows a binding of cpsync's and refuses its removal: said, never taken as holding nothing", async () => {
+    await roles.hold(CLUSTER, 'deployer', DEPLOYER);
+    assert.equal(ours().length, 1);
+    const grants = new CloudGrants({
+      manager: 'cpsync',
+      tokens: {},
+      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
+      gke: async () => roles,
+      timeoutMillis: 10_000,
+    });
+    // cpsync may read the policy, and not write it (its admin role narrowed, or the write refused by an org policy).
+    const deny = { status: 403, code: 'PERMISSION_DENIED', message: 'The caller does not have permission' };
+    server.iamFaults.push({ method: 'setIamPolicy', fault: deny });
+    // Nothing held any more (the feature turned off, or the consumer taken out): the binding is to go.
+    await assert.rejects(
+      grants.settleProjectRoles(PROJECT, async () => new Map()),
+      (error: Error) => {
+        assert.match(
+          error.message,
+          new RegExp(
+            `roles/container.clusterViewer binding cpsync made in project ${PROJECT} stands, its removal refused: The caller does not have permission`,
+          ),
+        );
+        return true;
+      },
+    );
+    assert.equal(ours().length, 1, 'the binding stands, as the error says');
+    // Allowed again: it goes.
+    assert.deepEqual((await grants.settleProjectRoles(PROJECT, async () => new Map())).length, 1);
+    assert.equal(ours().length, 0);
+  });
+
   it("settles a project's role through the grants with the look's whole deadline once Resource Manager's client is made, however long making it takes", async () => {
     // Making the client (its SDK's first load, in a cold process) takes as long as the look's deadline: the
     // deadline starts once it is made, so the settling still gets every millisecond of it.

@@ -135,6 +135,8 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
   let grants: CloudGrants;
   /** The same, with a short deadline: for looks where the member never answers a request. */
   let hangingGrants: CloudGrants;
+  /** As `grants`, with no token to be had for any member (its issuer failing). */
+  let tokenlessGrants: CloudGrants;
   let arm: ArmServer;
   /** Grants on AKS clusters that use Azure RBAC: role assignments on the local ARM, bindings on the member. */
   let azureGrants: CloudGrants;
@@ -157,10 +159,15 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
       manager,
       timeoutMillis: ANSWERED_MILLIS,
     });
-    const memberGrants = (timeoutMillis: number) =>
+    const noToken = async (): Promise<never> => {
+      throw new Error('the token issuer is unavailable');
+    };
+    const memberGrants = (timeoutMillis: number, tokenless = false) =>
       new CloudGrants({
         manager,
-        tokens: { gke: async () => ({ token: 'gke-token' }), aks: async () => ({ token: 'aks-token' }) },
+        tokens: tokenless
+          ? { gke: noToken, aks: noToken }
+          : { gke: async () => ({ token: 'gke-token' }), aks: async () => ({ token: 'aks-token' }) },
         // The member is a local server: a cloud the configuration would reach on this machine.
         localClouds: ['eks', 'gke', 'aks'],
         accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
@@ -172,6 +179,7 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
     // clouds answered, under a deadline no look on a busy machine comes near.
     grants = memberGrants(ANSWERED_MILLIS);
     hangingGrants = memberGrants(HANG_MILLIS);
+    tokenlessGrants = memberGrants(ANSWERED_MILLIS, true);
     arm = await startArmServer();
     const assignments = new AksRoleAssignments({
       credential: armCredential(arm),
@@ -717,6 +725,13 @@ describe("a look at a consumer's grant leaves nothing on the member that its led
         [],
       );
       assert.deepEqual([unreachable.complete, unreachable.unreachable], [false, true]);
+      // No token to be had for it, or no way to reach it in its profile: nothing says the member is gone, so it is
+      // scanned again (and what is there stays named), never taken as holding nothing.
+      const tokenless = await tokenlessGrants.sweep(plan!, () => false, []);
+      assert.deepEqual([tokenless.complete, tokenless.unreachable], [false, undefined]);
+      const { accessProviders: _none, ...status } = profile.status!;
+      const wayless = await grants.sweep({ ...plan!, profile: { ...profile, status } }, () => false, []);
+      assert.deepEqual([wayless.complete, wayless.unreachable], [false, undefined]);
       // Reached and answered in full: both taken out.
       const whole = await scan();
       assert.equal(whole.complete, true);

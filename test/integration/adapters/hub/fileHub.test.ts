@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -126,6 +126,27 @@ describe('file hub', () => {
     const profile = parse(readFileSync(join(directory, namespace, names[0]!), 'utf8')) as ClusterProfile;
     assert.equal(profile.apiVersion, 'multicluster.x-k8s.io/v1alpha1');
     assert.equal(`${profile.metadata.name}.yaml`, names[0]);
+  });
+
+  it('takes the ClusterSet labels off a namespace no longer a ClusterSet, once, and makes no namespace', async () => {
+    const namespace = uniqueNamespace('files-set');
+    const hub = new FileHub({ directory });
+    const file = join(directory, namespace, '_namespace.yaml');
+    await hub.ensureNamespace({ name: namespace, clusterSet: 'prod' });
+    assert.deepEqual(parse(readFileSync(file, 'utf8')).metadata.labels, {
+      'multicluster.x-k8s.io/clusterset': 'prod',
+      'clusterset.multicluster.x-k8s.io': 'prod',
+    });
+    await hub.dropClusterSet(namespace);
+    assert.deepEqual(parse(readFileSync(file, 'utf8')).metadata.labels, {});
+    // Again: nothing to take off, the file is not written (its time set in the past stays).
+    const past = new Date('2020-01-01T00:00:00Z');
+    utimesSync(file, past, past);
+    await hub.dropClusterSet(namespace);
+    assert.equal(statSync(file).mtimeMs, past.getTime());
+    const absent = uniqueNamespace('files-absent');
+    await hub.dropClusterSet(absent);
+    assert.equal(existsSync(join(directory, absent)), false);
   });
 
   it('performs zero writes when nothing changed', async () => {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { HubRejectedError } from '../../../../adapters/hub/errors.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
@@ -304,5 +305,83 @@ describe('Kubernetes hub against a real kube-apiserver with the upstream CRD', (
       syncScope({ hub, listing: listing([eksCluster({ name: 'kept' })]), options: opts, now }).then(() => {}),
     );
     assert.equal(counted.writes, 0);
+  });
+  it("takes only cpsync's own ClusterSet labels off a namespace no longer a ClusterSet, and makes no namespace", async () => {
+    const state = await localHub();
+    const core = adminKubeConfig(state).makeApiClient(CoreV1Api);
+    const KEYS = ['multicluster.x-k8s.io/clusterset', 'clusterset.multicluster.x-k8s.io'];
+    // Another writer's values are never cpsync's: a merge patch that repeats a value changes nothing, so no
+    // server could tell it was set again.
+    const value = (prefix: string) =>
+      fc.stringMatching(/^[a-z0-9-]{0,10}[a-z0-9]$/).map((v) => `${prefix}${v}`);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.record({
+          // The ClusterSet cpsync labelled the namespace with before, if any.
+          ours: fc.option(value('c'), { nil: undefined }),
+          // What another writer set afterwards: any of the ClusterSet keys and a key of its own, by server-side
+          // apply (forced) or by a merge patch.
+          theirs: fc.dictionary(fc.constantFrom(...KEYS, 'team.example.com/own'), value('p'), {
+            maxKeys: 3,
+          }),
+          how: fc.constantFrom('apply', 'merge'),
+        }),
+        async ({ ours, theirs, how }) => {
+          const name = uniqueNamespace('unset');
+          await core.createNamespace({ body: { metadata: { name } } });
+          try {
+            if (ours !== undefined) await hub.ensureNamespace({ name, clusterSet: ours });
+            if (Object.keys(theirs).length > 0)
+              await core.patchNamespace(
+                how === 'apply'
+                  ? {
+                      name,
+                      body: { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: theirs } },
+                      fieldManager: 'someone-else',
+                      force: true,
+                    }
+                  : { name, body: { metadata: { labels: theirs } }, fieldManager: 'someone-else' },
+                setHeaderOptions(
+                  'Content-Type',
+                  how === 'apply' ? PatchStrategy.ServerSideApply : PatchStrategy.MergePatch,
+                ),
+              );
+            const before = await core.readNamespace({ name });
+            await hub.dropClusterSet(name);
+            const after = await core.readNamespace({ name });
+            const labels = (ns: typeof after) =>
+              Object.fromEntries(
+                Object.entries(ns.metadata?.labels ?? {}).filter(
+                  ([key]) => !key.startsWith('kubernetes.io/'),
+                ),
+              );
+            // Every label another writer set stays as it set it; those only cpsync set are gone.
+            assert.deepEqual(labels(after), { ...theirs });
+            const cpsyncOnly = ours !== undefined && KEYS.some((key) => theirs[key] === undefined);
+            if (!cpsyncOnly)
+              assert.equal(
+                after.metadata?.resourceVersion,
+                before.metadata?.resourceVersion,
+                'nothing written',
+              );
+            // Taking them off again writes nothing.
+            await hub.dropClusterSet(name);
+            assert.equal(
+              (await core.readNamespace({ name })).metadata?.resourceVersion,
+              after.metadata?.resourceVersion,
+            );
+          } finally {
+            await core.deleteNamespace({ name });
+          }
+        },
+      ),
+      { numRuns: 25 },
+    );
+    const absent = uniqueNamespace('absent');
+    await hub.dropClusterSet(absent);
+    await assert.rejects(
+      core.readNamespace({ name: absent }),
+      (error: { code?: number }) => error.code === 404,
+    );
   });
 });

@@ -53,6 +53,7 @@ class RefusingHub extends FileHub {
 /** The hub as one that writes a status only apart from its object, as a Kubernetes hub does (no `applyWhole`). */
 const apart = (hub: FileHub): Hub => ({
   ensureNamespace: (namespace) => hub.ensureNamespace(namespace),
+  dropClusterSet: (name) => hub.dropClusterSet(name),
   get: (ref) => hub.get(ref),
   list: (namespace, selector) => hub.list(namespace, selector),
   applyObject: (profile) => hub.applyObject(profile),

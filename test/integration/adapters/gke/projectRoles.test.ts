@@ -217,16 +217,20 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
     assert.deepEqual(server.iamPolicies.get(PROJECT), before);
   });
 
-  it("a project that refuses cpsync: through the grants, nothing to take back where nothing is held, Google's refusal where something is or who holds it cannot be read", async () => {
-    const policy = server.iamPolicies.get(PROJECT)!;
-    policy.bindings = policy.bindings!.filter((b) => b.role !== PROJECT_IAM_ADMIN);
-    const grants = new CloudGrants({
+  /** The grants as the functions build them, with only GKE's project role to settle. */
+  const projectGrants = () =>
+    new CloudGrants({
       manager: 'cpsync',
       tokens: {},
       accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
       gke: async () => roles,
       timeoutMillis: 10_000,
     });
+
+  it("a project that refuses cpsync: through the grants, nothing to take back where nothing is held, Google's refusal where something is or who holds it cannot be read", async () => {
+    const policy = server.iamPolicies.get(PROJECT)!;
+    policy.bindings = policy.bindings!.filter((b) => b.role !== PROJECT_IAM_ADMIN);
+    const grants = projectGrants();
     const refused = /The caller does not have permission/;
     assert.deepEqual(await grants.settleProjectRoles(PROJECT, async () => new Map()), []);
     await assert.rejects(
@@ -242,13 +246,7 @@ describe("GKE project role for consumers: cpsync's own bindings of the project's
   it("a project whose policy shows a binding of cpsync's and refuses its removal: said, never taken as holding nothing", async () => {
     await roles.hold(CLUSTER, 'deployer', DEPLOYER);
     assert.equal(ours().length, 1);
-    const grants = new CloudGrants({
-      manager: 'cpsync',
-      tokens: {},
-      accessProviderNames: { eks: 'eks', gke: 'gke', aks: 'aks' },
-      gke: async () => roles,
-      timeoutMillis: 10_000,
-    });
+    const grants = projectGrants();
     // cpsync may read the policy, and not write it (its admin role narrowed, or the write refused by an org policy).
     const deny = { status: 403, code: 'PERMISSION_DENIED', message: 'The caller does not have permission' };
     server.iamFaults.push({ method: 'setIamPolicy', fault: deny });

@@ -26,6 +26,7 @@ import { cloudTrailEvent, lambdaContext } from '../support/lambda.ts';
 import { bundleFunction } from '../../infra/functionCode.ts';
 import { parseArgs } from 'node:util';
 import { compareStateFileSystems, fullSyncAtScale } from './scale.ts';
+import { compareWithCommit } from './against.ts';
 import { timeToUsable } from './usable.ts';
 import { coldRun } from '../support/cold.ts';
 import { reportCost } from './cost.ts';
@@ -444,6 +445,9 @@ const { values: flags } = parseArgs({
     // What answers DynamoDB in the usable section: dynalite in a process of its own, or moto (with every other
     // AWS service, as before 2026-11-27 midday).
     dynamodb: { type: 'string', default: 'dynalite' },
+    // An earlier commit whose full sync into the file hub is measured beside this checkout's, taking turns.
+    against: { type: 'string' },
+    'against-rounds': { type: 'string', default: '3' },
   },
 });
 const parts = new Set(
@@ -452,6 +456,10 @@ const parts = new Set(
     'cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,curve'
   ).split(','),
 );
+// `--against <commit>` adds its section to whatever else runs.
+if (flags.against !== undefined) parts.add('against');
+else if (parts.has('against'))
+  throw new Error('--only against needs --against <commit>: the commit to measure beside this checkout');
 
 say('# cpsync benchmarks');
 say('');
@@ -464,6 +472,7 @@ say(
     "- **Full sync at scale**: a synthetic 10,000-cluster estate (4,000 EKS in 100 accounts × 4 regions, 3,000 GKE in 100 projects, 3,000 AKS in 50 subscriptions) behind local servers that add 50 ms to every call, synced by the `cpsync sync` CLI in its own process — into the real hub (full, a tenth of the EKS clusters changed, unchanged; writes as the kube-apiserver counted them) and into the file hub (the configuration's defaults, then the concurrency the bench chooses). CPU time is the cpsync process's own (user + system, from `process.resourceUsage()`), divided by the clusters.",
     "- **Time to usable**: clusters created in each cloud's emulator and ready after a while, then deleted, the clouds' events entering as the clouds send them, handled by the bundled functions and followed by the follow-up function until they settle: ready → profile usable, gone → Deleted, wrongful deletions, and the follow-up's cost per cluster.",
     '- **What a deployment costs**: the file-hub run at the defaults, priced.',
+    "- **Against an earlier commit** (`--against <commit>` only): the file-hub full sync at the defaults by that commit's own bench and bundle and by this checkout's, taking turns in one run: a figure of another day judged against its own code measured today.",
     "- **The state directory on the disk and in memory**: the file-hub run at the defaults with its state directory (inventory and outbox) on this machine's disk and on a tmpfs, taking turns: the kernel's share of the CPU per cluster, which follows the disk (a created profile is a created file).",
     '- **EKS DescribeCluster asked at every sync**: the file-hub run at the defaults with `providers.eks.clusterMaxAgeMinutes: 0` (the default was 60 from 2026-11-29 night; before, 0): every listed cluster described at every sync, as a sync at the defaults would if the answers of every cluster aged at once; with `scale` in the same run, the hour at the default schedule both ways.',
     '- **AKS through Resource Graph**: the file-hub run at the defaults with `providers.aks.listing: resourceGraph`: one graph query for every subscription in place of a listing per subscription.',
@@ -471,7 +480,7 @@ say(
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,curve`, `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
+    "Options: `--only cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,curve`, `--against <commit>` (with `--against-rounds 3`: the file-hub full sync at the defaults, this checkout and that commit taking turns in one run, each with its own bench and bundle), `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
   ].join('\n'),
 );
 say('');
@@ -505,7 +514,9 @@ function steadyVariantsFrom(env: NodeJS.ProcessEnv): { flags: string[]; rounds: 
 }
 const steadyVariants = steadyVariantsFrom(process.env);
 // The sync runs measure the `cpsync` command as installed: the bundle, built now from these sources.
-if (['scale', 'state-memory', 'eks-every-sync', 'aks-graph', 'curve'].some((part) => parts.has(part)))
+if (
+  ['scale', 'state-memory', 'against', 'eks-every-sync', 'aks-graph', 'curve'].some((part) => parts.has(part))
+)
   execFileSync(process.execPath, [join(ROOT, 'infra', 'build-cli.ts')], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
@@ -602,6 +613,14 @@ if (parts.has('scale')) {
 }
 if (parts.has('state-memory'))
   await compareStateFileSystems({ memory: '/dev/shm', rounds: 2, scale, latencyMillis, say });
+if (parts.has('against')) {
+  const rounds = Number(flags['against-rounds']);
+  if (!Number.isInteger(rounds) || rounds < 1)
+    throw new Error(
+      `--against-rounds must be a whole number of at least 1; it is ${flags['against-rounds']}`,
+    );
+  await compareWithCommit({ commit: flags.against!, rounds, scale, latencyMillis, memory: '/dev/shm', say });
+}
 if (parts.has('eks-every-sync')) {
   const everySync = await scaleRun({
     fileHub: true,

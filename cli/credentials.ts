@@ -7,6 +7,8 @@ import {
   EXEC_API_VERSIONS,
   readExecInfo,
   resolveTarget,
+  serverProblem,
+  TargetError,
   type TargetFlags,
 } from '../adapters/credentials/target.ts';
 
@@ -21,6 +23,7 @@ interface Flags extends TargetFlags {
   roleArn?: string;
   roleName?: string;
   googleCredentials?: string;
+  localClouds?: string;
   apiVersion?: string;
   timeout: number;
 }
@@ -74,6 +77,10 @@ export function credentialsOptions(command: Command): Command {
       "EKS: assume this role of the cluster's account first [env CPSYNC_EKS_ROLE_NAME]",
     )
     .option('--google-credentials <file>', 'GKE: a key file instead of Application Default Credentials')
+    .option(
+      '--local-clouds <clouds>',
+      'clouds whose clusters run on this machine (local emulators, comma-separated): their servers may be loopback addresses [env CPSYNC_LOCAL_CLOUDS]',
+    )
     .addOption(
       new Option(
         '--api-version <version>',
@@ -97,6 +104,14 @@ export async function printCredential(flags: Flags, io: CredentialsIo): Promise<
     const info = readExecInfo(io.env.KUBERNETES_EXEC_INFO);
     const target = resolveTarget(info?.extension, flags);
     provider = target.provider;
+    if (info?.server !== undefined) {
+      const localClouds = (flags.localClouds ?? io.env.CPSYNC_LOCAL_CLOUDS ?? '')
+        .split(',')
+        .map((cloud) => cloud.trim())
+        .filter(Boolean);
+      const problem = serverProblem(info.server, target, localClouds);
+      if (problem) throw new TargetError(problem);
+    }
     const roleArn = flags.roleArn ?? io.env.CPSYNC_EKS_ROLE_ARN;
     const roleName = flags.roleName ?? io.env.CPSYNC_EKS_ROLE_NAME;
     const settings: TokenSettings = {

@@ -1,5 +1,7 @@
 import { z } from 'zod';
+import { canonicalServer } from '../../core/domain/endpoints.ts';
 import { AWS_REGION } from '../../core/domain/scopes.ts';
+import { awsPartitionOf } from '../shared/awsPartition.ts';
 
 /**
  * What the credential plugin gets a token for: the cluster's cloud and what that cloud's token needs.
@@ -51,6 +53,8 @@ export interface ExecInfo {
   apiVersion: ExecApiVersion;
   /** The profile's exec extension, when the consumer set provideClusterInfo: true. */
   extension?: ExtensionKeys;
+  /** The server client-go will send the token to, when the consumer set provideClusterInfo: true. */
+  server?: string;
 }
 
 /** Reads KUBERNETES_EXEC_INFO; undefined when client-go did not set it (the plugin run by hand). */
@@ -68,7 +72,9 @@ export function readExecInfo(text: string | undefined): ExecInfo | undefined {
     throw new TargetError(`KUBERNETES_EXEC_INFO: ${issue.path.join('.') || '(root)'}: ${issue.message}`);
   }
   const config = parsed.data.spec?.cluster?.config;
-  if (config === undefined || config === null) return { apiVersion: parsed.data.apiVersion };
+  const server = parsed.data.spec?.cluster?.server;
+  const base = { apiVersion: parsed.data.apiVersion, ...(server === undefined ? {} : { server }) };
+  if (config === undefined || config === null) return base;
   const keys = extension.safeParse(config);
   if (!keys.success) {
     const issue = keys.error.issues[0]!;
@@ -76,7 +82,40 @@ export function readExecInfo(text: string | undefined): ExecInfo | undefined {
       `the profile's exec extension: ${issue.path.join('.') || '(root)'}: ${issue.message}`,
     );
   }
-  return { apiVersion: parsed.data.apiVersion, extension: keys.data };
+  return { ...base, extension: keys.data };
+}
+
+/** The domains AKS's API servers are under: public and private clusters, Azure's sovereign clouds. */
+const AKS_DOMAINS = ['.azmk8s.io', '.azk8s.cn', '.azure.us'];
+
+/**
+ * Why `server` (where client-go will send the token) is not one a cluster of `target` is reached at, or undefined
+ * when it is. Whoever wrote the profile or kubeconfig chose the server, and a token sent elsewhere can be replayed
+ * against the cluster it is for: never a loopback, link-local or metadata address, nor anything cpsync would not
+ * write for a cloud's endpoint (`canonicalServer`); an EKS token only to an EKS endpoint of the target's region, an
+ * AKS token only under AKS's domains. GKE's endpoints are addresses, bound to no cluster by their form.
+ * `localClouds`: clouds whose clusters run on this machine (local emulators), reached at loopback addresses.
+ */
+export function serverProblem(
+  server: string,
+  target: Target,
+  localClouds: readonly string[] = [],
+): string | undefined {
+  const local = localClouds.includes(target.provider);
+  const canonical = canonicalServer(server, { loopback: local });
+  const refused = `the server ${JSON.stringify(server)} is not`;
+  if (canonical === undefined)
+    return `${refused} one a cluster is reached at (an https URL of a host that is no loopback, link-local or metadata address): no token is sent there`;
+  if (local) return undefined;
+  const host = new URL(canonical).hostname.toLowerCase();
+  if (target.provider === 'eks') {
+    const domain = `.${target.region}.eks.${awsPartitionOf(target.region).dnsSuffix}`;
+    if (!host.endsWith(domain))
+      return `${refused} an EKS endpoint in ${target.region} (a host under ${domain.slice(1)}): no token for ${JSON.stringify(target.cluster)} is sent there`;
+  }
+  if (target.provider === 'aks' && !AKS_DOMAINS.some((domain) => host.endsWith(domain)))
+    return `${refused} an AKS endpoint (a host under ${AKS_DOMAINS.map((d) => d.slice(1)).join(', ')}): no token is sent there`;
+  return undefined;
 }
 
 /** What the flags say about the cluster (each one optional; they win over the extension). */

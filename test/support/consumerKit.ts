@@ -111,6 +111,8 @@ export function consumerKit(emulators: Emulators, as: ConsumerIdentity = {}): Co
       ...(as.aws?.sessionToken ? { AWS_SESSION_TOKEN: as.aws.sessionToken } : {}),
       AWS_ENDPOINT_URL_STS: emulators.proxy.endpoint,
       AWS_EC2_METADATA_DISABLED: 'true',
+      // The members run here, at loopback addresses: the plugin sends their tokens there.
+      CPSYNC_LOCAL_CLOUDS: 'eks,gke,aks',
       // GKE through workload identity federation, exchanged at the local Google STS.
       GOOGLE_APPLICATION_CREDENTIALS: localGoogleFederation(emulators.directory, emulators.gke, as.google),
       METADATA_SERVER_DETECTION: 'none',

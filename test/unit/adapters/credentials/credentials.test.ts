@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { readExecInfo, resolveTarget, TargetError } from '../../../../adapters/credentials/target.ts';
 import { eksRoleArn, TokenError } from '../../../../adapters/credentials/tokens.ts';
 import { credentialsMain } from '../../../../cli/credentials.ts';
@@ -46,11 +47,14 @@ async function plugin(args: string[], env: NodeJS.ProcessEnv) {
   }
 }
 
-const execInfo = (apiVersion: string, config?: Record<string, unknown>) =>
+/** An EKS endpoint as DescribeCluster gives one in eu-west-1. */
+const EKS_SERVER = 'https://0A1B2C3D4E5F60718293A4B5C6D7E8F9.gr7.eu-west-1.eks.amazonaws.com';
+
+const execInfo = (apiVersion: string, config?: Record<string, unknown>, server = EKS_SERVER) =>
   JSON.stringify({
     apiVersion,
     kind: 'ExecCredential',
-    spec: { interactive: false, ...(config ? { cluster: { server: 'https://x', config } } : {}) },
+    spec: { interactive: false, ...(config ? { cluster: { server, config } } : {}) },
   });
 
 describe('cpsync credentials: what it reads', () => {
@@ -246,5 +250,71 @@ describe('cpsync credentials: what it prints', () => {
     const longest = await plugin([...flags, '--timeout', '2147483'], env);
     assert.equal(longest.code, 0, longest.stderr);
     assert.match(longest.stdout, /"token":"k8s-aws-v1\./);
+  });
+});
+
+describe('cpsync credentials: where the token goes', () => {
+  const eks = { provider: 'eks', clusterId: 'payments', region: 'eu-west-1', accountId: '111122223333' };
+  const aks = { provider: 'aks', cluster: 'web', tenantId: '0c1d2e3f-0000-4000-8000-000000000001' };
+  const run = (server: string, config: Record<string, unknown>, extra: NodeJS.ProcessEnv = {}) =>
+    plugin([], {
+      ...AWS,
+      ...extra,
+      KUBERNETES_EXEC_INFO: execInfo('client.authentication.k8s.io/v1', config, server),
+    });
+
+  it('sends no token to a server the profile or kubeconfig names that is not where such a cluster is reached', async () => {
+    /** Hosts no token may go to, however spelled: loopback, metadata and link-local, other domains, other regions. */
+    const elsewhere = fc.oneof(
+      fc.constantFrom(
+        'https://127.0.0.1',
+        'https://2130706433',
+        'https://0x7f000001:6443',
+        'https://[::1]',
+        'https://169.254.169.254',
+        'https://metadata.google.internal',
+        'https://localhost:6443',
+        'http://0A1B.gr7.eu-west-1.eks.amazonaws.com',
+        'https://user@0A1B.gr7.eu-west-1.eks.amazonaws.com',
+        'https://0A1B.gr7.eu-west-1.eks.amazonaws.com.evil.example',
+        'https://eks.amazonaws.com.evil.example',
+        'https://0A1B.gr7.us-east-1.eks.amazonaws.com',
+        'https://web-dns-abc123.hcp.westeurope.azmk8s.io',
+      ),
+      fc.domain().map((host) => `https://${host}`),
+      fc.ipV4().map((ip) => `https://${ip}`),
+    );
+    await fc.assert(
+      fc.asyncProperty(elsewhere, async (server) => {
+        const answer = await run(server, eks);
+        assert.equal(answer.code, 1);
+        assert.equal(answer.stdout, '', 'no token printed');
+        assert.match(answer.stderr, /^cpsync credentials: eks: the server .* is not .*: no token/);
+      }),
+      { numRuns: 60 },
+    );
+    const azure = await run('https://0A1B.gr7.eu-west-1.eks.amazonaws.com', aks);
+    assert.equal(azure.code, 1);
+    assert.match(azure.stderr, /is not an AKS endpoint/);
+  });
+
+  it("sends the token to the cluster's own endpoint, however the kubeconfig spells it, and to loopback only for clouds it is told run here", async () => {
+    for (const server of [EKS_SERVER, `${EKS_SERVER}:443`, `${EKS_SERVER}/`, EKS_SERVER.toLowerCase()]) {
+      const answer = await run(server, eks);
+      assert.equal(answer.code, 0, answer.stderr);
+      assert.match(answer.stdout, /"token":"k8s-aws-v1\./);
+    }
+    assert.equal((await run('https://127.0.0.1:6443', eks)).code, 1);
+    assert.equal((await run('https://127.0.0.1:6443', eks, { CPSYNC_LOCAL_CLOUDS: 'gke,aks' })).code, 1);
+    assert.equal((await run('https://127.0.0.1:6443', eks, { CPSYNC_LOCAL_CLOUDS: 'eks' })).code, 0);
+    assert.equal(
+      (
+        await plugin(['--local-clouds', 'eks'], {
+          ...AWS,
+          KUBERNETES_EXEC_INFO: execInfo('client.authentication.k8s.io/v1', eks, 'https://127.0.0.1:6443'),
+        })
+      ).code,
+      0,
+    );
   });
 });

@@ -6,8 +6,11 @@
 import { credentialsMain } from './credentials.ts';
 
 for (const stream of [process.stdout, process.stderr]) stream.on('error', () => {});
-process.exitCode = await credentialsMain(process.argv.slice(2), {
+const code = await credentialsMain(process.argv.slice(2), {
   stdout: process.stdout,
   stderr: process.stderr,
   env: process.env,
 });
+// Ends once its answer is written, as `cpsync credentials` does: a request the timeout gave up on (an STS or token
+// endpoint that never answers) keeps its socket open, and client-go waits for the process, not for its output.
+process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));

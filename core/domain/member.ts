@@ -223,12 +223,27 @@ export function applyMemberReading(
   const copied: Property[] = [];
   const refused: string[] = [];
   let memberSet: string | undefined;
-  for (const property of [...reading.properties].sort(byName)) {
+  // The names copied are listed in `cpsync.io/member-properties` (what a later reading takes out): no more are copied
+  // than one property value can name, the member's own cluster id first, then in name order. Room is kept for the
+  // names the probe writes itself.
+  const listed = [PROPERTY_CLUSTER_ID, PROPERTY_CRD_GROUPS];
+  const inOrder = [...reading.properties].sort(
+    (a, b) => Number(b.name === PROPERTY_CLUSTER_ID) - Number(a.name === PROPERTY_CLUSTER_ID) || byName(a, b),
+  );
+  for (const property of inOrder) {
     if (property.name === PROPERTY_CLUSTERSET) memberSet ??= property.value;
     const problem = copyable(property, desired);
     if (problem) refused.push(`${property.name} (${problem})`);
-    else if (!copied.some((p) => p.name === property.name))
+    else if (!copied.some((p) => p.name === property.name)) {
+      if (!listed.includes(property.name)) {
+        if (Array.from(JSON.stringify([...listed, property.name])).length > PROPERTY_VALUE_MAX_LENGTH) {
+          refused.push(`${property.name} (more than ${PROPERTY_MEMBER_PROPERTIES} can name)`);
+          continue;
+        }
+        listed.push(property.name);
+      }
       copied.push({ name: property.name, value: property.value, lastObservedTime: now });
+    }
   }
   const written = new Map(copied.map((p) => [p.name, p]));
   const add = (name: string, value: string) => {
@@ -266,6 +281,7 @@ export function applyMemberReading(
   ]
     .filter((part) => part !== undefined)
     .join('; ');
+  const said = fitText(message.charAt(0).toUpperCase() + message.slice(1), CONDITION_MESSAGE_MAX_LENGTH);
   return {
     ...desired,
     status: {
@@ -275,7 +291,7 @@ export function applyMemberReading(
         type: CONDITION_MEMBER_REACHABLE,
         status: 'True',
         reason: 'Read',
-        message: message.charAt(0).toUpperCase() + message.slice(1),
+        message: said,
         lastTransitionTime: now,
       }),
     },

@@ -53,6 +53,56 @@ describe('member readings in a profile', () => {
     assert.deepEqual(crdViolations(read), []);
   });
 
+  it('writes what the CRD holds however many properties a member labels, and names every one it copied, so that a later reading takes them out', () => {
+    const property = fc.record({
+      name: fc
+        .tuple(
+          fc.stringMatching(/^[a-z][a-z0-9-]{0,40}(\.[a-z][a-z0-9-]{0,20}){1,3}$/),
+          fc.stringMatching(/^[a-z][a-z0-9-]{0,60}$/),
+        )
+        .map(([domain, key]) => `${domain}/${key}`),
+      value: fc.string({ minLength: 1, maxLength: 40 }),
+    });
+    fc.assert(
+      fc.property(fc.array(property, { maxLength: 300, size: 'max' }), fc.boolean(), (properties, withId) => {
+        const given: MemberReading = {
+          ...reading,
+          properties: [
+            ...properties,
+            ...(withId ? [{ name: 'cluster.clusterset.k8s.io', value: 'member-id' }] : []),
+          ],
+        };
+        const profile = applyMemberReading(base, given, undefined, NOW);
+        assert.deepEqual(crdViolations(profile), []);
+        const listed = JSON.parse(prop(profile, 'cpsync.io/member-properties') ?? '[]') as string[];
+        const foreign = (profile.status?.properties ?? [])
+          .map((p) => p.name)
+          .filter((name) => !name.startsWith('cpsync.io/') && !prop(base, name));
+        // Every property the reading put there is named, so the next reading (or the probe turned off) can take it out.
+        assert.deepEqual([...new Set(foreign)].sort(), [...listed].sort());
+        if (withId) assert.equal(prop(profile, 'cluster.clusterset.k8s.io'), 'member-id');
+        // What was not copied is said.
+        const copied = new Set(listed);
+        for (const p of properties)
+          if (!copied.has(p.name))
+            assert.ok(
+              reachable(profile)?.message.includes(p.name.slice(0, 40)) ||
+                (reachable(profile)?.message.length ?? 0) >= 32000,
+            );
+        // A reading with none of them takes every one out.
+        const emptied = applyMemberReading(base, { ...reading, properties: [] }, profile, LATER);
+        for (const name of listed)
+          if (
+            !prop(base, name) &&
+            name !== 'cluster.clusterset.k8s.io' &&
+            name !== 'group.customResource.k8s.io'
+          )
+            assert.equal(prop(emptied, name), undefined, name);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   it('keeps the configured ClusterSet, and says the member names another', () => {
     assert.equal(prop(base, 'clusterset.k8s.io'), 'prod');
     assert.equal(prop(read, 'clusterset.k8s.io'), 'prod');

@@ -142,8 +142,12 @@ const USE: Record<
       // nothing there: they are taken as holding nothing of cpsync's, and named. They refuse at once: the deadline
       // is one no look on a busy machine comes near (a look cut by it could not say that nothing was reached).
       document.memberProbe = { timeoutSeconds: 60, budgetSeconds: 60, everyMinutes: 15, slotMinutes: 15 };
+      // GKE tokens from the local Google STS: a member cpsync has no token for is scanned again, never taken as
+      // holding nothing (only a connection that never reached it is).
+      document.providers.gke.credentials = { file: googleFederation };
     },
     prepare: (emulators) => {
+      googleFederation = localGoogleFederation(emulators.directory, emulators.gke);
       accessEntries ??= serveEksAccessEntries(emulators.proxy);
       if (!emulators.gke.iamPolicies.has(GCP_PROJECT)) letCpsyncGrantInProject(emulators.gke, GCP_PROJECT);
       for (const cluster of emulators.gke.clusters.get(GCP_PROJECT) ?? []) cluster.endpoint = '127.0.0.1:2';

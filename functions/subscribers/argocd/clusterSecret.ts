@@ -28,7 +28,12 @@ import { recordedTagLabels, refusedTagLabelKey } from '../../../core/domain/tagL
 import { cut } from '../../../core/domain/text.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import type { Provider } from '../../../core/domain/model/observedCluster.ts';
-import { TargetError, targetOfExtension } from '../../../adapters/credentials/target.ts';
+import {
+  serverProblem,
+  TargetError,
+  targetOfExtension,
+  type Target,
+} from '../../../adapters/credentials/target.ts';
 import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
 
 export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
@@ -94,8 +99,7 @@ export function secretNameOf(profileName: string): string {
 const base64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
 
 /** The `cpsync credentials` flags for the cluster the profile's exec extension names. */
-function credentialArgs(extension: unknown): string[] {
-  const target = targetOfExtension(extension);
+function credentialArgs(target: Target): string[] {
   const flags: Array<[string, string | undefined]> = [
     ['--provider', target.provider],
     ['--cluster-name', target.cluster],
@@ -159,13 +163,23 @@ export function clusterSecretOf(
   if (!extension) return { skipped: `the profile's access provider has no ${EXEC_EXTENSION} extension` };
   const ca = access.cluster['certificate-authority-data'];
   // The extension is any object the CRD keeps as written: one that names no cluster cpsync can reach is skipped.
-  let args: string[];
+  let target: Target;
   try {
-    args = credentialArgs(extension);
+    target = targetOfExtension(extension);
   } catch (error) {
     if (error instanceof TargetError) return { skipped: error.message };
     throw error;
   }
+  // Argo CD cannot hand the plugin the server (it has no provideClusterInfo), so the plugin's own check of where the
+  // token goes is made here: the cluster the extension names is of the profile's cloud, and the server is one such a
+  // cluster is reached at (an EKS endpoint of its region, under AKS's domains).
+  if (target.provider !== labels[LABEL_PROVIDER])
+    return {
+      skipped: `the profile's exec extension names a cluster of ${target.provider}, and the profile is of ${JSON.stringify(labels[LABEL_PROVIDER] ?? '')}: no Secret sends its token there`,
+    };
+  const misplaced = serverProblem(server, target, options.localClouds);
+  if (misplaced) return { skipped: misplaced };
+  const args = credentialArgs(target);
   const config = {
     execProviderConfig: {
       command: options.command ?? 'cpsync',

@@ -35,9 +35,9 @@ describe('Argo CD: two profiles of one name in two inventory namespaces (real hu
   let clusters: ArgoCdClusters;
   const profiles = new Map<Key, ClusterProfile>();
   const servers = {
-    a: 'https://cluster-a.example',
-    b: 'https://cluster-b.example',
-    c: 'https://cluster-a.example',
+    a: 'https://CLUSTERA.gr7.us-east-1.eks.amazonaws.com',
+    b: 'https://CLUSTERB.gr7.us-east-1.eks.amazonaws.com',
+    c: 'https://CLUSTERA.gr7.us-east-1.eks.amazonaws.com',
   };
 
   before(async () => {

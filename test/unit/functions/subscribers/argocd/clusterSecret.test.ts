@@ -94,6 +94,39 @@ describe('the Argo CD subscriber’s cluster Secret: the server Argo CD sends th
     }
   });
 
+  it("makes no Secret that would send a cluster's token to a server such a cluster is not reached at", () => {
+    const own = profileWith('https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com', 'eks');
+    assert.ok('secret' in clusterSecretOf(own, { namespace: 'argocd' }));
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.domain().map((host) => `https://${host}`),
+          fc.constantFrom(
+            'https://PAYMENTS1234.gr7.eu-west-1.eks.amazonaws.com',
+            'https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com.evil.example',
+            'https://web-dns-abc123.hcp.westeurope.azmk8s.io',
+          ),
+        ),
+        (server) => {
+          const made = clusterSecretOf(profileWith(server, 'eks'), { namespace: 'argocd' });
+          assert.ok('skipped' in made, server);
+          assert.match(made.skipped, /is not/);
+        },
+      ),
+      { numRuns: 100 },
+    );
+    // The extension naming a cluster of another cloud than the profile's.
+    const crossed = profileWith('https://PAYMENTS1234.gr7.us-east-1.eks.amazonaws.com', 'eks');
+    const access = crossed.status!.accessProviders![0]!.cluster!;
+    access.extensions = access.extensions!.map((e) => ({
+      ...e,
+      extension: { provider: 'aks', cluster: 'web', tenantId: '0c1d2e3f-0000-4000-8000-000000000001' },
+    }));
+    const made = clusterSecretOf(crossed, { namespace: 'argocd' });
+    assert.ok('skipped' in made);
+    assert.match(made.skipped, /names a cluster of aks, and the profile is of "eks"/);
+  });
+
   it('makes the Secret of any server in the one spelling cpsync writes; loopback only for a local cloud', () => {
     fc.assert(
       fc.property(

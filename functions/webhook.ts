@@ -332,9 +332,12 @@ export function makeWebhook(
     if (!token) throw new WebhookError(401, 'missing bearer token');
     googleKeys ??= createRemoteJWKSet(new URL(settings.jwksUri));
     try {
+      // As Google signs push tokens: RS256, with an expiry (jose checks one only where it is given).
       const { payload } = await jwtVerify(token, googleKeys, {
         issuer: settings.issuers,
         audience: settings.audience,
+        algorithms: ['RS256'],
+        requiredClaims: ['exp', 'iat', 'email'],
       });
       if (payload.email !== settings.serviceAccountEmail || payload.email_verified !== true)
         throw new Error('unexpected service account');

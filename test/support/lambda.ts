@@ -244,14 +244,22 @@ export async function startGoogleSigner(audience: string, email: string): Promis
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     jwksUri: `http://127.0.0.1:${(server.address() as AddressInfo).port}/certs`,
-    sign: (claims = {}, to = audience) =>
-      new SignJWT({ email, email_verified: true, ...claims })
+    // Google's claims, each of which `claims` may change (or leave out, given as undefined).
+    sign: (claims = {}, to = audience) => {
+      const now = Math.floor(Date.now() / 1000);
+      const payload = {
+        email,
+        email_verified: true,
+        iss: 'https://accounts.google.com',
+        aud: to,
+        iat: now,
+        exp: now + 300,
+        ...claims,
+      };
+      return new SignJWT(JSON.parse(JSON.stringify(payload)) as Record<string, unknown>)
         .setProtectedHeader({ alg: 'RS256', kid: 'local-1' })
-        .setIssuer('https://accounts.google.com')
-        .setAudience(to)
-        .setIssuedAt()
-        .setExpirationTime('5m')
-        .sign(privateKey),
+        .sign(privateKey);
+    },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }

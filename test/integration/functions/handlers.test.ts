@@ -911,6 +911,26 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
         .statusCode,
       401,
     );
+    // Expired, without an expiry, from another issuer, with the email not verified (or not said to be).
+    const hourAgo = Math.floor(Date.now() / 1000) - 3600;
+    for (const claims of [
+      { exp: hourAgo, iat: hourAgo - 300 },
+      { exp: undefined },
+      { iss: 'https://issuer.evil.example' },
+      { email_verified: false },
+      { email_verified: undefined },
+      { email_verified: 'true' },
+    ])
+      assert.equal(
+        (
+          await webhook(
+            functionUrlRequest('/gcp', body, { authorization: `Bearer ${await signToken(claims)}` }),
+            context,
+          )
+        ).statusCode,
+        401,
+        JSON.stringify(claims),
+      );
     // Signed by another key under the same key id.
     const other = await startGoogleSigner(AUDIENCE, PUSHER);
     const forged = await other.sign();

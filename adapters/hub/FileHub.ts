@@ -353,12 +353,9 @@ export class FileHub implements Hub {
 
   /** Only cpsync writes the file hub's namespaces: any ClusterSet label on one is cpsync's. */
   async dropClusterSet(name: string): Promise<void> {
-    const path = join(this.#path(name), NAMESPACE_FILE);
-    const existing = await readFile(path, 'utf8').catch((error: NodeJS.ErrnoException) => {
-      if (error.code === 'ENOENT') return undefined;
-      throw error;
-    });
-    if (existing !== undefined) await this.ensureNamespace({ name });
+    // Never made for this: only a namespace there is written (without the labels) where it carries them.
+    if (statSync(join(this.#path(name), NAMESPACE_FILE), { throwIfNoEntry: false }))
+      await this.ensureNamespace({ name });
   }
 
   async get(ref: ProfileRef): Promise<ClusterProfile | undefined> {

@@ -194,6 +194,22 @@ describe('features: on → use → off leaves the hub as if never on (every regi
   });
   after(() => emulators?.stop());
 
+  /** The profiles of one namespace, as the hub lists them. */
+  const profilesIn = async (namespace: string): Promise<Doc[]> =>
+    (
+      (await objects.listNamespacedCustomObject({
+        group: 'multicluster.x-k8s.io',
+        version: 'v1alpha1',
+        namespace,
+        plural: 'clusterprofiles',
+      })) as { items: Doc[] }
+    ).items;
+  /** The ClusterSet labels of a namespace. */
+  const setLabelsOf = async (namespace: string) => {
+    const all = (await core.readNamespace({ name: namespace })).metadata?.labels ?? {};
+    return Object.fromEntries(SET_LABELS.filter((k) => all[k] !== undefined).map((k) => [k, all[k]!]));
+  };
+
   /** An inventory of its own: namespace, outbox, event file; `sync(features)` runs the CLI with them. */
   const inventory = (feature: FeatureName) => {
     const namespace = `features-${++counter}-${feature.toLowerCase()}`;
@@ -220,27 +236,14 @@ describe('features: on → use → off leaves the hub as if never on (every regi
     /** The profiles of the inventory's namespace and of those the feature also writes to. */
     const profiles = async (): Promise<Doc[]> => {
       const all: Doc[] = [];
-      for (const ns of namespaces)
-        all.push(
-          ...(
-            (await objects.listNamespacedCustomObject({
-              group: 'multicluster.x-k8s.io',
-              version: 'v1alpha1',
-              namespace: ns,
-              plural: 'clusterprofiles',
-            })) as { items: Doc[] }
-          ).items,
-        );
+      for (const ns of namespaces) all.push(...(await profilesIn(ns)));
       return all.sort(
         (a, b) =>
           a.metadata.name.localeCompare(b.metadata.name) ||
           a.metadata.namespace.localeCompare(b.metadata.namespace),
       );
     };
-    const labels = async () => {
-      const all = (await core.readNamespace({ name: namespace })).metadata?.labels ?? {};
-      return Object.fromEntries(SET_LABELS.filter((k) => all[k] !== undefined).map((k) => [k, all[k]!]));
-    };
+    const labels = () => setLabelsOf(namespace);
     const featureMap = async (ns = namespace) =>
       (await core.readNamespacedConfigMap({ namespace: ns, name: 'cpsync-features' })).data ?? {};
     /** Every resourceVersion of the inventory: profiles, the namespace, the ConfigMap. */
@@ -328,19 +331,8 @@ describe('features: on → use → off leaves the hub as if never on (every regi
       document.inventory.clusterSets = clusterSets;
     };
     const namespaceOf = async () => (await core.readNamespace({ name: routed })).metadata!;
-    const setLabels = async () => {
-      const all = (await namespaceOf()).labels ?? {};
-      return Object.fromEntries(SET_LABELS.filter((k) => all[k] !== undefined).map((k) => [k, all[k]!]));
-    };
-    const routedProfiles = async () =>
-      (
-        (await objects.listNamespacedCustomObject({
-          group: 'multicluster.x-k8s.io',
-          version: 'v1alpha1',
-          namespace: routed,
-          plural: 'clusterprofiles',
-        })) as { items: Doc[] }
-      ).items;
+    const setLabels = () => setLabelsOf(routed);
+    const routedProfiles = () => profilesIn(routed);
     await used.sync({ clusterSets: 'on' }, 0, setting({ prod: [routed] }));
     assert.deepEqual(await setLabels(), Object.fromEntries(SET_LABELS.map((key) => [key, 'prod'])));
     assert.ok((await routedProfiles()).length > 0);

@@ -24,7 +24,7 @@ import { serveEksAccessEntries, type EksAccessEntries } from '../env/eksAccessEn
 import { letCpsyncGrantInProject } from '../env/fakes/gkeServer.ts';
 import { runCli, jsonLines } from '../support/cli.ts';
 import { cloudSnapshot, estateOnHub } from '../support/estate.ts';
-import { adminKubeConfig } from '../support/hub.ts';
+import { adminKubeConfig, listedProfiles } from '../support/hub.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- configuration and hub documents are read freely here
 type Doc = Record<string, any>;
@@ -194,16 +194,7 @@ describe('features: on → use → off leaves the hub as if never on (every regi
   });
   after(() => emulators?.stop());
 
-  /** The profiles of one namespace, as the hub lists them. */
-  const profilesIn = async (namespace: string): Promise<Doc[]> =>
-    (
-      (await objects.listNamespacedCustomObject({
-        group: 'multicluster.x-k8s.io',
-        version: 'v1alpha1',
-        namespace,
-        plural: 'clusterprofiles',
-      })) as { items: Doc[] }
-    ).items;
+  const profilesIn = (namespace: string) => listedProfiles(objects, namespace);
   /** The ClusterSet labels of a namespace. */
   const setLabelsOf = async (namespace: string) => {
     const all = (await core.readNamespace({ name: namespace })).metadata?.labels ?? {};

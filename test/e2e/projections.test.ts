@@ -16,7 +16,7 @@ import { EKS_ACCOUNT, GCP_PROJECT, gkeCluster, type Emulators } from '../env/emu
 import { jsonLines, runCli } from '../support/cli.ts';
 import { estateOnHub } from '../support/estate.ts';
 import { orderedSteps } from '../support/steps.ts';
-import { adminKubeConfig } from '../support/hub.ts';
+import { adminKubeConfig, listedProfiles } from '../support/hub.ts';
 import { conformance } from '../support/conformance.ts';
 import { v1alpha2Violations } from '../support/v1alpha2.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
@@ -99,14 +99,7 @@ describe('projections: a cluster in several inventories', () => {
       .map((e) => `${e.detail.namespace}/${e.detail.cluster.displayName}`)
       .sort();
   const profiles = async (namespace: string): Promise<Doc[]> =>
-    (
-      (await objects.listNamespacedCustomObject({
-        group: 'multicluster.x-k8s.io',
-        version: 'v1alpha1',
-        namespace,
-        plural: 'clusterprofiles',
-      })) as { items: Doc[] }
-    ).items.sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
+    (await listedProfiles(objects, namespace)).sort((a, b) => a.metadata.name.localeCompare(b.metadata.name));
   const byName = async (namespace: string) =>
     new Map((await profiles(namespace)).map((p) => [p.spec.displayName as string, p]));
   const versions = async () =>

@@ -5,7 +5,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ApiException, KubeConfig } from '@kubernetes/client-node';
+import { ApiException, KubeConfig, type CustomObjectsApi } from '@kubernetes/client-node';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import {
   clientCertificate,
@@ -60,6 +60,23 @@ export async function answer(call: Promise<unknown>): Promise<{ code: number; me
     const body: unknown = typeof error.body === 'string' ? JSON.parse(error.body) : error.body;
     return { code: error.code, message: String((body as { message?: unknown })?.message ?? '') };
   }
+}
+
+/** The ClusterProfiles of one namespace as the hub lists them, read freely (as plain documents). */
+export async function listedProfiles(
+  objects: CustomObjectsApi,
+  namespace: string,
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- hub documents are read freely in tests
+): Promise<Array<Record<string, any>>> {
+  return (
+    (await objects.listNamespacedCustomObject({
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'clusterprofiles',
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- as above
+    })) as { items: Array<Record<string, any>> }
+  ).items;
 }
 
 /** A namespace name no other test uses. */

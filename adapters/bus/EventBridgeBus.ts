@@ -9,6 +9,7 @@ import { messageOf } from '../../core/domain/errors.ts';
 import type { EventSink, PublishFailure, PublishResult } from '../../core/sync/ports.ts';
 import { PUT_EVENTS_MAX_BYTES } from '../../events/detailTypes.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
+import { SigV4Sha256, withoutSdkLogger } from '../shared/awsSdk.ts';
 import { awsProxyConfig } from '../shared/proxy.ts';
 
 /** Entries per PutEvents call (the API's limit). */
@@ -81,12 +82,15 @@ export class EventBridgeBus implements EventSink {
     this.#baseDelay = options.baseDelayMillis ?? 100;
     this.#client =
       options.client ??
-      new EventBridgeClient({
-        ...(options.region ? { region: options.region } : {}),
-        ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-        ...(options.credentials ? { credentials: options.credentials } : {}),
-        ...awsProxyConfig(),
-      });
+      withoutSdkLogger(
+        new EventBridgeClient({
+          sha256: SigV4Sha256,
+          ...(options.region ? { region: options.region } : {}),
+          ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+          ...(options.credentials ? { credentials: options.credentials } : {}),
+          ...awsProxyConfig(),
+        }),
+      );
   }
 
   async describe(): Promise<string> {

@@ -8,6 +8,7 @@ import type { Agent as HttpsAgent } from 'node:https';
 import { NodeHttpHandler } from '@smithy/node-http-handler';
 import { LRUCache } from 'lru-cache';
 import type { AwsCredentialIdentity, AwsCredentialIdentityProvider } from '@smithy/types';
+import { SigV4Sha256, withoutSdkLogger } from '../shared/awsSdk.ts';
 import { awsAgents } from '../shared/proxy.ts';
 
 export type AwsService = 'eks' | 'sts' | 'ec2' | 'organizations';
@@ -74,6 +75,7 @@ function clientConfig(
   const chosen = credentials ?? options.credentials;
   return {
     region,
+    sha256: SigV4Sha256,
     maxAttempts: options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS,
     retryMode: options.retryMode ?? 'adaptive',
     requestHandler: new NodeHttpHandler({
@@ -149,7 +151,7 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
     eks: (region, credentials) =>
       cached(
         `eks:${region}:${idOf(credentials)}`,
-        () => new EKSClient(clientConfig(options, agents, 'eks', region, credentials)),
+        () => withoutSdkLogger(new EKSClient(clientConfig(options, agents, 'eks', region, credentials))),
         credentials,
       ),
     ec2: (region, credentials) =>
@@ -157,14 +159,14 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
         `ec2:${region}:${idOf(credentials)}`,
         async () => {
           const { EC2Client } = await import('./ec2Api.ts');
-          return new EC2Client(clientConfig(options, agents, 'ec2', region, credentials));
+          return withoutSdkLogger(new EC2Client(clientConfig(options, agents, 'ec2', region, credentials)));
         },
         credentials,
       ),
     sts: (region, credentials) =>
       cached(
         `sts:${region}:${idOf(credentials)}`,
-        () => new STSClient(clientConfig(options, agents, 'sts', region, credentials)),
+        () => withoutSdkLogger(new STSClient(clientConfig(options, agents, 'sts', region, credentials))),
         credentials,
       ),
     organizations: (credentials) =>
@@ -172,8 +174,8 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
         `organizations:${idOf(credentials)}`,
         async () => {
           const { OrganizationsClient } = await import('./organizationsApi.ts');
-          return new OrganizationsClient(
-            clientConfig(options, agents, 'organizations', homeRegion, credentials),
+          return withoutSdkLogger(
+            new OrganizationsClient(clientConfig(options, agents, 'organizations', homeRegion, credentials)),
           );
         },
         credentials,

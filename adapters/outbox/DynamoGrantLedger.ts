@@ -32,6 +32,7 @@ import {
 } from '../../core/domain/grants.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger } from '../../core/sync/ports.ts';
+import { SigV4Sha256, withoutSdkLogger } from '../shared/awsSdk.ts';
 import { untilProcessed } from '../shared/dynamoBatches.ts';
 import { parsedJson } from '../../core/domain/json.ts';
 
@@ -54,10 +55,13 @@ export function documentClient(
 ): DynamoDBDocumentClient {
   return DynamoDBDocumentClient.from(
     options.client ??
-      new DynamoDBClient({
-        ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-        ...(options.region ? { region: options.region } : {}),
-      }),
+      withoutSdkLogger(
+        new DynamoDBClient({
+          sha256: SigV4Sha256,
+          ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+          ...(options.region ? { region: options.region } : {}),
+        }),
+      ),
   );
 }
 

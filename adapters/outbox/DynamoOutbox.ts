@@ -1,6 +1,7 @@
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { setTimeout } from 'node:timers/promises';
 import { BatchWriteCommand, DynamoDBDocumentClient, paginateScan } from '@aws-sdk/lib-dynamodb';
+import { SigV4Sha256, withoutSdkLogger } from '../shared/awsSdk.ts';
 import type { ChangeIntent } from '../../core/sync/changes.ts';
 import type { IntentLog, Outbox, QuarantinedRecord } from '../../core/sync/ports.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
@@ -39,10 +40,13 @@ export class OutboxTable {
     this.name = options.tableName;
     const client =
       options.client ??
-      new DynamoDBClient({
-        ...(options.endpoint ? { endpoint: options.endpoint } : {}),
-        ...(options.region ? { region: options.region } : {}),
-      });
+      withoutSdkLogger(
+        new DynamoDBClient({
+          sha256: SigV4Sha256,
+          ...(options.endpoint ? { endpoint: options.endpoint } : {}),
+          ...(options.region ? { region: options.region } : {}),
+        }),
+      );
     this.documents = DynamoDBDocumentClient.from(client);
   }
 

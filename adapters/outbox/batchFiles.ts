@@ -31,6 +31,17 @@ export class BatchFiles<T> {
   readonly #filesOf = new Map<string, Set<string>>();
   /** Each file's changes, one after another. */
   readonly #queues = new Map<string, Promise<unknown>>();
+  /**
+   * The ids each file this instance wrote holds: nothing else ever adds a record to a file (another process only
+   * takes records out of it), so a file all of whose ids are taken out is removed without being read back.
+   */
+  readonly #wrote = new Map<string, Set<string>>();
+  /**
+   * Every file this instance has written or read. A file in the directory not among them was written by another
+   * process since: it is read before records are taken out, as it may hold one of them again (written once more
+   * under its id), which would otherwise stay behind and be published again.
+   */
+  readonly #seen = new Set<string>();
 
   constructor(
     directory: string,
@@ -92,9 +103,11 @@ export class BatchFiles<T> {
     }
     await mkdir(this.#directory, { recursive: true });
     const file = `${randomUUID()}.json`;
+    this.#seen.add(file);
     // Flushed to the disk before it counts: a power loss must not leave an empty or half file.
     await replaceFile(join(this.#directory, file), JSON.stringify(records), { durable: true });
     for (const record of records) this.#holds(this.#idOf(record), file);
+    this.#wrote.set(file, new Set(records.map(this.#idOf)));
   }
 
   #holds(id: string, file: string): void {
@@ -121,25 +134,46 @@ export class BatchFiles<T> {
       await removeAbandonedTemporaryFiles(this.#directory);
     }
     const records: T[] = [];
-    for (const file of names.filter((n) => n.endsWith('.json')).sort()) {
-      const text = await readIfExists(join(this.#directory, file));
-      if (text === undefined) continue;
-      const parsed = this.#parse(text);
-      if (typeof parsed === 'string') {
-        await this.#putAside(file, parsed);
-        continue;
-      }
-      for (const record of parsed) {
-        this.#holds(this.#idOf(record), file);
-        records.push(record);
-      }
-    }
+    for (const file of names.filter((n) => n.endsWith('.json')).sort())
+      records.push(...((await this.#read(file)) ?? []));
     return records;
+  }
+
+  /**
+   * A file's records, each noted as held there (undefined for a file gone). An unreadable file is put aside, or with
+   * `setAside` false left where it is, unseen, for the next reading of every record to set aside and report.
+   */
+  async #read(file: string, setAside = true): Promise<T[] | undefined> {
+    const text = await readIfExists(join(this.#directory, file));
+    const parsed = text === undefined ? undefined : this.#parse(text);
+    if (typeof parsed === 'string' && !setAside) return undefined;
+    this.#seen.add(file);
+    if (parsed === undefined) return undefined;
+    if (typeof parsed === 'string') {
+      await this.#putAside(file, parsed);
+      return undefined;
+    }
+    for (const record of parsed) this.#holds(this.#idOf(record), file);
+    return parsed;
+  }
+
+  /** Reads the files other processes wrote since this instance last looked (see `#seen`). */
+  async #readOthers(): Promise<void> {
+    let names: string[];
+    try {
+      names = await readdir(this.#directory);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    for (const file of names.filter((n) => n.endsWith('.json') && !this.#seen.has(n)).sort())
+      await this.#read(file, false);
   }
 
   async remove(ids: readonly string[]): Promise<void> {
     const wanted = ids.filter((id) => this.#validId.test(id));
-    if (wanted.some((id) => !this.#filesOf.has(id))) await this.all();
+    if (wanted.length === 0) return;
+    await this.#readOthers();
     const byFile = new Map<string, Set<string>>();
     for (const id of wanted)
       for (const file of this.#filesOf.get(id) ?? [])
@@ -149,16 +183,28 @@ export class BatchFiles<T> {
 
   async #takeOut(file: string, gone: Set<string>): Promise<void> {
     const path = join(this.#directory, file);
+    const wrote = this.#wrote.get(file);
+    if (wrote && [...wrote].every((id) => gone.has(id))) {
+      await rm(path, { force: true });
+      this.#wrote.delete(file);
+      this.#forget(file, gone);
+      return;
+    }
     const text = await readIfExists(path);
     const parsed = text === undefined ? [] : this.#parse(text);
     if (typeof parsed === 'string') {
       await this.#putAside(file, parsed);
+      this.#wrote.delete(file);
       this.#forget(file, gone);
       return;
     }
     const left = parsed.filter((r) => !gone.has(this.#idOf(r)));
     if (left.length === 0) await rm(path, { force: true });
     else await replaceFile(path, JSON.stringify(left), { durable: true });
+    if (wrote) {
+      if (left.length === 0) this.#wrote.delete(file);
+      else this.#wrote.set(file, new Set(left.map(this.#idOf)));
+    }
     this.#forget(file, gone);
   }
 

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import fc from 'fast-check';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
 import type { ChangeIntent } from '../../../../core/sync/changes.ts';
@@ -105,6 +106,55 @@ describe('FileOutbox', () => {
     await log.remove(plan.map((i) => i.id));
     assert.deepEqual(await log.list(), []);
     assert.deepEqual(readdirSync(join(directory, 'intents')), []);
+  });
+
+  it('holds what was added and not taken out, whichever outbox on the directory takes it out, and leaves no file empty', async () => {
+    // The outbox that wrote a batch removes its file without reading it back once every record it wrote there is
+    // going: another outbox on the directory may have taken some out before (it rewrites the file with the rest),
+    // and an event may be written again under its id in a later batch (a stopped run's intents recovered).
+    type Step =
+      | { kind: 'add'; fresh: number; again: number[] }
+      | { kind: 'remove'; by: 'writer' | 'other'; picks: number[] };
+    const step: fc.Arbitrary<Step> = fc.oneof(
+      fc.record({
+        kind: fc.constant('add' as const),
+        fresh: fc.integer({ min: 1, max: 4 }),
+        again: fc.array(fc.nat(), { maxLength: 2 }),
+      }),
+      fc.record({
+        kind: fc.constant('remove' as const),
+        by: fc.constantFrom('writer' as const, 'other' as const),
+        picks: fc.array(fc.nat(), { minLength: 1, maxLength: 5 }),
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 14 }), async (steps) => {
+        const directory = temporaryDirectory('cpsync-outbox-');
+        const writer = new FileOutbox(directory);
+        const other = new FileOutbox(directory);
+        const written: CpsyncEvent[] = [];
+        const pending = new Set<string>();
+        for (const [n, s] of steps.entries()) {
+          if (s.kind === 'add') {
+            const fresh = Array.from({ length: s.fresh }, (_, i) => event((n * 4 + i) % 60));
+            const again = written.length === 0 ? [] : s.again.map((i) => written[i % written.length]!);
+            await writer.add([...fresh, ...again]);
+            written.push(...fresh);
+            for (const e of [...fresh, ...again]) pending.add(e.detail.eventId);
+          } else {
+            const known = [...pending];
+            const gone = known.length === 0 ? [] : s.picks.map((i) => known[i % known.length]!);
+            await (s.by === 'writer' ? writer : other).remove(gone);
+            for (const id of gone) pending.delete(id);
+          }
+          const onDisk = ids(await new FileOutbox(directory).pending());
+          assert.deepEqual(new Set(onDisk), pending, `after step ${n + 1} of ${JSON.stringify(steps)}`);
+          assert.equal(onDisk.length, pending.size, 'each pending event offered once');
+          if (pending.size === 0) assert.deepEqual(jsonFiles(directory), [], 'no file left without a record');
+        }
+      }),
+      { numRuns: 40 },
+    );
   });
 
   it('refuses a batch with an id that is not a cpsync id, naming it, and writes none of it', async () => {

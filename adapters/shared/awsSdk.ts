@@ -17,8 +17,17 @@
 import { createHash, createHmac, createSecretKey, type Hash, type Hmac, type KeyObject } from 'node:crypto';
 import type { Checksum, SourceData } from '@smithy/types';
 
-/** The key object of each binary HMAC key seen, for as long as the key itself is kept. */
-const keyObjects = new WeakMap<object, KeyObject>();
+/**
+ * The key object of each binary HMAC key seen, for as long as the key itself is kept, beside a copy of the bytes it
+ * was made of: a key whose bytes were changed since (a buffer used again) gets a key object of its new bytes.
+ */
+const keyObjects = new WeakMap<object, { bytes: Uint8Array; key: KeyObject }>();
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
 
 function bytesOf(data: SourceData): Uint8Array | string {
   if (typeof data === 'string') return data;
@@ -28,9 +37,12 @@ function bytesOf(data: SourceData): Uint8Array | string {
 
 function keyOf(secret: SourceData): KeyObject | string {
   if (typeof secret === 'string') return secret;
-  let key = keyObjects.get(secret);
-  if (!key) keyObjects.set(secret, (key = createSecretKey(bytesOf(secret) as Uint8Array)));
-  return key;
+  const bytes = bytesOf(secret) as Uint8Array;
+  const known = keyObjects.get(secret);
+  if (known && sameBytes(known.bytes, bytes)) return known.key;
+  const made = { bytes: Uint8Array.from(bytes), key: createSecretKey(bytes) };
+  keyObjects.set(secret, made);
+  return made.key;
 }
 
 /** SHA-256 and HMAC-SHA-256 as the SDK's `Checksum`: given a secret, an HMAC keyed by it; else a hash. */

@@ -31,6 +31,7 @@ import { timeToUsable } from './usable.ts';
 import { coldRun } from '../support/cold.ts';
 import { reportCost } from './cost.ts';
 import { sdkCallFloor } from './sdkFloor.ts';
+import { reportSdkSettings } from './sdkSettings.ts';
 import { reportHubRequestPaths } from './hubRequests.ts';
 import { reportFileHubWrites } from './fileHubWrites.ts';
 import { reportOrphanLook } from './orphanLook.ts';
@@ -453,7 +454,7 @@ const { values: flags } = parseArgs({
 const parts = new Set(
   (
     flags.only ??
-    'cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,curve'
+    'cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,sdk-settings,curve'
   ).split(','),
 );
 // `--against <commit>` adds its section to whatever else runs.
@@ -478,9 +479,10 @@ say(
     '- **AKS through Resource Graph**: the file-hub run at the defaults with `providers.aks.listing: resourceGraph`: one graph query for every subscription in place of a listing per subscription.',
     '- **The report at scale**: `cpsync report` of 30,000 clusters, its size, and the time to `data-ready` in headless Chromium (the OS package) driven over the DevTools protocol, as it opens and sorted on load.',
     "- **The Kubernetes hub: CPU per request path**: KubernetesHub's requests sent by undici's `request()` (the default) and by client-node's own `fetch()`, profiles created, changed and listed against the real hub, each path in fresh processes: the calling process's CPU per profile and the writes the kube-apiserver counted.",
+    "- **The AWS clients' settings**: one DescribeCluster through four EKS clients alike but for the signer's hash and the SDK's logger middleware, taking turns in one process: the CPU per call each setting takes off.",
     '- **Scaling curve**: the same estate at 1,000 to 30,000 clusters, with the chart `bench/scaling.svg`.',
     '',
-    "Options: `--only cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,curve`, `--against <commit>` (with `--against-rounds 3`: the file-hub full sync at the defaults, this checkout and that commit taking turns in one run, each with its own bench and bundle), `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
+    "Options: `--only cold-start,report,estate,usable,scale,state-memory,eks-every-sync,aks-graph,hub-requests,file-hub-writes,orphan-look,sdk-settings,curve`, `--against <commit>` (with `--against-rounds 3`: the file-hub full sync at the defaults, this checkout and that commit taking turns in one run, each with its own bench and bundle), `--file-hub` (no real-hub run), `--scale 0.1`, `--latency-ms 20`, `--scope-concurrency 16` (the bench's choice; the configuration's default is used where a section says so), `--dynamodb moto` (Time to usable with DynamoDB answered by moto, as before 2026-11-27 midday; by default dynalite answers it). `CPSYNC_BENCH_NODE_FLAGS=--cpu-prof` profiles the measured CLI (`node test/bench/cpuProfile.ts <profile>` sums its self time by package and function), `CPSYNC_BENCH_STEADY_VARIANTS='[\"\", \"--heap-growing-percent=100\"]'` (with `CPSYNC_BENCH_STEADY_ROUNDS`, 3 by default) follows the defaults' steady-state re-sync with more, each set of Node flags taking turns, `CPSYNC_BENCH_COLD_FLAGS=--cpu-prof` the cold processes, `CPSYNC_HUB_PROFILING=1` starts the local kube-apiserver with its `/debug/pprof` endpoints on, `CPSYNC_BENCH_TIMELINES=<file>` writes each Time to usable cluster's timeline (epoch milliseconds) as JSON, `CPSYNC_BENCH_DELIVERIES=<file>` each delivery of a cloud's event to the webhook (its cluster, when it was delivered and answered), and `CPSYNC_BENCH_CONSUMER_LOG=<file>` each line the consumer printed.",
   ].join('\n'),
 );
 say('');
@@ -654,6 +656,7 @@ if (parts.has('aks-graph'))
 if (parts.has('hub-requests')) await reportHubRequestPaths(say, 1000, 3);
 if (parts.has('file-hub-writes')) await reportFileHubWrites(say, 5000, 5);
 if (parts.has('orphan-look')) await reportOrphanLook(say, 10_000, 5);
+if (parts.has('sdk-settings')) await reportSdkSettings(say, 3);
 if (parts.has('curve')) {
   const points: CurvePoint[] = [];
   say('## Scaling curve');

@@ -22,7 +22,7 @@ import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import pLimit from 'p-limit';
 import { awsClientFactory } from '../../adapters/eks/awsClients.ts';
-import { startFakeAws } from '../env/fakes/awsServer.ts';
+import { startFakeAws, type FakeAws } from '../env/fakes/awsServer.ts';
 
 const ACCOUNT = '111111111111';
 
@@ -125,16 +125,9 @@ async function child(endpoint: string, concurrency: number, calls: number, path:
   process.send!({ cpuMillisPerCall: (used.user + used.system) / 1000 / calls }, () => process.exit(0));
 }
 
-/**
- * CPU of the calling process per DescribeCluster, at each concurrency (calls in flight): through the SDK,
- * (`signed`) signed and sent beneath it, or (`parts`) through the SDK's parts without its middleware stack.
- */
-export async function sdkCallFloor(
-  concurrencies: readonly number[],
-  calls = 3000,
-  path: 'sdk' | 'signed' | 'parts' = 'sdk',
-): Promise<Map<number, number>> {
-  const aws = await startFakeAws({ latencyMillis: 5, hubAccount: ACCOUNT });
+/** The local AWS server answering `latencyMillis` late, with one EKS cluster, `c0`, in us-east-1. */
+export async function oneClusterAws(latencyMillis: number): Promise<FakeAws> {
+  const aws = await startFakeAws({ latencyMillis, hubAccount: ACCOUNT });
   aws.clusters.set(`${ACCOUNT}/us-east-1`, [
     {
       cluster: {
@@ -148,6 +141,19 @@ export async function sdkCallFloor(
       nodegroups: [],
     },
   ] as never);
+  return aws;
+}
+
+/**
+ * CPU of the calling process per DescribeCluster, at each concurrency (calls in flight): through the SDK,
+ * (`signed`) signed and sent beneath it, or (`parts`) through the SDK's parts without its middleware stack.
+ */
+export async function sdkCallFloor(
+  concurrencies: readonly number[],
+  calls = 3000,
+  path: 'sdk' | 'signed' | 'parts' = 'sdk',
+): Promise<Map<number, number>> {
+  const aws = await oneClusterAws(5);
   const results = new Map<number, number>();
   try {
     for (const concurrency of concurrencies) {
@@ -172,5 +178,5 @@ export async function sdkCallFloor(
   return results;
 }
 
-if (process.argv[2] === 'child')
+if (import.meta.main && process.argv[2] === 'child')
   await child(process.argv[3]!, Number(process.argv[4]), Number(process.argv[5]), process.argv[6] ?? 'sdk');

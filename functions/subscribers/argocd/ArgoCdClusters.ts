@@ -6,6 +6,7 @@
  */
 import { CoreV1Api, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
 import pLimit from 'p-limit';
+import { translate } from '../../../adapters/hub/KubernetesHub.ts';
 import { canonicalJson } from '../../../core/domain/json.ts';
 import {
   ANNOTATION_PROVIDER_ID,
@@ -50,6 +51,11 @@ export interface ReconcileReport {
   conflicts: string[];
   /** Profiles missing from the hub whose Secrets are kept until they have been missing for the grace, and since when. */
   missing: Array<{ profile: string; since: string }>;
+  /**
+   * Profiles whose Secret could not be written (the API refused or failed the write), and why: each Secret is left
+   * as it was, the others are written and the stale ones removed all the same.
+   */
+  failed: Array<{ profile: string; reason: string }>;
 }
 
 /** How long a profile may be missing from the hub before its Secret goes (see `reconcile`). */
@@ -399,6 +405,7 @@ export class ArgoCdClusters {
       skipped: [],
       conflicts: [],
       missing: [],
+      failed: [],
     };
     const seen = new Map<string, ClusterProfile>(
       [...profiles, ...held].map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p]),
@@ -418,7 +425,17 @@ export class ArgoCdClusters {
             report.skipped.push({ profile: key, reason: made.skipped });
             return;
           }
-          const { outcome, reason, created } = await this.upsert(profile, { newest: true, writtenUnder });
+          let written: Awaited<ReturnType<ArgoCdClusters['upsert']>>;
+          try {
+            written = await this.upsert(profile, { newest: true, writtenUnder });
+          } catch (error) {
+            // Its Secret stays as it was (never taken for a stale one below); the others go on.
+            wanted.add(made.secret.metadata.name);
+            const secret = `Secret ${this.#options.namespace}/${made.secret.metadata.name}`;
+            report.failed.push({ profile: key, reason: translate(error, 'write', secret).message });
+            return;
+          }
+          const { outcome, reason, created } = written;
           // A Secret another profile holds is not this one's to keep: it is judged by its own profile below.
           if (outcome !== 'conflict') wanted.add(made.secret.metadata.name);
           if (created) onCreated(profile, created);

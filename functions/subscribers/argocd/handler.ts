@@ -357,6 +357,16 @@ export function makeArgoCdSubscriber(getDeps: () => Promise<ArgoCdDeps> = depsFr
       logger.info('reconciled the Argo CD cluster Secrets with the inventory', { ...report });
       metrics.addMetric('SecretsWritten', MetricUnit.Count, report.created + report.updated);
       metrics.addMetric('SecretsDeleted', MetricUnit.Count, report.deleted);
+      if (report.failed.length > 0) {
+        metrics.addMetric('SecretWritesFailed', MetricUnit.Count, report.failed.length);
+        // Failed once every other Secret is set right and the stale ones removed: the schedule's retry, or the next
+        // reconcile, writes these again.
+        throw new Error(
+          `could not write the Argo CD cluster Secret of ${report.failed.length} profile(s): ${report.failed
+            .map(({ profile, reason }) => `${profile} (${reason})`)
+            .join('; ')}`,
+        );
+      }
       return report;
     }
     // An event that is not a cpsync event of this major: an error naming what is wrong (retried, then the DLQ).

@@ -12,6 +12,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
+  AdmissionregistrationV1Api,
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
@@ -61,6 +62,7 @@ import {
 } from '../../support/hubManifests.ts';
 import { readHubGuard, TRUSTED_HUB } from '../../../adapters/hub/hubPolicy.ts';
 import { lambdaContext } from '../../support/lambda.ts';
+import { until } from '../../support/until.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 import { temporaryDirectory } from '../../support/tmp.ts';
 
@@ -473,6 +475,114 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       gke!.status!.accessProviders![0]!.cluster!.server,
     );
     await core.deleteNamespacedSecret({ name: `cluster-${aks!.metadata.name}`, namespace: argocd });
+  });
+
+  it('a Secret the cluster refuses to write fails the reconcile, naming its profile, once every other Secret is set right and the stale ones removed; the refused one stays as it was', async () => {
+    const [eks, , aks] = profiles;
+    const refused = `cluster-${eks!.metadata.name}`;
+    const stale = 'cluster-cpsync-eks-gone-1111111111';
+    await core.createNamespacedSecret({
+      namespace: argocd,
+      body: {
+        metadata: {
+          name: stale,
+          labels: { 'argocd.argoproj.io/secret-type': 'cluster', 'app.kubernetes.io/managed-by': 'cpsync' },
+        },
+        stringData: { name: 'gone', server: 'https://gone.example' },
+      },
+    });
+    const wrong = Buffer.from('https://wrong.example').toString('base64');
+    await core.patchNamespacedSecret({
+      name: refused,
+      namespace: argocd,
+      body: [{ op: 'replace', path: '/data/server', value: wrong }],
+    });
+    // The API server refuses any write of that one Secret (an admission policy of the cluster Argo CD runs in).
+    const admission = kubeConfig.makeApiClient(AdmissionregistrationV1Api);
+    const name = `refuse-${argocd}`;
+    await admission.createValidatingAdmissionPolicy({
+      body: {
+        metadata: { name },
+        spec: {
+          failurePolicy: 'Fail',
+          matchConstraints: {
+            resourceRules: [
+              {
+                apiGroups: [''],
+                apiVersions: ['v1'],
+                operations: ['CREATE', 'UPDATE'],
+                resources: ['secrets'],
+              },
+            ],
+          },
+          validations: [{ expression: `object.metadata.name != '${refused}'`, message: 'refused here' }],
+        },
+      },
+    });
+    try {
+      await admission.createValidatingAdmissionPolicyBinding({
+        body: {
+          metadata: { name },
+          spec: {
+            policyName: name,
+            validationActions: ['Deny'],
+            matchResources: {
+              namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': argocd } },
+            },
+          },
+        },
+      });
+      const current = await core.readNamespacedSecret({ name: refused, namespace: argocd });
+      await until(
+        () =>
+          core
+            .replaceNamespacedSecret({ name: refused, namespace: argocd, body: current, dryRun: 'All' })
+            .then(
+              () => false,
+              (error) => /refused here/.test(String((error as { body?: unknown }).body ?? error)),
+            ),
+        'the policy refusing the Secret in force',
+      );
+      await assert.rejects(
+        handler({ reconcile: true }, lambdaContext('argocd')),
+        new RegExp(
+          `could not write the Argo CD cluster Secret of 1 profile\\(s\\): ${inventory}/${eks!.metadata.name} \\(.*refused here`,
+        ),
+      );
+      const names = (await secrets()).map((s) => s.metadata!.name);
+      assert.deepEqual(
+        names,
+        [...profiles.map((p) => `cluster-${p.metadata.name}`)].sort(),
+        'the stale one removed',
+      );
+      const kept = await core.readNamespacedSecret({ name: refused, namespace: argocd });
+      assert.equal(kept.data!.server, wrong, 'the refused Secret left as it was');
+      const madeAgain = await core.readNamespacedSecret({
+        name: `cluster-${aks!.metadata.name}`,
+        namespace: argocd,
+      });
+      assert.equal(
+        argoCdReads(argo, madeAgain).cluster.server,
+        aks!.status!.accessProviders![0]!.cluster!.server,
+      );
+    } finally {
+      await admission.deleteValidatingAdmissionPolicyBinding({ name }).catch(() => {});
+      await admission.deleteValidatingAdmissionPolicy({ name }).catch(() => {});
+    }
+    // Once the cluster takes the write again, the next reconcile sets it right.
+    await until(async () => {
+      try {
+        const report = (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+        return report.failed.length === 0;
+      } catch {
+        return false;
+      }
+    }, 'a reconcile writing every Secret');
+    const repaired = await core.readNamespacedSecret({ name: refused, namespace: argocd });
+    assert.equal(
+      argoCdReads(argo, repaired).cluster.server,
+      eks!.status!.accessProviders![0]!.cluster!.server,
+    );
   });
 
   it('a profile someone else deleted keeps its Secret for the grace: marked missing, kept, removed once the grace is over; written again before that, unmarked', async () => {

@@ -14,7 +14,7 @@ import {
   LABEL_CLUSTER_MANAGER,
   LABEL_PROVIDER,
 } from '../../../core/domain/constants.ts';
-import { isProvider, PROVIDERS } from '../../../core/domain/model/observedCluster.ts';
+import { isProvider } from '../../../core/domain/model/observedCluster.ts';
 import { sameProviderId } from '../../../core/domain/naming.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import {
@@ -27,6 +27,7 @@ import {
   SECRET_TYPE_LABEL,
   WRITTEN_UNDER_ANNOTATION,
   clusterSecretOf,
+  isManagersSecret,
   secretNameOf,
   type ClusterSecret,
   type SecretOptions,
@@ -94,23 +95,6 @@ const changedThroughout = (namespace: string, name: string) =>
     `the Secret of ${namespace}/${name} changed ${READINGS} times while it was judged; tried again later`,
   );
 
-/**
- * Whether `secret` is cpsync's, of `manager`: labelled so, or, made before Secrets named their manager, made from a
- * profile of its name (`<manager>-<provider>-…`, as every profile of the manager is named; the Secret's own name,
- * `cluster-<profile>`, where it names no profile). Another manager's (another
- * hub's cpsync writing into the same Argo CD) is never changed or deleted.
- */
-function managerOf(secret: V1Secret, manager: string): boolean {
-  if (secret.metadata?.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return false;
-  const named = secret.metadata.labels[LABEL_CLUSTER_MANAGER];
-  if (named !== undefined) return named === manager;
-  const profile =
-    secret.metadata.annotations?.[PROFILE_ANNOTATION]?.split('/')[1] ??
-    secret.metadata.name?.replace(/^cluster-/, '') ??
-    '';
-  return PROVIDERS.some((provider) => profile.startsWith(`${manager}-${provider}-`));
-}
-
 /** Whether `secret` is `manager`'s, made from the profile `namespace/name`. */
 const madeFrom = (
   secret: V1Secret,
@@ -118,7 +102,8 @@ const madeFrom = (
   namespace: string,
   name: string,
 ): secret is V1Secret & { metadata: NonNullable<V1Secret['metadata']> } =>
-  managerOf(secret, manager) && secret.metadata?.annotations?.[PROFILE_ANNOTATION] === `${namespace}/${name}`;
+  isManagersSecret(secret, manager) &&
+  secret.metadata?.annotations?.[PROFILE_ANNOTATION] === `${namespace}/${name}`;
 
 export class ArgoCdClusters {
   readonly #kubeConfig: () => Promise<KubeConfig>;
@@ -199,10 +184,10 @@ export class ArgoCdClusters {
         outcome: 'conflict',
         reason: `Secret ${wanted.metadata.name} exists and is not managed by cpsync`,
       };
-    if (!managerOf(existing, this.#manager))
+    if (!isManagersSecret(existing, this.#manager))
       return {
         outcome: 'conflict',
-        reason: `Secret ${wanted.metadata.name} is the cluster of another manager (${existing.metadata?.labels?.[LABEL_CLUSTER_MANAGER] ?? "by its profile's name"}), not ${this.#manager}'s`,
+        reason: `Secret ${wanted.metadata.name} is the cluster of another manager (${existing.metadata?.labels?.[LABEL_CLUSTER_MANAGER] ?? `an earlier version's Secret, of a profile not under a name ${this.#manager} gives its cluster`}), not ${this.#manager}'s`,
       };
     // Profiles of one name in two inventory namespaces would share the Secret, and so the Argo CD cluster. Of one
     // cluster (a projection, or the cluster placed in another namespace since), either writes it, as before. Of two
@@ -346,14 +331,14 @@ export class ArgoCdClusters {
     }
   }
 
-  /** The cluster Secrets cpsync manages for this manager (see `managerOf`). */
+  /** The cluster Secrets cpsync manages for this manager (see `isManagersSecret`). */
   async managed(): Promise<V1Secret[]> {
     const api = await this.#api();
     const list = await api.listNamespacedSecret({
       namespace: this.#options.namespace,
       labelSelector: `${SECRET_TYPE_LABEL}=cluster,${MANAGED_BY_LABEL}=${MANAGED_BY}`,
     });
-    return list.items.filter((secret) => managerOf(secret, this.#manager));
+    return list.items.filter((secret) => isManagersSecret(secret, this.#manager));
   }
 
   /**

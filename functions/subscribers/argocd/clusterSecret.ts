@@ -27,7 +27,8 @@ import { own } from '../../../core/domain/own.ts';
 import { recordedTagLabels, refusedTagLabelKey } from '../../../core/domain/tagLabels.ts';
 import { cut } from '../../../core/domain/text.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
-import type { Provider } from '../../../core/domain/model/observedCluster.ts';
+import { isProvider, type Provider } from '../../../core/domain/model/observedCluster.ts';
+import { PROFILE_NAMES } from '../../../core/domain/naming.ts';
 import {
   serverProblem,
   TargetError,
@@ -54,6 +55,8 @@ export const WRITTEN_UNDER_ANNOTATION = 'cpsync.io/written-under';
  */
 export const PROFILE_MISSING_SINCE_ANNOTATION = 'cpsync.io/profile-missing-since';
 export type WrittenUnder = 'guarded' | 'trusted';
+/** The profile's display name (its cluster's name), as the Secret was written. */
+export const DISPLAY_NAME_ANNOTATION = 'cpsync.io/display-name';
 export const PROFILE_VERSION_ANNOTATION = 'cpsync.io/profile-resource-version';
 const EXEC_EXTENSION = 'client.authentication.k8s.io/exec';
 
@@ -89,6 +92,36 @@ export interface ClusterSecret {
     annotations: Record<string, string>;
   };
   data: Record<string, string>;
+}
+
+/** What of a Secret tells whose it is. */
+interface SecretMetadata {
+  metadata?: { name?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+}
+
+/**
+ * Whether `secret` is cpsync's, of `manager`: labelled so, or, made before Secrets named their manager, made from a
+ * profile under a name the manager gives the cluster the Secret is of (its provider label, provider id and display
+ * name, as the Secret was written; the profile is the one its annotation names, else its own name's,
+ * `cluster-<profile>`). A name's beginning does not tell: another manager's names may begin as this one's do (every
+ * name of a manager `cpsync-eks` begins `cpsync-eks-`, as `cpsync`'s EKS names do), and both end in the same hash
+ * of one cluster's id. Another manager's Secret (another hub's cpsync writing into the same Argo CD), or one that
+ * names no cluster, is never changed or deleted.
+ */
+export function isManagersSecret(secret: SecretMetadata, manager: string): boolean {
+  const { name = '', labels = {}, annotations = {} } = secret.metadata ?? {};
+  if (own(labels, MANAGED_BY_LABEL) !== MANAGED_BY) return false;
+  const named = own(labels, LABEL_CLUSTER_MANAGER);
+  if (named !== undefined) return named === manager;
+  const profile = own(annotations, PROFILE_ANNOTATION)?.split('/')[1] ?? name.replace(/^cluster-/, '');
+  const provider = own(labels, LABEL_PROVIDER);
+  const providerId = own(annotations, ANNOTATION_PROVIDER_ID);
+  const displayName = own(annotations, DISPLAY_NAME_ANNOTATION);
+  if (!isProvider(provider) || !providerId || displayName === undefined) return false;
+  const cluster = { provider, providerId, name: displayName };
+  return [...PROFILE_NAMES.candidates(manager, cluster), ...PROFILE_NAMES.legacy(manager, cluster)].includes(
+    profile,
+  );
 }
 
 /** The Secret's name: the profile's, prefixed (profile names are DNS-1123 and at most 63 characters). */
@@ -222,7 +255,7 @@ export function clusterSecretOf(
           ...(annotations[ANNOTATION_PROVIDER_ID]
             ? { [ANNOTATION_PROVIDER_ID]: annotations[ANNOTATION_PROVIDER_ID] }
             : {}),
-          'cpsync.io/display-name': profile.spec.displayName ?? name,
+          [DISPLAY_NAME_ANNOTATION]: profile.spec.displayName ?? name,
         },
       },
       data: {

@@ -45,7 +45,11 @@ import {
   ArgoCdClusters,
   type ReconcileReport,
 } from '../../../functions/subscribers/argocd/ArgoCdClusters.ts';
-import { PROFILE_UID_ANNOTATION } from '../../../functions/subscribers/argocd/clusterSecret.ts';
+import {
+  clusterSecretOf,
+  PROFILE_UID_ANNOTATION,
+} from '../../../functions/subscribers/argocd/clusterSecret.ts';
+import { LABEL_CLUSTER_MANAGER } from '../../../core/domain/constants.ts';
 import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../../functions/subscribers/argocd/handler.ts';
 import { main } from '../../../cli/program.ts';
 import { ensureArgoCdBinary } from '../../env/binaries.ts';
@@ -75,6 +79,18 @@ function argoCdReads(argo: string, secret: V1Secret): { cluster: any; rest: any 
   const result = spawnSync(argo, [], { input: JSON.stringify(secret), encoding: 'utf8' });
   assert.equal(result.status, 0, `Argo CD could not read ${secret.metadata?.name}: ${result.stderr}`);
   return JSON.parse(result.stdout) as { cluster: any; rest: any };
+}
+
+/**
+ * The Secret a version before Secrets named their manager wrote for the profile of an EKS cluster since gone: no
+ * manager label, no mark of how its profile was judged, and the profile it names no longer in the hub.
+ */
+function goneClusterSecret(name: string): V1Secret {
+  const profile = normalize(eksCluster({ name }), inventoryOptions({ namespace: inventory }), NOW);
+  const made = clusterSecretOf(profile, { namespace: argocd });
+  assert.ok('secret' in made, JSON.stringify(made));
+  const { [LABEL_CLUSTER_MANAGER]: _manager, ...labels } = made.secret.metadata.labels;
+  return { ...made.secret, metadata: { ...made.secret.metadata, labels } };
 }
 
 describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge, Argo CD’s own conversion)', () => {
@@ -417,16 +433,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
   it('a full reconcile from the hub repairs what missed events left wrong, and never touches a Secret made by hand', async () => {
     // Wrong in every way: a Secret missing (above), one of a profile gone, one edited, one made by hand.
     const [eks, gke, aks] = profiles;
-    await core.createNamespacedSecret({
-      namespace: argocd,
-      body: {
-        metadata: {
-          name: 'cluster-cpsync-eks-gone-0000000000',
-          labels: { 'argocd.argoproj.io/secret-type': 'cluster', 'app.kubernetes.io/managed-by': 'cpsync' },
-        },
-        stringData: { name: 'gone', server: 'https://gone.example' },
-      },
-    });
+    await core.createNamespacedSecret({ namespace: argocd, body: goneClusterSecret('gone-0') });
     await core.patchNamespacedSecret({
       name: `cluster-${gke!.metadata.name}`,
       namespace: argocd,
@@ -480,17 +487,8 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
   it('a Secret the cluster refuses to write fails the reconcile, naming its profile, once every other Secret is set right and the stale ones removed; the refused one stays as it was', async () => {
     const [eks, , aks] = profiles;
     const refused = `cluster-${eks!.metadata.name}`;
-    const stale = 'cluster-cpsync-eks-gone-1111111111';
-    await core.createNamespacedSecret({
-      namespace: argocd,
-      body: {
-        metadata: {
-          name: stale,
-          labels: { 'argocd.argoproj.io/secret-type': 'cluster', 'app.kubernetes.io/managed-by': 'cpsync' },
-        },
-        stringData: { name: 'gone', server: 'https://gone.example' },
-      },
-    });
+    const stale = goneClusterSecret('gone-1');
+    await core.createNamespacedSecret({ namespace: argocd, body: stale });
     const wrong = Buffer.from('https://wrong.example').toString('base64');
     await core.patchNamespacedSecret({
       name: refused,

@@ -1,9 +1,10 @@
 /**
- * Two cpsync managers (two hubs, or two configurations of one) whose Argo CD subscribers write into the same Argo CD
- * namespace. Against the real kube-apiserver: whatever either does — an event, a Deleted event (its own profile's, or
- * one naming the other's), a reconcile of any part of its inventory with no grace — the other's cluster Secrets are
- * never written or deleted, those made before Secrets named their manager included; and a reconcile of the whole
- * inventory gives each of its own profiles a Secret labelled as its own.
+ * Three cpsync managers (hubs, or configurations of one) whose Argo CD subscribers write into the same Argo CD
+ * namespace, one named as another's EKS names begin (`cpsync-eks`). Against the real kube-apiserver: whatever one
+ * does — an event, a Deleted event (its own profile's, or one naming another's), a reconcile of any part of its
+ * inventory with no grace — the others' cluster Secrets are never written or deleted, those made before Secrets named
+ * their manager included; and a reconcile of the whole inventory gives each of its own profiles a Secret labelled as
+ * its own.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -25,13 +26,15 @@ import { eksCluster, NOW } from '../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../support/hub.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 
-const MANAGERS = ['cpsync', 'platform'] as const;
+// `cpsync-eks`'s names all begin as `cpsync`'s EKS names do (`cpsync-eks-…`), and end in the same hash of a cluster's id.
+const MANAGERS = ['cpsync', 'cpsync-eks', 'platform'] as const;
 type Manager = (typeof MANAGERS)[number];
 
-describe('Argo CD: two managers write into one Argo CD namespace (real hub)', () => {
+describe('Argo CD: three managers write into one Argo CD namespace (real hub)', () => {
   const argocd = uniqueNamespace('managers-argocd');
   const inventory: Record<Manager, string> = {
     cpsync: uniqueNamespace('managers-a'),
+    'cpsync-eks': uniqueNamespace('managers-c'),
     platform: uniqueNamespace('managers-b'),
   };
   let core: CoreV1Api;
@@ -99,7 +102,7 @@ describe('Argo CD: two managers write into one Argo CD namespace (real hub)', ()
     fc.record({ kind: fc.constant('made-earlier' as const), of: manager, index }),
   );
 
-  it("neither's events, Deleted events or reconciles write or delete the other's Secrets (property)", async () => {
+  it("no manager's events, Deleted events or reconciles write or delete another's Secrets (property)", async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 8 }), async (steps) => {
         for (const manager of MANAGERS)
@@ -119,8 +122,8 @@ describe('Argo CD: two managers write into one Argo CD namespace (real hub)', ()
               });
             continue;
           }
-          const other = MANAGERS.find((m) => m !== s.by)!;
-          const before = snapshot(await secretsOf(other));
+          const others = MANAGERS.filter((m) => m !== s.by);
+          const before = await Promise.all(others.map(async (m) => snapshot(await secretsOf(m))));
           const acting = clusters.get(s.by)!;
           if (s.kind === 'event') await acting.upsert(profiles.get(s.of)![s.index]!, { newest: true });
           else if (s.kind === 'deleted')
@@ -130,11 +133,12 @@ describe('Argo CD: two managers write into one Argo CD namespace (real hub)', ()
               s.present.map((i) => profiles.get(s.by)![i]!),
               { missingGraceMillis: 0 },
             );
-          assert.deepEqual(
-            snapshot(await secretsOf(other)),
-            before,
-            `${JSON.stringify(s)} wrote or deleted a Secret of ${other}`,
-          );
+          for (const [i, other] of others.entries())
+            assert.deepEqual(
+              snapshot(await secretsOf(other)),
+              before[i],
+              `${JSON.stringify(s)} wrote or deleted a Secret of ${other}`,
+            );
         }
         // A reconcile of the whole inventory: each of its profiles' Secrets there, and labelled as its own.
         for (const m of MANAGERS) {
@@ -152,7 +156,20 @@ describe('Argo CD: two managers write into one Argo CD namespace (real hub)', ()
           }
         }
       }),
-      { numRuns: 20 },
+      {
+        numRuns: 20,
+        examples: [
+          // `cpsync-eks`'s Secret as an earlier version wrote it, then a reconcile of `cpsync`'s, and its Deleted event.
+          [
+            [
+              { kind: 'event', by: 'cpsync-eks', of: 'cpsync-eks', index: 0 },
+              { kind: 'made-earlier', of: 'cpsync-eks', index: 0 },
+              { kind: 'reconcile', by: 'cpsync', present: [] },
+              { kind: 'deleted', by: 'cpsync', of: 'cpsync-eks', index: 0 },
+            ],
+          ],
+        ],
+      },
     );
   });
 });

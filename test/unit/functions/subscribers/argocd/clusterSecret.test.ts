@@ -4,8 +4,15 @@ import fc from 'fast-check';
 import { canonicalServer } from '../../../../../core/domain/endpoints.ts';
 import type { ClusterProfile } from '../../../../../core/domain/model/clusterProfile.ts';
 import { normalize } from '../../../../../core/domain/normalize.ts';
-import { clusterSecretOf } from '../../../../../functions/subscribers/argocd/clusterSecret.ts';
-import { eksCluster, gkeCluster, NOW } from '../../../../support/fixtures.ts';
+import { LABEL_CLUSTER_MANAGER } from '../../../../../core/domain/constants.ts';
+import { PROVIDERS, type Provider } from '../../../../../core/domain/model/observedCluster.ts';
+import {
+  clusterSecretOf,
+  DISPLAY_NAME_ANNOTATION,
+  isManagersSecret,
+  type ClusterSecret,
+} from '../../../../../functions/subscribers/argocd/clusterSecret.ts';
+import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../../support/settings.ts';
 
 const labelsOf = (profile: ClusterProfile) => {
@@ -151,5 +158,103 @@ describe('the Argo CD subscriber’s cluster Secret: the server Argo CD sends th
     const local = profileWith('https://127.0.0.2:6443');
     assert.ok('skipped' in clusterSecretOf(local, { namespace: 'argocd', localClouds: ['eks'] }));
     assert.ok('secret' in clusterSecretOf(local, { namespace: 'argocd', localClouds: ['gke'] }));
+  });
+});
+
+describe('the Argo CD subscriber’s cluster Secret: whose it is', () => {
+  const FIXTURES = { eks: eksCluster, gke: gkeCluster, aks: aksCluster };
+  const label = fc.stringMatching(/^[a-z]([a-z0-9-]{0,10}[a-z0-9])?$/);
+
+  /** The Secret `manager` writes for its profile of the cluster, and the same as a version before this one wrote it. */
+  function secretsOf(manager: string, provider: Provider, name: string, account: string) {
+    const cluster = FIXTURES[provider]({
+      name,
+      account: provider === 'eks' ? account : `${provider}-${account}`,
+    });
+    const made = clusterSecretOf(normalize(cluster, inventoryOptions({ manager }), NOW), {
+      namespace: 'argocd',
+      manager,
+    });
+    assert.ok('secret' in made, JSON.stringify(made));
+    const labelled: ClusterSecret = made.secret;
+    const { [LABEL_CLUSTER_MANAGER]: named, ...labels } = labelled.metadata.labels;
+    assert.equal(named, manager);
+    const earlier = { ...labelled, metadata: { ...labelled.metadata, labels } };
+    return { labelled, earlier };
+  }
+
+  it("is its manager's alone, labelled or made before Secrets named their manager, whatever the managers' names begin with (property)", () => {
+    fc.assert(
+      fc.property(
+        label,
+        fc.constantFrom(...PROVIDERS),
+        fc.option(label, { nil: undefined }),
+        label,
+        // Clusters of names that begin as the managers' names continue (`eks-web` of `cpsync` is `cpsync-eks-eks-web-…`,
+        // `web` of `cpsync-eks` too), in accounts the managers share.
+        fc.array(
+          fc.record({
+            manager: fc.nat(2),
+            provider: fc.constantFrom(...PROVIDERS),
+            prefix: fc.constantFrom('', ...PROVIDERS.map((p) => `${p}-`)),
+            name: fc.constantFrom('web', 'batch', 'eks', 'gke', 'aks', 'web-eks'),
+            account: fc.constantFrom('111111111111', '222222222222'),
+          }),
+          { minLength: 1, maxLength: 6 },
+        ),
+        (base, continued, tail, other, clusters) => {
+          // A manager whose every name begins as `base`'s names of one provider do, and one of its own.
+          const managers = [base, `${base}-${continued}${tail ? `-${tail}` : ''}`.slice(0, 30), other];
+          fc.pre(managers[1]!.endsWith('-') === false && new Set(managers).size === 3);
+          for (const c of clusters) {
+            const manager = managers[c.manager]!;
+            const { labelled, earlier } = secretsOf(manager, c.provider, `${c.prefix}${c.name}`, c.account);
+            for (const judge of managers) {
+              const expected = judge === manager;
+              assert.equal(
+                isManagersSecret(labelled, judge),
+                expected,
+                `${labelled.metadata.name} judged by ${judge}`,
+              );
+              assert.equal(
+                isManagersSecret(earlier, judge),
+                expected,
+                `${earlier.metadata.name}, made before Secrets named their manager, judged by ${judge}`,
+              );
+            }
+          }
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+
+  it("is no manager's when cpsync did not write it: no managed-by label, or (made earlier) no cluster it names", () => {
+    const { labelled, earlier } = secretsOf('cpsync', 'eks', 'web', '111111111111');
+    const without = (secret: ClusterSecret, key: 'labels' | 'annotations', name: string) => {
+      const { [name]: _left, ...rest } = secret.metadata[key];
+      return { ...secret, metadata: { ...secret.metadata, [key]: rest } };
+    };
+    assert.equal(isManagersSecret(earlier, 'cpsync'), true);
+    assert.equal(
+      isManagersSecret(without(labelled, 'labels', 'app.kubernetes.io/managed-by'), 'cpsync'),
+      false,
+    );
+    for (const annotation of ['cpsync.io/provider-id', DISPLAY_NAME_ANNOTATION])
+      assert.equal(
+        isManagersSecret(without(earlier, 'annotations', annotation), 'cpsync'),
+        false,
+        annotation,
+      );
+    assert.equal(isManagersSecret(without(earlier, 'labels', 'cpsync.io/provider'), 'cpsync'), false);
+    // Made earlier of another cluster than it names: not a name the manager gives the cluster.
+    const moved = {
+      ...earlier,
+      metadata: {
+        ...earlier.metadata,
+        annotations: { ...earlier.metadata.annotations, [DISPLAY_NAME_ANNOTATION]: 'batch' },
+      },
+    };
+    assert.equal(isManagersSecret(moved, 'cpsync'), false);
   });
 });

@@ -111,6 +111,14 @@ const EventGridEvent = z.looseObject({
 });
 const EventGridDelivery = z.array(EventGridEvent).min(1);
 
+/**
+ * Function time kept back before a cluster's sync is started (the stack gives the webhook 30 s). A delivery that names
+ * more clusters than its time allows (an Event Grid subscription batching events) is answered 503 once the time left
+ * is under this, naming the clusters not synced: Event Grid delivers it again, those synced are answered from their
+ * records and the rest are synced then, rather than the function being stopped mid-sync at its timeout.
+ */
+export const SYNC_RESERVE_MILLIS = 10_000;
+
 const MANAGED_CLUSTER =
   /^\/subscriptions\/([^/]+)\/resourceGroups\/([^/]+)\/providers\/Microsoft\.ContainerService\/managedClusters\/([^/]+)/i;
 const RESOURCE_EVENTS = new Set([
@@ -261,6 +269,7 @@ export function makeWebhook(
     }
     const results: Record<string, string> = {};
     const duplicates: string[] = [];
+    const left = new Set<string>();
     let ignored = 0;
     for (const item of delivery.data) {
       const resourceId = item.data.resourceUri ?? item.subject;
@@ -269,7 +278,12 @@ export function makeWebhook(
         ignored += 1;
         continue;
       }
-      if (results[foldCase(`${match[1]}/${match[2]}/${match[3]}`)]) continue;
+      const cluster = foldCase(`${match[1]}/${match[2]}/${match[3]}`);
+      if (results[cluster] || left.has(cluster)) continue;
+      if (context.getRemainingTimeInMillis() < SYNC_RESERVE_MILLIS) {
+        left.add(cluster);
+        continue;
+      }
       const synced = await syncAks(deps, context, item.id, resourceId);
       if (!synced) {
         ignored += 1;
@@ -277,6 +291,16 @@ export function makeWebhook(
       }
       results[synced.key] = synced.result;
       if (synced.duplicate) duplicates.push(synced.key);
+    }
+    if (left.size > 0) {
+      logger.warn('delivery not synced whole: the time ran short', {
+        synced: Object.keys(results),
+        left: [...left],
+      });
+      throw new WebhookError(
+        503,
+        `the function's time ran short before ${left.size} cluster(s) of this delivery were synced (${[...left].join(', ')}); deliver it again: the ${Object.keys(results).length} synced are answered from their records`,
+      );
     }
     return json(200, { synced: results, ignored, ...(duplicates.length ? { duplicates } : {}) });
   }

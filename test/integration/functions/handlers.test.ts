@@ -20,7 +20,7 @@ import type { FunctionDeps } from '../../../functions/runtime.ts';
 import { compose } from '../../../adapters/compose/compose.ts';
 import { makeScopeEnumerator } from '../../../functions/scopeEnumerator.ts';
 import { makeScopeWorker } from '../../../functions/scopeWorker.ts';
-import { makeWebhook } from '../../../functions/webhook.ts';
+import { makeWebhook, SYNC_RESERVE_MILLIS } from '../../../functions/webhook.ts';
 import { DetailValidator } from '../../../events/validate.ts';
 import { describedClusters, restJsonError } from '../../env/awsProxy.ts';
 import {
@@ -689,6 +689,68 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       (await changeEvents()).map((e) => e['detail-type']),
       ['ClusterProfile Deleted'],
     );
+  });
+
+  it("answers 503 naming the clusters of an Event Grid delivery its function's time did not allow, and syncs them when the delivery comes again", async () => {
+    const webhook = makeWebhook(getDeps);
+    const names = ['tide-a', 'tide-b', 'tide-c'];
+    const idOf = (name: string) =>
+      `/subscriptions/${AZURE_SUBSCRIPTION}/resourceGroups/rg-${name}/providers/Microsoft.ContainerService/managedClusters/${name}`;
+    const before = emulators.arm.clusters.get(AZURE_SUBSCRIPTION) ?? [];
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [
+      ...before,
+      ...names.map((name) => aksCluster(name, `rg-${name}`)),
+    ]);
+    const delivery = functionUrlRequest(
+      '/azure',
+      names.map((name, i) =>
+        eventGridEvent('Microsoft.Resources.ResourceWriteSuccess', idOf(name), `eg-tide-${i}`),
+      ),
+      {},
+      { key: azureKey },
+    );
+    const keyOf = (name: string) => `${AZURE_SUBSCRIPTION}/rg-${name}/${name}`;
+    // The function's time runs short once the first cluster has been read from ARM: told by ARM's own requests, not a clock.
+    const from = emulators.arm.requests.length;
+    const firstRead = () =>
+      emulators.arm.requests
+        .slice(from)
+        .some((r) => r.path.toLowerCase().endsWith('/managedclusters/tide-a'));
+    const short = {
+      ...context,
+      getRemainingTimeInMillis: () => (firstRead() ? SYNC_RESERVE_MILLIS - 1 : 60_000),
+    };
+    const first = await webhook(delivery, short);
+    assert.equal(first.statusCode, 503, first.body as string);
+    assert.match(
+      JSON.parse(first.body as string).message,
+      new RegExp(
+        `before 2 cluster\\(s\\) of this delivery were synced \\(${keyOf('tide-b')}, ${keyOf('tide-c')}\\)`,
+      ),
+    );
+    const displayNameOf = (e: ReceivedEvent) => (e.detail.cluster as { displayName: string }).displayName;
+    const displayNames = async () =>
+      (await profiles())
+        .map((p) => p.spec.displayName ?? '')
+        .filter((n) => names.includes(n))
+        .sort();
+    assert.deepEqual(await displayNames(), ['tide-a']);
+    assert.deepEqual(
+      (await changeEvents()).map((e) => [e['detail-type'], displayNameOf(e)]),
+      [['ClusterProfile Created', 'tide-a']],
+    );
+
+    // Delivered again with time enough: the first cluster answered from its record, the others synced.
+    const again = await webhook(delivery, context);
+    assert.equal(again.statusCode, 200, again.body as string);
+    assert.deepEqual(JSON.parse(again.body as string), {
+      synced: { [keyOf('tide-a')]: 'created', [keyOf('tide-b')]: 'created', [keyOf('tide-c')]: 'created' },
+      ignored: 0,
+      duplicates: [keyOf('tide-a')],
+    });
+    assert.deepEqual(await displayNames(), names);
+    assert.deepEqual((await changeEvents()).map(displayNameOf).sort(), ['tide-b', 'tide-c']);
+    emulators.arm.clusters.set(AZURE_SUBSCRIPTION, before);
   });
 
   const auditEntry = (methodName: string, resourceName: string) =>

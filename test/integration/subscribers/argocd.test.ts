@@ -49,7 +49,6 @@ import {
   clusterSecretOf,
   PROFILE_UID_ANNOTATION,
 } from '../../../functions/subscribers/argocd/clusterSecret.ts';
-import { LABEL_CLUSTER_MANAGER } from '../../../core/domain/constants.ts';
 import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../../functions/subscribers/argocd/handler.ts';
 import { main } from '../../../cli/program.ts';
 import { ensureArgoCdBinary } from '../../env/binaries.ts';
@@ -67,6 +66,7 @@ import {
 import { readHubGuard, TRUSTED_HUB } from '../../../adapters/hub/hubPolicy.ts';
 import { lambdaContext } from '../../support/lambda.ts';
 import { until } from '../../support/until.ts';
+import { asEarlierVersionWrote } from '../../support/argocdSecrets.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 import { temporaryDirectory } from '../../support/tmp.ts';
 
@@ -89,8 +89,7 @@ function goneClusterSecret(name: string): V1Secret {
   const profile = normalize(eksCluster({ name }), inventoryOptions({ namespace: inventory }), NOW);
   const made = clusterSecretOf(profile, { namespace: argocd });
   assert.ok('secret' in made, JSON.stringify(made));
-  const { [LABEL_CLUSTER_MANAGER]: _manager, ...labels } = made.secret.metadata.labels;
-  return { ...made.secret, metadata: { ...made.secret.metadata, labels } };
+  return asEarlierVersionWrote(made.secret);
 }
 
 describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge, Argo CD’s own conversion)', () => {

@@ -13,6 +13,7 @@ import {
   type ClusterSecret,
 } from '../../../../../functions/subscribers/argocd/clusterSecret.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../../support/fixtures.ts';
+import { asEarlierVersionWrote } from '../../../../support/argocdSecrets.ts';
 import { inventoryOptions } from '../../../../support/settings.ts';
 
 const labelsOf = (profile: ClusterProfile) => {
@@ -177,9 +178,8 @@ describe('the Argo CD subscriber’s cluster Secret: whose it is', () => {
     });
     assert.ok('secret' in made, JSON.stringify(made));
     const labelled: ClusterSecret = made.secret;
-    const { [LABEL_CLUSTER_MANAGER]: named, ...labels } = labelled.metadata.labels;
-    assert.equal(named, manager);
-    const earlier = { ...labelled, metadata: { ...labelled.metadata, labels } };
+    assert.equal(labelled.metadata.labels[LABEL_CLUSTER_MANAGER], manager);
+    const earlier = asEarlierVersionWrote(labelled);
     return { labelled, earlier };
   }
 

@@ -18,6 +18,7 @@ import { sameJson } from './json.ts';
 import { canonicalProviderId, sameProviderId } from './naming.ts';
 import { ownedMetadata, ownedStatusOf } from './ownership.ts';
 import { matchesSelector, scopeSelector } from './labels.ts';
+import { providerIdInScope } from './scopes.ts';
 import {
   profileKey,
   type AccessProvider,
@@ -457,6 +458,10 @@ export function plan(input: PlanInput): Plan {
       continue;
     }
     if (input.outcome.kind !== 'complete') continue;
+    // A listing says which clusters of its own account and region are gone, no others: a profile the scope's
+    // labels select whose id is another scope's (label values cut or rewritten into one), or that has no id of
+    // the provider's, is neither marked missing nor deleted by it.
+    if (!providerId || !providerIdInScope(providerId, input.outcome.scope)) continue;
     const missed = missedListings(existing) + 1;
     if (missed >= input.deletionGraceListings) {
       result.deletes.push({ current: existing, reason: 'MissingFromListings' });

@@ -110,3 +110,53 @@ export function clusterInScope(
     (scope.region === ALL_REGIONS || canonicalRegion(scope.provider, cluster.region) === scope.region)
   );
 }
+
+/** An EKS cluster's ARN, in any partition: its region and account (`arn:<partition>:eks:<region>:<account>:cluster/<name>`). */
+const EKS_CLUSTER_ARN = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/.+$/;
+/** A GKE cluster's selfLink: its project and location (`…/projects/<p>/locations/<l>/clusters/<n>`, or `zones/`). */
+const GKE_SELF_LINK = /\/projects\/([^/]+)\/(?:locations|zones)\/([^/]+)\/clusters\/[^/]+$/;
+/** An AKS managed cluster's resource id, ASCII letters lower-cased as ARM compares them: its subscription. */
+const AKS_RESOURCE_ID =
+  /^\/subscriptions\/([^/]+)\/resourcegroups\/[^/]+\/providers\/microsoft\.containerservice\/managedclusters\/[^/]+$/;
+
+/**
+ * Where a provider id says its cluster is: the account (AWS account, GCP project, Azure subscription) and, where
+ * the id names one, the region (an AKS id names none). Undefined when it is no cluster id of `provider`'s.
+ */
+export function placeOfProviderId(
+  provider: Provider,
+  providerId: string,
+): { account: string; region?: string } | undefined {
+  switch (provider) {
+    case 'eks': {
+      const match = EKS_CLUSTER_ARN.exec(providerId);
+      return match ? { account: match[2]!, region: match[1]! } : undefined;
+    }
+    case 'gke': {
+      const match = GKE_SELF_LINK.exec(providerId);
+      return match ? { account: match[1]!, region: regionOfZone(match[2]!) } : undefined;
+    }
+    case 'aks': {
+      const match = AKS_RESOURCE_ID.exec(foldCase(providerId));
+      return match ? { account: match[1]! } : undefined;
+    }
+  }
+}
+
+/**
+ * Whether a profile's provider id is of a cluster of `scope`: its account and (where the id names one) region,
+ * compared as the cloud spells them. A scope's labels are label values — cut to 63 characters and with other
+ * characters made `-` (`labelValue`) — so two scopes' labels can be one (two long domain-scoped GCP projects that
+ * differ past the cut); only the id tells whose a profile is. An AKS id names no region: the region label
+ * (an Azure location, a valid label value as it is) tells it.
+ */
+export function providerIdInScope(providerId: string, scope: Scope): boolean {
+  const place = placeOfProviderId(scope.provider, providerId);
+  return (
+    place !== undefined &&
+    clusterInScope(
+      { provider: scope.provider, account: place.account, region: place.region ?? scope.region },
+      scope,
+    )
+  );
+}

@@ -3,6 +3,7 @@ import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../domain/model/observedCluster.ts';
 import { canonicalProviderId } from '../domain/naming.ts';
+import { providerIdInScope } from '../domain/scopes.ts';
 import type { AbsenceAnswer, ScopeListing } from './ports.ts';
 
 /**
@@ -25,7 +26,8 @@ export async function confirmAbsences(
       current
         .filter((p) => p.metadata.deletionTimestamp === undefined)
         .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
-        .filter((id) => id !== '' && !shown.has(key(id))),
+        // Only the scope's own clusters are asked after: a profile whose id is another scope's is not its to judge.
+        .filter((id) => id !== '' && !shown.has(key(id)) && providerIdInScope(id, listing.outcome.scope)),
     ),
   ].sort();
   if (absent.length === 0) return { listing, present: [], gone: [] };

@@ -41,6 +41,7 @@ import type { HubGuard } from '../../../adapters/hub/hubPolicy.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import type { ArgoCdClusters, CreatedSecret, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
 import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
+import { LABEL_PROJECTED_FROM } from '../../../core/domain/constants.ts';
 
 export interface ArgoCdDeps {
   composition: Composition;
@@ -254,6 +255,18 @@ async function applyReading(
   // Written as the hub has it now, whatever the change (a deleted profile made again since: kept, as it is now).
   if (current) return deps.clusters.upsert(current, { newest: true, writtenUnder });
   if (!deleted) return { outcome: 'absent', reason: 'the profile is not in the hub' };
+  // The cluster placed in another inventory namespace since (a namespace rule or a tag changed) keeps its profile's
+  // name there, and so its Secret: the Secret follows the profile where it is now, never removed in between (the
+  // Deleted event of the old place may come before the new place's Created, and an ApplicationSet would take the
+  // cluster's Applications away with a Secret that went for a moment).
+  const { inventoryNamespaces } = await import('../../../core/domain/options.ts');
+  for (const { name: elsewhere } of inventoryNamespaces(options)) {
+    if (elsewhere === namespace) continue;
+    const moved = await readProfile(deps, { namespace: elsewhere, name });
+    // A projected copy is no place of the cluster's: its Secret is made from the cluster's own profile only.
+    if (moved && !moved.metadata.labels?.[LABEL_PROJECTED_FROM] && !untrustedReason(moved, options.manager))
+      return applyReading(deps, guard, { namespace: elsewhere, name }, moved, false);
+  }
   return deps.clusters.remove(
     namespace,
     name,

@@ -47,6 +47,7 @@ import {
 } from '../../../functions/subscribers/argocd/ArgoCdClusters.ts';
 import {
   clusterSecretOf,
+  PROFILE_ANNOTATION,
   PROFILE_UID_ANNOTATION,
 } from '../../../functions/subscribers/argocd/clusterSecret.ts';
 import { makeArgoCdSubscriber, type ArgoCdDeps } from '../../../functions/subscribers/argocd/handler.ts';
@@ -72,6 +73,9 @@ import { temporaryDirectory } from '../../support/tmp.ts';
 
 const BUS = 'argocd-test';
 const inventory = uniqueNamespace('inv');
+/** A second inventory namespace: clusters tagged `placement: moved` are placed there (a namespace rule). */
+const moved = uniqueNamespace('moved');
+const MOVED_RULE = { tag: { key: 'placement', value: 'moved' }, namespace: moved };
 const argocd = uniqueNamespace('argocd');
 
 /** Argo CD's reading of a Secret: the Cluster it makes of it and the REST config it would connect with. */
@@ -128,6 +132,11 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     const namespace = await core.readNamespace({ name: inventory });
     namespace.metadata!.labels = { ...namespace.metadata!.labels, [POLICY_NAMESPACE_LABEL]: inventory };
     await core.replaceNamespace({ name: inventory, body: namespace });
+    // Guarded by the same binding of the policy as the inventory namespace.
+    await hub.ensureNamespace({ name: moved });
+    const second = await core.readNamespace({ name: moved });
+    second.metadata!.labels = { ...second.metadata!.labels, [POLICY_NAMESPACE_LABEL]: inventory };
+    await core.replaceNamespace({ name: moved, body: second });
     await guardInventory();
     await core.createNamespace({ body: { metadata: { name: argocd } } });
 
@@ -173,7 +182,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
 
     const document = {
       hub: { kubeconfig: state.kubeconfig },
-      inventory: { namespace: inventory },
+      inventory: { namespace: inventory, namespaceRules: [MOVED_RULE] },
       bus: { eventBridge: { busName: BUS, endpoint: moto.endpoint, region: 'us-east-1' } },
     };
     configFile = join(temporaryDirectory('cpsync-argocd-'), 'cpsync.json');
@@ -195,6 +204,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     process.env = saved;
     await policy?.remove();
     await core?.deleteNamespace({ name: argocd }).catch(() => {});
+    await core?.deleteNamespace({ name: moved }).catch(() => {});
     await moto?.stop();
   });
 
@@ -682,6 +692,72 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     const names = (await secrets()).map((s) => s.metadata!.name);
     assert.ok(!names.includes(`cluster-${gke!.metadata.name}`));
     assert.ok(names.includes(`cluster-${eks!.metadata.name}`));
+  });
+
+  it("a cluster placed in another inventory namespace since, under the same name: its old place's Deleted event, before, with or after its new place's Created, leaves its Secret standing (the same object), made from the profile where it is now", async () => {
+    const placed = inventoryOptions({
+      namespace: inventory,
+      namespaceRules: [MOVED_RULE],
+      features: { clusterSets: true },
+    });
+    for (const order of ['deleted first', 'together', 'created first'] as const) {
+      const cluster = eksCluster({ name: `wanderer-${order.split(' ')[0]}` });
+      const before = await store(normalize(cluster, placed, NOW));
+      await publish([
+        buildChangeEvent(
+          { kind: 'created', profile: before, changes: [{ field: 'spec', after: {} }] },
+          context(before),
+        ),
+      ]);
+      await deliver();
+      const secretName = `cluster-${before.metadata.name}`;
+      const made = await core.readNamespacedSecret({ name: secretName, namespace: argocd });
+      // The cluster tagged to the rule's namespace: cpsync creates it there (the same name), then deletes the old.
+      const after = await store(
+        normalize({ ...cluster, tags: { ...cluster.tags, placement: 'moved' } }, placed, NOW),
+      );
+      assert.equal(after.metadata.namespace, moved);
+      assert.equal(after.metadata.name, before.metadata.name);
+      await hub.delete({ namespace: inventory, name: before.metadata.name });
+      const deletedEvent = buildChangeEvent(
+        { kind: 'deleted', profile: before, changes: [{ field: 'metadata', before: {} }] },
+        context(before),
+      );
+      const createdEvent = buildChangeEvent(
+        { kind: 'created', profile: after, changes: [{ field: 'spec', after: {} }] },
+        context(after),
+      );
+      const outcomes: string[] = [];
+      for (const events of order === 'deleted first'
+        ? [[deletedEvent], [createdEvent]]
+        : order === 'created first'
+          ? [[createdEvent], [deletedEvent]]
+          : [[deletedEvent, createdEvent]]) {
+        await publish(events);
+        for (const { result } of await deliver()) {
+          outcomes.push(result.outcome);
+          const now = await core.readNamespacedSecret({ name: secretName, namespace: argocd });
+          assert.equal(now.metadata!.uid, made.metadata!.uid, `${order}: never removed, nor made again`);
+        }
+      }
+      assert.ok(!outcomes.includes('deleted'), `${order}: ${outcomes.join(', ')}`);
+      const last = await core.readNamespacedSecret({ name: secretName, namespace: argocd });
+      assert.equal(last.metadata!.annotations![PROFILE_ANNOTATION], `${moved}/${after.metadata.name}`, order);
+
+      // Gone from its new place too (the cluster deleted): its Deleted event removes the Secret.
+      await hub.delete({ namespace: moved, name: after.metadata.name });
+      await publish([
+        buildChangeEvent(
+          { kind: 'deleted', profile: after, changes: [{ field: 'metadata', before: {} }] },
+          context(after),
+        ),
+      ]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['deleted'],
+      );
+      assert.ok(!(await secrets()).some((s) => s.metadata?.name === secretName), order);
+    }
   });
 
   it("a profile being deleted, held by another controller's finalizer, is a profile gone: no event or reconcile writes its Secret, and its Deleted event removes it", async () => {

@@ -85,8 +85,11 @@ export function readExecInfo(text: string | undefined): ExecInfo | undefined {
   return { ...base, extension: keys.data };
 }
 
-/** The domains AKS's API servers are under: public and private clusters, Azure's sovereign clouds. */
-const AKS_DOMAINS = ['.azmk8s.io', '.azk8s.cn', '.azure.us'];
+/**
+ * The domains AKS's API servers are under, public and private clusters alike: Azure's, and its sovereign clouds'
+ * (Azure Government's AKS zone, not all of `azure.us`, where other services' hosts are named by their customers).
+ */
+const AKS_DOMAINS = ['.azmk8s.io', '.cx.prod.service.azk8s.cn', '.cx.aks.containerservice.azure.us'];
 
 /**
  * Why `server` (where client-go will send the token) is not one a cluster of `target` is reached at, or undefined

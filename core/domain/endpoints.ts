@@ -27,8 +27,25 @@ const REFUSED_IPV4: ReadonlyArray<readonly [number, number]> = [
   [ipv4Number('240.0.0.0'), 4], // reserved, and the broadcast address 255.255.255.255: no server
 ];
 
-/** AWS's instance metadata server over IPv6 (Nitro): in the unique-local range, which is otherwise kept. */
-const AWS_METADATA_IPV6 = [0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254];
+/**
+ * The clouds' instance services over IPv6, in the unique-local range (fc00::/7), which is otherwise kept (private
+ * endpoints are there): [first address's groups, prefix length]. AWS keeps fd00:ec2::/64 for what a VPC's instances
+ * reach on their own host: the metadata server (::254), the DNS resolver (::253), the time server (::123) and EKS's
+ * Pod Identity agent (::23), which hands out a pod's AWS credentials; Google's metadata server is fd20:ce::254.
+ */
+const REFUSED_IPV6: ReadonlyArray<readonly [readonly number[], number]> = [
+  [[0xfd00, 0xec2, 0, 0, 0, 0, 0, 0], 64],
+  [[0xfd20, 0xce, 0, 0, 0, 0, 0, 0x254], 128],
+];
+
+/** Whether the eight groups `groups` are in the prefix of `first`'s first `bits` bits. */
+function inIpv6Range(groups: readonly number[], first: readonly number[], bits: number): boolean {
+  return first.every((group, i) => {
+    const kept = Math.min(16, Math.max(0, bits - 16 * i));
+    const mask = kept === 0 ? 0 : (0xffff << (16 - kept)) & 0xffff;
+    return (groups[i]! & mask) === (group & mask);
+  });
+}
 
 /**
  * IPv6 prefixes of 96 bits whose last 32 bits are an IPv4 address a host or a translator reaches:
@@ -76,7 +93,7 @@ function refusedIpv6(address: string, loopback: boolean): boolean {
   if (loopback && groups.every((g, i) => g === (i === 7 ? 1 : 0))) return false; // ::1
   if ((groups[0]! & 0xffc0) === 0xfe80) return true; // link-local fe80::/10
   if ((groups[0]! & 0xff00) === 0xff00) return true; // multicast ff00::/8: no server
-  if (groups.every((g, i) => g === AWS_METADATA_IPV6[i])) return true;
+  if (REFUSED_IPV6.some(([first, bits]) => inIpv6Range(groups, first, bits))) return true;
   // NAT64's local-use prefix 64:ff9b:1::/48 (RFC 8215), whose translator may carry the IPv4 address anywhere
   // its prefix length puts it, and Teredo's 2001::/32, which carries addresses obfuscated: no cloud's server.
   if (groups[0] === 0x64 && groups[1] === 0xff9b && groups[2] === 1) return true;
@@ -128,8 +145,9 @@ export function refusedAddress(address: string, { loopback = false } = {}): bool
  * evil.example), no query or fragment, within v1alpha2's 2048 characters, whose host is neither an in-cluster
  * or single-label name (`kubernetes.default.svc`, `localhost`), nor a metadata server's name
  * (`metadata.google.internal`, `metadata.goog`, `instance-data.ec2.internal`), nor a loopback (127.0.0.0/8, ::1),
- * link-local (169.254.0.0/16, fe80::/10), unspecified (0.0.0.0/8, ::), metadata or platform (169.254.169.254,
- * fd00:ec2::254, Azure's 168.63.129.16), multicast, reserved or broadcast (224.0.0.0/3, ff00::/8) address — also
+ * link-local (169.254.0.0/16, fe80::/10), unspecified (0.0.0.0/8, ::), metadata or platform (169.254.169.254;
+ * AWS's instance services fd00:ec2::/64, its metadata server and EKS's Pod Identity agent among them; Google's
+ * fd20:ce::254; Azure's 168.63.129.16), multicast, reserved or broadcast (224.0.0.0/3, ff00::/8) address — also
  * as an IPv4-mapped, -compatible, -translated, NAT64 or 6to4 IPv6 address (NAT64's local-use 64:ff9b:1::/48 and
  * Teredo's 2001::/32 are refused whole) — nor port 0. The host is judged as the URL parser reads it, so every spelling of an address (decimal
  * `2130706433`, hex `0x7f000001`, octal `017700000001`, short `127.1`, a trailing dot, upper case, percent-encoding)

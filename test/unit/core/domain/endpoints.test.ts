@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
+import { serverProblem } from '../../../../adapters/credentials/target.ts';
 import {
   canonicalServer,
   endpointHostPort,
@@ -70,6 +71,9 @@ describe('endpoints: what may be a server', () => {
     ['https://[fe80::1]', 'IPv6 link-local'],
     ['https://[FEBF::1]', 'IPv6 link-local, the top of fe80::/10'],
     ['https://[fd00:ec2::254]', "AWS's IPv6 metadata server"],
+    ['https://[fd00:ec2::23]', "EKS's Pod Identity agent over IPv6 (a pod's AWS credentials)"],
+    ['https://[fd00:ec2::253]', "AWS's IPv6 DNS resolver"],
+    ['https://[fd20:ce::254]', "Google's IPv6 metadata server"],
     ['https://[fd00:0ec2:0:0:0:0:0:0254]', "AWS's IPv6 metadata server, uncompressed"],
     ['https://[::ffff:169.254.169.254]', 'the metadata server, mapped'],
     ['https://[::ffff:a9fe:a9fe]', 'the metadata server, mapped, in hex'],
@@ -126,7 +130,11 @@ describe('endpoints: what may be a server', () => {
     ['https://100.64.0.1', 'https://100.64.0.1'],
     ['https://[fd00::1]', 'https://[fd00::1]'],
     ['https://[fc00::1]', 'https://[fc00::1]'],
-    ['https://[fd00:ec2::253]', 'https://[fd00:ec2::253]'],
+    // The neighbours of the clouds' IPv6 instance services (fd00:ec2::/64, fd20:ce::254).
+    ['https://[fd00:ec2:0:1::254]', 'https://[fd00:ec2:0:1::254]'],
+    ['https://[fd00:ec3::23]', 'https://[fd00:ec3::23]'],
+    ['https://[fd20:ce::253]', 'https://[fd20:ce::253]'],
+    ['https://[fd20:ce::1:254]', 'https://[fd20:ce::1:254]'],
     // The neighbours of what is refused.
     ['https://1.0.0.0', 'https://1.0.0.0'],
     ['https://126.255.255.255', 'https://126.255.255.255'],
@@ -416,5 +424,142 @@ describe("endpoints: what a server's name resolves to", () => {
       assert.equal(refusedAnswer(answer), true, JSON.stringify(answer));
     for (const answer of ['34.76.10.20', '10.0.0.1', 'fd00::1', '2600:1f18::1'])
       assert.equal(refusedAnswer(answer), false, answer);
+  });
+});
+
+/** The clouds' IPv6 instance services: AWS's fd00:ec2::/64 (any address in it), Google's fd20:ce::254. */
+const instanceService = fc.oneof(
+  fc
+    .array(fc.nat({ max: 0xffff }), { minLength: 4, maxLength: 4 })
+    .map((host) => [0xfd00, 0xec2, 0, 0, ...host]),
+  fc.constantFrom([0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254], [0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x23]),
+  fc.constant([0xfd20, 0xce, 0, 0, 0, 0, 0, 0x254]),
+);
+/** Addresses beside them, in the unique-local range kept for private endpoints. */
+const besideInstanceService = fc.oneof(
+  fc
+    .tuple(
+      fc.integer({ min: 1, max: 0xffff }),
+      fc.array(fc.nat({ max: 0xffff }), { minLength: 4, maxLength: 4 }),
+    )
+    .map(([subnet, host]) => [0xfd00, 0xec2, 0, subnet, ...host]),
+  fc
+    .integer({ min: 0, max: 0xffff })
+    .filter((g) => g !== 0x254)
+    .map((last) => [0xfd20, 0xce, 0, 0, 0, 0, 0, last]),
+  fc.integer({ min: 1, max: 0xffff }).map((g) => [0xfd20, 0xce, 0, 0, 0, 0, g, 0x254]),
+);
+
+/**
+ * Every way an IPv6 address of eight `groups` may be written: each group in either case, with leading zeros or
+ * without, one run of zero groups (any of them, whole or in part) written `::`, the last 32 bits as an IPv4 tail.
+ */
+const ipv6Spelling = (groups: readonly number[]) =>
+  fc
+    .tuple(
+      fc.array(fc.boolean(), { minLength: 8, maxLength: 8 }),
+      fc.array(fc.nat({ max: 3 }), { minLength: 8, maxLength: 8 }),
+      fc.boolean(),
+      fc.nat({ max: 7 }),
+      fc.nat({ max: 7 }),
+    )
+    .map(([upper, zeros, tail, from, length]) => {
+      const hex = groups.map((g, i) => {
+        const digits = g.toString(16);
+        const padded = digits.padStart(Math.min(4, digits.length + zeros[i]!), '0');
+        return upper[i] ? padded.toUpperCase() : padded;
+      });
+      const last = tail
+        ? [`${groups[6]! >> 8}.${groups[6]! & 255}.${groups[7]! >> 8}.${groups[7]! & 255}`]
+        : hex.slice(6);
+      const head = hex.slice(0, 6);
+      const all = [...head, ...last];
+      // A run of zero groups within the hex part, written `::` (at most one).
+      const hexCount = tail ? 6 : 8;
+      let end = from;
+      while (end < hexCount && end - from < length + 1 && groups[end] === 0) end += 1;
+      if (end === from) return all.join(':');
+      return `${all.slice(0, from).join(':')}::${all.slice(from + (end - from)).join(':')}`;
+    });
+
+describe("endpoints: the clouds' IPv6 instance services", () => {
+  it('refuses every spelling of every address of them, as a server, as a name’s answer and as a credential target; keeps their neighbours', () => {
+    fc.assert(
+      fc.property(
+        fc
+          .oneof(
+            instanceService.map((g) => ({ groups: g, refused: true })),
+            besideInstanceService.map((g) => ({ groups: g, refused: false })),
+          )
+          .chain(({ groups, refused }) => fc.tuple(fc.constant(refused), ipv6Spelling(groups))),
+        fc.constantFrom('', ':443', ':6443', '/', '/api'),
+        fc.constantFrom('', '%eth0'),
+        ([refused, written], rest, zone) => {
+          const server = `https://[${written}]${rest}`;
+          assert.equal(canonicalServer(server) === undefined, refused, server);
+          assert.equal(canonicalServer(server, { loopback: true }) === undefined, refused, server);
+          assert.equal(refusedAnswer(`${written}${zone}`), refused, `${written}${zone}`);
+          for (const target of [
+            { provider: 'gke' as const },
+            { provider: 'eks' as const, cluster: 'c', region: 'us-east-1' },
+          ])
+            if (refused) assert.ok(serverProblem(server, target), `${server} for ${target.provider}`);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+  });
+});
+
+describe('where an AKS token may go', () => {
+  const aks = { provider: 'aks' as const };
+  const label = fc.stringMatching(/^[a-z][a-z0-9-]{0,20}[a-z0-9]$/);
+  const region = fc.constantFrom('westeurope', 'usgovvirginia', 'usgovarizona', 'chinaeast2', 'chinanorth3');
+
+  it("sends it under AKS's own zones, in each cloud, public and private clusters", () => {
+    fc.assert(
+      fc.property(label, region, fc.constantFrom('hcp', 'privatelink'), (name, at, kind) => {
+        for (const zone of ['azmk8s.io', 'cx.prod.service.azk8s.cn', 'cx.aks.containerservice.azure.us'])
+          assert.equal(serverProblem(`https://${name}.${kind}.${at}.${zone}`, aks), undefined, zone);
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it("never to another service's host in a sovereign cloud's domain, nor to a name that only ends or begins like AKS's", () => {
+    const service = fc.constantFrom(
+      'openai.azure.us',
+      'cognitiveservices.azure.us',
+      'eventgrid.azure.us',
+      'azurewebsites.us',
+      'azure.us',
+      'aks.containerservice.azure.us',
+      'containerservice.azure.us',
+      'service.azk8s.cn',
+      'azk8s.cn',
+      'mirror.azk8s.cn',
+      'chinacloudapp.cn',
+    );
+    fc.assert(
+      fc.property(
+        label,
+        service,
+        fc.constantFrom('', '.evil.example', 'x'),
+        fc.boolean(),
+        (name, domain, after, upper) => {
+          const host = `${name}.${domain}${after}`;
+          const server = `https://${upper ? host.toUpperCase() : host}`;
+          assert.match(serverProblem(server, aks) ?? '', /is not an AKS endpoint/, server);
+        },
+      ),
+      { numRuns: RUNS },
+    );
+    for (const server of [
+      'https://evilcx.aks.containerservice.azure.us',
+      'https://x.cx.aks.containerservice.azure.us.evil.example',
+      'https://x.hcp.westeurope.azmk8s.io.evil.example',
+      'https://xazmk8s.io',
+    ])
+      assert.match(serverProblem(server, aks) ?? '', /is not an AKS endpoint/, server);
   });
 });

@@ -24,6 +24,7 @@ import { lookScheduleOf, nextLookDelay, operationOf } from '../core/domain/lookS
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { logger, metrics, settingsFromEnvironment } from './runtime.ts';
 import { validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
+import { UNRECOGNIZED_KEYS_COUNTED } from './strictMessages.ts';
 import { MetricUnit } from '@aws-lambda-powertools/metrics';
 
 /** Where chases are kept and sent: set by the stack on every function that syncs clusters. */
@@ -36,44 +37,53 @@ const ChaseSettings = z.object({
 export const STALE_AFTER_MILLIS = 10 * 60_000;
 
 /** The follow-up queue's message: one look at one cluster, in one chase. */
-export const LookMessage = z.strictObject({
-  chaseId: z.uuid(),
-  /** 1 for the first look. */
-  attempt: z.number().int().min(1),
-  ref: z
-    .strictObject({
-      scope: z.strictObject({
-        provider: z.enum(['eks', 'gke', 'aks']),
-        account: z.string().min(1),
-        region: z.string().min(1),
+export const LookMessage = z.strictObject(
+  {
+    chaseId: z.uuid(),
+    /** 1 for the first look. */
+    attempt: z.number().int().min(1),
+    ref: z
+      .strictObject(
+        {
+          scope: z.strictObject(
+            {
+              provider: z.enum(['eks', 'gke', 'aks']),
+              account: z.string().min(1),
+              region: z.string().min(1),
+            },
+            UNRECOGNIZED_KEYS_COUNTED,
+          ),
+          name: z.string().min(1).max(253),
+          location: z.string().min(1).optional(),
+          resourceGroup: z.string().min(1).optional(),
+        },
+        UNRECOGNIZED_KEYS_COUNTED,
+      )
+      // A cluster its cloud could hold, as the events that start chases are checked: a look at a name the cloud
+      // cannot hold answers not found, and must not stand for another cluster's.
+      .superRefine((ref, context) => {
+        if (!validClusterName(ref.scope.provider, ref.name))
+          context.addIssue({
+            code: 'custom',
+            path: ['name'],
+            message: `not a ${ref.scope.provider} cluster name`,
+          });
+        if (ref.scope.provider === 'gke' && !(ref.location && validGcpLocation(ref.location)))
+          context.addIssue({ code: 'custom', path: ['location'], message: 'not a GCP location' });
+        if (ref.scope.provider === 'aks' && !(ref.resourceGroup && validResourceGroup(ref.resourceGroup)))
+          context.addIssue({ code: 'custom', path: ['resourceGroup'], message: 'not a resource group name' });
       }),
-      name: z.string().min(1).max(253),
-      location: z.string().min(1).optional(),
-      resourceGroup: z.string().min(1).optional(),
-    })
-    // A cluster its cloud could hold, as the events that start chases are checked: a look at a name the cloud
-    // cannot hold answers not found, and must not stand for another cluster's.
-    .superRefine((ref, context) => {
-      if (!validClusterName(ref.scope.provider, ref.name))
-        context.addIssue({
-          code: 'custom',
-          path: ['name'],
-          message: `not a ${ref.scope.provider} cluster name`,
-        });
-      if (ref.scope.provider === 'gke' && !(ref.location && validGcpLocation(ref.location)))
-        context.addIssue({ code: 'custom', path: ['location'], message: 'not a GCP location' });
-      if (ref.scope.provider === 'aks' && !(ref.resourceGroup && validResourceGroup(ref.resourceGroup)))
-        context.addIssue({ code: 'custom', path: ['resourceGroup'], message: 'not a resource group name' });
-    }),
-  /** The state in change the last reading found (`EKS CREATING`, …). */
-  state: z.string().min(1).max(200),
-  /** When the chase began (epoch milliseconds). */
-  startedAt: z.number().int().min(0),
-  /** The delay this look was sent with. */
-  delaySeconds: z.number().int().min(0).max(900),
-  /** When the operation followed began (epoch milliseconds): the cluster's creation, else the chase's start. */
-  since: z.number().int().min(0).optional(),
-});
+    /** The state in change the last reading found (`EKS CREATING`, …). */
+    state: z.string().min(1).max(200),
+    /** When the chase began (epoch milliseconds). */
+    startedAt: z.number().int().min(0),
+    /** The delay this look was sent with. */
+    delaySeconds: z.number().int().min(0).max(900),
+    /** When the operation followed began (epoch milliseconds): the cluster's creation, else the chase's start. */
+    since: z.number().int().min(0).optional(),
+  },
+  UNRECOGNIZED_KEYS_COUNTED,
+);
 export type LookMessage = z.infer<typeof LookMessage>;
 
 interface ChaseItem {

@@ -15,6 +15,7 @@ import pLimit from 'p-limit';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
 import { follower } from './chases.ts';
 import { processQueueBatch } from './queueBatch.ts';
+import { UNRECOGNIZED_KEYS_COUNTED } from './strictMessages.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 
 /**
@@ -33,14 +34,20 @@ function scopeDeadlineMillis(configured: number, functionLeftMillis: number): nu
 }
 
 /** The message the scope enumerator sends. */
-export const ScopeMessage = z.strictObject({
-  syncId: z.string().min(1).max(256),
-  scope: z.strictObject({
-    provider: z.enum(['eks', 'gke', 'aks']),
-    account: z.string().min(1),
-    region: z.string().min(1),
-  }),
-});
+export const ScopeMessage = z.strictObject(
+  {
+    syncId: z.string().min(1).max(256),
+    scope: z.strictObject(
+      {
+        provider: z.enum(['eks', 'gke', 'aks']),
+        account: z.string().min(1),
+        region: z.string().min(1),
+      },
+      UNRECOGNIZED_KEYS_COUNTED,
+    ),
+  },
+  UNRECOGNIZED_KEYS_COUNTED,
+);
 
 /** A scope message the configuration does not cover (or cannot be checked now): the item fails, nothing is synced. */
 export class ScopeRefusedError extends Error {

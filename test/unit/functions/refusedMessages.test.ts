@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { compose } from '../../../adapters/compose/compose.ts';
 import { parseConfig } from '../../../adapters/compose/config.ts';
 import { eksProvider } from '../../../adapters/compose/providers/eks.ts';
@@ -172,6 +173,79 @@ describe('refused and malformed messages are logged at INFO with their reason, n
     assert.ok(byId.get('foreign')!.reason, 'with its reason');
     assert.deepEqual(ended, [look.chaseId], 'the chase of the uncovered cluster ended');
     assert.ok(!JSON.stringify(logs).includes(SECRET), 'no message text logged');
+  });
+
+  it('a message with keys it should not have, anywhere in it: counted in the reason, never named (property over the keys)', async () => {
+    const { makeScopeWorker } = await import('../../../functions/scopeWorker.ts');
+    const { makeFollowUp } = await import('../../../functions/followUp.ts');
+    const worker = makeScopeWorker(async () => deps);
+    const chases: Chases = {
+      start: () => Promise.resolve('started'),
+      isCurrent: () => Promise.resolve(true),
+      next: () => Promise.resolve('again'),
+      complete: () => Promise.resolve(false),
+      end: () => Promise.resolve(),
+    };
+    const followUp = makeFollowUp(
+      async () => deps,
+      () => chases,
+    );
+    const scope = { provider: 'eks', account: ACCOUNT, region: 'us-east-1' };
+    const look = {
+      chaseId: '6f1c7c2a-0d7e-4a4f-8a55-2a0d7a1f3b10',
+      attempt: 1,
+      ref: { scope, name: 'near' },
+      state: 'EKS CREATING',
+      startedAt: 0,
+      delaySeconds: 10,
+    };
+    // Keys that carry the secret, with whatever around it: quotes, separators, newlines, any text.
+    const key = fc
+      .tuple(
+        fc.string({ maxLength: 6 }),
+        fc.constantFrom('', '"', '"; ', '\n', ': ', ', "'),
+        fc.string({ maxLength: 6 }),
+      )
+      .map(([before, mark, after]) => `${before}${mark}${SECRET}${after}`);
+    const withKeys = (at: Record<string, unknown>, keys: string[]) =>
+      Object.assign({ ...at }, Object.fromEntries(keys.map((k) => [k, 1])));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(key, { minLength: 1, maxLength: 3 }),
+        fc.constantFrom('message', 'scope', 'ref'),
+        async (keys, where) => {
+          const scopeMessage =
+            where === 'message'
+              ? withKeys({ syncId: 's1', scope }, keys)
+              : { syncId: 's1', scope: withKeys(scope, keys) };
+          const lookMessage =
+            where === 'message'
+              ? withKeys(look, keys)
+              : where === 'scope'
+                ? { ...look, ref: { ...look.ref, scope: withKeys(scope, keys) } }
+                : { ...look, ref: withKeys(look.ref, keys) };
+          const logs = await logged(async () => {
+            await worker(
+              { Records: [sqsRecord('keys', JSON.stringify(scopeMessage))] },
+              lambdaContext('worker'),
+            ).catch(() => {});
+            // A batch whose every message fails fails the invocation (as deployed): each still logged.
+            await followUp(
+              { Records: [sqsRecord('keys', JSON.stringify(lookMessage))] },
+              lambdaContext('follow-up'),
+            ).catch(() => {});
+          });
+          const refused = logs.filter((l) => l.messageId === 'keys');
+          assert.equal(refused.length, 2, JSON.stringify(logs));
+          for (const line of refused) {
+            assert.equal(line.message, 'message refused: malformed');
+            assert.match(line.reason!, new RegExp(`${keys.length} key\\(s\\) it does not have`));
+          }
+          assert.ok(!JSON.stringify(logs).includes(SECRET), JSON.stringify(logs));
+        },
+      ),
+      { numRuns: 40, seed: 20261202 },
+    );
   });
 
   it('the EKS event handler: an event that is not a CloudTrail call of EKS, an account the configuration does not cover', async () => {

@@ -4,7 +4,7 @@
  * rules. An answer's refused addresses are dropped; a name with none left is not connected to at all.
  */
 import { lookup as systemLookup, type LookupAddress } from 'node:dns';
-import type { LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { refusedAddress } from '../../core/domain/endpoints.ts';
 
 /** A member's server name resolved to addresses no server is at: nothing was connected. */
@@ -25,15 +25,26 @@ export class RefusedAddressError extends Error {
 }
 
 /**
- * `resolve` (the system's resolver unless given) with the addresses `refusedAddress` refuses taken out of every
- * answer. `loopback`: the member's cloud is one the configuration reaches on this machine.
+ * A name as the resolver is asked it: fully qualified (a trailing dot), so that a resolver's search list never
+ * makes it another name. In a pod, `kubernetes.default` or `api.example` would be tried under the pod's cluster
+ * domain first (`<name>.<namespace>.svc.cluster.local`, …), reaching that cluster's own services; a server's name
+ * is the cloud's, always absolute. An address stays as it is.
+ */
+export function absoluteName(hostname: string): string {
+  return isIP(hostname) !== 0 || hostname.endsWith('.') ? hostname : `${hostname}.`;
+}
+
+/**
+ * `resolve` (the system's resolver unless given), asked the name fully qualified (`absoluteName`), with the
+ * addresses `refusedAddress` refuses taken out of every answer. `loopback`: the member's cloud is one the
+ * configuration reaches on this machine.
  */
 export function guardedLookup(
   loopback: boolean,
   resolve: LookupFunction = systemLookup as unknown as LookupFunction,
 ): LookupFunction {
   return (hostname, options, callback) => {
-    resolve(hostname, { ...options, all: true }, (error, answer) => {
+    resolve(absoluteName(hostname), { ...options, all: true }, (error, answer) => {
       if (error) return callback(error, '');
       const addresses = Array.isArray(answer)
         ? answer

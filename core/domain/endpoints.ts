@@ -8,8 +8,12 @@ import { foldCase } from './naming.ts';
 /** v1alpha2's limit on an access provider's `cluster.server`. */
 const MAX_SERVER_LENGTH = 2048;
 
-/** Host names that only mean something inside a cluster or on one machine: never a member's API server. */
-const LOCAL_NAMES = /(^|\.)(svc|cluster\.local|localhost|localdomain)$/;
+/**
+ * Host names that only mean something inside a cluster or on one machine: never a member's API server. A `svc`
+ * label anywhere (`<service>.<namespace>.svc.<cluster domain>`, whatever the cluster's domain), `cluster.local`,
+ * `localhost`, `localdomain`.
+ */
+const LOCAL_NAMES = /(^|\.)(svc|cluster\.local|localhost|localdomain)$|(^|\.)svc\./;
 /**
  * The clouds' instance metadata servers by name: Google's two, and the names AWS's resolver gives
  * 169.254.169.254 (single-label names, `metadata` and `instance-data` among them, are refused anyway).

@@ -19,10 +19,10 @@ import { gkeMemberProfile } from '../../../support/memberProfile.ts';
 
 const NAME = 'member.cpsync.test';
 
-/** A resolver that answers `NAME` with `addresses`, and nothing else. */
+/** A resolver that answers `NAME` (asked fully qualified, as the connections ask) with `addresses`, and nothing else. */
 function resolverOf(addresses: readonly string[]): LookupFunction {
   return ((hostname: string, _options: object, callback: (...args: unknown[]) => void) => {
-    if (hostname !== NAME)
+    if (hostname !== `${NAME}.`)
       callback(Object.assign(new Error(`ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '');
     else
       callback(

@@ -8,7 +8,11 @@ import type { LookupAddress } from 'node:dns';
 import type { LookupFunction } from 'node:net';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
-import { guardedLookup, RefusedAddressError } from '../../../../adapters/shared/guardedLookup.ts';
+import {
+  absoluteName,
+  guardedLookup,
+  RefusedAddressError,
+} from '../../../../adapters/shared/guardedLookup.ts';
 import { refusedAddress } from '../../../../core/domain/endpoints.ts';
 
 const address = fc.oneof(
@@ -62,7 +66,7 @@ describe('the member connections’ resolver', () => {
     fc.assert(
       fc.property(answer, fc.boolean(), fc.boolean(), (given, loopback, all) => {
         const { error, result, asked } = resolved(given, loopback, all);
-        assert.deepEqual(asked, [{ hostname: 'member.example.com', options: { family: 0, all: true } }]);
+        assert.deepEqual(asked, [{ hostname: 'member.example.com.', options: { family: 0, all: true } }]);
         const kept = given.filter((a) => !refusedAddress(a.address, { loopback }));
         if (kept.length === 0) {
           assert.ok(error instanceof RefusedAddressError);
@@ -76,6 +80,29 @@ describe('the member connections’ resolver', () => {
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('asks every name fully qualified, so that no search list (a pod’s cluster domain) makes it a name of that cluster’s', () => {
+    // A resolver as a pod's sees names: one without a trailing dot is tried under the cluster's search list first.
+    const inPod = ((hostname: string, _options: object, callback: (...args: unknown[]) => void) => {
+      if (!hostname.endsWith('.')) callback(null, [{ address: '10.96.0.1', family: 4 }]);
+      else callback(Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' }), '');
+    }) as unknown as LookupFunction;
+    const label = fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/);
+    fc.assert(
+      fc.property(fc.array(label, { minLength: 1, maxLength: 4 }), fc.boolean(), (labels, dotted) => {
+        const name = `${labels.join('.')}${dotted ? '.' : ''}`;
+        let answer: { error: unknown; result: unknown } | undefined;
+        guardedLookup(false, inPod)(name, { family: 0, all: true }, (error, result) => {
+          answer = { error, result };
+        });
+        assert.equal((answer?.error as NodeJS.ErrnoException | null)?.code, 'ENOTFOUND', name);
+        assert.equal(absoluteName(name), `${labels.join('.')}.`);
+      }),
+      { numRuns: 200 },
+    );
+    for (const address of ['34.76.10.20', '::1', 'fd00::1'])
+      assert.equal(absoluteName(address), address, 'an address is asked as it is');
   });
 
   it('passes the resolver’s own failure on, and connects nowhere a metadata name points', () => {

@@ -19,6 +19,11 @@ describe('endpoints: what may be a server', () => {
     ['https://@api.example.com', 'an empty user part'],
     ['https://kubernetes.default.svc', 'an in-cluster name'],
     ['https://kubernetes.default.svc.cluster.local:443', 'an in-cluster name'],
+    ['https://argocd-server.argocd.svc.k8s.internal', 'an in-cluster name under a cluster domain of its own'],
+    [
+      'https://api.team.SVC.corp.example.com',
+      'an in-cluster name under a cluster domain of its own, in capitals',
+    ],
     ['https://kubernetes', 'a single-label name'],
     ['https://api.example.com/?next=https://evil.example.com', 'a query'],
     ['https://api.example.com/#x', 'a fragment'],

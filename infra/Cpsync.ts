@@ -53,7 +53,7 @@ import { DetailType } from '../events/detailTypes.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
 import { CpsyncSubscription, type SubscriptionOptions } from './CpsyncSubscription.ts';
-import { accessGrantStatements, memberReadStatements } from './CpsyncMemberRoles.ts';
+import { accessGrantStatements, grantedConsumers, memberReadStatements } from './CpsyncMemberRoles.ts';
 import {
   deadLetterQueue,
   deadLettersAlarm,
@@ -676,6 +676,7 @@ export class Cpsync extends Construct {
           manager: config.manager,
           consumerRoleArns: this.accessGrantRoleArns,
           consumerNames: config.consumers.flatMap((c) => (c.identities.eks ? [c.name] : [])),
+          consumers: grantedConsumers(config.consumers),
           revokeOnly: !config.features.accessGrants,
         }),
       );

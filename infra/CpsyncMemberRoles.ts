@@ -58,7 +58,23 @@ export interface CpsyncMemberRolesProps {
      * must be one of them. @default any value (the key is still one of the only two allowed)
      */
     readonly consumerNames?: readonly string[];
+    /**
+     * Each consumer's terms (`consumers[]`: its name, EKS role, level and member namespaces): IAM then lets the
+     * reader give each consumer's role's entries only that consumer's level, at its scope (the cluster, or only
+     * its namespaces), tagged with only its name. @default each role may get any of the three levels, at any scope
+     */
+    readonly consumers?: readonly GrantedConsumer[];
   };
+}
+
+/** A consumer as IAM bounds what the reader may grant it (`consumers[]` of the configuration). */
+export interface GrantedConsumer {
+  readonly name: string;
+  /** `identities.eks.roleArn`. */
+  readonly roleArn: string;
+  readonly level: 'view' | 'edit' | 'admin';
+  /** `memberNamespaces`: its grants are of these namespaces only. @default the whole cluster */
+  readonly memberNamespaces?: readonly string[];
 }
 
 /** An EKS resource of the stack's account, in any region. */
@@ -74,6 +90,8 @@ function eksArn(stack: Stack, resource: string, resourceName: string): string {
 
 /** The EKS access policies cpsync grants (view, edit, admin): nothing else can be associated. */
 const GRANTED_POLICIES = ['AmazonEKSViewPolicy', 'AmazonEKSEditPolicy', 'AmazonEKSAdminPolicy'];
+/** The levels, in the order of `GRANTED_POLICIES`. */
+const LEVELS = ['view', 'edit', 'admin'] as const;
 /** The tags cpsync marks its access entries with: no other key is ever allowed. */
 const MANAGER_TAG = GRANT_MANAGER_KEY;
 const CONSUMER_TAG = GRANT_CONSUMER_KEY;
@@ -98,7 +116,8 @@ function accessEntriesOf(roleArn: string): string {
  * - `eks:TagResource` only on those roles' access entries (never a cluster), only cpsync's two tag keys, the
  *   manager's value: the tags given at `CreateAccessEntry` are authorized as TagResource on the new entry;
  * - `eks:AssociateAccessPolicy` / `DisassociateAccessPolicy` only of the three level policies, only on those
- *   roles' entries and only when they carry the manager's tag;
+ *   roles' entries and only when they carry the manager's tag; with `consumers`, each consumer's role's entries
+ *   only its own level's policy at its own scope (and made tagged with its own name only);
  * - `eks:DeleteAccessEntry` only of entries carrying both of cpsync's marks, whoever their principal: an entry
  *   cpsync made for a consumer since removed from the configuration is still taken back, while IAM lets cpsync
  *   put its marks on nothing but the configured roles' entries;
@@ -112,11 +131,13 @@ export function accessGrantStatements(
     manager,
     consumerRoleArns,
     consumerNames,
+    consumers,
     revokeOnly = false,
   }: {
     manager: string;
     consumerRoleArns: readonly string[];
     consumerNames?: readonly string[];
+    consumers?: readonly GrantedConsumer[];
     revokeOnly?: boolean;
   },
 ): PolicyStatement[] {
@@ -152,6 +173,24 @@ export function accessGrantStatements(
   });
   // Turned off (the consumers still configured), or no consumer has a role: only taking grants back.
   if (revokeOnly || consumerEntries.length === 0) return [...read, remove];
+  const levelPolicy = (level: GrantedConsumer['level']) =>
+    `arn:${stack.partition}:eks::aws:cluster-access-policy/${GRANTED_POLICIES[LEVELS.indexOf(level)]}`;
+  // Another level's policy is taken off a consumer's entry when its level changes: any of the three.
+  const disassociate = new PolicyStatement({
+    actions: ['eks:DisassociateAccessPolicy'],
+    resources: consumerEntries,
+    conditions: {
+      StringEquals: tagged,
+      ArnEquals: { 'eks:policyArn': LEVELS.map(levelPolicy) },
+    },
+  });
+  if (consumers)
+    return [
+      ...read,
+      remove,
+      disassociate,
+      ...consumers.flatMap((consumer) => consumerGrantStatements(arn, manager, consumer, levelPolicy)),
+    ];
   return [
     ...read,
     remove,
@@ -186,6 +225,59 @@ export function accessGrantStatements(
   ];
 }
 
+/**
+ * What the reader may write for one consumer: a `STANDARD` entry of its role only, with no groups or username,
+ * tagged as the manager's and with its own name; on its role's entries, its own level's policy only, at its own
+ * scope: the cluster, or (with member namespaces) a namespace scope of those namespaces only.
+ */
+function consumerGrantStatements(
+  arn: (resource: string, resourceName: string) => string,
+  manager: string,
+  consumer: GrantedConsumer,
+  levelPolicy: (level: GrantedConsumer['level']) => string,
+): PolicyStatement[] {
+  const entries = arn('access-entry', accessEntriesOf(consumer.roleArn));
+  const tags = {
+    'ForAllValues:StringEquals': { 'aws:TagKeys': [MANAGER_TAG, CONSUMER_TAG] },
+    StringEquals: {
+      [`aws:RequestTag/${MANAGER_TAG}`]: manager,
+      [`aws:RequestTag/${CONSUMER_TAG}`]: consumer.name,
+    },
+  };
+  const namespaces = consumer.memberNamespaces ? [...new Set(consumer.memberNamespaces)].sort() : undefined;
+  return [
+    new PolicyStatement({
+      actions: ['eks:CreateAccessEntry'],
+      resources: [arn('cluster', '*')],
+      conditions: {
+        ...tags,
+        StringEquals: { ...tags.StringEquals, 'eks:accessEntryType': 'STANDARD' },
+        ArnEquals: { 'eks:principalArn': consumer.roleArn },
+        Null: { 'eks:kubernetesGroups': 'true', 'eks:username': 'true' },
+      },
+    }),
+    new PolicyStatement({ actions: ['eks:TagResource'], resources: [entries], conditions: tags }),
+    new PolicyStatement({
+      actions: ['eks:AssociateAccessPolicy'],
+      resources: [entries],
+      conditions: {
+        StringEquals: {
+          [`aws:ResourceTag/${MANAGER_TAG}`]: manager,
+          'eks:accessScope': namespaces ? 'namespace' : 'cluster',
+        },
+        ArnEquals: { 'eks:policyArn': levelPolicy(consumer.level) },
+        // Every namespace named one of its own, and some named (a key absent would pass ForAllValues).
+        ...(namespaces
+          ? {
+              'ForAllValues:StringEquals': { 'eks:namespaces': namespaces },
+              Null: { 'eks:namespaces': 'false' },
+            }
+          : {}),
+      },
+    }),
+  ];
+}
+
 /** The wildcard resources of `accessGrantStatements`, as cdk-nag names them after the account. */
 export function accessGrantResources(consumerRoleArns: readonly string[]): string[] {
   return [
@@ -197,7 +289,7 @@ export function accessGrantResources(consumerRoleArns: readonly string[]): strin
 
 /** Why the accessGrants feature's wildcard resources are accepted (cdk-nag AwsSolutions-IAM5). */
 export const ACCESS_GRANTS_REASON =
-  "cpsync grants the configured consumers on any cluster of the account; IAM bounds each write to the consumers' roles' entries, STANDARD entries without groups or username, cpsync's two tags, the three level policies and the entries tagged as cpsync's.";
+  "cpsync grants the configured consumers on any cluster of the account; IAM bounds each write to the consumers' roles' entries, STANDARD entries without groups or username, cpsync's two tags, each consumer's own level at its own scope and the entries tagged as cpsync's.";
 
 /**
  * What cpsync reads in an account: its clusters, their node groups and (with `regions`) the account's
@@ -217,6 +309,29 @@ export function memberReadStatements(stack: Stack, { regions = true } = {}): Pol
       resources: ['*'],
     }),
   ];
+}
+
+/** The configuration's consumers with an EKS role, as IAM bounds their grants. */
+export function grantedConsumers(
+  consumers: ReadonlyArray<{
+    name: string;
+    level: GrantedConsumer['level'];
+    memberNamespaces?: readonly string[] | undefined;
+    identities: { eks?: { roleArn: string } | undefined };
+  }>,
+): GrantedConsumer[] {
+  return consumers.flatMap((c) =>
+    c.identities.eks
+      ? [
+          {
+            name: c.name,
+            roleArn: c.identities.eks.roleArn,
+            level: c.level,
+            ...(c.memberNamespaces ? { memberNamespaces: c.memberNamespaces } : {}),
+          },
+        ]
+      : [],
+  );
 }
 
 /** What the member roles are made of: the props as given, or as the configuration says (`config`). */
@@ -258,6 +373,7 @@ function memberRolesProps(props: CpsyncMemberRolesProps): Omit<
             manager: config.manager,
             consumerRoleArns: consumers.map((c) => c.identities.eks!.roleArn),
             consumerNames: consumers.map((c) => c.name),
+            consumers: grantedConsumers(consumers),
             revokeOnly: !config.features.accessGrants,
           },
         }

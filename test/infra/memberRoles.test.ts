@@ -6,6 +6,7 @@ import { after, before, describe, it } from 'node:test';
 import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import fc from 'fast-check';
 import { CpsyncMemberRoles } from '../../infra/CpsyncMemberRoles.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import type { AwsCall } from '../env/awsProxy.ts';
@@ -376,6 +377,137 @@ describe('the member account roles', () => {
     });
   });
 
+  it("with each consumer's terms, IAM lets a consumer's role's entries get only its level, at its scope, tagged with its name (property over levels, scopes and namespaces)", async () => {
+    const MEMBER = '210987654321';
+    const reader = `arn:aws:sts::${MEMBER}:assumed-role/cpsync-reader/cpsync`;
+    const terms = [
+      {
+        name: 'argocd',
+        roleArn: `arn:aws:iam::${MEMBER}:role/argocd`,
+        level: 'view' as const,
+        memberNamespaces: ['apps', 'web'],
+      },
+      {
+        name: 'deployer',
+        roleArn: 'arn:aws:iam::111122223333:role/platform/deployer',
+        level: 'admin' as const,
+      },
+      {
+        name: 'ops',
+        roleArn: `arn:aws:iam::${MEMBER}:role/ops`,
+        level: 'edit' as const,
+        memberNamespaces: ['ops'],
+      },
+    ];
+    const stack = new Stack(new App(), 'Terms', { env: { account: MEMBER, region: 'us-east-1' } });
+    new CpsyncMemberRoles(stack, 'Cpsync', {
+      cpsyncAccount: '123456789012',
+      accessGrants: {
+        manager: 'cpsync',
+        consumerRoleArns: terms.map((t) => t.roleArn),
+        consumerNames: terms.map((t) => t.name),
+        consumers: terms,
+      },
+    });
+    const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
+    const readerId = Object.keys(resources).find(
+      (id) => resources[id]!.Properties.RoleName === 'cpsync-reader',
+    )!;
+    const policies = rolePolicies(resources, readerId, templateResolver(resources, {}, MEMBER).resolve);
+    const entryOf = (roleArn: string) => {
+      const [, , , , account, resource] = roleArn.split(':');
+      return `arn:aws:eks:us-east-1:${MEMBER}:access-entry/checkout/role/${account}/${resource!.split('/').pop()}/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01`;
+    };
+    const POLICIES = {
+      view: 'AmazonEKSViewPolicy',
+      edit: 'AmazonEKSEditPolicy',
+      admin: 'AmazonEKSAdminPolicy',
+    };
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...terms),
+        fc.constantFrom('view', 'edit', 'admin', 'cluster-admin'),
+        fc.constantFrom('cluster', 'namespace'),
+        fc.uniqueArray(fc.constantFrom('apps', 'web', 'ops', 'kube-system', 'default'), { maxLength: 3 }),
+        async (consumer, level, scope, namespaces) => {
+          const policy =
+            level === 'cluster-admin'
+              ? 'AmazonEKSClusterAdminPolicy'
+              : POLICIES[level as keyof typeof POLICIES];
+          const decision = await decide(
+            {
+              principal: reader,
+              action: 'eks:AssociateAccessPolicy',
+              resource: entryOf(consumer.roleArn),
+              account: MEMBER,
+              context: {
+                'aws:ResourceTag/app.kubernetes.io/managed-by': 'cpsync',
+                'eks:policyArn': `arn:aws:eks::aws:cluster-access-policy/${policy}`,
+                'eks:accessScope': scope,
+                ...(scope === 'namespace' && namespaces.length > 0 ? { 'eks:namespaces': namespaces } : {}),
+              },
+            },
+            policies,
+          );
+          const own = consumer.memberNamespaces;
+          const itsTerms =
+            level === consumer.level &&
+            (own
+              ? scope === 'namespace' && namespaces.length > 0 && namespaces.every((n) => own.includes(n))
+              : scope === 'cluster');
+          assert.equal(
+            decision,
+            itsTerms ? 'Allowed' : 'ImplicitlyDenied',
+            JSON.stringify({ consumer: consumer.name, level, scope, namespaces }),
+          );
+        },
+      ),
+      { numRuns: 120, seed: 20261202 },
+    );
+    // Its entry tagged with its own name only; any level's policy taken off its entry (its level changed).
+    for (const consumer of terms)
+      for (const name of terms.map((t) => t.name)) {
+        const create = await decide(
+          {
+            principal: reader,
+            action: 'eks:CreateAccessEntry',
+            resource: `arn:aws:eks:us-east-1:${MEMBER}:cluster/checkout`,
+            account: MEMBER,
+            context: {
+              'eks:accessEntryType': 'STANDARD',
+              'eks:principalArn': consumer.roleArn,
+              'aws:RequestTag/app.kubernetes.io/managed-by': 'cpsync',
+              'aws:RequestTag/cpsync.io/consumer': name,
+              'aws:TagKeys': ['app.kubernetes.io/managed-by', 'cpsync.io/consumer'],
+            },
+          },
+          policies,
+        );
+        assert.equal(
+          create,
+          name === consumer.name ? 'Allowed' : 'ImplicitlyDenied',
+          `${consumer.name} as ${name}`,
+        );
+      }
+    for (const level of ['view', 'edit', 'admin'] as const)
+      assert.equal(
+        await decide(
+          {
+            principal: reader,
+            action: 'eks:DisassociateAccessPolicy',
+            resource: entryOf(terms[0]!.roleArn),
+            account: MEMBER,
+            context: {
+              'aws:ResourceTag/app.kubernetes.io/managed-by': 'cpsync',
+              'eks:policyArn': `arn:aws:eks::aws:cluster-access-policy/${POLICIES[level]}`,
+            },
+          },
+          policies,
+        ),
+        'Allowed',
+      );
+  });
+
   it("takes the accessGrants manager from the configuration it is given (its entries are the manager's, not cpsync's), or requires it", async () => {
     const MEMBER = '210987654321';
     const argocd = `arn:aws:iam::${MEMBER}:role/argocd`;
@@ -427,6 +559,26 @@ describe('the member account roles', () => {
       );
     assert.equal(await create('platform'), 'Allowed', "an entry marked as the configuration's manager's");
     assert.equal(await create('cpsync'), 'ImplicitlyDenied', 'not the default manager’s');
+    // The consumer's own level, at its own scope (the cluster: it names no member namespaces), and no other.
+    const associate = (policy: string, accessScope: string, namespaces?: string[]) =>
+      decide(
+        {
+          principal: `arn:aws:sts::${MEMBER}:assumed-role/cpsync-reader/cpsync`,
+          action: 'eks:AssociateAccessPolicy',
+          resource: `arn:aws:eks:us-east-1:${MEMBER}:access-entry/checkout/role/${MEMBER}/argocd/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01`,
+          account: MEMBER,
+          context: {
+            'aws:ResourceTag/app.kubernetes.io/managed-by': 'platform',
+            'eks:policyArn': `arn:aws:eks::aws:cluster-access-policy/${policy}`,
+            'eks:accessScope': accessScope,
+            ...(namespaces ? { 'eks:namespaces': namespaces } : {}),
+          },
+        },
+        policies,
+      );
+    assert.equal(await associate('AmazonEKSEditPolicy', 'cluster'), 'Allowed');
+    assert.equal(await associate('AmazonEKSAdminPolicy', 'cluster'), 'ImplicitlyDenied', 'above its level');
+    assert.equal(await associate('AmazonEKSViewPolicy', 'cluster'), 'ImplicitlyDenied', 'another level');
 
     const other = new Stack(new App(), 'Other', { env: { account: MEMBER, region: 'us-east-1' } });
     assert.throws(
@@ -460,7 +612,7 @@ describe('the member account roles', () => {
     );
   });
 
-  it('gives the functions EKS access-entry permissions only with accessGrants on (and, to revoke, while consumers stay configured), cdk-nag clean', () => {
+  it('gives the functions EKS access-entry permissions only with accessGrants on (and, to revoke, while consumers stay configured), cdk-nag clean', async () => {
     const consumers = [
       {
         name: 'argocd',
@@ -469,6 +621,7 @@ describe('the member account roles', () => {
         identities: { eks: { roleArn: 'arn:aws:iam::123456789012:role/argocd' } },
       },
     ];
+    let workerPolicies: ReturnType<typeof rolePolicies> = [];
     const accessActions = (config: Record<string, unknown>) => {
       const dir = temporaryDirectory('cpsync-grants-stack-');
       try {
@@ -486,6 +639,13 @@ describe('the member account roles', () => {
         const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
         const resolver = templateResolver(resources, placeholderRefs(resources));
         const byFunction: Record<string, string[]> = {};
+        workerPolicies = rolePolicies(
+          resources,
+          Object.keys(resources).find(
+            (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith('CpsyncScopeWorker'),
+          )!,
+          resolver.resolve,
+        );
         for (const prefix of [
           'CpsyncScopeWorker',
           'CpsyncEksEventHandler',
@@ -536,6 +696,25 @@ describe('the member account roles', () => {
       CpsyncWebhook: [],
       CpsyncScopeEnumerator: [],
     });
+    // In cpsync's own account too, the consumer's own level only (view, the whole cluster).
+    const associate = (policy: string) =>
+      decide(
+        {
+          principal: 'arn:aws:sts::123456789012:assumed-role/CpsyncScopeWorker/fn',
+          action: 'eks:AssociateAccessPolicy',
+          resource:
+            'arn:aws:eks:us-east-1:123456789012:access-entry/checkout/role/123456789012/argocd/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01',
+          account: '123456789012',
+          context: {
+            'aws:ResourceTag/app.kubernetes.io/managed-by': 'cpsync',
+            'eks:policyArn': `arn:aws:eks::aws:cluster-access-policy/${policy}`,
+            'eks:accessScope': 'cluster',
+          },
+        },
+        workerPolicies,
+      );
+    assert.equal(await associate('AmazonEKSViewPolicy'), 'Allowed');
+    assert.equal(await associate('AmazonEKSAdminPolicy'), 'ImplicitlyDenied');
     const turningOff = accessActions({ ...ownAccount, consumers });
     assert.deepEqual(turningOff.CpsyncScopeWorker, [
       'eks:DeleteAccessEntry',

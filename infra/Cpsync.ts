@@ -24,7 +24,7 @@ import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction as LambdaTarget } from 'aws-cdk-lib/aws-events-targets';
-import { type CfnPolicy, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type CfnPolicy, Effect, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type ISecurityGroup, type IVpc, type SubnetSelection, SubnetType } from 'aws-cdk-lib/aws-ec2';
 import {
   Architecture,
@@ -634,18 +634,50 @@ export class Cpsync extends Construct {
     const accounts = Array.isArray(eks.accounts) ? eks.accounts : ['*'];
     const roles = (name: string) =>
       accounts.map((account) => `arn:${stack.partition}:iam::${account}:role/${name}`);
+    const memberRoles = [
+      ...roles(eks.roleName),
+      // The member probe's EKS tokens, when they are signed as a role of the cluster's account.
+      ...(clusters && config.features.memberProbe && config.memberProbe.eksRoleName
+        ? roles(config.memberProbe.eksRoleName)
+        : []),
+    ];
+    // Discovered through Organizations: IAM holds the roles entered to the organization's accounts, under the OUs the
+    // configuration includes and not under those it leaves out (any account's role that trusts cpsync's would do
+    // otherwise). An OU or root id is one segment of an account's path (`o-…/r-…/ou-…/…/`).
+    const organization = Array.isArray(eks.accounts) ? undefined : eks.accounts.organization;
+    const underAny = (ous: readonly string[]) => ous.map((ou) => `*/${ou}/*`);
     const statements = entersMembers
       ? [
           new PolicyStatement({
             actions: ['sts:AssumeRole'],
-            resources: [
-              ...roles(eks.roleName),
-              // The member probe's EKS tokens, when they are signed as a role of the cluster's account.
-              ...(clusters && config.features.memberProbe && config.memberProbe.eksRoleName
-                ? roles(config.memberProbe.eksRoleName)
-                : []),
-            ],
+            resources: memberRoles,
+            ...(organization
+              ? {
+                  conditions: {
+                    StringEquals: { 'aws:ResourceOrgID': '${aws:PrincipalOrgID}' },
+                    ...(organization.includeOus
+                      ? {
+                          'ForAnyValue:StringLike': {
+                            'aws:ResourceOrgPaths': underAny(organization.includeOus),
+                          },
+                        }
+                      : {}),
+                  },
+                }
+              : {}),
           }),
+          ...(organization?.excludeOus
+            ? [
+                new PolicyStatement({
+                  effect: Effect.DENY,
+                  actions: ['sts:AssumeRole'],
+                  resources: memberRoles,
+                  conditions: {
+                    'ForAnyValue:StringLike': { 'aws:ResourceOrgPaths': underAny(organization.excludeOus) },
+                  },
+                }),
+              ]
+            : []),
         ]
       : [];
     if (!Array.isArray(eks.accounts)) {

@@ -255,10 +255,11 @@ async function applyReading(
   // Written as the hub has it now, whatever the change (a deleted profile made again since: kept, as it is now).
   if (current) return deps.clusters.upsert(current, { newest: true, writtenUnder });
   if (!deleted) return { outcome: 'absent', reason: 'the profile is not in the hub' };
-  // The cluster placed in another inventory namespace since (a namespace rule or a tag changed) keeps its profile's
-  // name there, and so its Secret: the Secret follows the profile where it is now, never removed in between (the
-  // Deleted event of the old place may come before the new place's Created, and an ApplicationSet would take the
-  // cluster's Applications away with a Secret that went for a moment).
+  // A profile of this name in another inventory namespace holds the same Secret: the cluster placed there since (a
+  // namespace rule or a tag changed), which keeps its profile's name, or another cluster named alike, which the Secret
+  // goes to once this profile is gone (as an event or reconcile of it would do). The Secret is written from it,
+  // never removed in between: the Deleted event of the old place may come before the new place's Created, and an
+  // ApplicationSet would take the cluster's Applications away with a Secret that went for a moment.
   const { inventoryNamespaces } = await import('../../../core/domain/options.ts');
   for (const { name: elsewhere } of inventoryNamespaces(options)) {
     if (elsewhere === namespace) continue;

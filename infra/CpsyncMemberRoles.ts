@@ -15,6 +15,7 @@ import {
 import { Construct } from 'constructs';
 import { parseConfig } from '../adapters/compose/config.ts';
 import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY } from '../adapters/grants/marks.ts';
+import { ACCESS_LEVELS, eksAccessPolicyArn, type AccessLevel } from '../core/domain/grants.ts';
 
 export interface CpsyncMemberRolesProps {
   /** The account cpsync runs in: its function roles assume these roles. */
@@ -72,7 +73,7 @@ export interface GrantedConsumer {
   readonly name: string;
   /** `identities.eks.roleArn`. */
   readonly roleArn: string;
-  readonly level: 'view' | 'edit' | 'admin';
+  readonly level: AccessLevel;
   /** `memberNamespaces`: its grants are of these namespaces only. @default the whole cluster */
   readonly memberNamespaces?: readonly string[];
 }
@@ -88,10 +89,6 @@ function eksArn(stack: Stack, resource: string, resourceName: string): string {
   });
 }
 
-/** The EKS access policies cpsync grants (view, edit, admin): nothing else can be associated. */
-const GRANTED_POLICIES = ['AmazonEKSViewPolicy', 'AmazonEKSEditPolicy', 'AmazonEKSAdminPolicy'];
-/** The levels, in the order of `GRANTED_POLICIES`. */
-const LEVELS = ['view', 'edit', 'admin'] as const;
 /** The tags cpsync marks its access entries with: no other key is ever allowed. */
 const MANAGER_TAG = GRANT_MANAGER_KEY;
 const CONSUMER_TAG = GRANT_CONSUMER_KEY;
@@ -173,15 +170,15 @@ export function accessGrantStatements(
   });
   // Turned off (the consumers still configured), or no consumer has a role: only taking grants back.
   if (revokeOnly || consumerEntries.length === 0) return [...read, remove];
-  const levelPolicy = (level: GrantedConsumer['level']) =>
-    `arn:${stack.partition}:eks::aws:cluster-access-policy/${GRANTED_POLICIES[LEVELS.indexOf(level)]}`;
+  // The EKS access policies cpsync grants (view, edit, admin): nothing else can be associated.
+  const levelPolicy = (level: AccessLevel) => eksAccessPolicyArn(stack.partition, level);
   // Another level's policy is taken off a consumer's entry when its level changes: any of the three.
   const disassociate = new PolicyStatement({
     actions: ['eks:DisassociateAccessPolicy'],
     resources: consumerEntries,
     conditions: {
       StringEquals: tagged,
-      ArnEquals: { 'eks:policyArn': LEVELS.map(levelPolicy) },
+      ArnEquals: { 'eks:policyArn': ACCESS_LEVELS.map(levelPolicy) },
     },
   });
   if (consumers)
@@ -216,9 +213,7 @@ export function accessGrantStatements(
       conditions: {
         StringEquals: tagged,
         ArnEquals: {
-          'eks:policyArn': GRANTED_POLICIES.map(
-            (name) => `arn:${stack.partition}:eks::aws:cluster-access-policy/${name}`,
-          ),
+          'eks:policyArn': ACCESS_LEVELS.map(levelPolicy),
         },
       },
     }),
@@ -234,7 +229,7 @@ function consumerGrantStatements(
   arn: (resource: string, resourceName: string) => string,
   manager: string,
   consumer: GrantedConsumer,
-  levelPolicy: (level: GrantedConsumer['level']) => string,
+  levelPolicy: (level: AccessLevel) => string,
 ): PolicyStatement[] {
   const entries = arn('access-entry', accessEntriesOf(consumer.roleArn));
   const tags = {
@@ -315,7 +310,7 @@ export function memberReadStatements(stack: Stack, { regions = true } = {}): Pol
 export function grantedConsumers(
   consumers: ReadonlyArray<{
     name: string;
-    level: GrantedConsumer['level'];
+    level: AccessLevel;
     memberNamespaces?: readonly string[] | undefined;
     identities: { eks?: { roleArn: string } | undefined };
   }>,

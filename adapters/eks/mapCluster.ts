@@ -1,5 +1,6 @@
 import type { Cluster, Nodegroup } from '@aws-sdk/client-eks';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
+import { EKS_CLUSTER_ARN } from '../../core/domain/scopes.ts';
 import { arr, isoTime, num, obj, str, strings } from '../shared/read.ts';
 
 /** EKS managed node group states the cloud moves on from by itself. */
@@ -72,9 +73,6 @@ export function mapEksCluster(
     ...(createdAt ? { createdAt } : {}),
   };
 }
-
-/** An EKS cluster's ARN: its partition, region, account and name. */
-const EKS_CLUSTER_ARN = /^arn:(aws[a-z-]*):eks:([^:]+):(\d{12}):cluster\/(.+)$/;
 
 /** An EKS cluster's partition, account, region and name, from its ARN (its provider id). */
 export function eksClusterOfArn(providerId: string): {

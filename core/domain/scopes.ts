@@ -111,8 +111,8 @@ export function clusterInScope(
   );
 }
 
-/** An EKS cluster's ARN, in any partition: its region and account (`arn:<partition>:eks:<region>:<account>:cluster/<name>`). */
-const EKS_CLUSTER_ARN = /^arn:aws[a-z-]*:eks:([^:]+):(\d{12}):cluster\/.+$/;
+/** An EKS cluster's ARN (its provider id): its partition, region, account and name. */
+export const EKS_CLUSTER_ARN = /^arn:(aws[a-z-]*):eks:([^:]+):(\d{12}):cluster\/(.+)$/;
 /** A GKE cluster's selfLink: its project and location (`…/projects/<p>/locations/<l>/clusters/<n>`, or `zones/`). */
 const GKE_SELF_LINK = /\/projects\/([^/]+)\/(?:locations|zones)\/([^/]+)\/clusters\/[^/]+$/;
 /** An AKS managed cluster's resource id, ASCII letters lower-cased as ARM compares them: its subscription. */
@@ -130,7 +130,7 @@ export function placeOfProviderId(
   switch (provider) {
     case 'eks': {
       const match = EKS_CLUSTER_ARN.exec(providerId);
-      return match ? { account: match[2]!, region: match[1]! } : undefined;
+      return match ? { account: match[3]!, region: match[2]! } : undefined;
     }
     case 'gke': {
       const match = GKE_SELF_LINK.exec(providerId);

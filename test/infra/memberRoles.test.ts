@@ -15,6 +15,13 @@ import { CONFIG, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
 import { placeholderRefs, templateResolver, type CfnResource } from '../support/template.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
+/** The ARN EKS gives `roleArn`'s access entry on the cluster `checkout` of `account` (`access-entry/<cluster>/<type>/<role's account>/<name>/<id>`). */
+function accessEntryArn(account: string, roleArn: string): string {
+  const [, , , , roleAccount, resource] = roleArn.split(':');
+  const [type, ...path] = resource!.split('/');
+  return `arn:aws:eks:us-east-1:${account}:access-entry/checkout/${type}/${roleAccount}/${path.pop()}/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01`;
+}
+
 describe('the member account roles', () => {
   let outdir: string;
   let template: Template;
@@ -207,11 +214,7 @@ describe('the member account roles', () => {
     const deployer = 'arn:aws:iam::111122223333:role/platform/deployer';
     const admin = `arn:aws:iam::${MEMBER}:role/admin`;
     const cluster = `arn:aws:eks:us-east-1:${MEMBER}:cluster/checkout`;
-    const entryOf = (role: string) => {
-      const [, , , , account, resource] = role.split(':');
-      const [type, ...path] = resource!.split('/');
-      return `arn:aws:eks:us-east-1:${MEMBER}:access-entry/checkout/${type}/${account}/${path.pop()}/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01`;
-    };
+    const entryOf = (role: string) => accessEntryArn(MEMBER, role);
     const MANAGED_BY = 'app.kubernetes.io/managed-by';
     const CONSUMER = 'cpsync.io/consumer';
     /** The marks cpsync puts on an entry it makes for `consumer`. */
@@ -487,10 +490,7 @@ describe('the member account roles', () => {
       (id) => resources[id]!.Properties.RoleName === 'cpsync-reader',
     )!;
     const policies = rolePolicies(resources, readerId, templateResolver(resources, {}, MEMBER).resolve);
-    const entryOf = (roleArn: string) => {
-      const [, , , , account, resource] = roleArn.split(':');
-      return `arn:aws:eks:us-east-1:${MEMBER}:access-entry/checkout/role/${account}/${resource!.split('/').pop()}/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01`;
-    };
+    const entryOf = (roleArn: string) => accessEntryArn(MEMBER, roleArn);
     const POLICIES = {
       view: 'AmazonEKSViewPolicy',
       edit: 'AmazonEKSEditPolicy',
@@ -638,7 +638,7 @@ describe('the member account roles', () => {
         {
           principal: `arn:aws:sts::${MEMBER}:assumed-role/cpsync-reader/cpsync`,
           action: 'eks:AssociateAccessPolicy',
-          resource: `arn:aws:eks:us-east-1:${MEMBER}:access-entry/checkout/role/${MEMBER}/argocd/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01`,
+          resource: accessEntryArn(MEMBER, argocd),
           account: MEMBER,
           context: {
             'aws:ResourceTag/app.kubernetes.io/managed-by': 'platform',
@@ -775,8 +775,7 @@ describe('the member account roles', () => {
         {
           principal: 'arn:aws:sts::123456789012:assumed-role/CpsyncScopeWorker/fn',
           action: 'eks:AssociateAccessPolicy',
-          resource:
-            'arn:aws:eks:us-east-1:123456789012:access-entry/checkout/role/123456789012/argocd/4ec4d1b5-0a3c-43d2-a6f8-4e0e6c1f2a01',
+          resource: accessEntryArn('123456789012', 'arn:aws:iam::123456789012:role/argocd'),
           account: '123456789012',
           context: {
             'aws:ResourceTag/app.kubernetes.io/managed-by': 'cpsync',

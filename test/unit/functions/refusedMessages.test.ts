@@ -26,6 +26,20 @@ interface Line {
   reason?: string;
 }
 
+/** Chases whose every look is current and comes again; an ended one's id is put in `ended`. */
+function chasesEndingInto(ended: string[]): Chases {
+  return {
+    start: () => Promise.resolve('started'),
+    isCurrent: () => Promise.resolve(true),
+    next: () => Promise.resolve('again'),
+    complete: () => Promise.resolve(false),
+    end: (message) => {
+      ended.push(message.chaseId);
+      return Promise.resolve();
+    },
+  };
+}
+
 describe('refused and malformed messages are logged at INFO with their reason, never their text', () => {
   const lines: string[] = [];
   const restore: Array<() => void> = [];
@@ -112,19 +126,9 @@ describe('refused and malformed messages are logged at INFO with their reason, n
 
   it('the follow-up function: a look that is not JSON, one of the wrong shape, one at a cluster the configuration does not cover (its chase ended)', async () => {
     const { makeFollowUp } = await import('../../../functions/followUp.ts');
-    const chases: Chases = {
-      start: () => Promise.resolve('started'),
-      isCurrent: () => Promise.resolve(true),
-      next: () => Promise.resolve('again'),
-      complete: () => Promise.resolve(false),
-      end: (message) => {
-        ended.push(message.chaseId);
-        return Promise.resolve();
-      },
-    };
     const followUp = makeFollowUp(
       async () => deps,
-      () => chases,
+      () => chasesEndingInto(ended),
     );
     const look = {
       chaseId: '6f1c7c2a-0d7e-4a4f-8a55-2a0d7a1f3b10',
@@ -179,16 +183,9 @@ describe('refused and malformed messages are logged at INFO with their reason, n
     const { makeScopeWorker } = await import('../../../functions/scopeWorker.ts');
     const { makeFollowUp } = await import('../../../functions/followUp.ts');
     const worker = makeScopeWorker(async () => deps);
-    const chases: Chases = {
-      start: () => Promise.resolve('started'),
-      isCurrent: () => Promise.resolve(true),
-      next: () => Promise.resolve('again'),
-      complete: () => Promise.resolve(false),
-      end: () => Promise.resolve(),
-    };
     const followUp = makeFollowUp(
       async () => deps,
-      () => chases,
+      () => chasesEndingInto([]),
     );
     const scope = { provider: 'eks', account: ACCOUNT, region: 'us-east-1' };
     const look = {

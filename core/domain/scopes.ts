@@ -113,8 +113,11 @@ export function clusterInScope(
 
 /** An EKS cluster's ARN (its provider id): its partition, region, account and name. */
 export const EKS_CLUSTER_ARN = /^arn:(aws[a-z-]*):eks:([^:]+):(\d{12}):cluster\/(.+)$/;
-/** A GKE cluster's selfLink: its project and location (`…/projects/<p>/locations/<l>/clusters/<n>`, or `zones/`). */
-const GKE_SELF_LINK = /\/projects\/([^/]+)\/(?:locations|zones)\/([^/]+)\/clusters\/[^/]+$/;
+/**
+ * A GKE cluster's selfLink: its project and location (`…/projects/<p>/locations/<l>/clusters/<n>`, or `zones/`). GKE
+ * spells projects and locations in lower case: an id spelled otherwise is no cluster of GKE's.
+ */
+const GKE_SELF_LINK = /\/projects\/([a-z0-9.:-]+)\/(?:locations|zones)\/([a-z0-9-]+)\/clusters\/[^/]+$/;
 /** An AKS managed cluster's resource id, ASCII letters lower-cased as ARM compares them: its subscription. */
 const AKS_RESOURCE_ID =
   /^\/subscriptions\/([^/]+)\/resourcegroups\/[^/]+\/providers\/microsoft\.containerservice\/managedclusters\/[^/]+$/;

@@ -3,7 +3,8 @@
  * found by the configuration's project search, so `cpsync.io/account` (a label value, cut to 63) is the same on both projects' profiles, and each project's
  * scope selects the other's profiles too. While one project cannot be listed, the other's complete listings must
  * neither mark its profiles missing nor delete them — through every entry point that lists a scope: `cpsync
- * sync`, `cpsync sync --scope`, and the scope worker's queue message. The real CLI and function against the local
+ * sync`, `cpsync sync --scope`, and the scope worker's queue message; nor one cluster's sync (the cloud events' and
+ * follow-up's path) naming their cluster in the listed project. The real CLI and function against the local
  * GKE server and the real hub; the oracle reads the hub and the events delivered.
  */
 import assert from 'node:assert/strict';
@@ -16,6 +17,7 @@ import { parseConfig } from '../../adapters/compose/config.ts';
 import { compose } from '../../adapters/compose/compose.ts';
 import { ALL_PROVIDERS } from '../../adapters/compose/providers/index.ts';
 import { labelValue } from '../../core/domain/labels.ts';
+import { syncCluster } from '../../core/sync/engine.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import { makeScopeWorker } from '../../functions/scopeWorker.ts';
 import { gkeCluster, startEmulators, type Emulators } from '../env/emulators.ts';
@@ -145,6 +147,20 @@ describe('two projects whose scope labels are one', () => {
         assert.deepEqual(result, { batchItemFailures: [] });
         await assertTheirsUntouched(theirs, 'a queue message');
       }
+      // A cloud event (CloudTrail, an audit entry, Event Grid, a follow-up look: one cluster's sync) naming their
+      // cluster's name and location in this project: this project's cloud answers not found, and nothing of theirs goes.
+      const ref = {
+        scope: { provider: 'gke' as const, account: MINE, region: '*' },
+        name: 'beta',
+        location: 'europe-west1-b',
+      };
+      const event = await syncCluster(composition.ports, {
+        syncId: 'evt-beta',
+        ref,
+        ...composition.settings,
+      });
+      assert.equal(event.result, 'absent');
+      await assertTheirsUntouched(theirs, 'a cloud event');
     } finally {
       await composition.close();
     }

@@ -134,7 +134,7 @@ describe('the member account roles', () => {
     assert.equal(await assume('CpsyncScopeWorker', 'cpsync-probe', {}, '210987654321'), 'ImplicitlyDenied');
   });
 
-  it('with Organizations discovery, IAM lets the functions enter only the organization’s accounts, under the OUs included and not under those left out', async () => {
+  it('with Organizations discovery, IAM lets every function that enters members enter only the organization’s accounts, under the OUs included and not under those left out', async () => {
     const INCLUDED = 'ou-ab12-11111111';
     const EXCLUDED = 'ou-ab12-22222222';
     const ORG = 'o-a1b2c3d4e5';
@@ -157,54 +157,62 @@ describe('the member account roles', () => {
     });
     const resources = Template.fromStack(cpsync).toJSON().Resources as Record<string, CfnResource>;
     const stack = templateResolver(resources, placeholderRefs(resources));
-    const roleId = Object.keys(resources).find(
-      (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith('CpsyncScopeWorker'),
-    )!;
-    const policies = rolePolicies(resources, roleId, stack.resolve);
     // The member account's reader, as CpsyncMemberRoles makes it: it trusts cpsync's account with the external id.
     const member = template.toJSON().Resources as Record<string, CfnResource>;
     const trust = templateResolver(member, {}, '210987654321').resolve(
       Object.values(member).find((r) => r.Properties.RoleName === 'cpsync-reader')!.Properties
         .AssumeRolePolicyDocument,
     ) as Parameters<typeof decide>[2];
-    const assume = (org: string, path: string) =>
-      decide(
-        {
-          principal: `arn:aws:sts::123456789012:assumed-role/${roleId}/worker`,
-          action: 'sts:AssumeRole',
-          resource: 'arn:aws:iam::210987654321:role/cpsync-reader',
-          account: '210987654321',
-          context: {
-            'sts:ExternalId': 'my-external-id',
-            'aws:PrincipalOrgID': ORG,
-            'aws:ResourceOrgID': org,
-            'aws:ResourceOrgPaths': [path],
+    // Every function that enters member accounts: the sync of a scope, of one cluster (a cloud event), a follow-up look.
+    for (const prefix of ['CpsyncScopeWorker', 'CpsyncEksEventHandler', 'CpsyncFollowUp']) {
+      const roleId = Object.keys(resources).find(
+        (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith(prefix),
+      )!;
+      const policies = rolePolicies(resources, roleId, stack.resolve);
+      const assume = (org: string, path: string) =>
+        decide(
+          {
+            principal: `arn:aws:sts::123456789012:assumed-role/${roleId}/${prefix}`,
+            action: 'sts:AssumeRole',
+            resource: 'arn:aws:iam::210987654321:role/cpsync-reader',
+            account: '210987654321',
+            context: {
+              'sts:ExternalId': 'my-external-id',
+              'aws:PrincipalOrgID': ORG,
+              'aws:ResourceOrgID': org,
+              'aws:ResourceOrgPaths': [path],
+            },
           },
-        },
-        policies,
-        trust,
-      );
-    assert.equal(await assume(ORG, `${ORG}/r-ab12/${INCLUDED}/`), 'Allowed', 'under an included OU');
-    assert.equal(
-      await assume(ORG, `${ORG}/r-ab12/${INCLUDED}/ou-ab12-33333333/`),
-      'Allowed',
-      'deeper under it',
-    );
-    assert.equal(
-      await assume('o-zzzzzzzzzz', `o-zzzzzzzzzz/r-zz99/${INCLUDED}/`),
-      'ImplicitlyDenied',
-      'another organization',
-    );
-    assert.equal(
-      await assume(ORG, `${ORG}/r-ab12/ou-ab12-44444444/`),
-      'ImplicitlyDenied',
-      'under no included OU',
-    );
-    assert.equal(
-      await assume(ORG, `${ORG}/r-ab12/${INCLUDED}/${EXCLUDED}/`),
-      'ExplicitlyDenied',
-      'under an OU left out, inside an included one',
-    );
+          policies,
+          trust,
+        );
+      const cases: Array<[string, string, string, string]> = [
+        [ORG, `${ORG}/r-ab12/${INCLUDED}/`, 'Allowed', 'under an included OU'],
+        [ORG, `${ORG}/r-ab12/${INCLUDED}/ou-ab12-33333333/`, 'Allowed', 'deeper under it'],
+        ['o-zzzzzzzzzz', `o-zzzzzzzzzz/r-zz99/${INCLUDED}/`, 'ImplicitlyDenied', 'another organization'],
+        [ORG, `${ORG}/r-ab12/ou-ab12-44444444/`, 'ImplicitlyDenied', 'under no included OU'],
+        [
+          ORG,
+          `${ORG}/r-ab12/${INCLUDED}1/`,
+          'ImplicitlyDenied',
+          'under an OU whose id begins as the included one',
+        ],
+        [
+          ORG,
+          `${ORG}/r-ab12/${INCLUDED}/${EXCLUDED}/`,
+          'ExplicitlyDenied',
+          'under an OU left out, inside an included one',
+        ],
+        [
+          ORG,
+          `${ORG}/r-ab12/${INCLUDED}/${EXCLUDED}/ou-ab12-55555555/`,
+          'ExplicitlyDenied',
+          'deeper under it',
+        ],
+      ];
+      for (const [org, path, decision, why] of cases)
+        assert.equal(await assume(org, path), decision, `${prefix}: ${why}`);
+    }
   });
 
   describe('with accessGrants, IAM (judged by the policy simulator) bounds every access-entry write to what cpsync makes', () => {

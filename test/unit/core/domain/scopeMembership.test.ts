@@ -279,8 +279,14 @@ describe('scope membership', () => {
     assert.equal(placeOfProviderId('eks', 'prod'), undefined);
     assert.equal(placeOfProviderId('gke', `${gkeCluster().providerId}/nodePools/default`), undefined);
     // GKE spells projects and locations in lower case: one spelled otherwise is no cluster of GKE's.
-    assert.equal(placeOfProviderId('gke', gkeCluster().providerId.replace('acme-data', 'ACME-DATA')), undefined);
-    assert.equal(placeOfProviderId('gke', gkeCluster().providerId.replace('europe-west1', 'Europe-West1')), undefined);
+    assert.equal(
+      placeOfProviderId('gke', gkeCluster().providerId.replace('acme-data', 'ACME-DATA')),
+      undefined,
+    );
+    assert.equal(
+      placeOfProviderId('gke', gkeCluster().providerId.replace('europe-west1', 'Europe-West1')),
+      undefined,
+    );
     assert.equal(placeOfProviderId('aks', `${aksCluster().providerId}/agentPools/system`), undefined);
   });
 });

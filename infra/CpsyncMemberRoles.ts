@@ -145,14 +145,7 @@ export function accessGrantStatements(
     arn('access-entry', name),
   );
   const tagged = { [`aws:ResourceTag/${MANAGER_TAG}`]: manager };
-  // The tags a request may carry: cpsync's two keys, the manager's value, a configured consumer's name.
-  const requestTags = {
-    'ForAllValues:StringEquals': { 'aws:TagKeys': [MANAGER_TAG, CONSUMER_TAG] },
-    StringEquals: {
-      [`aws:RequestTag/${MANAGER_TAG}`]: manager,
-      ...(consumerNames ? { [`aws:RequestTag/${CONSUMER_TAG}`]: [...consumerNames] } : {}),
-    },
-  };
+  const requestTags = requestTagConditions(manager, consumerNames && [...consumerNames]);
   const read = [
     new PolicyStatement({ actions: ['eks:ListAccessEntries'], resources: [clusters] }),
     new PolicyStatement({
@@ -191,17 +184,7 @@ export function accessGrantStatements(
   return [
     ...read,
     remove,
-    new PolicyStatement({
-      actions: ['eks:CreateAccessEntry'],
-      resources: [clusters],
-      conditions: {
-        ...requestTags,
-        StringEquals: { ...requestTags.StringEquals, 'eks:accessEntryType': 'STANDARD' },
-        ArnEquals: { 'eks:principalArn': [...consumerRoleArns] },
-        // Present only when the request names them: an entry with groups or a username is refused.
-        Null: { 'eks:kubernetesGroups': 'true', 'eks:username': 'true' },
-      },
-    }),
+    createEntryStatement(clusters, [...consumerRoleArns], requestTags),
     new PolicyStatement({
       actions: ['eks:TagResource'],
       resources: consumerEntries,
@@ -221,6 +204,39 @@ export function accessGrantStatements(
 }
 
 /**
+ * The tags a request may carry: cpsync's two keys and no other, the manager's value, and a consumer's name among
+ * `consumerNames` (any, unset).
+ */
+function requestTagConditions(manager: string, consumerNames?: string | string[]) {
+  return {
+    'ForAllValues:StringEquals': { 'aws:TagKeys': [MANAGER_TAG, CONSUMER_TAG] },
+    StringEquals: {
+      [`aws:RequestTag/${MANAGER_TAG}`]: manager,
+      ...(consumerNames ? { [`aws:RequestTag/${CONSUMER_TAG}`]: consumerNames } : {}),
+    },
+  };
+}
+
+/** `eks:CreateAccessEntry` of a `STANDARD` entry of `principals` only, with no groups or username, tagged as `tags` say. */
+function createEntryStatement(
+  clusters: string,
+  principals: string | string[],
+  tags: ReturnType<typeof requestTagConditions>,
+): PolicyStatement {
+  return new PolicyStatement({
+    actions: ['eks:CreateAccessEntry'],
+    resources: [clusters],
+    conditions: {
+      ...tags,
+      StringEquals: { ...tags.StringEquals, 'eks:accessEntryType': 'STANDARD' },
+      ArnEquals: { 'eks:principalArn': principals },
+      // Present only when the request names them: an entry with groups or a username is refused.
+      Null: { 'eks:kubernetesGroups': 'true', 'eks:username': 'true' },
+    },
+  });
+}
+
+/**
  * What the reader may write for one consumer: a `STANDARD` entry of its role only, with no groups or username,
  * tagged as the manager's and with its own name; on its role's entries, its own level's policy only, at its own
  * scope: the cluster, or (with member namespaces) a namespace scope of those namespaces only.
@@ -232,25 +248,10 @@ function consumerGrantStatements(
   levelPolicy: (level: AccessLevel) => string,
 ): PolicyStatement[] {
   const entries = arn('access-entry', accessEntriesOf(consumer.roleArn));
-  const tags = {
-    'ForAllValues:StringEquals': { 'aws:TagKeys': [MANAGER_TAG, CONSUMER_TAG] },
-    StringEquals: {
-      [`aws:RequestTag/${MANAGER_TAG}`]: manager,
-      [`aws:RequestTag/${CONSUMER_TAG}`]: consumer.name,
-    },
-  };
+  const tags = requestTagConditions(manager, consumer.name);
   const namespaces = consumer.memberNamespaces ? [...new Set(consumer.memberNamespaces)].sort() : undefined;
   return [
-    new PolicyStatement({
-      actions: ['eks:CreateAccessEntry'],
-      resources: [arn('cluster', '*')],
-      conditions: {
-        ...tags,
-        StringEquals: { ...tags.StringEquals, 'eks:accessEntryType': 'STANDARD' },
-        ArnEquals: { 'eks:principalArn': consumer.roleArn },
-        Null: { 'eks:kubernetesGroups': 'true', 'eks:username': 'true' },
-      },
-    }),
+    createEntryStatement(arn('cluster', '*'), consumer.roleArn, tags),
     new PolicyStatement({ actions: ['eks:TagResource'], resources: [entries], conditions: tags }),
     new PolicyStatement({
       actions: ['eks:AssociateAccessPolicy'],

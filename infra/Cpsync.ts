@@ -551,15 +551,24 @@ export class Cpsync extends Construct {
       environment?: Record<string, string>;
       /** @default 'cpsync' */
       configuration?: 'cpsync' | 'hub' | 'none';
+      /**
+       * With `configuration: 'hub'`, on a hub reached with a kubeconfig: the function's own kubeconfig of it (a
+       * Secrets Manager ARN), in place of cpsync's. @default cpsync's
+       */
+      hubKubeconfigSecretArn?: string;
     },
   ): LambdaFunction {
     const { props, document, logRetention } = this.#functionSettings;
     const { entry, timeout, memorySize, configuration = 'cpsync' } = options;
     // A function of the hub alone is told nothing of the clouds: their providers, consumers, keys or answers.
     const { answers: _answers, ...hubDocument } = configDocument(document);
+    const ownHub =
+      options.hubKubeconfigSecretArn && document.hub && 'kubeconfigSecretArn' in document.hub
+        ? { hub: { kubeconfigSecretArn: options.hubKubeconfigSecretArn } }
+        : {};
     const given =
       configuration === 'hub'
-        ? { ...hubDocument, providers: {}, consumers: [], webhook: {} }
+        ? { ...hubDocument, providers: {}, consumers: [], webhook: {}, ...ownHub }
         : configDocument(document);
     return new LambdaFunction(scope, name, {
       code: functionCode(ROOT, join(ROOT, 'functions', entry)),
@@ -591,9 +600,17 @@ export class Cpsync extends Construct {
     });
   }
 
+  /** The hub's kubeconfig secret, when the configuration reaches the hub with one (cpsync's own identity). */
+  get hubKubeconfigSecretArn(): string | undefined {
+    const hub = this.#functionSettings.document.hub;
+    return hub && 'kubeconfigSecretArn' in hub ? hub.kubeconfigSecretArn : undefined;
+  }
+
   /**
-   * The roles of every function that reaches the hub, so far (subscribers add theirs): on an EKS hub, each must be
-   * mapped to the hub's user for cpsync (`cpsync hub install --eks-role <arn>` for each).
+   * The roles of every function that reaches the hub as cpsync, so far (a subscriber reaching it as cpsync adds
+   * its own): on an EKS hub, each must be mapped to the hub's user for cpsync (`cpsync hub install --eks-role <arn>`
+   * for each). A function reaching the hub as an identity of its own (`grantHubRead(fn, { ownIdentity })`) is not
+   * among them.
    */
   get hubRoleArns(): string[] {
     return this.#hubReaders.map((fn) => fn.role!.roleArn);
@@ -601,16 +618,27 @@ export class Cpsync extends Construct {
 
   /**
    * What a function needs to read the hub: DescribeCluster on an EKS hub (its role must also be mapped to
-   * a hub identity allowed to read ClusterProfiles), or read access to the kubeconfig secret.
+   * a hub identity allowed to read ClusterProfiles), or read access to the kubeconfig secret. With `ownIdentity`
+   * the function reaches the hub as an identity of its own, never cpsync's: its role is left out of `hubRoleArns`
+   * (on an EKS hub, map it to that identity), and on a hub reached with a kubeconfig it is given the kubeconfig
+   * `ownIdentity.kubeconfigSecretArn` names instead of cpsync's (the function must be made with the same `hub`, see
+   * `addFunction`).
    */
-  grantHubRead(fn: LambdaFunction): void {
-    if (!this.#hubReaders.includes(fn)) this.#hubReaders.push(fn);
+  grantHubRead(fn: LambdaFunction, options: { ownIdentity?: { kubeconfigSecretArn?: string } } = {}): void {
     const { document } = this.#functionSettings;
     const hub = document.hub;
+    const own = options.ownIdentity;
+    if (!own && !this.#hubReaders.includes(fn)) this.#hubReaders.push(fn);
     const describeHub = this.#describeHub(document, Stack.of(this));
     if (describeHub) fn.addToRolePolicy(describeHub);
-    if (hub && 'kubeconfigSecretArn' in hub)
-      grantSecretArn(hub.kubeconfigSecretArn, fn, 'hub.kubeconfigSecretArn');
+    if (hub && 'kubeconfigSecretArn' in hub) {
+      if (!own) grantSecretArn(hub.kubeconfigSecretArn, fn, 'hub.kubeconfigSecretArn');
+      else if (own.kubeconfigSecretArn) grantSecretArn(own.kubeconfigSecretArn, fn, 'its hub kubeconfig');
+      else
+        throw new Error(
+          "the hub is reached with a kubeconfig (hub.kubeconfigSecretArn), which is cpsync's identity: a function reaching it as an identity of its own needs a kubeconfig of that identity",
+        );
+    }
   }
 
   /**

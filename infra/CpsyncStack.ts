@@ -39,7 +39,7 @@ export class CpsyncStack extends Stack {
     new CfnOutput(this, 'HubRoles', {
       value: Lazy.string({ produce: () => Fn.join(' ', this.cpsync.hubRoleArns) }),
       description:
-        'The role of every function that reaches the hub, space-separated: on an EKS hub, cpsync hub install --eks-role <arn> for each',
+        'The role of every function that reaches the hub as cpsync, space-separated: on an EKS hub, cpsync hub install --eks-role <arn> for each',
     });
     if (this.cpsync.azureWebhookKey)
       new CfnOutput(this, 'AzureWebhookKeySecret', { value: this.cpsync.azureWebhookKey.secretArn });

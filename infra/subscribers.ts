@@ -3,7 +3,7 @@
  * Microsoft Teams incoming webhooks) and the Argo CD cluster-Secret sync. Each subscribes with
  * `cpsync.onEvent`, so it gets the retry policy, the dead-letter queue and the alarm every subscription has.
  */
-import { Duration } from 'aws-cdk-lib';
+import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
@@ -158,6 +158,13 @@ export interface ArgoCdClusterSyncProps {
    * @default the hub
    */
   readonly argoCdKubeconfigArn?: string;
+  /**
+   * On a hub reached with a kubeconfig (the configuration's `hub.kubeconfigSecretArn`): a kubeconfig of the
+   * subscriber's own identity on the hub (`cpsync consumers argocd-subscriber` binds its RBAC), in Secrets Manager,
+   * by its ARN. The subscriber never reaches the hub as cpsync. On an EKS hub its role is mapped instead (the stack's
+   * `ArgoCdHubRole` output). Required on a kubeconfig hub; not used on another.
+   */
+  readonly hubKubeconfigSecretArn?: string;
   /** @default 'argocd' */
   readonly namespace?: string;
   /** The credential plugin Argo CD runs. @default 'cpsync' */
@@ -209,6 +216,10 @@ export class ArgoCdClusterSync extends Construct {
         `ArgoCdClusterSync: missingProfileGrace (${grace} minutes) must be longer than the full sync's interval (${every} minutes), or 0 to remove a missing profile's Secret at once: cpsync writes a profile someone deleted again at its next sync`,
       );
     const kubeconfig = props.argoCdKubeconfig?.secretArn ?? props.argoCdKubeconfigArn;
+    if (cpsync.hubKubeconfigSecretArn && !props.hubKubeconfigSecretArn)
+      throw new Error(
+        "ArgoCdClusterSync: the hub is reached with a kubeconfig (hub.kubeconfigSecretArn), which is cpsync's own identity: give the subscriber a kubeconfig of its own identity on the hub (the configuration's subscribers.argocd.hubKubeconfigSecretArn, the construct's hubKubeconfigSecretArn; cpsync consumers argocd-subscriber prints the RBAC that identity needs)",
+      );
     this.idempotencyTable = expiringTable(this, 'Idempotency', 'id', 'expiration');
     this.function = cpsync.addFunction(this, 'Function', {
       entry: 'subscribers/argocd/handler.ts',
@@ -216,6 +227,7 @@ export class ArgoCdClusterSync extends Construct {
       memorySize: 512,
       // The hub and the inventory; not the clouds, their credentials or the consumers.
       configuration: 'hub',
+      ...(props.hubKubeconfigSecretArn ? { hubKubeconfigSecretArn: props.hubKubeconfigSecretArn } : {}),
       environment: {
         ARGOCD_NAMESPACE: props.namespace ?? 'argocd',
         ARGOCD_CREDENTIALS_COMMAND: props.credentialsCommand ?? 'cpsync',
@@ -228,7 +240,16 @@ export class ArgoCdClusterSync extends Construct {
       },
     });
     acknowledgeManagedLogsPolicy(this.function);
-    cpsync.grantHubRead(this.function);
+    // An identity of its own on the hub: cpsync's writes profiles, the subscriber's reads them and writes Secrets.
+    cpsync.grantHubRead(this.function, {
+      ownIdentity: props.hubKubeconfigSecretArn ? { kubeconfigSecretArn: props.hubKubeconfigSecretArn } : {},
+    });
+    // In the stack itself, named after this construct (`ArgoCdHubRole` for the id `ArgoCd`).
+    new CfnOutput(Stack.of(this), `${id}HubRole`, {
+      value: this.function.role!.roleArn,
+      description:
+        "The Argo CD subscriber's role: on an EKS hub, map it to the subscriber's own hub user (cpsync consumers argocd-subscriber prints the access entry), never to cpsync's",
+    });
     if (props.argoCdKubeconfig) grantSecretValue(props.argoCdKubeconfig, this.function);
     else if (props.argoCdKubeconfigArn)
       grantSecretArn(props.argoCdKubeconfigArn, this.function, 'argoCdKubeconfigArn');
@@ -288,6 +309,9 @@ export function configuredSubscribers(scope: Construct, cpsync: Cpsync): Configu
             cpsync,
             namespace: argocd.namespace,
             ...(argocd.kubeconfigSecretArn ? { argoCdKubeconfigArn: argocd.kubeconfigSecretArn } : {}),
+            ...(argocd.hubKubeconfigSecretArn
+              ? { hubKubeconfigSecretArn: argocd.hubKubeconfigSecretArn }
+              : {}),
             credentialsCommand: argocd.credentialsCommand,
             credentialsArgs: argocd.credentialsArgs,
             reconcileEvery: Duration.minutes(argocd.reconcileEveryMinutes),

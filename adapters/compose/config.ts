@@ -463,6 +463,13 @@ const subscribers = z.strictObject({
       namespace: dnsLabel.default('argocd'),
       /** The kubeconfig of the cluster Argo CD runs on; unset, the hub (Argo CD runs on the hub). */
       kubeconfigSecretArn: secretArn.optional(),
+      /**
+       * On a hub reached with a kubeconfig (`hub.kubeconfigSecretArn`, cpsync's own identity): a kubeconfig of the
+       * subscriber's own identity on the hub (by default the user `<manager>-argocd`; `cpsync consumers
+       * argocd-subscriber` prints its RBAC). Required there: the subscriber never reaches the hub as cpsync. On an
+       * EKS hub its function's role is mapped to that user instead (the stack's ArgoCdHubRole output).
+       */
+      hubKubeconfigSecretArn: secretArn.optional(),
       /** The credential plugin Argo CD runs for each cluster's token. */
       credentialsCommand: z.string().min(1).default('cpsync'),
       /** Arguments added to every cluster's call of the plugin (e.g. `["--role-name", "cpsync-reader"]`); none by default. */

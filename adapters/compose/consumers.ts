@@ -10,6 +10,7 @@
 import { CpsyncError } from '../../core/domain/errors.ts';
 import { inventoryNamespaces } from '../../core/domain/options.ts';
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
+import { argocdSecretsPolicy } from './argocdSecretsPolicy.ts';
 import { configDocument, ConfigError, inventoryOptionsOf, parseConfig, type CpsyncConfig } from './config.ts';
 
 export const CONSUMER_KINDS = [
@@ -197,6 +198,12 @@ function namespacesOf(config: CpsyncConfig, request: ConsumerRequest, name: stri
   return chosen;
 }
 
+/**
+ * Who the Argo CD subscriber is on the hub unless told otherwise: a user of its own, named after the manager
+ * (`cpsync-argocd`), so that two managers' subscribers writing into one Argo CD are told apart.
+ */
+export const subscriberUser = (config: CpsyncConfig) => `${config.manager}-argocd`;
+
 /** The subject of a consumer's RoleBindings. */
 function subjectOf(subject: HubSubject): Record<string, string> {
   return subject.kind === 'ServiceAccount'
@@ -212,7 +219,7 @@ function rbacOf(
   name: string,
   namespaces: readonly string[],
   subject: HubSubject,
-  argocdNamespace: string,
+  argocd: { namespace: string; manager: string },
 ): ConsumerManifest[] {
   const role = `cpsync:clusterprofiles:${name}`;
   const verbs = [
@@ -244,12 +251,20 @@ function rbacOf(
       {
         apiVersion: `${RBAC_GROUP}/v1`,
         kind: 'Role',
-        metadata: { name: secrets, namespace: argocdNamespace, labels: LABELS },
+        metadata: { name: secrets, namespace: argocd.namespace, labels: LABELS },
         rules: [
           { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
         ],
       },
-      binding(argocdNamespace, 'Role', secrets),
+      binding(argocd.namespace, 'Role', secrets),
+      // Its Role reaches every Secret there: the policy holds it to its own cluster Secrets, of the form it writes, and
+      // keeps every other writer from them.
+      ...argocdSecretsPolicy({
+        name: `${argocd.manager}-${name}-secrets`,
+        writer: subject,
+        manager: argocd.manager,
+        namespace: argocd.namespace,
+      }),
       // It acts only where the hub's admission policy keeps others from writing profiles: it reads the policy
       // through the ClusterRole rbac.yaml ships for that.
       {
@@ -316,6 +331,20 @@ function consumerEntryOf(
   return { consumers: [entry] };
 }
 
+/** How the Argo CD subscriber's function comes to be `user` on the hub, where that takes a step of its own. */
+function subscriberIdentityNotes(config: CpsyncConfig, user: string): string[] {
+  const hub = config.hub;
+  if (hub && 'eks' in hub)
+    return [
+      `on the EKS hub, map the subscriber's role (the stack's ArgoCdHubRole output) to the user ${user}: aws eks create-access-entry --cluster-name ${hub.eks.clusterName} --region ${hub.eks.region} --principal-arn <ArgoCdHubRole> --type STANDARD --username ${user}`,
+    ];
+  if (hub && 'kubeconfigSecretArn' in hub)
+    return [
+      `give the subscriber a kubeconfig of the user ${user} for the hub, in Secrets Manager, as subscribers.argocd.hubKubeconfigSecretArn: the hub's kubeconfig is cpsync's identity`,
+    ];
+  return [];
+}
+
 /** What the consumer `request` names needs, from `config`. */
 export function consumerSetup(config: CpsyncConfig, request: ConsumerRequest): ConsumerSetup {
   const defaults = CONSUMER_DEFAULTS[request.kind];
@@ -336,14 +365,15 @@ export function consumerSetup(config: CpsyncConfig, request: ConsumerRequest): C
     (defaults.serviceAccount
       ? { kind: 'ServiceAccount', namespace: namespaces[0]!, name: defaults.serviceAccount }
       : subscriber
-        ? // The stack's functions reach the hub as cpsync's own identity (rbac.yaml's user).
-          { kind: 'User', name: 'cpsync' }
+        ? // An identity of its own, never cpsync's: cpsync's writes profiles, the subscriber's Argo CD's Secrets.
+          { kind: 'User', name: subscriberUser(config) }
         : undefined);
   if (!subject)
     notes.push(
       `for the hub RBAC it needs, say who the ${request.kind === 'access-library' ? 'program using the access library' : 'multicluster-runtime manager'} is on the hub: --subject user:<name>, group:<name> or serviceaccount:<namespace>/<name>`,
     );
   const argocdNamespace = request.argocdNamespace ?? 'argocd';
+  if (subscriber && subject?.kind === 'User') notes.push(...subscriberIdentityNotes(config, subject.name));
   const eksArgs = request.eksRoleArn
     ? ['--role-arn', request.eksRoleArn]
     : request.eksRoleName
@@ -353,7 +383,14 @@ export function consumerSetup(config: CpsyncConfig, request: ConsumerRequest): C
   const setup: ConsumerSetup = {
     kind: request.kind,
     namespaces,
-    ...(subject ? { rbac: rbacOf(request, name, namespaces, subject, argocdNamespace) } : {}),
+    ...(subject
+      ? {
+          rbac: rbacOf(request, name, namespaces, subject, {
+            namespace: argocdNamespace,
+            manager: config.manager,
+          }),
+        }
+      : {}),
     notes,
   };
   if (subscriber) {

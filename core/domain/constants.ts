@@ -214,3 +214,9 @@ export const DEFAULT_NAMESPACE = 'cluster-inventory';
 export const DEFAULT_DELETION_GRACE_LISTINGS = 2;
 /** Field manager cpsync applies with. */
 export const FIELD_MANAGER = 'cpsync';
+
+/** Argo CD's label of its declarative Secrets (`cluster` on a cluster Secret). */
+export const ARGOCD_SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
+/** The well-known label of the tool that manages an object: `cpsync` on the Argo CD subscriber's Secrets. */
+export const LABEL_MANAGED_BY = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY_CPSYNC = 'cpsync';

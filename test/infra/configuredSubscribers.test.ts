@@ -95,16 +95,20 @@ describe('the example subscribers from the configuration', () => {
         ],
         ['gitops', KUBECONFIG, '["--role-name","cpsync-reader"]', 'trust', '90'],
       );
-      // The Argo CD function reads the hub, so its role is among those the hub must let in; the notifier's is not.
-      const hubRoles = JSON.stringify(Template.fromStack(stack).findOutputs('HubRoles'));
+      // The Argo CD function reaches the hub as an identity of its own: its role is not among those mapped to cpsync's
+      // user, but an output of its own; the notifier's is in neither.
+      const outputs = Template.fromStack(stack).findOutputs('*');
+      const hubRoles = JSON.stringify(outputs.HubRoles);
       const roleOf = (prefix: string) =>
         (
           byPrefix(resources, 'AWS::Lambda::Function', prefix).Properties.Role as {
             'Fn::GetAtt': [string, string];
           }
         )['Fn::GetAtt'][0];
-      assert.ok(hubRoles.includes(`"${roleOf('ArgoCdFunction')}"`), hubRoles);
+      assert.ok(hubRoles.includes(`"${roleOf('CpsyncScopeWorker')}"`), hubRoles);
+      assert.ok(!hubRoles.includes(`"${roleOf('ArgoCdFunction')}"`), hubRoles);
       assert.ok(!hubRoles.includes(`"${roleOf('ChatFunction')}"`), hubRoles);
+      assert.deepEqual(outputs.ArgoCdHubRole!.Value, { 'Fn::GetAtt': [roleOf('ArgoCdFunction'), 'Arn'] });
       const schedule = byPrefix(resources, 'AWS::Scheduler::Schedule', 'ArgoCdReconcile');
       assert.equal(schedule.Properties.ScheduleExpression, 'rate(30 minutes)');
       // Each reads its own secret, by the ARN's shape: the partial one ending in six letters both ways.
@@ -181,6 +185,39 @@ describe('the example subscribers from the configuration', () => {
       /ArgoCdClusterSync: missingProfileGrace \(15 minutes\) must be longer than the full sync's interval \(15 minutes\), or 0/,
     );
     assert.doesNotThrow(refused({ argocd: { missingProfileGraceMinutes: 0 } }));
+    // On a hub reached with a kubeconfig (cpsync's identity), the subscriber needs a kubeconfig of its own.
+    const HUB = `${SECRETS}hub/cpsync-AbCdEf`;
+    const OWN = `${SECRETS}hub/argocd-GhIjKl`;
+    const onKubeconfigHub = (argocd: Record<string, unknown>) =>
+      new CpsyncStack(new App({ context: NO_BUNDLING }), 'KubeconfigHub', {
+        env: ENV,
+        cpsync: { config: { ...CONFIG, hub: { kubeconfigSecretArn: HUB }, subscribers: { argocd } } },
+      });
+    assert.throws(
+      () => onKubeconfigHub({}),
+      /ArgoCdClusterSync: the hub is reached with a kubeconfig \(hub\.kubeconfigSecretArn\), which is cpsync's own identity: give the subscriber a kubeconfig of its own identity on the hub \(the configuration's subscribers\.argocd\.hubKubeconfigSecretArn/,
+    );
+    const own = Template.fromStack(onKubeconfigHub({ hubKubeconfigSecretArn: OWN })).toJSON()
+      .Resources as Resources;
+    const argoFunction = byPrefix(own, 'AWS::Lambda::Function', 'ArgoCdFunction');
+    // Its configuration names its own kubeconfig of the hub (the template joins the text around the stack's tokens).
+    const given = JSON.stringify(variablesOf(argoFunction).CPSYNC_CONFIG);
+    assert.ok(given.includes(`kubeconfigSecretArn\\":\\"${OWN}`) && !given.includes(HUB), given);
+    const argoRole = (argoFunction.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+    const reads = Object.values(own)
+      .filter((r) => r.Type === 'AWS::IAM::Policy' && JSON.stringify(r.Properties.Roles).includes(argoRole))
+      .flatMap(
+        (r) =>
+          (r.Properties.PolicyDocument as { Statement: Array<{ Action: unknown; Resource: unknown }> })
+            .Statement,
+      )
+      .filter((st) => [st.Action].flat().includes('secretsmanager:GetSecretValue'))
+      .flatMap((st) => [st.Resource].flat().map(String));
+    assert.ok(
+      reads.some((arn) => arn.startsWith(OWN)),
+      JSON.stringify(reads),
+    );
+    assert.ok(!reads.some((arn) => arn.startsWith(HUB)), JSON.stringify(reads));
     assert.throws(refused({ slack: {} }), /subscribers: Unrecognized key: "slack"/);
     // The constructs take the webhook's secret one way.
     const stack = new CpsyncStack(new App({ context: NO_BUNDLING }), 'Both', {

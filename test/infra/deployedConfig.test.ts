@@ -46,6 +46,12 @@ function functionConfigs(template: Template): Array<{ id: string; text?: string 
 
 const WEBHOOK_SECRET = `arn:aws:secretsmanager:${ENV.region}:${ENV.account}:secret:cpsync/chat-webhook`;
 const ARGOCD_SECRET = `arn:aws:secretsmanager:${ENV.region}:${ENV.account}:secret:cpsync/argocd-AbC123`;
+/** The Argo CD subscriber's own kubeconfig of a hub reached with one (never cpsync's). */
+const ARGOCD_HUB_SECRET = `arn:aws:secretsmanager:${ENV.region}:${ENV.account}:secret:hub/subscriber-DeF456`;
+const kubeconfigHub = (config: unknown) => {
+  const hub = (config as { hub?: object }).hub;
+  return hub !== undefined && 'kubeconfigSecretArn' in hub;
+};
 
 /** Synthesizes the deployable stack for `config`, with both example subscribers asked for by it. */
 function synthesize(config: unknown): Template {
@@ -57,7 +63,10 @@ function synthesize(config: unknown): Template {
         ...(config as object),
         subscribers: {
           chat: { webhookSecretArn: WEBHOOK_SECRET },
-          argocd: { kubeconfigSecretArn: ARGOCD_SECRET },
+          argocd: {
+            kubeconfigSecretArn: ARGOCD_SECRET,
+            ...(kubeconfigHub(config) ? { hubKubeconfigSecretArn: ARGOCD_HUB_SECRET } : {}),
+          },
         },
       },
     },
@@ -107,7 +116,14 @@ function assertRoundTrip(config: unknown, label: string): void {
     } = configured;
     assert.deepEqual(
       rest,
-      argoCd ? { ...wanted, providers: { off: [] }, consumers: [] } : wanted,
+      argoCd
+        ? {
+            ...wanted,
+            providers: { off: [] },
+            consumers: [],
+            ...(kubeconfigHub(config) ? { hub: { kubeconfigSecretArn: ARGOCD_HUB_SECRET } } : {}),
+          }
+        : wanted,
       `${label}: ${id} reads the configuration that was deployed`,
     );
     assert.match(JSON.stringify(bus), /"busName":"CpsyncBus[0-9A-F]+-ref"/, `${label}: ${id} bus`);

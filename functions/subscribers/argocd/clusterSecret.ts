@@ -8,6 +8,9 @@
  * select by them. Pure: no I/O.
  */
 import {
+  ARGOCD_SECRET_TYPE_LABEL as SECRET_TYPE_LABEL,
+  LABEL_MANAGED_BY as MANAGED_BY_LABEL,
+  MANAGED_BY_CPSYNC as MANAGED_BY,
   ANNOTATION_PROVIDER_ID,
   ANNOTATION_TAG_LABELS,
   DEFAULT_MANAGER,
@@ -37,9 +40,11 @@ import {
 } from '../../../adapters/credentials/target.ts';
 import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
 
-export const SECRET_TYPE_LABEL = 'argocd.argoproj.io/secret-type';
-export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
-export const MANAGED_BY = 'cpsync';
+export {
+  ARGOCD_SECRET_TYPE_LABEL as SECRET_TYPE_LABEL,
+  LABEL_MANAGED_BY as MANAGED_BY_LABEL,
+  MANAGED_BY_CPSYNC as MANAGED_BY,
+} from '../../../core/domain/constants.ts';
 /** The profile a Secret was made from (`namespace/name`), and its uid and resourceVersion. */
 export const PROFILE_ANNOTATION = 'cpsync.io/profile';
 export const PROFILE_UID_ANNOTATION = 'cpsync.io/profile-uid';

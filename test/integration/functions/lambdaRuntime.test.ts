@@ -41,7 +41,15 @@ import { serveEksAccessEntries, type EksAccessEntries } from '../../env/eksAcces
 import { accountCredentials, createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
 import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
-import { EVERYWHERE_FOR_ADMIN, installAdmissionPolicy } from '../../support/hubManifests.ts';
+import {
+  applyPrinted,
+  ensureShippedRbac,
+  EVERYWHERE_FOR_ADMIN,
+  installAdmissionPolicy,
+} from '../../support/hubManifests.ts';
+import { clientCertificate, kubeconfigYaml } from '../../env/hub.ts';
+import { consumerSetup, subscriberUser } from '../../../adapters/compose/consumers.ts';
+import { parseConfig, type CpsyncConfig } from '../../../adapters/compose/config.ts';
 import {
   decide,
   exercises,
@@ -70,6 +78,8 @@ type Resource = CfnResource;
 
 /** The webhook's Pub/Sub push subscription: its audience and the service account it signs as. */
 const AUDIENCE = 'https://cpsync-webhook.example.com/gcp';
+/** Who the Argo CD subscriber is on the hub: a user of its own (the default for the manager `cpsync`). */
+const ARGOCD_USER = 'cpsync-argocd';
 const PUSHER = 'pubsub-push@acme-data.iam.gserviceaccount.com';
 
 /**
@@ -173,6 +183,8 @@ describe('the deployed assets under the Lambda runtime', () => {
   let namespace: string;
   let directory: string;
   let kubeconfigText: string;
+  /** The configuration the stack was made from (the Argo CD subscriber's RBAC is printed from it). */
+  let deployed: CpsyncConfig;
   /** Logical id → what its `Ref` resolves to in the local estate. */
   const refs: Record<string, string> = {};
   /** The queue the test's rule on cpsync's bus delivers every event to. */
@@ -382,9 +394,20 @@ describe('the deployed assets under the Lambda runtime', () => {
       // it has been quiet a second (the default is a minute).
       subscribers: {
         chat: { webhookSecretArn: chatSecret, quietSeconds: 1 },
-        argocd: { namespace: argoNamespace },
+        // On a hub reached with a kubeconfig, the subscriber's own: its user, never cpsync's.
+        argocd: {
+          namespace: argoNamespace,
+          hubKubeconfigSecretArn: await secret(
+            'argocd-hub-kubeconfig',
+            (() => {
+              const { cert, key } = clientCertificate(state, ARGOCD_USER);
+              return kubeconfigYaml(state.server, state.caCert, ARGOCD_USER, cert, key);
+            })(),
+          ),
+        },
       },
     };
+    deployed = parseConfig(config, 'the deployed configuration');
 
     // The layer: the ARM server's certificate, as a deployment would ship a private CA.
     mkdirSync(join(directory, 'layer', 'certificates'), { recursive: true });
@@ -935,6 +958,17 @@ describe('the deployed assets under the Lambda runtime', () => {
     // The hub's admission policy in force, cpsync's identity the one the functions write the hub as here (the
     // admin): the subscriber acts only on profiles no one else can have written.
     const policy = await installAdmissionPolicy(adminKubeConfig(state), EVERYWHERE_FOR_ADMIN);
+    // The subscriber reaches the hub as its own user, bound by the RBAC and Secrets policy `cpsync consumers
+    // argocd-subscriber` prints for this configuration, and nothing more.
+    const setup = consumerSetup(deployed, { kind: 'argocd-subscriber', argocdNamespace: argoNamespace });
+    assert.equal(subscriberUser(deployed), ARGOCD_USER);
+    const removeRbac = await ensureShippedRbac(adminKubeConfig(state), [
+      'ClusterRole/cpsync:admission-policy',
+    ]);
+    const removePrinted = await applyPrinted(
+      adminKubeConfig(state),
+      setup.rbac!.map((m) => JSON.stringify(m)).join('\n---\n'),
+    );
     try {
       const subscriber = await start('ArgoCd');
       const answer = await invoke(subscriber, ordersCreated);
@@ -952,6 +986,8 @@ describe('the deployed assets under the Lambda runtime', () => {
       assert.equal(reconciled.status, 200, subscriber.lines.join('\n'));
       assert.equal((await secrets()).length, (await profileNames()).length, 'a Secret per profile');
     } finally {
+      await removePrinted();
+      await removeRbac();
       await policy.remove();
     }
   });

@@ -266,6 +266,56 @@ describe('what a consumer needs, from the configuration', () => {
         .map((m) => [m.metadata.name, (m.roleRef as { name: string }).name]),
       [['cpsync:admission-policy:argocd', 'cpsync:admission-policy']],
     );
+    // An identity of its own, never cpsync's, and an admission policy on Secrets in Argo CD's namespace alone.
+    const subjects = setup.rbac!.flatMap((m) => (m.subjects as object[] | undefined) ?? []);
+    assert.deepEqual(
+      new Set(subjects.map((s) => JSON.stringify(s))),
+      new Set([
+        JSON.stringify({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'cpsync-argocd' }),
+      ]),
+    );
+    const policy = setup.rbac!.find((m) => m.kind === 'ValidatingAdmissionPolicy')!;
+    const binding = setup.rbac!.find((m) => m.kind === 'ValidatingAdmissionPolicyBinding')!;
+    assert.equal(policy.metadata.name, 'cpsync-argocd-secrets');
+    assert.deepEqual(binding.spec, {
+      policyName: 'cpsync-argocd-secrets',
+      validationActions: ['Deny'],
+      matchResources: { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'gitops' } } },
+    });
+  });
+
+  it("names the Argo CD subscriber's own hub user after the manager, and says how its function becomes it", () => {
+    const eksHub = { hub: { eks: { clusterName: 'hub', region: 'eu-west-1' } } };
+    const named = consumerSetup(config({ manager: 'platform', ...eksHub }), { kind: 'argocd-subscriber' });
+    const policy = named.rbac!.find((m) => m.kind === 'ValidatingAdmissionPolicy')!;
+    assert.equal(policy.metadata.name, 'platform-argocd-secrets');
+    assert.match(JSON.stringify(policy.spec), /request\.userInfo\.username == 'platform-argocd'/);
+    assert.match(
+      named.notes.join('\n'),
+      /aws eks create-access-entry --cluster-name hub --region eu-west-1 --principal-arn <ArgoCdHubRole> --type STANDARD --username platform-argocd/,
+    );
+    const kubeconfigHub = {
+      hub: { kubeconfigSecretArn: 'arn:aws:secretsmanager:us-east-1:111122223333:secret:hub-AbCdEf' },
+    };
+    assert.match(
+      consumerSetup(config(kubeconfigHub), { kind: 'argocd-subscriber' }).notes.join('\n'),
+      /a kubeconfig of the user cpsync-argocd .*subscribers\.argocd\.hubKubeconfigSecretArn/,
+    );
+    // Another subject, as asked: a group's members, a service account.
+    for (const [subject, identity] of [
+      [{ kind: 'Group', name: 'gitops-writers' }, "'gitops-writers' in request.userInfo.groups"],
+      [
+        { kind: 'ServiceAccount', namespace: 'ops', name: 'subscriber' },
+        "request.userInfo.username == 'system:serviceaccount:ops:subscriber'",
+      ],
+    ] as const) {
+      const spec = JSON.stringify(
+        consumerSetup(config(), { kind: 'argocd-subscriber', subject }).rbac!.find(
+          (m) => m.kind === 'ValidatingAdmissionPolicy',
+        )!.spec,
+      );
+      assert.ok(spec.includes(JSON.stringify(identity).slice(1, -1)), spec);
+    }
   });
 
   it('makes its consumers: entry from its identities, one the configuration takes as it is', () => {

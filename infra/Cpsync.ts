@@ -255,6 +255,8 @@ export class Cpsync extends Construct {
   public readonly grantsAccess: boolean;
   /** The consumers' EKS roles: the only principals whose access entries the functions may make, tag or change. */
   public readonly accessGrantRoleArns: readonly string[];
+  /** The EKS regions the configuration lists (`providers.eks.regions`): grants are held to them. */
+  public readonly eksRegions?: readonly string[];
 
   constructor(scope: Construct, id: string, props: CpsyncProps) {
     super(scope, id);
@@ -269,6 +271,7 @@ export class Cpsync extends Construct {
     this.accessGrantRoleArns = config.consumers.flatMap((c) =>
       c.identities.eks ? [c.identities.eks.roleArn] : [],
     );
+    if (config.providers.eks?.regions) this.eksRegions = config.providers.eks.regions;
     if (!config.hub || 'directory' in config.hub || 'kubeconfig' in config.hub) {
       throw new Error(
         'Cpsync: config.hub must be hub.eks (IAM-signed tokens) or hub.kubeconfigSecretArn for the Lambda functions',
@@ -738,6 +741,7 @@ export class Cpsync extends Construct {
           consumerNames: config.consumers.flatMap((c) => (c.identities.eks ? [c.name] : [])),
           consumers: grantedConsumers(config.consumers),
           revokeOnly: !config.features.accessGrants,
+          ...(eks.regions ? { regions: eks.regions } : {}),
         }),
       );
     if (own.length === 0) return;

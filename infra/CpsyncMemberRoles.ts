@@ -65,6 +65,11 @@ export interface CpsyncMemberRolesProps {
      * its namespaces), tagged with only its name. @default each role may get any of the three levels, at any scope
      */
     readonly consumers?: readonly GrantedConsumer[];
+    /**
+     * The regions cpsync reads (`providers.eks.regions`): every grant only on clusters and entries there.
+     * @default any region
+     */
+    readonly regions?: readonly string[];
   };
 }
 
@@ -78,16 +83,20 @@ export interface GrantedConsumer {
   readonly memberNamespaces?: readonly string[];
 }
 
-/** An EKS resource of the stack's account, in any region. */
-function eksArn(stack: Stack, resource: string, resourceName: string): string {
+/** An EKS resource of the stack's account, in `region` (any, by default). */
+function eksArn(stack: Stack, resource: string, resourceName: string, region = '*'): string {
   return stack.formatArn({
     service: 'eks',
-    region: '*',
+    region,
     resource,
     resourceName,
     arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
   });
 }
+
+/** The regions grants are held to: those the configuration lists, else any (`*`). */
+const grantRegions = (regions?: readonly string[]) =>
+  regions?.length ? [...new Set(regions)].sort() : ['*'];
 
 /** The tags cpsync marks its access entries with: no other key is ever allowed. */
 const MANAGER_TAG = GRANT_MANAGER_KEY;
@@ -130,32 +139,36 @@ export function accessGrantStatements(
     consumerNames,
     consumers,
     revokeOnly = false,
+    regions,
   }: {
     manager: string;
     consumerRoleArns: readonly string[];
     consumerNames?: readonly string[];
     consumers?: readonly GrantedConsumer[];
     revokeOnly?: boolean;
+    /** The configuration's `providers.eks.regions`: grants only on clusters there. @default any region */
+    regions?: readonly string[];
   },
 ): PolicyStatement[] {
-  const arn = (resource: string, resourceName: string) => eksArn(stack, resource, resourceName);
+  const arn = (resource: string, resourceName: string) =>
+    grantRegions(regions).map((region) => eksArn(stack, resource, resourceName, region));
   const clusters = arn('cluster', '*');
   const entries = arn('access-entry', '*');
-  const consumerEntries = [...new Set(consumerRoleArns.map(accessEntriesOf))].map((name) =>
+  const consumerEntries = [...new Set(consumerRoleArns.map(accessEntriesOf))].flatMap((name) =>
     arn('access-entry', name),
   );
   const tagged = { [`aws:ResourceTag/${MANAGER_TAG}`]: manager };
   const requestTags = requestTagConditions(manager, consumerNames && [...consumerNames]);
   const read = [
-    new PolicyStatement({ actions: ['eks:ListAccessEntries'], resources: [clusters] }),
+    new PolicyStatement({ actions: ['eks:ListAccessEntries'], resources: clusters }),
     new PolicyStatement({
       actions: ['eks:DescribeAccessEntry', 'eks:ListAssociatedAccessPolicies'],
-      resources: [entries],
+      resources: entries,
     }),
   ];
   const remove = new PolicyStatement({
     actions: ['eks:DeleteAccessEntry'],
-    resources: [entries],
+    resources: entries,
     conditions: {
       StringEquals: tagged,
       Null: { [`aws:ResourceTag/${CONSUMER_TAG}`]: 'false' },
@@ -219,13 +232,13 @@ function requestTagConditions(manager: string, consumerNames?: string | string[]
 
 /** `eks:CreateAccessEntry` of a `STANDARD` entry of `principals` only, with no groups or username, tagged as `tags` say. */
 function createEntryStatement(
-  clusters: string,
+  clusters: string[],
   principals: string | string[],
   tags: ReturnType<typeof requestTagConditions>,
 ): PolicyStatement {
   return new PolicyStatement({
     actions: ['eks:CreateAccessEntry'],
-    resources: [clusters],
+    resources: clusters,
     conditions: {
       ...tags,
       StringEquals: { ...tags.StringEquals, 'eks:accessEntryType': 'STANDARD' },
@@ -242,7 +255,7 @@ function createEntryStatement(
  * scope: the cluster, or (with member namespaces) a namespace scope of those namespaces only.
  */
 function consumerGrantStatements(
-  arn: (resource: string, resourceName: string) => string,
+  arn: (resource: string, resourceName: string) => string[],
   manager: string,
   consumer: GrantedConsumer,
   levelPolicy: (level: AccessLevel) => string,
@@ -252,10 +265,10 @@ function consumerGrantStatements(
   const namespaces = consumer.memberNamespaces ? [...new Set(consumer.memberNamespaces)].sort() : undefined;
   return [
     createEntryStatement(arn('cluster', '*'), consumer.roleArn, tags),
-    new PolicyStatement({ actions: ['eks:TagResource'], resources: [entries], conditions: tags }),
+    new PolicyStatement({ actions: ['eks:TagResource'], resources: entries, conditions: tags }),
     new PolicyStatement({
       actions: ['eks:AssociateAccessPolicy'],
-      resources: [entries],
+      resources: entries,
       conditions: {
         StringEquals: {
           [`aws:ResourceTag/${MANAGER_TAG}`]: manager,
@@ -274,13 +287,20 @@ function consumerGrantStatements(
   ];
 }
 
-/** The wildcard resources of `accessGrantStatements`, as cdk-nag names them after the account. */
-export function accessGrantResources(consumerRoleArns: readonly string[]): string[] {
-  return [
+/**
+ * The wildcard resources of `accessGrantStatements`, as cdk-nag names them after the account: each
+ * `[region, resource]` (the region `*` when the configuration lists none).
+ */
+export function accessGrantResources(
+  consumerRoleArns: readonly string[],
+  regions?: readonly string[],
+): Array<[string, string]> {
+  const resources = [
     'cluster/*',
     'access-entry/*',
     ...new Set(consumerRoleArns.map((role) => `access-entry/${accessEntriesOf(role)}`)),
   ];
+  return grantRegions(regions).flatMap((region) => resources.map((r): [string, string] => [region, r]));
 }
 
 /** Why the accessGrants feature's wildcard resources are accepted (cdk-nag AwsSolutions-IAM5). */
@@ -371,6 +391,7 @@ function memberRolesProps(props: CpsyncMemberRolesProps): Omit<
             consumerNames: consumers.map((c) => c.name),
             consumers: grantedConsumers(consumers),
             revokeOnly: !config.features.accessGrants,
+            ...(eks.regions ? { regions: eks.regions } : {}),
           },
         }
       : {}),
@@ -406,9 +427,10 @@ export class CpsyncMemberRoles extends Construct {
     });
     if (props.accessGrants) {
       const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
-      for (const resource of accessGrantResources(props.accessGrants.consumerRoleArns))
+      const { consumerRoleArns, regions } = props.accessGrants;
+      for (const [region, resource] of accessGrantResources(consumerRoleArns, regions))
         Validations.of(this.reader).acknowledge({
-          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:${resource}]`,
+          id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:${region}:${account}:${resource}]`,
           reason: ACCESS_GRANTS_REASON,
         });
     }

@@ -69,10 +69,11 @@ export function acknowledgeFindings(
       });
       scope.acknowledge({ id: 'AwsSolutions-IAM5[Resource::*]', reason: REASONS.listCalls });
       if (accessGrants)
-        for (const resource of accessGrantResources(cpsync.accessGrantRoleArns))
-          if (resource.startsWith('access-entry/'))
+        for (const [region, resource] of accessGrantResources(cpsync.accessGrantRoleArns, cpsync.eksRegions))
+          // Any region's clusters are acknowledged above, for the reads.
+          if (region !== '*' || resource.startsWith('access-entry/'))
             scope.acknowledge({
-              id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:*:${account}:${resource}]`,
+              id: `AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:eks:${region}:${account}:${resource}]`,
               reason: ACCESS_GRANTS_REASON,
             });
     }

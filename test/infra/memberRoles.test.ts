@@ -813,5 +813,136 @@ describe('the member account roles', () => {
       Object.values(elsewhere).every((actions) => actions.length === 0),
       JSON.stringify(elsewhere),
     );
+    // The regions the configuration lists hold the grants in cpsync's own account too (cdk-nag clean as above).
+    accessActions({
+      ...ownAccount,
+      providers: { ...ownAccount.providers, eks: { ...ownAccount.providers.eks, regions: ['eu-west-1'] } },
+      features: { accessGrants: 'on' },
+      consumers,
+    });
+    const create = (region: string) =>
+      decide(
+        {
+          principal: 'arn:aws:sts::123456789012:assumed-role/CpsyncScopeWorker/fn',
+          action: 'eks:CreateAccessEntry',
+          resource: `arn:aws:eks:${region}:123456789012:cluster/checkout`,
+          account: '123456789012',
+          context: {
+            'eks:accessEntryType': 'STANDARD',
+            'eks:principalArn': 'arn:aws:iam::123456789012:role/argocd',
+            'aws:RequestTag/app.kubernetes.io/managed-by': 'cpsync',
+            'aws:RequestTag/cpsync.io/consumer': 'argocd',
+            'aws:TagKeys': ['app.kubernetes.io/managed-by', 'cpsync.io/consumer'],
+          },
+        },
+        workerPolicies,
+      );
+    assert.equal(await create('eu-west-1'), 'Allowed');
+    assert.equal(await create('us-east-1'), 'ImplicitlyDenied');
+  });
+
+  it('holds every grant in a member account to the regions the configuration lists, any region when it lists none (property)', async () => {
+    const MEMBER = '210987654321';
+    const argocd = `arn:aws:iam::${MEMBER}:role/argocd`;
+    const REGIONS = ['us-east-1', 'us-west-2', 'eu-west-1', 'ap-southeast-2'];
+    const principal = `arn:aws:sts::${MEMBER}:assumed-role/cpsync-reader/cpsync`;
+    const providers = EXAMPLE.providers as Record<string, Record<string, unknown>>;
+    const tagged = { 'aws:ResourceTag/app.kubernetes.io/managed-by': 'cpsync' };
+    const entry = (region: string) => accessEntryArn(MEMBER, argocd).replace(':us-east-1:', `:${region}:`);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.subarray(REGIONS),
+        fc.constantFrom(...REGIONS, 'eu-central-2', 'me-south-1'),
+        async (listed, asked) => {
+          const stack = new Stack(new App(), 'Regions', { env: { account: MEMBER, region: 'us-east-1' } });
+          const eks = { ...providers.eks, regions: listed.length > 0 ? listed : undefined };
+          new CpsyncMemberRoles(stack, 'Cpsync', {
+            cpsyncAccount: '123456789012',
+            config: {
+              ...CONFIG,
+              providers: { ...providers, eks },
+              features: { accessGrants: 'on' },
+              consumers: [
+                {
+                  name: 'argocd',
+                  namespaces: ['cluster-inventory'],
+                  level: 'view',
+                  identities: { eks: { roleArn: argocd } },
+                },
+              ],
+            },
+          });
+          const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
+          const readerId = Object.keys(resources).find(
+            (id) => resources[id]!.Properties.RoleName === 'cpsync-reader',
+          )!;
+          const policies = rolePolicies(resources, readerId, templateResolver(resources, {}, MEMBER).resolve);
+          const ask = (action: string, resource: string, context: Record<string, string | string[]>) =>
+            decide({ principal, action, resource, account: MEMBER, context }, policies);
+          const expected = listed.length === 0 || listed.includes(asked) ? 'Allowed' : 'ImplicitlyDenied';
+          const marks = { 'app.kubernetes.io/managed-by': 'cpsync', 'cpsync.io/consumer': 'argocd' };
+          const requestTags = {
+            ...Object.fromEntries(Object.entries(marks).map(([k, v]) => [`aws:RequestTag/${k}`, v])),
+            'aws:TagKeys': Object.keys(marks),
+          };
+          const decisions = {
+            create: await ask('eks:CreateAccessEntry', `arn:aws:eks:${asked}:${MEMBER}:cluster/checkout`, {
+              'eks:accessEntryType': 'STANDARD',
+              'eks:principalArn': argocd,
+              ...requestTags,
+            }),
+            tag: await ask('eks:TagResource', entry(asked), requestTags),
+            associate: await ask('eks:AssociateAccessPolicy', entry(asked), {
+              ...tagged,
+              'eks:policyArn': 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSViewPolicy',
+              'eks:accessScope': 'cluster',
+            }),
+            remove: await ask('eks:DeleteAccessEntry', entry(asked), {
+              ...tagged,
+              'aws:ResourceTag/cpsync.io/consumer': 'argocd',
+            }),
+          };
+          assert.deepEqual(
+            decisions,
+            { create: expected, tag: expected, associate: expected, remove: expected },
+            `${asked} with ${listed.join(', ') || 'no regions'} listed`,
+          );
+        },
+      ),
+      { numRuns: 20 },
+    );
+    // Each listed region's wildcard resources acknowledged: cdk-nag clean.
+    const outdir = temporaryDirectory('cpsync-member-regions-');
+    try {
+      const app = new App({ outdir });
+      new CpsyncMemberRoles(
+        new Stack(app, 'Regions', { env: { account: MEMBER, region: 'us-east-1' } }),
+        'Cpsync',
+        {
+          cpsyncAccount: '123456789012',
+          config: {
+            ...CONFIG,
+            providers: { ...providers, eks: { ...providers.eks, regions: ['eu-west-1', 'us-west-2'] } },
+            features: { accessGrants: 'on' },
+            consumers: [
+              {
+                name: 'argocd',
+                namespaces: ['cluster-inventory'],
+                level: 'view',
+                identities: { eks: { roleArn: argocd } },
+              },
+            ],
+          },
+        },
+      );
+      Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+      app.synth();
+      const report = JSON.parse(readFileSync(join(outdir, 'validation-report.json'), 'utf8')) as {
+        pluginReports: unknown[];
+      };
+      assert.deepEqual(report.pluginReports, []);
+    } finally {
+      rmSync(outdir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import { CpsyncError } from '../core/domain/errors.ts';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
+import { subscriberUser } from '../adapters/compose/consumers.ts';
 import {
   HubError,
   INSTALL_FIELD_MANAGER,
@@ -26,6 +27,9 @@ interface InstallFlags {
   user?: string;
   group?: string;
   eksRole?: string[];
+  argocdUser?: string;
+  argocdGroup?: string;
+  argocdEksRole?: string;
   admissionPolicy: HubInstallRequest['admissionPolicy'];
   kubeconfig?: string;
   context?: string;
@@ -79,6 +83,49 @@ function identityOf(flags: InstallFlags): { identity: HubIdentity; roles: string
   return { identity, roles };
 }
 
+/**
+ * The Argo CD subscriber's identity the flags name (with the configuration's `subscribers.argocd`): never cpsync's,
+ * nor mapped from one of cpsync's roles.
+ */
+function subscriberOf(
+  config: CpsyncConfig,
+  flags: InstallFlags,
+  cpsync: { identity: HubIdentity; roles: string[] },
+): { identity: HubIdentity; role?: string } | undefined {
+  const asked = ['argocdUser', 'argocdGroup', 'argocdEksRole'] as const;
+  const given = asked.filter((flag) => flags[flag] !== undefined);
+  if (!config.subscribers?.argocd) {
+    if (given.length > 0)
+      throw new UsageError(
+        `hub install: --${given[0]!.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}: the configuration has no Argo CD subscriber (subscribers.argocd)`,
+      );
+    return undefined;
+  }
+  if (flags.argocdUser !== undefined && flags.argocdGroup !== undefined)
+    throw new UsageError(
+      'hub install: give --argocd-user or --argocd-group, not both: the subscriber is one identity',
+    );
+  const identity: HubIdentity =
+    flags.argocdGroup !== undefined
+      ? { kind: 'Group', name: flags.argocdGroup }
+      : { kind: 'User', name: flags.argocdUser ?? subscriberUser(config) };
+  if (identity.kind === cpsync.identity.kind && identity.name === cpsync.identity.name)
+    throw new UsageError(
+      `hub install: the Argo CD subscriber is an identity of its own, not cpsync's (${spell(identity)}): name another with --argocd-user or --argocd-group`,
+    );
+  const role = flags.argocdEksRole;
+  if (role !== undefined && cpsync.roles.includes(role))
+    throw new UsageError(
+      `hub install: --argocd-eks-role ${role} is also an --eks-role: the subscriber's role (the stack's ArgoCdHubRole) is never mapped to cpsync`,
+    );
+  const reserved = EKS_RESERVED.find((prefix) => identity.name.startsWith(prefix));
+  if (role !== undefined && reserved)
+    throw new UsageError(
+      `hub install: the subscriber's ${spell(identity)}: EKS maps no access entry to a name starting with ${reserved}`,
+    );
+  return { identity, ...(role !== undefined ? { role } : {}) };
+}
+
 /** A word for a shell: quoted when it holds anything a shell would act on. */
 const shellWord = (word: string) =>
   /^[\w./:@=,+-]+$/.test(word) ? word : `'${word.replaceAll("'", `'\\''`)}'`;
@@ -108,7 +155,12 @@ const spell = (identity: HubIdentity) => `${identity.kind === 'User' ? 'user' : 
 
 async function install(config: CpsyncConfig, flags: InstallFlags, io: IoStreams): Promise<number> {
   const { identity, roles } = identityOf(flags);
-  const request: HubInstallRequest = { identity, admissionPolicy: flags.admissionPolicy };
+  const subscriber = subscriberOf(config, flags, { identity, roles });
+  const request: HubInstallRequest = {
+    identity,
+    admissionPolicy: flags.admissionPolicy,
+    ...(subscriber ? { subscriber: subscriber.identity } : {}),
+  };
   const said = (text: string) => io.stderr.write(`cpsync: ${printableLines(text)}\n`);
   if (flags.dryRun) {
     const manifests = await hubInstallManifests(config, request);
@@ -145,6 +197,21 @@ async function install(config: CpsyncConfig, flags: InstallFlags, io: IoStreams)
     for (const command of accessEntryCommands(config, roles, identity))
       io.stderr.write(`  ${printable(command)}\n`);
   }
+  if (subscriber) {
+    const argocd = config.subscribers!.argocd!;
+    if (argocd.kubeconfigSecretArn)
+      said(
+        `the Argo CD subscriber (${spell(subscriber.identity)}): its hub RBAC is here; Argo CD runs on another cluster (subscribers.argocd.kubeconfigSecretArn), so apply its Secrets Role and their admission policy there: cpsync consumers argocd-subscriber --part rbac (the Role, RoleBinding and policy of namespace ${argocd.namespace})`,
+      );
+    if (subscriber.role) {
+      said(`on an EKS hub, map the Argo CD subscriber's role to the ${spell(subscriber.identity)}:`);
+      for (const command of accessEntryCommands(config, [subscriber.role], subscriber.identity))
+        io.stderr.write(`  ${printable(command)}\n`);
+    } else if (config.hub && 'eks' in config.hub)
+      said(
+        `the Argo CD subscriber reaches the hub as the ${spell(subscriber.identity)}: give its role (the stack's ArgoCdHubRole output) with --argocd-eks-role for the access entry that maps it`,
+      );
+  }
   return 0;
 }
 
@@ -171,6 +238,21 @@ export function addHubCommand(
       '--eks-role <arn>',
       'an IAM role cpsync runs as on an EKS hub (each function role); prints the access entry that maps it; repeatable',
       roleArn,
+    )
+    .option(
+      '--argocd-user <name>',
+      "with subscribers.argocd: the Argo CD subscriber's own user on the hub (default <manager>-argocd; never cpsync's)",
+      identityName,
+    )
+    .option(
+      '--argocd-group <name>',
+      "the Argo CD subscriber's identity: a member of this group",
+      identityName,
+    )
+    .option(
+      '--argocd-eks-role <arn>',
+      "the Argo CD subscriber's IAM role on an EKS hub (the stack's ArgoCdHubRole); prints the access entry that maps it to its own user",
+      (value: string) => roleArn(value)[0]!,
     )
     .addOption(
       new Option(

@@ -19,6 +19,7 @@ import {
   LABEL_MANAGED_BY,
   MANAGED_BY_CPSYNC,
 } from '../../core/domain/constants.ts';
+import { celString } from '../shared/celLiteral.ts';
 
 /** A Kubernetes object, as the consumers' manifests are. */
 export interface PolicyManifest {
@@ -42,19 +43,6 @@ export interface SecretsPolicyOptions {
   manager: string;
   /** Argo CD's namespace. */
   namespace: string;
-}
-
-/** A CEL string literal of `text`: quotes and backslashes escaped, anything outside printable ASCII as \u or \U. */
-export function celString(text: string): string {
-  let out = '';
-  for (const char of text) {
-    const code = char.codePointAt(0)!;
-    if (char === '\\' || char === "'") out += `\\${char}`;
-    else if (code >= 0x20 && code < 0x7f) out += char;
-    else if (code <= 0xffff) out += `\\u${code.toString(16).padStart(4, '0')}`;
-    else out += `\\U${code.toString(16).padStart(8, '0')}`;
-  }
-  return `'${out}'`;
 }
 
 /**

@@ -279,6 +279,28 @@ function rbacOf(
   return manifests;
 }
 
+/**
+ * The Argo CD subscriber's RBAC and Secrets policy (`cpsync consumers argocd-subscriber --part rbac`), apart: `hub`,
+ * what it needs on the hub (read ClusterProfiles in every inventory namespace, read the hub's admission policy), and
+ * `argocd`, what it needs where Argo CD runs (its Secrets Role in Argo CD's namespace and the policy bounding it).
+ * `subject` defaults to its own user, `<manager>-argocd`.
+ */
+export function subscriberRbac(
+  config: CpsyncConfig,
+  options: { subject?: HubSubject; argocdNamespace?: string } = {},
+): { hub: ConsumerManifest[]; argocd: ConsumerManifest[] } {
+  const { rbac = [] } = consumerSetup(config, {
+    kind: 'argocd-subscriber',
+    ...(options.subject ? { subject: options.subject } : {}),
+    ...(options.argocdNamespace ? { argocdNamespace: options.argocdNamespace } : {}),
+  });
+  const ofArgoCd = (m: ConsumerManifest) =>
+    m.kind === 'Role' ||
+    (m.kind === 'RoleBinding' && (m.roleRef as { kind?: string }).kind === 'Role') ||
+    m.kind.startsWith('ValidatingAdmissionPolicy');
+  return { hub: rbac.filter((m) => !ofArgoCd(m)), argocd: rbac.filter(ofArgoCd) };
+}
+
 /** The `consumers:` entry: the configured one of that name, else one made of the request (checked as the configuration checks it). */
 function consumerEntryOf(
   config: CpsyncConfig,

@@ -8,6 +8,7 @@ import type { AppliedManifest } from '../hub/applyManifests.ts';
 import { HubConflictError } from '../hub/errors.ts';
 import { hubManifests, type HubIdentity, type HubManifest } from '../hub/hubManifests.ts';
 import { inventoryOptionsOf, type CpsyncConfig } from './config.ts';
+import { subscriberRbac } from './consumers.ts';
 import { CompositionError } from './errors.ts';
 import { hubKubeConfig, kubeConfigFromFile } from './hub.ts';
 
@@ -19,6 +20,11 @@ export const INSTALL_FIELD_MANAGER = 'cpsync-install';
 
 export interface HubInstallRequest {
   identity: HubIdentity;
+  /**
+   * With the configuration's `subscribers.argocd`: who the Argo CD subscriber is on the hub, an identity of its own
+   * (never cpsync's). @default the user `<manager>-argocd`
+   */
+  subscriber?: HubIdentity;
   /**
    * Where the admission policy is enforced: every namespace (`all`), the configuration's inventory namespaces
    * only (`inventory`), or not installed (`none`).
@@ -37,18 +43,29 @@ function namespacesOf(config: CpsyncConfig): string[] {
   return inventoryNamespaces(inventoryOptionsOf(config)).map((namespace) => namespace.name);
 }
 
-/** The manifests `hub install` applies for `config`, in the order it applies them. */
-export function hubInstallManifests(
+/**
+ * The manifests `hub install` applies for `config`, in the order it applies them: cpsync's, then, with the
+ * configuration's `subscribers.argocd`, the Argo CD subscriber's (its own identity's RBAC on the hub, and its Secrets
+ * Role and their admission policy when Argo CD runs on the hub: no `subscribers.argocd.kubeconfigSecretArn`).
+ */
+export async function hubInstallManifests(
   config: CpsyncConfig,
   request: HubInstallRequest,
 ): Promise<HubManifest[]> {
   const namespaces = namespacesOf(config);
-  return hubManifests({
+  const manifests = await hubManifests({
     manager: config.manager,
     namespaces,
     identity: request.identity,
     admissionPolicy: request.admissionPolicy === 'inventory' ? { namespaces } : request.admissionPolicy,
   });
+  const argocd = config.subscribers?.argocd;
+  if (!argocd) return manifests;
+  const subscriber = subscriberRbac(config, {
+    ...(request.subscriber ? { subject: request.subscriber } : {}),
+    argocdNamespace: argocd.namespace,
+  });
+  return [...manifests, ...subscriber.hub, ...(argocd.kubeconfigSecretArn ? [] : subscriber.argocd)];
 }
 
 /** Applies the manifests to the hub the configuration names (or `connection`); resolves to what each did. */

@@ -7,7 +7,7 @@
  * configuration decides are changed in them.
  */
 import { parseAllDocuments } from 'yaml';
-import { celLiteral } from '../shared/celLiteral.ts';
+import { celLiteral, celString } from '../shared/celLiteral.ts';
 import { shippedText } from '../shared/shipped.ts';
 
 /** A manifest as the API server takes it (any kind). */
@@ -71,11 +71,6 @@ function find(docs: readonly HubManifest[], file: ShippedFile, kind: string, nam
   const found = docs.find((d) => d.kind === kind && (name === undefined || d.metadata.name === name));
   if (!found) throw new Error(`manifests/${file} has no ${kind}${name ? ` ${name}` : ''}`);
   return structuredClone(found);
-}
-
-/** `text` as a CEL string literal: single-quoted as the shipped file writes it, escaped when it must be. */
-function celString(text: string): string {
-  return /^[^'\\\p{Cc}]*$/u.test(text) ? `'${text}'` : JSON.stringify(text);
 }
 
 interface Rule {

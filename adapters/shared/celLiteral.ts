@@ -11,3 +11,8 @@ export function celLiteral(expression: string | undefined): string | undefined {
   if (!/^"(?:[^"\\\p{Cc}]|\\["\\/bfnrt]|\\u[0-9a-fA-F]{4})*"$/u.test(text)) return undefined;
   return JSON.parse(text) as string;
 }
+
+/** `text` as a CEL string literal: single-quoted as the shipped file writes it, escaped when it must be. */
+export function celString(text: string): string {
+  return /^[^'\\\p{Cc}]*$/u.test(text) ? `'${text}'` : JSON.stringify(text);
+}

@@ -38,6 +38,7 @@ const PATHS: Record<string, (name: string, namespace?: string) => string> = {
   ClusterRole: (n) => `/apis/rbac.authorization.k8s.io/v1/clusterroles/${n}`,
   ClusterRoleBinding: (n) => `/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/${n}`,
   RoleBinding: (n, ns) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/rolebindings/${n}`,
+  Role: (n, ns) => `/apis/rbac.authorization.k8s.io/v1/namespaces/${ns}/roles/${n}`,
   ValidatingAdmissionPolicy: (n) => `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicies/${n}`,
   ValidatingAdmissionPolicyBinding: (n) =>
     `/apis/admissionregistration.k8s.io/v1/validatingadmissionpolicybindings/${n}`,
@@ -99,6 +100,9 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
   const projected = `${own}-kueue`;
   const outside = `${own}-outside`;
   const user = `cpsync-install-${own.slice(-6)}`;
+  /** Argo CD's namespace, where the configuration's Argo CD subscriber writes, and who that subscriber is. */
+  const argocd = `${own}-argocd`;
+  const subscriber = `${user}-argocd`;
   let identity: KubeConfig;
   /** The cluster-scoped objects the install applies, as they were before (undefined: absent). */
   const previous = new Map<string, Doc | undefined>();
@@ -116,6 +120,8 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
       adminKubeconfig,
       '--user',
       user,
+      '--argocd-user',
+      subscriber,
       ...args,
     ]);
   const profile = (namespace: string) => ({
@@ -181,7 +187,13 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
           clusterSets: { prod: [own] },
           projections: [{ provider: 'eks', namespaces: [projected] }],
         },
+        subscribers: { argocd: { namespace: argocd } },
       }),
+    );
+    // Argo CD installed: its namespace is there before cpsync's install.
+    assert.equal(
+      (await raw(admin, 'POST', '/api/v1/namespaces', { metadata: { name: argocd } })).status,
+      201,
     );
     const printed = await hubInstall('--admission-policy', 'inventory', '--dry-run');
     assert.equal(printed.code, 0, printed.stderr);
@@ -216,7 +228,7 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
         assert.equal(restored.status, 200, `${keyOf(doc)} restored: ${JSON.stringify(restored.body)}`);
       }
     }
-    for (const namespace of [own, projected, outside])
+    for (const namespace of [own, projected, outside, argocd])
       await raw(admin, 'DELETE', `/api/v1/namespaces/${namespace}`);
   });
 
@@ -351,6 +363,58 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
     );
   });
 
+  it("gives the configuration's Argo CD subscriber an identity of its own: it reads profiles and writes its own cluster Secrets; cpsync's identity reaches none of them", async () => {
+    const asSubscriber = userKubeConfig(await localHub(), subscriber);
+    const subscriberCore = asSubscriber.makeApiClient(CoreV1Api);
+    const secret = {
+      metadata: {
+        name: 'cluster-install',
+        labels: {
+          'argocd.argoproj.io/secret-type': 'cluster',
+          'app.kubernetes.io/managed-by': 'cpsync',
+          'x-k8s.io/cluster-manager': 'cpsync',
+        },
+      },
+      stringData: { name: 'install', server: 'https://install.example', config: '{}' },
+    };
+    // Held until the hub enforces the Secrets policy: another writer's dry run of such a Secret is refused.
+    const until = Date.now() + 60_000;
+    while (
+      (await raw(admin, 'POST', `/api/v1/namespaces/${argocd}/secrets?dryRun=All`, secret)).status !== 403
+    )
+      if (Date.now() > until)
+        throw new Error('the Secrets policy is not enforced a minute after the install');
+      else await new Promise((resolve) => setTimeout(resolve, 100));
+    // The sync case before this one left its profile here.
+    assert.deepEqual(
+      (await new KubernetesHub({ kubeConfig: asSubscriber }).list(own, {})).map((p) => p.spec.displayName),
+      ['install-a'],
+    );
+    assert.equal(
+      await statusOf(subscriberCore.createNamespacedSecret({ namespace: argocd, body: secret })),
+      200,
+    );
+    const other = { metadata: { name: 'argocd-secret' }, stringData: { key: 'x' } };
+    assert.equal(
+      await statusOf(subscriberCore.createNamespacedSecret({ namespace: argocd, body: other })),
+      403,
+    );
+    const written = await raw(asSubscriber, 'POST', profiles(own), profile(own));
+    assert.equal(written.status, 403, JSON.stringify(written.body));
+    const cpsyncCore = identity.makeApiClient(CoreV1Api);
+    assert.equal(await statusOf(cpsyncCore.listNamespacedSecret({ namespace: argocd })), 403);
+    assert.equal(
+      await statusOf(
+        cpsyncCore.createNamespacedSecret({
+          namespace: argocd,
+          body: { ...secret, metadata: { ...secret.metadata, name: 'cluster-planted' } },
+        }),
+      ),
+      403,
+    );
+    assert.match(first.stderr, /the hub is ready for the user cpsync-install-\w+/);
+  });
+
   it('lets the identity do nothing more: no Secrets, no other kinds, no profiles, leases or namespaces elsewhere', async () => {
     const core = identity.makeApiClient(CoreV1Api);
     assert.equal(await statusOf(core.listNamespacedSecret({ namespace: own })), 403);
@@ -440,6 +504,22 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
       ],
       [['--user', 'a'], /hub is a directory of files \(inventory, the default\).*--dry-run/],
       [['--config', configFile, '--user', 'a', '--context', 'nope'], /--context "nope" is not a context of/],
+      [
+        ['--config', configFile, '--user', 'a', '--argocd-user', 'a'],
+        /the Argo CD subscriber is an identity of its own, not cpsync's \(user a\)/,
+      ],
+      [
+        [
+          '--config',
+          configFile,
+          '--eks-role',
+          'arn:aws:iam::111122223333:role/x',
+          '--argocd-eks-role',
+          'arn:aws:iam::111122223333:role/x',
+        ],
+        /--argocd-eks-role arn:aws:iam::111122223333:role\/x is also an --eks-role/,
+      ],
+      [['--user', 'a', '--argocd-user', 'b'], /--argocd-user: the configuration has no Argo CD subscriber/],
     ];
     const empty = temporaryDirectory('cpsync-hub-install-empty-');
     for (const [args, message] of cases) {
@@ -453,7 +533,13 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
 
   it('on an EKS hub, says how to map each function role to the user with an access entry', async () => {
     const eks = join(directory, 'eks.yaml');
-    writeFileSync(eks, stringify({ hub: { eks: { clusterName: 'platform hub', region: 'eu-west-1' } } }));
+    writeFileSync(
+      eks,
+      stringify({
+        hub: { eks: { clusterName: 'platform hub', region: 'eu-west-1' } },
+        subscribers: { argocd: {} },
+      }),
+    );
     const roles = [
       'arn:aws:iam::111122223333:role/Cpsync-Worker',
       'arn:aws:iam::111122223333:role/Cpsync-Events',
@@ -478,5 +564,63 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
       .map((d) => d.toJS() as Doc)
       .find((d) => d.kind === 'ValidatingAdmissionPolicy')!;
     assert.ok(policy.spec.variables.some((v: Doc) => v.name === 'identity' && v.expression === "'cpsync'"));
+    // The Argo CD subscriber's role, mapped to its own user; without the role, where to find it.
+    assert.match(run.stderr, /give its role \(the stack's ArgoCdHubRole output\) with --argocd-eks-role/);
+    const subscriberRole = 'arn:aws:iam::111122223333:role/Cpsync-ArgoCd';
+    const mapped = await runCli([
+      'hub',
+      'install',
+      '--config',
+      eks,
+      '--dry-run',
+      '--eks-role',
+      roles[0]!,
+      '--argocd-eks-role',
+      subscriberRole,
+    ]);
+    assert.equal(mapped.code, 0, mapped.stderr);
+    assert.ok(
+      mapped.stderr.includes(
+        `aws eks create-access-entry --cluster-name 'platform hub' --region eu-west-1 --principal-arn ${subscriberRole} --type STANDARD --username cpsync-argocd`,
+      ),
+      mapped.stderr,
+    );
+    const printed = parseAllDocuments(mapped.stdout).map((d) => d.toJS() as Doc);
+    assert.ok(printed.some((d) => d.kind === 'Role' && d.metadata.namespace === 'argocd'));
+    assert.ok(
+      printed.some(
+        (d) => d.kind === 'ValidatingAdmissionPolicy' && d.metadata.name === 'cpsync-argocd-secrets',
+      ),
+    );
+    // Argo CD on another cluster: its Secrets' Role and policy are for that cluster, not the hub.
+    const elsewhere = join(directory, 'elsewhere.yaml');
+    writeFileSync(
+      elsewhere,
+      stringify({
+        hub: { eks: { clusterName: 'platform hub', region: 'eu-west-1' } },
+        subscribers: {
+          argocd: { kubeconfigSecretArn: 'arn:aws:secretsmanager:eu-west-1:111122223333:secret:argocd' },
+        },
+      }),
+    );
+    const apart = await runCli([
+      'hub',
+      'install',
+      '--config',
+      elsewhere,
+      '--dry-run',
+      '--eks-role',
+      roles[0]!,
+    ]);
+    assert.equal(apart.code, 0, apart.stderr);
+    const hubOnly = parseAllDocuments(apart.stdout).map((d) => d.toJS() as Doc);
+    assert.ok(
+      hubOnly.some((d) => d.kind === 'ClusterRole' && d.metadata.name === 'cpsync:clusterprofiles:argocd'),
+    );
+    assert.ok(!hubOnly.some((d) => d.kind === 'Role' || d.metadata.name === 'cpsync-argocd-secrets'));
+    assert.match(
+      apart.stderr,
+      /apply its Secrets Role and their admission policy there: cpsync consumers argocd-subscriber --part rbac/,
+    );
   });
 });

@@ -1,7 +1,8 @@
 /**
  * `cpsync doctor`: whether the identity running cpsync can do its work, checked without changing anything —
  * the hub (each inventory namespace read, and what cpsync writes there allowed by the hub's own authorizer;
- * on a Kubernetes hub, whether the admission policy that lets only cpsync write its profiles is in force),
+ * on a Kubernetes hub, whether the admission policy that lets only cpsync write its profiles is in force, and that
+ * cpsync's identity reaches no Secret where Argo CD reads its clusters),
  * the bus, the outbox, and every configured scope listed; with the access grants on, each GKE project's IAM policy
  * and each GKE or AKS member's bounds on cpsync's identity there. The CLI runs it with its own credentials, and a
  * deployed stack's scope worker with its role (`cpsync doctor --function`).
@@ -146,6 +147,44 @@ async function admissionPolicyCheck(composition: Composition): Promise<DoctorChe
   return [{ subject, ok, detail: said.join('; ') }];
 }
 
+/** What the Argo CD subscriber does to Secrets: cpsync's own identity needs none of it. */
+const SECRET_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'];
+
+/**
+ * On a Kubernetes hub, with the configuration's Argo CD subscriber (Argo CD on the hub): that cpsync's own identity
+ * reaches no Secret in Argo CD's namespace. The subscriber writes the Secrets there as an identity of its own; an
+ * earlier version's `cpsync consumers argocd-subscriber` bound their Role to cpsync's, and with it every sync function
+ * could hand Argo CD credentials. (The deployed functions are not told of the subscribers: `cpsync doctor
+ * --function` does not check this.)
+ */
+async function argoCdSecretsCheck(composition: Composition): Promise<DoctorCheck[]> {
+  const argocd = composition.config.subscribers?.argocd;
+  if (!composition.hubKubeConfig || !argocd || argocd.kubeconfigSecretArn) return [];
+  const { namespace } = argocd;
+  const subject = `hub secrets ${namespace}`;
+  try {
+    const authorization = (await composition.hubKubeConfig()).makeApiClient(AuthorizationV1Api);
+    const allowed: string[] = [];
+    for (const verb of SECRET_VERBS) {
+      const review = await authorization.createSelfSubjectAccessReview({
+        body: { spec: { resourceAttributes: { group: '', resource: 'secrets', namespace, verb } } },
+      });
+      if (review.status?.allowed) allowed.push(verb);
+    }
+    return [
+      allowed.length === 0
+        ? { subject, ok: true, detail: `cpsync's identity reaches no Secret in ${namespace}` }
+        : {
+            subject,
+            ok: false,
+            detail: `cpsync's identity may ${allowed.join(', ')} Secrets in ${namespace}, where Argo CD reads its clusters: it needs none (the Argo CD subscriber writes them as an identity of its own) — bind the subscriber's Role to that identity (cpsync hub install, or cpsync consumers argocd-subscriber --part rbac) and take cpsync's identity off every binding that lets it reach Secrets there`,
+          },
+    ];
+  } catch (error) {
+    return [{ subject, ok: false, detail: `cannot review access: ${messageOf(error)}` }];
+  }
+}
+
 /** Who the hub takes this identity for (a SelfSubjectReview), or why it could not say. */
 async function whoAmI(config: KubeConfig): Promise<{ username?: string; groups?: string[] } | string> {
   try {
@@ -226,6 +265,7 @@ export async function doctor(composition: Composition, options: DoctorOptions = 
   const checks: DoctorCheck[] = [];
   checks.push(...(await hubChecks(composition)));
   checks.push(...(await admissionPolicyCheck(composition)));
+  checks.push(...(await argoCdSecretsCheck(composition)));
 
   const { bus, outbox } = composition.ports;
   try {

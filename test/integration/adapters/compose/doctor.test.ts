@@ -5,7 +5,7 @@
  * doctor says it is, whether the API server does refuse another user's profile there.
  */
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import {
@@ -338,6 +338,66 @@ describe('cpsync doctor: the hub’s admission policy', () => {
       assert.match(stdout, /^cpsync doctor: \d+ of \d+ checks failed$/m);
     } finally {
       await installed.remove();
+    }
+  });
+
+  it("says whether cpsync's identity reaches Secrets where the configuration's Argo CD subscriber writes, as the server answers it", async () => {
+    const base = JSON.parse(readFileSync(await configAs('cpsync'), 'utf8')) as Record<string, unknown>;
+    const config = join(directory, 'with-argocd.json');
+    // Argo CD's namespace: the inventory's second namespace will do (the subscriber's default is argocd).
+    writeFileSync(config, JSON.stringify({ ...base, subscribers: { argocd: { namespace: projected } } }));
+    const secretsLine = (stdout: string) => stdout.match(/^[✔✖] hub secrets .*$/m)?.[0];
+    /** The oracle: whether the API server lets cpsync's identity list Secrets there, asked until it answers `expected`. */
+    const serverLets = async (expected: boolean) => {
+      const core = userKubeConfig(await localHub(), 'cpsync').makeApiClient(CoreV1Api);
+      for (let attempt = 0; ; attempt++) {
+        const lets = await core.listNamespacedSecret({ namespace: projected }).then(
+          () => true,
+          (error: { code?: number }) => (error.code === 403 ? false : Promise.reject(error)),
+        );
+        if (lets === expected || attempt >= 300) return lets;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    };
+    assert.equal(await serverLets(false), false);
+    assert.equal(
+      secretsLine((await doctorSays(config)).stdout),
+      `✔ hub secrets ${projected}: cpsync's identity reaches no Secret in ${projected}`,
+    );
+    // The Secrets Role of an earlier version's printed RBAC, bound to cpsync's identity.
+    const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({
+      namespace: projected,
+      body: {
+        metadata: { name: 'cpsync-argocd-clusters' },
+        rules: [
+          { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+        ],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: projected,
+      body: {
+        metadata: { name: 'cpsync-argocd-clusters' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cpsync-argocd-clusters' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'cpsync' }],
+      },
+    });
+    try {
+      assert.equal(await serverLets(true), true);
+      const { stdout, code } = await doctorSays(config);
+      assert.match(
+        secretsLine(stdout) ?? '',
+        new RegExp(
+          `^✖ hub secrets ${projected}: cpsync's identity may get, list, create, update, delete Secrets in ${projected}, where Argo CD reads its clusters: it needs none`,
+        ),
+      );
+      assert.equal(code, 1);
+      // Without the subscriber, nothing is said of Secrets.
+      assert.equal(secretsLine((await doctorSays(await configAs('cpsync'))).stdout), undefined);
+    } finally {
+      await rbac.deleteNamespacedRoleBinding({ namespace: projected, name: 'cpsync-argocd-clusters' });
+      await rbac.deleteNamespacedRole({ namespace: projected, name: 'cpsync-argocd-clusters' });
     }
   });
 });

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import { CpsyncError } from '../core/domain/errors.ts';
 import type { CpsyncConfig } from '../adapters/compose/config.ts';
-import { subscriberUser } from '../adapters/compose/consumers.ts';
+import { subscriberSubjectProblem, subscriberUser } from '../adapters/compose/consumers.ts';
 import {
   HubError,
   INSTALL_FIELD_MANAGER,
@@ -113,6 +113,9 @@ function subscriberOf(
     throw new UsageError(
       `hub install: the Argo CD subscriber is an identity of its own, not cpsync's (${spell(identity)}): name another with --argocd-user or --argocd-group`,
     );
+  const refused = subscriberSubjectProblem(identity);
+  if (refused)
+    throw new UsageError(`hub install: ${refused}: name another with --argocd-user or --argocd-group`);
   const role = flags.argocdEksRole;
   if (role !== undefined && cpsync.roles.includes(role))
     throw new UsageError(
@@ -207,6 +210,10 @@ async function install(config: CpsyncConfig, flags: InstallFlags, io: IoStreams)
       said(`on an EKS hub, map the Argo CD subscriber's role to the ${spell(subscriber.identity)}:`);
       for (const command of accessEntryCommands(config, [subscriber.role], subscriber.identity))
         io.stderr.write(`  ${printable(command)}\n`);
+      if (subscriber.identity.kind === 'User')
+        said(
+          `(an entry made for that role earlier, mapping it to cpsync: aws eks update-access-entry --principal-arn ${subscriber.role} --username ${subscriber.identity.name}, with the same --cluster-name and --region)`,
+        );
     } else if (config.hub && 'eks' in config.hub)
       said(
         `the Argo CD subscriber reaches the hub as the ${spell(subscriber.identity)}: give its role (the stack's ArgoCdHubRole output) with --argocd-eks-role for the access entry that maps it`,

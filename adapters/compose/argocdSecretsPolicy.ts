@@ -4,10 +4,12 @@
  *   - only the subscriber's identity creates or changes a Secret of its manager (labelled
  *     `app.kubernetes.io/managed-by: cpsync` and `x-k8s.io/cluster-manager: <manager>`), so no other writer there can
  *     plant or rewrite the credentials it hands Argo CD;
+ *   - nor does anyone else make a Secret pass for one of an earlier version's (labelled managed-by cpsync, naming no
+ *     manager), which the subscriber would take for its own (it writes those over from the hub at its next write);
  *   - the subscriber creates, changes and deletes nothing else: no Argo CD settings (`argocd-secret`), repository
  *     credentials or other managers' clusters (a Secret of cpsync's made before Secrets named their manager may be
  *     changed or deleted by it: it labels those at its next write);
- *   - what it writes is a cluster Secret (`argocd.argoproj.io/secret-type: cluster`) of the keys it writes: `name`,
+ *   - what it writes is an Opaque cluster Secret (`argocd.argoproj.io/secret-type: cluster`) of the keys it writes: `name`,
  *     `server` (https) and `config`, nothing that moves the cluster into a project or narrows its namespaces.
  * What the `config` says (the command Argo CD runs) is not bounded here: admission sees a Secret's data as base64
  * text, and Kubernetes' CEL has no base64 decoding (docs/security.md, "Not yet bounded"). Deletions by others are not
@@ -102,6 +104,10 @@ export function argocdSecretsPolicy(options: SecretsPolicyOptions): PolicyManife
         { name: 'wasManagers', expression: `oldObject != null && ${managers('variables.oldLabels')}` },
         // Made before Secrets named their manager: cpsync's, of no manager named.
         {
+          name: 'unnamed',
+          expression: `object != null && ${managed('variables.labels')} && !(${celString(LABEL_CLUSTER_MANAGER)} in variables.labels)`,
+        },
+        {
           name: 'wasUnnamed',
           expression: `oldObject != null && ${managed('variables.oldLabels')} && !(${celString(LABEL_CLUSTER_MANAGER)} in variables.oldLabels)`,
         },
@@ -114,6 +120,14 @@ export function argocdSecretsPolicy(options: SecretsPolicyOptions): PolicyManife
           messageExpression: `'only ' + ${who} + ' may create or change the Argo CD cluster Secrets of manager ' + variables.manager + '; ' + request.userInfo.username + ' may not'`,
           reason: 'Forbidden',
         },
+        // Nor does anyone else make a Secret that passes for one of an earlier version (cpsync's, naming no
+        // manager), which the subscriber would take for its own.
+        {
+          expression:
+            "variables.bySubscriber || request.operation == 'DELETE' || !variables.unnamed || variables.wasUnnamed",
+          messageExpression: `'only ' + ${who} + ' may make a Secret labelled ${LABEL_MANAGED_BY}: ${MANAGED_BY_CPSYNC}; ' + request.userInfo.username + ' may not'`,
+          reason: 'Forbidden',
+        },
         {
           expression:
             '!variables.bySubscriber || ((object == null || variables.managers) && (oldObject == null || variables.wasManagers || variables.wasUnnamed))',
@@ -121,8 +135,8 @@ export function argocdSecretsPolicy(options: SecretsPolicyOptions): PolicyManife
           reason: 'Forbidden',
         },
         {
-          expression: `!variables.bySubscriber || object == null || (${celString(ARGOCD_SECRET_TYPE_LABEL)} in variables.labels && variables.labels[${celString(ARGOCD_SECRET_TYPE_LABEL)}] == 'cluster' && variables.data.all(k, k in ['name', 'server', 'config']) && 'config' in variables.data && 'server' in variables.data && string(variables.data.server).matches(${celString(HTTPS_BASE64)}))`,
-          messageExpression: `${who} + ' writes Argo CD cluster Secrets (${ARGOCD_SECRET_TYPE_LABEL}: cluster) of a name, an https server and a config only; not Secret ' + object.metadata.name`,
+          expression: `!variables.bySubscriber || object == null || (object.type == 'Opaque' && ${celString(ARGOCD_SECRET_TYPE_LABEL)} in variables.labels && variables.labels[${celString(ARGOCD_SECRET_TYPE_LABEL)}] == 'cluster' && variables.data.all(k, k in ['name', 'server', 'config']) && 'config' in variables.data && 'server' in variables.data && string(variables.data.server).matches(${celString(HTTPS_BASE64)}))`,
+          messageExpression: `${who} + ' writes Argo CD cluster Secrets (${ARGOCD_SECRET_TYPE_LABEL}: cluster) of type Opaque, of a name, an https server and a config only; not Secret ' + object.metadata.name`,
           reason: 'Forbidden',
         },
       ],

@@ -982,6 +982,15 @@ export function eksHomeRegion(
   return home;
 }
 
+/**
+ * Whether two Secrets Manager ARNs, each complete or partial, may name the same secret: the same ARN once a complete
+ * one's suffix (`-` and six random characters, which a partial ARN leaves out) is taken off either.
+ */
+function sameSecret(a: string, b: string): boolean {
+  const base = (arn: string) => arn.replace(/-[A-Za-z0-9]{6}$/, '');
+  return a === b || base(a) === b || a === base(b) || base(a) === base(b);
+}
+
 /** Validates a parsed document; throws ConfigError naming every bad field. */
 export function parseConfig(document: unknown, source = ''): CpsyncConfig {
   const result = configSchema.safeParse(document ?? {});
@@ -1021,6 +1030,17 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
         ),
     ),
   );
+  // The Argo CD subscriber never reaches the hub as cpsync: not with the hub's own kubeconfig.
+  const hubSecret =
+    result.data.hub && 'kubeconfigSecretArn' in result.data.hub
+      ? result.data.hub.kubeconfigSecretArn
+      : undefined;
+  const argocd = result.data.subscribers?.argocd;
+  for (const key of ['kubeconfigSecretArn', 'hubKubeconfigSecretArn'] as const)
+    if (hubSecret && argocd?.[key] && sameSecret(argocd[key], hubSecret))
+      issues.push(
+        `subscribers.argocd.${key}: may name the hub's own kubeconfig (hub.kubeconfigSecretArn, its ARN read complete or partial), cpsync's identity; the Argo CD subscriber reaches the hub as an identity of its own: give it a kubeconfig of that identity (subscribers.argocd.hubKubeconfigSecretArn)`,
+      );
   const granting = result.data.features.accessGrants || result.data.consumers.length > 0;
   if (granting && result.data.outbox && 'table' in result.data.outbox && !result.data.ledger)
     issues.push(

@@ -245,15 +245,21 @@ function rbacOf(
     ...namespaces.map((namespace) => binding(namespace, 'ClusterRole', role)),
   ];
   if (request.kind === 'argocd-subscriber') {
-    // Its cluster Secrets, in Argo CD's namespace (on the hub when Argo CD runs there, the default).
-    const secrets = 'cpsync-argocd-clusters';
+    // Its cluster Secrets, in Argo CD's namespace (on the hub when Argo CD runs there, the default): named for its
+    // manager, as two managers' subscribers may write into one Argo CD. `patch`: it marks a Secret whose profile is
+    // missing.
+    const secrets = `${argocd.manager}-${name}-clusters`;
     manifests.push(
       {
         apiVersion: `${RBAC_GROUP}/v1`,
         kind: 'Role',
         metadata: { name: secrets, namespace: argocd.namespace, labels: LABELS },
         rules: [
-          { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
+          {
+            apiGroups: [''],
+            resources: ['secrets'],
+            verbs: ['get', 'list', 'create', 'update', 'patch', 'delete'],
+          },
         ],
       },
       binding(argocd.namespace, 'Role', secrets),
@@ -270,7 +276,7 @@ function rbacOf(
       {
         apiVersion: `${RBAC_GROUP}/v1`,
         kind: 'ClusterRoleBinding',
-        metadata: { name: `cpsync:admission-policy:${name}`, labels: LABELS },
+        metadata: { name: `cpsync:admission-policy:${argocd.manager}-${name}`, labels: LABELS },
         roleRef: { apiGroup: RBAC_GROUP, kind: 'ClusterRole', name: 'cpsync:admission-policy' },
         subjects: [subjectOf(subject)],
       },
@@ -353,12 +359,25 @@ function consumerEntryOf(
   return { consumers: [entry] };
 }
 
+/**
+ * Why `subject` cannot be the Argo CD subscriber's identity, or undefined: its Role and Secrets policy are bound to
+ * it, so it must be one identity of its own — not cpsync's (rbac.yaml's user), and not one the API server gives
+ * others (a `system:` user or group: `system:authenticated` is every user).
+ */
+export function subscriberSubjectProblem(subject: HubSubject): string | undefined {
+  if (subject.kind === 'User' && subject.name === 'cpsync')
+    return "the Argo CD subscriber is an identity of its own, not cpsync's (the user cpsync)";
+  if (subject.kind !== 'ServiceAccount' && subject.name.startsWith('system:'))
+    return `the Argo CD subscriber is an identity of its own, not the API server's ${subject.kind === 'User' ? 'user' : 'group'} ${subject.name} (a system: name stands for others)`;
+  return undefined;
+}
+
 /** How the Argo CD subscriber's function comes to be `user` on the hub, where that takes a step of its own. */
 function subscriberIdentityNotes(config: CpsyncConfig, user: string): string[] {
   const hub = config.hub;
   if (hub && 'eks' in hub)
     return [
-      `on the EKS hub, map the subscriber's role (the stack's ArgoCdHubRole output) to the user ${user}: aws eks create-access-entry --cluster-name ${hub.eks.clusterName} --region ${hub.eks.region} --principal-arn <ArgoCdHubRole> --type STANDARD --username ${user}`,
+      `on the EKS hub, map the subscriber's role (the stack's ArgoCdHubRole output) to the user ${user}: aws eks create-access-entry --cluster-name ${hub.eks.clusterName} --region ${hub.eks.region} --principal-arn <ArgoCdHubRole> --type STANDARD --username ${user} (an entry made for it earlier, mapping it to cpsync: aws eks update-access-entry --cluster-name ${hub.eks.clusterName} --region ${hub.eks.region} --principal-arn <ArgoCdHubRole> --username ${user})`,
     ];
   if (hub && 'kubeconfigSecretArn' in hub)
     return [
@@ -395,6 +414,10 @@ export function consumerSetup(config: CpsyncConfig, request: ConsumerRequest): C
       `for the hub RBAC it needs, say who the ${request.kind === 'access-library' ? 'program using the access library' : 'multicluster-runtime manager'} is on the hub: --subject user:<name>, group:<name> or serviceaccount:<namespace>/<name>`,
     );
   const argocdNamespace = request.argocdNamespace ?? 'argocd';
+  if (subscriber && subject) {
+    const refused = subscriberSubjectProblem(subject);
+    if (refused) throw new ConsumerSetupError(`--subject: ${refused}`);
+  }
   if (subscriber && subject?.kind === 'User') notes.push(...subscriberIdentityNotes(config, subject.name));
   const eksArgs = request.eksRoleArn
     ? ['--role-arn', request.eksRoleArn]

@@ -5,7 +5,7 @@
  */
 import { inventoryNamespaces } from '../../core/domain/options.ts';
 import type { AppliedManifest } from '../hub/applyManifests.ts';
-import { HubConflictError } from '../hub/errors.ts';
+import { HubConflictError, HubRejectedError } from '../hub/errors.ts';
 import { hubManifests, type HubIdentity, type HubManifest } from '../hub/hubManifests.ts';
 import { inventoryOptionsOf, type CpsyncConfig } from './config.ts';
 import { subscriberRbac } from './consumers.ts';
@@ -101,6 +101,25 @@ export async function installHub(
       `it holds the install of ${[...new Set(others.map((o) => `manager "${o.manager}"`))].join(' and ')} (${others.map((o) => o.object).join(', ')}); this configuration is manager "${config.manager}". Nothing was applied: a hub holds one manager's install — install this one into another hub, or remove the other's objects first (docs/deploying.md)`,
       409,
     );
+  }
+  // Argo CD's namespace is Argo CD's to make: without it the subscriber's Role cannot go there, and nothing is applied.
+  const argocd = config.subscribers?.argocd;
+  if (argocd && manifests.some((m) => m.metadata.namespace === argocd.namespace && m.kind === 'Role')) {
+    const { CoreV1Api } = await import('@kubernetes/client-node');
+    const found = await kubeConfig
+      .makeApiClient(CoreV1Api)
+      .readNamespace({ name: argocd.namespace })
+      .then(
+        () => true,
+        (error: { code?: number }) => (error.code === 404 ? false : Promise.reject(error)),
+      );
+    if (!found)
+      throw new HubRejectedError(
+        'install into',
+        'this hub',
+        `Argo CD's namespace ${argocd.namespace} (subscribers.argocd.namespace) does not exist: install Argo CD first, then cpsync hub install puts the Argo CD subscriber's Secrets Role there. Nothing was applied`,
+        404,
+      );
   }
   return applyManifests(kubeConfig, manifests, { fieldManager: INSTALL_FIELD_MANAGER });
 }

@@ -412,7 +412,6 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
       ),
       403,
     );
-    assert.match(first.stderr, /the hub is ready for the user cpsync-install-\w+/);
   });
 
   it('lets the identity do nothing more: no Secrets, no other kinds, no profiles, leases or namespaces elsewhere', async () => {
@@ -520,6 +519,14 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
         /--argocd-eks-role arn:aws:iam::111122223333:role\/x is also an --eks-role/,
       ],
       [['--user', 'a', '--argocd-user', 'b'], /--argocd-user: the configuration has no Argo CD subscriber/],
+      [
+        ['--config', configFile, '--group', 'writers', '--argocd-group', 'writers'],
+        /the Argo CD subscriber is an identity of its own, not cpsync's \(group writers\)/,
+      ],
+      [
+        ['--config', configFile, '--user', 'a', '--argocd-group', 'system:authenticated'],
+        /not the API server's group system:authenticated/,
+      ],
     ];
     const empty = temporaryDirectory('cpsync-hub-install-empty-');
     for (const [args, message] of cases) {
@@ -529,6 +536,40 @@ describe('cpsync hub install makes the hub ready for a configuration and one ide
       assert.equal(run.stdout, '', args.join(' '));
       assert.ok(!run.stderr.includes('\u001b'), 'no escape sequence reaches the terminal');
     }
+  });
+
+  it("refuses to install while Argo CD's namespace is missing, naming it, and applies nothing", async () => {
+    const missing = join(directory, 'no-argocd.yaml');
+    writeFileSync(
+      missing,
+      stringify({
+        hub: { kubeconfig: join(directory, 'cpsync.kubeconfig') },
+        bus: { stdout: true },
+        outbox: { directory: join(directory, 'outbox-no-argocd') },
+        inventory: { namespace: `${own}-noargo` },
+        subscribers: { argocd: { namespace: `${own}-noargo-argocd` } },
+      }),
+    );
+    const was = await versions(manifests);
+    const run = await runCli([
+      'hub',
+      'install',
+      '--config',
+      missing,
+      '--kubeconfig',
+      adminKubeconfig,
+      '--user',
+      user,
+    ]);
+    assert.equal(run.code, 1, run.stderr);
+    assert.match(
+      run.stderr,
+      new RegExp(
+        `Argo CD's namespace ${own}-noargo-argocd \\(subscribers\\.argocd\\.namespace\\) does not exist: install Argo CD first`,
+      ),
+    );
+    assert.equal((await raw(admin, 'GET', `/api/v1/namespaces/${own}-noargo`)).status, 404);
+    assert.deepEqual(await versions(manifests), was);
   });
 
   it('on an EKS hub, says how to map each function role to the user with an access entry', async () => {

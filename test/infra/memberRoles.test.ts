@@ -901,10 +901,24 @@ describe('the member account roles', () => {
               ...tagged,
               'aws:ResourceTag/cpsync.io/consumer': 'argocd',
             }),
+            disassociate: await ask('eks:DisassociateAccessPolicy', entry(asked), {
+              ...tagged,
+              'eks:policyArn': 'arn:aws:eks::aws:cluster-access-policy/AmazonEKSAdminPolicy',
+            }),
+            list: await ask('eks:ListAccessEntries', `arn:aws:eks:${asked}:${MEMBER}:cluster/checkout`, {}),
+            describe: await ask('eks:DescribeAccessEntry', entry(asked), {}),
           };
           assert.deepEqual(
             decisions,
-            { create: expected, tag: expected, associate: expected, remove: expected },
+            {
+              create: expected,
+              tag: expected,
+              associate: expected,
+              remove: expected,
+              disassociate: expected,
+              list: expected,
+              describe: expected,
+            },
             `${asked} with ${listed.join(', ') || 'no regions'} listed`,
           );
         },

@@ -208,8 +208,12 @@ export class ArgoCdClusters {
         reason: `Secret ${wanted.metadata.name} is the Argo CD cluster of the profile ${madeOf}; ${profileKey}, of the same name in another namespace, gets none while it lasts`,
       };
     const stored = existing.metadata?.annotations ?? {};
+    // A Secret made before Secrets named their manager is written over whatever it says of its profile: anyone who could
+    // write Secrets there could have made it, so it is taken from the hub's reading alone.
+    const unnamed = existing.metadata?.labels?.[LABEL_CLUSTER_MANAGER] === undefined;
     if (
       !newest &&
+      !unnamed &&
       stored[PROFILE_UID_ANNOTATION] === wanted.metadata.annotations[PROFILE_UID_ANNOTATION] &&
       older(wanted.metadata.annotations[PROFILE_VERSION_ANNOTATION], stored[PROFILE_VERSION_ANNOTATION])
     )

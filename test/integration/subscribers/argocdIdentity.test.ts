@@ -24,6 +24,8 @@ import { applyPrinted, ensureShippedRbac } from '../../support/hubManifests.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 
 const COMMAND = '/usr/local/bin/cpsync';
+/** An earlier version's Secret: labelled as cpsync's, naming no manager. */
+const LEGACY = 'cluster-legacy';
 const EXTRA_ARGS = ['--role-name', 'cpsync-reader'];
 
 describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
@@ -37,6 +39,8 @@ describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
   let adminCore: CoreV1Api;
   let clusters: ArgoCdClusters;
   let profiles: ClusterProfile[];
+  /** The profile of an earlier version's Secret. */
+  let adopted: ClusterProfile;
   const cleanup: Array<() => Promise<void>> = [];
 
   before(async () => {
@@ -45,13 +49,47 @@ describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
     adminCore = admin.makeApiClient(CoreV1Api);
     for (const name of [inventory, argocd]) await adminCore.createNamespace({ body: { metadata: { name } } });
     cleanup.push(await ensureShippedRbac(admin, ['ClusterRole/cpsync:admission-policy']));
+    // A profile whose cluster Secret an earlier version made, saying what it likes of its profile (planted: a later
+    // resourceVersion and another server), there before the policy.
+    const hub = new KubernetesHub({ kubeConfig: admin });
+    const adoptedProfile = normalize(
+      eksCluster({ name: 'adopted' }),
+      inventoryOptions({ namespace: inventory }),
+      NOW,
+    );
+    await hub.applyObject(adoptedProfile);
+    adopted = await hub.applyStatus(adoptedProfile);
+    const earlier = secretOf(adopted);
+    const { [LABEL_CLUSTER_MANAGER]: _manager, ...unnamed } = earlier.metadata.labels;
+    await adminCore.createNamespacedSecret({
+      namespace: argocd,
+      body: {
+        ...earlier,
+        metadata: {
+          ...earlier.metadata,
+          labels: unnamed,
+          annotations: { ...earlier.metadata.annotations, 'cpsync.io/profile-resource-version': '999999999' },
+        },
+        data: { ...earlier.data, server: Buffer.from('https://planted.example').toString('base64') },
+      },
+    });
+    // A cluster Secret an earlier version made (cpsync's, naming no manager), there before the policy.
+    await adminCore.createNamespacedSecret({
+      namespace: argocd,
+      body: {
+        metadata: {
+          name: LEGACY,
+          labels: { 'argocd.argoproj.io/secret-type': 'cluster', 'app.kubernetes.io/managed-by': 'cpsync' },
+        },
+        stringData: { name: 'legacy', server: 'https://legacy.example', config: '{}' },
+      },
+    });
     const setup = consumerSetup(config, {
       kind: 'argocd-subscriber',
       argocdNamespace: argocd,
       command: COMMAND,
     });
     cleanup.push(await applyPrinted(admin, setup.rbac!.map((m) => JSON.stringify(m)).join('\n---\n')));
-    const hub = new KubernetesHub({ kubeConfig: admin });
     profiles = [];
     for (const cluster of [
       eksCluster({ name: 'web' }),
@@ -105,11 +143,23 @@ describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
     return made.secret;
   };
 
+  it("writes an earlier version's Secret over from the hub, whatever the Secret says of its profile", async () => {
+    assert.equal((await clusters.upsert(adopted)).outcome, 'updated');
+    const name = secretOf(adopted).metadata.name;
+    const stored = await adminCore.readNamespacedSecret({ name, namespace: argocd });
+    assert.equal(
+      Buffer.from(stored.data!.server!, 'base64').toString(),
+      adopted.status!.accessProviders![0]!.cluster!.server,
+    );
+    assert.equal(stored.metadata!.labels![LABEL_CLUSTER_MANAGER], 'cpsync');
+    await subscriberCore.deleteNamespacedSecret({ name, namespace: argocd });
+  });
+
   it('writes, marks and removes its cluster Secrets as its own user', async () => {
     for (const profile of profiles) assert.equal((await clusters.upsert(profile)).outcome, 'created');
     const { items } = await adminCore.listNamespacedSecret({
       namespace: argocd,
-      labelSelector: 'app.kubernetes.io/managed-by=cpsync',
+      labelSelector: 'app.kubernetes.io/managed-by=cpsync,x-k8s.io/cluster-manager=cpsync',
     });
     assert.equal(items.length, 3);
     const report = await clusters.reconcile(profiles.slice(1), { missingGraceMillis: 0 });
@@ -117,9 +167,103 @@ describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
     assert.equal((await clusters.upsert(profiles[0]!)).outcome, 'created');
   });
 
+  it('marks a Secret whose profile is missing, within the grace, as its own user (a patch)', async () => {
+    const report = await clusters.reconcile(profiles.slice(1), {
+      missingGraceMillis: 60 * 60_000,
+      guardedNamespaces: new Set([inventory]),
+    });
+    assert.equal(report.deleted, 0, JSON.stringify(report));
+    const marked = await adminCore.readNamespacedSecret({
+      name: secretOf(profiles[0]!).metadata.name,
+      namespace: argocd,
+    });
+    assert.ok(
+      marked.metadata?.annotations?.['cpsync.io/profile-missing-since'],
+      JSON.stringify(marked.metadata),
+    );
+    assert.equal((await clusters.upsert(profiles[0]!)).outcome, 'updated');
+  });
+
+  it("takes an earlier version's Secret as its own; no one else makes one, or strips its own Secrets' marks", async () => {
+    const legacy = await subscriberCore.readNamespacedSecret({ name: LEGACY, namespace: argocd });
+    const labels = { ...legacy.metadata!.labels, [LABEL_CLUSTER_MANAGER]: 'cpsync' };
+    const relabelled = await answer(
+      subscriberCore.replaceNamespacedSecret({
+        name: LEGACY,
+        namespace: argocd,
+        body: { ...legacy, metadata: { ...legacy.metadata, labels } },
+      }),
+    );
+    assert.equal(relabelled.code, 200, relabelled.message);
+    const made = await answer(
+      adminCore.createNamespacedSecret({
+        namespace: argocd,
+        body: {
+          metadata: {
+            name: 'cluster-passing',
+            labels: { 'argocd.argoproj.io/secret-type': 'cluster', 'app.kubernetes.io/managed-by': 'cpsync' },
+          },
+          stringData: { name: 'x', server: 'https://x.example', config: '{}' },
+        },
+      }),
+    );
+    assert.equal(made.code, 403, made.message);
+    assert.match(
+      made.message,
+      new RegExp(`only the user ${user} may make a Secret labelled app.kubernetes.io/managed-by: cpsync`),
+    );
+    const own = await adminCore.readNamespacedSecret({
+      name: secretOf(profiles[1]!).metadata.name,
+      namespace: argocd,
+    });
+    const stripped = await answer(
+      adminCore.replaceNamespacedSecret({
+        name: own.metadata!.name!,
+        namespace: argocd,
+        body: {
+          ...own,
+          metadata: { ...own.metadata, labels: { 'argocd.argoproj.io/secret-type': 'cluster' } },
+        },
+      }),
+    );
+    assert.equal(stripped.code, 403, stripped.message);
+    // Another manager's cluster Secret: its own subscriber's to write, not this one's.
+    const others = secretOf(profiles[2]!);
+    const theirs = {
+      ...others,
+      metadata: {
+        ...others.metadata,
+        name: 'cluster-platform',
+        labels: { ...others.metadata.labels, [LABEL_CLUSTER_MANAGER]: 'platform' },
+      },
+    };
+    assert.equal(
+      (await answer(adminCore.createNamespacedSecret({ namespace: argocd, body: theirs }))).code,
+      200,
+    );
+    const stored = await subscriberCore.readNamespacedSecret({ name: 'cluster-platform', namespace: argocd });
+    assert.equal(
+      (
+        await answer(
+          subscriberCore.replaceNamespacedSecret({
+            name: 'cluster-platform',
+            namespace: argocd,
+            body: stored,
+          }),
+        )
+      ).code,
+      403,
+    );
+    assert.equal(
+      (await answer(subscriberCore.deleteNamespacedSecret({ name: 'cluster-platform', namespace: argocd })))
+        .code,
+      403,
+    );
+  });
+
   it("reads the hub's profiles and writes none of them", async () => {
     const hub = new KubernetesHub({ kubeConfig: userKubeConfig(await localHub(), user) });
-    assert.equal((await hub.list(inventory, {})).length, 3);
+    assert.equal((await hub.list(inventory, {})).length, profiles.length + 1);
     const changed = { ...profiles[0]!, spec: { ...profiles[0]!.spec, displayName: 'elsewhere' } };
     await assert.rejects(hub.applyObject(changed), (error) => error instanceof HubForbiddenError);
     await assert.rejects(
@@ -192,7 +336,13 @@ describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
   });
 
   /** A change to a Secret the subscriber makes, and whether the policy should let the subscriber write it. */
-  type Change = { describe: string; admitted: boolean; apply: (secret: ClusterSecret) => V1Secret };
+  type Change = {
+    describe: string;
+    admitted: boolean;
+    apply: (secret: ClusterSecret) => V1Secret;
+    /** A field the API server keeps as created (a Secret's type): asked of a creation only. */
+    createOnly?: true;
+  };
 
   const decoded = (value: string) => Buffer.from(value, 'base64').toString('utf8');
   const encoded = (text: string) => Buffer.from(text, 'utf8').toString('base64');
@@ -276,9 +426,15 @@ describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
           apply: (s) => labelled(s, key, value),
         })),
     ),
-    fc.constantFrom('http://', 'https:/').map<Change>((scheme) => ({
-      describe: `the server given as stringData, ${scheme}`,
+    fc.constantFrom('example.com/cluster', 'bootstrap.example/token').map<Change>((type) => ({
+      describe: `type ${type}`,
       admitted: false,
+      apply: (s) => ({ ...s, type }),
+      createOnly: true,
+    })),
+    fc.constantFrom('http://', 'https:/', 'https://').map<Change>((scheme) => ({
+      describe: `the server given as stringData, ${scheme}`,
+      admitted: scheme === 'https://',
       apply: (s) => {
         const { server, ...data } = s.data;
         return { ...s, data, stringData: { server: decoded(server!).replace('https://', scheme) } };
@@ -292,25 +448,21 @@ describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
       fc.asyncProperty(
         fc.constantFrom(...profiles.keys()),
         change,
-        async (index, { describe, admitted, apply }) => {
+        async (index, { describe, admitted, apply, createOnly }) => {
           const made = secretOf(profiles[index]!);
-          const body = apply({
-            ...made,
-            metadata: { ...made.metadata, name: `cluster-generated-${round++}` },
-          });
+          const name = `cluster-generated-${round++}`;
+          const body = apply({ ...made, metadata: { ...made.metadata, name } });
           const created = await answer(subscriberCore.createNamespacedSecret({ namespace: argocd, body }));
           assert.equal(created.code, admitted ? 200 : 403, `${describe}: ${created.message}`);
-          if (admitted) {
-            // And a change of it the same way, from one as made.
-            await subscriberCore.deleteNamespacedSecret({ name: body.metadata!.name!, namespace: argocd });
-          } else {
+          if (!admitted && !createOnly) {
+            // And the same change made to one as made: refused too.
             const { metadata } = await subscriberCore.createNamespacedSecret({
               namespace: argocd,
-              body: { ...made, metadata: { ...made.metadata, name: body.metadata!.name! } },
+              body: { ...made, metadata: { ...made.metadata, name } },
             });
             const replaced = await answer(
               subscriberCore.replaceNamespacedSecret({
-                name: body.metadata!.name!,
+                name,
                 namespace: argocd,
                 body: {
                   ...body,
@@ -319,8 +471,9 @@ describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
               }),
             );
             assert.equal(replaced.code, 403, `${describe}, as a change: ${replaced.message}`);
-            await subscriberCore.deleteNamespacedSecret({ name: body.metadata!.name!, namespace: argocd });
           }
+          if (admitted || !createOnly)
+            await subscriberCore.deleteNamespacedSecret({ name, namespace: argocd });
         },
       ),
       { numRuns: 60 },

@@ -32,6 +32,30 @@ describe('configuration', () => {
       assert.equal(parseConfig(document, 'test.yaml').providers.aks?.listing, 'resourceGraph');
   });
 
+  it("refuses the hub's own kubeconfig for the Argo CD subscriber, however its ARN is written (complete or partial)", () => {
+    const secret = 'arn:aws:secretsmanager:us-east-1:111122223333:secret:cpsync/hub';
+    for (const [hub, given] of [
+      [secret, secret],
+      [`${secret}-AbC123`, secret],
+      [secret, `${secret}-AbC123`],
+      [`${secret}-AbC123`, `${secret}-AbC123`],
+    ])
+      for (const key of ['kubeconfigSecretArn', 'hubKubeconfigSecretArn'])
+        assert.deepEqual(
+          issues({ hub: { kubeconfigSecretArn: hub }, subscribers: { argocd: { [key]: given } } }),
+          [
+            `subscribers.argocd.${key}: may name the hub's own kubeconfig (hub.kubeconfigSecretArn, its ARN read complete or partial), cpsync's identity; the Argo CD subscriber reaches the hub as an identity of its own: give it a kubeconfig of that identity (subscribers.argocd.hubKubeconfigSecretArn)`,
+          ],
+        );
+    // Another secret is its own (one named as the hub's and `-` and six characters more may be the hub's, read complete).
+    assert.doesNotThrow(() =>
+      parseConfig({
+        hub: { kubeconfigSecretArn: secret },
+        subscribers: { argocd: { hubKubeconfigSecretArn: `${secret}/argocd` } },
+      }),
+    );
+  });
+
   it('accepts the documented example, every option of it', () => {
     const config = parseConfig(parse(readFileSync(EXAMPLE, 'utf8')), 'cpsync.example.yaml');
     assert.equal(config.providers.eks?.roleName, 'cpsync-reader');

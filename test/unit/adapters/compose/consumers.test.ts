@@ -264,7 +264,7 @@ describe('what a consumer needs, from the configuration', () => {
       setup
         .rbac!.filter((m) => m.kind === 'ClusterRoleBinding')
         .map((m) => [m.metadata.name, (m.roleRef as { name: string }).name]),
-      [['cpsync:admission-policy:argocd', 'cpsync:admission-policy']],
+      [['cpsync:admission-policy:cpsync-argocd', 'cpsync:admission-policy']],
     );
     // An identity of its own, never cpsync's, and an admission policy on Secrets in Argo CD's namespace alone.
     const subjects = setup.rbac!.flatMap((m) => (m.subjects as object[] | undefined) ?? []);
@@ -301,6 +301,23 @@ describe('what a consumer needs, from the configuration', () => {
       consumerSetup(config(kubeconfigHub), { kind: 'argocd-subscriber' }).notes.join('\n'),
       /a kubeconfig of the user cpsync-argocd .*subscribers\.argocd\.hubKubeconfigSecretArn/,
     );
+    // Named for the manager where two managers' subscribers share a name: its Secrets Role and its policy reading.
+    assert.deepEqual(
+      named
+        .rbac!.filter((m) => m.kind === 'Role' || m.kind === 'ClusterRoleBinding')
+        .map((m) => m.metadata.name),
+      ['platform-argocd-clusters', 'cpsync:admission-policy:platform-argocd'],
+    );
+    // Never cpsync's own identity, nor one the API server stands for others with.
+    for (const subject of [
+      { kind: 'User', name: 'cpsync' },
+      { kind: 'Group', name: 'system:authenticated' },
+      { kind: 'User', name: 'system:admin' },
+    ] as const)
+      refused(
+        { kind: 'argocd-subscriber', subject },
+        /--subject: the Argo CD subscriber is an identity of its own/,
+      );
     // Another subject, as asked: a group's members, a service account.
     for (const [subject, identity] of [
       [{ kind: 'Group', name: 'gitops-writers' }, "'gitops-writers' in request.userInfo.groups"],

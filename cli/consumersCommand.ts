@@ -160,7 +160,7 @@ export function addConsumersCommand(
     .option('--env <NAME=VALUE>', 'an environment variable of the plugin; repeatable', envVar)
     .option(
       '--subject <who>',
-      "who the consumer is on the hub, for its RoleBindings: user:<name>, group:<name> or serviceaccount:<namespace>/<name> (default: Kueue's and the integration's own ServiceAccounts; the subscriber: user:cpsync)",
+      "who the consumer is on the hub, for its RoleBindings: user:<name>, group:<name> or serviceaccount:<namespace>/<name> (default: Kueue's and the integration's own ServiceAccounts; the subscriber: user:<manager>-argocd, its own, never cpsync's)",
       subject,
     )
     .option('--name <name>', "its name in consumers: (default: the kind's, kueue or argocd …)")

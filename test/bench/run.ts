@@ -184,7 +184,11 @@ async function lambdaColdStarts(): Promise<void> {
       env: { account: ACCOUNT, region: 'us-east-1' },
       cpsync: { config: { ...EXAMPLE, hub: { kubeconfigSecretArn: secret('hub') } } },
     });
-    new ArgoCdClusterSync(stack, 'ArgoCd', { cpsync: stack.cpsync });
+    // On a kubeconfig hub the subscriber reaches it with a kubeconfig of its own identity.
+    new ArgoCdClusterSync(stack, 'ArgoCd', {
+      cpsync: stack.cpsync,
+      hubKubeconfigSecretArn: secret('argocd-hub'),
+    });
     new ChatNotifier(stack, 'Chat', {
       cpsync: stack.cpsync,
       webhookSecret: Secret.fromSecretCompleteArn(stack, 'ChatUrl', secret('chat')),

@@ -419,6 +419,10 @@ export function consumerSetup(config: CpsyncConfig, request: ConsumerRequest): C
     if (refused) throw new ConsumerSetupError(`--subject: ${refused}`);
   }
   if (subscriber && subject?.kind === 'User') notes.push(...subscriberIdentityNotes(config, subject.name));
+  if (subscriber && subject && config.subscribers?.argocd?.kubeconfigSecretArn)
+    notes.push(
+      `Argo CD runs on another cluster (subscribers.argocd.kubeconfigSecretArn): apply the Role and RoleBinding in ${argocdNamespace} and the ValidatingAdmissionPolicy and its binding there, the rest on the hub`,
+    );
   const eksArgs = request.eksRoleArn
     ? ['--role-arn', request.eksRoleArn]
     : request.eksRoleName

@@ -308,6 +308,19 @@ describe('what a consumer needs, from the configuration', () => {
         .map((m) => m.metadata.name),
       ['platform-argocd-clusters', 'cpsync:admission-policy:platform-argocd'],
     );
+    // Argo CD on another cluster: which objects go there.
+    const elsewhere = consumerSetup(
+      config({
+        subscribers: {
+          argocd: { kubeconfigSecretArn: 'arn:aws:secretsmanager:us-east-1:111122223333:secret:argocd' },
+        },
+      }),
+      { kind: 'argocd-subscriber' },
+    );
+    assert.match(
+      elsewhere.notes.join('\n'),
+      /Argo CD runs on another cluster \(subscribers\.argocd\.kubeconfigSecretArn\): apply the Role and RoleBinding in argocd and the ValidatingAdmissionPolicy and its binding there, the rest on the hub/,
+    );
     // Never cpsync's own identity, nor one the API server stands for others with.
     for (const subject of [
       { kind: 'User', name: 'cpsync' },

@@ -566,7 +566,7 @@ export class Cpsync extends Construct {
     // A function of the hub alone is told nothing of the clouds: their providers, consumers, keys or answers.
     const { answers: _answers, ...hubDocument } = configDocument(document);
     const ownHub =
-      options.hubKubeconfigSecretArn && document.hub && 'kubeconfigSecretArn' in document.hub
+      options.hubKubeconfigSecretArn && this.hubKubeconfigSecretArn
         ? { hub: { kubeconfigSecretArn: options.hubKubeconfigSecretArn } }
         : {};
     const given =
@@ -629,13 +629,13 @@ export class Cpsync extends Construct {
    */
   grantHubRead(fn: LambdaFunction, options: { ownIdentity?: { kubeconfigSecretArn?: string } } = {}): void {
     const { document } = this.#functionSettings;
-    const hub = document.hub;
+    const hubSecret = this.hubKubeconfigSecretArn;
     const own = options.ownIdentity;
     if (!own && !this.#hubReaders.includes(fn)) this.#hubReaders.push(fn);
     const describeHub = this.#describeHub(document, Stack.of(this));
     if (describeHub) fn.addToRolePolicy(describeHub);
-    if (hub && 'kubeconfigSecretArn' in hub) {
-      if (!own) grantSecretArn(hub.kubeconfigSecretArn, fn, 'hub.kubeconfigSecretArn');
+    if (hubSecret) {
+      if (!own) grantSecretArn(hubSecret, fn, 'hub.kubeconfigSecretArn');
       else if (own.kubeconfigSecretArn) grantSecretArn(own.kubeconfigSecretArn, fn, 'its hub kubeconfig');
       else
         throw new Error(

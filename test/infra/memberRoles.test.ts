@@ -849,29 +849,30 @@ describe('the member account roles', () => {
     const providers = EXAMPLE.providers as Record<string, Record<string, unknown>>;
     const tagged = { 'aws:ResourceTag/app.kubernetes.io/managed-by': 'cpsync' };
     const entry = (region: string) => accessEntryArn(MEMBER, argocd).replace(':us-east-1:', `:${region}:`);
+    /** The configuration granting `argocd` its view, with `regions` listed (none: any region). */
+    const granting = (regions: string[]) => ({
+      ...CONFIG,
+      providers: {
+        ...providers,
+        eks: { ...providers.eks, regions: regions.length > 0 ? regions : undefined },
+      },
+      features: { accessGrants: 'on' },
+      consumers: [
+        {
+          name: 'argocd',
+          namespaces: ['cluster-inventory'],
+          level: 'view',
+          identities: { eks: { roleArn: argocd } },
+        },
+      ],
+    });
     await fc.assert(
       fc.asyncProperty(
         fc.subarray(REGIONS),
         fc.constantFrom(...REGIONS, 'eu-central-2', 'me-south-1'),
         async (listed, asked) => {
           const stack = new Stack(new App(), 'Regions', { env: { account: MEMBER, region: 'us-east-1' } });
-          const eks = { ...providers.eks, regions: listed.length > 0 ? listed : undefined };
-          new CpsyncMemberRoles(stack, 'Cpsync', {
-            cpsyncAccount: '123456789012',
-            config: {
-              ...CONFIG,
-              providers: { ...providers, eks },
-              features: { accessGrants: 'on' },
-              consumers: [
-                {
-                  name: 'argocd',
-                  namespaces: ['cluster-inventory'],
-                  level: 'view',
-                  identities: { eks: { roleArn: argocd } },
-                },
-              ],
-            },
-          });
+          new CpsyncMemberRoles(stack, 'Cpsync', { cpsyncAccount: '123456789012', config: granting(listed) });
           const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
           const readerId = Object.keys(resources).find(
             (id) => resources[id]!.Properties.RoleName === 'cpsync-reader',
@@ -932,22 +933,7 @@ describe('the member account roles', () => {
       new CpsyncMemberRoles(
         new Stack(app, 'Regions', { env: { account: MEMBER, region: 'us-east-1' } }),
         'Cpsync',
-        {
-          cpsyncAccount: '123456789012',
-          config: {
-            ...CONFIG,
-            providers: { ...providers, eks: { ...providers.eks, regions: ['eu-west-1', 'us-west-2'] } },
-            features: { accessGrants: 'on' },
-            consumers: [
-              {
-                name: 'argocd',
-                namespaces: ['cluster-inventory'],
-                level: 'view',
-                identities: { eks: { roleArn: argocd } },
-              },
-            ],
-          },
-        },
+        { cpsyncAccount: '123456789012', config: granting(['eu-west-1', 'us-west-2']) },
       );
       Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
       app.synth();

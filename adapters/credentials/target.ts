@@ -40,7 +40,15 @@ const execInfo = z.looseObject({
   kind: z.literal('ExecCredential'),
   spec: z
     .looseObject({
-      cluster: z.looseObject({ server: z.string().optional(), config: z.unknown().optional() }).optional(),
+      // client-go always gives the server with the cluster: a token is only sent where it was checked to go.
+      cluster: z
+        .looseObject({
+          server: z.string({
+            message: 'missing: the server the token is sent to is always given with the cluster',
+          }),
+          config: z.unknown().optional(),
+        })
+        .optional(),
     })
     .optional(),
 });
@@ -97,7 +105,8 @@ const AKS_DOMAINS = ['.azmk8s.io', '.cx.prod.service.azk8s.cn', '.cx.aks.contain
  * against the cluster it is for: never a loopback, link-local or metadata address, nor anything cpsync would not
  * write for a cloud's endpoint (`canonicalServer`); an EKS token only to an EKS endpoint of the target's region, an
  * AKS token only under AKS's domains. GKE's endpoints are addresses, bound to no cluster by their form.
- * `localClouds`: clouds whose clusters run on this machine (local emulators), reached at loopback addresses.
+ * `localClouds`: clouds whose clusters run on this machine (local emulators), also reached at loopback addresses;
+ * they add those and nothing else.
  */
 export function serverProblem(
   server: string,
@@ -109,7 +118,8 @@ export function serverProblem(
   const refused = `the server ${JSON.stringify(server)} is not`;
   if (canonical === undefined)
     return `${refused} one a cluster is reached at (an https URL of a host that is no loopback, link-local or metadata address): no token is sent there`;
-  if (local) return undefined;
+  // A local cloud's clusters are also reached at loopback addresses; any other server is judged as any cloud's.
+  if (local && canonicalServer(server) === undefined) return undefined;
   const host = new URL(canonical).hostname.toLowerCase();
   if (target.provider === 'eks') {
     const domain = `.${target.region}.eks.${awsPartitionOf(target.region).dnsSuffix}`;

@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { readExecInfo, resolveTarget, TargetError } from '../../../../adapters/credentials/target.ts';
 import { eksRoleArn, TokenError } from '../../../../adapters/credentials/tokens.ts';
 import { credentialsMain } from '../../../../cli/credentials.ts';
+import { canonicalServer } from '../../../../core/domain/endpoints.ts';
 
 function sink() {
   let text = '';
@@ -293,9 +294,58 @@ describe('cpsync credentials: where the token goes', () => {
       }),
       { numRuns: 60 },
     );
+    // Told that EKS runs on this machine, the plugin takes loopback servers for it too, and no other server more.
+    await fc.assert(
+      fc.asyncProperty(
+        elsewhere.filter((server) => canonicalServer(server) !== undefined),
+        async (server) => {
+          const answer = await run(server, eks, { CPSYNC_LOCAL_CLOUDS: 'eks' });
+          assert.equal(answer.code, 1, server);
+          assert.equal(answer.stdout, '', 'no token printed');
+          assert.match(
+            answer.stderr,
+            /^cpsync credentials: eks: the server .* is not an EKS endpoint in eu-west-1/,
+          );
+        },
+      ),
+      { numRuns: 30 },
+    );
     const azure = await run('https://0A1B.gr7.eu-west-1.eks.amazonaws.com', aks);
     assert.equal(azure.code, 1);
     assert.match(azure.stderr, /is not an AKS endpoint/);
+  });
+
+  it('refuses a cluster described without the server the token is sent to (client-go always gives it)', async () => {
+    for (const extra of [{}, { CPSYNC_LOCAL_CLOUDS: 'eks' }]) {
+      const answer = await plugin([], {
+        ...AWS,
+        ...extra,
+        KUBERNETES_EXEC_INFO: JSON.stringify({
+          apiVersion: 'client.authentication.k8s.io/v1',
+          kind: 'ExecCredential',
+          spec: { interactive: false, cluster: { config: eks } },
+        }),
+      });
+      assert.equal(answer.code, 1);
+      assert.equal(answer.stdout, '', 'no token printed');
+      assert.match(
+        answer.stderr,
+        /KUBERNETES_EXEC_INFO: spec\.cluster\.server: missing: the server the token is sent to is always given with the cluster/,
+      );
+    }
+    // Without the cluster (provideClusterInfo: false), the flags say which cluster, as before.
+    const byFlags = await plugin(
+      ['--provider', 'eks', '--cluster-name', 'payments', '--region', 'eu-west-1'],
+      {
+        ...AWS,
+        KUBERNETES_EXEC_INFO: JSON.stringify({
+          apiVersion: 'client.authentication.k8s.io/v1',
+          kind: 'ExecCredential',
+          spec: { interactive: false },
+        }),
+      },
+    );
+    assert.equal(byFlags.code, 0, byFlags.stderr);
   });
 
   it("sends the token to the cluster's own endpoint, however the kubeconfig spells it, and to loopback only for clouds it is told run here", async () => {
@@ -307,6 +357,7 @@ describe('cpsync credentials: where the token goes', () => {
     assert.equal((await run('https://127.0.0.1:6443', eks)).code, 1);
     assert.equal((await run('https://127.0.0.1:6443', eks, { CPSYNC_LOCAL_CLOUDS: 'gke,aks' })).code, 1);
     assert.equal((await run('https://127.0.0.1:6443', eks, { CPSYNC_LOCAL_CLOUDS: 'eks' })).code, 0);
+    assert.equal((await run(EKS_SERVER, eks, { CPSYNC_LOCAL_CLOUDS: 'eks' })).code, 0);
     assert.equal(
       (
         await plugin(['--local-clouds', 'eks'], {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
 import { serverProblem } from '../../../../adapters/credentials/target.ts';
+import { PROVIDERS } from '../../../../core/domain/model/observedCluster.ts';
 import {
   canonicalServer,
   endpointHostPort,
@@ -566,5 +567,79 @@ describe('where an AKS token may go', () => {
       'https://xazmk8s.io',
     ])
       assert.match(serverProblem(server, aks) ?? '', /is not an AKS endpoint/, server);
+  });
+});
+
+describe('a cloud that runs on this machine (localClouds)', () => {
+  /** Loopback addresses, spelled as a kubeconfig may: dotted, one number, hexadecimal, short, IPv6. */
+  const loopback = fc.oneof(
+    fc
+      .tuple(fc.nat(255), fc.nat(255), fc.nat(255))
+      .chain(([a, b, c]) =>
+        fc.constantFrom(
+          `127.${a}.${b}.${c}`,
+          String(0x7f000000 + a * 0x10000 + b * 0x100 + c),
+          `0x${(0x7f000000 + a * 0x10000 + b * 0x100 + c).toString(16)}`,
+        ),
+      ),
+    fc.constantFrom('127.1', '[::1]', '[0:0:0:0:0:0:0:1]'),
+  );
+  /** Hosts that are no loopback address: names, other addresses, other clouds' and regions' endpoints. */
+  const elsewhere = fc.oneof(
+    fc.domain(),
+    fc.ipV4().filter((address) => !address.startsWith('127.')),
+    fc.constantFrom(
+      '169.254.169.254',
+      'metadata.google.internal',
+      '0a1b.gr7.eu-west-1.eks.amazonaws.com',
+      '0a1b.gr7.us-east-1.eks.amazonaws.com',
+      '0a1b.gr7.us-east-1.eks.amazonaws.com.evil.example',
+      'web-dns-abc123.hcp.westeurope.azmk8s.io',
+      'web-dns-abc123.hcp.westeurope.azmk8s.io.evil.example',
+    ),
+  );
+  const target = fc.constantFrom(
+    { provider: 'eks' as const, cluster: 'payments', region: 'us-east-1' },
+    { provider: 'aks' as const, cluster: 'web' },
+    { provider: 'gke' as const, cluster: 'shop' },
+  );
+  const rest = fc.constantFrom('', ':443', ':6443', '/');
+
+  it('adds its loopback servers and nothing else: any other server is judged as it is for a cloud in the clouds', () => {
+    fc.assert(
+      fc.property(target, loopback, rest, (to, host, after) => {
+        const server = `https://${host}${after}`;
+        assert.equal(serverProblem(server, to, [to.provider]), undefined, server);
+        assert.ok(serverProblem(server, to), `${server}: refused for a cloud that does not run here`);
+        assert.ok(
+          serverProblem(
+            server,
+            to,
+            PROVIDERS.filter((p) => p !== to.provider),
+          ),
+          server,
+        );
+      }),
+      { numRuns: RUNS },
+    );
+    fc.assert(
+      fc.property(target, elsewhere, rest, (to, host, after) => {
+        const server = `https://${host}${after}`;
+        assert.equal(serverProblem(server, to, [to.provider]), serverProblem(server, to), server);
+      }),
+      { numRuns: RUNS },
+    );
+    // Named: an EKS token for another region's or another cloud's server stays refused with EKS local.
+    const eks = { provider: 'eks' as const, cluster: 'payments', region: 'us-east-1' };
+    for (const server of [
+      'https://0a1b.gr7.eu-west-1.eks.amazonaws.com',
+      'https://web-dns-abc123.hcp.westeurope.azmk8s.io',
+      'https://attacker.example.com',
+    ])
+      assert.match(serverProblem(server, eks, ['eks']) ?? '', /is not an EKS endpoint in us-east-1/, server);
+    assert.match(
+      serverProblem('https://attacker.example.com', { provider: 'aks' }, ['aks']) ?? '',
+      /is not an AKS endpoint/,
+    );
   });
 });

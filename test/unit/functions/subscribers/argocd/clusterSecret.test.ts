@@ -159,6 +159,34 @@ describe('the Argo CD subscriber’s cluster Secret: the server Argo CD sends th
     const local = profileWith('https://127.0.0.2:6443');
     assert.ok('skipped' in clusterSecretOf(local, { namespace: 'argocd', localClouds: ['eks'] }));
     assert.ok('secret' in clusterSecretOf(local, { namespace: 'argocd', localClouds: ['gke'] }));
+    // A local cloud adds its loopback servers, nothing else: an EKS profile's server off EKS's domain stays refused.
+    fc.assert(
+      fc.property(
+        fc.oneof(
+          fc.domain().map((host) => `https://${host}`),
+          fc.constantFrom(
+            'https://PAYMENTS1234.gr7.eu-west-1.eks.amazonaws.com',
+            'https://web-dns-abc123.hcp.westeurope.azmk8s.io',
+          ),
+        ),
+        (server) => {
+          const made = clusterSecretOf(profileWith(server, 'eks'), {
+            namespace: 'argocd',
+            localClouds: ['eks', 'gke', 'aks'],
+          });
+          assert.ok('skipped' in made, server);
+          assert.match(made.skipped, /is not an EKS endpoint in us-east-1/);
+        },
+      ),
+      { numRuns: 100 },
+    );
+    assert.ok(
+      'secret' in
+        clusterSecretOf(profileWith('https://127.0.0.2:6443', 'eks'), {
+          namespace: 'argocd',
+          localClouds: ['eks'],
+        }),
+    );
   });
 });
 

@@ -33,7 +33,7 @@ import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import type { MalformedObject } from '../core/sync/ports.ts';
 import { formatPlan, formatSummary, formatTable, formatYaml, listRow, planLines } from './format.ts';
 import { printable, printableJson, printableLines } from './terminal.ts';
-import { doctor, type DoctorReport } from '../adapters/compose/doctor.ts';
+import { argoCdNamespaceOf, doctor, type DoctorReport } from '../adapters/compose/doctor.ts';
 import { DEFAULTS_SOURCE, loadConfig } from './loadConfig.ts';
 import { formatInventorySummary, reportHtml, summarize } from './inventoryReport.ts';
 import { ambientConfig, ambientDiscovery, writeStarterConfig } from './ambientConfig.ts';
@@ -471,7 +471,8 @@ async function reportCommand(config: CpsyncConfig, source: string, file: string,
 
 /**
  * `cpsync doctor`: the checks (adapters/compose/doctor.ts) run here with this machine's configuration and
- * credentials, or in the deployed scope worker (`--function`, invoked with `{"doctor": true}`) with its role.
+ * credentials, or in the deployed scope worker (`--function`, invoked with `{"doctor": true}`, and Argo CD's
+ * namespace when this configuration's Argo CD subscriber writes on the hub) with its role.
  */
 async function doctorCommand(
   configFile: string | undefined,
@@ -480,9 +481,14 @@ async function doctorCommand(
 ): Promise<number> {
   let report: DoctorReport;
   if (options.function) {
+    // The deployed functions are not told of the subscribers: Argo CD's namespace on the hub, from this configuration.
+    const argocdNamespace = argoCdNamespaceOf(loadConfig(configFile).config);
     const { InvokeCommand, LambdaClient } = await import('@aws-sdk/client-lambda');
     const answer = await new LambdaClient({}).send(
-      new InvokeCommand({ FunctionName: options.function, Payload: JSON.stringify({ doctor: true }) }),
+      new InvokeCommand({
+        FunctionName: options.function,
+        Payload: JSON.stringify({ doctor: true, ...(argocdNamespace ? { argocdNamespace } : {}) }),
+      }),
     );
     const payload = new TextDecoder().decode(answer.Payload ?? new Uint8Array());
     if (answer.FunctionError) {
@@ -657,7 +663,7 @@ export function cpsyncProgram(io: Io, finish: (exitCode: number) => void): Comma
     )
     .option(
       '--function <name>',
-      "run the checks in a deployed stack's scope worker, with its role (the stack's DoctorFunction output)",
+      "run the checks in a deployed stack's scope worker, with its role (the stack's DoctorFunction output); Argo CD's namespace, for the check of Secrets there, is this configuration's",
     )
     .addOption(new Option('-o, --output <format>', 'output format').choices(['text', 'json']).default('text'))
     .action(async (options: { function?: string; output: string }) => {

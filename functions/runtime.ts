@@ -58,10 +58,15 @@ export function settingsFromEnvironment<T>(
   label: string,
   env: NodeJS.ProcessEnv = process.env,
 ): T {
-  const parsed = schema.safeParse(env);
+  return parsedOrRefused(schema, label, env);
+}
+
+/** `value` read with `schema` (zod), or refused with every part that is wrong named, as `<label>: path: what is wrong; …`. */
+export function parsedOrRefused<T>(schema: z.ZodType<T>, label: string, value: unknown): T {
+  const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
   throw new Error(
-    `${label}: ${parsed.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`).join('; ')}`,
+    `${label}: ${parsed.error.issues.map((issue) => `${issue.path.join('.') || '(the whole)'}: ${issue.message}`).join('; ')}`,
   );
 }
 

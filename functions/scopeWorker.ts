@@ -12,11 +12,20 @@ import { z } from 'zod';
 import { runSync } from '../core/sync/engine.ts';
 import { scopeKey, type Scope } from '../core/domain/model/scope.ts';
 import pLimit from 'p-limit';
-import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
+import {
+  lazyDeps,
+  logger,
+  metrics,
+  once,
+  parsedOrRefused,
+  withPowertools,
+  type FunctionDeps,
+} from './runtime.ts';
 import { follower } from './chases.ts';
 import { processQueueBatch } from './queueBatch.ts';
 import { UNRECOGNIZED_KEYS_COUNTED } from './strictMessages.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
+import { isDns1123Label } from '../core/domain/naming.ts';
 
 /**
  * The time a scope's sync keeps, of what is left of the function's, to finish after its deadline: its outcome
@@ -59,17 +68,26 @@ export class ScopeRetryError extends Error {
   override readonly name = 'ScopeRetryError';
 }
 
-/** `{ "doctor": true }`: what `cpsync doctor --function` sends. */
-interface DoctorRequest {
-  doctor: true;
-}
-const isDoctorRequest = (event: unknown): event is DoctorRequest =>
+/**
+ * `{ "doctor": true }`: what `cpsync doctor --function` sends, with Argo CD's namespace on the hub when its
+ * configuration has the Argo CD subscriber write there (this function is not told of the subscribers).
+ */
+const DoctorRequest = z.strictObject({
+  doctor: z.literal(true),
+  argocdNamespace: z
+    .string()
+    .refine(isDns1123Label, {
+      message: 'must be a DNS-1123 label (lower-case letters, digits and -, at most 63 characters)',
+    })
+    .optional(),
+});
+const isDoctorRequest = (event: unknown): event is { doctor: true } =>
   typeof event === 'object' && event !== null && (event as { doctor?: unknown }).doctor === true;
 
 /** The worker as its callers see it: an SQS batch gets its failed items, a doctor request the report. */
 interface ScopeWorker {
   (event: SQSEvent, context: Context): Promise<PartialItemFailureResponse>;
-  (event: DoctorRequest, context: Context): Promise<DoctorReport>;
+  (event: z.input<typeof DoctorRequest>, context: Context): Promise<DoctorReport>;
 }
 
 export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(ALL_PROVIDERS)): ScopeWorker {
@@ -101,12 +119,13 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
     },
   );
   const follow = follower();
-  return withPowertools(async (event: SQSEvent | DoctorRequest, context: Context) => {
+  return withPowertools(async (event: SQSEvent | z.input<typeof DoctorRequest>, context: Context) => {
     const deps = await getDeps();
     // Invoked directly by `cpsync doctor --function` (SQS never sends this): the checks, with this role.
     if (isDoctorRequest(event)) {
+      const { argocdNamespace } = parsedOrRefused(DoctorRequest, 'not a doctor request', event);
       const { doctor } = await import('../adapters/compose/doctor.ts');
-      const report = await doctor(deps);
+      const report = await doctor(deps, argocdNamespace ? { argocdNamespace } : {});
       logger.info('doctor', { ok: report.ok, failed: report.checks.filter((c) => !c.ok) });
       return report;
     }

@@ -36,6 +36,18 @@ export interface DoctorOptions {
   scopeTimeoutMillis?: number;
   /** Scopes listed at once. @default 8 */
   concurrency?: number;
+  /**
+   * Argo CD's namespace on the hub, where the Argo CD subscriber writes its cluster Secrets: checked that cpsync's
+   * identity reaches none there. The deployed functions are not told of the subscribers, so `cpsync doctor --function`
+   * sends it from the configuration it reads. @default the configuration's (`argoCdNamespaceOf`)
+   */
+  argocdNamespace?: string;
+}
+
+/** Argo CD's namespace when the configuration's Argo CD subscriber writes its Secrets on the hub; else undefined. */
+export function argoCdNamespaceOf(config: Composition['config']): string | undefined {
+  const argocd = config.subscribers?.argocd;
+  return argocd && !argocd.kubeconfigSecretArn ? argocd.namespace : undefined;
 }
 
 /** What cpsync does in each inventory namespace (adapters/hub/manifests/rbac.yaml), as access reviews. */
@@ -154,13 +166,11 @@ const SECRET_VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'dele
  * On a Kubernetes hub, with the configuration's Argo CD subscriber (Argo CD on the hub): that cpsync's own identity
  * reaches no Secret in Argo CD's namespace. The subscriber writes the Secrets there as an identity of its own; an
  * earlier version's `cpsync consumers argocd-subscriber` bound their Role to cpsync's, and with it every sync function
- * could hand Argo CD credentials. (The deployed functions are not told of the subscribers: `cpsync doctor
- * --function` does not check this.)
+ * could hand Argo CD credentials. `namespace`: Argo CD's there, else the configuration's.
  */
-async function argoCdSecretsCheck(composition: Composition): Promise<DoctorCheck[]> {
-  const argocd = composition.config.subscribers?.argocd;
-  if (!composition.hubKubeConfig || !argocd || argocd.kubeconfigSecretArn) return [];
-  const { namespace } = argocd;
+async function argoCdSecretsCheck(composition: Composition, namespace?: string): Promise<DoctorCheck[]> {
+  namespace ??= argoCdNamespaceOf(composition.config);
+  if (!composition.hubKubeConfig || !namespace) return [];
   const subject = `hub secrets ${namespace}`;
   try {
     const authorization = (await composition.hubKubeConfig()).makeApiClient(AuthorizationV1Api);
@@ -265,7 +275,7 @@ export async function doctor(composition: Composition, options: DoctorOptions = 
   const checks: DoctorCheck[] = [];
   checks.push(...(await hubChecks(composition)));
   checks.push(...(await admissionPolicyCheck(composition)));
-  checks.push(...(await argoCdSecretsCheck(composition)));
+  checks.push(...(await argoCdSecretsCheck(composition, options.argocdNamespace)));
 
   const { bus, outbox } = composition.ports;
   try {

@@ -19,6 +19,7 @@ import {
   PutTargetsCommand,
 } from '@aws-sdk/client-eventbridge';
 import { CreateSecretCommand, SecretsManagerClient } from '@aws-sdk/client-secrets-manager';
+import { InvokeCommand, LambdaClient } from '@aws-sdk/client-lambda';
 import { EKSClient, TagResourceCommand } from '@aws-sdk/client-eks';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
@@ -1149,6 +1150,74 @@ describe('the deployed assets under the Lambda runtime', () => {
         assert.match(refused.stdout, /cpsync doctor: 1 of 9 checks failed/);
       } finally {
         refuse();
+      }
+
+      // With the Argo CD subscriber writing on the hub in the configuration the command runs with, the worker (told
+      // of no subscriber) is sent Argo CD's namespace and asks the hub what its own identity may do to Secrets there:
+      // the identity the functions write the hub as here is the admin, which reaches every Secret.
+      const withArgoCd = join(directory, 'doctor-argocd.yaml');
+      const argoNamespace = 'argo-doctor';
+      writeFileSync(
+        withArgoCd,
+        JSON.stringify({
+          ...(parse(readFileSync(emulators.configPath, 'utf8')) as object),
+          subscribers: { argocd: { namespace: argoNamespace } },
+        }),
+      );
+      const secrets = await record(runCli(['doctor', '--function', 'function', '-c', withArgoCd], { env }));
+      assert.equal(secrets.code, 1, secrets.stdout + secrets.stderr);
+      const failedLines = secrets.stdout.split('\n').filter((line) => line.startsWith('✖'));
+      assert.deepEqual(
+        failedLines.map((line) => line.split(': ')[0]),
+        [`✖ hub secrets ${argoNamespace}`],
+        secrets.stdout,
+      );
+      assert.match(
+        failedLines[0]!,
+        new RegExp(
+          `cpsync's identity may get, list, watch, create, update, patch, delete Secrets in ${argoNamespace}, where Argo CD reads its clusters: it needs none`,
+        ),
+      );
+      assert.match(secrets.stdout, /cpsync doctor: 1 of 10 checks failed/);
+
+      // Argo CD on a cluster of its own: nothing is asked of the hub's Secrets.
+      writeFileSync(
+        withArgoCd,
+        JSON.stringify({
+          ...(parse(readFileSync(emulators.configPath, 'utf8')) as object),
+          subscribers: {
+            argocd: {
+              namespace: argoNamespace,
+              kubeconfigSecretArn:
+                'arn:aws:secretsmanager:us-east-1:111122223333:secret:argocd-cluster-AbCdEf',
+            },
+          },
+        }),
+      );
+      const elsewhere = await record(runCli(['doctor', '--function', 'function', '-c', withArgoCd], { env }));
+      assert.equal(elsewhere.code, 0, elsewhere.stdout + elsewhere.stderr);
+      assert.equal(
+        elsewhere.stdout.trim().split('\n').at(-1),
+        'cpsync doctor: all 9 checks passed in function',
+      );
+
+      // A request the CLI never sends, made by hand: refused, naming what is wrong, with no report.
+      const lambda = new LambdaClient({
+        region: 'us-east-1',
+        endpoint: worker.endpoint,
+        credentials: HUB_CREDENTIALS,
+      });
+      for (const [payload, wrong] of [
+        [{ doctor: true, argocdNamespace: 'Argo_CD' }, /argocdNamespace: must be a DNS-1123 label/],
+        [{ doctor: true, namespace: 'argocd' }, /Unrecognized key: "namespace"/],
+      ] as const) {
+        const answer = await lambda.send(
+          new InvokeCommand({ FunctionName: 'function', Payload: JSON.stringify(payload) }),
+        );
+        // The function's error as the runtime hands it back (the emulator does not set FunctionError, as Lambda does).
+        const error = JSON.parse(new TextDecoder().decode(answer.Payload)) as { errorMessage: string };
+        assert.match(error.errorMessage, /^not a doctor request: /);
+        assert.match(error.errorMessage, wrong);
       }
     } finally {
       await policy.remove();

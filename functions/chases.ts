@@ -13,7 +13,10 @@
  * - The cloud's word that an operation ended (GKE's last audit entry of it, Azure's Activity Log event of
  *   its end) makes the sync it triggers end the cluster's chase when that sync finds the cluster settled or
  *   gone (`complete`): the looks still on their way then find no chase of theirs.
- * - A look whose message is not the chase's (an older chase's, after a takeover or an end) does nothing.
+ * - A look whose message is not the one the chase waits for (an older chase's, after a takeover or an end; another
+ *   attempt's; another delivery of it, once one went on) does nothing. What a look goes by (when the chase began, its
+ *   looks, the operation followed, the last delay) is the chase's record, never its message: a message only names
+ *   the chase and the look.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -86,14 +89,24 @@ export const LookMessage = z.strictObject(
 );
 export type LookMessage = z.infer<typeof LookMessage>;
 
+/**
+ * A chase as its table keeps it: the only record of its bookkeeping. A look message names the chase and its attempt;
+ * everything else a look goes by (when the chase began, how many looks it made, the state and operation followed, the
+ * last delay) is read from here, never from the message.
+ */
 interface ChaseItem {
   cluster: string;
   chaseId: string;
   startedAt: number;
+  /** The attempt of the look on its way: only that look is the chase's. */
   attempt: number;
   /** When the next look is due (epoch milliseconds). */
   due: number;
   state: string;
+  /** When the operation followed began (epoch milliseconds). Absent in chases begun before it was kept: `startedAt`. */
+  since?: number;
+  /** The delay the look on its way was sent with. Absent in chases begun before it was kept: the first delay. */
+  delaySeconds?: number;
   /** DynamoDB TTL (epoch seconds). */
   expiresAt: number;
   /**
@@ -131,10 +144,18 @@ export interface Chases {
    * is (ISO 8601), where its looks are placed from.
    */
   start(ref: ClusterRef, state: string, since?: string): Promise<'started' | 'joined'>;
-  /** The chase `message` belongs to, when it is still the cluster's chase. */
+  /** Whether `message` is the look the cluster's chase is waiting for: its chase, and its attempt. */
   isCurrent(message: LookMessage): Promise<boolean>;
-  /** After a look still in change: the next look, or the end of the chase at its bound. */
-  next(message: LookMessage, state: string, since?: string): Promise<'again' | 'bounded'>;
+  /**
+   * After a look still in change (`state`; undefined: the look could not read the cluster, its state as the chase has
+   * it): the next look, or the end of the chase at its bound; `superseded` when `message` is no longer the look the
+   * chase waits for (another delivery of it went on first, or the chase ended or was taken over).
+   */
+  next(
+    message: LookMessage,
+    state: string | undefined,
+    since?: string,
+  ): Promise<'again' | 'bounded' | 'superseded'>;
   /** Ends `message`'s chase (the cluster settled, is gone, or is no longer configured). */
   end(message: LookMessage): Promise<void>;
   /**
@@ -200,6 +221,20 @@ export function makeChases(
       if (!conditionFailed(error)) throw error;
     }
   };
+  /** The cluster's chase as its table keeps it, when `message` is the look it waits for (its chase and attempt). */
+  const chaseOf = async (message: LookMessage): Promise<ChaseItem | undefined> => {
+    const { module, documents } = await clients();
+    const item = (
+      await documents.send(
+        new module.GetCommand({
+          TableName: where.table,
+          Key: { cluster: clusterKey(message.ref) },
+          ConsistentRead: true,
+        }),
+      )
+    ).Item as ChaseItem | undefined;
+    return item?.chaseId === message.chaseId && item.attempt === message.attempt ? item : undefined;
+  };
   /** Starts or joins the cluster's chase; `tries`: how often a chase found and gone before it is joined is met. */
   const start = async (
     ref: ClusterRef,
@@ -235,6 +270,8 @@ export function makeChases(
       attempt: 1,
       due: startedAt + delaySeconds * 1000,
       state,
+      since,
+      delaySeconds,
       expiresAt: Math.ceil((startedAt + boundMillis + STALE_AFTER_MILLIS) / 1000),
     };
     try {
@@ -295,69 +332,83 @@ export function makeChases(
   return {
     start: (ref, state, created) => start(ref, state, created),
 
-    async isCurrent(message) {
-      const { module, documents } = await clients();
-      const item = (
-        await documents.send(
-          new module.GetCommand({
-            TableName: where.table,
-            Key: { cluster: clusterKey(message.ref) },
-            ConsistentRead: true,
-          }),
-        )
-      ).Item as ChaseItem | undefined;
-      return item?.chaseId === message.chaseId;
-    },
+    isCurrent: async (message) => (await chaseOf(message)) !== undefined,
 
-    async next(message, state, created) {
+    async next(message, looked, created) {
       const { module, documents } = await clients();
       const key = clusterKey(message.ref);
+      const chase = await chaseOf(message);
+      if (!chase) return 'superseded';
       const at = now();
+      const state = looked ?? chase.state;
       // Another operation than the one followed: its looks are placed from now (or the cluster's creation).
-      const began =
-        operationOf(state) === operationOf(message.state) ? (message.since ?? message.startedAt) : at;
+      const began = operationOf(state) === operationOf(chase.state) ? (chase.since ?? chase.startedAt) : at;
       const since = sinceOf(created, began);
       const delayMillis = nextLookDelay(schedule, {
         provider: message.ref.scope.provider,
         state,
-        looks: message.attempt,
-        previousDelayMillis: message.delaySeconds * 1000,
+        looks: chase.attempt,
+        previousDelayMillis:
+          chase.delaySeconds === undefined ? schedule.firstDelayMillis : chase.delaySeconds * 1000,
         sinceMillis: since,
         nowMillis: at,
       });
       const delaySeconds = (delayMillis ?? 0) / 1000;
       const due = at + delaySeconds * 1000;
-      if (delayMillis === undefined || due - message.startedAt > boundMillis) {
-        await end(key, message.chaseId);
+      if (delayMillis === undefined || due - chase.startedAt > boundMillis) {
+        await end(key, chase.chaseId);
         metrics.addMetric('ChasesBounded', MetricUnit.Count, 1);
         logger.warn('cluster still in change at the end of its follow-up: left to the schedule', {
           cluster: key,
           state,
-          ...(delayMillis === undefined ? { looks: message.attempt } : { minutes: knobs.maxMinutes }),
+          ...(delayMillis === undefined ? { looks: chase.attempt } : { minutes: knobs.maxMinutes }),
         });
         return 'bounded';
       }
-      // The look first, then the record: a record whose look was never sent would block the cluster's chases.
-      await send({ ...message, attempt: message.attempt + 1, state, delaySeconds, since });
+      const attempt = chase.attempt + 1;
+      // The record first, taken from this attempt to the next only once (another delivery of this look, or one
+      // written to look like it, finds it taken and sends nothing); then the look. This reading found the cluster in
+      // change at `at`: a completion read before it (of an operation this one followed) ends nothing (joinedAt).
       try {
         await documents.send(
           new module.UpdateCommand({
             TableName: where.table,
             Key: { cluster: key },
-            UpdateExpression: 'SET attempt = :attempt, #due = :due, #state = :state',
-            ConditionExpression: 'chaseId = :id',
+            UpdateExpression:
+              'SET attempt = :next, #due = :due, #state = :state, since = :since, delaySeconds = :delay, joinedAt = :at',
+            ConditionExpression: 'chaseId = :id AND attempt = :attempt',
             ExpressionAttributeNames: { '#due': 'due', '#state': 'state' },
             ExpressionAttributeValues: {
-              ':attempt': message.attempt + 1,
+              ':next': attempt,
               ':due': due,
               ':state': state,
-              ':id': message.chaseId,
+              ':since': since,
+              ':delay': delaySeconds,
+              ':at': at,
+              ':id': chase.chaseId,
+              ':attempt': chase.attempt,
             },
           }),
         );
       } catch (error) {
-        // Taken over meanwhile: the look just sent is not the chase's, and will do nothing.
         if (!conditionFailed(error)) throw error;
+        return 'superseded';
+      }
+      const look: LookMessage = {
+        chaseId: chase.chaseId,
+        attempt,
+        ref: message.ref,
+        state,
+        startedAt: chase.startedAt,
+        delaySeconds,
+        since,
+      };
+      try {
+        await send(look);
+      } catch (error) {
+        // No look is coming: the chase is not left to block the next event's.
+        await end(key, chase.chaseId).catch(() => undefined);
+        throw error;
       }
       return 'again';
     },

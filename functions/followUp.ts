@@ -70,11 +70,12 @@ export function makeFollowUp(
           ...(report.since ? { since: report.since } : {}),
         };
       } catch (error) {
-        // Like a reading in change: looked at again on the chase's schedule; nothing is deleted.
-        outcome = { state: message.state, error: messageOf(error) };
+        // Like a reading in change (its state as the chase has it): looked at again on the chase's schedule; nothing
+        // is deleted.
+        outcome = { error: messageOf(error) };
         metrics.addMetric('FailedLooks', MetricUnit.Count, 1);
       }
-      if (outcome.state === undefined) {
+      if (outcome.state === undefined && outcome.error === undefined) {
         await chase.end(message);
         metrics.addMetric('ChasesSettled', MetricUnit.Count, 1);
         return { ...outcome, chase: 'settled' };

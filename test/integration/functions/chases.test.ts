@@ -4,6 +4,7 @@
  * read back with clients of the test's own.
  */
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { after, before, describe, it } from 'node:test';
 import { CreateTableCommand, DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DeleteCommand, DynamoDBDocumentClient, ScanCommand } from '@aws-sdk/lib-dynamodb';
@@ -266,7 +267,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
     assert.equal(await chases.isCurrent(old!), false);
     const [fresh] = await drainMessagesAfterDelay();
     assert.equal(await chases.isCurrent(fresh!), true);
-    await chases.next(old!, 'GKE STOPPING');
+    assert.equal(await chases.next(old!, 'GKE STOPPING'), 'superseded');
     assert.equal(
       (await items()).find((i) => i.cluster.endsWith('/d'))!.chaseId,
       fresh!.chaseId,
@@ -277,6 +278,103 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
       (await items()).some((i) => i.cluster.endsWith('/d')),
       'nor ends the new chase',
     );
+  });
+
+  it('goes by its own record, never a look’s message: a look of another attempt does nothing, whatever it says; a look goes on once', async () => {
+    const name = 'm';
+    await chases.start(gkeRef(name), 'GKE PROVISIONING');
+    const [look] = (await drainMessagesAfterDelay()).filter((l) => l.ref.name === name);
+    assert.ok(look);
+    const record = async () => (await items()).find((i) => i.cluster.endsWith(`/${name}`));
+    const kept = await record();
+    // Messages written to look like the chase's: its id (logged, so anyone's who reads the log), any other attempt,
+    // and whatever figures (a start far ahead would keep the chase going past its bound, a small attempt past maxLooks).
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 10_000 }).filter((attempt) => attempt !== look.attempt),
+        fc.integer({ min: 0, max: 9_000_000_000_000_000 }),
+        fc.constantFrom('GKE PROVISIONING', 'GKE STOPPING', 'EKS CREATING', 'x'),
+        fc.integer({ min: 0, max: 900 }),
+        fc.option(fc.integer({ min: 0, max: 9_000_000_000_000_000 }), { nil: undefined }),
+        async (attempt, startedAt, state, delaySeconds, since) => {
+          const forged: LookMessage = {
+            ...look,
+            attempt,
+            startedAt,
+            state,
+            delaySeconds,
+            ...(since === undefined ? {} : { since }),
+          };
+          assert.equal(await chases.isCurrent(forged), false);
+          assert.equal(await chases.next(forged, 'GKE PROVISIONING'), 'superseded');
+          assert.deepEqual(await record(), kept, 'the chase as it was');
+        },
+      ),
+      { numRuns: 25 },
+    );
+    // Past the longest delay a look is sent with (4 s), the queue holds none of theirs.
+    assert.deepEqual(
+      (await looksAfter(4300)).filter((l) => l.ref.name === name),
+      [],
+      'no look sent',
+    );
+    // The look and a copy of it with other figures (its chase and attempt): whichever comes first goes on, once,
+    // with the record's figures; the other finds the attempt taken and sends nothing.
+    const copy: LookMessage = {
+      ...look,
+      startedAt: 9_000_000_000_000_000,
+      state: 'GKE STOPPING',
+      delaySeconds: 900,
+      since: 0,
+    };
+    clock += 1000;
+    assert.deepEqual(
+      [await chases.next(copy, 'GKE PROVISIONING'), await chases.next(look, 'GKE PROVISIONING')],
+      ['again', 'superseded'],
+    );
+    const sent = (await drainMessagesAfterDelay()).filter((l) => l.ref.name === name);
+    assert.equal(sent.length, 1, 'one next look');
+    const [next] = sent;
+    assert.deepEqual(
+      {
+        attempt: next!.attempt,
+        startedAt: next!.startedAt,
+        state: next!.state,
+        delaySeconds: next!.delaySeconds,
+      },
+      { attempt: look.attempt + 1, startedAt: look.startedAt, state: 'GKE PROVISIONING', delaySeconds: 2 },
+      "the record's start and delay (the first, 1 s, doubled), not the copy's",
+    );
+    // The bound is the record's: a minute after the chase began, it ends.
+    clock = look.startedAt + 61_000;
+    assert.equal(await chases.next(next!, 'GKE PROVISIONING'), 'bounded');
+    assert.equal(await record(), undefined);
+  });
+
+  it('a completion read before a look found the cluster in change ends nothing: that look follows a newer operation', async () => {
+    const name = 'n';
+    await chases.start(gkeRef(name), 'GKE RECONCILING');
+    const [look] = (await drainMessagesAfterDelay()).filter((l) => l.ref.name === name);
+    assert.ok(look);
+    // The cloud says the operation ended, and its sync reads the cluster settled; then a newer operation begins,
+    // and the chase's look (after that reading) finds the cluster in change.
+    clock += 1000;
+    const readSettled = clock;
+    clock += 1000;
+    assert.equal(await chases.next(look, 'GKE RECONCILING'), 'again');
+    // That completion, delivered again (or late), ends nothing: the chase follows what the look found.
+    assert.equal(await chases.complete(gkeRef(name), readSettled), false);
+    assert.ok(
+      (await items()).some((i) => i.cluster.endsWith(`/${name}`)),
+      'still followed',
+    );
+    clock += 1000;
+    assert.equal(
+      await chases.complete(gkeRef(name), clock),
+      true,
+      'a completion read after the look ends it',
+    );
+    await drainMessagesAfterDelay();
   });
 
   it('a chase whose first look cannot be sent is not left holding the cluster', async () => {

@@ -7,6 +7,7 @@
  * the follow-up queue, the hub and the bus hold is read back with clients of the test's own.
  */
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -325,6 +326,61 @@ describe('the clouds’ word that an operation ended ends the chase, and deletes
       'ClusterProfile Deleted climbing',
       'ClusterProfile Deleted rising',
     ]);
+  });
+
+  it('a look message decides nothing but which look it is: written to look like the chase’s, it reads no cloud and sends nothing; a look goes on once', async () => {
+    const name = 'swaying';
+    emulators.gke.clusters.get(GCP_PROJECT)!.push(gkeCluster(name, 'us-central1'));
+    const { held, sent } = transition('gke', name, 'creating');
+    await deliver(sent.start[0]!);
+    const [look] = await looksOf(name);
+    assert.ok(look);
+    const kept = await chaseOf(name);
+    assert.ok(kept, 'the creation is followed');
+    // The chase's id with other attempts, and figures that would keep it going past its bounds.
+    const forged = fc.sample(
+      fc.record({
+        attempt: fc.integer({ min: 2, max: 10_000 }),
+        startedAt: fc.integer({ min: 0, max: 9_000_000_000_000_000 }),
+        delaySeconds: fc.integer({ min: 0, max: 900 }),
+        since: fc.integer({ min: 0, max: 9_000_000_000_000_000 }),
+      }),
+      { numRuns: 12, seed: 4322 },
+    );
+    const reads = () => emulators.gke.requests.length;
+    const before = reads();
+    const answer = await followUp(
+      {
+        Records: forged.map((figures, i) =>
+          sqsRecord(`forged-${i}`, JSON.stringify({ ...look, ...figures, state: 'GKE STOPPING' })),
+        ),
+      },
+      context,
+    );
+    assert.deepEqual(answer.batchItemFailures, []);
+    assert.equal(reads() - before, 0, 'no cloud read');
+    assert.deepEqual(await chaseOf(name), kept, 'the chase as it was');
+    // A copy of the look with other figures (its chase and attempt), then the look, delivered twice: one look at the
+    // cloud's cluster, one next look, made from the chase's record.
+    const copy = { ...look, startedAt: 9_000_000_000_000_000, delaySeconds: 900, state: 'GKE STOPPING' };
+    for (const [i, message] of [copy, look, look].entries()) {
+      const delivered = await followUp(
+        { Records: [sqsRecord(`again-${i}`, JSON.stringify(message))] },
+        context,
+      );
+      assert.deepEqual(delivered.batchItemFailures, []);
+    }
+    const next = await looksOf(name);
+    assert.equal(next.length, 1, 'one next look');
+    assert.deepEqual(
+      { attempt: next[0]!.attempt, startedAt: next[0]!.startedAt, state: next[0]!.state },
+      { attempt: look.attempt + 1, startedAt: look.startedAt, state: look.state },
+    );
+    // Settled: the next look ends the chase.
+    held.settle();
+    await followUp({ Records: [sqsRecord('settled', JSON.stringify(next[0]))] }, context);
+    assert.equal(await chaseOf(name), undefined, 'the chase is over');
+    await changes();
   });
 
   it('refuses an Activity Log alert without the key (401), and malformed ones (400) naming what is wrong; ignores other alerts', async () => {

@@ -16,6 +16,12 @@ export interface ProviderInstance {
    */
   scopes(accounts?: readonly string[]): Promise<Scope[]>;
   /**
+   * `scopes(accounts)` costs what `scopes()` does (it enumerates every account and keeps those asked for: a project
+   * search, every subscription): an account's coverage is then read from the whole discovery, made once for its time
+   * (`DISCOVERY_TTL_MILLIS`) whatever ids are asked, so ids that no configuration covers cost no more calls.
+   */
+  discoversWhole?: boolean;
+  /**
    * A token for one of the provider's clusters, from the provider's own credentials (the member probe, the
    * access grants).
    */
@@ -28,6 +34,9 @@ export interface ProviderInstance {
   projectRoles?(): Promise<GoogleProjectRoles>;
   close?(): Promise<void>;
 }
+
+/** How long what discovery found (accounts, regions, projects, subscriptions) is reused by a long-lived process. */
+export const DISCOVERY_TTL_MILLIS = 10 * 60 * 1000;
 
 /** How a cloud is built beyond its configuration. */
 export interface BuildOptions {

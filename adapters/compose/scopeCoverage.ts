@@ -8,7 +8,7 @@ import type { CpsyncConfig } from './config.ts';
 import { PROVIDERS, type Provider } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, scopeKey, type Scope } from '../../core/domain/model/scope.ts';
 import { canonicalScope, InvalidScopeError } from '../../core/domain/scopes.ts';
-import type { ProviderInstance } from './provider.ts';
+import { DISCOVERY_TTL_MILLIS, type ProviderInstance } from './provider.ts';
 import { messageOf } from '../../core/domain/errors.ts';
 import { withDeadline } from '../../core/sync/deadline.ts';
 
@@ -42,8 +42,11 @@ export interface ScopeRequest {
   scopes?: ReadonlyArray<{ provider: string; account: string; region?: string }>;
 }
 
-/** How long what discovery found (accounts, regions, projects, subscriptions) is reused by a long-lived process. */
-const DISCOVERY_TTL_MILLIS = 10 * 60 * 1000;
+/**
+ * Accounts asked for one by one whose discovery is remembered, at most: the oldest is forgotten first, so ids that no
+ * configuration covers, asked one after another, hold no more memory than this.
+ */
+const REMEMBERED_ACCOUNT_ASKS = 512;
 
 const ACCOUNT_FIELD: Record<Provider, string> = {
   eks: 'providers.eks.accounts',
@@ -65,11 +68,19 @@ function configuredScopes(
   deadlineMillis: number,
   accounts?: readonly string[],
 ): Promise<Scope[]> {
+  // Where one account costs the whole discovery, the whole one answers for every account asked.
+  if (accounts && instance.discoversWhole)
+    return configuredScopes(instance, provider, deadlineMillis).then((scopes) =>
+      scopes.filter((scope) => accounts.includes(scope.account)),
+    );
   let cache = discovered.get(instance);
   if (!cache) discovered.set(instance, (cache = new Map()));
   const key = accounts?.join(',') ?? '*';
   const hit = cache.get(key);
   if (hit && Date.now() - hit.at < DISCOVERY_TTL_MILLIS) return hit.scopes;
+  cache.delete(key);
+  // The oldest ask forgotten first (a Map keeps its keys in the order they were set); the whole discovery is one.
+  while (cache.size >= REMEMBERED_ACCOUNT_ASKS) cache.delete(cache.keys().next().value!);
   // As long as one scope's listing may take: a discovery that never answers fails, and is asked again next time.
   const scopes = withDeadline(`discovering the scopes of providers.${provider}`, deadlineMillis, () =>
     instance.scopes(accounts),

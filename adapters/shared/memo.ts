@@ -15,3 +15,24 @@ export function memoizeUntilFailure<T>(make: () => Promise<T>): () => Promise<T>
     return attempt;
   };
 }
+
+/**
+ * memoizeUntilFailure for `millis`: made again on the first use after that (a failed making, at once). For what a
+ * discovery found, shared by every request of a long-lived process for a while.
+ */
+export function memoizeFor<T>(
+  millis: number,
+  make: () => Promise<T>,
+  now: () => number = Date.now,
+): () => Promise<T> {
+  let made: { at: number; value: Promise<T> } | undefined;
+  return () => {
+    if (made && now() - made.at < millis) return made.value;
+    const entry = { at: now(), value: make() };
+    made = entry;
+    entry.value.catch(() => {
+      if (made === entry) made = undefined;
+    });
+    return entry.value;
+  };
+}

@@ -62,6 +62,8 @@ export const aksProvider: ProviderModule = {
           now: () => new Date(),
         });
       },
+      // Every subscription is enumerated to answer for one: coverage is read from the whole discovery.
+      discoversWhole: true,
       async scopes(only?: readonly string[]) {
         const scopes = await enumerateAksScopes(
           source,

@@ -1,8 +1,11 @@
 import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
 import type { BuildOptions, ProviderModule } from '../provider.ts';
+import type { AccountSelection } from '../../eks/EksScopes.ts';
 import { isEksClusterArn } from '../../eks/mapCluster.ts';
 import { answerStore } from '../answers.ts';
+import { memoizeFor, memoizeUntilFailure } from '../../shared/memo.ts';
+import { DISCOVERY_TTL_MILLIS } from '../provider.ts';
 
 /** EKS from `providers.eks`. */
 export const eksProvider: ProviderModule = {
@@ -13,14 +16,19 @@ export const eksProvider: ProviderModule = {
     const eks = config.providers.eks;
     if (!eks) return undefined;
     // Each cloud's SDK is loaded only when that cloud is configured.
-    const [{ EksSource }, { awsClientFactory }, { enumerateEksScopes }, { resolvedHomeRegion }, answers] =
-      await Promise.all([
-        import('../../eks/EksSource.ts'),
-        import('../../eks/awsClients.ts'),
-        import('../../eks/EksScopes.ts'),
-        import('./eksHomeRegion.ts'),
-        answerStore(config, options),
-      ]);
+    const [
+      { EksSource },
+      { awsClientFactory },
+      { enumerateEksScopes, selectAccounts },
+      { resolvedHomeRegion },
+      answers,
+    ] = await Promise.all([
+      import('../../eks/EksSource.ts'),
+      import('../../eks/awsClients.ts'),
+      import('../../eks/EksScopes.ts'),
+      import('./eksHomeRegion.ts'),
+      answerStore(config, options),
+    ]);
     // One partition for the home region and every listed region, or a ConfigError naming each that is not.
     const homeRegion = await resolvedHomeRegion(eks);
     const source = new EksSource({
@@ -39,6 +47,17 @@ export const eksProvider: ProviderModule = {
       ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
     });
     const probe = config.memberProbe;
+    const selection: AccountSelection = Array.isArray(eks.accounts)
+      ? { accounts: eks.accounts }
+      : { organization: eks.accounts.organization };
+    const organizationsClient = memoizeUntilFailure(() =>
+      awsClientFactory({ homeRegion, ...(eks.endpoint ? { endpoint: eks.endpoint } : {}) }).organizations(),
+    );
+    // An organization's accounts as listed for a while: one account asked for is judged against them (the listing is
+    // of the whole organization, whichever id is asked), and only that account's regions are asked for.
+    const organizationAccounts = memoizeFor(DISCOVERY_TTL_MILLIS / 2, async () =>
+      selectAccounts(selection, await organizationsClient()),
+    );
     return {
       source,
       // The run's own identity (or the role memberProbe.eksRoleName names in the cluster's account), signed
@@ -60,20 +79,13 @@ export const eksProvider: ProviderModule = {
         });
       },
       async scopes(only?: readonly string[]) {
-        const organizations =
-          'organization' in eks.accounts
-            ? await awsClientFactory({
-                homeRegion,
-                ...(eks.endpoint ? { endpoint: eks.endpoint } : {}),
-              }).organizations()
-            : undefined;
-        const accounts = Array.isArray(eks.accounts)
-          ? { accounts: eks.accounts }
-          : { organization: eks.accounts.organization };
+        const listed = 'organization' in selection && only !== undefined;
         const found = await enumerateEksScopes(source, {
-          accounts,
+          accounts: listed
+            ? { accounts: (await organizationAccounts()).filter((account) => only.includes(account)) }
+            : selection,
           ...(eks.regions ? { regions: eks.regions } : {}),
-          ...(organizations ? { organizations } : {}),
+          ...('organization' in selection && !listed ? { organizations: await organizationsClient() } : {}),
           ...(only ? { onlyAccounts: only } : {}),
         });
         return found.scopes;

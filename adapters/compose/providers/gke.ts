@@ -63,6 +63,8 @@ export const gkeProvider: ProviderModule = {
     let google: AuthClient | undefined;
     return {
       source,
+      // Every project is enumerated to answer for one: coverage is read from the whole discovery.
+      discoversWhole: true,
       async scopes(only?: readonly string[]) {
         const scopes = await enumerateGkeScopes(
           source,

@@ -1,10 +1,22 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import fc from 'fast-check';
 import { compose, type Composition } from '../../../../adapters/compose/compose.ts';
 import { aksProvider } from '../../../../adapters/compose/providers/aks.ts';
+import { eksProvider } from '../../../../adapters/compose/providers/eks.ts';
+import {
+  CreateAccountCommand,
+  CreateOrganizationCommand,
+  OrganizationsClient,
+} from '@aws-sdk/client-organizations';
+import { startAwsProxy, type AwsProxy } from '../../../env/awsProxy.ts';
+import { startMoto, type MotoServer } from '../../../env/moto.ts';
+import { HUB_CREDENTIALS } from '../../../support/aws.ts';
 import { gkeProvider } from '../../../../adapters/compose/providers/gke.ts';
 import { parseConfig } from '../../../../adapters/compose/config.ts';
 import { startGkeServer, type GkeServer } from '../../../env/fakes/gkeServer.ts';
+import { startArmServer } from '../../../env/fakes/armServer.ts';
+import { localCloudAccess } from '../../../env/emulators.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const SUBSCRIPTION = '00000000-1111-2222-3333-c00000000001';
@@ -64,6 +76,82 @@ describe('what the configuration covers, when it is discovered', () => {
     );
   });
 
+  /** Ids asked for one by one (by a cloud's event, a queue message): none of them a covered one. */
+  const uncovered = (covered: readonly string[], id: fc.Arbitrary<string>) =>
+    fc.uniqueArray(
+      id.filter((one) => !covered.includes(one)),
+      { minLength: 20, maxLength: 40 },
+    );
+
+  it('reads an asked-for project from the whole search, made once for its time: ids no configuration covers cost no call', async () => {
+    const fresh = await compose(config, [gkeProvider]);
+    const searches = () => server.requests.filter((r) => r.path === '/v3/projects:search').length;
+    const before = searches();
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          uncovered(['acme-data', 'acme-web'], fc.stringMatching(/^[a-z][a-z0-9-]{4,28}[a-z0-9]$/)),
+          async (projects) => {
+            const resolved = await fresh.resolveScopes({
+              scopes: projects.map((account) => ({ provider: 'gke', account })),
+            });
+            assert.deepEqual(resolved.scopes, []);
+            assert.deepEqual(
+              resolved.refused.map((r) => r.reason),
+              projects.map((p) => `${p} is not covered by providers.gke.projects`),
+            );
+          },
+        ),
+        { numRuns: 10 },
+      );
+      const covered = await fresh.resolveScopes({ scopes: [{ provider: 'gke', account: 'acme-web' }] });
+      assert.deepEqual(covered.scopes, [{ provider: 'gke', account: 'acme-web', region: '*' }]);
+      assert.equal(searches() - before, 1, 'one search, as the local Resource Manager counted it');
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('reads an asked-for subscription from the whole listing of subscriptions, made once for its time', async () => {
+    const arm = await startArmServer();
+    const subscriptions = [SUBSCRIPTION, '00000000-1111-2222-3333-c00000000002'];
+    arm.subscriptions.push(
+      ...subscriptions.map((subscriptionId) => ({
+        subscriptionId,
+        displayName: subscriptionId,
+        state: 'Enabled',
+      })),
+    );
+    const access = localCloudAccess(temporaryDirectory('cpsync-coverage-arm-'), server, arm);
+    const azure = await compose(
+      parseConfig({ providers: { aks: { ...access.aks, subscriptions: { all: true } } } }),
+      [aksProvider],
+    );
+    const listings = () => arm.requests.filter((r) => r.path === '/subscriptions').length;
+    try {
+      await fc.assert(
+        fc.asyncProperty(uncovered(subscriptions, fc.uuid()), async (asked) => {
+          const resolved = await azure.resolveScopes({
+            scopes: asked.map((account) => ({ provider: 'aks', account })),
+          });
+          assert.deepEqual(resolved.scopes, []);
+          assert.equal(resolved.refused.length, asked.length);
+          for (const refusal of resolved.refused)
+            assert.match(refusal.reason, /is not covered by providers\.aks\.subscriptions$/);
+        }),
+        { numRuns: 10 },
+      );
+      const covered = await azure.resolveScopes({
+        scopes: [{ provider: 'aks', account: subscriptions[1]!.toUpperCase() }],
+      });
+      assert.deepEqual(covered.scopes, [{ provider: 'aks', account: subscriptions[1], region: '*' }]);
+      assert.equal(listings(), 1, 'one listing of subscriptions, as the local ARM counted it');
+    } finally {
+      await azure.close();
+      await arm.stop();
+    }
+  });
+
   it("lists every other provider's scopes while one provider's discovery never answers, and names that one's failure", async () => {
     let release!: () => void;
     server.searchHeld = new Promise<void>((resolve) => (release = resolve));
@@ -90,5 +178,90 @@ describe('what the configuration covers, when it is discovered', () => {
       delete server.searchHeld;
       await both.close();
     }
+  });
+});
+
+describe('what an AWS organization covers, asked for one account at a time', () => {
+  let moto: MotoServer;
+  let proxy: AwsProxy;
+  let composition: Composition;
+  const members: string[] = [];
+  const saved = { ...process.env };
+
+  before(async () => {
+    moto = await startMoto();
+    proxy = await startAwsProxy(moto.endpoint);
+    const organizations = new OrganizationsClient({
+      endpoint: moto.endpoint,
+      region: 'us-east-1',
+      credentials: HUB_CREDENTIALS,
+    });
+    await organizations.send(new CreateOrganizationCommand({ FeatureSet: 'ALL' }));
+    for (const name of ['payments', 'data']) {
+      const created = await organizations.send(
+        new CreateAccountCommand({ AccountName: name, Email: `${name}@example.com` }),
+      );
+      members.push(created.CreateAccountStatus!.AccountId!);
+    }
+    Object.assign(process.env, {
+      AWS_ACCESS_KEY_ID: HUB_CREDENTIALS.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: HUB_CREDENTIALS.secretAccessKey,
+      AWS_EC2_METADATA_DISABLED: 'true',
+    });
+    composition = await compose(
+      parseConfig({
+        providers: {
+          eks: {
+            accounts: { organization: {} },
+            regions: ['us-east-1', 'eu-west-1'],
+            homeRegion: 'us-east-1',
+            endpoint: proxy.endpoint,
+          },
+        },
+      }),
+      [eksProvider],
+    );
+  });
+  after(async () => {
+    await composition?.close();
+    await proxy?.stop();
+    await moto?.stop();
+    for (const key of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_EC2_METADATA_DISABLED'])
+      if (saved[key] === undefined) delete process.env[key];
+      else process.env[key] = saved[key];
+  });
+
+  it('lists the organization once for its time: ids of no member cost no call; a member is covered in its regions', async () => {
+    proxy.calls.length = 0;
+    const listings = () => proxy.calls.filter((c) => c.service === 'organizations').length;
+    const member = await composition.resolveScopes({ scopes: [{ provider: 'eks', account: members[0]! }] });
+    assert.deepEqual(member.scopes.map((s) => `${s.account}/${s.region}`).sort(), [
+      `${members[0]}/eu-west-1`,
+      `${members[0]}/us-east-1`,
+    ]);
+    const listed = listings();
+    assert.ok(listed > 0, 'the organization was listed');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.uniqueArray(
+          fc.stringMatching(/^\d{12}$/).filter((id) => !members.includes(id)),
+          { minLength: 20, maxLength: 40 },
+        ),
+        async (accounts) => {
+          const resolved = await composition.resolveScopes({
+            scopes: accounts.map((account) => ({ provider: 'eks', account })),
+          });
+          assert.deepEqual(resolved.scopes, []);
+          assert.deepEqual(
+            resolved.refused.map((r) => r.reason),
+            accounts.map((a) => `${a} is not covered by providers.eks.accounts`),
+          );
+        },
+      ),
+      { numRuns: 10 },
+    );
+    const other = await composition.resolveScopes({ scopes: [{ provider: 'eks', account: members[1]! }] });
+    assert.equal(other.scopes.length, 2);
+    assert.equal(listings(), listed, 'no more calls to Organizations, as the proxy before moto counted them');
   });
 });

@@ -8,7 +8,8 @@
  *   2. Every other cluster (a newcomer), in the order of its id — never the listing's order — gets the first
  *      of its candidate names that neither another cluster of this run nor any object of the hub holds.
  *      It yields a name only to another of cpsync's clusters the name was made for as well (a collision of
- *      names: it takes its next one). A name held by anything else blocks the cluster there, unwritten and
+ *      names: it takes its next one; one made so only by an earlier version's fold of case, only to a cluster the
+ *      cloud listed in this sync). A name held by anything else blocks the cluster there, unwritten and
  *      named, until the name is free: an object that is not a well-formed profile (left untouched, as
  *      everywhere), a profile of another manager, or one of cpsync's whose name was not made for its cluster.
  *      So a cluster whose profile someone deleted and whose name someone then took is never written under
@@ -26,7 +27,13 @@ import { MalformedObjectError } from '../domain/errors.ts';
 import { profileKey, type ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { isProvider, type ObservedCluster } from '../domain/model/observedCluster.ts';
 import { profileProblem } from '../domain/model/validate.ts';
-import { canonicalProviderId, compareOrdinal, sameProviderId, type NameScheme } from '../domain/naming.ts';
+import {
+  canonicalProviderId,
+  compareOrdinal,
+  legacyCanonicalProviderIds,
+  sameProviderId,
+  type NameScheme,
+} from '../domain/naming.ts';
 import type { Skipped } from '../domain/plan.ts';
 import type { Hub, MalformedObject } from './ports.ts';
 
@@ -87,14 +94,28 @@ function holderOf(profile: ClusterProfile, manager: string): string {
 
 /**
  * Whether a newcomer yields `name`, held by `holder`, and takes its next name: only to another of cpsync's
- * clusters that the name was made for as well (a collision of names). Anything else holding a name made for
+ * clusters that the name was made for as well (a collision of names; through an earlier version's fold, only one
+ * this sync listed: `listed`, canonical ids). Anything else holding a name made for
  * the cluster (another manager's profile, one of cpsync's not written under a name of its own cluster) blocks
  * it there: had it taken its next name, whoever may delete and create profiles could rename it.
  */
-function yieldsTo(holder: ClusterProfile, name: string, manager: string, scheme: NameScheme): boolean {
+function yieldsTo(
+  holder: ClusterProfile,
+  name: string,
+  manager: string,
+  scheme: NameScheme,
+  listed: ReadonlySet<string>,
+): boolean {
   const providerId = holder.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
   const provider = holder.metadata.labels?.[LABEL_PROVIDER];
   if (!managedBy(holder, manager) || providerId === undefined || !isProvider(provider)) return false;
+  // An id an earlier version folded otherwise (an Azure id with letters beyond ASCII, lower-cased whole) holds a
+  // newcomer's name only through that fold, and a real one is of the newcomer's subscription, listed with it: one no
+  // listing of this sync gave (written by someone else with such letters, or of a cluster gone) is yielded nothing,
+  // or whoever may write profiles could rename the cluster.
+  const holderId = { provider, providerId };
+  if (legacyCanonicalProviderIds(holderId).length > 0 && !listed.has(canonicalProviderId(holderId)))
+    return false;
   return scheme.madeFor?.(manager, name, { provider, providerId }) ?? true;
 }
 
@@ -117,6 +138,8 @@ export async function chooseNames(input: {
   const run = input.claims ?? new Map<string, string>();
   const choice: NameChoice = { names: new Map(), found: [], malformed: [], skipped: [], collisions: [] };
   const held = new Map(input.current.map((p) => [profileKey(p.metadata), p]));
+  /** The clusters the cloud listed in this sync, by canonical id: the only ones a newcomer yields a name to. */
+  const listed = new Set(input.requests.map((r) => canonicalProviderId(r.cluster)));
   const broken = new Set(input.malformedHere.map(profileKey));
   /** Names given in this run, by namespace/name: the cluster they were given to. */
   const claimed = new Map<string, ObservedCluster>();
@@ -170,7 +193,7 @@ export async function chooseNames(input: {
       const key = `${namespace}/${name}`;
       const incumbent = held.get(key);
       if (incumbent) {
-        if (!yieldsTo(incumbent, name, manager, scheme)) {
+        if (!yieldsTo(incumbent, name, manager, scheme, listed)) {
           keptOut(name, incumbent);
           break;
         }
@@ -225,7 +248,7 @@ export async function chooseNames(input: {
         break;
       }
       release();
-      if (!yieldsTo(stored, name, manager, scheme)) {
+      if (!yieldsTo(stored, name, manager, scheme, listed)) {
         keptOut(name, stored);
         break;
       }

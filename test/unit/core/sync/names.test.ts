@@ -474,3 +474,62 @@ describe('choosing profile names', () => {
     );
   });
 });
+
+describe('choosing profile names: an earlier version’s fold of case', () => {
+  /** Letters beyond ASCII that `toLowerCase()` (an earlier version's fold of Azure ids) makes an ASCII letter. */
+  const folding: Array<[string, string]> = [];
+  for (let point = 0x80; point <= 0x10ffff; point++) {
+    if (point >= 0xd800 && point <= 0xdfff) continue;
+    const letter = String.fromCodePoint(point);
+    if (/^[a-z]$/.test(letter.toLowerCase())) folding.push([letter.toLowerCase(), letter]);
+  }
+  const part = fc.stringMatching(/^[a-z0-9-]{0,10}$/);
+
+  it('yields a newcomer’s name to a profile that fold made for it only when the cloud listed that profile’s cluster too', async () => {
+    assert.ok(folding.length > 0, 'letters found in Unicode’s tables');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(...folding),
+        part,
+        part,
+        fc.stringMatching(/^[a-z][a-z0-9-]{0,10}$/),
+        fc.boolean(),
+        fc.boolean(),
+        async ([ascii, wide], before, after, name, upper, onHubOnly) => {
+          // Two resource groups ARM tells apart (`k` and KELVIN SIGN), and an earlier version named alike.
+          const newcomer = aksCluster({
+            name,
+            resourceGroup: `${before}${upper ? ascii.toUpperCase() : ascii}${after}`,
+          });
+          const twin = aksCluster({ name, resourceGroup: `${before}${wide}${after}` });
+          const [first, next] = PROFILE_NAMES.candidates('cpsync', newcomer);
+          // The twin's profile at the newcomer's first name, as that version wrote it (or as anyone may write it
+          // where the hub's admission policy is not in force).
+          const holder = stored(twin, first!);
+          const choose = (listing: ObservedCluster[]) =>
+            chooseNames({
+              requests: requests(listing),
+              current: onHubOnly ? [] : [holder],
+              malformedHere: [],
+              hub: hubOf([holder]),
+              manager: 'cpsync',
+              scheme: PROFILE_NAMES,
+            });
+          // Listed alone: the profile is no proof of a collision; the newcomer is left unwritten, never renamed.
+          const alone = await choose([newcomer]);
+          assert.equal(nameOf(alone, newcomer), undefined);
+          assert.deepEqual(
+            alone.skipped.map((s) => [s.name, s.reason]),
+            [[first, 'NameUnavailable']],
+          );
+          // Listed with the twin (a collision of the cloud's own clusters): the twin keeps its name (its profile in the
+          // scope's selection), the newcomer takes its next.
+          const both = await choose([newcomer, twin]);
+          if (!onHubOnly) assert.equal(nameOf(both, twin), first);
+          assert.equal(nameOf(both, newcomer), next);
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -1,7 +1,9 @@
 /**
  * EKS access entries for consumers (the `accessGrants` feature): an entry for the consumer's IAM role,
  * tagged as cpsync's, with the level's EKS access policy at cluster scope. That the entry holds the policy
- * is the proof of reach: EKS's own authorizer reads it. An entry cpsync did not make is never changed.
+ * is the proof of reach: EKS's own authorizer reads it. An entry without cpsync's marks (the manager's and the
+ * consumer's tags) is never changed; one of a consumer's role that carries them is taken for cpsync's, whoever
+ * tagged it (EKS tells a creation from a later tag by no condition: docs/security.md).
  */
 import {
   AssociateAccessPolicyCommand,

@@ -49,6 +49,7 @@ import {
   type CpsyncConfig,
 } from '../adapters/compose/config.ts';
 import { eventSourceOf } from '../adapters/compose/settings.ts';
+import { GRANT_SOURCE_IDENTITY } from '../adapters/grants/marks.ts';
 import { DetailType } from '../events/detailTypes.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
@@ -677,26 +678,38 @@ export class Cpsync extends Construct {
     // otherwise). An OU or root id is one segment of an account's path (`o-…/r-…/ou-…/…/`).
     const organization = Array.isArray(eks.accounts) ? undefined : eks.accounts.organization;
     const underAny = (ous: readonly string[]) => ous.map((ou) => `*/${ou}/*`);
+    const inOrganization = organization
+      ? {
+          StringEquals: { 'aws:ResourceOrgID': '${aws:PrincipalOrgID}' },
+          ...(organization.includeOus
+            ? { 'ForAnyValue:StringLike': { 'aws:ResourceOrgPaths': underAny(organization.includeOus) } }
+            : {}),
+        }
+      : undefined;
     const statements = entersMembers
       ? [
           new PolicyStatement({
             actions: ['sts:AssumeRole'],
             resources: memberRoles,
-            ...(organization
-              ? {
-                  conditions: {
-                    StringEquals: { 'aws:ResourceOrgID': '${aws:PrincipalOrgID}' },
-                    ...(organization.includeOus
-                      ? {
-                          'ForAnyValue:StringLike': {
-                            'aws:ResourceOrgPaths': underAny(organization.includeOus),
-                          },
-                        }
-                      : {}),
-                  },
-                }
-              : {}),
+            ...(inOrganization ? { conditions: inOrganization } : {}),
           }),
+          // The functions that grant assume the reader for it with cpsync's granting source identity, which the
+          // reader's grant statements require; no other function may set it (CpsyncMemberRoles).
+          ...(clusters && this.grantsAccess
+            ? [
+                new PolicyStatement({
+                  actions: ['sts:SetSourceIdentity'],
+                  resources: roles(eks.roleName),
+                  conditions: {
+                    ...inOrganization,
+                    StringEquals: {
+                      ...inOrganization?.StringEquals,
+                      'sts:SourceIdentity': GRANT_SOURCE_IDENTITY,
+                    },
+                  },
+                }),
+              ]
+            : []),
           ...(organization?.excludeOus
             ? [
                 new PolicyStatement({

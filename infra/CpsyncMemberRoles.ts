@@ -14,7 +14,7 @@ import {
 } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { parseConfig } from '../adapters/compose/config.ts';
-import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY } from '../adapters/grants/marks.ts';
+import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY, GRANT_SOURCE_IDENTITY } from '../adapters/grants/marks.ts';
 import { ACCESS_LEVELS, eksAccessPolicyArn, type AccessLevel } from '../core/domain/grants.ts';
 
 export interface CpsyncMemberRolesProps {
@@ -398,6 +398,16 @@ function memberRolesProps(props: CpsyncMemberRolesProps): Omit<
   };
 }
 
+/**
+ * `statements`, held to sessions that carry cpsync's granting source identity (`GRANT_SOURCE_IDENTITY`): the reader's
+ * grant statements are the granting functions' alone, though every function that enters members assumes the reader.
+ */
+function grantingSessionsOnly(statements: PolicyStatement[]): PolicyStatement[] {
+  for (const statement of statements)
+    statement.addCondition('StringEquals', { 'aws:SourceIdentity': GRANT_SOURCE_IDENTITY });
+  return statements;
+}
+
 /** The member account's roles for cpsync: the reader (and the member probe's role, when named). */
 export class CpsyncMemberRoles extends Construct {
   public readonly reader: Role;
@@ -421,11 +431,24 @@ export class CpsyncMemberRoles extends Construct {
       inlinePolicies: {
         read: new PolicyDocument({ statements: memberReadStatements(stack) }),
         ...(props.accessGrants
-          ? { grant: new PolicyDocument({ statements: accessGrantStatements(stack, props.accessGrants) }) }
+          ? {
+              grant: new PolicyDocument({
+                statements: grantingSessionsOnly(accessGrantStatements(stack, props.accessGrants)),
+              }),
+            }
           : {}),
       },
     });
     if (props.accessGrants) {
+      // Only the functions that grant may set the granting source identity (their roles' sts:SetSourceIdentity): a
+      // session of the reader without it (the scope enumerator's, reading regions) is refused every grant statement.
+      this.reader.assumeRolePolicy!.addStatements(
+        new PolicyStatement({
+          actions: ['sts:SetSourceIdentity'],
+          principals: [new AccountPrincipal(props.cpsyncAccount)],
+          conditions: { StringEquals: { 'sts:SourceIdentity': GRANT_SOURCE_IDENTITY } },
+        }),
+      );
       const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;
       const { consumerRoleArns, regions } = props.accessGrants;
       for (const [region, resource] of accessGrantResources(consumerRoleArns, regions))

@@ -34,6 +34,7 @@ import { awsPartitionOf } from '../shared/awsPartition.ts';
 import { memoizeUntilFailure } from '../shared/memo.ts';
 import { PageTokens } from '../shared/pages.ts';
 import { compareOrdinal } from '../../core/domain/naming.ts';
+import { GRANT_SOURCE_IDENTITY } from '../grants/marks.ts';
 
 export interface EksSourceOptions extends AwsClientOptions {
   /**
@@ -326,6 +327,24 @@ export class EksSource implements ClusterSource {
   /** EKS's API in `account` and `region`, with the identity the account is listed with. */
   async eksClient(account: string, region: string): Promise<EKSClient> {
     return this.#clients.eks(region, await this.credentialsFor(account));
+  }
+
+  /**
+   * EKS's API in `account` and `region` for the access grants: in a member account, a session of the member role that
+   * carries cpsync's granting source identity (GRANT_SOURCE_IDENTITY), which the role's grant statements require; in
+   * the base credentials' own account, those credentials.
+   */
+  async grantClient(account: string, region: string): Promise<EKSClient> {
+    const credentials =
+      account === (await this.hubAccountId())
+        ? undefined
+        : this.#clients.assumeRole(
+            this.roleArn(account),
+            this.#options.externalId,
+            this.#options.roleSessionName ?? 'cpsync',
+            GRANT_SOURCE_IDENTITY,
+          );
+    return this.#clients.eks(region, credentials);
   }
 
   isProviderIdOf(providerId: string, ref: ClusterRef): boolean {

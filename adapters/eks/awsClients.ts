@@ -99,11 +99,15 @@ export interface AwsClientFactory {
   ec2(region: string, credentials?: AwsCredentialIdentityProvider): Promise<EC2Client>;
   sts(region: string, credentials?: AwsCredentialIdentityProvider): STSClient;
   organizations(credentials?: AwsCredentialIdentityProvider): Promise<OrganizationsClient>;
-  /** Credentials of `roleArn`, assumed with the base credentials and refreshed before they expire. */
+  /**
+   * Credentials of `roleArn`, assumed with the base credentials and refreshed before they expire; with
+   * `sourceIdentity`, a session that carries it (STS SourceIdentity), apart from the one without.
+   */
   assumeRole(
     roleArn: string,
     externalId: string | undefined,
     sessionName: string,
+    sourceIdentity?: string,
   ): AwsCredentialIdentityProvider;
 }
 
@@ -180,14 +184,15 @@ export function awsClientFactory(options: AwsClientOptions = {}): AwsClientFacto
         },
         credentials,
       ),
-    assumeRole: (roleArn, externalId, sessionName) =>
-      kept(roles, `${roleArn}:${externalId ?? ''}`, () =>
+    assumeRole: (roleArn, externalId, sessionName, sourceIdentity) =>
+      kept(roles, `${roleArn}:${externalId ?? ''}:${sourceIdentity ?? ''}`, () =>
         sharedCredentials(
           fromTemporaryCredentials({
             params: {
               RoleArn: roleArn,
               RoleSessionName: sessionName,
               ...(externalId ? { ExternalId: externalId } : {}),
+              ...(sourceIdentity ? { SourceIdentity: sourceIdentity } : {}),
             },
             clientConfig: clientConfig(options, agents, 'sts', homeRegion),
             ...(options.credentials ? { masterCredentials: options.credentials } : {}),

@@ -6,6 +6,13 @@ export const GRANT_CONSUMER_KEY = 'cpsync.io/consumer';
 /** The tag (EKS) and label (RBAC) naming the cluster manager that made a grant. */
 export const GRANT_MANAGER_KEY = 'app.kubernetes.io/managed-by';
 
+/**
+ * The source identity cpsync's granting sessions in a member account carry (STS `SourceIdentity`, set when the member
+ * role is assumed for the access grants): the member role's grant statements require it, and only the functions that
+ * grant may set it, so another function that assumes the role to read (the scope enumerator) cannot grant.
+ */
+export const GRANT_SOURCE_IDENTITY = 'cpsync-grants';
+
 /** Whether marks (tags, labels) say the grant is `manager`'s, for `consumer`. */
 export function isCpsyncGrant(
   marks: Record<string, string> | undefined,

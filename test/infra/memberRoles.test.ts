@@ -10,10 +10,18 @@ import fc from 'fast-check';
 import { CpsyncMemberRoles } from '../../infra/CpsyncMemberRoles.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import type { AwsCall } from '../env/awsProxy.ts';
-import { decide, grantsOf, iamRequestsOf, rolePolicies } from '../support/iam.ts';
+import { decide as judge, grantsOf, iamRequestsOf, rolePolicies } from '../support/iam.ts';
+import { GRANT_SOURCE_IDENTITY } from '../../adapters/grants/marks.ts';
 import { CONFIG, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
 import { placeholderRefs, templateResolver, type CfnResource } from '../support/template.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
+
+/** A session of the reader as the functions that grant open it: with cpsync's granting source identity. */
+const GRANTING = { 'aws:SourceIdentity': GRANT_SOURCE_IDENTITY };
+
+/** IAM's decision, the request made in a granting session (`GRANTING`, unless the request's context says otherwise). */
+const decide: typeof judge = (request, ...rest) =>
+  judge({ ...request, context: { ...GRANTING, ...request.context } }, ...rest);
 
 /** The ARN EKS gives `roleArn`'s access entry on the cluster `checkout` of `account` (`access-entry/<cluster>/<type>/<role's account>/<name>/<id>`). */
 function accessEntryArn(account: string, roleArn: string): string {
@@ -132,6 +140,139 @@ describe('the member account roles', () => {
       'ImplicitlyDenied',
     );
     assert.equal(await assume('CpsyncScopeWorker', 'cpsync-probe', {}, '210987654321'), 'ImplicitlyDenied');
+  });
+
+  it('lets only the functions that grant open a granting session of the reader: the scope enumerator, entering members to read their regions, is refused every grant', async () => {
+    const listed = '111122223333';
+    const consumerRole = `arn:aws:iam::${listed}:role/argocd`;
+    const providers = (CONFIG as Record<string, unknown>).providers as { eks: Record<string, unknown> };
+    const eks = { ...providers.eks };
+    delete eks.regions; // the enumerator enters members only to read their regions
+    const app = new App({ context: NO_BUNDLING });
+    const cpsync = new CpsyncStack(app, 'Granting', {
+      env: { account: '123456789012', region: 'us-east-1' },
+      cpsync: {
+        config: {
+          ...CONFIG,
+          providers: { ...providers, eks },
+          features: { accessGrants: 'on' },
+          consumers: [
+            {
+              name: 'argocd',
+              namespaces: ['cluster-inventory'],
+              level: 'view',
+              identities: { eks: { roleArn: consumerRole } },
+            },
+          ],
+        },
+      },
+    });
+    const resources = Template.fromStack(cpsync).toJSON().Resources as Record<string, CfnResource>;
+    const resolver = templateResolver(resources, placeholderRefs(resources));
+    const memberApp = new App();
+    const memberStack = new Stack(memberApp, 'Member', { env: { account: listed, region: 'us-east-1' } });
+    new CpsyncMemberRoles(memberStack, 'Cpsync', {
+      cpsyncAccount: '123456789012',
+      externalId: 'my-external-id',
+      accessGrants: { manager: 'cpsync', consumerRoleArns: [consumerRole], consumerNames: ['argocd'] },
+    });
+    const member = Template.fromStack(memberStack).toJSON().Resources as Record<string, CfnResource>;
+    const memberResolver = templateResolver(member, {}, listed);
+    const readerId = Object.keys(member).find((id) => member[id]!.Properties.RoleName === 'cpsync-reader')!;
+    const trust = memberResolver.resolve(member[readerId]!.Properties.AssumeRolePolicyDocument) as Parameters<
+      typeof judge
+    >[2];
+    const reader = `arn:aws:iam::${listed}:role/cpsync-reader`;
+    /** Whether the function may assume the reader with `sourceIdentity` (AssumeRole and SetSourceIdentity both). */
+    const opens = async (prefix: string, sourceIdentity: string) => {
+      const roleId = Object.keys(resources).find(
+        (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith(prefix),
+      )!;
+      const principal = `arn:aws:sts::123456789012:assumed-role/${roleId}/${prefix}`;
+      const policies = rolePolicies(resources, roleId, resolver.resolve);
+      // The external id is a key of AssumeRole's alone; the source identity of both.
+      const decisions = await Promise.all(
+        [
+          ['sts:AssumeRole', { 'sts:ExternalId': 'my-external-id', 'sts:SourceIdentity': sourceIdentity }],
+          ['sts:SetSourceIdentity', { 'sts:SourceIdentity': sourceIdentity }],
+        ].map(([action, context]) =>
+          judge(
+            { principal, action: action as string, resource: reader, account: listed },
+            policies,
+            trust,
+            context as Record<string, string>,
+          ),
+        ),
+      );
+      return decisions.every((d) => d === 'Allowed') ? 'Allowed' : decisions.join(', ');
+    };
+    for (const granting of ['CpsyncScopeWorker', 'CpsyncEksEventHandler', 'CpsyncFollowUp'])
+      assert.equal(await opens(granting, GRANT_SOURCE_IDENTITY), 'Allowed', granting);
+    assert.equal(
+      await opens('CpsyncScopeEnumerator', GRANT_SOURCE_IDENTITY),
+      'Allowed, ImplicitlyDenied',
+      'the enumerator assumes the reader, and may not set the granting identity',
+    );
+    for (const other of ['cpsync', 'cpsync-grants ', 'CPSYNC-GRANTS'])
+      assert.notEqual(
+        await opens('CpsyncScopeWorker', other),
+        'Allowed',
+        `no other source identity: ${other}`,
+      );
+
+    // The reader's grant statements, in a session without the granting identity (as the enumerator opens it) or with
+    // another: every grant call refused; its reads allowed.
+    const readerPolicies = rolePolicies(member, readerId, memberResolver.resolve);
+    const entry = accessEntryArn(listed, consumerRole);
+    const cluster = `arn:aws:eks:us-east-1:${listed}:cluster/checkout`;
+    const grantCalls: Array<[string, string]> = [
+      ['eks:ListAccessEntries', cluster],
+      ['eks:DescribeAccessEntry', entry],
+      ['eks:CreateAccessEntry', cluster],
+      ['eks:AssociateAccessPolicy', entry],
+      ['eks:DisassociateAccessPolicy', entry],
+      ['eks:DeleteAccessEntry', entry],
+    ];
+    const marked = {
+      'aws:ResourceTag/app.kubernetes.io/managed-by': 'cpsync',
+      'aws:ResourceTag/cpsync.io/consumer': 'argocd',
+    };
+    const sessions: Array<Record<string, string>> = [{}, { 'aws:SourceIdentity': 'cpsync' }];
+    for (const session of sessions) {
+      const principal = `arn:aws:sts::${listed}:assumed-role/cpsync-reader/cpsync`;
+      for (const [action, resource] of grantCalls)
+        assert.notEqual(
+          await judge(
+            { principal, action, resource, account: listed, context: { ...marked, ...session } },
+            readerPolicies,
+          ),
+          'Allowed',
+          `${action} in ${JSON.stringify(session)}`,
+        );
+      assert.equal(
+        await judge(
+          { principal, action: 'eks:DescribeCluster', resource: cluster, account: listed, context: session },
+          readerPolicies,
+        ),
+        'Allowed',
+      );
+    }
+    // The same calls in a granting session: the ones on the entry allowed (the rest are judged in full below).
+    for (const [action, resource] of grantCalls.filter(([a]) => /Describe|Delete|List/.test(a)))
+      assert.equal(
+        await judge(
+          {
+            principal: `arn:aws:sts::${listed}:assumed-role/cpsync-reader/cpsync`,
+            action,
+            resource,
+            account: listed,
+            context: { ...marked, ...GRANTING },
+          },
+          readerPolicies,
+        ),
+        'Allowed',
+        action,
+      );
   });
 
   it('with Organizations discovery, IAM lets every function that enters members enter only the organization’s accounts, under the OUs included and not under those left out', async () => {

@@ -144,8 +144,29 @@ export function iamRequestsOf(
     }
     case 'sts': {
       if (operation === 'GetCallerIdentity') return [];
-      const roleArn = query(call.body).get('RoleArn') ?? (json(call.body).RoleArn as string);
-      return [request(`sts:${operation}`, roleArn, roleArn.split(':')[4]!)];
+      const params = query(call.body);
+      const roleArn = params.get('RoleArn') ?? (json(call.body).RoleArn as string);
+      const owner = roleArn.split(':')[4]!;
+      // A session with a source identity is also a SetSourceIdentity, judged on the same role; the external id is a
+      // key of AssumeRole's alone.
+      const source = params.get('SourceIdentity');
+      const externalId = params.get('ExternalId');
+      const assume: IamRequest = {
+        ...request(`sts:${operation}`, roleArn, owner),
+        context: {
+          ...(externalId ? { 'sts:ExternalId': externalId } : {}),
+          ...(source ? { 'sts:SourceIdentity': source } : {}),
+        },
+      };
+      return source
+        ? [
+            assume,
+            {
+              ...request('sts:SetSourceIdentity', roleArn, owner),
+              context: { 'sts:SourceIdentity': source },
+            },
+          ]
+        : [assume];
     }
     case 'ec2':
       return [request(`ec2:${operation}`, '*')];

@@ -75,7 +75,7 @@ export const eksProvider: ProviderModule = {
         const { EksAccessEntries } = await import('../../eks/accessEntries.ts');
         return new EksAccessEntries({
           manager: config.manager,
-          client: (account, region) => source.eksClient(account, region),
+          client: (account, region) => source.grantClient(account, region),
         });
       },
       async scopes(only?: readonly string[]) {

@@ -195,6 +195,8 @@ describe('the deployed assets under the Lambda runtime', () => {
   const awsCalls: Record<string, AwsCall[]> = {};
   /** The roles whose credentials an AssumeRole answered, by access key id. */
   const assumedRoles = new Map<string, string>();
+  /** The source identity a session's credentials were opened with (the access grants' sessions of member roles). */
+  const sourceIdentities = new Map<string, string>();
   /** Invokes `fn`, recording the AWS calls made meanwhile. */
   const invoke = async (fn: RunningFunction, event: unknown) => {
     emulators.proxy.clear();
@@ -313,8 +315,11 @@ describe('the deployed assets under the Lambda runtime', () => {
     emulators.proxy.rewrite((call, status, body) => {
       if (call.service === 'sts' && call.operation === 'AssumeRole' && status === 200) {
         const key = /<AccessKeyId>([^<]+)<\/AccessKeyId>/.exec(body)?.[1];
-        const role = new URLSearchParams(call.body).get('RoleArn');
+        const params = new URLSearchParams(call.body);
+        const role = params.get('RoleArn');
         if (key && role) assumedRoles.set(key, role);
+        const source = params.get('SourceIdentity');
+        if (key && source) sourceIdentities.set(key, source);
       }
       return undefined;
     });
@@ -1312,11 +1317,14 @@ describe('the deployed assets under the Lambda runtime', () => {
           key = assumed;
           identity = rolePolicies(memberResources, memberRole(assumed)!, memberAccount.resolve);
           const [, , , , account, resource] = assumed.split(':');
+          const source = sourceIdentities.get(call.accessKeyId);
           requests = iamRequestsOf(
             call,
             `arn:aws:sts::${account}:assumed-role/${resource!.split('/').pop()}/cpsync`,
             account!,
             (cluster, principal) => accessEntries.of(call.region, cluster).get(principal)?.tags ?? {},
+          ).map((request) =>
+            source ? { ...request, context: { ...request.context, 'aws:SourceIdentity': source } } : request,
           );
         } else {
           failures.push(`${name}: ${described(call)} with credentials of ${assumed ?? 'no known role'}`);
@@ -1324,7 +1332,7 @@ describe('the deployed assets under the Lambda runtime', () => {
         }
         for (const request of requests) {
           const resourcePolicy =
-            request.action === 'sts:AssumeRole'
+            request.action === 'sts:AssumeRole' || request.action === 'sts:SetSourceIdentity'
               ? trust(request.resource)
               : request.action.startsWith('sqs:')
                 ? resourcePolicyOf(resources, request.resource, stack.resolve)

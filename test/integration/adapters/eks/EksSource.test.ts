@@ -10,6 +10,7 @@ import {
   OrganizationsClient,
 } from '@aws-sdk/client-organizations';
 import fc from 'fast-check';
+import { ListClustersCommand } from '@aws-sdk/client-eks';
 import { enumerateEksScopes } from '../../../../adapters/eks/EksScopes.ts';
 import { EksSource } from '../../../../adapters/eks/EksSource.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
@@ -267,6 +268,30 @@ describe('EKS adapter against moto server', () => {
       assume.body,
       new RegExp(`RoleArn=${encodeURIComponent(`arn:aws:iam::${accounts.b}:role/cpsync-reader`)}`),
     );
+  });
+
+  it('opens the access grants’ session of a member role apart, with the granting source identity; reads never carry it', async () => {
+    proxy.clear();
+    const shared = source({ externalId: 'cpsync-2026' });
+    await shared.listScope({ provider: 'eks', account: accounts.b, region: 'us-east-1' });
+    const grants = await shared.grantClient(accounts.b, 'us-east-1');
+    await grants.send(new ListClustersCommand({}));
+    await (await shared.grantClient(accounts.b, 'eu-west-1')).send(new ListClustersCommand({}));
+    const assumed = proxy.calls
+      .filter((c) => c.operation === 'AssumeRole')
+      .map((c) => new URLSearchParams(c.body));
+    assert.equal(assumed.length, 2, 'one session to read, one to grant, for every region');
+    assert.deepEqual(
+      assumed.map((p) => [p.get('SourceIdentity'), p.get('ExternalId')]).sort(),
+      [
+        ['cpsync-grants', 'cpsync-2026'],
+        [null, 'cpsync-2026'],
+      ].sort(),
+    );
+    // In the base credentials' own account, no role is assumed for either.
+    proxy.clear();
+    await (await shared.grantClient(HUB_ACCOUNT, 'us-east-1')).send(new ListClustersCommand({}));
+    assert.equal(proxy.calls.filter((c) => c.operation === 'AssumeRole').length, 0);
   });
 
   it('assumes a member role once for all of its regions and callers', async () => {

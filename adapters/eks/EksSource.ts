@@ -324,11 +324,6 @@ export class EksSource implements ClusterSource {
       .sort();
   }
 
-  /** EKS's API in `account` and `region`, with the identity the account is listed with. */
-  async eksClient(account: string, region: string): Promise<EKSClient> {
-    return this.#clients.eks(region, await this.credentialsFor(account));
-  }
-
   /**
    * EKS's API in `account` and `region` for the access grants: in a member account, a session of the member role that
    * carries cpsync's granting source identity (GRANT_SOURCE_IDENTITY), which the role's grant statements require; in

@@ -213,7 +213,7 @@ describe('the member account roles', () => {
       'Allowed, ImplicitlyDenied',
       'the enumerator assumes the reader, and may not set the granting identity',
     );
-    for (const other of ['cpsync', 'cpsync-grants ', 'CPSYNC-GRANTS'])
+    for (const other of ['cpsync', 'cpsync-grants-x', 'CPSYNC-GRANTS'])
       assert.notEqual(
         await opens('CpsyncScopeWorker', other),
         'Allowed',
@@ -374,7 +374,13 @@ describe('the member account roles', () => {
     const principal = `arn:aws:sts::${MEMBER}:assumed-role/cpsync-reader/cpsync`;
 
     /** IAM's decisions on one EKS REST call as the reader makes it (mapped as test/support/iam.ts maps recorded calls). */
-    const decisions = async (method: string, path: string, body: unknown = undefined) => {
+    /** `session`: the condition keys of the session the call is made in (a granting one unless said otherwise). */
+    const decisions = async (
+      method: string,
+      path: string,
+      body: unknown = undefined,
+      session: Record<string, string> = GRANTING,
+    ) => {
       const call: AwsCall = {
         method,
         path,
@@ -386,7 +392,10 @@ describe('the member account roles', () => {
       };
       const requests = iamRequestsOf(call, principal, MEMBER, (_cluster, role) => tagsOf[role] ?? {});
       return Promise.all(
-        requests.map(async (request) => `${request.action} ${await decide(request, policies)}`),
+        requests.map(
+          async (request) =>
+            `${request.action} ${await judge({ ...request, context: { ...request.context, ...session } }, policies)}`,
+        ),
       );
     };
     const entries = (role?: string) =>
@@ -450,6 +459,42 @@ describe('the member account roles', () => {
         ['eks:DisassociateAccessPolicy Allowed'],
       );
       assert.deepEqual(await decisions('DELETE', entries(argocd)), ['eks:DeleteAccessEntry Allowed']);
+    });
+
+    /** Sessions of the reader that are not granting ones: without a source identity, or with another. */
+    const OTHER_SESSIONS: Array<Record<string, string>> = [
+      {},
+      { 'aws:SourceIdentity': 'cpsync' },
+      { 'aws:SourceIdentity': 'CPSYNC-GRANTS' },
+    ];
+    it('refuses each of those calls, as cpsync makes them, in a session without the granting source identity or with another (the scope enumerator’s)', async () => {
+      tagsOf = { [argocd]: marks('argocd') };
+      const calls: Array<[string, string, unknown?]> = [
+        ['GET', entries()],
+        ['GET', entries(argocd)],
+        ['POST', entries(), { principalArn: argocd, type: 'STANDARD', tags: marks('argocd') }],
+        ['GET', `${entries(argocd)}/access-policies`],
+        [
+          'POST',
+          `${entries(argocd)}/access-policies`,
+          { policyArn: policy('AmazonEKSEditPolicy'), accessScope: { type: 'cluster' } },
+        ],
+        ['DELETE', `${entries(argocd)}/access-policies/${encodeURIComponent(policy('AmazonEKSViewPolicy'))}`],
+        ['DELETE', entries(argocd)],
+      ];
+      for (const [method, path, body] of calls) {
+        const granting = await decisions(method, path, body);
+        assert.ok(
+          granting.every((d) => d.endsWith(' Allowed')),
+          `${method} ${path}: ${granting.join(', ')}`,
+        );
+        for (const session of OTHER_SESSIONS)
+          assert.deepEqual(
+            await decisions(method, path, body, session),
+            granting.map((d) => d.replace(/ Allowed$/, ' ImplicitlyDenied')),
+            `${method} ${path} in ${JSON.stringify(session)}`,
+          );
+      }
     });
 
     it('refuses CreateAccessEntry of another type, with Kubernetes groups, with a username, for another principal, or tagged otherwise', async () => {

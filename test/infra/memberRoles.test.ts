@@ -13,7 +13,7 @@ import type { AwsCall } from '../env/awsProxy.ts';
 import { decide as judge, grantsOf, iamRequestsOf, rolePolicies } from '../support/iam.ts';
 import { GRANT_SOURCE_IDENTITY } from '../../adapters/grants/marks.ts';
 import { CONFIG, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
-import { placeholderRefs, templateResolver, type CfnResource } from '../support/template.ts';
+import { placeholderRefs, roleIdOf, templateResolver, type CfnResource } from '../support/template.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
 /** A session of the reader as the functions that grant open it: with cpsync's granting source identity. */
@@ -111,9 +111,7 @@ describe('the member account roles', () => {
       context: Record<string, string> = {},
       account = listed,
     ) => {
-      const roleId = Object.keys(resources).find(
-        (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith(prefix),
-      )!;
+      const roleId = roleIdOf(resources, prefix);
       return decide(
         {
           principal: `arn:aws:sts::123456789012:assumed-role/${roleId}/${prefix}`,
@@ -185,9 +183,7 @@ describe('the member account roles', () => {
     const reader = `arn:aws:iam::${listed}:role/cpsync-reader`;
     /** Whether the function may assume the reader with `sourceIdentity` (AssumeRole and SetSourceIdentity both). */
     const opens = async (prefix: string, sourceIdentity: string) => {
-      const roleId = Object.keys(resources).find(
-        (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith(prefix),
-      )!;
+      const roleId = roleIdOf(resources, prefix);
       const principal = `arn:aws:sts::123456789012:assumed-role/${roleId}/${prefix}`;
       const policies = rolePolicies(resources, roleId, resolver.resolve);
       // The external id is a key of AssumeRole's alone; the source identity of both.
@@ -306,9 +302,7 @@ describe('the member account roles', () => {
     ) as Parameters<typeof decide>[2];
     // Every function that enters member accounts: the sync of a scope, of one cluster (a cloud event), a follow-up look.
     for (const prefix of ['CpsyncScopeWorker', 'CpsyncEksEventHandler', 'CpsyncFollowUp']) {
-      const roleId = Object.keys(resources).find(
-        (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith(prefix),
-      )!;
+      const roleId = roleIdOf(resources, prefix);
       const policies = rolePolicies(resources, roleId, stack.resolve);
       const assume = (org: string, path: string) =>
         decide(
@@ -906,13 +900,7 @@ describe('the member account roles', () => {
         const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
         const resolver = templateResolver(resources, placeholderRefs(resources));
         const byFunction: Record<string, string[]> = {};
-        workerPolicies = rolePolicies(
-          resources,
-          Object.keys(resources).find(
-            (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith('CpsyncScopeWorker'),
-          )!,
-          resolver.resolve,
-        );
+        workerPolicies = rolePolicies(resources, roleIdOf(resources, 'CpsyncScopeWorker'), resolver.resolve);
         for (const prefix of [
           'CpsyncScopeWorker',
           'CpsyncEksEventHandler',
@@ -920,9 +908,7 @@ describe('the member account roles', () => {
           'CpsyncWebhook',
           'CpsyncScopeEnumerator',
         ]) {
-          const roleId = Object.keys(resources).find(
-            (id) => resources[id]!.Type === 'AWS::IAM::Role' && id.startsWith(prefix),
-          )!;
+          const roleId = roleIdOf(resources, prefix);
           byFunction[prefix] = [
             ...new Set(
               grantsOf(rolePolicies(resources, roleId, resolver.resolve))

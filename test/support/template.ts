@@ -99,3 +99,12 @@ export function templateResources(assembly: string, stack: string): Record<strin
     }
   ).Resources;
 }
+
+/** The logical id of the template's IAM role whose id begins with `prefix` (a function's, as CDK names it). */
+export function roleIdOf(resources: Record<string, CfnResource>, prefix: string): string {
+  const id = Object.keys(resources).find(
+    (key) => resources[key]!.Type === 'AWS::IAM::Role' && key.startsWith(prefix),
+  );
+  if (!id) throw new Error(`no IAM role whose logical id begins with ${prefix}`);
+  return id;
+}

@@ -5,7 +5,7 @@
  *   node test/run.ts unit     the unit tests only (no hub)
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -48,17 +48,37 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 const reporter = process.env.CPSYNC_TEST_REPORTER ?? 'spec';
 
+// Every failed test is also written here, one JSON line each (test/support/failures.ts), and named again at the
+// end of the run: a long run's own summary of a first part scrolls far out of sight behind the second.
+const failuresFile = join(temporary, 'failures.jsonl');
+const failuresReporter = new URL('./support/failures.ts', import.meta.url).pathname;
+const failed: string[] = [];
+
 /** Runs test files with node's test runner; resolves to its exit code. */
 function nodeTest(files: string[], extra: string[] = []): Promise<number> {
   // One file at a time: tests read the hub's own request counters (kube-apiserver /metrics), which
   // count every request the server takes, so no other file may use the hub meanwhile.
   const child = spawn(
     process.execPath,
-    ['--test', '--test-concurrency=1', `--test-reporter=${reporter}`, ...extra, ...files],
+    [
+      '--test',
+      '--test-concurrency=1',
+      `--test-reporter=${reporter}`,
+      '--test-reporter-destination=stdout',
+      `--test-reporter=${failuresReporter}`,
+      `--test-reporter-destination=${failuresFile}`,
+      ...extra,
+      ...files,
+    ],
     { stdio: 'inherit', env },
   );
+  // The runner truncates its destination: what one part wrote is kept before the next part starts.
   return new Promise<number>((resolve) =>
-    child.on('exit', (status, signal) => resolve(status ?? (signal ? 1 : 0))),
+    child.on('exit', (status, signal) => {
+      if (existsSync(failuresFile))
+        failed.push(...readFileSync(failuresFile, 'utf8').split('\n').filter(Boolean));
+      resolve(status ?? (signal ? 1 : 0));
+    }),
   );
 }
 
@@ -79,6 +99,19 @@ else {
 await stop();
 for (const name of existsSync(stateRoot) ? readdirSync(stateRoot) : [])
   if (!stateBefore.has(name)) rmSync(join(stateRoot, name), { recursive: true, force: true });
+if (failed.length > 0) {
+  console.error(`\n✖ ${failed.length} test(s) failed in this run:`);
+  for (const line of failed) {
+    const {
+      name,
+      file,
+      line: at,
+      message,
+    } = JSON.parse(line) as { name: string; file: string; line: number; message: string };
+    console.error(`  ✖ ${name}\n    at ${file}:${at}\n    ${message.trim().replaceAll('\n', '\n    ')}`);
+  }
+  code ||= 1;
+}
 const left = readdirSync(temporary).filter((name) => name.startsWith('cpsync-'));
 if (left.length > 0) {
   console.error(

@@ -90,29 +90,64 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
     documents = DynamoDBDocumentClient.from(dynamo);
     queueUrl = (await new SQSClient(aws).send(new CreateQueueCommand({ QueueName: 'cpsync-follow' })))
       .QueueUrl!;
-    chases = makeChases(knobs, { queueUrl, table: TABLE }, () => clock);
+    // The functions' queue URL names the proxy: the SQS client sends to a queue URL's own host.
+    const { pathname } = new URL(queueUrl);
+    chases = makeChases(
+      knobs,
+      { queueUrl: new URL(pathname, proxy.endpoint).href, table: TABLE },
+      () => clock,
+    );
   });
   after(async () => {
     await proxy?.stop();
     await moto?.stop();
   });
 
-  const looksAfter = async (millis: number) => {
-    assert.deepEqual(
-      await drainMessages<LookMessage>(queueUrl),
-      [],
-      'no look is handed over before its delay',
-    );
-    await new Promise((r) => setTimeout(r, millis));
-    return drainMessages<LookMessage>(queueUrl);
-  };
+  /** The looks sent to SQS since the call log's `from`-th call (the proxy's record of the functions' SendMessage calls). */
+  const sentLooks = (from = 0) =>
+    proxy.calls
+      .slice(from)
+      .filter((call) => call.operation === 'AmazonSQS.SendMessage')
+      .map((call) => {
+        const { MessageBody, DelaySeconds } = JSON.parse(call.body) as {
+          MessageBody: string;
+          DelaySeconds?: number;
+        };
+        return { look: JSON.parse(MessageBody) as LookMessage, delaySeconds: DelaySeconds };
+      });
+
+  /**
+   * Waits, as long as it takes, until SQS has handed over at least `count` looks (with any others then in the queue),
+   * and checks each was sent with its own delay (SQS holds a look that long before it hands it over).
+   */
+  async function looksHandedOver(count = 1): Promise<LookMessage[]> {
+    const looks: LookMessage[] = [];
+    for (const giveUp = Date.now() + 120_000; looks.length < count;) {
+      const found = await drainMessages<LookMessage>(queueUrl);
+      looks.push(...found);
+      if (looks.length >= count) break;
+      assert.ok(Date.now() < giveUp, `${looks.length} of ${count} look(s) handed over in two minutes`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    for (const look of looks) {
+      const sent = sentLooks().filter(
+        (s) => s.look.chaseId === look.chaseId && s.look.attempt === look.attempt,
+      );
+      assert.deepEqual(
+        sent.map((s) => s.delaySeconds),
+        [look.delaySeconds],
+        'each look sent once, held by SQS for its delay',
+      );
+    }
+    return looks;
+  }
 
   it('starts one chase per cluster: its first look delayed, a second start joining it', async () => {
     assert.equal(await chases.start(ref('a'), 'EKS CREATING'), 'started');
     assert.equal(await chases.start(ref('a'), 'EKS CREATING'), 'joined');
     assert.equal(await chases.start(ref('b'), 'EKS UPDATING'), 'started');
     assert.equal(await chases.start(gkeRef('g'), 'GKE PROVISIONING'), 'started');
-    const looks = await looksAfter(4300);
+    const looks = await looksHandedOver(3);
     // EKS's first looks come when the schedule says (far from the typical 20 s: the 4 s cap), GKE's after the first delay.
     assert.deepEqual(looks.map((l) => [l.ref.name, l.attempt, l.delaySeconds, l.state]).sort(), [
       ['a', 1, 4, 'EKS CREATING'],
@@ -126,7 +161,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
   it('backs off, the wait doubling to the cap, and ends at the bound (then the schedule takes over)', async () => {
     const start = clock;
     await chases.start(gkeRef('c'), 'GKE PROVISIONING');
-    let [look] = (await looksAfter(1300)).filter((l) => l.ref.name === 'c');
+    let [look] = (await looksHandedOver()).filter((l) => l.ref.name === 'c');
     const delays: number[] = [];
     // The looks go on as the cloud is still changing; the clock runs as the delays say, and some more (the
     // function ran late), so the bound comes after a few looks.
@@ -134,7 +169,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
       const sentAt = clock;
       const next = await chases.next(look!, 'GKE PROVISIONING');
       if (next === 'bounded') break;
-      [look] = await drainMessagesAfterDelay();
+      [look] = await looksHandedOver();
       delays.push(look!.delaySeconds);
       const due = sentAt + look!.delaySeconds * 1000;
       assert.ok(due - start <= knobs.maxMinutes * 60_000, 'no look is due past the bound');
@@ -148,21 +183,21 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
     );
     assert.equal(await chases.isCurrent(look!), false);
     assert.equal(await chases.start(gkeRef('c'), 'GKE PROVISIONING'), 'started');
-    await drainMessagesAfterDelay();
+    await looksHandedOver();
   });
 
   it('places an EKS creation’s looks from the cluster’s creation: tighter as it nears the typical time, at most maxLooks', async () => {
     // Created 10 s before the chase began (found by a scheduled sync): 10 s left to the typical 20 s.
     const created = new Date(clock - 10_000).toISOString();
     await chases.start(ref('t'), 'EKS CREATING', created);
-    let [look] = await drainMessagesAfterDelay();
+    let [look] = await looksHandedOver();
     assert.equal(look!.since, Date.parse(created));
     const delays = [look!.delaySeconds];
     clock += look!.delaySeconds * 1000;
     for (;;) {
       const next = await chases.next(look!, 'EKS CREATING');
       if (next === 'bounded') break;
-      [look] = await drainMessagesAfterDelay();
+      [look] = await looksHandedOver();
       delays.push(look!.delaySeconds);
       clock += look!.delaySeconds * 1000;
     }
@@ -190,7 +225,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
     );
     assert.equal(await chases.complete(ref('f'), clock), false, 'no chase: nothing to end');
     // Its look, on its way, finds no chase of its own: it does nothing.
-    const [stale] = await drainMessagesAfterDelay();
+    const [stale] = await looksHandedOver();
     assert.equal(stale!.ref.name, 'f');
     assert.equal(await chases.isCurrent(stale!), false);
   });
@@ -226,8 +261,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
     }
     assert.ok((await items()).some((i) => i.cluster.endsWith('/k')));
     // The looks of the three chases started here, taken off the queue for the cases after this one.
-    const looks: LookMessage[] = [];
-    while (looks.length < 3) looks.push(...(await drainMessagesAfterDelay()));
+    const looks = await looksHandedOver(3);
     assert.deepEqual(looks.map((l) => l.ref.name).sort(), ['j', 'k', 'k']);
   });
 
@@ -247,25 +281,15 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
     });
   }
 
-  /** The looks now in the queue, whatever their delay (moto hands them over once it has passed). */
-  async function drainMessagesAfterDelay(): Promise<LookMessage[]> {
-    for (let waited = 0; waited < 6000; waited += 250) {
-      const found = await drainMessages<LookMessage>(queueUrl);
-      if (found.length > 0) return found;
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    throw new Error('no look came');
-  }
-
   it('takes over a chase whose look was lost (long overdue); the old look then does nothing', async () => {
     await chases.start(gkeRef('d'), 'GKE STOPPING');
-    const [old] = (await looksAfter(1300)).filter((l) => l.ref.name === 'd');
+    const [old] = (await looksHandedOver()).filter((l) => l.ref.name === 'd');
     clock += 1000;
     assert.equal(await chases.start(gkeRef('d'), 'GKE STOPPING'), 'joined', 'a look is due: joined');
     clock += STALE_AFTER_MILLIS + 1000;
     assert.equal(await chases.start(gkeRef('d'), 'GKE STOPPING'), 'started', 'overdue by far: taken over');
     assert.equal(await chases.isCurrent(old!), false);
-    const [fresh] = await drainMessagesAfterDelay();
+    const [fresh] = await looksHandedOver();
     assert.equal(await chases.isCurrent(fresh!), true);
     assert.equal(await chases.next(old!, 'GKE STOPPING'), 'superseded');
     assert.equal(
@@ -283,10 +307,11 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
   it('goes by its own record, never a look’s message: a look of another attempt does nothing, whatever it says; a look goes on once', async () => {
     const name = 'm';
     await chases.start(gkeRef(name), 'GKE PROVISIONING');
-    const [look] = (await drainMessagesAfterDelay()).filter((l) => l.ref.name === name);
+    const [look] = (await looksHandedOver()).filter((l) => l.ref.name === name);
     assert.ok(look);
     const record = async () => (await items()).find((i) => i.cluster.endsWith(`/${name}`));
     const kept = await record();
+    const before = proxy.calls.length;
     // Messages written to look like the chase's: its id (logged, so anyone's who reads the log), any other attempt,
     // and whatever figures (a start far ahead would keep the chase going past its bound, a small attempt past maxLooks).
     await fc.assert(
@@ -312,9 +337,9 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
       ),
       { numRuns: 25 },
     );
-    // Past the longest delay a look is sent with (4 s), the queue holds none of theirs.
+    // SQS was sent no look for them (what the queue would hand over is what it was sent).
     assert.deepEqual(
-      (await looksAfter(4300)).filter((l) => l.ref.name === name),
+      sentLooks(before).filter((s) => s.look.ref.name === name),
       [],
       'no look sent',
     );
@@ -332,7 +357,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
       [await chases.next(copy, 'GKE PROVISIONING'), await chases.next(look, 'GKE PROVISIONING')],
       ['again', 'superseded'],
     );
-    const sent = (await drainMessagesAfterDelay()).filter((l) => l.ref.name === name);
+    const sent = (await looksHandedOver()).filter((l) => l.ref.name === name);
     assert.equal(sent.length, 1, 'one next look');
     const [next] = sent;
     assert.deepEqual(
@@ -354,7 +379,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
   it('a completion read before a look found the cluster in change ends nothing: that look follows a newer operation', async () => {
     const name = 'n';
     await chases.start(gkeRef(name), 'GKE RECONCILING');
-    const [look] = (await drainMessagesAfterDelay()).filter((l) => l.ref.name === name);
+    const [look] = (await looksHandedOver()).filter((l) => l.ref.name === name);
     assert.ok(look);
     // The cloud says the operation ended, and its sync reads the cluster settled; then a newer operation begins,
     // and the chase's look (after that reading) finds the cluster in change.
@@ -374,7 +399,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
       true,
       'a completion read after the look ends it',
     );
-    await drainMessagesAfterDelay();
+    await looksHandedOver();
   });
 
   it('a chase whose first look cannot be sent is not left holding the cluster', async () => {
@@ -385,6 +410,6 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
       false,
     );
     assert.equal(await chases.start(ref('e'), 'EKS CREATING'), 'started');
-    await drainMessagesAfterDelay();
+    await looksHandedOver();
   });
 });

@@ -221,6 +221,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
   let makeChatNotifier: typeof ChatNotifier.makeChatNotifier;
   /** The queue of the recommended rules, and one taking every event cpsync publishes. */
   const queues: Record<'chat' | 'everything' | 'flush', { url: string; arn: string }> = {} as never;
+  const flushDelays: Array<number | undefined> = [];
   const logs: string[] = [];
   const restore: Array<() => void> = [];
 
@@ -291,6 +292,15 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
 
     eventBridge = new EventBridgeClient(aws);
     sqs = new SQSClient(aws);
+    // The delay of every message sent to the flush queue, as SQS is asked to hold it.
+    sqs.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { QueueUrl?: string; DelaySeconds?: number };
+        if (input.QueueUrl === queues.flush?.url) flushDelays.push(input.DelaySeconds);
+        return next(args);
+      },
+      { step: 'initialize', name: 'flushDelays' },
+    );
     await eventBridge.send(new CreateEventBusCommand({ Name: BUS }));
     const wire = async (queue: 'chat' | 'everything' | 'flush', rules: EventPattern[]) => {
       const url = (await sqs.send(new CreateQueueCommand({ QueueName: `notifier-${queue}` }))).QueueUrl!;
@@ -616,6 +626,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     assert.equal(batch.Records.length, 30);
     const notifier = makeChatNotifier({ documents, sqs, quietSeconds: 1, flushQueueUrl: queues.flush.url });
     const since = receiver.posts.length;
+    flushDelays.splice(0);
     // Three batches, as Lambda hands over a sync too large for one; the first delivered twice.
     for (const part of [0, 0, 1, 2]) {
       const records = batch.Records.slice(part * 10, part * 10 + 10);
@@ -624,7 +635,11 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
       });
     }
     assert.equal(receiver.posts.length, since, 'nothing posted while the sync may go on');
-    assert.equal((await batchOf('flush')).Records.length, 0, 'the flushes wait out the quiet time');
+    assert.deepEqual(
+      flushDelays.splice(0),
+      [1, 1, 1],
+      'each batch that added to the digest sends its flush held by SQS for the quiet time',
+    );
     await new Promise((r) => setTimeout(r, 1500));
     const flushes = await batchOf('flush');
     assert.equal(flushes.Records.length, 3, 'a flush per batch that added to the digest');

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { EventBridgeBus } from '../../adapters/bus/EventBridgeBus.ts';
 import type { CpsyncEvent } from '../../events/types.ts';
 import { HUB_CREDENTIALS } from './aws.ts';
+import { until } from './until.ts';
 
 export interface ReceivedEvent {
   'detail-type': string;
@@ -67,6 +68,19 @@ export async function drainMessages<Body>(queueUrl: string): Promise<Body[]> {
   }
   sqs.destroy();
   return events;
+}
+
+/**
+ * Waits, as long as it takes, until the queue has handed over at least `count` messages (each once its delay has
+ * passed); returns them with any others then in the queue (removed from it).
+ */
+export async function messagesHandedOver<Body>(queueUrl: string, count: number): Promise<Body[]> {
+  const messages: Body[] = [];
+  await until(async () => {
+    messages.push(...(await drainMessages<Body>(queueUrl)));
+    return messages.length >= count;
+  }, `${count} message(s) handed over by ${queueUrl}`);
+  return messages;
 }
 
 interface PutEventsBody {

@@ -15,7 +15,7 @@ import type { Chases, LookMessage, makeChases as MakeChases } from '../../../fun
 import { startAwsProxy, type AwsProxy } from '../../env/awsProxy.ts';
 import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
-import { drainMessages } from '../../support/events.ts';
+import { messagesHandedOver } from '../../support/events.ts';
 
 const TABLE = 'cpsync-chases';
 const ref = (name: string): ClusterRef => ({
@@ -121,14 +121,7 @@ describe('following clusters in AWS: one chase per cluster, delayed looks, a bou
    * and checks each was sent with its own delay (SQS holds a look that long before it hands it over).
    */
   async function looksHandedOver(count = 1): Promise<LookMessage[]> {
-    const looks: LookMessage[] = [];
-    for (const giveUp = Date.now() + 120_000; looks.length < count;) {
-      const found = await drainMessages<LookMessage>(queueUrl);
-      looks.push(...found);
-      if (looks.length >= count) break;
-      assert.ok(Date.now() < giveUp, `${looks.length} of ${count} look(s) handed over in two minutes`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
+    const looks = await messagesHandedOver<LookMessage>(queueUrl, count);
     for (const look of looks) {
       const sent = sentLooks().filter(
         (s) => s.look.chaseId === look.chaseId && s.look.attempt === look.attempt,

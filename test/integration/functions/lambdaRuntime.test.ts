@@ -40,7 +40,13 @@ import { startFunction, type RunningFunction } from '../../env/lambdaRuntime.ts'
 import { holdTransition } from '../../env/transitions.ts';
 import { serveEksAccessEntries, type EksAccessEntries } from '../../env/eksAccessEntries.ts';
 import { accountCredentials, createEksClusters, HUB_CREDENTIALS } from '../../support/aws.ts';
-import { drainMessages, drainQueue, wholeEventTarget, type ReceivedEvent } from '../../support/events.ts';
+import {
+  drainMessages,
+  drainQueue,
+  messagesHandedOver,
+  wholeEventTarget,
+  type ReceivedEvent,
+} from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
 import {
   applyPrinted,
@@ -764,15 +770,7 @@ describe('the deployed assets under the Lambda runtime', () => {
      * Waits, as long as it takes, until SQS has handed over `count` looks (each once its delay has passed; that a look
      * is sent with its delay is shown in chases.test.ts), with any others then in the queue.
      */
-    const looksHandedOver = async (count: number) => {
-      const looks: Look[] = [];
-      for (const giveUp = Date.now() + 120_000; ;) {
-        looks.push(...(await drainMessages<Look>(refs[queue]!)));
-        if (looks.length >= count) return looks;
-        assert.ok(Date.now() < giveUp, `${looks.length} of ${count} look(s) handed over in two minutes`);
-        await new Promise((r) => setTimeout(r, 200));
-      }
-    };
+    const looksHandedOver = (count: number) => messagesHandedOver<Look>(refs[queue]!, count);
     /** The looks SQS hands over once the longest delay a look is sent with here (2 s) has passed. */
     const looksPastLongestDelay = async () => {
       await new Promise((r) => setTimeout(r, 2500));

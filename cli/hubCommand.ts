@@ -282,7 +282,7 @@ Nothing is deleted: a namespace the configuration no longer names keeps its Role
 
 Examples:
   cpsync hub install --config cpsync.yaml --user cpsync --kubeconfig admin.kubeconfig
-  cpsync hub install --config cpsync.yaml --eks-role arn:aws:iam::111122223333:role/Cpsync-ScopeWorker
+  cpsync hub install --config cpsync.yaml --eks-role arn:aws:iam::111122223333:role/cpsync/Cpsync-ScopeWorker
   cpsync hub install --config cpsync.yaml --user cpsync --dry-run > hub.yaml`,
     )
     .action(async (flags: InstallFlags) => {

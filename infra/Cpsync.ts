@@ -24,7 +24,7 @@ import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib
 import type { Table } from 'aws-cdk-lib/aws-dynamodb';
 import { EventBus, Rule, type IEventBus } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction as LambdaTarget } from 'aws-cdk-lib/aws-events-targets';
-import { type CfnPolicy, Effect, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { type CfnPolicy, type CfnRole, Effect, Policy, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { type ISecurityGroup, type IVpc, type SubnetSelection, SubnetType } from 'aws-cdk-lib/aws-ec2';
 import {
   Architecture,
@@ -54,7 +54,12 @@ import { DetailType } from '../events/detailTypes.ts';
 import { DETAIL_SCHEMAS } from '../events/schemas.ts';
 import { patterns } from '../events/patterns.ts';
 import { CpsyncSubscription, type SubscriptionOptions } from './CpsyncSubscription.ts';
-import { accessGrantStatements, grantedConsumers, memberReadStatements } from './CpsyncMemberRoles.ts';
+import {
+  accessGrantStatements,
+  FUNCTION_ROLE_PATH,
+  grantedConsumers,
+  memberReadStatements,
+} from './CpsyncMemberRoles.ts';
 import {
   deadLetterQueue,
   deadLettersAlarm,
@@ -574,7 +579,7 @@ export class Cpsync extends Construct {
       configuration === 'hub'
         ? { ...hubDocument, providers: {}, consumers: [], webhook: {}, ...ownHub }
         : configDocument(document);
-    return new LambdaFunction(scope, name, {
+    const fn = new LambdaFunction(scope, name, {
       code: functionCode(ROOT, join(ROOT, 'functions', entry)),
       handler: 'index.handler',
       runtime: Runtime.NODEJS_24_X,
@@ -602,6 +607,10 @@ export class Cpsync extends Construct {
         ...options.environment,
       },
     });
+    // The member roles trust cpsync's account only through roles of this path (CpsyncMemberRoles), not every
+    // principal of the account: a role's path is set when it is made, by whoever may make roles there.
+    (fn.role!.node.defaultChild as CfnRole).path = FUNCTION_ROLE_PATH;
+    return fn;
   }
 
   /** The hub's kubeconfig secret, when the configuration reaches the hub with one (cpsync's own identity). */

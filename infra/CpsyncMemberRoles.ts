@@ -13,7 +13,7 @@ import {
   type IPrincipal,
 } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { parseConfig } from '../adapters/compose/config.ts';
+import { IAM_PRINCIPAL_ARN, parseConfig } from '../adapters/compose/config.ts';
 import { GRANT_CONSUMER_KEY, GRANT_MANAGER_KEY, GRANT_SOURCE_IDENTITY } from '../adapters/grants/marks.ts';
 import { ACCESS_LEVELS, eksAccessPolicyArn, type AccessLevel } from '../core/domain/grants.ts';
 
@@ -21,11 +21,11 @@ export interface CpsyncMemberRolesProps {
   /** The account cpsync runs in: its function roles assume these roles. */
   readonly cpsyncAccount: string;
   /**
-   * The cpsync configuration, as the `Cpsync` construct is given it: the reader's name and external id
-   * (`providers.eks.roleName`, `externalId`), the member probe's role (`memberProbe.eksRoleName`, while the
+   * The cpsync configuration, as the `Cpsync` construct is given it: the reader's name, external id and operators
+   * (`providers.eks.roleName`, `externalId`, `operators`), the member probe's role (`memberProbe.eksRoleName`, while the
    * feature is on) and the accessGrants terms — the manager, the consumers' EKS roles and names, while the
    * feature is on or consumers are configured (only taking grants back while it is off) — are taken from it.
-   * Exclusive with `readerRoleName`, `externalId`, `probeRoleName` and `accessGrants`.
+   * Exclusive with `readerRoleName`, `externalId`, `operators`, `probeRoleName` and `accessGrants`.
    * @default none: those props say it
    */
   readonly config?: unknown;
@@ -33,6 +33,12 @@ export interface CpsyncMemberRolesProps {
   readonly readerRoleName?: string;
   /** `providers.eks.externalId`, when cpsync is configured with one: the reader's trust requires it. */
   readonly externalId?: string;
+  /**
+   * `providers.eks.operators`: the IAM roles or users of the cpsync account, each by its exact ARN, that may assume
+   * these roles besides cpsync's function roles (those of the IAM path `FUNCTION_ROLE_PATH`): whoever runs cpsync from
+   * the CLI. @default none: cpsync's functions alone
+   */
+  readonly operators?: readonly string[];
   /**
    * `memberProbe.eksRoleName`: a role the member probe signs its EKS tokens as (made only when named). It
    * needs no IAM permission (an EKS token is a presigned STS GetCallerIdentity); each cluster lets it in
@@ -357,9 +363,9 @@ function memberRolesProps(props: CpsyncMemberRolesProps): Omit<
 > & {
   accessGrants?: Parameters<typeof accessGrantStatements>[1];
 } {
-  const explicit = (['readerRoleName', 'externalId', 'probeRoleName', 'accessGrants'] as const).filter(
-    (key) => props[key] !== undefined,
-  );
+  const explicit = (
+    ['readerRoleName', 'externalId', 'operators', 'probeRoleName', 'accessGrants'] as const
+  ).filter((key) => props[key] !== undefined);
   if (props.config === undefined) {
     if (props.accessGrants && !props.accessGrants.manager)
       throw new Error(
@@ -380,6 +386,7 @@ function memberRolesProps(props: CpsyncMemberRolesProps): Omit<
     cpsyncAccount: props.cpsyncAccount,
     readerRoleName: eks.roleName,
     ...(eks.externalId ? { externalId: eks.externalId } : {}),
+    ...(eks.operators ? { operators: eks.operators } : {}),
     ...(config.features.memberProbe && config.memberProbe.eksRoleName
       ? { probeRoleName: config.memberProbe.eksRoleName }
       : {}),
@@ -408,6 +415,33 @@ function grantingSessionsOnly(statements: PolicyStatement[]): PolicyStatement[] 
   return statements;
 }
 
+/**
+ * The IAM path of cpsync's function roles (the `Cpsync` construct makes them there): the member roles trust the
+ * cpsync account's roles of this path, and no other of its roles but the operators named.
+ */
+export const FUNCTION_ROLE_PATH = '/cpsync/';
+
+/**
+ * The principals of the cpsync account the member roles trust (`aws:PrincipalArn`): its roles of
+ * `FUNCTION_ROLE_PATH` and each operator, which must be a principal of that account.
+ */
+function trustedPrincipals(stack: Stack, cpsyncAccount: string, operators: readonly string[] = []): string[] {
+  operators.forEach((arn, index) => {
+    const where = `CpsyncMemberRoles: operators[${index}] (providers.eks.operators)`;
+    if (Token.isUnresolved(arn)) throw new Error(`${where} must be written out, not a token`);
+    const principal = IAM_PRINCIPAL_ARN.exec(arn);
+    if (!principal)
+      throw new Error(
+        `${where} must be the ARN of one IAM role or user, with no wildcard, got ${JSON.stringify(arn)}`,
+      );
+    if (!Token.isUnresolved(cpsyncAccount) && principal[1] !== cpsyncAccount)
+      throw new Error(
+        `${where} is of account ${principal[1]}, not the cpsync account ${cpsyncAccount}: the member roles trust that account's principals only`,
+      );
+  });
+  return [`arn:${stack.partition}:iam::${cpsyncAccount}:role${FUNCTION_ROLE_PATH}*`, ...new Set(operators)];
+}
+
 /** The member account's roles for cpsync: the reader (and the member probe's role, when named). */
 export class CpsyncMemberRoles extends Construct {
   public readonly reader: Role;
@@ -417,13 +451,16 @@ export class CpsyncMemberRoles extends Construct {
     super(scope, id);
     const props = memberRolesProps(given);
     const stack = Stack.of(this);
-    // The cpsync account decides which of its roles may assume these (its function roles alone are granted).
-    const trusted = (externalId?: string): IPrincipal => {
-      const principal = new AccountPrincipal(props.cpsyncAccount);
-      return externalId
-        ? principal.withConditions({ StringEquals: { 'sts:ExternalId': externalId } })
-        : principal;
+    // Of the cpsync account, only cpsync's function roles (their path) and the operators named: not every principal
+    // the account's own policies would let assume a role elsewhere.
+    const fromCpsync = {
+      ArnLike: { 'aws:PrincipalArn': trustedPrincipals(stack, props.cpsyncAccount, props.operators) },
     };
+    const trusted = (externalId?: string): IPrincipal =>
+      new AccountPrincipal(props.cpsyncAccount).withConditions({
+        ...fromCpsync,
+        ...(externalId ? { StringEquals: { 'sts:ExternalId': externalId } } : {}),
+      });
     this.reader = new Role(this, 'Reader', {
       roleName: props.readerRoleName ?? 'cpsync-reader',
       description: 'cpsync reads EKS clusters, node groups and regions of this account',
@@ -446,7 +483,7 @@ export class CpsyncMemberRoles extends Construct {
         new PolicyStatement({
           actions: ['sts:SetSourceIdentity'],
           principals: [new AccountPrincipal(props.cpsyncAccount)],
-          conditions: { StringEquals: { 'sts:SourceIdentity': GRANT_SOURCE_IDENTITY } },
+          conditions: { ...fromCpsync, StringEquals: { 'sts:SourceIdentity': GRANT_SOURCE_IDENTITY } },
         }),
       );
       const account = Token.isUnresolved(stack.account) ? '<AWS::AccountId>' : stack.account;

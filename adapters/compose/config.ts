@@ -99,6 +99,22 @@ const organizationalUnit = z
 
 const iamRoleName = z.string().regex(/^[\w+=,.@-]{1,64}$/, 'must be an IAM role name');
 
+/**
+ * An IAM role or user, by its ARN, as IAM names a session's principal (`aws:PrincipalArn`): exactly one, so no
+ * wildcard; a session's ARN (`arn:aws:sts::…:assumed-role/…`) is refused, naming the role's ARN to give instead.
+ */
+export const IAM_PRINCIPAL_ARN =
+  /^arn:aws(?:-[a-z]+)*:iam::(\d{12}):(?:role|user)\/(?:[\w+=,.@-]+\/)*[\w+=,.@-]{1,128}$/;
+const iamPrincipalArn = z.string().superRefine((arn, context) => {
+  if (IAM_PRINCIPAL_ARN.test(arn)) return;
+  context.addIssue({
+    code: 'custom',
+    message: /^arn:aws(-[a-z]+)*:sts::\d{12}:assumed-role\//.test(arn)
+      ? "must be the role's ARN (arn:aws:iam::<account>:role/<path/name>), not a session's (arn:aws:sts::…:assumed-role/…)"
+      : 'must be the ARN of one IAM role or user, with no wildcard, such as arn:aws:iam::111111111111:role/platform-admin',
+  });
+});
+
 /** EKS: the AWS accounts and regions whose clusters are listed, and how (or `off`); unset, EKS is not listed. */
 const eks = z.strictObject({
   /**
@@ -132,6 +148,12 @@ const eks = z.strictObject({
   roleName: iamRoleName.default('cpsync-reader'),
   /** What the member roles' trust policies require as the external id, if anything. */
   externalId: z.string().min(2).max(1224).optional(),
+  /**
+   * Who else of the account cpsync runs in may assume the member roles: the IAM roles or users (each by its exact
+   * ARN) that run cpsync from the CLI. The member roles (`CpsyncMemberRoles`) trust cpsync's function roles (the IAM
+   * path `/cpsync/`) and these, and no other principal of that account. Unset: cpsync's functions alone.
+   */
+  operators: z.array(iamPrincipalArn).min(1).optional(),
   endpoint: url.optional(),
   /**
    * Where account-wide calls go (STS, EC2 DescribeRegions, Organizations): a region of the partition cpsync's AWS

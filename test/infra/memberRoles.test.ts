@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { CpsyncMemberRoles } from '../../infra/CpsyncMemberRoles.ts';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import type { AwsCall } from '../env/awsProxy.ts';
-import { decide as judge, grantsOf, iamRequestsOf, rolePolicies } from '../support/iam.ts';
+import { decide as judge, grantsOf, iamRequestsOf, rolePolicies, sessionOf } from '../support/iam.ts';
 import { GRANT_SOURCE_IDENTITY } from '../../adapters/grants/marks.ts';
 import { CONFIG, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
 import { placeholderRefs, roleIdOf, templateResolver, type CfnResource } from '../support/template.ts';
@@ -62,7 +62,14 @@ describe('the member account roles', () => {
     assert.deepEqual(reader.Properties.AssumeRolePolicyDocument.Statement, [
       {
         Action: 'sts:AssumeRole',
-        Condition: { StringEquals: { 'sts:ExternalId': 'my-external-id' } },
+        Condition: {
+          ArnLike: {
+            'aws:PrincipalArn': [
+              { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::123456789012:role/cpsync/*']] },
+            ],
+          },
+          StringEquals: { 'sts:ExternalId': 'my-external-id' },
+        },
         Effect: 'Allow',
         Principal: {
           AWS: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':iam::123456789012:root']] },
@@ -111,15 +118,15 @@ describe('the member account roles', () => {
       context: Record<string, string> = {},
       account = listed,
     ) => {
-      const roleId = roleIdOf(resources, prefix);
+      const session = sessionOf(resources, roleIdOf(resources, prefix), '123456789012', prefix);
       return decide(
         {
-          principal: `arn:aws:sts::123456789012:assumed-role/${roleId}/${prefix}`,
+          ...session,
           action: 'sts:AssumeRole',
           resource: `arn:aws:iam::${account}:role/${role}`,
           account,
         },
-        rolePolicies(resources, roleId, stack.resolve),
+        rolePolicies(resources, roleIdOf(resources, prefix), stack.resolve),
         trustOf(role, account),
         context,
       );
@@ -138,6 +145,182 @@ describe('the member account roles', () => {
       'ImplicitlyDenied',
     );
     assert.equal(await assume('CpsyncScopeWorker', 'cpsync-probe', {}, '210987654321'), 'ImplicitlyDenied');
+  });
+
+  it("trusts, of the cpsync account, only cpsync's function roles (their IAM path) and the operators the configuration names, for every way in: the reader, its granting sessions, the probe role (property over principals)", async () => {
+    const CPSYNC = '123456789012';
+    const listed = '111122223333';
+    const operators = [`arn:aws:iam::${CPSYNC}:role/platform-admin`, `arn:aws:iam::${CPSYNC}:user/ops/night`];
+    const providers = (CONFIG as Record<string, unknown>).providers as { eks: Record<string, unknown> };
+    const memberApp = new App();
+    const memberStack = new Stack(memberApp, 'Member', { env: { account: listed, region: 'us-east-1' } });
+    new CpsyncMemberRoles(memberStack, 'Cpsync', {
+      cpsyncAccount: CPSYNC,
+      config: {
+        ...CONFIG,
+        providers: { ...providers, eks: { ...providers.eks, externalId: 'my-external-id', operators } },
+        features: { accessGrants: 'on', memberProbe: 'on' },
+        memberProbe: { eksRoleName: 'cpsync-probe' },
+        consumers: [
+          {
+            name: 'argocd',
+            namespaces: ['cluster-inventory'],
+            level: 'view',
+            identities: { eks: { roleArn: `arn:aws:iam::${listed}:role/argocd` } },
+          },
+        ],
+      },
+    });
+    const member = Template.fromStack(memberStack).toJSON().Resources as Record<string, CfnResource>;
+    const resolver = templateResolver(member, {}, listed);
+    const trustOf = (name: string) =>
+      resolver.resolve(
+        Object.values(member).find((r) => r.Properties.RoleName === name)!.Properties
+          .AssumeRolePolicyDocument,
+      ) as Parameters<typeof judge>[2];
+    // The principal's own account lets it ask for anything: the member role's trust alone decides.
+    const anything = [
+      { name: 'all', policy: { Statement: [{ Effect: 'Allow' as const, Action: 'sts:*', Resource: '*' }] } },
+    ];
+    /** Every way into the member account, as `principalArn` (of `account`) would ask: each decision. */
+    const ways = async (principalArn: string, account: string) => {
+      const principal = principalArn.includes(':role/')
+        ? `arn:aws:sts::${account}:assumed-role/${principalArn.split('/').pop()}/session`
+        : principalArn;
+      const ask = (action: string, role: string, context: Record<string, string>) =>
+        judge(
+          { principal, action, resource: `arn:aws:iam::${listed}:role/${role}`, account: listed },
+          anything,
+          trustOf(role),
+          { 'aws:PrincipalArn': principalArn, ...context },
+        );
+      return Promise.all([
+        ask('sts:AssumeRole', 'cpsync-reader', { 'sts:ExternalId': 'my-external-id' }),
+        ask('sts:AssumeRole', 'cpsync-reader', {
+          'sts:ExternalId': 'my-external-id',
+          'sts:SourceIdentity': GRANT_SOURCE_IDENTITY,
+        }),
+        ask('sts:SetSourceIdentity', 'cpsync-reader', { 'sts:SourceIdentity': GRANT_SOURCE_IDENTITY }),
+        ask('sts:AssumeRole', 'cpsync-probe', {}),
+      ]);
+    };
+    // The cpsync stack's own function roles are made under that path, every one of them.
+    const cpsync = Template.fromStack(
+      new CpsyncStack(new App({ context: NO_BUNDLING }), 'Cpsync', {
+        env: { account: CPSYNC, region: 'us-east-1' },
+        cpsync: { config: CONFIG },
+      }),
+    ).toJSON().Resources as Record<string, CfnResource>;
+    const functionRoles = Object.values(cpsync)
+      .filter((r) => r.Type === 'AWS::Lambda::Function')
+      .map((fn) => (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]);
+    assert.ok(functionRoles.length >= 5, functionRoles.join(', '));
+    for (const roleId of functionRoles) assert.equal(cpsync[roleId]!.Properties.Path, '/cpsync/', roleId);
+
+    const name = fc.stringMatching(/^[\w+=,.@-]{1,20}$/);
+    const segment = fc.stringMatching(/^[\w+=,.@-]{1,12}$/);
+    const account = fc.oneof(fc.constant(CPSYNC), fc.constant(listed), fc.stringMatching(/^\d{12}$/));
+    const kind = fc.constantFrom('role', 'user');
+    const path = fc
+      .array(segment, { maxLength: 3 })
+      .map((parts) => (parts.length ? `/${parts.join('/')}/` : '/'));
+    // Any principal of any account and path, with the spellings near cpsync's path and the operators weighted in.
+    const principal = fc.oneof(
+      fc
+        .record({ account, kind, path, name })
+        .map((p) => `arn:aws:iam::${p.account}:${p.kind}${p.path}${p.name}`),
+      fc
+        .record({
+          account,
+          kind,
+          near: fc.constantFrom(
+            '/cpsync/',
+            '/CPSYNC/',
+            '/cpsync-x/',
+            '/cpsyncs/',
+            '/x/cpsync/',
+            '/cpsync/a/',
+            '/',
+          ),
+          name: fc.oneof(name, fc.constant('cpsync')),
+        })
+        .map((p) => `arn:aws:iam::${p.account}:${p.kind}${p.near}${p.name}`),
+      fc
+        .constantFrom(...operators)
+        .chain((operator) =>
+          fc.constantFrom(
+            operator,
+            operator.toUpperCase(),
+            `${operator}2`,
+            operator.replace('platform-admin', 'platform-admin/x'),
+            operator.replace('ops/night', 'night'),
+            operator.replace(':role/', ':user/'),
+            operator.replace(':user/', ':role/'),
+            operator.replace(CPSYNC, listed),
+          ),
+        ),
+    );
+    // The oracle: the configuration's words, read directly (a role of cpsync's path in its account, or an operator).
+    const trusted = (arn: string) =>
+      operators.includes(arn) || arn.startsWith(`arn:aws:iam::${CPSYNC}:role/cpsync/`);
+    let seen = { trusted: 0, refused: 0 };
+    await fc.assert(
+      fc.asyncProperty(principal, async (arn) => {
+        const decisions = await ways(arn, arn.split(':')[4]!);
+        const expected = trusted(arn) ? 'Allowed' : 'ImplicitlyDenied';
+        seen = trusted(arn) ? { ...seen, trusted: seen.trusted + 1 } : { ...seen, refused: seen.refused + 1 };
+        assert.deepEqual(decisions, [expected, expected, expected, expected], arn);
+      }),
+      { numRuns: 150, seed: 20261203 },
+    );
+    assert.ok(seen.trusted > 10 && seen.refused > 10, JSON.stringify(seen));
+    // Without the external id, or with another source identity, no principal is let in by the reader's trust.
+    const fn = `arn:aws:iam::${CPSYNC}:role/cpsync/Cpsync-ScopeWorkerRole-1A2B`;
+    const other = (role: string, action: string, context: Record<string, string>) =>
+      judge(
+        { principal: fn, action, resource: `arn:aws:iam::${listed}:role/${role}`, account: listed },
+        anything,
+        trustOf(role),
+        { 'aws:PrincipalArn': fn, ...context },
+      );
+    assert.equal(await other('cpsync-reader', 'sts:AssumeRole', {}), 'ImplicitlyDenied');
+    assert.equal(
+      await other('cpsync-reader', 'sts:SetSourceIdentity', { 'sts:SourceIdentity': 'cpsync' }),
+      'ImplicitlyDenied',
+    );
+  });
+
+  it('refuses an operator that is no single IAM principal of the cpsync account, naming it', () => {
+    const providers = (CONFIG as Record<string, unknown>).providers as { eks: Record<string, unknown> };
+    const withOperators = (operators: unknown) => () =>
+      new CpsyncMemberRoles(new Stack(new App(), 'Member'), 'Cpsync', {
+        cpsyncAccount: '123456789012',
+        config: { ...CONFIG, providers: { ...providers, eks: { ...providers.eks, operators } } },
+      });
+    assert.throws(
+      withOperators(['arn:aws:iam::210987654321:role/platform-admin']),
+      /operators\[0\] \(providers\.eks\.operators\) is of account 210987654321, not the cpsync account 123456789012/,
+    );
+    assert.throws(
+      withOperators([
+        'arn:aws:iam::123456789012:role/cpsync/platform-admin',
+        'arn:aws:iam::123456789012:role/*',
+      ]),
+      /providers\.eks\.operators\[1\]: must be the ARN of one IAM role or user, with no wildcard/,
+    );
+    assert.throws(
+      withOperators(['arn:aws:sts::123456789012:assumed-role/platform-admin/me']),
+      /providers\.eks\.operators\[0\]: must be the role's ARN .*, not a session's/,
+    );
+    assert.throws(withOperators([]), /providers\.eks\.operators/);
+    assert.throws(
+      () =>
+        new CpsyncMemberRoles(new Stack(new App(), 'Member'), 'Cpsync', {
+          cpsyncAccount: '123456789012',
+          operators: ['arn:aws:iam::123456789012:role/x?'],
+        }),
+      /operators\[0\] \(providers\.eks\.operators\) must be the ARN of one IAM role or user, with no wildcard/,
+    );
   });
 
   it('lets only the functions that grant open a granting session of the reader: the scope enumerator, entering members to read their regions, is refused every grant', async () => {
@@ -184,7 +367,7 @@ describe('the member account roles', () => {
     /** Whether the function may assume the reader with `sourceIdentity` (AssumeRole and SetSourceIdentity both). */
     const opens = async (prefix: string, sourceIdentity: string) => {
       const roleId = roleIdOf(resources, prefix);
-      const principal = `arn:aws:sts::123456789012:assumed-role/${roleId}/${prefix}`;
+      const { principal, context: session } = sessionOf(resources, roleId, '123456789012', prefix);
       const policies = rolePolicies(resources, roleId, resolver.resolve);
       // The external id is a key of AssumeRole's alone; the source identity of both.
       const decisions = await Promise.all(
@@ -192,12 +375,10 @@ describe('the member account roles', () => {
           ['sts:AssumeRole', { 'sts:ExternalId': 'my-external-id', 'sts:SourceIdentity': sourceIdentity }],
           ['sts:SetSourceIdentity', { 'sts:SourceIdentity': sourceIdentity }],
         ].map(([action, context]) =>
-          judge(
-            { principal, action: action as string, resource: reader, account: listed },
-            policies,
-            trust,
-            context as Record<string, string>,
-          ),
+          judge({ principal, action: action as string, resource: reader, account: listed }, policies, trust, {
+            ...session,
+            ...(context as Record<string, string>),
+          }),
         ),
       );
       return decisions.every((d) => d === 'Allowed') ? 'Allowed' : decisions.join(', ');
@@ -304,14 +485,16 @@ describe('the member account roles', () => {
     for (const prefix of ['CpsyncScopeWorker', 'CpsyncEksEventHandler', 'CpsyncFollowUp']) {
       const roleId = roleIdOf(resources, prefix);
       const policies = rolePolicies(resources, roleId, stack.resolve);
+      const session = sessionOf(resources, roleId, '123456789012', prefix);
       const assume = (org: string, path: string) =>
         decide(
           {
-            principal: `arn:aws:sts::123456789012:assumed-role/${roleId}/${prefix}`,
+            principal: session.principal,
             action: 'sts:AssumeRole',
             resource: 'arn:aws:iam::210987654321:role/cpsync-reader',
             account: '210987654321',
             context: {
+              ...session.context,
               'sts:ExternalId': 'my-external-id',
               'aws:PrincipalOrgID': ORG,
               'aws:ResourceOrgID': org,

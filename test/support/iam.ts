@@ -291,6 +291,24 @@ function accessEntryRequests(
   throw new Error(`an EKS access-entry call with no IAM mapping here: ${call.method} ${call.path}`);
 }
 
+/**
+ * A session of the role `roleId` of `resources` (a function's), as IAM sees it: the session's ARN (`principal`) and,
+ * as the condition key `aws:PrincipalArn`, the role's own ARN with the IAM path the template gives it, which the
+ * session's ARN leaves out. The role's name stands for the name CloudFormation would give it.
+ */
+export function sessionOf(
+  resources: Record<string, CfnResource>,
+  roleId: string,
+  account: string,
+  sessionName = 'fn',
+): { principal: string; context: { 'aws:PrincipalArn': string } } {
+  const path = (resources[roleId]?.Properties.Path as string | undefined) ?? '/';
+  return {
+    principal: `arn:aws:sts::${account}:assumed-role/${roleId}/${sessionName}`,
+    context: { 'aws:PrincipalArn': `arn:aws:iam::${account}:role${path}${roleId}` },
+  };
+}
+
 /** IAM's decision for `request`: 'Allowed', 'ImplicitlyDenied' or 'ExplicitlyDenied'. */
 export async function decide(
   request: IamRequest,

@@ -64,6 +64,7 @@ import {
   iamRequestsOf,
   resourcePolicyOf,
   rolePolicies,
+  sessionOf,
   type IamRequest,
   type PolicyDocument,
 } from '../../support/iam.ts';
@@ -1318,7 +1319,11 @@ describe('the deployed assets under the Lambda runtime', () => {
         if (call.accessKeyId === HUB_CREDENTIALS.accessKeyId) {
           key = roleId;
           identity = rolePolicies(resources, roleId, stack.resolve);
-          requests = iamRequestsOf(call, `arn:aws:sts::${ACCOUNT}:assumed-role/${roleId}/${name}`, ACCOUNT);
+          const session = sessionOf(resources, roleId, ACCOUNT, name);
+          requests = iamRequestsOf(call, session.principal, ACCOUNT).map((request) => ({
+            ...request,
+            context: { ...request.context, ...session.context },
+          }));
         } else if (assumed && memberRole(assumed)) {
           key = assumed;
           identity = rolePolicies(memberResources, memberRole(assumed)!, memberAccount.resolve);

@@ -355,6 +355,24 @@ describe('configuration', () => {
       /^follow\.firstDelaySeconds: firstDelaySeconds must not be longer than maxDelaySeconds/,
     ],
     ['a follow bound of no time', { follow: { maxMinutes: 0 } }, /^follow\.maxMinutes: /],
+    ...(
+      [
+        ['a wildcard', 'arn:aws:iam::111111111111:role/*', /no wildcard/],
+        ['a single-character wildcard', 'arn:aws:iam::111111111111:role/admin?', /no wildcard/],
+        ["a session's ARN", 'arn:aws:sts::111111111111:assumed-role/admin/me', /not a session's/],
+        ['a group', 'arn:aws:iam::111111111111:group/admins', /one IAM role or user/],
+        ['an account root', 'arn:aws:iam::111111111111:root', /one IAM role or user/],
+        ['an account id', '111111111111', /one IAM role or user/],
+      ] as const
+    ).map(([what, arn, says]): [string, unknown, RegExp] => [
+      `an operator that is ${what}`,
+      {
+        providers: {
+          eks: { accounts: ['111122223333'], operators: ['arn:aws:iam::111111111111:role/ops', arn] },
+        },
+      },
+      new RegExp(`^providers\\.eks\\.operators\\[1\\]: must be .*${says.source}`),
+    ]),
   ];
   for (const [title, document, expected] of bad) {
     it(`refuses ${title}, naming the field`, () => {

@@ -496,7 +496,8 @@ export class Cpsync extends Construct {
     // Every function reaches the hub, whichever clouds are configured.
     for (const fn of all) this.grantHubRead(fn);
     this.#grantSecrets(document, {
-      clouds: [this.scopeEnumerator, this.scopeWorker, this.webhook, this.followUp],
+      clouds: [this.scopeWorker, this.webhook, this.followUp],
+      discovers: [this.scopeEnumerator],
       webhook: [this.webhook],
     });
 
@@ -809,12 +810,13 @@ export class Cpsync extends Construct {
 
   /**
    * GetSecretValue on exactly the cloud secrets the configuration names, for the functions that read each:
-   * the cloud credentials for those that read GKE and AKS, the Event Grid key for the webhook (the hub's
-   * kubeconfig is granted with the hub, `grantHubRead`).
+   * the cloud credentials for those that read GKE and AKS clusters, and for those that only enumerate scopes
+   * (`discovers`) only where the projects or subscriptions are discovered, not listed; the Event Grid key for the
+   * webhook (the hub's kubeconfig is granted with the hub, `grantHubRead`).
    */
   #grantSecrets(
     config: CpsyncConfig,
-    readers: { clouds: LambdaFunction[]; webhook: LambdaFunction[] },
+    readers: { clouds: LambdaFunction[]; discovers: LambdaFunction[]; webhook: LambdaFunction[] },
   ): void {
     const grants = new Map<string, { field: string; functions: LambdaFunction[] }>();
     const add = (
@@ -830,10 +832,16 @@ export class Cpsync extends Construct {
         });
       }
     };
-    add('providers.gke.credentials.secretArn', config.providers.gke?.credentials, readers.clouds);
-    const aks = config.providers.aks?.credential;
-    if (aks && 'clientSecret' in aks)
-      add('providers.aks.credential.clientSecret.secretArn', aks.clientSecret, readers.clouds);
+    const gke = config.providers.gke;
+    const aks = config.providers.aks;
+    const readersOf = (listed: boolean) => [...readers.clouds, ...(listed ? [] : readers.discovers)];
+    add('providers.gke.credentials.secretArn', gke?.credentials, readersOf(Array.isArray(gke?.projects)));
+    if (aks?.credential && 'clientSecret' in aks.credential)
+      add(
+        'providers.aks.credential.clientSecret.secretArn',
+        aks.credential.clientSecret,
+        readersOf(Array.isArray(aks.subscriptions)),
+      );
     add('webhook.azure.key.secretArn', config.webhook.azure?.key, readers.webhook);
     for (const [arn, { field, functions }] of grants)
       for (const fn of functions)

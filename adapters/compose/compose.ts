@@ -89,7 +89,12 @@ function onDemand(module: ProviderModule, config: CpsyncConfig, options: BuildOp
       getCluster: async (ref) => (await load()).source.getCluster(ref),
       isProviderIdOf: (providerId, ref) => module.isProviderIdOf(providerId, ref),
     },
-    scopes: async (accounts) => (await load()).scopes(accounts),
+    // Listed scopes are the configuration's own answer: no cloud, SDK or secret for them.
+    scopes: async (accounts) => {
+      const listed = module.listedScopes?.(config);
+      if (!listed) return (await load()).scopes(accounts);
+      return accounts ? listed.filter((scope) => accounts.includes(scope.account)) : listed;
+    },
     async memberToken(target) {
       const instance = await load();
       if (!instance.memberToken) throw new Error(`providers.${module.provider}: gives no member tokens`);

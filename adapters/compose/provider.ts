@@ -1,6 +1,6 @@
 /** What a cloud contributes to the composition: built from the configuration, loaded on demand. */
 import type { Provider } from '../../core/domain/model/observedCluster.ts';
-import type { Scope } from '../../core/domain/model/scope.ts';
+import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import type { ClusterRef, ClusterSource } from '../../core/sync/ports.ts';
 import type { CpsyncConfig } from './config.ts';
 import type { Target } from '../credentials/target.ts';
@@ -54,4 +54,15 @@ export interface ProviderModule {
   build(config: CpsyncConfig, options?: BuildOptions): Promise<ProviderInstance | undefined>;
   /** As the source's `isProviderIdOf`, without loading the cloud's SDK. */
   isProviderIdOf(providerId: string, ref: ClusterRef): boolean;
+  /**
+   * The scopes the configuration lists outright (its accounts as a list, each of every region), read without the
+   * cloud, its SDK or its credentials; undefined where they are discovered. A provider made on demand answers
+   * `scopes()` from these, so a function that only enumerates listed scopes never reads the cloud's secret.
+   */
+  listedScopes?(config: CpsyncConfig): Scope[] | undefined;
+}
+
+/** The scopes of `accounts` as the configuration lists them, each of every region: one each, in order. */
+export function scopesOfListed(provider: Provider, accounts: readonly string[]): Scope[] {
+  return [...new Set(accounts)].sort().map((account) => ({ provider, account, region: ALL_REGIONS }));
 }

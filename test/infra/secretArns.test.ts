@@ -10,7 +10,7 @@ import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { secretResourceArns } from '../../infra/parts.ts';
 import { decide, rolePolicies } from '../support/iam.ts';
 import { CONFIG, ENV, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
-import { placeholderRefs, templateResolver, type CfnResource } from '../support/template.ts';
+import { placeholderRefs, roleIdOf, templateResolver, type CfnResource } from '../support/template.ts';
 
 const SECRETS = `arn:aws:secretsmanager:us-east-1:${ENV.account}:secret:`;
 
@@ -73,5 +73,63 @@ describe('secret ARNs in the configuration', () => {
     assert.equal(await read('cpsync/gcp-Ab12Cd'), 'Allowed');
     assert.equal(await read('cpsync/gcp-extra-Ab12Cd'), 'ImplicitlyDenied');
     assert.equal(await read('cpsync/gcp'), 'ImplicitlyDenied');
+  });
+
+  it("give the scope enumerator a cloud's secret only where it discovers that cloud's projects or subscriptions; the functions that read clusters, always", async () => {
+    const providers = EXAMPLE.providers as Record<string, Record<string, unknown>>;
+    const gcp = `${SECRETS}cpsync/gcp-Ab12Cd`;
+    const azure = `${SECRETS}cpsync/azure-Ef34Gh`;
+    const readers = async (gkeProjects: unknown, aksSubscriptions: unknown) => {
+      const config = {
+        ...CONFIG,
+        providers: {
+          ...providers,
+          gke: { ...providers.gke, projects: gkeProjects, credentials: { secretArn: gcp } },
+          aks: {
+            ...providers.aks,
+            subscriptions: aksSubscriptions,
+            credential: { tenantId: 'tenant', clientId: 'client', clientSecret: { secretArn: azure } },
+          },
+        },
+      };
+      const stack = new CpsyncStack(new App({ context: NO_BUNDLING }), 'Secrets', {
+        env: ENV,
+        cpsync: { config },
+      });
+      const resources = Template.fromStack(stack).toJSON().Resources as Record<string, CfnResource>;
+      const { resolve } = templateResolver(resources, placeholderRefs(resources));
+      const who: Record<string, string[]> = {};
+      for (const fn of ['CpsyncScopeEnumerator', 'CpsyncScopeWorker', 'CpsyncWebhook', 'CpsyncFollowUp']) {
+        const roleId = roleIdOf(resources, fn);
+        for (const [cloud, arn] of [
+          ['gke', gcp],
+          ['aks', azure],
+        ] as const) {
+          const decision = await decide(
+            {
+              principal: `arn:aws:sts::${ENV.account}:assumed-role/${roleId}/fn`,
+              action: 'secretsmanager:GetSecretValue',
+              resource: arn,
+              account: ENV.account,
+            },
+            rolePolicies(resources, roleId, resolve),
+          );
+          if (decision === 'Allowed') (who[cloud] ??= []).push(fn);
+        }
+      }
+      return who;
+    };
+    const listed = ['acme-data'];
+    const subscriptions = ['00000000-1111-2222-3333-444444444444'];
+    const readingClusters = ['CpsyncScopeWorker', 'CpsyncWebhook', 'CpsyncFollowUp'];
+    assert.deepEqual(await readers(listed, subscriptions), { gke: readingClusters, aks: readingClusters });
+    assert.deepEqual(await readers({ search: { query: 'parent:folders/123' } }, subscriptions), {
+      gke: ['CpsyncScopeEnumerator', ...readingClusters],
+      aks: readingClusters,
+    });
+    assert.deepEqual(await readers(listed, { all: true }), {
+      gke: readingClusters,
+      aks: ['CpsyncScopeEnumerator', ...readingClusters],
+    });
   });
 });

@@ -1,6 +1,6 @@
 import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
-import type { BuildOptions, ProviderModule } from '../provider.ts';
+import { scopesOfListed, type BuildOptions, type ProviderModule } from '../provider.ts';
 import { isAksResourceId } from '../../aks/mapCluster.ts';
 import { answerStore } from '../answers.ts';
 
@@ -9,6 +9,11 @@ export const aksProvider: ProviderModule = {
   provider: 'aks',
   isProviderIdOf: (providerId, ref) =>
     isAksResourceId(providerId, ref.scope.account, ref.resourceGroup ?? '', ref.name),
+  // The configuration spells subscriptions in lower case, as ARM's ids are compared.
+  listedScopes: (config) => {
+    const subscriptions = config.providers.aks?.subscriptions;
+    return Array.isArray(subscriptions) ? scopesOfListed('aks', subscriptions) : undefined;
+  },
   async build(config: CpsyncConfig, options?: BuildOptions) {
     const aks = config.providers.aks;
     if (!aks) return undefined;
@@ -65,10 +70,9 @@ export const aksProvider: ProviderModule = {
       // Every subscription is enumerated to answer for one: coverage is read from the whole discovery.
       discoversWhole: true,
       async scopes(only?: readonly string[]) {
-        const scopes = await enumerateAksScopes(
-          source,
-          Array.isArray(subscriptions) ? { subscriptions } : { all: true },
-        );
+        const scopes = Array.isArray(subscriptions)
+          ? scopesOfListed('aks', subscriptions)
+          : await enumerateAksScopes(source, { all: true });
         return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
       },
     };

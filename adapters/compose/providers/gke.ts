@@ -2,7 +2,7 @@ import type { AuthClient } from 'google-auth-library';
 import type { CpsyncConfig } from '../config.ts';
 import type { Target } from '../../credentials/target.ts';
 import { InvalidOptionError } from '../../../core/domain/errors.ts';
-import type { ProviderModule } from '../provider.ts';
+import { scopesOfListed, type ProviderModule } from '../provider.ts';
 import { isGkeSelfLink } from '../../gke/mapCluster.ts';
 import { CompositionError } from '../errors.ts';
 import { readSecret, safeReason, secretSource, type SecretRef } from '../../shared/secrets.ts';
@@ -34,6 +34,10 @@ export const gkeProvider: ProviderModule = {
   provider: 'gke',
   isProviderIdOf: (providerId, ref) =>
     isGkeSelfLink(providerId, ref.scope.account, ref.location ?? '', ref.name),
+  listedScopes: (config) => {
+    const projects = config.providers.gke?.projects;
+    return Array.isArray(projects) ? scopesOfListed('gke', projects) : undefined;
+  },
   async build(config: CpsyncConfig) {
     const gke = config.providers.gke;
     if (!gke) return undefined;
@@ -66,10 +70,9 @@ export const gkeProvider: ProviderModule = {
       // Every project is enumerated to answer for one: coverage is read from the whole discovery.
       discoversWhole: true,
       async scopes(only?: readonly string[]) {
-        const scopes = await enumerateGkeScopes(
-          source,
-          Array.isArray(projects) ? { projects } : { search: projects.search },
-        );
+        const scopes = Array.isArray(projects)
+          ? scopesOfListed('gke', projects)
+          : await enumerateGkeScopes(source, { search: projects.search });
         return only ? scopes.filter((scope) => only.includes(scope.account)) : scopes;
       },
       // The credential configuration GKE is listed with (or Application Default Credentials).

@@ -43,6 +43,68 @@ describe('what the configuration covers, when it is discovered', () => {
     await server?.stop();
   });
 
+  it("answers listed projects and subscriptions from the configuration alone, made on demand as the functions are: the clouds' secrets are read only where discovery needs them", async () => {
+    const dir = temporaryDirectory('cpsync-listed-');
+    const { join } = await import('node:path');
+    const { rmSync } = await import('node:fs');
+    // Secrets that cannot be read: a provider built would fail, naming its secret.
+    const missing = join(dir, 'never-written.json');
+    const listed = parseConfig({
+      providers: {
+        gke: {
+          projects: ['acme-web', 'acme-data', 'acme-web'],
+          credentials: { file: missing },
+          endpoint: server.endpoint,
+        },
+        aks: {
+          subscriptions: [SUBSCRIPTION.toUpperCase()],
+          credential: { tenantId: 'tenant', clientId: 'client', clientSecret: { file: missing } },
+          endpoint: 'http://127.0.0.1:9',
+        },
+      },
+    });
+    const onDemand = await compose(listed, [gkeProvider, aksProvider], { onDemand: true });
+    const discovering = await compose(
+      parseConfig({ providers: { gke: { ...gke, credentials: { file: missing } } } }),
+      [gkeProvider],
+      { onDemand: true },
+    );
+    try {
+      const searches = server.requests.length;
+      const all = await onDemand.resolveScopes();
+      assert.deepEqual(all.failures, []);
+      assert.deepEqual(
+        all.scopes.map((scope) => `${scope.provider}/${scope.account}/${scope.region}`).sort(),
+        ['aks/' + SUBSCRIPTION + '/*', 'gke/acme-data/*', 'gke/acme-web/*'],
+      );
+      const one = await onDemand.resolveScopes({
+        scopes: [
+          { provider: 'gke', account: 'acme-data' },
+          { provider: 'gke', account: 'acme-other' },
+          { provider: 'aks', account: SUBSCRIPTION.toUpperCase() },
+        ],
+      });
+      assert.deepEqual(
+        one.scopes.map((scope) => `${scope.provider}/${scope.account}`),
+        ['gke/acme-data', `aks/${SUBSCRIPTION}`],
+      );
+      assert.deepEqual(
+        one.refused.map((r) => [r.requested, r.reason]),
+        [['gke/acme-other', 'acme-other is not covered by providers.gke.projects']],
+      );
+      assert.equal(server.requests.length, searches, 'no call to Google for listed projects');
+      // Discovered projects need the cloud: its secret is read, and what is wrong with it named.
+      const found = await discovering.resolveScopes();
+      assert.deepEqual(found.scopes, []);
+      assert.equal(found.failures.length, 1);
+      assert.match(found.failures[0]!.message, /providers\.gke\.credentials \(file .*never-written\.json\)/);
+    } finally {
+      await onDemand.close();
+      await discovering.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('says it cannot tell (and may be asked again) when discovery fails, rather than no', async () => {
     server.searchFailures.push(
       ...Array.from({ length: 10 }, () => ({

@@ -31,7 +31,8 @@ const EKS_STATUS = { creating: 'CREATING', updating: 'UPDATING', deleting: 'DELE
 /**
  * Holds the local cluster `name` of `provider` in `transition` for `millis` (forever when undefined),
  * then settles it: running (creating, updating) or gone (deleting). Returns `settle()`, which ends the
- * hold now (a held cluster never settles by itself once `settle` was called).
+ * hold now (a held cluster never settles by itself once `settle` was called) and resolves once the cloud
+ * answers as settled (an EKS cluster deleted in moto, which takes a call).
  */
 export function holdTransition(
   emulators: Emulators,
@@ -41,8 +42,8 @@ export function holdTransition(
   millis?: number,
   /** EKS: the cluster's region (of the estate's account). */
   region = 'us-east-1',
-): { settle: () => void } {
-  let settle: () => void;
+): { settle: () => Promise<void> } {
+  let settle: () => Promise<void>;
   if (provider === 'eks') {
     const path = `/clusters/${name}`;
     const stop = emulators.proxy.rewrite((call, status, body) => {
@@ -57,8 +58,10 @@ export function holdTransition(
       return JSON.stringify(answer);
     });
     // A deleted cluster answers DELETING until moto has deleted it, then "not found".
-    settle = () =>
-      void (transition === 'deleting' ? deleteEksCluster(emulators, name, region).then(stop) : stop());
+    settle = async () => {
+      if (transition === 'deleting') await deleteEksCluster(emulators, name, region);
+      stop();
+    };
   } else if (provider === 'gke') {
     const clusters = emulators.gke.clusters.get(GCP_PROJECT) ?? [];
     const cluster = clusters.find((c) => c.name === name);
@@ -69,7 +72,7 @@ export function holdTransition(
       delete cluster.endpoint;
       delete cluster.masterAuth;
     }
-    settle = () => {
+    settle = async () => {
       if (transition === 'deleting')
         emulators.gke.clusters.set(
           GCP_PROJECT,
@@ -85,7 +88,7 @@ export function holdTransition(
     const { fqdn } = properties;
     properties.provisioningState = AKS_STATE[transition];
     if (transition === 'creating') delete properties.fqdn;
-    settle = () => {
+    settle = async () => {
       if (transition === 'deleting')
         emulators.arm.clusters.set(
           AZURE_SUBSCRIPTION,
@@ -94,14 +97,12 @@ export function holdTransition(
       else Object.assign(properties, { provisioningState: 'Succeeded', fqdn });
     };
   }
-  let done = false;
+  let settled: Promise<void> | undefined;
   const once = () => {
-    if (done) return;
-    done = true;
     clearTimeout(timer);
-    settle();
+    return (settled ??= settle());
   };
-  const timer = millis === undefined ? undefined : setTimeout(once, millis);
+  const timer = millis === undefined ? undefined : setTimeout(() => void once(), millis);
   timer?.unref();
   return { settle: once };
 }
@@ -231,17 +232,18 @@ export function announcedTransition(
   transition: Transition,
   send: (event: CloudEvent, phase: 'start' | 'end') => void,
   where: { region?: string; location?: string; resourceGroup?: string } = {},
-): { settle: () => void } {
+): { settle: () => Promise<void> } {
   const held = holdTransition(emulators, provider, name, transition, undefined, where.region);
   const events = operationEvents(provider, name, transition, where);
   for (const event of events.start) send(event, 'start');
-  let settled = false;
+  let settled: Promise<void> | undefined;
   return {
+    // The end events are sent as the cluster settles (GKE's and AKS's at once; EKS sends none).
     settle: () => {
-      if (settled) return;
-      settled = true;
-      held.settle();
+      if (settled) return settled;
+      settled = held.settle();
       for (const event of events.end) send(event, 'end');
+      return settled;
     },
   };
 }

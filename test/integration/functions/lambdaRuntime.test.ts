@@ -942,8 +942,7 @@ describe('the deployed assets under the Lambda runtime', () => {
       [['queued', 2]],
       'looked at again',
     );
-    deleting.settle();
-    await new Promise((r) => setTimeout(r, 500));
+    await deleting.settle();
     const gone = await invoke(followUp, { Records: records(look, 'look-gone') });
     assert.deepEqual(gone.body, { batchItemFailures: [] }, followUp.lines.join('\n'));
     assert.equal(await profile('queued'), undefined);
@@ -1044,10 +1043,12 @@ describe('the deployed assets under the Lambda runtime', () => {
     assert.equal(answer.status, 200, notifier.lines.join('\n'));
     assert.deepEqual(answer.body, { batchItemFailures: [] }, notifier.lines.join('\n'));
     assert.equal(chatPosts.length, 0, 'each sync is gathered until it has been quiet');
-    // Its flushes, sent to its own queue delayed by the quiet time, as SQS then hands them over.
-    await new Promise((r) => setTimeout(r, 1500));
-    const flushes = await drainMessages<unknown>(refs[chatQueue()]!);
-    assert.ok(flushes.length > 0, 'flushes were sent');
+    // Its flushes, sent to its own queue delayed by the quiet time (the SendMessage calls the proxy saw), taken as
+    // SQS hands every one over.
+    const sent = emulators.proxy.calls.filter((call) => call.operation === 'AmazonSQS.SendMessage').length;
+    assert.ok(sent > 0, 'flushes were sent');
+    const flushes = await messagesHandedOver<unknown>(refs[chatQueue()]!, sent);
+    assert.equal(flushes.length, sent, 'every flush sent, and nothing else');
     const flushed = await invoke(notifier, {
       Records: flushes.map((body, i) => sqsRecord(`flush-${i}`, JSON.stringify(body))),
     });

@@ -383,6 +383,19 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     return { Records: records };
   }
 
+  /**
+   * The flush queue's `count` messages, once SQS has handed every one over (each after its delay), as Lambda would
+   * hand them over in one batch; waited for as long as it takes.
+   */
+  async function flushes(count: number): Promise<SQSEvent> {
+    const records: SQSRecord[] = [];
+    await until(async () => {
+      records.push(...(await batchOf('flush')).Records);
+      return records.length >= count;
+    }, `${count} flush(es) handed over`);
+    return { Records: records };
+  }
+
   /** The delivery records of the table, by event id (the part after the webhook's key). */
   async function recorded(): Promise<Map<string, { expiration: number }>> {
     const { Items = [] } = await documents.send(new ScanCommand({ TableName: TABLE }));
@@ -640,12 +653,11 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
       [1, 1, 1],
       'each batch that added to the digest sends its flush held by SQS for the quiet time',
     );
-    await new Promise((r) => setTimeout(r, 1500));
-    const flushes = await batchOf('flush');
-    assert.equal(flushes.Records.length, 3, 'a flush per batch that added to the digest');
-    assert.deepEqual(await notifier(flushes, lambdaContext('chat-notifier')), { batchItemFailures: [] });
+    const handed = await flushes(3);
+    assert.equal(handed.Records.length, 3, 'a flush per batch that added to the digest');
+    assert.deepEqual(await notifier(handed, lambdaContext('chat-notifier')), { batchItemFailures: [] });
     // The same flushes again (redelivered): nothing more.
-    assert.deepEqual(await notifier(flushes, lambdaContext('chat-notifier')), { batchItemFailures: [] });
+    assert.deepEqual(await notifier(handed, lambdaContext('chat-notifier')), { batchItemFailures: [] });
     const posts = receiver.delivered(since);
     assert.equal(posts.length, 1, 'one message for the whole sync');
     const lines = shown(posts[0]!);
@@ -655,11 +667,11 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
 
     // A late event of the same sync: a message of its own, once quiet again; its flush first fails.
     await publish([created(eksCluster({ name: 'straggler', account: '666677778888' }), 'sync-spread')]);
+    flushDelays.splice(0);
     assert.deepEqual(await notifier(await batchOf('chat'), lambdaContext('chat-notifier')), {
       batchItemFailures: [],
     });
-    await new Promise((r) => setTimeout(r, 1500));
-    const late = await batchOf('flush');
+    const late = await flushes(flushDelays.splice(0).length);
     receiver.throttle(100, '0');
     const impatient = makeChatNotifier({
       documents,
@@ -756,6 +768,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
     assert.equal(batch.Records.length, 8);
     const notifier = makeChatNotifier({ documents, sqs, quietSeconds: 1, flushQueueUrl: queues.flush.url });
     const since = receiver.posts.length;
+    flushDelays.splice(0);
     // Two batches, every cluster's copies split between them: its own profile in the first, the copies in
     // the second (Lambda hands a run over as it comes).
     const isCopy = (record: SQSRecord) => {
@@ -770,10 +783,12 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
         ),
         { batchItemFailures: [] },
       );
-    await new Promise((r) => setTimeout(r, 1500));
-    assert.deepEqual(await notifier(await batchOf('flush'), lambdaContext('chat-notifier')), {
-      batchItemFailures: [],
-    });
+    assert.deepEqual(
+      await notifier(await flushes(flushDelays.splice(0).length), lambdaContext('chat-notifier')),
+      {
+        batchItemFailures: [],
+      },
+    );
     const posts = receiver.delivered(since);
     assert.equal(posts.length, 1, 'one message for the run');
     const lines = shown(posts[0]!);
@@ -818,6 +833,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
         flushQueueUrl: queues.flush.url,
       });
       const since = receiver.posts.length;
+      flushDelays.splice(0);
       for (let i = 0; i < 5; i++)
         assert.deepEqual(
           await notifier(
@@ -826,10 +842,10 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
           ),
           { batchItemFailures: [] },
         );
-      await new Promise((r) => setTimeout(r, 1500));
-      assert.deepEqual(await notifier(await batchOf('flush'), lambdaContext('chat-notifier')), {
-        batchItemFailures: [],
-      });
+      assert.deepEqual(
+        await notifier(await flushes(flushDelays.splice(0).length), lambdaContext('chat-notifier')),
+        { batchItemFailures: [] },
+      );
       const posts = receiver.delivered(since);
       assert.equal(posts.length, 1, `${format}: one message for the sync`);
       const lines = shown(posts[0]!);

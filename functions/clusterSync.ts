@@ -11,6 +11,7 @@ import { syncCluster, type ClusterSyncReport } from '../core/sync/engine.ts';
 import type { ClusterRef } from '../core/sync/ports.ts';
 import { completer, follower } from './chases.ts';
 import { logger, once, type FunctionDeps } from './runtime.ts';
+import type { OnceWork } from './onceWork.ts';
 
 export interface ClusterSyncOutcome {
   result: ClusterSyncReport['result'];
@@ -34,7 +35,7 @@ export interface ClusterSyncPayload {
   completes?: boolean;
 }
 
-export function clusterSyncOnce(name: string, getDeps: () => Promise<FunctionDeps>) {
+export function clusterSyncOnce(name: OnceWork, getDeps: () => Promise<FunctionDeps>) {
   /** What is recorded of a delivery: the outcome, and when the sync began, before it read the cluster. */
   type Recorded = ClusterSyncOutcome & { readAt: number };
   const apply = once(name, async ({ key, ref }: ClusterSyncPayload): Promise<Recorded> => {

@@ -13,6 +13,7 @@ import { lazyDeps, logger, metrics, withPowertools, type FunctionDeps } from './
 import { clusterSyncOnce } from './clusterSync.ts';
 import { eksProvider } from '../adapters/compose/providers/eks.ts';
 import { validClusterName } from './targets.ts';
+import { ONCE_WORK } from './onceWork.ts';
 
 /** The CloudTrail record as EventBridge carries it in `detail` (the fields cpsync reads). */
 const CloudTrailDetail = z.looseObject({
@@ -52,7 +53,7 @@ export class CoverageUndeterminedError extends Error {
 
 export function makeEksEventHandler(getDeps: () => Promise<FunctionDeps> = lazyDeps([eksProvider])) {
   // Keyed by the EventBridge event id: a redelivered event (EventBridge retries, at-least-once) is recognised.
-  const apply = clusterSyncOnce('eks-event', getDeps);
+  const apply = clusterSyncOnce(ONCE_WORK.eksEventHandler, getDeps);
   return withPowertools(async (event: EksCloudTrailEvent, context: Context) => {
     const deps = await getDeps();
     const { detail } = event;

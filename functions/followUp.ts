@@ -20,6 +20,7 @@ import type { ClusterRef } from '../core/sync/ports.ts';
 import { chasesFromEnvironment, LookMessage, type Chases } from './chases.ts';
 import { processQueueBatch } from './queueBatch.ts';
 import { lazyDeps, logger, metrics, once, withPowertools, type FunctionDeps } from './runtime.ts';
+import { ONCE_WORK } from './onceWork.ts';
 
 /** What one look did. */
 export interface LookOutcome {
@@ -44,7 +45,7 @@ export function makeFollowUp(
   // Keyed by the chase and the look's number: a redelivered look (SQS is at-least-once) is done once, and
   // does not send its next look twice.
   const look = once(
-    'follow',
+    ONCE_WORK.followUp,
     async ({
       message,
       ref,

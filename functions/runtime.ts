@@ -14,6 +14,7 @@ import type { z } from 'zod';
 import type { Composition, ProviderModule } from '../adapters/compose/compose.ts';
 import { ConfigError, parseConfig, type CpsyncConfig } from '../adapters/compose/config.ts';
 import { memoizeUntilFailure } from '../adapters/shared/memo.ts';
+import { onceKeyPrefix, type OnceWork } from './onceWork.ts';
 
 export const logger = new Logger({ serviceName: 'cpsync' });
 export const metrics = new Metrics({ namespace: 'cpsync', serviceName: 'cpsync' });
@@ -102,7 +103,7 @@ export function isIdempotencyInProgress(error: unknown): boolean {
  * configuration the work runs every time.
  */
 export function once<P extends Keyed, R>(
-  name: string,
+  name: OnceWork,
   work: (payload: P) => Promise<R>,
 ): (deps: FunctionDeps, payload: P, context: Context) => Promise<{ value: R; replayed: boolean }> {
   // The stored result carries the id of the call that did the work, so a replayed result is recognisable.
@@ -133,7 +134,7 @@ export function once<P extends Keyed, R>(
         ...(settings.endpoint ? { clientConfig: { endpoint: settings.endpoint } } : {}),
       });
       entry = {
-        run: makeIdempotent(recorded, { persistenceStore, config, keyPrefix: `cpsync.${name}` }),
+        run: makeIdempotent(recorded, { persistenceStore, config, keyPrefix: onceKeyPrefix(name) }),
         config,
       };
       wrapped.set(deps, entry);

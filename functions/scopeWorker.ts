@@ -26,6 +26,7 @@ import { processQueueBatch } from './queueBatch.ts';
 import { UNRECOGNIZED_KEYS_COUNTED } from './strictMessages.ts';
 import { ALL_PROVIDERS } from '../adapters/compose/providers/index.ts';
 import { isDns1123Label } from '../core/domain/naming.ts';
+import { ONCE_WORK } from './onceWork.ts';
 
 /**
  * The time a scope's sync keeps, of what is left of the function's, to finish after its deadline: its outcome
@@ -94,7 +95,7 @@ export function makeScopeWorker(getDeps: () => Promise<FunctionDeps> = lazyDeps(
   // Keyed by the run and the scope: a message delivered twice (SQS is at-least-once) or sent twice for
   // the same run syncs its scope once. A scope whose hub writes failed is not remembered, so it runs again.
   const syncScope = once(
-    'scope',
+    ONCE_WORK.scopeWorker,
     async ({ key, runId, scope, endsAt }: { key: string; runId: string; scope: Scope; endsAt: number }) => {
       const deps = await getDeps();
       // The scope's own sync id, and the run it is part of: every scope of one enumerator invocation shares it.

@@ -32,6 +32,7 @@ import { gkeProvider } from '../adapters/compose/providers/gke.ts';
 import { validClusterName, validGcpLocation, validResourceGroup } from './targets.ts';
 import type { Scope } from '../core/domain/model/scope.ts';
 import { foldCase } from '../core/domain/naming.ts';
+import { ONCE_WORK } from './onceWork.ts';
 
 /**
  * An answer other than 200: what middy's HTTP error handler sends (`statusCode`, and the body as
@@ -185,7 +186,7 @@ export function makeWebhook(
 
   // Keyed by the delivery's own id (Event Grid event id, Pub/Sub message id) and the cluster it names: a
   // redelivery is recognised, and an id another delivery reuses for another cluster is not its answer.
-  const apply = clusterSyncOnce('webhook', getDeps);
+  const apply = clusterSyncOnce(ONCE_WORK.webhook, getDeps);
 
   async function sync(
     deps: FunctionDeps,

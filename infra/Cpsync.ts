@@ -70,6 +70,8 @@ import {
   grantSecretValue,
 } from './parts.ts';
 import { functionCode } from './functionCode.ts';
+import type { Provider } from '../core/domain/model/observedCluster.ts';
+import { ONCE_WORK, onceKeyPrefix, type OnceWork } from '../functions/onceWork.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 
@@ -196,6 +198,54 @@ function anyOf(conditions: ICfnConditionExpression[]): ICfnConditionExpression {
   const groups: ICfnConditionExpression[] = [];
   for (let i = 0; i < conditions.length; i += 10) groups.push(anyOf(conditions.slice(i, i + 10)));
   return anyOf(groups);
+}
+
+/**
+ * Conditions holding an item-level DynamoDB call to items whose partition keys all match (`StringLike`), or all do
+ * not match (`StringNotLike`), `patterns`: every key a call names (a batch names several) is judged.
+ */
+function leadingKeys(operator: 'StringLike' | 'StringNotLike', patterns: string[]) {
+  return {
+    [`ForAllValues:${operator}`]: { 'dynamodb:LeadingKeys': patterns },
+    Null: { 'dynamodb:LeadingKeys': 'false' },
+  };
+}
+
+/** `actions` on the items of `table` (the table, not its indexes), held by `conditions` when given. */
+function grantItems(
+  fn: LambdaFunction,
+  table: Table,
+  actions: string[],
+  conditions?: Record<string, Record<string, unknown>>,
+): void {
+  fn.addToRolePolicy(
+    new PolicyStatement({ actions, resources: [table.tableArn], ...(conditions ? { conditions } : {}) }),
+  );
+}
+
+/**
+ * The chases (`<provider>/<account>/…`) and the remembered answers (`<provider>/<provider id>`) are keyed after the
+ * cluster's cloud: a function touches only those of the clouds it reads.
+ */
+function cloudKeysOf(clouds?: readonly Provider[]) {
+  return (
+    clouds &&
+    leadingKeys(
+      'StringLike',
+      clouds.map((cloud) => `${cloud}/*`),
+    )
+  );
+}
+
+/**
+ * The grants ledger is keyed by the cluster's provider id: an EKS cluster's ARN
+ * (`arn:…`), an AKS resource id (`/subscriptions/…`), a GKE self link (`https://…`). A function that reads EKS
+ * alone touches ARNs alone; one that reads no EKS cluster, no ARN.
+ */
+function providerIdKeysOf(clouds?: readonly Provider[]) {
+  if (!clouds) return undefined;
+  if (clouds.every((cloud) => cloud === 'eks')) return leadingKeys('StringLike', ['arn:*']);
+  return clouds.includes('eks') ? undefined : leadingKeys('StringNotLike', ['arn:*']);
 }
 
 /** The configuration's `follow` knobs, with the props' overrides (checked as the configuration is). */
@@ -366,6 +416,15 @@ export class Cpsync extends Construct {
     this.webhook = make('Webhook', 'webhook.ts', Duration.seconds(30), 512);
     this.followUp = make('FollowUp', 'followUp.ts', Duration.minutes(1), 512);
     const all = [this.scopeEnumerator, this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp];
+    // The clusters each function that syncs clusters reads, and so the items it may touch in the tables kept per
+    // cluster (every cloud's, unless named); and its once-only work, whose idempotency records are its own.
+    const syncing = new Map<LambdaFunction, { clouds?: Provider[]; work: OnceWork }>([
+      [this.scopeWorker, { work: ONCE_WORK.scopeWorker }],
+      [this.eksEventHandler, { clouds: ['eks'], work: ONCE_WORK.eksEventHandler }],
+      [this.webhook, { clouds: ['gke', 'aks'], work: ONCE_WORK.webhook }],
+      [this.followUp, { work: ONCE_WORK.followUp }],
+    ]);
+    const clouds = (fn: LambdaFunction) => syncing.get(fn)?.clouds;
 
     // Every function that syncs clusters follows those it finds in change: it starts (or joins) a chase,
     // and sends its first look; the follow-up function sends the next ones and ends the chase.
@@ -376,13 +435,14 @@ export class Cpsync extends Construct {
       // A chase is put by the function that starts it (marked by one that joins it), and removed by the one
       // that ends it (or cannot start it).
       const starts = fn !== this.followUp;
-      this.chaseTable.grant(
+      grantItems(
         fn,
-        ...(starts ? ['dynamodb:PutItem', 'dynamodb:UpdateItem'] : []),
-        'dynamodb:DeleteItem',
+        this.chaseTable,
+        [...(starts ? ['dynamodb:PutItem', 'dynamodb:UpdateItem'] : []), 'dynamodb:DeleteItem'],
+        cloudKeysOf(clouds(fn)),
       );
     }
-    this.chaseTable.grant(this.followUp, 'dynamodb:GetItem', 'dynamodb:UpdateItem');
+    grantItems(this.followUp, this.chaseTable, ['dynamodb:GetItem', 'dynamodb:UpdateItem']);
     this.followUp.addEventSource(
       new SqsEventSource(this.followQueue, { batchSize: 10, reportBatchItemFailures: true }),
     );
@@ -446,11 +506,11 @@ export class Cpsync extends Construct {
     if (this.grantsTable) {
       const ledger = this.grantsTable;
       for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp]) {
-        fn.addToRolePolicy(
-          new PolicyStatement({
-            actions: ['dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
-            resources: [ledger.tableArn],
-          }),
+        grantItems(
+          fn,
+          ledger,
+          ['dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
+          providerIdKeysOf(clouds(fn)),
         );
         fn.addToRolePolicy(
           new PolicyStatement({
@@ -465,12 +525,7 @@ export class Cpsync extends Construct {
     if (this.answersTable) {
       const answers = this.answersTable;
       for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
-        fn.addToRolePolicy(
-          new PolicyStatement({
-            actions: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
-            resources: [answers.tableArn],
-          }),
-        );
+        grantItems(fn, answers, ['dynamodb:PutItem', 'dynamodb:DeleteItem'], cloudKeysOf(clouds(fn)));
       this.scopeWorker.addToRolePolicy(
         new PolicyStatement({
           actions: ['dynamodb:Query'],
@@ -478,14 +533,13 @@ export class Cpsync extends Construct {
         }),
       );
     }
-    // What Powertools idempotency does with its records, and nothing more.
-    for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
-      this.idempotencyTable.grant(
+    // What Powertools idempotency does with its records, and nothing more: each function's with its own work's.
+    for (const [fn, { work }] of syncing)
+      grantItems(
         fn,
-        'dynamodb:GetItem',
-        'dynamodb:PutItem',
-        'dynamodb:UpdateItem',
-        'dynamodb:DeleteItem',
+        this.idempotencyTable,
+        ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
+        leadingKeys('StringLike', [`${onceKeyPrefix(work)}#*`]),
       );
     // The enumerator lists accounts and their regions; the worker and the EKS handler read clusters; the
     // webhook serves only GKE and AKS and reads no AWS cloud.

@@ -15,7 +15,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { CpsyncStack } from '../../infra/CpsyncStack.ts';
 import { venvBin } from '../env/python.ts';
 import { grantsOf, rolePolicies } from '../support/iam.ts';
-import { CONFIG, ENV, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
+import { ARGOCD_CONSUMER, CONFIG, ENV, EXAMPLE, NO_BUNDLING } from '../support/infra.ts';
 import { placeholderRefs, templateResolver, type CfnResource } from '../support/template.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 
@@ -25,14 +25,7 @@ const reading = (accounts: unknown) => ({
   ...CONFIG,
   providers: { ...providers, eks: { ...providers.eks, accounts } },
   features: { accessGrants: 'on' },
-  consumers: [
-    {
-      name: 'argocd',
-      namespaces: ['cluster-inventory'],
-      level: 'view',
-      identities: { eks: { roleArn: 'arn:aws:iam::111122223333:role/argocd' } },
-    },
-  ],
+  consumers: [ARGOCD_CONSUMER],
 });
 const FUNCTIONS = ['CpsyncScopeWorker', 'CpsyncEksEventHandler', 'CpsyncFollowUp'];
 /** What reads or grants in cpsync's own account (the EKS hub's DescribeCluster aside). */

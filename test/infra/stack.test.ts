@@ -385,7 +385,9 @@ describe('the CDK app', () => {
     const statements = (
       JSON.parse(worker) as {
         Properties: {
-          PolicyDocument: { Statement: Array<{ Action: string | string[]; Resource: unknown }> };
+          PolicyDocument: {
+            Statement: Array<{ Action: string | string[]; Resource: unknown; Condition?: unknown }>;
+          };
         };
       }
     ).Properties.PolicyDocument.Statement;
@@ -427,13 +429,18 @@ describe('the CDK app', () => {
     assert.deepEqual(
       statements
         .filter((s) => JSON.stringify(s.Resource).includes(idempotencyId))
-        .map((s) => [s.Action, s.Resource]),
+        .map((s) => [s.Action, s.Resource, s.Condition]),
       [
         [
           ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
-          [{ 'Fn::GetAtt': [idempotencyId, 'Arn'] }],
+          { 'Fn::GetAtt': [idempotencyId, 'Arn'] },
+          {
+            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['cpsync.scope#*'] },
+            Null: { 'dynamodb:LeadingKeys': 'false' },
+          },
         ],
       ],
+      "the scope worker's own work's records only",
     );
     const enumerator = policies.find((p) => p.includes('ScopeEnumeratorServiceRole'))!;
     assert.ok(!enumerator.includes(idempotencyId), 'the enumerator keeps no idempotency records');

@@ -85,6 +85,11 @@ export function iamRequestsOf(
   account: string,
   /** EKS access entries: the tags of the entry a call is about (IAM's `aws:ResourceTag/*`). */
   accessEntryTags: (cluster: string, principalArn: string) => Record<string, string> = () => ({}),
+  /**
+   * DynamoDB: the partition key attribute of a table, by its name; an item-level call's keys are then its
+   * `dynamodb:LeadingKeys`. @default none given
+   */
+  partitionKeyOf: (table: string) => string | undefined = () => undefined,
 ): IamRequest[] {
   const region = call.region || REGION;
   const operation = call.operation.includes('.') ? call.operation.split('.').pop()! : call.operation;
@@ -102,9 +107,13 @@ export function iamRequestsOf(
         : [body.TableName as string];
       // A read through an index is authorized on the index (`table/<table>/index/<index>`).
       const index = typeof body.IndexName === 'string' ? `/index/${body.IndexName}` : '';
-      return tables.map((table) =>
-        request(`dynamodb:${operation}`, `arn:aws:dynamodb:${region}:${account}:table/${table}${index}`),
-      );
+      return tables.map((table) => {
+        const keys = index ? undefined : leadingKeysOf(operation, table, body, partitionKeyOf(table));
+        return {
+          ...request(`dynamodb:${operation}`, `arn:aws:dynamodb:${region}:${account}:table/${table}${index}`),
+          ...(keys ? { context: { 'dynamodb:LeadingKeys': keys } } : {}),
+        };
+      });
     }
     case 'sqs': {
       const url = (json(call.body).QueueUrl as string | undefined) ?? query(call.body).get('QueueUrl') ?? '';
@@ -289,6 +298,38 @@ function accessEntryRequests(
   if (path[4] === 'access-policies' && path.length === 6 && call.method === 'DELETE')
     return [request('eks:DisassociateAccessPolicy', entry, { ...tags, 'eks:policyArn': path[5]! })];
   throw new Error(`an EKS access-entry call with no IAM mapping here: ${call.method} ${call.path}`);
+}
+
+/**
+ * The partition keys an item-level DynamoDB call names on `table` (IAM's `dynamodb:LeadingKeys`), its key attribute
+ * being `key`; undefined for a call that names no item (a query, a scan) or a table whose key is not given.
+ */
+function leadingKeysOf(
+  operation: string,
+  table: string,
+  body: Record<string, unknown>,
+  key: string | undefined,
+): string[] | undefined {
+  if (!key) return undefined;
+  type Item = Record<string, { S?: string }> | undefined;
+  const batch = (body.RequestItems as Record<string, unknown> | undefined)?.[table];
+  const items: Item[] =
+    operation === 'PutItem'
+      ? [body.Item as Item]
+      : ['GetItem', 'DeleteItem', 'UpdateItem'].includes(operation)
+        ? [body.Key as Item]
+        : operation === 'BatchGetItem'
+          ? (batch as { Keys: Item[] }).Keys
+          : operation === 'BatchWriteItem'
+            ? (batch as Array<{ PutRequest?: { Item: Item }; DeleteRequest?: { Key: Item } }>).map(
+                (r) => r.PutRequest?.Item ?? r.DeleteRequest?.Key,
+              )
+            : [];
+  if (items.length === 0) return undefined;
+  const keys = items.map((item) => item?.[key]?.S);
+  if (keys.some((k) => k === undefined))
+    throw new Error(`a DynamoDB ${operation} on ${table} names an item without its key ${key}`);
+  return [...new Set(keys as string[])];
 }
 
 /**

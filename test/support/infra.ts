@@ -10,3 +10,10 @@ export const CONFIG = { ...EXAMPLE, hub: { eks: { clusterName: 'hub', region: 'u
 export const ENV = { account: '123456789012', region: 'us-east-1' };
 /** Skips asset bundling for tests that only look at the template's shape. */
 export const NO_BUNDLING = { 'aws:cdk:bundling-stacks': [] };
+/** A consumer the accessGrants feature grants `view` on EKS, its role of the member account 111122223333. */
+export const ARGOCD_CONSUMER = {
+  name: 'argocd',
+  namespaces: ['cluster-inventory'],
+  level: 'view',
+  identities: { eks: { roleArn: 'arn:aws:iam::111122223333:role/argocd' } },
+};

@@ -241,8 +241,36 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     const onDemand = await compose(config, ALL_PROVIDERS, { onDemand: true });
     const before = await versions();
     const records = estateScopeRecords('on-demand-1', 'on-demand');
+    await drainQueue(emulators.queueUrl);
     const result = await makeScopeWorker(async () => onDemand)({ Records: records }, context);
-    assert.deepEqual(result, { batchItemFailures: [{ itemIdentifier: 'on-demand-2' }] });
+    // The project is listed in the configuration, so it is covered without GKE: its listing is what fails, as a
+    // cloud's refusal would, the scope's outcome and not a retry.
+    assert.deepEqual(result, { batchItemFailures: [] }, "a failed listing is the scope's outcome");
+    const synced = (await drainQueue(emulators.queueUrl))
+      .filter((e) => e['detail-type'] === 'Inventory Scope Synced')
+      .map(
+        (e) =>
+          e.detail as unknown as {
+            scope: { provider: string };
+            outcome: string;
+            error?: { message: string };
+          },
+      );
+    assert.deepEqual(
+      synced.map((d) => [d.scope.provider, d.outcome]).sort(),
+      [
+        ['aks', 'complete'],
+        ['eks', 'complete'],
+        ['eks', 'complete'],
+        ['gke', 'failed'],
+      ],
+      'the GKE scope alone fails',
+    );
+    assert.match(
+      synced.find((d) => d.scope.provider === 'gke')!.error!.message,
+      /^providers\.gke\.credentials \(file .*missing\.json\): no such file$/,
+      'naming the setting',
+    );
     assert.deepEqual(await versions(), before, 'no profile written or deleted, the GKE ones included');
     assert.equal((await profiles()).length, emulators.clusters);
     await onDemand.close();

@@ -1306,6 +1306,11 @@ describe('the deployed assets under the Lambda runtime', () => {
         : undefined;
     };
     const failures: string[] = [];
+    // The tables are made in moto under their logical ids: each one's partition key, as the template gives it.
+    const partitionKeyOf = (table: string) =>
+      (resources[table]?.Properties.KeySchema as KeySchemaElement[] | undefined)?.find(
+        (key) => key.KeyType === 'HASH',
+      )?.AttributeName;
     /** The requests each role made (a function role by logical id, a member role by ARN). */
     const made = new Map<string, IamRequest[]>();
     const roleOf = (name: string) =>
@@ -1321,10 +1326,12 @@ describe('the deployed assets under the Lambda runtime', () => {
           key = roleId;
           identity = rolePolicies(resources, roleId, stack.resolve);
           const session = sessionOf(resources, roleId, ACCOUNT, name);
-          requests = iamRequestsOf(call, session.principal, ACCOUNT).map((request) => ({
-            ...request,
-            context: { ...request.context, ...session.context },
-          }));
+          requests = iamRequestsOf(call, session.principal, ACCOUNT, undefined, partitionKeyOf).map(
+            (request) => ({
+              ...request,
+              context: { ...request.context, ...session.context },
+            }),
+          );
         } else if (assumed && memberRole(assumed)) {
           key = assumed;
           identity = rolePolicies(memberResources, memberRole(assumed)!, memberAccount.resolve);

@@ -406,8 +406,14 @@ export class Cpsync extends Construct {
     });
 
     this.#functionSettings = { props, document, logRetention: props.logRetention ?? DEFAULTS.logRetention };
-    const make = (name: string, entry: string, timeout: Duration, memorySize: number) =>
-      this.addFunction(this, name, { entry, timeout, memorySize });
+    const make = (name: string, entry: string, timeout: Duration, memorySize: number) => {
+      const fn = this.addFunction(this, name, { entry, timeout, memorySize });
+      // The member roles trust cpsync's account only through roles of this path (CpsyncMemberRoles), not every
+      // principal of the account: a role's path is set when it is made, by whoever may make roles there. cpsync's
+      // own functions alone are made there (a subscriber's, made by addFunction too, is not).
+      (fn.role!.node.defaultChild as CfnRole).path = FUNCTION_ROLE_PATH;
+      return fn;
+    };
 
     this.scopeEnumerator = make('ScopeEnumerator', 'scopeEnumerator.ts', Duration.minutes(2), 512);
     this.scopeEnumerator.addEnvironment('CPSYNC_SCOPE_QUEUE_URL', this.scopeQueue.queueUrl);
@@ -634,7 +640,7 @@ export class Cpsync extends Construct {
       configuration === 'hub'
         ? { ...hubDocument, providers: {}, consumers: [], webhook: {}, ...ownHub }
         : configDocument(document);
-    const fn = new LambdaFunction(scope, name, {
+    return new LambdaFunction(scope, name, {
       code: functionCode(ROOT, join(ROOT, 'functions', entry)),
       handler: 'index.handler',
       runtime: Runtime.NODEJS_24_X,
@@ -662,10 +668,6 @@ export class Cpsync extends Construct {
         ...options.environment,
       },
     });
-    // The member roles trust cpsync's account only through roles of this path (CpsyncMemberRoles), not every
-    // principal of the account: a role's path is set when it is made, by whoever may make roles there.
-    (fn.role!.node.defaultChild as CfnRole).path = FUNCTION_ROLE_PATH;
-    return fn;
   }
 
   /** The hub's kubeconfig secret, when the configuration reaches the hub with one (cpsync's own identity). */

@@ -169,7 +169,7 @@ export interface ArgoCdClusterSyncProps {
   readonly namespace?: string;
   /** The credential plugin Argo CD runs. @default 'cpsync' */
   readonly credentialsCommand?: string;
-  /** Arguments added to every cluster's `cpsync credentials` call (e.g. `['--role-name', 'cpsync-reader']`). */
+  /** Arguments added to every cluster's `cpsync credentials` call (e.g. `['--role-name', 'argocd']`). */
   readonly credentialsArgs?: readonly string[];
   /**
    * How often every Secret is rebuilt from the hub (a missed event is mended by the next one).

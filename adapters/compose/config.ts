@@ -494,7 +494,7 @@ const subscribers = z.strictObject({
       hubKubeconfigSecretArn: secretArn.optional(),
       /** The credential plugin Argo CD runs for each cluster's token. */
       credentialsCommand: z.string().min(1).default('cpsync'),
-      /** Arguments added to every cluster's call of the plugin (e.g. `["--role-name", "cpsync-reader"]`); none by default. */
+      /** Arguments added to every cluster's call of the plugin (e.g. `["--role-name", "argocd"]`); none by default. */
       credentialsArgs: z.array(z.string()).default([]),
       /** How often every Secret is rebuilt from the hub. */
       reconcileEveryMinutes: z.number().int().min(1).max(1440).default(60),

@@ -24,13 +24,17 @@ import {
   PutCommand,
 } from '@aws-sdk/lib-dynamodb';
 import {
-  ledgerKey,
+  isGrantRecord,
   keptForCluster,
+  keptUnderOwnKey,
+  ledgerKey,
   legacyLedgerKeys,
+  ofScope,
   oneRecordPerCluster,
   type GrantRecord,
 } from '../../core/domain/grants.ts';
-import type { Scope } from '../../core/domain/model/scope.ts';
+import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
+import { providerIdInScope } from '../../core/domain/scopes.ts';
 import type { GrantLedger } from '../../core/sync/ports.ts';
 import { SigV4Sha256, withoutSdkLogger } from '../shared/awsSdk.ts';
 import { untilProcessed } from '../shared/dynamoBatches.ts';
@@ -93,15 +97,30 @@ export class DynamoGrantLedger implements GrantLedger {
         ExpressionAttributeNames: { '#cluster': 'cluster' },
       },
     ))
-      for (const item of page.Items ?? []) if (typeof item.cluster === 'string') clusters.push(item.cluster);
+      for (const item of page.Items ?? [])
+        // Only ids of the account's clusters: the index holds what any item says of itself.
+        if (
+          typeof item.cluster === 'string' &&
+          providerIdInScope(item.cluster, { ...scope, region: ALL_REGIONS })
+        )
+          clusters.push(item.cluster);
     // The clusters asked for by key, the index showing them yet or not.
     const indexed = new Set(clusters);
     clusters.push(...new Set(also.filter((cluster) => !indexed.has(cluster))));
     const records = new Map<string, GrantRecord>();
     for (let at = 0; at < clusters.length; at += BATCH_GET_KEYS)
-      for (const item of await this.#consistently(clusters.slice(at, at + BATCH_GET_KEYS)))
-        if (typeof item.cluster === 'string' && typeof item.record === 'string')
-          records.set(item.cluster, JSON.parse(item.record) as GrantRecord);
+      for (const item of await this.#consistently(clusters.slice(at, at + BATCH_GET_KEYS))) {
+        // Only a record of this account kept under its own key (or one an earlier version used): an item put under
+        // another key, or indexed under another account, names no cluster's grants here, whatever it says.
+        const record = typeof item.record === 'string' ? parsedJson(item.record) : undefined;
+        if (
+          typeof item.cluster === 'string' &&
+          isGrantRecord(record) &&
+          ofScope(record, scope) &&
+          keptUnderOwnKey(record, item.cluster)
+        )
+          records.set(item.cluster, record);
+      }
     // In the index's order (a deleted record left out).
     return oneRecordPerCluster(
       clusters.flatMap((cluster) => {

@@ -13,29 +13,15 @@ import {
   ledgerKey,
   keptForCluster,
   legacyLedgerKeys,
+  isGrantRecord,
+  ofScope,
   oneRecordPerCluster,
   type GrantRecord,
 } from '../../core/domain/grants.ts';
-import { PROVIDERS } from '../../core/domain/model/observedCluster.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
 import type { GrantLedger, QuarantinedRecord } from '../../core/sync/ports.ts';
 import { QUARANTINE } from './batchFiles.ts';
 import { readIfExists, replaceFile } from '../shared/files.ts';
-
-/** Whether `value` is a record as the ledger writes them. */
-function isRecord(value: unknown): value is GrantRecord {
-  const r = value as Partial<GrantRecord> | null;
-  return (
-    typeof r === 'object' &&
-    r !== null &&
-    typeof r.providerId === 'string' &&
-    (PROVIDERS as readonly unknown[]).includes(r.provider) &&
-    typeof r.account === 'string' &&
-    typeof r.region === 'string' &&
-    Array.isArray(r.grants) &&
-    r.grants.every((g) => typeof g?.consumer === 'string' && typeof g.identity === 'string')
-  );
-}
 
 export class FileGrantLedger implements GrantLedger {
   readonly #directory: string;
@@ -85,7 +71,7 @@ export class FileGrantLedger implements GrantLedger {
       const text = await readIfExists(path);
       if (text === undefined) continue;
       const value = parsedJson(text);
-      if (isRecord(value) && value.provider === scope.provider && value.account === scope.account) {
+      if (isGrantRecord(value) && ofScope(value, scope)) {
         found.push({ record: value, keptToday: this.#file(value) === path });
         continue;
       }

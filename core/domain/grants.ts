@@ -20,7 +20,7 @@ import {
   HealthReason,
 } from './constants.ts';
 import type { ClusterProfile, Condition } from './model/clusterProfile.ts';
-import type { Provider } from './model/observedCluster.ts';
+import { PROVIDERS, type Provider } from './model/observedCluster.ts';
 import { providerIdOf } from './member.ts';
 import { LABEL_PROVIDER, LABEL_REGION, LABEL_ACCOUNT } from './constants.ts';
 import { canonicalProviderId, legacyCanonicalProviderIds } from './naming.ts';
@@ -196,6 +196,31 @@ export function oneRecordPerCluster(
     if (keptToday) today.add(key);
   }
   return [...byKey.values()];
+}
+
+/** Whether `value` is a record as the ledgers write them. */
+export function isGrantRecord(value: unknown): value is GrantRecord {
+  const r = value as Partial<GrantRecord> | null;
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    typeof r.providerId === 'string' &&
+    (PROVIDERS as readonly unknown[]).includes(r.provider) &&
+    typeof r.account === 'string' &&
+    typeof r.region === 'string' &&
+    Array.isArray(r.grants) &&
+    r.grants.every((g) => typeof g?.consumer === 'string' && typeof g.identity === 'string')
+  );
+}
+
+/** Whether `record` is of the account `scope` reads: a ledger gives an account's reader no other's record. */
+export function ofScope(record: GrantRecord, scope: { provider: string; account: string }): boolean {
+  return record.provider === scope.provider && record.account === scope.account;
+}
+
+/** Whether `key` is one a ledger keeps `record` under: its own (`ledgerKey`), or one an earlier version used. */
+export function keptUnderOwnKey(record: GrantRecord, key: string): boolean {
+  return key === ledgerKey(record) || legacyLedgerKeys(record).includes(key);
 }
 
 /** The key a ledger keeps a cluster's record under: its canonical id (an Azure id in any case is one). */

@@ -35,7 +35,7 @@ const SUBSCRIBERS = {
   argocd: {
     namespace: 'gitops',
     kubeconfigSecretArn: KUBECONFIG,
-    credentialsArgs: ['--role-name', 'cpsync-reader'],
+    credentialsArgs: ['--role-name', 'argocd'],
     reconcileEveryMinutes: 30,
     unguardedHub: 'trust',
     missingProfileGraceMinutes: 90,
@@ -93,7 +93,7 @@ describe('the example subscribers from the configuration', () => {
           argo.ARGOCD_UNGUARDED_HUB,
           argo.ARGOCD_MISSING_PROFILE_GRACE_MINUTES,
         ],
-        ['gitops', KUBECONFIG, '["--role-name","cpsync-reader"]', 'trust', '90'],
+        ['gitops', KUBECONFIG, '["--role-name","argocd"]', 'trust', '90'],
       );
       // The Argo CD function reaches the hub as an identity of its own: its role is not among those mapped to cpsync's
       // user, but an output of its own; the notifier's is in neither.
@@ -145,7 +145,7 @@ describe('the example subscribers from the configuration', () => {
         cpsync: composed.cpsync,
         namespace: 'gitops',
         argoCdKubeconfigArn: KUBECONFIG,
-        credentialsArgs: ['--role-name', 'cpsync-reader'],
+        credentialsArgs: ['--role-name', 'argocd'],
         reconcileEvery: Duration.minutes(30),
         unguardedHub: 'trust',
         missingProfileGrace: Duration.minutes(90),

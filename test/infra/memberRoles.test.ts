@@ -204,18 +204,43 @@ describe('the member account roles', () => {
         ask('sts:AssumeRole', 'cpsync-probe', {}),
       ]);
     };
-    // The cpsync stack's own function roles are made under that path, every one of them.
+    // cpsync's own function roles are made under that path, every one of them, and no other function's (a
+    // subscriber's, made beside them).
     const cpsync = Template.fromStack(
       new CpsyncStack(new App({ context: NO_BUNDLING }), 'Cpsync', {
         env: { account: CPSYNC, region: 'us-east-1' },
-        cpsync: { config: CONFIG },
+        cpsync: {
+          config: {
+            ...CONFIG,
+            subscribers: {
+              chat: {
+                webhookSecretArn: `arn:aws:secretsmanager:us-east-1:${CPSYNC}:secret:cpsync/chat-webhook`,
+              },
+            },
+          },
+        },
       }),
     ).toJSON().Resources as Record<string, CfnResource>;
-    const functionRoles = Object.values(cpsync)
-      .filter((r) => r.Type === 'AWS::Lambda::Function')
-      .map((fn) => (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0]);
-    assert.ok(functionRoles.length >= 5, functionRoles.join(', '));
-    for (const roleId of functionRoles) assert.equal(cpsync[roleId]!.Properties.Path, '/cpsync/', roleId);
+    const pathOf = Object.fromEntries(
+      Object.entries(cpsync)
+        .filter(([, r]) => r.Type === 'AWS::Lambda::Function')
+        .map(([id, fn]) => {
+          const roleId = (fn.Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'][0];
+          return [id.replace(/[0-9A-F]{8}$/, ''), cpsync[roleId]!.Properties.Path ?? '/'];
+        }),
+    );
+    const own = ['ScopeEnumerator', 'ScopeWorker', 'EksEventHandler', 'Webhook', 'FollowUp'].map(
+      (f) => `Cpsync${f}`,
+    );
+    assert.deepEqual(
+      Object.entries(pathOf)
+        .filter(([, p]) => p === '/cpsync/')
+        .map(([id]) => id)
+        .sort(),
+      [...own].sort(),
+      JSON.stringify(pathOf),
+    );
+    assert.ok(Object.keys(pathOf).length > own.length, 'a subscriber function beside them');
 
     const name = fc.stringMatching(/^[\w+=,.@-]{1,20}$/);
     const segment = fc.stringMatching(/^[\w+=,.@-]{1,12}$/);

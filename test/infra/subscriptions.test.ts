@@ -204,7 +204,7 @@ describe('the example subscribers’ constructs', () => {
     });
     const argo = new ArgoCdClusterSync(stack, 'ArgoCd', {
       cpsync: stack.cpsync,
-      credentialsArgs: ['--role-name', 'cpsync-reader'],
+      credentialsArgs: ['--role-name', 'argocd'],
     });
     assert.deepEqual(findings(app, outdir), []);
     assert.equal(chat.subscription.rules.length, 4);
@@ -259,7 +259,7 @@ describe('the example subscribers’ constructs', () => {
       Environment: {
         Variables: Match.objectLike({
           ARGOCD_NAMESPACE: 'argocd',
-          ARGOCD_CREDENTIALS_ARGS: '["--role-name","cpsync-reader"]',
+          ARGOCD_CREDENTIALS_ARGS: '["--role-name","argocd"]',
           CPSYNC_CONFIG: Match.anyValue(),
         }),
       },

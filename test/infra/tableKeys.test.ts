@@ -24,7 +24,7 @@ const FUNCTIONS: Record<string, { clouds: Cloud[]; work: string }> = {
 type Table = 'Chases' | 'Answers' | 'Grants' | 'Idempotency';
 /** What each function does with each table's items (as the stack grants it), one action each way. */
 const ACTIONS: Record<Table, string[]> = {
-  Chases: ['dynamodb:DeleteItem'],
+  Chases: ['dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   Answers: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
   Grants: ['dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
   Idempotency: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],

@@ -70,7 +70,7 @@ export interface SecretOptions {
   namespace: string;
   /** The credential plugin Argo CD runs. @default 'cpsync' */
   command?: string;
-  /** Arguments added after the cluster's flags (e.g. `--role-name cpsync-reader`). */
+  /** Arguments added after the cluster's flags (e.g. `--role-name argocd`). */
   extraArgs?: readonly string[];
   /**
    * The manager whose profiles are acted on (the configuration's `inventory.manager`): only a profile whose label,

@@ -8,7 +8,7 @@
  * Environment: CPSYNC_CONFIG (the hub and inventory, as the other functions have it); ARGOCD_NAMESPACE
  * (default `argocd`); the Argo CD cluster's kubeconfig in ARGOCD_KUBECONFIG_SECRET_ARN (Secrets Manager) or
  * ARGOCD_KUBECONFIG (a file) — default: the hub itself; ARGOCD_CREDENTIALS_COMMAND (default `cpsync`),
- * ARGOCD_CREDENTIALS_ARGS (a JSON list of extra arguments, e.g. `["--role-name","cpsync-reader"]`),
+ * ARGOCD_CREDENTIALS_ARGS (a JSON list of extra arguments, e.g. `["--role-name","argocd"]`),
  * ARGOCD_UNGUARDED_HUB (`refuse`, the default, or `trust`) and ARGOCD_MISSING_PROFILE_GRACE_MINUTES (default 60: how
  * long a reconcile keeps the Secret of a profile missing from the hub, which cpsync writes again at its next sync).
  *

@@ -192,7 +192,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       composition,
       clusters: new ArgoCdClusters(kubeConfig, {
         namespace: argocd,
-        extraArgs: ['--role-name', 'cpsync-reader'],
+        extraArgs: ['--role-name', 'argocd'],
       }),
       guard: async () =>
         trusting ? TRUSTED_HUB : readHubGuard(kubeConfig, composition.settings.options.manager),
@@ -302,7 +302,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       const provider = labels['cpsync.io/provider'];
       const args: string[] = rest.exec.args;
       assert.deepEqual(args.slice(0, 3), ['credentials', '--provider', provider]);
-      assert.deepEqual(args.slice(-2), ['--role-name', 'cpsync-reader']);
+      assert.deepEqual(args.slice(-2), ['--role-name', 'argocd']);
       const flag = (name: string) => args[args.indexOf(name) + 1];
       const cloudName = { eks: 'payments', gke: 'analytics', aks: 'web' }[provider as 'eks' | 'gke' | 'aks'];
       assert.equal(flag('--cluster-name'), cloudName);

@@ -26,7 +26,7 @@ import { inventoryOptions } from '../../support/settings.ts';
 const COMMAND = '/usr/local/bin/cpsync';
 /** An earlier version's Secret: labelled as cpsync's, naming no manager. */
 const LEGACY = 'cluster-legacy';
-const EXTRA_ARGS = ['--role-name', 'cpsync-reader'];
+const EXTRA_ARGS = ['--role-name', 'argocd'];
 
 describe("Argo CD: the subscriber's identity of its own (real hub)", () => {
   const inventory = uniqueNamespace('identity-inv');

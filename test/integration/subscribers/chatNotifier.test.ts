@@ -388,6 +388,7 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
    * hand them over in one batch; waited for as long as it takes.
    */
   async function flushes(count: number): Promise<SQSEvent> {
+    assert.ok(count > 0, 'flushes were sent');
     const records: SQSRecord[] = [];
     await until(async () => {
       records.push(...(await batchOf('flush')).Records);

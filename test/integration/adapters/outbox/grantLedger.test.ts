@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import fc from 'fast-check';
-import { PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteItemCommand, PutItemCommand, ScanCommand } from '@aws-sdk/client-dynamodb';
 import { ledgerKey, type GrantRecord } from '../../../../core/domain/grants.ts';
 import { foldCase } from '../../../../core/domain/naming.ts';
 import type { GrantLedger } from '../../../../core/sync/ports.ts';
@@ -200,6 +200,68 @@ describe('the grants ledger', () => {
       const { Count } = await client.send(new ScanCommand({ TableName: table }));
       assert.equal(Count, 0, 'nothing left in the table');
     });
+  });
+
+  it("in DynamoDB: takes an item for a cluster's grants only when it is a record of the account read, kept under that cluster's own key; one put under another key or indexed under another account is no one's (property)", async () => {
+    const { ledger, table, client } = await dynamoLedgerTable(moto.endpoint);
+    const ACCOUNT = '111122223333';
+    const scope = { provider: 'eks' as const, account: ACCOUNT };
+    // The genuine record, written by the ledger: always read.
+    const genuine = eks('us-east-1', 'genuine', ACCOUNT);
+    await ledger.write([genuine]);
+    const recordOf = fc.record({
+      name: fc.stringMatching(/^[a-z][a-z0-9-]{0,12}$/),
+      account: fc.constantFrom(ACCOUNT, '999999999999'),
+      provider: fc.constantFrom('eks', 'gke'),
+    });
+    // Where an item is put: its own key, another cluster's, or a key of no cluster (a GKE self link, any text).
+    const keyFor = (record: GrantRecord) =>
+      fc.oneof(
+        fc.constant(ledgerKey(record)),
+        fc.constant(genuine.providerId),
+        fc.constant(`${ledgerKey(record)}x`),
+        fc.stringMatching(/^https:\/\/container\.googleapis\.com\/v1\/projects\/[a-z]{1,8}$/),
+      );
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        recordOf.chain((drawn) => {
+          const record: GrantRecord = {
+            ...eks('us-east-1', drawn.name, drawn.account),
+            provider: drawn.provider as GrantRecord['provider'],
+            grants: [{ consumer: 'intruder', identity: 'arn:aws:iam::666666666666:role/x', level: 'admin' }],
+          };
+          return fc.tuple(fc.constant(record), keyFor(record));
+        }),
+        async ([record, key]) => {
+          n += 1;
+          if (key === genuine.providerId) return; // the genuine record's own item is the ledger's to write
+          await client.send(
+            new PutItemCommand({
+              TableName: table,
+              Item: {
+                cluster: { S: key },
+                account: { S: `eks/${ACCOUNT}` },
+                record: { S: JSON.stringify(record) },
+              },
+            }),
+          );
+          try {
+            const read = await ledger.read(scope, [key]);
+            const kept = key === ledgerKey(record) && record.provider === 'eks' && record.account === ACCOUNT;
+            assert.deepEqual(
+              read.map((r) => r.providerId).sort(),
+              [genuine.providerId, ...(kept ? [record.providerId] : [])].sort(),
+              `${key}: ${JSON.stringify(record)}`,
+            );
+          } finally {
+            await client.send(new DeleteItemCommand({ TableName: table, Key: { cluster: { S: key } } }));
+          }
+        },
+      ),
+      { numRuns: 40, seed: 20261203 },
+    );
+    assert.ok(n >= 40);
   });
 
   describe('in DynamoDB, its account index lagging behind the table (DynamoDB reads an index only eventually consistently)', () => {

@@ -434,7 +434,7 @@ export class Cpsync extends Construct {
 
     // Every function that syncs clusters follows those it finds in change: it starts (or joins) a chase,
     // and sends its first look; the follow-up function sends the next ones and ends the chase.
-    for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp]) {
+    for (const fn of syncing.keys()) {
       fn.addEnvironment('CPSYNC_FOLLOW_QUEUE_URL', this.followQueue.queueUrl);
       fn.addEnvironment('CPSYNC_CHASE_TABLE', this.chaseTable.tableName);
       this.followQueue.grant(fn, 'sqs:SendMessage');
@@ -511,7 +511,7 @@ export class Cpsync extends Construct {
     // (consistently: the index lags), each cluster's put or removed.
     if (this.grantsTable) {
       const ledger = this.grantsTable;
-      for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp]) {
+      for (const fn of syncing.keys()) {
         grantItems(
           fn,
           ledger,
@@ -530,7 +530,7 @@ export class Cpsync extends Construct {
     // records read through the scope index by the scope worker alone (one cluster read on its own always asks).
     if (this.answersTable) {
       const answers = this.answersTable;
-      for (const fn of [this.scopeWorker, this.eksEventHandler, this.webhook, this.followUp])
+      for (const fn of syncing.keys())
         grantItems(fn, answers, ['dynamodb:PutItem', 'dynamodb:DeleteItem'], cloudKeysOf(clouds(fn)));
       this.scopeWorker.addToRolePolicy(
         new PolicyStatement({

@@ -71,17 +71,25 @@ export async function drainMessages<Body>(queueUrl: string): Promise<Body[]> {
 }
 
 /**
- * Waits, as long as it takes, until the queue has handed over at least `count` messages (each once its delay has
- * passed); returns them with any others then in the queue (removed from it).
+ * Waits, as long as it takes, until `take` (a drain of a queue) has handed over at least `count` messages in all,
+ * each once its delay has passed; returns them with any others then taken.
  */
-export async function messagesHandedOver<Body>(queueUrl: string, count: number): Promise<Body[]> {
-  const messages: Body[] = [];
+export async function handedOver<Message>(
+  take: () => Promise<Message[]>,
+  count: number,
+  what: string,
+): Promise<Message[]> {
+  const messages: Message[] = [];
   await until(async () => {
-    messages.push(...(await drainMessages<Body>(queueUrl)));
+    messages.push(...(await take()));
     return messages.length >= count;
-  }, `${count} message(s) handed over by ${queueUrl}`);
+  }, `${count} message(s) handed over by ${what}`);
   return messages;
 }
+
+/** `handedOver` for the queue at `queueUrl`: the messages' bodies (removed from it). */
+export const messagesHandedOver = <Body>(queueUrl: string, count: number): Promise<Body[]> =>
+  handedOver(() => drainMessages<Body>(queueUrl), count, queueUrl);
 
 interface PutEventsBody {
   Entries: Array<Record<string, unknown>>;

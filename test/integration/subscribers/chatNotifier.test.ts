@@ -43,7 +43,7 @@ import { startMoto, type MotoServer } from '../../env/moto.ts';
 import { HUB_CREDENTIALS } from '../../support/aws.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../support/fixtures.ts';
 import { lambdaContext, sqsRecord } from '../../support/lambda.ts';
-import { publishTo, wholeEventTarget } from '../../support/events.ts';
+import { handedOver, publishTo, wholeEventTarget } from '../../support/events.ts';
 import { inventoryOptions } from '../../support/settings.ts';
 import { until } from '../../support/until.ts';
 
@@ -389,12 +389,9 @@ describe('chat notifier (EventBridge → rules → SQS → handler → webhook; 
    */
   async function flushes(count: number): Promise<SQSEvent> {
     assert.ok(count > 0, 'flushes were sent');
-    const records: SQSRecord[] = [];
-    await until(async () => {
-      records.push(...(await batchOf('flush')).Records);
-      return records.length >= count;
-    }, `${count} flush(es) handed over`);
-    return { Records: records };
+    return {
+      Records: await handedOver(async () => (await batchOf('flush')).Records, count, 'the flush queue'),
+    };
   }
 
   /** The delivery records of the table, by event id (the part after the webhook's key). */

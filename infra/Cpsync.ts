@@ -65,7 +65,7 @@ import {
   deadLettersAlarm,
   expiringTable,
   ledgerTable,
-  answersTable,
+  clusterRecordsTable,
   grantSecretArn,
   grantSecretValue,
 } from './parts.ts';
@@ -283,6 +283,11 @@ export class Cpsync extends Construct {
    * functions write. Made while EKS or AKS is configured.
    */
   public readonly answersTable?: Table;
+  /**
+   * How many listings in a row missed each cluster (the deletion grace's counts), which only cpsync's functions
+   * write: a hub writer can neither hasten a profile's deletion nor put it off.
+   */
+  public readonly absencesTable: Table;
   public readonly scopeEnumerator: LambdaFunction;
   public readonly scopeWorker: LambdaFunction;
   public readonly eksEventHandler: LambdaFunction;
@@ -355,7 +360,9 @@ export class Cpsync extends Construct {
     this.chaseTable = expiringTable(this, 'Chases', 'cluster', 'expiresAt');
     if (config.features.accessGrants || config.consumers.length > 0)
       this.grantsTable = ledgerTable(this, 'Grants');
-    if (config.providers.eks || config.providers.aks) this.answersTable = answersTable(this, 'Answers');
+    if (config.providers.eks || config.providers.aks)
+      this.answersTable = clusterRecordsTable(this, 'Answers');
+    this.absencesTable = clusterRecordsTable(this, 'Absences');
 
     const webhookConfig = { ...config.webhook };
     if (!webhookConfig.azure && (props.azureWebhook ?? config.providers.aks !== undefined)) {
@@ -379,6 +386,7 @@ export class Cpsync extends Construct {
       outbox: { table: this.outboxTable.tableName },
       ...(this.grantsTable ? { ledger: { table: this.grantsTable.tableName } } : {}),
       ...(this.answersTable ? { answers: { table: this.answersTable.tableName } } : {}),
+      absences: { table: this.absencesTable.tableName },
       idempotency: {
         table: this.idempotencyTable.tableName,
         expiresAfterSeconds: config.idempotency?.expiresAfterSeconds ?? DEFAULT_IDEMPOTENCY_SECONDS,
@@ -539,6 +547,20 @@ export class Cpsync extends Construct {
         }),
       );
     }
+    // The deletion grace's counts: a scope's read through the scope index, and each cluster's put or removed, by
+    // the scope worker, which alone lists scopes; a cluster's removed by every function that reads it on its own
+    // (seen, its count begins again).
+    const absences = this.absencesTable;
+    for (const fn of syncing.keys())
+      grantItems(
+        fn,
+        absences,
+        [...(fn === this.scopeWorker ? ['dynamodb:PutItem'] : []), 'dynamodb:DeleteItem'],
+        cloudKeysOf(clouds(fn)),
+      );
+    this.scopeWorker.addToRolePolicy(
+      new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${absences.tableArn}/index/byScope`] }),
+    );
     // What Powertools idempotency does with its records, and nothing more: each function's with its own work's.
     for (const [fn, { work }] of syncing)
       grantItems(

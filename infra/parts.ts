@@ -45,11 +45,12 @@ export function ledgerTable(scope: Construct, id: string): Table {
 }
 
 /**
- * The sources' remembered answers (adapters/outbox/DynamoAnswerStore.ts): one item per cluster keyed by `cluster`,
- * read per account (and region) through the `byScope` index. Removed with the stack: an answer lost is asked of
- * the cloud again.
+ * Per-cluster records (adapters/outbox/DynamoClusterRecords.ts: the sources' remembered answers, the deletion
+ * grace's counts): one item per cluster keyed by `cluster`, read per account (and region) through the `byScope`
+ * index. Removed with the stack: an answer lost is asked of the cloud again, a count lost is begun again (a
+ * deletion put off, never hastened).
  */
-export function answersTable(scope: Construct, id: string): Table {
+export function clusterRecordsTable(scope: Construct, id: string): Table {
   const table = clusterTable(scope, id, RemovalPolicy.DESTROY);
   table.addGlobalSecondaryIndex({
     indexName: 'byScope',

@@ -19,6 +19,7 @@ import { FileGrantLedger } from '../outbox/FileGrantLedger.ts';
 import { DynamoGrantLedger } from '../outbox/DynamoGrantLedger.ts';
 import { FileOutbox } from '../outbox/FileOutbox.ts';
 import type { CpsyncConfig } from './config.ts';
+import { absenceStore } from './absences.ts';
 import { connectHub, stateDirectoryOf } from './hub.ts';
 import { resolveScopes, type ResolvedScopes, type ScopeRequest } from './scopeCoverage.ts';
 import { engineSettings, type EngineSettings } from './settings.ts';
@@ -265,6 +266,7 @@ export async function compose(
         grants,
         bus: buildBus(config, options.stdout ?? process.stdout),
         ...(await buildOutbox(config)),
+        absences: await absenceStore(config),
       },
       settings,
       providers,

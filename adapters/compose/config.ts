@@ -782,6 +782,20 @@ export const configSchema = z.strictObject({
     })
     .optional(),
   /**
+   * Where cpsync counts the complete listings in a row that did not show each cluster (the deletion grace,
+   * `inventory.deletionGraceListings`): a DynamoDB table the stack owns, with partition key `cluster` and an index
+   * `byScope` (partition key `scope`, sort key `region`). Unset, the `absences/` folder of the outbox's directory;
+   * with a DynamoDB outbox it must be set while a cluster may be missed by more than one listing. Only cpsync
+   * writes it: a profile's `cpsync.io/missed-listings` on the hub shows the count and is never read back.
+   */
+  absences: z
+    .strictObject({
+      /** The DynamoDB table's name. */
+      table: z.string().min(1),
+      endpoint: url.optional(),
+    })
+    .optional(),
+  /**
    * Lambda functions only: where duplicate deliveries are recognised (Powertools idempotency records in a
    * DynamoDB table with partition key `id` and TTL attribute `expiration`). Unset: every delivery is
    * processed, which is harmless (an unchanged cluster is neither written nor announced) but not free.
@@ -928,6 +942,10 @@ export const configSchema = z.strictObject({
 export type CpsyncConfig = z.infer<typeof configSchema>;
 
 /** A configuration that does not satisfy the schema; `issues` name each bad field and what was expected. */
+/** Why a configuration with a DynamoDB outbox needs `absences`. */
+export const ABSENCES_REQUIRED =
+  'absences: is required with a DynamoDB outbox while inventory.deletionGraceListings is more than 1 (the table where cpsync counts the listings that missed each cluster)';
+
 export class ConfigError extends CpsyncError {
   readonly issues: string[];
   constructor(issues: string[], source: string) {
@@ -1068,6 +1086,13 @@ export function parseConfig(document: unknown, source = ''): CpsyncConfig {
     issues.push(
       'ledger: is required with a DynamoDB outbox while accessGrants is on or consumers are configured (the table where cpsync keeps what it granted)',
     );
+  if (
+    result.data.outbox &&
+    'table' in result.data.outbox &&
+    !result.data.absences &&
+    result.data.inventory.deletionGraceListings > 1
+  )
+    issues.push(ABSENCES_REQUIRED);
   // The home region and every listed region in one partition (the home region where the regions leave it open).
   if (result.data.providers.eks)
     try {

@@ -88,6 +88,11 @@ export interface Plan {
   skipped: Skipped[];
   /** Profiles that already match the clouds: no write. */
   unchanged: number;
+  /**
+   * The clusters a complete listing did not show that are kept, marked missing: by canonical provider id, the
+   * listings in a row that have not shown each, this one counted (what the absence store keeps).
+   */
+  missed: Map<string, { providerId: string; missed: number }>;
 }
 
 export interface PlanInput {
@@ -100,6 +105,11 @@ export interface PlanInput {
   manager: string;
   /** Consecutive complete listings a cluster may be missing from before its profile is deleted. */
   deletionGraceListings: number;
+  /**
+   * By canonical provider id, the complete listings in a row that did not show each cluster before this one, as
+   * cpsync's own store counted them (never the hub's `missed-listings` property, which is shown, not read back).
+   */
+  missedBefore: ReadonlyMap<string, number>;
   /** Names of the access provider entries cpsync writes (the others are someone else's). */
   accessProviderNames: readonly string[];
   /** Stamp for conditions and properties that change in this plan. */
@@ -237,12 +247,6 @@ function statusChanges(
   ];
 }
 
-function missedListings(profile: ClusterProfile): number {
-  const value = profile.status?.properties?.find((p) => p.name === PROPERTY_MISSED_LISTINGS)?.value;
-  const count = Number(value);
-  return Number.isInteger(count) && count > 0 ? count : 0;
-}
-
 /**
  * The profile's owned state with Joined=False/NotFoundInProvider, ControlPlaneHealthy=Unknown (a cluster
  * the provider no longer lists is not known to be healthy: consumers that engage healthy clusters let it
@@ -344,7 +348,8 @@ function planUpdate(
  * What to create, update and delete so the hub matches one scope's listing (SPEC §3).
  * - Profiles of another cluster manager are never updated or deleted, even on a name clash.
  * - A profile missing from a `complete` listing is first marked Joined=False/NotFoundInProvider and
- *   deleted once it has been missing from `deletionGraceListings` consecutive complete listings.
+ *   deleted once it has been missing from `deletionGraceListings` consecutive complete listings, as cpsync's own
+ *   store counts them (`missedBefore`): what the hub's status says of them is never read back.
  * - `partial` and `failed` listings never delete and never mark missing.
  * - A profile whose cluster the provider confirmed gone is deleted at once.
  * - A profile of a listed cluster in a namespace its placement no longer names (a namespace rule or a
@@ -361,6 +366,7 @@ export function plan(input: PlanInput): Plan {
     deletes: [],
     skipped: [],
     unchanged: 0,
+    missed: new Map(),
   };
   const selector = scopeSelector(input.manager, input.outcome.scope);
   const current = new Map(input.current.map((p) => [profileKey(p.metadata), p]));
@@ -461,12 +467,13 @@ export function plan(input: PlanInput): Plan {
     // A listing says which clusters of its own account and region are gone, no others: a profile the scope's
     // labels select whose id is another scope's (label values cut or rewritten into one), or that has no id of
     // the provider's, is neither marked missing nor deleted by it.
-    if (!providerId || !providerIdInScope(providerId, input.outcome.scope)) continue;
-    const missed = missedListings(existing) + 1;
+    if (!providerId || !id || !providerIdInScope(providerId, input.outcome.scope)) continue;
+    const missed = (input.missedBefore.get(id) ?? 0) + 1;
     if (missed >= input.deletionGraceListings) {
       result.deletes.push({ current: existing, reason: 'MissingFromListings' });
       continue;
     }
+    result.missed.set(id, { providerId, missed });
     const update = planUpdate(existing, markMissing(existing, missed, input), input);
     if (update) result.updates.push(update);
     else result.unchanged += 1;

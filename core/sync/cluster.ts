@@ -151,6 +151,7 @@ export async function syncCluster(
           : {}),
         ...(confirmedGone ? { confirmedGone } : {}),
         others,
+        oneCluster: true,
       },
     );
     const failure = result.applied.failed[0];
@@ -173,6 +174,7 @@ export async function syncCluster(
       ...recovered,
       ...collisions(ref.scope, result),
       ...(result.grants?.problems ?? []),
+      ...result.problems,
       ...(afterwards?.problem ? [afterwards.problem] : []),
     ];
     const settling = observed ? settlingState(observed) : undefined;

@@ -190,6 +190,38 @@ export interface AnswerStore {
   ): Promise<void>;
 }
 
+/**
+ * How many consecutive complete listings of its scope have not shown a cluster that has profiles: the deletion
+ * grace's count (`inventory.deletionGraceListings`).
+ */
+export interface MissedListings {
+  provider: Provider;
+  account: string;
+  /** The cluster's own region (never `*`). */
+  region: string;
+  providerId: string;
+  /** Complete listings in a row that did not show the cluster (at least 1). */
+  missed: number;
+  /** When the last of them was counted (milliseconds since the epoch). */
+  countedAt: number;
+}
+
+/**
+ * The deletion grace's counts, kept where only cpsync writes (the state directory beside the outbox; a DynamoDB
+ * table the stack owns), never on the hub: what a profile's status says of its missed listings is shown there,
+ * and never read back. A count lost is a count begun again (a deletion put off, never hastened); nothing is
+ * listed or kept on its say.
+ */
+export interface AbsenceStore {
+  /** The counts of an account's clusters in `scope.region` (every region: `*`). Rejects when the store cannot be read. */
+  read(scope: Scope): Promise<MissedListings[]>;
+  /** Stores each count unless a later one of its cluster is stored, and removes those `removed` names. */
+  write(
+    records: readonly MissedListings[],
+    removed?: ReadonlyArray<Pick<MissedListings, 'provider' | 'account' | 'region' | 'providerId'>>,
+  ): Promise<void>;
+}
+
 /** A profile's name and labels, as `Hub.listLabels` gives them. */
 export interface ProfileLabels {
   name: string;

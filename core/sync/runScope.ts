@@ -132,7 +132,7 @@ export async function syncOne(run: RunContext, requested: Scope): Promise<ScopeR
     // Clusters it could not read make a complete listing partial (their profiles are kept).
     if (outcome.kind === 'complete' && plan.outcome.kind === 'partial') outcome = plan.outcome;
     run.report.malformed.push(...result.malformed);
-    run.report.problems.push(...collisions(scope, result));
+    run.report.problems.push(...collisions(scope, result), ...result.problems);
     for (const left of result.unreadable)
       run.report.problems.push(
         `cannot remove the projected copies of ${scopeKey(scope)} in namespace ${left.namespace}, which no rule names any more: ${left.reason}`,

@@ -250,6 +250,8 @@ export async function applyReading(
     projectClusters?: ProjectClusters;
     /** The intents recovery left to runs that may still be going (see `landedBefore`). */
     others?: readonly ChangeIntent[];
+    /** The listing is one cluster's reading, not the scope's (see SyncScopeInput.oneCluster). */
+    oneCluster?: boolean;
   },
 ): Promise<{
   result: Awaited<ReturnType<typeof syncScope>>;
@@ -278,6 +280,8 @@ export async function applyReading(
     ...(ports.members ? { members: ports.members } : {}),
     ...(ports.grants ? { grants: ports.grants } : {}),
     ...(ports.ledger ? { ledger: ports.ledger } : {}),
+    absences: ports.absences,
+    ...(reading.oneCluster ? { oneCluster: true } : {}),
     ...(ports.naming ? { naming: ports.naming } : {}),
     ...(reading.claims ? { claims: reading.claims } : {}),
     ...(reading.alone ? { alone: reading.alone } : {}),

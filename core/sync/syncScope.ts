@@ -21,11 +21,13 @@ import { inventoryNamespaces, type InventoryOptions } from '../domain/options.ts
 import { plan, type Plan } from '../domain/plan.ts';
 import { featureCounts, type FeatureName } from '../domain/features.ts';
 import type {
+  AbsenceStore,
   AccessGrants,
   GrantLedger,
   Hub,
   MalformedObject,
   MemberProbe,
+  MissedListings,
   ProfileNotice,
   ScopeListing,
 } from './ports.ts';
@@ -39,8 +41,11 @@ import {
   probedBefore,
   providerIdOf,
 } from '../domain/member.ts';
-import { clusterInScope } from '../domain/scopes.ts';
-import { ALL_REGIONS } from '../domain/model/scope.ts';
+import { canonicalRegion, clusterInScope, placeOfProviderId } from '../domain/scopes.ts';
+import { ALL_REGIONS, scopeKey, type Scope } from '../domain/model/scope.ts';
+import { ANNOTATION_PROVIDER_ID, LABEL_REGION } from '../domain/constants.ts';
+import { canonicalProviderId } from '../domain/naming.ts';
+import { firstLineOf } from '../domain/errors.ts';
 
 export interface SyncScopeInput {
   hub: Hub;
@@ -64,6 +69,13 @@ export interface SyncScopeInput {
   grants?: AccessGrants;
   /** What cpsync granted: the grants step's one authority (never the hub). */
   ledger?: GrantLedger;
+  /** The deletion grace's counts: the one authority for how many listings in a row missed a cluster (never the hub). */
+  absences: AbsenceStore;
+  /**
+   * The listing is one cluster's reading (an event's, a follow-up's look), not the scope's: the counts are not
+   * read, and the cluster's, when it is there, is begun again.
+   */
+  oneCluster?: boolean;
   /**
    * Set where other syncs of the account may be applying at the same time (one-cluster syncs): what is
    * settled for the whole account (a GKE project's cloud role) is settled inside it, from the ledger as read there.
@@ -109,6 +121,8 @@ export interface SyncScopeResult {
    * settled beside other syncs of the project (withGrants' `afterwards`). Never rejects.
    */
   afterwards?: () => Promise<{ changed: string[]; problem?: string }>;
+  /** What could not be done that the scope's sync went on without (the deletion grace's counts not read or kept). */
+  problems: string[];
 }
 
 /** How many members a scope read, how many of them could not be read, and the time it took. */
@@ -290,10 +304,23 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   }
   // A complete listing with clusters that could not be read is not complete: their profiles must not be
   // taken for clusters that are gone.
-  const outcome: ScopeListing['outcome'] =
+  let outcome: ScopeListing['outcome'] =
     invalid.length > 0 && listing.outcome.kind === 'complete'
       ? { ...listing.outcome, kind: 'partial', missing: invalid.map((e) => e.providerId || '(no id)').sort() }
       : listing.outcome;
+  // How many listings in a row missed each cluster, as cpsync's own store counted them. Without the counts, a
+  // listing's absences are not acted on (as a partial listing's are not): a deletion is put off, never hastened.
+  const problems: string[] = [];
+  let counted: MissedListings[] | undefined;
+  if (!input.oneCluster && outcome.kind !== 'failed')
+    try {
+      counted = await input.absences.read(scope);
+    } catch (error) {
+      problems.push(
+        `cannot read how many listings of ${scopeKey(scope)} missed its clusters (cpsync's absence store): ${firstLineOf(error, 1000)}; no profile is marked missing or deleted for a missed listing this time`,
+      );
+      if (outcome.kind === 'complete') outcome = { ...outcome, kind: 'partial', missing: [] };
+    }
 
   // Each profile's name, before anything is planned: the hub's profiles keep theirs, newcomers get their own.
   const naming = await chooseNames({
@@ -364,6 +391,7 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     current: known,
     manager: options.manager,
     deletionGraceListings: options.deletionGraceListings,
+    missedBefore: missedBefore(counted ?? []),
     accessProviderNames: Object.values(options.accessProviderNames),
     now,
     ...(confirmedGone ? { confirmedGone } : {}),
@@ -373,6 +401,13 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   const withoutCertificateAuthority = desired.flatMap((profile): ProfileNotice[] => {
     const reason = profile.status?.properties?.find((p) => p.name === PROPERTY_CA_OMITTED)?.value;
     return reason ? [{ namespace: profile.metadata.namespace, name: profile.metadata.name, reason }] : [];
+  });
+  const absences = absenceChanges(result, counted, {
+    scope,
+    now,
+    listed: listing.clusters,
+    known,
+    gone: [...(confirmedGone ?? []), ...(input.pruned ?? [])],
   });
   const done = {
     collisions: naming.collisions,
@@ -395,12 +430,22 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
       plan: result,
       applied: noneApplied,
       ...done,
+      problems,
       ...(granted.figures ? { grants: granted.figures } : {}),
       featureCounts: countsByNamespace(profilesAfter(after, noneApplied), names, stillHeld),
     };
 
   let applied: ApplyResult | undefined;
   let unrecorded: string | undefined;
+  // Kept beside the hub's writes: the count is of listings, whatever the hub took of them.
+  const countedNow =
+    absences.put.length > 0 || absences.removed.length > 0
+      ? input.absences.write(absences.put, absences.removed).then(
+          () => undefined,
+          (error: unknown) =>
+            `cannot keep how many listings of ${scopeKey(scope)} missed its clusters (cpsync's absence store): ${firstLineOf(error, 1000)}; the next listings count them again from what it holds`,
+        )
+      : undefined;
   try {
     const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
     for (const namespace of namespaces.filter((ns) => used.has(ns.name)))
@@ -411,16 +456,90 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
     // Nothing of the scope's is left running when it returns, nor when it throws; and what was to be done
     // once the changes are announced is done now when it throws (nothing will be announced).
     unrecorded = await granted.recorded;
+    const uncounted = await countedNow;
+    if (uncounted) problems.push(uncounted);
     if (!applied) await granted.afterwards?.();
   }
   return {
     plan: result,
     applied,
     ...done,
+    problems,
     ...withProblem(granted.figures, unrecorded),
     ...(granted.afterwards ? { afterwards: granted.afterwards } : {}),
     featureCounts: countsByNamespace(profilesAfter(after, applied), names, stillHeld),
   };
+}
+
+/** The counts read, by canonical provider id (the highest, should one cluster have two). */
+function missedBefore(counted: readonly MissedListings[]): Map<string, number> {
+  const byId = new Map<string, number>();
+  for (const record of counted) {
+    const id = canonicalProviderId(record);
+    byId.set(id, Math.max(byId.get(id) ?? 0, record.missed));
+  }
+  return byId;
+}
+
+/**
+ * What the absence store keeps after a scope's plan: the count of each cluster the plan marked missing; none of a
+ * cluster a listing showed (begun again), of one whose profiles go, or of one with no profile of the scope. A
+ * complete listing keeps no count but those it made; a partial one leaves the others' as they were. A one-cluster
+ * reading (`counted` unread) forgets its cluster's.
+ */
+function absenceChanges(
+  plan: Plan,
+  counted: readonly MissedListings[] | undefined,
+  at: {
+    scope: Scope;
+    now: string;
+    listed: readonly ObservedCluster[];
+    known: readonly ClusterProfile[];
+    gone: readonly string[];
+  },
+): { put: MissedListings[]; removed: MissedListings[] } {
+  const { scope } = at;
+  const idOf = (providerId: string) => canonicalProviderId({ provider: scope.provider, providerId });
+  const countedAt = Date.parse(at.now);
+  const listed = new Map<string, ObservedCluster>();
+  for (const cluster of at.listed)
+    if (typeof cluster.providerId === 'string' && clusterInScope(cluster, scope))
+      listed.set(idOf(cluster.providerId), cluster);
+  const record = (providerId: string, region: string, missed: number): MissedListings => ({
+    provider: scope.provider,
+    account: scope.account,
+    region: canonicalRegion(scope.provider, region),
+    providerId,
+    missed,
+    countedAt,
+  });
+  if (!counted)
+    return {
+      put: [],
+      removed: [...listed.values()].map((cluster) => record(cluster.providerId, cluster.region, 1)),
+    };
+  const profiles = new Map<string, ClusterProfile>();
+  for (const profile of at.known) {
+    const providerId = profile.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
+    if (providerId) profiles.set(idOf(providerId), profile);
+  }
+  const gone = new Set(at.gone.map(idOf));
+  const complete = plan.outcome.kind === 'complete';
+  const put = [...plan.missed].map(([id, { providerId, missed }]) => {
+    const region =
+      placeOfProviderId(scope.provider, providerId)?.region ??
+      (scope.region !== ALL_REGIONS ? scope.region : undefined) ??
+      counted.find((r) => canonicalProviderId(r) === id)?.region ??
+      profiles.get(id)?.metadata.labels?.[LABEL_REGION] ??
+      scope.region;
+    return record(providerId, region, missed);
+  });
+  const removed = counted.filter((r) => {
+    const id = canonicalProviderId(r);
+    if (plan.missed.has(id)) return false;
+    return complete || listed.has(id) || gone.has(id) || !profiles.has(id);
+  });
+  return { put, removed };
 }
 
 /** The grants' figures, with a problem met after they were made (the ledger's record of them not written). */

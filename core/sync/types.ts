@@ -7,6 +7,7 @@ import type { CpsyncEvent } from '../../events/types.ts';
 import type { InventoryOptions } from '../domain/options.ts';
 import type { Plan } from '../domain/plan.ts';
 import type {
+  AbsenceStore,
   ClusterRef,
   ClusterSource,
   EventSink,
@@ -43,6 +44,11 @@ export interface EnginePorts {
   grants?: AccessGrants;
   /** What cpsync granted, kept where only it writes: the grants' one authority. @default none (nothing is granted) */
   ledger?: GrantLedger;
+  /**
+   * How many listings in a row missed each cluster (the deletion grace's counts), kept where only cpsync writes:
+   * never read back from the hub.
+   */
+  absences: AbsenceStore;
   /** @default () => new Date() */
   clock?: () => Date;
   /** The names profiles may have (tests give a weak one, to make clusters' names collide). @default PROFILE_NAMES */

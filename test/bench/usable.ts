@@ -58,7 +58,7 @@ import { letCpsyncGrantInProject, letCpsyncSeeProject } from '../env/fakes/gkeSe
 import { consumerIdentity, consumerKit } from '../support/consumerKit.ts';
 import { startHub, stopHub } from '../env/hub.ts';
 import { announcedTransition, type CloudEvent } from '../env/transitions.ts';
-import { createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
+import { createClusterRecordsTable, createEksClusters, HUB_CREDENTIALS } from '../support/aws.ts';
 import { functionUrlRequest, lambdaContext, startGoogleSigner, sqsRecord } from '../support/lambda.ts';
 import { temporaryDirectory } from '../support/tmp.ts';
 import { PRICES } from './cost.ts';
@@ -221,6 +221,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       );
     // The grants ledger, as the stack makes it: keyed by cluster, read per account through `byAccount`.
     await createLedgerTable(dynamo, 'usable-grants');
+    await createClusterRecordsTable(dynamoEndpoint, 'usable-absences');
     const sqs = new SQSClient(direct);
     const queue = async (name: string) => {
       const url = (await sqs.send(new CreateQueueCommand({ QueueName: name }))).QueueUrl!;
@@ -280,6 +281,7 @@ export async function timeToUsable(options: UsableOptions): Promise<void> {
       hub: { kubeconfig: hub.kubeconfig },
       outbox: { table: 'usable-outbox', endpoint: dynamoEndpoint },
       ledger: { table: 'usable-grants', endpoint: dynamoEndpoint },
+      absences: { table: 'usable-absences', endpoint: dynamoEndpoint },
       idempotency: { table: 'usable-idempotency', endpoint: dynamoEndpoint },
       webhook: {
         azure: { key: { file: keyFile } },

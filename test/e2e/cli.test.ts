@@ -220,8 +220,17 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     assert.deepEqual(applied.sort(), planned);
   });
 
-  it('deletes a cluster gone from the cloud only after the grace of complete listings', async () => {
+  it('deletes a cluster gone from the cloud only after the grace of complete listings, counted by cpsync whatever a hub writer says of the count (a full sync, then --scope)', async () => {
     await baseline();
+    // A hub writer past the admission policy says the cluster has already been missed once.
+    const listed = (await profiles()).find((p) => p.spec.displayName === 'batch')!;
+    await hub.applyStatus({
+      ...listed,
+      status: {
+        ...listed.status,
+        properties: [...(listed.status?.properties ?? []), { name: 'cpsync.io/missed-listings', value: '1' }],
+      },
+    });
     emulators.arm.clusters.set(AZURE_SUBSCRIPTION, [aksCluster('web', 'rg-web')]);
     // The first complete listing without "batch": it is marked, not deleted.
     const marking = await sync();
@@ -232,7 +241,12 @@ describe('cpsync end to end: CLI → moto, local GKE/ARM servers → real hub �
     );
     const batch = (await profiles()).find((p) => p.spec.displayName === 'batch')!;
     assert.equal(batch.status!.conditions!.find((c) => c.type === 'Joined')!.reason, 'NotFoundInProvider');
-    const run = await sync();
+    assert.equal(
+      batch.status!.properties!.find((p) => p.name === 'cpsync.io/missed-listings')?.value,
+      '1',
+      'the count cpsync kept: its first miss',
+    );
+    const run = await sync('--scope', `aks/${AZURE_SUBSCRIPTION}`);
     assert.equal(run.code, 0, run.stderr);
     const deleted = changes(await drain());
     assertValid(deleted);

@@ -20,7 +20,7 @@ import { HubForbiddenError } from '../../adapters/hub/errors.ts';
 import { KubernetesHub } from '../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../adapters/hub/KubernetesLeases.ts';
 import type { ObservedCluster } from '../../core/domain/model/observedCluster.ts';
-import { syncScope } from '../../core/sync/syncScope.ts';
+import { syncScope } from '../support/absences.ts';
 import { clientCertificate, kubeconfigYaml } from '../env/hub.ts';
 import { runCli, type CliRun } from '../support/cli.ts';
 import { eksCluster } from '../support/fixtures.ts';

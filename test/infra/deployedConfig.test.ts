@@ -104,7 +104,7 @@ function assertRoundTrip(config: unknown, label: string): void {
       assert.fail(`${label}: ${id} refuses the configuration the stack gave it: ${(error as Error).message}`);
     }
     const argoCd = id.startsWith('ArgoCd');
-    const { bus, outbox, idempotency, webhook, memberProbe, answers, ...rest } = read;
+    const { bus, outbox, idempotency, webhook, memberProbe, answers, absences, ...rest } = read;
     const {
       bus: _bus,
       outbox: _outbox,
@@ -112,6 +112,7 @@ function assertRoundTrip(config: unknown, label: string): void {
       webhook: _webhook,
       memberProbe: _probe,
       answers: _answers,
+      absences: _absences,
       ...wanted
     } = configured;
     assert.deepEqual(
@@ -134,6 +135,8 @@ function assertRoundTrip(config: unknown, label: string): void {
     if (argoCd || (!configured.providers.eks && !configured.providers.aks))
       assert.equal(answers, undefined, `${label}: ${id} has no answers table`);
     else assert.match(answers?.table ?? '', /^CpsyncAnswers[0-9A-F]+-ref$/, `${label}: ${id} answers`);
+    // The deletion grace's counts, in the stack's table (whatever the clouds).
+    assert.match(absences?.table ?? '', /^CpsyncAbsences[0-9A-F]+-ref$/, `${label}: ${id} absences`);
     if (argoCd) assert.deepEqual(webhook, {}, `${label}: ${id} has no webhook keys`);
     else if (configured.providers.aks) assert.ok(webhook.azure, `${label}: ${id} has the Event Grid key`);
   }

@@ -154,8 +154,8 @@ describe('the CDK app', () => {
   });
 
   it('keeps the remembered answers in a table of its own while EKS or AKS is configured: removed with the stack, read per scope, written only by the functions that sync', () => {
-    const [id, table] = Object.entries(template.findResources('AWS::DynamoDB::Table')).find(([, t]) =>
-      JSON.stringify(t).includes('byScope'),
+    const [id, table] = Object.entries(template.findResources('AWS::DynamoDB::Table')).find(([key]) =>
+      key.startsWith('CpsyncAnswers'),
     )!;
     assert.equal(table.DeletionPolicy, 'Delete');
     assert.deepEqual(table.Properties.KeySchema, [{ AttributeName: 'cluster', KeyType: 'HASH' }]);
@@ -209,11 +209,57 @@ describe('the CDK app', () => {
       config: { ...CONFIG, providers: { gke: (EXAMPLE.providers as Record<string, unknown>).gke } },
     });
     assert.ok(
-      !Object.values(gkeOnly.findResources('AWS::DynamoDB::Table')).some((t) =>
-        JSON.stringify(t).includes('byScope'),
+      !Object.keys(gkeOnly.findResources('AWS::DynamoDB::Table')).some((key) =>
+        key.startsWith('CpsyncAnswers'),
       ),
       'no answers table for GKE alone',
     );
+  });
+
+  it("counts the listings that missed each cluster in a table of its own, whatever the clouds: put by the scope worker alone, a cluster's count begun again by every function that reads clusters", () => {
+    for (const stack of [
+      template,
+      lightStack({
+        config: { ...CONFIG, providers: { gke: (EXAMPLE.providers as Record<string, unknown>).gke } },
+      }),
+    ]) {
+      const [id, table] = Object.entries(stack.findResources('AWS::DynamoDB::Table')).find(([key]) =>
+        key.startsWith('CpsyncAbsences'),
+      )!;
+      assert.equal(table.DeletionPolicy, 'Delete');
+      assert.deepEqual(table.Properties.KeySchema, [{ AttributeName: 'cluster', KeyType: 'HASH' }]);
+      assert.deepEqual(
+        table.Properties.GlobalSecondaryIndexes.map((i: { IndexName: string }) => i.IndexName),
+        ['byScope'],
+      );
+      for (const fn of Object.values(stack.findResources('AWS::Lambda::Function')))
+        assert.match(
+          JSON.stringify(fn.Properties.Environment.Variables.CPSYNC_CONFIG),
+          /\\"absences\\":\{\\"table\\":/,
+        );
+      const granted = Object.values(stack.findResources('AWS::IAM::Policy')).flatMap((policy) => {
+        const role = JSON.stringify(policy.Properties.Roles).match(/Cpsync(\w+?)ServiceRole/)?.[1];
+        return (
+          policy.Properties.PolicyDocument.Statement as Array<{
+            Action: string | string[];
+            Resource: unknown;
+          }>
+        )
+          .filter((st) => JSON.stringify(st.Resource).includes(id))
+          .map((st) => [
+            role,
+            JSON.stringify(st.Resource).includes('index/byScope'),
+            [st.Action].flat().sort().join(),
+          ]);
+      });
+      assert.deepEqual(granted.sort(), [
+        ['EksEventHandler', false, 'dynamodb:DeleteItem'],
+        ['FollowUp', false, 'dynamodb:DeleteItem'],
+        ['ScopeWorker', false, 'dynamodb:DeleteItem,dynamodb:PutItem'],
+        ['ScopeWorker', true, 'dynamodb:Query'],
+        ['Webhook', false, 'dynamodb:DeleteItem'],
+      ]);
+    }
   });
 
   it('runs five Node 24 arm64 functions with retained logs and the configuration in their environment', () => {

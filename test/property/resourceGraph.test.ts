@@ -24,6 +24,7 @@ import { JsonLinesFileBus } from '../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../adapters/hub/FileHub.ts';
 import { FileAnswerStore } from '../../adapters/outbox/FileAnswerStore.ts';
 import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import { runSync, syncCluster } from '../../core/sync/engine.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
@@ -130,6 +131,7 @@ describe('AKS through a lagging Resource Graph, over random cloud changes and ev
           bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
           outbox: new FileOutbox(join(directory, 'outbox')),
           intents: new FileIntentLog(join(directory, 'outbox')),
+          absences: new FileAbsenceStore(join(directory, 'outbox')),
         };
         const scope = (sub: number): Scope => ({ provider: 'aks', account: SUBS[sub]!, region: '*' });
         const sync = (scopes: Scope[]) =>

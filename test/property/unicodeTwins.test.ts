@@ -34,6 +34,7 @@ import { isGkeSelfLink } from '../../adapters/gke/mapCluster.ts';
 import { FileHub } from '../../adapters/hub/FileHub.ts';
 import { FileAnswerStore } from '../../adapters/outbox/FileAnswerStore.ts';
 import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import { canonicalServer } from '../../core/domain/endpoints.ts';
 import type { Scope } from '../../core/domain/model/scope.ts';
@@ -254,6 +255,7 @@ describe('twins in Unicode: a resource group ARM tells apart is never one cpsync
                 bus: new JsonLinesFileBus(events),
                 outbox: new FileOutbox(join(directory, 'outbox')),
                 intents: new FileIntentLog(join(directory, 'outbox')),
+                absences: new FileAbsenceStore(join(directory, 'outbox')),
               };
               const settings = runSettings(
                 inventoryOptions({ namespace: NAMESPACE, deletionGraceListings: 1 }),

@@ -82,8 +82,8 @@ export async function createIdempotencyTable(endpoint: string, tableName: string
   );
 }
 
-/** A remembered-answers table (key `cluster`, index `byScope` on scope and region) in moto, as the stack creates it. */
-export async function createAnswersTable(endpoint: string, tableName: string): Promise<void> {
+/** A per-cluster records table (remembered answers, missed listings: key `cluster`, index `byScope` on scope and region) in moto, as the stack creates it. */
+export async function createClusterRecordsTable(endpoint: string, tableName: string): Promise<void> {
   const { CreateTableCommand, DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
   await new DynamoDBClient({ endpoint, region: 'us-east-1', credentials: HUB_CREDENTIALS }).send(
     new CreateTableCommand({

@@ -6,6 +6,7 @@ import { readFileSync } from 'node:fs';
 import { JsonLinesFileBus } from '../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../adapters/hub/FileHub.ts';
 import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import type { EnginePorts } from '../../core/sync/types.ts';
 import { temporaryDirectory } from './tmp.ts';
@@ -22,6 +23,7 @@ export function filePorts(
     bus: new JsonLinesFileBus(`${directory}/events.jsonl`),
     outbox: new FileOutbox(`${directory}/outbox`),
     intents: new FileIntentLog(`${directory}/outbox`),
+    absences: new FileAbsenceStore(`${directory}/outbox`),
   };
   const events = () =>
     readFileSync(`${directory}/events.jsonl`, 'utf8')

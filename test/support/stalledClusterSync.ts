@@ -16,6 +16,7 @@ import { FileHub } from '../../adapters/hub/FileHub.ts';
 import { FileLeaseStore } from '../../adapters/hub/FileLeases.ts';
 import { KubernetesLeaseStore } from '../../adapters/hub/KubernetesLeases.ts';
 import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import { syncCluster } from '../../core/sync/engine.ts';
@@ -66,6 +67,7 @@ await syncCluster(
     bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
     outbox: new FileOutbox(join(directory, 'outbox')),
     intents: new FileIntentLog(join(directory, 'outbox')),
+    absences: new FileAbsenceStore(join(directory, 'outbox')),
   },
   { ...runSettings(inventoryOptions({ namespace })), syncId: `event-${name}`, ref: { scope, name } },
 );

@@ -35,7 +35,7 @@ import {
   operationEvents,
   type CloudEvent,
 } from '../../env/transitions.ts';
-import { HUB_CREDENTIALS } from '../../support/aws.ts';
+import { HUB_CREDENTIALS, createClusterRecordsTable } from '../../support/aws.ts';
 import { drainMessages, drainQueue } from '../../support/events.ts';
 import { adminKubeConfig } from '../../support/hub.ts';
 import { estateOnHub } from '../../support/estate.ts';
@@ -174,12 +174,14 @@ describe('the clouds’ word that an operation ended ends the chase, and deletes
     signer = await startGoogleSigner(AUDIENCE, PUSHER);
     const keyFile = join(emulators.directory, 'event-grid-key');
     writeFileSync(keyFile, AZURE_KEY);
+    await createClusterRecordsTable(emulators.moto.endpoint, 'cpsync-absences');
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
     const config = parseConfig(
       {
         ...document,
         hub: { kubeconfig: state.kubeconfig },
         outbox: { table: 'cpsync-outbox', endpoint: emulators.moto.endpoint },
+        absences: { table: 'cpsync-absences', endpoint: emulators.moto.endpoint },
         idempotency: { table: 'cpsync-idempotency', endpoint: emulators.moto.endpoint },
         webhook: {
           azure: { key: { file: keyFile } },

@@ -33,7 +33,7 @@ import {
 } from '../../env/emulators.ts';
 import {
   accountCredentials,
-  createAnswersTable,
+  createClusterRecordsTable,
   createEksClusters,
   HUB_CREDENTIALS,
 } from '../../support/aws.ts';
@@ -126,12 +126,14 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
     const keyFile = join(emulators.directory, 'event-grid-key');
     writeFileSync(keyFile, azureKey);
+    await createClusterRecordsTable(emulators.moto.endpoint, 'cpsync-absences');
     const document = parse(readFileSync(emulators.configPath, 'utf8')) as Record<string, unknown>;
     const config = parseConfig(
       {
         ...document,
         hub: { kubeconfig: state.kubeconfig },
         outbox: { table: 'cpsync-outbox', endpoint: emulators.moto.endpoint },
+        absences: { table: 'cpsync-absences', endpoint: emulators.moto.endpoint },
         idempotency: { table: 'cpsync-idempotency', endpoint: emulators.moto.endpoint },
         webhook: {
           azure: { key: { file: keyFile } },
@@ -1279,6 +1281,77 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
         (e.detail.cluster as { displayName: string }).displayName === display,
     );
 
+  it("counts a missed cluster's listings in DynamoDB from scope messages, whatever a hub writer sets its shown count to: marked after one, deleted after the grace's two", async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'graced' }]);
+    const worker = makeScopeWorker(getDeps);
+    let message = 0;
+    const listed = async () =>
+      assert.deepEqual(
+        await worker(
+          { Records: [scopeMessage(`graced-${++message}`, `graced-${message}`, 'eu-west-1')] },
+          context,
+        ),
+        { batchItemFailures: [] },
+      );
+    const graced = async () => (await profiles()).find((p) => p.spec.displayName === 'graced');
+    /** A hub writer past the admission policy: the profile's shown count set to `value`. */
+    const claim = async (value: string) => {
+      const profile = (await graced())!;
+      const others = (profile.status?.properties ?? []).filter((p) => p.name !== 'cpsync.io/missed-listings');
+      await hub.applyStatus({
+        ...profile,
+        status: { ...profile.status, properties: [...others, { name: 'cpsync.io/missed-listings', value }] },
+      });
+    };
+    const counts = async () =>
+      (
+        await DynamoDBDocumentClient.from(
+          new DynamoDBClient({
+            endpoint: emulators.moto.endpoint,
+            region: 'us-east-1',
+            credentials: HUB_CREDENTIALS,
+          }),
+        ).send(new ScanCommand({ TableName: 'cpsync-absences' }))
+      ).Items?.map((item) => JSON.parse(item.record as string) as { providerId: string; missed: number }) ??
+      [];
+    await listed();
+    assert.ok(await graced(), 'listed: its profile');
+    const id = (await graced())!.metadata.annotations!['cpsync.io/provider-id']!;
+    await new EKSClient({
+      endpoint: emulators.moto.endpoint,
+      region: 'eu-west-1',
+      credentials: await accountCredentials(emulators.moto.endpoint, EKS_ACCOUNT),
+    }).send(new DeleteClusterCommand({ name: 'graced' }));
+    await changeEvents();
+    // One listing short of the grace, said on the hub: a first miss all the same.
+    await claim('1');
+    await listed();
+    const marked = await graced();
+    assert.ok(marked, 'one missed listing of two: kept');
+    assert.equal(
+      marked.status?.properties?.find((p) => p.name === 'cpsync.io/missed-listings')?.value,
+      '1',
+      'it shows the count kept in DynamoDB, not the hub writer’s',
+    );
+    assert.deepEqual(
+      (await counts()).filter((c) => c.providerId === id).map((c) => c.missed),
+      [1],
+    );
+    // Never missed, said on the hub: the second miss deletes it.
+    await claim('0');
+    await listed();
+    assert.equal(await graced(), undefined, 'two missed listings: deleted');
+    assert.deepEqual(
+      (await changeEvents()).filter((e) => e['detail-type'] === 'ClusterProfile Deleted').length,
+      1,
+    );
+    assert.deepEqual(
+      (await counts()).filter((c) => c.providerId === id),
+      [],
+      'its count goes with it',
+    );
+  });
+
   it('applies a CloudTrail event and a scope message for the same account one after the other: one Created, one event id', async () => {
     // The event handler and the worker of the scheduled sync reach the same cluster at once.
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'racing' }]);
@@ -1445,7 +1518,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
   it('at the defaults, a scope message describes an unchanged EKS cluster only once: its answer in DynamoDB stands for the next message', async () => {
     const TableName = 'cpsync-answers-eks';
-    await createAnswersTable(emulators.moto.endpoint, TableName);
+    await createClusterRecordsTable(emulators.moto.endpoint, TableName);
     const remembering = await compose(
       { ...deps.config, answers: { table: TableName, endpoint: emulators.moto.endpoint } },
       ALL_PROVIDERS,
@@ -1479,7 +1552,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
   it('lists AKS through Resource Graph from a scope message, and a graph behind ARM brings back no cluster its event deleted', async () => {
     const TableName = 'cpsync-answers-graph';
-    await createAnswersTable(emulators.moto.endpoint, TableName);
+    await createClusterRecordsTable(emulators.moto.endpoint, TableName);
     const graphDeps = await compose(
       {
         ...deps.config,

@@ -11,6 +11,7 @@ import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
@@ -281,6 +282,7 @@ describe('AKS listed through Resource Graph, against the local ARM', () => {
       bus: new JsonLinesFileBus(`${directory}/events.jsonl`),
       outbox: new FileOutbox(`${directory}/outbox`),
       intents: new FileIntentLog(`${directory}/outbox`),
+      absences: new FileAbsenceStore(`${directory}/outbox`),
     };
     const settings = runSettings(inventoryOptions({ namespace: 'graph-run' }));
     const scope = scopeOf(SUBS[0]!);

@@ -14,7 +14,7 @@ import { normalize } from '../../../../core/domain/normalize.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import type { Plan } from '../../../../core/domain/plan.ts';
 import type { Hub } from '../../../../core/sync/ports.ts';
-import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { syncScope } from '../../../support/absences.ts';
 import { aksCluster, eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { fileHubInodes, fileHubWrites } from '../../../support/hubCounts.ts';

@@ -11,7 +11,7 @@ import { normalize } from '../../../../core/domain/normalize.ts';
 import type { InventoryOptions } from '../../../../core/domain/options.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import type { ScopeListing } from '../../../../core/sync/ports.ts';
-import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { syncScope } from '../../../support/absences.ts';
 import { aksCluster, eksCluster, gkeCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { countedByApiserver } from '../../../support/hubCounts.ts';

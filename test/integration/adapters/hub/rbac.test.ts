@@ -15,7 +15,7 @@ import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
-import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { syncScope } from '../../../support/absences.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, userKubeConfig } from '../../../support/hub.ts';
 import { installAdmissionPolicy } from '../../../support/hubManifests.ts';

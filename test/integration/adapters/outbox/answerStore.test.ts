@@ -14,7 +14,7 @@ import type { AnswerStore, RememberedAnswer } from '../../../../core/sync/ports.
 import { DynamoAnswerStore } from '../../../../adapters/outbox/DynamoAnswerStore.ts';
 import { FileAnswerStore } from '../../../../adapters/outbox/FileAnswerStore.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
-import { createAnswersTable, HUB_CREDENTIALS } from '../../../support/aws.ts';
+import { createClusterRecordsTable, HUB_CREDENTIALS } from '../../../support/aws.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const ACCOUNT = '111122223333';
@@ -139,7 +139,7 @@ describe('the remembered answers', () => {
       region: 'us-east-1',
       credentials: HUB_CREDENTIALS,
     });
-    await createAnswersTable(moto.endpoint, TableName);
+    await createClusterRecordsTable(moto.endpoint, TableName);
     const put = (record: RememberedAnswer, cluster: string, text: string) =>
       client.send(
         new PutItemCommand({

@@ -13,6 +13,7 @@ import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
 import { syncCluster } from '../../../../core/sync/engine.ts';
@@ -165,6 +166,7 @@ describe('malformed outbox and intent records', () => {
       bus: new JsonLinesFileBus(events),
       outbox: new FileOutbox(outboxDirectory),
       intents: new FileIntentLog(outboxDirectory),
+      absences: new FileAbsenceStore(outboxDirectory),
     };
     const result = await syncCluster(ports, {
       ...settings,

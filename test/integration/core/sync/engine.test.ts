@@ -8,6 +8,7 @@ import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { runSync } from '../../../../core/sync/engine.ts';
 import { scopeKey, type Scope } from '../../../../core/domain/model/scope.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
@@ -45,6 +46,7 @@ describe('runSync over many scopes', () => {
         bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
         outbox: new FileOutbox(join(directory, 'outbox')),
         intents: new FileIntentLog(join(directory, 'outbox')),
+        absences: new FileAbsenceStore(join(directory, 'outbox')),
       },
     };
   };

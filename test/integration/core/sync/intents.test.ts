@@ -11,6 +11,7 @@ import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
 import type { ClusterSource, Hub, IntentLog } from '../../../../core/sync/ports.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
@@ -18,7 +19,7 @@ import { givenUp, planIntents, recoverIntents, type IntentOwner } from '../../..
 import type { EventContext } from '../../../../core/sync/changes.ts';
 import type { Plan } from '../../../../core/domain/plan.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
-import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { absencesOf, syncScope } from '../../../support/absences.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
@@ -99,7 +100,14 @@ describe('write-ahead intents', () => {
 
     const events = join(directory, 'events.jsonl');
     const report = await runSync(
-      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
+      {
+        sources: {},
+        hub,
+        bus: new JsonLinesFileBus(events),
+        outbox,
+        intents: log,
+        absences: absencesOf(hub),
+      },
       { syncId: 'next', scopes: [], ...runSettings(options) },
     );
     assert.equal(report.events.republished, 2);
@@ -202,6 +210,7 @@ describe('write-ahead intents', () => {
           bus: new JsonLinesFileBus(events),
           outbox: box,
           intents: log,
+          absences: absencesOf(watched),
         },
         { ...runSettings(options), syncId: 'event-a', ref: { scope, name: 'a' } },
       );
@@ -265,6 +274,7 @@ describe('write-ahead intents', () => {
             describe: () => bus.describe(),
           },
           outbox,
+          absences: new FileAbsenceStore(join(directory, 'outbox')),
           // The intents' removal is held until the bus has the event.
           intents: {
             list: () => stored.list(),
@@ -309,7 +319,14 @@ describe('write-ahead intents', () => {
       intentsOf(planned.plan, { syncId: 'running-elsewhere', occurredAt: new Date().toISOString(), scope }),
     );
     await runSync(
-      { sources: {}, hub, bus: new JsonLinesFileBus(join(tmpdir(), 'unused.jsonl')), outbox, intents: log },
+      {
+        sources: {},
+        hub,
+        bus: new JsonLinesFileBus(join(tmpdir(), 'unused.jsonl')),
+        outbox,
+        intents: log,
+        absences: absencesOf(hub),
+      },
       { syncId: 'concurrent', scopes: [], ...runSettings(options) },
     );
     assert.equal((await log.list()).length, 1, 'still leased to its run');
@@ -357,7 +374,14 @@ describe('write-ahead intents', () => {
 
     const events = join(directory, 'events.jsonl');
     await runSync(
-      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
+      {
+        sources: {},
+        hub,
+        bus: new JsonLinesFileBus(events),
+        outbox,
+        intents: log,
+        absences: absencesOf(hub),
+      },
       { syncId: 'next', scopes: [], ...runSettings(options) },
     );
     const lines = readFileSync(events, 'utf8')
@@ -398,7 +422,14 @@ describe('write-ahead intents', () => {
     writeFileSync(join(directory, 'hub', 'broken', bad), 'status:\n  conditions: 7\n');
     const events = join(directory, 'events.jsonl');
     const report = await runSync(
-      { sources: {}, hub, bus: new JsonLinesFileBus(events), outbox, intents: log },
+      {
+        sources: {},
+        hub,
+        bus: new JsonLinesFileBus(events),
+        outbox,
+        intents: log,
+        absences: absencesOf(hub),
+      },
       { syncId: 'next', scopes: [], ...runSettings(options) },
     );
     assert.equal(report.events.republished, 1, 'the good one is announced');
@@ -442,6 +473,7 @@ describe('write-ahead intents', () => {
           bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
           outbox,
           intents: log,
+          absences: absencesOf(hub),
         },
         { syncId: 'other', scopes: [], ...runSettings(options) },
       );
@@ -483,6 +515,7 @@ describe('write-ahead intents', () => {
         bus: new JsonLinesFileBus(join(directory, 'stopped.jsonl')),
         outbox: new FileOutbox(outboxDirectory),
         intents: held,
+        absences: new FileAbsenceStore(outboxDirectory),
       },
       {
         syncId: 'stopped',
@@ -502,6 +535,7 @@ describe('write-ahead intents', () => {
         bus: new JsonLinesFileBus(events),
         outbox: new FileOutbox(outboxDirectory),
         intents: new FileIntentLog(outboxDirectory),
+        absences: new FileAbsenceStore(outboxDirectory),
       },
       {
         syncId: 'next',
@@ -558,6 +592,7 @@ describe('write-ahead intents', () => {
         bus: new JsonLinesFileBus(join(directory, `${syncId}.jsonl`)),
         outbox: new FileOutbox(outboxDirectory),
         intents,
+        absences: new FileAbsenceStore(outboxDirectory),
         clock,
       });
       /** A run that only settles what earlier runs left (it syncs no scope). */
@@ -711,6 +746,7 @@ describe('write-ahead intents', () => {
       bus: new JsonLinesFileBus(join(directory, `${syncId}.jsonl`)),
       outbox: new FileOutbox(outboxDirectory),
       intents,
+      absences: new FileAbsenceStore(outboxDirectory),
       clock: () => new Date(time),
     });
     await runSync(portsOf('first', hub, new FileIntentLog(outboxDirectory)), {

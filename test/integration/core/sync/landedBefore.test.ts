@@ -12,6 +12,7 @@ import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
 import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
@@ -87,6 +88,7 @@ describe('a change another sync made and never announced', () => {
             bus: new JsonLinesFileBus(events),
             outbox,
             intents: new FileIntentLog(join(directory, 'outbox')),
+            absences: new FileAbsenceStore(join(directory, 'outbox')),
             clock: () => now,
           };
           // A write given up on is settled by others an hour after (a hub whose late writes may still land).

@@ -12,6 +12,7 @@ import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { FileGrantLedger } from '../../../../adapters/outbox/FileGrantLedger.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { ALL_REGIONS } from '../../../../core/domain/model/scope.ts';
 import { syncCluster } from '../../../../core/sync/engine.ts';
@@ -24,7 +25,7 @@ import type {
   IntentLog,
   RoleHolders,
 } from '../../../../core/sync/ports.ts';
-import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { syncScope } from '../../../support/absences.ts';
 import {
   eksCluster,
   gkeCluster,
@@ -250,6 +251,7 @@ describe("a GKE project's role, beside other syncs of the project", () => {
       intents: failIntents
         ? failingAdds(new FileIntentLog(join(directory, 'outbox')))
         : new FileIntentLog(join(directory, 'outbox')),
+      absences: new FileAbsenceStore(join(directory, 'outbox')),
       grants: port,
       ledger: new FileGrantLedger(join(directory, 'outbox')),
     };
@@ -350,6 +352,7 @@ describe("a GKE project's role, beside other syncs of the project", () => {
             bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
             outbox: new FileOutbox(join(directory, 'outbox')),
             intents: new FileIntentLog(join(directory, 'outbox')),
+            absences: new FileAbsenceStore(join(directory, 'outbox')),
             grants: {
               async ensure() {
                 made.push('granted');

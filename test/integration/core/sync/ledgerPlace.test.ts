@@ -16,6 +16,7 @@ import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { FileGrantLedger } from '../../../../adapters/outbox/FileGrantLedger.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import type { Consumer, HeldGrant } from '../../../../core/domain/grants.ts';
 import { ALL_REGIONS, type Scope } from '../../../../core/domain/model/scope.ts';
@@ -23,7 +24,7 @@ import type { ObservedCluster, Provider } from '../../../../core/domain/model/ob
 import { syncCluster } from '../../../../core/sync/engine.ts';
 import type { AccessGrants, ClusterSource } from '../../../../core/sync/ports.ts';
 import type { ClusterSyncReport } from '../../../../core/sync/types.ts';
-import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { syncScope } from '../../../support/absences.ts';
 import { aksCluster, eksCluster, gkeCluster, NOW } from '../../../support/fixtures.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
@@ -165,6 +166,7 @@ describe("a grant's record is filed where the cluster's scope reads it", () => {
             bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
             outbox: new FileOutbox(join(directory, 'state')),
             intents: new FileIntentLog(join(directory, 'state')),
+            absences: new FileAbsenceStore(join(directory, 'state')),
             grants: port,
             ledger,
           },

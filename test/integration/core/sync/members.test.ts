@@ -10,7 +10,7 @@ import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { memberDue, providerIdOf, type MemberReading } from '../../../../core/domain/member.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import type { MemberProbe } from '../../../../core/sync/ports.ts';
-import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { syncScope } from '../../../support/absences.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';

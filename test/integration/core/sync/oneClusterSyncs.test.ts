@@ -15,6 +15,7 @@ import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import type { Scope } from '../../../../core/domain/model/scope.ts';
 import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
@@ -68,6 +69,7 @@ describe('one-cluster syncs of one account', () => {
       bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
       outbox: new FileOutbox(join(directory, 'outbox')),
       intents: new FileIntentLog(join(directory, 'outbox')),
+      absences: new FileAbsenceStore(join(directory, 'outbox')),
     };
     const one = (name: string) =>
       syncCluster(ports, { ...settings, syncId: `event-${name}`, ref: { scope, name } });
@@ -146,6 +148,7 @@ describe('one-cluster syncs of one account', () => {
         bus: new JsonLinesFileBus(events),
         outbox: new FileOutbox(join(directory, 'outbox')),
         intents,
+        absences: new FileAbsenceStore(join(directory, 'outbox')),
       };
       const announced = () =>
         (existsSync(events) ? readFileSync(events, 'utf8').trim().split('\n') : [])

@@ -18,6 +18,7 @@ import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import { FileLeaseStore } from '../../../../adapters/hub/FileLeases.ts';
 import { FileGrantLedger } from '../../../../adapters/outbox/FileGrantLedger.ts';
 import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import { ALL_REGIONS, type Scope } from '../../../../core/domain/model/scope.ts';
 import { syncCluster } from '../../../../core/sync/engine.ts';
@@ -185,6 +186,7 @@ describe("a GKE project's role settled while other clusters of the project are g
       bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
       outbox: new FileOutbox(join(directory, 'outbox')),
       intents: new FileIntentLog(join(directory, 'outbox')),
+      absences: new FileAbsenceStore(join(directory, 'outbox')),
       sources: { gke: source },
     };
     const sync = (name: string) =>

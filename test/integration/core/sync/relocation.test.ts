@@ -9,7 +9,7 @@ import { FileHub } from '../../../../adapters/hub/FileHub.ts';
 import type { ClusterProfile } from '../../../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
 import type { Hub } from '../../../../core/sync/ports.ts';
-import { syncScope } from '../../../../core/sync/syncScope.ts';
+import { syncScope } from '../../../support/absences.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';

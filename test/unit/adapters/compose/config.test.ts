@@ -25,7 +25,12 @@ describe('configuration', () => {
       listing: 'resourceGraph',
     };
     for (const document of [
-      { providers: { aks }, outbox: { table: 'cpsync-outbox' }, answers: { table: 'cpsync-answers' } },
+      {
+        providers: { aks },
+        outbox: { table: 'cpsync-outbox' },
+        answers: { table: 'cpsync-answers' },
+        absences: { table: 'cpsync-absences' },
+      },
       { providers: { aks }, outbox: { directory: 'outbox' } },
       { providers: { aks } },
     ])
@@ -310,6 +315,11 @@ describe('configuration', () => {
       /^answers: is required with a DynamoDB outbox while providers\.aks\.listing is resourceGraph/,
     ],
     [
+      'a DynamoDB outbox and nowhere to count the listings that missed each cluster',
+      { outbox: { table: 'cpsync-outbox' } },
+      /^absences: is required with a DynamoDB outbox while inventory\.deletionGraceListings is more than 1/,
+    ],
+    [
       'a ClusterSet for a namespace nothing uses',
       { inventory: { clusterSets: { elsewhere: 'prod' } } },
       /^inventory\.clusterSets: elsewhere/,
@@ -383,6 +393,19 @@ describe('configuration', () => {
       );
     });
   }
+
+  it('keeps the deletion grace where only cpsync writes: a DynamoDB outbox takes a table for it, or nothing to count when one missed listing deletes', () => {
+    const counted = parseConfig(
+      { outbox: { table: 'cpsync-outbox' }, absences: { table: 'cpsync-absences' } },
+      'test.yaml',
+    );
+    assert.equal(counted.absences?.table, 'cpsync-absences');
+    const uncounted = parseConfig(
+      { outbox: { table: 'cpsync-outbox' }, inventory: { deletionGraceListings: 1 } },
+      'test.yaml',
+    );
+    assert.equal(uncounted.absences, undefined);
+  });
 
   it('takes plain http to this machine (local emulators), and Azure subscriptions in one spelling', () => {
     const config = parseConfig({
@@ -706,7 +729,13 @@ describe('configuration', () => {
     });
     assert.deepEqual(
       found.map((issue) => issue.slice(0, issue.indexOf(':'))),
-      ['inventory.clusterSets', 'consumers[0].namespaces[0]', 'ledger', 'providers.eks.regions[1]'],
+      [
+        'inventory.clusterSets',
+        'consumers[0].namespaces[0]',
+        'ledger',
+        'absences',
+        'providers.eks.regions[1]',
+      ],
       found.join('\n'),
     );
   });

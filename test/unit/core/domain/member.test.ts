@@ -151,6 +151,7 @@ describe('member readings in a profile', () => {
       },
       manager: 'cpsync',
       deletionGraceListings: 2,
+      missedBefore: new Map(),
       accessProviderNames: names,
       now: LATER,
     };

@@ -90,6 +90,7 @@ describe("which fields are cpsync's (one owner for the plan, the intents and bot
           current: [shared],
           manager: options.manager,
           deletionGraceListings: 2,
+          missedBefore: new Map(),
           accessProviderNames: names,
           now: LATER,
         });
@@ -128,6 +129,7 @@ describe("which fields are cpsync's (one owner for the plan, the intents and bot
         current: [current],
         manager: options.manager,
         deletionGraceListings: 2,
+        missedBefore: new Map(),
         accessProviderNames: names,
         now: LATER,
       });

@@ -26,10 +26,16 @@ function run(desired: ClusterProfile[], current: ClusterProfile[], extra: Partia
     current,
     manager: 'cpsync',
     deletionGraceListings: 2,
+    missedBefore: new Map(),
     accessProviderNames: Object.values(options.accessProviderNames),
     now: LATER,
     ...extra,
   });
+}
+
+/** The counts a plan leaves, as the absence store gives them to the next. */
+function countsOf(result: ReturnType<typeof plan>): Map<string, number> {
+  return new Map([...result.missed].map(([id, { missed }]) => [id, missed]));
 }
 
 /** What the hub would hold after a plan's writes (times as planned). */
@@ -157,10 +163,13 @@ describe('plan', () => {
     assert.equal(first.updates[0]!.writeStatus, true);
     assert.equal(first.updates[0]!.writeObject, false);
 
-    const second = run(desiredOf([a], LATER), [
-      ...stored(desiredOf([a])),
-      { ...marked, metadata: { ...marked.metadata, resourceVersion: '7' } },
-    ]);
+    assert.deepEqual([...first.missed.values()], [{ providerId: b.providerId, missed: 1 }]);
+
+    const second = run(
+      desiredOf([a], LATER),
+      [...stored(desiredOf([a])), { ...marked, metadata: { ...marked.metadata, resourceVersion: '7' } }],
+      { missedBefore: countsOf(first) },
+    );
     assert.equal(second.deletes.length, 1);
     assert.equal(second.deletes[0]!.reason, 'MissingFromListings');
     assert.equal(second.deletes[0]!.current.metadata.name, marked.metadata.name);
@@ -168,16 +177,50 @@ describe('plan', () => {
 
   it('counts misses up to a longer grace', () => {
     let current = stored(desiredOf([b]));
+    let missedBefore = new Map<string, number>();
     for (let missed = 1; missed < 4; missed++) {
-      const result = run([], current, { deletionGraceListings: 4 });
+      const result = run([], current, { deletionGraceListings: 4, missedBefore });
       assert.equal(result.deletes.length, 0, `miss ${missed}`);
       const property = result.updates[0]!.profile.status!.properties!.find(
         (p) => p.name === 'cpsync.io/missed-listings',
       );
       assert.equal(property!.value, String(missed));
       current = stored([result.updates[0]!.profile]);
+      missedBefore = countsOf(result);
     }
-    assert.equal(run([], current, { deletionGraceListings: 4 }).deletes.length, 1);
+    assert.equal(run([], current, { deletionGraceListings: 4, missedBefore }).deletes.length, 1);
+  });
+
+  it("counts from what it is given, never from the hub's missed-listings property (shown there, not read back)", () => {
+    const marked = run([], stored(desiredOf([b])), { deletionGraceListings: 3 }).updates[0]!.profile;
+    const claiming = (value: string) =>
+      stored([
+        {
+          ...marked,
+          status: {
+            ...marked.status,
+            properties: marked.status!.properties!.map((p) =>
+              p.name === 'cpsync.io/missed-listings' ? { ...p, value } : p,
+            ),
+          },
+        },
+      ]);
+    // A hub that says it has been missed many times: counted once, as given.
+    const hastened = run([], claiming('99'), { deletionGraceListings: 3 });
+    assert.equal(hastened.deletes.length, 0);
+    assert.deepEqual(
+      [...hastened.missed.values()].map((m) => m.missed),
+      [1],
+    );
+    // A hub that says it has never been missed: deleted once the given count reaches the grace.
+    const cleared = run([], claiming('0'), {
+      deletionGraceListings: 3,
+      missedBefore: new Map([[b.providerId, 2]]),
+    });
+    assert.deepEqual(
+      cleared.deletes.map((d) => d.reason),
+      ['MissingFromListings'],
+    );
   });
 
   it('deletes at once with a grace of one listing', () => {
@@ -216,6 +259,7 @@ describe('plan', () => {
     assert.ok(marked.changes.some((c) => c.field === 'status.conditions[ControlPlaneHealthy]'));
     const second = run([], stored([marked.profile]), {
       deletionGraceListings: 3,
+      missedBefore: countsOf(first),
       now: '2026-03-01T00:00:00Z',
     });
     assert.equal(

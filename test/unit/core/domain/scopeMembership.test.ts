@@ -127,6 +127,7 @@ describe('scope membership', () => {
             current,
             manager: 'cpsync',
             deletionGraceListings: grace,
+            missedBefore: new Map(),
             accessProviderNames: Object.values(options.accessProviderNames),
             now: LATER,
           });

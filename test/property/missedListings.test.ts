@@ -11,6 +11,7 @@
  * count, whatever the hub writer wrote.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import fc from 'fast-check';
@@ -339,6 +340,48 @@ describe('the deletion grace, counted by cpsync alone', () => {
           [3, [ALL_LISTED, GONE, { kind: 'hub', cluster: 0, value: '2' }, ALL_LISTED, ALL_LISTED]],
         ],
       },
+    );
+  });
+
+  it('marks and deletes nothing for a listing whose counts cannot be read: the listing counts as partial, and the problem is named', async () => {
+    const directory = temporaryDirectory('cpsync-uncounted-');
+    const clouds = new Clouds();
+    // The store's directory is a file: every read and write of it fails (as a store out of reach does).
+    writeFileSync(join(directory, 'not-a-directory'), '');
+    const ports: EnginePorts = {
+      sources: { eks: clouds.source('eks'), aks: clouds.source('aks') },
+      hub: new FileHub({ directory: join(directory, 'hub') }),
+      bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
+      outbox: new FileOutbox(join(directory, 'outbox')),
+      intents: new FileIntentLog(join(directory, 'outbox')),
+      absences: new FileAbsenceStore(join(directory, 'not-a-directory')),
+    };
+    // One missed listing deletes: nothing to count, yet nothing is deleted without the count read.
+    const settings = runSettings(inventoryOptions({ namespace: 'missed', deletionGraceListings: 1 }));
+    const scope = CONFIGURED[0]!;
+    const first = await runSync(ports, { syncId: 'listed', scopes: [scope], ...settings });
+    assert.equal(
+      first.scopes[0]!.outcome.kind,
+      'partial',
+      'its counts unread, the listing is not taken as whole',
+    );
+    const before = await ports.hub.list('missed', {});
+    assert.equal(before.length, 2, 'the clusters listed are written all the same');
+    clouds.present.delete(0);
+    const missed = await runSync(ports, { syncId: 'missed', scopes: [scope], ...settings });
+    assert.equal(missed.scopes[0]!.outcome.kind, 'partial');
+    assert.ok(
+      missed.problems.some((p) =>
+        /^cannot read how many listings of eks\/111122223333\/us-east-1 missed its clusters \(cpsync's absence store\)/.test(
+          p,
+        ),
+      ),
+      missed.problems.join('\n'),
+    );
+    assert.deepEqual(
+      (await ports.hub.list('missed', {})).map((p) => p.metadata.resourceVersion),
+      before.map((p) => p.metadata.resourceVersion),
+      'neither marked nor deleted',
     );
   });
 });

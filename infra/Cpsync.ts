@@ -547,15 +547,18 @@ export class Cpsync extends Construct {
         }),
       );
     }
-    // The deletion grace's counts: a scope's read through the scope index, and each cluster's put or removed, by
-    // the scope worker, which alone lists scopes; a cluster's removed by every function that reads it on its own
-    // (seen, its count begins again).
+    // The deletion grace's counts: a scope's found through the scope index and read again from the table (the index
+    // lags), and each cluster's put or removed, by the scope worker, which alone lists scopes; a cluster's removed by
+    // every function that reads it on its own (seen, its count begins again).
     const absences = this.absencesTable;
     for (const fn of syncing.keys())
       grantItems(
         fn,
         absences,
-        [...(fn === this.scopeWorker ? ['dynamodb:PutItem'] : []), 'dynamodb:DeleteItem'],
+        [
+          ...(fn === this.scopeWorker ? ['dynamodb:BatchGetItem', 'dynamodb:PutItem'] : []),
+          'dynamodb:DeleteItem',
+        ],
         cloudKeysOf(clouds(fn)),
       );
     this.scopeWorker.addToRolePolicy(

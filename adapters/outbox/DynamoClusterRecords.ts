@@ -7,12 +7,23 @@
  * grants Put/Delete to them alone, each for the clouds it reads).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, type DynamoDBDocumentClient, paginateQuery, PutCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  type BatchGetCommandInput,
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  paginateQuery,
+  PutCommand,
+} from '@aws-sdk/lib-dynamodb';
 import pLimit from 'p-limit';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { documentClient } from './DynamoGrantLedger.ts';
 import { canonicalProviderId } from '../../core/domain/naming.ts';
 import type { ClusterRecord, RecordKind } from './FileClusterRecords.ts';
+import { untilProcessed } from '../shared/dynamoBatches.ts';
+
+/** Keys one BatchGetItem takes at most (DynamoDB's limit). */
+const BATCH_GET_KEYS = 100;
 
 /** The index of the table by provider and account, sorted by region. */
 const SCOPE_INDEX = 'byScope';
@@ -50,6 +61,27 @@ export class DynamoClusterRecords<T extends ClusterRecord> {
     /** Items kept under another key than their cluster's (an EKS id lower-cased by earlier versions): removed. */
     const misfiled: string[] = [];
     const oneRegion = scope.region !== ALL_REGIONS;
+    const take = (item: Record<string, unknown>) => {
+      let record: unknown;
+      try {
+        record = typeof item.record === 'string' ? JSON.parse(item.record) : undefined;
+      } catch {
+        record = undefined;
+      }
+      // An item that is not a record is no record. Nor is one under another key than its cluster's (an EKS id
+      // lower-cased by earlier versions, which two clusters named alike but for case shared), nor one indexed
+      // under another region than its own.
+      if (
+        this.#kind.is(record) &&
+        record.provider === scope.provider &&
+        record.account === scope.account &&
+        item.region === record.region
+      ) {
+        if (item.cluster === clusterKey(record)) records.push(record);
+        else if (typeof item.cluster === 'string') misfiled.push(item.cluster);
+      }
+    };
+    const hits: Array<Record<string, unknown>> = [];
     for await (const page of paginateQuery(
       { client: this.#documents },
       {
@@ -63,26 +95,17 @@ export class DynamoClusterRecords<T extends ClusterRecord> {
         },
       },
     ))
-      for (const item of page.Items ?? []) {
-        let record: unknown;
-        try {
-          record = typeof item.record === 'string' ? JSON.parse(item.record) : undefined;
-        } catch {
-          record = undefined;
-        }
-        // An item that is not a record is no record. Nor is one under another key than its cluster's (an EKS id
-        // lower-cased by earlier versions, which two clusters named alike but for case shared), nor one indexed
-        // under another region than its own.
-        if (
-          this.#kind.is(record) &&
-          record.provider === scope.provider &&
-          record.account === scope.account &&
-          item.region === record.region
-        ) {
-          if (item.cluster === clusterKey(record)) records.push(record);
-          else if (typeof item.cluster === 'string') misfiled.push(item.cluster);
-        }
-      }
+      hits.push(...(page.Items ?? []));
+    if (!this.#kind.perAccount) for (const item of hits) take(item);
+    else {
+      // The index lags the table: each hit is read again from the table, and one the table no longer holds (a
+      // record removed since) stands for nothing.
+      const keys = [
+        ...new Set(hits.flatMap((item) => (typeof item.cluster === 'string' ? [item.cluster] : []))),
+      ];
+      for (let at = 0; at < keys.length; at += BATCH_GET_KEYS)
+        for (const item of await this.#consistently(keys.slice(at, at + BATCH_GET_KEYS))) take(item);
+    }
     // Best effort: one left is met again at the next read, and stands for nothing meanwhile.
     await Promise.all(
       misfiled.map((cluster) =>
@@ -92,6 +115,21 @@ export class DynamoClusterRecords<T extends ClusterRecord> {
       ),
     );
     return records;
+  }
+
+  /** The table's items of `clusters` (at most 100), read consistently; keys DynamoDB leaves unprocessed asked again. */
+  async #consistently(clusters: readonly string[]): Promise<Array<Record<string, unknown>>> {
+    const items: Array<Record<string, unknown>> = [];
+    const first: BatchGetCommandInput['RequestItems'] = {
+      [this.#table]: { Keys: clusters.map((cluster) => ({ cluster })), ConsistentRead: true },
+    };
+    await untilProcessed(`reading the ${this.#kind.folder} table`, first, async (RequestItems) => {
+      const answer = await this.#documents.send(new BatchGetCommand({ RequestItems }));
+      items.push(...(answer.Responses?.[this.#table] ?? []));
+      const left = answer.UnprocessedKeys?.[this.#table];
+      return left?.Keys?.length ? { [this.#table]: left } : undefined;
+    });
+    return items;
   }
 
   /** Stores each record unless the table holds a later one of its cluster, and removes those `removed` names. */

@@ -1,5 +1,5 @@
 /**
- * The deletion grace's counts as files (the CLI's): `<outbox>/absences/<provider>-<hash of the account>/<region>.json`
+ * The deletion grace's counts as files (the CLI's): `<outbox>/absences/<provider>-<hash of the account>/account.json`
  * (see FileClusterRecords), in the state directory only cpsync writes. A file lost or torn is a count begun again.
  */
 import type { AbsenceStore, MissedListings } from '../../core/sync/ports.ts';
@@ -23,6 +23,8 @@ export const ABSENCES: RecordKind<MissedListings> = {
   attribute: 'countedAt',
   is: isMissedListings,
   at: (record) => record.countedAt,
+  // A count decides a deletion: found by its cluster wherever it was filed, and never read from a lagging index.
+  perAccount: true,
 };
 
 export class FileAbsenceStore extends FileClusterRecords<MissedListings> implements AbsenceStore {

@@ -32,6 +32,12 @@ export interface RecordKind<T extends ClusterRecord> {
   is(value: unknown): value is T;
   /** When the record was made (milliseconds since the epoch): a later one is never replaced by an earlier one. */
   at(record: T): number;
+  /**
+   * Kept per account, not per region: every record of an account in one file (a record found by its cluster's key
+   * alone, wherever it was filed), and a DynamoDB index hit read again from the table, consistently, before it counts
+   * (the index lags the table). @default false: per region, the index taken as it answers
+   */
+  perAccount?: boolean;
 }
 
 /** Whether `value` names a cluster as every record does (its kind's own fields checked apart). */
@@ -46,6 +52,9 @@ export function isClusterRecord(value: unknown): value is ClusterRecord {
     typeof r.providerId === 'string'
   );
 }
+
+/** The file of an account's records of every region, for a kind kept per account. */
+const ACCOUNT_FILE = 'account.json';
 
 /** A region as a file name: itself when it is one cloud's plain spelling, else its hash. */
 function regionFile(region: string): string {
@@ -91,7 +100,7 @@ export class FileClusterRecords<T extends ClusterRecord> {
             r.provider === scope.provider &&
             r.account === scope.account &&
             // Kept in its own region's file: one put in another's stands for nothing.
-            regionFile(r.region) === basename(path),
+            (this.#kind.perAccount || regionFile(r.region) === basename(path)),
         )
       : [];
   }
@@ -100,6 +109,10 @@ export class FileClusterRecords<T extends ClusterRecord> {
   read(scope: Scope): Promise<T[]> {
     return Promise.resolve().then(() => {
       const folder = this.#folder(scope);
+      if (this.#kind.perAccount) {
+        const all = this.#load(join(folder, ACCOUNT_FILE), scope);
+        return scope.region === ALL_REGIONS ? all : all.filter((r) => r.region === scope.region);
+      }
       if (scope.region !== ALL_REGIONS) return this.#load(join(folder, regionFile(scope.region)), scope);
       let names: string[];
       try {
@@ -116,7 +129,10 @@ export class FileClusterRecords<T extends ClusterRecord> {
   async write(records: readonly T[], removed: readonly ClusterRecord[] = []): Promise<void> {
     const files = new Map<string, { scope: ClusterRecord; put: T[]; drop: Set<string> }>();
     const fileOf = (record: ClusterRecord) => {
-      const path = join(this.#folder(record), regionFile(record.region));
+      const path = join(
+        this.#folder(record),
+        this.#kind.perAccount ? ACCOUNT_FILE : regionFile(record.region),
+      );
       let file = files.get(path);
       if (!file) files.set(path, (file = { scope: record, put: [], drop: new Set() }));
       return file;

@@ -18,7 +18,7 @@ import { sameJson } from './json.ts';
 import { canonicalProviderId, sameProviderId } from './naming.ts';
 import { ownedMetadata, ownedStatusOf } from './ownership.ts';
 import { matchesSelector, scopeSelector } from './labels.ts';
-import { providerIdInScope } from './scopes.ts';
+import { listingSpeaksFor } from './scopes.ts';
 import {
   profileKey,
   type AccessProvider,
@@ -89,8 +89,9 @@ export interface Plan {
   /** Profiles that already match the clouds: no write. */
   unchanged: number;
   /**
-   * The clusters a complete listing did not show that are kept, marked missing: by canonical provider id, the
-   * listings in a row that have not shown each, this one counted (what the absence store keeps).
+   * The clusters a complete listing did not show: by canonical provider id, the listings in a row that have not
+   * shown each, this one counted (what the absence store keeps). Those at the grace are deleted, and keep their count
+   * until their profiles are gone (a deletion that does not land is tried again at the next listing).
    */
   missed: Map<string, { providerId: string; missed: number }>;
 }
@@ -466,14 +467,15 @@ export function plan(input: PlanInput): Plan {
     if (input.outcome.kind !== 'complete') continue;
     // A listing says which clusters of its own account and region are gone, no others: a profile the scope's
     // labels select whose id is another scope's (label values cut or rewritten into one), or that has no id of
-    // the provider's, is neither marked missing nor deleted by it.
-    if (!providerId || !id || !providerIdInScope(providerId, input.outcome.scope)) continue;
+    // the provider's, or (AKS, in a listing of one location) whose id places it in no region, is neither marked
+    // missing nor deleted by it.
+    if (!providerId || !id || !listingSpeaksFor(providerId, input.outcome.scope)) continue;
     const missed = (input.missedBefore.get(id) ?? 0) + 1;
+    result.missed.set(id, { providerId, missed });
     if (missed >= input.deletionGraceListings) {
       result.deletes.push({ current: existing, reason: 'MissingFromListings' });
       continue;
     }
-    result.missed.set(id, { providerId, missed });
     const update = planUpdate(existing, markMissing(existing, missed, input), input);
     if (update) result.updates.push(update);
     else result.unchanged += 1;

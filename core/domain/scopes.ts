@@ -147,6 +147,19 @@ export function placeOfProviderId(
 }
 
 /**
+ * Whether a complete listing of `scope` says that the cluster of `providerId` is gone when it does not show it: the
+ * id places the cluster in the scope's account and, for a scope of one region, in that region. An AKS id names no
+ * region, so a listing of one Azure location speaks for no absent AKS cluster (what would place it there is the
+ * profile's region label, which any hub writer may change): the subscription's listings do.
+ */
+export function listingSpeaksFor(providerId: string, scope: Scope): boolean {
+  return (
+    providerIdInScope(providerId, scope) &&
+    (scope.region === ALL_REGIONS || placeOfProviderId(scope.provider, providerId)?.region !== undefined)
+  );
+}
+
+/**
  * Whether a profile's provider id is of a cluster of `scope`: its account and (where the id names one) region,
  * compared as the cloud spells them. A scope's labels are label values — cut to 63 characters and with other
  * characters made `-` (`labelValue`) — so two scopes' labels can be one (two long domain-scoped GCP projects that

@@ -41,11 +41,11 @@ import {
   probedBefore,
   providerIdOf,
 } from '../domain/member.ts';
-import { canonicalRegion, clusterInScope, placeOfProviderId } from '../domain/scopes.ts';
+import { canonicalRegion, clusterInScope, placeOfProviderId, providerIdInScope } from '../domain/scopes.ts';
 import { ALL_REGIONS, scopeKey, type Scope } from '../domain/model/scope.ts';
 import { ANNOTATION_PROVIDER_ID, LABEL_REGION } from '../domain/constants.ts';
 import { canonicalProviderId } from '../domain/naming.ts';
-import { firstLineOf } from '../domain/errors.ts';
+import { CpsyncError, firstLineOf } from '../domain/errors.ts';
 
 export interface SyncScopeInput {
   hub: Hub;
@@ -314,7 +314,8 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   let counted: MissedListings[] | undefined;
   if (!input.oneCluster && outcome.kind !== 'failed')
     try {
-      counted = await input.absences.read(scope);
+      // The account's, every region's: a listed cluster's count begins again wherever it was filed.
+      counted = await input.absences.read({ ...scope, region: ALL_REGIONS });
     } catch (error) {
       problems.push(
         `cannot read how many listings of ${scopeKey(scope)} missed its clusters (cpsync's absence store): ${firstLineOf(error, 1000)}; no profile is marked missing or deleted for a missed listing this time`,
@@ -437,27 +438,24 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
 
   let applied: ApplyResult | undefined;
   let unrecorded: string | undefined;
-  // Kept beside the hub's writes: the count is of listings, whatever the hub took of them.
-  const countedNow =
-    absences.put.length > 0 || absences.removed.length > 0
-      ? input.absences.write(absences.put, absences.removed).then(
-          () => undefined,
-          (error: unknown) =>
-            `cannot keep how many listings of ${scopeKey(scope)} missed its clusters (cpsync's absence store): ${firstLineOf(error, 1000)}; the next listings count them again from what it holds`,
-        )
-      : undefined;
   try {
     const used = new Set(result.creates.map((c) => c.profile.metadata.namespace));
     for (const namespace of namespaces.filter((ns) => used.has(ns.name)))
       await hub.ensureNamespace(namespace);
+    // Kept before the hub's writes, and the scope's sync fails without them (it is retried): a count not begun again
+    // would be carried on by the next listing that misses the cluster.
+    if (absences.put.length > 0 || absences.removed.length > 0)
+      await input.absences.write(absences.put, absences.removed).catch((error: unknown) => {
+        throw new CpsyncError(
+          `cannot keep how many listings of ${scopeKey(scope)} missed its clusters (cpsync's absence store): ${firstLineOf(error, 1000)}`,
+        );
+      });
     await input.beforeApply?.(result);
     applied = await applyPlan(hub, result, input.signal);
   } finally {
     // Nothing of the scope's is left running when it returns, nor when it throws; and what was to be done
     // once the changes are announced is done now when it throws (nothing will be announced).
     unrecorded = await granted.recorded;
-    const uncounted = await countedNow;
-    if (uncounted) problems.push(uncounted);
     if (!applied) await granted.afterwards?.();
   }
   return {
@@ -471,21 +469,27 @@ export async function syncScope(input: SyncScopeInput): Promise<SyncScopeResult>
   };
 }
 
-/** The counts read, by canonical provider id (the highest, should one cluster have two). */
+/** The counts read, by canonical provider id (the lower, should one cluster have two: a deletion put off, not hastened). */
 function missedBefore(counted: readonly MissedListings[]): Map<string, number> {
   const byId = new Map<string, number>();
   for (const record of counted) {
     const id = canonicalProviderId(record);
-    byId.set(id, Math.max(byId.get(id) ?? 0, record.missed));
+    byId.set(id, Math.min(byId.get(id) ?? record.missed, record.missed));
   }
   return byId;
 }
 
 /**
- * What the absence store keeps after a scope's plan: the count of each cluster the plan marked missing; none of a
- * cluster a listing showed (begun again), of one whose profiles go, or of one with no profile of the scope. A
- * complete listing keeps no count but those it made; a partial one leaves the others' as they were. A one-cluster
- * reading (`counted` unread) forgets its cluster's.
+ * What the absence store keeps after a scope's plan (`counted`: the account's counts, every region's):
+ * - the count of each cluster the plan counted (marked missing, or deleted at the grace: kept until its profiles are
+ *   gone, so that a deletion that does not land is tried again);
+ * - none of a cluster a listing of any kind showed, nor of one the cloud answered gone or that is pruned: begun again;
+ * - after a complete listing, none of the scope's other clusters (their profiles not counted: terminating, or of
+ *   another manager now);
+ * - none of a cluster of the scope with no profile the scope selects (its profiles gone).
+ * Unread (a one-cluster reading; a store that could not be read, whose listing counts as partial), the listed
+ * clusters' counts go by their keys. Every rule here takes a count away, and
+ * so puts a deletion off: only the plan's count, from a complete listing, brings one nearer.
  */
 function absenceChanges(
   plan: Plan,
@@ -513,6 +517,7 @@ function absenceChanges(
     missed,
     countedAt,
   });
+  // Unread (one cluster's reading; a store that could not be read): the listed clusters' counts, by their keys.
   if (!counted)
     return {
       put: [],
@@ -526,6 +531,7 @@ function absenceChanges(
   const gone = new Set(at.gone.map(idOf));
   const complete = plan.outcome.kind === 'complete';
   const put = [...plan.missed].map(([id, { providerId, missed }]) => {
+    // Where the cluster is (an AKS id names no region): its id's, else the scope's, else where it was counted before.
     const region =
       placeOfProviderId(scope.provider, providerId)?.region ??
       (scope.region !== ALL_REGIONS ? scope.region : undefined) ??
@@ -534,10 +540,15 @@ function absenceChanges(
       scope.region;
     return record(providerId, region, missed);
   });
+  /** Whether a count is of a cluster this scope speaks for: its id's account and region, or (AKS) where it was filed. */
+  const ofScope = (r: MissedListings) =>
+    providerIdInScope(r.providerId, scope) && (scope.region === ALL_REGIONS || r.region === scope.region);
   const removed = counted.filter((r) => {
     const id = canonicalProviderId(r);
     if (plan.missed.has(id)) return false;
-    return complete || listed.has(id) || gone.has(id) || !profiles.has(id);
+    if (listed.has(id) || gone.has(id)) return true;
+    if (profiles.has(id)) return complete && ofScope(r);
+    return ofScope(r);
   });
   return { put, removed };
 }

@@ -47,9 +47,9 @@ export async function dynamoLedgerAt(endpoint: string): Promise<DynamoGrantLedge
   return (await dynamoLedgerTable(endpoint)).ledger;
 }
 
-/** Whether an AWS call through the proxy is a query of the ledger's account index. */
-const isLedgerIndexQuery = (call: { operation: string; body: string }): boolean =>
-  call.operation.endsWith('.Query') && call.body.includes('"IndexName":"byAccount"');
+/** Whether an AWS call through the proxy is a query of the index `name` (the ledger's account index by default). */
+const isIndexQuery = (call: { operation: string; body: string }, name: string): boolean =>
+  call.operation.endsWith('.Query') && call.body.includes(`"IndexName":"${name}"`);
 
 export interface LaggingIndex {
   /** From now on, the index answers as it does now (`read`: a read of the ledger through the proxy), and no later. */
@@ -58,14 +58,14 @@ export interface LaggingIndex {
   catchUp(): void;
 }
 
-/** The ledger index of every table behind `proxy`, made to lag when told. */
-export function laggingIndex(proxy: AwsProxy): LaggingIndex {
+/** The index `name` (the ledger's, by default) of every table behind `proxy`, made to lag when told. */
+export function laggingIndex(proxy: AwsProxy, name = 'byAccount'): LaggingIndex {
   /** The index's answer given instead of the server's while it lags; none: the server's own. */
   let lagging: string | undefined;
   let caught: string | undefined;
   let catching = false;
   proxy.intercept(async (call, forward) => {
-    if (!isLedgerIndexQuery(call)) return undefined;
+    if (!isIndexQuery(call, name)) return undefined;
     if (lagging !== undefined) return { status: 200, body: lagging };
     if (!catching) return undefined;
     const answer = await forward(call.body);
@@ -80,7 +80,7 @@ export function laggingIndex(proxy: AwsProxy): LaggingIndex {
       } finally {
         catching = false;
       }
-      if (caught === undefined) throw new Error('the read did not query the ledger index');
+      if (caught === undefined) throw new Error(`the read did not query the index ${name}`);
       lagging = caught;
       caught = undefined;
     },

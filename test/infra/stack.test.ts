@@ -255,7 +255,7 @@ describe('the CDK app', () => {
       assert.deepEqual(granted.sort(), [
         ['EksEventHandler', false, 'dynamodb:DeleteItem'],
         ['FollowUp', false, 'dynamodb:DeleteItem'],
-        ['ScopeWorker', false, 'dynamodb:DeleteItem,dynamodb:PutItem'],
+        ['ScopeWorker', false, 'dynamodb:BatchGetItem,dynamodb:DeleteItem,dynamodb:PutItem'],
         ['ScopeWorker', true, 'dynamodb:Query'],
         ['Webhook', false, 'dynamodb:DeleteItem'],
       ]);

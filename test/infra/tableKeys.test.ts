@@ -27,7 +27,7 @@ type Table = 'Chases' | 'Answers' | 'Absences' | 'Grants' | 'Idempotency';
 const ACTIONS: Record<Table, string[]> = {
   Chases: ['dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
   Answers: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
-  Absences: ['dynamodb:PutItem', 'dynamodb:DeleteItem'],
+  Absences: ['dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
   Grants: ['dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
   Idempotency: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem'],
 };
@@ -91,7 +91,7 @@ describe("the items of cpsync's tables each function may touch", () => {
     const allowed = (fn: string, table: Table, k: string, action: string) => {
       const { clouds, work } = FUNCTIONS[fn]!;
       // The deletion grace's counts are kept by the function that lists scopes; the others only begin a count again.
-      if (table === 'Absences' && action === 'dynamodb:PutItem') return fn === 'CpsyncScopeWorker';
+      if (table === 'Absences' && action !== 'dynamodb:DeleteItem') return fn === 'CpsyncScopeWorker';
       if (table === 'Idempotency') return k.startsWith(`cpsync.${work}#`);
       if (clouds.length === 3) return true;
       if (table === 'Grants') return clouds.includes('eks') ? k.startsWith('arn:') : !k.startsWith('arn:');

@@ -20,7 +20,11 @@ import { FileHub } from '../../adapters/hub/FileHub.ts';
 import { FileAbsenceStore } from '../../adapters/outbox/FileAbsenceStore.ts';
 import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
-import { ANNOTATION_PROVIDER_ID, PROPERTY_MISSED_LISTINGS } from '../../core/domain/constants.ts';
+import {
+  ANNOTATION_PROVIDER_ID,
+  LABEL_REGION,
+  PROPERTY_MISSED_LISTINGS,
+} from '../../core/domain/constants.ts';
 import type { ClusterProfile } from '../../core/domain/model/clusterProfile.ts';
 import type { ObservedCluster, Provider } from '../../core/domain/model/observedCluster.ts';
 import { ALL_REGIONS, type Scope, type ScopeOutcomeKind } from '../../core/domain/model/scope.ts';
@@ -62,7 +66,8 @@ type Step =
   | { kind: 'full'; listings: ScopeOutcomeKind[]; kept: boolean[] }
   | { kind: 'scope'; scope: number; listing: ScopeOutcomeKind; kept: boolean[] }
   | { kind: 'cluster'; cluster: number }
-  | { kind: 'hub'; cluster: number; value: string | undefined };
+  | { kind: 'hub'; cluster: number; value: string | undefined }
+  | { kind: 'relabel'; cluster: number; region: string };
 
 const listingKind = fc.constantFrom<ScopeOutcomeKind>('complete', 'complete', 'partial', 'failed');
 /** Which of the present clusters a partial listing shows. */
@@ -96,6 +101,14 @@ const step: fc.Arbitrary<Step> = fc.oneof(
       kind: fc.constant('hub' as const),
       cluster,
       value: fc.option(fc.constantFrom('0', '1', '2', '3', '99', '-1', 'x', ''), { nil: undefined }),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('relabel' as const),
+      cluster,
+      region: fc.constantFrom('us-east-1', 'eu-west-1', 'westeurope', 'eastus'),
     }),
   },
 );
@@ -157,6 +170,12 @@ class Clouds {
 class Model {
   readonly profiled = new Set<number>();
   readonly missed = new Map<number, number>();
+  /**
+   * Clusters whose profile a hub writer gave another region label, until cpsync writes it again (its cluster listed
+   * or seen): which listings select such a profile is the writer's choice, so it may be kept past its grace (a
+   * deletion put off), never deleted before it.
+   */
+  readonly relabeled = new Set<number>();
   readonly clouds: Clouds;
   readonly grace: number;
   constructor(clouds: Clouds, grace: number) {
@@ -166,12 +185,15 @@ class Model {
 
   listed(scope: Scope, kind: ScopeOutcomeKind, kept: boolean[]): void {
     if (kind === 'failed') return;
+    // A listing of one Azure location does not say an AKS cluster is gone: an AKS id names no region.
+    const speaks = scope.provider !== 'aks' || scope.region === ALL_REGIONS;
     CLUSTERS.forEach((c, i) => {
       if (!covers(scope, c)) return;
       if (this.clouds.present.has(i) && (kind === 'complete' || kept[i])) {
         this.profiled.add(i);
         this.missed.delete(i);
-      } else if (kind === 'complete' && this.profiled.has(i)) {
+        this.relabeled.delete(i);
+      } else if (kind === 'complete' && speaks && this.profiled.has(i)) {
         const missed = (this.missed.get(i) ?? 0) + 1;
         if (missed >= this.grace) {
           this.profiled.delete(i);
@@ -185,6 +207,7 @@ class Model {
     if (this.clouds.present.has(i)) {
       this.profiled.add(i);
       this.missed.delete(i);
+      this.relabeled.delete(i);
     } else {
       this.profiled.delete(i);
       this.missed.delete(i);
@@ -228,15 +251,21 @@ describe('the deletion grace, counted by cpsync alone', () => {
             done.push(JSON.stringify(after));
             const held = await profiles();
             const path = `grace ${grace}, run ${run}:\n  ${done.join('\n  ')}`;
+            const kept = held.map(indexOf);
             assert.deepEqual(
-              held.map(indexOf).sort(),
-              [...model.profiled].sort(),
+              kept.filter((i) => !model.relabeled.has(i)).sort(),
+              [...model.profiled].filter((i) => !model.relabeled.has(i)).sort(),
               `the profiles are those of the clusters listed and not missed ${grace} times in a row since\n${path}`,
             );
+            for (const i of model.relabeled)
+              assert.ok(
+                !model.profiled.has(i) || kept.includes(i),
+                `${CLUSTERS[i]!.providerId}'s profile, relabelled, is not deleted before its grace\n${path}`,
+              );
             // What a profile a listing just counted shows is the count, not what the hub writer wrote.
             for (const profile of held) {
               const i = indexOf(profile);
-              if (!synced.some((scope) => covers(scope, CLUSTERS[i]!))) continue;
+              if (model.relabeled.has(i) || !synced.some((scope) => covers(scope, CLUSTERS[i]!))) continue;
               const shown = profile.status?.properties?.find((p) => p.name === PROPERTY_MISSED_LISTINGS);
               assert.equal(
                 shown?.value,
@@ -301,6 +330,22 @@ describe('the deletion grace, counted by cpsync alone', () => {
                 await check(s, []);
                 break;
               }
+              case 'relabel': {
+                // A hub writer past the admission policy moves a profile to another region's listings.
+                const profile = (await profiles()).find((p) => indexOf(p) === s.cluster);
+                if (profile) {
+                  await hub.applyObject({
+                    ...profile,
+                    metadata: {
+                      ...profile.metadata,
+                      labels: { ...profile.metadata.labels, [LABEL_REGION]: s.region },
+                    },
+                  });
+                  model.relabeled.add(s.cluster);
+                }
+                await check(s, []);
+                break;
+              }
               case 'hub': {
                 // A hub writer past the admission policy: the profile's shown count set to anything, or taken away.
                 // Rather a profile of a cluster that is gone, whose count is the one that matters.
@@ -343,40 +388,33 @@ describe('the deletion grace, counted by cpsync alone', () => {
     );
   });
 
-  it('marks and deletes nothing for a listing whose counts cannot be read: the listing counts as partial, and the problem is named', async () => {
+  it('syncs no scope whose counts cannot be kept: the scope fails naming the store, and nothing on the hub is marked or deleted', async () => {
     const directory = temporaryDirectory('cpsync-uncounted-');
     const clouds = new Clouds();
-    // The store's directory is a file: every read and write of it fails (as a store out of reach does).
-    writeFileSync(join(directory, 'not-a-directory'), '');
     const ports: EnginePorts = {
       sources: { eks: clouds.source('eks'), aks: clouds.source('aks') },
       hub: new FileHub({ directory: join(directory, 'hub') }),
       bus: new JsonLinesFileBus(join(directory, 'events.jsonl')),
       outbox: new FileOutbox(join(directory, 'outbox')),
       intents: new FileIntentLog(join(directory, 'outbox')),
-      absences: new FileAbsenceStore(join(directory, 'not-a-directory')),
+      absences: new FileAbsenceStore(join(directory, 'outbox')),
     };
-    // One missed listing deletes: nothing to count, yet nothing is deleted without the count read.
+    // One missed listing deletes: nothing to count, yet nothing is deleted without the counts.
     const settings = runSettings(inventoryOptions({ namespace: 'missed', deletionGraceListings: 1 }));
     const scope = CONFIGURED[0]!;
-    const first = await runSync(ports, { syncId: 'listed', scopes: [scope], ...settings });
-    assert.equal(
-      first.scopes[0]!.outcome.kind,
-      'partial',
-      'its counts unread, the listing is not taken as whole',
-    );
+    await runSync(ports, { syncId: 'listed', scopes: [scope], ...settings });
     const before = await ports.hub.list('missed', {});
-    assert.equal(before.length, 2, 'the clusters listed are written all the same');
+    assert.equal(before.length, 2);
+    // The store out of reach: its directory is a file, so every read and write of it fails.
+    writeFileSync(join(directory, 'not-a-directory'), '');
+    ports.absences = new FileAbsenceStore(join(directory, 'not-a-directory'));
     clouds.present.delete(0);
     const missed = await runSync(ports, { syncId: 'missed', scopes: [scope], ...settings });
-    assert.equal(missed.scopes[0]!.outcome.kind, 'partial');
-    assert.ok(
-      missed.problems.some((p) =>
-        /^cannot read how many listings of eks\/111122223333\/us-east-1 missed its clusters \(cpsync's absence store\)/.test(
-          p,
-        ),
-      ),
-      missed.problems.join('\n'),
+    const [report] = missed.scopes;
+    assert.equal(report!.outcome.kind, 'failed');
+    assert.match(
+      report!.summary.error?.message ?? '',
+      /^cannot keep how many listings of eks\/111122223333\/us-east-1 missed its clusters \(cpsync's absence store\)/,
     );
     assert.deepEqual(
       (await ports.hub.list('missed', {})).map((p) => p.metadata.resourceVersion),

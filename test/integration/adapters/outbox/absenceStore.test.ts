@@ -14,6 +14,8 @@ import type { AbsenceStore, MissedListings } from '../../../../core/sync/ports.t
 import { DynamoAbsenceStore } from '../../../../adapters/outbox/DynamoAbsenceStore.ts';
 import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
 import { startMoto, type MotoServer } from '../../../env/moto.ts';
+import { startAwsProxy } from '../../../env/awsProxy.ts';
+import { laggingIndex } from '../../../env/ledgerTable.ts';
 import { createClusterRecordsTable, HUB_CREDENTIALS } from '../../../support/aws.ts';
 import { temporaryDirectory } from '../../../support/tmp.ts';
 
@@ -115,14 +117,14 @@ describe("the deletion grace's counts", () => {
     const store = new FileAbsenceStore(directory);
     return {
       store,
-      // Into the file of the region the count is read from, beside what is there. A file keys nothing: a count
-      // names its own cluster, so there is no other cluster's key to keep one under.
+      // Into the account's file, beside what is there. A file keys nothing: a count names its own cluster and
+      // region, so there is no other cluster's key or region to keep one under.
       forge: async (record, text, at) => {
         if (at?.cluster && at.region === undefined) return;
         await store.write([{ ...record, providerId: `${record.providerId}-placeholder` }]);
         const root = join(directory, 'absences');
         for (const folder of readdirSync(root)) {
-          const path = join(root, folder, `${at?.region ?? record.region}.json`);
+          const path = join(root, folder, 'account.json');
           const records = (JSON.parse(readFileSync(path, 'utf8')) as { records: unknown[] }).records.filter(
             (r) => !JSON.stringify(r).includes('-placeholder'),
           );
@@ -164,5 +166,37 @@ describe("the deletion grace's counts", () => {
         );
       },
     };
+  });
+
+  it('in DynamoDB: a count the index still shows after it was removed (the index lags the table) stands for nothing', async () => {
+    const proxy = await startAwsProxy(moto.endpoint);
+    try {
+      const index = laggingIndex(proxy, 'byScope');
+      const TableName = `cpsync-absences-${++tables}`;
+      await createClusterRecordsTable(moto.endpoint, TableName);
+      const client = new DynamoDBClient({
+        endpoint: proxy.endpoint,
+        region: 'us-east-1',
+        credentials: HUB_CREDENTIALS,
+      });
+      const store = new DynamoAbsenceStore({ tableName: TableName, client });
+      const read = () => store.read({ provider: 'eks', account: ACCOUNT, region: '*' });
+      const begun = eks('us-east-1', 'begun', 1);
+      const kept = eks('us-east-1', 'kept', 1);
+      await store.write([begun, kept]);
+      await index.stopAt(read);
+      // Listed again: its count begins again, while the index still shows it.
+      await store.write([kept], [begun]);
+      assert.deepEqual(await read(), [kept], 'the table, read consistently, holds only the count kept');
+      assert.ok(
+        proxy.calls.some(
+          (c) => c.operation.endsWith('.BatchGetItem') && c.body.includes('"ConsistentRead":true'),
+        ),
+        'the index hits were read again from the table',
+      );
+      index.catchUp();
+    } finally {
+      await proxy.stop();
+    }
   });
 });

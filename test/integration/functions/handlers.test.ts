@@ -1345,10 +1345,16 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       (await changeEvents()).filter((e) => e['detail-type'] === 'ClusterProfile Deleted').length,
       1,
     );
+    // Kept until its profile is gone (a deletion that did not land is tried again), then gone with it.
+    assert.deepEqual(
+      (await counts()).filter((c) => c.providerId === id).map((c) => c.missed),
+      [2],
+    );
+    await listed();
     assert.deepEqual(
       (await counts()).filter((c) => c.providerId === id),
       [],
-      'its count goes with it',
+      'its count goes once its profile has',
     );
   });
 

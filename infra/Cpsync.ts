@@ -223,9 +223,16 @@ function grantItems(
   );
 }
 
+/** Query on `table`'s index `index` (its items' keys are judged where each is then read or written). */
+function queryIndex(fn: LambdaFunction, table: Table, index: string): void {
+  fn.addToRolePolicy(
+    new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${table.tableArn}/index/${index}`] }),
+  );
+}
+
 /**
- * The chases (`<provider>/<account>/…`) and the remembered answers (`<provider>/<provider id>`) are keyed after the
- * cluster's cloud: a function touches only those of the clouds it reads.
+ * The chases (`<provider>/<account>/…`), the remembered answers and the missed-listing counts (`<provider>/<provider
+ * id>`) are keyed after the cluster's cloud: a function touches only those of the clouds it reads.
  */
 function cloudKeysOf(clouds?: readonly Provider[]) {
   return (
@@ -526,12 +533,7 @@ export class Cpsync extends Construct {
           ['dynamodb:BatchGetItem', 'dynamodb:PutItem', 'dynamodb:DeleteItem'],
           providerIdKeysOf(clouds(fn)),
         );
-        fn.addToRolePolicy(
-          new PolicyStatement({
-            actions: ['dynamodb:Query'],
-            resources: [`${ledger.tableArn}/index/byAccount`],
-          }),
-        );
+        queryIndex(fn, ledger, 'byAccount');
       }
     }
     // The remembered answers: each cluster's put or removed by the functions that read clusters; a scope's
@@ -540,12 +542,7 @@ export class Cpsync extends Construct {
       const answers = this.answersTable;
       for (const fn of syncing.keys())
         grantItems(fn, answers, ['dynamodb:PutItem', 'dynamodb:DeleteItem'], cloudKeysOf(clouds(fn)));
-      this.scopeWorker.addToRolePolicy(
-        new PolicyStatement({
-          actions: ['dynamodb:Query'],
-          resources: [`${answers.tableArn}/index/byScope`],
-        }),
-      );
+      queryIndex(this.scopeWorker, answers, 'byScope');
     }
     // The deletion grace's counts: a scope's found through the scope index and read again from the table (the index
     // lags), and each cluster's put or removed, by the scope worker, which alone lists scopes; a cluster's removed by
@@ -561,9 +558,7 @@ export class Cpsync extends Construct {
         ],
         cloudKeysOf(clouds(fn)),
       );
-    this.scopeWorker.addToRolePolicy(
-      new PolicyStatement({ actions: ['dynamodb:Query'], resources: [`${absences.tableArn}/index/byScope`] }),
-    );
+    queryIndex(this.scopeWorker, absences, 'byScope');
     // What Powertools idempotency does with its records, and nothing more: each function's with its own work's.
     for (const [fn, { work }] of syncing)
       grantItems(

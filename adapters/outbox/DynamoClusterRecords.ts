@@ -7,23 +7,13 @@
  * grants Put/Delete to them alone, each for the clouds it reads).
  */
 import type { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  BatchGetCommand,
-  type BatchGetCommandInput,
-  DeleteCommand,
-  type DynamoDBDocumentClient,
-  paginateQuery,
-  PutCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, type DynamoDBDocumentClient, paginateQuery, PutCommand } from '@aws-sdk/lib-dynamodb';
 import pLimit from 'p-limit';
 import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { documentClient } from './DynamoGrantLedger.ts';
 import { canonicalProviderId } from '../../core/domain/naming.ts';
 import type { ClusterRecord, RecordKind } from './FileClusterRecords.ts';
-import { untilProcessed } from '../shared/dynamoBatches.ts';
-
-/** Keys one BatchGetItem takes at most (DynamoDB's limit). */
-const BATCH_GET_KEYS = 100;
+import { readConsistently } from '../shared/dynamoBatches.ts';
 
 /** The index of the table by provider and account, sorted by region. */
 const SCOPE_INDEX = 'byScope';
@@ -103,8 +93,13 @@ export class DynamoClusterRecords<T extends ClusterRecord> {
       const keys = [
         ...new Set(hits.flatMap((item) => (typeof item.cluster === 'string' ? [item.cluster] : []))),
       ];
-      for (let at = 0; at < keys.length; at += BATCH_GET_KEYS)
-        for (const item of await this.#consistently(keys.slice(at, at + BATCH_GET_KEYS))) take(item);
+      const items = await readConsistently(
+        this.#documents,
+        this.#table,
+        keys.map((cluster) => ({ cluster })),
+        `reading the ${this.#kind.folder} table`,
+      );
+      for (const item of items) take(item);
     }
     // Best effort: one left is met again at the next read, and stands for nothing meanwhile.
     await Promise.all(
@@ -115,21 +110,6 @@ export class DynamoClusterRecords<T extends ClusterRecord> {
       ),
     );
     return records;
-  }
-
-  /** The table's items of `clusters` (at most 100), read consistently; keys DynamoDB leaves unprocessed asked again. */
-  async #consistently(clusters: readonly string[]): Promise<Array<Record<string, unknown>>> {
-    const items: Array<Record<string, unknown>> = [];
-    const first: BatchGetCommandInput['RequestItems'] = {
-      [this.#table]: { Keys: clusters.map((cluster) => ({ cluster })), ConsistentRead: true },
-    };
-    await untilProcessed(`reading the ${this.#kind.folder} table`, first, async (RequestItems) => {
-      const answer = await this.#documents.send(new BatchGetCommand({ RequestItems }));
-      items.push(...(answer.Responses?.[this.#table] ?? []));
-      const left = answer.UnprocessedKeys?.[this.#table];
-      return left?.Keys?.length ? { [this.#table]: left } : undefined;
-    });
-    return items;
   }
 
   /** Stores each record unless the table holds a later one of its cluster, and removes those `removed` names. */

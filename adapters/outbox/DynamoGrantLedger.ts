@@ -15,14 +15,7 @@
  * settled beside other clusters' grants) names the clusters it knows of, and those are read by key as well.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import {
-  BatchGetCommand,
-  type BatchGetCommandInput,
-  DeleteCommand,
-  DynamoDBDocumentClient,
-  paginateQuery,
-  PutCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, DynamoDBDocumentClient, paginateQuery, PutCommand } from '@aws-sdk/lib-dynamodb';
 import {
   isGrantRecord,
   keptForCluster,
@@ -37,13 +30,11 @@ import { ALL_REGIONS, type Scope } from '../../core/domain/model/scope.ts';
 import { providerIdInScope } from '../../core/domain/scopes.ts';
 import type { GrantLedger } from '../../core/sync/ports.ts';
 import { SigV4Sha256, withoutSdkLogger } from '../shared/awsSdk.ts';
-import { untilProcessed } from '../shared/dynamoBatches.ts';
+import { readConsistently } from '../shared/dynamoBatches.ts';
 import { parsedJson } from '../../core/domain/json.ts';
 
 /** The index of the table by provider and account. */
 const LEDGER_ACCOUNT_INDEX = 'byAccount';
-/** Keys one BatchGetItem takes at most (DynamoDB's limit). */
-const BATCH_GET_KEYS = 100;
 
 export interface DynamoGrantLedgerOptions {
   tableName: string;
@@ -108,19 +99,18 @@ export class DynamoGrantLedger implements GrantLedger {
     const indexed = new Set(clusters);
     clusters.push(...new Set(also.filter((cluster) => !indexed.has(cluster))));
     const records = new Map<string, GrantRecord>();
-    for (let at = 0; at < clusters.length; at += BATCH_GET_KEYS)
-      for (const item of await this.#consistently(clusters.slice(at, at + BATCH_GET_KEYS))) {
-        // Only a record of this account kept under its own key (or one an earlier version used): an item put under
-        // another key, or indexed under another account, names no cluster's grants here, whatever it says.
-        const record = typeof item.record === 'string' ? parsedJson(item.record) : undefined;
-        if (
-          typeof item.cluster === 'string' &&
-          isGrantRecord(record) &&
-          ofScope(record, scope) &&
-          keptUnderOwnKey(record, item.cluster)
-        )
-          records.set(item.cluster, record);
-      }
+    for (const item of await this.#consistently(clusters)) {
+      // Only a record of this account kept under its own key (or one an earlier version used): an item put under
+      // another key, or indexed under another account, names no cluster's grants here, whatever it says.
+      const record = typeof item.record === 'string' ? parsedJson(item.record) : undefined;
+      if (
+        typeof item.cluster === 'string' &&
+        isGrantRecord(record) &&
+        ofScope(record, scope) &&
+        keptUnderOwnKey(record, item.cluster)
+      )
+        records.set(item.cluster, record);
+    }
     // In the index's order (a deleted record left out).
     return oneRecordPerCluster(
       clusters.flatMap((cluster) => {
@@ -130,19 +120,14 @@ export class DynamoGrantLedger implements GrantLedger {
     );
   }
 
-  /** The table's items of `clusters` (at most 100), read consistently; keys DynamoDB leaves unprocessed asked again. */
-  async #consistently(clusters: readonly string[]): Promise<Array<Record<string, unknown>>> {
-    const items: Array<Record<string, unknown>> = [];
-    const first: BatchGetCommandInput['RequestItems'] = {
-      [this.#table]: { Keys: clusters.map((cluster) => ({ cluster })), ConsistentRead: true },
-    };
-    await untilProcessed("reading the grants ledger's records", first, async (RequestItems) => {
-      const answer = await this.#documents.send(new BatchGetCommand({ RequestItems }));
-      items.push(...(answer.Responses?.[this.#table] ?? []));
-      const left = answer.UnprocessedKeys?.[this.#table];
-      return left?.Keys?.length ? { [this.#table]: left } : undefined;
-    });
-    return items;
+  /** The table's items of `clusters`, read consistently. */
+  #consistently(clusters: readonly string[]): Promise<Array<Record<string, unknown>>> {
+    return readConsistently(
+      this.#documents,
+      this.#table,
+      clusters.map((cluster) => ({ cluster })),
+      "reading the grants ledger's records",
+    );
   }
 
   async write(

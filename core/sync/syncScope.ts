@@ -121,7 +121,7 @@ export interface SyncScopeResult {
    * settled beside other syncs of the project (withGrants' `afterwards`). Never rejects.
    */
   afterwards?: () => Promise<{ changed: string[]; problem?: string }>;
-  /** What could not be done that the scope's sync went on without (the deletion grace's counts not read or kept). */
+  /** What could not be done that the scope's sync went on without (the deletion grace's counts not read). */
   problems: string[];
 }
 
@@ -531,24 +531,24 @@ function absenceChanges(
   const gone = new Set(at.gone.map(idOf));
   const complete = plan.outcome.kind === 'complete';
   const put = [...plan.missed].map(([id, { providerId, missed }]) => {
-    // Where the cluster is (an AKS id names no region): its id's, else the scope's, else where it was counted before.
+    // Where the cluster is: its id's, else (AKS, counted only by a listing of the whole subscription) where it was
+    // counted before, else its profile's region.
     const region =
       placeOfProviderId(scope.provider, providerId)?.region ??
-      (scope.region !== ALL_REGIONS ? scope.region : undefined) ??
       counted.find((r) => canonicalProviderId(r) === id)?.region ??
       profiles.get(id)?.metadata.labels?.[LABEL_REGION] ??
       scope.region;
     return record(providerId, region, missed);
   });
-  /** Whether a count is of a cluster this scope speaks for: its id's account and region, or (AKS) where it was filed. */
-  const ofScope = (r: MissedListings) =>
+  /** Whether a count is of a cluster of this scope: its id's account and region, or (AKS) where it was filed. */
+  const filedHere = (r: MissedListings) =>
     providerIdInScope(r.providerId, scope) && (scope.region === ALL_REGIONS || r.region === scope.region);
   const removed = counted.filter((r) => {
     const id = canonicalProviderId(r);
     if (plan.missed.has(id)) return false;
     if (listed.has(id) || gone.has(id)) return true;
-    if (profiles.has(id)) return complete && ofScope(r);
-    return ofScope(r);
+    if (profiles.has(id)) return complete && filedHere(r);
+    return filedHere(r);
   });
   return { put, removed };
 }

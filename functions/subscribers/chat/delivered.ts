@@ -3,13 +3,11 @@
  * redelivered record, or the same change published again with the same `detail.eventId`, is not told twice.
  */
 import {
-  BatchGetCommand,
   BatchWriteCommand,
-  type BatchGetCommandInput,
   type BatchWriteCommandInput,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { untilProcessed } from '../../../adapters/shared/dynamoBatches.ts';
+import { readConsistently, untilProcessed } from '../../../adapters/shared/dynamoBatches.ts';
 import type { Notice } from './notices.ts';
 import type { ChatNotifierSettings } from './settings.ts';
 
@@ -30,19 +28,15 @@ export async function recordedKeys(
 ): Promise<Set<string>> {
   const found = new Set<string>();
   const now = Math.floor(Date.now() / 1000);
-  for (let i = 0; i < keys.length; i += 100) {
-    const first: BatchGetCommandInput['RequestItems'] = {
-      [table]: { Keys: keys.slice(i, i + 100).map((id) => ({ id })), ConsistentRead: true },
-    };
-    await untilProcessed('reading delivered events', first, async (RequestItems) => {
-      const answer = await documents.send(new BatchGetCommand({ RequestItems }));
-      for (const item of answer.Responses?.[table] ?? [])
-        // TTL deletes expired items late; an expired one no longer counts.
-        if (typeof item.id === 'string' && !(Number(item.expiration) <= now)) found.add(item.id);
-      const left = answer.UnprocessedKeys?.[table];
-      return left?.Keys?.length ? { [table]: left } : undefined;
-    });
-  }
+  const items = await readConsistently(
+    documents,
+    table,
+    keys.map((id) => ({ id })),
+    'reading delivered events',
+  );
+  for (const item of items)
+    // TTL deletes expired items late; an expired one no longer counts.
+    if (typeof item.id === 'string' && !(Number(item.expiration) <= now)) found.add(item.id);
   return found;
 }
 

@@ -22,6 +22,8 @@ import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
 import { FileOutbox } from '../../adapters/outbox/FileOutbox.ts';
 import {
   ANNOTATION_PROVIDER_ID,
+  LABEL_ACCOUNT,
+  LABEL_PROVIDER,
   LABEL_REGION,
   PROPERTY_MISSED_LISTINGS,
 } from '../../core/domain/constants.ts';
@@ -67,7 +69,7 @@ type Step =
   | { kind: 'scope'; scope: number; listing: ScopeOutcomeKind; kept: boolean[] }
   | { kind: 'cluster'; cluster: number }
   | { kind: 'hub'; cluster: number; value: string | undefined }
-  | { kind: 'relabel'; cluster: number; region: string };
+  | { kind: 'relabel'; cluster: number; label: string; value: string };
 
 const listingKind = fc.constantFrom<ScopeOutcomeKind>('complete', 'complete', 'partial', 'failed');
 /** Which of the present clusters a partial listing shows. */
@@ -105,11 +107,27 @@ const step: fc.Arbitrary<Step> = fc.oneof(
   },
   {
     weight: 1,
-    arbitrary: fc.record({
-      kind: fc.constant('relabel' as const),
-      cluster,
-      region: fc.constantFrom('us-east-1', 'eu-west-1', 'westeurope', 'eastus'),
-    }),
+    // The labels a scope selects its profiles by, each set to another scope's value.
+    arbitrary: fc.oneof(
+      fc.record({
+        kind: fc.constant('relabel' as const),
+        cluster,
+        label: fc.constant(LABEL_REGION),
+        value: fc.constantFrom('us-east-1', 'eu-west-1', 'westeurope', 'eastus'),
+      }),
+      fc.record({
+        kind: fc.constant('relabel' as const),
+        cluster,
+        label: fc.constant(LABEL_ACCOUNT),
+        value: fc.constantFrom(ACCOUNT, SUBSCRIPTION),
+      }),
+      fc.record({
+        kind: fc.constant('relabel' as const),
+        cluster,
+        label: fc.constant(LABEL_PROVIDER),
+        value: fc.constantFrom('eks', 'aks'),
+      }),
+    ),
   },
 );
 
@@ -166,12 +184,15 @@ class Clouds {
   }
 }
 
+/** A listing of one Azure location does not say an AKS cluster is gone: an AKS id names no region. */
+const speaksForAbsences = (scope: Scope) => scope.provider !== 'aks' || scope.region === ALL_REGIONS;
+
 /** The oracle: from the listings given, whether each cluster has a profile and how many listings missed it. */
 class Model {
   readonly profiled = new Set<number>();
   readonly missed = new Map<number, number>();
   /**
-   * Clusters whose profile a hub writer gave another region label, until cpsync writes it again (its cluster listed
+   * Clusters whose profile a hub writer gave another scope's label (region, account, cloud), until cpsync writes it again (its cluster listed
    * or seen): which listings select such a profile is the writer's choice, so it may be kept past its grace (a
    * deletion put off), never deleted before it.
    */
@@ -185,8 +206,7 @@ class Model {
 
   listed(scope: Scope, kind: ScopeOutcomeKind, kept: boolean[]): void {
     if (kind === 'failed') return;
-    // A listing of one Azure location does not say an AKS cluster is gone: an AKS id names no region.
-    const speaks = scope.provider !== 'aks' || scope.region === ALL_REGIONS;
+    const speaks = speaksForAbsences(scope);
     CLUSTERS.forEach((c, i) => {
       if (!covers(scope, c)) return;
       if (this.clouds.present.has(i) && (kind === 'complete' || kept[i])) {
@@ -308,7 +328,7 @@ describe('the deletion grace, counted by cpsync alone', () => {
                 clouds.next = new Map([[JSON.stringify(scope), { kind: s.listing, kept: s.kept }]]);
                 await runSync(ports, { syncId: `scope-${run}-${done.length}`, scopes: [scope], ...settings });
                 model.listed(scope, s.listing, s.kept);
-                await check(s, s.listing === 'complete' ? [scope] : []);
+                await check(s, s.listing === 'complete' && speaksForAbsences(scope) ? [scope] : []);
                 break;
               }
               case 'cluster': {
@@ -331,14 +351,14 @@ describe('the deletion grace, counted by cpsync alone', () => {
                 break;
               }
               case 'relabel': {
-                // A hub writer past the admission policy moves a profile to another region's listings.
+                // A hub writer past the admission policy moves a profile to another scope's listings.
                 const profile = (await profiles()).find((p) => indexOf(p) === s.cluster);
                 if (profile) {
                   await hub.applyObject({
                     ...profile,
                     metadata: {
                       ...profile.metadata,
-                      labels: { ...profile.metadata.labels, [LABEL_REGION]: s.region },
+                      labels: { ...profile.metadata.labels, [s.label]: s.value },
                     },
                   });
                   model.relabeled.add(s.cluster);

@@ -1358,6 +1358,77 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
     );
   });
 
+  it("begins a cluster's count again when a CloudTrail event's sync finds it, between two listings that missed it: not deleted at the grace's two", async () => {
+    await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'flaky' }]);
+    const worker = makeScopeWorker(getDeps);
+    let message = 0;
+    const listed = async () =>
+      assert.deepEqual(
+        await worker(
+          { Records: [scopeMessage(`flaky-${++message}`, `flaky-${message}`, 'eu-west-1')] },
+          context,
+        ),
+        { batchItemFailures: [] },
+      );
+    const flaky = async () => (await profiles()).find((p) => p.spec.displayName === 'flaky');
+    const shown = async () =>
+      (await flaky())?.status?.properties?.find((p) => p.name === 'cpsync.io/missed-listings')?.value;
+    const counts = async () =>
+      (
+        await DynamoDBDocumentClient.from(
+          new DynamoDBClient({
+            endpoint: emulators.moto.endpoint,
+            region: 'us-east-1',
+            credentials: HUB_CREDENTIALS,
+          }),
+        ).send(new ScanCommand({ TableName: 'cpsync-absences' }))
+      ).Items?.map((item) => JSON.parse(item.record as string) as { providerId: string; missed: number }) ??
+      [];
+    /** EKS's listing of the region leaves the cluster out, as a listing that lags the cloud may. */
+    const missing = () =>
+      emulators.proxy.rewriteAnswer<{ clusters?: string[] }>(/^\/clusters(\?|$)/, (answer, call) => {
+        if (call.region === 'eu-west-1')
+          answer.clusters = (answer.clusters ?? []).filter((n) => n !== 'flaky');
+      });
+    await listed();
+    const id = (await flaky())!.metadata.annotations!['cpsync.io/provider-id']!;
+    let restore = missing();
+    try {
+      await listed();
+    } finally {
+      restore();
+    }
+    assert.equal(await shown(), '1', 'missed once: marked');
+    assert.deepEqual(
+      (await counts()).filter((c) => c.providerId === id).map((c) => c.missed),
+      [1],
+    );
+    // The cloud's own event: its sync finds the cluster, and its count begins again.
+    const evented = await makeEksEventHandler(getDeps)(
+      cloudTrailEvent('UpdateClusterConfig', EKS_ACCOUNT, 'eu-west-1', { name: 'flaky' }) as never,
+      context,
+    );
+    assert.equal(evented.result, 'updated', JSON.stringify(evented));
+    assert.equal(await shown(), undefined);
+    assert.deepEqual(
+      (await counts()).filter((c) => c.providerId === id),
+      [],
+    );
+    restore = missing();
+    try {
+      await listed();
+    } finally {
+      restore();
+    }
+    assert.equal(await shown(), '1', 'missed once since it was seen: marked, not deleted');
+    await listed();
+    assert.equal(await shown(), undefined, 'listed again');
+    assert.deepEqual(
+      (await counts()).filter((c) => c.providerId === id),
+      [],
+    );
+  });
+
   it('applies a CloudTrail event and a scope message for the same account one after the other: one Created, one event id', async () => {
     // The event handler and the worker of the scheduled sync reach the same cluster at once.
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'racing' }]);

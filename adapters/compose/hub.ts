@@ -135,11 +135,13 @@ export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {
     return { hub: new FileHub({ directory }), leases: new FileLeaseStore(directory) };
   }
   const { KubernetesHub, KubernetesLeaseStore } = await kubernetes();
+  const accessProviderNames = Object.values(config.inventory.accessProviderNames);
   if ('eks' in hub) {
     const { eksHubKubeConfig } = await import('../hub/eksHub.ts');
     let current: InstanceType<typeof KubernetesHub> | undefined;
     const refreshing = new RefreshingHub(
-      async () => (current = new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks) })),
+      async () =>
+        (current = new KubernetesHub({ kubeConfig: await eksHubKubeConfig(hub.eks), accessProviderNames })),
       TOKEN_REFRESH_MILLIS,
     );
     const kubeConfig = async () => {
@@ -153,7 +155,7 @@ export async function connectHub(config: CpsyncConfig): Promise<HubPorts> {
       ? await kubeConfigFromSecret(hub.kubeconfigSecretArn)
       : await kubeConfigFromFile(hub.kubeconfig, hub.context);
   return {
-    hub: new KubernetesHub({ kubeConfig }),
+    hub: new KubernetesHub({ kubeConfig, accessProviderNames }),
     leases: new KubernetesLeaseStore({ kubeConfig, namespace }),
     kubeConfig: async () => kubeConfig,
   };

@@ -17,7 +17,13 @@ import {
   LABEL_NAMESPACE_CLUSTERSET_KEP,
 } from '../../core/domain/constants.ts';
 import { selectorString } from '../../core/domain/labels.ts';
-import { objectApplyBody, statusApplyBody, strayOwnedKeys } from '../../core/domain/ownership.ts';
+import {
+  objectApplyBody,
+  pointerSegment,
+  statusApplyBody,
+  strayOwnedFields,
+  strayOwnedKeys,
+} from '../../core/domain/ownership.ts';
 import {
   CLUSTER_PROFILE_GROUP,
   CLUSTER_PROFILE_PLURAL,
@@ -62,6 +68,12 @@ export interface KubernetesHubOptions {
    * @default 'request'
    */
   httpLibrary?: HubHttpLibrary;
+  /**
+   * The names of cpsync's entries in `status.accessProviders` (the configuration's `inventory.accessProviderNames`):
+   * one of these that a profile no longer carries is removed, whoever else claims it.
+   * @default the names the profile written carries
+   */
+  accessProviderNames?: readonly string[];
 }
 
 const PROFILE = {
@@ -74,6 +86,14 @@ const PROFILE = {
 interface Listed<Item> {
   items?: Item[] | null;
   metadata?: { continue?: string };
+}
+
+/** A JSON Patch that removes `paths` (in their order) from `stored`, only while it is at the version read. */
+function removals(stored: ClusterProfile, paths: readonly string[]): object[] {
+  return [
+    { op: 'test', path: '/metadata/resourceVersion', value: stored.metadata.resourceVersion },
+    ...paths.map((path) => ({ op: 'remove', path })),
+  ];
 }
 
 /** A profile as a list of object metadata gives it (`PartialObjectMetadata`). */
@@ -164,6 +184,7 @@ export class KubernetesHub implements Hub {
   readonly #core: CoreV1Api;
   readonly #fieldManager: string;
   readonly #pageSize: number;
+  readonly #accessProviderNames: readonly string[];
   /** Every request's options: one connection pool, a deadline (see connections.ts). */
   readonly #shared: ConfigurationOptions;
   /** How this hub is reached (its leases are reached the same way). */
@@ -182,6 +203,7 @@ export class KubernetesHub implements Hub {
     this.#core = kubeConfig.makeApiClient(CoreV1Api);
     this.#fieldManager = options.fieldManager ?? FIELD_MANAGER;
     this.#pageSize = options.pageSize ?? 500;
+    this.#accessProviderNames = options.accessProviderNames ?? [];
     this.#shared = sharedConnections(options.requestTimeoutMillis ?? 30_000, options.httpLibrary);
   }
 
@@ -367,26 +389,17 @@ export class KubernetesHub implements Hub {
         },
         this.#options(PatchStrategy.ServerSideApply),
       )) as ClusterProfile;
-      // Keys of cpsync's that another writer set and cpsync does not want: an apply leaves them (they are the
-      // other manager's), so they are removed, at the version just written.
+      // Keys and fields of cpsync's that another writer set or claims and cpsync does not want: an apply leaves
+      // them (they are the other manager's too), so they are removed, at the version just written.
       const stray = strayOwnedKeys(stored, profile);
-      if (stray.labels.length === 0 && stray.annotations.length === 0) return stored;
-      const pointer = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1');
+      const paths = [
+        ...stray.labels.map((key) => `/metadata/labels/${pointerSegment(key)}`),
+        ...stray.annotations.map((key) => `/metadata/annotations/${pointerSegment(key)}`),
+        ...strayOwnedFields(stored, profile, this.#accessProviderNames).spec,
+      ];
+      if (paths.length === 0) return stored;
       return (await this.#objects.patchNamespacedCustomObject(
-        {
-          ...PROFILE,
-          namespace,
-          name,
-          body: [
-            { op: 'test', path: '/metadata/resourceVersion', value: stored.metadata.resourceVersion },
-            ...stray.labels.map((key) => ({ op: 'remove', path: `/metadata/labels/${pointer(key)}` })),
-            ...stray.annotations.map((key) => ({
-              op: 'remove',
-              path: `/metadata/annotations/${pointer(key)}`,
-            })),
-          ],
-          fieldManager: this.#fieldManager,
-        },
+        { ...PROFILE, namespace, name, body: removals(stored, paths), fieldManager: this.#fieldManager },
         this.#options(PatchStrategy.JsonPatch),
       )) as ClusterProfile;
     } catch (error) {
@@ -397,7 +410,7 @@ export class KubernetesHub implements Hub {
   async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
     const { namespace, name } = profile.metadata;
     try {
-      return (await this.#objects.patchNamespacedCustomObjectStatus(
+      const stored = (await this.#objects.patchNamespacedCustomObjectStatus(
         {
           ...PROFILE,
           namespace,
@@ -407,6 +420,13 @@ export class KubernetesHub implements Hub {
           force: true,
         },
         this.#options(PatchStrategy.ServerSideApply),
+      )) as ClusterProfile;
+      // As for the object: what cpsync took away and another writer claims is removed at the version written.
+      const paths = strayOwnedFields(stored, profile, this.#accessProviderNames).status;
+      if (paths.length === 0) return stored;
+      return (await this.#objects.patchNamespacedCustomObjectStatus(
+        { ...PROFILE, namespace, name, body: removals(stored, paths), fieldManager: this.#fieldManager },
+        this.#options(PatchStrategy.JsonPatch),
       )) as ClusterProfile;
     } catch (error) {
       throw translateProfile(error, 'apply status of', `${namespace}/${name}`, namespace);

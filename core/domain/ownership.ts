@@ -73,18 +73,28 @@ function ownedSpec(spec: Partial<ClusterProfileSpec> | undefined): {
   return { displayName: spec?.displayName, clusterManager: spec?.clusterManager?.name };
 }
 
+/** Which entries of a status's keyed lists are cpsync's. */
+function ownedEntries(status: ClusterProfileStatus | undefined, accessProviderNames: readonly string[]) {
+  // Names outside cpsync's own that the member probe wrote are listed in the status itself.
+  const member = memberPropertyNames(status?.properties);
+  return {
+    property: (p: { name: string }) => isOwnedProperty(p.name) || member.has(p.name),
+    condition: (c: { type: string }) => isOwnedCondition(c.type),
+    accessProvider: (a: { name: string }) => accessProviderNames.includes(a.name),
+  };
+}
+
 /** The part of a profile's status that cpsync owns. */
 export function ownedStatusOf(
   status: ClusterProfileStatus | undefined,
   accessProviderNames: readonly string[],
 ): Required<Pick<ClusterProfileStatus, 'properties' | 'conditions' | 'accessProviders'>> &
   Pick<ClusterProfileStatus, 'version'> {
-  // Names outside cpsync's own that the member probe wrote are listed in the status itself.
-  const member = memberPropertyNames(status?.properties);
+  const is = ownedEntries(status, accessProviderNames);
   const owned = {
-    properties: (status?.properties ?? []).filter((p) => isOwnedProperty(p.name) || member.has(p.name)),
-    conditions: (status?.conditions ?? []).filter((c) => isOwnedCondition(c.type)),
-    accessProviders: (status?.accessProviders ?? []).filter((a) => accessProviderNames.includes(a.name)),
+    properties: (status?.properties ?? []).filter(is.property),
+    conditions: (status?.conditions ?? []).filter(is.condition),
+    accessProviders: (status?.accessProviders ?? []).filter(is.accessProvider),
   };
   return status?.version?.kubernetes === undefined
     ? owned
@@ -176,5 +186,96 @@ export function strayOwnedKeys(
   return {
     labels: absent(stored.metadata.labels, profile.metadata.labels, ownedLabel(stored.metadata)),
     annotations: absent(stored.metadata.annotations, profile.metadata.annotations, ownedAnnotation),
+  };
+}
+
+/** A key as one segment of a JSON Pointer (RFC 6901). */
+export function pointerSegment(key: string): string {
+  return key.replace(/~/g, '~0').replace(/\//g, '~1');
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Where `stored` has a field that `wanted` has not, under `at` (JSON Pointers). Maps are compared key by key, as
+ * server-side apply merges them; a list or a value is its applier's whole, which a forced apply replaces.
+ */
+function extraFields(stored: unknown, wanted: unknown, at: string): string[] {
+  if (!isRecord(stored) || !isRecord(wanted)) return [];
+  return Object.keys(stored).flatMap((key) => {
+    const path = `${at}/${pointerSegment(key)}`;
+    const want = own(wanted, key);
+    return want === undefined ? [path] : extraFields(stored[key], want, path);
+  });
+}
+
+/**
+ * The entries of a keyed list (the CRD's `x-kubernetes-list-type: map`) that are cpsync's in `stored` and absent
+ * from `wanted`, and the fields of the others that `wanted`'s entry lacks; from the list's last entry to its first,
+ * so that each removal leaves the indexes of those after it true.
+ */
+function extraEntries<Entry extends object>(
+  stored: readonly Entry[] | undefined,
+  wanted: readonly Entry[] | undefined,
+  keyOf: (entry: Entry) => string,
+  owned: (entry: Entry) => boolean,
+  at: string,
+): string[] {
+  const want = new Map((wanted ?? []).map((entry) => [keyOf(entry), entry]));
+  const list = stored ?? [];
+  const paths: string[] = [];
+  for (let index = list.length - 1; index >= 0; index--) {
+    const entry = list[index]!;
+    if (!owned(entry)) continue;
+    const match = want.get(keyOf(entry));
+    paths.push(...(match === undefined ? [`${at}/${index}`] : extraFields(entry, match, `${at}/${index}`)));
+  }
+  return paths;
+}
+
+/** The Kubernetes version cpsync no longer writes, and the map that held it alone. */
+function strayVersion(
+  have: ClusterProfileStatus['version'],
+  want: ClusterProfileStatus['version'],
+): string[] {
+  if (have === undefined || want?.kubernetes !== undefined) return [];
+  const others = Object.keys(have).filter((key) => key !== 'kubernetes');
+  if (others.length === 0 && want === undefined) return ['/status/version'];
+  return have.kubernetes === undefined ? [] : ['/status/version/kubernetes'];
+}
+
+/**
+ * Fields of cpsync's own in `stored`'s spec and status that `profile` does not have (JSON Pointers, in an order
+ * in which they can be removed one after another). A server-side apply removes a field its manager no longer
+ * applies only while no other manager claims it, and any writer may claim any field by writing the profile's
+ * `metadata.managedFields` (which the admission policy does not see), so a writer could otherwise keep what cpsync
+ * took away: a property, a condition, an access provider or a field within one, the Kubernetes version, a field of
+ * the spec. Others' entries (by ownedStatusOf's rules) are theirs and never named.
+ */
+export function strayOwnedFields(
+  stored: ClusterProfile,
+  profile: ClusterProfile,
+  accessProviderNames: readonly string[],
+): { spec: string[]; status: string[] } {
+  const have = stored.status;
+  const want = profile.status;
+  const names = [...accessProviderNames, ...(want?.accessProviders ?? []).map((a) => a.name)];
+  const is = ownedEntries(have, names);
+  const byName = (entry: { name: string }) => entry.name;
+  return {
+    spec: extraFields(stored.spec, profile.spec ?? {}, '/spec'),
+    status: [
+      ...extraEntries(have?.properties, want?.properties, byName, is.property, '/status/properties'),
+      ...extraEntries(have?.conditions, want?.conditions, (c) => c.type, is.condition, '/status/conditions'),
+      ...extraEntries(
+        have?.accessProviders,
+        want?.accessProviders,
+        byName,
+        is.accessProvider,
+        '/status/accessProviders',
+      ),
+      ...strayVersion(have?.version, want?.version),
+    ],
   };
 }

@@ -14,6 +14,7 @@ import {
   RbacAuthorizationV1Api,
   setHeaderOptions,
   type KubeConfig,
+  type V1ManagedFieldsEntry,
 } from '@kubernetes/client-node';
 import { HubForbiddenError } from '../../../../adapters/hub/errors.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
@@ -274,6 +275,64 @@ describe('the shipped admission policy on the real kube-apiserver', () => {
     assert.equal(code, 403);
     assert.match(message, /only cpsync may change the status of ClusterProfile .*; consumer may not/);
     assert.deepEqual((await read(guarded.metadata.name)).status, before.status);
+  });
+
+  it("lets another identity claim cpsync's fields in managedFields, which the policy cannot see; cpsync removes what it takes away all the same", async () => {
+    const first = normalize(eksCluster({ name: 'claimed' }), options, NOW);
+    const name = first.metadata.name;
+    await cpsync.applyObject(first);
+    await cpsync.applyStatus(first);
+    // The consumer copies cpsync's own managedFields entries under its name and writes them back with the profile.
+    const current = (await consumer.getNamespacedCustomObject({
+      ...PROFILES,
+      namespace,
+      name,
+    })) as ClusterProfile & {
+      metadata: { managedFields: V1ManagedFieldsEntry[] };
+    };
+    const claims = current.metadata.managedFields
+      .filter((entry) => entry.manager === 'cpsync')
+      .map((entry) => ({ ...entry, manager: CONSUMER, operation: 'Update' }));
+    assert.equal(claims.length, 2, "cpsync's entries: the object's and the status's");
+    const claimed = await answer(
+      consumer.replaceNamespacedCustomObject({
+        ...PROFILES,
+        namespace,
+        name,
+        body: {
+          ...current,
+          metadata: { ...current.metadata, managedFields: [...current.metadata.managedFields, ...claims] },
+        },
+      }),
+    );
+    assert.equal(claimed.code, 200, `the policy lets the claim through: ${claimed.message}`);
+    assert.equal(
+      ((await read(name)) as typeof current).metadata.managedFields.filter(
+        (entry) => entry.manager === CONSUMER,
+      ).length,
+      2,
+      'the server kept the claims',
+    );
+
+    // cpsync's next write takes away node figures, a condition, the CA, the version, the display name and a label.
+    const second = structuredClone(first);
+    const status = second.status!;
+    status.properties = status.properties!.filter((p) => !p.name.endsWith('.node.k8s.io'));
+    status.conditions = status.conditions!.filter((c) => c.type !== 'Joined');
+    const [provider] = status.accessProviders!;
+    assert.ok(provider?.cluster, 'the access provider');
+    delete provider.cluster['certificate-authority-data'];
+    delete status.version;
+    delete second.spec.displayName;
+    delete second.metadata.labels!['topology.kubernetes.io/region'];
+    assert.notDeepEqual(status, first.status, 'the second write takes something away');
+    await cpsync.applyObject(second);
+    await cpsync.applyStatus(second);
+
+    const stored = await read(name);
+    assert.deepEqual(stored.status, JSON.parse(JSON.stringify(status)));
+    assert.deepEqual(stored.spec, second.spec);
+    assert.deepEqual(stored.metadata.labels, second.metadata.labels);
   });
 
   it("refuses another identity that changes the spec of cpsync's profile", async () => {

@@ -1,0 +1,164 @@
+/**
+ * A hub writer's claim on cpsync's fields (a copy of cpsync's managedFields entry under another manager) keeps
+ * nothing the cloud took away, along both ways the engine writes a profile: a scope's listing (the full sync, `cpsync
+ * sync --scope`, a scope message all run it) and a one-cluster sync (a cloud event, a follow-up look). The cluster
+ * loses its node groups and its version; after the sync the profile shows neither, and the next sync writes nothing
+ * (the profile's resourceVersion, as the kube-apiserver keeps it, is unchanged, and no event is published), where a
+ * claim that stood would have the plan find a difference at every sync.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { CoreV1Api, CustomObjectsApi, type V1ManagedFieldsEntry } from '@kubernetes/client-node';
+import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
+import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
+import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
+import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
+import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
+import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
+import {
+  CLUSTER_PROFILE_GROUP,
+  CLUSTER_PROFILE_PLURAL,
+  CLUSTER_PROFILE_VERSION,
+  type ClusterProfile,
+} from '../../../../core/domain/model/clusterProfile.ts';
+import type { ObservedCluster } from '../../../../core/domain/model/observedCluster.ts';
+import type { Scope } from '../../../../core/domain/model/scope.ts';
+import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
+import type { ClusterSource } from '../../../../core/sync/ports.ts';
+import { eksCluster } from '../../../support/fixtures.ts';
+import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { inventoryOptions, runSettings } from '../../../support/settings.ts';
+import { temporaryDirectory } from '../../../support/tmp.ts';
+
+const PROFILES = {
+  group: CLUSTER_PROFILE_GROUP,
+  version: CLUSTER_PROFILE_VERSION,
+  plural: CLUSTER_PROFILE_PLURAL,
+};
+const SCOPE: Scope = { provider: 'eks', account: '111122223333', region: 'us-east-1' };
+const NODE_PROPERTIES = ['count.node.k8s.io', 'type.node.k8s.io'];
+
+/** The detail-types the bus's file received, in order. */
+const published = (file: string): string[] =>
+  existsSync(file)
+    ? readFileSync(file, 'utf8')
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => String((JSON.parse(line) as Record<string, unknown>)['detail-type']))
+    : [];
+
+describe("a hub writer's claim on cpsync's fields, through the engine on the real kube-apiserver", () => {
+  const namespace = uniqueNamespace('claims');
+  let core: CoreV1Api;
+  let objects: CustomObjectsApi;
+  let hub: KubernetesHub;
+  let leases: KubernetesLeaseStore;
+
+  before(async () => {
+    const admin = adminKubeConfig(await localHub());
+    core = admin.makeApiClient(CoreV1Api);
+    objects = admin.makeApiClient(CustomObjectsApi);
+    hub = new KubernetesHub({ kubeConfig: admin });
+    leases = new KubernetesLeaseStore({ kubeConfig: async () => admin, namespace });
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+  });
+
+  after(async () => {
+    await core?.deleteNamespace({ name: namespace });
+  });
+
+  for (const entry of ['a scope listing', 'a one-cluster sync'] as const)
+    it(`keeps nothing the cloud took away, written by ${entry}; the next sync writes nothing`, async () => {
+      const directory = temporaryDirectory('cpsync-claims-');
+      const name = entry === 'a scope listing' ? 'listed' : 'looked';
+      // The cloud's answer, as the test changes it.
+      let cluster: ObservedCluster = eksCluster({ name });
+      const source: ClusterSource = {
+        listScope: async (listed) => ({ outcome: { scope: listed, kind: 'complete' }, clusters: [cluster] }),
+        getCluster: async () => cluster,
+        isProviderIdOf: () => false,
+      };
+      const events = join(directory, 'events.jsonl');
+      const ports = {
+        sources: { eks: source },
+        hub,
+        leases,
+        bus: new JsonLinesFileBus(events),
+        outbox: new FileOutbox(join(directory, 'outbox')),
+        intents: new FileIntentLog(join(directory, 'outbox')),
+        absences: new FileAbsenceStore(join(directory, 'outbox')),
+      };
+      const settings = runSettings(inventoryOptions({ namespace }));
+      let syncs = 0;
+      const sync = async () => {
+        const syncId = `claims-${++syncs}`;
+        if (entry === 'a scope listing') await runSync(ports, { ...settings, syncId, scopes: [SCOPE] });
+        else await syncCluster(ports, { ...settings, syncId, ref: { scope: SCOPE, name } });
+      };
+      const stored = async () => {
+        const list = (await objects.listNamespacedCustomObject({ ...PROFILES, namespace })) as {
+          items: Array<ClusterProfile & { metadata: { managedFields?: V1ManagedFieldsEntry[] } }>;
+        };
+        const found = list.items.filter((p) => p.spec.displayName === name);
+        assert.equal(found.length, 1, `one profile of ${name}`);
+        return found[0]!;
+      };
+
+      await sync();
+      const first = await stored();
+      assert.deepEqual(
+        (first.status?.properties ?? []).map((p) => p.name).filter((n) => NODE_PROPERTIES.includes(n)),
+        NODE_PROPERTIES,
+        'the node figures shown',
+      );
+
+      // A writer claims every field of cpsync's: its entries copied under another manager, written back.
+      const claims = (first.metadata.managedFields ?? [])
+        .filter((e) => e.manager === 'cpsync')
+        .map((e) => ({ ...e, manager: 'intruder', operation: 'Update' }));
+      await objects.replaceNamespacedCustomObject({
+        ...PROFILES,
+        namespace,
+        name: first.metadata.name,
+        body: {
+          ...first,
+          metadata: { ...first.metadata, managedFields: [...first.metadata.managedFields!, ...claims] },
+        },
+      });
+      assert.ok(
+        (await stored()).metadata.managedFields?.some((e) => e.manager === 'intruder'),
+        'the server kept the claim',
+      );
+
+      // The cloud takes the node groups and the version away.
+      const { kubernetesVersion: _version, ...rest } = cluster;
+      cluster = { ...rest, nodes: { instanceTypes: [] } };
+      const before = published(events).length;
+      await sync();
+      const second = await stored();
+      assert.deepEqual(
+        (second.status?.properties ?? []).map((p) => p.name).filter((n) => NODE_PROPERTIES.includes(n)),
+        [],
+        'no node figures the cloud no longer gives',
+      );
+      assert.equal(second.status?.version, undefined, 'no version the cloud no longer gives');
+      const updated = published(events).slice(before);
+      assert.deepEqual(updated, [
+        'ClusterProfile Updated',
+        ...(entry === 'a scope listing' ? ['Inventory Scope Synced'] : []),
+      ]);
+
+      // Nothing left to write: the hub's resourceVersion stands, and no change is announced.
+      await sync();
+      const third = await stored();
+      assert.equal(third.metadata.resourceVersion, second.metadata.resourceVersion, 'no write');
+      assert.deepEqual(
+        published(events)
+          .slice(before + updated.length)
+          .filter((type) => type.startsWith('ClusterProfile')),
+        [],
+      );
+    });
+});

@@ -12,6 +12,7 @@ import {
 import { sharedConnections, type HubHttpLibrary } from './connections.ts';
 import { sameJson } from '../../core/domain/json.ts';
 import {
+  ANNOTATION_DELETED_AT,
   FIELD_MANAGER,
   LABEL_NAMESPACE_CLUSTERSET,
   LABEL_NAMESPACE_CLUSTERSET_KEP,
@@ -433,15 +434,37 @@ export class KubernetesHub implements Hub {
     }
   }
 
+  /**
+   * Marks the profile as deleted by cpsync (ANNOTATION_DELETED_AT), then deletes it at the version marked: an object
+   * that stays, held by another controller's finalizer, says who deleted it. One already being deleted (another writer
+   * deleted it) is marked all the same.
+   */
   async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
+    const { namespace, name } = ref;
     try {
+      const marked = (await this.#objects.patchNamespacedCustomObject(
+        {
+          ...PROFILE,
+          namespace,
+          name,
+          body: {
+            metadata: {
+              annotations: { [ANNOTATION_DELETED_AT]: new Date().toISOString() },
+              // At the version the caller read, when it says one (a merge patch's resourceVersion is a precondition).
+              ...(ref.resourceVersion ? { resourceVersion: ref.resourceVersion } : {}),
+            },
+          },
+          fieldManager: this.#fieldManager,
+        },
+        this.#options(PatchStrategy.MergePatch),
+      )) as ClusterProfile;
       await this.#objects.deleteNamespacedCustomObject(
         {
           ...PROFILE,
-          namespace: ref.namespace,
-          name: ref.name,
+          namespace,
+          name,
           ...(ref.resourceVersion
-            ? { body: { preconditions: { resourceVersion: ref.resourceVersion } } }
+            ? { body: { preconditions: { resourceVersion: marked.metadata.resourceVersion } } }
             : {}),
         },
         this.#options(),

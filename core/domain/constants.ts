@@ -74,12 +74,19 @@ export const ANNOTATION_ACCESS_GRANTS = 'cpsync.io/access-grants';
  * they are compared, and removed when the tag or the feature goes. Present only while there is one.
  */
 export const ANNOTATION_TAG_LABELS = 'cpsync.io/labels-from-tags';
+/**
+ * When cpsync deleted the profile (ISO 8601), written just before its deletion: an object that stays, held by
+ * another controller's finalizer, says that cpsync deleted it (its cluster gone, or placed elsewhere), which one
+ * another writer deleted does not (the admission policy lets no one else write it).
+ */
+export const ANNOTATION_DELETED_AT = 'cpsync.io/deleted-at';
 
 export const OWNED_ANNOTATIONS = [
   ANNOTATION_PROVIDER_ID,
   ANNOTATION_PROJECTED_TO,
   ANNOTATION_ACCESS_GRANTS,
   ANNOTATION_TAG_LABELS,
+  ANNOTATION_DELETED_AT,
 ] as const;
 
 export const PROPERTY_ENDPOINTS = 'cluster-endpoints.k8s.io';

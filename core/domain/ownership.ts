@@ -5,6 +5,7 @@
  * properties, conditions and access providers are never compared, announced or overwritten.
  */
 import {
+  ANNOTATION_DELETED_AT,
   ANNOTATION_TAG_LABELS,
   LABEL_PREFIX,
   OWNED_ANNOTATIONS,
@@ -52,6 +53,19 @@ function ownedLabel(metadata: ClusterProfile['metadata']): (key: string) => bool
   const recorded = new Set(recordedTagLabels(own(metadata.annotations, ANNOTATION_TAG_LABELS)));
   return (key) =>
     (OWNED_LABELS as readonly string[]).includes(key) || key.startsWith(LABEL_PREFIX) || recorded.has(key);
+}
+
+/**
+ * Whether `profile` is being deleted by cpsync: deleted, and held by another controller's finalizer, after cpsync
+ * marked it (ANNOTATION_DELETED_AT). One another writer deleted is not: cpsync deletes it in turn, marking it, when
+ * it would delete the profile (its cluster gone, or placed elsewhere), and consumers take it for its cluster's until
+ * then.
+ */
+export function deletedByCpsync(profile: ClusterProfile): boolean {
+  return (
+    profile.metadata.deletionTimestamp !== undefined &&
+    own(profile.metadata.annotations, ANNOTATION_DELETED_AT) !== undefined
+  );
 }
 
 /** The labels and annotations cpsync owns on a profile. */

@@ -16,7 +16,7 @@ import {
 } from './constants.ts';
 import { sameJson } from './json.ts';
 import { canonicalProviderId, sameProviderId } from './naming.ts';
-import { ownedMetadata, ownedStatusOf } from './ownership.ts';
+import { deletedByCpsync, ownedMetadata, ownedStatusOf } from './ownership.ts';
 import { matchesSelector, scopeSelector } from './labels.ts';
 import { listingSpeaksFor } from './scopes.ts';
 import {
@@ -415,10 +415,13 @@ export function plan(input: PlanInput): Plan {
     } else if (existing.metadata.deletionTimestamp !== undefined) {
       // Being deleted, held by another controller's finalizer: never written to (a write would fail every
       // run); the cluster's profile is created again once the old one is gone.
+      const holders = (existing.metadata.finalizers ?? []).join(', ') || 'finalizers';
       result.skipped.push({
         ...wanted.metadata,
         reason: 'Terminating',
-        detail: `${key} is being deleted, held by ${(existing.metadata.finalizers ?? []).join(', ') || 'finalizers'}; created again once it is gone`,
+        detail: deletedByCpsync(existing)
+          ? `${key} is being deleted, held by ${holders}; created again once it is gone`
+          : `${key} of a listed cluster was deleted by another writer, and is held by ${holders}; created again once it is gone`,
       });
     } else if (!isManagedBy(existing, input.manager)) {
       result.skipped.push({
@@ -438,10 +441,12 @@ export function plan(input: PlanInput): Plan {
       desiredKeys.has(key) ||
       !isManagedBy(existing, input.manager) ||
       !matchesSelector(existing.metadata.labels, selector) ||
-      // Deleted already, waiting for another controller's finalizer: not deleted (nor announced) again.
-      existing.metadata.deletionTimestamp !== undefined
+      // Deleted by cpsync already, waiting for another controller's finalizer: not deleted (nor announced) again.
+      // One another writer deleted is deleted by cpsync in turn (marked as its own) when cpsync would delete it.
+      deletedByCpsync(existing)
     )
       continue;
+    const terminating = existing.metadata.deletionTimestamp !== undefined;
     const providerId = existing.metadata.annotations?.[ANNOTATION_PROVIDER_ID];
     if (providerId !== undefined && input.confirmedGone?.has(providerId)) {
       result.deletes.push({ current: existing, reason: 'ConfirmedNotFound' });
@@ -476,7 +481,8 @@ export function plan(input: PlanInput): Plan {
       result.deletes.push({ current: existing, reason: 'MissingFromListings' });
       continue;
     }
-    const update = planUpdate(existing, markMissing(existing, missed, input), input);
+    // A profile being deleted is never written to: its count is kept all the same.
+    const update = !terminating && planUpdate(existing, markMissing(existing, missed, input), input);
     if (update) result.updates.push(update);
     else result.unchanged += 1;
   }

@@ -3,6 +3,7 @@ import { ANNOTATION_PROVIDER_ID } from '../domain/constants.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { ObservedCluster } from '../domain/model/observedCluster.ts';
 import { canonicalProviderId } from '../domain/naming.ts';
+import { deletedByCpsync } from '../domain/ownership.ts';
 import { providerIdInScope } from '../domain/scopes.ts';
 import type { AbsenceAnswer, ScopeListing } from './ports.ts';
 
@@ -24,7 +25,8 @@ export async function confirmAbsences(
   const absent = [
     ...new Set(
       current
-        .filter((p) => p.metadata.deletionTimestamp === undefined)
+        // A profile cpsync deleted already is not asked after; one another writer deleted is (cpsync deletes it in turn).
+        .filter((p) => !deletedByCpsync(p))
         .map((p) => p.metadata.annotations?.[ANNOTATION_PROVIDER_ID] ?? '')
         // Only the scope's own clusters are asked after: a profile whose id is another scope's is not its to judge.
         .filter((id) => id !== '' && !shown.has(key(id)) && providerIdInScope(id, listing.outcome.scope)),

@@ -10,6 +10,7 @@ import { LABEL_ACCOUNT, LABEL_PROVIDER, LABEL_REGION } from '../domain/constants
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import { isProvider, type Provider } from '../domain/model/observedCluster.ts';
 import { untrustedReason } from '../domain/untrustedReason.ts';
+import { deletedByCpsync } from '../domain/ownership.ts';
 import type { InventoryOptions } from '../domain/options.ts';
 import type { EventSink, Hub, MalformedObject, PublishFailure } from './ports.ts';
 import { inventoryProfiles } from './engine.ts';
@@ -53,9 +54,10 @@ export async function announceInventory(
 ): Promise<AnnounceReport> {
   const inventory = await inventoryProfiles(ports.hub, request.options);
   const malformed = [...inventory.malformed];
-  // A profile being deleted (held by another controller's finalizer) is not announced again: its cluster is gone.
+  // A profile cpsync deleted (held by another controller's finalizer) is not announced again: its cluster is gone. One
+  // another writer deleted is still its cluster's.
   const profiles = inventory.profiles.filter((profile) => {
-    if (profile.metadata.deletionTimestamp !== undefined) return false;
+    if (deletedByCpsync(profile)) return false;
     const labels = profile.metadata.labels ?? {};
     if (isProvider(labels[LABEL_PROVIDER]) && labels[LABEL_ACCOUNT] && labels[LABEL_REGION]) return true;
     malformed.push({

@@ -11,7 +11,7 @@ import type { ApplyFailure, ChangeIntent, EventContext } from './changes.ts';
 import { canonicalJson } from '../domain/json.ts';
 import type { ClusterProfile } from '../domain/model/clusterProfile.ts';
 import type { Plan } from '../domain/plan.ts';
-import { ownedState } from '../domain/ownership.ts';
+import { deletedByCpsync, ownedState } from '../domain/ownership.ts';
 import type { Hub, IntentLog, LeaseHolder, LeaseStore, Outbox } from './ports.ts';
 import { MalformedObjectError, messageOf } from '../domain/errors.ts';
 import { profileProblem } from '../domain/model/validate.ts';
@@ -209,8 +209,8 @@ function recoveredEvent(
 ): CpsyncEvent | undefined {
   let changes = intent.changes;
   if (intent.kind === 'deleted') {
-    // Deleted: gone, or held by another controller's finalizer (the hub took the deletion).
-    if (stored !== undefined && stored.metadata.deletionTimestamp === undefined) return undefined;
+    // Deleted: gone, or held by another controller's finalizer after cpsync's deletion (the hub took it, and its mark).
+    if (stored !== undefined && !deletedByCpsync(stored)) return undefined;
   } else if (!stored) return undefined;
   else if (fingerprint(stored, accessProviderNames, intent.kind === 'created') !== intent.target) {
     // The object half alone reached the hub: that half is announced, as the run itself would have.

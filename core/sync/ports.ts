@@ -256,7 +256,11 @@ export interface Hub {
    * place of `applyObject` then `applyStatus`.
    */
   applyWhole?(profile: ClusterProfile): Promise<ClusterProfile>;
-  /** Deletes the profile; with `resourceVersion`, only if it is still that version. Absent is not an error. */
+  /**
+   * Deletes the profile; with `resourceVersion`, only if it is still that version. Absent is not an error. A hub that
+   * keeps a deleted object while another controller's finalizer holds it marks it first as cpsync's deletion
+   * (ANNOTATION_DELETED_AT, see deletedByCpsync), one already being deleted included.
+   */
   delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void>;
   /**
    * Changes the data of a ConfigMap of cpsync's own (the feature states): `change` is given the data as

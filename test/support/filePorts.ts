@@ -1,8 +1,9 @@
 /**
  * The engine's ports on files, as `cpsync sync` makes them with a file hub: a hub, a bus of JSON lines, an outbox
- * and an intent log, in a temporary directory of their own (removed when the process exits).
+ * and an intent log, in a temporary directory of their own (removed when the process exits); or with another hub
+ * (the real kube-apiserver) and its leases in place of the file hub.
  */
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { JsonLinesFileBus } from '../../adapters/bus/JsonLinesBus.ts';
 import { FileHub } from '../../adapters/hub/FileHub.ts';
 import { FileIntentLog } from '../../adapters/outbox/FileIntentLog.ts';
@@ -15,18 +16,19 @@ import { temporaryDirectory } from './tmp.ts';
 export function filePorts(
   sources: EnginePorts['sources'],
   prefix = 'cpsync-ports-',
+  hub?: Pick<EnginePorts, 'hub' | 'leases'>,
 ): { ports: EnginePorts; events: () => string[] } {
   const directory = temporaryDirectory(prefix);
   const ports: EnginePorts = {
     sources,
-    hub: new FileHub({ directory: `${directory}/hub` }),
+    ...(hub ?? { hub: new FileHub({ directory: `${directory}/hub` }) }),
     bus: new JsonLinesFileBus(`${directory}/events.jsonl`),
     outbox: new FileOutbox(`${directory}/outbox`),
     intents: new FileIntentLog(`${directory}/outbox`),
     absences: new FileAbsenceStore(`${directory}/outbox`),
   };
   const events = () =>
-    readFileSync(`${directory}/events.jsonl`, 'utf8')
+    (existsSync(`${directory}/events.jsonl`) ? readFileSync(`${directory}/events.jsonl`, 'utf8') : '')
       .trim()
       .split('\n')
       .filter((line) => line !== '')

@@ -41,6 +41,7 @@ import type { HubGuard } from '../../../adapters/hub/hubPolicy.ts';
 import type { ClusterProfile } from '../../../core/domain/model/clusterProfile.ts';
 import type { ArgoCdClusters, CreatedSecret, Outcome, ReconcileReport } from './ArgoCdClusters.ts';
 import { untrustedReason } from '../../../core/domain/untrustedReason.ts';
+import { deletedByCpsync } from '../../../core/domain/ownership.ts';
 import { LABEL_PROJECTED_FROM } from '../../../core/domain/constants.ts';
 
 export interface ArgoCdDeps {
@@ -180,8 +181,9 @@ async function apply(
 }
 
 /**
- * The profile `ref` as the subscriber takes the hub's reading: one being deleted (held by another controller's
- * finalizer: cpsync deleted it, its cluster gone, and never writes it again) is a profile gone.
+ * The profile `ref` as the subscriber takes the hub's reading: one cpsync deleted (held by another controller's
+ * finalizer: its cluster gone or placed elsewhere, and cpsync never writes it again) is a profile gone; one another
+ * writer deleted is still its cluster's (cpsync deletes it in turn, marking it, once it would).
  */
 async function readProfile(
   deps: ArgoCdDeps,
@@ -191,7 +193,7 @@ async function readProfile(
 }
 
 function live(profile: ClusterProfile | undefined): ClusterProfile | undefined {
-  return profile?.metadata.deletionTimestamp === undefined ? profile : undefined;
+  return profile === undefined || deletedByCpsync(profile) ? undefined : profile;
 }
 
 /** The change events that concern Argo CD. */
@@ -286,7 +288,7 @@ async function reconcile(
   const { inventoryProfiles } = await import('../../../core/sync/engine.ts');
   const inventory = await inventoryProfiles(deps.composition.ports.hub, deps.composition.settings.options);
   const { malformed } = inventory;
-  // A profile being deleted is one gone: its Secret is judged as a missing profile's.
+  // A profile cpsync deleted is one gone: its Secret is judged as a missing profile's.
   const profiles = inventory.profiles.filter((p) => live(p) !== undefined);
   const reasons = new Map<string, string | undefined>();
   const { inventoryNamespaces } = await import('../../../core/domain/options.ts');

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { before, describe, it } from 'node:test';
 import { FileHub } from '../../../adapters/hub/FileHub.ts';
 import { normalize } from '../../../core/domain/normalize.ts';
+import { ANNOTATION_DELETED_AT } from '../../../core/domain/constants.ts';
 import { main, type Io } from '../../../cli/program.ts';
 import { parse, stringify } from 'yaml';
 import { DetailValidator } from '../../../events/index.ts';
@@ -194,34 +195,43 @@ describe('cpsync announce', () => {
     }
   });
 
-  it("leaves out a profile being deleted (held by another controller's finalizer): its cluster is gone, and it is not announced again", async () => {
+  it("leaves out a profile cpsync deleted (held by another controller's finalizer): its cluster is gone, and it is not announced again; one another writer deleted is announced", async () => {
     const hub = new FileHub({ directory: hubDirectory });
-    const base = normalize(eksCluster({ name: 'held-open', region: 'ap-south-1' }), inventoryOptions(), NOW);
-    const deleting = {
-      ...base,
-      metadata: { ...base.metadata, deletionTimestamp: NOW, finalizers: ['example.com/hold'] },
-    };
-    await hub.applyObject(base);
-    await hub.applyStatus(base);
-    // As a Kubernetes hub holds it then (the file hub itself deletes at once): its file, as one would copy it in.
-    const file = join(hubDirectory, NAMESPACE, `${base.metadata.name}.yaml`);
-    const stored = parse(readFileSync(file, 'utf8')) as typeof deleting;
-    writeFileSync(file, stringify({ ...stored, metadata: { ...stored.metadata, ...deleting.metadata } }));
-    try {
+    /** A profile as a Kubernetes hub holds it while a finalizer holds it (the file hub itself deletes at once). */
+    const held = async (name: string, markedByCpsync: boolean) => {
+      const base = normalize(eksCluster({ name, region: 'ap-south-1' }), inventoryOptions(), NOW);
+      await hub.applyObject(base);
+      await hub.applyStatus(base);
+      const file = join(hubDirectory, NAMESPACE, `${base.metadata.name}.yaml`);
+      const stored = parse(readFileSync(file, 'utf8')) as typeof base;
+      const metadata = {
+        ...stored.metadata,
+        deletionTimestamp: NOW,
+        finalizers: ['example.com/hold'],
+        annotations: {
+          ...stored.metadata.annotations,
+          ...(markedByCpsync ? { [ANNOTATION_DELETED_AT]: NOW } : {}),
+        },
+      };
+      writeFileSync(file, stringify({ ...stored, metadata }));
       assert.ok(
         (await hub.get({ namespace: NAMESPACE, name: base.metadata.name }))?.metadata.deletionTimestamp,
       );
+      return base;
+    };
+    const made = [await held('held-open', true), await held('held-by-another', false)];
+    try {
       const count = published().length;
       const run = io();
       assert.equal(await main(['--config', config(busFile), 'announce', '--all'], run), 0, run.err());
-      assert.match(run.err(), /announced 4 of 4 profile\(s\)/);
-      assert.ok(
-        !published()
-          .slice(count)
-          .some((e) => e.detail.cluster.displayName === 'held-open'),
-      );
+      assert.match(run.err(), /announced 5 of 5 profile\(s\)/);
+      const names = published()
+        .slice(count)
+        .map((e) => e.detail.cluster.displayName);
+      assert.ok(!names.includes('held-open'), names.join(', '));
+      assert.ok(names.includes('held-by-another'), names.join(', '));
     } finally {
-      await hub.delete({ namespace: NAMESPACE, name: base.metadata.name });
+      for (const base of made) await hub.delete({ namespace: NAMESPACE, name: base.metadata.name });
     }
   });
 

@@ -33,6 +33,7 @@ import { compose } from '../../../adapters/compose/compose.ts';
 import { parseConfig } from '../../../adapters/compose/config.ts';
 import { KubernetesHub } from '../../../adapters/hub/KubernetesHub.ts';
 import { normalize } from '../../../core/domain/normalize.ts';
+import { ANNOTATION_DELETED_AT } from '../../../core/domain/constants.ts';
 import {
   CLUSTER_PROFILE_API_VERSION,
   CLUSTER_PROFILE_KIND,
@@ -760,9 +761,10 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     }
   });
 
-  it("a profile being deleted, held by another controller's finalizer, is a profile gone: no event or reconcile writes its Secret, and its Deleted event removes it", async () => {
+  /** A profile of cpsync's in the hub, with what the finalizer cases do to it. */
+  async function heldProfile(clusterName: string) {
     const objects = kubeConfig.makeApiClient(CustomObjectsApi);
-    const held = await store(normalize(eksCluster({ name: 'held-open' }), options, NOW));
+    const held = await store(normalize(eksCluster({ name: clusterName }), options, NOW));
     const ref = { namespace: inventory, name: held.metadata.name };
     const path = {
       group: 'multicluster.x-k8s.io',
@@ -777,6 +779,11 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
         setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
       );
     const secretOf = async () => (await secrets()).find((s) => s.metadata!.name === `cluster-${ref.name}`);
+    return { held, ref, path, objects, finalizers, secretOf };
+  }
+
+  it("a profile being deleted, held by another controller's finalizer, is a profile gone: no event or reconcile writes its Secret, and its Deleted event removes it", async () => {
+    const { held, ref, finalizers, secretOf } = await heldProfile('held-open');
     const created = (kind: 'created' | 'updated' | 'deleted') =>
       buildChangeEvent({ kind, profile: held, changes: [{ field: 'spec', after: {} }] }, context(held));
     try {
@@ -812,6 +819,65 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
         ['deleted'],
       );
       assert.equal(await secretOf(), undefined);
+    } finally {
+      await finalizers([]).catch(() => {});
+    }
+  });
+
+  it("a profile another writer deleted, held by a finalizer, is still its cluster's: its events and reconciles keep its Secret past the grace, a Deleted event does not take it; once cpsync deletes it in turn, its Deleted event does", async () => {
+    const { held, ref, path, objects, finalizers, secretOf } = await heldProfile('held-by-another');
+    const event = (kind: 'created' | 'deleted') =>
+      buildChangeEvent({ kind, profile: held, changes: [{ field: 'spec', after: {} }] }, context(held));
+    const reconcile = async () =>
+      (await handler({ reconcile: true }, lambdaContext('argocd'))) as ReconcileReport;
+    try {
+      await publish([event('created')]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['created'],
+      );
+      const written = (await secretOf())!;
+      // Another writer (allowed by RBAC to delete profiles) deletes it while its finalizer holds it: no mark of cpsync's.
+      await finalizers(['example.com/hold']);
+      await objects.deleteNamespacedCustomObject(path);
+      const deleting = (await hub.get(ref))!;
+      assert.ok(deleting.metadata.deletionTimestamp, 'being deleted, still in the hub');
+      assert.equal(
+        deleting.metadata.annotations?.[ANNOTATION_DELETED_AT],
+        undefined,
+        'not deleted by cpsync',
+      );
+
+      // A Deleted event (cpsync made none: anyone's, under an id of its own): the Secret stays, as the profile says.
+      const anyones = event('deleted');
+      await publish([{ ...anyones, detail: { ...anyones.detail, eventId: randomUUID() } }]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['unchanged'],
+      );
+      // Reconciles: the profile is no missing one, so its Secret is never marked missing and no grace runs.
+      for (let round = 0; round < 2; round++) {
+        const report = await reconcile();
+        assert.deepEqual(report.missing, [], JSON.stringify(report));
+        assert.equal(report.deleted, 0, JSON.stringify(report));
+      }
+      const kept = (await secretOf())!;
+      assert.equal(kept.metadata!.uid, written.metadata!.uid, 'the same Secret');
+      assert.equal(kept.metadata!.annotations?.['cpsync.io/profile-missing-since'], undefined);
+
+      // cpsync deletes it in turn (its cluster gone): marked as cpsync's, and its Deleted event removes the Secret.
+      await hub.delete(ref);
+      const marked = (await hub.get(ref))!;
+      assert.ok(marked.metadata.annotations?.[ANNOTATION_DELETED_AT], 'marked as cpsync’s deletion');
+      assert.equal(marked.metadata.uid, deleting.metadata.uid, 'the same object, still held');
+      await publish([event('deleted')]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['deleted'],
+      );
+      assert.equal(await secretOf(), undefined);
+      await reconcile();
+      assert.equal(await secretOf(), undefined, 'not written again from a profile cpsync deleted');
     } finally {
       await finalizers([]).catch(() => {});
     }

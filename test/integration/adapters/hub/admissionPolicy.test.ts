@@ -27,6 +27,7 @@ import {
   type ClusterProfile,
 } from '../../../../core/domain/model/clusterProfile.ts';
 import { normalize } from '../../../../core/domain/normalize.ts';
+import { ANNOTATION_DELETED_AT } from '../../../../core/domain/constants.ts';
 import { eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
 import { adminKubeConfig, answer, localHub, uniqueNamespace, userKubeConfig } from '../../../support/hub.ts';
 import {
@@ -333,6 +334,37 @@ describe('the shipped admission policy on the real kube-apiserver', () => {
     assert.deepEqual(stored.status, JSON.parse(JSON.stringify(status)));
     assert.deepEqual(stored.spec, second.spec);
     assert.deepEqual(stored.metadata.labels, second.metadata.labels);
+  });
+
+  it("refuses another identity that marks cpsync's profile, being deleted, as cpsync's own deletion", async () => {
+    const profile = normalize(eksCluster({ name: 'held' }), options, NOW);
+    const name = profile.metadata.name;
+    await cpsync.applyObject(profile);
+    await adminProfiles.patchNamespacedCustomObject(
+      { ...PROFILES, namespace, name, body: { metadata: { finalizers: ['example.com/hold'] } } },
+      MERGE_PATCH,
+    );
+    try {
+      await adminProfiles.deleteNamespacedCustomObject({ ...PROFILES, namespace, name });
+      assert.ok((await read(name)).metadata.deletionTimestamp, 'being deleted');
+      const { code, message } = await patchAsConsumer(name, {
+        metadata: { annotations: { [ANNOTATION_DELETED_AT]: NOW } },
+      });
+      assert.equal(code, 403);
+      assert.match(
+        message,
+        /only cpsync may add, change or remove the cpsync\.io\/\* annotations of ClusterProfile/,
+      );
+      assert.equal((await read(name)).metadata.annotations?.[ANNOTATION_DELETED_AT], undefined);
+      // cpsync's own deletion marks it.
+      await cpsync.delete({ namespace, name });
+      assert.ok((await read(name)).metadata.annotations?.[ANNOTATION_DELETED_AT]);
+    } finally {
+      await adminProfiles.patchNamespacedCustomObject(
+        { ...PROFILES, namespace, name, body: { metadata: { finalizers: null } } },
+        MERGE_PATCH,
+      );
+    }
   });
 
   it("refuses another identity that changes the spec of cpsync's profile", async () => {

@@ -7,16 +7,10 @@
  * claim that stood would have the plan find a difference at every sync.
  */
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CoreV1Api, CustomObjectsApi, type V1ManagedFieldsEntry } from '@kubernetes/client-node';
-import { JsonLinesFileBus } from '../../../../adapters/bus/JsonLinesBus.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
-import { FileAbsenceStore } from '../../../../adapters/outbox/FileAbsenceStore.ts';
-import { FileIntentLog } from '../../../../adapters/outbox/FileIntentLog.ts';
-import { FileOutbox } from '../../../../adapters/outbox/FileOutbox.ts';
 import {
   CLUSTER_PROFILE_GROUP,
   CLUSTER_PROFILE_PLURAL,
@@ -28,9 +22,9 @@ import type { Scope } from '../../../../core/domain/model/scope.ts';
 import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
 import type { ClusterSource } from '../../../../core/sync/ports.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
+import { filePorts } from '../../../support/filePorts.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
-import { temporaryDirectory } from '../../../support/tmp.ts';
 
 const PROFILES = {
   group: CLUSTER_PROFILE_GROUP,
@@ -39,15 +33,6 @@ const PROFILES = {
 };
 const SCOPE: Scope = { provider: 'eks', account: '111122223333', region: 'us-east-1' };
 const NODE_PROPERTIES = ['count.node.k8s.io', 'type.node.k8s.io'];
-
-/** The detail-types the bus's file received, in order. */
-const published = (file: string): string[] =>
-  existsSync(file)
-    ? readFileSync(file, 'utf8')
-        .split('\n')
-        .filter(Boolean)
-        .map((line) => String((JSON.parse(line) as Record<string, unknown>)['detail-type']))
-    : [];
 
 describe("a hub writer's claim on cpsync's fields, through the engine on the real kube-apiserver", () => {
   const namespace = uniqueNamespace('claims');
@@ -71,7 +56,6 @@ describe("a hub writer's claim on cpsync's fields, through the engine on the rea
 
   for (const entry of ['a scope listing', 'a one-cluster sync'] as const)
     it(`keeps nothing the cloud took away, written by ${entry}; the next sync writes nothing`, async () => {
-      const directory = temporaryDirectory('cpsync-claims-');
       const name = entry === 'a scope listing' ? 'listed' : 'looked';
       // The cloud's answer, as the test changes it.
       let cluster: ObservedCluster = eksCluster({ name });
@@ -80,16 +64,7 @@ describe("a hub writer's claim on cpsync's fields, through the engine on the rea
         getCluster: async () => cluster,
         isProviderIdOf: () => false,
       };
-      const events = join(directory, 'events.jsonl');
-      const ports = {
-        sources: { eks: source },
-        hub,
-        leases,
-        bus: new JsonLinesFileBus(events),
-        outbox: new FileOutbox(join(directory, 'outbox')),
-        intents: new FileIntentLog(join(directory, 'outbox')),
-        absences: new FileAbsenceStore(join(directory, 'outbox')),
-      };
+      const { ports, events } = filePorts({ eks: source }, 'cpsync-claims-', { hub, leases });
       const settings = runSettings(inventoryOptions({ namespace }));
       let syncs = 0;
       const sync = async () => {
@@ -135,7 +110,7 @@ describe("a hub writer's claim on cpsync's fields, through the engine on the rea
       // The cloud takes the node groups and the version away.
       const { kubernetesVersion: _version, ...rest } = cluster;
       cluster = { ...rest, nodes: { instanceTypes: [] } };
-      const before = published(events).length;
+      const before = events().length;
       await sync();
       const second = await stored();
       assert.deepEqual(
@@ -144,7 +119,7 @@ describe("a hub writer's claim on cpsync's fields, through the engine on the rea
         'no node figures the cloud no longer gives',
       );
       assert.equal(second.status?.version, undefined, 'no version the cloud no longer gives');
-      const updated = published(events).slice(before);
+      const updated = events().slice(before);
       assert.deepEqual(updated, [
         'ClusterProfile Updated',
         ...(entry === 'a scope listing' ? ['Inventory Scope Synced'] : []),
@@ -155,7 +130,7 @@ describe("a hub writer's claim on cpsync's fields, through the engine on the rea
       const third = await stored();
       assert.equal(third.metadata.resourceVersion, second.metadata.resourceVersion, 'no write');
       assert.deepEqual(
-        published(events)
+        events()
           .slice(before + updated.length)
           .filter((type) => type.startsWith('ClusterProfile')),
         [],

@@ -6,6 +6,7 @@ import type { ScopeOutcome, ScopeOutcomeKind } from '../../../../core/domain/mod
 import { normalize, normalizeAll } from '../../../../core/domain/normalize.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 import { plan, type PlanInput } from '../../../../core/domain/plan.ts';
+import { ANNOTATION_DELETED_AT } from '../../../../core/domain/constants.ts';
 import { aksCluster, eksCluster, LATER, NOW } from '../../../support/fixtures.ts';
 
 const options = inventoryOptions();
@@ -457,5 +458,53 @@ describe('plan', () => {
         .profiles,
     );
     assert.deepEqual(run(desiredOf([a], LATER), [foreign, ...moved]).deletes, []);
+  });
+
+  it('deletes in turn, once it would, a profile another writer deleted (held by a finalizer), never writing to it before; one cpsync deleted is left alone', () => {
+    const [alpha, beta] = stored(desiredOf([a, b]));
+    const held = (marked: boolean): ClusterProfile => ({
+      ...beta!,
+      metadata: {
+        ...beta!.metadata,
+        deletionTimestamp: NOW,
+        finalizers: ['example.com/hold'],
+        annotations: {
+          ...beta!.metadata.annotations,
+          ...(marked ? { [ANNOTATION_DELETED_AT]: NOW } : {}),
+        },
+      },
+    });
+    // Another writer's deletion: counted as missing, not written to, deleted by cpsync at the grace.
+    const first = run(desiredOf([a], LATER), [alpha!, held(false)]);
+    assert.deepEqual([first.updates, first.deletes], [[], []]);
+    assert.deepEqual(countsOf(first), new Map([[b.providerId, 1]]));
+    const second = run(desiredOf([a], LATER), [alpha!, held(false)], { missedBefore: countsOf(first) });
+    assert.deepEqual(
+      second.deletes.map((d) => [d.current.metadata.name, d.reason]),
+      [[beta!.metadata.name, 'MissingFromListings']],
+    );
+    assert.deepEqual(
+      run([], [held(false)], {
+        outcome: outcome('partial'),
+        confirmedGone: new Set([b.providerId]),
+      }).deletes.map((d) => d.reason),
+      ['ConfirmedNotFound'],
+    );
+    // cpsync's own deletion: neither counted, written, deleted nor announced again.
+    for (const extra of [{ missedBefore: countsOf(first) }, { confirmedGone: new Set([b.providerId]) }]) {
+      const again = run(desiredOf([a], LATER), [alpha!, held(true)], extra);
+      assert.deepEqual([again.updates, again.deletes, [...again.missed.keys()]], [[], [], []]);
+    }
+    // Its cluster listed: skipped, whoever deleted it, saying who did.
+    const listed = (marked: boolean) =>
+      run(desiredOf([a, b], LATER), [alpha!, held(marked)]).skipped.map((k) => [k.reason, k.detail]);
+    assert.match(
+      String(listed(false)),
+      /^Terminating,.* of a listed cluster was deleted by another writer, and is held by example\.com\/hold; created again once it is gone$/,
+    );
+    assert.match(
+      String(listed(true)),
+      /^Terminating,.* is being deleted, held by example\.com\/hold; created again once it is gone$/,
+    );
   });
 });

@@ -89,6 +89,9 @@ interface Listed<Item> {
   metadata?: { continue?: string };
 }
 
+/** How many readings a removal of stray fields is tried at before it is left to the next plan. */
+const STRAY_ATTEMPTS = 3;
+
 /** A JSON Patch that removes `paths` (in their order) from `stored`, only while it is at the version read. */
 function removals(stored: ClusterProfile, paths: readonly string[]): object[] {
   return [
@@ -391,24 +394,21 @@ export class KubernetesHub implements Hub {
         this.#options(PatchStrategy.ServerSideApply),
       )) as ClusterProfile;
       // Keys and fields of cpsync's that another writer set or claims and cpsync does not want: an apply leaves
-      // them (they are the other manager's too), so they are removed, at the version just written.
-      const stray = strayOwnedKeys(stored, profile);
-      const paths = [
-        ...stray.labels.map((key) => `/metadata/labels/${pointerSegment(key)}`),
-        ...stray.annotations.map((key) => `/metadata/annotations/${pointerSegment(key)}`),
-        ...strayOwnedFields(stored, profile, this.#accessProviderNames).spec,
-      ];
-      if (paths.length === 0) return stored;
-      return (await this.#objects.patchNamespacedCustomObject(
-        { ...PROFILE, namespace, name, body: removals(stored, paths), fieldManager: this.#fieldManager },
-        this.#options(PatchStrategy.JsonPatch),
-      )) as ClusterProfile;
+      // them (they are the other manager's too), so they are removed.
+      return await this.#removeStray(stored, false, (current) => {
+        const stray = strayOwnedKeys(current, profile);
+        return [
+          ...stray.labels.map((key) => `/metadata/labels/${pointerSegment(key)}`),
+          ...stray.annotations.map((key) => `/metadata/annotations/${pointerSegment(key)}`),
+          ...strayOwnedFields(current, profile, this.#accessProviderNames).spec,
+        ];
+      });
     } catch (error) {
       throw translateProfile(error, 'apply', `${namespace}/${name}`, namespace);
     }
   }
 
-  async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
+  async applyStatus(profile: ClusterProfile, before?: ClusterProfile): Promise<ClusterProfile> {
     const { namespace, name } = profile.metadata;
     try {
       const stored = (await this.#objects.patchNamespacedCustomObjectStatus(
@@ -422,22 +422,68 @@ export class KubernetesHub implements Hub {
         },
         this.#options(PatchStrategy.ServerSideApply),
       )) as ClusterProfile;
-      // As for the object: what cpsync took away and another writer claims is removed at the version written.
-      const paths = strayOwnedFields(stored, profile, this.#accessProviderNames).status;
-      if (paths.length === 0) return stored;
-      return (await this.#objects.patchNamespacedCustomObjectStatus(
-        { ...PROFILE, namespace, name, body: removals(stored, paths), fieldManager: this.#fieldManager },
-        this.#options(PatchStrategy.JsonPatch),
-      )) as ClusterProfile;
+      // As for the object: what cpsync took away and another writer claims is removed.
+      return await this.#removeStray(
+        stored,
+        true,
+        (current) => strayOwnedFields(current, profile, this.#accessProviderNames, before).status,
+      );
     } catch (error) {
       throw translateProfile(error, 'apply status of', `${namespace}/${name}`, namespace);
     }
   }
 
   /**
-   * Marks the profile as deleted by cpsync (ANNOTATION_DELETED_AT), then deletes it at the version marked: an object
-   * that stays, held by another controller's finalizer, says who deleted it. One already being deleted (another writer
-   * deleted it) is marked all the same.
+   * Removes the fields `stray` names in the profile as `stored` (just written) holds it, at that version; another
+   * write in between, and the profile is read again and judged anew (a few times). The write before it landed
+   * whatever happens here: when the removal cannot be made, the profile is given as it is, and the next plan, finding
+   * the field, writes again.
+   */
+  async #removeStray(
+    stored: ClusterProfile,
+    status: boolean,
+    stray: (current: ClusterProfile) => string[],
+  ): Promise<ClusterProfile> {
+    const { namespace, name } = stored.metadata;
+    let current = stored;
+    for (let attempt = 1; attempt <= STRAY_ATTEMPTS; attempt++) {
+      const paths = stray(current);
+      if (paths.length === 0) return current;
+      const request = {
+        ...PROFILE,
+        namespace,
+        name,
+        body: removals(current, paths),
+        fieldManager: this.#fieldManager,
+      };
+      try {
+        return (await (status
+          ? this.#objects.patchNamespacedCustomObjectStatus(request, this.#options(PatchStrategy.JsonPatch))
+          : this.#objects.patchNamespacedCustomObject(
+              request,
+              this.#options(PatchStrategy.JsonPatch),
+            ))) as ClusterProfile;
+      } catch (error) {
+        // The version tested is gone (409, or 422 for a failed `test`): read again; anything else, left to the next plan.
+        if (!(error instanceof ApiException && (error.code === 409 || error.code === 422))) return current;
+        try {
+          current = (await this.#objects.getNamespacedCustomObject(
+            { ...PROFILE, namespace, name },
+            this.#options(),
+          )) as ClusterProfile;
+        } catch {
+          return current;
+        }
+      }
+    }
+    return current;
+  }
+
+  /**
+   * Marks the profile as deleted by cpsync (ANNOTATION_DELETED_AT), at the version the caller read if it says one, then
+   * deletes the object marked: an object that stays, held by another controller's finalizer, says who deleted it. One
+   * already being deleted (another writer deleted it) is marked all the same. A deletion that fails takes its mark off
+   * again (or the next plan does).
    */
   async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {
     const { namespace, name } = ref;
@@ -458,20 +504,40 @@ export class KubernetesHub implements Hub {
         },
         this.#options(PatchStrategy.MergePatch),
       )) as ClusterProfile;
-      await this.#objects.deleteNamespacedCustomObject(
-        {
-          ...PROFILE,
-          namespace,
-          name,
-          ...(ref.resourceVersion
-            ? { body: { preconditions: { resourceVersion: marked.metadata.resourceVersion } } }
-            : {}),
-        },
-        this.#options(),
-      );
+      try {
+        // The object marked (the version read, if said, was checked by the mark): a finalizer another controller adds
+        // meanwhile does not keep it from going.
+        await this.#objects.deleteNamespacedCustomObject(
+          { ...PROFILE, namespace, name, body: { preconditions: { uid: marked.metadata.uid } } },
+          this.#options(),
+        );
+      } catch (error) {
+        if (!(error instanceof ApiException && error.code === 404)) await this.#unmark(marked);
+        throw error;
+      }
     } catch (error) {
       if (error instanceof ApiException && error.code === 404) return;
       throw translateProfile(error, 'delete', `${ref.namespace}/${ref.name}`, ref.namespace);
     }
+  }
+
+  /** Takes the mark of a deletion that did not go through off the profile, as marked (else the next plan does). */
+  async #unmark(marked: ClusterProfile): Promise<void> {
+    const { namespace, name } = marked.metadata;
+    await this.#objects
+      .patchNamespacedCustomObject(
+        {
+          ...PROFILE,
+          namespace,
+          name,
+          body: [
+            { op: 'test', path: '/metadata/resourceVersion', value: marked.metadata.resourceVersion },
+            { op: 'remove', path: `/metadata/annotations/${pointerSegment(ANNOTATION_DELETED_AT)}` },
+          ],
+          fieldManager: this.#fieldManager,
+        },
+        this.#options(PatchStrategy.JsonPatch),
+      )
+      .catch(() => undefined);
   }
 }

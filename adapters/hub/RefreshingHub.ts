@@ -49,8 +49,8 @@ export class RefreshingHub implements Hub {
     return (await this.current()).applyObject(profile);
   }
 
-  async applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
-    return (await this.current()).applyStatus(profile);
+  async applyStatus(profile: ClusterProfile, before?: ClusterProfile): Promise<ClusterProfile> {
+    return (await this.current()).applyStatus(profile, before);
   }
 
   async delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {

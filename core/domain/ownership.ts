@@ -88,9 +88,13 @@ function ownedSpec(spec: Partial<ClusterProfileSpec> | undefined): {
 }
 
 /** Which entries of a status's keyed lists are cpsync's. */
-function ownedEntries(status: ClusterProfileStatus | undefined, accessProviderNames: readonly string[]) {
-  // Names outside cpsync's own that the member probe wrote are listed in the status itself.
-  const member = memberPropertyNames(status?.properties);
+function ownedEntries(
+  status: ClusterProfileStatus | undefined,
+  accessProviderNames: readonly string[],
+  listedBefore: ReadonlySet<string> = new Set(),
+) {
+  // Names outside cpsync's own that the member probe wrote are listed in the status itself (or were, before a write).
+  const member = new Set([...memberPropertyNames(status?.properties), ...listedBefore]);
   return {
     property: (p: { name: string }) => isOwnedProperty(p.name) || member.has(p.name),
     condition: (c: { type: string }) => isOwnedCondition(c.type),
@@ -265,17 +269,20 @@ function strayVersion(
  * applies only while no other manager claims it, and any writer may claim any field by writing the profile's
  * `metadata.managedFields` (which the admission policy does not see), so a writer could otherwise keep what cpsync
  * took away: a property, a condition, an access provider or a field within one, the Kubernetes version, a field of
- * the spec. Others' entries (by ownedStatusOf's rules) are theirs and never named.
+ * the spec. Others' entries are never named: not cpsync's by ownedStatusOf's rules, where a property the member
+ * probe listed in `before` (the profile as read before the write) is cpsync's as well.
  */
 export function strayOwnedFields(
   stored: ClusterProfile,
   profile: ClusterProfile,
   accessProviderNames: readonly string[],
+  before?: ClusterProfile,
 ): { spec: string[]; status: string[] } {
   const have = stored.status;
   const want = profile.status;
   const names = [...accessProviderNames, ...(want?.accessProviders ?? []).map((a) => a.name)];
-  const is = ownedEntries(have, names);
+  // A property the member probe listed before this write, and no longer does, is cpsync's to take away too.
+  const is = ownedEntries(have, names, memberPropertyNames(before?.status?.properties));
   const byName = (entry: { name: string }) => entry.name;
   return {
     spec: extraFields(stored.spec, profile.spec ?? {}, '/spec'),

@@ -5,6 +5,7 @@
  * together, and it is pure: its property tests drive it whole.
  */
 import {
+  ANNOTATION_DELETED_AT,
   ANNOTATION_PROVIDER_ID,
   CONDITION_CONTROL_PLANE_HEALTHY,
   CONDITION_JOINED,
@@ -248,6 +249,12 @@ function statusChanges(
   ];
 }
 
+/** Owned metadata without cpsync's deletion mark: one a deletion that did not go through left is not kept. */
+function withoutDeletionMark(metadata: ReturnType<typeof ownedMetadata>): ReturnType<typeof ownedMetadata> {
+  const { [ANNOTATION_DELETED_AT]: _mark, ...annotations } = metadata.annotations;
+  return { ...metadata, annotations };
+}
+
 /**
  * The profile's owned state with Joined=False/NotFoundInProvider, ControlPlaneHealthy=Unknown (a cluster
  * the provider no longer lists is not known to be healthy: consumers that engage healthy clusters let it
@@ -293,7 +300,7 @@ function markMissing(current: ClusterProfile, missed: number, input: PlanInput):
     metadata: {
       name: current.metadata.name,
       namespace: current.metadata.namespace,
-      ...ownedMetadata(current.metadata),
+      ...withoutDeletionMark(ownedMetadata(current.metadata)),
     },
     spec: { ...current.spec },
     status: { ...owned, properties, conditions },
@@ -355,8 +362,9 @@ function planUpdate(
  * - A profile whose cluster the provider confirmed gone is deleted at once.
  * - A profile of a listed cluster in a namespace its placement no longer names (a namespace rule or a
  *   projection changed) is deleted at once: the cluster's profile lives on where it is placed now.
- * - A profile being deleted (another controller's finalizer holds it) is neither written, deleted again
- *   nor counted; its cluster, listed again, gets a new profile once it is gone.
+ * - A profile being deleted (another controller's finalizer holds it) is never written; one cpsync deleted is
+ *   neither deleted again nor counted; one another writer deleted is counted, and deleted by cpsync in turn when it
+ *   would delete it. Its cluster, listed again, gets a new profile once it is gone.
  * Pure: the same input always gives the same plan.
  */
 export function plan(input: PlanInput): Plan {

@@ -131,9 +131,10 @@ export async function applyPlan(hub: Hub, plan: Plan, signal?: AbortSignal): Pro
     const written: WrittenParts = {};
     try {
       let stored = update.current;
-      if (update.writeObject && update.writeStatus) stored = await applyBoth(hub, update.profile, written);
+      if (update.writeObject && update.writeStatus)
+        stored = await applyBoth(hub, update.profile, written, update.current);
       else if (update.writeObject) stored = written.object = await hub.applyObject(update.profile);
-      else if (update.writeStatus) stored = await hub.applyStatus(update.profile);
+      else if (update.writeStatus) stored = await hub.applyStatus(update.profile, update.current);
       result.applied.push(applied(stored, update.changes));
     } catch (error) {
       // What did reach the hub (the object part) is announced; the rest is retried by the next run.
@@ -176,10 +177,15 @@ interface WrittenParts {
 
 /**
  * Writes a profile's object and status: in one write where the hub can (then nothing is ever half written),
- * else the object then the status, `written.object` set once the object is stored.
+ * else the object then the status, `written.object` set once the object is stored; `before`: as the plan read it.
  */
-async function applyBoth(hub: Hub, profile: ClusterProfile, written: WrittenParts): Promise<ClusterProfile> {
+async function applyBoth(
+  hub: Hub,
+  profile: ClusterProfile,
+  written: WrittenParts,
+  before?: ClusterProfile,
+): Promise<ClusterProfile> {
   if (hub.applyWhole) return hub.applyWhole(profile);
   written.object = await hub.applyObject(profile);
-  return hub.applyStatus(profile);
+  return hub.applyStatus(profile, before);
 }

@@ -59,9 +59,9 @@ export class CountingHub implements Hub {
     return this.#hub.applyObject(profile);
   }
 
-  applyStatus(profile: ClusterProfile): Promise<ClusterProfile> {
+  applyStatus(profile: ClusterProfile, before?: ClusterProfile): Promise<ClusterProfile> {
     this.#counts.writes += 1;
-    return this.#hub.applyStatus(profile);
+    return this.#hub.applyStatus(profile, before);
   }
 
   delete(ref: ProfileRef & { resourceVersion?: string }): Promise<void> {

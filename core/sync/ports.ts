@@ -249,7 +249,11 @@ export interface Hub {
   /** Applies labels, annotations and spec (server-side apply); returns the object as stored. */
   applyObject(profile: ClusterProfile): Promise<ClusterProfile>;
   /** Applies the status (status subresource); returns the object as stored. */
-  applyStatus(profile: ClusterProfile): Promise<ClusterProfile>;
+  /**
+   * `before`: the profile as the caller read it, when it did: a property the member probe listed then is judged
+   * cpsync's as well, though the status written no longer lists it.
+   */
+  applyStatus(profile: ClusterProfile, before?: ClusterProfile): Promise<ClusterProfile>;
   /**
    * Applies the object and its status in one write that succeeds or fails whole, where the store can (the file
    * hub; a Kubernetes hub writes a status only through its subresource). The engine uses it, when present, in

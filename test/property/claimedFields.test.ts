@@ -21,6 +21,7 @@ import fc from 'fast-check';
 import {
   CoreV1Api,
   CustomObjectsApi,
+  KubeConfig,
   PatchStrategy,
   setHeaderOptions,
   type V1ManagedFieldsEntry,
@@ -38,6 +39,7 @@ import {
 
 type NamedExtension = { name: string; extension: Record<string, unknown> };
 import { normalize } from '../../core/domain/normalize.ts';
+import { startHubProxy } from '../env/hubProxy.ts';
 import { eksCluster } from '../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../support/hub.ts';
 import { inventoryOptions } from '../support/settings.ts';
@@ -181,6 +183,21 @@ describe('what cpsync takes away from its profile on a real kube-apiserver', () 
     await core?.deleteNamespace({ name: namespace });
   });
 
+  /** Writes the profile `current` back (a PUT) with `claims` added to its managedFields. */
+  const claim = (
+    current: ClusterProfile & { metadata: { managedFields: V1ManagedFieldsEntry[] } },
+    claims: V1ManagedFieldsEntry[],
+  ) =>
+    objects.replaceNamespacedCustomObject({
+      ...PROFILES,
+      namespace,
+      name: current.metadata.name,
+      body: {
+        ...current,
+        metadata: { ...current.metadata, managedFields: [...current.metadata.managedFields, ...claims] },
+      },
+    });
+
   it('is gone whoever claims it or wrote it under cpsync’s names; the other tools’ own entries stay', async () => {
     const base = normalize(eksCluster({ name: 'claimed' }), inventoryOptions({ namespace }), NOW);
     let run = 0;
@@ -307,5 +324,130 @@ describe('what cpsync takes away from its profile on a real kube-apiserver', () 
       }),
       { numRuns: 30, seed: SEED, endOnFailure: true },
     );
+  });
+
+  it('removes what a claim keeps when another write comes between, and never fails a write that landed', async () => {
+    const proxy = await startHubProxy(await localHub());
+    try {
+      const through = new KubeConfig();
+      through.loadFromString(proxy.kubeconfig);
+      const viaProxy = new KubernetesHub({ kubeConfig: through, accessProviderNames: [ACCESS_PROVIDER] });
+      const first = normalize(eksCluster({ name: 'raced' }), inventoryOptions({ namespace }), NOW);
+      const { name } = first.metadata;
+      const nodeFigures = (profile: ClusterProfile) =>
+        (profile.status?.properties ?? []).map((p) => p.name).filter((n) => n.endsWith('.node.k8s.io'));
+      const statusOf = (value: string): ClusterProfile => {
+        const next = structuredClone(first);
+        next.status!.properties = next.status!.properties!.filter((p) => !p.name.endsWith('.node.k8s.io'));
+        next.status!.properties.find((p) => p.name === 'cpsync.io/status')!.value = value;
+        return next;
+      };
+      /** cpsync writes `first`, and another manager claims its status's fields. */
+      const claimed = async () => {
+        await cpsync.applyObject(first);
+        await cpsync.applyStatus(first);
+        const current = (await read(name)) as ClusterProfile & {
+          metadata: { managedFields: V1ManagedFieldsEntry[] };
+        };
+        const claims = current.metadata.managedFields
+          .filter((e) => e.manager === 'cpsync' && e.subresource === 'status')
+          .map((e) => ({ ...e, manager: 'intruder', operation: 'Update' }));
+        await claim(current, claims);
+      };
+      const read = async (n: string) =>
+        (await objects.getNamespacedCustomObject({ ...PROFILES, namespace, name: n })) as ClusterProfile;
+
+      // Another write between the apply and the removal: the removal is tried again at the version it made.
+      await claimed();
+      let patches = 0;
+      proxy.rule = ({ method, path }) =>
+        method === 'PATCH' && path.split('?')[0]!.endsWith('/status') && ++patches === 2
+          ? {
+              holdRequest: true,
+              until: objects.patchNamespacedCustomObject(
+                {
+                  ...PROFILES,
+                  namespace,
+                  name,
+                  body: { metadata: { labels: { 'example.com/between': 'yes' } } },
+                },
+                setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+              ),
+            }
+          : undefined;
+      const between = await viaProxy.applyStatus(statusOf('UPDATING'));
+      assert.equal(patches, 3, 'the apply, the removal refused, the removal again');
+      assert.deepEqual(nodeFigures(between), []);
+      const afterBetween = await read(name);
+      assert.deepEqual(nodeFigures(afterBetween), []);
+      assert.equal(afterBetween.metadata.labels?.['example.com/between'], 'yes', 'the write between kept');
+
+      // The removal refused every time: the write that landed is given back, not failed; the next write removes it.
+      await claimed();
+      proxy.rule = ({ method, path }) =>
+        method === 'PATCH' && path.split('?')[0]!.endsWith('/status') && ++patches > 4
+          ? { status: 409 }
+          : undefined;
+      const landed = await viaProxy.applyStatus(statusOf('FAILED'));
+      assert.equal(landed.status?.properties?.find((p) => p.name === 'cpsync.io/status')?.value, 'FAILED');
+      assert.deepEqual(nodeFigures(await read(name)), nodeFigures(first), 'left for the next write');
+      proxy.rule = undefined;
+      await viaProxy.applyStatus(statusOf('FAILED'));
+      assert.deepEqual(nodeFigures(await read(name)), []);
+      await objects.deleteNamespacedCustomObject({ ...PROFILES, namespace, name });
+    } finally {
+      await proxy.stop();
+    }
+  });
+
+  it('removes a property the member probe listed before the write and no longer does, whoever claims it', async () => {
+    const listed = normalize(eksCluster({ name: 'probed' }), inventoryOptions({ namespace }), NOW);
+    const { name } = listed.metadata;
+    listed.status!.properties!.push(
+      { name: 'cpsync.io/member-properties', value: '["example.org/capacity"]', lastObservedTime: NOW },
+      { name: 'example.org/capacity', value: '40', lastObservedTime: NOW },
+    );
+    await cpsync.applyObject(listed);
+    const before = await cpsync.applyStatus(listed);
+    const current = (await objects.getNamespacedCustomObject({
+      ...PROFILES,
+      namespace,
+      name,
+    })) as ClusterProfile & {
+      metadata: { managedFields: V1ManagedFieldsEntry[] };
+    };
+    // The claim is on the property alone (the list of names goes with cpsync's write).
+    const key = 'k:{"name":"example.org/capacity"}';
+    const claims = current.metadata.managedFields
+      .filter((e) => e.manager === 'cpsync' && e.subresource === 'status')
+      .map((e) => {
+        const properties = (e.fieldsV1 as { 'f:status': { 'f:properties': Record<string, unknown> } })[
+          'f:status'
+        ]['f:properties'];
+        assert.ok(properties[key], 'cpsync wrote the property');
+        return {
+          ...e,
+          manager: 'intruder',
+          operation: 'Update',
+          fieldsV1: { 'f:status': { 'f:properties': { [key]: properties[key] } } },
+        };
+      });
+    await claim(current, claims);
+    // The probe no longer reports the property: the list and the property go, though the list written names it not.
+    const unlisted = structuredClone(listed);
+    unlisted.status!.properties = unlisted.status!.properties!.filter(
+      (p) => p.name !== 'cpsync.io/member-properties' && p.name !== 'example.org/capacity',
+    );
+    await cpsync.applyStatus(unlisted, before);
+    const stored = (await objects.getNamespacedCustomObject({
+      ...PROFILES,
+      namespace,
+      name,
+    })) as ClusterProfile;
+    assert.deepEqual(
+      (stored.status?.properties ?? []).map((p) => p.name).sort(),
+      unlisted.status!.properties.map((p) => p.name).sort(),
+    );
+    await objects.deleteNamespacedCustomObject({ ...PROFILES, namespace, name });
   });
 });

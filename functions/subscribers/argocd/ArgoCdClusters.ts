@@ -235,11 +235,14 @@ export class ArgoCdClusters {
    * profile (its uid); else deletes it (one written while the hub was trusted, or before the hub was judged at all,
    * may have been made from a profile someone else wrote).
    */
-  async release(profile: ClusterProfile): Promise<{ outcome: Outcome }> {
+  async release(profile: ClusterProfile, trusted = false): Promise<{ outcome: Outcome }> {
     const { namespace, name } = profile.metadata;
     for (let reading = 1; reading <= READINGS; reading++) {
       const existing = await this.#read(secretNameOf(name!));
-      if (!existing || this.#held(existing, new Map([[`${namespace}/${name}`, profile.metadata.uid]])))
+      if (
+        !existing ||
+        this.#held(existing, new Map([[`${namespace}/${name}`, profile.metadata.uid]]), trusted)
+      )
         return { outcome: 'unchanged' };
       if (!madeFrom(existing, this.#manager, namespace!, name!)) return { outcome: 'conflict' };
       // Only as it was read: one written since is judged again.
@@ -250,12 +253,16 @@ export class ArgoCdClusters {
     throw changedThroughout(namespace!, name!);
   }
 
-  /** Whether `secret` was written while guarded from one of the profiles `held` (`namespace/name` → uid). */
-  #held(secret: V1Secret, held: ReadonlyMap<string, string | undefined>): boolean {
+  /**
+   * Whether `secret` was written while guarded from one of the profiles `held` (`namespace/name` → uid); `trusted`
+   * (the hub's writers trusted still), or while they were trusted.
+   */
+  #held(secret: V1Secret, held: ReadonlyMap<string, string | undefined>, trusted = false): boolean {
     const annotations = secret.metadata?.annotations ?? {};
     const profile = annotations[PROFILE_ANNOTATION];
+    const under = annotations[WRITTEN_UNDER_ANNOTATION];
     return (
-      annotations[WRITTEN_UNDER_ANNOTATION] === 'guarded' &&
+      (under === 'guarded' || (trusted && under === 'trusted')) &&
       profile !== undefined &&
       held.has(profile) &&
       held.get(profile) !== undefined &&
@@ -434,7 +441,8 @@ export class ArgoCdClusters {
       ),
     );
     for (const secret of await this.managed()) {
-      if (wanted.has(secret.metadata!.name!) || this.#held(secret, holding)) continue;
+      if (wanted.has(secret.metadata!.name!) || this.#held(secret, holding, writtenUnder === 'trusted'))
+        continue;
       const profile = secret.metadata?.annotations?.[PROFILE_ANNOTATION];
       // Kept for the grace only what would be kept were its profile there: a Secret made while the hub's writers were
       // trusted, or in a namespace no longer guarded, may be of a profile someone else wrote and then deleted.

@@ -192,6 +192,10 @@ async function readProfile(
   return live(await deps.composition.ports.hub.get(ref));
 }
 
+/** Why a profile another writer deleted gets no Secret made, and keeps the one it has. */
+const HELD_BY_ANOTHER =
+  'being deleted by another writer, held by a finalizer: its Secret written from it stays as it is, none is made';
+
 function live(profile: ClusterProfile | undefined): ClusterProfile | undefined {
   return profile === undefined || deletedByCpsync(profile) ? undefined : profile;
 }
@@ -253,6 +257,15 @@ async function applyReading(
       reason: `${namespace}/${name}: ${unguarded}${released.outcome === 'deleted' ? ' (its Secret, not written while guarded, removed)' : ''}`,
     };
   }
+  // Deleted by another writer and held by a finalizer: still its cluster's, but nothing is made from it (a profile an
+  // earlier cpsync deleted carries no mark either): the Secret written from it while guarded stays as it is.
+  if (current?.metadata.deletionTimestamp !== undefined) {
+    const released = await deps.clusters.release(current, guard.trusted);
+    return {
+      outcome: 'skipped',
+      reason: `${namespace}/${name}: ${HELD_BY_ANOTHER}${released.outcome === 'deleted' ? ' (a Secret not written from it removed)' : ''}`,
+    };
+  }
   const writtenUnder = guard.trusted ? 'trusted' : 'guarded';
   // Written as the hub has it now, whatever the change (a deleted profile made again since: kept, as it is now).
   if (current) return deps.clusters.upsert(current, { newest: true, writtenUnder });
@@ -297,8 +310,12 @@ async function reconcile(
     ...profiles.map((p) => p.metadata.namespace!),
   ]);
   for (const namespace of namespaces) reasons.set(namespace, await guard.unguarded(namespace));
-  const guarded = profiles.filter((p) => !reasons.get(p.metadata.namespace!));
-  const held = profiles.filter((p) => reasons.get(p.metadata.namespace!));
+  // Held as they are: the profiles of unguarded namespaces, and those another writer deleted.
+  const whyHeld = (p: ClusterProfile) =>
+    reasons.get(p.metadata.namespace!) ??
+    (p.metadata.deletionTimestamp !== undefined ? HELD_BY_ANOTHER : undefined);
+  const guarded = profiles.filter((p) => !whyHeld(p));
+  const held = profiles.filter((p) => whyHeld(p));
   const hub = deps.composition.ports.hub;
   const keyOf = (p: ClusterProfile) => `${p.metadata.namespace}/${p.metadata.name}`;
   const refOf = (key: string) => {
@@ -333,7 +350,7 @@ async function reconcile(
   for (const { profile, since } of report.missing)
     logger.info('profile missing from the hub: its Secret kept until the grace is over', { profile, since });
   for (const profile of profiles) {
-    const why = reasons.get(profile.metadata.namespace!);
+    const why = whyHeld(profile);
     if (why) report.skipped.push({ profile: keyOf(profile), reason: `${keyOf(profile)}: ${why}` });
   }
   for (const conflict of report.conflicts)

@@ -73,6 +73,9 @@ import { inventoryOptions } from '../../support/settings.ts';
 import { temporaryDirectory } from '../../support/tmp.ts';
 
 const BUS = 'argocd-test';
+/** What the subscriber says of a profile another writer deleted. */
+const HELD =
+  'being deleted by another writer, held by a finalizer: its Secret written from it stays as it is, none is made';
 const inventory = uniqueNamespace('inv');
 /** A second inventory namespace: clusters tagged `placement: moved` are placed there (a namespace rule). */
 const moved = uniqueNamespace('moved');
@@ -824,7 +827,7 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
     }
   });
 
-  it("a profile another writer deleted, held by a finalizer, is still its cluster's: its events and reconciles keep its Secret past the grace, a Deleted event does not take it; once cpsync deletes it in turn, its Deleted event does", async () => {
+  it("a profile another writer deleted, held by a finalizer, is still its cluster's: its Secret stays as written past the grace, a Deleted event does not take it, and none is made from it; once cpsync deletes it in turn, it is a profile gone", async () => {
     const { held, ref, path, objects, finalizers, secretOf } = await heldProfile('held-by-another');
     const event = (kind: 'created' | 'deleted') =>
       buildChangeEvent({ kind, profile: held, changes: [{ field: 'spec', after: {} }] }, context(held));
@@ -848,24 +851,40 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
         'not deleted by cpsync',
       );
 
-      // A Deleted event (cpsync made none: anyone's, under an id of its own): the Secret stays, as the profile says.
+      // A Deleted event (cpsync made none: anyone's, under an id of its own): the Secret stays as it was written.
       const anyones = event('deleted');
       await publish([{ ...anyones, detail: { ...anyones.detail, eventId: randomUUID() } }]);
       assert.deepEqual(
-        (await deliver()).map((r) => r.result.outcome),
-        ['unchanged'],
+        (await deliver()).map((r) => [r.result.outcome, r.result.reason]),
+        [['skipped', `${ref.namespace}/${ref.name}: ${HELD}`]],
       );
-      // Reconciles: the profile is no missing one, so its Secret is never marked missing and no grace runs.
+      // Reconciles: held as it is, so its Secret is never marked missing and no grace runs.
       for (let round = 0; round < 2; round++) {
         const report = await reconcile();
         assert.deepEqual(report.missing, [], JSON.stringify(report));
         assert.equal(report.deleted, 0, JSON.stringify(report));
+        assert.ok(
+          report.skipped.some((k) => k.reason === `${ref.namespace}/${ref.name}: ${HELD}`),
+          JSON.stringify(report),
+        );
       }
       const kept = (await secretOf())!;
       assert.equal(kept.metadata!.uid, written.metadata!.uid, 'the same Secret');
       assert.equal(kept.metadata!.annotations?.['cpsync.io/profile-missing-since'], undefined);
 
-      // cpsync deletes it in turn (its cluster gone): marked as cpsync's, and its Deleted event removes the Secret.
+      // Nothing is made from it: without its Secret (as for a profile an earlier cpsync deleted, which carries no mark
+      // either, its Secret removed then), neither an event nor a reconcile writes one.
+      await core.deleteNamespacedSecret({ name: `cluster-${ref.name}`, namespace: argocd });
+      const again = event('created');
+      await publish([{ ...again, detail: { ...again.detail, eventId: randomUUID() } }]);
+      assert.deepEqual(
+        (await deliver()).map((r) => r.result.outcome),
+        ['skipped'],
+      );
+      await reconcile();
+      assert.equal(await secretOf(), undefined, 'no Secret made from a profile another writer deleted');
+
+      // cpsync deletes it in turn (its cluster gone): marked as cpsync's deletion, a profile gone.
       await hub.delete(ref);
       const marked = (await hub.get(ref))!;
       assert.ok(marked.metadata.annotations?.[ANNOTATION_DELETED_AT], 'marked as cpsync’s deletion');
@@ -873,9 +892,8 @@ describe('Argo CD cluster Secrets from the inventory (real hub, moto EventBridge
       await publish([event('deleted')]);
       assert.deepEqual(
         (await deliver()).map((r) => r.result.outcome),
-        ['deleted'],
+        ['absent'],
       );
-      assert.equal(await secretOf(), undefined);
       await reconcile();
       assert.equal(await secretOf(), undefined, 'not written again from a profile cpsync deleted');
     } finally {

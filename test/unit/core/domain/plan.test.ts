@@ -507,4 +507,19 @@ describe('plan', () => {
       /^Terminating,.* is being deleted, held by example\.com\/hold; created again once it is gone$/,
     );
   });
+
+  it('takes off the mark of a deletion of its own that did not go through, whether the cluster is listed or missed', () => {
+    const [alpha, beta] = stored(desiredOf([a, b]));
+    const marked = (p: ClusterProfile): ClusterProfile => ({
+      ...p,
+      metadata: { ...p.metadata, annotations: { ...p.metadata.annotations, [ANNOTATION_DELETED_AT]: NOW } },
+    });
+    const result = run(desiredOf([a], LATER), [marked(alpha!), marked(beta!)]);
+    const written = new Map(result.updates.map((u) => [u.profile.metadata.name, u.profile]));
+    for (const profile of [alpha!, beta!]) {
+      const update = written.get(profile.metadata.name);
+      assert.ok(update, `${profile.metadata.name} written`);
+      assert.equal(update.metadata.annotations?.[ANNOTATION_DELETED_AT], undefined, profile.metadata.name);
+    }
+  });
 });

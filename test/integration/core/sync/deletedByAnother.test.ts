@@ -7,7 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
 import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import { ANNOTATION_DELETED_AT } from '../../../../core/domain/constants.ts';
@@ -21,7 +27,9 @@ import type { ObservedCluster } from '../../../../core/domain/model/observedClus
 import type { Scope } from '../../../../core/domain/model/scope.ts';
 import { runSync } from '../../../../core/sync/engine.ts';
 import type { ClusterSource } from '../../../../core/sync/ports.ts';
-import { eksCluster } from '../../../support/fixtures.ts';
+import { startHubProxy } from '../../../env/hubProxy.ts';
+import { normalize } from '../../../../core/domain/normalize.ts';
+import { eksCluster, NOW } from '../../../support/fixtures.ts';
 import { filePorts } from '../../../support/filePorts.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
@@ -123,5 +131,31 @@ describe('a profile another writer deleted, held by a finalizer, on the real kub
     const later = await sync();
     assert.deepEqual(later.changes, []);
     assert.equal((await stored())!.metadata.resourceVersion, marked.metadata.resourceVersion);
+  });
+
+  it('takes its mark off a profile whose deletion the hub refused', async () => {
+    const proxy = await startHubProxy(await localHub());
+    try {
+      const through = new KubeConfig();
+      through.loadFromString(proxy.kubeconfig);
+      const viaProxy = new KubernetesHub({ kubeConfig: through });
+      const profile = normalize(eksCluster({ name: 'refused' }), inventoryOptions({ namespace }), NOW);
+      const stored = await hub.applyObject(profile);
+      const ref = { namespace, name: stored.metadata.name };
+      proxy.rule = ({ method }) => (method === 'DELETE' ? { status: 500 } : undefined);
+      await assert.rejects(viaProxy.delete({ ...ref, resourceVersion: stored.metadata.resourceVersion! }));
+      assert.ok(
+        proxy.requests.some((r) => r.method === 'DELETE'),
+        'the deletion was asked for',
+      );
+      const after = (await hub.get(ref))!;
+      assert.equal(after.metadata.deletionTimestamp, undefined, 'not deleted');
+      assert.equal(after.metadata.annotations?.[ANNOTATION_DELETED_AT], undefined, 'no mark left');
+      proxy.rule = undefined;
+      await viaProxy.delete(ref);
+      assert.equal(await hub.get(ref), undefined);
+    } finally {
+      await proxy.stop();
+    }
   });
 });

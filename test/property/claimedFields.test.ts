@@ -40,6 +40,7 @@ import {
 type NamedExtension = { name: string; extension: Record<string, unknown> };
 import { normalize } from '../../core/domain/normalize.ts';
 import { startHubProxy } from '../env/hubProxy.ts';
+import { cpsyncEntriesAs, writeClaims, type ManagedProfile } from '../support/claims.ts';
 import { eksCluster } from '../support/fixtures.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../support/hub.ts';
 import { inventoryOptions } from '../support/settings.ts';
@@ -182,21 +183,6 @@ describe('what cpsync takes away from its profile on a real kube-apiserver', () 
   after(async () => {
     await core?.deleteNamespace({ name: namespace });
   });
-
-  /** Writes the profile `current` back (a PUT) with `claims` added to its managedFields. */
-  const claim = (
-    current: ClusterProfile & { metadata: { managedFields: V1ManagedFieldsEntry[] } },
-    claims: V1ManagedFieldsEntry[],
-  ) =>
-    objects.replaceNamespacedCustomObject({
-      ...PROFILES,
-      namespace,
-      name: current.metadata.name,
-      body: {
-        ...current,
-        metadata: { ...current.metadata, managedFields: [...current.metadata.managedFields, ...claims] },
-      },
-    });
 
   it('is gone whoever claims it or wrote it under cpsync’s names; the other tools’ own entries stay', async () => {
     const base = normalize(eksCluster({ name: 'claimed' }), inventoryOptions({ namespace }), NOW);
@@ -346,13 +332,8 @@ describe('what cpsync takes away from its profile on a real kube-apiserver', () 
       const claimed = async () => {
         await cpsync.applyObject(first);
         await cpsync.applyStatus(first);
-        const current = (await read(name)) as ClusterProfile & {
-          metadata: { managedFields: V1ManagedFieldsEntry[] };
-        };
-        const claims = current.metadata.managedFields
-          .filter((e) => e.manager === 'cpsync' && e.subresource === 'status')
-          .map((e) => ({ ...e, manager: 'intruder', operation: 'Update' }));
-        await claim(current, claims);
+        const current = (await read(name)) as ManagedProfile;
+        await writeClaims(objects, current, cpsyncEntriesAs(current, 'intruder', 'status'));
       };
       const read = async (n: string) =>
         (await objects.getNamespacedCustomObject({ ...PROFILES, namespace, name: n })) as ClusterProfile;
@@ -413,26 +394,17 @@ describe('what cpsync takes away from its profile on a real kube-apiserver', () 
       ...PROFILES,
       namespace,
       name,
-    })) as ClusterProfile & {
-      metadata: { managedFields: V1ManagedFieldsEntry[] };
-    };
+    })) as ManagedProfile;
     // The claim is on the property alone (the list of names goes with cpsync's write).
     const key = 'k:{"name":"example.org/capacity"}';
-    const claims = current.metadata.managedFields
-      .filter((e) => e.manager === 'cpsync' && e.subresource === 'status')
-      .map((e) => {
-        const properties = (e.fieldsV1 as { 'f:status': { 'f:properties': Record<string, unknown> } })[
-          'f:status'
-        ]['f:properties'];
-        assert.ok(properties[key], 'cpsync wrote the property');
-        return {
-          ...e,
-          manager: 'intruder',
-          operation: 'Update',
-          fieldsV1: { 'f:status': { 'f:properties': { [key]: properties[key] } } },
-        };
-      });
-    await claim(current, claims);
+    const claims = cpsyncEntriesAs(current, 'intruder', 'status').map((e) => {
+      const properties = (e.fieldsV1 as { 'f:status': { 'f:properties': Record<string, unknown> } })[
+        'f:status'
+      ]['f:properties'];
+      assert.ok(properties[key], 'cpsync wrote the property');
+      return { ...e, fieldsV1: { 'f:status': { 'f:properties': { [key]: properties[key] } } } };
+    });
+    await writeClaims(objects, current, claims);
     // The probe no longer reports the property: the list and the property go, though the list written names it not.
     const unlisted = structuredClone(listed);
     unlisted.status!.properties = unlisted.status!.properties!.filter(

@@ -14,7 +14,6 @@ import {
   RbacAuthorizationV1Api,
   setHeaderOptions,
   type KubeConfig,
-  type V1ManagedFieldsEntry,
 } from '@kubernetes/client-node';
 import { HubForbiddenError } from '../../../../adapters/hub/errors.ts';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
@@ -36,6 +35,7 @@ import {
   POLICY_NAMESPACE_LABEL,
   type InstalledPolicy,
 } from '../../../support/hubManifests.ts';
+import { cpsyncEntriesAs, writeClaims, type ManagedProfile } from '../../../support/claims.ts';
 import { inventoryOptions } from '../../../support/settings.ts';
 
 /** Another identity allowed by RBAC to write ClusterProfiles here: a consumer (the Argo CD integration, Kueue). */
@@ -288,27 +288,13 @@ describe('the shipped admission policy on the real kube-apiserver', () => {
       ...PROFILES,
       namespace,
       name,
-    })) as ClusterProfile & {
-      metadata: { managedFields: V1ManagedFieldsEntry[] };
-    };
-    const claims = current.metadata.managedFields
-      .filter((entry) => entry.manager === 'cpsync')
-      .map((entry) => ({ ...entry, manager: CONSUMER, operation: 'Update' }));
+    })) as ManagedProfile;
+    const claims = cpsyncEntriesAs(current, CONSUMER);
     assert.equal(claims.length, 2, "cpsync's entries: the object's and the status's");
-    const claimed = await answer(
-      consumer.replaceNamespacedCustomObject({
-        ...PROFILES,
-        namespace,
-        name,
-        body: {
-          ...current,
-          metadata: { ...current.metadata, managedFields: [...current.metadata.managedFields, ...claims] },
-        },
-      }),
-    );
+    const claimed = await answer(writeClaims(consumer, current, claims));
     assert.equal(claimed.code, 200, `the policy lets the claim through: ${claimed.message}`);
     assert.equal(
-      ((await read(name)) as typeof current).metadata.managedFields.filter(
+      ((await read(name)) as ManagedProfile).metadata.managedFields?.filter(
         (entry) => entry.manager === CONSUMER,
       ).length,
       2,

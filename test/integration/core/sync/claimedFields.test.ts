@@ -24,6 +24,7 @@ import type { ClusterSource } from '../../../../core/sync/ports.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
 import { filePorts } from '../../../support/filePorts.ts';
 import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { cpsyncEntriesAs, writeClaims } from '../../../support/claims.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 
 const PROFILES = {
@@ -90,18 +91,7 @@ describe("a hub writer's claim on cpsync's fields, through the engine on the rea
       );
 
       // A writer claims every field of cpsync's: its entries copied under another manager, written back.
-      const claims = (first.metadata.managedFields ?? [])
-        .filter((e) => e.manager === 'cpsync')
-        .map((e) => ({ ...e, manager: 'intruder', operation: 'Update' }));
-      await objects.replaceNamespacedCustomObject({
-        ...PROFILES,
-        namespace,
-        name: first.metadata.name,
-        body: {
-          ...first,
-          metadata: { ...first.metadata, managedFields: [...first.metadata.managedFields!, ...claims] },
-        },
-      });
+      await writeClaims(objects, first, cpsyncEntriesAs(first, 'intruder'));
       assert.ok(
         (await stored()).metadata.managedFields?.some((e) => e.manager === 'intruder'),
         'the server kept the claim',

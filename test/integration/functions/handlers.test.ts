@@ -1274,6 +1274,19 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
       messageId,
       JSON.stringify({ syncId, scope: { provider: 'eks', account: EKS_ACCOUNT, region } }),
     );
+  /** Each call a scope message of eu-west-1 (its sync id `<prefix>-<n>`) the scope worker takes whole. */
+  const scopeListings = (prefix: string) => {
+    const worker = makeScopeWorker(getDeps);
+    let message = 0;
+    return async () =>
+      assert.deepEqual(
+        await worker(
+          { Records: [scopeMessage(`${prefix}-${++message}`, `${prefix}-${message}`, 'eu-west-1')] },
+          context,
+        ),
+        { batchItemFailures: [] },
+      );
+  };
   const createdOf = (events: ReceivedEvent[], display: string) =>
     events.filter(
       (e) =>
@@ -1283,16 +1296,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
   it("counts a missed cluster's listings in DynamoDB from scope messages, whatever a hub writer sets its shown count to: marked after one, deleted after the grace's two", async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'graced' }]);
-    const worker = makeScopeWorker(getDeps);
-    let message = 0;
-    const listed = async () =>
-      assert.deepEqual(
-        await worker(
-          { Records: [scopeMessage(`graced-${++message}`, `graced-${message}`, 'eu-west-1')] },
-          context,
-        ),
-        { batchItemFailures: [] },
-      );
+    const listed = scopeListings('graced');
     const graced = async () => (await profiles()).find((p) => p.spec.displayName === 'graced');
     /** A hub writer past the admission policy: the profile's shown count set to `value`. */
     const claim = async (value: string) => {
@@ -1360,16 +1364,7 @@ describe('Lambda handlers against the real hub, moto and the local cloud servers
 
   it("begins a cluster's count again when a CloudTrail event's sync finds it, between two listings that missed it: not deleted at the grace's two", async () => {
     await createEksClusters(emulators.moto.endpoint, EKS_ACCOUNT, 'eu-west-1', [{ name: 'flaky' }]);
-    const worker = makeScopeWorker(getDeps);
-    let message = 0;
-    const listed = async () =>
-      assert.deepEqual(
-        await worker(
-          { Records: [scopeMessage(`flaky-${++message}`, `flaky-${message}`, 'eu-west-1')] },
-          context,
-        ),
-        { batchItemFailures: [] },
-      );
+    const listed = scopeListings('flaky');
     const flaky = async () => (await profiles()).find((p) => p.spec.displayName === 'flaky');
     const shown = async () =>
       (await flaky())?.status?.properties?.find((p) => p.name === 'cpsync.io/missed-listings')?.value;

@@ -8,9 +8,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { CoreV1Api, CustomObjectsApi, type V1ManagedFieldsEntry } from '@kubernetes/client-node';
-import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
-import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { type V1ManagedFieldsEntry } from '@kubernetes/client-node';
+import type { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
+import type { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import {
   CLUSTER_PROFILE_GROUP,
   CLUSTER_PROFILE_PLURAL,
@@ -22,8 +23,9 @@ import type { Scope } from '../../../../core/domain/model/scope.ts';
 import { runSync, syncCluster } from '../../../../core/sync/engine.ts';
 import type { ClusterSource } from '../../../../core/sync/ports.ts';
 import { eksCluster } from '../../../support/fixtures.ts';
+import { adminHubIn } from '../../../support/engineHub.ts';
 import { filePorts } from '../../../support/filePorts.ts';
-import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { uniqueNamespace } from '../../../support/hub.ts';
 import { cpsyncEntriesAs, writeClaims } from '../../../support/claims.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 
@@ -43,12 +45,7 @@ describe("a hub writer's claim on cpsync's fields, through the engine on the rea
   let leases: KubernetesLeaseStore;
 
   before(async () => {
-    const admin = adminKubeConfig(await localHub());
-    core = admin.makeApiClient(CoreV1Api);
-    objects = admin.makeApiClient(CustomObjectsApi);
-    hub = new KubernetesHub({ kubeConfig: admin });
-    leases = new KubernetesLeaseStore({ kubeConfig: async () => admin, namespace });
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    ({ core, objects, hub, leases } = await adminHubIn(namespace));
   });
 
   after(async () => {

@@ -7,15 +7,10 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import {
-  CoreV1Api,
-  CustomObjectsApi,
-  KubeConfig,
-  PatchStrategy,
-  setHeaderOptions,
-} from '@kubernetes/client-node';
+import type { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
+import { KubeConfig, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { KubernetesHub } from '../../../../adapters/hub/KubernetesHub.ts';
-import { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
+import type { KubernetesLeaseStore } from '../../../../adapters/hub/KubernetesLeases.ts';
 import { ANNOTATION_DELETED_AT } from '../../../../core/domain/constants.ts';
 import {
   CLUSTER_PROFILE_GROUP,
@@ -30,8 +25,9 @@ import type { ClusterSource } from '../../../../core/sync/ports.ts';
 import { startHubProxy } from '../../../env/hubProxy.ts';
 import { normalize } from '../../../../core/domain/normalize.ts';
 import { eksCluster, NOW } from '../../../support/fixtures.ts';
+import { adminHubIn } from '../../../support/engineHub.ts';
 import { filePorts } from '../../../support/filePorts.ts';
-import { adminKubeConfig, localHub, uniqueNamespace } from '../../../support/hub.ts';
+import { localHub, uniqueNamespace } from '../../../support/hub.ts';
 import { inventoryOptions, runSettings } from '../../../support/settings.ts';
 
 const PROFILES = {
@@ -50,12 +46,7 @@ describe('a profile another writer deleted, held by a finalizer, on the real kub
   let leases: KubernetesLeaseStore;
 
   before(async () => {
-    const admin = adminKubeConfig(await localHub());
-    core = admin.makeApiClient(CoreV1Api);
-    objects = admin.makeApiClient(CustomObjectsApi);
-    hub = new KubernetesHub({ kubeConfig: admin });
-    leases = new KubernetesLeaseStore({ kubeConfig: async () => admin, namespace });
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    ({ core, objects, hub, leases } = await adminHubIn(namespace));
   });
 
   after(async () => {
